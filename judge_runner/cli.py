@@ -1,0 +1,378 @@
+"""The ``judge-runner`` command line: thin wrappers that parse options and call the modules.
+
+Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed; 2 usage or configuration error;
+3 run incomplete (interrupted, budget exhausted, too many failed queries).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from judge_runner import __version__
+from judge_runner.config import ConfigError, Settings, load_settings
+from judge_runner.evaluate import EXIT_CONFIG, EXIT_INCOMPLETE, EvaluateOptions, provenance, run_evaluation
+from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
+from judge_runner.models import Query, QuerySet
+
+PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _fail(message: str, code: int = EXIT_CONFIG) -> None:
+    _err(f"error: {message}")
+    sys.exit(code)
+
+
+def _settings(**flags) -> Settings:
+    try:
+        return load_settings(flags)
+    except ConfigError as exc:
+        _fail(str(exc))
+        raise  # unreachable
+
+
+# -- shared options --------------------------------------------------------------------------------
+def db_option(f):
+    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
+
+
+def search_options(f):
+    f = click.option("--search-limit", type=click.IntRange(1, 100), default=None, help="Results per query shown to the judge [default: 10].")(f)
+    f = click.option("--search-mode", type=click.Choice(["hybrid", "fts", "vector"]), default=None,
+                     help="Search mode under test [default: hybrid].")(f)
+    return f
+
+
+def provider_options(f):
+    opts = [
+        click.option("--provider", type=click.Choice(["auto", "anthropic", "openai", "offline"]), default=None,
+                     help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
+                          "OPENAI_BASE_URL is set, else the offline heuristic [default: auto]."),
+        click.option("--model", default=None, help="Model for phase one (generation) [default: the provider's default]."),
+        click.option("--judge-model", default=None, help="Model for phase two (judging) [default: same as --model]."),
+        click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Stop starting calls when the run could spend more than this (USD) [default: no cap]."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds per HTTP attempt [default: 60]."),
+        click.option("--call-deadline", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds per logical call including retries [default: 4 x timeout]."),
+        click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5]."),
+        click.option("--quiet", is_flag=True, help="Print only the final summary."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+# -- building blocks ------------------------------------------------------------------------------
+def _open_index(settings: Settings, must_exist: bool = False):
+    from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
+
+    if must_exist and not settings.db.exists():
+        _fail(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
+    try:
+        return SQLiteIndex(settings.db, settings.search)
+    except IndexMismatchError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # sqlite3.DatabaseError for a file that is not an index
+        _fail(f"cannot open the index {settings.db}: {exc}")
+
+
+def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
+    from judge_runner.corpus.walk import parse_extensions
+    from judge_runner.search.indexer import index_tree
+
+    index = _open_index(settings)
+    started = time.monotonic()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if not quiet:
+            _err(f"  {stage} {done}/{total} chunks")
+
+    try:
+        report = index_tree(index, fixtures, extensions=parse_extensions(settings.extensions), prune=prune, progress=progress)
+    except NotADirectoryError as exc:
+        index.close()
+        _fail(str(exc))
+    elapsed = time.monotonic() - started
+    return index, report, elapsed
+
+
+def _describe_index(report, elapsed: float) -> str:
+    skipped = ", ".join(f"{len(v)} {k}" for k, v in sorted(report.skipped.items())) or "none"
+    text = (f"indexed {report.indexed}, unchanged {report.unchanged}, removed {report.removed}, "
+            f"skipped: {skipped} ({report.chunks_embedded} chunks embedded in {elapsed:.1f} s)")
+    for note, sources in sorted(report.notes.items()):
+        text += f"\n  note: {note}: {', '.join(sources[:5])}{' ...' if len(sources) > 5 else ''}"
+    return text
+
+
+def _make_providers(settings: Settings, need_generator: bool):
+    """``(generator, judge, budget, label)`` for the chosen provider."""
+    from judge_runner.llm.budget import Budget
+    from judge_runner.llm.retry import RetryPolicy
+
+    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd)
+    name = settings.provider
+    reason = "--provider"
+    if name == "auto":
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            name, reason = "anthropic", "ANTHROPIC_API_KEY is set"
+        elif os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+            name, reason = "openai", "OPENAI_API_KEY or OPENAI_BASE_URL is set"
+        else:
+            name, reason = "offline", "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set"
+    if name == "offline":
+        from judge_runner.llm.offline import OfflineProvider
+
+        provider = OfflineProvider()
+        _err(f"provider: offline ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments")
+        return provider, provider, budget
+    retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
+    if name == "anthropic":
+        from judge_runner.llm.anthropic_provider import DEFAULT_MODEL, AnthropicProvider as cls
+
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            _fail("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
+    else:
+        from judge_runner.llm.openai_provider import DEFAULT_MODEL, OpenAIProvider as cls
+
+        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+            _fail("--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)")
+    model = settings.model or DEFAULT_MODEL
+    judge_model = settings.judge_model or model
+    generator = cls(model, retry, budget, settings.timeout) if need_generator else None
+    judge = cls(judge_model, retry, budget, settings.timeout)
+    _err(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
+    for label, p in (("generator", generator), ("judge", judge)):
+        if p is not None and p.price is None:
+            _err(f"warning: no price known for {label} model {p.model}: cost will be reported as unknown and "
+                 f"--max-budget-usd cannot be enforced in USD")
+    return generator, judge, budget
+
+
+def _generate(settings: Settings, generator, fixtures: Path, count: int, quiet: bool):
+    from judge_runner.corpus.walk import parse_extensions
+    from judge_runner.generate import generate_queries
+
+    if not quiet:
+        _err(f"phase one: writing {count} queries from {fixtures} ...")
+    result = generate_queries(generator, fixtures, count, parse_extensions(settings.extensions), log=_err if not quiet else (lambda m: None))
+    if not quiet:
+        _err(f"phase one: {len(result.queries)} queries kept, {len(result.dropped)} dropped")
+    return result
+
+
+def _prompt_hashes() -> dict[str, str]:
+    from judge_runner.resources import prompt_sha256
+
+    return {name: prompt_sha256(name) for name in PROMPTS}
+
+
+def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, out_dir: Path, quiet: bool,
+              min_overall: float | None, generation=None, generator_model: str | None = None) -> int:
+    from judge_runner.generate import query_set_sha256
+    from judge_runner.results import RunWriter
+
+    try:
+        writer = RunWriter(out_dir)
+    except OSError as exc:
+        _fail(f"cannot write to {out_dir}: {exc}")
+    run_start = {
+        "config": {
+            "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
+            "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
+            "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
+            "count": settings.count, "db": str(settings.db),
+        },
+        "provenance": provenance(judge, generator_model, _prompt_hashes(), query_set_sha256(queries),
+                                 index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),
+        "queriesGenerated": generation.generated if generation else None,
+        "queriesDropped": len(generation.dropped) if generation else 0,
+    }
+    options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, min_overall)
+    echo = (lambda m: None) if quiet else click.echo
+    outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=_err)
+    _print_summary(outcome.summary, outcome.path)
+    return outcome.exit_code
+
+
+def _print_summary(summary: dict, path: str) -> None:
+    heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
+    click.echo(f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
+               f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}")
+    if summary["averageScores"]:
+        click.echo("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))
+    if summary["averageMetrics"]:
+        click.echo("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
+    a = summary["abstention"]
+    click.echo(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
+    for issue in summary["topIssues"][:3]:
+        click.echo(f"  issue ({issue['count']}x): {issue['issue']}")
+    if summary["recommendedFocus"]:
+        click.echo(f"  recommended focus: {summary['recommendedFocus']}")
+    cost = summary["costUsd"]
+    click.echo(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
+    click.echo(f"  written to {path}")
+
+
+def _run_llm_step(fn):
+    """Run phase one, mapping LLM failures to exit codes (2 for a refused key, 3 for budget/spend)."""
+    try:
+        return fn()
+    except AuthError as exc:
+        _fail(f"{exc}; check the API key", EXIT_CONFIG)
+    except (BudgetExhausted, SpendLimitError) as exc:
+        _fail(str(exc), EXIT_INCOMPLETE)
+    except LLMError as exc:
+        _fail(f"phase one failed: {exc}", EXIT_INCOMPLETE)
+
+
+# -- commands ---------------------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="judge-runner")
+def main() -> None:
+    """Measure how good a search is, without grading results by hand.
+
+    \b
+    Quick start (no API key needed; uses the offline heuristic judge):
+      judge-runner generate-and-evaluate --fixtures fixtures/
+    With Claude: export ANTHROPIC_API_KEY=... and run the same command.
+
+    Phase one (generate) has an LLM explore your files and write test queries; phase two (evaluate)
+    runs them through the search and has an LLM judge grade every result. Each run is one JSONL file
+    in quality-results/.
+    """
+
+
+@main.command()
+@click.argument("fixtures", type=click.Path(path_type=Path))
+@db_option
+@click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
+@click.option("--extensions", default=None, help="Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
+def index(fixtures: Path, db: Path | None, prune: bool, extensions: str | None, as_json: bool) -> None:
+    """Index a folder of notes, docs, configs and code for search.
+
+    Incremental: unchanged files are not re-embedded. Hidden files and folders are skipped.
+    """
+    settings = _settings(db=db, extensions=extensions)
+    idx, report, elapsed = _index(settings, fixtures, prune, quiet=as_json)
+    stats = idx.stats()
+    idx.close()
+    if as_json:
+        click.echo(json.dumps({**report.as_dict(), **stats, "seconds": round(elapsed, 3)}, indent=2))
+    else:
+        click.echo(_describe_index(report, elapsed))
+        click.echo(f"index {settings.db}: {stats['documents']} documents, {stats['chunks']} chunks")
+
+
+@main.command()
+@click.argument("query")
+@db_option
+@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
+              help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Documents to return.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")
+def search(query: str, db: Path | None, mode: str, limit: int, as_json: bool) -> None:
+    """Search the index, e.g.  judge-runner search "drain a kubernetes node" --json"""
+    settings = _settings(db=db)
+    idx = _open_index(settings, must_exist=True)
+    with idx:
+        answer = idx.search(query, mode=mode, limit=limit)
+    if as_json:
+        click.echo(answer.model_dump_json(indent=2))
+        return
+    if not answer.results:
+        click.echo("no results")
+    for hit in answer.results:
+        anchor = f" > {hit.anchor}" if hit.anchor else ""
+        click.echo(f"{hit.rank:>3}. {hit.source}{anchor}  (lines {hit.lineStart}-{hit.lineEnd}, score {hit.score:.4f}, {'+'.join(hit.matchedBy)})")
+        click.echo(f"     {hit.snippet[:200]}")
+    click.echo(f"confident: {str(answer.confident).lower()}  ({answer.latencyMs:.1f} ms)")
+
+
+@main.command()
+@click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Number of queries to write [default: 15].")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
+@provider_options
+def generate(fixtures: Path, count: int | None, out: Path, quiet: bool, **flags) -> None:
+    """Phase one: have the LLM explore FIXTURES and write a query set (JSON)."""
+    settings = _settings(count=count, **flags)
+    if not fixtures.is_dir():
+        _fail(f"fixtures folder not found: {fixtures}")
+    generator, _, budget = _make_providers(settings, need_generator=True)
+    result = _run_llm_step(lambda: _generate(settings, generator, fixtures, settings.count, quiet))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
+    cost = budget.total_cost_usd
+    click.echo(f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; cost {'unknown' if cost is None else f'${cost:.4f}'})")
+
+
+@main.command()
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Query-set JSON written by `generate`.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+@click.option("--min-overall", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the average overall score is below this (CI gate).")
+@db_option
+@search_options
+@provider_options
+def evaluate(queries_path: Path, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
+    """Phase two: search each query of a query set and have the judge grade the results."""
+    settings = _settings(db=db, **flags)
+    try:
+        query_set = QuerySet.model_validate_json(queries_path.read_text(encoding="utf-8"))
+    except Exception as exc:  # pydantic.ValidationError or decoding errors
+        _fail(f"{queries_path} is not a valid query set: {str(exc)[:500]}")
+    idx = _open_index(settings, must_exist=True)
+    _, judge, budget = _make_providers(settings, need_generator=False)
+    with idx:
+        code = _evaluate(settings, query_set.queries, idx, judge, budget, out_dir, quiet, min_overall)
+    sys.exit(code)
+
+
+@main.command("generate-and-evaluate")
+@click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Number of queries to write [default: 15].")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+@click.option("--min-overall", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the average overall score is below this (CI gate).")
+@db_option
+@search_options
+@provider_options
+def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
+    """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
+
+    \b
+    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error;
+    3 run incomplete (interrupted, budget exhausted, too many failed queries).
+    """
+    settings = _settings(db=db, count=count, **flags)
+    if not fixtures.is_dir():
+        _fail(f"fixtures folder not found: {fixtures}")
+    generator, judge, budget = _make_providers(settings, need_generator=True)
+    if not quiet:
+        _err(f"indexing {fixtures} into {settings.db} ...")
+    idx, report, elapsed = _index(settings, fixtures, prune=True, quiet=quiet)
+    with idx:
+        if not quiet:
+            _err(_describe_index(report, elapsed))
+        generation = _run_llm_step(lambda: _generate(settings, generator, fixtures, settings.count, quiet))
+        if not generation.queries:
+            _fail("phase one produced no usable query", EXIT_INCOMPLETE)
+        code = _evaluate(settings, generation.queries, idx, judge, budget, out_dir, quiet, min_overall,
+                         generation=generation, generator_model=generation.model)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

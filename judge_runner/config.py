@@ -1,0 +1,95 @@
+"""One settings model, filled from (lowest first) the config file, the environment, then CLI flags.
+
+Config file: ``judge-runner.toml`` in the current folder, else ``[tool.judge-runner]`` of
+``./pyproject.toml``. Environment: ``JUDGE_RUNNER_<FIELD>`` (e.g. ``JUDGE_RUNNER_DB``,
+``JUDGE_RUNNER_EXTENSIONS``, ``JUDGE_RUNNER_TIMEOUT``). Nested search settings go in a ``[search]``
+table of the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judge_runner.models import DIMENSIONS
+from judge_runner.search.base import SearchSettings
+
+DEFAULT_DB = Path(".judge-runner") / "index.sqlite"
+
+
+class ConfigError(ValueError):
+    """Settings that cannot be used; the CLI exits with code 2 and this message."""
+
+
+class Settings(BaseModel):
+    """Every knob of a run. Times in seconds, money in USD."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    db: Path = DEFAULT_DB
+    extensions: str | None = None
+    provider: Literal["auto", "anthropic", "openai", "offline"] = "auto"
+    model: str | None = None
+    judge_model: str | None = None
+    timeout: float = Field(60.0, gt=0, description="seconds per HTTP attempt")
+    call_deadline: float | None = Field(None, gt=0, description="seconds per logical call with its retries; default 4 x timeout")
+    max_retries: int = Field(3, ge=0, le=10)
+    retry_cap: float = Field(120.0, gt=0, description="longest single backoff wait, seconds")
+    concurrency: int = Field(5, ge=1, le=64)
+    max_budget_usd: float | None = Field(None, gt=0)
+    per_call_cap_usd: float = Field(0.50, gt=0)
+    search_mode: Literal["hybrid", "fts", "vector"] = "hybrid"
+    search_limit: int = Field(10, ge=1, le=100)
+    count: int = Field(15, ge=1, le=500)
+    weights: dict[str, float] = Field(default_factory=lambda: {d: 1.0 for d in DIMENSIONS})
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @model_validator(mode="after")
+    def _check_weights(self) -> "Settings":
+        unknown = set(self.weights) - set(DIMENSIONS)
+        if unknown:
+            raise ValueError(f"unknown weight(s) {sorted(unknown)}; dimensions are {list(DIMENSIONS)}")
+        if any(v < 0 for v in self.weights.values()) or sum(self.weights.get(d, 0) for d in DIMENSIONS) <= 0:
+            raise ValueError("weights must be >= 0 and not all zero")
+        return self
+
+    @property
+    def deadline(self) -> float:
+        """Seconds one logical call may take with all its retries."""
+        return self.call_deadline if self.call_deadline is not None else 4 * self.timeout
+
+
+def _file_settings(cwd: Path) -> dict[str, Any]:
+    own = cwd / "judge-runner.toml"
+    try:
+        if own.is_file():
+            return tomllib.loads(own.read_text(encoding="utf-8"))
+        project = cwd / "pyproject.toml"
+        if project.is_file():
+            return tomllib.loads(project.read_text(encoding="utf-8")).get("tool", {}).get("judge-runner", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot read the config file: {exc}") from None
+    return {}
+
+
+def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Merge file < environment < flags (flags that are None are ignored). Raises ConfigError."""
+    cwd = cwd or Path.cwd()
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {k.replace("-", "_"): v for k, v in _file_settings(cwd).items()}
+    for name in Settings.model_fields:
+        if name in ("weights", "search"):
+            continue
+        env = environ.get(f"JUDGE_RUNNER_{name.upper()}")
+        if env not in (None, ""):
+            values[name] = env
+    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid settings: {problems}") from None

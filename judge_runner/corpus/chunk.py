@@ -1,0 +1,161 @@
+"""Splitting a document into chunks of at most ``MAX_CHUNK_CHARS`` characters.
+
+This is the walking-skeleton chunker: paragraphs (blank-line separated) packed into chunks up to the
+cap, a new chunk at every markdown heading, the heading path kept as the chunk's anchor. Longer
+paragraphs split on line, then sentence, then word boundaries; only a single "word" longer than the
+cap is ever cut inside. Format-aware chunkers (YAML keys, JSON keys, Python ``ast``) replace this per
+format later without changing the :class:`Chunk` contract.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_CHUNK_CHARS = 1200
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one document: its text, anchor (heading path, key or name; None when unknown),
+    and 1-based inclusive line range in the source file."""
+
+    text: str
+    anchor: str | None
+    line_start: int
+    line_end: int
+
+
+def _split_words(text: str, cap: int) -> list[str]:
+    """Split a line with no usable sentence boundary on spaces; hard-cut a single over-long token."""
+    pieces: list[str] = []
+    current = ""
+    for word in re.split(r"(\s+)", text):
+        if not word:
+            continue
+        while len(word) > cap:  # one token longer than the cap: the only mid-word cut allowed
+            if current.strip():
+                pieces.append(current.strip())
+                current = ""
+            pieces.append(word[:cap])
+            word = word[cap:]
+        if len(current) + len(word) > cap:
+            if current.strip():
+                pieces.append(current.strip())
+            current = word.lstrip()
+        else:
+            current += word
+    if current.strip():
+        pieces.append(current.strip())
+    return pieces
+
+
+def _split_line(line: str, cap: int) -> list[str]:
+    """Split one over-long line on sentence boundaries, falling back to words."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(line):
+        if not sentence:
+            continue
+        if len(sentence) > cap:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.extend(_split_words(sentence, cap))
+            continue
+        joined = f"{current} {sentence}" if current else sentence
+        if len(joined) > cap:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = joined
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _pack(lines: list[tuple[int, str]], anchor: str | None, cap: int) -> list[Chunk]:
+    """Pack numbered lines into chunks of at most ``cap`` characters, splitting only between lines
+    unless a single line is over the cap."""
+    chunks: list[Chunk] = []
+    buf: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        text = "\n".join(t for _, t in buf).strip()
+        if text:
+            chunks.append(Chunk(text, anchor, buf[0][0], buf[-1][0]))
+        buf.clear()
+
+    for number, line in lines:
+        if len(line) > cap:
+            flush()
+            for piece in _split_line(line, cap):
+                chunks.append(Chunk(piece, anchor, number, number))
+            continue
+        size = sum(len(t) + 1 for _, t in buf) + len(line)
+        if buf and size > cap:
+            flush()
+        buf.append((number, line))
+    flush()
+    return chunks
+
+
+def _sections(lines: list[str], markdown: bool) -> list[tuple[str | None, list[list[tuple[int, str]]]]]:
+    """Group lines into sections (a markdown heading starts one) of paragraphs of numbered lines."""
+    sections: list[tuple[str | None, list[list[tuple[int, str]]]]] = [(None, [])]
+    path: list[tuple[int, str]] = []
+    paragraph: list[tuple[int, str]] = []
+    fence: str | None = None
+
+    def end_paragraph() -> None:
+        if paragraph:
+            sections[-1][1].append(list(paragraph))
+            paragraph.clear()
+
+    for number, line in enumerate(lines, start=1):
+        if markdown:
+            fence_match = _FENCE.match(line)
+            if fence_match:
+                marker = fence_match.group(1)[0]
+                fence = None if fence == marker else (fence or marker)
+            heading = _HEADING.match(line) if fence is None and not fence_match else None
+            if heading:
+                end_paragraph()
+                level = len(heading.group(1))
+                path = [p for p in path if p[0] < level] + [(level, heading.group(2))]
+                sections.append((" > ".join(t for _, t in path), []))
+                paragraph.append((number, line))
+                continue
+            if fence is not None:
+                paragraph.append((number, line))
+                continue
+        if line.strip():
+            paragraph.append((number, line))
+        else:
+            end_paragraph()
+    end_paragraph()
+    return sections
+
+
+def chunk_text(text: str, fmt: str, cap: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+    """Chunk a decoded document. ``fmt`` is the file extension without dot (``"md"``, ``"py"``, ...).
+
+    Returns chunks in document order, each ``len(chunk.text) <= cap``; an empty or whitespace-only
+    document gives no chunks.
+    """
+    if cap < 20:
+        raise ValueError("chunk cap must be at least 20 characters")
+    markdown = fmt in ("md", "markdown")
+    chunks: list[Chunk] = []
+    for anchor, paragraphs in _sections(text.splitlines(), markdown):
+        lines: list[tuple[int, str]] = []
+        for para in paragraphs:
+            if lines:
+                lines.append((para[0][0] - 1, ""))  # keep the paragraph break
+            lines.extend(para)
+        chunks.extend(_pack(lines, anchor, cap))
+    return chunks

@@ -1,0 +1,91 @@
+"""Walking a fixtures tree: which files are part of the corpus and which are skipped, and why."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_EXTENSIONS: tuple[str, ...] = ("md", "markdown", "txt", "yaml", "yml", "json", "py")
+DEFAULT_EXCLUDES: tuple[str, ...] = ("node_modules", "__pycache__", "venv", ".venv", "build", "dist", "site-packages")
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """One file of the corpus: ``source`` is its POSIX path relative to the root (the id used everywhere)."""
+
+    source: str
+    path: Path
+    size: int
+
+
+@dataclass
+class WalkResult:
+    """Files to index plus the ones skipped, as ``(source, reason)`` pairs."""
+
+    files: list[CorpusFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def parse_extensions(value: str | None) -> tuple[str, ...]:
+    """``"md, .txt,PY"`` -> ``("md", "txt", "py")``; None or empty -> the defaults."""
+    if not value:
+        return DEFAULT_EXTENSIONS
+    exts = tuple(dict.fromkeys(p.strip().lower().lstrip(".") for p in value.split(",") if p.strip()))
+    return exts or DEFAULT_EXTENSIONS
+
+
+def is_hidden(part: str) -> bool:
+    """A path component starting with a dot (``.git``, ``.trash``, ``.env``) is hidden."""
+    return part.startswith(".") and part not in (".", "..")
+
+
+def walk_corpus(
+    root: Path,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> WalkResult:
+    """List the files under ``root`` that belong in the index, sorted by source.
+
+    Hidden files and folders, excluded folder names and other extensions are left out silently;
+    directory symlinks are never followed (no loops, nothing outside the root); files over
+    ``max_bytes`` bytes, file symlinks leading outside the root and unreadable entries are skipped
+    with a reason. Raises NotADirectoryError when ``root`` is not a folder.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise NotADirectoryError(f"fixtures folder not found or not a folder: {root}")
+    real_root = root.resolve()
+    wanted = {e.lower() for e in extensions}
+    result = WalkResult()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not is_hidden(d) and d not in excludes)
+        for name in sorted(filenames):
+            if is_hidden(name):
+                continue
+            ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+            if ext not in wanted:
+                continue
+            path = Path(dirpath) / name
+            source = path.relative_to(root).as_posix()
+            try:
+                if path.is_symlink():
+                    target = path.resolve()
+                    if not target.is_relative_to(real_root):
+                        result.skipped.append((source, "symlink outside the root"))
+                        continue
+                if not path.is_file():
+                    result.skipped.append((source, "not a regular file"))
+                    continue
+                size = path.stat().st_size
+            except OSError as exc:
+                result.skipped.append((source, f"unreadable: {exc.strerror or exc}"))
+                continue
+            if size > max_bytes:
+                result.skipped.append((source, f"larger than {max_bytes} bytes"))
+                continue
+            result.files.append(CorpusFile(source=source, path=path, size=size))
+    result.files.sort(key=lambda f: f.source)
+    return result

@@ -1,0 +1,245 @@
+"""Phase two's run loop: search each query, judge it (concurrently), record it the moment it is judged.
+
+Exit codes (DESIGN.md): 0 ok; 1 quality gate failed (``--min-overall``); 2 configuration error (e.g.
+the API key was refused before any query was judged); 3 run incomplete (interrupted, budget or spend
+limit reached, or more than ``MAX_FAILED_SHARE`` of the queries failed).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from judge_runner import __version__
+from judge_runner.judge import JudgeOutcome, judge_query, overall_score
+from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
+from judge_runner.metrics import query_metrics
+from judge_runner.models import DIMENSIONS, Query
+from judge_runner.results import RunWriter, build_summary, utc_now
+from judge_runner.search.base import SearchAnswer, SearchBackend
+
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE = 0, 1, 2, 3
+MAX_FAILED_SHARE = 0.25
+RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly relevant) counts as relevant
+
+
+@dataclass
+class EvaluateOptions:
+    """Phase-two settings: search mode and depth, judge concurrency, dimension weights, CI gate."""
+
+    search_mode: str = "hybrid"
+    search_limit: int = 10
+    concurrency: int = 5
+    weights: dict[str, float] | None = None
+    min_overall: float | None = None
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: the summary line, the exit code, and the run file's path."""
+
+    summary: dict
+    exit_code: int
+    path: str
+    evaluations: list[dict] = field(default_factory=list)
+
+
+def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: JudgeOutcome, weights) -> dict:
+    """The ``evaluation`` line for a judged query (DESIGN.md JSONL contract)."""
+    verdict = outcome.verdict
+    scores = {d: getattr(verdict.scores, d) for d in DIMENSIONS}
+    grades = [label.relevance for label in verdict.labels]
+    off_topic = query.queryType == "off-topic"
+    return {
+        "type": "evaluation",
+        "runId": run_id,
+        "timestamp": utc_now(),
+        "queryId": query.id,
+        "query": query.query,
+        "queryIntent": query.queryIntent,
+        "queryType": query.queryType,
+        "expectedSources": query.expectedSources,
+        "searchMode": answer.mode,
+        "resultCount": len(answer.results),
+        "confident": answer.confident,
+        "latencyMs": answer.latencyMs,
+        "scores": {**scores, "overall": overall_score(scores, weights), "judgeOverall": verdict.scores.overall},
+        "analysis": verdict.analysis.model_dump(),
+        "suggestions": verdict.suggestions,
+        "results": [
+            {"rank": h.rank, "source": h.source, "anchor": h.anchor, "score": h.score, "relevance": g, "relevant": g >= RELEVANT_GRADE}
+            for h, g in zip(answer.results, grades)
+        ],
+        "metrics": None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
+        "abstained": (not answer.confident or not answer.results) if off_topic else None,
+        "usage": {"inputTokens": outcome.usage.input_tokens + outcome.usage.cache_write_tokens + outcome.usage.cache_read_tokens,
+                  "outputTokens": outcome.usage.output_tokens,
+                  "costUsd": None if outcome.cost_usd is None else round(outcome.cost_usd, 6)},
+        **({"judgeRecoveries": outcome.recoveries} if outcome.recoveries else {}),
+    }
+
+
+def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:
+    """The ``error`` line for a query that could not be searched or judged."""
+    return {
+        "type": "error",
+        "runId": run_id,
+        "timestamp": utc_now(),
+        "queryId": query.id,
+        "query": query.query,
+        "stage": stage,
+        "errorType": getattr(exc, "kind", type(exc).__name__),
+        "message": str(exc)[:1000],
+        "attempts": getattr(exc, "attempts", 0),
+    }
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM, handled like Ctrl+C."""
+
+
+def run_evaluation(
+    queries: list[Query],
+    search: SearchBackend,
+    provider,
+    writer: RunWriter,
+    run_start: dict,
+    options: EvaluateOptions,
+    budget=None,
+    echo: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda m: None,
+) -> RunOutcome:
+    """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
+
+    Never raises for a failed query: it becomes an ``error`` line. Ctrl+C or SIGTERM stop new calls,
+    keep what is judged, write the summary marked interrupted (exit 3).
+    """
+    started = time.monotonic()
+    run_id = writer.run_id
+    writer.write({"type": "run_start", "runId": run_id, "timestamp": utc_now(), **run_start})
+    evaluations: list[dict] = []
+    errors: list[dict] = []
+    interrupted = budget_exhausted = False
+    stop_code: int | None = None
+    heuristic = bool(getattr(provider, "heuristic", False))
+    label = " (heuristic judge)" if heuristic else ""
+    total = len(queries)
+    done = 0
+
+    def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
+        nonlocal done, budget_exhausted, stop_code
+        done += 1
+        if exc is None and future is not None:
+            try:
+                outcome = future.result()
+            except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
+                exc = caught
+            else:
+                line = evaluation_line(run_id, query, answer, outcome, options.weights)
+                writer.write(line)
+                evaluations.append(line)
+                echo(f"[{done}/{total}] \"{query.query}\" - overall: {line['scores']['overall']:.2f}{label}")
+                return
+        stage = "search" if future is None else "judge"
+        line = error_line(run_id, query, stage, exc)
+        writer.write(line)
+        errors.append(line)
+        echo(f"[{done}/{total}] \"{query.query}\" - {stage} failed: {line['errorType']}: {line['message'][:160]}")
+        if isinstance(exc, BudgetExhausted):
+            budget_exhausted = True
+            stop_code = EXIT_INCOMPLETE
+        elif isinstance(exc, SpendLimitError):
+            stop_code = EXIT_INCOMPLETE
+        elif isinstance(exc, AuthError):
+            stop_code = EXIT_CONFIG
+
+    previous_term = None
+    if threading.current_thread() is threading.main_thread():
+        def on_term(signum, frame):  # noqa: ARG001
+            raise _Stop()
+        previous_term = signal.signal(signal.SIGTERM, on_term)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, options.concurrency if not heuristic else 1), thread_name_prefix="judge")
+    in_flight: dict[Future, tuple[Query, SearchAnswer]] = {}
+    try:
+        for query in queries:
+            if stop_code is not None or (budget is not None and budget.exhausted):
+                budget_exhausted = budget_exhausted or (budget is not None and budget.exhausted)
+                break
+            while len(in_flight) >= max(1, options.concurrency):
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    q, a = in_flight.pop(future)
+                    record(q, a, future, None)
+            try:
+                answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
+            except Exception as exc:  # noqa: BLE001
+                record(query, None, None, exc)
+                continue
+            in_flight[pool.submit(judge_query, provider, query, answer, log)] = (query, answer)
+        while in_flight:
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                q, a = in_flight.pop(future)
+                record(q, a, future, None)
+    except (KeyboardInterrupt, _Stop):
+        interrupted = True
+        echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
+        deadline = time.monotonic() + 5
+        for future in list(in_flight):
+            future.cancel()
+        while in_flight and time.monotonic() < deadline:
+            finished, _ = wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)
+            for future in finished:
+                q, a = in_flight.pop(future)
+                if not future.cancelled():
+                    record(q, a, future, None)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+    if budget is not None and budget.exhausted:
+        budget_exhausted = True
+    usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
+    if budget is not None:
+        u = budget.usage
+        usage = {"inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens, "outputTokens": u.output_tokens,
+                 "calls": u.calls, "cacheWriteTokens": u.cache_write_tokens, "cacheReadTokens": u.cache_read_tokens}
+    cost = budget.total_cost_usd if budget is not None else 0.0
+    summary = build_summary(
+        run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
+        usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic,
+    )
+    writer.write(summary)
+    writer.close()
+
+    if stop_code == EXIT_CONFIG:
+        code = EXIT_CONFIG
+    elif interrupted or budget_exhausted or stop_code == EXIT_INCOMPLETE or (total and len(errors) / total > MAX_FAILED_SHARE):
+        code = EXIT_INCOMPLETE
+    elif options.min_overall is not None and (summary["averageScores"] is None or summary["averageScores"]["overall"] < options.min_overall):
+        code = EXIT_GATE
+    else:
+        code = EXIT_OK
+    return RunOutcome(summary, code, str(writer.path), evaluations)
+
+
+def provenance(provider, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
+               search_config: dict) -> dict:
+    """The ``provenance`` block of ``run_start``: who judged, with which prompts, on what."""
+    return {
+        "provider": provider.name,
+        "generatorModel": generator_model,
+        "judgeModel": provider.model,
+        "heuristicJudge": bool(getattr(provider, "heuristic", False)),
+        "promptSha256": prompt_hashes,
+        "querySetSha256": query_set_sha,
+        "corpusFingerprint": corpus_fingerprint,
+        "searchConfig": search_config,
+        "judgeRunnerVersion": __version__,
+    }

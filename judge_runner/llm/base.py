@@ -1,0 +1,126 @@
+"""The provider protocol: a neutral conversation in, one :class:`Completion` out.
+
+Adding a provider is one new file with a subclass of :class:`ChatProvider` that implements ``_send``
+(one HTTP request, no retries). Retries, budget and usage accounting live here, shared by all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from judge_runner.llm.budget import Budget, estimate_tokens
+from judge_runner.llm.pricing import Price, Usage, price_for
+from judge_runner.llm.retry import RetryPolicy
+
+StopReason = Literal["tool_use", "end", "max_tokens", "refusal"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: name, description and JSON Schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A tool call the model made."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Our answer to a tool call."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass
+class Turn:
+    """One message of the conversation: a user turn (text and/or tool results) or an assistant turn
+    (text and/or tool calls)."""
+
+    role: Literal["user", "assistant"]
+    text: str | None = None
+    tool_uses: list[ToolUse] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+
+
+@dataclass
+class Completion:
+    """A model reply: text, tool calls, normalised stop reason, usage summed over every attempt,
+    USD cost (None when the price is unknown), and the HTTP requests it took."""
+
+    text: str
+    tool_uses: list[ToolUse]
+    stop: StopReason
+    usage: Usage
+    model: str
+    cost_usd: float | None = None
+    attempts: int = 1
+
+
+class ChatProvider(ABC):
+    """Base of the network providers. ``timeout_s`` bounds one HTTP attempt (seconds)."""
+
+    name: str = "base"
+    heuristic: bool = False
+
+    def __init__(self, model: str, retry: RetryPolicy, budget: Budget, timeout_s: float = 60.0):
+        self.model = model
+        self.retry = retry
+        self.budget = budget
+        self.timeout_s = timeout_s
+        self.price: Price | None = price_for(model)
+
+    @abstractmethod
+    def _send(
+        self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int, cache_system: bool
+    ) -> Completion:
+        """One HTTP request; raises the SDK's own errors."""
+
+    def complete(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None = None,
+        max_tokens: int = 4096,
+        cache_system: bool = False,
+    ) -> Completion:
+        """One logical call with retries and budget. Raises an ``LLMError`` kind (BudgetExhausted and
+        CallTooExpensive before any request is sent)."""
+        prompt = system + json.dumps([dataclasses.asdict(t) for t in turns], ensure_ascii=False)
+        prompt += json.dumps([dataclasses.asdict(t) for t in tools])
+        reservation = self.budget.reserve(self.price, estimate_tokens(prompt), max_tokens)
+        total = Usage()
+
+        def once() -> Completion:
+            nonlocal total
+            reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system)
+            total = total + reply.usage
+            return reply
+
+        def count_request() -> None:
+            nonlocal total
+            total = total + Usage(calls=1)
+
+        try:
+            reply, attempts = self.retry.call(once, on_attempt=count_request)
+        finally:
+            cost = self.budget.settle(reservation, total, self.price)
+        reply.usage = total
+        reply.cost_usd = cost
+        reply.attempts = attempts
+        return reply

@@ -1,0 +1,70 @@
+"""Errors of the LLM layer, each a kind the run loop treats differently.
+
+``kind`` is what an ``error`` line records as ``errorType``. Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+
+class LLMError(RuntimeError):
+    """A logical LLM call failed. ``attempts`` counts the HTTP requests made for it."""
+
+    kind = "llm_error"
+
+    def __init__(self, message: str, attempts: int = 0):
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class AuthError(LLMError):
+    """The API key was refused (401/403): nothing can succeed, the run stops with exit code 2."""
+
+    kind = "auth_error"
+
+
+class SpendLimitError(LLMError):
+    """The provider account's spend limit is reached: the run stops (exit code 3)."""
+
+    kind = "spend_limit"
+
+
+class TransientError(LLMError):
+    """Rate limit, overload, 5xx, timeout or connection error still failing after every retry."""
+
+    kind = "transient_error"
+
+
+class RequestError(LLMError):
+    """A request the provider refused as invalid (400, 404, 413): retrying cannot help."""
+
+    kind = "request_error"
+
+
+class InvalidOutputError(LLMError):
+    """The model's reply failed its schema even after the re-asks."""
+
+    kind = "invalid_output"
+
+
+class TruncatedError(LLMError):
+    """The reply was cut off by max_tokens."""
+
+    kind = "truncated"
+
+
+class RefusalError(LLMError):
+    """The model refused to answer."""
+
+    kind = "refusal"
+
+
+class BudgetExhausted(LLMError):
+    """Starting this call could take the run past ``--max-budget-usd``: no new call starts."""
+
+    kind = "budget_exhausted"
+
+
+class CallTooExpensive(LLMError):
+    """This call's worst-case cost is above the per-call cap."""
+
+    kind = "call_too_expensive"

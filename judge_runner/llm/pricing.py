@@ -1,0 +1,75 @@
+"""Model prices (USD per million tokens) from ``pricing.json``, and the cost of a call's usage."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens: input, output, cache write and cache read."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclass
+class Usage:
+    """Token counts of one or more calls (summed with ``+``). ``input_tokens`` excludes cached tokens,
+    as both Anthropic's and (after our normalisation) OpenAI's usage report them; ``calls`` counts
+    HTTP requests."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.calls + other.calls,
+        )
+
+
+@lru_cache(maxsize=1)
+def pricing_table() -> dict:
+    """The parsed ``pricing.json`` (``source``, ``updated``, ``models``)."""
+    return json.loads(resources.files("judge_runner.llm").joinpath("pricing.json").read_text(encoding="utf-8"))
+
+
+def price_for(model: str) -> Price | None:
+    """The price of ``model``, matching a dated snapshot name (``claude-sonnet-4-5-20250929``) to its
+    base entry; None when the model is not in the table (cost is then unknown, never 0)."""
+    models = pricing_table()["models"]
+    name = model
+    while name:
+        if name in models:
+            p = models[name]
+            return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"])
+        stripped = re.sub(r"[-@][^-@]*$", "", name)
+        if stripped == name:
+            break
+        name = stripped
+    return None
+
+
+def cost_usd(usage: Usage, price: Price | None) -> float | None:
+    """USD cost of ``usage`` at ``price``; None when the price is unknown."""
+    if price is None:
+        return None
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_write_tokens * price.cache_write
+        + usage.cache_read_tokens * price.cache_read
+    ) / 1_000_000

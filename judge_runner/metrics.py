@@ -1,0 +1,52 @@
+"""IR metrics for one judged query, computed with ir-measures (MacAvaney et al., ECIR 2022), which
+delegates to pytrec_eval (trec_eval semantics: nDCG with linear gain and log2 discount, ideal DCG from
+all judged documents).
+
+Per DESIGN.md:
+- qrels: the judge's 0-3 labels on the returned results, plus every expected source at grade 3 unless
+  the judge labelled it;
+- nDCG@10 over those graded qrels;
+- Recall@10: the share of expected sources found in the top 10;
+- RR: reciprocal rank of the first result of grade >= 2 (MRR when averaged over queries).
+"""
+
+from __future__ import annotations
+
+import ir_measures
+from ir_measures import R, RR, nDCG
+
+NDCG10 = nDCG @ 10
+RECALL10 = R @ 10
+RR2 = RR(rel=2)
+_QID = "q"
+
+
+def query_metrics(ranked_sources: list[str], labels: list[int], expected_sources: list[str]) -> dict[str, float | None]:
+    """``{"nDCG@10", "Recall@10", "RR"}`` for one query.
+
+    ``ranked_sources``: the returned documents, best first; ``labels``: the judge's grade (0-3) of each;
+    ``expected_sources``: files that should answer. Recall@10 is None when there are no expected
+    sources. Raises ValueError when the lists do not line up.
+    """
+    if len(ranked_sources) != len(labels):
+        raise ValueError("one label per returned result is required")
+    qrels: dict[str, int] = {}
+    for source, grade in zip(ranked_sources, labels):
+        qrels[source] = max(qrels.get(source, 0), int(grade))
+    for source in expected_sources:
+        qrels.setdefault(source, 3)
+    # scores strictly decreasing with rank, so trec_eval's tie-breaking cannot reorder the run
+    run = {source: float(len(ranked_sources) - i) for i, source in enumerate(ranked_sources)}
+    graded = {_QID: qrels}
+    results: dict[str, float | None] = {"nDCG@10": 0.0, "Recall@10": None, "RR": 0.0}
+    if run and any(qrels.values()):
+        values = ir_measures.calc_aggregate([NDCG10, RR2], graded, {_QID: run})
+        results["nDCG@10"] = round(float(values[NDCG10]), 6)
+        results["RR"] = round(float(values[RR2]), 6)
+    if expected_sources:
+        if run:
+            recall = ir_measures.calc_aggregate([RECALL10], {_QID: {s: 1 for s in expected_sources}}, {_QID: run})
+            results["Recall@10"] = round(float(recall[RECALL10]), 6)
+        else:
+            results["Recall@10"] = 0.0
+    return results

@@ -1,0 +1,67 @@
+"""Plain data passed between stages; each mirrors a JSON Schema in ``schemas/``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic"]
+DIMENSIONS: tuple[str, ...] = ("relevance", "ranking", "coverage", "snippetQuality")
+
+
+class Query(BaseModel):
+    """One query of a query set (``schemas/query_set.schema.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    query: str
+    queryIntent: str
+    queryType: QueryType
+    expectedSources: list[str] = Field(default_factory=list)
+
+
+class QuerySet(BaseModel):
+    """What ``generate --out`` writes and ``evaluate --queries`` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queries: list[Query]
+
+
+class Label(BaseModel):
+    """The judge's graded relevance of one result: 0 irrelevant, 1 related, 2 highly relevant,
+    3 perfectly relevant (the TREC/UMBRELA scale)."""
+
+    rank: int
+    relevance: Literal[0, 1, 2, 3]
+    reason: str = ""
+
+
+class DimensionScores(BaseModel):
+    """Scores in [0, 1]."""
+
+    relevance: float = Field(ge=0, le=1)
+    ranking: float = Field(ge=0, le=1)
+    coverage: float = Field(ge=0, le=1)
+    snippetQuality: float = Field(ge=0, le=1)
+    overall: float = Field(ge=0, le=1)
+
+
+class Analysis(BaseModel):
+    """The judge's explanation per dimension."""
+
+    relevance: str
+    ranking: str
+    coverage: str
+    snippetQuality: str
+
+
+class Verdict(BaseModel):
+    """A validated judge verdict (``schemas/judge_verdict.schema.json``)."""
+
+    labels: list[Label]
+    analysis: Analysis
+    scores: DimensionScores
+    suggestions: list[str]

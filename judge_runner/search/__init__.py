@@ -1,0 +1,1 @@
+"""The search under test: backend contract, SQLite backend, RRF fusion, embeddings."""

@@ -1,0 +1,144 @@
+"""Bringing an index up to date with a fixtures tree: incremental by content hash, pruning deleted files.
+
+Backend-neutral: a backend provides ``document_hashes``, ``replace_document``, ``remove_documents``,
+``set_meta``, ``commit`` and ``rollback`` (see :class:`judge_runner.search.sqlite.SQLiteIndex`).
+Everything is written in one transaction, so a crash mid-index leaves the previous index intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge_runner.corpus.chunk import chunk_text
+from judge_runner.corpus.read import BinaryContent, decode
+from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
+
+
+@dataclass
+class IndexReport:
+    """Counts per outcome of one ``index`` call. ``skipped`` maps a reason to the sources skipped for it."""
+
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # e.g. lossy decoding: indexed, but reported
+    corpus_fingerprint: str = ""
+
+    def skip(self, source: str, reason: str) -> None:
+        """Record a file left out of the index and why."""
+        self.skipped.setdefault(reason, []).append(source)
+
+    def as_dict(self) -> dict:
+        """JSON-ready counts (skipped and notes as ``{reason: count}``)."""
+        return {
+            "indexed": self.indexed,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "chunksEmbedded": self.chunks_embedded,
+            "skipped": {r: len(v) for r, v in sorted(self.skipped.items())},
+            "notes": {r: len(v) for r, v in sorted(self.notes.items())},
+            "corpusFingerprint": self.corpus_fingerprint,
+        }
+
+
+def corpus_fingerprint(hashes: dict[str, str]) -> str:
+    """sha256 over the sorted ``source\\tsha256`` lines of a corpus: equal iff the indexed content is equal."""
+    digest = hashlib.sha256()
+    for source in sorted(hashes):
+        digest.update(f"{source}\t{hashes[source]}\n".encode())
+    return digest.hexdigest()
+
+
+def index_tree(
+    index,
+    root: Path,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    prune: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> IndexReport:
+    """Index every corpus file under ``root`` into ``index``; returns an :class:`IndexReport`.
+
+    Unchanged files (same sha256) are not re-read into chunks nor re-embedded. Unreadable, binary and
+    empty files are skipped with their reason and never stop the run. With ``prune``, documents whose
+    file is gone or no longer matches the filter are removed. ``progress(stage, done, total)`` is called
+    while embedding. Raises NotADirectoryError for a missing root.
+    """
+    root = Path(root)
+    walked = walk_corpus(root, extensions=extensions)
+    report = IndexReport()
+    for source, reason in walked.skipped:
+        report.skip(source, reason)
+    known = index.document_hashes()
+    pending: list[tuple] = []  # (source, sha, fmt, size, chunks)
+    current: dict[str, str] = {}
+    for file in walked.files:
+        try:
+            data = file.path.read_bytes()
+        except OSError as exc:
+            report.skip(file.source, f"unreadable: {exc.strerror or exc}")
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        if known.get(file.source) == sha:
+            report.unchanged += 1
+            current[file.source] = sha
+            continue
+        try:
+            decoded = decode(data)
+        except BinaryContent:
+            report.skip(file.source, "binary content")
+            continue
+        if decoded.encoding == "utf-8-lossy":
+            report.notes.setdefault("undecodable bytes replaced", []).append(file.source)
+        fmt = file.source.rsplit(".", 1)[-1].lower()
+        chunks = chunk_text(decoded.text, fmt)
+        if not chunks:
+            report.skip(file.source, "empty")
+            continue
+        pending.append((file.source, sha, fmt, file.size, chunks))
+        current[file.source] = sha
+
+    try:
+        texts = [_embedding_text(source, c) for source, _, _, _, chunks in pending for c in chunks]
+        vectors = _embed_with_progress(index.embedder, texts, progress)
+        offset = 0
+        for source, sha, fmt, size, chunks in pending:
+            index.replace_document(source, sha, fmt, size, chunks, vectors[offset : offset + len(chunks)])
+            offset += len(chunks)
+            report.indexed += 1
+        report.chunks_embedded = len(texts)
+        if prune:
+            gone = [s for s in known if s not in current]
+            report.removed = index.remove_documents(gone)
+        kept = current if prune else {**known, **current}
+        report.corpus_fingerprint = corpus_fingerprint(kept)
+        index.set_meta("corpus_fingerprint", report.corpus_fingerprint)
+        index.set_meta("root", str(root.resolve()))
+        index.commit()
+    except BaseException:
+        index.rollback()
+        raise
+    return report
+
+
+def _embedding_text(source: str, chunk) -> str:
+    """What the embedding model sees for a chunk: its anchor (heading path) and its text."""
+    return f"{chunk.anchor}\n{chunk.text}" if chunk.anchor else chunk.text
+
+
+def _embed_with_progress(embedder, texts: list[str], progress, batch: int = 256):
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    parts = []
+    for start in range(0, len(texts), batch):
+        parts.append(embedder.encode(texts[start : start + batch]))
+        if progress:
+            progress("embedding", min(start + batch, len(texts)), len(texts))
+    return np.concatenate(parts)

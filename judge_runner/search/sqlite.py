@@ -1,0 +1,267 @@
+"""The default backend: one SQLite file with an FTS5 table (BM25) and chunk embeddings.
+
+Vectors are stored as float32 BLOBs and searched exactly (a NumPy dot product over all chunk vectors,
+loaded once per process): at the corpus sizes one SQLite file serves (up to ~10^5 chunks) exact search
+is a few milliseconds and needs no extension, which the standard library's sqlite3 here cannot load.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
+from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
+from judge_runner.search.fusion import rrf
+from judge_runner.search.text import fts5_match_expression, lexical_text, make_snippet
+
+SCHEMA_VERSION = "1"
+# BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
+BM25_WEIGHTS = (1.0, 2.0, 1.5)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    fmt TEXT NOT NULL,
+    size INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL,
+    anchor TEXT,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    body, anchor, path, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+class IndexMismatchError(RuntimeError):
+    """The index cannot be used as it is (missing, another model, another schema)."""
+
+
+class SQLiteIndex:
+    """A search index in one SQLite file. Use as a context manager or call ``close()``.
+
+    Raises IndexMismatchError when the file was built with another embedding model or schema version.
+    """
+
+    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.settings = settings or SearchSettings()
+        self.embedder = embedder or shared_embedder()
+        self.conn = sqlite3.connect(self.path, check_same_thread=False)
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.executescript(_SCHEMA)
+        self._check_meta()
+        self._matrix: np.ndarray | None = None
+        self._matrix_ids: np.ndarray | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def __enter__(self) -> "SQLiteIndex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.conn.close()
+
+    def _check_meta(self) -> None:
+        meta = dict(self.conn.execute("SELECT key, value FROM meta"))
+        expected = {"schema_version": SCHEMA_VERSION, "embedding_model": MODEL_NAME, "embedding_dim": str(DIMENSION)}
+        if not meta:
+            with self.conn:
+                self.conn.executemany("INSERT INTO meta VALUES (?, ?)", expected.items())
+            return
+        for key, value in expected.items():
+            if meta.get(key) != value:
+                raise IndexMismatchError(
+                    f"the index {self.path} was built with {key}={meta.get(key)!r}, this judge-runner uses "
+                    f"{value!r}; delete the file (or pass another --db) and run `judge-runner index` again"
+                )
+
+    # -- writing ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A value from the index's meta table, or None."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a meta value (committed with the current transaction)."""
+        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def document_hashes(self) -> dict[str, str]:
+        """``{source: sha256}`` of every indexed document."""
+        return dict(self.conn.execute("SELECT source, sha256 FROM documents"))
+
+    def replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
+        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``)."""
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk is required")
+        self.remove_documents([source])
+        cur = self.conn.execute(
+            "INSERT INTO documents (source, sha256, fmt, size) VALUES (?, ?, ?, ?)", (source, sha256, fmt, size)
+        )
+        doc_id = cur.lastrowid
+        path_terms = source.replace("/", " ").replace(".", " ").replace("_", " ").replace("-", " ")
+        for ord_, (chunk, vector) in enumerate(zip(chunks, vectors)):
+            cur = self.conn.execute(
+                "INSERT INTO chunks (doc_id, ord, anchor, line_start, line_end, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, ord_, chunk.anchor, chunk.line_start, chunk.line_end, chunk.text, np.asarray(vector, dtype=np.float32).tobytes()),
+            )
+            self.conn.execute(
+                "INSERT INTO chunks_fts (rowid, body, anchor, path) VALUES (?, ?, ?, ?)",
+                (cur.lastrowid, lexical_text(chunk.text), lexical_text(chunk.anchor or ""), path_terms),
+            )
+        self._matrix = None
+
+    def remove_documents(self, sources: Iterable[str]) -> int:
+        """Delete documents (and their chunks) by source; returns how many existed."""
+        removed = 0
+        for source in sources:
+            row = self.conn.execute("SELECT id FROM documents WHERE source = ?", (source,)).fetchone()
+            if row is None:
+                continue
+            self.conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)", (row[0],))
+            self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (row[0],))
+            self.conn.execute("DELETE FROM documents WHERE id = ?", (row[0],))
+            removed += 1
+        self._matrix = None
+        return removed
+
+    def commit(self) -> None:
+        """Commit the current transaction."""
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        """Roll back the current transaction (the previous index stays intact)."""
+        self.conn.rollback()
+
+    def stats(self) -> dict[str, int]:
+        """``{"documents": n, "chunks": n}``."""
+        docs = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return {"documents": docs, "chunks": chunks}
+
+    # -- searching -------------------------------------------------------------------------------
+    def _fts(self, query: str, depth: int) -> list[tuple[int, float]]:
+        expression = fts5_match_expression(query)
+        if expression is None:
+            return []
+        rows = self.conn.execute(
+            f"SELECT rowid, bm25(chunks_fts, {', '.join(map(str, BM25_WEIGHTS))}) AS s FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (expression, depth),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def _load_matrix(self) -> None:
+        rows = self.conn.execute("SELECT id, embedding FROM chunks ORDER BY id").fetchall()
+        self._matrix_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        if rows:
+            self._matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), DIMENSION)
+        else:
+            self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
+
+    def _vector(self, query: str, depth: int) -> list[tuple[int, float]]:
+        if not query.strip():
+            return []
+        if self._matrix is None:
+            self._load_matrix()
+        assert self._matrix is not None and self._matrix_ids is not None
+        if len(self._matrix) == 0:
+            return []
+        qvec = self.embedder.encode([query])[0]
+        sims = self._matrix @ qvec
+        top = np.argsort(-sims)[:depth]
+        return [(int(self._matrix_ids[i]), float(sims[i])) for i in top]
+
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
+        """Rank documents for ``query`` (any text is safe) by their best chunk.
+
+        ``fts``: BM25 over an OR of the query's tokens; ``vector``: cosine of all-MiniLM-L6-v2
+        embeddings; ``hybrid``: RRF of the top ``depth`` chunks of each. Raises ValueError for an
+        unknown mode or a limit under 1.
+        """
+        if mode not in ("hybrid", "fts", "vector"):
+            raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        started = time.perf_counter()
+        s = self.settings
+        depth = max(s.depth, limit)
+        fts_hits = self._fts(query, depth) if mode in ("hybrid", "fts") else []
+        vec_hits = self._vector(query, depth) if mode in ("hybrid", "vector") else []
+        bm25 = dict(fts_hits)
+        cosine = dict(vec_hits)
+        if mode == "fts":
+            chunk_scores = {cid: score for cid, score in fts_hits}
+            fused: dict = {}
+        elif mode == "vector":
+            chunk_scores = {cid: score for cid, score in vec_hits}
+            fused = {}
+        else:
+            fused = rrf([[c for c, _ in fts_hits], [c for c, _ in vec_hits]], k=s.rrf_k, weights=[s.fts_weight, s.vector_weight])
+            chunk_scores = dict(fused)
+
+        results = self._collapse(query, chunk_scores, bm25, cosine, fused, limit)
+        lexical_match = bool(fts_hits)
+        best_cosine = max(cosine.values(), default=None)
+        semantic_match = best_cosine is not None and best_cosine >= s.confidence_threshold
+        confident = {"fts": lexical_match, "vector": semantic_match}.get(mode, lexical_match or semantic_match)
+        return SearchAnswer(
+            query=query, mode=mode, results=results, confident=bool(confident and results),
+            latencyMs=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    def _collapse(self, query: str, chunk_scores: dict, bm25: dict, cosine: dict, fused: dict, limit: int) -> list[SearchHit]:
+        """Documents ranked by their best chunk's score."""
+        if not chunk_scores:
+            return []
+        ids = list(chunk_scores)
+        placeholders = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT c.id, d.source, c.anchor, c.line_start, c.line_end, c.text FROM chunks c "
+            f"JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({placeholders})",
+            ids,
+        ).fetchall()
+        best: dict[str, tuple] = {}
+        for row in rows:
+            cid, source = row[0], row[1]
+            if source not in best or chunk_scores[cid] > chunk_scores[best[source][0]]:
+                best[source] = row
+        ordered = sorted(best.values(), key=lambda r: (-chunk_scores[r[0]], r[1]))[:limit]
+        hits = []
+        for rank, (cid, source, anchor, line_start, line_end, text) in enumerate(ordered, start=1):
+            matched = [name for name, table in (("fts", bm25), ("vector", cosine)) if cid in table]
+            hits.append(
+                SearchHit(
+                    rank=rank, source=source, anchor=anchor, lineStart=line_start, lineEnd=line_end,
+                    snippet=make_snippet(text, query, self.settings.snippet_chars),
+                    score=round(chunk_scores[cid], 6),
+                    scores=HitScores(
+                        bm25=round(bm25[cid], 6) if cid in bm25 else None,
+                        cosine=round(cosine[cid], 6) if cid in cosine else None,
+                        rrf=round(fused[cid], 6) if cid in fused else None,
+                    ),
+                    matchedBy=matched,
+                )
+            )
+        return hits

@@ -1,0 +1,104 @@
+"""Text processing shared by every lexical backend: CJK bigrams, tokens, safe OR queries, snippets.
+
+Chinese, Japanese and Korean text has no spaces between words; SQLite's unicode61 tokenizer (and
+PostgreSQL's default parser) would read a whole run of CJK characters as one token, so a two-character
+word inside a sentence could never match. We index and query overlapping character bigrams of every CJK
+run instead, the standard approach of Lucene's CJKBigramFilter: no dictionary, works for all three
+languages, and a 2-character query word matches exactly one bigram.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han, Hiragana, Katakana, Hangul syllables and Jamo, CJK punctuation excluded.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+# A short English stopword list (function words only). They are dropped from full-text queries so that
+# "how do I bake bread" does not match every document on "how" and "do"; a query made only of
+# stopwords keeps them.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves""".split()
+)
+
+
+def cjk_bigrams(text: str) -> str:
+    """Replace each CJK run by its overlapping bigrams, space separated (``"索引服务"`` ->
+    ``"索引 引服 服务"``); a single CJK character stays as it is; other text is unchanged."""
+
+    def repl(match: re.Match[str]) -> str:
+        run = match.group(0)
+        if len(run) == 1:
+            return f" {run} "
+        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+    return _CJK_RUN.sub(repl, text)
+
+
+def lexical_text(text: str) -> str:
+    """The form of ``text`` stored in a full-text index (CJK runs as bigrams)."""
+    return cjk_bigrams(text)
+
+
+def query_tokens(query: str) -> list[str]:
+    """Lower-cased word tokens of a query, CJK as bigrams, stopwords dropped unless nothing else is
+    left; duplicates removed, order kept. Any text is safe: operators and punctuation are not tokens."""
+    tokens = [t.lower() for t in _TOKEN.findall(cjk_bigrams(query))]
+    tokens = list(dict.fromkeys(t for t in tokens if t.strip("_")))
+    content = [t for t in tokens if t not in STOPWORDS]
+    return content or tokens
+
+
+def fts5_match_expression(query: str) -> str | None:
+    """An FTS5 MATCH expression that ORs the query's tokens, each a quoted string, so no query text can
+    be read as FTS5 syntax (``AND``, ``NEAR``, ``*``, ``:``, quotes...). None when the query has no
+    tokens (empty, whitespace or punctuation only)."""
+    tokens = query_tokens(query)
+    if not tokens:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+
+
+def make_snippet(text: str, query: str, width: int = 400) -> str:
+    """A window of at most ``width`` characters of ``text`` centred on where most query tokens occur,
+    cut at whitespace (never mid-word unless a single word is longer than the window), with ``…``
+    marking a cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    tokens = [t for t in query_tokens(query) if len(t) > 1]
+    lowered = flat.lower()
+    positions = sorted(m.start() for t in tokens for m in re.finditer(re.escape(t), lowered))
+    best_start = 0
+    if positions:
+        # the window start (at a match) that covers the most matches
+        best_count = -1
+        j = 0
+        for i, start in enumerate(positions):
+            while j < len(positions) and positions[j] < start + width * 0.8:
+                j += 1
+            if j - i > best_count:
+                best_count, best_start = j - i, start
+        best_start = max(0, best_start - width // 5)
+    end = min(len(flat), best_start + width)
+    best_start = max(0, end - width)
+    # move the edges to word boundaries
+    if best_start > 0:
+        space = flat.find(" ", best_start)
+        if space != -1 and space < end:
+            best_start = space + 1
+    if end < len(flat):
+        space = flat.rfind(" ", best_start, end)
+        if space > best_start:
+            end = space
+    prefix = "… " if best_start > 0 else ""
+    suffix = " …" if end < len(flat) else ""
+    budget = width - len(prefix) - len(suffix)
+    return prefix + flat[best_start : best_start + budget] + suffix if end - best_start > budget else prefix + flat[best_start:end] + suffix

@@ -1,0 +1,28 @@
+"""Test doubles for judge-runner's tests.
+
+``tests.fakes.fake_llm`` holds :class:`FakeLLMServer`, a loopback HTTP server
+that speaks enough of the Anthropic Messages API and the OpenAI Chat
+Completions API for the real ``anthropic`` and ``openai`` SDKs to talk to it.
+"""
+
+from .fake_llm import (
+    DefaultBrain,
+    Fault,
+    FakeLLMServer,
+    RecordedRequest,
+    Text,
+    ToolCall,
+    offered_tools,
+    tool_results,
+)
+
+__all__ = [
+    "DefaultBrain",
+    "Fault",
+    "FakeLLMServer",
+    "RecordedRequest",
+    "Text",
+    "ToolCall",
+    "offered_tools",
+    "tool_results",
+]

@@ -1,0 +1,940 @@
+"""A fake LLM server for judge-runner's tests.
+
+judge-runner talks to language models through the real ``anthropic`` and
+``openai`` Python SDKs: in phase one a model explores a corpus with file tools
+and submits search queries; in phase two a model judges search results by
+calling a ``record_verdict`` tool.  Tests must exercise the real SDKs (their
+request building, response parsing, error classes, retries and timeouts), so
+instead of mocking the SDKs we run a small HTTP server on loopback that speaks
+their wire formats:
+
+* ``POST /v1/messages``          -- Anthropic Messages API (non-streaming)
+* ``POST /v1/chat/completions``  -- OpenAI Chat Completions API (non-streaming)
+
+Point a client at it and it behaves like a (very simple) model::
+
+    with FakeLLMServer() as srv:
+        client = anthropic.Anthropic(base_url=srv.anthropic_base_url,
+                                     api_key="test-key", max_retries=0)
+        msg = client.messages.create(model="m", max_tokens=100, messages=[...])
+        assert srv.count("anthropic") == 1
+
+What the "model" says is decided by a *brain*: a callable ``brain(api, body)``
+that receives ``"anthropic"`` or ``"openai"`` and the parsed request JSON, and
+returns a :class:`ToolCall` or :class:`Text` (or a list of them for several
+content blocks / parallel tool calls).  The server wraps that reply in the
+API's response shape, with deterministic ids and token usage.  Without a brain
+the server uses :class:`DefaultBrain`, which plays judge-runner's two phases.
+
+Failures are injected per request with :class:`Fault` objects queued on
+``server.faults`` (HTTP errors with realistic bodies and headers, delays,
+hung requests, connection resets, malformed model output).
+
+Only the standard library is used; the server binds ``127.0.0.1`` on an
+ephemeral port and never touches any other network.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import struct
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import TCPServer
+from typing import Any, Callable, Iterable, Union
+
+__all__ = [
+    "DefaultBrain",
+    "Fault",
+    "FakeLLMServer",
+    "RecordedRequest",
+    "Text",
+    "ToolCall",
+    "offered_tools",
+    "tool_results",
+]
+
+_STOPS = ("end", "max_tokens", "refusal")
+
+
+# --------------------------------------------------------------------------
+# Replies and faults
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    """The model calls the tool ``name`` with arguments ``input``.
+
+    ``stop`` is one of ``"end"`` (normal: anthropic ``stop_reason="tool_use"``,
+    openai ``finish_reason="tool_calls"``), ``"max_tokens"`` (anthropic
+    ``max_tokens``, openai ``length``) or ``"refusal"`` (anthropic ``refusal``,
+    openai ``content_filter`` with ``message.refusal`` set).
+
+    For an openai request that asks for structured output
+    (``response_format`` of type ``json_schema`` or ``json_object``) and does
+    not offer a function tool of this name, the call comes back the way
+    structured output does: ``message.content = json.dumps(input)`` with
+    ``finish_reason="stop"``.
+    """
+
+    name: str
+    input: dict
+    stop: str = "end"
+
+    def __post_init__(self) -> None:
+        if self.stop not in _STOPS:
+            raise ValueError(f"stop must be one of {_STOPS}, not {self.stop!r}")
+
+
+@dataclass
+class Text:
+    """The model answers with plain text.
+
+    ``stop`` is one of ``"end"`` (anthropic ``end_turn``, openai ``stop``),
+    ``"max_tokens"`` (anthropic ``max_tokens``, openai ``length``) or
+    ``"refusal"`` (anthropic ``refusal``; openai ``content_filter`` with the
+    text moved to ``message.refusal`` and ``content`` null).
+    """
+
+    text: str
+    stop: str = "end"
+
+    def __post_init__(self) -> None:
+        if self.stop not in _STOPS:
+            raise ValueError(f"stop must be one of {_STOPS}, not {self.stop!r}")
+
+
+Reply = Union[ToolCall, Text]
+Brain = Callable[[str, dict], Union[Reply, list]]
+
+
+@dataclass
+class Fault:
+    """A failure applied to one model request, instead of or before its reply.
+
+    Queue faults on ``FakeLLMServer.faults``; each incoming model request (on
+    either API, after the API-key check) pops the first one.  Fields are
+    applied in this order:
+
+    * ``delay_s``  -- sleep first (interrupted if the server stops).
+    * ``hang``     -- accept the request and never answer, until the server
+      stops (which it still does promptly).  Use with a client timeout.
+    * ``reset``    -- close the socket without any response (TCP RST), which
+      the SDKs raise as ``APIConnectionError``.
+    * ``status``   -- answer with this HTTP status, ``headers`` (e.g.
+      ``{"retry-after": "1"}`` or ``{"retry-after-ms": "200"}``) and ``body``.
+      When ``body`` is None a realistic error body for the API is used
+      (anthropic ``{"type": "error", "error": {"type": "rate_limit_error",
+      "message": ...}}``, openai ``{"error": {"message", "type", "param",
+      "code"}}``).  A status below 400 with a ``body`` sends that body as is.
+    * ``body`` without ``status`` -- answer 200 with ``body`` verbatim (for
+      responses the SDK cannot parse).
+    * ``raw_text`` -- answer 200 with this exact string as the model's text
+      content (fenced JSON, prose around JSON, invalid JSON ...).
+    * otherwise (only ``delay_s``/``headers``) -- the normal reply, with
+      ``headers`` added.
+    """
+
+    status: int | None = None
+    headers: dict = field(default_factory=dict)
+    body: dict | None = None
+    delay_s: float = 0.0
+    hang: bool = False
+    reset: bool = False
+    raw_text: str | None = None
+
+
+@dataclass
+class RecordedRequest:
+    """One model request the server received (faulted ones included).
+
+    ``api`` is ``"anthropic"`` or ``"openai"``; ``path`` the request path;
+    ``body`` the parsed JSON (``{}`` if it was not JSON); ``headers`` the
+    request headers with lower-cased names and every credential
+    (``authorization``, ``x-api-key``, ``api-key``) replaced by
+    ``"REDACTED"``; ``time`` the ``time.monotonic()`` arrival time.
+    ``status`` is the HTTP status answered (0 for hang/reset) and ``fault``
+    the :class:`Fault` applied, if any.
+    """
+
+    api: str
+    path: str
+    body: dict
+    headers: dict
+    time: float
+    status: int = 0
+    fault: Fault | None = None
+
+
+# --------------------------------------------------------------------------
+# Helpers for reading requests (also useful for custom brains)
+# --------------------------------------------------------------------------
+
+
+def offered_tools(api: str, body: dict) -> dict[str, dict]:
+    """Return ``{tool name: JSON schema}`` for the tools a request offers.
+
+    anthropic: ``tools[i] = {"name", "input_schema"}``; openai:
+    ``tools[i] = {"type": "function", "function": {"name", "parameters"}}``
+    plus a ``response_format`` of type ``json_schema`` (under its name).
+    """
+    tools: dict[str, dict] = {}
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if api == "anthropic":
+            if "name" in tool and "input_schema" in tool:
+                tools[tool["name"]] = tool.get("input_schema") or {}
+        else:
+            fn = tool.get("function")
+            if tool.get("type", "function") == "function" and isinstance(fn, dict) and "name" in fn:
+                tools[fn["name"]] = fn.get("parameters") or {}
+    if api == "openai":
+        rf = body.get("response_format")
+        if isinstance(rf, dict) and rf.get("type") == "json_schema":
+            js = rf.get("json_schema") or {}
+            if js.get("name"):
+                tools.setdefault(js["name"], js.get("schema") or {})
+    return tools
+
+
+def _function_tool_names(api: str, body: dict) -> set[str]:
+    """Names of real tools (not response_format) offered by the request."""
+    if api == "anthropic":
+        return {t["name"] for t in body.get("tools") or [] if isinstance(t, dict) and "name" in t}
+    names = set()
+    for t in body.get("tools") or []:
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict) and "name" in fn:
+            names.add(fn["name"])
+    return names
+
+
+def _content_text(content: Any) -> str:
+    """Flatten tool-result content (a string or a list of text blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return str(content)
+
+
+def tool_results(api: str, body: dict) -> list[tuple[str | None, str]]:
+    """Return the tool results in the conversation, oldest first.
+
+    Each item is ``(tool name or None, result text)``; the name is found by
+    matching the result's ``tool_use_id`` / ``tool_call_id`` against the
+    assistant's earlier tool calls.  anthropic results are ``tool_result``
+    blocks in user messages; openai results are ``role: "tool"`` messages.
+    """
+    names: dict[str, str] = {}
+    results: list[tuple[str | None, str]] = []
+    for msg in body.get("messages") or []:
+        if not isinstance(msg, dict):
+            continue
+        role, content = msg.get("role"), msg.get("content")
+        if role == "assistant":
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        names[str(block.get("id"))] = str(block.get("name"))
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    names[str(call.get("id"))] = str(fn.get("name"))
+        elif role == "tool":
+            results.append((names.get(str(msg.get("tool_call_id"))), _content_text(content)))
+        elif role == "user" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    results.append(
+                        (names.get(str(block.get("tool_use_id"))), _content_text(block.get("content")))
+                    )
+    return results
+
+
+def _forced_tool(api: str, body: dict) -> str | None:
+    """The tool name a request forces through ``tool_choice``, if any."""
+    tc = body.get("tool_choice")
+    if not isinstance(tc, dict):
+        return None
+    if api == "anthropic" and tc.get("type") == "tool":
+        return tc.get("name")
+    if api == "openai" and tc.get("type") == "function":
+        return (tc.get("function") or {}).get("name")
+    return None
+
+
+def _estimate_tokens(part: Any) -> int:
+    """Deterministic token estimate: a quarter of the JSON length, at least 1."""
+    return max(1, len(json.dumps(part, sort_keys=True, ensure_ascii=False)) // 4)
+
+
+# --------------------------------------------------------------------------
+# The default brain
+# --------------------------------------------------------------------------
+
+
+class DefaultBrain:
+    """A deterministic stand-in model for judge-runner's two phases.
+
+    The phase is recognised from the tools offered (see :func:`offered_tools`):
+
+    * **Phase one** (``submit_queries`` offered, alongside ``list_dir``,
+      ``glob``, ``read_file``, ``grep``): with no tool result yet it calls
+      ``list_dir {"path": "."}``; after one, ``glob {"pattern": "**/*.md"}``;
+      after two, ``read_file`` on the first path the glob returned (skipped if
+      it returned none); then ``submit_queries``.  A ``tool_choice`` forcing
+      ``submit_queries`` submits at once.  It submits N queries, N being
+      ``queries.minItems`` of the submit_queries schema (else ``maxItems``,
+      else 5): ids ``q01``..., built round-robin from the globbed paths with
+      query types cycling keyword, natural-language, identifier, conceptual,
+      ambiguous, multilingual and ``expectedSources = [path]``; the last query
+      is always off-topic ("how do I bake sourdough bread", no sources).  If
+      the glob found nothing, every query is off-topic.
+    * **Phase two** (``record_verdict`` offered as a tool, or as an openai
+      ``response_format`` json_schema): a valid verdict with N labels, N being
+      ``labels.minItems`` (else ``maxItems``, else 5); label i has relevance
+      ``max(0, 3 - (i - 1))``.  N == 0 gives empty labels, zero scores and the
+      suggestion "Return results for on-topic queries".
+    * Anything else: ``Text("ok")``.
+
+    Glob results are read as one relative path per line; lines with spaces
+    (notes such as "(truncated, 12 more)") or without a '/' or '.' are ignored.
+    """
+
+    QUERY_TYPES = ("keyword", "natural-language", "identifier", "conceptual", "ambiguous", "multilingual")
+    OFF_TOPIC = "how do I bake sourdough bread"
+    _OTHER_OFF_TOPIC = (
+        "best hiking trails near Lisbon",
+        "what is the capital of Australia",
+        "how to fix a flat bicycle tyre",
+        "weather forecast for tomorrow",
+    )
+
+    def __call__(self, api: str, body: dict) -> Reply:
+        tools = offered_tools(api, body)
+        forced = _forced_tool(api, body)
+        if "submit_queries" in tools and forced in (None, "submit_queries"):
+            return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
+        if "record_verdict" in tools and forced in (None, "record_verdict"):
+            return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
+        return Text("ok")
+
+    # -- phase one ---------------------------------------------------------
+
+    def phase_one(self, api: str, body: dict, tools: dict[str, dict], force_submit: bool = False) -> Reply:
+        """Pick the next exploration step, or submit the queries."""
+        results = tool_results(api, body)
+        paths = self._glob_paths(results)
+        n_queries = self._pinned_count(tools["submit_queries"], "queries")
+        if not force_submit:
+            if len(results) == 0 and "list_dir" in tools:
+                return ToolCall("list_dir", {"path": "."})
+            if len(results) == 1 and "glob" in tools:
+                return ToolCall("glob", {"pattern": "**/*.md"})
+            if len(results) == 2 and paths and "read_file" in tools:
+                return ToolCall("read_file", {"path": paths[0]})
+        return ToolCall("submit_queries", {"queries": self.queries(paths, n_queries)})
+
+    @staticmethod
+    def _glob_paths(results: list[tuple[str | None, str]]) -> list[str]:
+        text = None
+        for name, content in results:
+            if name == "glob":
+                text = content
+                break
+        if text is None and len(results) >= 2 and results[1][0] is None:
+            text = results[1][1]  # ids unknown: the second result is the glob's
+        if not text:
+            return []
+        paths = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or " " in line or "\t" in line:
+                continue
+            if ("/" in line or "." in line) and set(line) - {".", "/"}:
+                paths.append(line)
+        return paths
+
+    @staticmethod
+    def _pinned_count(schema: dict, prop: str, default: int = 5) -> int:
+        spec = ((schema or {}).get("properties") or {}).get(prop) or {}
+        for key in ("minItems", "maxItems"):
+            if isinstance(spec.get(key), int):
+                return spec[key]
+        return default
+
+    def queries(self, paths: list[str], n: int) -> list[dict]:
+        """Build the N queries submitted in phase one."""
+        out: list[dict] = []
+        for i in range(n):
+            qid = f"q{i + 1:02d}"
+            if i == n - 1 or not paths:
+                text = self.OFF_TOPIC if i == n - 1 else self._OTHER_OFF_TOPIC[i % len(self._OTHER_OFF_TOPIC)]
+                out.append(
+                    {
+                        "id": qid,
+                        "query": text,
+                        "queryIntent": "An off-topic question the corpus cannot answer; the search should abstain.",
+                        "queryType": "off-topic",
+                        "expectedSources": [],
+                    }
+                )
+                continue
+            path = paths[i % len(paths)]
+            qtype = self.QUERY_TYPES[i % len(self.QUERY_TYPES)]
+            stem = os.path.splitext(os.path.basename(path.rstrip("/")))[0] or path
+            words = " ".join(stem.replace("-", " ").replace("_", " ").split())[:200] or stem[:200]
+            text = {
+                "keyword": words,
+                "natural-language": f"how does {words} work",
+                "identifier": stem[:200],
+                "conceptual": f"what is the idea behind {words}",
+                "ambiguous": words.split()[0] if words.split() else words,
+                "multilingual": f"documentación sobre {words}",
+            }[qtype]
+            out.append(
+                {
+                    "id": qid,
+                    "query": text,
+                    "queryIntent": f"Find the part of {path} that explains {words}.",
+                    "queryType": qtype,
+                    "expectedSources": [path],
+                }
+            )
+        return out
+
+    # -- phase two ---------------------------------------------------------
+
+    @staticmethod
+    def verdict(n: int) -> dict:
+        """A verdict valid against judge_verdict.schema.json pinned to N labels."""
+        if n == 0:
+            return {
+                "labels": [],
+                "analysis": {
+                    "relevance": "No results were returned.",
+                    "ranking": "There is nothing to rank.",
+                    "coverage": "No results, so nothing of the intent is covered.",
+                    "snippetQuality": "No snippets were shown.",
+                },
+                "scores": {"relevance": 0.0, "ranking": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0},
+                "suggestions": ["Return results for on-topic queries"],
+            }
+        return {
+            "labels": [
+                {
+                    "rank": i,
+                    "relevance": max(0, 3 - (i - 1)),
+                    "reason": f"Result {i} is {['irrelevant', 'related', 'highly relevant', 'perfectly relevant'][max(0, 3 - (i - 1))]} to the query.",
+                }
+                for i in range(1, n + 1)
+            ],
+            "analysis": {
+                "relevance": "The top results address the query directly.",
+                "ranking": "The most relevant result is ranked first.",
+                "coverage": "The main aspects of the intent are covered.",
+                "snippetQuality": "Snippets show the matching passage.",
+            },
+            "scores": {"relevance": 0.8, "ranking": 0.7, "coverage": 0.6, "snippetQuality": 0.75, "overall": 0.7},
+            "suggestions": ["Boost title matches for identifier queries"],
+        }
+
+
+# --------------------------------------------------------------------------
+# Response shapes
+# --------------------------------------------------------------------------
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_OPENAI_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "unsupported_country_region_territory"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", "service_unavailable"),
+}
+_MESSAGES = {
+    400: "Invalid request.",
+    401: "Invalid API key.",
+    403: "Permission denied.",
+    404: "Not found.",
+    408: "Request timed out.",
+    413: "Request too large.",
+    429: "Rate limit exceeded. Please retry after the time given in the retry-after header.",
+    500: "Internal server error.",
+    502: "Bad gateway.",
+    503: "Service unavailable.",
+    504: "Gateway timeout.",
+    529: "Overloaded.",
+}
+
+
+def _error_body(api: str, status: int, message: str | None = None) -> dict:
+    msg = message or _MESSAGES.get(status, f"Error {status}.")
+    if api == "anthropic":
+        etype = _ANTHROPIC_ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+        return {"type": "error", "error": {"type": etype, "message": msg}}
+    etype, code = _OPENAI_ERROR_TYPES.get(status) or (
+        ("server_error", None) if status >= 500 else ("invalid_request_error", None)
+    )
+    return {"error": {"message": msg, "type": etype, "param": None, "code": code}}
+
+
+# --------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------
+
+
+class _StopServing(Exception):
+    """Raised inside a handler when the server is stopping."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # never join handler threads (hung requests)
+    fake: "FakeLLMServer"
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind calls socket.getfqdn(), a possibly slow DNS
+        # lookup; loopback needs none of that.
+        TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = host, port
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # keep test output quiet
+
+    def setup(self) -> None:
+        super().setup()
+        try:  # headers and body go out as separate writes; avoid Nagle delays
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.server.fake._track(self.connection, False)
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except (ConnectionError, OSError, _StopServing):
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        self._not_found()
+
+    def do_POST(self) -> None:
+        self.server.fake._handle_post(self)
+
+    # -- low-level helpers used by FakeLLMServer ---------------------------
+
+    def _not_found(self) -> None:
+        self.send_json(404, {"error": {"type": "not_found_error", "message": f"Unknown path {self.path}"}})
+
+    def read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send_json(self, status: int, payload: Any, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(str(name), str(value))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def reset_connection(self) -> None:
+        """Drop the connection with a TCP RST and no response."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        # The real close happens once rfile/wfile are closed in finish().
+        self.connection.close()
+
+
+class FakeLLMServer:
+    """A loopback HTTP server speaking the Anthropic and OpenAI chat APIs.
+
+    Use it as a context manager: ``__enter__`` starts it in a daemon thread on
+    ``127.0.0.1`` with an ephemeral port, ``__exit__`` stops it promptly, even
+    with requests hung by a ``Fault(hang=True)``.
+
+    Arguments:
+        brain: ``brain(api, body) -> ToolCall | Text | list[ToolCall | Text]``
+            decides each reply; ``api`` is ``"anthropic"`` or ``"openai"`` and
+            ``body`` the parsed request JSON.  Defaults to :class:`DefaultBrain`.
+            An exception in the brain is answered with a 500 whose message
+            carries the traceback.
+        latency_s: sleep added to every model request.
+        invalid_keys: API keys answered with 401 ``authentication_error`` (in
+            the API's shape).  A request without any key also gets 401.  The
+            key is read from ``x-api-key`` or ``Authorization: Bearer``.
+
+    Attributes:
+        url / anthropic_base_url: ``"http://127.0.0.1:PORT"``.
+        openai_base_url: ``url + "/v1"``.
+        requests: list of :class:`RecordedRequest`, one per model request.
+        faults: FIFO list of :class:`Fault`; each model request that passes
+            the key check pops the first one.
+
+    Anthropic usage reports ``cache_creation_input_tokens`` for the first
+    request whose system prompt has blocks with ``cache_control`` (the blocks
+    up to the last marked one form the cached prefix) and
+    ``cache_read_input_tokens`` for later requests with the same prefix and
+    model.  ``stream: true`` is refused with a 400.
+    """
+
+    def __init__(
+        self,
+        brain: Brain | None = None,
+        latency_s: float = 0.0,
+        invalid_keys: Iterable[str] = frozenset({"invalid-key"}),
+    ) -> None:
+        self.brain: Brain = brain if brain is not None else DefaultBrain()
+        self.latency_s = latency_s
+        self.invalid_keys = set(invalid_keys)
+        self.requests: list[RecordedRequest] = []
+        self.faults: list[Fault] = []
+        self.url = ""
+        self.anthropic_base_url = ""
+        self.openai_base_url = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ids = itertools.count(1)
+        self._seen_cache: set[tuple[str, str]] = set()
+        self._conns: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> "FakeLLMServer":
+        """Start serving (what ``__enter__`` does)."""
+        if self._httpd is not None:
+            return self
+        self._stop.clear()
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.fake = self
+        self._httpd = httpd
+        port = httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.anthropic_base_url = self.url
+        self.openai_base_url = self.url + "/v1"
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, name=f"FakeLLMServer:{port}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: wake hung/sleeping handlers and drop open connections."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stop.set()
+        httpd.shutdown()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+
+    def __enter__(self) -> "FakeLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- inspection ----------------------------------------------------------
+
+    def count(self, api: str | None = None) -> int:
+        """Number of model requests received, optionally only for one API."""
+        with self._lock:
+            return sum(1 for r in self.requests if api is None or r.api == api)
+
+    # -- internals -----------------------------------------------------------
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    def _next_id(self) -> int:
+        with self._lock:
+            return next(self._ids)
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0 and self._stop.wait(seconds):
+            raise _StopServing()
+
+    def _pop_fault(self) -> Fault | None:
+        with self._lock:
+            return self.faults.pop(0) if self.faults else None
+
+    def _handle_post(self, h: _Handler) -> None:
+        path = h.path.split("?", 1)[0].rstrip("/")
+        if path == "/v1/messages":
+            api = "anthropic"
+        elif path == "/v1/chat/completions":
+            api = "openai"
+        else:
+            h.read_body()
+            h._not_found()
+            return
+
+        raw = h.read_body()
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+        except ValueError as exc:
+            body = None
+            parse_error = str(exc)
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        key = headers.get("x-api-key") or ""
+        auth = headers.get("authorization") or ""
+        if not key and auth.lower().startswith("bearer "):
+            key = auth[7:].strip()
+        if not key:
+            key = headers.get("api-key") or ""
+        for secret in ("authorization", "x-api-key", "api-key"):
+            if secret in headers:
+                headers[secret] = "REDACTED"
+        rec = RecordedRequest(api=api, path=h.path, body=body or {}, headers=headers, time=time.monotonic())
+        with self._lock:
+            self.requests.append(rec)
+
+        def answer(status: int, payload: Any, extra: dict | None = None) -> None:
+            rec.status = status
+            rid = f"req_fake{self._next_id():012d}"
+            hdrs = {"request-id": rid} if api == "anthropic" else {"x-request-id": rid}
+            hdrs.update(extra or {})
+            h.send_json(status, payload, hdrs)
+
+        if not key:
+            answer(401, _error_body(api, 401, "Missing API key."))
+            return
+        if key in self.invalid_keys:
+            answer(401, _error_body(api, 401, "invalid x-api-key" if api == "anthropic" else "Incorrect API key provided."))
+            return
+        if body is None:
+            answer(400, _error_body(api, 400, f"Request body is not valid JSON: {parse_error}"))
+            return
+
+        fault = self._pop_fault()
+        rec.fault = fault
+        self._sleep(self.latency_s)
+        extra_headers: dict = {}
+        if fault is not None:
+            self._sleep(fault.delay_s)
+            if fault.hang:
+                self._stop.wait()
+                raise _StopServing()
+            if fault.reset:
+                h.reset_connection()
+                return
+            extra_headers = dict(fault.headers)
+            if fault.status is not None:
+                if fault.body is not None:
+                    payload = fault.body
+                elif fault.status >= 400:
+                    payload = _error_body(api, fault.status)
+                else:
+                    payload = None
+                if payload is not None:
+                    answer(fault.status, payload, extra_headers)
+                    return
+            elif fault.body is not None:
+                answer(200, fault.body, extra_headers)
+                return
+
+        if body.get("stream"):
+            answer(400, _error_body(api, 400, "stream: true is not supported by FakeLLMServer; use non-streaming requests."))
+            return
+
+        if fault is not None and fault.raw_text is not None:
+            replies: list[Reply] = [Text(fault.raw_text)]
+        else:
+            try:
+                result = self.brain(api, body)
+                replies = list(result) if isinstance(result, (list, tuple)) else [result]
+                if not replies or not all(isinstance(r, (ToolCall, Text)) for r in replies):
+                    raise TypeError(f"brain must return ToolCall, Text or a list of them, not {result!r}")
+            except Exception:
+                answer(500, _error_body(api, 500, "FakeLLMServer brain failed:\n" + traceback.format_exc()))
+                return
+
+        if api == "anthropic":
+            payload = self._anthropic_message(body, replies)
+        else:
+            payload = self._openai_completion(body, replies)
+        answer(200, payload, extra_headers)
+
+    def _anthropic_message(self, body: dict, replies: list[Reply]) -> dict:
+        content: list[dict] = []
+        for r in replies:
+            if isinstance(r, ToolCall):
+                content.append({"type": "tool_use", "id": f"toolu_fake{self._next_id():016d}", "name": r.name, "input": r.input})
+            else:
+                content.append({"type": "text", "text": r.text})
+        stop = replies[-1].stop
+        if stop == "end":
+            stop_reason = "tool_use" if any(isinstance(r, ToolCall) for r in replies) else "end_turn"
+        else:
+            stop_reason = stop
+        message: dict = {
+            "id": f"msg_fake{self._next_id():016d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or "fake-model",
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": self._anthropic_usage(body, content),
+        }
+        if stop_reason == "refusal":
+            message["stop_details"] = {"type": "refusal", "category": None, "explanation": None}
+        return message
+
+    def _anthropic_usage(self, body: dict, content: list[dict]) -> dict:
+        system = body.get("system")
+        cached: list = []
+        rest_system: Any = system
+        if isinstance(system, list):
+            marked = [i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")]
+            if marked:
+                cached, rest_system = system[: marked[-1] + 1], system[marked[-1] + 1 :]
+        creation = read = 0
+        if cached:
+            key = (str(body.get("model")), "\n".join(_content_text([b]) for b in cached))
+            with self._lock:
+                seen = key in self._seen_cache
+                self._seen_cache.add(key)
+            if seen:
+                read = _estimate_tokens(cached)
+            else:
+                creation = _estimate_tokens(cached)
+        return {
+            "input_tokens": _estimate_tokens(
+                {"system": rest_system, "messages": body.get("messages"), "tools": body.get("tools")}
+            ),
+            "output_tokens": _estimate_tokens(content),
+            "cache_creation_input_tokens": creation,
+            "cache_read_input_tokens": read,
+        }
+
+    def _openai_completion(self, body: dict, replies: list[Reply]) -> dict:
+        rf = body.get("response_format")
+        structured = isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object")
+        function_names = _function_tool_names("openai", body)
+        texts: list[str] = []
+        tool_calls: list[dict] = []
+        for r in replies:
+            if isinstance(r, ToolCall):
+                if structured and r.name not in function_names:
+                    texts.append(json.dumps(r.input))
+                else:
+                    tool_calls.append(
+                        {
+                            "id": f"call_fake{self._next_id():016d}",
+                            "type": "function",
+                            "function": {"name": r.name, "arguments": json.dumps(r.input)},
+                        }
+                    )
+            else:
+                texts.append(r.text)
+        stop = replies[-1].stop
+        message: dict = {
+            "role": "assistant",
+            "content": "".join(texts) if texts else None,
+            "refusal": None,
+            "annotations": [],
+        }
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        if stop == "end":
+            finish = "tool_calls" if tool_calls else "stop"
+        elif stop == "max_tokens":
+            finish = "length"
+        else:
+            finish = "content_filter"
+            message["refusal"] = message["content"] or "I'm sorry, I can't help with that."
+            message["content"] = None
+        prompt = _estimate_tokens(
+            {"messages": body.get("messages"), "tools": body.get("tools"), "response_format": rf}
+        )
+        completion = _estimate_tokens(message)
+        return {
+            "id": f"chatcmpl-fake{self._next_id():016d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "fake-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "system_fingerprint": None,
+        }

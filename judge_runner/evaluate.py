@@ -163,18 +163,24 @@ def run_evaluation(
             raise _Stop()
         previous_term = signal.signal(signal.SIGTERM, on_term)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, options.concurrency if not heuristic else 1), thread_name_prefix="judge")
+    # the heuristic judge shares one embedding model and is CPU-bound: one at a time
+    concurrency = 1 if heuristic else max(1, options.concurrency)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     in_flight: dict[Future, tuple[Query, SearchAnswer]] = {}
+
+    def record_finished(finished: set[Future]) -> None:
+        for future in [f for f in in_flight if f in finished]:  # in submission order
+            q, a = in_flight.pop(future)
+            if not future.cancelled():
+                record(q, a, future, None)
+
     try:
         for query in queries:
             if stop_code is not None or (budget is not None and budget.exhausted):
                 budget_exhausted = budget_exhausted or (budget is not None and budget.exhausted)
                 break
-            while len(in_flight) >= max(1, options.concurrency):
-                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    q, a = in_flight.pop(future)
-                    record(q, a, future, None)
+            while len(in_flight) >= concurrency:
+                record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
             try:
                 answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
             except Exception as exc:  # noqa: BLE001
@@ -182,10 +188,7 @@ def run_evaluation(
                 continue
             in_flight[pool.submit(judge_query, provider, query, answer, log)] = (query, answer)
         while in_flight:
-            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in finished:
-                q, a = in_flight.pop(future)
-                record(q, a, future, None)
+            record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except (KeyboardInterrupt, _Stop):
         interrupted = True
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
@@ -193,11 +196,7 @@ def run_evaluation(
         for future in list(in_flight):
             future.cancel()
         while in_flight and time.monotonic() < deadline:
-            finished, _ = wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)
-            for future in finished:
-                q, a = in_flight.pop(future)
-                if not future.cancelled():
-                    record(q, a, future, None)
+            record_finished(wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)[0])
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         if previous_term is not None:

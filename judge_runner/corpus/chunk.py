@@ -85,9 +85,16 @@ def _pack(lines: list[tuple[int, str]], anchor: str | None, cap: int) -> list[Ch
     buf: list[tuple[int, str]] = []
 
     def flush() -> None:
-        text = "\n".join(t for _, t in buf).strip()
-        if text:
-            chunks.append(Chunk(text, anchor, buf[0][0], buf[-1][0]))
+        # blank lines at either edge (a paragraph break where the chunk was cut) are not part of the
+        # chunk, so its line range must not start or end on them
+        lo, hi = 0, len(buf)
+        while lo < hi and not buf[lo][1].strip():
+            lo += 1
+        while hi > lo and not buf[hi - 1][1].strip():
+            hi -= 1
+        if lo < hi:
+            text = "\n".join(t for _, t in buf[lo:hi]).strip()
+            chunks.append(Chunk(text, anchor, buf[lo][0], buf[hi - 1][0]))
         buf.clear()
 
     for number, line in lines:

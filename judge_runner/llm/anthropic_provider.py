@@ -12,7 +12,7 @@ import os
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, ToolUse, Turn
 from judge_runner.llm.pricing import Usage
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 _STOP = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
          "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
 
@@ -56,8 +56,8 @@ class AnthropicProvider(ChatProvider):
             kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         message = self._client.messages.create(
-            model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns),
-            temperature=0.0, **kwargs,
+            # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
+            model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), **kwargs,
         )
         text = "".join(b.text for b in message.content if b.type == "text")
         uses = [ToolUse(b.id, b.name, dict(b.input)) for b in message.content if b.type == "tool_use"]

@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from judge_runner.corpus.chunk import chunk_text
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
 from judge_runner.search.embeddings import Embedder, shared_embedder
-from judge_runner.search.text import query_tokens
+from judge_runner.search.text import STOPWORDS, query_tokens
 
 MODEL_NAME = "offline-heuristic-v1"
 
@@ -40,7 +41,26 @@ OFF_TOPIC = (
 # document dedicated to the query scores 3 and a passing mention 1; a heuristic, not a calibrated judge.
 GRADE_THRESHOLDS = ((0.62, 3), (0.48, 2), (0.34, 1))
 _NON_ENGLISH_HINTS = re.compile(r"\b(der|die|und|nicht|mit|für|les|des|une|pour|avec|est)\b|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", re.I)
-_HEADING = re.compile(r"^#{1,4}\s+(.+?)\s*#*$", re.M)
+# Section headings that name no topic: a query made of them tests nothing.
+_GENERIC_HEADINGS = frozenset(
+    """context decision decisions summary symptoms components overview background notes status consequences
+    alternatives options introduction references links todo faq appendix details steps prerequisites
+    requirements usage examples example setup the short version why how what next steps open questions
+    action items timeline impact root cause resolution defaults data""".split()
+)
+_GENERIC_KEYS = frozenset({"version", "name", "kind", "apiVersion", "metadata", "spec", "data", "defaults", "type",
+                           "description", "title", "id", "items", "properties", "required", "services", "volumes"})
+
+
+def _clean_heading(heading: str) -> str:
+    """Strip list numbering and markdown emphasis from a heading ("1. Clone the repos" -> "Clone the repos")."""
+    heading = re.sub(r"^(?:\d+[.)]|step \d+:?|day [\d–-]+:)\s*", "", heading.strip(), flags=re.I)
+    return heading.replace("`", "").replace("*", "").strip()
+
+
+def _is_topical(heading: str) -> bool:
+    words = heading.lower().split()
+    return len(heading) >= 6 and not all(w.strip(":?") in _GENERIC_HEADINGS for w in words)
 
 
 def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple[str, str, str]]]:
@@ -58,14 +78,17 @@ def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple
         ext = file.source.rsplit(".", 1)[-1]
         non_english = len(_NON_ENGLISH_HINTS.findall(text[:3000])) >= 8
         if ext in ("md", "markdown", "txt"):
-            headings = [h.strip() for h in _HEADING.findall(text) if len(h.split()) >= 2 or len(h) >= 4]
+            # headings as the chunker sees them (fenced code is not a heading), last part of each path
+            anchors = dict.fromkeys(c.anchor for c in chunk_text(text, "md") if c.anchor) if ext != "txt" else {}
+            headings = [_clean_heading(a.split(" > ")[-1]) for a in anchors]
+            headings = [h for h in headings if _is_topical(h)]
             if non_english:
                 first = headings[0] if headings else text.strip().splitlines()[0][:80]
                 out["multilingual"].append((first, f"Find the document about “{first}” (not in English).", file.source))
                 continue
             for heading in headings[1:3] or headings[:1]:
                 kind = "natural-language" if len(heading.split()) >= 4 else "conceptual"
-                query = heading if kind == "conceptual" else f"how to {heading[0].lower()}{heading[1:]}" if not heading.lower().startswith(("how", "what", "why", "when")) else heading
+                query = heading
                 out[kind].append((query, f"Find the section “{heading}” of {file.source}.", file.source))
         elif ext == "py":
             try:
@@ -81,17 +104,19 @@ def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple
             except Exception:
                 continue
             if isinstance(data, dict):
-                keys = [k for k in data if isinstance(k, str) and len(k) > 3 and k not in ("version", "name", "kind", "apiVersion", "metadata")]
+                keys = [k for k in data if isinstance(k, str) and len(k) > 3 and k not in _GENERIC_KEYS and k[0].isalpha()]
+                keys.sort(key=lambda k: ("_" not in k and "-" not in k and k.islower(), -len(k)))
                 for key in keys[:2]:
                     out["identifier"].append((key, f"Find the configuration that sets `{key}`.", file.source))
     # key phrases: each document's two most distinctive terms (tf-idf over the corpus)
-    df = Counter(t for text in docs.values() for t in set(query_tokens(text)))
-    for source, text in docs.items():
-        tf = Counter(t for t in query_tokens(text) if t.isalpha() and len(t) > 3)
-        if not tf:
-            continue
-        scored = sorted(tf, key=lambda t: (-tf[t] * math.log(len(docs) / df[t]), t))[:2]
-        if len(scored) == 2 and df[scored[0]] < len(docs):
+    words = {source: [w for w in re.findall(r"[^\W\d_]{4,}", text.lower()) if w not in STOPWORDS] for source, text in docs.items()}
+    df = Counter(w for ws in words.values() for w in set(ws))
+    for source in docs:
+        tf = Counter(words[source])
+        # distinctive = repeated in this document, rare in the corpus
+        terms = [t for t in tf if tf[t] >= 2 and df[t] <= max(2, len(docs) // 10)]
+        scored = sorted(terms, key=lambda t: (-tf[t] * math.log(len(docs) / df[t]), t))[:2]
+        if len(scored) == 2:
             out["keyword"].append((" ".join(scored), f"Find the document about {scored[0]} and {scored[1]}.", source))
     return out
 

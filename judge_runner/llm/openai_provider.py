@@ -62,9 +62,9 @@ class OpenAIProvider(ChatProvider):
                 for t in tools
             ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": force_tool}} if force_tool else "auto"
-        response = self._client.chat.completions.create(
-            model=self.model, messages=self._messages(system, turns), temperature=0.0, **kwargs
-        )
+        if not self.model.startswith(("o1", "o3", "o4", "gpt-5")):  # reasoning models accept only the default
+            kwargs["temperature"] = 0.0
+        response = self._client.chat.completions.create(model=self.model, messages=self._messages(system, turns), **kwargs)
         choice = response.choices[0]
         message = choice.message
         uses = []

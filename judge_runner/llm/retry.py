@@ -158,5 +158,7 @@ class RetryPolicy:
             return retrying(attempt), attempts
         except LLMError:
             raise
-        except Exception as exc:  # SDK and transport errors only reach here
+        except Exception as exc:
+            if status_of(exc) is None and not is_transport_error(exc):
+                raise  # a programming error, not a provider failure: let it surface
             raise translate(exc, attempts) from None

@@ -17,7 +17,7 @@ import numpy as np
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
 from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
 from judge_runner.search.fusion import rrf
-from judge_runner.search.text import fts5_match_expression, lexical_text, make_snippet
+from judge_runner.search.text import fts5_match_expression, lexical_text, make_snippet, term_coverage
 
 SCHEMA_VERSION = "1"
 # BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
@@ -222,7 +222,7 @@ class SQLiteIndex:
             chunk_scores = dict(fused)
 
         results = self._collapse(query, chunk_scores, bm25, cosine, fused, limit)
-        lexical_match = bool(fts_hits)
+        lexical_match = self._lexical_match(query, [cid for cid, _ in fts_hits[:10]])
         best_cosine = max(cosine.values(), default=None)
         semantic_match = best_cosine is not None and best_cosine >= s.confidence_threshold
         confident = {"fts": lexical_match, "vector": semantic_match}.get(mode, lexical_match or semantic_match)
@@ -230,6 +230,15 @@ class SQLiteIndex:
             query=query, mode=mode, results=results, confident=bool(confident and results),
             latencyMs=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _lexical_match(self, query: str, chunk_ids: list[int]) -> bool:
+        """Whether one of these chunks contains most of the query's terms (see :func:`term_coverage`)."""
+        if not chunk_ids:
+            return False
+        rows = self.conn.execute(
+            f"SELECT body, anchor, path FROM chunks_fts WHERE rowid IN ({','.join('?' * len(chunk_ids))})", chunk_ids
+        ).fetchall()
+        return any(term_coverage(query, " ".join(r)) > 0.5 for r in rows)
 
     def _collapse(self, query: str, chunk_scores: dict, bm25: dict, cosine: dict, fused: dict, limit: int) -> list[SearchHit]:
         """Documents ranked by their best chunk's score."""

@@ -87,18 +87,40 @@ def make_snippet(text: str, query: str, width: int = 400) -> str:
             if j - i > best_count:
                 best_count, best_start = j - i, start
         best_start = max(0, best_start - width // 5)
-    end = min(len(flat), best_start + width)
-    best_start = max(0, end - width)
-    # move the edges to word boundaries
-    if best_start > 0:
+    # near the end of the text, start early enough that the window (after its "… ") is full
+    if best_start > 0 and len(flat) - best_start < width - 2:
+        best_start = max(0, len(flat) - (width - 2))
+    # the start moves forward to a word start
+    if best_start > 0 and flat[best_start - 1] != " ":
         space = flat.find(" ", best_start)
-        if space != -1 and space < end:
+        if space != -1 and space + 1 < len(flat):
             best_start = space + 1
-    if end < len(flat):
+    prefix = "… " if best_start > 0 else ""
+    room = width - len(prefix)
+    if len(flat) - best_start <= room:
+        return prefix + flat[best_start:]
+    # the end moves back to a word end, leaving room for " …" (a single over-long word is cut)
+    end = best_start + room - 2
+    if flat[end] != " ":
         space = flat.rfind(" ", best_start, end)
         if space > best_start:
             end = space
-    prefix = "… " if best_start > 0 else ""
-    suffix = " …" if end < len(flat) else ""
-    budget = width - len(prefix) - len(suffix)
-    return prefix + flat[best_start : best_start + budget] + suffix if end - best_start > budget else prefix + flat[best_start:end] + suffix
+    return prefix + flat[best_start:end].rstrip() + " …"
+
+
+def _stem_prefix(token: str) -> str:
+    """A crude stem for coverage checks: tokens over 5 characters lose their last two (plural and verb
+    endings), so "trails" matches "trail" and "rotating" matches "rotate"."""
+    return token if len(token) <= 5 else token[:-2]
+
+
+def term_coverage(query: str, text: str) -> float:
+    """Share of the query's tokens (stopwords dropped) that occur in ``text``, comparing crude stems;
+    0.0 for a query without tokens. Used by the honesty gate: one shared common word is not a match."""
+    tokens = query_tokens(query)
+    if not tokens:
+        return 0.0
+    words = [w.lower() for w in _TOKEN.findall(cjk_bigrams(text))]
+    prefixes = {_stem_prefix(t) for t in tokens}
+    found = {p for p in prefixes if any(w.startswith(p) for w in words)}
+    return sum(1 for t in tokens if _stem_prefix(t) in found) / len(tokens)

@@ -1,0 +1,53 @@
+"""Shared fixtures for judge-runner's tests.
+
+- Puts the repository root on ``sys.path`` so ``from tests.fakes.fake_llm import ...`` works.
+- ``fixtures_root``: the sample knowledge base shipped in ``fixtures/``.
+- ``fixtures_index``: ONE session-scoped SQLite index of ``fixtures/`` (the embedding model loads once
+  per test session; build it only in tests that really need vectors). Tests must treat it as
+  read-only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def fixtures_root() -> Path:
+    """The sample knowledge base (read-only)."""
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The process-wide sentence embedder (loaded lazily on first encode)."""
+    from judge_runner.search.embeddings import shared_embedder
+
+    return shared_embedder()
+
+
+@pytest.fixture(scope="session")
+def fixtures_index(tmp_path_factory, embedder):
+    """A SQLite index of ``fixtures/`` built once per session; yields ``(index, report)``.
+
+    Read-only for tests: do not index into it or prune it.
+    """
+    from judge_runner.search.indexer import index_tree
+    from judge_runner.search.sqlite import SQLiteIndex
+
+    db = tmp_path_factory.mktemp("index") / "index.sqlite"
+    index = SQLiteIndex(db, embedder=embedder)
+    report = index_tree(index, FIXTURES)
+    try:
+        yield index, report
+    finally:
+        index.close()

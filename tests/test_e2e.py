@@ -1,0 +1,182 @@
+"""The main job end to end through the CLI: offline provider, and the real anthropic and openai SDKs
+against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from judge_runner.cli import main
+from judge_runner.resources import load_schema
+from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall
+
+SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
+
+
+@pytest.fixture
+def db_copy(fixtures_index, tmp_path) -> Path:
+    """A private copy of the session's fixtures index, so runs may re-index it incrementally."""
+    index, _ = fixtures_index
+    target = tmp_path / "index.sqlite"
+    dst = sqlite3.connect(target)
+    index.conn.backup(dst)
+    dst.close()
+    return target
+
+
+def run_lines(out_dir: Path) -> list[dict]:
+    files = sorted(out_dir.glob("*.jsonl"))
+    assert len(files) == 1, files
+    lines = [json.loads(line) for line in files[0].read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        jsonschema.validate(line, SCHEMAS[line["type"]])
+    return lines
+
+
+def invoke(args: list[str], env: dict | None = None):
+    base_env = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None}
+    return CliRunner().invoke(main, args, env={**base_env, **(env or {})}, catch_exceptions=False)
+
+
+def test_offline_main_job(fixtures_root, db_copy, tmp_path):
+    out = tmp_path / "results"
+    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = run_lines(out)
+    assert [l["type"] for l in lines] == ["run_start"] + ["evaluation"] * 15 + ["summary"]
+    start, summary = lines[0], lines[-1]
+    assert start["provenance"]["provider"] == "offline" and start["provenance"]["heuristicJudge"] is True
+    assert set(start["provenance"]["promptSha256"]) == {"generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md"}
+    assert summary["evaluated"] == 15 and summary["failed"] == 0 and summary["heuristicJudge"] is True
+    evaluations = lines[1:-1]
+    off_topic = [e for e in evaluations if e["queryType"] == "off-topic"]
+    assert off_topic and all(e["metrics"] is None and e["abstained"] is not None for e in off_topic)
+    assert all(e["metrics"] is not None and e["abstained"] is None for e in evaluations if e["queryType"] != "off-topic")
+    assert summary["abstention"]["offTopic"] == len(off_topic)
+    assert summary["abstention"]["correct"] == sum(e["abstained"] for e in off_topic)
+    mean_overall = sum(e["scores"]["overall"] for e in evaluations) / 15
+    assert summary["averageScores"]["overall"] == pytest.approx(mean_overall, abs=1e-6)
+    assert "[1/15]" in result.output and "overall:" in result.output and "heuristic" in result.output
+
+
+def test_offline_quality_gate_exit_1(fixtures_root, db_copy, tmp_path):
+    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
+                     "--out-dir", str(tmp_path / "r"), "--count", "3", "--min-overall", "0.99", "--quiet"])
+    assert result.exit_code == 1, result.output
+
+
+def test_generate_then_evaluate_separately(fixtures_root, db_copy, tmp_path):
+    queries = tmp_path / "q.json"
+    result = invoke(["generate", "--fixtures", str(fixtures_root), "--count", "4", "--out", str(queries)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(queries.read_text())
+    jsonschema.validate(data, load_schema("query_set.schema.json"))
+    assert len(data["queries"]) == 4
+    result = invoke(["evaluate", "--queries", str(queries), "--db", str(db_copy), "--out-dir", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    lines = run_lines(tmp_path / "r")
+    assert [l["queryId"] for l in lines if l["type"] == "evaluation"] == [q["id"] for q in data["queries"]]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
+    out = tmp_path / "results"
+    with FakeLLMServer() as server:
+        env = ({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url} if api == "anthropic"
+               else {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url})
+        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
+                         "--count", "5", "--provider", "auto"], env)
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    lines = run_lines(out)
+    evaluations = [l for l in lines if l["type"] == "evaluation"]
+    summary = lines[-1]
+    assert lines[0]["provenance"]["provider"] == api and lines[0]["provenance"]["heuristicJudge"] is False
+    # the default brain globs **/*.md and submits 4 on-topic queries plus one off-topic query
+    assert len(evaluations) == 5 and summary["evaluated"] == 5 and summary["failed"] == 0
+    assert {e["queryType"] for e in evaluations} >= {"off-topic"}
+    # phase one used the sandboxed tools: list_dir, glob, read_file, then submit_queries (4 requests)
+    phase_one = [r for r in requests if "record_verdict" not in json.dumps(r.body.get("tools", []))]
+    assert len(phase_one) == 4
+    # every judge request showed the results and pinned the label count to them
+    judge_requests = [r for r in requests if r not in phase_one]
+    assert len(judge_requests) == 5
+    for e in evaluations:
+        assert len(e["results"]) == e["resultCount"]
+        assert e["scores"]["judgeOverall"] == 0.7  # the fake judge's own figure, kept beside ours
+        assert e["scores"]["overall"] == pytest.approx((0.8 + 0.7 + 0.6 + 0.75) / 4, abs=1e-6) or e["resultCount"] == 0
+    # usage and cost add up: default models are priced, so cost is known and positive
+    assert summary["costUsd"] is not None and summary["costUsd"] > 0
+    assert summary["usage"]["calls"] == len(requests) == 9
+    assert "test-key" not in json.dumps(lines)
+    if api == "anthropic":
+        system = judge_requests[0].body["system"]
+        assert system[0]["cache_control"] == {"type": "ephemeral"}
+        assert summary["usage"]["cacheReadTokens"] > 0
+
+
+def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_copy, tmp_path):
+    """One query's judge keeps answering a score of 1.7: after 2 re-asks it is an error line, never a zero,
+    and the other queries are still judged."""
+    default = DefaultBrain()
+    bad_query = {}
+
+    def brain(api, body):
+        reply = default(api, body)
+        if isinstance(reply, ToolCall) and reply.name == "record_verdict":
+            text = json.dumps(body["messages"][0])
+            if not bad_query:
+                bad_query["marker"] = text
+            if text == bad_query["marker"]:
+                verdict = json.loads(json.dumps(reply.input))
+                verdict["scores"]["relevance"] = 1.7
+                return ToolCall("record_verdict", verdict)
+        return reply
+
+    out = tmp_path / "results"
+    with FakeLLMServer(brain=brain) as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
+                         "--count", "5", "--concurrency", "1"], env)
+    lines = run_lines(out)
+    errors = [l for l in lines if l["type"] == "error"]
+    summary = lines[-1]
+    assert len(errors) == 1 and errors[0]["errorType"] == "invalid_output" and errors[0]["stage"] == "judge"
+    assert "1.7" in errors[0]["message"] or "maximum" in errors[0]["message"]
+    assert summary["evaluated"] == 4 and summary["failed"] == 1
+    evaluated = [l for l in lines if l["type"] == "evaluation"]
+    assert summary["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluated) / 4, abs=1e-6)
+    assert "raw reply" in result.output  # the invalid reply is logged (stderr is mixed into output here)
+    assert result.exit_code == 0  # 1 of 5 failed is under the incomplete threshold
+
+
+def test_invalid_api_key_exits_2(fixtures_root, db_copy, tmp_path):
+    with FakeLLMServer() as server:
+        env = {"ANTHROPIC_API_KEY": "invalid-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
+                         "--out-dir", str(tmp_path / "r"), "--count", "3"], env)
+        assert server.count() == 1  # 401 is never retried
+    assert result.exit_code == 2
+    assert "invalid-key" not in result.output and "API key was refused" in result.output
+
+
+def test_search_json_contract(db_copy):
+    result = invoke(["search", "drain a kubernetes node", "--db", str(db_copy), "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.output)
+    assert answer["results"][0]["source"] == "runbooks/kubernetes-node-drain.md"
+    first = answer["results"][0]
+    assert set(first) >= {"rank", "source", "anchor", "lineStart", "lineEnd", "snippet", "score", "scores", "matchedBy"}
+    assert answer["confident"] is True
+
+
+def test_missing_index_and_bad_fixtures_are_usage_errors(tmp_path):
+    result = invoke(["search", "x", "--db", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 2 and "no index" in result.output
+    result = invoke(["generate-and-evaluate", "--fixtures", str(tmp_path / "missing"), "--db", str(tmp_path / "i.sqlite")])
+    assert result.exit_code == 2 and "not found" in result.output

@@ -107,12 +107,15 @@ def parse_json_reply(text: str) -> tuple[object, list[str]]:
 def render_results(answer: SearchAnswer) -> str:
     """The results block of the judge prompt: one header line and the snippet (at most 500 characters)
     per result. Result text is data; a literal ``</results>`` inside it is defused."""
+    def defuse(text: str) -> str:
+        return text.replace("</results>", "</ results>")
+
     blocks = []
     for hit in answer.results:
-        snippet = hit.snippet[:SNIPPET_CHARS_SHOWN].replace("</results>", "</ results>")
-        anchor = hit.anchor or "-"
+        snippet = defuse(hit.snippet[:SNIPPET_CHARS_SHOWN])
+        anchor = defuse(hit.anchor or "-")  # a heading is document text too
         blocks.append(
-            f"[{hit.rank}] source: {hit.source} | anchor: {anchor} | lines {hit.lineStart}-{hit.lineEnd} | score {hit.score:.4f}\n{snippet}"
+            f"[{hit.rank}] source: {defuse(hit.source)} | anchor: {anchor} | lines {hit.lineStart}-{hit.lineEnd} | score {hit.score:.4f}\n{snippet}"
         )
     return "\n\n".join(blocks) if blocks else "(no results)"
 

@@ -179,7 +179,8 @@ def _prompt_hashes() -> dict[str, str]:
 
 
 def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, out_dir: Path, quiet: bool,
-              min_overall: float | None, generation=None, generator_model: str | None = None) -> int:
+              min_overall: float | None, generation=None, generator_model: str | None = None,
+              stopped_before: BaseException | None = None) -> int:
     from judge_runner.generate import query_set_sha256
     from judge_runner.results import RunWriter
 
@@ -201,7 +202,8 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
     }
     options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, min_overall)
     echo = (lambda m: None) if quiet else click.echo
-    outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=_err)
+    outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=_err,
+                             stopped_before=stopped_before)
     _print_summary(outcome.summary, outcome.path)
     return outcome.exit_code
 
@@ -366,7 +368,13 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     with idx:
         if not quiet:
             _err(_describe_index(report, elapsed))
-        generation = _run_llm_step(lambda: _generate(settings, generator, fixtures, settings.count, quiet))
+        try:
+            generation = _generate(settings, generator, fixtures, settings.count, quiet)
+        except (LLMError, KeyboardInterrupt) as exc:
+            # a run file is written even when phase one stops: run_start plus a summary saying why
+            _err(f"error: phase one stopped: {exc or 'interrupted'}")
+            sys.exit(_evaluate(settings, [], idx, judge, budget, out_dir, quiet, min_overall,
+                               generator_model=getattr(generator, "model", None), stopped_before=exc))
         if not generation.queries:
             _fail("phase one produced no usable query", EXIT_INCOMPLETE)
         code = _evaluate(settings, generation.queries, idx, judge, budget, out_dir, quiet, min_overall,

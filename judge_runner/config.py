@@ -81,6 +81,8 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
     cwd = cwd or Path.cwd()
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {k.replace("-", "_"): v for k, v in _file_settings(cwd).items()}
+    if isinstance(values.get("search"), dict):  # the [search] table takes hyphenated keys too
+        values["search"] = {k.replace("-", "_"): v for k, v in values["search"].items()}
     for name in Settings.model_fields:
         if name in ("weights", "search"):
             continue

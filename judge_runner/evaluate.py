@@ -112,11 +112,14 @@ def run_evaluation(
     budget=None,
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
+    stopped_before: BaseException | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
     Never raises for a failed query: it becomes an ``error`` line. Ctrl+C or SIGTERM stop new calls,
-    keep what is judged, write the summary marked interrupted (exit 3).
+    keep what is judged, write the summary marked interrupted (exit 3). ``stopped_before`` is the
+    error (or KeyboardInterrupt) that stopped phase one: the run file then holds run_start and a
+    summary saying why, and the exit code follows from it.
     """
     started = time.monotonic()
     run_id = writer.run_id
@@ -125,13 +128,20 @@ def run_evaluation(
     errors: list[dict] = []
     interrupted = budget_exhausted = False
     stop_code: int | None = None
+    stop_reason: str | None = None
+    if stopped_before is not None:
+        interrupted = isinstance(stopped_before, (KeyboardInterrupt, _Stop))
+        budget_exhausted = isinstance(stopped_before, BudgetExhausted)
+        stop_code = EXIT_CONFIG if isinstance(stopped_before, AuthError) else EXIT_INCOMPLETE
+        stop_reason = "interrupted" if interrupted else f"phase one: {getattr(stopped_before, 'kind', type(stopped_before).__name__)}"
+        queries = []
     heuristic = bool(getattr(provider, "heuristic", False))
     label = " (heuristic judge)" if heuristic else ""
     total = len(queries)
     done = 0
 
     def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
-        nonlocal done, budget_exhausted, stop_code
+        nonlocal done, budget_exhausted, stop_code, stop_reason
         done += 1
         if exc is None and future is not None:
             try:
@@ -151,11 +161,11 @@ def run_evaluation(
         echo(f"[{done}/{total}] \"{query.query}\" - {stage} failed: {line['errorType']}: {line['message'][:160]}")
         if isinstance(exc, BudgetExhausted):
             budget_exhausted = True
-            stop_code = EXIT_INCOMPLETE
+            stop_code, stop_reason = EXIT_INCOMPLETE, stop_reason or exc.kind
         elif isinstance(exc, SpendLimitError):
-            stop_code = EXIT_INCOMPLETE
+            stop_code, stop_reason = EXIT_INCOMPLETE, stop_reason or exc.kind
         elif isinstance(exc, AuthError):
-            stop_code = EXIT_CONFIG
+            stop_code, stop_reason = EXIT_CONFIG, stop_reason or exc.kind
 
     previous_term = None
     if threading.current_thread() is threading.main_thread():
@@ -176,11 +186,10 @@ def run_evaluation(
 
     try:
         for query in queries:
-            if stop_code is not None or (budget is not None and budget.exhausted):
-                budget_exhausted = budget_exhausted or (budget is not None and budget.exhausted)
-                break
             while len(in_flight) >= concurrency:
                 record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
+            if stop_code is not None or (budget is not None and budget.exhausted):
+                break  # no new call starts; calls in flight finish and are recorded below
             try:
                 answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
             except Exception as exc:  # noqa: BLE001
@@ -191,6 +200,7 @@ def run_evaluation(
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except (KeyboardInterrupt, _Stop):
         interrupted = True
+        stop_reason = stop_reason or "interrupted"
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5
         for future in list(in_flight):
@@ -214,6 +224,9 @@ def run_evaluation(
         run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
         usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic,
     )
+    if budget_exhausted and stop_reason is None:
+        stop_reason = "budget_exhausted"
+    summary["stopReason"] = stop_reason
     writer.write(summary)
     writer.close()
 

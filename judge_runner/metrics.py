@@ -36,7 +36,10 @@ def query_metrics(ranked_sources: list[str], labels: list[int], expected_sources
     for source in expected_sources:
         qrels.setdefault(source, 3)
     # scores strictly decreasing with rank, so trec_eval's tie-breaking cannot reorder the run
-    run = {source: float(len(ranked_sources) - i) for i, source in enumerate(ranked_sources)}
+    # (a source returned twice counts once, at its best rank)
+    run: dict[str, float] = {}
+    for i, source in enumerate(ranked_sources):
+        run.setdefault(source, float(len(ranked_sources) - i))
     graded = {_QID: qrels}
     results: dict[str, float | None] = {"nDCG@10": 0.0, "Recall@10": None, "RR": 0.0}
     if run and any(qrels.values()):

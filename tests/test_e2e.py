@@ -180,3 +180,17 @@ def test_missing_index_and_bad_fixtures_are_usage_errors(tmp_path):
     assert result.exit_code == 2 and "no index" in result.output
     result = invoke(["generate-and-evaluate", "--fixtures", str(tmp_path / "missing"), "--db", str(tmp_path / "i.sqlite")])
     assert result.exit_code == 2 and "not found" in result.output
+
+
+def test_budget_spent_in_phase_one_still_writes_a_run_file(fixtures_root, db_copy, tmp_path):
+    out = tmp_path / "results"
+    with FakeLLMServer() as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        # one generation call may cost up to 8192 output tokens x $15/M = $0.12: over a $0.01 budget
+        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
+                         "--out-dir", str(out), "--max-budget-usd", "0.01"], env)
+        assert server.count() == 0  # no call was started
+    assert result.exit_code == 3, result.output
+    lines = run_lines(out)
+    assert [l["type"] for l in lines] == ["run_start", "summary"]
+    assert lines[-1]["budgetExhausted"] is True and lines[-1]["stopReason"] == "phase one: budget_exhausted"

@@ -102,3 +102,11 @@ def test_order_matters():
     assert bad["nDCG@10"] == pytest.approx(1 / log2(3), abs=1e-5)
     assert bad["RR"] == pytest.approx(0.5)
     assert good["Recall@10"] == bad["Recall@10"] == 1.0
+
+
+def test_a_source_returned_twice_counts_at_its_best_rank():
+    # e.g. an external backend that returns chunks: "a" at ranks 1 and 3 is "a" at rank 1
+    assert query_metrics(["a", "b", "a"], [3, 0, 3], ["a"]) == query_metrics(["a", "b"], [3, 0], ["a"])
+    m = query_metrics(["a", "b", "a"], [3, 0, 3], ["a"])
+    assert m["RR"] == pytest.approx(1.0)
+    assert m["nDCG@10"] == pytest.approx(1.0)

@@ -9,6 +9,9 @@ from functools import lru_cache
 from importlib import resources
 
 
+_SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
+
+
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens: input, output, cache write and cache read."""
@@ -51,15 +54,12 @@ def price_for(model: str) -> Price | None:
     """The price of ``model``, matching a dated snapshot name (``claude-sonnet-4-5-20250929``) to its
     base entry; None when the model is not in the table (cost is then unknown, never 0)."""
     models = pricing_table()["models"]
-    name = model
-    while name:
+    # only a snapshot date is stripped ("-20250929", "@20251001", "-2024-08-06"): any other suffix names
+    # another model ("gpt-5-pro" is not "gpt-5") whose price we do not know
+    for name in (model, _SNAPSHOT_SUFFIX.sub("", model)):
         if name in models:
             p = models[name]
             return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"])
-        stripped = re.sub(r"[-@][^-@]*$", "", name)
-        if stripped == name:
-            break
-        name = stripped
     return None
 
 

@@ -128,9 +128,10 @@ class RetryPolicy:
         remaining = self.deadline_s - (time.monotonic() - state.start_time)
         return max(0.0, min(wait, remaining))
 
-    def _honour_shared_pause(self) -> None:
+    def _honour_shared_pause(self, deadline_at: float) -> None:
+        """Wait out a Retry-After pause another attempt recorded, but never past this call's deadline."""
         with self._lock:
-            delay = self._pause_until - time.monotonic()
+            delay = min(self._pause_until, deadline_at) - time.monotonic()
         if delay > 0:
             self.sleep(delay)
 
@@ -138,10 +139,11 @@ class RetryPolicy:
         """Run ``fn`` with retries; returns ``(result, attempts)``. Raises an :class:`LLMError` kind
         (AuthError, SpendLimitError, TransientError, RequestError) when it finally fails."""
         attempts = 0
+        deadline_at = time.monotonic() + self.deadline_s
 
         def attempt() -> T:
             nonlocal attempts
-            self._honour_shared_pause()
+            self._honour_shared_pause(deadline_at)
             attempts += 1
             if on_attempt:
                 on_attempt()

@@ -87,19 +87,19 @@ def _open_index(settings: Settings, must_exist: bool = False):
         _fail(f"cannot open the index {settings.db}: {exc}")
 
 
+def _progress(stage: str, done: int, total: int) -> None:
+    _err(f"  {stage} {done}/{total} chunks")
+
+
 def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
     from judge_runner.corpus.walk import parse_extensions
     from judge_runner.search.indexer import index_tree
 
     index = _open_index(settings)
     started = time.monotonic()
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if not quiet:
-            _err(f"  {stage} {done}/{total} chunks")
-
     try:
-        report = index_tree(index, fixtures, extensions=parse_extensions(settings.extensions), prune=prune, progress=progress)
+        report = index_tree(index, fixtures, extensions=parse_extensions(settings.extensions), prune=prune,
+                            progress=None if quiet else _progress)
     except NotADirectoryError as exc:
         index.close()
         _fail(str(exc))
@@ -155,8 +155,10 @@ def _make_providers(settings: Settings, need_generator: bool):
     _err(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
     for label, p in (("generator", generator), ("judge", judge)):
         if p is not None and p.price is None:
-            _err(f"warning: no price known for {label} model {p.model}: cost will be reported as unknown and "
-                 f"--max-budget-usd cannot be enforced in USD")
+            if settings.max_budget_usd is not None:
+                _fail(f"no price is known for the {label} model {p.model}, so --max-budget-usd cannot be enforced; "
+                      f"add the model to judge_runner/llm/pricing.json or run without --max-budget-usd")
+            _err(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown")
     return generator, judge, budget
 
 
@@ -257,18 +259,41 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("fixtures", type=click.Path(path_type=Path))
+@click.argument("fixtures", type=click.Path(path_type=Path), required=False)
 @db_option
+@click.option("--beir-corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
 @click.option("--extensions", default=None, help="Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
-def index(fixtures: Path, db: Path | None, prune: bool, extensions: str | None, as_json: bool) -> None:
-    """Index a folder of notes, docs, configs and code for search.
+def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prune: bool, extensions: str | None, as_json: bool) -> None:
+    """Index a folder of notes, docs, configs and code (or a BEIR corpus) for search.
 
-    Incremental: unchanged files are not re-embedded. Hidden files and folders are skipped.
+    \b
+    Incremental: unchanged files are not re-embedded; with --prune (the default) documents whose file
+    is gone are removed. Hidden files and folders are skipped; a file that cannot be read is skipped
+    with its reason and never stops the index.
+    \b
+    Examples:
+      judge-runner index fixtures/
+      judge-runner index --beir-corpus scifact/corpus.jsonl --db scifact.sqlite
     """
+    if (fixtures is None) == (beir_corpus is None):
+        _fail("give either a FIXTURES folder or --beir-corpus FILE")
     settings = _settings(db=db, extensions=extensions)
-    idx, report, elapsed = _index(settings, fixtures, prune, quiet=as_json)
+    if beir_corpus is not None:
+        from judge_runner.search.indexer import BeirFormatError, index_beir
+
+        idx = _open_index(settings)
+        started = time.monotonic()
+        try:
+            report = index_beir(idx, beir_corpus, prune=prune, progress=None if as_json else _progress)
+        except BeirFormatError as exc:
+            idx.close()
+            _fail(str(exc))
+        elapsed = time.monotonic() - started
+    else:
+        idx, report, elapsed = _index(settings, fixtures, prune, quiet=as_json)
     stats = idx.stats()
     idx.close()
     if as_json:
@@ -279,18 +304,37 @@ def index(fixtures: Path, db: Path | None, prune: bool, extensions: str | None, 
 
 
 @main.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @db_option
 @click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
               help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="Documents to return.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=None, help="Documents to return [default: 10; 100 with --queries].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")
-def search(query: str, db: Path | None, mode: str, limit: int, as_json: bool) -> None:
-    """Search the index, e.g.  judge-runner search "drain a kubernetes node" --json"""
+@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Batch mode: a JSON-lines file of {_id, text} queries (BEIR queries.jsonl).")
+@click.option("--trec-run", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Batch mode: write a TREC run file (qid Q0 docid rank score tag) for trec_eval or ir-measures.")
+def search(query: str | None, db: Path | None, mode: str, limit: int | None, as_json: bool, queries_file: Path | None,
+           trec_run: Path | None) -> None:
+    """Search the index, one query or a batch.
+
+    \b
+    Examples:
+      judge-runner search "drain a kubernetes node"
+      judge-runner search "DEC-0054" --mode fts --json
+      judge-runner search --queries queries.jsonl --trec-run run.txt --mode hybrid --limit 100
+    """
     settings = _settings(db=db)
+    if (queries_file is None) != (trec_run is None):
+        _fail("batch mode needs both --queries FILE and --trec-run FILE")
+    if (query is None) == (queries_file is None):
+        _fail('give either a QUERY or --queries FILE --trec-run FILE')
     idx = _open_index(settings, must_exist=True)
     with idx:
-        answer = idx.search(query, mode=mode, limit=limit)
+        if queries_file is not None:
+            _batch_search(idx, queries_file, trec_run, mode, limit or 100)
+            return
+        answer = idx.search(query, mode=mode, limit=limit or 10)
     if as_json:
         click.echo(answer.model_dump_json(indent=2))
         return
@@ -301,6 +345,35 @@ def search(query: str, db: Path | None, mode: str, limit: int, as_json: bool) ->
         click.echo(f"{hit.rank:>3}. {hit.source}{anchor}  (lines {hit.lineStart}-{hit.lineEnd}, score {hit.score:.4f}, {'+'.join(hit.matchedBy)})")
         click.echo(f"     {hit.snippet[:200]}")
     click.echo(f"confident: {str(answer.confident).lower()}  ({answer.latencyMs:.1f} ms)")
+
+
+def _batch_search(idx, queries_file: Path, trec_run: Path, mode: str, limit: int) -> None:
+    """Run every query of a JSON-lines file and write a TREC run; latency p50/p95 go to stderr."""
+    import statistics
+
+    queries: list[tuple[str, str]] = []
+    for number, line in enumerate(queries_file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            queries.append((str(record["_id"]), str(record["text"])))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            _fail(f"{queries_file} line {number} is not a {{\"_id\", \"text\"}} record")
+    if not queries:
+        _fail(f"{queries_file} holds no queries")
+    idx.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
+    latencies: list[float] = []
+    trec_run.parent.mkdir(parents=True, exist_ok=True)
+    with open(trec_run, "w", encoding="utf-8") as out:
+        for qid, text in queries:
+            answer = idx.search(text, mode=mode, limit=limit)
+            latencies.append(answer.latencyMs)
+            for hit in answer.results:
+                out.write(f"{qid} Q0 {hit.source} {hit.rank} {hit.score:.6f} judge-runner-{mode}\n")
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    _err(f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; run written to {trec_run}")
 
 
 @main.command()

@@ -220,13 +220,12 @@ def run_evaluation(
         usage = {"inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens, "outputTokens": u.output_tokens,
                  "calls": u.calls, "cacheWriteTokens": u.cache_write_tokens, "cacheReadTokens": u.cache_read_tokens}
     cost = budget.total_cost_usd if budget is not None else 0.0
-    summary = build_summary(
-        run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
-        usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic,
-    )
     if budget_exhausted and stop_reason is None:
         stop_reason = "budget_exhausted"
-    summary["stopReason"] = stop_reason
+    summary = build_summary(
+        run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
+        usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic, stop_reason=stop_reason,
+    )
     writer.write(summary)
     writer.close()
 

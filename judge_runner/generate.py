@@ -91,9 +91,11 @@ class FileSandbox:
         """Corpus files whose relative path matches a glob pattern (``**`` spans folders)."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise SandboxError("pattern must be a non-empty string")
-        pattern = pattern.strip().lstrip("./")
+        pattern = pattern.strip()
         if ".." in PurePosixPath(pattern).parts or pattern.startswith("/"):
-            raise SandboxError("patterns are relative to the knowledge-base root")
+            raise SandboxError("patterns are relative to the knowledge-base root; '..' and absolute paths are not allowed")
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
         regex = _glob_regex(pattern)
         matches = [s for s in self._files() if regex.fullmatch(s)]
         if len(matches) > LIST_CAP:

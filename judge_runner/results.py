@@ -102,7 +102,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], total_queries: int, *, interrupted: bool,
-                  budget_exhausted: bool, cost_usd: float | None, usage: dict, duration_s: float, heuristic: bool) -> dict:
+                  budget_exhausted: bool, cost_usd: float | None, usage: dict, duration_s: float, heuristic: bool,
+                  stop_reason: str | None = None) -> dict:
     """The ``summary`` line. Averages cover evaluated queries only (failures are never zeros);
     metrics average over queries that have them (off-topic queries have none)."""
     average_scores = None
@@ -133,6 +134,7 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         "failed": len(errors),
         "interrupted": interrupted,
         "budgetExhausted": budget_exhausted,
+        "stopReason": stop_reason,
         "heuristicJudge": heuristic,
         "averageScores": average_scores,
         "averageMetrics": average_metrics,

@@ -119,11 +119,15 @@ def test_fts5_expression_none_for_no_tokens(query):
     assert fts5_match_expression(query) is None
 
 
-def test_fts5_expression_is_quoted_or_of_tokens():
-    assert fts5_match_expression("pgbouncer pool_size") == '"pgbouncer" OR "pool_size"'
-    assert fts5_match_expression('title:"foo bar"') == '"title" OR "foo" OR "bar"'
+def test_fts5_expression_is_quoted_or_of_tokens_plus_compound_phrases():
+    # identifiers and compounds are split into their words and also kept as a phrase
+    assert fts5_match_expression("pgbouncer pool_size") == '"pgbouncer" OR "pool" OR "size" OR "pool size"'
+    assert fts5_match_expression('title:"foo bar"') == '"title" OR "foo" OR "bar" OR "title foo"'
     assert fts5_match_expression("a AND b NEAR c") == '"b" OR "near" OR "c"'
-    assert fts5_match_expression("索引服务") == '"索引" OR "引服" OR "服务"'
+    assert fts5_match_expression("索引服务") == '"索引" OR "引服" OR "服务" OR "索引 引服 服务"'
+    assert fts5_match_expression("DEC-0054") == '"dec" OR "0054" OR "dec 0054"'
+    assert fts5_match_expression("parseConfig") == '"parseconfig" OR "parse" OR "config"'
+    assert fts5_match_expression("Kündigung") == '"kündigung" OR "kuendigung"'
 
 
 # -- every hostile query through a real FTS5 MATCH ------------------------------------------------

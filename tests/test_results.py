@@ -268,6 +268,7 @@ def test_summary_validates_against_its_schema(run_lines):
     schema = load_schema("summary.schema.json")
     for s in (summary(evaluations, errors), summary(evaluations, errors, cost_usd=None, interrupted=True), summary([], errors),
               summary([], [])):
+        assert "stopReason" in s
         jsonschema.Draft202012Validator(schema).validate(s)
         json.dumps(s, allow_nan=False)  # writable by RunWriter
 

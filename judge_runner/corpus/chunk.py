@@ -1,10 +1,9 @@
 """Splitting a document into chunks of at most ``MAX_CHUNK_CHARS`` characters.
 
-This is the walking-skeleton chunker: paragraphs (blank-line separated) packed into chunks up to the
-cap, a new chunk at every markdown heading, the heading path kept as the chunk's anchor. Longer
-paragraphs split on line, then sentence, then word boundaries; only a single "word" longer than the
-cap is ever cut inside. Format-aware chunkers (YAML keys, JSON keys, Python ``ast``) replace this per
-format later without changing the :class:`Chunk` contract.
+The primitives every format's chunker shares (see :mod:`judge_runner.corpus.formats`): numbered lines
+packed into chunks up to the cap, splitting between lines; a line longer than the cap splits on
+sentence, then word boundaries; only a single "word" longer than the cap is ever cut inside.
+:func:`chunk_text` is the plain-text chunker (paragraphs) and the fallback for files that do not parse.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ from dataclasses import dataclass
 
 MAX_CHUNK_CHARS = 1200
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 
 
@@ -78,7 +75,7 @@ def _split_line(line: str, cap: int) -> list[str]:
     return pieces
 
 
-def _pack(lines: list[tuple[int, str]], anchor: str | None, cap: int) -> list[Chunk]:
+def pack_lines(lines: list[tuple[int, str]], anchor: str | None, cap: int = MAX_CHUNK_CHARS) -> list[Chunk]:
     """Pack numbered lines into chunks of at most ``cap`` characters, splitting only between lines
     unless a single line is over the cap."""
     chunks: list[Chunk] = []
@@ -111,12 +108,32 @@ def _pack(lines: list[tuple[int, str]], anchor: str | None, cap: int) -> list[Ch
     return chunks
 
 
-def _sections(lines: list[str], markdown: bool) -> list[tuple[str | None, list[list[tuple[int, str]]]]]:
-    """Group lines into sections (a markdown heading starts one) of paragraphs of numbered lines."""
+def split_lines(text: str) -> list[str]:
+    """Lines split on ``\n`` only (as editors and markdown-it number them; U+2028 or form feeds inside a
+    line do not start a new one), without the ``\r`` of CRLF endings."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def markdown_headings(text: str) -> dict[int, tuple[int, str]]:
+    """``{first line (1-based): (level, plain heading text)}`` of a markdown document's ATX and setext
+    headings, parsed with markdown-it-py (CommonMark), so ``#`` lines inside code fences are not headings."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    headings: dict[int, tuple[int, str]] = {}
+    for opening, inline in zip(tokens, tokens[1:]):
+        if opening.type == "heading_open" and opening.map:
+            plain = "".join(c.content for c in (inline.children or []) if c.type in ("text", "code_inline")) or inline.content
+            headings[opening.map[0] + 1] = (int(opening.tag[1]), " ".join(plain.split()))
+    return headings
+
+
+def _sections(lines: list[str], headings: dict[int, tuple[int, str]]) -> list[tuple[str | None, list[list[tuple[int, str]]]]]:
+    """Group lines into sections (each heading starts one; its anchor is the heading path) of
+    blank-line separated paragraphs of numbered lines."""
     sections: list[tuple[str | None, list[list[tuple[int, str]]]]] = [(None, [])]
     path: list[tuple[int, str]] = []
     paragraph: list[tuple[int, str]] = []
-    fence: str | None = None
 
     def end_paragraph() -> None:
         if paragraph:
@@ -124,22 +141,11 @@ def _sections(lines: list[str], markdown: bool) -> list[tuple[str | None, list[l
             paragraph.clear()
 
     for number, line in enumerate(lines, start=1):
-        if markdown:
-            fence_match = _FENCE.match(line)
-            if fence_match:
-                marker = fence_match.group(1)[0]
-                fence = None if fence == marker else (fence or marker)
-            heading = _HEADING.match(line) if fence is None and not fence_match else None
-            if heading:
-                end_paragraph()
-                level = len(heading.group(1))
-                path = [p for p in path if p[0] < level] + [(level, heading.group(2))]
-                sections.append((" > ".join(t for _, t in path), []))
-                paragraph.append((number, line))
-                continue
-            if fence is not None:
-                paragraph.append((number, line))
-                continue
+        if number in headings:
+            end_paragraph()
+            level, title = headings[number]
+            path = [p for p in path if p[0] < level] + [(level, title)]
+            sections.append((" > ".join(t for _, t in path), []))
         if line.strip():
             paragraph.append((number, line))
         else:
@@ -149,20 +155,21 @@ def _sections(lines: list[str], markdown: bool) -> list[tuple[str | None, list[l
 
 
 def chunk_text(text: str, fmt: str, cap: int = MAX_CHUNK_CHARS) -> list[Chunk]:
-    """Chunk a decoded document. ``fmt`` is the file extension without dot (``"md"``, ``"py"``, ...).
+    """Chunk plain text by paragraphs; markdown (``fmt`` ``"md"`` or ``"markdown"``) also by heading, the
+    heading path as anchor. ``fmt`` is the file extension without dot.
 
     Returns chunks in document order, each ``len(chunk.text) <= cap``; an empty or whitespace-only
     document gives no chunks.
     """
     if cap < 20:
         raise ValueError("chunk cap must be at least 20 characters")
-    markdown = fmt in ("md", "markdown")
+    headings = markdown_headings(text) if fmt in ("md", "markdown") else {}
     chunks: list[Chunk] = []
-    for anchor, paragraphs in _sections(text.splitlines(), markdown):
+    for anchor, paragraphs in _sections(split_lines(text), headings):
         lines: list[tuple[int, str]] = []
         for para in paragraphs:
             if lines:
                 lines.append((para[0][0] - 1, ""))  # keep the paragraph break
             lines.extend(para)
-        chunks.extend(_pack(lines, anchor, cap))
+        chunks.extend(pack_lines(lines, anchor, cap))
     return chunks

@@ -8,12 +8,15 @@ Everything is written in one transaction, so a crash mid-index leaves the previo
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+import json
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge_runner.corpus.chunk import chunk_text
+from judge_runner.corpus.chunk import Chunk, chunk_text
+from judge_runner.corpus.formats import chunk_document
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
 
@@ -29,6 +32,7 @@ class IndexReport:
     skipped: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)  # e.g. lossy decoding: indexed, but reported
     corpus_fingerprint: str = ""
+    embed_seconds: float = 0.0
 
     def skip(self, source: str, reason: str) -> None:
         """Record a file left out of the index and why."""
@@ -41,6 +45,7 @@ class IndexReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "chunksEmbedded": self.chunks_embedded,
+            "embedSeconds": round(self.embed_seconds, 3),
             "skipped": {r: len(v) for r, v in sorted(self.skipped.items())},
             "notes": {r: len(v) for r, v in sorted(self.notes.items())},
             "corpusFingerprint": self.corpus_fingerprint,
@@ -96,16 +101,27 @@ def index_tree(
         if decoded.encoding == "utf-8-lossy":
             report.notes.setdefault("undecodable bytes replaced", []).append(file.source)
         fmt = file.source.rsplit(".", 1)[-1].lower()
-        chunks = chunk_text(decoded.text, fmt)
+        document = chunk_document(decoded.text, fmt)
+        for note in document.notes:
+            report.notes.setdefault(re.sub(r" \(.*\)", "", note), []).append(file.source)
+        chunks = document.chunks
         if not chunks:
             report.skip(file.source, "empty")
             continue
         pending.append((file.source, sha, fmt, file.size, chunks))
         current[file.source] = sha
 
+    return _write(index, pending, current, known, report, prune, str(root.resolve()), progress)
+
+
+def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str, str], report: IndexReport,
+           prune: bool, root_label: str, progress) -> IndexReport:
+    """Embed the pending documents' chunks, write them, prune, and commit in one transaction."""
     try:
         texts = [_embedding_text(source, c) for source, _, _, _, chunks in pending for c in chunks]
+        started = time.perf_counter()
         vectors = _embed_with_progress(index.embedder, texts, progress)
+        report.embed_seconds = time.perf_counter() - started
         offset = 0
         for source, sha, fmt, size, chunks in pending:
             index.replace_document(source, sha, fmt, size, chunks, vectors[offset : offset + len(chunks)])
@@ -118,12 +134,59 @@ def index_tree(
         kept = current if prune else {**known, **current}
         report.corpus_fingerprint = corpus_fingerprint(kept)
         index.set_meta("corpus_fingerprint", report.corpus_fingerprint)
-        index.set_meta("root", str(root.resolve()))
+        index.set_meta("root", root_label)
         index.commit()
     except BaseException:
         index.rollback()
         raise
     return report
+
+
+class BeirFormatError(ValueError):
+    """A BEIR corpus file that cannot be read (not JSON lines, or records without ``_id``)."""
+
+
+def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
+    """Index a BEIR-format corpus (JSON lines ``{_id, title, text}``; Thakur et al. 2021): each record
+    one document whose source is its ``_id``, its title the anchor of every chunk. Incremental by the
+    sha256 of each record's title and text. A line that is not a JSON object, or has no ``_id``, is
+    skipped with its reason; raises BeirFormatError when no record at all can be read."""
+    corpus = Path(corpus)
+    report = IndexReport()
+    known = index.document_hashes()
+    pending: list[tuple] = []
+    current: dict[str, str] = {}
+    readable = 0
+    with open(corpus, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                source = str(record["_id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                report.skip(f"line {number}", "not a BEIR record")
+                continue
+            readable += 1
+            title = str(record.get("title") or "").strip()
+            text = str(record.get("text") or "").strip()
+            sha = hashlib.sha256(f"{title}\n{text}".encode("utf-8")).hexdigest()
+            if source in current:
+                report.skip(source, "duplicate _id")
+                continue
+            current[source] = sha
+            if known.get(source) == sha:
+                report.unchanged += 1
+                continue
+            chunks = [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
+            if not chunks:
+                report.skip(source, "empty")
+                del current[source]
+                continue
+            pending.append((source, sha, "beir", len(line), chunks))
+    if readable == 0:
+        raise BeirFormatError(f"{corpus} holds no BEIR records ({{\"_id\", \"title\", \"text\"}} per line)")
+    return _write(index, pending, current, known, report, prune, f"beir:{corpus.resolve()}", progress)
 
 
 def _embedding_text(source: str, chunk) -> str:

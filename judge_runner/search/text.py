@@ -42,28 +42,72 @@ def cjk_bigrams(text: str) -> str:
     return _CJK_RUN.sub(repl, text)
 
 
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_GERMAN = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "Ä": "Ae", "Ö": "Oe", "Ü": "Ue", "ß": "ss"})
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def word_variants(word: str) -> list[str]:
+    """Extra index and query forms of one word: the parts of a camelCase identifier (``parseConfig`` ->
+    ``parse``, ``Config``) and the German transliteration of umlauts (``Kündigung`` -> ``Kuendigung``).
+    Diacritics themselves are folded by the tokenizer (``Kündigung`` = ``Kundigung``)."""
+    variants: list[str] = []
+    if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
+        parts = _CAMEL.findall(word)
+        if len(parts) > 1:
+            variants.extend(parts)
+    transliterated = word.translate(_GERMAN)
+    if transliterated != word:
+        variants.append(transliterated)
+    return variants
+
+
 def lexical_text(text: str) -> str:
-    """The form of ``text`` stored in a full-text index (CJK runs as bigrams)."""
-    return cjk_bigrams(text)
+    """The form of ``text`` stored in a full-text index: CJK runs as bigrams, and the variants of
+    :func:`word_variants` appended after the words that have them."""
+    text = cjk_bigrams(text)
+    extra = [v for word in set(_WORD.findall(text)) for v in word_variants(word)]
+    return text + ("\n" + " ".join(extra) if extra else "")
 
 
 def query_tokens(query: str) -> list[str]:
-    """Lower-cased word tokens of a query, CJK as bigrams, stopwords dropped unless nothing else is
-    left; duplicates removed, order kept. Any text is safe: operators and punctuation are not tokens."""
-    tokens = [t.lower() for t in _TOKEN.findall(cjk_bigrams(query))]
+    """Lower-cased word tokens of a query, CJK as bigrams, plus word variants; stopwords dropped unless
+    nothing else is left; duplicates removed, order kept. Any text is safe: operators and punctuation
+    are not tokens."""
+    words = _WORD.findall(cjk_bigrams(query))
+    tokens = [t.lower() for word in words for t in [word, *word_variants(word)]]
     tokens = list(dict.fromkeys(t for t in tokens if t.strip("_")))
     content = [t for t in tokens if t not in STOPWORDS]
     return content or tokens
 
 
+def query_phrases(query: str) -> list[list[str]]:
+    """Multi-token pieces of a query that should also match as phrases: identifiers and compounds
+    written without spaces (``atomic_write_json``, ``DEC-0054``, ``os.path.join``, ``real-time``,
+    ``docker-compose.yml``) and CJK runs of more than one bigram."""
+    phrases: list[list[str]] = []
+    for piece in query.split():
+        parts = [p.lower() for p in _WORD.findall(cjk_bigrams(piece))]
+        if len(parts) > 1:
+            phrases.append(parts)
+    return phrases
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
 def fts5_match_expression(query: str) -> str | None:
-    """An FTS5 MATCH expression that ORs the query's tokens, each a quoted string, so no query text can
-    be read as FTS5 syntax (``AND``, ``NEAR``, ``*``, ``:``, quotes...). None when the query has no
-    tokens (empty, whitespace or punctuation only)."""
+    """An FTS5 MATCH expression that ORs the query's tokens and compound phrases, each a quoted string,
+    so no query text can be read as FTS5 syntax (``AND``, ``NEAR``, ``*``, ``:``, quotes...). BM25
+    then ranks documents holding more of them, and whole identifiers, higher. None when the query has
+    no tokens (empty, whitespace or punctuation only)."""
     tokens = query_tokens(query)
     if not tokens:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+    clauses = [_quote(t) for t in tokens]
+    clauses += [_quote(" ".join(p)) for p in query_phrases(query)]
+    return " OR ".join(dict.fromkeys(clauses))
 
 
 def make_snippet(text: str, query: str, width: int = 400) -> str:

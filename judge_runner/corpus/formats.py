@@ -1,0 +1,223 @@
+"""Format-aware chunking: one chunker per file format, all built on the same packing primitives.
+
+- markdown: by heading (markdown-it-py), the heading path as anchor;
+- yaml/yml: on ``---`` document separators and top-level keys, the key as anchor; the file is checked
+  with ``yaml.safe_load_all`` (safe loading only: no tags are executed; PyYAML shares aliased nodes
+  rather than copying them, so alias bombs cannot expand);
+- json: split on top-level keys (a top-level array per element), each chunk the pretty-printed member;
+- py: top-level functions and classes via the stdlib ``ast``, the name as anchor, the module docstring,
+  imports and other top-level statements as ``(module)`` chunks;
+- txt and anything else: paragraphs.
+
+A YAML, JSON or Python file that does not parse is chunked as plain text and the fallback is reported.
+Every chunk is at most ``MAX_CHUNK_CHARS`` characters and carries a 1-based line range in the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from judge_runner.corpus.chunk import MAX_CHUNK_CHARS, Chunk, chunk_text, pack_lines, split_lines
+
+_YAML_KEY = re.compile(r"^(?:\"([^\"]+)\"|'([^']+)'|([^\s#\-\[\]{}&*!|>'\"%@`][^:#]*?))\s*:(?:\s|$)")
+_YAML_SEPARATOR = re.compile(r"^---(?:\s.*)?$")
+
+
+@dataclass
+class ChunkedDocument:
+    """Chunks of one document plus notes on how it was read (e.g. a parse fallback)."""
+
+    chunks: list[Chunk]
+    notes: list[str] = field(default_factory=list)
+
+
+def _runs(lines: list[str], starts: dict[int, str], default_anchor: str | None) -> list[Chunk]:
+    """Chunk ``lines`` split at ``starts`` ({1-based line: anchor}); lines before the first start get
+    ``default_anchor``."""
+    chunks: list[Chunk] = []
+    anchor = default_anchor
+    block: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if number in starts:
+            chunks.extend(pack_lines(block, anchor))
+            block, anchor = [], starts[number]
+        block.append((number, line))
+    chunks.extend(pack_lines(block, anchor))
+    return chunks
+
+
+SMALL_CHUNK_CHARS = 300
+MAX_ANCHOR_CHARS = 100
+
+
+def _scope(anchor: str | None) -> str:
+    return anchor.rsplit(" > ", 1)[0] if anchor and " > " in anchor else ""
+
+
+def merge_small(chunks: list[Chunk], cap: int = MAX_CHUNK_CHARS, small: int = SMALL_CHUNK_CHARS) -> list[Chunk]:
+    """Merge runs of adjacent small chunks of one scope (e.g. one YAML document) into chunks of at most
+    ``cap`` characters, so ``version: 2`` is not a chunk of its own; the anchor lists the merged keys."""
+    merged: list[Chunk] = []
+    for chunk in chunks:
+        prev = merged[-1] if merged else None
+        if (prev is not None and len(prev.text) + 1 + len(chunk.text) <= cap
+                and (len(prev.text) < small or len(chunk.text) < small)
+                and (_scope(prev.anchor) == _scope(chunk.anchor) or prev.anchor == _scope(chunk.anchor))):
+            key = chunk.anchor.rsplit(" > ", 1)[-1] if chunk.anchor else None
+            anchor = prev.anchor or chunk.anchor
+            if prev.anchor and key and prev.anchor != _scope(chunk.anchor):
+                anchor = f"{prev.anchor}, {key}"
+            elif prev.anchor == _scope(chunk.anchor):
+                anchor = chunk.anchor
+            if anchor and len(anchor) > MAX_ANCHOR_CHARS:
+                anchor = anchor[: MAX_ANCHOR_CHARS - 1].rsplit(",", 1)[0] + ", …"
+            merged[-1] = Chunk(prev.text + "\n" + chunk.text, anchor, prev.line_start, chunk.line_end)
+        else:
+            merged.append(chunk)
+    return merged
+
+
+def _yaml_label(document: object, index: int) -> str:
+    """``document 2 (Deployment lantern-api)`` for a Kubernetes-style document, else ``document 2``."""
+    label = f"document {index + 1}"
+    if isinstance(document, dict) and isinstance(document.get("kind"), str):
+        name = document.get("metadata", {}).get("name") if isinstance(document.get("metadata"), dict) else None
+        label += f" ({document['kind']}{' ' + str(name) if name else ''})"
+    return label
+
+
+def chunk_yaml(text: str) -> ChunkedDocument:
+    """YAML by document and top-level key. Raises yaml.YAMLError when the file does not parse."""
+    documents = list(yaml.safe_load_all(text))
+    lines = split_lines(text)
+    starts: dict[int, str] = {}
+    doc_index = 0
+    multi = len(documents) > 1
+    seen_content = False
+    for number, line in enumerate(lines, start=1):
+        if _YAML_SEPARATOR.match(line):
+            if seen_content:
+                doc_index += 1
+            seen_content = False
+            if multi and doc_index < len(documents):
+                starts[number] = _yaml_label(documents[doc_index], doc_index)
+            continue
+        if line.strip() and not line.lstrip().startswith("#"):
+            seen_content = True
+        match = _YAML_KEY.match(line)
+        if match:
+            key = next(g for g in match.groups() if g is not None).strip()
+            label = _yaml_label(documents[doc_index], doc_index) if doc_index < len(documents) else f"document {doc_index + 1}"
+            starts[number] = f"{label} > {key}" if multi else key
+    return ChunkedDocument(merge_small(_runs(lines, starts, None)))
+
+
+def _top_level_offsets(text: str) -> list[int]:
+    """Character offsets where each member of the top-level JSON object or array starts (a tiny
+    scanner over strings and brackets; the text is known to parse)."""
+    offsets: list[int] = []
+    depth = 0
+    in_string = escaped = False
+    expecting = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if expecting and not ch.isspace():
+            offsets.append(i)
+            expecting = False
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth == 1:
+                expecting = True
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            expecting = True
+    return offsets
+
+
+def chunk_json(text: str) -> ChunkedDocument:
+    """JSON by top-level key (or array element), each member pretty-printed. Raises ValueError when
+    the file does not parse."""
+    data = json.loads(text)
+    if not isinstance(data, (dict, list)) or not data:
+        return ChunkedDocument(chunk_text(json.dumps(data, indent=2, ensure_ascii=False), "json"))
+    offsets = [o for o in _top_level_offsets(text) if text[o] not in "]}"]
+    members = list(data.items()) if isinstance(data, dict) else list(enumerate(data))
+    line_of = lambda offset: text.count("\n", 0, offset) + 1  # noqa: E731
+    total_lines = text.count("\n") + 1
+    chunks: list[Chunk] = []
+    for i, (key, value) in enumerate(members):
+        start = line_of(offsets[i]) if i < len(offsets) else 1
+        end = max(start, line_of(offsets[i + 1]) - 1) if i + 1 < len(offsets) else total_lines
+        anchor = str(key) if isinstance(data, dict) else f"[{key}]"
+        pretty = json.dumps({key: value} if isinstance(data, dict) else value, indent=2, ensure_ascii=False)
+        pretty_lines = pretty.split("\n")
+        if isinstance(data, dict):
+            pretty_lines = [l[2:] for l in pretty_lines[1:-1]]  # drop the wrapping braces
+        if len(pretty) <= MAX_CHUNK_CHARS:
+            chunks.append(Chunk("\n".join(pretty_lines), anchor, start, end))
+        else:  # long member: pack its pretty-printed lines, all mapped to the member's line range
+            for chunk in pack_lines([(start, l) for l in pretty_lines], anchor):
+                chunks.append(Chunk(chunk.text, anchor, start, end))
+    return ChunkedDocument(merge_small(chunks))
+
+
+def chunk_python(text: str) -> ChunkedDocument:
+    """Python by top-level function and class (``ast``), the rest as ``(module)`` chunks. Raises
+    SyntaxError when the file does not parse."""
+    tree = ast.parse(text)
+    lines = split_lines(text)
+    definitions: dict[int, tuple[int, str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            definitions[first] = (node.end_lineno or node.lineno, node.name)
+    chunks: list[Chunk] = []
+    module: list[tuple[int, str]] = []
+    number = 1
+    while number <= len(lines):
+        if number in definitions:
+            chunks.extend(pack_lines(module, "(module)"))
+            module = []
+            end, name = definitions[number]
+            chunks.extend(pack_lines([(n, lines[n - 1]) for n in range(number, end + 1)], name))
+            number = end + 1
+            continue
+        module.append((number, lines[number - 1]))
+        number += 1
+    chunks.extend(pack_lines(module, "(module)"))
+    return ChunkedDocument(chunks)
+
+
+_PARSERS = {"yaml": (chunk_yaml, yaml.YAMLError), "yml": (chunk_yaml, yaml.YAMLError),
+            "json": (chunk_json, ValueError), "py": (chunk_python, (SyntaxError, ValueError))}
+
+
+def chunk_document(text: str, fmt: str) -> ChunkedDocument:
+    """Chunk a decoded document by its format (the file extension without dot). Never raises for bad
+    content: a file that does not parse is chunked as text and a note says so."""
+    fmt = fmt.lower()
+    if fmt in _PARSERS:
+        parser, errors = _PARSERS[fmt]
+        try:
+            return parser(text)
+        except errors as exc:
+            reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+            return ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} did not parse ({reason}); indexed as text"])
+        except RecursionError:
+            return ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} nested too deeply; indexed as text"])
+    return ChunkedDocument(chunk_text(text, fmt))

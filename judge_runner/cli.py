@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed; 2 usage or configur
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -53,38 +54,75 @@ def search_options(f):
     return f
 
 
-def provider_options(f):
-    opts = [
-        click.option("--provider", type=click.Choice(["auto", "anthropic", "openai", "offline"]), default=None,
-                     help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
-                          "OPENAI_BASE_URL is set, else the offline heuristic [default: auto]."),
-        click.option("--model", default=None, help="Model for phase one (generation) [default: the provider's default]."),
-        click.option("--judge-model", default=None, help="Model for phase two (judging) [default: same as --model]."),
-        click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Stop starting calls when the run could spend more than this (USD) [default: no cap]."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds per HTTP attempt [default: 60]."),
-        click.option("--call-deadline", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Seconds per logical call including retries [default: 4 x timeout]."),
-        click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5]."),
-        click.option("--quiet", is_flag=True, help="Print only the final summary."),
-    ]
+def _finite(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter("must be a finite number")
+    return value
+
+
+def _options(f, opts):
     for opt in reversed(opts):
         f = opt(f)
     return f
 
 
+PROVIDER = click.option("--provider", type=click.Choice(["auto", "anthropic", "openai", "offline"]), default=None,
+                        help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
+                             "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
+MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: claude-sonnet-4-6 / gpt-4.1].")
+JUDGE_MODEL = click.option("--judge-model", default=None, help="Model that judges (phase two) [default: --model, else the provider's default].")
+COMMON = [
+    click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
+                 help="Start no call that could take the run's cost past this many USD [default: no cap]."),
+    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
+                 help="Seconds per HTTP attempt [default: 60]."),
+    click.option("--call-deadline", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
+                 help="Seconds per call including its retries [default: 4 x timeout]."),
+    click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
+]
+CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5].")
+OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
+                       help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
+MIN_OVERALL = click.option("--min-overall", type=click.FloatRange(0, 1), default=None, callback=_finite,
+                           help="CI gate: exit 1 when the average overall score is below this (0-1).")
+
+
+def generate_options(f):
+    return _options(f, [PROVIDER, MODEL, *COMMON])
+
+
+def evaluate_options(f):
+    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY])
+
+
+def run_options(f):
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY])
+
+
 # -- building blocks ------------------------------------------------------------------------------
 def _open_index(settings: Settings, must_exist: bool = False):
+    """The index; ``must_exist`` opens an existing one read-only (for searching). Exits 2 when unusable."""
     from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
-    if must_exist and not settings.db.exists():
+    if must_exist and not settings.db.is_file():
         _fail(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
-        return SQLiteIndex(settings.db, settings.search)
+        return SQLiteIndex(settings.db, settings.search, readonly=must_exist)
     except IndexMismatchError as exc:
         _fail(str(exc))
     except Exception as exc:  # sqlite3.DatabaseError for a file that is not an index
         _fail(f"cannot open the index {settings.db}: {exc}")
+
+
+def _check_corpus(settings: Settings, fixtures: Path) -> None:
+    """Fail (exit 2) when FIXTURES holds no file to index, before the index is touched (an empty walk
+    would otherwise prune every document and every query would be off-topic)."""
+    from judge_runner.corpus.walk import parse_extensions, walk_corpus
+
+    walked = walk_corpus(fixtures, extensions=parse_extensions(settings.extensions))
+    if not walked.files:
+        exts = ",".join(parse_extensions(settings.extensions))
+        _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped)")
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -103,6 +141,10 @@ def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
     except NotADirectoryError as exc:
         index.close()
         _fail(str(exc))
+    except KeyboardInterrupt:
+        index.close()
+        _fail("interrupted while indexing; documents committed so far are kept, run the command again to finish",
+              EXIT_INCOMPLETE)
     elapsed = time.monotonic() - started
     return index, report, elapsed
 
@@ -111,6 +153,8 @@ def _describe_index(report, elapsed: float) -> str:
     skipped = ", ".join(f"{len(v)} {k}" for k, v in sorted(report.skipped.items())) or "none"
     text = (f"indexed {report.indexed}, unchanged {report.unchanged}, removed {report.removed}, "
             f"skipped: {skipped} ({report.chunks_embedded} chunks embedded in {elapsed:.1f} s)")
+    for reason, sources in sorted(report.skipped.items()):
+        text += f"\n  skipped ({reason}): {', '.join(sources[:5])}{' ...' if len(sources) > 5 else ''}"
     for note, sources in sorted(report.notes.items()):
         text += f"\n  note: {note}: {', '.join(sources[:5])}{' ...' if len(sources) > 5 else ''}"
     return text
@@ -180,9 +224,17 @@ def _prompt_hashes() -> dict[str, str]:
     return {name: prompt_sha256(name) for name in PROMPTS}
 
 
+def _check_out_dir(out_dir: Path) -> None:
+    """Fail early (exit 2) when the run file could not be written, before any indexing or spending."""
+    probe = out_dir
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        _fail(f"cannot write run files to {out_dir}: {probe} is not a writable folder")
+
+
 def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, out_dir: Path, quiet: bool,
-              min_overall: float | None, generation=None, generator_model: str | None = None,
-              stopped_before: BaseException | None = None) -> int:
+              generation=None, generator_model: str | None = None, stopped_before: BaseException | None = None) -> int:
     from judge_runner.generate import query_set_sha256
     from judge_runner.results import RunWriter
 
@@ -190,21 +242,30 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
         writer = RunWriter(out_dir)
     except OSError as exc:
         _fail(f"cannot write to {out_dir}: {exc}")
+    config = {
+        "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
+        "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
+        "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
+        "minOverall": settings.min_overall, "db": str(settings.db),
+    }
+    if generation is not None or stopped_before is not None:
+        config["count"] = settings.count
+    if queries and generation is not None:
+        # keep the generated set beside the run, so next week can evaluate the very same queries
+        query_file = writer.path.with_suffix(".queries.json")
+        query_file.write_text(QuerySet(queries=queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        config["querySetFile"] = query_file.name
     run_start = {
-        "config": {
-            "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
-            "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
-            "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
-            "count": settings.count, "db": str(settings.db),
-        },
+        "config": config,
         "provenance": provenance(judge, generator_model, _prompt_hashes(), query_set_sha256(queries),
                                  index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
-    options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, min_overall)
+    options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall)
     echo = (lambda m: None) if quiet else click.echo
-    outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=_err,
+    log = (lambda m: None) if quiet else _err
+    outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=log,
                              stopped_before=stopped_before)
     _print_summary(outcome.summary, outcome.path)
     return outcome.exit_code
@@ -227,6 +288,10 @@ def _print_summary(summary: dict, path: str) -> None:
     cost = summary["costUsd"]
     click.echo(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
     click.echo(f"  written to {path}")
+    gate = summary.get("qualityGate")
+    if gate and not gate["passed"]:
+        overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
+        _err(f"quality gate failed: average overall {overall} is below --min-overall {gate['minOverall']}")
 
 
 def _run_llm_step(fn):
@@ -255,6 +320,12 @@ def main() -> None:
     Phase one (generate) has an LLM explore your files and write test queries; phase two (evaluate)
     runs them through the search and has an LLM judge grade every result. Each run is one JSONL file
     in quality-results/.
+
+    \b
+    Settings: flags override JUDGE_RUNNER_<SETTING> environment variables (e.g. JUDGE_RUNNER_DB,
+    JUDGE_RUNNER_EXTENSIONS, JUDGE_RUNNER_TIMEOUT, JUDGE_RUNNER_MIN_OVERALL), which override
+    ./judge-runner.toml or [tool.judge-runner] in ./pyproject.toml (also: weights, [search]).
+    Exit codes: 0 ok; 1 quality gate failed; 2 usage or configuration error; 3 run incomplete.
     """
 
 
@@ -293,6 +364,9 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
             _fail(str(exc))
         elapsed = time.monotonic() - started
     else:
+        if not fixtures.is_dir():
+            _fail(f"fixtures folder not found: {fixtures}")
+        _check_corpus(settings, fixtures)
         idx, report, elapsed = _index(settings, fixtures, prune, quiet=as_json)
     stats = idx.stats()
     idx.close()
@@ -378,16 +452,30 @@ def _batch_search(idx, queries_file: Path, trec_run: Path, mode: str, limit: int
 
 @main.command()
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
-@click.option("--count", type=click.IntRange(min=1), default=None, help="Number of queries to write [default: 15].")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write (1-500) [default: 15].")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
-@provider_options
-def generate(fixtures: Path, count: int | None, out: Path, quiet: bool, **flags) -> None:
-    """Phase one: have the LLM explore FIXTURES and write a query set (JSON)."""
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@generate_options
+def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: bool, **flags) -> None:
+    """Phase one: have the LLM explore FIXTURES and write a query set (JSON).
+
+    \b
+    The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
+    outside). Queries whose expected files do not exist are dropped and counted.
+    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure).
+    """
     settings = _settings(count=count, **flags)
     if not fixtures.is_dir():
         _fail(f"fixtures folder not found: {fixtures}")
+    if out.exists() and not force:
+        _fail(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
+    _check_out_dir(out.parent if str(out.parent) else Path("."))
+    _check_corpus(settings, fixtures)
     generator, _, budget = _make_providers(settings, need_generator=True)
-    result = _run_llm_step(lambda: _generate(settings, generator, fixtures, settings.count, quiet))
+    try:
+        result = _run_llm_step(lambda: _generate(settings, generator, fixtures, settings.count, quiet))
+    except KeyboardInterrupt:
+        _fail("interrupted; no query set written", EXIT_INCOMPLETE)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
     cost = budget.total_cost_usd
@@ -396,44 +484,65 @@ def generate(fixtures: Path, count: int | None, out: Path, quiet: bool, **flags)
 
 @main.command()
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="Query-set JSON written by `generate`.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
-@click.option("--min-overall", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the average overall score is below this (CI gate).")
+              help="Query-set JSON written by `generate` (or saved beside a run as <run>.queries.json).")
+@OUT_DIR
+@MIN_OVERALL
 @db_option
 @search_options
-@provider_options
+@evaluate_options
 def evaluate(queries_path: Path, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
-    """Phase two: search each query of a query set and have the judge grade the results."""
-    settings = _settings(db=db, **flags)
+    """Phase two: search each query of a query set and have the judge grade the results.
+
+    \b
+    Needs an index (`judge-runner index FIXTURES`). One JSONL line per query is written the moment
+    it is judged; a failed query becomes an error line and the run goes on.
+    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    """
+    from pydantic import ValidationError
+
+    settings = _settings(db=db, min_overall=min_overall, **flags)
     try:
         query_set = QuerySet.model_validate_json(queries_path.read_text(encoding="utf-8"))
-    except Exception as exc:  # pydantic.ValidationError or decoding errors
-        _fail(f"{queries_path} is not a valid query set: {str(exc)[:500]}")
+    except (ValidationError, UnicodeDecodeError, OSError) as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]) if isinstance(exc, ValidationError) else str(exc)
+        _fail(f"{queries_path} is not a valid query set: {problems}")
+    _check_out_dir(out_dir)
     idx = _open_index(settings, must_exist=True)
+    indexed = set(idx.document_hashes())
+    missing = sorted({s for q in query_set.queries for s in q.expectedSources if s not in indexed})
+    if missing:
+        _err(f"warning: {len(missing)} expected source(s) are not in the index {settings.db} (their recall will be 0): "
+             + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     _, judge, budget = _make_providers(settings, need_generator=False)
     with idx:
-        code = _evaluate(settings, query_set.queries, idx, judge, budget, out_dir, quiet, min_overall)
+        code = _evaluate(settings, query_set.queries, idx, judge, budget, out_dir, quiet)
     sys.exit(code)
 
 
 @main.command("generate-and-evaluate")
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder.")
-@click.option("--count", type=click.IntRange(min=1), default=None, help="Number of queries to write [default: 15].")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
-@click.option("--min-overall", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the average overall score is below this (CI gate).")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write (1-500) [default: 15].")
+@OUT_DIR
+@MIN_OVERALL
 @db_option
 @search_options
-@provider_options
-def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
+@run_options
+def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None,
+                          quiet: bool, **flags) -> None:
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 
     \b
-    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error;
-    3 run incomplete (interrupted, budget exhausted, too many failed queries).
+    Writes quality-results/<UTC timestamp>.jsonl (one line per query as it is judged, a summary last)
+    and the query set beside it as <UTC timestamp>.queries.json, to re-run with `evaluate --queries`.
+    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
     """
-    settings = _settings(db=db, count=count, **flags)
+    settings = _settings(db=db, count=count, min_overall=min_overall, **flags)
     if not fixtures.is_dir():
         _fail(f"fixtures folder not found: {fixtures}")
+    _check_out_dir(out_dir)
+    _check_corpus(settings, fixtures)
     generator, judge, budget = _make_providers(settings, need_generator=True)
     if not quiet:
         _err(f"indexing {fixtures} into {settings.db} ...")
@@ -446,14 +555,28 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
         except (LLMError, KeyboardInterrupt) as exc:
             # a run file is written even when phase one stops: run_start plus a summary saying why
             _err(f"error: phase one stopped: {exc or 'interrupted'}")
-            sys.exit(_evaluate(settings, [], idx, judge, budget, out_dir, quiet, min_overall,
+            sys.exit(_evaluate(settings, [], idx, judge, budget, out_dir, quiet,
                                generator_model=getattr(generator, "model", None), stopped_before=exc))
         if not generation.queries:
             _fail("phase one produced no usable query", EXIT_INCOMPLETE)
-        code = _evaluate(settings, generation.queries, idx, judge, budget, out_dir, quiet, min_overall,
+        code = _evaluate(settings, generation.queries, idx, judge, budget, out_dir, quiet,
                          generation=generation, generator_model=generation.model)
     sys.exit(code)
 
 
+def entry() -> None:
+    """The console script: click's standalone handling, except that Ctrl+C exits 3 (run incomplete),
+    as the exit-code contract says, rather than click's 1 (which would read as a failed quality gate)."""
+    try:
+        code = main.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        _err("interrupted")
+        sys.exit(EXIT_INCOMPLETE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()

@@ -40,7 +40,7 @@ class Settings(BaseModel):
     max_retries: int = Field(3, ge=0, le=10)
     retry_cap: float = Field(120.0, gt=0, description="longest single backoff wait, seconds")
     concurrency: int = Field(5, ge=1, le=64)
-    max_budget_usd: float | None = Field(None, gt=0)
+    max_budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     per_call_cap_usd: float = Field(0.50, gt=0)
     search_mode: Literal["hybrid", "fts", "vector"] = "hybrid"
     search_limit: int = Field(10, ge=1, le=100)
@@ -48,8 +48,12 @@ class Settings(BaseModel):
     weights: dict[str, float] = Field(default_factory=lambda: {d: 1.0 for d in DIMENSIONS})
     search: SearchSettings = Field(default_factory=SearchSettings)
 
+    min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
+
     @model_validator(mode="after")
     def _check_weights(self) -> "Settings":
+        # a partial table changes only the dimensions it names; the others keep weight 1.0
+        self.weights = {d: float(self.weights.get(d, 1.0)) for d in DIMENSIONS} | {k: v for k, v in self.weights.items() if k not in DIMENSIONS}
         unknown = set(self.weights) - set(DIMENSIONS)
         if unknown:
             raise ValueError(f"unknown weight(s) {sorted(unknown)}; dimensions are {list(DIMENSIONS)}")

@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from judge_runner import __version__
-from judge_runner.judge import JudgeOutcome, judge_query, overall_score
+from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, judge_query, overall_score
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
@@ -71,8 +71,9 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: Ju
         "analysis": verdict.analysis.model_dump(),
         "suggestions": verdict.suggestions,
         "results": [
-            {"rank": h.rank, "source": h.source, "anchor": h.anchor, "score": h.score, "relevance": g, "relevant": g >= RELEVANT_GRADE}
-            for h, g in zip(answer.results, grades)
+            {"rank": h.rank, "source": h.source, "anchor": h.anchor, "score": h.score, "relevance": g, "relevant": g >= RELEVANT_GRADE,
+             "reason": label.reason, "snippet": h.snippet[:SNIPPET_CHARS_SHOWN]}
+            for h, g, label in zip(answer.results, grades, verdict.labels)
         ],
         "metrics": None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
         "abstained": (not answer.confident or not answer.results) if off_topic else None,
@@ -226,6 +227,11 @@ def run_evaluation(
         run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
         usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic, stop_reason=stop_reason,
     )
+    gate_passed = None
+    if options.min_overall is not None:
+        overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
+        gate_passed = overall is not None and overall >= options.min_overall
+        summary["qualityGate"] = {"minOverall": options.min_overall, "overall": overall, "passed": gate_passed}
     writer.write(summary)
     writer.close()
 
@@ -233,7 +239,7 @@ def run_evaluation(
         code = EXIT_CONFIG
     elif interrupted or budget_exhausted or stop_code == EXIT_INCOMPLETE or (total and len(errors) / total > MAX_FAILED_SHARE):
         code = EXIT_INCOMPLETE
-    elif options.min_overall is not None and (summary["averageScores"] is None or summary["averageScores"]["overall"] < options.min_overall):
+    elif gate_passed is False:
         code = EXIT_GATE
     else:
         code = EXIT_OK

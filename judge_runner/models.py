@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic"]
 DIMENSIONS: tuple[str, ...] = ("relevance", "ranking", "coverage", "snippetQuality")
@@ -27,7 +27,15 @@ class QuerySet(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    queries: list[Query]
+    queries: list[Query] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "QuerySet":
+        ids = [q.id for q in self.queries]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"query ids must be unique; repeated: {', '.join(repeated)}")
+        return self
 
 
 class Label(BaseModel):

@@ -121,10 +121,16 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
     issues = top_issues(evaluations)
     focus = None
     if average_scores:
+        # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
         weakest = min(DIMENSIONS, key=lambda d: average_scores[d])
         focus = f"{weakest} (average {average_scores[weakest]:.2f})"
-        if issues:
-            focus += f": {issues[0]['issue']}"
+        weak = [ev for ev in evaluations if ev["scores"][weakest] < average_scores[weakest]]
+        weak_issues = top_issues(weak, limit=1)
+        if weak_issues:
+            key = _normalise_issue(weak_issues[0]["issue"])
+            wording = next((i["issue"] for i in top_issues(evaluations, limit=len(evaluations) * 5)
+                            if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
+            focus += f"; most frequent suggestion on the queries weak on it: {wording}"
     return {
         "type": "summary",
         "runId": run_id,

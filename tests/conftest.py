@@ -51,3 +51,16 @@ def fixtures_index(tmp_path_factory, embedder):
         yield index, report
     finally:
         index.close()
+
+
+@pytest.fixture
+def db_copy(fixtures_index, tmp_path) -> Path:
+    """A private copy of the session's fixtures index, so a test may re-index or prune it."""
+    import sqlite3
+
+    index, _ = fixtures_index
+    target = tmp_path / "index.sqlite"
+    dst = sqlite3.connect(target)
+    index.conn.backup(dst)
+    dst.close()
+    return target

@@ -195,3 +195,17 @@ def test_hyphenated_keys_in_the_search_table(tmp_path):
     s = load(tmp_path)
     assert s.search.rrf_k == 30.0
     assert s.search.vector_weight == 0.5
+
+
+def test_partial_weights_keep_the_other_dimensions_at_one(tmp_path):
+    (tmp_path / "judge-runner.toml").write_text("weights = {relevance = 2}\n")
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert settings.weights == {"relevance": 2.0, "ranking": 1.0, "coverage": 1.0, "snippetQuality": 1.0}
+
+
+def test_min_overall_from_env_and_file(tmp_path):
+    (tmp_path / "judge-runner.toml").write_text("min_overall = 0.6\n")
+    assert load_settings(cwd=tmp_path, environ={}).min_overall == 0.6
+    assert load_settings(cwd=tmp_path, environ={"JUDGE_RUNNER_MIN_OVERALL": "0.7"}).min_overall == 0.7
+    with pytest.raises(ConfigError):
+        load_settings(cwd=tmp_path, environ={"JUDGE_RUNNER_MIN_OVERALL": "nan"})

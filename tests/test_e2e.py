@@ -4,43 +4,14 @@ against the loopback fake server."""
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
-from judge_runner.cli import main
 from judge_runner.resources import load_schema
+from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall
 
-SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
-
-
-@pytest.fixture
-def db_copy(fixtures_index, tmp_path) -> Path:
-    """A private copy of the session's fixtures index, so runs may re-index it incrementally."""
-    index, _ = fixtures_index
-    target = tmp_path / "index.sqlite"
-    dst = sqlite3.connect(target)
-    index.conn.backup(dst)
-    dst.close()
-    return target
-
-
-def run_lines(out_dir: Path) -> list[dict]:
-    files = sorted(out_dir.glob("*.jsonl"))
-    assert len(files) == 1, files
-    lines = [json.loads(line) for line in files[0].read_text(encoding="utf-8").splitlines()]
-    for line in lines:
-        jsonschema.validate(line, SCHEMAS[line["type"]])
-    return lines
-
-
-def invoke(args: list[str], env: dict | None = None):
-    base_env = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None}
-    return CliRunner().invoke(main, args, env={**base_env, **(env or {})}, catch_exceptions=False)
 
 
 def test_offline_main_job(fixtures_root, db_copy, tmp_path):

@@ -71,6 +71,11 @@ def walk_corpus(
             path = Path(dirpath) / name
             source = path.relative_to(root).as_posix()
             try:
+                source.encode("utf-8")
+            except UnicodeEncodeError:
+                result.skipped.append((source.encode("utf-8", "backslashreplace").decode("ascii"), "file name is not valid UTF-8"))
+                continue
+            try:
                 if path.is_symlink():
                     target = path.resolve()
                     if not target.is_relative_to(real_root):

@@ -2,7 +2,8 @@
 
 Backend-neutral: a backend provides ``document_hashes``, ``replace_document``, ``remove_documents``,
 ``set_meta``, ``commit`` and ``rollback`` (see :class:`judge_runner.search.sqlite.SQLiteIndex`).
-Everything is written in one transaction, so a crash mid-index leaves the previous index intact.
+Documents are written in committed batches, each document atomically, so a crash mid-index leaves every
+document either as it was or fully updated (see :func:`_write`).
 """
 
 from __future__ import annotations
@@ -115,19 +116,37 @@ def index_tree(
 
 
 def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str, str], report: IndexReport,
-           prune: bool, root_label: str, progress) -> IndexReport:
-    """Embed the pending documents' chunks, write them, prune, and commit in one transaction."""
+           prune: bool, root_label: str, progress, batch_chunks: int = 256) -> IndexReport:
+    """Embed and write the pending documents in batches of about ``batch_chunks`` chunks, committing
+    after each batch, then prune and record the corpus fingerprint.
+
+    Each document is replaced inside one transaction, so a crash or Ctrl+C leaves every document either
+    as it was or fully updated, and the next run re-embeds only what was not committed.
+    """
+    total = sum(len(chunks) for *_, chunks in pending)
+    done = 0
+    started = time.perf_counter()
     try:
-        texts = [_embedding_text(source, c) for source, _, _, _, chunks in pending for c in chunks]
-        started = time.perf_counter()
-        vectors = _embed_with_progress(index.embedder, texts, progress)
+        batch: list[tuple] = []
+        for i, item in enumerate(pending):
+            batch.append(item)
+            size = sum(len(b[4]) for b in batch)
+            if size < batch_chunks and i + 1 < len(pending):
+                continue
+            texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
+            vectors = index.embedder.encode(texts) if texts else None
+            offset = 0
+            for source, sha, fmt, size_bytes, chunks in batch:
+                index.replace_document(source, sha, fmt, size_bytes, chunks, vectors[offset : offset + len(chunks)])
+                offset += len(chunks)
+                report.indexed += 1
+            index.commit()
+            done += len(texts)
+            report.chunks_embedded = done
+            if progress:
+                progress("embedding", done, total)
+            batch = []
         report.embed_seconds = time.perf_counter() - started
-        offset = 0
-        for source, sha, fmt, size, chunks in pending:
-            index.replace_document(source, sha, fmt, size, chunks, vectors[offset : offset + len(chunks)])
-            offset += len(chunks)
-            report.indexed += 1
-        report.chunks_embedded = len(texts)
         if prune:
             gone = [s for s in known if s not in current]
             report.removed = index.remove_documents(gone)
@@ -192,16 +211,3 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
 def _embedding_text(source: str, chunk) -> str:
     """What the embedding model sees for a chunk: its anchor (heading path) and its text."""
     return f"{chunk.anchor}\n{chunk.text}" if chunk.anchor else chunk.text
-
-
-def _embed_with_progress(embedder, texts: list[str], progress, batch: int = 256):
-    import numpy as np
-
-    if not texts:
-        return np.zeros((0, embedder.dimension), dtype=np.float32)
-    parts = []
-    for start in range(0, len(texts), batch):
-        parts.append(embedder.encode(texts[start : start + batch]))
-        if progress:
-            progress("embedding", min(start + batch, len(texts)), len(texts))
-    return np.concatenate(parts)

@@ -59,16 +59,25 @@ class SQLiteIndex:
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 
-    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None):
+    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None,
+                 readonly: bool = False):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
-        self.conn = sqlite3.connect(self.path, check_same_thread=False)
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.executescript(_SCHEMA)
-        self._check_meta()
+        if readonly:
+            # search needs no write access: a shared or read-only index still serves queries
+            try:
+                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+                self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()
+            except sqlite3.OperationalError:  # a WAL index in a read-only folder cannot create its -shm file
+                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, check_same_thread=False)
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.executescript(_SCHEMA)
+        self._check_meta(readonly)
         self._matrix: np.ndarray | None = None
         self._matrix_ids: np.ndarray | None = None
 
@@ -83,9 +92,11 @@ class SQLiteIndex:
         """Close the database connection."""
         self.conn.close()
 
-    def _check_meta(self) -> None:
+    def _check_meta(self, readonly: bool = False) -> None:
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
         expected = {"schema_version": SCHEMA_VERSION, "embedding_model": MODEL_NAME, "embedding_dim": str(DIMENSION)}
+        if not meta and readonly:
+            raise IndexMismatchError(f"{self.path} is an empty index; run `judge-runner index` first")
         if not meta:
             with self.conn:
                 self.conn.executemany("INSERT INTO meta VALUES (?, ?)", expected.items())

@@ -74,6 +74,10 @@ JUDGE_MODEL = click.option("--judge-model", default=None, help="Model that judge
 COMMON = [
     click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
                  help="Start no call that could take the run's cost past this many USD [default: no cap]."),
+    click.option("--max-budget-tokens", type=click.IntRange(min=1), default=None,
+                 help="Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
+    click.option("--price-per-mtok", default=None, metavar="IN,OUT",
+                 help="USD per million input and output tokens, for a model missing from the pricing table."),
     click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
                  help="Seconds per HTTP attempt [default: 60]."),
     click.option("--call-deadline", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
@@ -114,12 +118,20 @@ def _open_index(settings: Settings, must_exist: bool = False):
         _fail(f"cannot open the index {settings.db}: {exc}")
 
 
+def _walk_options(settings: Settings) -> dict:
+    """Which files belong to the corpus: extensions, excluded folder names, size limit."""
+    from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions
+
+    excludes = tuple(p.strip() for p in settings.exclude.split(",") if p.strip()) if settings.exclude is not None else DEFAULT_EXCLUDES
+    return {"extensions": parse_extensions(settings.extensions), "excludes": excludes, "max_bytes": settings.max_file_bytes}
+
+
 def _check_corpus(settings: Settings, fixtures: Path) -> None:
     """Fail (exit 2) when FIXTURES holds no file to index, before the index is touched (an empty walk
     would otherwise prune every document and every query would be off-topic)."""
     from judge_runner.corpus.walk import parse_extensions, walk_corpus
 
-    walked = walk_corpus(fixtures, extensions=parse_extensions(settings.extensions))
+    walked = walk_corpus(fixtures, **_walk_options(settings))
     if not walked.files:
         exts = ",".join(parse_extensions(settings.extensions))
         _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped)")
@@ -136,8 +148,7 @@ def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
     index = _open_index(settings)
     started = time.monotonic()
     try:
-        report = index_tree(index, fixtures, extensions=parse_extensions(settings.extensions), prune=prune,
-                            progress=None if quiet else _progress)
+        report = index_tree(index, fixtures, prune=prune, progress=None if quiet else _progress, **_walk_options(settings))
     except NotADirectoryError as exc:
         index.close()
         _fail(str(exc))
@@ -165,7 +176,7 @@ def _make_providers(settings: Settings, need_generator: bool):
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.retry import RetryPolicy
 
-    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd)
+    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
     name = settings.provider
     reason = "--provider"
     if name == "auto":
@@ -199,10 +210,14 @@ def _make_providers(settings: Settings, need_generator: bool):
     _err(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
     for label, p in (("generator", generator), ("judge", judge)):
         if p is not None and p.price is None:
+            p.price = settings.user_price
+        if p is not None and p.price is None:
             if settings.max_budget_usd is not None:
                 _fail(f"no price is known for the {label} model {p.model}, so --max-budget-usd cannot be enforced; "
-                      f"add the model to judge_runner/llm/pricing.json or run without --max-budget-usd")
-            _err(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown")
+                      f"give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
+            budget.cost_known = False  # the run's cost is unknown, never shown as 0
+            _err(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown"
+                 f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
     return generator, judge, budget
 
 
@@ -234,12 +249,14 @@ def _check_out_dir(out_dir: Path) -> None:
 
 
 def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, out_dir: Path, quiet: bool,
-              generation=None, generator_model: str | None = None, stopped_before: BaseException | None = None) -> int:
+              generation=None, generator_model: str | None = None, stopped_before: BaseException | None = None,
+              prior: list[dict] | None = None, run_id: str | None = None, all_queries: list[Query] | None = None,
+              resumed_from: str | None = None) -> int:
     from judge_runner.generate import query_set_sha256
     from judge_runner.results import RunWriter
 
     try:
-        writer = RunWriter(out_dir)
+        writer = RunWriter(out_dir, run_id=run_id)
     except OSError as exc:
         _fail(f"cannot write to {out_dir}: {exc}")
     config = {
@@ -257,16 +274,18 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
         config["querySetFile"] = query_file.name
     run_start = {
         "config": config,
-        "provenance": provenance(judge, generator_model, _prompt_hashes(), query_set_sha256(queries),
+        "provenance": provenance(judge, generator_model, _prompt_hashes(), query_set_sha256(all_queries or queries),
                                  index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
+    if resumed_from:
+        run_start["resumedFrom"] = resumed_from
     options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall)
     echo = (lambda m: None) if quiet else click.echo
     log = (lambda m: None) if quiet else _err
     outcome = run_evaluation(queries, index, judge, writer, run_start, options, budget=budget, echo=echo, log=log,
-                             stopped_before=stopped_before)
+                             stopped_before=stopped_before, prior=prior)
     _print_summary(outcome.summary, outcome.path)
     return outcome.exit_code
 
@@ -336,8 +355,11 @@ def main() -> None:
               help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
 @click.option("--extensions", default=None, help="Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
+@click.option("--exclude", default=None, help="Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].")
+@click.option("--max-file-bytes", type=click.IntRange(min=1), default=None, help="Skip larger files, with a reason [default: 2097152].")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
-def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prune: bool, extensions: str | None, as_json: bool) -> None:
+def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prune: bool, extensions: str | None,
+          exclude: str | None, max_file_bytes: int | None, as_json: bool) -> None:
     """Index a folder of notes, docs, configs and code (or a BEIR corpus) for search.
 
     \b
@@ -351,7 +373,7 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
     """
     if (fixtures is None) == (beir_corpus is None):
         _fail("give either a FIXTURES folder or --beir-corpus FILE")
-    settings = _settings(db=db, extensions=extensions)
+    settings = _settings(db=db, extensions=extensions, exclude=exclude, max_file_bytes=max_file_bytes)
     if beir_corpus is not None:
         from judge_runner.search.indexer import BeirFormatError, index_beir
 
@@ -483,14 +505,18 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 
 
 @main.command()
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Query-set JSON written by `generate` (or saved beside a run as <run>.queries.json).")
+@click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
+                   "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.")
 @OUT_DIR
 @MIN_OVERALL
 @db_option
 @search_options
 @evaluate_options
-def evaluate(queries_path: Path, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
+def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None,
+             quiet: bool, **flags) -> None:
     """Phase two: search each query of a query set and have the judge grade the results.
 
     \b
@@ -502,6 +528,11 @@ def evaluate(queries_path: Path, out_dir: Path, min_overall: float | None, db: P
     from pydantic import ValidationError
 
     settings = _settings(db=db, min_overall=min_overall, **flags)
+    prior, run_id = [], None
+    if resume_path is not None:
+        queries_path, prior, run_id = _resume_source(resume_path, queries_path)
+    if queries_path is None:
+        _fail("give --queries FILE (or --resume RUN.jsonl)")
     try:
         query_set = QuerySet.model_validate_json(queries_path.read_text(encoding="utf-8"))
     except (ValidationError, UnicodeDecodeError, OSError) as exc:
@@ -514,10 +545,42 @@ def evaluate(queries_path: Path, out_dir: Path, min_overall: float | None, db: P
     if missing:
         _err(f"warning: {len(missing)} expected source(s) are not in the index {settings.db} (their recall will be 0): "
              + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+    queries = query_set.queries
+    if resume_path is not None:
+        from judge_runner.generate import query_set_sha256
+
+        old_start, _ = _resume_start(resume_path)
+        if old_start["provenance"].get("querySetSha256") != query_set_sha256(queries):
+            _fail(f"{queries_path} is not the query set {resume_path} was judged on (sha256 differs)")
+        done = {line["queryId"] for line in prior}
+        queries = [q for q in queries if q.id not in done]
+        if not quiet:
+            _err(f"resuming run {run_id}: {len(prior)} judged queries copied, {len(queries)} to judge")
     _, judge, budget = _make_providers(settings, need_generator=False)
     with idx:
-        code = _evaluate(settings, query_set.queries, idx, judge, budget, out_dir, quiet)
+        code = _evaluate(settings, queries, idx, judge, budget, out_dir, quiet, prior=prior, run_id=run_id,
+                         all_queries=query_set.queries, resumed_from=resume_path.name if resume_path else None)
     sys.exit(code)
+
+
+def _resume_start(path: Path) -> tuple[dict, list[dict]]:
+    from judge_runner.results import judged_lines
+
+    start, evaluations = judged_lines(path)
+    if start is None or "provenance" not in start:
+        _fail(f"{path} is not a judge-runner run file (no run_start line)")
+    return start, evaluations
+
+
+def _resume_source(path: Path, queries_path: Path | None) -> tuple[Path | None, list[dict], str]:
+    """The query set, judged lines and run id of a run to resume."""
+    start, evaluations = _resume_start(path)
+    if queries_path is None:
+        saved = start.get("config", {}).get("querySetFile")
+        if not saved or not (path.parent / saved).is_file():
+            _fail(f"{path} has no saved query set beside it; pass --queries FILE")
+        queries_path = path.parent / saved
+    return queries_path, evaluations, start["runId"]
 
 
 @main.command("generate-and-evaluate")

@@ -32,6 +32,8 @@ class Settings(BaseModel):
 
     db: Path = DEFAULT_DB
     extensions: str | None = None
+    exclude: str | None = Field(None, description="comma-separated folder names never indexed, replacing the default list")
+    max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="larger files are skipped with a reason")
     provider: Literal["auto", "anthropic", "openai", "offline"] = "auto"
     model: str | None = None
     judge_model: str | None = None
@@ -42,6 +44,8 @@ class Settings(BaseModel):
     concurrency: int = Field(5, ge=1, le=64)
     max_budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     per_call_cap_usd: float = Field(0.50, gt=0)
+    max_budget_tokens: int | None = Field(None, ge=1, description="cap on the run's tokens; the cap when prices are unknown")
+    price_per_mtok: str | None = Field(None, description="'INPUT,OUTPUT' USD per million tokens for a model missing from the pricing table")
     search_mode: Literal["hybrid", "fts", "vector"] = "hybrid"
     search_limit: int = Field(10, ge=1, le=100)
     count: int = Field(15, ge=1, le=500)
@@ -60,6 +64,28 @@ class Settings(BaseModel):
         if any(v < 0 for v in self.weights.values()) or sum(self.weights.get(d, 0) for d in DIMENSIONS) <= 0:
             raise ValueError("weights must be >= 0 and not all zero")
         return self
+
+    @model_validator(mode="after")
+    def _check_price(self) -> "Settings":
+        if self.price_per_mtok is not None:
+            try:
+                values = [float(v) for v in self.price_per_mtok.split(",")]
+            except ValueError:
+                values = []
+            if len(values) != 2 or not all(v >= 0 and v == v and v != float("inf") for v in values):
+                raise ValueError("price_per_mtok must be 'INPUT,OUTPUT', two non-negative USD amounts per million tokens")
+        return self
+
+    @property
+    def user_price(self):
+        """The price given with ``price_per_mtok`` (cache writes at 1.25x input and cache reads at the
+        input price: upper bounds for both vendors), or None."""
+        from judge_runner.llm.pricing import Price
+
+        if self.price_per_mtok is None:
+            return None
+        inp, out = (float(v) for v in self.price_per_mtok.split(","))
+        return Price(inp, out, inp * 1.25, inp)
 
     @property
     def deadline(self) -> float:

@@ -114,18 +114,24 @@ def run_evaluation(
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
     stopped_before: BaseException | None = None,
+    prior: list[dict] | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
     Never raises for a failed query: it becomes an ``error`` line. Ctrl+C or SIGTERM stop new calls,
     keep what is judged, write the summary marked interrupted (exit 3). ``stopped_before`` is the
     error (or KeyboardInterrupt) that stopped phase one: the run file then holds run_start and a
-    summary saying why, and the exit code follows from it.
+    summary saying why, and the exit code follows from it. ``prior`` are evaluation lines of an
+    interrupted run being resumed: they are copied first and count in the summary.
     """
     started = time.monotonic()
     run_id = writer.run_id
     writer.write({"type": "run_start", "runId": run_id, "timestamp": utc_now(), **run_start})
     evaluations: list[dict] = []
+    for line in prior or []:
+        line = {**line, "runId": run_id}
+        writer.write(line)
+        evaluations.append(line)
     errors: list[dict] = []
     interrupted = budget_exhausted = False
     stop_code: int | None = None
@@ -138,8 +144,8 @@ def run_evaluation(
         queries = []
     heuristic = bool(getattr(provider, "heuristic", False))
     label = " (heuristic judge)" if heuristic else ""
-    total = len(queries)
-    done = 0
+    total = len(queries) + len(evaluations)
+    done = len(evaluations)
 
     def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
         nonlocal done, budget_exhausted, stop_code, stop_reason

@@ -25,10 +25,10 @@ def utc_now() -> str:
 
 class RunWriter:
     """Appends JSONL lines to a new run file in ``out_dir`` named ``<UTC timestamp>.jsonl``
-    (``20261129T231500Z.jsonl``; milliseconds added on a clash). Raises OSError when the folder
-    cannot be written."""
+    (``20261129T231500Z.jsonl``; milliseconds added on a clash). The run id is the file's stem unless
+    ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written."""
 
-    def __init__(self, out_dir: Path):
+    def __init__(self, out_dir: Path, run_id: str | None = None):
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         now = datetime.now(timezone.utc)
@@ -42,7 +42,7 @@ class RunWriter:
             except FileExistsError:
                 continue
             self.path = path
-            self.run_id = name
+            self.run_id = run_id or name
             break
         else:  # pragma: no cover - a thousand clashes in one millisecond
             raise FileExistsError(f"cannot find a free run file name in {out_dir}")
@@ -74,6 +74,18 @@ def read_run(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(value, dict):
                 yield value
+
+
+def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
+    """``(run_start, evaluation lines)`` of a run file, one evaluation per query id (the first)."""
+    run_start = None
+    evaluations: dict[str, dict] = {}
+    for line in read_run(path):
+        if line.get("type") == "run_start" and run_start is None:
+            run_start = line
+        elif line.get("type") == "evaluation" and "queryId" in line:
+            evaluations.setdefault(line["queryId"], line)
+    return run_start, list(evaluations.values())
 
 
 def _normalise_issue(text: str) -> str:

@@ -151,3 +151,24 @@ def test_ctrl_c_exits_3_not_1(monkeypatch, capsys):
         cli.entry()
     assert exit_info.value.code == 3
     assert "interrupted" in capsys.readouterr().err
+
+
+def test_unknown_model_with_user_price_or_token_cap(fixtures_root, db_copy, tmp_path):
+    with FakeLLMServer() as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        priced = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(tmp_path / "a"),
+                         "--count", "3", "--model", "claude-unpriced-9", "--price-per-mtok", "1,2", "--max-budget-usd", "5"], env)
+        assert priced.exit_code == 0, priced.output
+        capped = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(tmp_path / "b"),
+                         "--count", "3", "--model", "claude-unpriced-9", "--max-budget-tokens", "1000"], env)
+    summary = run_lines(tmp_path / "a")[-1]
+    assert summary["costUsd"] is not None and summary["costUsd"] > 0
+    assert capped.exit_code == 3
+    summary = run_lines(tmp_path / "b")[-1]
+    assert summary["budgetExhausted"] is True and summary["costUsd"] is None  # unknown, never 0
+
+
+@pytest.mark.parametrize("value", ["1", "a,b", "-1,2", "nan,1"])
+def test_bad_user_price_is_a_usage_error(value, fixtures_root, tmp_path):
+    result = invoke(["generate", "--fixtures", str(fixtures_root), "--price-per-mtok", value, "--out", str(tmp_path / "q.json")])
+    assert result.exit_code == 2 and "price_per_mtok" in result.output

@@ -72,7 +72,7 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
     assert len(evaluations) == 5 and summary["evaluated"] == 5 and summary["failed"] == 0
     assert {e["queryType"] for e in evaluations} >= {"off-topic"}
     # phase one used the sandboxed tools: list_dir, glob, read_file, then submit_queries (4 requests)
-    phase_one = [r for r in requests if "record_verdict" not in json.dumps(r.body.get("tools", []))]
+    phase_one = [r for r in requests if "record_verdict" not in json.dumps(r.body)]
     assert len(phase_one) == 4
     # every judge request showed the results and pinned the label count to them
     judge_requests = [r for r in requests if r not in phase_one]
@@ -85,6 +85,11 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
     assert summary["costUsd"] is not None and summary["costUsd"] > 0
     assert summary["usage"]["calls"] == len(requests) == 9
     assert "test-key" not in json.dumps(lines)
+    if api == "openai":  # the judge asks for structured output, strict, with the label count pinned
+        response_format = judge_requests[0].body["response_format"]
+        assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+        labels = response_format["json_schema"]["schema"]["properties"]["labels"]
+        assert labels["minItems"] == labels["maxItems"] == evaluations[0]["resultCount"]
     if api == "anthropic":
         system = judge_requests[0].body["system"]
         assert system[0]["cache_control"] == {"type": "ephemeral"}
@@ -165,3 +170,35 @@ def test_budget_spent_in_phase_one_still_writes_a_run_file(fixtures_root, db_cop
     lines = run_lines(out)
     assert [l["type"] for l in lines] == ["run_start", "summary"]
     assert lines[-1]["budgetExhausted"] is True and lines[-1]["stopReason"] == "phase one: budget_exhausted"
+
+
+def test_resume_judges_only_what_is_missing(fixtures_root, db_copy, tmp_path):
+    out = tmp_path / "results"
+    with FakeLLMServer() as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        assert invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
+                       "--count", "5"], env).exit_code == 0
+        full = run_lines(out)
+        original = next(out.glob("*.jsonl"))
+        # simulate a run killed after two judgments, mid-write of the third
+        interrupted_dir = tmp_path / "interrupted"
+        interrupted_dir.mkdir()
+        raw = original.read_text().splitlines()
+        cut = interrupted_dir / original.name
+        cut.write_text("\n".join(raw[:3]) + "\n" + raw[3][:40])
+        (interrupted_dir / full[0]["config"]["querySetFile"]).write_text((out / full[0]["config"]["querySetFile"]).read_text())
+        before = server.count()
+        result = invoke(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--out-dir", str(interrupted_dir)], env)
+        judged_again = server.count() - before
+    assert result.exit_code == 0, result.output
+    assert judged_again == 3  # the two finished judgments were not sent again
+    assert cut.read_text().endswith(raw[3][:40])  # the old file is untouched
+    resumed = sorted(interrupted_dir.glob("*.jsonl"))
+    resumed = [p for p in resumed if p != cut]
+    assert len(resumed) == 1
+    lines = [json.loads(l) for l in resumed[0].read_text().splitlines()]
+    assert {l["runId"] for l in lines} == {full[0]["runId"]}
+    assert lines[0]["resumedFrom"] == cut.name
+    evaluations = [l for l in lines if l["type"] == "evaluation"]
+    assert [e["queryId"] for e in evaluations] == [e["queryId"] for e in full if e["type"] == "evaluation"]
+    assert lines[-1]["type"] == "summary" and lines[-1]["evaluated"] == 5 and lines[-1]["totalQueries"] == 5

@@ -13,9 +13,10 @@ DEFAULT_PER_CALL_CAP_USD = 0.50
 
 @dataclass
 class Reservation:
-    """Worst-case USD held for a call in flight (released when it settles)."""
+    """Worst-case USD and tokens held for a call in flight (released when it settles)."""
 
     usd: float
+    tokens: int = 0
 
 
 @dataclass
@@ -25,45 +26,62 @@ class Budget:
     ``max_usd``: the run's cap (None: no cap). ``per_call_cap_usd``: the most one call may cost in the
     worst case. Before a call, :meth:`reserve` takes its worst case (estimated input tokens at the input
     price plus ``max_tokens`` at the output price) against what is left after the calls in flight, so
-    the run's cost never exceeds ``max_usd``. With an unknown price the cost is unknown (None), never 0.
+    the run's cost never exceeds ``max_usd``. With an unknown price the cost is unknown (None), never 0,
+    and ``max_tokens`` (input plus output tokens over the run, cache reads and writes included) is the
+    cap instead, enforced the same way on the worst case.
     """
 
     max_usd: float | None = None
     per_call_cap_usd: float = DEFAULT_PER_CALL_CAP_USD
+    max_tokens: int | None = None
     usage: Usage = field(default_factory=Usage)
     spent_usd: float = 0.0
     cost_known: bool = True
     exhausted: bool = False
     _held: float = 0.0
+    _held_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @property
+    def tokens_used(self) -> int:
+        """Input, output, cache-write and cache-read tokens of every call so far."""
+        u = self.usage
+        return u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens
+
     def reserve(self, price: Price | None, input_tokens: int, max_tokens: int) -> Reservation:
-        """Hold the worst case of a call. Raises BudgetExhausted (and marks the budget exhausted) or
-        CallTooExpensive."""
-        if price is None:
-            return Reservation(0.0)
-        worst = (input_tokens * price.input + max_tokens * price.output) / 1_000_000
-        if worst > self.per_call_cap_usd:
+        """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
+        Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive."""
+        worst_tokens = input_tokens + max_tokens
+        worst = None if price is None else (input_tokens * price.input + max_tokens * price.output) / 1_000_000
+        if worst is not None and worst > self.per_call_cap_usd:
             raise CallTooExpensive(
                 f"worst-case cost ${worst:.4f} of one call is above the per-call cap ${self.per_call_cap_usd:.2f}"
             )
         with self._lock:
             if self.exhausted:
                 raise BudgetExhausted("the run's budget is spent")
-            if self.max_usd is not None and self.spent_usd + self._held + worst > self.max_usd:
+            if self.max_tokens is not None and self.tokens_used + self._held_tokens + worst_tokens > self.max_tokens:
+                self.exhausted = True
+                raise BudgetExhausted(
+                    f"starting another call could exceed --max-budget-tokens {self.max_tokens} "
+                    f"(used {self.tokens_used}, in flight {self._held_tokens}, this call up to {worst_tokens})")
+            if worst is not None and self.max_usd is not None and self.spent_usd + self._held + worst > self.max_usd:
                 self.exhausted = True
                 raise BudgetExhausted(
                     f"starting another call could exceed --max-budget-usd {self.max_usd:.2f} "
                     f"(spent ${self.spent_usd:.4f}, in flight ${self._held:.4f}, this call up to ${worst:.4f})"
                 )
-            self._held += worst
-        return Reservation(worst)
+            held_tokens = worst_tokens if self.max_tokens is not None else 0
+            self._held += worst or 0.0
+            self._held_tokens += held_tokens
+        return Reservation(worst or 0.0, held_tokens)
 
     def settle(self, reservation: Reservation, usage: Usage, price: Price | None) -> float | None:
         """Release a reservation and add what the call really used; returns its USD cost (None if unknown)."""
         cost = cost_usd(usage, price)
         with self._lock:
             self._held = max(0.0, self._held - reservation.usd)
+            self._held_tokens = max(0, self._held_tokens - reservation.tokens)
             self.usage = self.usage + usage
             if cost is None:
                 self.cost_known = False

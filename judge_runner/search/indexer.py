@@ -19,7 +19,7 @@ from pathlib import Path
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.formats import chunk_document
 from judge_runner.corpus.read import BinaryContent, decode
-from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
+from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
 
 
 @dataclass
@@ -67,8 +67,11 @@ def index_tree(
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     prune: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> IndexReport:
     """Index every corpus file under ``root`` into ``index``; returns an :class:`IndexReport`.
+    ``extensions``, ``excludes`` (folder names) and ``max_bytes`` select files as :func:`walk_corpus` does.
 
     Unchanged files (same sha256) are not re-read into chunks nor re-embedded. Unreadable, binary and
     empty files are skipped with their reason and never stop the run. With ``prune``, documents whose
@@ -76,7 +79,7 @@ def index_tree(
     while embedding. Raises NotADirectoryError for a missing root.
     """
     root = Path(root)
-    walked = walk_corpus(root, extensions=extensions)
+    walked = walk_corpus(root, extensions=extensions, excludes=excludes, max_bytes=max_bytes)
     report = IndexReport()
     for source, reason in walked.skipped:
         report.skip(source, reason)

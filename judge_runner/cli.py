@@ -627,6 +627,142 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     sys.exit(code)
 
 
+def _arrow(comparison: dict | None) -> str:
+    if not comparison or comparison["delta"] is None:
+        return ""
+    sign = {"regression": "▼", "improvement": "▲"}.get(comparison["verdict"], "·")
+    return f"{sign}{comparison['delta']:+.3f}"
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _trend_rows(trend) -> list[dict]:
+    rows = []
+    for group in trend.groups:
+        for row in group["runs"]:
+            prev = (row.get("vsPrevious") or {}).get("comparisons", {})
+            base = (row.get("vsBaseline") or {}).get("comparisons", {})
+            short = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
+            rows.append({
+                "group": group["judge"], "date": row["timestamp"][:16].replace("T", " "), "run": row["runId"],
+                "judge": row["judge"], "eval/fail": f"{row['evaluated']}/{row['failed']}",
+                **{short.get(c, c): _fmt(row["means"][c]) for c in row["means"]},
+                "Δprev overall nDCG": " ".join(filter(None, [_arrow(prev.get("overall")), _arrow(prev.get("nDCG@10"))])) if prev else "",
+                "Δbaseline": " ".join(filter(None, [_arrow(base.get("overall")), _arrow(base.get("nDCG@10"))])) if base else "",
+                "cost": "unknown" if row["costUsd"] is None and not row["partial"] else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
+                "note": "partial (no summary): not compared" if row["partial"] else "; ".join((row.get("vsPrevious") or {}).get("changes", [])),
+            })
+    return rows
+
+
+@main.command()
+@click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"))
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
+@click.option("--query", "query_id", default=None, help="Show one query (by id) across runs instead.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write a PNG of each dimension over time.")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.03, show_default=True,
+              help="Smallest change of a mean (0-1) reported as a regression or improvement.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.")
+def trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool) -> None:
+    """Show whether search got better or worse across the runs in RESULTS.
+
+    \b
+    Runs are compared only under the same judge (provider, model, prompts). ▲/▼ mark a change beyond
+    noise (95% bootstrap interval excludes 0) and at least --min-effect in size; · marks a change
+    within noise. Same query set: paired per-query comparison; different sets: unpaired.
+    """
+    from judge_runner.trend import build_trend, plot_trend, query_history
+
+    if query_id is not None:
+        history = query_history(results, query_id)
+        if not history:
+            _fail(f"query {query_id!r} appears in no run in {results}")
+        if fmt == "json":
+            click.echo(json.dumps(history, indent=2, ensure_ascii=False))
+        else:
+            for h in history:
+                scores = h["scores"] or {}
+                metrics = h["metrics"] or {}
+                click.echo(f"{h['timestamp'][:16]} {h['runId']}  overall {_fmt(scores.get('overall'))}  "
+                           f"nDCG@10 {_fmt(metrics.get('nDCG@10'))}  labels {h['labels']}  ({h['judge']})")
+        return
+    result = build_trend(results, min_effect)
+    for warning in result.warnings:
+        _err(f"warning: {warning}")
+    rows = _trend_rows(result)
+    if not rows:
+        _fail(f"no judge-runner runs in {results}")
+    if fmt == "json":
+        click.echo(json.dumps({"groups": result.groups, "baseline": result.baseline, "latest": result.latest_verdict,
+                               "warnings": result.warnings}, indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    elif fmt == "markdown":
+        headers = [h for h in rows[0] if h != "group"]
+        for group in result.groups:
+            click.echo(f"\n### Judge {group['judge']}" + (f" — {group['reason']}" if group["reason"] else ""))
+            click.echo("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
+            for row in (r for r in rows if r["group"] == group["judge"]):
+                click.echo("| " + " | ".join(str(row[h]) for h in headers) + " |")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console()
+        console.width = max(console.width, 140)  # a trend table is wide; let the terminal scroll rather than fold numbers
+        for group in result.groups:
+            table = Table(title=f"judge {group['judge']}" + (f"\n({group['reason']})" if group["reason"] else ""),
+                          title_justify="left")
+            hidden = ("group", "judge", "note")
+            for header in [h for h in rows[0] if h not in hidden]:
+                table.add_column(header, no_wrap=True)
+            group_rows = [r for r in rows if r["group"] == group["judge"]]
+            for row in group_rows:
+                table.add_row(*[str(v) for k, v in row.items() if k not in hidden])
+            console.print(table)
+            for row in group_rows:
+                if row["note"]:
+                    console.print(f"  {row['run']}: {row['note']}", highlight=False)
+        if result.baseline:
+            console.print(f"baseline: {result.baseline}")
+    if plot is not None:
+        try:
+            click.echo(f"plot written to {plot_trend(results, plot)}", err=True)
+        except ValueError as exc:
+            _err(f"no plot: {exc}")
+    latest = result.latest_verdict
+    if fail_on_regression and latest and latest["regression"]:
+        bad = [c for c, v in latest["comparisons"].items() if v["verdict"] == "regression"]
+        _err(f"regression: run {latest['runId']} is worse than {latest['against']} on {', '.join(bad)}")
+        sys.exit(1)
+
+
+@main.group()
+def baseline() -> None:
+    """Pin the run that trend compares against."""
+
+
+@baseline.command("set")
+@click.argument("run_id")
+@click.option("--results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+def baseline_set(run_id: str, results: Path) -> None:
+    """Pin RUN_ID (or `latest`, the newest complete run) as the baseline of RESULTS."""
+    from judge_runner.trend import set_baseline
+
+    try:
+        chosen = set_baseline(results, run_id)
+    except ValueError as exc:
+        _fail(str(exc))
+    click.echo(f"baseline set to {chosen.run_id} ({chosen.timestamp[:16]}, judge {chosen.judge_label})")
+
+
 def entry() -> None:
     """The console script: click's standalone handling, except that Ctrl+C exits 3 (run incomplete),
     as the exit-code contract says, rather than click's 1 (which would read as a failed quality gate)."""

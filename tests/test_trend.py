@@ -1,0 +1,168 @@
+"""What trend concludes from run files with known differences: an improvement, a regression, noise
+only, a partial run, a run from another judge model, a resumed run, files that are not runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judge_runner.trend import build_trend, compare, read_runs, set_baseline
+from tests.clitools import invoke
+
+N = 20
+
+
+def write_run(folder: Path, name: str, overall: list[float], *, ndcg: list[float] | None = None, judge_model="claude-sonnet-4-6",
+              query_set="a" * 64, summary=True, search=None, day=1, extra_lines: str = "") -> Path:
+    """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``."""
+    ndcg = ndcg if ndcg is not None else overall
+    lines = [{"type": "run_start", "runId": name, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "config": {},
+              "provenance": {"provider": "anthropic", "judgeModel": judge_model, "generatorModel": judge_model, "heuristicJudge": False,
+                             "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}, "querySetSha256": query_set,
+                             "corpusFingerprint": "c", "searchConfig": search or {"rrf_k": 60}, "judgeRunnerVersion": "0.1.0"},
+              "queriesGenerated": None, "queriesDropped": 0}]
+    for i, (o, n) in enumerate(zip(overall, ndcg)):
+        lines.append({"type": "evaluation", "runId": name, "queryId": f"q{i:02d}", "query": f"query {i}", "queryType": "keyword",
+                      "scores": {"relevance": o, "ranking": o, "coverage": o, "snippetQuality": o, "overall": o, "judgeOverall": o},
+                      "metrics": {"nDCG@10": n, "Recall@10": n, "RR": n}, "results": []})
+    if summary:
+        lines.append({"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(overall),
+                      "costUsd": 0.12})
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(l) + "\n" for l in lines) + extra_lines, encoding="utf-8")
+    return path
+
+
+def noisy(mean: float, seed: int, spread: float = 0.05) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(np.clip(mean + rng.normal(0, spread, N), 0, 1))
+
+
+def verdict(folder: Path, old: str, new: str, column="overall") -> str:
+    runs = {r.run_id: r for r in read_runs(folder)[0]}
+    return compare(runs[old], runs[new], column).verdict
+
+
+def test_improvement_regression_and_noise(tmp_path):
+    base = noisy(0.60, 1)
+    write_run(tmp_path, "r1", base, day=1)
+    write_run(tmp_path, "r2", [min(1, v + 0.10) for v in base], day=2)  # same query set, +0.10 each
+    write_run(tmp_path, "r3", [max(0, v - 0.08) for v in base], day=3)  # -0.08 each
+    write_run(tmp_path, "r4", [v + d for v, d in zip(base, np.random.default_rng(7).normal(0, 0.01, N))], day=4)  # noise only
+    assert verdict(tmp_path, "r1", "r2") == "improvement"
+    assert verdict(tmp_path, "r1", "r3") == "regression"
+    assert verdict(tmp_path, "r1", "r4") == "within noise"
+
+
+def test_a_real_but_tiny_change_is_not_a_regression(tmp_path):
+    base = noisy(0.60, 2)
+    write_run(tmp_path, "r1", base, day=1)
+    write_run(tmp_path, "r2", [v - 0.01 for v in base], day=2)  # beyond noise (every query lower) but under --min-effect
+    runs = {r.run_id: r for r in read_runs(tmp_path)[0]}
+    result = compare(runs["r1"], runs["r2"], "overall", min_effect=0.03)
+    assert result.high < 0 and result.verdict == "within noise"
+
+
+def test_different_query_sets_are_compared_unpaired(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.55, 3), query_set="a" * 64, day=1)
+    write_run(tmp_path, "r2", noisy(0.80, 4), query_set="b" * 64, day=2)
+    runs = {r.run_id: r for r in read_runs(tmp_path)[0]}
+    result = compare(runs["r1"], runs["r2"], "overall")
+    assert result.paired is False and result.verdict == "improvement"
+    assert result.low < result.delta < result.high
+
+
+def test_too_few_queries_says_so(tmp_path):
+    write_run(tmp_path, "r1", [0.5, 0.6, 0.7], day=1)
+    write_run(tmp_path, "r2", [0.1, 0.2, 0.3], day=2)
+    assert verdict(tmp_path, "r1", "r2") == "too few queries"
+
+
+def test_partial_runs_and_other_judges_are_not_compared(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.6, 5), day=1)
+    write_run(tmp_path, "r2", noisy(0.3, 6), day=2, summary=False)  # killed: no summary
+    write_run(tmp_path, "r3", noisy(0.9, 7), judge_model="gpt-4.1", day=3)  # another judge
+    write_run(tmp_path, "r4", noisy(0.6, 8), day=4)
+    trend = build_trend(tmp_path)
+    assert len(trend.groups) == 2
+    claude = next(g for g in trend.groups if "claude" in g["judge"])
+    assert "another provider, model or judge prompt" in claude["reason"]
+    rows = {r["runId"]: r for r in claude["runs"]}
+    assert rows["r2"]["partial"] is True and "vsPrevious" not in rows["r2"]
+    assert rows["r4"]["vsPrevious"]["runId"] == "r1"  # compared with r1, skipping the partial run and the other judge
+    gpt = next(g for g in trend.groups if "gpt" in g["judge"])
+    assert "vsPrevious" not in gpt["runs"][0]
+
+
+def test_what_changed_is_listed_not_a_barrier(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.6, 9), day=1, search={"rrf_k": 60})
+    write_run(tmp_path, "r2", noisy(0.6, 9), day=2, search={"rrf_k": 30})
+    row = build_trend(tmp_path).groups[0]["runs"][1]
+    assert row["vsPrevious"]["changes"] == ["search config: rrf_k 60 -> 30"]
+    assert row["vsPrevious"]["comparisons"]["overall"]["verdict"] == "within noise"
+
+
+def test_robust_reading(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.6, 10), day=1, extra_lines='{"type": "evaluation", "runId": "r1", "queryId": "torn')
+    (tmp_path / "notes.jsonl").write_text('{"hello": "world"}\n')
+    # U+2028 inside a string is not a line break
+    path = write_run(tmp_path, "r2", noisy(0.6, 11), day=2)
+    text = path.read_text().replace("query 3", "query\u2028three")
+    path.write_text(text)
+    # a resumed run: the second file with the same runId and more evaluations wins
+    write_run(tmp_path, "r3", noisy(0.6, 12)[:10], day=3, summary=False)
+    resumed = write_run(tmp_path, "r3-resumed", noisy(0.6, 12), day=3)
+    resumed.write_text(resumed.read_text().replace('"r3-resumed"', '"r3"'))
+    runs, warnings = read_runs(tmp_path)
+    assert [r.run_id for r in runs] == ["r1", "r2", "r3"]
+    assert len(runs[0].evaluations) == N  # the torn last line is ignored
+    assert any(e["query"] == "query\u2028three" for e in runs[1].evaluations)
+    assert len(runs[2].evaluations) == N and not runs[2].partial
+    assert warnings == ["skipped notes.jsonl: not a judge-runner run file"]
+
+
+def test_legacy_format_is_read(tmp_path):
+    lines = [{"type": "query_evaluation", "query": "q", "queryId": f"q{i}", "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5,
+                                                                                     "snippetQuality": 0.5}} for i in range(6)]
+    lines.append({"type": "run_summary", "model": "claude-3-5-sonnet", "timestamp": "2025-01-01T00:00:00Z"})
+    (tmp_path / "old.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    runs, _ = read_runs(tmp_path)
+    assert runs[0].legacy and runs[0].mean("overall") == pytest.approx(0.5) and not runs[0].partial
+
+
+def test_cli_fail_on_regression_against_baseline(tmp_path):
+    base = noisy(0.6, 13)
+    write_run(tmp_path, "r1", base, day=1)
+    write_run(tmp_path, "r2", [min(1, v + 0.1) for v in base], day=2)
+    write_run(tmp_path, "r3", [max(0, v - 0.02) for v in base], ndcg=[max(0, v - 0.02) for v in base], day=3)
+    # against the previous run (r2) the latest is a clear regression
+    result = invoke(["trend", str(tmp_path), "--fail-on-regression"])
+    assert result.exit_code == 1 and "regression" in result.output and "r2" in result.output
+    # pinned to r1, the latest is within 0.03 of it: not a regression
+    assert invoke(["baseline", "set", "r1", "--results", str(tmp_path)]).exit_code == 0
+    assert json.loads((tmp_path / "baseline.json").read_text())["runId"] == "r1"
+    result = invoke(["trend", str(tmp_path), "--fail-on-regression", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["baseline"] == "r1" and data["latest"]["against"] == "r1" and data["latest"]["regression"] is False
+
+
+def test_cli_formats_query_history_and_plot(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.6, 14), day=1)
+    write_run(tmp_path, "r2", noisy(0.7, 15), day=2)
+    assert set_baseline(tmp_path, "latest").run_id == "r2"
+    csv_out = invoke(["trend", str(tmp_path), "--format", "csv"]).output.splitlines()
+    assert csv_out[0].startswith("group,date,run") and len(csv_out) == 3
+    md = invoke(["trend", str(tmp_path), "--format", "markdown"]).output
+    assert "| date | run |" in md
+    table = invoke(["trend", str(tmp_path), "--plot", str(tmp_path / "trend.png")])
+    assert table.exit_code == 0 and "r2" in table.output
+    png = (tmp_path / "trend.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    history = invoke(["trend", str(tmp_path), "--query", "q03", "--format", "json"])
+    assert [h["runId"] for h in json.loads(history.output)] == ["r1", "r2"]
+    assert invoke(["trend", str(tmp_path), "--query", "nope"]).exit_code == 2
+    assert invoke(["baseline", "set", "nope", "--results", str(tmp_path)]).exit_code == 2

@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -761,6 +762,165 @@ def baseline_set(run_id: str, results: Path) -> None:
     except ValueError as exc:
         _fail(str(exc))
     click.echo(f"baseline set to {chosen.run_id} ({chosen.timestamp[:16]}, judge {chosen.judge_label})")
+
+
+@main.command()
+@click.argument("results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"))
+@click.option("--since", default="7d", show_default=True, help="Period the cost table covers (e.g. 7d, 36h, 2w).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
+def report(results: Path, since: str, out_dir: Path) -> None:
+    """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS."""
+    from judge_runner.report import build_report, parse_since
+
+    try:
+        parse_since(since)
+    except ValueError as exc:
+        _fail(str(exc))
+    if not results.is_dir():
+        _fail(f"results folder not found: {results}")
+    try:
+        written = build_report(results, out_dir, since)
+    except ValueError as exc:
+        _fail(f"no report: {exc} in {results}")
+    click.echo(f"report written to {written.markdown} and {written.html}")
+
+
+class _Tee:
+    """Mirror a text stream into a log file (weekly runs log everything they print)."""
+
+    def __init__(self, stream, log):
+        self.stream, self.log = stream, log
+
+    def write(self, text):
+        self.log.write(text)
+        self.log.flush()
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+        self.log.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+@main.command()
+@click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder.")
+@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].")
+@click.option("--regenerate", is_flag=True, help="Write a fresh query set (phase one) and pin it for the following weeks.")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Queries when generating (1-500) [default: 15].")
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+@click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append everything printed to this file [default: RESULTS/weekly.log].")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when this run regressed against the baseline or previous run.")
+@MIN_OVERALL
+@db_option
+@search_options
+@run_options
+def weekly(fixtures: Path, queries_path: Path | None, regenerate: bool, count: int | None, results: Path, reports: Path, keep: int,
+           log_path: Path | None, fail_on_regression: bool, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> None:
+    """One command for cron: evaluate, report, prune old runs, under a lock.
+
+    \b
+    1. takes RESULTS/.weekly.lock (a second, overlapping run exits 3 at once and touches nothing);
+    2. indexes FIXTURES incrementally;
+    3. evaluates the pinned query set (generates and pins one on the first run or with --regenerate);
+    4. writes the report into --reports, then keeps only the newest --keep run files.
+    Never prompts. Exit codes as for evaluate; with --fail-on-regression, 1 on a regression.
+    \b
+    crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --quiet
+    """
+    import fcntl
+
+    results.mkdir(parents=True, exist_ok=True)
+    log_path = log_path or results / "weekly.log"
+    code = 2
+    with open(results / ".weekly.lock", "w") as lock_file:  # released when the file closes, even on a crash
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _fail(f"another weekly run holds {results / '.weekly.lock'}; not starting a second one", EXIT_INCOMPLETE)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"\n=== judge-runner weekly {datetime.now(timezone.utc).isoformat(timespec='seconds')} ===\n")
+            real_out, real_err = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)
+            try:
+                code = _weekly(fixtures, queries_path, regenerate, count, results, reports, keep, fail_on_regression,
+                               min_overall, db, quiet, flags)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+            finally:
+                sys.stdout, sys.stderr = real_out, real_err
+                log.write(f"=== exit {code} ===\n")
+    sys.exit(code)
+
+
+def _weekly(fixtures, queries_path, regenerate, count, results, reports, keep, fail_on_regression, min_overall, db, quiet, flags) -> int:
+    from judge_runner.report import build_report
+    from judge_runner.trend import build_trend
+
+    settings = _settings(db=db, count=count, min_overall=min_overall, **flags)
+    pinned = results / "pinned-queries.json"
+    if queries_path is None and not regenerate and not pinned.is_file():
+        _err(f"no pinned query set in {results}: generating one (phase one) and pinning it")
+        regenerate = True
+    if not fixtures.is_dir():
+        _fail(f"fixtures folder not found: {fixtures}")
+    _check_corpus(settings, fixtures)
+    generator, judge, budget = _make_providers(settings, need_generator=regenerate)
+    idx, report_, elapsed = _index(settings, fixtures, prune=True, quiet=quiet)
+    with idx:
+        if not quiet:
+            _err(_describe_index(report_, elapsed))
+        generation = None
+        if regenerate:
+            try:
+                generation = _generate(settings, generator, fixtures, settings.count, quiet)
+            except (LLMError, KeyboardInterrupt) as exc:
+                _err(f"error: phase one stopped: {exc or 'interrupted'}")
+                return _evaluate(settings, [], idx, judge, budget, results, quiet, stopped_before=exc)
+            if not generation.queries:
+                _fail("phase one produced no usable query", EXIT_INCOMPLETE)
+            pinned.write_text(QuerySet(queries=generation.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+            queries = generation.queries
+        else:
+            source = queries_path or pinned
+            try:
+                queries = QuerySet.model_validate_json(source.read_text(encoding="utf-8")).queries
+            except Exception as exc:  # a broken pinned set: say which file
+                _fail(f"{source} is not a valid query set: {str(exc)[:300]}")
+        code = _evaluate(settings, queries, idx, judge, budget, results, quiet, generation=generation,
+                         generator_model=generation.model if generation else None)
+    try:
+        written = build_report(results, reports)
+        click.echo(f"report written to {written.html}")
+    except ValueError as exc:
+        _err(f"no report: {exc}")
+    _prune_runs(results, keep)
+    if code == 0 and fail_on_regression:
+        latest = build_trend(results).latest_verdict
+        if latest and latest["regression"]:
+            _err(f"regression: run {latest['runId']} is worse than {latest['against']}")
+            code = 1
+    return code
+
+
+def _prune_runs(results: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline."""
+    from judge_runner.trend import read_baseline
+
+    baseline = read_baseline(results)
+    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.name)
+    for path in runs[: max(0, len(runs) - keep)]:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline()
+        if baseline and (path.stem == baseline or f'"runId":"{baseline}"' in first.replace(" ", "")):
+            continue
+        path.unlink()
+        path.with_suffix(".queries.json").unlink(missing_ok=True)
 
 
 def entry() -> None:

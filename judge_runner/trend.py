@@ -42,9 +42,14 @@ class Run:
     timestamp: str
     provenance: dict = field(default_factory=dict)
     evaluations: list[dict] = field(default_factory=list)
-    errors: int = 0
+    error_lines: list[dict] = field(default_factory=list)
     summary: dict | None = None
     legacy: bool = False
+
+    @property
+    def errors(self) -> int:
+        """Queries that could not be searched or judged."""
+        return len(self.error_lines)
 
     @property
     def partial(self) -> bool:
@@ -122,7 +127,7 @@ def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
                 run.evaluations.append(line)
             elif kind == "error":
                 recognised = True
-                run.errors += 1
+                run.error_lines.append(line)
             elif kind == "summary":
                 recognised = True
                 run.summary = line
@@ -318,29 +323,32 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
     return history
 
 
-def plot_trend(folder: Path, out: Path) -> Path:
-    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group (matplotlib)."""
+def latest_group(runs: list[Run]) -> list[Run]:
+    """The complete runs judged like the newest complete run, oldest first. Raises ValueError when
+    there is no complete run."""
+    complete = [r for r in runs if not r.partial]
+    if not complete:
+        raise ValueError("no complete run")
+    return [r for r in complete if r.judge == complete[-1].judge]
+
+
+def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:
+    """A PNG line chart of ``columns`` (means over queries) across ``group`` (matplotlib, Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs, _ = read_runs(folder)
-    complete = [r for r in runs if not r.partial]
-    if not complete:
-        raise ValueError(f"no complete run in {folder} to plot")
-    judge = complete[-1].judge
-    group = [r for r in complete if r.judge == judge]
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     x = list(range(len(group)))
-    for column in COLUMNS:
+    for column in columns:
         ys = [r.mean(column) for r in group]
         ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column,
                 linewidth=2.4 if column in GATED else 1.2)
     ax.set_xticks(x, [r.timestamp[:10] for r in group], rotation=30, ha="right")
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("mean over queries")
-    ax.set_title(f"Search quality over time — judge {group[-1].judge_label}")
+    ax.set_title(title or f"Search quality over time — judge {group[-1].judge_label}")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8, ncol=4)
     fig.tight_layout()
@@ -349,3 +357,14 @@ def plot_trend(folder: Path, out: Path) -> Path:
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+def plot_trend(folder: Path, out: Path) -> Path:
+    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group. Raises
+    ValueError when the folder has no complete run."""
+    runs, _ = read_runs(folder)
+    try:
+        group = latest_group(runs)
+    except ValueError:
+        raise ValueError(f"no complete run in {folder} to plot") from None
+    return plot_runs(group, out)

@@ -1,0 +1,182 @@
+"""The weekly report: Markdown plus a self-contained HTML page (charts inline as base64 PNG).
+
+Built only from run files (``judge-runner trend``'s reader): headline numbers of the latest run and
+their change since the previous comparable run with 95% intervals, charts of each dimension and of
+the IR metrics over time, the worst queries with the judge's analysis, top issues and the recommended
+focus, cost per run and per query, and the queries that failed and why.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from judge_runner.models import DIMENSIONS
+from judge_runner.trend import GATED, METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+
+WORST = 5
+HEADLINE = ("overall", *DIMENSIONS, "nDCG@10", "Recall@10", "RR")
+
+
+@dataclass
+class Report:
+    """Paths of a written report."""
+
+    markdown: Path
+    html: Path
+    charts: list[Path]
+
+
+def parse_since(value: str) -> timedelta:
+    """``"7d"``, ``"36h"``, ``"2w"`` -> a timedelta. Raises ValueError for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", value or "")
+    if not match:
+        raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
+    amount, unit = int(match.group(1)), match.group(2)
+    return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
+
+
+def _when(run: Run) -> datetime:
+    try:
+        return datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(run.path.stat().st_mtime, timezone.utc)
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _change(old: Run | None, new: Run, column: str) -> dict | None:
+    if old is None:
+        return None
+    c = compare(old, new, column)
+    return c.as_dict()
+
+
+def _change_text(change: dict | None) -> str:
+    if change is None:
+        return "no earlier comparable run"
+    if change["delta"] is None:
+        return "not comparable (no values)"
+    text = f"{change['delta']:+.3f}"
+    if change["ci95"][0] is not None:
+        text += f" [95% CI {change['ci95'][0]:+.3f}, {change['ci95'][1]:+.3f}]"
+    marks = {"regression": "▼ regression", "improvement": "▲ improvement", "within noise": "within noise",
+             "too few queries": "too few queries to tell"}
+    return f"{text} {marks[change['verdict']]}{' (paired)' if change['paired'] else ''}"
+
+
+def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
+    """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
+
+    Raises ValueError when ``results`` holds no complete run.
+    """
+    runs, warnings = read_runs(results)
+    group = latest_group(runs)
+    latest = group[-1]
+    previous = group[-2] if len(group) > 1 else None
+    baseline_id = read_baseline(results)
+    baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
+    now = now or datetime.now(timezone.utc)
+    window = [r for r in runs if _when(r) >= now - parse_since(since)]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = now.strftime("%Y-%m-%d")
+
+    charts = [
+        plot_runs(group, out_dir / f"report-{stamp}-dimensions.png", (*DIMENSIONS, "overall"),
+                  f"Judge scores over time (judge {latest.judge_label})"),
+        plot_runs(group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, "IR metrics over time (nDCG@10, Recall@10, MRR)"),
+    ]
+    summary = latest.summary or {}
+    headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
+    worst = sorted(latest.evaluations, key=lambda e: (e.get("scores") or {}).get("overall", 1.0))[:WORST]
+
+    md: list[str] = [f"# Search quality report, {stamp}", ""]
+    if latest.provenance.get("heuristicJudge"):
+        md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
+               "and term overlap), not from an LLM.", ""]
+    md += [f"Latest run **{latest.run_id}** ({latest.timestamp[:16].replace('T', ' ')} UTC), judge {latest.judge_label}: "
+           f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
+           + (", **interrupted**" if summary.get("interrupted") else "") + (", **budget exhausted**" if summary.get("budgetExhausted") else "")
+           + ".", ""]
+    if previous is not None:
+        md += [f"Compared with the previous comparable run {previous.run_id}."]
+    if baseline is not None:
+        md += [f"Baseline: {baseline.run_id}."]
+    md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
+    for column, value, change, base_change in headline:
+        md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    a = summary.get("abstention") or {}
+    if a:
+        md += ["", f"Off-topic queries: {a.get('correct', 0)} of {a.get('offTopic', 0)} correctly got no confident answer; "
+               f"{a.get('falseAbstentions', 0)} on-topic queries were answered without confidence."]
+    md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
+    md += ["## Worst queries", ""]
+    for ev in worst:
+        scores = ev.get("scores") or {}
+        md += [f"### {ev.get('queryId')}: “{ev.get('query')}” — overall {_fmt(scores.get('overall'))}", "",
+               f"*{ev.get('queryType', '?')}*; intent: {ev.get('queryIntent', '–')}", ""]
+        for dim in DIMENSIONS:
+            md.append(f"- **{dim}** {_fmt(scores.get(dim), 2)}: {(ev.get('analysis') or {}).get(dim, '–')}")
+        top = ", ".join(f"{r.get('source')} ({r.get('relevance')})" for r in (ev.get("results") or [])[:5]) or "no results"
+        md += [f"- top results (judge's 0-3 label): {top}"]
+        if ev.get("suggestions"):
+            md += [f"- suggestions: {'; '.join(ev['suggestions'])}"]
+        md.append("")
+    md += ["## Top issues and focus", ""]
+    for issue in summary.get("topIssues") or []:
+        md.append(f"- {issue['issue']} ({issue['count']} queries: {', '.join(issue['queryIds'][:8])})")
+    if not summary.get("topIssues"):
+        md.append("- none reported")
+    md += ["", f"Recommended focus: {summary.get('recommendedFocus') or '–'}", ""]
+    md += [f"## Cost (runs since {since})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
+    for run in window or [latest]:
+        n = len(run.evaluations) + run.errors
+        cost = run.cost
+        per = None if cost is None or not n else cost / n
+        md.append(f"| {run.run_id}{' (partial)' if run.partial else ''} | {run.judge_label} | {n} | "
+                  f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |")
+    md += ["", "## Failed queries", ""]
+    if latest.error_lines:
+        md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
+        for e in latest.error_lines:
+            md.append(f"| {e.get('queryId')}: {e.get('query')} | {e.get('stage')} | {e.get('errorType')}: {e.get('message', '')[:160]} | {e.get('attempts')} |")
+    else:
+        md.append("None.")
+    if warnings:
+        md += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
+    markdown = out_dir / f"report-{stamp}.md"
+    markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
+    page = out_dir / f"report-{stamp}.html"
+    page.write_text(_html(md, charts), encoding="utf-8")
+    return Report(markdown, page, charts)
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;
+color:#1d2733;background:#fff;line-height:1.45}h1{border-bottom:3px solid #2f6fdf;padding-bottom:.3rem}
+h2{margin-top:2rem;color:#2f4a6d}table{border-collapse:collapse;width:100%;margin:.5rem 0;font-size:.92rem}
+th,td{border:1px solid #d5dce5;padding:.35rem .5rem;text-align:left;vertical-align:top}th{background:#eef3fa}
+blockquote{background:#fff6e0;border-left:4px solid #e0a400;margin:1rem 0;padding:.5rem 1rem}img{max-width:100%;border:1px solid #e3e8ef}
+.reg{color:#b3261e;font-weight:600}.imp{color:#1b7f3b;font-weight:600}"""
+
+
+def _html(md: list[str], charts: list[Path]) -> str:
+    """Render the Markdown with markdown-it-py (CommonMark plus tables) into one self-contained page:
+    every chart is embedded as a data URI, so the file can be mailed or attached as a CI artifact."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render("\n".join(md))
+    for chart in charts:
+        data = base64.b64encode(chart.read_bytes()).decode("ascii")
+        body = body.replace(f'src="{chart.name}"', f'src="data:image/png;base64,{data}"')
+    body = body.replace("▼ regression", '<span class="reg">▼ regression</span>').replace("▲ improvement", '<span class="imp">▲ improvement</span>')
+    title = html.escape(md[0].lstrip("# "))
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{title}</title>'
+            f"<style>{_CSS}</style></head><body>\n{body}</body></html>\n")

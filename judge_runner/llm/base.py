@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judge_runner.llm.budget import Budget, estimate_tokens
+from judge_runner.llm.errors import LLMError
 from judge_runner.llm.pricing import Price, Usage, price_for
 from judge_runner.llm.retry import RetryPolicy
 
@@ -108,7 +109,12 @@ class ChatProvider(ABC):
 
         def once() -> Completion:
             nonlocal total
-            reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system)
+            try:
+                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system)
+            except Exception as exc:
+                # an attempt may have made more than one request (openai's json_schema fallback)
+                total = total + Usage(calls=getattr(exc, "extra_requests", 0))
+                raise
             total = total + reply.usage
             return reply
 
@@ -117,10 +123,13 @@ class ChatProvider(ABC):
             total = total + Usage(calls=1)
 
         try:
-            reply, attempts = self.retry.call(once, on_attempt=count_request)
+            reply, _ = self.retry.call(once, on_attempt=count_request)
+        except LLMError as exc:
+            exc.attempts = max(exc.attempts, total.calls)  # every HTTP request of this call
+            raise
         finally:
             cost = self.budget.settle(reservation, total, self.price)
         reply.usage = total
         reply.cost_usd = cost
-        reply.attempts = attempts
+        reply.attempts = total.calls  # HTTP requests: retries plus any extra request inside an attempt
         return reply

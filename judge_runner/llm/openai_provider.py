@@ -118,8 +118,12 @@ class OpenAIProvider(ChatProvider):
                 extra_calls = 1
         system = (f"{system}\n\nReply with only one JSON object, no prose and no code fence, that matches this "
                   f"JSON Schema:\n{json.dumps(tool.input_schema)}")
-        response = self._client.chat.completions.create(
-            model=self.model, messages=self._messages(system, turns), response_format={"type": "json_object"}, **kwargs)
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model, messages=self._messages(system, turns), response_format={"type": "json_object"}, **kwargs)
+        except Exception as exc:
+            exc.extra_requests = extra_calls  # type: ignore[attr-defined]  # the refused request counts too
+            raise
         completion = self._completion(response, tool.name)
         completion.usage.calls += extra_calls
         return completion

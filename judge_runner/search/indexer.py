@@ -53,6 +53,16 @@ class IndexReport:
         }
 
 
+# Bump when chunking or lexical processing changes: an index written by another version is re-chunked
+# and re-embedded in full on the next run, since unchanged file hashes would otherwise keep old chunks.
+CHUNKER_VERSION = "2"
+
+
+def _reusable_hashes(index) -> dict[str, str]:
+    """Hashes of documents whose chunks can be kept: none when the index was chunked by another version."""
+    return index.document_hashes() if index.get_meta("chunker_version") == CHUNKER_VERSION else {}
+
+
 def corpus_fingerprint(hashes: dict[str, str]) -> str:
     """sha256 over the sorted ``source\\tsha256`` lines of a corpus: equal iff the indexed content is equal."""
     digest = hashlib.sha256()
@@ -84,6 +94,7 @@ def index_tree(
     for source, reason in walked.skipped:
         report.skip(source, reason)
     known = index.document_hashes()
+    reusable = _reusable_hashes(index)
     pending: list[tuple] = []  # (source, sha, fmt, size, chunks)
     current: dict[str, str] = {}
     for file in walked.files:
@@ -93,7 +104,7 @@ def index_tree(
             report.skip(file.source, f"unreadable: {exc.strerror or exc}")
             continue
         sha = hashlib.sha256(data).hexdigest()
-        if known.get(file.source) == sha:
+        if reusable.get(file.source) == sha:
             report.unchanged += 1
             current[file.source] = sha
             continue
@@ -157,6 +168,7 @@ def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str
         report.corpus_fingerprint = corpus_fingerprint(kept)
         index.set_meta("corpus_fingerprint", report.corpus_fingerprint)
         index.set_meta("root", root_label)
+        index.set_meta("chunker_version", CHUNKER_VERSION)
         index.commit()
     except BaseException:
         index.rollback()
@@ -176,6 +188,7 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
     corpus = Path(corpus)
     report = IndexReport()
     known = index.document_hashes()
+    reusable = _reusable_hashes(index)
     pending: list[tuple] = []
     current: dict[str, str] = {}
     readable = 0
@@ -197,7 +210,7 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
                 report.skip(source, "duplicate _id")
                 continue
             current[source] = sha
-            if known.get(source) == sha:
+            if reusable.get(source) == sha:
                 report.unchanged += 1
                 continue
             chunks = [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]

@@ -22,7 +22,7 @@ from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, walk_corpus
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.models import Query, QuerySet
-from judge_runner.resources import load_prompt, load_schema
+from judge_runner.resources import load_prompt, pinned_schema
 
 QUERY_TYPES = ("keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic")
 READ_CAP_CHARS = 12_000
@@ -188,12 +188,8 @@ TOOLS = [
 
 def submit_tool(count: int) -> ToolSpec:
     """The ``submit_queries`` tool, its schema pinned to exactly ``count`` queries."""
-    schema = load_schema("query_set.schema.json")
-    for key in ("$schema", "$id", "title"):
-        schema.pop(key, None)
-    schema["properties"]["queries"]["minItems"] = count
-    schema["properties"]["queries"]["maxItems"] = count
-    return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.", schema)
+    return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.",
+                    pinned_schema("query_set.schema.json", "queries", count))
 
 
 @dataclass
@@ -215,11 +211,7 @@ class GenerationResult:
 def check_query_set(data: object, count: int | None = None) -> list[str]:
     """Schema problems of a submitted query set (empty list when valid), as short messages the model
     can act on."""
-    schema = load_schema("query_set.schema.json")
-    if count is not None:
-        schema["properties"]["queries"]["minItems"] = count
-        schema["properties"]["queries"]["maxItems"] = count
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(pinned_schema("query_set.schema.json", "queries", count))
     errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)]
     if not errors:
         ids = [q["id"] for q in data["queries"]]  # type: ignore[index]

@@ -20,7 +20,7 @@ from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError, TruncatedError
 from judge_runner.llm.pricing import Usage
 from judge_runner.models import DIMENSIONS, Query, Verdict
-from judge_runner.resources import load_prompt, load_schema
+from judge_runner.resources import load_prompt, pinned_schema
 from judge_runner.search.base import SearchAnswer
 
 SNIPPET_CHARS_SHOWN = 500
@@ -43,12 +43,7 @@ class JudgeOutcome:
 
 def verdict_schema(result_count: int) -> dict:
     """The verdict schema with ``labels`` pinned to exactly ``result_count`` items."""
-    schema = load_schema("judge_verdict.schema.json")
-    for key in ("$schema", "$id", "title"):
-        schema.pop(key, None)
-    schema["properties"]["labels"]["minItems"] = result_count
-    schema["properties"]["labels"]["maxItems"] = result_count
-    return schema
+    return pinned_schema("judge_verdict.schema.json", "labels", result_count)
 
 
 def verdict_problems(data: object, result_count: int) -> list[str]:

@@ -60,3 +60,16 @@ def _load_schema_text(name: str) -> str:
 def load_schema(name: str) -> dict[str, Any]:
     """A fresh copy of ``schemas/<name>`` as a dict (callers may pin counts in it). Raises ResourceNotFound."""
     return json.loads(_load_schema_text(name))
+
+
+def pinned_schema(name: str, array_property: str, count: int | None) -> dict[str, Any]:
+    """``schemas/<name>`` ready to send to a model: without ``$schema``/``$id``/``title``, and with the
+    top-level array ``array_property`` pinned to exactly ``count`` items (minItems = maxItems) unless
+    ``count`` is None. Raises ResourceNotFound."""
+    schema = load_schema(name)
+    for key in ("$schema", "$id", "title"):
+        schema.pop(key, None)
+    if count is not None:
+        schema["properties"][array_property]["minItems"] = count
+        schema["properties"][array_property]["maxItems"] = count
+    return schema

@@ -537,6 +537,7 @@ def test_retry_after_seen_by_one_call_pauses_the_others(server, tmp_path):
     provider = make_provider(server, "anthropic")
     run(tmp_path, provider, 3, concurrency=3)  # warm the connection pool: three calls then leave together
     server.requests.clear()
+    provider.budget = Budget()  # this run's own accounting
     server.faults.extend([Fault(delay_s=0.3), Fault(delay_s=0.3), Fault(status=429, headers={"retry-after": str(pause)})])
     outcome, lines, _ = run(tmp_path, provider, 6, concurrency=3)
     check_run(lines, server, evaluated=[f"q{i}" for i in range(1, 7)])

@@ -213,14 +213,14 @@ def judge_verdict(query: str, query_type: str, confident: bool, results: list[di
         relevance = ranking = coverage = snippet_quality = value
         labels = [{**label, "relevance": 0, "reason": "off-topic query: " + label["reason"]} for label in labels]
         if confident:
-            suggestions.append("Abstain (confident=false) when nothing in the corpus matches the query")
+            suggestions.append("Return no results or confident: false when no result clears a relevance threshold")
     else:
         if max(grades) < 2:
             suggestions.append(f"Improve recall for {query_type} queries")
         elif grades[0] < max(grades):
             suggestions.append("Rank the best-matching document first")
         if snippet_quality < 0.4:
-            suggestions.append("Centre snippets on the query terms")
+            suggestions.append("Centre snippets on the matching lines")
     scores = {"relevance": relevance, "ranking": ranking, "coverage": coverage, "snippetQuality": snippet_quality}
     scores = {k: round(min(1.0, max(0.0, v)), 4) for k, v in scores.items()}
     scores["overall"] = round(sum(scores.values()) / 4, 4)

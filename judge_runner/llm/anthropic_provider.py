@@ -47,7 +47,7 @@ class AnthropicProvider(ChatProvider):
             messages.append({"role": turn.role, "content": blocks})
         return messages
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system) -> Completion:
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout) -> Completion:
         system_block = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}
@@ -57,7 +57,7 @@ class AnthropicProvider(ChatProvider):
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         message = self._client.messages.create(
             # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-            model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), **kwargs,
+            model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), timeout=timeout, **kwargs,
         )
         text = "".join(b.text for b in message.content if b.type == "text")
         uses = [ToolUse(b.id, b.name, dict(b.input)) for b in message.content if b.type == "tool_use"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -87,9 +88,10 @@ class ChatProvider(ABC):
 
     @abstractmethod
     def _send(
-        self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int, cache_system: bool
+        self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int, cache_system: bool,
+        timeout: float,
     ) -> Completion:
-        """One HTTP request; raises the SDK's own errors."""
+        """One HTTP request bounded by ``timeout`` seconds; raises the SDK's own errors."""
 
     def complete(
         self,
@@ -106,11 +108,14 @@ class ChatProvider(ABC):
         prompt += json.dumps([dataclasses.asdict(t) for t in tools])
         reservation = self.budget.reserve(self.price, estimate_tokens(prompt), max_tokens)
         total = Usage()
+        deadline = time.monotonic() + self.retry.deadline_s
 
         def once() -> Completion:
             nonlocal total
+            # each attempt gets --timeout, but never more than what is left of the call's deadline
+            timeout = max(0.05, min(self.timeout_s, deadline - time.monotonic()))
             try:
-                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system)
+                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system, timeout)
             except Exception as exc:
                 # an attempt may have made more than one request (openai's json_schema fallback)
                 total = total + Usage(calls=getattr(exc, "extra_requests", 0))

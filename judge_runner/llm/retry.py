@@ -90,7 +90,7 @@ def translate(exc: BaseException, attempts: int) -> LLMError:
     where = f"HTTP {status} ({detail})" if status else f"{type(exc).__name__}"
     if status in (401, 403):
         return AuthError(f"the API key was refused: {where}", attempts)
-    if is_spend_limit(exc):
+    if status == 402 or is_spend_limit(exc):  # 402: Anthropic's billing_error (no credit left)
         return SpendLimitError(f"the provider account's spend limit is reached: {where}", attempts)
     if is_retryable(exc):
         return TransientError(f"{where} after {attempts} attempt(s)", attempts)

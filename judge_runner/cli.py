@@ -35,6 +35,10 @@ def _fail(message: str, code: int = EXIT_CONFIG) -> None:
 
 
 def _settings(**flags) -> Settings:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        for name in ("backend", "dsn"):
+            flags.setdefault(name, ctx.meta.get(f"judge_runner.{name}"))
     try:
         return load_settings(flags)
     except ConfigError as exc:
@@ -43,7 +47,17 @@ def _settings(**flags) -> Settings:
 
 
 # -- shared options --------------------------------------------------------------------------------
+def _remember(ctx, param, value):
+    ctx.meta[f"judge_runner.{param.name}"] = value
+    return value
+
+
 def db_option(f):
+    """--db, plus --backend and --dsn (kept in the click context and merged by :func:`_settings`)."""
+    f = click.option("--dsn", default=None, expose_value=False, callback=_remember,
+                     help="PostgreSQL connection URL for --backend postgres [env DATABASE_URL].")(f)
+    f = click.option("--backend", type=click.Choice(["sqlite", "postgres"]), default=None, expose_value=False, callback=_remember,
+                     help="Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].")(f)
     return click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
                         help="SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
 
@@ -109,6 +123,18 @@ def _open_index(settings: Settings, must_exist: bool = False):
     """The index; ``must_exist`` opens an existing one read-only (for searching). Exits 2 when unusable."""
     from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
+    if settings.backend == "postgres":
+        if not settings.dsn:
+            _fail("--backend postgres needs --dsn URL or DATABASE_URL")
+        try:
+            from judge_runner.search.postgres import PostgresIndex
+
+            return PostgresIndex(settings.dsn, settings.search, readonly=must_exist)
+        except IndexMismatchError as exc:
+            _fail(str(exc))
+        except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password
+            _fail(f"cannot open the PostgreSQL index at {settings.index_label}: {type(exc).__name__}: "
+                  f"{str(exc).replace(settings.dsn, settings.index_label)[:300]}")
     if must_exist and not settings.db.is_file():
         _fail(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
@@ -264,7 +290,7 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
         "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
         "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
         "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
-        "minOverall": settings.min_overall, "db": str(settings.db),
+        "minOverall": settings.min_overall, "index": settings.index_label,
     }
     if generation is not None or stopped_before is not None:
         config["count"] = settings.count
@@ -397,7 +423,7 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
         click.echo(json.dumps({**report.as_dict(), **stats, "seconds": round(elapsed, 3)}, indent=2))
     else:
         click.echo(_describe_index(report, elapsed))
-        click.echo(f"index {settings.db}: {stats['documents']} documents, {stats['chunks']} chunks")
+        click.echo(f"index {settings.index_label}: {stats['documents']} documents, {stats['chunks']} chunks")
 
 
 @main.command()
@@ -544,7 +570,7 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
     indexed = set(idx.document_hashes())
     missing = sorted({s for q in query_set.queries for s in q.expectedSources if s not in indexed})
     if missing:
-        _err(f"warning: {len(missing)} expected source(s) are not in the index {settings.db} (their recall will be 0): "
+        _err(f"warning: {len(missing)} expected source(s) are not in the index {settings.index_label} (their recall will be 0): "
              + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     queries = query_set.queries
     if resume_path is not None:
@@ -609,7 +635,7 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     _check_corpus(settings, fixtures)
     generator, judge, budget = _make_providers(settings, need_generator=True)
     if not quiet:
-        _err(f"indexing {fixtures} into {settings.db} ...")
+        _err(f"indexing {fixtures} into {settings.index_label} ...")
     idx, report, elapsed = _index(settings, fixtures, prune=True, quiet=quiet)
     with idx:
         if not quiet:

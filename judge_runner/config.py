@@ -31,6 +31,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     db: Path = DEFAULT_DB
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    dsn: str | None = Field(None, description="PostgreSQL URL (env DATABASE_URL); never logged with its password")
     extensions: str | None = None
     exclude: str | None = Field(None, description="comma-separated folder names never indexed, replacing the default list")
     max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="larger files are skipped with a reason")
@@ -88,6 +90,26 @@ class Settings(BaseModel):
         return Price(inp, out, inp * 1.25, inp)
 
     @property
+    def index_label(self) -> str:
+        """Where the index lives, fit for messages and run files: the SQLite path, or the PostgreSQL
+        URL without its password."""
+        if self.backend != "postgres":
+            return str(self.db)
+        import re
+        from urllib.parse import urlsplit, urlunsplit
+
+        if "://" not in (self.dsn or ""):  # libpq key=value form
+            return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", self.dsn or "")
+        try:
+            parts = urlsplit(self.dsn or "")
+            if parts.password is not None:
+                netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+                return urlunsplit(parts._replace(netloc=netloc))
+        except ValueError:
+            return "postgresql://(unparsable DSN)"
+        return self.dsn or "postgresql://"
+
+    @property
     def deadline(self) -> float:
         """Seconds one logical call may take with all its retries."""
         return self.call_deadline if self.call_deadline is not None else 4 * self.timeout
@@ -119,6 +141,8 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
         env = environ.get(f"JUDGE_RUNNER_{name.upper()}")
         if env not in (None, ""):
             values[name] = env
+    if "dsn" not in values and environ.get("DATABASE_URL") and not environ.get("JUDGE_RUNNER_DSN"):
+        values["dsn"] = environ["DATABASE_URL"]
     values.update({k: v for k, v in (flags or {}).items() if v is not None})
     try:
         return Settings.model_validate(values)

@@ -129,7 +129,7 @@ def _open_index(settings: Settings, must_exist: bool = False):
         try:
             from judge_runner.search.postgres import PostgresIndex
 
-            return PostgresIndex(settings.dsn, settings.search, readonly=must_exist)
+            return PostgresIndex(settings.dsn, settings.search, readonly=must_exist, schema=settings.pg_schema)
         except IndexMismatchError as exc:
             _fail(str(exc))
         except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password

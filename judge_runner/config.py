@@ -33,6 +33,7 @@ class Settings(BaseModel):
     db: Path = DEFAULT_DB
     backend: Literal["sqlite", "postgres"] = "sqlite"
     dsn: str | None = Field(None, description="PostgreSQL URL (env DATABASE_URL); never logged with its password")
+    pg_schema: str = Field("judge_runner", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding the index")
     extensions: str | None = None
     exclude: str | None = Field(None, description="comma-separated folder names never indexed, replacing the default list")
     max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="larger files are skipped with a reason")
@@ -95,19 +96,9 @@ class Settings(BaseModel):
         URL without its password."""
         if self.backend != "postgres":
             return str(self.db)
-        import re
-        from urllib.parse import urlsplit, urlunsplit
+        from judge_runner.search.postgres import redact_dsn
 
-        if "://" not in (self.dsn or ""):  # libpq key=value form
-            return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", self.dsn or "")
-        try:
-            parts = urlsplit(self.dsn or "")
-            if parts.password is not None:
-                netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-                return urlunsplit(parts._replace(netloc=netloc))
-        except ValueError:
-            return "postgresql://(unparsable DSN)"
-        return self.dsn or "postgresql://"
+        return redact_dsn(self.dsn or "")
 
     @property
     def deadline(self) -> float:

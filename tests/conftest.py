@@ -5,10 +5,14 @@
 - ``fixtures_index``: ONE session-scoped SQLite index of ``fixtures/`` (the embedding model loads once
   per test session; build it only in tests that really need vectors). Tests must treat it as
   read-only.
+- ``postgres_dsn``: a PostgreSQL server with pgvector for the session: ``DATABASE_URL`` when set, else a
+  throwaway embedded cluster (tests/pgcluster.py) on a free loopback port, stopped at the end; tests that
+  use it skip, saying why, when neither is available.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -64,3 +68,25 @@ def db_copy(fixtures_index, tmp_path) -> Path:
     index.conn.backup(dst)
     dst.close()
     return target
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn():
+    """A PostgreSQL DSN for the session (see the module docstring). Tests create their own schemas in it
+    and drop them; nothing else in the database is touched."""
+    for module in ("psycopg", "psycopg_pool", "pgvector"):
+        pytest.importorskip(module, reason=f"{module} is not installed (pip install -e '.[test]')")
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    from tests.pgcluster import ClusterUnavailable, start_cluster
+
+    try:
+        cluster = start_cluster()
+    except ClusterUnavailable as exc:
+        pytest.skip(f"no PostgreSQL for the postgres backend tests (DATABASE_URL unset and {exc})")
+    try:
+        yield cluster.dsn
+    finally:
+        cluster.stop()

@@ -10,6 +10,11 @@ SearchMode = Literal["hybrid", "fts", "vector"]
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "fts", "vector")
 
 
+class IndexMismatchError(RuntimeError):
+    """The index cannot be used as it is (missing, another model, another schema). Every backend raises
+    it; also importable from :mod:`judge_runner.search.sqlite`."""
+
+
 class SearchSettings(BaseModel):
     """How the built-in search ranks.
 

@@ -8,20 +8,21 @@ is a few milliseconds and needs no extension, which the standard library's sqlit
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
+from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
-from judge_runner.search.fusion import rrf
-from judge_runner.search.text import fts5_match_expression, lexical_text, make_snippet, term_coverage
+from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
+from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
+
+__all__ = ["SQLiteIndex", "IndexMismatchError", "SCHEMA_VERSION", "BM25_WEIGHTS"]
 
 SCHEMA_VERSION = "1"
 # BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
-BM25_WEIGHTS = (1.0, 2.0, 1.5)
+BM25_WEIGHTS = FIELD_WEIGHTS
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,11 +50,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 """
 
 
-class IndexMismatchError(RuntimeError):
-    """The index cannot be used as it is (missing, another model, another schema)."""
-
-
-class SQLiteIndex:
+class SQLiteIndex(ChunkSearch):
     """A search index in one SQLite file. Use as a context manager or call ``close()``.
 
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
@@ -131,7 +128,7 @@ class SQLiteIndex:
             "INSERT INTO documents (source, sha256, fmt, size) VALUES (?, ?, ?, ?)", (source, sha256, fmt, size)
         )
         doc_id = cur.lastrowid
-        path_terms = source.replace("/", " ").replace(".", " ").replace("_", " ").replace("-", " ")
+        path_words = path_terms(source)
         for ord_, (chunk, vector) in enumerate(zip(chunks, vectors)):
             cur = self.conn.execute(
                 "INSERT INTO chunks (doc_id, ord, anchor, line_start, line_end, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -139,7 +136,7 @@ class SQLiteIndex:
             )
             self.conn.execute(
                 "INSERT INTO chunks_fts (rowid, body, anchor, path) VALUES (?, ?, ?, ?)",
-                (cur.lastrowid, lexical_text(chunk.text), lexical_text(chunk.anchor or ""), path_terms),
+                (cur.lastrowid, lexical_text(chunk.text), lexical_text(chunk.anchor or ""), path_words),
             )
         self._matrix = None
 
@@ -204,84 +201,11 @@ class SQLiteIndex:
         top = np.argsort(-sims)[:depth]
         return [(int(self._matrix_ids[i]), float(sims[i])) for i in top]
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """Rank documents for ``query`` (any text is safe) by their best chunk.
-
-        ``fts``: BM25 over an OR of the query's tokens; ``vector``: cosine of all-MiniLM-L6-v2
-        embeddings; ``hybrid``: RRF of the top ``depth`` chunks of each. Raises ValueError for an
-        unknown mode or a limit under 1.
-        """
-        if mode not in ("hybrid", "fts", "vector"):
-            raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
-        if limit < 1:
-            raise ValueError("limit must be at least 1")
-        started = time.perf_counter()
-        s = self.settings
-        depth = max(s.depth, limit)
-        fts_hits = self._fts(query, depth) if mode in ("hybrid", "fts") else []
-        vec_hits = self._vector(query, depth) if mode in ("hybrid", "vector") else []
-        bm25 = dict(fts_hits)
-        cosine = dict(vec_hits)
-        if mode == "fts":
-            chunk_scores = {cid: score for cid, score in fts_hits}
-            fused: dict = {}
-        elif mode == "vector":
-            chunk_scores = {cid: score for cid, score in vec_hits}
-            fused = {}
-        else:
-            fused = rrf([[c for c, _ in fts_hits], [c for c, _ in vec_hits]], k=s.rrf_k, weights=[s.fts_weight, s.vector_weight])
-            chunk_scores = dict(fused)
-
-        results = self._collapse(query, chunk_scores, bm25, cosine, fused, limit)
-        lexical_match = self._lexical_match(query, [cid for cid, _ in fts_hits[:10]])
-        best_cosine = max(cosine.values(), default=None)
-        semantic_match = best_cosine is not None and best_cosine >= s.confidence_threshold
-        confident = {"fts": lexical_match, "vector": semantic_match}.get(mode, lexical_match or semantic_match)
-        return SearchAnswer(
-            query=query, mode=mode, results=results, confident=bool(confident and results),
-            latencyMs=round((time.perf_counter() - started) * 1000, 3),
-        )
-
-    def _lexical_match(self, query: str, chunk_ids: list[int]) -> bool:
-        """Whether one of these chunks contains most of the query's terms (see :func:`term_coverage`)."""
-        if not chunk_ids:
-            return False
-        rows = self.conn.execute(
-            f"SELECT body, anchor, path FROM chunks_fts WHERE rowid IN ({','.join('?' * len(chunk_ids))})", chunk_ids
-        ).fetchall()
-        return any(term_coverage(query, " ".join(r)) > 0.5 for r in rows)
-
-    def _collapse(self, query: str, chunk_scores: dict, bm25: dict, cosine: dict, fused: dict, limit: int) -> list[SearchHit]:
-        """Documents ranked by their best chunk's score."""
-        if not chunk_scores:
+    def _chunk_rows(self, ids: list[int]) -> list[ChunkRow]:
+        if not ids:
             return []
-        ids = list(chunk_scores)
-        placeholders = ",".join("?" * len(ids))
-        rows = self.conn.execute(
+        return self.conn.execute(
             f"SELECT c.id, d.source, c.anchor, c.line_start, c.line_end, c.text FROM chunks c "
-            f"JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({placeholders})",
+            f"JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({','.join('?' * len(ids))})",
             ids,
         ).fetchall()
-        best: dict[str, tuple] = {}
-        for row in rows:
-            cid, source = row[0], row[1]
-            if source not in best or chunk_scores[cid] > chunk_scores[best[source][0]]:
-                best[source] = row
-        ordered = sorted(best.values(), key=lambda r: (-chunk_scores[r[0]], r[1]))[:limit]
-        hits = []
-        for rank, (cid, source, anchor, line_start, line_end, text) in enumerate(ordered, start=1):
-            matched = [name for name, table in (("fts", bm25), ("vector", cosine)) if cid in table]
-            hits.append(
-                SearchHit(
-                    rank=rank, source=source, anchor=anchor, lineStart=line_start, lineEnd=line_end,
-                    snippet=make_snippet(text, query, self.settings.snippet_chars),
-                    score=round(chunk_scores[cid], 6),
-                    scores=HitScores(
-                        bm25=round(bm25[cid], 6) if cid in bm25 else None,
-                        cosine=round(cosine[cid], 6) if cid in cosine else None,
-                        rrf=round(fused[cid], 6) if cid in fused else None,
-                    ),
-                    matchedBy=matched,
-                )
-            )
-        return hits

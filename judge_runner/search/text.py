@@ -10,6 +10,7 @@ languages, and a 2-character query word matches exactly one bigram.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Han, Hiragana, Katakana, Hangul syllables and Jamo, CJK punctuation excluded.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
@@ -68,6 +69,39 @@ def lexical_text(text: str) -> str:
     text = cjk_bigrams(text)
     extra = [v for word in set(_WORD.findall(text)) for v in word_variants(word)]
     return text + ("\n" + " ".join(extra) if extra else "")
+
+
+def path_terms(source: str) -> str:
+    """The words of a document's path as a full-text index stores them (``scripts/check_ingest_lag.py``
+    -> ``scripts check ingest lag py``), so a file-name match counts."""
+    return source.replace("/", " ").replace(".", " ").replace("_", " ").replace("-", " ")
+
+
+def _latin_fold_table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for start, end in ((0x00C0, 0x024F), (0x1E00, 0x1EFF)):  # Latin-1 Supplement to Latin Extended-B, Latin Extended Additional
+        for cp in range(start, end + 1):
+            base = "".join(c for c in unicodedata.normalize("NFD", chr(cp)) if not unicodedata.combining(c))
+            if base and base != chr(cp):
+                table[cp] = base
+    return table
+
+
+_LATIN_FOLD = _latin_fold_table()
+
+
+def fold_diacritics(text: str) -> str:
+    """Latin letters without their diacritics (``Kündigung`` -> ``Kundigung``, ``é`` -> ``e``), as SQLite's
+    ``unicode61 remove_diacritics`` tokenizer folds them; other scripts (kana voicing marks, Hangul) are
+    left alone."""
+    return text.translate(_LATIN_FOLD)
+
+
+def normalized_words(text: str) -> list[str]:
+    """The word tokens of ``text`` lower-cased and diacritic-folded: how a backend without its own
+    Unicode tokenizer (PostgreSQL's 'simple' parser) is fed, so it splits words exactly like SQLite's
+    unicode61 (letters and digits; punctuation, underscores and spaces separate)."""
+    return _WORD.findall(fold_diacritics(text).lower())
 
 
 def query_tokens(query: str) -> list[str]:

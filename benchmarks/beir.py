@@ -8,6 +8,10 @@ repository (work files go to --workdir).
 
     .venv/bin/python benchmarks/beir.py [--data ../shared/data/scifact] [--workdir /tmp/jr-beir]
                                         [--search rrf_k=60 --search fts_weight=1.0 ...] [--skip-index]
+                                        [--backend postgres --dsn URL]
+
+(``benchmarks/beir_postgres.py`` compares the two backends on identical chunks and vectors without
+re-embedding; this script measures either backend end to end through the CLI.)
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ def main() -> None:
     parser.add_argument("--modes", default="fts,vector,hybrid")
     parser.add_argument("--skip-index", action="store_true", help="reuse the index in --workdir")
     parser.add_argument("--no-throughput", action="store_true", help="skip the raw-model throughput measurement")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--dsn", default=None, help="PostgreSQL URL for --backend postgres (else DATABASE_URL)")
     args = parser.parse_args()
 
     corpus, queries = args.data / "corpus.jsonl", args.data / "queries.jsonl"
@@ -75,15 +81,16 @@ def main() -> None:
     settings = "\n".join(f"{k.strip()} = {v.strip()}" for k, v in (s.split("=", 1) for s in args.search))
     (work / "judge-runner.toml").write_text(f"[search]\n{settings}\n", encoding="utf-8")
     db = work / "index.sqlite"
+    where = ["--db", str(db)] if args.backend == "sqlite" else ["--backend", "postgres"] + (["--dsn", args.dsn] if args.dsn else [])
 
     report: dict = {}
     if not args.skip_index:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
-        result, full = run(["index", "--beir-corpus", str(corpus), "--db", str(db), "--json"], work)
+        result, full = run(["index", "--beir-corpus", str(corpus), *where, "--json"], work)
         report = json.loads(result.stdout)
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        _, again = run(["index", "--beir-corpus", str(corpus), "--db", str(db), "--json"], work)
+        _, again = run(["index", "--beir-corpus", str(corpus), *where, "--json"], work)
         print(f"index: {report['documents']} documents, {report['chunks']} chunks in {full:.1f} s "
               f"(embedding {report['embedSeconds']:.1f} s), peak RSS {peak_mb:.0f} MB")
         print(f"re-index unchanged: {again:.1f} s = {100 * again / full:.1f}% of the full index time")
@@ -111,7 +118,7 @@ def main() -> None:
     for mode in args.modes.split(","):
         run_file = work / f"run-{mode}.txt"
         result, _ = run(["search", "--queries", str(test_queries), "--trec-run", str(run_file), "--mode", mode,
-                         "--limit", "100", "--db", str(db)], work)
+                         "--limit", "100", *where], work)
         latency = re.search(r"p50 ([\d.]+) ms, p95 ([\d.]+) ms", result.stderr)
         scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], qrels, ir_measures.read_trec_run(str(run_file)))
         print(f"{mode:<8} {scores[nDCG @ 10]:>8.4f} {scores[R @ 100]:>7.4f} {latency.group(1):>7} {latency.group(2):>7}")

@@ -133,8 +133,10 @@ def _open_index(settings: Settings, must_exist: bool = False):
         except IndexMismatchError as exc:
             _fail(str(exc))
         except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password
+            from judge_runner.search.postgres import scrub_secrets
+
             _fail(f"cannot open the PostgreSQL index at {settings.index_label}: {type(exc).__name__}: "
-                  f"{str(exc).replace(settings.dsn, settings.index_label)[:300]}")
+                  f"{scrub_secrets(str(exc), settings.dsn)[:300]}")
     if must_exist and not settings.db.is_file():
         _fail(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
@@ -161,7 +163,11 @@ def _check_corpus(settings: Settings, fixtures: Path) -> None:
     walked = walk_corpus(fixtures, **_walk_options(settings))
     if not walked.files:
         exts = ",".join(parse_extensions(settings.extensions))
-        _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped)")
+        reasons: dict[str, int] = {}
+        for _, reason in walked.skipped:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        skipped = "; skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) if reasons else ""
+        _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped{skipped})")
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -278,9 +284,9 @@ def _check_out_dir(out_dir: Path) -> None:
 def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, out_dir: Path, quiet: bool,
               generation=None, generator_model: str | None = None, stopped_before: BaseException | None = None,
               prior: list[dict] | None = None, run_id: str | None = None, all_queries: list[Query] | None = None,
-              resumed_from: str | None = None) -> int:
+              resumed_from: Path | None = None) -> int:
     from judge_runner.generate import query_set_sha256
-    from judge_runner.results import RunWriter
+    from judge_runner.results import RunWriter, utc_now
 
     try:
         writer = RunWriter(out_dir, run_id=run_id)
@@ -294,10 +300,10 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
     }
     if generation is not None or stopped_before is not None:
         config["count"] = settings.count
-    if queries and generation is not None:
-        # keep the generated set beside the run, so next week can evaluate the very same queries
+    if all_queries or queries:
+        # keep the set beside the run: next week can evaluate the very same queries, and --resume finds it
         query_file = writer.path.with_suffix(".queries.json")
-        query_file.write_text(QuerySet(queries=queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        query_file.write_text(QuerySet(queries=all_queries or queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
         config["querySetFile"] = query_file.name
     run_start = {
         "config": config,
@@ -307,7 +313,12 @@ def _evaluate(settings: Settings, queries: list[Query], index, judge, budget, ou
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
     if resumed_from:
-        run_start["resumedFrom"] = resumed_from
+        # a resumed run keeps its place in time: the original start, with the resume time beside it
+        original, _ = _resume_start(resumed_from)
+        run_start["resumedFrom"] = resumed_from.name
+        run_start["resumedAt"] = utc_now()
+        if original.get("timestamp"):
+            run_start["timestamp"] = original["timestamp"]
     options = EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall)
     echo = (lambda m: None) if quiet else click.echo
     log = (lambda m: None) if quiet else _err
@@ -501,7 +512,7 @@ def _batch_search(idx, queries_file: Path, trec_run: Path, mode: str, limit: int
 
 @main.command()
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write (1-500) [default: 15].")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @generate_options
@@ -581,12 +592,15 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
             _fail(f"{queries_path} is not the query set {resume_path} was judged on (sha256 differs)")
         done = {line["queryId"] for line in prior}
         queries = [q for q in queries if q.id not in done]
+        if not queries:
+            click.echo(f"nothing to resume: all {len(done)} queries of run {run_id} are judged in {resume_path}")
+            sys.exit(0)
         if not quiet:
             _err(f"resuming run {run_id}: {len(prior)} judged queries copied, {len(queries)} to judge")
     _, judge, budget = _make_providers(settings, need_generator=False)
     with idx:
         code = _evaluate(settings, queries, idx, judge, budget, out_dir, quiet, prior=prior, run_id=run_id,
-                         all_queries=query_set.queries, resumed_from=resume_path.name if resume_path else None)
+                         all_queries=query_set.queries, resumed_from=resume_path)
     sys.exit(code)
 
 
@@ -612,7 +626,7 @@ def _resume_source(path: Path, queries_path: Path | None) -> tuple[Path | None, 
 
 @main.command("generate-and-evaluate")
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write (1-500) [default: 15].")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
 @OUT_DIR
 @MIN_OVERALL
 @db_option
@@ -657,7 +671,7 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
 def _arrow(comparison: dict | None) -> str:
     if not comparison or comparison["delta"] is None:
         return ""
-    sign = {"regression": "▼", "improvement": "▲"}.get(comparison["verdict"], "·")
+    sign = {"regression": "▼", "improvement": "▲", "too few queries": "?"}.get(comparison["verdict"], "·")
     return f"{sign}{comparison['delta']:+.3f}"
 
 
@@ -679,7 +693,8 @@ def _trend_rows(trend) -> list[dict]:
                 "Δprev overall nDCG": " ".join(filter(None, [_arrow(prev.get("overall")), _arrow(prev.get("nDCG@10"))])) if prev else "",
                 "Δbaseline": " ".join(filter(None, [_arrow(base.get("overall")), _arrow(base.get("nDCG@10"))])) if base else "",
                 "cost": "unknown" if row["costUsd"] is None and not row["partial"] else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
-                "note": "partial (no summary): not compared" if row["partial"] else "; ".join((row.get("vsPrevious") or {}).get("changes", [])),
+                "note": ("partial (no summary): not compared" if row["partial"] else "no judged queries: not compared"
+                         if not row["comparable"] else "; ".join((row.get("vsPrevious") or {}).get("changes", []))),
             })
     return rows
 
@@ -699,7 +714,8 @@ def trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_
     \b
     Runs are compared only under the same judge (provider, model, prompts). ▲/▼ mark a change beyond
     noise (95% bootstrap interval excludes 0) and at least --min-effect in size; · marks a change
-    within noise. Same query set: paired per-query comparison; different sets: unpaired.
+    within noise; ? too few queries (under 5) to tell. Same query set: paired per-query comparison;
+    different sets: unpaired. RESULTS defaults to quality-results/.
     """
     from judge_runner.trend import build_trend, plot_trend, query_history
 
@@ -743,7 +759,8 @@ def trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_
         from rich.table import Table
 
         console = Console()
-        console.width = max(console.width, 140)  # a trend table is wide; let the terminal scroll rather than fold numbers
+        # a trend table is wide: never fold numbers (in a pipe, a log or a mail there is no terminal width)
+        console.width = max(console.width, 140) if console.is_terminal else 220
         for group in result.groups:
             table = Table(title=f"judge {group['judge']}" + (f"\n({group['reason']})" if group["reason"] else ""),
                           title_justify="left")
@@ -792,8 +809,10 @@ def baseline_set(run_id: str, results: Path) -> None:
 
 @main.command()
 @click.argument("results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"))
-@click.option("--since", default="7d", show_default=True, help="Period the cost table covers (e.g. 7d, 36h, 2w).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--since", default="7d", show_default=True,
+              help="Period whose runs the cost table lists (e.g. 7d, 36h, 2w); headline and charts use the latest run and all history.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
+              help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).")
 def report(results: Path, since: str, out_dir: Path) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS."""
     from judge_runner.report import build_report, parse_since
@@ -835,7 +854,7 @@ class _Tee:
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].")
 @click.option("--regenerate", is_flag=True, help="Write a fresh query set (phase one) and pin it for the following weeks.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Queries when generating (1-500) [default: 15].")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Queries when generating a set (first run or --regenerate) [default: 15].")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
 @click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
 @click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")
@@ -857,7 +876,7 @@ def weekly(fixtures: Path, queries_path: Path | None, regenerate: bool, count: i
     4. writes the report into --reports, then keeps only the newest --keep run files.
     Never prompts. Exit codes as for evaluate; with --fail-on-regression, 1 on a regression.
     \b
-    crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --quiet
+    crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --fixtures docs/ --quiet
     """
     import fcntl
 
@@ -890,6 +909,8 @@ def _weekly(fixtures, queries_path, regenerate, count, results, reports, keep, f
 
     settings = _settings(db=db, count=count, min_overall=min_overall, **flags)
     pinned = results / "pinned-queries.json"
+    if count is not None and not regenerate and (queries_path or pinned.is_file()):
+        _err(f"note: --count applies only when a query set is generated; using the pinned set (--regenerate for a new one)")
     if queries_path is None and not regenerate and not pinned.is_file():
         _err(f"no pinned query set in {results}: generating one (phase one) and pinning it")
         regenerate = True

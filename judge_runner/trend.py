@@ -57,6 +57,12 @@ class Run:
         return self.summary is None
 
     @property
+    def comparable(self) -> bool:
+        """Complete and with at least one judged query: a run stopped before judging anything (budget
+        spent in phase one, say) has nothing to compare and never becomes the latest or the baseline."""
+        return not self.partial and bool(self.evaluations)
+
+    @property
     def judge(self) -> tuple:
         """What must be equal for scores to be comparable: provider, judge model, judge prompt hashes."""
         p = self.provenance
@@ -137,9 +143,14 @@ def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
                     run.summary = line
                 else:
                     run.evaluations.append(_legacy_evaluation(line))
+        if not isinstance(run.provenance, dict):
+            run.provenance = {}
+        if recognised and not run.evaluations and not run.error_lines and not run.provenance:
+            recognised = False  # a stray run_start or summary line alone is not a run
         if not recognised:
             warnings.append(f"skipped {path.name}: not a judge-runner run file")
             continue
+        run.run_id = str(run.run_id)
         if not run.timestamp:
             run.timestamp = (run.summary or {}).get("timestamp") or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()
         if run.legacy and not run.provenance:
@@ -240,16 +251,16 @@ def set_baseline(folder: Path, run_id: str) -> Run:
     """Pin ``run_id`` (or ``"latest"``: the newest complete run) as the baseline. Raises ValueError
     when no such complete run exists."""
     runs, _ = read_runs(folder)
-    complete = [r for r in runs if not r.partial]
+    complete = [r for r in runs if r.comparable]
     if run_id == "latest":
         if not complete:
-            raise ValueError(f"no complete run in {folder}")
+            raise ValueError(f"no complete run with judged queries in {folder}")
         chosen = complete[-1]
     else:
         chosen = next((r for r in complete if r.run_id == run_id), None)
         if chosen is None:
             known = ", ".join(r.run_id for r in complete[-5:]) or "none"
-            raise ValueError(f"no complete run {run_id!r} in {folder} (latest: {known})")
+            raise ValueError(f"no complete run with judged queries {run_id!r} in {folder} (latest: {known})")
     (Path(folder) / BASELINE_FILE).write_text(
         json.dumps({"runId": chosen.run_id, "setAt": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2) + "\n",
         encoding="utf-8")
@@ -276,18 +287,18 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
         groups.setdefault(run.judge, []).append(run)
     out_groups = []
     latest_verdict = None
-    latest_complete = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
+    latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():
         rows = []
         previous: Run | None = None
-        baseline = next((r for r in members if r.run_id == baseline_id and not r.partial), None)
+        baseline = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
         for run in members:
             row: dict[str, Any] = {
                 "runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
-                "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial,
+                "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial, "comparable": run.comparable,
                 "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
             }
-            if not run.partial:
+            if run.comparable:
                 if previous is not None:
                     row["vsPrevious"] = {"runId": previous.run_id, "changes": what_changed(previous, run),
                                          "comparisons": {c: compare(previous, run, c, min_effect).as_dict() for c in GATED}}
@@ -326,9 +337,9 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
 def latest_group(runs: list[Run]) -> list[Run]:
     """The complete runs judged like the newest complete run, oldest first. Raises ValueError when
     there is no complete run."""
-    complete = [r for r in runs if not r.partial]
+    complete = [r for r in runs if r.comparable]
     if not complete:
-        raise ValueError("no complete run")
+        raise ValueError("no complete run with judged queries")
     return [r for r in complete if r.judge == complete[-1].judge]
 
 
@@ -345,7 +356,9 @@ def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, t
         ys = [r.mean(column) for r in group]
         ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column,
                 linewidth=2.4 if column in GATED else 1.2)
-    ax.set_xticks(x, [r.timestamp[:10] for r in group], rotation=30, ha="right")
+    days = [r.timestamp[:10] for r in group]
+    labels = days if len(set(days)) == len(days) else [r.timestamp[:16].replace("T", " ") for r in group]
+    ax.set_xticks(x, labels, rotation=30, ha="right")
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("mean over queries")
     ax.set_title(title or f"Search quality over time — judge {group[-1].judge_label}")

@@ -172,3 +172,8 @@ def test_unknown_model_with_user_price_or_token_cap(fixtures_root, db_copy, tmp_
 def test_bad_user_price_is_a_usage_error(value, fixtures_root, tmp_path):
     result = invoke(["generate", "--fixtures", str(fixtures_root), "--price-per-mtok", value, "--out", str(tmp_path / "q.json")])
     assert result.exit_code == 2 and "price_per_mtok" in result.output
+
+
+def test_all_files_over_the_size_limit_says_so(fixtures_root, tmp_path):
+    result = invoke(["index", str(fixtures_root), "--db", str(tmp_path / "i.sqlite"), "--max-file-bytes", "10"])
+    assert result.exit_code == 2 and "larger than 10 bytes" in result.output

@@ -49,3 +49,10 @@ def test_unreachable_server_is_a_clear_error_without_the_password(tmp_path):
     result = invoke(["search", "x", "--backend", "postgres", "--dsn", dsn])
     assert result.exit_code == 2 and "cannot open the PostgreSQL index" in result.output
     assert "s3cret" not in result.output
+
+
+def test_unescaped_at_in_the_password_never_leaks():
+    dsn = "postgresql://judge:S3cret@Pw0rd@127.0.0.1:1/kb?connect_timeout=2"
+    result = invoke(["search", "x", "--backend", "postgres", "--dsn", dsn])
+    assert result.exit_code == 2
+    assert "S3cret" not in result.output and "Pw0rd" not in result.output

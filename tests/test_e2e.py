@@ -202,3 +202,8 @@ def test_resume_judges_only_what_is_missing(fixtures_root, db_copy, tmp_path):
     evaluations = [l for l in lines if l["type"] == "evaluation"]
     assert [e["queryId"] for e in evaluations] == [e["queryId"] for e in full if e["type"] == "evaluation"]
     assert lines[-1]["type"] == "summary" and lines[-1]["evaluated"] == 5 and lines[-1]["totalQueries"] == 5
+    assert lines[0]["timestamp"] == full[0]["timestamp"] and "resumedAt" in lines[0]  # keeps its place in time
+    # resuming a run whose queries are all judged does nothing and writes nothing
+    again = invoke(["evaluate", "--resume", str(resumed[0]), "--db", str(db_copy), "--out-dir", str(interrupted_dir)])
+    assert again.exit_code == 0 and "nothing to resume" in again.output
+    assert len(list(interrupted_dir.glob("*.jsonl"))) == 2

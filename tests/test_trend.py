@@ -166,3 +166,39 @@ def test_cli_formats_query_history_and_plot(tmp_path):
     assert [h["runId"] for h in json.loads(history.output)] == ["r1", "r2"]
     assert invoke(["trend", str(tmp_path), "--query", "nope"]).exit_code == 2
     assert invoke(["baseline", "set", "nope", "--results", str(tmp_path)]).exit_code == 2
+
+
+def test_a_run_that_judged_nothing_is_never_latest_nor_baseline(tmp_path):
+    base = noisy(0.6, 30)
+    write_run(tmp_path, "r1", base, day=1)
+    write_run(tmp_path, "r2", [max(0, v - 0.1) for v in base], day=2)
+    write_run(tmp_path, "r3", [], day=3)  # budget spent in phase one: run_start and summary, nothing judged
+    assert set_baseline(tmp_path, "latest").run_id == "r2"
+    trend = build_trend(tmp_path)
+    assert trend.latest_verdict["runId"] == "r2" and trend.latest_verdict["regression"] is True
+    rows = {r["runId"]: r for r in trend.groups[0]["runs"]}
+    assert rows["r3"]["comparable"] is False and "vsPrevious" not in rows["r3"]
+    table = invoke(["trend", str(tmp_path)]).output
+    assert "no judged queries: not compared" in table
+
+
+def test_too_few_queries_is_marked_not_called_noise(tmp_path):
+    write_run(tmp_path, "r1", [0.5, 0.6, 0.7], day=1)
+    write_run(tmp_path, "r2", [0.5, 0.6, 0.7], day=2)
+    out = invoke(["trend", str(tmp_path), "--format", "csv"]).output
+    assert "?+0.000" in out and "·" not in out
+
+
+def test_stray_lines_are_not_runs(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"type": "run_start"}\n')
+    (tmp_path / "e.jsonl").write_text('{"type": "summary", "runId": 5}\n')
+    write_run(tmp_path, "r1", noisy(0.6, 31), day=1)
+    runs, warnings = read_runs(tmp_path)
+    assert [r.run_id for r in runs] == ["r1"]
+    assert sorted(warnings) == ["skipped d.jsonl: not a judge-runner run file", "skipped e.jsonl: not a judge-runner run file"]
+
+
+def test_table_is_not_truncated_in_a_pipe(tmp_path):
+    write_run(tmp_path, "20261130T011656Z", noisy(0.6, 32), day=1)
+    out = invoke(["trend", str(tmp_path)]).output
+    assert "20261130T011656Z" in out and "…" not in out

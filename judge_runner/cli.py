@@ -175,7 +175,6 @@ def _progress(stage: str, done: int, total: int) -> None:
 
 
 def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
-    from judge_runner.corpus.walk import parse_extensions
     from judge_runner.search.indexer import index_tree
 
     index = _open_index(settings)
@@ -910,7 +909,7 @@ def _weekly(fixtures, queries_path, regenerate, count, results, reports, keep, f
     settings = _settings(db=db, count=count, min_overall=min_overall, **flags)
     pinned = results / "pinned-queries.json"
     if count is not None and not regenerate and (queries_path or pinned.is_file()):
-        _err(f"note: --count applies only when a query set is generated; using the pinned set (--regenerate for a new one)")
+        _err("note: --count applies only when a query set is generated; using the pinned set (--regenerate for a new one)")
     if queries_path is None and not regenerate and not pinned.is_file():
         _err(f"no pinned query set in {results}: generating one (phase one) and pinning it")
         regenerate = True

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from judge_runner import __version__
 from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, judge_query, overall_score
-from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
+from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now

@@ -8,7 +8,6 @@ pinned; queries whose expected sources do not exist are dropped and counted.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import re

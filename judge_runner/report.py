@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from judge_runner.models import DIMENSIONS
-from judge_runner.trend import GATED, METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
 
 WORST = 5
 HEADLINE = ("overall", *DIMENSIONS, "nDCG@10", "Recall@10", "RR")

@@ -17,7 +17,6 @@ from judge_runner.llm.errors import (
     BudgetExhausted,
     CallTooExpensive,
     InvalidOutputError,
-    LLMError,
     RequestError,
     SpendLimitError,
     TransientError,

@@ -3,11 +3,9 @@ mode (the default), plus the honesty gate, snippets and the search contract."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
-from judge_runner.search.text import query_tokens
 
 # query -> the document it must find first
 FIRST = {

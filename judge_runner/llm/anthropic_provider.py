@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, Completion, ToolUse, Turn
 from judge_runner.llm.pricing import Usage
 
 DEFAULT_MODEL = "claude-sonnet-4-6"

@@ -20,6 +20,7 @@ import jsonschema
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, walk_corpus
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
+from judge_runner.llm.pricing import add_cost
 from judge_runner.models import Query, QuerySet
 from judge_runner.resources import load_prompt, pinned_schema
 
@@ -41,6 +42,7 @@ class FileSandbox:
     def __init__(self, root: Path, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS):
         self.root = Path(root).resolve()
         self.extensions = extensions
+        self._sources: list[str] | None = None
 
     def resolve(self, path: str) -> Path:
         """The real path of a relative ``path`` inside the root. Raises SandboxError."""
@@ -84,7 +86,10 @@ class FileSandbox:
         return "\n".join(entries) if entries else "(empty folder)"
 
     def _files(self) -> list[str]:
-        return [f.source for f in walk_corpus(self.root, extensions=self.extensions).files]
+        """The corpus's sources, walked once per sandbox (one agent session) rather than per tool call."""
+        if self._sources is None:
+            self._sources = [f.source for f in walk_corpus(self.root, extensions=self.extensions).files]
+        return self._sources
 
     def glob(self, pattern: str) -> str:
         """Corpus files whose relative path matches a glob pattern (``**`` spans folders)."""
@@ -262,7 +267,7 @@ def generate_with_llm(provider: ChatProvider, root: Path, count: int, extensions
     for turn_number in range(MAX_TOOL_TURNS):
         force = "submit_queries" if turn_number == MAX_TOOL_TURNS - 1 else None
         reply = provider.complete(system, turns, tools, force_tool=force, max_tokens=8192)
-        cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
+        cost = add_cost(cost, reply.cost_usd)
         if reply.stop == "refusal":
             raise RefusalError("the model refused to write queries", reply.attempts)
         turns.append(Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses))

@@ -18,7 +18,7 @@ import jsonschema
 
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError, TruncatedError
-from judge_runner.llm.pricing import Usage
+from judge_runner.llm.pricing import Usage, add_cost
 from judge_runner.models import DIMENSIONS, Query, Verdict
 from judge_runner.resources import load_prompt, pinned_schema
 from judge_runner.search.base import SearchAnswer
@@ -147,7 +147,7 @@ def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, l
     while True:
         reply = provider.complete(system, turns, [tool], force_tool="record_verdict", max_tokens=max_tokens, cache_system=True)
         usage = usage + reply.usage
-        cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
+        cost = add_cost(cost, reply.cost_usd)
         attempts += reply.attempts
         if reply.stop == "refusal":
             raise RefusalError(f"the judge refused: {reply.text[:200]}", attempts)

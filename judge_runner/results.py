@@ -92,9 +92,9 @@ def _normalise_issue(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[^\w\s-]", "", text.lower())).strip()
 
 
-def top_issues(evaluations: list[dict], limit: int = 5) -> list[dict]:
-    """The judges' suggestions grouped by normalised wording, most frequent first:
-    ``[{"issue", "count", "queryIds"}]``."""
+def top_issues(evaluations: list[dict], limit: int | None = 5) -> list[dict]:
+    """The judges' suggestions grouped by normalised wording, most frequent first (all of them when
+    ``limit`` is None): ``[{"issue", "count", "queryIds"}]``, each in its most used wording."""
     groups: dict[str, list[str]] = defaultdict(list)
     wording: dict[str, Counter] = defaultdict(Counter)
     for ev in evaluations:
@@ -130,7 +130,8 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         average_metrics = None
     off_topic = [ev for ev in evaluations if ev["queryType"] == "off-topic"]
     on_topic = [ev for ev in evaluations if ev["queryType"] != "off-topic"]
-    issues = top_issues(evaluations)
+    all_issues = top_issues(evaluations, limit=None)
+    issues = all_issues[:5]
     focus = None
     if average_scores:
         # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
@@ -140,8 +141,7 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         weak_issues = top_issues(weak, limit=1)
         if weak_issues:
             key = _normalise_issue(weak_issues[0]["issue"])
-            wording = next((i["issue"] for i in top_issues(evaluations, limit=len(evaluations) * 5)
-                            if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
+            wording = next((i["issue"] for i in all_issues if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
             focus += f"; most frequent suggestion on the queries weak on it: {wording}"
     return {
         "type": "summary",

@@ -104,21 +104,29 @@ def test_honesty_gate_confident_on_topic(index, query):
     assert index.search(query, mode="hybrid").confident is True
 
 
-def test_snippets_are_centred_and_whole_words(index):
+def assert_snippets_centred_and_whole_words(index, chunk_text_of) -> None:
+    """Shared by both backends: ``chunk_text_of(source, line_start)`` reads the top hit's chunk text."""
     answer = index.search("PodDisruptionBudget", mode="hybrid", limit=3)
     for hit in answer.results:
         assert len(hit.snippet) <= index.settings.snippet_chars
     top = answer.results[0]
     assert "poddisruptionbudget" in top.snippet.lower()
     body = top.snippet.removeprefix("… ").removesuffix(" …")
-    chunk_text = " ".join(index.conn.execute(
-        "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.source = ? AND c.line_start = ?",
-        (top.source, top.lineStart)).fetchone()[0].split())
+    chunk_text = " ".join(chunk_text_of(top.source, top.lineStart).split())
     start = chunk_text.find(body)
     assert start >= 0
     assert start == 0 or chunk_text[start - 1] == " "
     end = start + len(body)
     assert end == len(chunk_text) or chunk_text[end] == " "
+
+
+def test_snippets_are_centred_and_whole_words(index):
+    def chunk_text_of(source, line_start):
+        return index.conn.execute(
+            "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.source = ? AND c.line_start = ?",
+            (source, line_start)).fetchone()[0]
+
+    assert_snippets_centred_and_whole_words(index, chunk_text_of)
 
 
 def test_result_contract(index):

@@ -23,7 +23,7 @@ import pytest
 
 from judge_runner.search.embeddings import DIMENSION, MODEL_NAME
 from judge_runner.search.indexer import index_tree
-from tests.test_search import FIRST, HOSTILE
+from tests.test_search import FIRST, HOSTILE, assert_snippets_centred_and_whole_words
 # The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module
 # overrides with the PostgreSQL index, so they check the same expectations on the other backend.
 from tests.test_search import test_accents_fold_both_ways  # noqa: F401
@@ -172,22 +172,13 @@ def test_snippets_are_centred_and_whole_words(index, postgres_dsn):
     import psycopg
     from psycopg import sql
 
-    answer = index.search("PodDisruptionBudget", mode="hybrid", limit=3)
-    for hit in answer.results:
-        assert len(hit.snippet) <= index.settings.snippet_chars
-    top = answer.results[0]
-    assert "poddisruptionbudget" in top.snippet.lower()
-    body = top.snippet.removeprefix("… ").removesuffix(" …")
-    with psycopg.connect(postgres_dsn) as conn:
-        text = conn.execute(sql.SQL("SELECT c.text FROM {s}.chunks c JOIN {s}.documents d ON d.id = c.doc_id "
-                                    "WHERE d.source = %s AND c.line_start = %s").format(s=sql.Identifier(index.schema)),
-                            (top.source, top.lineStart)).fetchone()[0]
-    chunk_text = " ".join(text.split())
-    start = chunk_text.find(body)
-    assert start >= 0
-    assert start == 0 or chunk_text[start - 1] == " "
-    end = start + len(body)
-    assert end == len(chunk_text) or chunk_text[end] == " "
+    def chunk_text_of(source, line_start):
+        with psycopg.connect(postgres_dsn) as conn:
+            return conn.execute(sql.SQL("SELECT c.text FROM {s}.chunks c JOIN {s}.documents d ON d.id = c.doc_id "
+                                        "WHERE d.source = %s AND c.line_start = %s").format(s=sql.Identifier(index.schema)),
+                                (source, line_start)).fetchone()[0]
+
+    assert_snippets_centred_and_whole_words(index, chunk_text_of)
 
 
 def test_query_text_only_reaches_sql_as_parameters(index, sqlite_index):

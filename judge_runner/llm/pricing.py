@@ -63,6 +63,11 @@ def price_for(model: str) -> Price | None:
     return None
 
 
+def add_cost(total: float | None, cost: float | None) -> float | None:
+    """Sum of two USD costs where either may be unknown (None): unknown stays unknown, never 0."""
+    return None if total is None or cost is None else total + cost
+
+
 def cost_usd(usage: Usage, price: Price | None) -> float | None:
     """USD cost of ``usage`` at ``price``; None when the price is unknown."""
     if price is None:

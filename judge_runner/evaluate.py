@@ -1,20 +1,21 @@
 """Phase two's run loop: search each query, judge it (concurrently), record it the moment it is judged.
 
-Exit codes (DESIGN.md): 0 ok; 1 quality gate failed (``--min-overall``); 2 configuration error (e.g.
-the API key was refused before any query was judged); 3 run incomplete (interrupted, budget or spend
-limit reached, or more than ``MAX_FAILED_SHARE`` of the queries failed).
+In parts: :class:`RunState` (pure record and stop operations), :func:`begin_run` (run_start and the
+copied lines of a resumed run), :func:`judge_all` (owns the thread pool), :func:`end_run` (the summary
+and the run's :class:`RunEnd`: a :class:`~judge_runner.failures.RunStatus` with reasons). The
+command line maps the status to an exit code (``failures.exit_code_for``) and installs the signal
+handlers; this module installs none.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from judge_runner import __version__
+from judge_runner.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
 from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, judge_query, overall_score
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
@@ -22,7 +23,10 @@ from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.search.base import SearchAnswer, SearchBackend
 
-EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE = 0, 1, 2, 3
+__all__ = ["EXIT_CONFIG", "EXIT_GATE", "EXIT_INCOMPLETE", "EXIT_OK", "MAX_FAILED_SHARE", "EvaluateOptions", "RunEnd",
+           "RunOutcome", "RunState", "RunStatus", "begin_run", "end_run", "end_status", "error_line", "evaluation_line",
+           "is_heuristic", "judge_all", "provenance", "run_evaluation"]
+
 MAX_FAILED_SHARE = 0.25
 RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly relevant) counts as relevant
 
@@ -38,14 +42,32 @@ class EvaluateOptions:
     min_overall: float | None = None
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended: its status and the reasons for it (empty when ok), e.g. ``("interrupted",)``."""
+
+    status: RunStatus
+    reasons: tuple[str, ...] = ()
+
+
 @dataclass
 class RunOutcome:
-    """What a run produced: the summary line, the exit code, and the run file's path."""
+    """What a run produced: the summary line, how it ended, and the run file's path."""
 
     summary: dict
-    exit_code: int
+    end: RunEnd
     path: str
     evaluations: list[dict] = field(default_factory=list)
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status (ok, gate failed, incomplete, config error)."""
+        return self.end.status
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code the status maps to (``failures.exit_code_for``)."""
+        return exit_code_for(self.end.status)
 
 
 def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: JudgeOutcome, weights) -> dict:
@@ -99,58 +121,128 @@ def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dic
     }
 
 
-class _Stop(Exception):
-    """Raised in the main thread by SIGTERM, handled like Ctrl+C."""
+# when two stops meet (a refused key and a spent budget in flight at once), the graver one wins
+_GRAVITY = {RunStatus.OK: 0, RunStatus.GATE_FAILED: 1, RunStatus.INCOMPLETE: 2, RunStatus.CONFIG_ERROR: 3}
 
 
-def run_evaluation(
-    queries: list[Query],
-    search: SearchBackend,
-    provider,
-    writer: RunWriter,
-    run_start: dict,
-    options: EvaluateOptions,
-    budget=None,
-    echo: Callable[[str], None] = print,
-    log: Callable[[str], None] = lambda m: None,
-    stopped_before: BaseException | None = None,
-    prior: list[dict] | None = None,
-) -> RunOutcome:
-    """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
+@dataclass
+class RunState:
+    """What a run has recorded so far and whether (and why) it must stop starting calls.
 
-    Never raises for a failed query: it becomes an ``error`` line. Ctrl+C or SIGTERM stop new calls,
-    keep what is judged, write the summary marked interrupted (exit 3). ``stopped_before`` is the
-    error (or KeyboardInterrupt) that stopped phase one: the run file then holds run_start and a
-    summary saying why, and the exit code follows from it. ``prior`` are evaluation lines of an
-    interrupted run being resumed: they are copied first and count in the summary.
+    Its operations are pure (no I/O, no clock, no threads): the run loop writes a line, then records it
+    here. ``total`` counts the queries of the run, copied ones of a resumed run included.
     """
-    started = time.monotonic()
-    run_id = writer.run_id
-    writer.write({"type": "run_start", "runId": run_id, "timestamp": utc_now(), **run_start})
-    evaluations: list[dict] = []
-    for line in prior or []:
-        line = {**line, "runId": run_id}
-        writer.write(line)
-        evaluations.append(line)
-    errors: list[dict] = []
-    interrupted = budget_exhausted = False
-    stop_code: int | None = None
+
+    total: int
+    evaluations: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    interrupted: bool = False
+    budget_exhausted: bool = False
+    stop_status: RunStatus | None = None
     stop_reason: str | None = None
-    if stopped_before is not None:
-        interrupted = isinstance(stopped_before, (KeyboardInterrupt, _Stop))
-        budget_exhausted = isinstance(stopped_before, BudgetExhausted)
-        stop_code = EXIT_CONFIG if isinstance(stopped_before, AuthError) else EXIT_INCOMPLETE
-        stop_reason = "interrupted" if interrupted else f"phase one: {getattr(stopped_before, 'kind', type(stopped_before).__name__)}"
-        queries = []
-    heuristic = bool(getattr(provider, "heuristic", False))
+
+    @property
+    def done(self) -> int:
+        """Queries recorded so far (evaluated or failed)."""
+        return len(self.evaluations) + len(self.errors)
+
+    @property
+    def stopped(self) -> bool:
+        """True once no new call may start (a refused key, a spent budget or spend limit, an interrupt)."""
+        return self.stop_status is not None
+
+    def record_evaluation(self, line: dict) -> None:
+        """Count a judged query's ``evaluation`` line."""
+        self.evaluations.append(line)
+
+    def record_error(self, line: dict, exc: BaseException) -> None:
+        """Count a failed query's ``error`` line; a spent budget or spend limit stops the run (incomplete),
+        a refused API key stops it as a configuration error. Any other failure lets the run go on."""
+        self.errors.append(line)
+        if isinstance(exc, BudgetExhausted):
+            self.budget_exhausted = True
+            self.stop(RunStatus.INCOMPLETE, exc.kind)
+        elif isinstance(exc, SpendLimitError):
+            self.stop(RunStatus.INCOMPLETE, exc.kind)
+        elif isinstance(exc, AuthError):
+            self.stop(RunStatus.CONFIG_ERROR, exc.kind)
+
+    def stop(self, status: RunStatus, reason: str) -> None:
+        """Start no new call. The first reason is kept (it is the cause; later ones are consequences);
+        the graver status wins (a configuration error over an incomplete run)."""
+        if self.stop_status is None or _GRAVITY[status] > _GRAVITY[self.stop_status]:
+            self.stop_status = status
+        self.stop_reason = self.stop_reason or reason
+
+    def interrupt(self) -> None:
+        """Ctrl+C (or SIGTERM, which the CLI turns into Ctrl+C): the run is incomplete."""
+        self.interrupted = True
+        self.stop(RunStatus.INCOMPLETE, "interrupted")
+
+    def phase_one_stopped(self, exc: BaseException) -> None:
+        """Phase one ended with ``exc`` (an LLMError or KeyboardInterrupt), so nothing will be judged; the
+        reason is ``interrupted`` or ``phase one: <error kind>``."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.interrupt()
+            return
+        self.budget_exhausted = isinstance(exc, BudgetExhausted)
+        status = RunStatus.CONFIG_ERROR if isinstance(exc, AuthError) else RunStatus.INCOMPLETE
+        self.stop(status, f"phase one: {getattr(exc, 'kind', type(exc).__name__)}")
+
+
+def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) -> RunEnd:
+    """The status a finished run ends with, and why (pure). Graver first: a configuration error (a refused
+    key); then incomplete (interrupted, budget or spend limit, more than ``MAX_FAILED_SHARE`` of the
+    queries failed); then a failed quality gate (``gate`` is the summary's ``qualityGate`` block)."""
+    if state.stop_status is RunStatus.CONFIG_ERROR:
+        return RunEnd(RunStatus.CONFIG_ERROR, (state.stop_reason or "config_error",))
+    reasons: list[str] = []
+    if state.interrupted:
+        reasons.append("interrupted")
+    if budget_exhausted and "budget_exhausted" not in reasons:
+        reasons.append("budget_exhausted")
+    if state.stop_status is RunStatus.INCOMPLETE and state.stop_reason and state.stop_reason not in reasons:
+        reasons.append(state.stop_reason)
+    if state.total and len(state.errors) / state.total > MAX_FAILED_SHARE:
+        reasons.append(f"{len(state.errors)} of {state.total} queries failed (more than {MAX_FAILED_SHARE:.0%})")
+    if reasons:
+        return RunEnd(RunStatus.INCOMPLETE, tuple(reasons))
+    if gate is not None and not gate["passed"]:
+        overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
+        return RunEnd(RunStatus.GATE_FAILED, (f"average overall {overall} is below --min-overall {gate['minOverall']}",))
+    return RunEnd(RunStatus.OK)
+
+
+def is_heuristic(provider) -> bool:
+    """True for the offline heuristic judge (labelled as such in the run file; judged one query at a time)."""
+    return bool(getattr(provider, "heuristic", False))
+
+
+def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None) -> RunState:
+    """Write the ``run_start`` line and copy ``prior`` (evaluation lines of a run being resumed, given the
+    new file's runId); returns the state of a run of ``new_queries`` more queries."""
+    writer.write({"type": "run_start", "runId": writer.run_id, "timestamp": utc_now(), **run_start})
+    state = RunState(total=new_queries + len(prior or []))
+    for line in prior or []:
+        line = {**line, "runId": writer.run_id}
+        writer.write(line)
+        state.record_evaluation(line)
+    return state
+
+
+def judge_all(queries: list[Query], search: SearchBackend, provider, state: RunState, writer: RunWriter,
+              options: EvaluateOptions, *, budget=None, heuristic: bool = False,
+              echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None) -> None:
+    """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
+    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in submission
+    order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
+    are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
+    new calls and waits up to 5 s for calls in flight; the state is marked interrupted."""
+    run_id = writer.run_id
     label = " (heuristic judge)" if heuristic else ""
-    total = len(queries) + len(evaluations)
-    done = len(evaluations)
 
     def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
-        nonlocal done, budget_exhausted, stop_code, stop_reason
-        done += 1
-        if exc is None and future is not None:
+        if exc is None and future is not None and answer is not None:
             try:
                 outcome = future.result()
             except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
@@ -158,27 +250,15 @@ def run_evaluation(
             else:
                 line = evaluation_line(run_id, query, answer, outcome, options.weights)
                 writer.write(line)
-                evaluations.append(line)
-                echo(f"[{done}/{total}] \"{query.query}\" - overall: {line['scores']['overall']:.2f}{label}")
+                state.record_evaluation(line)
+                echo(f"[{state.done}/{state.total}] \"{query.query}\" - overall: {line['scores']['overall']:.2f}{label}")
                 return
         stage = "search" if future is None else "judge"
-        line = error_line(run_id, query, stage, exc)
+        failure = exc if exc is not None else RuntimeError("no outcome")
+        line = error_line(run_id, query, stage, failure)
         writer.write(line)
-        errors.append(line)
-        echo(f"[{done}/{total}] \"{query.query}\" - {stage} failed: {line['errorType']}: {line['message'][:160]}")
-        if isinstance(exc, BudgetExhausted):
-            budget_exhausted = True
-            stop_code, stop_reason = EXIT_INCOMPLETE, stop_reason or exc.kind
-        elif isinstance(exc, SpendLimitError):
-            stop_code, stop_reason = EXIT_INCOMPLETE, stop_reason or exc.kind
-        elif isinstance(exc, AuthError):
-            stop_code, stop_reason = EXIT_CONFIG, stop_reason or exc.kind
-
-    previous_term = None
-    if threading.current_thread() is threading.main_thread():
-        def on_term(signum, frame):  # noqa: ARG001
-            raise _Stop()
-        previous_term = signal.signal(signal.SIGTERM, on_term)
+        state.record_error(line, failure)
+        echo(f"[{state.done}/{state.total}] \"{query.query}\" - {stage} failed: {line['errorType']}: {line['message'][:160]}")
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
@@ -195,7 +275,7 @@ def run_evaluation(
         for query in queries:
             while len(in_flight) >= concurrency:
                 record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
-            if stop_code is not None or (budget is not None and budget.exhausted):
+            if state.stopped or (budget is not None and budget.exhausted):
                 break  # no new call starts; calls in flight finish and are recorded below
             try:
                 answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
@@ -205,9 +285,8 @@ def run_evaluation(
             in_flight[pool.submit(judge_query, provider, query, answer, log)] = (query, answer)
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
-    except (KeyboardInterrupt, _Stop):
-        interrupted = True
-        stop_reason = stop_reason or "interrupted"
+    except KeyboardInterrupt:
+        state.interrupt()
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5
         for future in list(in_flight):
@@ -216,40 +295,62 @@ def run_evaluation(
             record_finished(wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)[0])
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
 
-    if budget is not None and budget.exhausted:
-        budget_exhausted = True
+
+def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, started: float, budget=None,
+            heuristic: bool = False) -> RunOutcome:
+    """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
+    ``time.monotonic()`` value ``started``, in seconds; the quality gate), write it, close the file, and
+    return the run's outcome with its :class:`RunEnd`."""
+    budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
         u = budget.usage
         usage = {"inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens, "outputTokens": u.output_tokens,
                  "calls": u.calls, "cacheWriteTokens": u.cache_write_tokens, "cacheReadTokens": u.cache_read_tokens}
     cost = budget.total_cost_usd if budget is not None else 0.0
-    if budget_exhausted and stop_reason is None:
-        stop_reason = "budget_exhausted"
+    stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
     summary = build_summary(
-        run_id, evaluations, errors, total, interrupted=interrupted, budget_exhausted=budget_exhausted, cost_usd=cost,
-        usage=usage, duration_s=time.monotonic() - started, heuristic=heuristic, stop_reason=stop_reason,
+        writer.run_id, state.evaluations, state.errors, state.total, interrupted=state.interrupted,
+        budget_exhausted=budget_exhausted, cost_usd=cost, usage=usage, duration_s=time.monotonic() - started,
+        heuristic=heuristic, stop_reason=stop_reason,
     )
-    gate_passed = None
+    gate = None
     if options.min_overall is not None:
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
-        gate_passed = overall is not None and overall >= options.min_overall
-        summary["qualityGate"] = {"minOverall": options.min_overall, "overall": overall, "passed": gate_passed}
+        gate = {"minOverall": options.min_overall, "overall": overall,
+                "passed": overall is not None and overall >= options.min_overall}
+        summary["qualityGate"] = gate
     writer.write(summary)
     writer.close()
+    return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path),
+                      state.evaluations)
 
-    if stop_code == EXIT_CONFIG:
-        code = EXIT_CONFIG
-    elif interrupted or budget_exhausted or stop_code == EXIT_INCOMPLETE or (total and len(errors) / total > MAX_FAILED_SHARE):
-        code = EXIT_INCOMPLETE
-    elif gate_passed is False:
-        code = EXIT_GATE
-    else:
-        code = EXIT_OK
-    return RunOutcome(summary, code, str(writer.path), evaluations)
+
+def run_evaluation(
+    queries: list[Query],
+    search: SearchBackend,
+    provider,
+    writer: RunWriter,
+    run_start: dict,
+    options: EvaluateOptions,
+    budget=None,
+    echo: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda m: None,
+    prior: list[dict] | None = None,
+) -> RunOutcome:
+    """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
+
+    Never raises for a failed query: it becomes an ``error`` line. Ctrl+C stops new calls, keeps what
+    is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
+    Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
+    and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
+    """
+    started = time.monotonic()
+    heuristic = is_heuristic(provider)
+    state = begin_run(writer, run_start, len(queries), prior)
+    judge_all(queries, search, provider, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log)
+    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic)
 
 
 def provenance(provider, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,

@@ -1,0 +1,105 @@
+"""The ``judge-runner`` entry point: the click group, and the one place where failures become exit codes.
+
+Exit codes (``judge_runner.failures``): 0 ok; 1 quality gate failed or regression; 2 usage or
+configuration error; 3 run incomplete. Commands return their exit code or raise a
+``JudgeRunnerError`` carrying it; :func:`run_handled` prints the error and returns the code, and only
+this module exits the process. SIGTERM is turned into Ctrl+C for the duration of a command, so a
+stopped run keeps what it judged and writes its summary.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from judge_runner import __version__
+from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
+from judge_runner.cli.history import baseline, report, trend
+from judge_runner.cli.indexing import index, search
+from judge_runner.cli.weekly import weekly
+from judge_runner.failures import EXIT_INCOMPLETE, EXIT_OK, JudgeRunnerError
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt in the main thread (as Ctrl+C does); the previous
+    handler is restored on the way out. Does nothing outside the main thread (signals go to it only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_handled(command: Callable[[], Any]) -> int:
+    """Run ``command`` (click's ``main`` in non-standalone mode) and return the process exit code: its
+    int result, else 0; a JudgeRunnerError prints ``error: <message>`` and gives its code; click's usage
+    errors give theirs (2); Ctrl+C or SIGTERM gives 3 (run incomplete), not click's 1 (which would read
+    as a failed quality gate)."""
+    try:
+        with sigterm_as_ctrl_c():
+            code = command()
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        return EXIT_INCOMPLETE
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except JudgeRunnerError as exc:
+        click.echo(exc.display(), err=True)
+        return exc.exit_code
+    return code if isinstance(code, int) else EXIT_OK
+
+
+class JudgeRunnerGroup(click.Group):
+    """A click group whose standalone ``main`` (what CliRunner and ``python -m`` call) goes through
+    :func:`run_handled`, like the console script."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        def call() -> Any:
+            return super(JudgeRunnerGroup, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
+
+        if not standalone_mode:
+            return call()
+        sys.exit(run_handled(call))
+
+
+@click.group(cls=JudgeRunnerGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="judge-runner")
+def main() -> None:
+    """Measure how good a search is, without grading results by hand.
+
+    \b
+    Quick start (no API key needed; uses the offline heuristic judge):
+      judge-runner generate-and-evaluate --fixtures fixtures/
+    With Claude: export ANTHROPIC_API_KEY=... and run the same command.
+
+    Phase one (generate) has an LLM explore your files and write test queries; phase two (evaluate)
+    runs them through the search and has an LLM judge grade every result. Each run is one JSONL file
+    in quality-results/.
+
+    \b
+    Settings: flags override JUDGE_RUNNER_<SETTING> environment variables (e.g. JUDGE_RUNNER_DB,
+    JUDGE_RUNNER_EXTENSIONS, JUDGE_RUNNER_TIMEOUT, JUDGE_RUNNER_MIN_OVERALL), which override
+    ./judge-runner.toml or [tool.judge-runner] in ./pyproject.toml (also: weights, [search]).
+    Exit codes: 0 ok; 1 quality gate failed; 2 usage or configuration error; 3 run incomplete.
+    """
+
+
+for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly):
+    main.add_command(_command)
+
+
+def entry() -> None:
+    """The console script ``judge-runner``: run the command line and exit with its code."""
+    sys.exit(run_handled(lambda: main.main(standalone_mode=False)))

@@ -1,0 +1,80 @@
+"""Commands ``generate`` (phase one), ``evaluate`` (phase two) and ``generate-and-evaluate`` (the main job).
+
+Each returns the process exit code: 0, or the code of the run's status (``failures.exit_code_for``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from judge_runner.cli.options import (FIXTURES, MIN_OVERALL, OUT_DIR, db_option, evaluate_options, generate_options, printer,
+                                      run_options, search_options, settings)
+from judge_runner.failures import EXIT_OK, exit_code_for
+from judge_runner.pipeline import evaluate_job, generate_job, main_job
+
+
+@click.command()
+@click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@generate_options
+def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: bool, **flags) -> int:
+    """Phase one: have the LLM explore FIXTURES and write a query set (JSON).
+
+    \b
+    The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
+    outside). Queries whose expected files do not exist are dropped and counted.
+    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure).
+    """
+    generate_job(settings(count=count, **flags), fixtures, out, force, printer(quiet))
+    return EXIT_OK
+
+
+@click.command()
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Query-set JSON written by `generate` (or saved beside a run as <run>.queries.json).")
+@click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
+                   "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.")
+@OUT_DIR
+@MIN_OVERALL
+@db_option
+@search_options
+@evaluate_options
+def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None,
+             quiet: bool, **flags) -> int:
+    """Phase two: search each query of a query set and have the judge grade the results.
+
+    \b
+    Needs an index (`judge-runner index FIXTURES`). One JSONL line per query is written the moment
+    it is judged; a failed query becomes an error line and the run goes on.
+    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    """
+    outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet))
+    return EXIT_OK if outcome is None else exit_code_for(outcome.status)
+
+
+@click.command("generate-and-evaluate")
+@FIXTURES
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@OUT_DIR
+@MIN_OVERALL
+@db_option
+@search_options
+@run_options
+def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None,
+                          quiet: bool, **flags) -> int:
+    """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
+
+    \b
+    Writes quality-results/<UTC timestamp>.jsonl (one line per query as it is judged, a summary last)
+    and the query set beside it as <UTC timestamp>.queries.json, to re-run with `evaluate --queries`.
+    Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    """
+    outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet))
+    return exit_code_for(outcome.status)

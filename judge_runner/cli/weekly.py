@@ -1,0 +1,45 @@
+"""Command ``weekly``: the cron job (see ``pipeline.weekly_run``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from judge_runner.cli.options import FIXTURES, MIN_OVERALL, db_option, merged_flags, printer, run_options, search_options
+from judge_runner.failures import exit_code_for
+from judge_runner.pipeline import WeeklyPlan, weekly_run
+
+
+@click.command()
+@FIXTURES
+@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].")
+@click.option("--regenerate", is_flag=True, help="Write a fresh query set (phase one) and pin it for the following weeks.")
+@click.option("--count", type=click.IntRange(1, 500), default=None, help="Queries when generating a set (first run or --regenerate) [default: 15].")
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+@click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
+@click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append everything printed to this file [default: RESULTS/weekly.log].")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when this run regressed against the baseline or previous run.")
+@MIN_OVERALL
+@db_option
+@search_options
+@run_options
+def weekly(fixtures: Path, queries_path: Path | None, regenerate: bool, count: int | None, results: Path, reports: Path, keep: int,
+           log_path: Path | None, fail_on_regression: bool, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> int:
+    """One command for cron: evaluate, report, prune old runs, under a lock.
+
+    \b
+    1. takes RESULTS/.weekly.lock (a second, overlapping run exits 3 at once and touches nothing);
+    2. indexes FIXTURES incrementally;
+    3. evaluates the pinned query set (generates and pins one on the first run or with --regenerate);
+    4. writes the report into --reports, then keeps only the newest --keep run files.
+    Never prompts. Exit codes as for evaluate; with --fail-on-regression, 1 on a regression.
+    \b
+    crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --fixtures docs/ --quiet
+    """
+    plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
+    flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
+    return exit_code_for(weekly_run(flags, plan, printer(quiet)))

@@ -1,0 +1,540 @@
+"""The jobs judge-runner runs, each built from the same steps.
+
+- :func:`main_job` (``generate-and-evaluate``): check the corpus, choose the providers, index, phase
+  one (write a query set), warn about expected sources missing from the index, phase two (evaluate).
+- :func:`weekly_run` (``weekly``): under a lock and with everything printed mirrored into a log, the
+  same steps with the pinned query set (or a regenerated one), then the report, pruning and the
+  regression check.
+- :func:`evaluate_job` (``evaluate``, with resume) and :func:`generate_job` (``generate``).
+
+A stopped phase one still leaves a run file (run_start plus a summary saying why):
+:func:`write_stopped_run`. Steps print through a :class:`~judge_runner.printer.Printer` and fail with
+:mod:`judge_runner.failures` errors; none exits the process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from judge_runner.config import ConfigError, Settings, load_settings
+from judge_runner.evaluate import (EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance,
+                                   run_evaluation)
+from judge_runner.failures import (EXIT_CONFIG, EXIT_INCOMPLETE, GateFailedError, IncompleteRunError, JudgeRunnerError,
+                                   RunStatus, UsageError, exit_code_for)
+from judge_runner.generate import GenerationResult
+from judge_runner.indexing import check_corpus, describe_index, index_fixtures, open_index, require_folder
+from judge_runner.llm.budget import Budget
+from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
+from judge_runner.models import Query, QuerySet
+from judge_runner.printer import Printer, Say
+
+PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
+
+
+def load(flags: dict[str, Any]) -> Settings:
+    """Settings from the config file, the environment and ``flags`` (None means not given); raises
+    UsageError for settings that cannot be used."""
+    try:
+        return load_settings(flags)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# -- providers ------------------------------------------------------------------------------------------
+def make_providers(settings: Settings, need_generator: bool, say: Say) -> tuple[Any, Any, Budget]:
+    """``(generator or None, judge, budget)`` for ``settings.provider`` (``auto``: anthropic when
+    ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY or OPENAI_BASE_URL is, else offline). Says
+    which provider and models were chosen, and why. Raises UsageError for a missing key, or for a model
+    with no known price under ``--max-budget-usd``."""
+    from judge_runner.llm.retry import RetryPolicy
+
+    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
+    name = settings.provider
+    reason = "--provider"
+    if name == "auto":
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            name, reason = "anthropic", "ANTHROPIC_API_KEY is set"
+        elif os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+            name, reason = "openai", "OPENAI_API_KEY or OPENAI_BASE_URL is set"
+        else:
+            name, reason = "offline", "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set"
+    if name == "offline":
+        from judge_runner.llm.offline import OfflineProvider
+
+        provider = OfflineProvider()
+        say(f"provider: offline ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments")
+        return provider, provider, budget
+    retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
+    cls: Any
+    if name == "anthropic":
+        from judge_runner.llm.anthropic_provider import DEFAULT_MODEL
+        from judge_runner.llm.anthropic_provider import AnthropicProvider as cls
+
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
+    else:
+        from judge_runner.llm.openai_provider import DEFAULT_MODEL  # type: ignore[no-redef]
+        from judge_runner.llm.openai_provider import OpenAIProvider as cls
+
+        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+            raise UsageError("--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)")
+    model = settings.model or DEFAULT_MODEL
+    judge_model = settings.judge_model or model
+    generator = cls(model, retry, budget, settings.timeout) if need_generator else None
+    judge = cls(judge_model, retry, budget, settings.timeout)
+    say(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
+    for label, p in (("generator", generator), ("judge", judge)):
+        if p is not None and p.price is None:
+            p.price = settings.user_price
+        if p is not None and p.price is None:
+            if settings.max_budget_usd is not None:
+                raise UsageError(f"no price is known for the {label} model {p.model}, so --max-budget-usd cannot be enforced; "
+                                 f"give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
+            budget.cost_known = False  # the run's cost is unknown, never shown as 0
+            say(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown"
+                f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
+    return generator, judge, budget
+
+
+# -- steps ------------------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """What the phases of one job share: settings, the open index, the providers, the budget, the folder
+    for run files, and where to print."""
+
+    settings: Settings
+    index: Any
+    generator: Any
+    judge: Any
+    budget: Budget
+    out_dir: Path
+    printer: Printer
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Raise UsageError when run files could not be written to ``out_dir`` (checked before any indexing
+    or spending): the nearest existing ancestor must be a writable folder."""
+    probe = out_dir
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write run files to {out_dir}: {probe} is not a writable folder")
+
+
+def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, need_generator: bool) -> Job:
+    """Check the corpus, choose the providers, then index FIXTURES incrementally (pruning what is gone).
+    The caller closes ``job.index``. Raises UsageError (bad corpus, provider or key) before the index
+    is touched."""
+    check_corpus(settings, fixtures)
+    generator, judge, budget = make_providers(settings, need_generator, printer.err)
+    printer.note(f"indexing {fixtures} into {settings.index_label} ...")
+    done = index_fixtures(settings, fixtures, prune=True, printer=printer)
+    printer.note(describe_index(done.report, done.elapsed))
+    return Job(settings, done.index, generator, judge, budget, out_dir, printer)
+
+
+def write_queries(settings: Settings, generator: Any, fixtures: Path, printer: Printer) -> GenerationResult:
+    """Phase one: ``settings.count`` queries about FIXTURES from ``generator``. Raises what
+    ``generate_queries`` raises (LLMError, KeyboardInterrupt)."""
+    from judge_runner.corpus.walk import parse_extensions
+    from judge_runner.generate import generate_queries
+
+    printer.note(f"phase one: writing {settings.count} queries from {fixtures} ...")
+    result = generate_queries(generator, fixtures, settings.count, parse_extensions(settings.extensions), log=printer.log)
+    printer.note(f"phase one: {len(result.queries)} queries kept, {len(result.dropped)} dropped")
+    return result
+
+
+def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
+    """Write the query set; when an LLM error or Ctrl+C stops phase one, write the stopped run instead
+    and return its outcome. Raises IncompleteRunError when no usable query was written."""
+    try:
+        generation = write_queries(job.settings, job.generator, fixtures, job.printer)
+    except (LLMError, KeyboardInterrupt) as exc:
+        job.printer.err(f"error: phase one stopped: {str(exc) or 'interrupted'}")
+        return write_stopped_run(job, exc)
+    if not generation.queries:
+        raise IncompleteRunError("phase one produced no usable query")
+    return generation
+
+
+def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say: Say) -> None:
+    """Warn about expected sources of ``queries`` that are not in ``index``: their recall will be 0."""
+    indexed = set(index.document_hashes())
+    missing = sorted({s for q in queries for s in q.expectedSources if s not in indexed})
+    if missing:
+        say(f"warning: {len(missing)} expected source(s) are not in the index {index_label} (their recall will be 0): "
+            + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+
+
+def prompt_hashes() -> dict[str, str]:
+    """sha256 of each prompt file, by file name (recorded in provenance)."""
+    from judge_runner.resources import prompt_sha256
+
+    return {name: prompt_sha256(name) for name in PROMPTS}
+
+
+def open_run_writer(out_dir: Path, run_id: str | None = None):
+    """A new run file in ``out_dir``; raises UsageError when it cannot be created."""
+    from judge_runner.results import RunWriter
+
+    try:
+        return RunWriter(out_dir, run_id=run_id)
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out_dir}: {exc}") from None
+
+
+def run_start_fields(job: Job, writer, queries: list[Query], *, generation: GenerationResult | None = None,
+                     generator_model: str | None = None, with_count: bool = False, resume: ResumePoint | None = None,
+                     all_queries: list[Query] | None = None) -> dict:
+    """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
+    query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
+    from judge_runner.generate import query_set_sha256
+    from judge_runner.results import utc_now
+
+    settings = job.settings
+    config: dict[str, Any] = {
+        "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
+        "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
+        "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
+        "minOverall": settings.min_overall, "index": settings.index_label,
+    }
+    if with_count:
+        config["count"] = settings.count
+    saved = all_queries or queries
+    if saved:
+        query_file = writer.path.with_suffix(".queries.json")
+        query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        config["querySetFile"] = query_file.name
+    run_start = {
+        "config": config,
+        "provenance": provenance(job.judge, generator_model, prompt_hashes(), query_set_sha256(saved),
+                                 job.index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),
+        "queriesGenerated": generation.generated if generation else None,
+        "queriesDropped": len(generation.dropped) if generation else 0,
+    }
+    if resume is not None:
+        # a resumed run keeps its place in time: the original start, with the resume time beside it
+        run_start["resumedFrom"] = resume.path.name
+        run_start["resumedAt"] = utc_now()
+        if resume.start.get("timestamp"):
+            run_start["timestamp"] = resume.start["timestamp"]
+    return run_start
+
+
+def evaluate_options(settings: Settings) -> EvaluateOptions:
+    """Phase two's options from the settings."""
+    return EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall)
+
+
+def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationResult | None = None,
+                     resume: ResumePoint | None = None, all_queries: list[Query] | None = None) -> RunOutcome:
+    """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
+    runId) and print the summary."""
+    writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
+    run_start = run_start_fields(job, writer, queries, generation=generation, with_count=generation is not None,
+                                 generator_model=generation.model if generation else None, resume=resume,
+                                 all_queries=all_queries)
+    outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
+                             budget=job.budget, echo=job.printer.progress, log=job.printer.log,
+                             prior=resume.evaluations if resume else None)
+    print_summary(outcome, job.printer)
+    return outcome
+
+
+def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
+    """The run file of a job whose phase one stopped (``stopped_by``: an LLMError or KeyboardInterrupt):
+    run_start (with the generator's model) and a summary saying why; nothing is judged. The status is
+    a configuration error for a refused key, else incomplete."""
+    started = time.monotonic()
+    writer = open_run_writer(job.out_dir)
+    run_start = run_start_fields(job, writer, [], generator_model=getattr(job.generator, "model", None), with_count=True)
+    state = begin_run(writer, run_start, 0)
+    state.phase_one_stopped(stopped_by)
+    outcome = end_run(state, writer, evaluate_options(job.settings), started=started, budget=job.budget,
+                      heuristic=is_heuristic(job.judge))
+    print_summary(outcome, job.printer)
+    return outcome
+
+
+def print_summary(outcome: RunOutcome, printer: Printer) -> None:
+    """The run's summary for people on stdout; a failed quality gate on stderr."""
+    summary, out = outcome.summary, printer.out
+    heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
+    out(f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
+        f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}")
+    if summary["averageScores"]:
+        out("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))
+    if summary["averageMetrics"]:
+        out("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
+    a = summary["abstention"]
+    out(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
+    for issue in summary["topIssues"][:3]:
+        out(f"  issue ({issue['count']}x): {issue['issue']}")
+    if summary["recommendedFocus"]:
+        out(f"  recommended focus: {summary['recommendedFocus']}")
+    cost = summary["costUsd"]
+    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
+    out(f"  written to {outcome.path}")
+    gate = summary.get("qualityGate")
+    if gate and not gate["passed"]:
+        overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
+        printer.err(f"quality gate failed: average overall {overall} is below --min-overall {gate['minOverall']}")
+
+
+def load_query_set(path: Path) -> QuerySet:
+    """The query set in ``path``; raises UsageError listing (at most five) problems."""
+    from pydantic import ValidationError
+
+    try:
+        return QuerySet.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValidationError, UnicodeDecodeError, OSError) as exc:
+        problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+                    if isinstance(exc, ValidationError) else str(exc))
+        raise UsageError(f"{path} is not a valid query set: {problems}") from None
+
+
+# -- run-file readers (resume, prune) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResumePoint:
+    """An interrupted run to continue: its file, its ``run_start`` line and its judged ``evaluation``
+    lines (one per query id)."""
+
+    path: Path
+    start: dict
+    evaluations: list[dict]
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, kept by the resumed run."""
+        return self.start["runId"]
+
+    @property
+    def saved_query_set(self) -> Path | None:
+        """The query set saved beside the run file, when it is there."""
+        saved = self.start.get("config", {}).get("querySetFile")
+        return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
+
+
+def read_resume_point(path: Path) -> ResumePoint:
+    """Read the run file to resume; raises UsageError when it has no run_start line."""
+    from judge_runner.results import judged_lines
+
+    start, evaluations = judged_lines(path)
+    if start is None or "provenance" not in start:
+        raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
+    return ResumePoint(path, start, evaluations)
+
+
+def holds_run(path: Path, run_id: str) -> bool:
+    """True when the run file ``path`` is run ``run_id`` (by file name, or the runId of its first line)."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        first = handle.readline()
+    return path.stem == run_id or f'"runId":"{run_id}"' in first.replace(" ", "")
+
+
+def prune_runs(results: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
+    Returns the deleted run files."""
+    from judge_runner.trend import read_baseline
+
+    baseline = read_baseline(results)
+    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.name)
+    deleted = []
+    for path in runs[: max(0, len(runs) - keep)]:
+        if baseline and holds_run(path, baseline):
+            continue
+        path.unlink()
+        path.with_suffix(".queries.json").unlink(missing_ok=True)
+        deleted.append(path)
+    return deleted
+
+
+# -- jobs -------------------------------------------------------------------------------------------------
+def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer) -> RunOutcome:
+    """``generate-and-evaluate``: index FIXTURES, write a query set, judge the search on it."""
+    require_folder(fixtures)
+    check_out_dir(out_dir)
+    job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
+    with job.index:
+        first = phase_one(job, fixtures)
+        if isinstance(first, RunOutcome):
+            return first
+        warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
+        return evaluate_queries(job, first.queries, generation=first)
+
+
+def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, printer: Printer) -> GenerationResult:
+    """``generate``: write a query set to ``out`` (never over an existing file without ``force``).
+    Raises UsageError (bad input, refused key) or IncompleteRunError (budget, spend limit, failure,
+    Ctrl+C); nothing is spent before the output folder is known to be writable."""
+    require_folder(fixtures)
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
+    check_out_dir(out.parent if str(out.parent) else Path("."))
+    check_corpus(settings, fixtures)
+    generator, _, budget = make_providers(settings, need_generator=True, say=printer.err)
+    try:
+        result = write_queries(settings, generator, fixtures, printer)
+    except AuthError as exc:
+        raise UsageError(f"{exc}; check the API key") from None
+    except (BudgetExhausted, SpendLimitError) as exc:
+        raise IncompleteRunError(str(exc)) from None
+    except LLMError as exc:
+        raise IncompleteRunError(f"phase one failed: {exc}") from None
+    except KeyboardInterrupt:
+        raise IncompleteRunError("interrupted; no query set written") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
+    cost = budget.total_cost_usd
+    printer.out(f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; "
+                f"cost {'unknown' if cost is None else f'${cost:.4f}'})")
+    return result
+
+
+def evaluate_job(settings: Settings, queries_path: Path | None, resume_path: Path | None, out_dir: Path,
+                 printer: Printer) -> RunOutcome | None:
+    """``evaluate``: judge a saved query set, or continue an interrupted run (``resume_path``: judged
+    queries are copied, never sent again). Returns None when a resumed run has nothing left to judge."""
+    from judge_runner.generate import query_set_sha256
+
+    resume = read_resume_point(resume_path) if resume_path is not None else None
+    if resume is not None and queries_path is None:
+        queries_path = resume.saved_query_set
+        if queries_path is None:
+            raise UsageError(f"{resume.path} has no saved query set beside it; pass --queries FILE")
+    if queries_path is None:
+        raise UsageError("give --queries FILE (or --resume RUN.jsonl)")
+    query_set = load_query_set(queries_path)
+    check_out_dir(out_dir)
+    index = open_index(settings, must_exist=True)
+    with index:
+        warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
+        queries = query_set.queries
+        if resume is not None:
+            if resume.start["provenance"].get("querySetSha256") != query_set_sha256(queries):
+                raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
+            done = {line["queryId"] for line in resume.evaluations}
+            queries = [q for q in queries if q.id not in done]
+            if not queries:
+                printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
+                return None
+            printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
+        _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
+        job = Job(settings, index, None, judge, budget, out_dir, printer)
+        return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
+
+
+# -- weekly -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WeeklyPlan:
+    """The ``weekly`` command's options (folders, pinned or given query set, retention, log)."""
+
+    fixtures: Path
+    queries_path: Path | None
+    regenerate: bool
+    count_given: bool
+    results: Path
+    reports: Path
+    keep: int
+    log_path: Path | None
+    fail_on_regression: bool
+
+
+class _Tee:
+    """Mirror a text stream into a log file (weekly runs log everything they print)."""
+
+    def __init__(self, stream: IO[str], log: IO[str]):
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self.log.flush()
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+        self.log.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> RunStatus:
+    """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
+    mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
+    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again."""
+    import fcntl
+
+    plan.results.mkdir(parents=True, exist_ok=True)
+    log_path = plan.log_path or plan.results / "weekly.log"
+    with open(plan.results / ".weekly.lock", "w") as lock_file:  # released when the file closes, even on a crash
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IncompleteRunError(f"another weekly run holds {plan.results / '.weekly.lock'}; not starting a second one") from None
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"\n=== judge-runner weekly {datetime.now(timezone.utc).isoformat(timespec='seconds')} ===\n")
+            real_out, real_err = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)  # type: ignore[assignment]
+            code = EXIT_CONFIG
+            try:
+                status = weekly_steps(load(flags), plan, printer)
+                code = exit_code_for(status)
+                return status
+            except JudgeRunnerError as exc:
+                code = exc.exit_code
+                log.write(exc.display() + "\n")  # the entry point prints it once the streams are restored
+                raise
+            except KeyboardInterrupt:
+                code = EXIT_INCOMPLETE
+                raise
+            finally:
+                sys.stdout, sys.stderr = real_out, real_err
+                log.write(f"=== exit {code} ===\n")
+
+
+def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
+    """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
+    ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
+    from judge_runner.report import build_report
+    from judge_runner.trend import build_trend
+
+    pinned = plan.results / "pinned-queries.json"
+    regenerate = plan.regenerate
+    if plan.count_given and not regenerate and (plan.queries_path or pinned.is_file()):
+        printer.err("note: --count applies only when a query set is generated; using the pinned set (--regenerate for a new one)")
+    if plan.queries_path is None and not regenerate and not pinned.is_file():
+        printer.err(f"no pinned query set in {plan.results}: generating one (phase one) and pinning it")
+        regenerate = True
+    require_folder(plan.fixtures)
+    job = open_job(settings, plan.fixtures, plan.results, printer, need_generator=regenerate)
+    with job.index:
+        generation = None
+        if regenerate:
+            first = phase_one(job, plan.fixtures)
+            if isinstance(first, RunOutcome):
+                return first.status
+            pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+            generation, queries = first, first.queries
+        else:
+            queries = load_query_set(plan.queries_path or pinned).queries
+        warn_missing_sources(job.index, queries, settings.index_label, printer.err)
+        outcome = evaluate_queries(job, queries, generation=generation)
+    try:
+        written = build_report(plan.results, plan.reports)
+        printer.out(f"report written to {written.html}")
+    except ValueError as exc:
+        printer.err(f"no report: {exc}")
+    prune_runs(plan.results, plan.keep)
+    if outcome.status is RunStatus.OK and plan.fail_on_regression:
+        latest = build_trend(plan.results).latest_verdict
+        if latest and latest["regression"]:
+            raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']}")
+    return outcome.status

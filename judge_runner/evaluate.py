@@ -21,7 +21,7 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now
-from judge_runner.search.base import SearchAnswer, SearchBackend
+from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
 
 __all__ = ["EXIT_CONFIG", "EXIT_GATE", "EXIT_INCOMPLETE", "EXIT_OK", "MAX_FAILED_SHARE", "EvaluateOptions", "RunEnd",
            "RunOutcome", "RunState", "RunStatus", "begin_run", "end_run", "end_status", "error_line", "evaluation_line",
@@ -35,7 +35,7 @@ RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly rele
 class EvaluateOptions:
     """Phase-two settings: search mode and depth, judge concurrency, dimension weights, CI gate."""
 
-    search_mode: str = "hybrid"
+    search_mode: SearchMode = "hybrid"
     search_limit: int = 10
     concurrency: int = 5
     weights: dict[str, float] | None = None

@@ -20,19 +20,21 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from judge_runner.config import ConfigError, Settings, load_settings
 from judge_runner.evaluate import (EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance,
                                    run_evaluation)
 from judge_runner.failures import (EXIT_CONFIG, EXIT_INCOMPLETE, GateFailedError, IncompleteRunError, JudgeRunnerError,
                                    RunStatus, UsageError, exit_code_for)
-from judge_runner.generate import GenerationResult
 from judge_runner.indexing import check_corpus, describe_index, index_fixtures, open_index, require_folder
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 from judge_runner.models import Query, QuerySet
 from judge_runner.printer import Printer, Say
+
+if TYPE_CHECKING:
+    from judge_runner.generate import GenerationResult
 
 PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
 
@@ -212,7 +214,7 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
         query_file = writer.path.with_suffix(".queries.json")
         query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
         config["querySetFile"] = query_file.name
-    run_start = {
+    run_start: dict[str, Any] = {
         "config": config,
         "provenance": provenance(job.judge, generator_model, prompt_hashes(), query_set_sha256(saved),
                                  job.index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),

@@ -30,7 +30,7 @@ def test_a_stopped_phase_one_records_the_generator_model(name, fixtures_root, db
     assert result.exit_code == 3, result.output
     assert "phase one stopped" in result.output
     lines = run_lines(out)
-    assert [l["type"] for l in lines] == ["run_start", "summary"]
+    assert [line["type"] for line in lines] == ["run_start", "summary"]
     assert lines[0]["provenance"]["generatorModel"] == "claude-sonnet-4-6"
     assert lines[0]["config"]["count"] == 15
     assert lines[-1]["stopReason"] == "phase one: budget_exhausted" and lines[-1]["budgetExhausted"] is True

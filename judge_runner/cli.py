@@ -20,7 +20,8 @@ from judge_runner import __version__
 from judge_runner.config import ConfigError, Settings, load_settings
 from judge_runner.evaluate import EXIT_CONFIG, EXIT_INCOMPLETE, EvaluateOptions, provenance, run_evaluation
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
-from judge_runner.models import Query, QuerySet
+from judge_runner.llm.registry import PROVIDER_CHOICES, PROVIDERS
+from judge_runner.models import SEARCH_MODES, Query, QuerySet
 
 PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
 
@@ -64,7 +65,7 @@ def db_option(f):
 
 def search_options(f):
     f = click.option("--search-limit", type=click.IntRange(1, 100), default=None, help="Results per query shown to the judge [default: 10].")(f)
-    f = click.option("--search-mode", type=click.Choice(["hybrid", "fts", "vector"]), default=None,
+    f = click.option("--search-mode", type=click.Choice(SEARCH_MODES), default=None,
                      help="Search mode under test [default: hybrid].")(f)
     return f
 
@@ -81,10 +82,11 @@ def _options(f, opts):
     return f
 
 
-PROVIDER = click.option("--provider", type=click.Choice(["auto", "anthropic", "openai", "offline"]), default=None,
+PROVIDER = click.option("--provider", type=click.Choice(PROVIDER_CHOICES), default=None,
                         help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
                              "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
-MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: claude-sonnet-4-6 / gpt-4.1].")
+MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: "
+                     + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].")
 JUDGE_MODEL = click.option("--judge-model", default=None, help="Model that judges (phase two) [default: --model, else the provider's default].")
 COMMON = [
     click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
@@ -204,53 +206,15 @@ def _describe_index(report, elapsed: float) -> str:
 
 
 def _make_providers(settings: Settings, need_generator: bool):
-    """``(generator, judge, budget, label)`` for the chosen provider."""
-    from judge_runner.llm.budget import Budget
-    from judge_runner.llm.retry import RetryPolicy
+    """``(writer, judge, budget)`` for the chosen provider: :func:`judge_runner.roles.build_roles`."""
+    from judge_runner.roles import build_roles
 
-    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
-    name = settings.provider
-    reason = "--provider"
-    if name == "auto":
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            name, reason = "anthropic", "ANTHROPIC_API_KEY is set"
-        elif os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-            name, reason = "openai", "OPENAI_API_KEY or OPENAI_BASE_URL is set"
-        else:
-            name, reason = "offline", "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set"
-    if name == "offline":
-        from judge_runner.llm.offline import OfflineProvider
-
-        provider = OfflineProvider()
-        _err(f"provider: offline ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments")
-        return provider, provider, budget
-    retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
-    if name == "anthropic":
-        from judge_runner.llm.anthropic_provider import DEFAULT_MODEL, AnthropicProvider as cls
-
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            _fail("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
-    else:
-        from judge_runner.llm.openai_provider import DEFAULT_MODEL, OpenAIProvider as cls
-
-        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-            _fail("--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)")
-    model = settings.model or DEFAULT_MODEL
-    judge_model = settings.judge_model or model
-    generator = cls(model, retry, budget, settings.timeout) if need_generator else None
-    judge = cls(judge_model, retry, budget, settings.timeout)
-    _err(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
-    for label, p in (("generator", generator), ("judge", judge)):
-        if p is not None and p.price is None:
-            p.price = settings.user_price
-        if p is not None and p.price is None:
-            if settings.max_budget_usd is not None:
-                _fail(f"no price is known for the {label} model {p.model}, so --max-budget-usd cannot be enforced; "
-                      f"give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
-            budget.cost_known = False  # the run's cost is unknown, never shown as 0
-            _err(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown"
-                 f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
-    return generator, judge, budget
+    try:
+        roles = build_roles(settings, need_generator, say=_err)
+    except ConfigError as exc:
+        _fail(str(exc))
+        raise  # unreachable
+    return roles.writer, roles.judge, roles.budget
 
 
 def _generate(settings: Settings, generator, fixtures: Path, count: int, quiet: bool):
@@ -439,7 +403,7 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
 @main.command()
 @click.argument("query", required=False)
 @db_option
-@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
               help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=None, help="Documents to return [default: 10; 100 with --queries].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")

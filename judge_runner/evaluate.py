@@ -13,14 +13,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from judge_runner import __version__
-from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, judge_query, overall_score
+from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, overall_score
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.search.base import SearchAnswer, SearchBackend
+
+if TYPE_CHECKING:
+    from judge_runner.roles import Judge
 
 EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE = 0, 1, 2, 3
 MAX_FAILED_SHARE = 0.25
@@ -106,7 +110,7 @@ class _Stop(Exception):
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,
-    provider,
+    judge: Judge,
     writer: RunWriter,
     run_start: dict,
     options: EvaluateOptions,
@@ -142,7 +146,7 @@ def run_evaluation(
         stop_code = EXIT_CONFIG if isinstance(stopped_before, AuthError) else EXIT_INCOMPLETE
         stop_reason = "interrupted" if interrupted else f"phase one: {getattr(stopped_before, 'kind', type(stopped_before).__name__)}"
         queries = []
-    heuristic = bool(getattr(provider, "heuristic", False))
+    heuristic = judge.heuristic
     label = " (heuristic judge)" if heuristic else ""
     total = len(queries) + len(evaluations)
     done = len(evaluations)
@@ -202,7 +206,7 @@ def run_evaluation(
             except Exception as exc:  # noqa: BLE001
                 record(query, None, None, exc)
                 continue
-            in_flight[pool.submit(judge_query, provider, query, answer, log)] = (query, answer)
+            in_flight[pool.submit(judge.judge, query, answer, log)] = (query, answer)
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except (KeyboardInterrupt, _Stop):
@@ -252,14 +256,14 @@ def run_evaluation(
     return RunOutcome(summary, code, str(writer.path), evaluations)
 
 
-def provenance(provider, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
+def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
                search_config: dict) -> dict:
     """The ``provenance`` block of ``run_start``: who judged, with which prompts, on what."""
     return {
-        "provider": provider.name,
+        "provider": judge.name,
         "generatorModel": generator_model,
-        "judgeModel": provider.model,
-        "heuristicJudge": bool(getattr(provider, "heuristic", False)),
+        "judgeModel": judge.model,
+        "heuristicJudge": judge.heuristic,
         "promptSha256": prompt_hashes,
         "querySetSha256": query_set_sha,
         "corpusFingerprint": corpus_fingerprint,

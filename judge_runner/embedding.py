@@ -171,11 +171,20 @@ def get_embedder() -> TextEmbedder:
     loads at most once). Raises EmbeddingModelError for an unknown kind."""
     if _override is not None:
         return _override
-    kind = embedder_kind()
+    return _cached(embedder_kind())
+
+
+def _cached(kind: str) -> TextEmbedder:
     with _lock:
         if kind not in _cache:
             _cache[kind] = HashEmbedder() if kind == "hash" else MiniLMEmbedder()
         return _cache[kind]
+
+
+def minilm_embedder() -> TextEmbedder:
+    """The process's MiniLM embedder whatever ``JUDGE_RUNNER_EMBEDDER`` says (the instance
+    :func:`get_embedder` returns by default): for code that measures search quality."""
+    return _cached("minilm")
 
 
 def set_embedder(embedder: TextEmbedder | None) -> TextEmbedder | None:

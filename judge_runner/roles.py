@@ -114,8 +114,11 @@ def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], N
     retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
     model = settings.model or spec.default_model
     judge_model = settings.judge_model or model
-    generator = cls(model, retry, budget, settings.timeout) if need_generator else None
-    judge = cls(judge_model, retry, budget, settings.timeout)
+    # the key and server come from ``environ`` (the one the choice was made with), first key variable set wins
+    connection = {"api_key": next((environ[k] for k in spec.key_env if environ.get(k)), None),
+                  "base_url": (environ.get(spec.base_url_env) or None) if spec.base_url_env else None}
+    generator = cls(model, retry, budget, settings.timeout, **connection) if need_generator else None
+    judge = cls(judge_model, retry, budget, settings.timeout, **connection)
     description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
     say(description)
     for label, provider in (("generator", generator), ("judge", judge)):

@@ -61,7 +61,7 @@ class OpenAIProvider(ChatProvider):
         import openai
 
         if isinstance(exc, openai.APIStatusError):
-            return classify_status(exc.status_code, (exc.code))
+            return classify_status(exc.status_code, (exc.code,))
         if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError, TimeoutError)):
             return "retryable"
         return None

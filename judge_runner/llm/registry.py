@@ -1,7 +1,8 @@
 """The provider registry: every provider judge-runner knows, by name, with what it needs.
 
 Adding a provider is one new file in this package (a :class:`~judge_runner.llm.base.ChatProvider`
-subclass with ``_send`` and ``classify``) plus one :class:`ProviderSpec` in :data:`PROVIDERS`. Everything
+subclass with ``_send`` and ``classify``, constructed as ``cls(model, retry, budget, timeout_s,
+api_key=None, base_url=None)``) plus one :class:`ProviderSpec` in :data:`PROVIDERS`. Everything
 else is derived from here: the ``--provider`` click choice (:data:`PROVIDER_CHOICES`), the settings type
 (:data:`ProviderChoice` in ``config.py``), the ``provider`` enum of ``schemas/run_start.schema.json``
 (a test proves it equals :data:`PROVIDER_NAMES`), ``auto`` detection (:func:`detect`, in the order of

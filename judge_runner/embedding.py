@@ -20,8 +20,8 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class MiniLMEmbedder:
     dimension = DIMENSION
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def _load(self):
@@ -155,11 +155,11 @@ _cache: dict[str, TextEmbedder] = {}
 _override: TextEmbedder | None = None
 
 
-def embedder_kind(environ: dict[str, str] | None = None) -> str:
+def embedder_kind(environ: Mapping[str, str] | None = None) -> str:
     """The embedder ``JUDGE_RUNNER_EMBEDDER`` asks for: ``minilm`` (default, also when unset or empty) or
     ``hash``. Raises EmbeddingModelError for any other value."""
-    environ = os.environ if environ is None else environ
-    kind = (environ.get(EMBEDDER_ENV) or "minilm").strip().lower() or "minilm"
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    kind = (env.get(EMBEDDER_ENV) or "minilm").strip().lower() or "minilm"
     if kind not in EMBEDDER_KINDS:
         raise EmbeddingModelError(f"{EMBEDDER_ENV}={kind!r} is not an embedder; use one of {', '.join(EMBEDDER_KINDS)}")
     return kind

@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judge_runner.models import DIMENSIONS
-from judge_runner.search.base import SearchSettings
+from judge_runner.dsn import redact_dsn
+from judge_runner.llm.registry import ProviderChoice
+from judge_runner.models import DIMENSIONS, SearchMode
+from judge_runner.search_settings import SearchSettings
 
 DEFAULT_DB = Path(".judge-runner") / "index.sqlite"
 
@@ -37,7 +39,7 @@ class Settings(BaseModel):
     extensions: str | None = None
     exclude: str | None = Field(None, description="comma-separated folder names never indexed, replacing the default list")
     max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="larger files are skipped with a reason")
-    provider: Literal["auto", "anthropic", "openai", "offline"] = "auto"
+    provider: ProviderChoice = "auto"  # a Literal derived from the provider registry (judge_runner.llm.registry)
     model: str | None = None
     judge_model: str | None = None
     timeout: float = Field(60.0, gt=0, description="seconds per HTTP attempt")
@@ -49,7 +51,7 @@ class Settings(BaseModel):
     per_call_cap_usd: float = Field(0.50, gt=0)
     max_budget_tokens: int | None = Field(None, ge=1, description="cap on the run's tokens; the cap when prices are unknown")
     price_per_mtok: str | None = Field(None, description="'INPUT,OUTPUT' USD per million tokens for a model missing from the pricing table")
-    search_mode: Literal["hybrid", "fts", "vector"] = "hybrid"
+    search_mode: SearchMode = "hybrid"
     search_limit: int = Field(10, ge=1, le=100)
     count: int = Field(15, ge=1, le=500)
     weights: dict[str, float] = Field(default_factory=lambda: {d: 1.0 for d in DIMENSIONS})
@@ -96,8 +98,6 @@ class Settings(BaseModel):
         URL without its password."""
         if self.backend != "postgres":
             return str(self.db)
-        from judge_runner.search.postgres import redact_dsn
-
         return redact_dsn(self.dsn or "")
 
     @property

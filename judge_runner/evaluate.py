@@ -13,15 +13,19 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from judge_runner import __version__
 from judge_runner.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
-from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, judge_query, overall_score
+from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, overall_score
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
+
+if TYPE_CHECKING:
+    from judge_runner.roles import Judge
 
 __all__ = ["EXIT_CONFIG", "EXIT_GATE", "EXIT_INCOMPLETE", "EXIT_OK", "MAX_FAILED_SHARE", "EvaluateOptions", "RunEnd",
            "RunOutcome", "RunState", "RunStatus", "begin_run", "end_run", "end_status", "error_line", "evaluation_line",
@@ -213,9 +217,9 @@ def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) ->
     return RunEnd(RunStatus.OK)
 
 
-def is_heuristic(provider) -> bool:
+def is_heuristic(judge: Judge) -> bool:
     """True for the offline heuristic judge (labelled as such in the run file; judged one query at a time)."""
-    return bool(getattr(provider, "heuristic", False))
+    return judge.heuristic
 
 
 def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None) -> RunState:
@@ -230,7 +234,7 @@ def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[
     return state
 
 
-def judge_all(queries: list[Query], search: SearchBackend, provider, state: RunState, writer: RunWriter,
+def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: RunState, writer: RunWriter,
               options: EvaluateOptions, *, budget=None, heuristic: bool = False,
               echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None) -> None:
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
@@ -282,7 +286,7 @@ def judge_all(queries: list[Query], search: SearchBackend, provider, state: RunS
             except Exception as exc:  # noqa: BLE001
                 record(query, None, None, exc)
                 continue
-            in_flight[pool.submit(judge_query, provider, query, answer, log)] = (query, answer)
+            in_flight[pool.submit(judge.judge, query, answer, log)] = (query, answer)
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except KeyboardInterrupt:
@@ -330,7 +334,7 @@ def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, sta
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,
-    provider,
+    judge: Judge,
     writer: RunWriter,
     run_start: dict,
     options: EvaluateOptions,
@@ -347,20 +351,20 @@ def run_evaluation(
     and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
     """
     started = time.monotonic()
-    heuristic = is_heuristic(provider)
+    heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
-    judge_all(queries, search, provider, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log)
+    judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log)
     return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic)
 
 
-def provenance(provider, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
+def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
                search_config: dict) -> dict:
     """The ``provenance`` block of ``run_start``: who judged, with which prompts, on what."""
     return {
-        "provider": provider.name,
+        "provider": judge.name,
         "generatorModel": generator_model,
-        "judgeModel": provider.model,
-        "heuristicJudge": bool(getattr(provider, "heuristic", False)),
+        "judgeModel": judge.model,
+        "heuristicJudge": judge.heuristic,
         "promptSha256": prompt_hashes,
         "querySetSha256": query_set_sha,
         "corpusFingerprint": corpus_fingerprint,

@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from string import Template
+from typing import TYPE_CHECKING
 
 import jsonschema
 
@@ -21,10 +23,12 @@ from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, walk_corpus
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
-from judge_runner.models import Query, QuerySet
+from judge_runner.models import QUERY_TYPES, Query, QuerySet
 from judge_runner.resources import load_prompt, pinned_schema
 
-QUERY_TYPES = ("keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic")
+if TYPE_CHECKING:
+    from judge_runner.roles import QueryWriter
+
 READ_CAP_CHARS = 12_000
 LIST_CAP = 200
 GREP_CAP = 50
@@ -306,20 +310,28 @@ def query_set_sha256(queries: list[Query]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def generate_queries(provider, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-                     log=lambda message: None) -> GenerationResult:
-    """Phase one with any provider: the offline heuristic or the exploring LLM agent. Both answers pass
-    the same schema check and source filter. Raises ValueError for ``count < 1`` and what
-    :func:`generate_with_llm` raises."""
+class LLMQueryWriter:
+    """The :class:`~judge_runner.roles.QueryWriter` of an LLM: the exploring agent of
+    :func:`generate_with_llm` with ``provider``."""
+
+    heuristic = False
+
+    def __init__(self, provider: ChatProvider):
+        self.provider = provider
+        self.name = provider.name
+        self.model = provider.model
+
+    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+                      log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+        """See :func:`generate_with_llm`."""
+        return generate_with_llm(self.provider, Path(root), count, extensions, log)
+
+
+def generate_queries(writer: QueryWriter, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+                     log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+    """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
+    pass the same schema check and source filter. Raises ValueError for ``count < 1`` and what the
+    writer raises (see :func:`generate_with_llm`)."""
     if count < 1:
         raise ValueError("--count must be at least 1")
-    if getattr(provider, "heuristic", False):
-        data = provider.propose_queries(Path(root), count, extensions)
-        problems = check_query_set(data)
-        if problems:
-            raise InvalidOutputError("the offline generator produced an invalid query set: " + "; ".join(problems))
-        kept, dropped = filter_queries(data, Path(root), extensions)
-        for d in dropped:
-            log(f"dropped query {d['id']}: {d['reason']}")
-        return GenerationResult(kept, len(data["queries"]), dropped, provider.model, 0.0, 0)
-    return generate_with_llm(provider, Path(root), count, extensions, log)
+    return writer.write_queries(Path(root), count, extensions, log)

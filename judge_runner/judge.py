@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
 
@@ -183,14 +184,17 @@ def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, l
             turns.append(Turn("user", text=feedback))
 
 
-def judge_query(provider, query: Query, answer: SearchAnswer, log=lambda m: None) -> JudgeOutcome:
-    """Judge one answer with any provider: the offline heuristic (validated like an LLM reply) or an
-    LLM through :func:`judge_with_llm`."""
-    if getattr(provider, "heuristic", False):
-        results = [{"rank": h.rank, "source": h.source, "anchor": h.anchor, "snippet": h.snippet[:SNIPPET_CHARS_SHOWN]} for h in answer.results]
-        data = provider.judge_verdict(query.query, query.queryType, answer.confident, results)
-        problems = verdict_problems(data, len(results))
-        if problems:
-            raise InvalidOutputError("the offline judge produced an invalid verdict: " + "; ".join(problems))
-        return JudgeOutcome(Verdict.model_validate(data), Usage(), 0.0, 0, [])
-    return judge_with_llm(provider, query, answer, log)
+class LLMJudge:
+    """The :class:`~judge_runner.roles.Judge` of an LLM: :func:`judge_with_llm` with ``provider``.
+    ``name`` and ``model`` are the provider's (recorded in the run file's provenance)."""
+
+    heuristic = False
+
+    def __init__(self, provider: ChatProvider):
+        self.provider = provider
+        self.name = provider.name
+        self.model = provider.model
+
+    def judge(self, query: Query, answer: SearchAnswer, log: Callable[[str], None] = lambda message: None) -> JudgeOutcome:
+        """See :func:`judge_with_llm`."""
+        return judge_with_llm(self.provider, query, answer, log)

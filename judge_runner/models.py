@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The vocabulary, each defined once here: click choices, settings, prompts and the JSON Schemas' enums
+# (tests/test_vocabulary.py proves the schemas agree) all derive from these Literals.
 QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic"]
+QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
+SearchMode = Literal["hybrid", "fts", "vector"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 DIMENSIONS: tuple[str, ...] = ("relevance", "ranking", "coverage", "snippetQuality")
 
 

@@ -35,6 +35,7 @@ from judge_runner.printer import Printer, Say
 
 if TYPE_CHECKING:
     from judge_runner.generate import GenerationResult
+    from judge_runner.roles import Judge, QueryWriter
 
 PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
 
@@ -49,59 +50,18 @@ def load(flags: dict[str, Any]) -> Settings:
 
 
 # -- providers ------------------------------------------------------------------------------------------
-def make_providers(settings: Settings, need_generator: bool, say: Say) -> tuple[Any, Any, Budget]:
-    """``(generator or None, judge, budget)`` for ``settings.provider`` (``auto``: anthropic when
-    ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY or OPENAI_BASE_URL is, else offline). Says
-    which provider and models were chosen, and why. Raises UsageError for a missing key, or for a model
-    with no known price under ``--max-budget-usd``."""
-    from judge_runner.llm.retry import RetryPolicy
+def make_providers(settings: Settings, need_generator: bool, say: Say) -> tuple[QueryWriter | None, Judge, Budget]:
+    """``(query writer or None, judge, budget)`` for ``settings.provider``, built by
+    :func:`judge_runner.roles.build_roles` from the provider registry (``auto``: the first provider whose
+    key or base URL is set, else offline). Says which provider and models were chosen, and why. Raises
+    UsageError for a missing key, or for a model with no known price under ``--max-budget-usd``."""
+    from judge_runner.roles import build_roles
 
-    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
-    name = settings.provider
-    reason = "--provider"
-    if name == "auto":
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            name, reason = "anthropic", "ANTHROPIC_API_KEY is set"
-        elif os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-            name, reason = "openai", "OPENAI_API_KEY or OPENAI_BASE_URL is set"
-        else:
-            name, reason = "offline", "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set"
-    if name == "offline":
-        from judge_runner.llm.offline import OfflineProvider
-
-        provider = OfflineProvider()
-        say(f"provider: offline ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments")
-        return provider, provider, budget
-    retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
-    cls: Any
-    if name == "anthropic":
-        from judge_runner.llm.anthropic_provider import DEFAULT_MODEL
-        from judge_runner.llm.anthropic_provider import AnthropicProvider as cls
-
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
-    else:
-        from judge_runner.llm.openai_provider import DEFAULT_MODEL  # type: ignore[no-redef]
-        from judge_runner.llm.openai_provider import OpenAIProvider as cls
-
-        if not (os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-            raise UsageError("--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)")
-    model = settings.model or DEFAULT_MODEL
-    judge_model = settings.judge_model or model
-    generator = cls(model, retry, budget, settings.timeout) if need_generator else None
-    judge = cls(judge_model, retry, budget, settings.timeout)
-    say(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
-    for label, p in (("generator", generator), ("judge", judge)):
-        if p is not None and p.price is None:
-            p.price = settings.user_price
-        if p is not None and p.price is None:
-            if settings.max_budget_usd is not None:
-                raise UsageError(f"no price is known for the {label} model {p.model}, so --max-budget-usd cannot be enforced; "
-                                 f"give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
-            budget.cost_known = False  # the run's cost is unknown, never shown as 0
-            say(f"warning: no price known for the {label} model {p.model}: cost will be reported as unknown"
-                f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
-    return generator, judge, budget
+    try:
+        roles = build_roles(settings, need_generator, say=say)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return roles.writer, roles.judge, roles.budget
 
 
 # -- steps ------------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 - Puts the repository root on ``sys.path`` so ``from tests.fakes.fake_llm import ...`` works.
 - ``fixtures_root``: the sample knowledge base shipped in ``fixtures/``.
+- ``hash_embedder`` (or ``@pytest.mark.hash_embedder``): the deterministic hashing embedder instead of
+  MiniLM for one test, through the seam ``JUDGE_RUNNER_EMBEDDER=hash``.
 - ``fixtures_index``: ONE session-scoped SQLite index of ``fixtures/`` (the embedding model loads once
   per test session; build it only in tests that really need vectors). Tests must treat it as
   read-only.
@@ -33,10 +35,39 @@ def fixtures_root() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The process-wide sentence embedder (loaded lazily on first encode)."""
-    from judge_runner.search.embeddings import shared_embedder
+    """The process-wide all-MiniLM-L6-v2 embedder (loaded lazily on first encode), whatever
+    ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality."""
+    from judge_runner.embedding import minilm_embedder
 
-    return shared_embedder()
+    return minilm_embedder()
+
+
+@pytest.fixture
+def hash_embedder(monkeypatch):
+    """Opt-in for tests that do not measure search quality: ``JUDGE_RUNNER_EMBEDDER=hash`` for this test,
+    so everything that asks :func:`judge_runner.embedding.get_embedder` (indexes opened by the CLI, the
+    offline judge) gets the small deterministic :class:`~judge_runner.embedding.HashEmbedder` instead of
+    loading MiniLM. Yields that embedder. Same as marking the test ``@pytest.mark.hash_embedder``."""
+    from judge_runner.embedding import EMBEDDER_ENV, get_embedder, set_embedder
+
+    monkeypatch.setenv(EMBEDDER_ENV, "hash")
+    previous = set_embedder(None)  # an override set by another test must not win
+    try:
+        yield get_embedder()
+    finally:
+        set_embedder(previous)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "hash_embedder: use the deterministic hashing embedder (JUDGE_RUNNER_EMBEDDER=hash) "
+                                       "instead of MiniLM; for tests that do not measure search quality")
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder_marker(request):
+    """Applies the ``hash_embedder`` fixture to tests marked ``@pytest.mark.hash_embedder``."""
+    if request.node.get_closest_marker("hash_embedder"):
+        request.getfixturevalue("hash_embedder")
 
 
 @pytest.fixture(scope="session")

@@ -90,7 +90,8 @@ def test_only_the_entry_point_exits_the_process():
 
 def test_no_business_logic_imports_in_the_click_layer():
     """Commands call library functions; the heavy modules (search backends, LLM SDKs, the run loop) are
-    reached only through them."""
-    heavy = re.compile(r"(?:from|import) judge_runner\.(?:search|llm|evaluate|trend|report|corpus)\b")
+    reached only through them. The provider registry is vocabulary (names, key variables, default
+    models; it imports no SDK), so the click choices may come from it."""
+    heavy = re.compile(r"(?:from|import) judge_runner\.(?:search|llm(?!\.registry\b)|evaluate|trend|report|corpus)\b")
     for path in (PACKAGE / "cli").glob("*.py"):
         assert not heavy.findall(path.read_text(encoding="utf-8")), path.name

@@ -27,7 +27,7 @@ import openai  # noqa: F401
 import pytest
 
 from judge_runner.evaluate import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
-from judge_runner.judge import JUDGE_MAX_TOKENS, MAX_REASKS
+from judge_runner.judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
@@ -82,7 +82,7 @@ def run(tmp_path, provider, n: int, concurrency: int = 1):
     """run_evaluation over ``n`` queries; returns (outcome, lines, wall seconds). Lines are schema-checked."""
     writer = RunWriter(tmp_path / f"runs-{time.monotonic_ns()}")
     started = time.monotonic()
-    outcome = run_evaluation(make_queries(n), StubSearch(), provider, writer, {"config": {}},
+    outcome = run_evaluation(make_queries(n), StubSearch(), LLMJudge(provider), writer, {"config": {}},
                              EvaluateOptions(concurrency=concurrency), budget=provider.budget, echo=lambda m: None)
     elapsed = time.monotonic() - started
     lines = list(read_run(writer.path))

@@ -40,16 +40,17 @@ class FakeStatusError(Exception):
         self.type = type_
 
 
-class APIConnectionError(Exception):
-    """Named like the SDKs' connection error (recognised by class name)."""
+class APIConnectionError(ConnectionError):
+    """Like the SDKs' connection error; the generic classifier knows the standard library's
+    ConnectionError (the real SDK classes are each provider's own ``classify``: test_provider_errors.py)."""
 
 
 class APITimeoutError(APIConnectionError):
     pass
 
 
-class ReadTimeout(Exception):
-    """Named like httpx's raw read timeout."""
+class ReadTimeout(TimeoutError):
+    """Like httpx's raw read timeout (a TimeoutError for the generic classifier)."""
 
 
 class FakeClock:

@@ -8,30 +8,34 @@ import jsonschema
 import pytest
 
 from judge_runner.evaluate import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
+from judge_runner.judge import JudgeOutcome, verdict_problems
 from judge_runner.llm.errors import AuthError
-from judge_runner.models import Query
+from judge_runner.llm.pricing import Usage
+from judge_runner.models import Query, Verdict
 from judge_runner.resources import load_schema
 from judge_runner.results import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 
 class StubJudge:
-    """A heuristic-style provider whose verdict is fixed: every result gets grade 3 - rank + 1."""
+    """A heuristic-style Judge whose verdict is fixed: every result gets grade 3 - rank + 1."""
 
     name, model, heuristic = "offline", "stub", True
 
     def __init__(self, fail_on: set[str] | None = None):
         self.fail_on = fail_on or set()
 
-    def judge_verdict(self, query, query_type, confident, results):
-        if query in self.fail_on:
+    def judge(self, query, answer, log=lambda m: None):
+        if query.query in self.fail_on:
             raise AuthError("the API key was refused: HTTP 401 (authentication_error)", 1)
-        return {
-            "labels": [{"rank": r["rank"], "relevance": max(0, 4 - r["rank"]), "reason": "stub"} for r in results],
+        data = {
+            "labels": [{"rank": h.rank, "relevance": max(0, 4 - h.rank), "reason": "stub"} for h in answer.results],
             "analysis": {d: "stub" for d in ("relevance", "ranking", "coverage", "snippetQuality")},
             "scores": {"relevance": 0.8, "ranking": 0.6, "coverage": 0.4, "snippetQuality": 0.2, "overall": 0.9},
             "suggestions": ["Boost title matches"],
         }
+        assert verdict_problems(data, len(answer.results)) == []
+        return JudgeOutcome(Verdict.model_validate(data), Usage(), 0.0, 0, [])
 
 
 class StubSearch:

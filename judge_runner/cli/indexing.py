@@ -8,6 +8,7 @@ import click
 
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.failures import UsageError
+from judge_runner.models import SEARCH_MODES
 from judge_runner.indexing import index_job
 from judge_runner.searching import batch_search_job, search_job
 
@@ -44,7 +45,7 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
 @click.command()
 @click.argument("query", required=False)
 @db_option
-@click.option("--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True,
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
               help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=None, help="Documents to return [default: 10; 100 with --queries].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")

@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from judge_runner.config import Settings
+from judge_runner.llm.registry import PROVIDER_CHOICES, PROVIDERS
+from judge_runner.models import SEARCH_MODES
 from judge_runner.pipeline import load
 from judge_runner.printer import Printer
 
@@ -55,7 +57,7 @@ def db_option(f):
 
 def search_options(f):
     f = click.option("--search-limit", type=click.IntRange(1, 100), default=None, help="Results per query shown to the judge [default: 10].")(f)
-    f = click.option("--search-mode", type=click.Choice(["hybrid", "fts", "vector"]), default=None,
+    f = click.option("--search-mode", type=click.Choice(SEARCH_MODES), default=None,
                      help="Search mode under test [default: hybrid].")(f)
     return f
 
@@ -72,10 +74,11 @@ def _options(f, opts):
     return f
 
 
-PROVIDER = click.option("--provider", type=click.Choice(["auto", "anthropic", "openai", "offline"]), default=None,
+PROVIDER = click.option("--provider", type=click.Choice(PROVIDER_CHOICES), default=None,
                         help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
                              "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
-MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: claude-sonnet-4-6 / gpt-4.1].")
+MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: "
+                     + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].")
 JUDGE_MODEL = click.option("--judge-model", default=None, help="Model that judges (phase two) [default: --model, else the provider's default].")
 COMMON = [
     click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,

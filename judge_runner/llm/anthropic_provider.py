@@ -11,8 +11,8 @@ import os
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolUse, Turn
 from judge_runner.llm.pricing import Usage
+from judge_runner.llm.retry import ErrorClass, classify_status
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
 _STOP = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
          "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
 
@@ -32,6 +32,19 @@ class AnthropicProvider(ChatProvider):
             max_retries=0,
             timeout=timeout_s,
         )
+
+    def classify(self, exc: BaseException) -> ErrorClass | None:
+        """``anthropic.APIStatusError`` by its status and ``error_code`` (e.g. ``enforced_spend_limit_reached``) and ``type`` (:func:`classify_status`);
+        ``anthropic.APIConnectionError`` (timeouts included) and a raw ``httpx2.TransportError`` from a stalled
+        stream retryable; anything else is not a provider failure (None)."""
+        import httpx2
+        import anthropic
+
+        if isinstance(exc, anthropic.APIStatusError):
+            return classify_status(exc.status_code, (exc.error_code, exc.type))
+        if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError, TimeoutError)):
+            return "retryable"
+        return None
 
     @staticmethod
     def _messages(turns: list[Turn]) -> list[dict]:

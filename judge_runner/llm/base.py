@@ -1,7 +1,9 @@
 """The provider protocol: a neutral conversation in, one :class:`Completion` out.
 
 Adding a provider is one new file with a subclass of :class:`ChatProvider` that implements ``_send``
-(one HTTP request, no retries). Retries, budget and usage accounting live here, shared by all.
+(one HTTP request, no retries) and ``classify`` (which of its SDK's errors are retryable, a refused key,
+a spent account or a bad request), plus one entry in :mod:`judge_runner.llm.registry`. Retries, budget
+and usage accounting live here, shared by all.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Literal
 from judge_runner.llm.budget import Budget, estimate_tokens
 from judge_runner.llm.errors import LLMError
 from judge_runner.llm.pricing import Price, Usage, price_for
-from judge_runner.llm.retry import RetryPolicy
+from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_generic
 
 StopReason = Literal["tool_use", "end", "max_tokens", "refusal"]
 
@@ -77,7 +79,6 @@ class ChatProvider(ABC):
     """Base of the network providers. ``timeout_s`` bounds one HTTP attempt (seconds)."""
 
     name: str = "base"
-    heuristic: bool = False
 
     def __init__(self, model: str, retry: RetryPolicy, budget: Budget, timeout_s: float = 60.0):
         self.model = model
@@ -85,6 +86,13 @@ class ChatProvider(ABC):
         self.budget = budget
         self.timeout_s = timeout_s
         self.price: Price | None = price_for(model)
+
+    def classify(self, exc: BaseException) -> ErrorClass | None:
+        """The :data:`~judge_runner.llm.retry.ErrorClass` of a failure of :meth:`_send` (retryable, auth,
+        spend_limit, bad_request), None for an exception that is no provider failure (a bug, re-raised).
+        Each provider overrides it to recognise its own SDK's errors; this default knows only errors with
+        an int ``status_code`` and the standard library's timeouts and connection errors."""
+        return classify_generic(exc)
 
     @abstractmethod
     def _send(
@@ -128,7 +136,7 @@ class ChatProvider(ABC):
             total = total + Usage(calls=1)
 
         try:
-            reply, _ = self.retry.call(once, on_attempt=count_request)
+            reply, _ = self.retry.call(once, on_attempt=count_request, classify=self.classify)
         except LLMError as exc:
             exc.attempts = max(exc.attempts, total.calls)  # every HTTP request of this call
             raise

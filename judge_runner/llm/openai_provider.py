@@ -17,8 +17,8 @@ import os
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, ToolUse, Turn
 from judge_runner.llm.pricing import Usage
+from judge_runner.llm.retry import ErrorClass, classify_status
 
-DEFAULT_MODEL = "gpt-4.1"
 STRUCTURED_ID = "structured-output"  # id of a ToolUse that came back as structured content, not a tool call
 # keywords strict structured outputs do not accept; the caller validates the full schema anyway
 _UNSUPPORTED_STRICT = {"minLength", "maxLength", "pattern", "format", "$schema", "$id", "title"}
@@ -52,6 +52,19 @@ class OpenAIProvider(ChatProvider):
             max_retries=0,
             timeout=timeout_s,
         )
+
+    def classify(self, exc: BaseException) -> ErrorClass | None:
+        """``openai.APIStatusError`` by its status and ``code`` (e.g. ``insufficient_quota``) (:func:`classify_status`);
+        ``openai.APIConnectionError`` (timeouts included) and a raw ``httpx2.TransportError`` from a stalled
+        stream retryable; anything else is not a provider failure (None)."""
+        import httpx2
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            return classify_status(exc.status_code, (exc.code,))
+        if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError, TimeoutError)):
+            return "retryable"
+        return None
 
     @staticmethod
     def _messages(system: str, turns: list[Turn]) -> list[dict]:

@@ -2,7 +2,10 @@
 
 Retried: connection errors, timeouts, HTTP 408, 409, 429 and 5xx (including Anthropic's 529
 ``overloaded_error``). Never retried: 400, 401, 403, 404, 413, 422, and a 429 that says the account's
-spend limit or quota is reached. The wait before attempt n+1 is
+spend limit or quota is reached. Which exception is which is the provider's knowledge: each provider's
+``classify(exc)`` (see :meth:`judge_runner.llm.base.ChatProvider.classify`) recognises its own SDK's
+errors and maps them to an :data:`ErrorClass` with :func:`classify_status`; this module holds the policy
+and no SDK class names. The wait before attempt n+1 is
 ``max(Retry-After, min(cap, base * 2**(n-1)) * jitter)`` (exponential backoff with full jitter, as AWS's
 "Exponential Backoff And Jitter" recommends), never past the logical call's deadline. A Retry-After
 seen by one call pauses every call sharing the policy, so concurrent calls do not stampede.
@@ -13,9 +16,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import tenacity
 
@@ -25,39 +28,56 @@ T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 SPEND_LIMIT_CODES = frozenset({"enforced_spend_limit_reached", "insufficient_quota", "billing_hard_limit_reached"})
-_TRANSIENT_CLASS_NAMES = frozenset(
-    {"APIConnectionError", "APITimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout", "WriteTimeout",
-     "PoolTimeout", "ConnectError", "ReadError", "RemoteProtocolError", "TransportError", "NetworkError"}
-)
+
+ErrorClass = Literal["retryable", "auth", "spend_limit", "bad_request"]
+"""How a provider failure is treated: retried; the key refused (run stops, exit 2); the account's
+spend limit reached (run stops, exit 3); a request retrying cannot fix."""
+Classifier = Callable[[BaseException], "ErrorClass | None"]
+"""``classify(exc)``: the :data:`ErrorClass` of a provider failure, None for an exception that is not
+one (a programming error, which is re-raised as it is)."""
+
+
+def classify_status(status: int, codes: Iterable[object] = ()) -> ErrorClass:
+    """The class of an HTTP error status: 401/403 auth; 402 (Anthropic's billing_error) or a 429 whose
+    error ``codes`` include a spend-limit code (anthropic ``error_code == "enforced_spend_limit_reached"``,
+    openai ``code == "insufficient_quota"``) spend_limit; 408, 409, 429, 5xx retryable; else bad_request."""
+    if status in (401, 403):
+        return "auth"
+    if status == 402 or (status == 429 and bool(set(codes) & SPEND_LIMIT_CODES)):
+        return "spend_limit"
+    if status in RETRYABLE_STATUS:
+        return "retryable"
+    return "bad_request"
 
 
 def status_of(exc: BaseException) -> int | None:
-    """The HTTP status of an SDK error (``APIStatusError.status_code``), None for transport errors."""
+    """The HTTP status of an error shaped like the SDKs' ``APIStatusError`` (an int ``status_code``),
+    None otherwise."""
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 
 
-def is_spend_limit(exc: BaseException) -> bool:
-    """True for a 429 that says the account's spend limit or quota is reached (anthropic
-    ``error_code == "enforced_spend_limit_reached"``, openai ``code == "insufficient_quota"``)."""
-    if status_of(exc) != 429:
-        return False
-    codes = {getattr(exc, "error_code", None), getattr(exc, "code", None)}
-    return bool(codes & SPEND_LIMIT_CODES)
-
-
-def is_transport_error(exc: BaseException) -> bool:
-    """Connection failures and timeouts of either SDK or of httpx2 itself (a stalled stream can raise a
-    raw ``httpx2.ReadTimeout``), recognised by class name so neither SDK must be imported here."""
-    return any(cls.__name__ in _TRANSIENT_CLASS_NAMES for cls in type(exc).__mro__) or isinstance(exc, TimeoutError)
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Whether another attempt of the same request may succeed."""
+def classify_generic(exc: BaseException) -> ErrorClass | None:
+    """The classifier of a provider that knows no SDK: an error with an int ``status_code`` by
+    :func:`classify_status` (codes from its ``error_code`` and ``code``), the standard library's
+    ``TimeoutError`` and ``ConnectionError`` retryable, anything else None. Providers override
+    :meth:`~judge_runner.llm.base.ChatProvider.classify` to recognise their SDK's transport errors."""
     status = status_of(exc)
     if status is not None:
-        return status in RETRYABLE_STATUS and not is_spend_limit(exc)
-    return is_transport_error(exc)
+        return classify_status(status, {getattr(exc, "error_code", None), getattr(exc, "code", None)})
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return "retryable"
+    return None
+
+
+def is_spend_limit(exc: BaseException, classify: Classifier = classify_generic) -> bool:
+    """True for a failure that says the account's spend limit or quota is reached."""
+    return classify(exc) == "spend_limit"
+
+
+def is_retryable(exc: BaseException, classify: Classifier = classify_generic) -> bool:
+    """Whether another attempt of the same request may succeed."""
+    return classify(exc) == "retryable"
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -80,19 +100,21 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return None
 
 
-def translate(exc: BaseException, attempts: int) -> LLMError:
-    """Map a final SDK/transport error to our error kinds; the message names the status and the
-    server's error type, never request headers (so never the API key)."""
+def translate(exc: BaseException, attempts: int, classify: Classifier = classify_generic) -> LLMError:
+    """Map a final provider failure to our error kinds (a failure ``classify`` does not know becomes a
+    RequestError); the message names the status and the server's error type, never request headers (so
+    never the API key)."""
     if isinstance(exc, LLMError):
         return exc
     status = status_of(exc)
     detail = getattr(exc, "type", None) or getattr(exc, "code", None) or type(exc).__name__
     where = f"HTTP {status} ({detail})" if status else f"{type(exc).__name__}"
-    if status in (401, 403):
+    kind = classify(exc)
+    if kind == "auth":
         return AuthError(f"the API key was refused: {where}", attempts)
-    if status == 402 or is_spend_limit(exc):  # 402: Anthropic's billing_error (no credit left)
+    if kind == "spend_limit":
         return SpendLimitError(f"the provider account's spend limit is reached: {where}", attempts)
-    if is_retryable(exc):
+    if kind == "retryable":
         return TransientError(f"{where} after {attempts} attempt(s)", attempts)
     return RequestError(f"the provider refused the request: {where}", attempts)
 
@@ -135,9 +157,12 @@ class RetryPolicy:
         if delay > 0:
             self.sleep(delay)
 
-    def call(self, fn: Callable[[], T], on_attempt: Callable[[], None] | None = None) -> tuple[T, int]:
-        """Run ``fn`` with retries; returns ``(result, attempts)``. Raises an :class:`LLMError` kind
-        (AuthError, SpendLimitError, TransientError, RequestError) when it finally fails."""
+    def call(self, fn: Callable[[], T], on_attempt: Callable[[], None] | None = None,
+             classify: Classifier = classify_generic) -> tuple[T, int]:
+        """Run ``fn`` with retries; returns ``(result, attempts)``. ``classify`` (the provider's
+        :meth:`~judge_runner.llm.base.ChatProvider.classify`) says which failures are retried. Raises an
+        :class:`LLMError` kind (AuthError, SpendLimitError, TransientError, RequestError) when it finally
+        fails, and re-raises as it is an exception ``classify`` does not know (a programming error)."""
         attempts = 0
         deadline_at = time.monotonic() + self.deadline_s
 
@@ -152,7 +177,7 @@ class RetryPolicy:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_retries + 1) | tenacity.stop_after_delay(self.deadline_s),
             wait=self._wait,
-            retry=tenacity.retry_if_exception(is_retryable),
+            retry=tenacity.retry_if_exception(lambda exc: classify(exc) == "retryable"),
             sleep=self.sleep,
             reraise=True,
         )
@@ -161,6 +186,6 @@ class RetryPolicy:
         except LLMError:
             raise
         except Exception as exc:
-            if status_of(exc) is None and not is_transport_error(exc):
+            if classify(exc) is None:
                 raise  # a programming error, not a provider failure: let it surface
-            raise translate(exc, attempts) from None
+            raise translate(exc, attempts, classify) from None

@@ -45,6 +45,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from judge_runner.dsn import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
@@ -121,55 +122,6 @@ def _no_nul(text: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL characters (SQLite can): a NUL past the binary check's first
     8 KiB, or a ``\\u0000`` in a BEIR record, is stored as U+FFFD instead of failing the whole index."""
     return text.replace("\x00", "\ufffd") if text and "\x00" in text else text
-
-
-def _password_of(dsn: str) -> str | None:
-    """The password written in a DSN, read as a person wrote it: in a URL everything between the first
-    ``:`` of the user info and the LAST ``@`` (an unescaped ``@`` inside a password must not leak its
-    tail as a host name), or a ``password=`` parameter."""
-    import re
-    from urllib.parse import unquote
-
-    found = re.search(r"password\s*=\s*('([^']*)'|[^\s&]+)", dsn)
-    if found:
-        return unquote(found.group(2) if found.group(2) is not None else found.group(1))
-    if "://" in dsn:
-        userinfo = dsn.split("://", 1)[1].split("/", 1)[0].rpartition("@")[0]
-        if ":" in userinfo:
-            return unquote(userinfo.split(":", 1)[1])
-    return None
-
-
-def scrub_secrets(text: str, dsn: str) -> str:
-    """``text`` (e.g. a driver's error message) with the DSN's password and every piece of it that an
-    unescaped ``@`` may have split off replaced by ``***``."""
-    password = _password_of(dsn)
-    if not password:
-        return text
-    for piece in sorted({password, *password.split("@")}, key=len, reverse=True):
-        if len(piece) >= 3:
-            text = text.replace(piece, "***")
-    return text
-
-
-def redact_dsn(dsn: str) -> str:
-    """``dsn`` as a ``postgresql://user@host:port/dbname`` URL without its password, for messages."""
-    if "://" in dsn:
-        userinfo, _, hostpart = dsn.split("://", 1)[1].rpartition("@")
-        if "@" in userinfo:  # an unescaped @ in the password: never let libpq read a piece of it as the host
-            user = userinfo.split(":", 1)[0]
-            return f"postgresql://{user + '@' if user else ''}{hostpart.split('?', 1)[0]}"
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        params = conninfo_to_dict(dsn)
-    except Exception:
-        return "postgresql://(unparsable DSN)"
-    user = params.get("user")
-    host = params.get("host") or params.get("hostaddr") or "localhost"
-    port = params.get("port")
-    db = params.get("dbname") or ""
-    return f"postgresql://{user + '@' if user else ''}{host}{':' + str(port) if port else ''}/{db}"
 
 
 class PostgresIndex(ChunkSearch):

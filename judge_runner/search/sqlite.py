@@ -91,7 +91,7 @@ class SQLiteIndex(ChunkSearch):
 
     def _check_meta(self, readonly: bool = False) -> None:
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
-        expected = {"schema_version": SCHEMA_VERSION, "embedding_model": MODEL_NAME, "embedding_dim": str(DIMENSION)}
+        expected = {"schema_version": SCHEMA_VERSION, "embedding_model": getattr(self.embedder, "name", MODEL_NAME), "embedding_dim": str(DIMENSION)}
         if not meta and readonly:
             raise IndexMismatchError(f"{self.path} is an empty index; run `judge-runner index` first")
         if not meta:

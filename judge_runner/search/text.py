@@ -12,55 +12,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Han, Hiragana, Katakana, Hangul syllables and Jamo, CJK punctuation excluded.
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+# moved to the neutral judge_runner.textproc (the heuristic roles use them too); re-exported here
+from judge_runner.textproc import _WORD, STOPWORDS, cjk_bigrams, query_tokens, word_variants  # noqa: F401
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-
-# A short English stopword list (function words only). They are dropped from full-text queries so that
-# "how do I bake bread" does not match every document on "how" and "do"; a query made only of
-# stopwords keeps them.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most
-    my myself no nor not of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves""".split()
-)
-
-
-def cjk_bigrams(text: str) -> str:
-    """Replace each CJK run by its overlapping bigrams, space separated (``"索引服务"`` ->
-    ``"索引 引服 服务"``); a single CJK character stays as it is; other text is unchanged."""
-
-    def repl(match: re.Match[str]) -> str:
-        run = match.group(0)
-        if len(run) == 1:
-            return f" {run} "
-        return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
-
-    return _CJK_RUN.sub(repl, text)
-
-
-_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_GERMAN = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "Ä": "Ae", "Ö": "Oe", "Ü": "Ue", "ß": "ss"})
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def word_variants(word: str) -> list[str]:
-    """Extra index and query forms of one word: the parts of a camelCase identifier (``parseConfig`` ->
-    ``parse``, ``Config``) and the German transliteration of umlauts (``Kündigung`` -> ``Kuendigung``).
-    Diacritics themselves are folded by the tokenizer (``Kündigung`` = ``Kundigung``)."""
-    variants: list[str] = []
-    if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
-        parts = _CAMEL.findall(word)
-        if len(parts) > 1:
-            variants.extend(parts)
-    transliterated = word.translate(_GERMAN)
-    if transliterated != word:
-        variants.append(transliterated)
-    return variants
 
 
 def lexical_text(text: str) -> str:
@@ -102,17 +57,6 @@ def normalized_words(text: str) -> list[str]:
     Unicode tokenizer (PostgreSQL's 'simple' parser) is fed, so it splits words exactly like SQLite's
     unicode61 (letters and digits; punctuation, underscores and spaces separate)."""
     return _WORD.findall(fold_diacritics(text).lower())
-
-
-def query_tokens(query: str) -> list[str]:
-    """Lower-cased word tokens of a query, CJK as bigrams, plus word variants; stopwords dropped unless
-    nothing else is left; duplicates removed, order kept. Any text is safe: operators and punctuation
-    are not tokens."""
-    words = _WORD.findall(cjk_bigrams(query))
-    tokens = [t.lower() for word in words for t in [word, *word_variants(word)]]
-    tokens = list(dict.fromkeys(t for t in tokens if t.strip("_")))
-    content = [t for t in tokens if t not in STOPWORDS]
-    return content or tokens
 
 
 def query_phrases(query: str) -> list[list[str]]:

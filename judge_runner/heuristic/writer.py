@@ -1,14 +1,12 @@
-"""The ``offline`` provider: deterministic, no network, a heuristic stand-in for an LLM.
+"""The heuristic query writer (``--provider offline``, phase one): queries mined from the corpus itself.
 
-It is the embedded default so judge-runner runs with no API key, and it is labelled as a heuristic
-judge wherever its output appears (``heuristicJudge: true`` in the run file, "heuristic" on the
-console). It is not a pretend LLM:
+Markdown headings, Python function and class names, top-level config keys, distinctive key phrases
+(tf-idf), a heading of a non-English document, and off-topic questions the corpus cannot answer; each
+query's expected source is the file it came from. Deterministic, no network. Its query set passes the
+same schema check and source filter as an LLM's (:func:`judge_runner.generate.check_query_set`,
+:func:`~judge_runner.generate.filter_queries`).
 
-- queries come from the corpus itself: markdown headings, Python function and class names, top-level
-  config keys, distinctive key phrases, a heading of a non-English document, and off-topic questions
-  the corpus cannot answer; each query's expected source is the file it came from;
-- verdicts come from the cosine similarity of all-MiniLM-L6-v2 embeddings of query and result, and the
-  share of query terms the result contains. Its outputs pass through the same validation as an LLM's.
+It lives outside ``llm/`` because it reads the corpus (:mod:`judge_runner.corpus`); the LLM layer never does.
 """
 
 from __future__ import annotations
@@ -18,18 +16,18 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from judge_runner.corpus.chunk import chunk_text
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
-from judge_runner.search.embeddings import Embedder, shared_embedder
-from judge_runner.search.text import STOPWORDS, query_tokens
-
-MODEL_NAME = "offline-heuristic-v1"
+from judge_runner.generate import GenerationResult, check_query_set, filter_queries
+from judge_runner.heuristic import MODEL_NAME
+from judge_runner.llm.errors import InvalidOutputError
+from judge_runner.textproc import STOPWORDS
 
 OFF_TOPIC = (
     "how long should sourdough bread proof overnight",
@@ -37,9 +35,6 @@ OFF_TOPIC = (
     "who won the 1998 world cup final",
     "recipe for a vegetarian lasagna with spinach",
 )
-# Grade thresholds on 0.6 * cosine + 0.4 * term overlap. Chosen by hand on the sample fixtures so that a
-# document dedicated to the query scores 3 and a passing mention 1; a heuristic, not a calibrated judge.
-GRADE_THRESHOLDS = ((0.62, 3), (0.48, 2), (0.34, 1))
 _NON_ENGLISH_HINTS = re.compile(r"\b(der|die|und|nicht|mit|für|les|des|une|pour|avec|est)\b|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", re.I)
 # Section headings that name no topic: a query made of them tests nothing.
 _GENERIC_HEADINGS = frozenset(
@@ -157,97 +152,22 @@ def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAUL
     return {"queries": [{"id": c["id"], **{k: v for k, v in c.items() if k != "id"}} for c in chosen]}
 
 
-def _overlap(tokens: list[str], text: str) -> float:
-    if not tokens:
-        return 0.0
-    have = set(query_tokens(text))
-    return sum(1 for t in tokens if t in have) / len(tokens)
-
-
-def _dcg(gains: list[float]) -> float:
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-
-
-def judge_verdict(query: str, query_type: str, confident: bool, results: list[dict], embedder: Embedder | None = None) -> dict:
-    """A heuristic verdict (``schemas/judge_verdict.schema.json`` shape) for ``results``, each a dict
-    with ``rank``, ``source``, ``anchor`` and ``snippet``.
-
-    label = grade of ``0.6 * cosine(query, anchor + snippet) + 0.4 * share of query terms present``;
-    relevance = DCG-weighted mean grade / 3; ranking = nDCG of the shown order against the ideal order
-    of the same labels; coverage = share of query terms found in the top 5 (blended with the best
-    grade); snippetQuality = mean over the top 3 of the snippet's own term overlap and cosine.
-    """
-    embedder = embedder or shared_embedder()
-    tokens = query_tokens(query)
-    n = len(results)
-    if n == 0:
-        on_topic = query_type != "off-topic"
-        value = 0.0 if on_topic else 1.0
-        return {
-            "labels": [],
-            "analysis": {d: ("No results for an on-topic query." if on_topic else "No results: correct for an off-topic query.") + " (heuristic)" for d in ("relevance", "ranking", "coverage", "snippetQuality")},
-            "scores": {"relevance": value, "ranking": value, "coverage": value, "snippetQuality": value, "overall": value},
-            "suggestions": ["Return results for on-topic queries"] if on_topic else [],
-        }
-    texts = [f"{r.get('anchor') or ''}\n{r['snippet']}" for r in results]
-    vectors = embedder.encode([query] + texts + [r["snippet"] for r in results])
-    q, docs, snippets = vectors[0], vectors[1 : n + 1], vectors[n + 1 :]
-    cosines = [float(np.dot(q, d)) for d in docs]
-    labels, grades = [], []
-    for r, text, cos in zip(results, texts, cosines):
-        combined = 0.6 * cos + 0.4 * _overlap(tokens, text + " " + r["source"])
-        grade = next((g for threshold, g in GRADE_THRESHOLDS if combined >= threshold), 0)
-        grades.append(grade)
-        labels.append({"rank": r["rank"], "relevance": grade, "reason": f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"})
-    gains = [g / 3 for g in grades]
-    relevance = _dcg(gains) / _dcg([1.0] * n)
-    ideal = _dcg(sorted(gains, reverse=True))
-    ranking = _dcg(gains) / ideal if ideal > 0 else 0.0
-    top_text = " ".join(texts[:5])
-    coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
-    snippet_quality = sum(0.5 * _overlap(tokens, r["snippet"]) + 0.5 * min(1.0, max(0.0, float(np.dot(q, s))) / 0.6)
-                          for r, s in zip(results[:3], snippets[:3])) / min(3, n)
-    suggestions = []
-    if query_type == "off-topic":
-        value = 0.5 if not confident else 0.0
-        relevance = ranking = coverage = snippet_quality = value
-        labels = [{**label, "relevance": 0, "reason": "off-topic query: " + label["reason"]} for label in labels]
-        if confident:
-            suggestions.append("Return no results or confident: false when no result clears a relevance threshold")
-    else:
-        if max(grades) < 2:
-            suggestions.append(f"Improve recall for {query_type} queries")
-        elif grades[0] < max(grades):
-            suggestions.append("Rank the best-matching document first")
-        if snippet_quality < 0.4:
-            suggestions.append("Centre snippets on the matching lines")
-    scores = {"relevance": relevance, "ranking": ranking, "coverage": coverage, "snippetQuality": snippet_quality}
-    scores = {k: round(min(1.0, max(0.0, v)), 4) for k, v in scores.items()}
-    scores["overall"] = round(sum(scores.values()) / 4, 4)
-    best = max(range(n), key=lambda i: grades[i])
-    analysis = {
-        "relevance": f"Heuristic: {sum(1 for g in grades if g >= 2)} of {n} results look relevant (grade >= 2).",
-        "ranking": f"Heuristic: the best-looking result ({results[best]['source']}) is at rank {best + 1}.",
-        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms.",
-        "snippetQuality": f"Heuristic: snippet quality {scores['snippetQuality']:.2f} from term overlap and similarity of the top 3.",
-    }
-    return {"labels": labels, "analysis": analysis, "scores": scores, "suggestions": suggestions}
-
-
-class OfflineProvider:
-    """The heuristic provider (``--provider offline``): no network, no key, no cost."""
+class HeuristicQueryWriter:
+    """The offline :class:`~judge_runner.roles.QueryWriter`: no network, no key, no cost."""
 
     name = "offline"
-    heuristic = True
     model = MODEL_NAME
+    heuristic = True
 
-    def __init__(self, embedder: Embedder | None = None):
-        self.embedder = embedder
-
-    def propose_queries(self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> dict:
-        """See :func:`propose_queries`."""
-        return propose_queries(root, count, extensions)
-
-    def judge_verdict(self, query: str, query_type: str, confident: bool, results: list[dict]) -> dict:
-        """See :func:`judge_verdict`."""
-        return judge_verdict(query, query_type, confident, results, self.embedder)
+    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+                      log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+        """``count`` queries from :func:`propose_queries`, schema-checked and filtered like an LLM's.
+        Raises InvalidOutputError when the set fails its schema (a bug of the heuristic)."""
+        data = propose_queries(Path(root), count, extensions)
+        problems = check_query_set(data)
+        if problems:
+            raise InvalidOutputError("the offline generator produced an invalid query set: " + "; ".join(problems))
+        kept, dropped = filter_queries(data, Path(root), extensions)
+        for d in dropped:
+            log(f"dropped query {d['id']}: {d['reason']}")
+        return GenerationResult(kept, len(data["queries"]), dropped, self.model, 0.0, 0)

@@ -1,0 +1,136 @@
+"""The two roles an LLM (or the offline heuristic) plays, and the one place that builds them for a run.
+
+- :class:`QueryWriter` (phase one) writes a query set from the knowledge base:
+  :class:`judge_runner.generate.LLMQueryWriter` (the exploring agent over a ChatProvider) or
+  :class:`judge_runner.heuristic.writer.HeuristicQueryWriter`.
+- :class:`Judge` (phase two) grades one search answer:
+  :class:`judge_runner.judge.LLMJudge` (over a ChatProvider) or
+  :class:`judge_runner.heuristic.judge.HeuristicJudge` (embedder injected).
+
+:func:`build_roles` turns the settings into a run's :class:`Roles` using the provider registry
+(:mod:`judge_runner.llm.registry`): ``auto`` detection, key checks, retry policy, budget and prices. It
+lives here, above ``llm/``, because it assembles pieces the LLM layer must not import (the heuristic
+reads the corpus and uses embeddings).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from judge_runner.config import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from judge_runner.embedding import TextEmbedder
+    from judge_runner.generate import GenerationResult
+    from judge_runner.judge import JudgeOutcome
+    from judge_runner.llm.budget import Budget
+    from judge_runner.models import Query
+    from judge_runner.search.base import SearchAnswer
+
+
+class Judge(Protocol):
+    """Phase two's judge. ``name``: the provider recorded as ``provenance.provider``; ``model``: the
+    ``judgeModel``; ``heuristic``: True when the scores come from a heuristic, not an LLM (recorded as
+    ``heuristicJudge``; a heuristic judge is CPU-bound and runs one call at a time)."""
+
+    name: str
+    model: str
+    heuristic: bool
+
+    def judge(self, query: Query, answer: SearchAnswer, log: Callable[[str], None] = ...) -> JudgeOutcome:
+        """A validated verdict on ``answer`` with its usage and cost. Raises an
+        :class:`~judge_runner.llm.errors.LLMError` kind when no valid verdict can be had; ``log`` receives
+        diagnostics (never a secret)."""
+        ...
+
+
+class QueryWriter(Protocol):
+    """Phase one's query writer; ``name``, ``model`` and ``heuristic`` as for :class:`Judge`."""
+
+    name: str
+    model: str
+    heuristic: bool
+
+    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = ...,
+                      log: Callable[[str], None] = ...) -> GenerationResult:
+        """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
+        and with queries whose expected sources do not exist dropped. Raises an LLMError kind."""
+        ...
+
+
+@dataclass
+class Roles:
+    """What a run is given: the query writer (None when the run writes no queries), the judge, the
+    budget both spend, and the line describing the choice (already said on stderr)."""
+
+    writer: QueryWriter | None
+    judge: Judge
+    budget: Budget
+    description: str
+
+
+def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], None] = lambda message: None,
+                environ: Mapping[str, str] | None = None, embedder: TextEmbedder | None = None) -> Roles:
+    """The roles for a run of ``settings.provider`` (``auto``: :func:`judge_runner.llm.registry.detect`).
+
+    ``say`` gets the line naming the provider and models (loudly HEURISTIC for ``offline``) and one
+    warning per model whose price is unknown (the run's cost is then reported as unknown). ``environ``
+    defaults to ``os.environ``; ``embedder`` (for the heuristic judge) to
+    :func:`judge_runner.embedding.get_embedder`. Raises ConfigError (exit code 2) when the provider's key
+    is missing, or when ``--max-budget-usd`` is set but a model's price is unknown.
+    """
+    from judge_runner.llm.budget import Budget
+    from judge_runner.llm.registry import detect, get_spec, missing_key
+    from judge_runner.llm.retry import RetryPolicy
+
+    environ = os.environ if environ is None else environ
+    budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
+    if settings.provider == "auto":
+        spec, reason = detect(environ)
+    else:
+        spec, reason = get_spec(settings.provider), "--provider"
+    if spec.heuristic:
+        from judge_runner.embedding import get_embedder
+        from judge_runner.heuristic.judge import HeuristicJudge
+        from judge_runner.heuristic.writer import HeuristicQueryWriter
+
+        description = (f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; "
+                       f"set an API key for real judgments")
+        say(description)
+        writer = HeuristicQueryWriter() if need_generator else None
+        return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description)
+
+    from judge_runner.generate import LLMQueryWriter
+    from judge_runner.judge import LLMJudge
+
+    problem = missing_key(spec, environ)
+    if problem:
+        raise ConfigError(problem)
+    cls = spec.load()
+    retry = RetryPolicy(max_retries=settings.max_retries, cap_s=settings.retry_cap, deadline_s=settings.deadline)
+    model = settings.model or spec.default_model
+    judge_model = settings.judge_model or model
+    # the key and server come from ``environ`` (the one the choice was made with), first key variable set wins
+    connection = {"api_key": next((environ[k] for k in spec.key_env if environ.get(k)), None),
+                  "base_url": (environ.get(spec.base_url_env) or None) if spec.base_url_env else None}
+    generator = cls(model, retry, budget, settings.timeout, **connection) if need_generator else None
+    judge = cls(judge_model, retry, budget, settings.timeout, **connection)
+    description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
+    say(description)
+    for label, provider in (("generator", generator), ("judge", judge)):
+        if provider is None:
+            continue
+        if provider.price is None:
+            provider.price = settings.user_price
+        if provider.price is None:
+            if settings.max_budget_usd is not None:
+                raise ConfigError(f"no price is known for the {label} model {provider.model}, so --max-budget-usd cannot be "
+                                  f"enforced; give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
+            budget.cost_known = False  # the run's cost is unknown, never shown as 0
+            say(f"warning: no price known for the {label} model {provider.model}: cost will be reported as unknown"
+                f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
+    return Roles(LLMQueryWriter(generator) if generator is not None else None, LLMJudge(judge), budget, description)

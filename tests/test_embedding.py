@@ -1,0 +1,105 @@
+"""judge_runner.embedding: the deterministic hashing embedder and the seam that hands out embedders."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from judge_runner import embedding
+from judge_runner.embedding import (
+    EMBEDDER_ENV,
+    EmbeddingModelError,
+    HashEmbedder,
+    MiniLMEmbedder,
+    embedder_kind,
+    get_embedder,
+    set_embedder,
+    use_embedder,
+)
+from judge_runner.search.base import IndexMismatchError
+from judge_runner.search.sqlite import SQLiteIndex
+
+TEXTS = ["rotate the log files every night", "", "   ", "!!! ???", "索引服务", "Kündigung des Vertrags", "x" * 5000]
+
+
+def test_hash_vectors_have_the_contract_shape_and_unit_length():
+    vectors = HashEmbedder().encode(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # also the empty and punctuation-only texts
+    assert HashEmbedder().encode([]).shape == (0, 384)
+
+
+def test_hash_vectors_are_identical_in_another_process():
+    """Python's hash() is salted per process; the embedder must not depend on it."""
+    here = HashEmbedder().encode(["rotate the log files"])[0]
+    code = "from judge_runner.embedding import HashEmbedder; print(repr(HashEmbedder().encode(['rotate the log files'])[0].tolist()))"
+    env = {"PYTHONHASHSEED": "12345", "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert np.allclose(here, np.array(eval(out), dtype=np.float32))
+
+
+def test_hash_cosine_follows_shared_words():
+    e = HashEmbedder()
+    q, near, far = e.encode(["rotate log files", "how we rotate the log files nightly", "sourdough bread recipe"])
+    assert float(q @ near) > 0.4 > float(q @ far)
+    assert abs(float(q @ far)) < 0.3
+
+
+def test_hash_embedder_rejects_a_zero_dimension():
+    with pytest.raises(ValueError):
+        HashEmbedder(0)
+
+
+def test_seam_reads_the_environment_at_each_call(monkeypatch):
+    monkeypatch.delenv(EMBEDDER_ENV, raising=False)
+    assert isinstance(get_embedder(), MiniLMEmbedder)  # lazily loaded: nothing is loaded by asking
+    monkeypatch.setenv(EMBEDDER_ENV, "hash")
+    first = get_embedder()
+    assert isinstance(first, HashEmbedder) and get_embedder() is first  # one instance per kind
+    monkeypatch.setenv(EMBEDDER_ENV, " HASH ")
+    assert get_embedder() is first
+    assert embedding.minilm_embedder() is embedding._cached("minilm")  # MiniLM whatever the variable says
+
+
+@pytest.mark.parametrize("value", ["", None])
+def test_empty_or_unset_variable_means_minilm(value):
+    environ = {} if value is None else {EMBEDDER_ENV: value}
+    assert embedder_kind(environ) == "minilm"
+
+
+def test_unknown_embedder_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(EMBEDDER_ENV, "bert-large")
+    with pytest.raises(EmbeddingModelError, match="JUDGE_RUNNER_EMBEDDER='bert-large'.*minilm, hash"):
+        get_embedder()
+
+
+def test_override_wins_and_is_restored(monkeypatch):
+    monkeypatch.setenv(EMBEDDER_ENV, "hash")
+    mine = HashEmbedder(16)
+    with use_embedder(mine):
+        assert get_embedder() is mine
+    assert get_embedder() is not mine
+    previous = set_embedder(mine)
+    try:
+        assert previous is None and get_embedder() is mine
+    finally:
+        set_embedder(previous)
+
+
+@pytest.mark.hash_embedder
+def test_marked_test_gets_the_hash_embedder():
+    assert isinstance(get_embedder(), HashEmbedder)
+
+
+def test_index_records_the_hash_embedder_and_minilm_refuses_it(tmp_path, hash_embedder):
+    """An index built for tests can never be mistaken for a MiniLM index."""
+    db = tmp_path / "index.sqlite"
+    with SQLiteIndex(db) as index:  # the default embedder comes from the seam
+        assert index.embedder is hash_embedder
+        assert index.get_meta("embedding_model") == "hash-384-v1"
+    with pytest.raises(IndexMismatchError, match="hash-384-v1"):
+        SQLiteIndex(db, embedder=MiniLMEmbedder())  # opening checks the name only: no model is loaded

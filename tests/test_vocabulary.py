@@ -1,0 +1,60 @@
+"""One vocabulary: query types, search modes and provider names are defined once (models.py and the
+provider registry); the click choices, the settings types and the JSON Schemas' enums agree with them."""
+
+from __future__ import annotations
+
+import typing
+
+import click
+import pytest
+
+from judge_runner import cli
+from judge_runner.config import Settings
+from judge_runner.llm.registry import PROVIDER_CHOICES, PROVIDER_NAMES, PROVIDERS
+from judge_runner.models import QUERY_TYPES, SEARCH_MODES, Query
+from judge_runner.resources import load_schema
+from judge_runner.search.base import SearchAnswer
+
+
+def _choices(command: click.Command, option: str) -> tuple[str, ...]:
+    param = next(p for p in command.params if p.name == option)
+    assert isinstance(param.type, click.Choice)
+    return tuple(param.type.choices)
+
+
+def test_query_type_enums_in_the_schemas_equal_models():
+    item = load_schema("query_set.schema.json")["properties"]["queries"]["items"]
+    assert tuple(item["properties"]["queryType"]["enum"]) == QUERY_TYPES
+    assert tuple(load_schema("evaluation.schema.json")["properties"]["queryType"]["enum"]) == QUERY_TYPES
+    assert typing.get_args(Query.model_fields["queryType"].annotation) == QUERY_TYPES
+
+
+def test_search_mode_enum_in_the_schema_equals_models():
+    assert tuple(load_schema("evaluation.schema.json")["properties"]["searchMode"]["enum"]) == SEARCH_MODES
+    assert typing.get_args(SearchAnswer.model_fields["mode"].annotation) == SEARCH_MODES
+    assert typing.get_args(Settings.model_fields["search_mode"].annotation) == SEARCH_MODES
+
+
+def test_provider_enum_in_the_schema_equals_the_registry():
+    provenance = load_schema("run_start.schema.json")["properties"]["provenance"]["properties"]
+    assert tuple(provenance["provider"]["enum"]) == PROVIDER_NAMES
+    assert PROVIDER_CHOICES == ("auto", *PROVIDER_NAMES)
+    assert typing.get_args(Settings.model_fields["provider"].annotation) == PROVIDER_CHOICES
+
+
+@pytest.mark.parametrize("command", ["generate", "evaluate", "generate-and-evaluate", "weekly"])
+def test_cli_provider_choice_is_the_registry(command):
+    cmd = cli.main.commands[command]
+    assert _choices(cmd, "provider") == PROVIDER_CHOICES
+
+
+def test_cli_search_mode_choices_are_models():
+    assert _choices(cli.main.commands["search"], "mode") == SEARCH_MODES
+    assert _choices(cli.main.commands["evaluate"], "search_mode") == SEARCH_MODES
+
+
+def test_cli_model_help_names_the_registry_defaults():
+    help_text = next(p for p in cli.main.commands["generate"].params if p.name == "model").help
+    for spec in PROVIDERS.values():
+        if not spec.heuristic:
+            assert spec.default_model in help_text

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 MAX_GRADE = 3
 
@@ -111,3 +111,29 @@ def expected_source_disagreements(labelled: Iterable[tuple[str, int]], expected_
     for source, label in labelled:
         best[source] = max(best.get(source, 0), label)
     return sorted({s for s in expected_sources if s in best and best[s] <= 1})
+
+
+def labels_from_trials(per_result: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """``(labels, spreads)`` for a query's results: each result's :func:`median_label` and
+    :func:`label_spread` over its trials. ``per_result[k]`` holds the k-th result's label in every
+    trial that produced one. Raises ValueError when a result has no label."""
+    return [median_label(t) for t in per_result], [label_spread(t) for t in per_result]
+
+
+def query_scores(labels: Sequence[int], list_scores: Mapping[str, float], holistic: Mapping[str, float] | None = None,
+                 weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The ``scores`` block of an on-topic query's evaluation line under the label-first protocol:
+    ``relevance`` and ``ranking`` from :func:`label_dimensions`, ``coverage`` and ``snippetQuality``
+    from the list-level verdict (``list_scores``), ``overall`` = their weighted mean
+    (``judge.overall_score``; equal weights by default), and, when the list-level verdict gave them,
+    its holistic figures as ``judgeRelevance``, ``judgeRanking`` and ``judgeOverall``. Raises ValueError
+    on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
+    from judge_runner.judge import overall_score
+
+    scores = {**label_dimensions(labels), "coverage": float(list_scores["coverage"]), "snippetQuality": float(list_scores["snippetQuality"])}
+    scores["overall"] = overall_score(scores, dict(weights) if weights else None)
+    if holistic:
+        for name in ("relevance", "ranking", "overall"):
+            if name in holistic:
+                scores["judge" + name[0].upper() + name[1:]] = float(holistic[name])
+    return scores

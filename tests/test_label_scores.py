@@ -141,3 +141,25 @@ def test_alpha_undefined_cases_are_none():
     assert trials_alpha([[2, 2], [3], [0, None]]) is None  # the only pairable unit has one value
     with pytest.raises(ValueError):
         trials_alpha([[0, 4], [1, 1]])
+
+
+def test_labels_from_trials():
+    from judge_runner.label_scores import labels_from_trials
+
+    assert labels_from_trials([[3, 3, 2], [0, 1], [2]]) == ([3, 0, 2], [1, 1, 0])
+    with pytest.raises(ValueError):
+        labels_from_trials([[1], []])
+
+
+def test_query_scores_from_labels_and_the_list_verdict():
+    from judge_runner.label_scores import query_scores
+
+    scores = query_scores([3, 0, 2, 1], {"coverage": 0.8, "snippetQuality": 0.6}, {"relevance": 0.7, "ranking": 0.9, "overall": 0.75})
+    ranking = ranking_score([3, 0, 2, 1])
+    assert scores["relevance"] == 0.5 and scores["ranking"] == ranking
+    assert scores["overall"] == pytest.approx((0.5 + ranking + 0.8 + 0.6) / 4, abs=1e-6)
+    assert (scores["judgeRelevance"], scores["judgeRanking"], scores["judgeOverall"]) == (0.7, 0.9, 0.75)
+    weighted = query_scores([3, 3], {"coverage": 0.0, "snippetQuality": 0.0}, weights={"relevance": 1, "ranking": 0, "coverage": 0, "snippetQuality": 0})
+    assert weighted["overall"] == 1.0 and "judgeOverall" not in weighted
+    with pytest.raises(KeyError):
+        query_scores([1], {"coverage": 0.5})

@@ -226,3 +226,32 @@ def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, s
         if current is None or rank[name] < current[0]:
             out[(qid, docid)] = (rank[name], grade)
     return {pair: grade for pair, (_, grade) in out.items()}
+
+
+def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
+    :func:`pool_qrels`), with ir-measures and the conventions of ``metrics.query_metrics``: a source
+    returned twice counts once, at its best rank. ``ranked``: ``{qid: [source, ...]}`` best first.
+    Returns ``{qid: {"nDCG@10": x, "RR": y}}`` for every qid of ``ranked`` that has qrels with a grade
+    above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
+    import ir_measures
+
+    from judge_runner.metrics import NDCG10, RR2
+
+    out: dict[str, dict[str, float]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for qid, sources in ranked.items():
+        if not any(g > 0 for g in (qrels.get(qid) or {}).values()):
+            continue
+        out[qid] = {"nDCG@10": 0.0, "RR": 0.0}
+        scores: dict[str, float] = {}
+        for i, source in enumerate(sources):
+            scores.setdefault(source, float(len(sources) - i))
+        if scores:
+            run[qid] = scores
+    if run:
+        wanted = {q: dict(qrels[q]) for q in run}
+        for metric in ir_measures.iter_calc([NDCG10, RR2], wanted, run):
+            name = "nDCG@10" if metric.measure == NDCG10 else "RR"
+            out[metric.query_id][name] = round(float(metric.value), 6)
+    return out

@@ -177,3 +177,20 @@ def test_import_refuses_bad_names_and_out_of_scale_grades(tmp_path, name):
             import_human_qrels(cache, qrels, "ok")
         assert cache.human_qrels() == []
         assert import_human_qrels(cache, qrels, "ok", rescale={4: 3}) == 1
+
+
+def test_pooled_metrics_equal_the_runs_own_for_one_run_and_share_qrels_across_runs():
+    from judge_runner.qrels import pooled_metrics
+
+    a = {"q1": (["x.md", "y.md", "x.md", "z.md"], [0, 3, 2, 1], ["w.md"]), "q2": (["k.md"], [0], []), "q3": ([], [], ["e.md"])}
+    pooled = pool_qrels([run("A", q, list(zip(s, l)), e) for q, (s, l, e) in a.items()])
+    got = pooled_metrics(pooled.qrels, {q: s for q, (s, _, _) in a.items()})
+    for qid in ("q1", "q3"):
+        own = query_metrics(*a[qid])
+        assert got[qid] == {"nDCG@10": pytest.approx(own["nDCG@10"], abs=1e-6), "RR": pytest.approx(own["RR"], abs=1e-6)}
+    assert "q2" not in got  # nothing relevant known for q2: it cannot be scored
+    # a second configuration that found y.md first is scored against the same qrels
+    both = pool_qrels([run("A", "q1", [("x.md", 0), ("y.md", 3)]), run("B", "q1", [("y.md", 3), ("v.md", 2)])])
+    first, second = pooled_metrics(both.qrels, {"q1": ["x.md", "y.md"]}), pooled_metrics(both.qrels, {"q1": ["y.md", "v.md"]})
+    assert second["q1"]["nDCG@10"] == 1.0 and first["q1"]["nDCG@10"] < 1.0
+    assert first["q1"]["RR"] == 0.5 and second["q1"]["RR"] == 1.0

@@ -34,7 +34,12 @@ from typing import Any
 import jsonschema
 
 from judge_runner.fence import RenderedDocument, fence, neutralise, new_delimiter
-from judge_runner.resources import load_prompt, load_schema, pinned_schema, prompt_sha256
+from judge_runner.resources import (
+    load_prompt,
+    load_schema,
+    pinned_schema,
+    prompt_sha256,
+)
 
 LABEL_TOOL, LABELS_TOOL, LIST_TOOL = "record_label", "record_labels", "record_list_verdict"
 PROMPTS = {
@@ -101,7 +106,7 @@ def local_ids(n: int) -> list[str]:
 def batch_seed(run_seed: int | str, query_id: str, trial: int) -> int:
     """A 64-bit seed for one query's shuffle in one trial, from the run's seed: stable across processes
     and Python versions (sha256, not ``hash()``), different for every query and trial."""
-    digest = hashlib.sha256(f"{run_seed}\x00{query_id}\x00{trial}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{run_seed}\x00{query_id}\x00{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 

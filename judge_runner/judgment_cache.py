@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 CACHE_VERSION = 1
 """Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
@@ -224,7 +224,7 @@ class JudgmentCache:
             self.conn.execute("COMMIT")
             return result
 
-    def __enter__(self) -> "JudgmentCache":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,7 +19,12 @@ from judge_runner.fence import (
     render_document,
     without_suspected_lines,
 )
-from tests.injection_cases import EXPECTED_SIGNALS, FIXTURES, SPOOFED_TAGS, injection_pair
+from tests.injection_cases import (
+    EXPECTED_SIGNALS,
+    FIXTURES,
+    SPOOFED_TAGS,
+    injection_pair,
+)
 
 # anything a model could read as one of our tags or the old result header, after rendering
 _LEFTOVER = re.compile(r"[<\uff1c]\s*/?\s*(?:doc|result|query|intent|system|user|assistant)|^\s*\[\s*\w*\d+\s*\]\s*source|\|\s*score\s*\d",

@@ -72,7 +72,7 @@ def test_reason_comes_before_relevance_in_properties_and_required():
         props, required = list(schema["properties"]), schema["required"]
         assert props.index("reason") < props.index("relevance") and required.index("reason") < required.index("relevance")
         assert props[-1] == "relevance"
-    assert list(item["properties"])[0] == "id"
+    assert next(iter(item["properties"])) == "id"
     # the serialised file keeps that order too (what a provider receives)
     raw = json.dumps(pointwise_request(QUERY, INTENT, DOCS[0], new_delimiter()).schema)
     assert raw.index('"reason"') < raw.index('"relevance"')

@@ -15,8 +15,8 @@ import pytest
 
 from judge_runner.judgment_cache import (
     CACHE_VERSION,
-    CacheError,
     CachedJudgment,
+    CacheError,
     JudgmentCache,
     JudgmentKey,
     batch_context,

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import re
 
-from judge_runner.fence import RenderedDocument, detect_instructions, without_suspected_lines
+from judge_runner.fence import (
+    RenderedDocument,
+    detect_instructions,
+    without_suspected_lines,
+)
 
 _FENCE = re.compile(r'<(document-[0-9a-f]{16})(?: id="(D\d+)")?>\n(.*?)\n</\1>', re.DOTALL)
 _FIELDS = re.compile(r"source: (?P<source>.*)\nanchor: (?P<anchor>.*)\ntext:\n?(?P<text>.*)\Z", re.DOTALL)
-_STOP = frozenset("the a an and or of to in on for is are do does how what when where which with by at it its i my our".split())
+_STOP = frozenset(["the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "is", "are", "do", "does", "how", "what", "when", "where", "which", "with", "by", "at", "it", "its", "i", "my", "our"])
 _GRADE = re.compile(r"Result (D\d+): grade ([0-3])")
 
 

@@ -89,9 +89,10 @@ INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
     for name, pattern in (
         ("ignore-instructions", r"\b(?:ignore|disregard|forget|override|skip)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system|original)\b[^.\n]{0,30}\b(?:instructions?|rules?|prompts?|directions?|guidelines?|rubric|criteria)\b"),
-        ("rate-this", rf"\b{_RATE}(?:s|d|ed)?\b[^.\n]{{0,25}}\b(?:this|these|it|the|every|all)\b[^.\n]{{0,25}}?(?:\b{_DOC}s?\b[^.\n]{{0,20}})?(?:\bas\b|\bwith\b|\ba\b|:|=)?\s*(?:\b{_NUM}\b|\b(?:highly|high(?:est)?|perfect(?:ly)?|maximum|max|top|most|very)\b)"),
+        ("rate-this", rf"\b{_RATE}(?:s|d|ed)?\s+(?:this|these|it|me|us)\b(?:\s+{_DOC}s?\b)?[^.\n]{{0,20}}?(?:\bas\b|\bwith\b|\ba\b|:|=)?\s*(?:\b{_NUM}\b|\b(?:highly|high(?:est)?|perfect(?:ly)?|maximum|max|top|most|very)\b)"),
+        ("rate-this", rf"\b{_RATE}\s+(?:the|this|every|all|each|these)\s+(?:{_DOC}s?\s+)?(?:as\s+)?(?:(?:perfectly|highly|very|most|extremely)\s+relevant\b|(?:a\s+)?{_NUM}\s*(?:/\s*3|out\s+of\s+3)?(?:$|[\s.,;!]))"),
         ("must-be-relevant", rf"\b(?:this|the)\s+{_DOC}\s+(?:is|should\s+be|must\s+be|will\s+be|has\s+to\s+be)\s+(?:rated|labell?ed|graded|marked|scored|considered|judged|treated)\b"),
-        ("relevance-value", r"[\"']?\b(?:relevance|label|grade)\b[\"']?\s*[:=]\s*[\"']?(?:[1-3]|three|perfect|high)\b"),
+        ("relevance-value", r"[\"']?\b(?:relevance|label|grade)\b[\"']?\s*[:=]\s*[\"']?(?:[1-3]|three|perfect)\b"),
         ("you-are-now", r"\byou\s+are\s+now\b|\bfrom\s+now\s+on\b|\bnew\s+instructions?\b|\bact\s+as\s+(?:an?\s+)?(?:judge|assessor|grader|evaluator)\b"),
         ("note-to-judge", r"\b(?:note|message|instructions?|attention|hint|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|language\s+model|model|assessors?|judges?|graders?|evaluators?|annotators?|raters?|assistants?|reviewers?|bots?)\b|\b(?:dear|hey|attention)\s+(?:ai|llm|assessor|judge|grader|evaluator|model|assistant)\b"),
         ("role-prefix", r"^\s*(?:#+\s*)?(?:system|assistant|developer)(?:\s+(?:prompt|message|override|note))?\s*:\s*\S"),

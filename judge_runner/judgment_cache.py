@@ -148,7 +148,9 @@ class CachedJudgment:
     """A stored judgment.
 
     ``label`` 0-3 (None for a list-level verdict, whose content is in ``payload``); ``reason``;
-    ``injection_suspected``; ``model_returned`` (the model id the API answered with; None if unknown);
+    ``injection_suspected``: the JUDGE's own flag (the code's detector, ``fence.detect_instructions``,
+    is re-run on the shown text at every run and OR-ed with it, so a detector change needs no cache
+    bump); ``model_returned`` (the model id the API answered with; None if unknown);
     ``usage`` tokens as ``{"inputTokens": n, "outputTokens": n, ...}``; ``cost_usd`` in USD (None when
     the price was unknown); ``latency_s`` seconds the call took; ``created_at`` Unix time (seconds) it
     was stored; ``payload`` any JSON-serialisable extra (the list-level verdict)."""

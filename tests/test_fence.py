@@ -99,6 +99,12 @@ def test_spoofed_result_headers_are_neutralised(header):
     "score: 0.93 in the table",
     "1. Open https://lantern-api.internal/v2/search?q=x",
     "Der Dienst läuft.  検索サービスの概要",
+    "We rank all results by the max score.",
+    "Score the results with the highest BM25 first.",
+    "Label the pods with app: lantern and tier: 3",
+    "Rate limiting: the top 3 clients get 429s.",
+    "The grader marks the top 10 results; see the system: overview below.",
+    "priority: high",
 ])
 def test_innocent_text_is_left_byte_for_byte(innocent):
     assert neutralise(innocent) == (innocent, 0, [])

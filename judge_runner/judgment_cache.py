@@ -68,6 +68,13 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 """
 
 
+def cache_path_for(index_db: str | Path | None) -> Path:
+    """Where the judgment cache lives by default: beside the SQLite index (``judgments.sqlite`` in the
+    index file's folder), or :data:`DEFAULT_PATH` under the current folder when the index is not a file
+    (PostgreSQL backend, ``index_db`` None)."""
+    return Path(index_db).parent / "judgments.sqlite" if index_db else DEFAULT_PATH
+
+
 class CacheError(RuntimeError):
     """The cache file cannot be used: not an SQLite database, written by a newer judge-runner, or not
     writable. The message names the file and what to do."""

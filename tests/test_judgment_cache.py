@@ -20,6 +20,7 @@ from judge_runner.judgment_cache import (
     JudgmentCache,
     JudgmentKey,
     batch_context,
+    cache_path_for,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,3 +231,9 @@ def test_two_processes_write_concurrently(tmp_path):
         assert cache.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         reasons = {r for (r,) in cache.conn.execute("SELECT DISTINCT reason FROM judgments")}
         assert reasons == {"A", "B"}
+
+
+def test_cache_lives_beside_the_index():
+    assert cache_path_for("/data/kb/index.sqlite") == Path("/data/kb/judgments.sqlite")
+    assert cache_path_for(Path(".judge-runner/index.sqlite")) == Path(".judge-runner/judgments.sqlite")
+    assert cache_path_for(None) == Path(".judge-runner/judgments.sqlite")

@@ -88,7 +88,7 @@ _RATE = r"(?:label|grade|rate|score|mark|judge|assess|rank|classify|tag)"
 INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
     for name, pattern in (
-        ("ignore-instructions", r"\b(?:ignore|disregard|forget|override|skip)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system|original)\b[^.\n]{0,30}\b(?:instructions?|rules?|prompts?|directions?|guidelines?|rubric|criteria)\b"),
+        ("ignore-instructions", r"\b(?:ignore|disregard|forget|override|skip)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|your|system|original)\b[^.\n]{0,30}\b(?:instructions?|rules?|prompts?|directions?|guidelines?|rubric|criteria)\b"),
         ("rate-this", rf"\b{_RATE}(?:s|d|ed)?\s+(?:this|these|it|me|us)\b(?:\s+{_DOC}s?\b)?[^.\n]{{0,20}}?(?:\bas\b|\bwith\b|\ba\b|:|=)?\s*(?:\b{_NUM}\b|\b(?:highly|high(?:est)?|perfect(?:ly)?|maximum|max|top|most|very)\b)"),
         ("rate-this", rf"\b{_RATE}\s+(?:the|this|every|all|each|these)\s+(?:{_DOC}s?\s+)?(?:as\s+)?(?:(?:perfectly|highly|very|most|extremely)\s+relevant\b|(?:a\s+)?{_NUM}\s*(?:/\s*3|out\s+of\s+3)?(?:$|[\s.,;!]))"),
         ("must-be-relevant", rf"\b(?:this|the)\s+{_DOC}\s+(?:is|should\s+be|must\s+be|will\s+be|has\s+to\s+be)\s+(?:rated|labell?ed|graded|marked|scored|considered|judged|treated)\b"),

@@ -105,6 +105,7 @@ def test_spoofed_result_headers_are_neutralised(header):
     "Rate limiting: the top 3 clients get 429s.",
     "The grader marks the top 10 results; see the system: overview below.",
     "priority: high",
+    "You can ignore the prompts from the installer and skip any rules marked optional.",
 ])
 def test_innocent_text_is_left_byte_for_byte(innocent):
     assert neutralise(innocent) == (innocent, 0, [])

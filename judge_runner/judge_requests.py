@@ -191,6 +191,15 @@ def list_request(query: str, intent: str, expected_sources: Sequence[str], items
     return JudgeRequest(load_prompt(system_name), user, LIST_TOOL, schema, delimiter, tuple(ids), tuple(range(len(items))), PROMPTS["list"])
 
 
+def list_shown_text(expected_sources: Sequence[str], items: Sequence[ListItem]) -> str:
+    """The delimiter-free content of a list-level request, for its judgment-cache key (``shown`` with
+    mode ``"list"``): the expected sources, then each result's label, reason and shown snippet in the
+    search's order. Equal inputs give equal text whatever delimiter the request drew."""
+    parts = ["expected: " + "\n".join(expected_sources)]
+    parts += [f"label {item.label}\nreason: {item.reason}\n{item.snippet.shown}" for item in items]
+    return "\n\x1e\n".join(parts)
+
+
 def _schema_problems(data: object, schema: dict) -> list[str]:
     validator = jsonschema.Draft202012Validator(schema)
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)][:20]

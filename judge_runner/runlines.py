@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, 
 
 from judge_runner.metrics import METRIC_NAMES, canonical_metric_name
 from judge_runner.models import DIMENSIONS, QueryType
+from judge_runner.search.base import SearchMode
 
 FORMAT_VERSION = 1
 SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
@@ -153,9 +154,10 @@ class EvaluationLine(_Line):
     queryId: str = ""
     query: str = ""
     queryIntent: str = ""
+    # read as plain text (an older or newer file may hold another value); written from the Literal types
     queryType: Annotated[str, WithJsonSchema({"enum": list(get_args(QueryType))})] = ""
     expectedSources: list[str] = Field(default_factory=list)
-    searchMode: str = ""
+    searchMode: Annotated[str, WithJsonSchema({"enum": list(get_args(SearchMode))})] = ""
     resultCount: int = Field(default=0, ge=0)
     confident: bool = True
     latencyMs: float = Field(default=0.0, ge=0)

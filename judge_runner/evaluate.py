@@ -22,6 +22,7 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import DIMENSIONS, Query
 from judge_runner.results import RunWriter, build_summary, utc_now
+from judge_runner.runlines import ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
 from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
@@ -75,45 +76,46 @@ class RunOutcome:
 
 
 def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: JudgeOutcome, weights) -> dict:
-    """The ``evaluation`` line for a judged query (DESIGN.md JSONL contract)."""
+    """The ``evaluation`` line for a judged query (DESIGN.md JSONL contract), built as an
+    :class:`~judge_runner.runlines.EvaluationLine` and serialised by alias."""
     verdict = outcome.verdict
     scores = {d: getattr(verdict.scores, d) for d in DIMENSIONS}
     grades = [label.relevance for label in verdict.labels]
     off_topic = query.queryType == "off-topic"
-    return {
-        "type": "evaluation",
-        "runId": run_id,
-        "timestamp": utc_now(),
-        "queryId": query.id,
-        "query": query.query,
-        "queryIntent": query.queryIntent,
-        "queryType": query.queryType,
-        "expectedSources": query.expectedSources,
-        "searchMode": answer.mode,
-        "resultCount": len(answer.results),
-        "confident": answer.confident,
-        "latencyMs": answer.latencyMs,
-        "scores": {**scores, "overall": overall_score(scores, weights), "judgeOverall": verdict.scores.overall},
-        "analysis": verdict.analysis.model_dump(),
-        "suggestions": verdict.suggestions,
-        "results": [
-            {"rank": h.rank, "source": h.source, "anchor": h.anchor, "score": h.score, "relevance": g, "relevant": g >= RELEVANT_GRADE,
-             "reason": label.reason, "snippet": h.snippet[:SNIPPET_CHARS_SHOWN]}
+    return EvaluationLine(
+        runId=run_id,
+        timestamp=utc_now(),
+        queryId=query.id,
+        query=query.query,
+        queryIntent=query.queryIntent,
+        queryType=query.queryType,
+        expectedSources=query.expectedSources,
+        searchMode=answer.mode,
+        resultCount=len(answer.results),
+        confident=answer.confident,
+        latencyMs=answer.latencyMs,
+        scores=Scores(**scores, overall=overall_score(scores, weights), judgeOverall=verdict.scores.overall),
+        analysis=verdict.analysis.model_dump(),
+        suggestions=verdict.suggestions,
+        results=[
+            ResultLabel(rank=h.rank, source=h.source, anchor=h.anchor, score=h.score, relevance=g, relevant=g >= RELEVANT_GRADE,
+                        reason=label.reason, snippet=h.snippet[:SNIPPET_CHARS_SHOWN])
             for h, g, label in zip(answer.results, grades, verdict.labels)
         ],
-        "metrics": None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
-        "abstained": (not answer.confident or not answer.results) if off_topic else None,
-        "usage": {"inputTokens": outcome.usage.input_tokens + outcome.usage.cache_write_tokens + outcome.usage.cache_read_tokens,
-                  "outputTokens": outcome.usage.output_tokens,
-                  "costUsd": None if outcome.cost_usd is None else round(outcome.cost_usd, 6)},
+        metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
+        abstained=(not answer.confident or not answer.results) if off_topic else None,
+        usage=EvaluationUsage(inputTokens=outcome.usage.input_tokens + outcome.usage.cache_write_tokens + outcome.usage.cache_read_tokens,
+                              outputTokens=outcome.usage.output_tokens,
+                              costUsd=None if outcome.cost_usd is None else round(outcome.cost_usd, 6)),
         **({"judgeRecoveries": outcome.recoveries} if outcome.recoveries else {}),
-    }
+    ).line()
 
 
 def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:
-    """The ``error`` line for a query that could not be searched or judged."""
-    return {
-        "type": "error",
+    """The ``error`` line for a query that could not be searched or judged (an
+    :class:`~judge_runner.runlines.ErrorLine` serialised by alias; ``stage`` is "search" or "judge",
+    else pydantic.ValidationError)."""
+    return ErrorLine.model_validate({
         "runId": run_id,
         "timestamp": utc_now(),
         "queryId": query.id,
@@ -122,7 +124,7 @@ def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dic
         "errorType": getattr(exc, "kind", type(exc).__name__),
         "message": str(exc)[:1000],
         "attempts": getattr(exc, "attempts", 0),
-    }
+    }).line()
 
 
 # when two stops meet (a refused key and a spent budget in flight at once), the graver one wins
@@ -225,7 +227,7 @@ def is_heuristic(judge: Judge) -> bool:
 def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None) -> RunState:
     """Write the ``run_start`` line and copy ``prior`` (evaluation lines of a run being resumed, given the
     new file's runId); returns the state of a run of ``new_queries`` more queries."""
-    writer.write({"type": "run_start", "runId": writer.run_id, "timestamp": utc_now(), **run_start})
+    writer.write(run_start_line(writer.run_id, utc_now(), run_start))
     state = RunState(total=new_queries + len(prior or []))
     for line in prior or []:
         line = {**line, "runId": writer.run_id}
@@ -359,15 +361,16 @@ def run_evaluation(
 
 def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
                search_config: dict) -> dict:
-    """The ``provenance`` block of ``run_start``: who judged, with which prompts, on what."""
-    return {
-        "provider": judge.name,
-        "generatorModel": generator_model,
-        "judgeModel": judge.model,
-        "heuristicJudge": judge.heuristic,
-        "promptSha256": prompt_hashes,
-        "querySetSha256": query_set_sha,
-        "corpusFingerprint": corpus_fingerprint,
-        "searchConfig": search_config,
-        "judgeRunnerVersion": __version__,
-    }
+    """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runlines.Provenance` serialised
+    by alias): who judged, with which prompts, on what."""
+    return Provenance(
+        provider=judge.name,
+        generatorModel=generator_model,
+        judgeModel=judge.model,
+        heuristicJudge=judge.heuristic,
+        promptSha256=prompt_hashes,
+        querySetSha256=query_set_sha,
+        corpusFingerprint=corpus_fingerprint,
+        searchConfig=search_config,
+        judgeRunnerVersion=__version__,
+    ).model_dump(by_alias=True, mode="json")

@@ -294,23 +294,17 @@ def read_resume_point(path: Path) -> ResumePoint:
     return ResumePoint(path, start, evaluations)
 
 
-def holds_run(path: Path, run_id: str) -> bool:
-    """True when the run file ``path`` is run ``run_id`` (by file name, or the runId of its first line)."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        first = handle.readline()
-    return path.stem == run_id or f'"runId":"{run_id}"' in first.replace(" ", "")
-
-
 def prune_runs(results: Path, keep: int) -> list[Path]:
     """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
     Returns the deleted run files."""
+    from judge_runner.runfile import is_baseline
     from judge_runner.trend import read_baseline
 
     baseline = read_baseline(results)
     runs = sorted(results.glob("*.jsonl"), key=lambda p: p.name)
     deleted = []
     for path in runs[: max(0, len(runs) - keep)]:
-        if baseline and holds_run(path, baseline):
+        if is_baseline(path, baseline):
             continue
         path.unlink()
         path.with_suffix(".queries.json").unlink(missing_ok=True)

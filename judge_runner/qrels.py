@@ -232,18 +232,18 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
     """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
     :func:`pool_qrels`), with ir-measures and the conventions of ``metrics.query_metrics``: a source
     returned twice counts once, at its best rank. ``ranked``: ``{qid: [source, ...]}`` best first.
-    Returns ``{qid: {"nDCG@10": x, "RR": y}}`` for every qid of ``ranked`` that has qrels with a grade
+    Returns ``{qid: {"nDCG@10": x, "RR(rel=2)": y}}`` (ir-measures' names, :data:`metrics.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade
     above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
     import ir_measures
 
-    from judge_runner.metrics import NDCG10, RR2
+    from judge_runner.metrics import NDCG10, NDCG10_NAME, RR2, RR_NAME
 
     out: dict[str, dict[str, float]] = {}
     run: dict[str, dict[str, float]] = {}
     for qid, sources in ranked.items():
         if not any(g > 0 for g in (qrels.get(qid) or {}).values()):
             continue
-        out[qid] = {"nDCG@10": 0.0, "RR": 0.0}
+        out[qid] = {NDCG10_NAME: 0.0, RR_NAME: 0.0}
         scores: dict[str, float] = {}
         for i, source in enumerate(sources):
             scores.setdefault(source, float(len(sources) - i))
@@ -252,6 +252,6 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
     if run:
         wanted = {q: dict(qrels[q]) for q in run}
         for metric in ir_measures.iter_calc([NDCG10, RR2], wanted, run):
-            name = "nDCG@10" if metric.measure == NDCG10 else "RR"
+            name = NDCG10_NAME if metric.measure == NDCG10 else RR_NAME
             out[metric.query_id][name] = round(float(metric.value), 6)
     return out

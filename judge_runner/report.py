@@ -19,7 +19,7 @@ from judge_runner.models import DIMENSIONS
 from judge_runner.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
 
 WORST = 5
-HEADLINE = ("overall", *DIMENSIONS, "nDCG@10", "Recall@10", "RR")
+HEADLINE = ("overall", *DIMENSIONS, *METRICS)
 
 
 @dataclass
@@ -91,19 +91,20 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     charts = [
         plot_runs(group, out_dir / f"report-{stamp}-dimensions.png", (*DIMENSIONS, "overall"),
                   f"Judge scores over time (judge {latest.judge_label})"),
-        plot_runs(group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, "IR metrics over time (nDCG@10, Recall@10, MRR)"),
+        plot_runs(group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, f"IR metrics over time ({', '.join(METRICS)}; mean RR = MRR)"),
     ]
-    summary = latest.summary or {}
+    summary = latest.summary
     headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
-    worst = sorted(latest.evaluations, key=lambda e: (e.get("scores") or {}).get("overall", 1.0))[:WORST]
+    # unscored queries (no overall the reader could trust) are not ranked among the worst
+    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None), key=lambda e: e.scores.overall or 0.0)[:WORST]
 
     md: list[str] = [f"# Search quality report, {stamp}", ""]
-    if latest.provenance.get("heuristicJudge"):
+    if latest.provenance.heuristicJudge:
         md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
                "and term overlap), not from an LLM.", ""]
     md += [f"Latest run **{latest.run_id}** ({latest.timestamp[:16].replace('T', ' ')} UTC), judge {latest.judge_label}: "
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
-           + (", **interrupted**" if summary.get("interrupted") else "") + (", **budget exhausted**" if summary.get("budgetExhausted") else "")
+           + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
            + ".", ""]
     if previous is not None:
         md += [f"Compared with the previous comparable run {previous.run_id}."]
@@ -112,29 +113,29 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
     for column, value, change, base_change in headline:
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
-    a = summary.get("abstention") or {}
+    a = summary.abstention if summary else None
     if a:
-        md += ["", f"Off-topic queries: {a.get('correct', 0)} of {a.get('offTopic', 0)} correctly got no confident answer; "
-               f"{a.get('falseAbstentions', 0)} on-topic queries were answered without confidence."]
+        md += ["", f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
+               f"{a.falseAbstentions} on-topic queries were answered without confidence."]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     md += ["## Worst queries", ""]
     for ev in worst:
-        scores = ev.get("scores") or {}
-        md += [f"### {ev.get('queryId')}: “{ev.get('query')}” — overall {_fmt(scores.get('overall'))}", "",
-               f"*{ev.get('queryType', '?')}*; intent: {ev.get('queryIntent', '–')}", ""]
+        md += [f"### {ev.queryId}: “{ev.query}” — overall {_fmt(ev.scores.overall)}", "",
+               f"*{ev.queryType or '?'}*; intent: {ev.queryIntent or '–'}", ""]
         for dim in DIMENSIONS:
-            md.append(f"- **{dim}** {_fmt(scores.get(dim), 2)}: {(ev.get('analysis') or {}).get(dim, '–')}")
-        top = ", ".join(f"{r.get('source')} ({r.get('relevance')})" for r in (ev.get("results") or [])[:5]) or "no results"
+            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {ev.analysis.get(dim, '–')}")
+        top = ", ".join(f"{r.source} ({r.relevance})" for r in ev.results[:5]) or "no results"
         md += [f"- top results (judge's 0-3 label): {top}"]
-        if ev.get("suggestions"):
-            md += [f"- suggestions: {'; '.join(ev['suggestions'])}"]
+        if ev.suggestions:
+            md += [f"- suggestions: {'; '.join(ev.suggestions)}"]
         md.append("")
     md += ["## Top issues and focus", ""]
-    for issue in summary.get("topIssues") or []:
-        md.append(f"- {issue['issue']} ({issue['count']} queries: {', '.join(issue['queryIds'][:8])})")
-    if not summary.get("topIssues"):
+    issues = summary.topIssues if summary else []
+    for issue in issues:
+        md.append(f"- {issue.issue} ({issue.count} queries: {', '.join(issue.queryIds[:8])})")
+    if not issues:
         md.append("- none reported")
-    md += ["", f"Recommended focus: {summary.get('recommendedFocus') or '–'}", ""]
+    md += ["", f"Recommended focus: {(summary.recommendedFocus if summary else None) or '–'}", ""]
     md += [f"## Cost (runs since {since})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
     for run in window or [latest]:
         n = len(run.evaluations) + run.errors
@@ -146,7 +147,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if latest.error_lines:
         md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
         for e in latest.error_lines:
-            md.append(f"| {e.get('queryId')}: {e.get('query')} | {e.get('stage')} | {e.get('errorType')}: {e.get('message', '')[:160]} | {e.get('attempts')} |")
+            md.append(f"| {e.queryId}: {e.query} | {e.stage} | {e.errorType}: {e.message[:160]} | {e.attempts} |")
     else:
         md.append("None.")
     if warnings:

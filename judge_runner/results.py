@@ -15,7 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from judge_runner.metrics import METRIC_NAMES, canonical_metric_name
 from judge_runner.models import DIMENSIONS
+from judge_runner.runlines import Abstention, Issue, RunUsage, SummaryLine
 
 
 def utc_now() -> str:
@@ -62,30 +64,31 @@ class RunWriter:
 
 
 def read_run(path: Path) -> Iterator[dict[str, Any]]:
-    """The lines of a run file as dicts. Lines split on ``\\n`` only (U+2028 inside text is not a line
-    break); a torn or unparsable line is skipped."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        for raw in handle.read().split("\n"):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                yield value
+    """The raw lines of a run file as dicts, untyped and unchecked (tests and debugging; consumers use
+    :func:`judge_runner.runfile.read_run_file`). Lines split on ``\\n`` only (U+2028 inside text is
+    not a line break); a torn, undecodable or non-object line is skipped."""
+    from judge_runner.runfile import decode_line, iter_raw_lines
+
+    for number, raw, _ in iter_raw_lines(Path(path).read_bytes()):
+        if not raw.strip():
+            continue
+        try:
+            value = decode_line(raw, first=number == 1)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
 
 
 def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
-    """``(run_start, evaluation lines)`` of a run file, one evaluation per query id (the first)."""
-    run_start = None
-    evaluations: dict[str, dict] = {}
-    for line in read_run(path):
-        if line.get("type") == "run_start" and run_start is None:
-            run_start = line
-        elif line.get("type") == "evaluation" and "queryId" in line:
-            evaluations.setdefault(line["queryId"], line)
-    return run_start, list(evaluations.values())
+    """``(run_start, evaluation lines)`` of a run file to resume, as written today (dicts by alias; older
+    metric keys mapped), one evaluation per query id (the first). ``run_start`` is None when the file
+    is not a run. A thin wrapper of :func:`judge_runner.runfile.resume_state`."""
+    from judge_runner.runfile import resume_state
+
+    state = resume_state(path)
+    start = state.run_start.line() if state.run_start is not None else None
+    return start, [line.line() for line in state.evaluations]
 
 
 def _normalise_issue(text: str) -> str:
@@ -113,57 +116,62 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
+def _numbers(values: list[Any]) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
 def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], total_queries: int, *, interrupted: bool,
                   budget_exhausted: bool, cost_usd: float | None, usage: dict, duration_s: float, heuristic: bool,
                   stop_reason: str | None = None) -> dict:
-    """The ``summary`` line. Averages cover evaluated queries only (failures are never zeros);
-    metrics average over queries that have them (off-topic queries have none)."""
+    """The ``summary`` line (a :class:`~judge_runner.runlines.SummaryLine` serialised by alias).
+    Averages cover evaluated queries only (failures are never zeros); metrics average over queries
+    that have them (off-topic queries have none), keyed by ir-measures name (:data:`METRIC_NAMES`)."""
     average_scores = None
     if evaluations:
-        average_scores = {d: _mean([ev["scores"][d] for ev in evaluations]) for d in (*DIMENSIONS, "overall")}
-    average_metrics: dict[str, float] | None = {}
-    for name in ("nDCG@10", "Recall@10", "RR"):
-        values = [ev["metrics"][name] for ev in evaluations if ev.get("metrics") and ev["metrics"].get(name) is not None]
+        average_scores = {d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in evaluations])) for d in (*DIMENSIONS, "overall")}
+    average_metrics: dict[str, float | None] | None = {}
+    for name in METRIC_NAMES:
+        values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
         if values:
             average_metrics[name] = _mean(values)  # type: ignore[index]
     if not average_metrics:
         average_metrics = None
-    off_topic = [ev for ev in evaluations if ev["queryType"] == "off-topic"]
-    on_topic = [ev for ev in evaluations if ev["queryType"] != "off-topic"]
+    off_topic = [ev for ev in evaluations if ev.get("queryType") == "off-topic"]
+    on_topic = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     all_issues = top_issues(evaluations, limit=None)
     issues = all_issues[:5]
     focus = None
-    if average_scores:
+    scored = {d: v for d, v in (average_scores or {}).items() if d in DIMENSIONS and v is not None}
+    if scored:
         # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
-        weakest = min(DIMENSIONS, key=lambda d: average_scores[d])
-        focus = f"{weakest} (average {average_scores[weakest]:.2f})"
-        weak = [ev for ev in evaluations if ev["scores"][weakest] < average_scores[weakest]]
+        weakest = min(scored, key=lambda d: scored[d])
+        focus = f"{weakest} (average {scored[weakest]:.2f})"
+        weak = [ev for ev in evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]]
         weak_issues = top_issues(weak, limit=1)
         if weak_issues:
             key = _normalise_issue(weak_issues[0]["issue"])
             wording = next((i["issue"] for i in all_issues if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
             focus += f"; most frequent suggestion on the queries weak on it: {wording}"
-    return {
-        "type": "summary",
-        "runId": run_id,
-        "timestamp": utc_now(),
-        "totalQueries": total_queries,
-        "evaluated": len(evaluations),
-        "failed": len(errors),
-        "interrupted": interrupted,
-        "budgetExhausted": budget_exhausted,
-        "stopReason": stop_reason,
-        "heuristicJudge": heuristic,
-        "averageScores": average_scores,
-        "averageMetrics": average_metrics,
-        "abstention": {
-            "offTopic": len(off_topic),
-            "correct": sum(1 for ev in off_topic if ev.get("abstained")),
-            "falseAbstentions": sum(1 for ev in on_topic if not ev["confident"]),
-        },
-        "topIssues": issues,
-        "recommendedFocus": focus,
-        "costUsd": cost_usd,
-        "usage": usage,
-        "durationS": round(duration_s, 3),
-    }
+    return SummaryLine(
+        runId=run_id,
+        timestamp=utc_now(),
+        totalQueries=total_queries,
+        evaluated=len(evaluations),
+        failed=len(errors),
+        interrupted=interrupted,
+        budgetExhausted=budget_exhausted,
+        stopReason=stop_reason,
+        heuristicJudge=heuristic,
+        averageScores=average_scores,
+        averageMetrics=average_metrics,
+        abstention=Abstention(
+            offTopic=len(off_topic),
+            correct=sum(1 for ev in off_topic if ev.get("abstained")),
+            falseAbstentions=sum(1 for ev in on_topic if not ev.get("confident", True)),
+        ),
+        topIssues=[Issue(**issue) for issue in issues],
+        recommendedFocus=focus,
+        costUsd=cost_usd,
+        usage=RunUsage(**usage),
+        durationS=round(duration_s, 3),
+    ).line()

@@ -39,7 +39,7 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
     """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl);
     blank lines are skipped. Raises UsageError naming the first bad line, or when there is no query."""
     queries: list[tuple[str, str]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):  # not splitlines(): U+2028 is text
         if not line.strip():
             continue
         try:

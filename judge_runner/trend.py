@@ -14,19 +14,21 @@ Tibshirani 1993). A change is a regression or an improvement only when the inter
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from judge_runner.metrics import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
 from judge_runner.models import DIMENSIONS
-from judge_runner.results import read_run
+from judge_runner.runfile import RunFile, read_run_folder
+from judge_runner.runlines import ErrorLine, EvaluationLine, Provenance, SummaryLine
 
-METRICS = ("nDCG@10", "Recall@10", "RR")
-COLUMNS = (*DIMENSIONS, "overall", "nDCG@10", "Recall@10")
-GATED = ("overall", "nDCG@10")  # what --fail-on-regression watches
+METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
+COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
+GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 MIN_QUERIES = 5
 CONFIDENCE = 0.95
 RESAMPLES = 4000
@@ -35,16 +37,43 @@ BASELINE_FILE = "baseline.json"
 
 @dataclass
 class Run:
-    """One run as read from its file: its evaluations, the summary if it has one, and provenance."""
+    """One run as read from its file (:class:`judge_runner.runfile.RunFile`): its typed evaluations,
+    errors, the summary if it has one, and provenance."""
 
-    run_id: str
-    path: Path
-    timestamp: str
-    provenance: dict = field(default_factory=dict)
-    evaluations: list[dict] = field(default_factory=list)
-    error_lines: list[dict] = field(default_factory=list)
-    summary: dict | None = None
-    legacy: bool = False
+    file: RunFile
+
+    @property
+    def run_id(self) -> str:
+        return self.file.run_id
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def timestamp(self) -> str:
+        return self.file.timestamp
+
+    @property
+    def provenance(self) -> Provenance:
+        """Who judged, with which prompts, on what (empty when the file does not say)."""
+        return self.file.provenance or Provenance()
+
+    @property
+    def evaluations(self) -> list[EvaluationLine]:
+        return self.file.evaluations
+
+    @property
+    def error_lines(self) -> list[ErrorLine]:
+        return self.file.errors
+
+    @property
+    def summary(self) -> SummaryLine | None:
+        return self.file.summary
+
+    @property
+    def legacy(self) -> bool:
+        return self.file.legacy
 
     @property
     def errors(self) -> int:
@@ -66,25 +95,23 @@ class Run:
     def judge(self) -> tuple:
         """What must be equal for scores to be comparable: provider, judge model, judge prompt hashes."""
         p = self.provenance
-        prompts = p.get("promptSha256") or {}
-        return (p.get("provider"), p.get("judgeModel"), prompts.get("judge_system.md"), prompts.get("judge_user.md"))
+        prompts = p.promptSha256
+        return (p.provider or None, p.judgeModel, prompts.get("judge_system.md"), prompts.get("judge_user.md"))
 
     @property
     def judge_label(self) -> str:
         provider, model = self.judge[:2]
         label = f"{provider or '?'}/{model or '?'}"
-        return label + (" (heuristic)" if self.provenance.get("heuristicJudge") else "")
+        return label + (" (heuristic)" if self.provenance.heuristicJudge else "")
 
     def values(self, column: str) -> dict[str, float]:
-        """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (queries without it left out)."""
+        """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
+        an older key such as ``Recall@10``); queries without it, or unscored, are left out."""
         out: dict[str, float] = {}
         for ev in self.evaluations:
-            if column in METRICS:
-                value = (ev.get("metrics") or {}).get(column)
-            else:
-                value = (ev.get("scores") or {}).get(column)
-            if isinstance(value, (int, float)) and np.isfinite(value):
-                out[str(ev.get("queryId"))] = float(value)
+            value = ev.value(column)
+            if value is not None:
+                out[ev.queryId] = value
         return out
 
     def mean(self, column: str) -> float | None:
@@ -93,73 +120,17 @@ class Run:
 
     @property
     def cost(self) -> float | None:
-        return (self.summary or {}).get("costUsd")
-
-
-def _legacy_evaluation(line: dict) -> dict:
-    """An evaluation from the original search-quality format (``query_evaluation`` or a bare line)."""
-    scores = dict(line.get("scores") or {})
-    if "overall" not in scores and all(d in scores for d in DIMENSIONS):
-        scores["overall"] = sum(scores[d] for d in DIMENSIONS) / len(DIMENSIONS)
-    return {**line, "type": "evaluation", "queryId": str(line.get("queryId") or line.get("query_id") or line.get("id") or line.get("query")),
-            "scores": scores}
+        return self.summary.costUsd if self.summary is not None else None
 
 
 def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
-    """Every run in ``folder`` (``*.jsonl``), oldest first, and warnings about files that are not runs.
+    """Every run in ``folder`` (``*.jsonl``), oldest first, and the reader's warnings (files that are
+    not runs, damaged lines, unscored values; :func:`judge_runner.runfile.read_run_folder`).
 
     Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
     """
-    warnings: list[str] = []
-    by_id: dict[str, Run] = {}
-    for path in sorted(Path(folder).glob("*.jsonl")):
-        try:
-            lines = list(read_run(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            warnings.append(f"skipped {path.name}: unreadable ({exc})")
-            continue
-        run = Run(run_id=path.stem, path=path, timestamp="")
-        recognised = False
-        for line in lines:
-            kind = line.get("type")
-            if kind == "run_start":
-                recognised = True
-                run.run_id = line.get("runId", run.run_id)
-                run.timestamp = line.get("timestamp", "")
-                run.provenance = line.get("provenance") or {}
-            elif kind == "evaluation":
-                recognised = True
-                run.run_id = line.get("runId", run.run_id)
-                run.evaluations.append(line)
-            elif kind == "error":
-                recognised = True
-                run.error_lines.append(line)
-            elif kind == "summary":
-                recognised = True
-                run.summary = line
-            elif kind in ("query_evaluation", "run_summary") or (kind is None and "scores" in line and "query" in line):
-                recognised = run.legacy = True
-                if kind == "run_summary":
-                    run.summary = line
-                else:
-                    run.evaluations.append(_legacy_evaluation(line))
-        if not isinstance(run.provenance, dict):
-            run.provenance = {}
-        if recognised and not run.evaluations and not run.error_lines and not run.provenance:
-            recognised = False  # a stray run_start or summary line alone is not a run
-        if not recognised:
-            warnings.append(f"skipped {path.name}: not a judge-runner run file")
-            continue
-        run.run_id = str(run.run_id)
-        if not run.timestamp:
-            run.timestamp = (run.summary or {}).get("timestamp") or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()
-        if run.legacy and not run.provenance:
-            run.provenance = {"provider": "legacy", "judgeModel": (run.summary or {}).get("model") or "unknown"}
-        kept = by_id.get(run.run_id)
-        if kept is None or len(run.evaluations) > len(kept.evaluations):
-            by_id[run.run_id] = run
-    runs = sorted(by_id.values(), key=lambda r: (r.timestamp, r.run_id))
-    return runs, warnings
+    files, warnings = read_run_folder(folder)
+    return [Run(f) for f in files], warnings
 
 
 @dataclass
@@ -185,7 +156,7 @@ def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int
     from scipy import stats
 
     a, b = old.values(column), new.values(column)
-    same_set = bool(old.provenance.get("querySetSha256")) and old.provenance.get("querySetSha256") == new.provenance.get("querySetSha256")
+    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
     rng = np.random.default_rng(seed)
     if same_set:
         common = sorted(set(a) & set(b))
@@ -223,18 +194,17 @@ def what_changed(old: Run, new: Run) -> list[str]:
     """Differences between two comparable runs that explain a delta: search config, corpus, query set."""
     changes = []
     po, pn = old.provenance, new.provenance
-    if po.get("searchConfig") != pn.get("searchConfig"):
-        keys = sorted(k for k in set(po.get("searchConfig") or {}) | set(pn.get("searchConfig") or {})
-                      if (po.get("searchConfig") or {}).get(k) != (pn.get("searchConfig") or {}).get(k))
-        changes.append("search config: " + ", ".join(f"{k} {(po.get('searchConfig') or {}).get(k)} -> {(pn.get('searchConfig') or {}).get(k)}" for k in keys))
-    if po.get("corpusFingerprint") != pn.get("corpusFingerprint"):
+    if po.searchConfig != pn.searchConfig:
+        keys = sorted(k for k in set(po.searchConfig) | set(pn.searchConfig) if po.searchConfig.get(k) != pn.searchConfig.get(k))
+        changes.append("search config: " + ", ".join(f"{k} {po.searchConfig.get(k)} -> {pn.searchConfig.get(k)}" for k in keys))
+    if po.corpusFingerprint != pn.corpusFingerprint:
         changes.append("corpus changed")
-    if po.get("querySetSha256") != pn.get("querySetSha256"):
+    if po.querySetSha256 != pn.querySetSha256:
         changes.append("different query set (unpaired comparison)")
-    if po.get("generatorModel") != pn.get("generatorModel"):
-        changes.append(f"generator model {po.get('generatorModel')} -> {pn.get('generatorModel')}")
-    if po.get("judgeRunnerVersion") != pn.get("judgeRunnerVersion"):
-        changes.append(f"judge-runner {po.get('judgeRunnerVersion')} -> {pn.get('judgeRunnerVersion')}")
+    if po.generatorModel != pn.generatorModel:
+        changes.append(f"generator model {po.generatorModel} -> {pn.generatorModel}")
+    if po.judgeRunnerVersion != pn.judgeRunnerVersion:
+        changes.append(f"judge-runner {po.judgeRunnerVersion} -> {pn.judgeRunnerVersion}")
     return changes
 
 
@@ -325,12 +295,12 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
     runs, _ = read_runs(folder)
     history = []
     for run in runs:
-        ev = next((e for e in run.evaluations if str(e.get("queryId")) == query_id), None)
+        ev = next((e for e in run.evaluations if e.queryId == query_id), None)
         if ev is None:
             continue
-        history.append({"runId": run.run_id, "timestamp": run.timestamp, "judge": run.judge_label, "query": ev.get("query"),
-                        "scores": ev.get("scores"), "metrics": ev.get("metrics"),
-                        "labels": [r.get("relevance") for r in ev.get("results", [])]})
+        history.append({"runId": run.run_id, "timestamp": run.timestamp, "judge": run.judge_label, "query": ev.query,
+                        "scores": ev.scores.model_dump(mode="json"), "metrics": ev.metrics,
+                        "labels": [r.relevance for r in ev.results]})
     return history
 
 

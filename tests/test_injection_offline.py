@@ -1,4 +1,4 @@
-"""The injection pair through today's offline heuristic judge (``llm.offline.judge_verdict``), fed what
+"""The injection pair through today's offline heuristic judge (``heuristic.judge.judge_verdict``), fed what
 :func:`judge_runner.fence.without_suspected_lines` leaves of each document: the twin gets the clean
 document's label for every query. Once judge.py is wired to the fence this becomes the offline half of
 issue 14's injection test (the fake server's honest judge is the other half)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from judge_runner.fence import render_document, without_suspected_lines
-from judge_runner.llm.offline import judge_verdict
+from judge_runner.heuristic.judge import judge_verdict
 from tests.injection_cases import QUERY, injection_pair
 
 QUERIES = [QUERY, "redis failover", "promote the replica", "lantern redis primary down", "kubernetes node drain",

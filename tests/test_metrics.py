@@ -28,23 +28,23 @@ def test_hand_computed_with_an_unlabelled_expected_source():
     idcg = 3 / 1 + 3 / log2(3) + 2 / 2 + 0  # ideal order 3, 3, 2, 0
     assert m["nDCG@10"] == pytest.approx(dcg_run / idcg, abs=1e-5)
     assert m["nDCG@10"] == pytest.approx(0.678795, abs=1e-5)
-    assert m["Recall@10"] == pytest.approx(0.5)  # a found, d missing
-    assert m["RR"] == pytest.approx(1.0)  # a at rank 1 has grade 3
+    assert m["R@10"] == pytest.approx(0.5)  # a found, d missing
+    assert m["RR(rel=2)"] == pytest.approx(1.0)  # a at rank 1 has grade 3
 
 
 def test_hand_computed_without_expected_sources():
     m = query_metrics(["x", "y", "z"], [1, 0, 2], [])
     assert m["nDCG@10"] == pytest.approx((1 + 2 / 2) / (2 + 1 / log2(3)), abs=1e-5)
     assert m["nDCG@10"] == pytest.approx(0.760189, abs=1e-5)
-    assert m["Recall@10"] is None
-    assert m["RR"] == pytest.approx(1 / 3, abs=1e-6)  # first grade >= 2 is z at rank 3
+    assert m["R@10"] is None
+    assert m["RR(rel=2)"] == pytest.approx(1 / 3, abs=1e-6)  # first grade >= 2 is z at rank 3
 
 
 def test_rr_ignores_grade_one_results():
     m = query_metrics(["a", "b", "c", "d"], [1, 1, 0, 2], [])
-    assert m["RR"] == pytest.approx(0.25)
+    assert m["RR(rel=2)"] == pytest.approx(0.25)
     m = query_metrics(["a", "b"], [1, 1], [])
-    assert m["RR"] == 0.0
+    assert m["RR(rel=2)"] == 0.0
     assert m["nDCG@10"] == pytest.approx(1.0)  # only grade-1 documents, ranked ideally
 
 
@@ -53,14 +53,14 @@ def test_judge_label_of_an_expected_source_wins_over_grade_3():
     # qrels a=1 (the judge's label, not 3), b=2: the ideal puts b first
     assert m["nDCG@10"] == pytest.approx(ndcg([1, 2], [1, 2]), abs=1e-5)
     assert m["nDCG@10"] == pytest.approx((1 + 2 / log2(3)) / (2 + 1 / log2(3)), abs=1e-5)
-    assert m["Recall@10"] == pytest.approx(1.0)  # recall counts expected sources, whatever their label
-    assert m["RR"] == pytest.approx(0.5)
+    assert m["R@10"] == pytest.approx(1.0)  # recall counts expected sources, whatever their label
+    assert m["RR(rel=2)"] == pytest.approx(0.5)
 
 
 def test_recall_counts_expected_sources_only():
     # b is highly relevant per the judge but not expected: recall is about expected sources
     m = query_metrics(["b", "c"], [3, 3], ["a", "c", "e"])
-    assert m["Recall@10"] == pytest.approx(1 / 3)
+    assert m["R@10"] == pytest.approx(1 / 3)
 
 
 def test_cutoff_at_ten():
@@ -68,26 +68,26 @@ def test_cutoff_at_ten():
     labels = [0] * 11 + [3]
     m = query_metrics(sources, labels, ["s11"])
     assert m["nDCG@10"] == 0.0  # the only relevant document is at rank 12
-    assert m["Recall@10"] == 0.0
-    assert m["RR"] == pytest.approx(1 / 12, abs=1e-6)  # RR has no cutoff
+    assert m["R@10"] == 0.0
+    assert m["RR(rel=2)"] == pytest.approx(1 / 12, abs=1e-6)  # RR has no cutoff
 
 
 def test_perfect_run():
     m = query_metrics(["a", "b", "c"], [3, 2, 0], ["a", "b"])
-    assert m == {"nDCG@10": pytest.approx(1.0), "Recall@10": pytest.approx(1.0), "RR": pytest.approx(1.0)}
+    assert m == {"nDCG@10": pytest.approx(1.0), "R@10": pytest.approx(1.0), "RR(rel=2)": pytest.approx(1.0)}
 
 
 def test_all_irrelevant_results():
     m = query_metrics(["a", "b"], [0, 0], [])
-    assert m == {"nDCG@10": 0.0, "Recall@10": None, "RR": 0.0}
+    assert m == {"nDCG@10": 0.0, "R@10": None, "RR(rel=2)": 0.0}
 
 
 def test_empty_results_with_expected_sources():
-    assert query_metrics([], [], ["a"]) == {"nDCG@10": 0.0, "Recall@10": 0.0, "RR": 0.0}
+    assert query_metrics([], [], ["a"]) == {"nDCG@10": 0.0, "R@10": 0.0, "RR(rel=2)": 0.0}
 
 
 def test_empty_results_without_expected_sources():
-    assert query_metrics([], [], []) == {"nDCG@10": 0.0, "Recall@10": None, "RR": 0.0}
+    assert query_metrics([], [], []) == {"nDCG@10": 0.0, "R@10": None, "RR(rel=2)": 0.0}
 
 
 def test_labels_must_line_up():
@@ -100,13 +100,13 @@ def test_order_matters():
     bad = query_metrics(["junk", "rel"], [0, 3], ["rel"])
     assert good["nDCG@10"] == pytest.approx(1.0)
     assert bad["nDCG@10"] == pytest.approx(1 / log2(3), abs=1e-5)
-    assert bad["RR"] == pytest.approx(0.5)
-    assert good["Recall@10"] == bad["Recall@10"] == 1.0
+    assert bad["RR(rel=2)"] == pytest.approx(0.5)
+    assert good["R@10"] == bad["R@10"] == 1.0
 
 
 def test_a_source_returned_twice_counts_at_its_best_rank():
     # e.g. an external backend that returns chunks: "a" at ranks 1 and 3 is "a" at rank 1
     assert query_metrics(["a", "b", "a"], [3, 0, 3], ["a"]) == query_metrics(["a", "b"], [3, 0], ["a"])
     m = query_metrics(["a", "b", "a"], [3, 0, 3], ["a"])
-    assert m["RR"] == pytest.approx(1.0)
+    assert m["RR(rel=2)"] == pytest.approx(1.0)
     assert m["nDCG@10"] == pytest.approx(1.0)

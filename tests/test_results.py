@@ -234,8 +234,8 @@ def test_summary_metrics_skip_off_topic_and_none_recall(run_lines):
     evaluations, errors = run_lines
     s = summary(evaluations, errors)
     assert s["averageMetrics"]["nDCG@10"] == pytest.approx((0.9 + 0.5) / 2)
-    assert s["averageMetrics"]["RR"] == pytest.approx((1.0 + 0.5) / 2)
-    assert s["averageMetrics"]["Recall@10"] == pytest.approx(1.0)  # q2's None recall is skipped, not a zero
+    assert s["averageMetrics"]["RR(rel=2)"] == pytest.approx((1.0 + 0.5) / 2)
+    assert s["averageMetrics"]["R@10"] == pytest.approx(1.0)  # q2's None recall is skipped, not a zero
 
 
 def test_summary_abstention_counts(run_lines):

@@ -126,6 +126,6 @@ def test_metrics_follow_design_definitions(tmp_path):
     _, lines = run(tmp_path, queries(1), StubSearch())
     ev = lines[1]
     # labels 3, 2 on doc1, doc2; expected doc1 (already labelled 3): ideal = actual order -> nDCG 1
-    assert ev["metrics"] == {"nDCG@10": 1.0, "Recall@10": 1.0, "RR": 1.0}
+    assert ev["metrics"] == {"nDCG@10": 1.0, "R@10": 1.0, "RR(rel=2)": 1.0}
     assert [r["relevant"] for r in ev["results"]] == [True, True]
     assert json.dumps(ev)  # serialisable

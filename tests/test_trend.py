@@ -119,7 +119,7 @@ def test_robust_reading(tmp_path):
     runs, warnings = read_runs(tmp_path)
     assert [r.run_id for r in runs] == ["r1", "r2", "r3"]
     assert len(runs[0].evaluations) == N  # the torn last line is ignored
-    assert any(e["query"] == "query\u2028three" for e in runs[1].evaluations)
+    assert any(e.query == "query\u2028three" for e in runs[1].evaluations)
     assert len(runs[2].evaluations) == N and not runs[2].partial
     assert warnings == ["skipped notes.jsonl: not a judge-runner run file"]
 

@@ -36,7 +36,13 @@ def test_search_mode_enum_in_the_schema_equals_models():
 
 
 def test_provider_enum_in_the_schema_equals_the_registry():
-    provenance = load_schema("run_start.schema.json")["properties"]["provenance"]["properties"]
+    schema = load_schema("run_start.schema.json")
+    provenance = schema["properties"]["provenance"]
+    # generated from the pydantic models: the block is a $defs entry, possibly behind anyOf [ref, null]
+    ref = next((b["$ref"] for b in [provenance, *provenance.get("anyOf", [])] if "$ref" in b), None)
+    if ref is not None:
+        provenance = schema["$defs"][ref.rsplit("/", 1)[-1]]
+    provenance = provenance["properties"]
     assert tuple(provenance["provider"]["enum"]) == PROVIDER_NAMES
     assert PROVIDER_CHOICES == ("auto", *PROVIDER_NAMES)
     assert typing.get_args(Settings.model_fields["provider"].annotation) == PROVIDER_CHOICES

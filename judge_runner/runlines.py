@@ -1,0 +1,319 @@
+"""The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``summary``.
+
+One model per line type of DESIGN.md's JSONL contract, with the camelCase field names written since
+the first run file. The writers (``evaluate.evaluation_line``, ``error_line``, ``provenance``,
+``results.build_summary``) build these models and serialise them by alias; the reader
+(:mod:`judge_runner.runfile`) validates every line it reads into them; ``schemas/{run_start,
+evaluation,error,summary}.schema.json`` are generated from them (:func:`json_schemas`,
+``python -m judge_runner.runlines schemas/``) and a test proves the committed files are current.
+
+Two sides of one contract:
+- **written**: the writer always writes every declared field, so the generated schemas (serialisation
+  mode, defaults required) list them all as required; fields written only sometimes
+  (``judgeRecoveries``, ``qualityGate``, ``resumedFrom``, ``resumedAt``) are extra fields;
+- **read**: every field but ``type`` has a default, so older or minimal files still validate, and
+  unknown fields are kept (``extra="allow"``), so nothing written is lost. A score or metric value the
+  reader could not trust is ``None`` (unscored); the schemas describe what is written (a number in
+  [0, 1]), not that reader's mark.
+
+``formatVersion`` (in ``run_start``) is :data:`FORMAT_VERSION`; a file without it is version 1.
+Metric keys are ir-measures' names (:data:`judge_runner.metrics.METRIC_NAMES`); the older keys
+(``Recall@10``, ``RR``) are mapped on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator
+
+from judge_runner.llm.registry import PROVIDER_NAMES
+from judge_runner.metrics import METRIC_NAMES, canonical_metric_name
+from judge_runner.models import DIMENSIONS, QueryType, SearchMode
+
+FORMAT_VERSION = 1
+SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
+LINE_TYPES = ("run_start", "evaluation", "error", "summary")
+SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeOverall")
+
+_UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
+# a value in [0, 1]; None only where the reader found no value it could trust (never written)
+Unit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema(_UNIT_SCHEMA)]
+# a metric value: None is written for R@10 when a query has no expected sources
+MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False),
+                        WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
+_METRICS_SCHEMA = {
+    "type": "object", "required": list(METRIC_NAMES),
+    "additionalProperties": {"anyOf": [_UNIT_SCHEMA, {"type": "null"}]},
+    "description": "ir-measures names (str(measure)). R@10 is null when the query has no expected sources.",
+}
+
+
+class _Line(BaseModel):
+    """Fields every line has. Unknown fields are kept (``extra="allow"``)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    type: str  # each line type narrows it to its Literal (declared here so that it is written first)
+    runId: str = ""
+    timestamp: str = Field(default="", json_schema_extra={"format": "date-time"})
+
+    def line(self) -> dict[str, Any]:
+        """The line as written: a JSON-ready dict by alias, extra fields after the declared ones."""
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _metrics_by_name(value: Any) -> Any:
+    """Map the metric keys of older files to ir-measures' names (``Recall@10`` -> ``R@10``)."""
+    if isinstance(value, dict):
+        return {canonical_metric_name(str(k)): v for k, v in value.items()}
+    return value
+
+
+# -- run_start -------------------------------------------------------------------------------------
+
+
+class Provenance(BaseModel):
+    """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    # the schema's enum is the provider registry's names (what is written); the reader also accepts
+    # 'legacy' for adapted old files, so the Python type stays a plain string
+    provider: Annotated[str, WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)})] = Field(
+        default="", description="Provider name (a registry name; 'legacy' for adapted old files).")
+    generatorModel: str | None = None
+    judgeModel: str | None = None
+    heuristicJudge: bool = Field(default=False, description="True for the offline provider: scores come from a heuristic, not an LLM.")
+    promptSha256: dict[str, str] = Field(default_factory=dict, description="sha256 (hex) of each prompt template, by file name.")
+    querySetSha256: str = ""
+    corpusFingerprint: str = ""
+    searchConfig: dict[str, Any] = Field(default_factory=dict)
+    judgeRunnerVersion: str = ""
+
+
+class RunStartLine(_Line):
+    """First line of a run file: when, with what configuration, under which judge."""
+
+    model_config = ConfigDict(title="RunStartLine")
+
+    type: Literal["run_start"] = "run_start"
+    formatVersion: int = Field(default=FORMAT_VERSION, ge=1, description="Run-file format; files written before it existed are 1.")
+    config: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance | None = None
+    queriesGenerated: int | None = Field(default=None, ge=0, description="Queries phase one returned (null when the set came from a file).")
+    queriesDropped: int = Field(default=0, ge=0, description="Queries phase one dropped, e.g. because an expected source does not exist.")
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+
+
+class Scores(BaseModel):
+    """The four dimensions, ``overall`` (computed by code from the configured weights) and the
+    judge's own ``judgeOverall``; each in [0, 1]."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    relevance: Unit = None
+    ranking: Unit = None
+    coverage: Unit = None
+    snippetQuality: Unit = None
+    overall: Unit = None
+    judgeOverall: Unit = None
+
+
+class ResultLabel(BaseModel):
+    """One returned result as the judge labelled it (0-3, TREC/UMBRELA scale); ``relevant`` is grade >= 2."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    rank: int = Field(ge=1)
+    source: str
+    anchor: str | None = None
+    score: float
+    relevance: Literal[0, 1, 2, 3]
+    relevant: bool
+
+
+class EvaluationUsage(BaseModel):
+    """Tokens and cost of judging one query (cost None when the model's price is unknown, never 0)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    inputTokens: int = Field(ge=0)
+    outputTokens: int = Field(ge=0)
+    costUsd: float | None = Field(default=None, ge=0, description="Null when the model's price is unknown (never shown as 0).")
+
+
+class EvaluationLine(_Line):
+    """One judged query, written and flushed as soon as it is judged."""
+
+    model_config = ConfigDict(title="EvaluationLine")
+
+    type: Literal["evaluation"] = "evaluation"
+    queryId: str = ""
+    query: str = ""
+    queryIntent: str = ""
+    # read as plain text (an older or newer file may hold another value); written from the Literal types
+    queryType: Annotated[str, WithJsonSchema({"enum": list(get_args(QueryType))})] = ""
+    expectedSources: list[str] = Field(default_factory=list)
+    searchMode: Annotated[str, WithJsonSchema({"enum": list(get_args(SearchMode))})] = ""
+    resultCount: int = Field(default=0, ge=0)
+    confident: bool = True
+    latencyMs: float = Field(default=0.0, ge=0)
+    scores: Scores = Field(default_factory=Scores)
+    analysis: dict[str, str] = Field(default_factory=dict)
+    suggestions: list[str] = Field(default_factory=list)
+    results: list[ResultLabel] = Field(default_factory=list)
+    metrics: Annotated[dict[str, MetricValue] | None, WithJsonSchema({"anyOf": [{"type": "null"}, _METRICS_SCHEMA]})] = Field(
+        default=None, description="Null for an off-topic query.")
+    abstained: bool | None = Field(default=None, description="Off-topic queries only: true when the search returned nothing or "
+                                                             "said it was not confident. Null for other query types.")
+    usage: EvaluationUsage | None = None
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        return _metrics_by_name(value)
+
+    def value(self, column: str) -> float | None:
+        """A score (a dimension, ``overall``, ``judgeOverall``) or a metric (ir-measures name, or an older
+        key such as ``Recall@10``); None when the query has none or it was unscored."""
+        if column in SCORE_KEYS:
+            found = getattr(self.scores, column)
+        else:
+            found = (self.metrics or {}).get(canonical_metric_name(column))
+        return found if isinstance(found, float) else None
+
+
+# -- error -----------------------------------------------------------------------------------------
+
+
+class ErrorLine(_Line):
+    """A query that could not be searched or judged. Never scored, never averaged as zero."""
+
+    model_config = ConfigDict(title="ErrorLine")
+
+    type: Literal["error"] = "error"
+    queryId: str = ""
+    query: str = ""
+    stage: Literal["search", "judge"] | None = None
+    errorType: str = ""
+    message: str = ""
+    attempts: int = Field(default=0, ge=0)
+
+
+# -- summary ---------------------------------------------------------------------------------------
+
+
+class Abstention(BaseModel):
+    """Off-topic queries evaluated, those the search abstained on, and on-topic queries answered without confidence."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    offTopic: int = Field(default=0, ge=0, description="Off-topic queries evaluated.")
+    correct: int = Field(default=0, ge=0, description="Off-topic queries on which the search abstained.")
+    falseAbstentions: int = Field(default=0, ge=0, description="On-topic queries on which the search said it was not confident.")
+
+
+class Issue(BaseModel):
+    """A suggestion the judges made, grouped by wording, with the queries it was made on."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    issue: str
+    count: int = Field(ge=1)
+    queryIds: list[str]
+
+
+class RunUsage(BaseModel):
+    """Tokens and calls of the whole run (input tokens include cache writes and reads)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    inputTokens: int = Field(ge=0)
+    outputTokens: int = Field(ge=0)
+    calls: int = Field(ge=0)
+
+
+class SummaryLine(_Line):
+    """Last line of a run file, also written after Ctrl+C or a spent budget. Averages cover evaluated queries only."""
+
+    model_config = ConfigDict(title="SummaryLine")
+
+    type: Literal["summary"] = "summary"
+    totalQueries: int = Field(default=0, ge=0)
+    evaluated: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+    interrupted: bool = False
+    budgetExhausted: bool = False
+    stopReason: str | None = Field(default=None, description="Why the run stopped early (interrupted, budget_exhausted, spend_limit, "
+                                                             "auth_error, phase one: <kind>); null when it ran to the end.")
+    heuristicJudge: bool = False
+    averageScores: dict[str, Unit] | None = Field(default=None, description="Mean of each dimension over evaluated queries; null when none was.")
+    averageMetrics: dict[str, Unit] | None = Field(default=None, description="Mean of each metric (ir-measures names) over the evaluated "
+                                                                             "queries that have it (off-topic queries excluded).")
+    abstention: Abstention = Field(default_factory=Abstention)
+    topIssues: list[Issue] = Field(default_factory=list)
+    recommendedFocus: str | None = None
+    costUsd: float | None = Field(default=None, ge=0, description="Null when a model's price is unknown (never shown as 0).")
+    usage: RunUsage | None = None
+    durationS: float = Field(default=0.0, ge=0)
+
+    @field_validator("averageMetrics", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        return _metrics_by_name(value)
+
+
+RunLine = Annotated[RunStartLine | EvaluationLine | ErrorLine | SummaryLine, Field(discriminator="type")]
+RUN_LINE = TypeAdapter(RunLine)
+MODELS: dict[str, type[_Line]] = {"run_start": RunStartLine, "evaluation": EvaluationLine, "error": ErrorLine, "summary": SummaryLine}
+
+
+def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The ``run_start`` line as written: ``fields`` (config, provenance, queriesGenerated,
+    queriesDropped, and extras such as resumedFrom; a ``timestamp`` among them wins) validated as a
+    :class:`RunStartLine` with ``formatVersion`` :data:`FORMAT_VERSION`, serialised by alias (fields
+    not given are not written). Raises pydantic.ValidationError for a field that breaks the contract."""
+    line = RunStartLine.model_validate({"type": "run_start", "runId": run_id, "timestamp": timestamp, "formatVersion": FORMAT_VERSION,
+                                        **fields})
+    return line.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+
+def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLine | SummaryLine:
+    """Validate one decoded line by its ``type``. Raises pydantic.ValidationError (also for an unknown type)."""
+    return RUN_LINE.validate_python(data)
+
+
+# -- JSON Schemas ------------------------------------------------------------------------------------
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """``{file name: JSON Schema}`` of the four line types, generated from the models in
+    serialisation mode (what the writer writes: every declared field present)."""
+    out = {}
+    for name, model in MODELS.items():
+        schema = model.model_json_schema(mode="serialization")
+        file_name = f"{name}.schema.json"
+        head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_BASE_URL + file_name}
+        out[file_name] = {**head, **schema}
+    return out
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    """Write :func:`json_schemas` into ``folder`` (2-space JSON, trailing newline); returns the paths."""
+    paths = []
+    for file_name, schema in json_schemas().items():
+        path = Path(folder) / file_name
+        path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m judge_runner.runlines schemas/``
+    for written in write_schemas(Path(sys.argv[1] if len(sys.argv) > 1 else "schemas")):
+        print(f"wrote {written}")

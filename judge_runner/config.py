@@ -60,7 +60,7 @@ class Settings(BaseModel):
     min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
 
     @model_validator(mode="after")
-    def _check_weights(self) -> "Settings":
+    def _check_weights(self) -> Settings:
         # a partial table changes only the dimensions it names; the others keep weight 1.0
         self.weights = {d: float(self.weights.get(d, 1.0)) for d in DIMENSIONS} | {k: v for k, v in self.weights.items() if k not in DIMENSIONS}
         unknown = set(self.weights) - set(DIMENSIONS)
@@ -71,7 +71,7 @@ class Settings(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _check_price(self) -> "Settings":
+    def _check_price(self) -> Settings:
         if self.price_per_mtok is not None:
             try:
                 values = [float(v) for v in self.price_per_mtok.split(",")]

@@ -17,7 +17,7 @@ and ``RR``; :data:`LEGACY_METRIC_NAMES` maps them, and the run-file reader appli
 from __future__ import annotations
 
 import ir_measures
-from ir_measures import R, RR, nDCG
+from ir_measures import RR, R, nDCG
 
 NDCG10 = nDCG @ 10
 RECALL10 = R @ 10

@@ -35,7 +35,7 @@ class QuerySet(BaseModel):
     queries: list[Query] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> "QuerySet":
+    def _unique_ids(self) -> QuerySet:
         ids = [q.id for q in self.queries]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:

@@ -18,15 +18,22 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from judge_runner.config import ConfigError, Settings, load_settings
-from judge_runner.evaluate import (EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance,
-                                   run_evaluation)
-from judge_runner.failures import (EXIT_CONFIG, EXIT_INCOMPLETE, GateFailedError, IncompleteRunError, JudgeRunnerError,
-                                   RunStatus, UsageError, exit_code_for)
+from judge_runner.evaluate import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance, run_evaluation
+from judge_runner.failures import (
+    EXIT_CONFIG,
+    EXIT_INCOMPLETE,
+    GateFailedError,
+    IncompleteRunError,
+    JudgeRunnerError,
+    RunStatus,
+    UsageError,
+    exit_code_for,
+)
 from judge_runner.indexing import check_corpus, describe_index, index_fixtures, open_index, require_folder
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
@@ -436,7 +443,7 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
         except BlockingIOError:
             raise IncompleteRunError(f"another weekly run holds {plan.results / '.weekly.lock'}; not starting a second one") from None
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"\n=== judge-runner weekly {datetime.now(timezone.utc).isoformat(timespec='seconds')} ===\n")
+            log.write(f"\n=== judge-runner weekly {datetime.now(UTC).isoformat(timespec='seconds')} ===\n")
             real_out, real_err = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)  # type: ignore[assignment]
             code = EXIT_CONFIG

@@ -12,7 +12,7 @@ import base64
 import html
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from judge_runner.models import DIMENSIONS
@@ -44,7 +44,7 @@ def _when(run: Run) -> datetime:
     try:
         return datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
     except ValueError:
-        return datetime.fromtimestamp(run.path.stat().st_mtime, timezone.utc)
+        return datetime.fromtimestamp(run.path.stat().st_mtime, UTC)
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -82,7 +82,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     previous = group[-2] if len(group) > 1 else None
     baseline_id = read_baseline(results)
     baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     window = [r for r in runs if _when(r) >= now - parse_since(since)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ def resource_dir(kind: str) -> Path:
     return _resource_dir(kind)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> str:
     """Text of ``prompts/<name>`` (e.g. ``"judge_system.md"``). Raises ResourceNotFound."""
     path = _resource_dir("prompts") / name
@@ -49,7 +49,7 @@ def prompt_sha256(name: str) -> str:
     return hashlib.sha256(load_prompt(name).encode("utf-8")).hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_schema_text(name: str) -> str:
     path = _resource_dir("schemas") / name
     if not path.is_file():

@@ -11,9 +11,10 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from judge_runner.metrics import METRIC_NAMES, canonical_metric_name
 from judge_runner.models import DIMENSIONS
@@ -22,7 +23,7 @@ from judge_runner.runlines import Abstention, Issue, RunUsage, SummaryLine
 
 def utc_now() -> str:
     """Current UTC time as ISO 8601 with milliseconds and ``Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class RunWriter:
@@ -33,7 +34,7 @@ class RunWriter:
     def __init__(self, out_dir: Path, run_id: str | None = None):
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         base = now.strftime("%Y%m%dT%H%M%SZ")
         candidates = [base, now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"]
         candidates += [f"{candidates[1][:-1]}-{i}Z" for i in range(1, 1000)]

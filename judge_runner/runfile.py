@@ -27,7 +27,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ class RunFile:
             return self.run_start.timestamp
         if self.summary is not None and self.summary.timestamp:
             return self.summary.timestamp
-        return datetime.fromtimestamp(self.path.stat().st_mtime, timezone.utc).isoformat()
+        return datetime.fromtimestamp(self.path.stat().st_mtime, UTC).isoformat()
 
 
 # -- lines -------------------------------------------------------------------------------------------

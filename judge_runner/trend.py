@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,7 @@ def set_baseline(folder: Path, run_id: str) -> Run:
             known = ", ".join(r.run_id for r in complete[-5:]) or "none"
             raise ValueError(f"no complete run with judged queries {run_id!r} in {folder} (latest: {known})")
     (Path(folder) / BASELINE_FILE).write_text(
-        json.dumps({"runId": chosen.run_id, "setAt": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2) + "\n",
+        json.dumps({"runId": chosen.run_id, "setAt": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n",
         encoding="utf-8")
     return chosen
 

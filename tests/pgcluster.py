@@ -49,7 +49,7 @@ class Cluster:
         finally:
             shutil.rmtree(self.datadir, ignore_errors=True)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc) -> None:

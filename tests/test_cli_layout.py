@@ -12,8 +12,19 @@ import click
 import pytest
 
 from judge_runner.cli.app import run_handled, sigterm_as_ctrl_c
-from judge_runner.failures import (EXIT_CODES, EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, GateFailedError,
-                                   IncompleteRunError, JudgeRunnerError, RunStatus, UsageError, exit_code_for)
+from judge_runner.failures import (
+    EXIT_CODES,
+    EXIT_CONFIG,
+    EXIT_GATE,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    GateFailedError,
+    IncompleteRunError,
+    JudgeRunnerError,
+    RunStatus,
+    UsageError,
+    exit_code_for,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "judge_runner"
 

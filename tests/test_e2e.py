@@ -13,7 +13,6 @@ from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall
 
 
-
 def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "results"
     result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out)])

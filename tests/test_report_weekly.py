@@ -7,7 +7,7 @@ import fcntl
 import json
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -31,7 +31,7 @@ def results(tmp_path):
 
 
 def test_report_content(results, tmp_path):
-    report = build_report(results, tmp_path / "reports", "7d", now=datetime(2026, 11, 28, tzinfo=timezone.utc))
+    report = build_report(results, tmp_path / "reports", "7d", now=datetime(2026, 11, 28, tzinfo=UTC))
     md = report.markdown.read_text()
     assert "Latest run **r2**" in md and "previous comparable run r1" in md
     assert "| overall | " in md and "▼ regression" in md and "95% CI" in md  # -0.1 on every query

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import jsonschema
 import pytest
@@ -12,7 +12,7 @@ import judge_runner.results as results_mod
 from judge_runner.resources import load_schema
 from judge_runner.results import RunWriter, build_summary, read_run, top_issues
 
-FIXED = datetime(2026, 11, 29, 23, 15, 0, 123456, tzinfo=timezone.utc)
+FIXED = datetime(2026, 11, 29, 23, 15, 0, 123456, tzinfo=UTC)
 
 
 class FrozenDateTime(datetime):

@@ -3,9 +3,7 @@ mode (the default), plus the honesty gate, snippets and the search contract."""
 
 from __future__ import annotations
 
-
 import pytest
-
 
 # query -> the document it must find first
 FIRST = {

@@ -23,19 +23,24 @@ import pytest
 
 from judge_runner.search.embeddings import DIMENSION, MODEL_NAME
 from judge_runner.search.indexer import index_tree
-from tests.test_search import FIRST, HOSTILE, assert_snippets_centred_and_whole_words
+
 # The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module
 # overrides with the PostgreSQL index, so they check the same expectations on the other backend.
-from tests.test_search import test_accents_fold_both_ways  # noqa: F401
-from tests.test_search import test_any_query_text_is_safe  # noqa: F401
-from tests.test_search import test_format_aware_anchors  # noqa: F401
-from tests.test_search import test_hidden_files_never_indexed  # noqa: F401
-from tests.test_search import test_honesty_gate_abstains_on_off_topic  # noqa: F401
-from tests.test_search import test_honesty_gate_confident_on_topic  # noqa: F401
-from tests.test_search import test_regression_matrix_first_result  # noqa: F401
-from tests.test_search import test_result_contract  # noqa: F401
-from tests.test_search import test_title_match_outranks_passing_mention  # noqa: F401
-from tests.test_search import test_words_beside_syntax_are_not_lost  # noqa: F401
+from tests.test_search import (
+    FIRST,
+    HOSTILE,
+    assert_snippets_centred_and_whole_words,
+    test_accents_fold_both_ways,  # noqa: F401
+    test_any_query_text_is_safe,  # noqa: F401
+    test_format_aware_anchors,  # noqa: F401
+    test_hidden_files_never_indexed,  # noqa: F401
+    test_honesty_gate_abstains_on_off_topic,  # noqa: F401
+    test_honesty_gate_confident_on_topic,  # noqa: F401
+    test_regression_matrix_first_result,  # noqa: F401
+    test_result_contract,  # noqa: F401
+    test_title_match_outranks_passing_mention,  # noqa: F401
+    test_words_beside_syntax_are_not_lost,  # noqa: F401
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -190,12 +190,12 @@ def test_root_given_as_a_string_works(tmp_path):
 
 
 def test_decode_utf8():
-    result = decode("héllo wörld 索引 🚀".encode("utf-8"))
+    result = decode("héllo wörld 索引 🚀".encode())
     assert result == Decoded("héllo wörld 索引 🚀", "utf-8")
 
 
 def test_decode_utf8_with_bom_strips_the_bom():
-    result = decode(b"\xef\xbb\xbf" + "# Titel äöü".encode("utf-8"))
+    result = decode(b"\xef\xbb\xbf" + "# Titel äöü".encode())
     assert result.encoding == "utf-8-sig"
     assert result.text == "# Titel äöü"
     assert not result.text.startswith("\ufeff")

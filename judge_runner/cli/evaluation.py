@@ -9,8 +9,18 @@ from pathlib import Path
 
 import click
 
-from judge_runner.cli.options import (FIXTURES, MIN_OVERALL, OUT_DIR, db_option, evaluate_options, generate_options, printer,
-                                      run_options, search_options, settings)
+from judge_runner.cli.options import (
+    FIXTURES,
+    MIN_OVERALL,
+    OUT_DIR,
+    db_option,
+    evaluate_options,
+    generate_options,
+    printer,
+    run_options,
+    search_options,
+    settings,
+)
 from judge_runner.failures import EXIT_OK, exit_code_for
 from judge_runner.pipeline import evaluate_job, generate_job, main_job
 

@@ -8,8 +8,8 @@ import click
 
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.failures import UsageError
-from judge_runner.models import SEARCH_MODES
 from judge_runner.indexing import index_job
+from judge_runner.models import SEARCH_MODES
 from judge_runner.searching import batch_search_job, search_job
 
 

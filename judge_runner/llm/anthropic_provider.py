@@ -37,8 +37,8 @@ class AnthropicProvider(ChatProvider):
         """``anthropic.APIStatusError`` by its status and ``error_code`` (e.g. ``enforced_spend_limit_reached``) and ``type`` (:func:`classify_status`);
         ``anthropic.APIConnectionError`` (timeouts included) and a raw ``httpx2.TransportError`` from a stalled
         stream retryable; anything else is not a provider failure (None)."""
-        import httpx2
         import anthropic
+        import httpx2
 
         if isinstance(exc, anthropic.APIStatusError):
             return classify_status(exc.status_code, (exc.error_code, exc.type))

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-
 _SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
 
 
@@ -34,7 +33,7 @@ class Usage:
     cache_read_tokens: int = 0
     calls: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,

@@ -205,7 +205,7 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
             readable += 1
             title = str(record.get("title") or "").strip()
             text = str(record.get("text") or "").strip()
-            sha = hashlib.sha256(f"{title}\n{text}".encode("utf-8")).hexdigest()
+            sha = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
             if source in current:
                 report.skip(source, "duplicate _id")
                 continue

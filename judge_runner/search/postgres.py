@@ -180,7 +180,7 @@ class PostgresIndex(ChunkSearch):
             self._conn = conn
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def __enter__(self) -> "PostgresIndex":
+    def __enter__(self) -> PostgresIndex:
         return self
 
     def __exit__(self, *exc) -> None:

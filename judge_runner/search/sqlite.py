@@ -79,7 +79,7 @@ class SQLiteIndex(ChunkSearch):
         self._matrix_ids: np.ndarray | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def __enter__(self) -> "SQLiteIndex":
+    def __enter__(self) -> SQLiteIndex:
         return self
 
     def __exit__(self, *exc) -> None:

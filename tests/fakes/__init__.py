@@ -7,8 +7,8 @@ Completions API for the real ``anthropic`` and ``openai`` SDKs to talk to it.
 
 from .fake_llm import (
     DefaultBrain,
-    Fault,
     FakeLLMServer,
+    Fault,
     RecordedRequest,
     Text,
     ToolCall,

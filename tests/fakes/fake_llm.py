@@ -44,10 +44,11 @@ import struct
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from typing import Any, Callable, Iterable, Union
+from typing import Any
 
 __all__ = [
     "DefaultBrain",
@@ -111,8 +112,8 @@ class Text:
             raise ValueError(f"stop must be one of {_STOPS}, not {self.stop!r}")
 
 
-Reply = Union[ToolCall, Text]
-Brain = Callable[[str, dict], Union[Reply, list]]
+Reply = ToolCall | Text
+Brain = Callable[[str, dict], Reply | list]
 
 
 @dataclass
@@ -522,7 +523,7 @@ class _StopServing(Exception):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # never join handler threads (hung requests)
-    fake: "FakeLLMServer"
+    fake: FakeLLMServer
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind calls socket.getfqdn(), a possibly slow DNS
@@ -665,7 +666,7 @@ class FakeLLMServer:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def start(self) -> "FakeLLMServer":
+    def start(self) -> FakeLLMServer:
         """Start serving (what ``__enter__`` does)."""
         if self._httpd is not None:
             return self
@@ -702,7 +703,7 @@ class FakeLLMServer:
             self._thread.join(timeout=2)
             self._thread = None
 
-    def __enter__(self) -> "FakeLLMServer":
+    def __enter__(self) -> FakeLLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

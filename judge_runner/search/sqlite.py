@@ -196,7 +196,7 @@ class SQLiteIndex(ChunkSearch):
         assert self._matrix is not None and self._matrix_ids is not None
         if len(self._matrix) == 0:
             return []
-        qvec = self.embedder.encode([query])[0]
+        qvec = self._query_vector(query)
         sims = self._matrix @ qvec
         top = np.argsort(-sims)[:depth]
         return [(int(self._matrix_ids[i]), float(sims[i])) for i in top]

@@ -120,7 +120,16 @@ def run_options(f):
 
 # -- building blocks ------------------------------------------------------------------------------
 def _open_index(settings: Settings, must_exist: bool = False):
-    """The index; ``must_exist`` opens an existing one read-only (for searching). Exits 2 when unusable."""
+    """The index; ``must_exist`` opens an existing one read-only (for searching). Exits 2 when unusable
+    or, with ``must_exist``, when it holds no document."""
+    index = _open_backend(settings, must_exist)
+    if must_exist and index.stats()["documents"] == 0:
+        index.close()
+        _fail(f"the index {settings.index_label} is empty (0 documents); run `judge-runner index FIXTURES` first")
+    return index
+
+
+def _open_backend(settings: Settings, must_exist: bool = False):
     from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
     if settings.backend == "postgres":
@@ -168,26 +177,42 @@ def _check_corpus(settings: Settings, fixtures: Path) -> None:
             reasons[reason] = reasons.get(reason, 0) + 1
         skipped = "; skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) if reasons else ""
         _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped{skipped})")
+    from judge_runner.corpus.document import first_with_content
+
+    if first_with_content(walked.files) is None:
+        _fail(f"{fixtures} holds {len(walked.files)} file(s) to index but none has content "
+              "(all empty, whitespace or front matter only, or binary)")
 
 
-def _progress(stage: str, done: int, total: int) -> None:
-    _err(f"  {stage} {done}/{total} chunks")
+def _progress():
+    """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), rate and ETA."""
+    from judge_runner.search.progress import IndexProgress
+
+    return IndexProgress()
 
 
 def _index(settings: Settings, fixtures: Path, prune: bool, quiet: bool):
     from judge_runner.search.indexer import index_tree
+    from judge_runner.search.sqlite import IndexBusyError
 
     index = _open_index(settings)
     started = time.monotonic()
+    progress = None if quiet else _progress()
     try:
-        report = index_tree(index, fixtures, prune=prune, progress=None if quiet else _progress, **_walk_options(settings))
+        report = index_tree(index, fixtures, prune=prune, progress=progress, **_walk_options(settings))
     except NotADirectoryError as exc:
         index.close()
         _fail(str(exc))
+    except IndexBusyError as exc:
+        index.close()
+        _fail(f"{exc}; documents committed so far are kept", EXIT_INCOMPLETE)
     except KeyboardInterrupt:
         index.close()
         _fail("interrupted while indexing; documents committed so far are kept, run the command again to finish",
               EXIT_INCOMPLETE)
+    finally:
+        if progress is not None:
+            progress.close()
     elapsed = time.monotonic() - started
     return index, report, elapsed
 
@@ -417,7 +442,8 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
         idx = _open_index(settings)
         started = time.monotonic()
         try:
-            report = index_beir(idx, beir_corpus, prune=prune, progress=None if as_json else _progress)
+            with _progress() as progress:  # on stderr, also with --json
+                report = index_beir(idx, beir_corpus, prune=prune, progress=progress)
         except BeirFormatError as exc:
             idx.close()
             _fail(str(exc))
@@ -426,7 +452,7 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
         if not fixtures.is_dir():
             _fail(f"fixtures folder not found: {fixtures}")
         _check_corpus(settings, fixtures)
-        idx, report, elapsed = _index(settings, fixtures, prune, quiet=as_json)
+        idx, report, elapsed = _index(settings, fixtures, prune, quiet=False)
     stats = idx.stats()
     idx.close()
     if as_json:
@@ -462,6 +488,12 @@ def search(query: str | None, db: Path | None, mode: str, limit: int | None, as_
         _fail("batch mode needs both --queries FILE and --trec-run FILE")
     if (query is None) == (queries_file is None):
         _fail('give either a QUERY or --queries FILE --trec-run FILE')
+    if query is not None:
+        from judge_runner.corpus.read import scrub_unencodable
+
+        query, replaced = scrub_unencodable(query)
+        if replaced:
+            _err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
     idx = _open_index(settings, must_exist=True)
     with idx:
         if queries_file is not None:
@@ -484,26 +516,16 @@ def _batch_search(idx, queries_file: Path, trec_run: Path, mode: str, limit: int
     """Run every query of a JSON-lines file and write a TREC run; latency p50/p95 go to stderr."""
     import statistics
 
-    queries: list[tuple[str, str]] = []
-    for number, line in enumerate(queries_file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            queries.append((str(record["_id"]), str(record["text"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            _fail(f"{queries_file} line {number} is not a {{\"_id\", \"text\"}} record")
+    from judge_runner.search.trec import QueriesFormatError, read_queries, write_run
+
+    try:
+        queries = read_queries(queries_file)
+    except QueriesFormatError as exc:
+        _fail(str(exc))
     if not queries:
         _fail(f"{queries_file} holds no queries")
     idx.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
-    latencies: list[float] = []
-    trec_run.parent.mkdir(parents=True, exist_ok=True)
-    with open(trec_run, "w", encoding="utf-8") as out:
-        for qid, text in queries:
-            answer = idx.search(text, mode=mode, limit=limit)
-            latencies.append(answer.latencyMs)
-            for hit in answer.results:
-                out.write(f"{qid} Q0 {hit.source} {hit.rank} {hit.score:.6f} judge-runner-{mode}\n")
+    latencies = write_run(idx, queries, trec_run, mode, limit)
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     _err(f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; run written to {trec_run}")

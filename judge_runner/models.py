@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge_runner.corpus.read import clean_text
 
 QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic"]
 DIMENSIONS: tuple[str, ...] = ("relevance", "ranking", "coverage", "snippetQuality")
@@ -20,6 +23,18 @@ class Query(BaseModel):
     queryIntent: str
     queryType: QueryType
     expectedSources: list[str] = Field(default_factory=list)
+
+    @field_validator("id", "query", "queryIntent")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        # a "\ud83d" escape in a query-set file is a lone surrogate: U+FFFD, so it can be searched and written
+        return clean_text(value)
+
+    @field_validator("expectedSources")
+    @classmethod
+    def _nfc(cls, value: list[str]) -> list[str]:
+        # corpus sources are NFC (judge_runner.corpus.walk): compare like with like
+        return [unicodedata.normalize("NFC", clean_text(s)) for s in value]
 
 
 class QuerySet(BaseModel):

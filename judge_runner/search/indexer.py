@@ -104,7 +104,7 @@ def index_tree(
     reusable = _reusable_hashes(index)
     pending: list[tuple] = []  # (source, sha, fmt, size, chunks)
     current: dict[str, str] = {}
-    for number, file in enumerate(walked.files, start=1):
+    for number, file in enumerate(walked.files):
         if progress:
             progress("reading", number, len(walked.files))
         document = read_bytes(file)
@@ -125,6 +125,8 @@ def index_tree(
         fmt = file.source.rsplit(".", 1)[-1].lower()
         pending.append((file.source, sha, fmt, file.size, document.chunks))
         current[file.source] = sha
+    if progress and walked.files:
+        progress("reading", len(walked.files), len(walked.files))
 
     return _write(index, pending, current, known, report, prune, str(root.resolve()), progress)
 
@@ -140,6 +142,8 @@ def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str
     total = sum(len(chunks) for *_, chunks in pending)
     done = 0
     started = time.perf_counter()
+    if progress and total:
+        progress("embedding", 0, total)
     try:
         batch: list[tuple] = []
         for i, item in enumerate(pending):

@@ -44,6 +44,25 @@ class QuerySet(BaseModel):
 
     queries: list[Query] = Field(min_length=1)
 
+    @classmethod
+    def model_validate_json(cls, json_data, **kwargs) -> "QuerySet":
+        """As pydantic's, except that JSON holding a lone surrogate escape (``"\ud83d"``), which pydantic's
+        parser refuses, is read with the standard library and validated (the escape becomes U+FFFD)."""
+        from pydantic import ValidationError
+
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            if not any(e["type"] == "json_invalid" for e in exc.errors()):
+                raise
+            import json
+
+            try:
+                data = json.loads(json_data)
+            except ValueError:
+                raise exc from None
+            return cls.model_validate(data, **{k: v for k, v in kwargs.items() if k in ("strict", "context")})
+
     @model_validator(mode="after")
     def _unique_ids(self) -> "QuerySet":
         ids = [q.id for q in self.queries]

@@ -219,16 +219,22 @@ def chunk_python(text: str) -> ChunkedDocument:
 def chunk_markdown(text: str, fmt: str = "md") -> ChunkedDocument:
     """Markdown by heading, after setting aside its front matter (:func:`parse_front_matter`): those
     lines are blanked (line numbers stay true), never chunked, and the front matter's ``title`` becomes
-    the anchor of the text before the first heading."""
+    the anchor of the text before the first heading. A chunk without a letter or digit (a thematic
+    break alone) is dropped."""
     lines = split_lines(text)
     front, note = parse_front_matter(lines)
     if front is None:
-        return ChunkedDocument(chunk_text(text, fmt), [note] if note else [])
+        return ChunkedDocument(_with_words(chunk_text(text, fmt)), [note] if note else [])
     body = "\n".join([""] * front.end_line + lines[front.end_line:])
-    chunks = chunk_text(body, fmt)
+    chunks = _with_words(chunk_text(body, fmt))
     if front.title:
         chunks = [replace(c, anchor=front.title) if c.anchor is None else c for c in chunks]
     return ChunkedDocument(chunks)
+
+
+def _with_words(chunks: list[Chunk]) -> list[Chunk]:
+    """Chunks holding a letter or digit: a lone thematic break (``---``, ``***``) is no content."""
+    return [c for c in chunks if re.search(r"[^\W_]", c.text)]
 
 
 _PARSERS = {"yaml": (chunk_yaml, yaml.YAMLError), "yml": (chunk_yaml, yaml.YAMLError),
@@ -246,7 +252,7 @@ def _safe_chunks(document: ChunkedDocument) -> ChunkedDocument:
         replaced += n + m
         chunks.append(replace(chunk, text=text, anchor=anchor) if n or m else chunk)
     if replaced:
-        document = ChunkedDocument(chunks, [*document.notes, "unencodable characters replaced (U+FFFD)"])
+        document = ChunkedDocument(chunks, [*document.notes, "unencodable characters replaced by U+FFFD"])
     return document
 
 

@@ -67,7 +67,7 @@ class Decoded:
         if self.encoding not in ("utf-8", "utf-8-sig"):
             return f"decoded as {self.encoding}"
         if self.replaced:
-            return "unencodable characters replaced (U+FFFD)"
+            return "unencodable characters replaced by U+FFFD"
         return None
 
 

@@ -10,10 +10,11 @@ separated by single spaces. Two guarantees:
   and ordinary ids are written as they are. :func:`decode_id` (``urllib.parse.unquote``) reverses it.
   Encode the qrels you score a run against the same way (:func:`write_qrels` does).
 - **Scores in the tool's order.** trec_eval and ir-measures re-sort each query's documents by score and
-  break ties by docid, not by the rank column. Scores are therefore written strictly decreasing down the
-  tool's ranking (:func:`rank_consistent_scores`: the tool's own score, moved down to the next
-  representable float below the previous one where it would tie or rise, e.g. after rounding) and in
-  full precision (``repr``, the shortest string that reads back as the same double).
+  break ties by docid (descending), not by the rank column; trec_eval holds scores as C ``float``
+  (32-bit), so doubles within ~1e-7 of each other tie too. Scores are therefore written strictly
+  decreasing *as float32* down the tool's ranking (:func:`rank_consistent_scores`: the tool's own score,
+  moved down to the next float32 below the previous one where it would tie or rise, e.g. after
+  rounding) with 9 significant digits, enough to read the same float32 back (:func:`format_score`).
 """
 
 from __future__ import annotations
@@ -41,17 +42,27 @@ def decode_id(value: str) -> str:
 
 
 def rank_consistent_scores(scores: Iterable[float]) -> list[float]:
-    """Scores for a ranking, best first, made strictly decreasing: each the tool's score, or the next
-    float below the previous written score when it is not lower (a tie, or a non-finite value)."""
-    written: list[float] = []
+    """Scores for a ranking, best first, made strictly decreasing **as 32-bit floats**: trec_eval (and
+    pytrec_eval under ir-measures) keeps a score in a C ``float``, so two doubles closer than about
+    1e-7 relative would tie there. Each is the tool's score rounded to float32, or the next float32
+    below the previous one when it is not lower (a tie, e.g. after rounding, or a non-finite value)."""
+    import numpy as np
+
+    written: list[np.float32] = []
+    down = np.float32(-np.inf)
     for score in scores:
-        score = float(score)
-        if written and not (math.isfinite(score) and score < written[-1]):
-            score = math.nextafter(written[-1], -math.inf)
-        elif not math.isfinite(score):
-            score = 0.0
-        written.append(score)
-    return written
+        value = np.float32(score) if math.isfinite(float(score)) else np.float32(np.nan)
+        if written and not (np.isfinite(value) and value < written[-1]):
+            value = np.nextafter(written[-1], down)
+        elif not np.isfinite(value):
+            value = np.float32(0.0)
+        written.append(value)
+    return [float(v) for v in written]
+
+
+def format_score(score: float) -> str:
+    """A score with 9 significant digits: enough that reading it back into a float32 gives the same value."""
+    return f"{score:.9g}"
 
 
 def run_lines(qid: str, ranked: Iterable[tuple[str, float]], tag: str) -> list[str]:
@@ -59,7 +70,7 @@ def run_lines(qid: str, ranked: Iterable[tuple[str, float]], tag: str) -> list[s
     ranked = list(ranked)
     scores = rank_consistent_scores(score for _, score in ranked)
     q, t = encode_id(qid), encode_id(tag)
-    return [f"{q} Q0 {encode_id(docid)} {rank} {score!r} {t}" for rank, ((docid, _), score) in enumerate(zip(ranked, scores), start=1)]
+    return [f"{q} Q0 {encode_id(docid)} {rank} {format_score(score)} {t}" for rank, ((docid, _), score) in enumerate(zip(ranked, scores), start=1)]
 
 
 def write_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:

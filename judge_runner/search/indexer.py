@@ -60,7 +60,7 @@ class IndexReport:
 
 # Bump when chunking or lexical processing changes: an index written by another version is re-chunked
 # and re-embedded in full on the next run, since unchanged file hashes would otherwise keep old chunks.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"  # 3: front matter, CR line endings, NFC sources, detected encodings
 
 
 def _reusable_hashes(index) -> dict[str, str]:

@@ -60,12 +60,23 @@ class FileSandbox:
         target = (self.root / pure).resolve()
         if not target.is_relative_to(self.root):
             raise SandboxError(f"{path!r} leads outside the knowledge base")
-        if not target.exists():  # a name in NFC for a file named in NFD on disk (or the reverse)
-            found = self._walk().get(normalize_source(pure.as_posix()))
+        if not target.exists():  # a name in NFC for a file or folder named in NFD on disk (or the reverse)
+            found = self._on_disk(normalize_source(pure.as_posix()))
             if found is None:
                 raise SandboxError(f"no such file or folder: {path!r}")
             target = found.resolve()
         return target
+
+    def _on_disk(self, source: str) -> Path | None:
+        """The file or folder on disk whose NFC path is ``source``, found through the corpus walk."""
+        if source in self._walk():
+            return self._walk()[source]
+        depth = len(PurePosixPath(source).parts)
+        for name, path in self._walk().items():
+            parts = PurePosixPath(name).parts
+            if len(parts) > depth and "/".join(parts[:depth]) == source:
+                return path.parents[len(parts) - depth - 1]
+        return None
 
     def _rel(self, path: Path) -> str:
         return normalize_source(path.relative_to(self.root).as_posix()) or "."

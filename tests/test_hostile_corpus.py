@@ -302,6 +302,13 @@ def test_sandbox_reads_nfd_files_by_their_nfc_name(nfd_kb):
     for name in (NFC_NAME, NFD_NAME):
         assert "drei Monate" in box.read_file(name)
     assert box.grep("Kündigungsfrist").startswith(f"{NFC_NAME}:3:")
+    folder = nfd_kb / unicodedata.normalize("NFD", "Büro")
+    folder.mkdir()
+    (folder / "plan.md").write_text("# Plan\n\nRäume.\n")
+    box = FileSandbox(nfd_kb)
+    assert box.list_dir("Büro") == "Büro/plan.md"
+    assert "Räume" in box.read_file("Büro/plan.md")
+    assert box.grep("Räume", "Büro") == "Büro/plan.md:3: Räume."
 
 
 def test_two_names_equal_in_nfc_keep_one_and_say_why(tmp_path):

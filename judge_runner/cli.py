@@ -177,6 +177,7 @@ def _check_corpus(settings: Settings, fixtures: Path) -> None:
             reasons[reason] = reasons.get(reason, 0) + 1
         skipped = "; skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) if reasons else ""
         _fail(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped{skipped})")
+
     from judge_runner.corpus.document import first_with_content
 
     if first_with_content(walked.files) is None:

@@ -156,7 +156,7 @@ class FileSandbox:
                 text = decode(self._walk()[source].read_bytes()).text
             except (OSError, BinaryContent):
                 continue
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(text.split("\n"), start=1):  # numbered as the index numbers lines
                 if regex.search(line):
                     hits.append(f"{source}:{number}: {line.strip()[:200]}")
                     if len(hits) >= GREP_CAP:

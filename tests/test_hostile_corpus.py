@@ -114,6 +114,26 @@ def test_one_file_the_model_refuses_never_sinks_the_index(tmp_path):
         assert "poison.md" not in index.document_hashes()
 
 
+def test_a_chunker_crash_on_one_file_never_sinks_the_index(tmp_path, monkeypatch):
+    import judge_runner.corpus.document as document_module
+
+    real = document_module.chunk_document
+
+    def flaky(text, fmt):
+        if "CRASH" in text:
+            raise IndexError("parser bug")
+        return real(text, fmt)
+
+    monkeypatch.setattr(document_module, "chunk_document", flaky)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# A\n\nFine.\n")
+    (kb / "b.md").write_text("# B\n\nCRASH here.\n")
+    with SQLiteIndex(tmp_path / "i.sqlite", embedder=HashEmbedder()) as index:
+        report = index_tree(index, kb)
+        assert report.indexed == 1 and report.skipped == {"could not be chunked: IndexError": ["b.md"]}
+
+
 def test_query_with_invalid_bytes_from_the_shell_is_searched(db_copy):
     # Python hands an invalid byte of argv to the program as a lone surrogate (surrogateescape)
     result = invoke(["search", "backup \udce9 key", "--db", str(db_copy), "--mode", "hybrid", "--json"])

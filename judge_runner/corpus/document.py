@@ -44,7 +44,11 @@ def chunk_bytes(document: ReadDocument) -> ReadDocument:
     if decoded.note:
         document.notes.append(decoded.note)
     fmt = document.source.rsplit(".", 1)[-1].lower()
-    chunked = chunk_document(decoded.text, fmt)
+    try:
+        chunked = chunk_document(decoded.text, fmt)
+    except (Exception, RecursionError) as exc:  # a parser bug on one odd file must not stop the index
+        document.skip = f"could not be chunked: {type(exc).__name__}"
+        return document
     document.notes.extend(n for n in chunked.notes if n not in document.notes)
     document.chunks = chunked.chunks
     if not document.chunks:

@@ -29,6 +29,8 @@ from pathlib import Path
 import ir_measures
 from ir_measures import R, nDCG
 
+from judge_runner.search.trec import encode_id
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "judge_runner.cli"]
 
@@ -120,7 +122,9 @@ def main() -> None:
         result, _ = run(["search", "--queries", str(test_queries), "--trec-run", str(run_file), "--mode", mode,
                          "--limit", "100", *where], work)
         latency = re.search(r"p50 ([\d.]+) ms, p95 ([\d.]+) ms", result.stderr)
-        scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], qrels, ir_measures.read_trec_run(str(run_file)))
+        # the run's ids are whitespace-free (judge_runner.search.trec.encode_id): encode the qrels' alike
+        encoded = {encode_id(q): {encode_id(d): g for d, g in docs.items()} for q, docs in qrels.items()}
+        scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], encoded, ir_measures.read_trec_run(str(run_file)))
         print(f"{mode:<8} {scores[nDCG @ 10]:>8.4f} {scores[R @ 100]:>7.4f} {latency.group(1):>7} {latency.group(2):>7}")
 
 

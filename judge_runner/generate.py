@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import jsonschema
 
-from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, walk_corpus
+from judge_runner.corpus.read import BinaryContent, decode
+from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, normalize_source, walk_corpus
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
@@ -46,7 +47,7 @@ class FileSandbox:
     def __init__(self, root: Path, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS):
         self.root = Path(root).resolve()
         self.extensions = extensions
-        self._sources: list[str] | None = None
+        self._paths: dict[str, Path] | None = None  # NFC source -> the file as named on disk
 
     def resolve(self, path: str) -> Path:
         """The real path of a relative ``path`` inside the root. Raises SandboxError."""
@@ -63,12 +64,26 @@ class FileSandbox:
         target = (self.root / pure).resolve()
         if not target.is_relative_to(self.root):
             raise SandboxError(f"{path!r} leads outside the knowledge base")
-        if not target.exists():
-            raise SandboxError(f"no such file or folder: {path!r}")
+        if not target.exists():  # a name in NFC for a file or folder named in NFD on disk (or the reverse)
+            found = self._on_disk(normalize_source(pure.as_posix()))
+            if found is None:
+                raise SandboxError(f"no such file or folder: {path!r}")
+            target = found.resolve()
         return target
 
+    def _on_disk(self, source: str) -> Path | None:
+        """The file or folder on disk whose NFC path is ``source``, found through the corpus walk."""
+        if source in self._walk():
+            return self._walk()[source]
+        depth = len(PurePosixPath(source).parts)
+        for name, path in self._walk().items():
+            parts = PurePosixPath(name).parts
+            if len(parts) > depth and "/".join(parts[:depth]) == source:
+                return path.parents[len(parts) - depth - 1]
+        return None
+
     def _rel(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() or "."
+        return normalize_source(path.relative_to(self.root).as_posix()) or "."
 
     def list_dir(self, path: str = ".") -> str:
         """Entries of a folder, folders first with a trailing slash."""
@@ -89,11 +104,15 @@ class FileSandbox:
             entries = entries[:LIST_CAP] + [f"... {len(entries) - LIST_CAP} more entries not shown"]
         return "\n".join(entries) if entries else "(empty folder)"
 
+    def _walk(self) -> dict[str, Path]:
+        """``{source (NFC): path on disk}``, walked once per sandbox (one agent session) rather than per call."""
+        if self._paths is None:
+            self._paths = {f.source: f.path for f in walk_corpus(self.root, extensions=self.extensions).files}
+        return self._paths
+
     def _files(self) -> list[str]:
-        """The corpus's sources, walked once per sandbox (one agent session) rather than per tool call."""
-        if self._sources is None:
-            self._sources = [f.source for f in walk_corpus(self.root, extensions=self.extensions).files]
-        return self._sources
+        """The corpus's sources (NFC), sorted."""
+        return list(self._walk())
 
     def glob(self, pattern: str) -> str:
         """Corpus files whose relative path matches a glob pattern (``**`` spans folders)."""
@@ -115,10 +134,10 @@ class FileSandbox:
         target = self.resolve(path)
         if not target.is_file():
             raise SandboxError(f"not a file: {path!r}")
-        data = target.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise SandboxError(f"{path!r} is a binary file")
-        text = data.decode("utf-8", errors="replace")
+        try:
+            text = decode(target.read_bytes()).text  # as the indexer reads it (legacy encodings, UTF-16)
+        except BinaryContent:
+            raise SandboxError(f"{path!r} is a binary file") from None
         if len(text) > READ_CAP_CHARS:
             return text[:READ_CAP_CHARS] + f"\n[... truncated: showing {READ_CAP_CHARS} of {len(text)} characters]"
         return text
@@ -138,10 +157,10 @@ class FileSandbox:
         hits: list[str] = []
         for source in sources:
             try:
-                text = (self.root / source).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                text = decode(self._walk()[source].read_bytes()).text
+            except (OSError, BinaryContent):
                 continue
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(text.split("\n"), start=1):  # numbered as the index numbers lines
                 if regex.search(line):
                     hits.append(f"{source}:{number}: {line.strip()[:200]}")
                     if len(hits) >= GREP_CAP:
@@ -237,7 +256,7 @@ def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT
     kept: list[Query] = []
     dropped: list[dict] = []
     for raw in data["queries"]:
-        sources = [s.strip().lstrip("./") if s.startswith("./") else s.strip() for s in raw["expectedSources"]]
+        sources = [normalize_source(s.strip().lstrip("./") if s.startswith("./") else s.strip()) for s in raw["expectedSources"]]
         missing = [s for s in sources if s not in corpus]
         reason = None
         if raw["queryType"] == "off-topic" and sources:

@@ -16,8 +16,16 @@ from judge_runner.printer import Printer
 
 def open_index(settings: Settings, must_exist: bool = False) -> Any:
     """The index of ``settings`` (a ``SQLiteIndex`` or ``PostgresIndex``); ``must_exist`` opens an existing
-    one read-only (for searching). Raises UsageError when it is missing or unusable; a PostgreSQL error
-    is shown with the DSN's password scrubbed."""
+    one read-only (for searching). Raises UsageError when it is missing or unusable, or, with
+    ``must_exist``, when it holds no document; a PostgreSQL error is shown with the DSN's password scrubbed."""
+    index = _open_backend(settings, must_exist)
+    if must_exist and index.stats()["documents"] == 0:
+        index.close()
+        raise UsageError(f"the index {settings.index_label} is empty (0 documents); run `judge-runner index FIXTURES` first")
+    return index
+
+
+def _open_backend(settings: Settings, must_exist: bool) -> Any:
     from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
     if settings.backend == "postgres":
@@ -71,6 +79,11 @@ def check_corpus(settings: Settings, fixtures: Path) -> None:
             reasons[reason] = reasons.get(reason, 0) + 1
         skipped = "; skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) if reasons else ""
         raise UsageError(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped{skipped})")
+    from judge_runner.corpus.document import first_with_content
+
+    if first_with_content(walked.files) is None:
+        raise UsageError(f"{fixtures} holds {len(walked.files)} file(s) to index but none has content "
+                         "(all empty, whitespace or front matter only, or binary)")
 
 
 @dataclass
@@ -82,10 +95,11 @@ class Indexed:
     elapsed: float
 
 
-def _progress(printer: Printer):
-    def progress(stage: str, done: int, total: int) -> None:
-        printer.err(f"  {stage} {done}/{total} chunks")
-    return progress
+def _progress():
+    """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
+    from judge_runner.search.progress import IndexProgress
+
+    return IndexProgress()
 
 
 def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
@@ -93,19 +107,26 @@ def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Pri
     Raises UsageError for a folder that is not one; IncompleteRunError on Ctrl+C (what was committed
     is kept). The caller closes the returned index."""
     from judge_runner.search.indexer import index_tree
+    from judge_runner.search.sqlite import IndexBusyError
 
     index = open_index(settings)
     started = time.monotonic()
+    progress = None if printer.quiet else _progress()
     try:
-        report = index_tree(index, fixtures, prune=prune, progress=None if printer.quiet else _progress(printer),
-                            **walk_options(settings))
+        report = index_tree(index, fixtures, prune=prune, progress=progress, **walk_options(settings))
     except NotADirectoryError as exc:
         index.close()
         raise UsageError(str(exc)) from None
+    except IndexBusyError as exc:
+        index.close()
+        raise IncompleteRunError(f"{exc}; documents committed so far are kept") from None
     except KeyboardInterrupt:
         index.close()
         raise IncompleteRunError("interrupted while indexing; documents committed so far are kept, "
                                  "run the command again to finish") from None
+    finally:
+        if progress is not None:
+            progress.close()
     return Indexed(index, report, time.monotonic() - started)
 
 
@@ -126,14 +147,15 @@ def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | Non
     """The ``index`` command: index a folder (checked first) or a BEIR ``corpus.jsonl``, then print what
     was done (as JSON with ``as_json``). Raises UsageError for a missing folder, an empty corpus or a
     malformed BEIR file."""
-    quiet = Printer(printer.out, printer.err, quiet=as_json)
+    shown = Printer(printer.out, printer.err, quiet=False)  # progress goes to stderr, also with --json
     if beir_corpus is not None:
         from judge_runner.search.indexer import BeirFormatError, index_beir
 
         index = open_index(settings)
         started = time.monotonic()
         try:
-            report = index_beir(index, beir_corpus, prune=prune, progress=None if as_json else _progress(printer))
+            with _progress() as progress:  # on stderr, also with --json
+                report = index_beir(index, beir_corpus, prune=prune, progress=progress)
         except BeirFormatError as exc:
             index.close()
             raise UsageError(str(exc)) from None
@@ -141,7 +163,7 @@ def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | Non
     elif fixtures is not None:
         require_folder(fixtures)
         check_corpus(settings, fixtures)
-        done = index_fixtures(settings, fixtures, prune, quiet)
+        done = index_fixtures(settings, fixtures, prune, shown)
     else:
         raise UsageError("give either a FIXTURES folder or --beir-corpus FILE")
     stats = done.index.stats()

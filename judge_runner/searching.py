@@ -3,7 +3,6 @@ of BEIR-style queries written as a TREC run file for trec_eval or ir-measures.""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
@@ -30,41 +29,40 @@ def describe_answer(answer: SearchAnswer) -> str:
 def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: bool, printer: Printer) -> None:
     """Search the existing index (read-only) for ``query`` and print the answer. Raises UsageError when
     there is no usable index."""
+    from judge_runner.textproc import scrub_unencodable
+
+    query, replaced = scrub_unencodable(query)
+    if replaced:
+        printer.err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
     with open_index(settings, must_exist=True) as index:
         answer = index.search(query, mode=mode, limit=limit)
     printer.out(answer.model_dump_json(indent=2) if as_json else describe_answer(answer))
 
 
 def read_batch_queries(path: Path) -> list[tuple[str, str]]:
-    """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl);
-    blank lines are skipped. Raises UsageError naming the first bad line, or when there is no query."""
-    queries: list[tuple[str, str]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):  # not splitlines(): U+2028 is text
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            queries.append((str(record["_id"]), str(record["text"])))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise UsageError(f"{path} line {number} is not a {{\"_id\", \"text\"}} record") from None
+    """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl),
+    split on ``\n`` only; see :func:`judge_runner.search.trec.read_queries`. Raises UsageError naming the
+    first bad line, or when there is no query."""
+    from judge_runner.search.trec import QueriesFormatError, read_queries
+
+    try:
+        queries = read_queries(path)
+    except QueriesFormatError as exc:
+        raise UsageError(str(exc)) from None
     if not queries:
         raise UsageError(f"{path} holds no queries")
     return queries
 
 
 def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
-    """Run every query and write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``); the first
-    query is run once before timing to load the model and vectors. Latency p50/p95 (ms) go to ``say``."""
+    """Run every query and write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``, docids and
+    scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
+    the tool's order); the first query is run once before timing to load the model and vectors. Latency
+    p50/p95 (ms) go to ``say``."""
+    from judge_runner.search.trec import write_run
+
     index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
-    latencies: list[float] = []
-    trec_run.parent.mkdir(parents=True, exist_ok=True)
-    with open(trec_run, "w", encoding="utf-8") as out:
-        for qid, text in queries:
-            answer = index.search(text, mode=mode, limit=limit)
-            latencies.append(answer.latencyMs)
-            for hit in answer.results:
-                out.write(f"{qid} Q0 {hit.source} {hit.rank} {hit.score:.6f} judge-runner-{mode}\n")
-    ordered = sorted(latencies)
+    ordered = sorted(write_run(index, queries, trec_run, mode, limit))
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     say(f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; "
         f"run written to {trec_run}")

@@ -70,3 +70,25 @@ def query_tokens(query: str) -> list[str]:
     tokens = list(dict.fromkeys(t for t in tokens if t.strip("_")))
     content = [t for t in tokens if t not in STOPWORDS]
     return content or tokens
+
+
+# Unencodable code points: text from files, queries, query sets and model replies passes through here
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_unencodable(text: str) -> tuple[str, int]:
+    """``(text, n)``: ``text`` with every code point that cannot be encoded as UTF-8 (a lone surrogate,
+    U+D800-U+DFFF, e.g. from a JSON ``"\\ud83d"`` escape or a shell argument holding an invalid byte)
+    replaced by U+FFFD, and how many were replaced. A valid surrogate pair (which a JSON escape pair
+    yields only as one astral character anyway) is recombined."""
+    if not _SURROGATE.search(text):
+        return text, 0
+    before = text.count("\ufffd")
+    # pairs recombine (e.g. "\ud83d\ude80" held as two code points), lone ones become U+FFFD
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text, text.count("\ufffd") - before
+
+
+def clean_text(text: str) -> str:
+    """:func:`scrub_unencodable` without the count: text that is safe to embed, store and write."""
+    return scrub_unencodable(text)[0]

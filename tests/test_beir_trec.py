@@ -27,9 +27,9 @@ def test_beir_index_and_trec_run(tmp_path):
     db = tmp_path / "beir.sqlite"
     result = invoke(["index", "--beir-corpus", str(corpus), "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)  # progress goes to stderr, also with --json
     assert report["indexed"] == 3 and report["documents"] == 3 and report["skipped"] == {"not a BEIR record": 1}
-    again = json.loads(invoke(["index", "--beir-corpus", str(corpus), "--db", str(db), "--json"]).output)
+    again = json.loads(invoke(["index", "--beir-corpus", str(corpus), "--db", str(db), "--json"]).stdout)
     assert again["unchanged"] == 3 and again["chunksEmbedded"] == 0
 
     qrels = {"1": {"d1": 1}, "2": {"d2": 1}, "3": {"d3": 1}}

@@ -28,7 +28,7 @@ def test_index_search_and_main_job_on_postgres(pg_env, tmp_path):
     (kb / "flags.json").write_text('{"search_v2": true, "retention_days": 30}')
     result = invoke(["index", str(kb), "--backend", "postgres", "--json"], pg_env)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["documents"] == 3
+    assert json.loads(result.stdout)["documents"] == 3  # progress goes to stderr, also with --json
     result = invoke(["search", "atomic_write_json", "--backend", "postgres", "--json"], pg_env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["results"][0]["source"] == "backup.py"

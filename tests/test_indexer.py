@@ -61,7 +61,7 @@ def test_bad_files_never_stop_an_index(kb, tmp_path, embedder):
         assert skipped["empty"] == ["empty.md"]
         assert skipped["binary content"] == ["binary.md"]
         assert skipped["larger than 1000 bytes"] == ["big.txt"]
-        assert report.notes["undecodable bytes replaced"] == ["latin1.txt"]
+        assert report.notes["decoded as cp1252"] == ["latin1.txt"]  # detected, not replaced by U+FFFD
         for fmt, name in (("yaml", "broken.yaml"), ("json", "broken.json"), ("py", "broken.py")):
             assert report.notes[f"{fmt} did not parse; indexed as text"] == [name]
         assert {"broken.yaml", "broken.json", "broken.py", "latin1.txt"} <= set(index.document_hashes())

@@ -108,10 +108,13 @@ def pack_lines(lines: list[tuple[int, str]], anchor: str | None, cap: int = MAX_
     return chunks
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def split_lines(text: str) -> list[str]:
-    """Lines split on ``\n`` only (as editors and markdown-it number them; U+2028 or form feeds inside a
-    line do not start a new one), without the ``\r`` of CRLF endings."""
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    """Lines split at CommonMark's line endings, LF, CRLF and a bare CR (as markdown-it and YAML number
+    them); U+2028 or form feeds inside a line do not start a new one."""
+    return _LINE_END.split(text)
 
 
 def markdown_headings(text: str) -> dict[int, tuple[int, str]]:

@@ -1,6 +1,8 @@
 """Format-aware chunking: one chunker per file format, all built on the same packing primitives.
 
-- markdown: by heading (markdown-it-py), the heading path as anchor;
+- markdown: by heading (markdown-it-py), the heading path as anchor; YAML or TOML front matter is read as
+  metadata (:mod:`judge_runner.corpus.frontmatter`): never a chunk, its title the anchor of the text
+  before the first heading;
 - yaml/yml: on ``---`` document separators and top-level keys, the key as anchor; the file is checked
   with ``yaml.safe_load_all`` (safe loading only: no tags are executed; PyYAML shares aliased nodes
   rather than copying them, so alias bombs cannot expand);
@@ -11,6 +13,9 @@
 
 A YAML, JSON or Python file that does not parse is chunked as plain text and the fallback is reported.
 Every chunk is at most ``MAX_CHUNK_CHARS`` characters and carries a 1-based line range in the file.
+Line endings may be LF, CRLF or a bare CR (normalised first); characters that cannot be encoded (lone
+surrogates, e.g. from a JSON ``"\ud83d"`` escape) become U+FFFD with a note, so no chunk can fail the
+embedder or the database.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from dataclasses import dataclass, field, replace
 
 import yaml
 
 from judge_runner.corpus.chunk import MAX_CHUNK_CHARS, Chunk, chunk_text, pack_lines, split_lines
+from judge_runner.corpus.frontmatter import parse_front_matter
+from judge_runner.corpus.read import normalize_newlines, scrub_unencodable
 
 _YAML_KEY = re.compile(r"^(?:\"([^\"]+)\"|'([^']+)'|([^\s#\-\[\]{}&*!|>'\"%@`][^:#]*?))\s*:(?:\s|$)")
 _YAML_SEPARATOR = re.compile(r"^---(?:\s.*)?$")
@@ -117,36 +125,41 @@ def chunk_yaml(text: str) -> ChunkedDocument:
     return ChunkedDocument(merge_small(_runs(lines, starts, None)))
 
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+_NON_SPACE = re.compile(r"\S")
+
+
 def _top_level_offsets(text: str) -> list[int]:
-    """Character offsets where each member of the top-level JSON object or array starts (a tiny
-    scanner over strings and brackets; the text is known to parse)."""
+    """Character offsets where each member of the top-level JSON object or array starts (a scanner over
+    strings and brackets, one regex pass; the text is known to parse). An offset may point at the closing
+    bracket of an empty container; callers drop those."""
     offsets: list[int] = []
     depth = 0
-    in_string = escaped = False
-    expecting = False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if expecting and not ch.isspace():
-            offsets.append(i)
-            expecting = False
+    for token in _JSON_TOKEN.finditer(text):
+        ch = token.group()[0]
         if ch == '"':
-            in_string = True
-        elif ch in "[{":
+            continue
+        if ch in "[{":
             depth += 1
-            if depth == 1:
-                expecting = True
+            starts = depth == 1
         elif ch in "]}":
             depth -= 1
-        elif ch == "," and depth == 1:
-            expecting = True
+            starts = False
+        else:
+            starts = depth == 1
+        if starts:
+            following = _NON_SPACE.search(text, token.end())
+            if following:
+                offsets.append(following.start())
     return offsets
+
+
+def line_numbers(text: str, offsets: list[int]) -> list[int]:
+    """The 1-based line of each character offset (``\n`` separated), from one pass over the text's
+    newlines: linear in the text's length, however many offsets (a per-offset ``text.count`` made a
+    50,000-member JSON array quadratic)."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    return [bisect_left(newlines, offset) + 1 for offset in offsets]
 
 
 def chunk_json(text: str) -> ChunkedDocument:
@@ -157,12 +170,12 @@ def chunk_json(text: str) -> ChunkedDocument:
         return ChunkedDocument(chunk_text(json.dumps(data, indent=2, ensure_ascii=False), "json"))
     offsets = [o for o in _top_level_offsets(text) if text[o] not in "]}"]
     members = list(data.items()) if isinstance(data, dict) else list(enumerate(data))
-    line_of = lambda offset: text.count("\n", 0, offset) + 1  # noqa: E731
+    lines_at = line_numbers(text, offsets)
     total_lines = text.count("\n") + 1
     chunks: list[Chunk] = []
     for i, (key, value) in enumerate(members):
-        start = line_of(offsets[i]) if i < len(offsets) else 1
-        end = max(start, line_of(offsets[i + 1]) - 1) if i + 1 < len(offsets) else total_lines
+        start = lines_at[i] if i < len(offsets) else 1
+        end = max(start, lines_at[i + 1] - 1) if i + 1 < len(offsets) else total_lines
         anchor = str(key) if isinstance(data, dict) else f"[{key}]"
         pretty = json.dumps({key: value} if isinstance(data, dict) else value, indent=2, ensure_ascii=False)
         pretty_lines = pretty.split("\n")
@@ -203,21 +216,61 @@ def chunk_python(text: str) -> ChunkedDocument:
     return ChunkedDocument(chunks)
 
 
+def chunk_markdown(text: str, fmt: str = "md") -> ChunkedDocument:
+    """Markdown by heading, after setting aside its front matter (:func:`parse_front_matter`): those
+    lines are blanked (line numbers stay true), never chunked, and the front matter's ``title`` becomes
+    the anchor of the text before the first heading. A chunk without a letter or digit (a thematic
+    break alone) is dropped."""
+    lines = split_lines(text)
+    front, note = parse_front_matter(lines)
+    if front is None:
+        return ChunkedDocument(_with_words(chunk_text(text, fmt)), [note] if note else [])
+    body = "\n".join([""] * front.end_line + lines[front.end_line:])
+    chunks = _with_words(chunk_text(body, fmt))
+    if front.title:
+        chunks = [replace(c, anchor=front.title) if c.anchor is None else c for c in chunks]
+    return ChunkedDocument(chunks)
+
+
+def _with_words(chunks: list[Chunk]) -> list[Chunk]:
+    """Chunks holding a letter or digit: a lone thematic break (``---``, ``***``) is no content."""
+    return [c for c in chunks if re.search(r"[^\W_]", c.text)]
+
+
 _PARSERS = {"yaml": (chunk_yaml, yaml.YAMLError), "yml": (chunk_yaml, yaml.YAMLError),
             "json": (chunk_json, ValueError), "py": (chunk_python, (SyntaxError, ValueError))}
 
 
+def _safe_chunks(document: ChunkedDocument) -> ChunkedDocument:
+    """The document with every chunk's text and anchor free of lone surrogates (U+FFFD instead) and a
+    note when any was replaced."""
+    replaced = 0
+    chunks = []
+    for chunk in document.chunks:
+        text, n = scrub_unencodable(chunk.text)
+        anchor, m = scrub_unencodable(chunk.anchor) if chunk.anchor else (chunk.anchor, 0)
+        replaced += n + m
+        chunks.append(replace(chunk, text=text, anchor=anchor) if n or m else chunk)
+    if replaced:
+        document = ChunkedDocument(chunks, [*document.notes, "unencodable characters replaced by U+FFFD"])
+    return document
+
+
 def chunk_document(text: str, fmt: str) -> ChunkedDocument:
     """Chunk a decoded document by its format (the file extension without dot). Never raises for bad
-    content: a file that does not parse is chunked as text and a note says so."""
+    content: a file that does not parse is chunked as text and a note says so. Line endings may be LF,
+    CRLF or CR; every chunk's text and anchor can be encoded as UTF-8."""
     fmt = fmt.lower()
+    text = normalize_newlines(text)
     if fmt in _PARSERS:
         parser, errors = _PARSERS[fmt]
         try:
-            return parser(text)
+            return _safe_chunks(parser(text))
         except errors as exc:
             reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-            return ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} did not parse ({reason}); indexed as text"])
+            return _safe_chunks(ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} did not parse ({reason}); indexed as text"]))
         except RecursionError:
-            return ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} nested too deeply; indexed as text"])
-    return ChunkedDocument(chunk_text(text, fmt))
+            return _safe_chunks(ChunkedDocument(chunk_text(text, "txt"), [f"{fmt} nested too deeply; indexed as text"]))
+    if fmt in ("md", "markdown"):
+        return _safe_chunks(chunk_markdown(text, fmt))
+    return _safe_chunks(ChunkedDocument(chunk_text(text, fmt)))

@@ -1,32 +1,174 @@
-"""Decoding a corpus file's bytes into text without ever stopping the index."""
+"""Decoding a corpus file's bytes into text without ever stopping the index.
+
+Order of attempts (the first that applies wins), and the encoding name each records in
+:attr:`Decoded.encoding`:
+
+1. a byte-order mark: UTF-32 (``"utf-32-le"``/``"utf-32-be"``), UTF-8 (``"utf-8-sig"``), UTF-16
+   (``"utf-16-le"``/``"utf-16-be"``; PowerShell's default ``Out-File`` encoding);
+2. NUL bytes in the first 8 KiB: UTF-16 without a BOM when the NULs fall on every other byte (ASCII-range
+   text in UTF-16 LE or BE), else :class:`BinaryContent`;
+3. strict UTF-8 (``"utf-8"``);
+4. UTF-8 holding encoded surrogates (CESU-8 / WTF-8, e.g. ``ED A0 BD``): pairs are recombined, lone
+   ones become U+FFFD (``"utf-8"``, with :attr:`Decoded.replaced` counting them);
+5. text that is mostly valid UTF-8 with a few damaged bytes (more valid multi-byte sequences than
+   invalid bytes): UTF-8 with U+FFFD (``"utf-8-lossy"``);
+6. otherwise the encoding charset-normalizer finds (e.g. ``"cp1252"``, ``"cp1251"``); among equally
+   likely candidates windows-1252 is preferred, the WHATWG Encoding Standard's default for legacy
+   Western text (charset-normalizer alone picks cp1250 for ``Café naïve``, giving ``naďve``);
+7. nothing fits: UTF-8 with U+FFFD (``"utf-8-lossy"``).
+
+Every decoded text is free of lone surrogates (see :func:`scrub_unencodable`) and has its line endings
+normalised to LF (CRLF and bare CR are line endings, as in CommonMark and YAML; see
+:func:`normalize_newlines`), so line numbers count the lines a reader sees.
+"""
 
 from __future__ import annotations
 
+import codecs
+import re
 from dataclasses import dataclass
+
+from judge_runner.textproc import clean_text, scrub_unencodable  # noqa: F401 - re-exported: text enters here
+
+_NUL_SAMPLE = 8192
+_NEWLINE = re.compile(r"\r\n?")
+# BOMs, longest first (the UTF-32 LE BOM begins with the UTF-16 LE one)
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+# tie-break among charset-normalizer's (nearly) equally good candidates: windows-1252 first (the WHATWG
+# Encoding Standard's legacy default), then the other Windows code pages, before Mac and DOS ones
+PREFERRED_LEGACY = ("cp1252", "latin_1", "cp1250", "cp1251", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258")
+TIE_CHAOS, TIE_COHERENCE = 0.01, 0.05  # how close (charset-normalizer's 0-1 scales) counts as a tie
 
 
 @dataclass(frozen=True)
 class Decoded:
-    """Text of a file and how it was decoded: ``"utf-8"``, ``"utf-8-sig"`` or ``"utf-8-lossy"``."""
+    """Text of a file and how it was decoded.
+
+    ``encoding``: ``"utf-8"``, ``"utf-8-sig"``, ``"utf-8-lossy"`` (invalid bytes replaced by U+FFFD),
+    ``"utf-16-le"``/``"utf-16-be"``/``"utf-32-le"``/``"utf-32-be"``, or a legacy codec name reported by
+    charset-normalizer such as ``"cp1252"``. ``replaced``: how many characters became U+FFFD (invalid
+    bytes or lone surrogates).
+    """
 
     text: str
     encoding: str
+    replaced: int = 0
+
+    @property
+    def note(self) -> str | None:
+        """A one-line note for the index report when the file was not plain UTF-8, else None."""
+        if self.encoding == "utf-8-lossy":
+            return "undecodable bytes replaced"
+        if self.encoding not in ("utf-8", "utf-8-sig"):
+            return f"decoded as {self.encoding}"
+        if self.replaced:
+            return "unencodable characters replaced by U+FFFD"
+        return None
 
 
 class BinaryContent(ValueError):
     """The bytes look like a binary file (NUL bytes) behind a text extension."""
 
 
-def decode(data: bytes) -> Decoded:
-    """Decode file bytes: UTF-8 with BOM, then UTF-8, then UTF-8 with replacement characters.
+def normalize_newlines(text: str) -> str:
+    """CRLF and bare CR line endings as LF (CommonMark's line endings: LF, CR, CRLF)."""
+    return _NEWLINE.sub("\n", text) if "\r" in text else text
 
-    Raises BinaryContent when the first 8 KiB contain a NUL byte (a binary file with a text extension).
-    """
-    if b"\x00" in data[:8192]:
-        raise BinaryContent("binary content (NUL bytes)")
-    if data.startswith(b"\xef\xbb\xbf"):
-        return Decoded(data[3:].decode("utf-8", errors="replace"), "utf-8-sig")
+
+def _finish(text: str, encoding: str, replaced: int = 0) -> Decoded:
+    text, scrubbed = scrub_unencodable(text)
+    return Decoded(normalize_newlines(text), encoding, replaced + scrubbed)
+
+
+def _decode_lenient(data: bytes, codec: str, name: str) -> Decoded:
     try:
-        return Decoded(data.decode("utf-8"), "utf-8")
+        return _finish(data.decode(codec), name)
     except UnicodeDecodeError:
-        return Decoded(data.decode("utf-8", errors="replace"), "utf-8-lossy")
+        text = data.decode(codec, errors="replace")
+        return _finish(text, name, text.count("\ufffd"))
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"``/``"utf-16-be"`` when NULs fall on every other byte of the sample (ASCII-range
+    UTF-16 text) and the whole file decodes to printable text, else None."""
+    sample = data[:_NUL_SAMPLE]
+    pairs = len(sample) // 2
+    if pairs == 0:
+        return None
+    even, odd = sample[0 : 2 * pairs : 2].count(0), sample[1 : 2 * pairs : 2].count(0)
+    for codec, zeros, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if zeros >= 0.3 * pairs and other <= 0.02 * pairs and len(data) % 2 == 0:
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                return None
+            printable = sum(1 for c in text[:4096] if c.isprintable() or c in "\t\n\r\f")
+            if "\x00" not in text and printable >= 0.95 * min(len(text), 4096):
+                return codec
+    return None
+
+
+def _mostly_utf8(data: bytes) -> Decoded | None:
+    """UTF-8 with a few damaged bytes: more valid non-ASCII characters than replaced bytes."""
+    text = data.decode("utf-8", errors="replace")
+    replaced = text.count("\ufffd")
+    valid = sum(1 for c in text if c > "\x7f" and c != "\ufffd")
+    if valid and valid >= replaced:
+        return _finish(text, "utf-8-lossy", replaced)
+    return None
+
+
+def _detect(data: bytes) -> Decoded | None:
+    """The legacy encoding charset-normalizer finds most likely, preferring windows-1252 on a tie."""
+    from charset_normalizer import from_bytes
+
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None:
+        return None
+    tied = [m for m in matches if m.chaos <= best.chaos + TIE_CHAOS and m.coherence >= best.coherence - TIE_COHERENCE]
+    for preferred in PREFERRED_LEGACY:
+        if any(m.encoding == preferred or preferred in m.could_be_from_charset for m in tied):
+            try:
+                return _finish(data.decode(preferred), codecs.lookup(preferred).name)
+            except UnicodeDecodeError:
+                continue
+    name = codecs.lookup(best.encoding).name
+    try:
+        return _finish(data.decode(best.encoding), name)
+    except UnicodeDecodeError:
+        return _finish(str(best), name)
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode file bytes as described in the module docstring; never loses a file to its encoding.
+
+    Raises BinaryContent when the first 8 KiB contain NUL bytes that are not UTF-16/32 text (a binary
+    file with a text extension).
+    """
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            codec = "utf-8" if name == "utf-8-sig" else name
+            return _decode_lenient(data[len(bom):], codec, name)
+    if b"\x00" in data[:_NUL_SAMPLE]:
+        codec = _utf16_without_bom(data)
+        if codec is None:
+            raise BinaryContent("binary content (NUL bytes)")
+        return _finish(data.decode(codec), codec)
+    try:
+        return _finish(data.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = data.decode("utf-8", errors="surrogatepass")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return _finish(text, "utf-8")
+    return _mostly_utf8(data) or _detect(data) or _decode_lenient(data, "utf-8", "utf-8-lossy")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,9 @@ DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """One file of the corpus: ``source`` is its POSIX path relative to the root (the id used everywhere)."""
+    """One file of the corpus: ``source`` is its POSIX path relative to the root in Unicode NFC (the id
+    used everywhere: index, search results, expected sources, qrels); ``path`` is the file as it is
+    named on disk (macOS and some archives write names in NFD: ``u`` + U+0308 for ``ü``)."""
 
     source: str
     path: Path
@@ -36,6 +39,12 @@ def parse_extensions(value: str | None) -> tuple[str, ...]:
     return exts or DEFAULT_EXTENSIONS
 
 
+def normalize_source(source: str) -> str:
+    """A corpus path in the form every comparison uses: Unicode NFC. Apply it to any
+    path that is compared with a source (expected sources, sandbox paths, qrels)."""
+    return unicodedata.normalize("NFC", source)
+
+
 def is_hidden(part: str) -> bool:
     """A path component starting with a dot (``.git``, ``.trash``, ``.env``) is hidden."""
     return part.startswith(".") and part not in (".", "..")
@@ -51,8 +60,9 @@ def walk_corpus(
 
     Hidden files and folders, excluded folder names and other extensions are left out silently;
     directory symlinks are never followed (no loops, nothing outside the root); files over
-    ``max_bytes`` bytes, file symlinks leading outside the root and unreadable entries are skipped
-    with a reason. Raises NotADirectoryError when ``root`` is not a folder.
+    ``max_bytes`` bytes, file symlinks leading outside the root, unreadable entries and a second file
+    whose name equals another's in NFC are skipped with a reason. Raises NotADirectoryError when
+    ``root`` is not a folder.
     """
     root = Path(root)
     if not root.is_dir():
@@ -60,6 +70,7 @@ def walk_corpus(
     real_root = root.resolve()
     wanted = {e.lower() for e in extensions}
     result = WalkResult()
+    seen: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not is_hidden(d) and d not in excludes)
         for name in sorted(filenames):
@@ -74,6 +85,10 @@ def walk_corpus(
                 source.encode("utf-8")
             except UnicodeEncodeError:
                 result.skipped.append((source.encode("utf-8", "backslashreplace").decode("ascii"), "file name is not valid UTF-8"))
+                continue
+            source = unicodedata.normalize("NFC", source)
+            if source in seen:
+                result.skipped.append((source, "same name as another file once Unicode-normalised (NFC)"))
                 continue
             try:
                 if path.is_symlink():
@@ -91,6 +106,7 @@ def walk_corpus(
             if size > max_bytes:
                 result.skipped.append((source, f"larger than {max_bytes} bytes"))
                 continue
+            seen.add(source)
             result.files.append(CorpusFile(source=source, path=path, size=size))
     result.files.sort(key=lambda f: f.source)
     return result

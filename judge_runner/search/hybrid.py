@@ -9,13 +9,22 @@ A backend (SQLite, PostgreSQL) subclasses :class:`ChunkSearch` and provides thre
 :meth:`ChunkSearch.search` does the rest the same way for every backend: RRF (one implementation,
 :func:`judge_runner.search.fusion.rrf`) over the two lists in hybrid mode, documents ranked by their
 best chunk, snippets, and ``confident``.
+
+Depth: each list starts at ``settings.depth`` chunks (30), or the limit when larger (DESIGN.md). Since a
+document may own several of those chunks, the lists are fetched again twice as deep, up to
+:data:`MAX_DEPTH_FACTOR` times the first depth, until they name ``limit`` documents or hold every
+matching chunk: ``limit`` documents come back whenever the index holds that many matches.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
+from judge_runner.corpus.read import clean_text
 from judge_runner.search.base import SEARCH_MODES, HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
 from judge_runner.search.fusion import rrf
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
@@ -26,6 +35,8 @@ FIELD_WEIGHTS = (1.0, 2.0, 1.5)
 
 # (chunk_id, source, anchor, line_start, line_end, text)
 ChunkRow = tuple
+
+MAX_DEPTH_FACTOR = 32  # deepest fetch: 32 x the first depth (30 -> 960 chunks per list)
 
 
 def lexical_row_text(source: str, anchor: str | None, text: str) -> str:
@@ -88,35 +99,66 @@ class ChunkSearch:
     def _chunk_rows(self, ids: list[int]) -> list[ChunkRow]:
         raise NotImplementedError
 
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding, computed once per :meth:`search` call (a deeper fetch re-uses it; kept
+        per thread, since the run loop searches from several). Backends' ``_vector`` call this."""
+        local = self.__dict__.get("_search_local")
+        memo = getattr(local, "vector", None) if local is not None else None
+        if memo is not None and memo[0] == query:
+            return memo[1]
+        vector = np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
+        if local is not None and getattr(local, "active", False):
+            local.vector = (query, vector)
+        return vector
+
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """Rank documents for ``query`` (any text is safe) by their best chunk.
+        """Rank documents for ``query`` (any text is safe: characters that cannot be encoded, such as a
+        lone surrogate from a shell argument holding an invalid byte, become U+FFFD) by their best chunk.
 
         ``fts``: the backend's full-text ranking over an OR of the query's tokens; ``vector``: cosine of
-        all-MiniLM-L6-v2 embeddings; ``hybrid``: RRF of the top ``depth`` chunks of each. Raises
-        ValueError for an unknown mode or a limit under 1.
+        all-MiniLM-L6-v2 embeddings; ``hybrid``: RRF of the top ``depth`` chunks of each. Returns
+        ``limit`` documents when the index holds that many matches (see the module docstring on depth).
+        Raises ValueError for an unknown mode or a limit under 1.
         """
         if mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
         if limit < 1:
             raise ValueError("limit must be at least 1")
         started = time.perf_counter()
-        s = self.settings
-        depth = max(s.depth, limit)
-        fts_hits = self._fts(query, depth) if mode in ("hybrid", "fts") else []
-        vec_hits = self._vector(query, depth) if mode in ("hybrid", "vector") else []
-        bm25 = dict(fts_hits)
-        cosine = dict(vec_hits)
-        fused: dict = {}
-        if mode == "fts":
-            chunk_scores = dict(fts_hits)
-        elif mode == "vector":
-            chunk_scores = dict(vec_hits)
-        else:
-            fused = rrf([[c for c, _ in fts_hits], [c for c, _ in vec_hits]], k=s.rrf_k, weights=[s.fts_weight, s.vector_weight])
-            chunk_scores = dict(fused)
+        query = clean_text(query)
+        local = self.__dict__.get("_search_local") or self.__dict__.setdefault("_search_local", threading.local())
+        local.active, local.vector = True, None
+        try:
+            return self._search(query, mode, limit, started)
+        finally:
+            local.active, local.vector = False, None
 
-        rows = {r[0]: r for r in self._chunk_rows(list(chunk_scores))} if chunk_scores else {}
-        results = collapse(query, list(rows.values()), chunk_scores, bm25, cosine, fused, limit, s.snippet_chars)
+    def _search(self, query: str, mode: SearchMode, limit: int, started: float) -> SearchAnswer:
+        s = self.settings
+        first_depth = depth = max(s.depth, limit)
+        rows: dict = {}
+        while True:
+            fts_hits = self._fts(query, depth) if mode in ("hybrid", "fts") else []
+            vec_hits = self._vector(query, depth) if mode in ("hybrid", "vector") else []
+            bm25 = dict(fts_hits)
+            cosine = dict(vec_hits)
+            fused: dict = {}
+            if mode == "fts":
+                chunk_scores = dict(fts_hits)
+            elif mode == "vector":
+                chunk_scores = dict(vec_hits)
+            else:
+                fused = rrf([[c for c, _ in fts_hits], [c for c, _ in vec_hits]], k=s.rrf_k, weights=[s.fts_weight, s.vector_weight])
+                chunk_scores = dict(fused)
+            missing = [cid for cid in chunk_scores if cid not in rows]
+            rows.update((r[0], r) for r in self._chunk_rows(missing))
+            wanted = [rows[cid] for cid in chunk_scores if cid in rows]
+            documents = len({r[1] for r in wanted})
+            more = len(fts_hits) >= depth or len(vec_hits) >= depth  # a list was cut at the depth
+            if documents >= limit or not more or depth >= first_depth * MAX_DEPTH_FACTOR:
+                break
+            depth *= 2
+        results = collapse(query, wanted, chunk_scores, bm25, cosine, fused, limit, s.snippet_chars)
         # the top ten full-text chunks are always among the rows fetched (every fts hit has a score)
         lexical = lexical_match(query, [rows[cid] for cid, _ in fts_hits[:10] if cid in rows])
         confident = is_confident(mode, lexical, max(cosine.values(), default=None), s.confidence_threshold)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge_runner.corpus.chunk import Chunk, chunk_text
-from judge_runner.corpus.formats import chunk_document
-from judge_runner.corpus.read import BinaryContent, decode
+from judge_runner.corpus.document import chunk_bytes, read_bytes
+from judge_runner.corpus.read import clean_text
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
 
 
@@ -31,13 +31,18 @@ class IndexReport:
     removed: int = 0
     chunks_embedded: int = 0
     skipped: dict[str, list[str]] = field(default_factory=dict)
-    notes: dict[str, list[str]] = field(default_factory=dict)  # e.g. lossy decoding: indexed, but reported
+    # how files were read, e.g. "decoded as cp1252": indexed, but reported ({note: [sources]})
+    notes: dict[str, list[str]] = field(default_factory=dict)
     corpus_fingerprint: str = ""
     embed_seconds: float = 0.0
 
     def skip(self, source: str, reason: str) -> None:
         """Record a file left out of the index and why."""
         self.skipped.setdefault(reason, []).append(source)
+
+    def note(self, source: str, note: str) -> None:
+        """Record how a file was read (its parenthesised details dropped, so notes group)."""
+        self.notes.setdefault(re.sub(r" \(.*\)", "", note), []).append(source)
 
     def as_dict(self) -> dict:
         """JSON-ready counts (skipped and notes as ``{reason: count}``)."""
@@ -55,7 +60,7 @@ class IndexReport:
 
 # Bump when chunking or lexical processing changes: an index written by another version is re-chunked
 # and re-embedded in full on the next run, since unchanged file hashes would otherwise keep old chunks.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"  # 3: front matter, CR line endings, NFC sources, detected encodings
 
 
 def _reusable_hashes(index) -> dict[str, str]:
@@ -84,9 +89,11 @@ def index_tree(
     ``extensions``, ``excludes`` (folder names) and ``max_bytes`` select files as :func:`walk_corpus` does.
 
     Unchanged files (same sha256) are not re-read into chunks nor re-embedded. Unreadable, binary and
-    empty files are skipped with their reason and never stop the run. With ``prune``, documents whose
-    file is gone or no longer matches the filter are removed. ``progress(stage, done, total)`` is called
-    while embedding. Raises NotADirectoryError for a missing root.
+    empty files, and a file whose chunks the model cannot embed, are skipped with their reason and never
+    stop the run. A file not in UTF-8 is decoded by detection and noted (``decoded as cp1252``). With
+    ``prune``, documents whose file is gone or no longer matches the filter are removed.
+    ``progress(stage, done, total)`` is called with stage ``"reading"`` (files) and ``"embedding"``
+    (chunks). Raises NotADirectoryError for a missing root.
     """
     root = Path(root)
     walked = walk_corpus(root, extensions=extensions, excludes=excludes, max_bytes=max_bytes)
@@ -97,34 +104,29 @@ def index_tree(
     reusable = _reusable_hashes(index)
     pending: list[tuple] = []  # (source, sha, fmt, size, chunks)
     current: dict[str, str] = {}
-    for file in walked.files:
-        try:
-            data = file.path.read_bytes()
-        except OSError as exc:
-            report.skip(file.source, f"unreadable: {exc.strerror or exc}")
+    for number, file in enumerate(walked.files):
+        if progress:
+            progress("reading", number, len(walked.files))
+        document = read_bytes(file)
+        if document.skip:
+            report.skip(file.source, document.skip)
             continue
-        sha = hashlib.sha256(data).hexdigest()
+        sha = hashlib.sha256(document.data).hexdigest()
         if reusable.get(file.source) == sha:
             report.unchanged += 1
             current[file.source] = sha
             continue
-        try:
-            decoded = decode(data)
-        except BinaryContent:
-            report.skip(file.source, "binary content")
-            continue
-        if decoded.encoding == "utf-8-lossy":
-            report.notes.setdefault("undecodable bytes replaced", []).append(file.source)
-        fmt = file.source.rsplit(".", 1)[-1].lower()
-        document = chunk_document(decoded.text, fmt)
+        chunk_bytes(document)
         for note in document.notes:
-            report.notes.setdefault(re.sub(r" \(.*\)", "", note), []).append(file.source)
-        chunks = document.chunks
-        if not chunks:
-            report.skip(file.source, "empty")
+            report.note(file.source, note)
+        if document.skip:
+            report.skip(file.source, document.skip)
             continue
-        pending.append((file.source, sha, fmt, file.size, chunks))
+        fmt = file.source.rsplit(".", 1)[-1].lower()
+        pending.append((file.source, sha, fmt, file.size, document.chunks))
         current[file.source] = sha
+    if progress and walked.files:
+        progress("reading", len(walked.files), len(walked.files))
 
     return _write(index, pending, current, known, report, prune, str(root.resolve()), progress)
 
@@ -140,6 +142,8 @@ def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str
     total = sum(len(chunks) for *_, chunks in pending)
     done = 0
     started = time.perf_counter()
+    if progress and total:
+        progress("embedding", 0, total)
     try:
         batch: list[tuple] = []
         for i, item in enumerate(pending):
@@ -148,11 +152,8 @@ def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str
             if size < batch_chunks and i + 1 < len(pending):
                 continue
             texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
-            vectors = index.embedder.encode(texts) if texts else None
-            offset = 0
-            for source, sha, fmt, size_bytes, chunks in batch:
-                index.replace_document(source, sha, fmt, size_bytes, chunks, vectors[offset : offset + len(chunks)])
-                offset += len(chunks)
+            for (source, sha, fmt, size_bytes, chunks), vectors in _embed_batch(index.embedder, batch, report, current):
+                index.replace_document(source, sha, fmt, size_bytes, chunks, vectors)
                 report.indexed += 1
             index.commit()
             done += len(texts)
@@ -174,6 +175,42 @@ def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str
         index.rollback()
         raise
     return report
+
+
+def _embed_batch(embedder, batch: list[tuple], report: IndexReport, current: dict[str, str]):
+    """``[(item, vectors)]`` for a batch of pending documents, embedded in one call. When that call
+    fails, each document is embedded alone and one that still fails is skipped with its reason (and
+    dropped from ``current``, so it is retried next time): one file never sinks an index. A model that
+    cannot load (EmbeddingModelError) still stops the run, since no document could be embedded."""
+    from judge_runner.search.embeddings import EmbeddingModelError
+
+    texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
+    if not texts:
+        return []
+    try:
+        vectors = embedder.encode(texts)
+    except EmbeddingModelError:
+        raise
+    except Exception:
+        if len(batch) == 1:
+            vectors = None
+        else:
+            return [pair for item in batch for pair in _embed_batch(embedder, [item], report, current)]
+    if vectors is None:
+        source = batch[0][0]
+        try:
+            vectors = embedder.encode([clean_text(t) for t in texts])
+        except EmbeddingModelError:
+            raise
+        except Exception as exc:
+            report.skip(source, f"could not be embedded: {type(exc).__name__}")
+            current.pop(source, None)
+            return []
+    pairs, offset = [], 0
+    for item in batch:
+        pairs.append((item, vectors[offset : offset + len(item[4])]))
+        offset += len(item[4])
+    return pairs
 
 
 class BeirFormatError(ValueError):
@@ -203,8 +240,9 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
                 report.skip(f"line {number}", "not a BEIR record")
                 continue
             readable += 1
-            title = str(record.get("title") or "").strip()
-            text = str(record.get("text") or "").strip()
+            source = clean_text(source)
+            title = clean_text(str(record.get("title") or "").strip())
+            text = clean_text(str(record.get("text") or "").strip())
             sha = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
             if source in current:
                 report.skip(source, "duplicate _id")

@@ -485,7 +485,7 @@ class PostgresIndex(ChunkSearch):
     def _vector(self, query: str, depth: int) -> list[tuple[int, float]]:
         if not query.strip():
             return []
-        qvec = np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
+        qvec = self._query_vector(query)
         with self._reader() as conn:
             # HNSW returns at most ef_search rows: keep it over the depth asked for
             conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(min(1000, max(40, int(self.ef_search_factor * depth)))),))

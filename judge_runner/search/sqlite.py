@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,18 @@ from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shar
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
-__all__ = ["SQLiteIndex", "IndexMismatchError", "SCHEMA_VERSION", "BM25_WEIGHTS"]
+__all__ = ["SQLiteIndex", "IndexMismatchError", "IndexBusyError", "SCHEMA_VERSION", "BM25_WEIGHTS", "BUSY_TIMEOUT_S"]
 
 SCHEMA_VERSION = "1"
+# Seconds a connection waits for another process's lock (SQLite's busy timeout; Python's default is 5)
+# before IndexBusyError: long enough for another `index` to commit its current batch of 256 chunks
+# (about 5 s of embedding on a 2-core machine, more when loaded), short enough that a stuck lock is
+# reported within a minute.
+BUSY_TIMEOUT_S = 60.0
+
+
+class IndexBusyError(RuntimeError):
+    """Another process held the index's lock for longer than the busy timeout ("database is locked")."""
 # BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
 BM25_WEIGHTS = FIELD_WEIGHTS
 
@@ -61,20 +71,25 @@ class SQLiteIndex(ChunkSearch):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
+        self.busy_timeout_s = BUSY_TIMEOUT_S
         if readonly:
             # search needs no write access: a shared or read-only index still serves queries
             try:
-                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-                self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()
+                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                            timeout=self.busy_timeout_s)
+                with self._busy():
+                    self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()
             except sqlite3.OperationalError:  # a WAL index in a read-only folder cannot create its -shm file
                 self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, check_same_thread=False)
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.executescript(_SCHEMA)
-        self._check_meta(readonly)
+            self.conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s)
+            with self._busy():
+                self.conn.execute("PRAGMA foreign_keys = ON")
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.executescript(_SCHEMA)
+        with self._busy():
+            self._check_meta(readonly)
         self._matrix: np.ndarray | None = None
         self._matrix_ids: np.ndarray | None = None
 
@@ -88,6 +103,20 @@ class SQLiteIndex(ChunkSearch):
     def close(self) -> None:
         """Close the database connection."""
         self.conn.close()
+
+    @contextmanager
+    def _busy(self):
+        """Turn SQLite's "database is locked" / "database is busy" (after the busy timeout) into
+        IndexBusyError with a message that says what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise IndexBusyError(
+                f"the index {self.path} is locked by another process (waited {self.busy_timeout_s:g} s); let the other "
+                "judge-runner command finish, or use another --db"
+            ) from None
 
     def _check_meta(self, readonly: bool = False) -> None:
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
@@ -112,17 +141,23 @@ class SQLiteIndex(ChunkSearch):
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a meta value (committed with the current transaction)."""
-        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+        """Set a meta value (committed with the current transaction). Raises IndexBusyError."""
+        with self._busy():
+            self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def document_hashes(self) -> dict[str, str]:
         """``{source: sha256}`` of every indexed document."""
         return dict(self.conn.execute("SELECT source, sha256 FROM documents"))
 
     def replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
-        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``)."""
+        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``).
+        Raises IndexBusyError when another process holds the write lock past the busy timeout."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
+        with self._busy():
+            self._replace_document(source, sha256, fmt, size, chunks, vectors)
+
+    def _replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
         self.remove_documents([source])
         cur = self.conn.execute(
             "INSERT INTO documents (source, sha256, fmt, size) VALUES (?, ?, ?, ?)", (source, sha256, fmt, size)
@@ -141,7 +176,11 @@ class SQLiteIndex(ChunkSearch):
         self._matrix = None
 
     def remove_documents(self, sources: Iterable[str]) -> int:
-        """Delete documents (and their chunks) by source; returns how many existed."""
+        """Delete documents (and their chunks) by source; returns how many existed. Raises IndexBusyError."""
+        with self._busy():
+            return self._remove_documents(sources)
+
+    def _remove_documents(self, sources: Iterable[str]) -> int:
         removed = 0
         for source in sources:
             row = self.conn.execute("SELECT id FROM documents WHERE source = ?", (source,)).fetchone()
@@ -155,8 +194,9 @@ class SQLiteIndex(ChunkSearch):
         return removed
 
     def commit(self) -> None:
-        """Commit the current transaction."""
-        self.conn.commit()
+        """Commit the current transaction. Raises IndexBusyError."""
+        with self._busy():
+            self.conn.commit()
 
     def rollback(self) -> None:
         """Roll back the current transaction (the previous index stays intact)."""
@@ -196,7 +236,7 @@ class SQLiteIndex(ChunkSearch):
         assert self._matrix is not None and self._matrix_ids is not None
         if len(self._matrix) == 0:
             return []
-        qvec = self.embedder.encode([query])[0]
+        qvec = self._query_vector(query)
         sims = self._matrix @ qvec
         top = np.argsort(-sims)[:depth]
         return [(int(self._matrix_ids[i]), float(sims[i])) for i in top]

@@ -20,6 +20,7 @@ from typing import TypeVar
 import tenacity
 
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
+from judge_runner.llm.wire import server_message
 
 T = TypeVar("T")
 
@@ -54,6 +55,8 @@ def is_transport_error(exc: BaseException) -> bool:
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether another attempt of the same request may succeed."""
+    if isinstance(exc, LLMError):
+        return exc.retryable  # a provider's own typed error says so itself
     status = status_of(exc)
     if status is not None:
         return status in RETRYABLE_STATUS and not is_spend_limit(exc)
@@ -81,13 +84,17 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 
 def translate(exc: BaseException, attempts: int) -> LLMError:
-    """Map a final SDK/transport error to our error kinds; the message names the status and the
-    server's error type, never request headers (so never the API key)."""
+    """Map a final SDK/transport error to our error kinds; the message names the status, the server's
+    error type and the server's own message (truncated, secrets removed: :func:`wire.server_message`),
+    never request headers (so never the API key)."""
     if isinstance(exc, LLMError):
         return exc
     status = status_of(exc)
     detail = getattr(exc, "type", None) or getattr(exc, "code", None) or type(exc).__name__
     where = f"HTTP {status} ({detail})" if status else f"{type(exc).__name__}"
+    said = server_message(exc) if status else None
+    if said:
+        where += f": {said}"
     if status in (401, 403):
         return AuthError(f"the API key was refused: {where}", attempts)
     if status == 402 or is_spend_limit(exc):  # 402: Anthropic's billing_error (no credit left)

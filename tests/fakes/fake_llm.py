@@ -36,6 +36,7 @@ ephemeral port and never touches any other network.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -53,6 +54,8 @@ __all__ = [
     "DefaultBrain",
     "Fault",
     "FakeLLMServer",
+    "LLAMA_CPP_PYTHON",
+    "Quirks",
     "RecordedRequest",
     "Text",
     "ToolCall",
@@ -136,6 +139,9 @@ class Fault:
       "code"}}``).  A status below 400 with a ``body`` sends that body as is.
     * ``body`` without ``status`` -- answer 200 with ``body`` verbatim (for
       responses the SDK cannot parse).
+    * ``raw_body`` -- answer ``status`` (200 when unset) with this exact string
+      as the HTTP body, ``Content-Type: application/json`` unless ``headers``
+      say otherwise (a truncated or HTML body the SDK cannot decode).
     * ``raw_text`` -- answer 200 with this exact string as the model's text
       content (fenced JSON, prose around JSON, invalid JSON ...).
     * otherwise (only ``delay_s``/``headers``) -- the normal reply, with
@@ -149,6 +155,85 @@ class Fault:
     hang: bool = False
     reset: bool = False
     raw_text: str | None = None
+    raw_body: str | None = None
+
+
+@dataclass
+class Quirks:
+    """Behaviours of real OpenAI-compatible servers (``/v1/chat/completions`` only).
+
+    The defaults are a well-behaved server. :data:`LLAMA_CPP_PYTHON` holds the
+    behaviours measured on llama-cpp-python 0.3.36's server (issue 13); each
+    field can also be set alone.
+
+    * ``null_content_status`` -- answer this status (500 there) to a request
+      holding a message whose ``content`` is null, or an assistant message
+      without ``content`` and without ``tool_calls``.
+    * ``json_schema_status`` -- answer this status to ``response_format``
+      ``json_schema`` (500 on llama-cpp-python; 422 on servers whose request
+      validation is FastAPI's), with ``json_schema_message``.
+    * ``required_tool_choice_status`` -- answer this status to
+      ``tool_choice: "required"`` (500 there).
+    * ``named_tool_choice_status`` -- answer this status to a forced named
+      tool (``tool_choice: {"type": "function", ...}``): servers that accept
+      only the string forms.
+    * ``seed_status`` -- answer this status to a request holding ``seed``.
+    * ``serial`` -- one request at a time: requests queue, and a request keeps
+      being served (its latency slept, its brain called) after the client gave
+      up on it, exactly like a single-slot local server.
+    * ``usage`` -- ``"reported"`` (default), ``"null"`` (``"usage": null``),
+      ``"null-fields"`` (``{"prompt_tokens": null, ...}``) or ``"absent"``.
+      Applies to both APIs (anthropic: ``usage`` null, fields null, absent).
+    """
+
+    null_content_status: int | None = None
+    json_schema_status: int | None = None
+    json_schema_message: str = "Input should be 'text' or 'json_object'"
+    required_tool_choice_status: int | None = None
+    named_tool_choice_status: int | None = None
+    seed_status: int | None = None
+    serial: bool = False
+    usage: str = "reported"
+
+    def __post_init__(self) -> None:
+        if self.usage not in ("reported", "null", "null-fields", "absent"):
+            raise ValueError(f"usage must be reported, null, null-fields or absent, not {self.usage!r}")
+
+
+# what llama-cpp-python 0.3.36's server does (measured, issue 13 and ENVIRONMENT.md)
+LLAMA_CPP_PYTHON = Quirks(null_content_status=500, json_schema_status=500, required_tool_choice_status=500, serial=True)
+
+
+def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None:
+    """The ``(status, error body)`` a server with ``quirks`` answers to ``body``, or None.
+
+    500s carry the message in ``{"error": {"message", "type": "internal_server_error"}}`` as
+    llama-cpp-python does; 422s in FastAPI's ``{"detail": [{"loc", "msg", "type"}]}`` shape."""
+    if api != "openai":
+        return None
+
+    def error(status: int, loc: list, msg: str) -> tuple[int, dict]:
+        if status == 422:
+            return status, {"detail": [{"type": "value_error", "loc": ["body", *loc], "msg": msg}]}
+        return status, {"error": {"message": f"{'.'.join(map(str, loc))}: {msg}", "type": "internal_server_error",
+                                  "param": None, "code": None}}
+
+    for i, message in enumerate(body.get("messages") or []):
+        if quirks.null_content_status and isinstance(message, dict):
+            if message.get("content", "") is None or (
+                    message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls")):
+                return error(quirks.null_content_status, ["messages", i, "content"], "Input should be a valid string")
+    rf = body.get("response_format")
+    if quirks.json_schema_status and isinstance(rf, dict) and rf.get("type") == "json_schema":
+        return error(quirks.json_schema_status, ["response_format", "type"], quirks.json_schema_message)
+    tc = body.get("tool_choice")
+    if quirks.required_tool_choice_status and tc == "required":
+        return error(quirks.required_tool_choice_status, ["tool_choice"], "tool_choice 'required' is not supported")
+    if quirks.named_tool_choice_status and isinstance(tc, dict):
+        return error(quirks.named_tool_choice_status, ["tool_choice"], "Input should be 'none', 'auto' or 'required'")
+    if quirks.seed_status and "seed" in body:
+        return error(quirks.seed_status, ["seed"], "Extra inputs are not permitted")
+    return None
 
 
 @dataclass
@@ -588,11 +673,12 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def send_json(self, status: int, payload: Any, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self.send_raw(status, json.dumps(payload).encode("utf-8"), {"Content-Type": "application/json", **(headers or {})})
+
+    def send_raw(self, status: int, data: bytes, headers: dict) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(str(name), str(value))
         self.end_headers()
         self.wfile.write(data)
@@ -626,6 +712,8 @@ class FakeLLMServer:
         invalid_keys: API keys answered with 401 ``authentication_error`` (in
             the API's shape).  A request without any key also gets 401.  The
             key is read from ``x-api-key`` or ``Authorization: Bearer``.
+        quirks: behaviours of a real OpenAI-compatible server (:class:`Quirks`,
+            e.g. :data:`LLAMA_CPP_PYTHON`); checked after faults are applied.
 
     Attributes:
         url / anthropic_base_url: ``"http://127.0.0.1:PORT"``.
@@ -646,8 +734,11 @@ class FakeLLMServer:
         brain: Brain | None = None,
         latency_s: float = 0.0,
         invalid_keys: Iterable[str] = frozenset({"invalid-key"}),
+        quirks: Quirks | None = None,
     ) -> None:
         self.brain: Brain = brain if brain is not None else DefaultBrain()
+        self.quirks = quirks or Quirks()
+        self._serial = threading.Lock()
         self.latency_s = latency_s
         self.invalid_keys = set(invalid_keys)
         self.requests: list[RecordedRequest] = []
@@ -788,6 +879,12 @@ class FakeLLMServer:
 
         fault = self._pop_fault()
         rec.fault = fault
+        # a serial server works on one request at a time, and on to the end even when its client has left
+        with self._serial if self.quirks.serial else contextlib.nullcontext():
+            self._serve(h, api, body, rec, fault, answer)
+
+    def _serve(self, h: _Handler, api: str, body: dict, rec: RecordedRequest, fault: Fault | None, answer) -> None:
+        """Apply ``fault``, the quirks, then the brain's reply, to one model request."""
         self._sleep(self.latency_s)
         extra_headers: dict = {}
         if fault is not None:
@@ -799,6 +896,10 @@ class FakeLLMServer:
                 h.reset_connection()
                 return
             extra_headers = dict(fault.headers)
+            if fault.raw_body is not None:
+                rec.status = fault.status or 200
+                h.send_raw(rec.status, fault.raw_body.encode("utf-8"), {"Content-Type": "application/json", **extra_headers})
+                return
             if fault.status is not None:
                 if fault.body is not None:
                     payload = fault.body
@@ -815,6 +916,10 @@ class FakeLLMServer:
 
         if body.get("stream"):
             answer(400, _error_body(api, 400, "stream: true is not supported by FakeLLMServer; use non-streaming requests."))
+            return
+        refused = quirk_error(api, self.quirks, body)
+        if refused is not None:
+            answer(*refused)
             return
 
         if fault is not None and fault.raw_text is not None:
@@ -833,7 +938,17 @@ class FakeLLMServer:
             payload = self._anthropic_message(body, replies)
         else:
             payload = self._openai_completion(body, replies)
+        self._apply_usage_quirk(api, payload)
         answer(200, payload, extra_headers)
+
+    def _apply_usage_quirk(self, api: str, payload: dict) -> None:
+        mode = self.quirks.usage
+        if mode == "null":
+            payload["usage"] = None
+        elif mode == "absent":
+            payload.pop("usage", None)
+        elif mode == "null-fields":
+            payload["usage"] = {k: None for k in payload["usage"]}
 
     def _anthropic_message(self, body: dict, replies: list[Reply]) -> dict:
         content: list[dict] = []

@@ -99,7 +99,7 @@ COMMON = [
                  help="Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
-CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5].")
+CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
                        help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
 MIN_OVERALL = click.option("--min-overall", type=click.FloatRange(0, 1), default=None, callback=_finite,
@@ -240,6 +240,14 @@ def _make_providers(settings: Settings, need_generator: bool):
     generator = cls(model, retry, budget, settings.timeout) if need_generator else None
     judge = cls(judge_model, retry, budget, settings.timeout)
     _err(f"provider: {name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}")
+    if name == "openai":  # a local server: concurrency 1 unless set, and what --timeout means there
+        from judge_runner.llm.local_server import local_server_setup, share_server
+
+        share_server(generator, judge)
+        settings.concurrency, notes = local_server_setup(judge.base_url, settings.concurrency,
+                                                         "concurrency" in settings.model_fields_set, settings.timeout)
+        for note in notes:
+            _err(note)
     for label, p in (("generator", generator), ("judge", judge)):
         if p is not None and p.price is None:
             p.price = settings.user_price

@@ -55,6 +55,8 @@ _UNSUPPORTED_STRICT = {"minLength", "maxLength", "pattern", "format", "$schema",
 # statuses with which servers refuse a request feature: 400 (OpenAI, vLLM, Ollama), 422 (FastAPI
 # validation), 500 (llama-cpp-python answers its own validation errors so)
 _REFUSAL_STATUS = frozenset({400, 422, 500})
+# words of a 400 that is about the conversation, not a request feature: never a reason to downgrade
+_OTHER_PROBLEMS = ("context", "token", "too long", "too large", "messages")
 _STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end", "length": "max_tokens", "content_filter": "refusal"}
 
 
@@ -269,8 +271,9 @@ class OpenAIProvider(ChatProvider):
         return kwargs, used
 
     @staticmethod
-    def _refused_capability(status: int, said: str, used: dict) -> str | None:
-        """Which capability of the request the server's refusal names, or None."""
+    def _refused_capability(status: int, said: str, used: dict, param: str | None = None) -> str | None:
+        """Which capability of the request the server's refusal names, or None. ``param``: the field
+        the error body names (OpenAI's ``error.param``)."""
         text = said.lower()
         if "structured" in used and used["structured"] != "prompt" and any(
                 k in text for k in ("response_format", "json_schema", "json_object", "'text'")):
@@ -282,7 +285,8 @@ class OpenAIProvider(ChatProvider):
         for field in ("seed", "temperature"):
             if field in used and field in text:
                 return field
-        if status in (400, 422) and used.get("structured") == "json_schema":
+        if status in (400, 422) and used.get("structured") == "json_schema" and param in (None, "", "response_format") \
+                and not any(k in text for k in _OTHER_PROBLEMS):
             return "structured"  # a server without structured outputs that names no field
         return None
 
@@ -300,7 +304,9 @@ class OpenAIProvider(ChatProvider):
                     response = self._client.chat.completions.create(**kwargs)
                 except openai.APIStatusError as exc:
                     said = server_message(exc, limit=2000) or ""
-                    capability = self._refused_capability(exc.status_code, said, used) if exc.status_code in _REFUSAL_STATUS else None
+                    param = exc.body.get("param") if isinstance(exc.body, dict) else None
+                    capability = (self._refused_capability(exc.status_code, said, used, param if isinstance(param, str) else None)
+                                  if exc.status_code in _REFUSAL_STATUS else None)
                     if capability and self.capabilities.downgrade(capability, used[capability], exc.status_code, server_message(exc)):
                         extra += 1
                         continue

@@ -236,6 +236,23 @@ def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None
     return None
 
 
+def anthropic_message_problem(body: dict) -> str | None:
+    """What the real Messages API refuses with a 400 in ``messages`` (None when fine): a message with
+    empty content (except a final assistant message), or an empty or whitespace-only text block."""
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
+        if (content in (None, "", []) or (isinstance(content, str) and not content.strip())) and not final_assistant:
+            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text") or "").strip():
+                return f"messages.{i}.content.{j}.text: text content blocks must contain non-whitespace text"
+    return None
+
+
 @dataclass
 class RecordedRequest:
     """One model request the server received (faulted ones included).
@@ -397,6 +414,12 @@ class DefaultBrain:
       ``labels.minItems`` (else ``maxItems``, else 5); label i has relevance
       ``max(0, 3 - (i - 1))``.  N == 0 gives empty labels, zero scores and the
       suggestion "Return results for on-topic queries".
+      In JSON mode (an openai request without a json_schema or a tool that
+      asks for JSON), the verdict's schema is read from the request itself:
+      ``response_format.schema`` (llama-cpp-python's extension of
+      ``json_object``), else the JSON Schema after the last ``JSON Schema:``
+      in the system message (where a client without structured outputs states
+      it); a schema with a ``labels`` property is a verdict's.
     * Anything else: ``Text("ok")``.
 
     Glob results are read as one relative path per line; lines with spaces
@@ -419,7 +442,31 @@ class DefaultBrain:
             return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
         if "record_verdict" in tools and forced in (None, "record_verdict"):
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
+        schema = self.json_mode_schema(api, body)
+        if schema is not None and "labels" in (schema.get("properties") or {}):
+            return ToolCall("record_verdict", self.verdict(self._pinned_count(schema, "labels")))
         return Text("ok")
+
+    @staticmethod
+    def json_mode_schema(api: str, body: dict) -> dict | None:
+        """The schema of a JSON-mode request (see the class docstring), or None."""
+        if api != "openai" or body.get("tools"):
+            return None
+        rf = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        if rf.get("type") == "json_schema":
+            return None
+        if isinstance(rf.get("schema"), dict):
+            return rf["schema"]
+        messages = body.get("messages") or []
+        system = messages[0].get("content") if messages and isinstance(messages[0], dict) else None
+        marker = "JSON Schema:"
+        if not isinstance(system, str) or marker not in system:
+            return None
+        try:
+            schema, _ = json.JSONDecoder().raw_decode(system[system.rindex(marker) + len(marker):].lstrip())
+        except ValueError:
+            return None
+        return schema if isinstance(schema, dict) else None
 
     # -- phase one ---------------------------------------------------------
 
@@ -726,7 +773,9 @@ class FakeLLMServer:
     request whose system prompt has blocks with ``cache_control`` (the blocks
     up to the last marked one form the cached prefix) and
     ``cache_read_input_tokens`` for later requests with the same prefix and
-    model.  ``stream: true`` is refused with a 400.
+    model.  ``stream: true`` is refused with a 400, and so are Anthropic
+    messages the real API refuses (:func:`anthropic_message_problem`: empty
+    turns, empty text blocks).
     """
 
     def __init__(
@@ -916,6 +965,9 @@ class FakeLLMServer:
 
         if body.get("stream"):
             answer(400, _error_body(api, 400, "stream: true is not supported by FakeLLMServer; use non-streaming requests."))
+            return
+        if api == "anthropic" and (problem := anthropic_message_problem(body)):
+            answer(400, _error_body(api, 400, problem))
             return
         refused = quirk_error(api, self.quirks, body)
         if refused is not None:

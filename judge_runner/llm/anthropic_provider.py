@@ -97,6 +97,7 @@ class AnthropicProvider(ChatProvider):
         if not isinstance(content, list):
             raise MalformedReplyError(f"the server's reply is not a message: {str(message)[:200]!r}")
         text = "".join(b.text for b in content if b.type == "text" and isinstance(getattr(b, "text", None), str))
-        uses = [ToolUse(b.id, b.name, dict(b.input or {})) for b in content if b.type == "tool_use"]
+        uses = [ToolUse(b.id, b.name, b.input if isinstance(b.input, dict) else {"__value__": b.input})
+                for b in content if b.type == "tool_use"]
         return Completion(text=text, tool_uses=uses, stop=_STOP.get(message.stop_reason or "", "end"), usage=self._usage(message.usage),
                           model=message.model or self.model)

@@ -84,20 +84,27 @@ class ServerCapabilities:
 
     STRUCTURED = ("json_schema", "json_object_schema", "json_object", "prompt")
     FORCED_TOOL = ("named", "required", "auto")
-    _WHAT = {
-        ("structured", "json_schema"): ("response_format json_schema",
-                                        "JSON mode (json_object) with the schema in the prompt, validated by judge-runner"),
-        ("structured", "json_object_schema"): ("response_format json_object with a schema",
-                                               "JSON mode (json_object) with the schema in the prompt, validated by judge-runner"),
-        ("structured", "json_object"): ("response_format json_object",
-                                        "no response_format: the schema in the prompt, validated by judge-runner"),
-        ("forced_tool", "named"): ('a forced named tool (tool_choice {"type": "function", ...})',
-                                   'tool_choice "required" with only that tool offered'),
-        ("forced_tool", "required"): ('tool_choice "required"',
-                                      'tool_choice "auto" with only that tool offered and an instruction to call it'),
-        ("auto_tool_choice", True): ('tool_choice "auto"', "no tool_choice (the server's default)"),
-        ("seed", True): ("seed", "no seed (sampling may differ between runs)"),
-        ("temperature", True): ("temperature", "the model's default temperature"),
+    # (capability, refused value) -> what was refused; (capability, new value) -> what is used instead
+    _REFUSED = {
+        ("structured", "json_schema"): "response_format json_schema",
+        ("structured", "json_object_schema"): "response_format json_object with a schema",
+        ("structured", "json_object"): "response_format json_object",
+        ("forced_tool", "named"): 'a forced named tool (tool_choice {"type": "function", ...})',
+        ("forced_tool", "required"): 'tool_choice "required"',
+        ("auto_tool_choice", True): 'tool_choice "auto"',
+        ("seed", True): "seed",
+        ("temperature", True): "temperature",
+    }
+    _INSTEAD = {
+        ("structured", "json_object_schema"): "JSON mode (json_object) constrained by the schema (llama-cpp-python's extension), "
+                                              "the schema also in the prompt, the reply validated by judge-runner",
+        ("structured", "json_object"): "JSON mode (json_object) with the schema in the prompt, the reply validated by judge-runner",
+        ("structured", "prompt"): "no response_format: the schema in the prompt, the reply validated by judge-runner",
+        ("forced_tool", "required"): 'tool_choice "required" with only that tool offered',
+        ("forced_tool", "auto"): 'tool_choice "auto" with only that tool offered and an instruction to call it',
+        ("auto_tool_choice", False): "no tool_choice (the server's default)",
+        ("seed", False): "no seed (sampling may differ between runs)",
+        ("temperature", False): "the model's default temperature",
     }
 
     def __init__(self, server: str, local: bool, log: Callable[[str], None] | None = None):
@@ -143,9 +150,9 @@ class ServerCapabilities:
                 self.dropped.add(capability)
             else:
                 return False
-            what, instead = self._WHAT[(capability, used)]
+            what, instead = self._REFUSED[(capability, used)], self._INSTEAD[(capability, self.current(capability))]
             note = (f"note: the server at {self.server} does not accept {what} (HTTP {status}"
-                    f"{': ' + said if said else ''}); using {instead} for the rest of the run")
+                    f"{': ' + said if said else ''}); for the rest of the run: {instead}")
             self.notes.append(note)
         self.log(note)
         return True

@@ -181,7 +181,7 @@ def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
 
     def json_schema_fallback():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=400)
+                                  force_tool="record_verdict", max_tokens=1200)
         learned = provider.capabilities.structured
         ok = learned != "json_schema" and reply.attempts >= 2 and any("json_schema" in n for n in notes)
         forced["verdict_reply"] = reply
@@ -189,7 +189,7 @@ def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
 
     def json_mode_verdict():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=400)
+                                  force_tool="record_verdict", max_tokens=1200)
         use = reply.tool_uses[0] if reply.tool_uses else None
         data = use.input if use and use.id == STRUCTURED_ID else None
         keys = sorted(data) if isinstance(data, dict) else None

@@ -109,6 +109,7 @@ def test_json_schema_refused_with_500_or_422_falls_back_once_for_the_run(status,
         assert [r.body["response_format"]["type"] for r in server.requests] == ["json_schema"] + ["json_object"] * 3
     assert outcome.exit_code == EXIT_OK
     assert len(notes_of(provider)) == 1 and "'text' or 'json_object'" in notes_of(provider)[0]
+    assert "File" not in notes_of(provider)[0] and "app.py" not in notes_of(provider)[0]  # the traceback trailer is cut
     assert lines[1]["usage"]["costUsd"] is not None
 
 
@@ -138,8 +139,8 @@ def test_json_object_refused_too_ends_with_the_schema_in_the_prompt_only(tmp_pat
 
 def test_forced_tool_ladder_named_then_required_then_auto(tmp_path):
     """A forced named tool refused (servers that take only string forms), then "required" refused
-    (llama-cpp-python: 500): the same call ends with "auto" and only that tool offered; the next forced
-    call goes straight there."""
+    (llama-cpp-python: 500 with an empty message): the same call ends with "auto" and only that tool
+    offered; the next forced call goes straight there."""
     quirks = Quirks(named_tool_choice_status=500, required_tool_choice_status=500)
     with FakeLLMServer(quirks=quirks) as server:
         provider = make_provider(server, "openai")
@@ -157,6 +158,27 @@ def test_forced_tool_ladder_named_then_required_then_auto(tmp_path):
         unforced = provider.complete("system", turns, tools)  # an unforced call offers every tool, as before
         assert len(server.requests[-1].body["tools"]) == 5 and unforced.attempts == 1
     assert len(notes_of(provider)) == 2
+
+
+def test_required_answered_by_an_empty_500_elsewhere_is_transient(server, tmp_path):
+    """An empty 500 is a downgrade only for a request carrying "required" (measured on llama-cpp-python);
+    on any other request it stays a transient error, retried."""
+    server.faults.append(Fault(status=500, body={"error": {"message": "", "type": "internal_server_error"}}))
+    provider = make_provider(server, "openai")
+    _, lines, _ = run(tmp_path, provider, 1)
+    check_run(lines, server, evaluated=["q1"])
+    assert server.count() == 2 and not notes_of(provider)
+
+
+def test_grammar_schema_bounds_free_text():
+    from judge_runner.judge import verdict_schema
+    from judge_runner.llm.openai_provider import GRAMMAR_STRING_CAP, grammar_schema
+
+    schema = grammar_schema(verdict_schema(2))
+    assert "$schema" not in schema and "$id" not in schema
+    assert schema["properties"]["analysis"]["properties"]["ranking"] == {"type": "string", "minLength": 1, "maxLength": GRAMMAR_STRING_CAP}
+    assert schema["properties"]["suggestions"]["items"]["maxLength"] == 300  # its own bound kept
+    assert schema["properties"]["labels"]["minItems"] == schema["properties"]["labels"]["maxItems"] == 2
 
 
 @pytest.mark.parametrize("status", [400, 422, 500])

@@ -69,6 +69,25 @@ def strict_schema(schema):
     return schema
 
 
+GRAMMAR_STRING_CAP = 400  # characters: the longest free-text field the verdict schema allows (labels' reason)
+_NOT_FOR_GRAMMAR = {"$schema", "$id", "title", "pattern", "format"}
+
+
+def grammar_schema(schema):
+    """A copy of a JSON Schema for a server that turns it into a sampling grammar (llama-cpp-python's
+    ``json_object`` ``schema``): length bounds kept, every string without ``maxLength`` capped at
+    GRAMMAR_STRING_CAP characters (so a small model cannot ramble until ``max_tokens`` cuts the JSON
+    off), and ``pattern``/``format`` left out (its converter supports only part of them)."""
+    if isinstance(schema, dict):
+        out = {k: grammar_schema(v) for k, v in schema.items() if k not in _NOT_FOR_GRAMMAR}
+        if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+            out["maxLength"] = GRAMMAR_STRING_CAP
+        return out
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    return schema
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -252,7 +271,7 @@ class OpenAIProvider(ChatProvider):
                 system = (f"{system}\n\nReply with only one JSON object, no prose and no code fence, that matches this "
                           f"JSON Schema:\n{json.dumps(structured.input_schema)}")
                 if level == "json_object_schema":  # llama-cpp-python's extension: grammar-constrained JSON
-                    kwargs["response_format"] = {"type": "json_object", "schema": strict_schema(structured.input_schema)}
+                    kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(structured.input_schema)}
                 elif level == "json_object":
                     kwargs["response_format"] = {"type": "json_object"}
         elif tools:
@@ -292,6 +311,8 @@ class OpenAIProvider(ChatProvider):
         for field in ("seed", "temperature"):
             if field in used and field in text:
                 return field
+        if status == 500 and not text and used.get("forced_tool") == "required":
+            return "forced_tool"  # llama-cpp-python answers "required" with a 500 and an empty message (measured)
         if status in (400, 422) and used.get("structured") == "json_schema" and param in (None, "", "response_format") \
                 and not any(k in text for k in _OTHER_PROBLEMS):
             return "structured"  # a server without structured outputs that names no field

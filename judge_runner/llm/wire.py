@@ -24,6 +24,9 @@ _SECRET_PATTERNS = (
 )
 
 
+_TRACEBACK = re.compile(r'\n\s*(?:Traceback \(most recent call last\)|File ")')
+
+
 def json_safe(value):
     """A copy of ``value`` that every strict JSON encoder accepts: NaN and ±Infinity (which Python's
     ``json`` reads from a model's reply but ``allow_nan=False`` encoders refuse) become the strings
@@ -80,8 +83,8 @@ def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secret
     text = None
     if isinstance(body, dict):
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        if isinstance(inner.get("message"), str) and inner["message"].strip():
-            text = inner["message"]
+        if isinstance(inner.get("message"), str):
+            text = inner["message"]  # possibly empty: the server chose to say nothing
             if isinstance(inner.get("param"), str) and inner["param"] not in text:
                 text = f"{inner['param']}: {text}"
         elif "detail" in body:
@@ -90,7 +93,7 @@ def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secret
             text = body["error"]
     elif isinstance(body, str) and body.strip():
         text = body
-    if text is None:
+    if text is None and not isinstance(body, dict):
         response = getattr(exc, "response", None)
         try:
             raw = response.text if response is not None else ""
@@ -99,6 +102,9 @@ def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secret
         text = raw or None
     if not text:
         return None
+    # a server that appends its traceback (llama-cpp-python: '\n\n  File "/.../app.py", line 376, ...'):
+    # the reason comes first, the file paths are noise
+    text = _TRACEBACK.split(text, maxsplit=1)[0]
     text = " ".join(redact(text, secrets).split())  # one line
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

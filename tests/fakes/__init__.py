@@ -6,11 +6,11 @@ Completions API for the real ``anthropic`` and ``openai`` SDKs to talk to it.
 """
 
 from .fake_llm import (
-    DefaultBrain,
-    Fault,
     LLAMA_CPP_PYTHON,
-    Quirks,
+    DefaultBrain,
     FakeLLMServer,
+    Fault,
+    Quirks,
     RecordedRequest,
     Text,
     ToolCall,

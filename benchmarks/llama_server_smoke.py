@@ -10,7 +10,7 @@ The 270M base model cannot write good queries or verdicts: the checks test the p
 the server accepts, replies we parse, the capability fallback), never quality.
 
     .venv/bin/python benchmarks/llama_server_smoke.py [--workdir ~/.cache/judge-runner/llama-smoke]
-                                                      [--venv PATH] [--port 0] [--threads 2]
+                                                      [--venv PATH] [--port 0] [--threads 2] [--timeout 900]
 
 ``--venv PATH`` reuses a venv that already has ``llama-cpp-python[server]`` (nothing is installed
 when both packages import). Exit code 0 when every check passed, 1 otherwise. Writes nothing into
@@ -131,7 +131,21 @@ def stop_server(process: subprocess.Popen) -> str:
         return f"ignored SIGTERM for {STOP_GRACE_S:.0f} s: killed (SIGKILL)"
 
 
-def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
+def short_text(schema, chars: int = 60):
+    """A copy of ``schema`` whose strings hold at most ``chars`` characters and arrays of strings one item."""
+    if isinstance(schema, list):
+        return [short_text(v, chars) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: short_text(v, chars) for k, v in schema.items()}
+    if out.get("type") == "string":
+        out["maxLength"] = min(out.get("maxLength", chars), chars)
+    if out.get("type") == "array" and (out.get("items") or {}).get("type") == "string":
+        out["maxItems"] = 1
+    return out
+
+
+def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[tuple[str, bool, str]]:
     """The structure-only checks, through judge-runner's OpenAIProvider. Returns ``(name, ok, detail)``."""
     from judge_runner.generate import TOOLS
     from judge_runner.judge import verdict_problems, verdict_schema
@@ -141,7 +155,7 @@ def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
     from judge_runner.llm.retry import RetryPolicy
 
     notes: list[str] = []
-    provider = OpenAIProvider(MODEL_ALIAS, RetryPolicy(max_retries=1, deadline_s=900), Budget(), timeout_s=300.0,
+    provider = OpenAIProvider(MODEL_ALIAS, RetryPolicy(max_retries=1, deadline_s=2 * timeout_s), Budget(), timeout_s=timeout_s,
                               base_url=base_url)
     provider.capabilities.log = lambda line: (notes.append(line), print("    " + line, flush=True))
     assert provider.local, "a loopback server must count as local"
@@ -177,13 +191,15 @@ def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
         return (use is not None and use.name == "glob",
                 f"accepted the echoed tool call (no content null); tool {use.name if use else None}, {again.attempts} request(s)")
 
-    verdict_tool = ToolSpec("record_verdict", "Record the verdict for this search.", verdict_schema(1))
+    # the verdict's own schema (one result), its free text held to 60 characters and one suggestion: the
+    # same shape and path as a real judgment, short enough for a 2-core CPU (a protocol check, not quality)
+    verdict_tool = ToolSpec("record_verdict", "Record the verdict for this search.", short_text(verdict_schema(1)))
     judge_turns = [Turn("user", text="Query: rotate the backup key\nResult [1]: runbooks/backup.md - Rotating the key: run "
                                      "`backup-key rotate`.\nJudge the result: one label per result, scores in [0, 1].")]
 
     def json_schema_fallback():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=1200)
+                                  force_tool="record_verdict", max_tokens=600)
         learned = provider.capabilities.structured
         ok = learned != "json_schema" and reply.attempts >= 2 and any("json_schema" in n for n in notes)
         forced["verdict_reply"] = reply
@@ -191,7 +207,7 @@ def run_checks(base_url: str, timings: dict) -> list[tuple[str, bool, str]]:
 
     def json_mode_verdict():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=1200)
+                                  force_tool="record_verdict", max_tokens=600)
         use = reply.tool_uses[0] if reply.tool_uses else None
         data = use.input if use and use.id == STRUCTURED_ID else None
         keys = sorted(data) if isinstance(data, dict) else None
@@ -222,6 +238,8 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, default=None, help="reuse this venv (installs only what is missing)")
     parser.add_argument("--port", type=int, default=0, help="server port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--threads", type=int, default=2, help="--n_threads for the server")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds per request, queue included (a busy 2-core machine needs minutes)")
     args = parser.parse_args()
 
     timings: dict[str, float] = {}
@@ -248,7 +266,7 @@ def main() -> int:
     try:
         with step("model load (server ready)", timings):
             wait_ready(process, base_url)
-        results = run_checks(base_url, timings)
+        results = run_checks(base_url, timings, args.timeout)
     except Exception as exc:  # noqa: BLE001
         print(f"error: {type(exc).__name__}: {exc} (server log: {log_path})", flush=True)
     finally:

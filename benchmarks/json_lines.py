@@ -65,9 +65,9 @@ def main() -> None:
     print(f"{'input':<28} {'MB':>5} {'chunks':>7} {'now s':>8} {'before s':>9}")
     for pretty in (False, True):
         text = sample(args.members, pretty)
-        now = best_of(lambda: formats.chunk_document(text, "json"), args.repeat)
+        now = best_of(lambda text=text: formats.chunk_document(text, "json"), args.repeat)
         chunks = len(formats.chunk_document(text, "json").chunks)
-        before = best_of(lambda: old.chunk_document(text, "json"), 1) if old is not None else float("nan")
+        before = best_of(lambda text=text: old.chunk_document(text, "json"), 1) if old is not None else float("nan")
         label = f"{args.members:,} members, {'pretty' if pretty else 'minified'}"
         print(f"{label:<28} {len(text.encode()) / 1e6:>5.2f} {chunks:>7,} {now:>8.2f} {before:>9.2f}")
 

@@ -82,22 +82,22 @@ def parse_json_reply(text: str) -> tuple[object, list[str]]:
     stripped = text.strip()
     try:
         return json.loads(stripped), []
-    except json.JSONDecodeError:
-        pass
+    except json.JSONDecodeError as exc:
+        first = exc  # kept with its position: "Expecting value: line 1 column 13 (char 12)"
     fence = re.fullmatch(r"```(?:json)?\s*\n(.*)\n\s*```", stripped, re.DOTALL)
     if fence:
         try:
             return json.loads(fence.group(1)), ["stripped code fence"]
         except json.JSONDecodeError as exc:
-            raise ValueError(f"fenced reply is not valid JSON: {exc.msg}") from None
+            raise ValueError(f"fenced reply is not valid JSON: {exc}") from None
     start, end = stripped.find("{"), stripped.rfind("}")
     if start != -1 and end > start:
         try:
             data = json.loads(stripped[start : end + 1])
         except json.JSONDecodeError as exc:
-            raise ValueError(f"reply is not valid JSON: {exc.msg}") from None
+            raise ValueError(f"reply is not valid JSON: {exc}") from None
         return data, ["removed prose around the JSON object"]
-    raise ValueError("reply contains no JSON object")
+    raise ValueError(f"reply contains no JSON object ({first})" if stripped else "reply contains no JSON object (it is empty)")
 
 
 def render_results(answer: SearchAnswer) -> str:

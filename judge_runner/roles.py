@@ -121,6 +121,9 @@ def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], N
     judge = cls(judge_model, retry, budget, settings.timeout, **connection)
     description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
     say(description)
+    settings.concurrency, notes = judge.prepare_run(generator, settings.concurrency, "concurrency" in settings.model_fields_set)
+    for note in notes:
+        say(note)
     for label, provider in (("generator", generator), ("judge", judge)):
         if provider is None:
             continue

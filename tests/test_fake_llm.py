@@ -467,3 +467,96 @@ def test_requests_recorded_with_auth_redacted():
         assert secret not in dumped and "invalid-key" not in dumped
         assert rec.headers["authorization"] == "REDACTED"
         assert rec.time > 0
+
+
+# -- quirks of real OpenAI-compatible servers (issue 13) ---------------------------------------------
+
+from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, Quirks  # noqa: E402
+
+
+def _openai(srv, timeout=10.0):
+    return openai.OpenAI(base_url=srv.openai_base_url, api_key=KEY, max_retries=0, timeout=timeout)
+
+
+def test_llama_cpp_quirks_refuse_null_content_json_schema_and_required():
+    with FakeLLMServer(quirks=LLAMA_CPP_PYTHON) as srv:
+        client = _openai(srv)
+        null_turn = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
+                                                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": "c", "content": "r"}]
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model=MODEL_O, messages=null_turn)
+        assert "'messages', 1, 'content'" in info.value.body["message"]
+        null_turn[1]["content"] = ""  # "" works
+        client.chat.completions.create(model=MODEL_O, messages=null_turn)
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}],
+                                           response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}})
+        assert "Input should be 'text' or 'json_object'" in info.value.body["message"]
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}], tools=tools, tool_choice="required")
+        assert info.value.body["message"] == ""  # as llama-cpp-python answers it
+        named = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}], tools=tools,
+                                               tool_choice={"type": "function", "function": {"name": "f"}})
+        assert named.choices[0].finish_reason in ("tool_calls", "stop")
+
+
+def test_json_schema_refused_with_422_in_fastapi_shape():
+    with FakeLLMServer(quirks=Quirks(json_schema_status=422)) as srv:
+        with pytest.raises(openai.UnprocessableEntityError) as info:
+            _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}],
+                                                 response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}})
+        assert info.value.body["detail"][0]["loc"] == ["body", "response_format", "type"]
+
+
+def test_serial_server_queues_and_finishes_a_request_whose_client_timed_out():
+    with FakeLLMServer(quirks=Quirks(serial=True), latency_s=0.5) as srv:
+        with pytest.raises(openai.APITimeoutError):
+            _openai(srv, timeout=0.2).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "first"}])
+        started = time.monotonic()
+        _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "second"}])
+        waited = time.monotonic() - started
+        assert [r.status for r in srv.requests] == [200, 200]  # the abandoned request was still served
+        assert waited >= 0.5 + 0.25, f"the second request did not queue behind the first ({waited:.2f} s)"
+
+
+@pytest.mark.parametrize("mode", ["null", "null-fields", "absent"])
+def test_usage_quirk_on_both_apis(mode):
+    with FakeLLMServer(quirks=Quirks(usage=mode)) as srv:
+        completion = _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}])
+        message = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=KEY, max_retries=0).messages.create(
+            model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}])
+    for usage in (completion.usage, message.usage):
+        assert usage is None or all(v is None for k, v in usage.model_dump().items() if k.endswith("tokens"))
+
+
+def test_anthropic_empty_turn_and_blank_text_are_refused_like_the_real_api():
+    with FakeLLMServer() as srv:
+        client = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=KEY, max_retries=0)
+        for messages in ([{"role": "user", "content": "x"}, {"role": "assistant", "content": []}, {"role": "user", "content": "y"}],
+                         [{"role": "user", "content": [{"type": "text", "text": "  "}]}]):
+            with pytest.raises(anthropic.BadRequestError):
+                client.messages.create(model=MODEL_A, max_tokens=10, messages=messages)
+        # a final empty assistant message (a prefill) is allowed
+        client.messages.create(model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}, {"role": "assistant", "content": ""}])
+
+
+def test_raw_body_fault_sends_the_bytes_as_they_are():
+    with FakeLLMServer() as srv:
+        srv.faults.append(Fault(raw_body='{"id": "x", "choices": ['))
+        with pytest.raises(json.JSONDecodeError):
+            _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}])
+
+
+def test_default_brain_answers_json_mode_from_the_schema_extension_or_the_system_prompt():
+    schema = verdict_schema(2)
+    with FakeLLMServer() as srv:
+        client = _openai(srv)
+        by_extension = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "judge"}],
+                                                      response_format={"type": "json_object", "schema": schema})
+        by_prompt = client.chat.completions.create(
+            model=MODEL_O, messages=[{"role": "system", "content": "Judge.\n\nJSON Schema:\n" + json.dumps(schema)},
+                                     {"role": "user", "content": "judge"}], response_format={"type": "json_object"})
+    for completion in (by_extension, by_prompt):
+        jsonschema.validate(json.loads(completion.choices[0].message.content), schema)

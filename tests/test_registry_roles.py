@@ -92,9 +92,12 @@ def test_llm_roles_wrap_one_provider_class_with_the_default_and_judge_models():
 
 def test_judge_only_run_builds_no_writer():
     said: list[str] = []
-    roles = build_roles(Settings(provider="openai"), need_generator=False, say=said.append, environ=LOCAL)
+    settings = Settings(provider="openai")
+    roles = build_roles(settings, need_generator=False, say=said.append, environ=LOCAL)
     assert roles.writer is None and roles.judge.model == "gpt-4.1"
-    assert said == ["provider: openai (--provider); generator model -, judge model gpt-4.1"]
+    assert said[0] == "provider: openai (--provider); generator model -, judge model gpt-4.1"
+    # LOCAL points at a loopback server: one request at a time, and a note on what --timeout counts there
+    assert settings.concurrency == 1 and any("is a local server" in line for line in said[1:])
 
 
 def test_missing_key_is_a_config_error():

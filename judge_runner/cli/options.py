@@ -93,7 +93,7 @@ COMMON = [
                  help="Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
-CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5].")
+CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
                        help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
 MIN_OVERALL = click.option("--min-overall", type=click.FloatRange(0, 1), default=None, callback=_finite,

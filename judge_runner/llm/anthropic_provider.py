@@ -3,15 +3,25 @@
 API reference: https://docs.anthropic.com/en/api/messages. The client is built with ``max_retries=0``:
 :mod:`judge_runner.llm.retry` is the only retry layer. ``ANTHROPIC_BASE_URL`` points it elsewhere
 (tests use a loopback fake server).
+
+Requests the API accepts whatever the conversation holds: an assistant turn with nothing in it (a
+reply with ``content: []``) is dropped and the user turns around it merged (the API answers 400 to an
+empty turn), empty or whitespace-only text blocks are left out, and a model's non-finite number is
+echoed back as the string "NaN" (a strict JSON encoder refuses NaN). A reply without ``usage`` (or with
+a token count null) has unknown cost, never 0. A 200 whose body is not a message is a
+:class:`~judge_runner.llm.errors.MalformedReplyError` (retried like a 5xx).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolUse, Turn
+from judge_runner.llm.errors import MalformedReplyError
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, classify_status
+from judge_runner.llm.wire import decode_error_text, json_safe
 
 _STOP = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
          "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
@@ -48,17 +58,38 @@ class AnthropicProvider(ChatProvider):
 
     @staticmethod
     def _messages(turns: list[Turn]) -> list[dict]:
-        messages = []
+        """The conversation as Messages API turns: no empty turn, no empty text block, no non-finite
+        number; consecutive turns of one role are merged into one (what the API does itself)."""
+        messages: list[dict] = []
         for turn in turns:
             blocks: list[dict] = []
             for result in turn.tool_results:
-                blocks.append({"type": "tool_result", "tool_use_id": result.tool_use_id, "content": result.content, "is_error": result.is_error})
-            if turn.text:
+                blocks.append({"type": "tool_result", "tool_use_id": result.tool_use_id, "content": result.content or "(empty)",
+                               "is_error": result.is_error})
+            if turn.text and turn.text.strip():
                 blocks.append({"type": "text", "text": turn.text})
             for use in turn.tool_uses:
-                blocks.append({"type": "tool_use", "id": use.id, "name": use.name, "input": use.input})
-            messages.append({"role": turn.role, "content": blocks})
+                blocks.append({"type": "tool_use", "id": use.id, "name": use.name, "input": json_safe(use.input)})
+            if not blocks:
+                continue
+            if messages and messages[-1]["role"] == turn.role:
+                messages[-1]["content"].extend(blocks)
+            else:
+                messages.append({"role": turn.role, "content": blocks})
         return messages
+
+    @staticmethod
+    def _usage(u) -> Usage:
+        """Normalised usage; none reported (or a token count null) is ``unreported``: cost unknown."""
+        inp, out = getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)
+        if not isinstance(inp, int) or not isinstance(out, int):
+            return Usage(unreported=1)
+        return Usage(
+            input_tokens=inp,
+            output_tokens=out,
+            cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+            cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
+        )
 
     def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout) -> Completion:
         system_block = {"type": "text", "text": system}
@@ -68,17 +99,18 @@ class AnthropicProvider(ChatProvider):
         if tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
-        message = self._client.messages.create(
-            # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-            model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), timeout=timeout, **kwargs,
-        )
-        text = "".join(b.text for b in message.content if b.type == "text")
-        uses = [ToolUse(b.id, b.name, dict(b.input)) for b in message.content if b.type == "tool_use"]
-        u = message.usage
-        usage = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
-            cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-        )
-        return Completion(text=text, tool_uses=uses, stop=_STOP.get(message.stop_reason or "", "end"), usage=usage, model=message.model)
+        try:
+            message = self._client.messages.create(
+                # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
+                model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), timeout=timeout, **kwargs,
+            )
+        except json.JSONDecodeError as exc:
+            raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
+        content = getattr(message, "content", None)
+        if not isinstance(content, list):
+            raise MalformedReplyError(f"the server's reply is not a message: {str(message)[:200]!r}")
+        text = "".join(b.text for b in content if b.type == "text" and isinstance(getattr(b, "text", None), str))
+        uses = [ToolUse(b.id, b.name, b.input if isinstance(b.input, dict) else {"__value__": b.input})
+                for b in content if b.type == "tool_use"]
+        return Completion(text=text, tool_uses=uses, stop=_STOP.get(message.stop_reason or "", "end"), usage=self._usage(message.usage),
+                          model=message.model or self.model)

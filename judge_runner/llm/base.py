@@ -87,6 +87,14 @@ class ChatProvider(ABC):
         self.timeout_s = timeout_s
         self.price: Price | None = price_for(model)
 
+    def prepare_run(self, partner: ChatProvider | None, concurrency: int, concurrency_set: bool) -> tuple[int, list[str]]:
+        """Adjust a run to this provider's server before it starts: ``(judge concurrency to use, notes for
+        stderr)``. ``partner`` is the other role's provider (the query writer's), which may share what this
+        one learns about a common server; ``concurrency_set`` says whether the user chose the concurrency.
+        The default changes nothing; the OpenAI-compatible provider serialises a local server's requests
+        (:func:`judge_runner.llm.local_server.local_server_setup`)."""
+        return concurrency, []
+
     def classify(self, exc: BaseException) -> ErrorClass | None:
         """The :data:`~judge_runner.llm.retry.ErrorClass` of a failure of :meth:`_send` (retryable, auth,
         spend_limit, bad_request), None for an exception that is no provider failure (a bug, re-raised).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -13,10 +14,12 @@ DEFAULT_PER_CALL_CAP_USD = 0.50
 
 @dataclass
 class Reservation:
-    """Worst-case USD and tokens held for a call in flight (released when it settles)."""
+    """Worst-case USD and tokens held for a call in flight (released when it settles). ``tokens`` is
+    what the token cap holds (0 without a cap); ``worst_tokens`` one request's worst case in tokens."""
 
     usd: float
     tokens: int = 0
+    worst_tokens: int = 0
 
 
 @dataclass
@@ -29,6 +32,10 @@ class Budget:
     the run's cost never exceeds ``max_usd``. With an unknown price the cost is unknown (None), never 0,
     and ``max_tokens`` (input plus output tokens over the run, cache reads and writes included) is the
     cap instead, enforced the same way on the worst case.
+
+    A reply whose usage the server did not report (``Usage.unreported``) keeps its request's worst case
+    charged (``unreported_usd``, ``unreported_tokens``) for enforcement, and makes the run's cost
+    unknown (``total_cost_usd`` None), never 0.
     """
 
     max_usd: float | None = None
@@ -38,15 +45,23 @@ class Budget:
     spent_usd: float = 0.0
     cost_known: bool = True
     exhausted: bool = False
+    unreported_usd: float = 0.0
+    unreported_tokens: int = 0
     _held: float = 0.0
     _held_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def tokens_used(self) -> int:
-        """Input, output, cache-write and cache-read tokens of every call so far."""
+        """Input, output, cache-write and cache-read tokens of every call so far, plus the worst case of
+        each reply whose usage was not reported."""
         u = self.usage
-        return u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens
+        return u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens + self.unreported_tokens
+
+    @property
+    def charged_usd(self) -> float:
+        """USD counted against ``max_usd``: the known cost plus the worst case of unreported replies."""
+        return self.spent_usd + self.unreported_usd
 
     def reserve(self, price: Price | None, input_tokens: int, max_tokens: int) -> Reservation:
         """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
@@ -65,24 +80,33 @@ class Budget:
                 raise BudgetExhausted(
                     f"starting another call could exceed --max-budget-tokens {self.max_tokens} "
                     f"(used {self.tokens_used}, in flight {self._held_tokens}, this call up to {worst_tokens})")
-            if worst is not None and self.max_usd is not None and self.spent_usd + self._held + worst > self.max_usd:
+            if worst is not None and self.max_usd is not None and self.charged_usd + self._held + worst > self.max_usd:
                 self.exhausted = True
+                unreported = f" of which ${self.unreported_usd:.4f} worst case for replies without usage" if self.unreported_usd else ""
                 raise BudgetExhausted(
                     f"starting another call could exceed --max-budget-usd {self.max_usd:.2f} "
-                    f"(spent ${self.spent_usd:.4f}, in flight ${self._held:.4f}, this call up to ${worst:.4f})"
+                    f"(spent ${self.charged_usd:.4f}{unreported}, in flight ${self._held:.4f}, this call up to ${worst:.4f})"
                 )
             held_tokens = worst_tokens if self.max_tokens is not None else 0
             self._held += worst or 0.0
             self._held_tokens += held_tokens
-        return Reservation(worst or 0.0, held_tokens)
+        return Reservation(worst or 0.0, held_tokens, worst_tokens)
 
     def settle(self, reservation: Reservation, usage: Usage, price: Price | None) -> float | None:
-        """Release a reservation and add what the call really used; returns its USD cost (None if unknown)."""
+        """Release a reservation and add what the call really used; returns its USD cost (None if unknown:
+        unknown price, or a reply without usage). Each reply without usage stays charged at the
+        reservation's worst case (one request's worth), so the caps still hold."""
         cost = cost_usd(usage, price)
         with self._lock:
             self._held = max(0.0, self._held - reservation.usd)
             self._held_tokens = max(0, self._held_tokens - reservation.tokens)
             self.usage = self.usage + usage
+            if usage.unreported:
+                self.unreported_usd += reservation.usd * usage.unreported
+                self.unreported_tokens += reservation.worst_tokens * usage.unreported
+                known = cost_usd(dataclasses.replace(usage, unreported=0), price)
+                if known is not None:
+                    self.spent_usd += known  # the replies that did report usage
             if cost is None:
                 self.cost_known = False
             else:

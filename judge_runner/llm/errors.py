@@ -7,9 +7,11 @@ from __future__ import annotations
 
 
 class LLMError(RuntimeError):
-    """A logical LLM call failed. ``attempts`` counts the HTTP requests made for it."""
+    """A logical LLM call failed. ``attempts`` counts the HTTP requests made for it. ``retryable``: a
+    provider raised it from one attempt and another attempt of the same request may succeed."""
 
     kind = "llm_error"
+    retryable = False
 
     def __init__(self, message: str, attempts: int = 0):
         super().__init__(message)
@@ -32,6 +34,21 @@ class TransientError(LLMError):
     """Rate limit, overload, 5xx, timeout or connection error still failing after every retry."""
 
     kind = "transient_error"
+
+
+class LocalServerTimeout(TransientError):
+    """A local server (loopback or private address) sent no reply within ``--timeout``. Not retried: a
+    single-slot server keeps generating the abandoned request, so a retry would only queue behind it."""
+
+    kind = "timeout"
+
+
+class MalformedReplyError(LLMError):
+    """The server answered 200 with something that is not a usable reply (a body that is not JSON,
+    ``choices: []``, no message): retried like a 5xx, this kind when it persists."""
+
+    kind = "malformed_reply"
+    retryable = True
 
 
 class RequestError(LLMError):

@@ -25,13 +25,17 @@ class Price:
 class Usage:
     """Token counts of one or more calls (summed with ``+``). ``input_tokens`` excludes cached tokens,
     as both Anthropic's and (after our normalisation) OpenAI's usage report them; ``calls`` counts
-    HTTP requests."""
+    HTTP requests; ``unreported`` counts the replies whose usage the server did not report (``usage``
+    null or absent, or a token field null: several local servers do this). Those replies add no
+    tokens here; their cost is unknown, never 0 (:func:`cost_usd`), and the budget keeps their worst
+    case charged (:meth:`judge_runner.llm.budget.Budget.settle`)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     calls: int = 0
+    unreported: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -40,6 +44,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.calls + other.calls,
+            self.unreported + other.unreported,
         )
 
 
@@ -68,8 +73,9 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
 
 
 def cost_usd(usage: Usage, price: Price | None) -> float | None:
-    """USD cost of ``usage`` at ``price``; None when the price is unknown."""
-    if price is None:
+    """USD cost of ``usage`` at ``price``; None when the price is unknown or a reply's usage was not
+    reported (``usage.unreported``)."""
+    if price is None or usage.unreported:
         return None
     return (
         usage.input_tokens * price.input

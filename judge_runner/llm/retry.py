@@ -23,6 +23,7 @@ from typing import Literal, TypeVar
 import tenacity
 
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
+from judge_runner.llm.wire import server_message
 
 T = TypeVar("T")
 
@@ -76,7 +77,10 @@ def is_spend_limit(exc: BaseException, classify: Classifier = classify_generic) 
 
 
 def is_retryable(exc: BaseException, classify: Classifier = classify_generic) -> bool:
-    """Whether another attempt of the same request may succeed."""
+    """Whether another attempt of the same request may succeed. A provider's own typed error
+    (:class:`LLMError`) says so itself through its ``retryable`` flag."""
+    if isinstance(exc, LLMError):
+        return exc.retryable
     return classify(exc) == "retryable"
 
 
@@ -102,13 +106,16 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 def translate(exc: BaseException, attempts: int, classify: Classifier = classify_generic) -> LLMError:
     """Map a final provider failure to our error kinds (a failure ``classify`` does not know becomes a
-    RequestError); the message names the status and the server's error type, never request headers (so
-    never the API key)."""
+    RequestError); the message names the status, the server's error type and the server's own message
+    (truncated, secrets removed: :func:`wire.server_message`), never request headers (so never the API key)."""
     if isinstance(exc, LLMError):
         return exc
     status = status_of(exc)
     detail = getattr(exc, "type", None) or getattr(exc, "code", None) or type(exc).__name__
     where = f"HTTP {status} ({detail})" if status else f"{type(exc).__name__}"
+    said = server_message(exc) if status else None
+    if said:
+        where += f": {said}"
     kind = classify(exc)
     if kind == "auth":
         return AuthError(f"the API key was refused: {where}", attempts)
@@ -177,7 +184,7 @@ class RetryPolicy:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_retries + 1) | tenacity.stop_after_delay(self.deadline_s),
             wait=self._wait,
-            retry=tenacity.retry_if_exception(lambda exc: classify(exc) == "retryable"),
+            retry=tenacity.retry_if_exception(lambda exc: is_retryable(exc, classify)),
             sleep=self.sleep,
             reraise=True,
         )

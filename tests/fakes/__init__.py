@@ -6,9 +6,11 @@ Completions API for the real ``anthropic`` and ``openai`` SDKs to talk to it.
 """
 
 from .fake_llm import (
+    LLAMA_CPP_PYTHON,
     DefaultBrain,
     FakeLLMServer,
     Fault,
+    Quirks,
     RecordedRequest,
     Text,
     ToolCall,
@@ -19,6 +21,8 @@ from .fake_llm import (
 __all__ = [
     "DefaultBrain",
     "Fault",
+    "LLAMA_CPP_PYTHON",
+    "Quirks",
     "FakeLLMServer",
     "RecordedRequest",
     "Text",

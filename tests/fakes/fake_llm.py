@@ -36,6 +36,7 @@ ephemeral port and never touches any other network.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -54,6 +55,8 @@ __all__ = [
     "DefaultBrain",
     "Fault",
     "FakeLLMServer",
+    "LLAMA_CPP_PYTHON",
+    "Quirks",
     "RecordedRequest",
     "Text",
     "ToolCall",
@@ -137,6 +140,9 @@ class Fault:
       "code"}}``).  A status below 400 with a ``body`` sends that body as is.
     * ``body`` without ``status`` -- answer 200 with ``body`` verbatim (for
       responses the SDK cannot parse).
+    * ``raw_body`` -- answer ``status`` (200 when unset) with this exact string
+      as the HTTP body, ``Content-Type: application/json`` unless ``headers``
+      say otherwise (a truncated or HTML body the SDK cannot decode).
     * ``raw_text`` -- answer 200 with this exact string as the model's text
       content (fenced JSON, prose around JSON, invalid JSON ...).
     * otherwise (only ``delay_s``/``headers``) -- the normal reply, with
@@ -150,6 +156,106 @@ class Fault:
     hang: bool = False
     reset: bool = False
     raw_text: str | None = None
+    raw_body: str | None = None
+
+
+@dataclass
+class Quirks:
+    """Behaviours of real OpenAI-compatible servers (``/v1/chat/completions`` only).
+
+    The defaults are a well-behaved server. :data:`LLAMA_CPP_PYTHON` holds the
+    behaviours measured on llama-cpp-python 0.3.36's server (issue 13); each
+    field can also be set alone.
+
+    * ``null_content_status`` -- answer this status (500 there) to a request
+      holding a message whose ``content`` is null, or an assistant message
+      without ``content`` and without ``tool_calls``.
+    * ``json_schema_status`` -- answer this status to ``response_format``
+      ``json_schema`` (500 on llama-cpp-python; 422 on servers whose request
+      validation is FastAPI's), with ``json_schema_message``.
+    * ``required_tool_choice_status`` -- answer this status to
+      ``tool_choice: "required"`` (500 there, with an empty message).
+    * ``named_tool_choice_status`` -- answer this status to a forced named
+      tool (``tool_choice: {"type": "function", ...}``): servers that accept
+      only the string forms.
+    * ``seed_status`` -- answer this status to a request holding ``seed``.
+    * ``serial`` -- one request at a time: requests queue, and a request keeps
+      being served (its latency slept, its brain called) after the client gave
+      up on it, exactly like a single-slot local server.
+    * ``usage`` -- ``"reported"`` (default), ``"null"`` (``"usage": null``),
+      ``"null-fields"`` (``{"prompt_tokens": null, ...}``) or ``"absent"``.
+      Applies to both APIs (anthropic: ``usage`` null, fields null, absent).
+    """
+
+    null_content_status: int | None = None
+    json_schema_status: int | None = None
+    json_schema_message: str = "Input should be 'text' or 'json_object'"
+    required_tool_choice_status: int | None = None
+    named_tool_choice_status: int | None = None
+    seed_status: int | None = None
+    serial: bool = False
+    usage: str = "reported"
+
+    def __post_init__(self) -> None:
+        if self.usage not in ("reported", "null", "null-fields", "absent"):
+            raise ValueError(f"usage must be reported, null, null-fields or absent, not {self.usage!r}")
+
+
+# what llama-cpp-python 0.3.36's server does (measured, issue 13 and ENVIRONMENT.md)
+LLAMA_CPP_PYTHON = Quirks(null_content_status=500, json_schema_status=500, required_tool_choice_status=500, serial=True)
+
+
+def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None:
+    """The ``(status, error body)`` a server with ``quirks`` answers to ``body``, or None.
+
+    500s carry the message in ``{"error": {"message", "type": "internal_server_error"}}`` as
+    llama-cpp-python does (its pydantic error, then a ``File "..."`` traceback trailer); 422s in
+    FastAPI's ``{"detail": [{"loc", "msg", "type"}]}`` shape."""
+    if api != "openai":
+        return None
+
+    def error(status: int, loc: list, msg: str) -> tuple[int, dict]:
+        if status == 422:
+            return status, {"detail": [{"type": "value_error", "loc": ["body", *loc], "msg": msg}]}
+        # llama-cpp-python's shape: the pydantic error, then a traceback trailer (measured on 0.3.36)
+        detail = {"type": "literal_error", "loc": ("body", *loc), "msg": msg}
+        message = (f"1 validation error:\n  {detail!r}\n\n  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", "
+                   f"line 376, in create_chat_completion\n    POST /v1/chat/completions") if msg else ""
+        return status, {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+    for i, message in enumerate(body.get("messages") or []):
+        if quirks.null_content_status and isinstance(message, dict):
+            if message.get("content", "") is None or (
+                    message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls")):
+                return error(quirks.null_content_status, ["messages", i, "content"], "Input should be a valid string")
+    rf = body.get("response_format")
+    if quirks.json_schema_status and isinstance(rf, dict) and rf.get("type") == "json_schema":
+        return error(quirks.json_schema_status, ["response_format", "type"], quirks.json_schema_message)
+    tc = body.get("tool_choice")
+    if quirks.required_tool_choice_status and tc == "required":
+        return error(quirks.required_tool_choice_status, ["tool_choice"], "")  # llama-cpp-python: a 500, message empty
+    if quirks.named_tool_choice_status and isinstance(tc, dict):
+        return error(quirks.named_tool_choice_status, ["tool_choice"], "Input should be 'none', 'auto' or 'required'")
+    if quirks.seed_status and "seed" in body:
+        return error(quirks.seed_status, ["seed"], "Extra inputs are not permitted")
+    return None
+
+
+def anthropic_message_problem(body: dict) -> str | None:
+    """What the real Messages API refuses with a 400 in ``messages`` (None when fine): a message with
+    empty content (except a final assistant message), or an empty or whitespace-only text block."""
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
+        if (content in (None, "", []) or (isinstance(content, str) and not content.strip())) and not final_assistant:
+            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text") or "").strip():
+                return f"messages.{i}.content.{j}.text: text content blocks must contain non-whitespace text"
+    return None
 
 
 @dataclass
@@ -313,6 +419,12 @@ class DefaultBrain:
       ``labels.minItems`` (else ``maxItems``, else 5); label i has relevance
       ``max(0, 3 - (i - 1))``.  N == 0 gives empty labels, zero scores and the
       suggestion "Return results for on-topic queries".
+      In JSON mode (an openai request without a json_schema or a tool that
+      asks for JSON), the verdict's schema is read from the request itself:
+      ``response_format.schema`` (llama-cpp-python's extension of
+      ``json_object``), else the JSON Schema after the last ``JSON Schema:``
+      in the system message (where a client without structured outputs states
+      it); a schema with a ``labels`` property is a verdict's.
     * Anything else: ``Text("ok")``.
 
     Glob results are read as one relative path per line; lines with spaces
@@ -335,7 +447,31 @@ class DefaultBrain:
             return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
         if "record_verdict" in tools and forced in (None, "record_verdict"):
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
+        schema = self.json_mode_schema(api, body)
+        if schema is not None and "labels" in (schema.get("properties") or {}):
+            return ToolCall("record_verdict", self.verdict(self._pinned_count(schema, "labels")))
         return Text("ok")
+
+    @staticmethod
+    def json_mode_schema(api: str, body: dict) -> dict | None:
+        """The schema of a JSON-mode request (see the class docstring), or None."""
+        if api != "openai" or body.get("tools"):
+            return None
+        rf = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+        if rf.get("type") == "json_schema":
+            return None
+        if isinstance(rf.get("schema"), dict):
+            return rf["schema"]
+        messages = body.get("messages") or []
+        system = messages[0].get("content") if messages and isinstance(messages[0], dict) else None
+        marker = "JSON Schema:"
+        if not isinstance(system, str) or marker not in system:
+            return None
+        try:
+            schema, _ = json.JSONDecoder().raw_decode(system[system.rindex(marker) + len(marker):].lstrip())
+        except ValueError:
+            return None
+        return schema if isinstance(schema, dict) else None
 
     # -- phase one ---------------------------------------------------------
 
@@ -589,11 +725,12 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def send_json(self, status: int, payload: Any, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self.send_raw(status, json.dumps(payload).encode("utf-8"), {"Content-Type": "application/json", **(headers or {})})
+
+    def send_raw(self, status: int, data: bytes, headers: dict) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(str(name), str(value))
         self.end_headers()
         self.wfile.write(data)
@@ -627,6 +764,8 @@ class FakeLLMServer:
         invalid_keys: API keys answered with 401 ``authentication_error`` (in
             the API's shape).  A request without any key also gets 401.  The
             key is read from ``x-api-key`` or ``Authorization: Bearer``.
+        quirks: behaviours of a real OpenAI-compatible server (:class:`Quirks`,
+            e.g. :data:`LLAMA_CPP_PYTHON`); checked after faults are applied.
 
     Attributes:
         url / anthropic_base_url: ``"http://127.0.0.1:PORT"``.
@@ -639,7 +778,9 @@ class FakeLLMServer:
     request whose system prompt has blocks with ``cache_control`` (the blocks
     up to the last marked one form the cached prefix) and
     ``cache_read_input_tokens`` for later requests with the same prefix and
-    model.  ``stream: true`` is refused with a 400.
+    model.  ``stream: true`` is refused with a 400, and so are Anthropic
+    messages the real API refuses (:func:`anthropic_message_problem`: empty
+    turns, empty text blocks).
     """
 
     def __init__(
@@ -647,8 +788,11 @@ class FakeLLMServer:
         brain: Brain | None = None,
         latency_s: float = 0.0,
         invalid_keys: Iterable[str] = frozenset({"invalid-key"}),
+        quirks: Quirks | None = None,
     ) -> None:
         self.brain: Brain = brain if brain is not None else DefaultBrain()
+        self.quirks = quirks or Quirks()
+        self._serial = threading.Lock()
         self.latency_s = latency_s
         self.invalid_keys = set(invalid_keys)
         self.requests: list[RecordedRequest] = []
@@ -789,6 +933,12 @@ class FakeLLMServer:
 
         fault = self._pop_fault()
         rec.fault = fault
+        # a serial server works on one request at a time, and on to the end even when its client has left
+        with self._serial if self.quirks.serial else contextlib.nullcontext():
+            self._serve(h, api, body, rec, fault, answer)
+
+    def _serve(self, h: _Handler, api: str, body: dict, rec: RecordedRequest, fault: Fault | None, answer) -> None:
+        """Apply ``fault``, the quirks, then the brain's reply, to one model request."""
         self._sleep(self.latency_s)
         extra_headers: dict = {}
         if fault is not None:
@@ -800,6 +950,10 @@ class FakeLLMServer:
                 h.reset_connection()
                 return
             extra_headers = dict(fault.headers)
+            if fault.raw_body is not None:
+                rec.status = fault.status or 200
+                h.send_raw(rec.status, fault.raw_body.encode("utf-8"), {"Content-Type": "application/json", **extra_headers})
+                return
             if fault.status is not None:
                 if fault.body is not None:
                     payload = fault.body
@@ -816,6 +970,13 @@ class FakeLLMServer:
 
         if body.get("stream"):
             answer(400, _error_body(api, 400, "stream: true is not supported by FakeLLMServer; use non-streaming requests."))
+            return
+        if api == "anthropic" and (problem := anthropic_message_problem(body)):
+            answer(400, _error_body(api, 400, problem))
+            return
+        refused = quirk_error(api, self.quirks, body)
+        if refused is not None:
+            answer(*refused)
             return
 
         if fault is not None and fault.raw_text is not None:
@@ -834,7 +995,17 @@ class FakeLLMServer:
             payload = self._anthropic_message(body, replies)
         else:
             payload = self._openai_completion(body, replies)
+        self._apply_usage_quirk(api, payload)
         answer(200, payload, extra_headers)
+
+    def _apply_usage_quirk(self, api: str, payload: dict) -> None:
+        mode = self.quirks.usage
+        if mode == "null":
+            payload["usage"] = None
+        elif mode == "absent":
+            payload.pop("usage", None)
+        elif mode == "null-fields":
+            payload["usage"] = {k: None for k in payload["usage"]}
 
     def _anthropic_message(self, body: dict, replies: list[Reply]) -> dict:
         content: list[dict] = []

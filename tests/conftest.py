@@ -88,15 +88,40 @@ def fixtures_index(tmp_path_factory, embedder):
         index.close()
 
 
+@pytest.fixture(scope="session")
+def hash_fixtures_db(tmp_path_factory) -> Path:
+    """A SQLite index of ``fixtures/`` built once per session with the hashing embedder (seconds, no
+    MiniLM), for tests marked ``hash_embedder``; read-only (``db_copy`` hands out copies)."""
+    from judge_runner.embedding import HashEmbedder
+    from judge_runner.search.indexer import index_tree
+    from judge_runner.search.sqlite import SQLiteIndex
+
+    db = tmp_path_factory.mktemp("hash-index") / "index.sqlite"
+    index = SQLiteIndex(db, embedder=HashEmbedder())
+    try:
+        index_tree(index, FIXTURES)
+    finally:
+        index.close()
+    return db
+
+
 @pytest.fixture
-def db_copy(fixtures_index, tmp_path) -> Path:
-    """A private copy of the session's fixtures index, so a test may re-index or prune it."""
+def db_copy(request, tmp_path) -> Path:
+    """A private copy of the session's fixtures index, so a test may re-index or prune it: the MiniLM
+    index, or the hashing one in a test that uses the hashing embedder (an index must match its embedder)."""
     import sqlite3
 
-    index, _ = fixtures_index
+    from judge_runner.embedding import EMBEDDER_ENV
+
     target = tmp_path / "index.sqlite"
     dst = sqlite3.connect(target)
-    index.conn.backup(dst)
+    if os.environ.get(EMBEDDER_ENV) == "hash":
+        src = sqlite3.connect(request.getfixturevalue("hash_fixtures_db"))
+        src.backup(dst)
+        src.close()
+    else:
+        index, _ = request.getfixturevalue("fixtures_index")
+        index.conn.backup(dst)
     dst.close()
     return target
 

@@ -16,6 +16,9 @@ from judge_runner.models import QuerySet
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import FakeLLMServer
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 def doc_count(db: Path) -> int:
     with sqlite3.connect(db) as conn:

@@ -12,6 +12,9 @@ from judge_runner.resources import load_schema
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "results"

@@ -39,6 +39,9 @@ from judge_runner.results import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}  # both priced in pricing.json
 APIS = ["anthropic", "openai"]
 HITS = 3

@@ -8,6 +8,9 @@ import pytest
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 class CountingEmbedder:
     """Wraps the real embedder and counts the texts it embeds."""

@@ -42,6 +42,9 @@ from tests.test_faults import (
     with_score,
 )
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 APIS = ["anthropic", "openai"]
 
 

@@ -11,6 +11,9 @@ import pytest
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import FakeLLMServer
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 def command(name: str, fixtures, db, out) -> list[str]:
     if name == "weekly":

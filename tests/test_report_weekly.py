@@ -15,6 +15,9 @@ from judge_runner.report import build_report, parse_since
 from tests.clitools import invoke
 from tests.test_trend import noisy, write_run
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 @pytest.fixture
 def results(tmp_path):

@@ -16,6 +16,9 @@ from judge_runner.resources import load_schema
 from judge_runner.results import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 
 class StubJudge:
     """A heuristic-style Judge whose verdict is fixed: every result gets grade 3 - rank + 1."""

@@ -20,6 +20,9 @@ from judge_runner.runlines import FORMAT_VERSION, EvaluationLine, json_schemas, 
 from judge_runner.trend import build_trend, read_runs
 from tests.clitools import invoke
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 OLD_RUNS = Path(__file__).parent / "data" / "runs-before-format-version"
 N = 6
 

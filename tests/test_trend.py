@@ -12,6 +12,9 @@ import pytest
 from judge_runner.trend import build_trend, compare, read_runs, set_baseline
 from tests.clitools import invoke
 
+# these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
+pytestmark = pytest.mark.hash_embedder
+
 N = 20
 
 

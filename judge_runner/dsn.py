@@ -49,8 +49,8 @@ def redact_dsn(dsn: str) -> str:
         params = conninfo_to_dict(dsn)
     except Exception:
         return "postgresql://(unparsable DSN)"
-    user = params.get("user")
-    host = params.get("host") or params.get("hostaddr") or "localhost"
+    user = str(params.get("user") or "")
+    host = str(params.get("host") or params.get("hostaddr") or "localhost")
     port = params.get("port")
-    db = params.get("dbname") or ""
+    db = str(params.get("dbname") or "")
     return f"postgresql://{user + '@' if user else ''}{host}{':' + str(port) if port else ''}/{db}"

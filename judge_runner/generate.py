@@ -169,7 +169,7 @@ class FileSandbox:
 
     def run(self, name: str, arguments: dict) -> str:
         """Dispatch a tool call by name. Raises SandboxError for unknown tools or bad arguments."""
-        tools = {"list_dir": self.list_dir, "glob": self.glob, "read_file": self.read_file, "grep": self.grep}
+        tools: dict[str, Callable[..., str]] = {"list_dir": self.list_dir, "glob": self.glob, "read_file": self.read_file, "grep": self.grep}
         if name not in tools:
             raise SandboxError(f"unknown tool {name!r}")
         try:

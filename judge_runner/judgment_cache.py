@@ -351,12 +351,12 @@ class JudgmentCache:
     def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]]) -> int:
         """Store ``(qid, docid, grade)`` rows as the human qrels called ``name``, replacing any earlier
         import of that name, in one transaction. Returns the number stored."""
-        rows = [(name, qid, docid, int(grade), time.time()) for qid, docid, grade in rows]
+        stored = [(name, qid, docid, int(grade), time.time()) for qid, docid, grade in rows]
 
         def replace(conn: sqlite3.Connection) -> int:
             conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,))
-            conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", rows)
-            return len(rows)
+            conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", stored)
+            return len(stored)
 
         return self._write(replace)
 
@@ -365,7 +365,7 @@ class JudgmentCache:
         with self._lock:
             rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
         wanted = None if names is None else set(names)
-        return [tuple(r) for r in rows if wanted is None or r[0] in wanted]  # type: ignore[misc]
+        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows if wanted is None or r[0] in wanted]
 
     def delete_human_qrels(self, name: str) -> int:
         """Remove the human qrels called ``name``; returns the number of rows removed."""

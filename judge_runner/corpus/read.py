@@ -157,10 +157,10 @@ def decode(data: bytes) -> Decoded:
             codec = "utf-8" if name == "utf-8-sig" else name
             return _decode_lenient(data[len(bom):], codec, name)
     if b"\x00" in data[:_NUL_SAMPLE]:
-        codec = _utf16_without_bom(data)
-        if codec is None:
+        utf16 = _utf16_without_bom(data)
+        if utf16 is None:
             raise BinaryContent("binary content (NUL bytes)")
-        return _finish(data.decode(codec), codec)
+        return _finish(data.decode(utf16), utf16)
     try:
         return _finish(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:

@@ -82,7 +82,8 @@ def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secret
     body = getattr(exc, "body", None)
     text = None
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        error = body.get("error")
+        inner: dict = error if isinstance(error, dict) else body
         if isinstance(inner.get("message"), str):
             text = inner["message"]  # possibly empty: the server chose to say nothing
             if isinstance(inner.get("param"), str) and inner["param"] not in text:

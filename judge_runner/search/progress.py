@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 UNITS = {"reading": "files", "embedding": "chunks"}
 
@@ -45,7 +45,7 @@ class IndexProgress:
         self._stage: str | None = None
         self._started = 0.0
         self._last_line = -float("inf")
-        self._bar = None
+        self._bar: Any = None  # a rich Progress once a live bar is shown
         self._task = None
 
     def __enter__(self) -> IndexProgress:

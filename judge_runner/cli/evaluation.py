@@ -36,7 +36,8 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 
     \b
     The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
-    outside). Queries whose expected files do not exist are dropped and counted.
+    outside). Queries whose expected files do not exist are dropped and counted; when none is left,
+    nothing is written and the command exits 3, as generate-and-evaluate and weekly do.
     Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure).
     """
     generate_job(settings(count=count, **flags), fixtures, out, force, printer(quiet))

@@ -40,6 +40,12 @@ def parse_since(value: str) -> timedelta:
     return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
 
 
+def local_date(moment: datetime) -> str:
+    """``moment`` as a ``YYYY-MM-DD`` date in the machine's local time zone (``TZ``), what ``date +%F``
+    prints at that moment; the date that names a report."""
+    return moment.astimezone().strftime("%Y-%m-%d")
+
+
 def _when(run: Run) -> datetime:
     try:
         return datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
@@ -74,7 +80,10 @@ def _change_text(change: dict | None) -> str:
 def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
     """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
 
-    Raises ValueError when ``results`` holds no complete run.
+    ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
+    cron job that runs ``report`` and then mails ``report-$(date +%F).html`` finds its file in every
+    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. Raises
+    ValueError when ``results`` holds no complete run.
     """
     runs, warnings = read_runs(results)
     group = latest_group(runs)
@@ -86,7 +95,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     window = [r for r in runs if _when(r) >= now - parse_since(since)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = now.strftime("%Y-%m-%d")
+    stamp = local_date(now)
 
     charts = [
         plot_runs(group, out_dir / f"report-{stamp}-dimensions.png", (*DIMENSIONS, "overall"),

@@ -40,6 +40,36 @@ def parse_since(value: str) -> timedelta:
     return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
 
 
+# Characters that can open or close a CommonMark (or GFM table, strikethrough, GitHub math) construct
+# anywhere in a line: backslash escapes, code spans, emphasis, links and images, autolinks and raw HTML,
+# entity references, table cells, strikethrough, ATX closing sequences, math. CommonMark lets any ASCII
+# punctuation be backslash-escaped (spec 0.31, "Backslash escapes"), so escaping them is always safe.
+# An underscore between two letters or digits can neither open nor close emphasis (CommonMark's flanking
+# rules), so identifiers such as invalid_output stay readable in the .md file.
+_INLINE_SPECIAL = re.compile(r"([\\`*\[\]<>&|~#!$(){}]|(?<![^\W_])_|_(?![^\W_]))")
+# Line endings as CommonMark knows them (LF, CR, CRLF) plus the other characters str.splitlines() breaks on.
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+# What makes the start of a block: a list marker (-, +, 1. or 1)), which a value may land on (e.g. "- {issue}").
+_BLOCK_START = re.compile(r"^([-+]|\d{1,9}(?=[.)]))")
+
+
+def md_text(value: object) -> str:
+    """``value`` as Markdown that renders as exactly its text on one line, inline or as a table cell.
+
+    Line breaks (and runs of them) become one space, so a value never starts a block (heading, list,
+    quote, code, table row); leading and trailing blanks are dropped (they could indent a code block);
+    every character that could open an inline construct (image, link, autolink, raw HTML, entity,
+    code span, emphasis, strikethrough, a table's ``|``) is backslash-escaped, and so is a list
+    marker at the start. Shapes: any object (``str()`` of it) -> one line of text."""
+    text = _LINE_BREAKS.sub(" ", str(value)).strip()
+    text = _INLINE_SPECIAL.sub(r"\\\1", text)
+    start = _BLOCK_START.match(text)
+    if start:
+        end = start.end()
+        text = text[:end - 1] + "\\" + text[end - 1:] if start.group(1) in "-+" else text[:end] + "\\" + text[end:]
+    return text
+
+
 def local_date(moment: datetime) -> str:
     """``moment`` as a ``YYYY-MM-DD`` date in the machine's local time zone (``TZ``), what ``date +%F``
     prints at that moment; the date that names a report."""
@@ -111,14 +141,16 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if latest.provenance.heuristicJudge:
         md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
                "and term overlap), not from an LLM.", ""]
-    md += [f"Latest run **{latest.run_id}** ({latest.timestamp[:16].replace('T', ' ')} UTC), judge {latest.judge_label}: "
+    # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
+    t = md_text
+    md += [f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
            + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
            + ".", ""]
     if previous is not None:
-        md += [f"Compared with the previous comparable run {previous.run_id}."]
+        md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
     if baseline is not None:
-        md += [f"Baseline: {baseline.run_id}."]
+        md += [f"Baseline: {t(baseline.run_id)}."]
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
     for column, value, change, base_change in headline:
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
@@ -129,38 +161,38 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     md += ["## Worst queries", ""]
     for ev in worst:
-        md += [f"### {ev.queryId}: “{ev.query}” — overall {_fmt(ev.scores.overall)}", "",
-               f"*{ev.queryType or '?'}*; intent: {ev.queryIntent or '–'}", ""]
+        md += [f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}", "",
+               f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}", ""]
         for dim in DIMENSIONS:
-            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {ev.analysis.get(dim, '–')}")
-        top = ", ".join(f"{r.source} ({r.relevance})" for r in ev.results[:5]) or "no results"
+            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t(ev.analysis.get(dim, '–'))}")
+        top = ", ".join(f"{t(r.source)} ({r.relevance})" for r in ev.results[:5]) or "no results"
         md += [f"- top results (judge's 0-3 label): {top}"]
         if ev.suggestions:
-            md += [f"- suggestions: {'; '.join(ev.suggestions)}"]
+            md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
     md += ["## Top issues and focus", ""]
     issues = summary.topIssues if summary else []
     for issue in issues:
-        md.append(f"- {issue.issue} ({issue.count} queries: {', '.join(issue.queryIds[:8])})")
+        md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")
     if not issues:
         md.append("- none reported")
-    md += ["", f"Recommended focus: {(summary.recommendedFocus if summary else None) or '–'}", ""]
-    md += [f"## Cost (runs since {since})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
+    md += ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
+    md += [f"## Cost (runs since {t(since)})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
     for run in window or [latest]:
         n = len(run.evaluations) + run.errors
         cost = run.cost
         per = None if cost is None or not n else cost / n
-        md.append(f"| {run.run_id}{' (partial)' if run.partial else ''} | {run.judge_label} | {n} | "
+        md.append(f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
                   f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |")
     md += ["", "## Failed queries", ""]
     if latest.error_lines:
         md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
         for e in latest.error_lines:
-            md.append(f"| {e.queryId}: {e.query} | {e.stage} | {e.errorType}: {e.message[:160]} | {e.attempts} |")
+            md.append(f"| {t(e.queryId)}: {t(e.query)} | {t(e.stage)} | {t(e.errorType)}: {t(e.message[:160])} | {t(e.attempts)} |")
     else:
         md.append("None.")
     if warnings:
-        md += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
+        md += ["", "## Notes", ""] + [f"- {t(w)}" for w in warnings]
     markdown = out_dir / f"report-{stamp}.md"
     markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
     page = out_dir / f"report-{stamp}.html"

@@ -447,7 +447,8 @@ class _Tee:
 def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> RunStatus:
     """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
     mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
-    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again."""
+    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
+    unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
     import fcntl
 
     plan.results.mkdir(parents=True, exist_ok=True)
@@ -473,6 +474,13 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
             except KeyboardInterrupt:
                 code = EXIT_INCOMPLETE
                 raise
+            except Exception as exc:  # a bug: its traceback goes into this log, the entry point prints one line
+                from judge_runner.crashlog import internal_error, traceback_text
+
+                error = internal_error(exc, log_path)
+                code = error.exit_code
+                log.write(traceback_text(exc) + error.display() + "\n")
+                raise error from exc
             finally:
                 sys.stdout, sys.stderr = real_out, real_err
                 log.write(f"=== exit {code} ===\n")

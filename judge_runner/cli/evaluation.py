@@ -38,7 +38,8 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
     outside). Queries whose expected files do not exist are dropped and counted; when none is left,
     nothing is written and the command exits 3, as generate-and-evaluate and weekly do.
-    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure).
+    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure, no
+    usable query); 4 internal error.
     """
     generate_job(settings(count=count, **flags), fixtures, out, force, printer(quiet))
     return EXIT_OK
@@ -63,7 +64,8 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
     Needs an index (`judge-runner index FIXTURES`). One JSONL line per query is written the moment
     it is judged; a failed query becomes an error line and the run goes on.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
-    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
+    4 internal error.
     """
     outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet))
     return EXIT_OK if outcome is None else exit_code_for(outcome.status)
@@ -85,7 +87,8 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     Writes quality-results/<UTC timestamp>.jsonl (one line per query as it is judged, a summary last)
     and the query set beside it as <UTC timestamp>.queries.json, to re-run with `evaluate --queries`.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
-    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
+    4 internal error.
     """
     outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet))
     return exit_code_for(outcome.status)

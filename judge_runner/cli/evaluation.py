@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from judge_runner.cli.options import (
+    COUNT,
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
@@ -27,7 +28,7 @@ from judge_runner.pipeline import evaluate_job, generate_job, main_job
 
 @click.command()
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@COUNT
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @generate_options
@@ -73,7 +74,7 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
 
 @click.command("generate-and-evaluate")
 @FIXTURES
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@COUNT
 @OUT_DIR
 @MIN_OVERALL
 @db_option

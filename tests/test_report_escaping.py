@@ -51,7 +51,7 @@ def _run_lines(run_id: str, day: int, judge_model: str) -> list[dict]:
     lines: list[dict] = [{"type": "run_start", "runId": run_id, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "config": {},
                           "provenance": provenance}]
     for i, value in enumerate(VALUES):
-        o = 0.1 + 0.05 * i
+        o = 0.1 + 0.03 * i
         lines.append({"type": "evaluation", "runId": run_id, "queryId": f"q{i:02d}{value[:20]}", "query": value, "queryIntent": value,
                       "queryType": value, "scores": {d: o for d in ("relevance", "ranking", "coverage", "snippetQuality", "overall")},
                       "analysis": {d: value for d in ("relevance", "ranking", "coverage", "snippetQuality")},
@@ -66,7 +66,7 @@ def _run_lines(run_id: str, day: int, judge_model: str) -> list[dict]:
 
 
 @pytest.fixture
-def report(tmp_path):
+def results(tmp_path):
     results = tmp_path / "quality-results"
     results.mkdir()
     judge = "model ![m](https://attacker.example/model.png) | x"
@@ -77,6 +77,16 @@ def report(tmp_path):
     damaged = results / "old ![w](https:attacker.example) | z.jsonl"
     lines = [json.dumps(line) for line in _run_lines("r0", 1, "other-judge")]
     damaged.write_text("\n".join(lines[:2] + ["{damaged"] + lines[2:]) + "\n")
+    rich = results / "rich.jsonl"
+    rich.write_text("".join(json.dumps(line) + "\n" for line in _run_lines(RICH_MARKUP, 2, RICH_MARKUP)))
+    return results
+
+
+RICH_MARKUP = "[link=https://phish.example/rich]rich[/link] [bold red]loud[/]"
+
+
+@pytest.fixture
+def report(results, tmp_path):
     return build_report(results, tmp_path / "reports", "30d", now=datetime(2026, 11, 28, tzinfo=UTC))
 
 
@@ -176,3 +186,23 @@ def test_md_text_is_one_literal_line(value):
     assert dom.rows == [[1, 1]]
     assert {t for t, _ in dom.tags} == {"table", "thead", "tbody", "tr", "th", "td"}
     assert _flat(" ".join(dom.text)).count(_flat(value)) == 2
+
+
+def test_trend_markdown_shows_every_value_literally(results):
+    from markdown_it import MarkdownIt
+
+    from tests.clitools import invoke
+
+    out = invoke(["trend", str(results), "--format", "markdown"]).stdout
+    dom = DOM(MarkdownIt("commonmark", {"html": True}).enable("table").render(out))
+    assert dom.count("a") == dom.count("img") == dom.count("h1") == dom.count("h2") == dom.count("em") == 0
+    assert all(len(set(table)) == 1 for table in dom.rows)
+    text = _flat(" ".join(dom.text))
+    assert "model ![m](https://attacker.example/model.png) | x" in text and RICH_MARKUP in text
+
+
+def test_trend_table_shows_rich_markup_literally(results):
+    from tests.clitools import invoke
+
+    out = invoke(["trend", str(results)]).stdout
+    assert RICH_MARKUP in out and "\x1b]8;" not in out  # no terminal hyperlink

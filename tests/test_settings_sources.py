@@ -241,3 +241,9 @@ def test_a_secret_setting_is_never_echoed(tmp_path):
 def test_empty_environment_variable_is_unset(tmp_path):
     """The one documented difference: ``JUDGE_RUNNER_X=`` (empty) means "not set", as in most tools."""
     assert load_settings(cwd=tmp_path, environ={"JUDGE_RUNNER_TIMEOUT": "", "JUDGE_RUNNER_BACKEND": ""}).timeout == 60.0
+
+
+@pytest.mark.parametrize("name", sorted(NO_FLAG_ONLY))
+def test_a_table_setting_in_the_environment_is_refused_not_ignored(name, tmp_path):
+    with pytest.raises(ConfigError, match=f"JUDGE_RUNNER_{name.upper()}: {name} can be set only in the config file"):
+        load_settings(cwd=tmp_path, environ={f"JUDGE_RUNNER_{name.upper()}": '{"relevance": 2}'})

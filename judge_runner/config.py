@@ -4,16 +4,25 @@ Config file: ``judge-runner.toml`` in the current folder, else ``[tool.judge-run
 ``./pyproject.toml``. Environment: ``JUDGE_RUNNER_<FIELD>`` (e.g. ``JUDGE_RUNNER_DB``,
 ``JUDGE_RUNNER_EXTENSIONS``, ``JUDGE_RUNNER_TIMEOUT``). Nested search settings go in a ``[search]``
 table of the file.
+
+One source of truth for what is valid: this model. Every value reaches it the same way whatever its
+source: a scalar from the file (``count = 5``, ``timeout = inf``, ``concurrency = true``) is first
+written as the text a flag or an environment variable would carry (``"5"``, ``"inf"``, ``"true"``), so a
+value one source refuses is refused from the others, with the same message naming where it came from
+(``--timeout``, ``JUDGE_RUNNER_TIMEOUT``, ``timeout in judge-runner.toml``). The click options of these
+settings convert and check nothing (``judge_runner.cli.options.setting_option``); their help shows the
+ranges and choices read from here. An empty environment variable counts as unset.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judge_runner.dsn import redact_dsn
 from judge_runner.llm.registry import ProviderChoice
@@ -28,9 +37,9 @@ class ConfigError(ValueError):
 
 
 class Settings(BaseModel):
-    """Every knob of a run. Times in seconds, money in USD."""
+    """Every knob of a run. Times in seconds, money in USD. Every number must be finite."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     db: Path = DEFAULT_DB
     backend: Literal["sqlite", "postgres"] = "sqlite"
@@ -59,27 +68,36 @@ class Settings(BaseModel):
 
     min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
 
-    @model_validator(mode="after")
-    def _check_weights(self) -> Settings:
+    @field_validator("weights")
+    @classmethod
+    def _check_weights(cls, weights: dict[str, float]) -> dict[str, float]:
         # a partial table changes only the dimensions it names; the others keep weight 1.0
-        self.weights = {d: float(self.weights.get(d, 1.0)) for d in DIMENSIONS} | {k: v for k, v in self.weights.items() if k not in DIMENSIONS}
-        unknown = set(self.weights) - set(DIMENSIONS)
+        weights = {d: float(weights.get(d, 1.0)) for d in DIMENSIONS} | {k: v for k, v in weights.items() if k not in DIMENSIONS}
+        unknown = set(weights) - set(DIMENSIONS)
         if unknown:
             raise ValueError(f"unknown weight(s) {sorted(unknown)}; dimensions are {list(DIMENSIONS)}")
-        if any(v < 0 for v in self.weights.values()) or sum(self.weights.get(d, 0) for d in DIMENSIONS) <= 0:
+        if any(v < 0 for v in weights.values()) or sum(weights.get(d, 0) for d in DIMENSIONS) <= 0:
             raise ValueError("weights must be >= 0 and not all zero")
-        return self
+        return weights
 
-    @model_validator(mode="after")
-    def _check_price(self) -> Settings:
-        if self.price_per_mtok is not None:
+    @field_validator("price_per_mtok")
+    @classmethod
+    def _check_price(cls, price: str | None) -> str | None:
+        if price is not None:
             try:
-                values = [float(v) for v in self.price_per_mtok.split(",")]
+                values = [float(v) for v in price.split(",")]
             except ValueError:
                 values = []
             if len(values) != 2 or not all(v >= 0 and v == v and v != float("inf") for v in values):
-                raise ValueError("price_per_mtok must be 'INPUT,OUTPUT', two non-negative USD amounts per million tokens")
-        return self
+                raise ValueError("must be 'INPUT,OUTPUT', two non-negative USD amounts per million tokens")
+        return price
+
+    @field_validator("db")
+    @classmethod
+    def _check_db(cls, db: Path) -> Path:
+        if db.is_dir():
+            raise ValueError("is a folder; give the SQLite index file")
+        return db
 
     @property
     def user_price(self):
@@ -106,37 +124,91 @@ class Settings(BaseModel):
         return self.call_deadline if self.call_deadline is not None else 4 * self.timeout
 
 
-def _file_settings(cwd: Path) -> dict[str, Any]:
+# Names of settings whose values are never echoed in an error message.
+_SECRET_SETTING = ("dsn", "key", "password", "secret")
+
+
+def _file_settings(cwd: Path) -> tuple[dict[str, Any], str, str]:
+    """The config file's settings table, the file's name and the table's TOML name (``""`` for the top
+    level of judge-runner.toml). Raises ConfigError for a file that is not TOML."""
     own = cwd / "judge-runner.toml"
     try:
         if own.is_file():
-            return tomllib.loads(own.read_text(encoding="utf-8"))
+            return tomllib.loads(own.read_text(encoding="utf-8")), own.name, ""
         project = cwd / "pyproject.toml"
         if project.is_file():
-            return tomllib.loads(project.read_text(encoding="utf-8")).get("tool", {}).get("judge-runner", {})
+            table = tomllib.loads(project.read_text(encoding="utf-8")).get("tool", {}).get("judge-runner", {})
+            return table, project.name, "tool.judge-runner"
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"cannot read the config file: {exc}") from None
-    return {}
+    return {}, "", ""
 
 
-def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
-    """Merge file < environment < flags (flags that are None are ignored). Raises ConfigError."""
+def as_text(value: Any) -> Any:
+    """A scalar setting as the text a flag or environment variable would carry: TOML ``true`` -> ``"true"``,
+    ``5`` -> ``"5"``, ``0.25`` -> ``"0.25"``, ``inf`` -> ``"inf"``, a Path -> its string. Lists, tables and
+    None are returned as they are (they have no flag)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str, Path)):
+        return str(value)
+    return value
+
+
+def _problem(error: Any, sources: dict[tuple[str, ...], str]) -> str:
+    """One validation error as ``<where>: <what> (got '<value>')``; ``where`` names the flag, variable or
+    file key the value came from; the value is never shown for a secret setting (a DSN, a key)."""
+    loc = tuple(str(part) for part in error["loc"])
+    where = sources.get(loc[:2]) or sources.get(loc[:1]) or ".".join(loc) or "settings"
+    if len(loc) > 1 and loc[:2] not in sources:
+        where = where.replace(loc[0], ".".join(loc), 1)
+    if error["type"] == "extra_forbidden":
+        return f"{where}: not a judge-runner setting"
+    message = error["msg"].removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    shown = error.get("input")
+    if isinstance(shown, str) and not any(part in ".".join(loc).lower() for part in _SECRET_SETTING):
+        message += f" (got {shown[:80]!r})"
+    return f"{where}: {message}"
+
+
+def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge file < environment < flags (flags that are None are ignored); every scalar is validated as
+    text (:func:`as_text`), so all three sources are held to the same rules. Raises ConfigError naming
+    each bad value's source: ``--search-limit``, ``JUDGE_RUNNER_SEARCH_LIMIT``, ``search-limit in
+    judge-runner.toml``, ``tool.judge-runner.search-limit in pyproject.toml``, ``search.depth in
+    judge-runner.toml``."""
     cwd = cwd or Path.cwd()
-    environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {k.replace("-", "_"): v for k, v in _file_settings(cwd).items()}
-    if isinstance(values.get("search"), dict):  # the [search] table takes hyphenated keys too
-        values["search"] = {k.replace("-", "_"): v for k, v in values["search"].items()}
+    env_vars: Mapping[str, str] = os.environ if environ is None else environ
+    table, file_name, prefix = _file_settings(cwd)
+    values: dict[str, Any] = {}
+    sources: dict[tuple[str, ...], str] = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        values[name] = as_text(value)
+        sources[(name,)] = f"{prefix + '.' if prefix else ''}{key} in {file_name}"
+        if name == "search" and isinstance(value, dict):  # the [search] table takes hyphenated keys too
+            values[name] = {k.replace("-", "_"): as_text(v) for k, v in value.items()}
+            for k in value:
+                sources[(name, k.replace("-", "_"))] = f"{prefix + '.' if prefix else ''}{key}.{k} in {file_name}"
     for name in Settings.model_fields:
         if name in ("weights", "search"):
+            if env_vars.get(f"JUDGE_RUNNER_{name.upper()}"):  # a table: never silently ignored
+                raise ConfigError(f"invalid settings: JUDGE_RUNNER_{name.upper()}: {name} can be set only in the config file "
+                                  f"(judge-runner.toml or [tool.judge-runner] in pyproject.toml)")
             continue
-        env = environ.get(f"JUDGE_RUNNER_{name.upper()}")
+        env = env_vars.get(f"JUDGE_RUNNER_{name.upper()}")
         if env not in (None, ""):
             values[name] = env
-    if "dsn" not in values and environ.get("DATABASE_URL") and not environ.get("JUDGE_RUNNER_DSN"):
-        values["dsn"] = environ["DATABASE_URL"]
-    values.update({k: v for k, v in (flags or {}).items() if v is not None})
+            sources[(name,)] = f"JUDGE_RUNNER_{name.upper()}"
+    if "dsn" not in values and env_vars.get("DATABASE_URL") and not env_vars.get("JUDGE_RUNNER_DSN"):
+        values["dsn"] = env_vars["DATABASE_URL"]
+        sources[("dsn",)] = "DATABASE_URL"
+    for name, value in (flags or {}).items():
+        if value is not None:
+            values[name] = as_text(value)
+            sources[(name,)] = "--" + name.replace("_", "-")
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None

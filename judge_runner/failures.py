@@ -2,7 +2,9 @@
 
 Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed or a regression with ``--fail-on-regression``;
 2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many
-failed queries, or another weekly run holds the lock).
+failed queries, no usable query from phase one, or another weekly run holds the lock); 4 internal error
+(an unexpected exception, i.e. a bug: one line on stderr, the traceback in a log, see
+:mod:`judge_runner.crashlog`, or on stderr with ``--debug``).
 
 Library code raises a :class:`JudgeRunnerError` subclass carrying its exit code; the command line's
 entry point (``judge_runner.cli.app``) prints it and exits, once. A finished run reports a
@@ -12,8 +14,9 @@ entry point (``judge_runner.cli.app``) prints it and exits, once. A finished run
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 
-EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
 
 class JudgeRunnerError(Exception):
@@ -53,6 +56,36 @@ class GateFailedError(JudgeRunnerError):
 
     exit_code = EXIT_GATE
     prefix = ""
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """``"<ExceptionType>: <first line of its message>"`` (the message cut at ``limit`` characters), or the
+    type alone when the message is empty. The caller scrubs secrets (:func:`judge_runner.crashlog.scrub`)."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    if len(first) > limit:
+        first = first[:limit] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class InternalError(JudgeRunnerError):
+    """An unexpected exception (a bug), ``cause``, whose traceback was written to ``logged_in`` (None when
+    no log could be written): exit 4, shown as one line. ``message`` is the scrubbed :func:`one_line` of
+    the cause."""
+
+    exit_code = EXIT_INTERNAL
+    prefix = "internal error: "
+
+    def __init__(self, message: str, cause: BaseException, logged_in: Path | None):
+        super().__init__(message)
+        self.cause = cause
+        self.logged_in = logged_in
+
+    def display(self) -> str:
+        """``internal error: <Type>: <message> (a bug in judge-runner; traceback in <log>; rerun with --debug
+        to print it)``."""
+        where = f"traceback in {self.logged_in}" if self.logged_in else "no log could be written"
+        return f"{self.prefix}{self.message} (a bug in judge-runner; {where}; rerun with --debug to print it)"
 
 
 class RunStatus(str, Enum):

@@ -120,17 +120,31 @@ def write_queries(settings: Settings, generator: Any, fixtures: Path, printer: P
     return result
 
 
+def require_queries(generation: GenerationResult) -> GenerationResult:
+    """``generation`` when it kept at least one query. Every job that runs phase one (``generate``,
+    ``generate-and-evaluate``, ``weekly``) checks its result here, so an empty phase one is one error
+    everywhere. Raises IncompleteRunError (exit 3) naming how many queries were written and dropped, with
+    the first three reasons."""
+    if generation.queries:
+        return generation
+    if not generation.dropped:
+        raise IncompleteRunError(f"phase one produced no usable query: the query writer wrote {generation.generated} queries")
+    reasons = "; ".join(f"{d.get('id', '?')}: {d.get('reason', '?')}" for d in generation.dropped[:3])
+    more = f"; {len(generation.dropped) - 3} more" if len(generation.dropped) > 3 else ""
+    raise IncompleteRunError(f"phase one produced no usable query: all {len(generation.dropped)} written queries were dropped "
+                             f"({reasons}{more})")
+
+
 def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
     """Write the query set; when an LLM error or Ctrl+C stops phase one, write the stopped run instead
-    and return its outcome. Raises IncompleteRunError when no usable query was written."""
+    and return its outcome. Raises IncompleteRunError when no usable query was written
+    (:func:`require_queries`)."""
     try:
         generation = write_queries(job.settings, job.generator, fixtures, job.printer)
     except (LLMError, KeyboardInterrupt) as exc:
         job.printer.err(f"error: phase one stopped: {str(exc) or 'interrupted'}")
         return write_stopped_run(job, exc)
-    if not generation.queries:
-        raise IncompleteRunError("phase one produced no usable query")
-    return generation
+    return require_queries(generation)
 
 
 def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say: Say) -> None:
@@ -336,7 +350,7 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
 def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, printer: Printer) -> GenerationResult:
     """``generate``: write a query set to ``out`` (never over an existing file without ``force``).
     Raises UsageError (bad input, refused key) or IncompleteRunError (budget, spend limit, failure,
-    Ctrl+C); nothing is spent before the output folder is known to be writable."""
+    Ctrl+C, no usable query: :func:`require_queries`); nothing is spent before the output folder is known to be writable."""
     require_folder(fixtures)
     if out.exists() and not force:
         raise UsageError(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
@@ -353,6 +367,7 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
         raise IncompleteRunError(f"phase one failed: {exc}") from None
     except KeyboardInterrupt:
         raise IncompleteRunError("interrupted; no query set written") from None
+    require_queries(result)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
     cost = budget.total_cost_usd
@@ -432,7 +447,8 @@ class _Tee:
 def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> RunStatus:
     """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
     mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
-    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again."""
+    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
+    unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
     import fcntl
 
     plan.results.mkdir(parents=True, exist_ok=True)
@@ -458,6 +474,13 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
             except KeyboardInterrupt:
                 code = EXIT_INCOMPLETE
                 raise
+            except Exception as exc:  # a bug: its traceback goes into this log, the entry point prints one line
+                from judge_runner.crashlog import internal_error, traceback_text
+
+                error = internal_error(exc, log_path)
+                code = error.exit_code
+                log.write(traceback_text(exc) + error.display() + "\n")
+                raise error from exc
             finally:
                 sys.stdout, sys.stderr = real_out, real_err
                 log.write(f"=== exit {code} ===\n")

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from judge_runner.mdtext import md_text
 from judge_runner.models import DIMENSIONS
 from judge_runner.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+
+__all__ = ["Report", "build_report", "local_date", "md_text", "parse_since"]
 
 WORST = 5
 HEADLINE = ("overall", *DIMENSIONS, *METRICS)
@@ -38,6 +41,12 @@ def parse_since(value: str) -> timedelta:
         raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
     amount, unit = int(match.group(1)), match.group(2)
     return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
+
+
+def local_date(moment: datetime) -> str:
+    """``moment`` as a ``YYYY-MM-DD`` date in the machine's local time zone (``TZ``), what ``date +%F``
+    prints at that moment; the date that names a report."""
+    return moment.astimezone().strftime("%Y-%m-%d")
 
 
 def _when(run: Run) -> datetime:
@@ -74,7 +83,10 @@ def _change_text(change: dict | None) -> str:
 def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
     """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
 
-    Raises ValueError when ``results`` holds no complete run.
+    ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
+    cron job that runs ``report`` and then mails ``report-$(date +%F).html`` finds its file in every
+    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. Raises
+    ValueError when ``results`` holds no complete run.
     """
     runs, warnings = read_runs(results)
     group = latest_group(runs)
@@ -86,7 +98,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     window = [r for r in runs if _when(r) >= now - parse_since(since)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = now.strftime("%Y-%m-%d")
+    stamp = local_date(now)
 
     charts = [
         plot_runs(group, out_dir / f"report-{stamp}-dimensions.png", (*DIMENSIONS, "overall"),
@@ -102,14 +114,16 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if latest.provenance.heuristicJudge:
         md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
                "and term overlap), not from an LLM.", ""]
-    md += [f"Latest run **{latest.run_id}** ({latest.timestamp[:16].replace('T', ' ')} UTC), judge {latest.judge_label}: "
+    # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
+    t = md_text
+    md += [f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
            + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
            + ".", ""]
     if previous is not None:
-        md += [f"Compared with the previous comparable run {previous.run_id}."]
+        md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
     if baseline is not None:
-        md += [f"Baseline: {baseline.run_id}."]
+        md += [f"Baseline: {t(baseline.run_id)}."]
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
     for column, value, change, base_change in headline:
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
@@ -120,38 +134,38 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     md += ["## Worst queries", ""]
     for ev in worst:
-        md += [f"### {ev.queryId}: “{ev.query}” — overall {_fmt(ev.scores.overall)}", "",
-               f"*{ev.queryType or '?'}*; intent: {ev.queryIntent or '–'}", ""]
+        md += [f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}", "",
+               f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}", ""]
         for dim in DIMENSIONS:
-            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {ev.analysis.get(dim, '–')}")
-        top = ", ".join(f"{r.source} ({r.relevance})" for r in ev.results[:5]) or "no results"
+            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t(ev.analysis.get(dim, '–'))}")
+        top = ", ".join(f"{t(r.source)} ({r.relevance})" for r in ev.results[:5]) or "no results"
         md += [f"- top results (judge's 0-3 label): {top}"]
         if ev.suggestions:
-            md += [f"- suggestions: {'; '.join(ev.suggestions)}"]
+            md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
     md += ["## Top issues and focus", ""]
     issues = summary.topIssues if summary else []
     for issue in issues:
-        md.append(f"- {issue.issue} ({issue.count} queries: {', '.join(issue.queryIds[:8])})")
+        md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")
     if not issues:
         md.append("- none reported")
-    md += ["", f"Recommended focus: {(summary.recommendedFocus if summary else None) or '–'}", ""]
-    md += [f"## Cost (runs since {since})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
+    md += ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
+    md += [f"## Cost (runs since {t(since)})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
     for run in window or [latest]:
         n = len(run.evaluations) + run.errors
         cost = run.cost
         per = None if cost is None or not n else cost / n
-        md.append(f"| {run.run_id}{' (partial)' if run.partial else ''} | {run.judge_label} | {n} | "
+        md.append(f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
                   f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |")
     md += ["", "## Failed queries", ""]
     if latest.error_lines:
         md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
         for e in latest.error_lines:
-            md.append(f"| {e.queryId}: {e.query} | {e.stage} | {e.errorType}: {e.message[:160]} | {e.attempts} |")
+            md.append(f"| {t(e.queryId)}: {t(e.query)} | {t(e.stage)} | {t(e.errorType)}: {t(e.message[:160])} | {t(e.attempts)} |")
     else:
         md.append("None.")
     if warnings:
-        md += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
+        md += ["", "## Notes", ""] + [f"- {t(w)}" for w in warnings]
     markdown = out_dir / f"report-{stamp}.md"
     markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
     page = out_dir / f"report-{stamp}.html"

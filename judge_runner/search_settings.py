@@ -25,7 +25,7 @@ class SearchSettings(BaseModel):
     - ``snippet_chars``: snippet length in characters.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every number finite, as in Settings
 
     rrf_k: float = Field(60.0, ge=0)
     depth: int = Field(30, ge=1, le=1000)

@@ -7,6 +7,8 @@ import csv
 import io
 import json
 
+from judge_runner.mdtext import md_text
+
 SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
 
 
@@ -60,40 +62,42 @@ def render_csv(rows: list[dict]) -> str:
 
 
 def render_markdown(trend, rows: list[dict]) -> str:
-    """One ``### Judge`` section and table per judge group."""
+    """One ``### Judge`` section and table per judge group; every value is literal text (``md_text``)."""
     headers = [h for h in rows[0] if h != "group"]
     parts = []
     for group in trend.groups:
-        parts.append(f"\n### Judge {group['judge']}" + (f" — {group['reason']}" if group["reason"] else ""))
-        parts.append("| " + " | ".join(headers) + " |\n|" + "---|" * len(headers))
+        parts.append(f"\n### Judge {md_text(group['judge'])}" + (f" — {md_text(group['reason'])}" if group["reason"] else ""))
+        parts.append("| " + " | ".join(md_text(h) for h in headers) + " |\n|" + "---|" * len(headers))
         for row in (r for r in rows if r["group"] == group["judge"]):
-            parts.append("| " + " | ".join(str(row[h]) for h in headers) + " |")
+            parts.append("| " + " | ".join(md_text(row[h]) if str(row[h]) else " " for h in headers) + " |")
     return "\n".join(parts)
 
 
 def print_table(trend, rows: list[dict]) -> None:
     """One rich table per judge group on stdout, notes under it, then the baseline. Never folds numbers:
-    at least 140 columns on a terminal, 220 in a pipe, a log or a mail."""
+    at least 140 columns on a terminal, 220 in a pipe, a log or a mail. Values from run files are shown
+    as text, never read as rich markup (``[link=...]``)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
     console.width = max(console.width, 140) if console.is_terminal else 220
     for group in trend.groups:
-        table = Table(title=f"judge {group['judge']}" + (f"\n({group['reason']})" if group["reason"] else ""),
+        table = Table(title=f"judge {escape(str(group['judge']))}" + (f"\n({escape(str(group['reason']))})" if group["reason"] else ""),
                       title_justify="left")
         hidden = ("group", "judge", "note")
         for header in [h for h in rows[0] if h not in hidden]:
             table.add_column(header, no_wrap=True)
         group_rows = [r for r in rows if r["group"] == group["judge"]]
         for row in group_rows:
-            table.add_row(*[str(v) for k, v in row.items() if k not in hidden])
+            table.add_row(*[escape(str(v)) for k, v in row.items() if k not in hidden])
         console.print(table)
         for row in group_rows:
             if row["note"]:
-                console.print(f"  {row['run']}: {row['note']}", highlight=False)
+                console.print(f"  {escape(str(row['run']))}: {escape(str(row['note']))}", highlight=False)
     if trend.baseline:
-        console.print(f"baseline: {trend.baseline}")
+        console.print(f"baseline: {escape(str(trend.baseline))}")
 
 
 def render_history(history: list[dict], as_json: bool) -> str:

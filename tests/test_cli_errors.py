@@ -174,7 +174,7 @@ def test_unknown_model_with_user_price_or_token_cap(fixtures_root, db_copy, tmp_
 @pytest.mark.parametrize("value", ["1", "a,b", "-1,2", "nan,1"])
 def test_bad_user_price_is_a_usage_error(value, fixtures_root, tmp_path):
     result = invoke(["generate", "--fixtures", str(fixtures_root), "--price-per-mtok", value, "--out", str(tmp_path / "q.json")])
-    assert result.exit_code == 2 and "price_per_mtok" in result.output
+    assert result.exit_code == 2 and "--price-per-mtok: must be 'INPUT,OUTPUT'" in result.output
 
 
 def test_all_files_over_the_size_limit_says_so(fixtures_root, tmp_path):

@@ -135,19 +135,19 @@ def test_process_environment_is_used_by_default(tmp_path, monkeypatch):
     [
         ({"flags": {"timeout": -1}}, ["timeout", "greater than 0"]),
         ({"flags": {"timeout": 0}}, ["timeout"]),
-        ({"env": {"JUDGE_RUNNER_TIMEOUT": "soon"}}, ["timeout"]),
+        ({"env": {"JUDGE_RUNNER_TIMEOUT": "soon"}}, ["JUDGE_RUNNER_TIMEOUT", "soon"]),
         ({"flags": {"provider": "gemini"}}, ["provider"]),
-        ({"flags": {"search_mode": "semantic"}}, ["search_mode"]),
+        ({"flags": {"search_mode": "semantic"}}, ["--search-mode"]),
         ({"flags": {"concurrency": 0}}, ["concurrency"]),
-        ({"env": {"JUDGE_RUNNER_MAX_RETRIES": "11"}}, ["max_retries"]),
+        ({"env": {"JUDGE_RUNNER_MAX_RETRIES": "11"}}, ["JUDGE_RUNNER_MAX_RETRIES"]),
         ({"flags": {"count": 0}}, ["count"]),
-        ({"flags": {"max_budget_usd": 0}}, ["max_budget_usd"]),
-        ({"flags": {"call_deadline": -5}}, ["call_deadline"]),
+        ({"flags": {"max_budget_usd": 0}}, ["--max-budget-usd"]),
+        ({"flags": {"call_deadline": -5}}, ["--call-deadline"]),
         ({"flags": {"weights": {"relevance": 0, "ranking": 0, "coverage": 0, "snippetQuality": 0}}}, ["weights"]),
         ({"flags": {"weights": {"speed": 1.0}}}, ["speed"]),
     ],
 )
-def test_invalid_values_raise_config_error_naming_the_field(tmp_path, kwargs, fragments):
+def test_invalid_values_raise_config_error_naming_the_source(tmp_path, kwargs, fragments):
     with pytest.raises(ConfigError) as info:
         load(tmp_path, **kwargs)
     message = str(info.value)

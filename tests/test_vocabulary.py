@@ -17,9 +17,14 @@ from judge_runner.search.base import SearchAnswer
 
 
 def _choices(command: click.Command, option: str) -> tuple[str, ...]:
+    """The values an option offers: a click Choice's, or (a settings option, validated by Settings) the
+    values its shell completion offers, which must also be the ones its help shows."""
     param = next(p for p in command.params if p.name == option)
-    assert isinstance(param.type, click.Choice)
-    return tuple(param.type.choices)
+    if isinstance(param.type, click.Choice):
+        return tuple(param.type.choices)
+    offered = tuple(item.value for item in param.shell_complete(click.Context(command), ""))
+    assert param.metavar == f"[{'|'.join(offered)}]"
+    return offered
 
 
 def test_query_type_enums_in_the_schemas_equal_models():

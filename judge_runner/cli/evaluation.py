@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from judge_runner.cli.options import (
+    COUNT,
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
@@ -27,7 +28,7 @@ from judge_runner.pipeline import evaluate_job, generate_job, main_job
 
 @click.command()
 @click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@COUNT
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @generate_options
@@ -36,8 +37,10 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 
     \b
     The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
-    outside). Queries whose expected files do not exist are dropped and counted.
-    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure).
+    outside). Queries whose expected files do not exist are dropped and counted; when none is left,
+    nothing is written and the command exits 3, as generate-and-evaluate and weekly do.
+    Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure, no
+    usable query); 4 internal error.
     """
     generate_job(settings(count=count, **flags), fixtures, out, force, printer(quiet))
     return EXIT_OK
@@ -62,7 +65,8 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
     Needs an index (`judge-runner index FIXTURES`). One JSONL line per query is written the moment
     it is judged; a failed query becomes an error line and the run goes on.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
-    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
+    4 internal error.
     """
     outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet))
     return EXIT_OK if outcome is None else exit_code_for(outcome.status)
@@ -70,7 +74,7 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
 
 @click.command("generate-and-evaluate")
 @FIXTURES
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Number of queries to write [default: 15].")
+@COUNT
 @OUT_DIR
 @MIN_OVERALL
 @db_option
@@ -84,7 +88,8 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     Writes quality-results/<UTC timestamp>.jsonl (one line per query as it is judged, a summary last)
     and the query set beside it as <UTC timestamp>.queries.json, to re-run with `evaluate --queries`.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
-    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed).
+    3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
+    4 internal error.
     """
     outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet))
     return exit_code_for(outcome.status)

@@ -51,5 +51,10 @@ def baseline_set(run_id: str, results: Path) -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
               help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).")
 def report(results: Path, since: str, out_dir: Path) -> None:
-    """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS."""
+    """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
+
+    \b
+    <date> in the file names is the local date (the TZ of the machine), as `date +%F` prints it, e.g.
+      mail -a "Content-Type: text/html" -s "Search quality" team@example.com < reports/report-$(date +%F).html
+    """
     write_report(results, since, out_dir, printer())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from judge_runner.cli.options import db_option, printer, settings
+from judge_runner.cli.options import db_option, printer, setting_option, settings
 from judge_runner.failures import UsageError
 from judge_runner.indexing import index_job
 from judge_runner.models import SEARCH_MODES
@@ -19,9 +19,9 @@ from judge_runner.searching import batch_search_job, search_job
 @click.option("--beir-corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
-@click.option("--extensions", default=None, help="Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
-@click.option("--exclude", default=None, help="Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].")
-@click.option("--max-file-bytes", type=click.IntRange(min=1), default=None, help="Skip larger files, with a reason [default: 2097152].")
+@setting_option("extensions", "Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
+@setting_option("exclude", "Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].")
+@setting_option("max_file_bytes", "Skip larger files, with a reason [default: 2097152].")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
 def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prune: bool, extensions: str | None,
           exclude: str | None, max_file_bytes: int | None, as_json: bool) -> None:

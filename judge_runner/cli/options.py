@@ -1,16 +1,23 @@
-"""Click options shared by several commands, and the settings and printer every command builds from them."""
+"""Click options shared by several commands, and the settings and printer every command builds from them.
+
+Options that set a :class:`~judge_runner.config.Settings` field are made by :func:`setting_option`: they
+pass the text given on to the settings, which validate it exactly as they validate the same setting from
+``JUDGE_RUNNER_<NAME>`` or the config file (one source of truth, one message naming ``--the-flag``); the
+option's help shows the range or choices read from the field.
+"""
 
 from __future__ import annotations
 
-import math
+import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 import click
 
 from judge_runner.config import Settings
-from judge_runner.llm.registry import PROVIDER_CHOICES, PROVIDERS
-from judge_runner.models import SEARCH_MODES
+from judge_runner.llm.registry import PROVIDERS
 from judge_runner.pipeline import load
 from judge_runner.printer import Printer
 
@@ -40,6 +47,52 @@ def printer(quiet: bool = False) -> Printer:
     return Printer(click.echo, _err, quiet)
 
 
+def _field_type(name: str) -> Any:
+    annotation = Settings.model_fields[name].annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    return annotation
+
+
+def setting_choices(name: str) -> tuple[str, ...]:
+    """The values a Literal setting accepts (empty for other settings)."""
+    annotation = _field_type(name)
+    return tuple(str(v) for v in get_args(annotation)) if get_origin(annotation) is Literal else ()
+
+
+def setting_range(name: str) -> str:
+    """The bounds of a numeric setting written as click writes a range (``1<=x<=64``, ``x>0``), or ``""``."""
+    lower = upper = ""
+    for bound in Settings.model_fields[name].metadata:
+        if isinstance(bound, annotated_types.Gt):
+            lower = f"x>{bound.gt}"
+        elif isinstance(bound, annotated_types.Ge):
+            lower = f"{bound.ge}<=x" if any(isinstance(b, (annotated_types.Lt, annotated_types.Le)) for b in Settings.model_fields[name].metadata) else f"x>={bound.ge}"
+        elif isinstance(bound, annotated_types.Lt):
+            upper = f"x<{bound.lt}"
+        elif isinstance(bound, annotated_types.Le):
+            upper = f"x<={bound.le}"
+    if lower.endswith("<=x") and upper:
+        return lower + upper[1:]
+    return lower or upper
+
+
+def setting_option(name: str, help: str, **extra: Any) -> Callable[[Any], Any]:
+    """``--<name-with-hyphens>`` for the Settings field ``name``: no conversion and no check of its own
+    (the settings make both, whatever the source), default None (not given), a metavar and a help suffix
+    derived from the field (``[hybrid|fts|vector]``, ``INTEGER`` and ``[1<=x<=64]``), and shell completion
+    of a Literal's choices. ``extra`` goes to :func:`click.option`."""
+    choices = setting_choices(name)
+    kind = _field_type(name)
+    metavar = extra.pop("metavar", None) or (f"[{'|'.join(choices)}]" if choices else
+                                             {int: "INTEGER", float: "FLOAT", Path: "FILE"}.get(kind, "TEXT"))
+    bounds = setting_range(name)
+    if choices:
+        extra.setdefault("shell_complete", lambda ctx, param, incomplete: [c for c in choices if c.startswith(incomplete)])
+    return click.option("--" + name.replace("_", "-"), name, default=None, metavar=metavar,
+                        help=help + (f" [{bounds}]" if bounds else ""), **extra)
+
+
 def _remember(ctx, param, value):
     ctx.meta[f"judge_runner.{param.name}"] = value
     return value
@@ -47,25 +100,17 @@ def _remember(ctx, param, value):
 
 def db_option(f):
     """--db, plus --backend and --dsn (kept in the click context and merged by :func:`settings`)."""
-    f = click.option("--dsn", default=None, expose_value=False, callback=_remember,
-                     help="PostgreSQL connection URL for --backend postgres [env DATABASE_URL].")(f)
-    f = click.option("--backend", type=click.Choice(["sqlite", "postgres"]), default=None, expose_value=False, callback=_remember,
-                     help="Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].")(f)
-    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                        help="SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
+    f = setting_option("dsn", "PostgreSQL connection URL for --backend postgres [env DATABASE_URL].", expose_value=False,
+                       callback=_remember)(f)
+    f = setting_option("backend", "Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].",
+                       expose_value=False, callback=_remember)(f)
+    return setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
 
 
 def search_options(f):
-    f = click.option("--search-limit", type=click.IntRange(1, 100), default=None, help="Results per query shown to the judge [default: 10].")(f)
-    f = click.option("--search-mode", type=click.Choice(SEARCH_MODES), default=None,
-                     help="Search mode under test [default: hybrid].")(f)
+    f = setting_option("search_limit", "Results per query shown to the judge [default: 10].")(f)
+    f = setting_option("search_mode", "Search mode under test [default: hybrid].")(f)
     return f
-
-
-def _finite(ctx, param, value):
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter("must be a finite number")
-    return value
 
 
 def _options(f, opts):
@@ -74,30 +119,25 @@ def _options(f, opts):
     return f
 
 
-PROVIDER = click.option("--provider", type=click.Choice(PROVIDER_CHOICES), default=None,
-                        help="LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
-                             "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
-MODEL = click.option("--model", default=None, help="Model that writes the queries (phase one) [default: "
-                     + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].")
-JUDGE_MODEL = click.option("--judge-model", default=None, help="Model that judges (phase two) [default: --model, else the provider's default].")
+PROVIDER = setting_option("provider", "LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
+                                       "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
+MODEL = setting_option("model", "Model that writes the queries (phase one) [default: "
+                       + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].")
+JUDGE_MODEL = setting_option("judge_model", "Model that judges (phase two) [default: --model, else the provider's default].")
 COMMON = [
-    click.option("--max-budget-usd", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
-                 help="Start no call that could take the run's cost past this many USD [default: no cap]."),
-    click.option("--max-budget-tokens", type=click.IntRange(min=1), default=None,
-                 help="Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
-    click.option("--price-per-mtok", default=None, metavar="IN,OUT",
-                 help="USD per million input and output tokens, for a model missing from the pricing table."),
-    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
-                 help="Seconds per HTTP attempt [default: 60]."),
-    click.option("--call-deadline", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
-                 help="Seconds per call including its retries [default: 4 x timeout]."),
+    setting_option("max_budget_usd", "Start no call that could take the run's cost past this many USD [default: no cap]."),
+    setting_option("max_budget_tokens", "Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
+    setting_option("price_per_mtok", "USD per million input and output tokens, for a model missing from the pricing table.",
+                   metavar="IN,OUT"),
+    setting_option("timeout", "Seconds per HTTP attempt [default: 60]."),
+    setting_option("call_deadline", "Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
-CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
+CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
+COUNT = setting_option("count", "Number of queries to write [default: 15].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
                        help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
-MIN_OVERALL = click.option("--min-overall", type=click.FloatRange(0, 1), default=None, callback=_finite,
-                           help="CI gate: exit 1 when the average overall score is below this (0-1).")
+MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the average overall score is below this (0-1).")
 FIXTURES = click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True,
                         help="Knowledge-base folder.")
 

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
-from judge_runner.cli.options import FIXTURES, MIN_OVERALL, db_option, merged_flags, printer, run_options, search_options
+from judge_runner.cli.options import (
+    FIXTURES,
+    MIN_OVERALL,
+    db_option,
+    merged_flags,
+    printer,
+    run_options,
+    search_options,
+    setting_option,
+)
 from judge_runner.failures import exit_code_for
 from judge_runner.pipeline import WeeklyPlan, weekly_run
 
@@ -16,7 +25,7 @@ from judge_runner.pipeline import WeeklyPlan, weekly_run
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].")
 @click.option("--regenerate", is_flag=True, help="Write a fresh query set (phase one) and pin it for the following weeks.")
-@click.option("--count", type=click.IntRange(1, 500), default=None, help="Queries when generating a set (first run or --regenerate) [default: 15].")
+@setting_option("count", "Queries when generating a set (first run or --regenerate) [default: 15].")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
 @click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
 @click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")

@@ -1,7 +1,10 @@
 """Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
 
-Scores are comparable only under the same judge: provider, judge model and the sha256 of the judge's
-prompt templates. Runs under another judge form their own group. Search configuration, corpus and
+Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
+(provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and
+schema sent, the render version: :func:`judge_runner.judge_fingerprint.comparability_key`); for a
+version-1 run the old key (provider, judge model, judge prompt hashes: ``legacy_key``), which never
+equals a version-2 key. Runs under another judge form their own group. Search configuration, corpus and
 query-set changes are listed as "what changed" beside a delta, never as a barrier.
 
 Two runs on the same query set are compared per query (paired bootstrap of the mean difference);
@@ -92,17 +95,24 @@ class Run:
         return not self.partial and bool(self.evaluations)
 
     @property
-    def judge(self) -> tuple:
-        """What must be equal for scores to be comparable: provider, judge model, judge prompt hashes."""
+    def judge(self) -> str:
+        """What must be equal for scores to be comparable: the judge fingerprint's comparability key
+        with the model ids the API returned (format version 2), else the version-1 key."""
+        from judge_runner.judge_fingerprint import comparability_key, legacy_key
+
         p = self.provenance
-        prompts = p.promptSha256
-        return (p.provider or None, p.judgeModel, prompts.get("judge_system.md"), prompts.get("judge_user.md"))
+        if p.judgeFingerprint:
+            returned = self.summary.judgeReturnedModels if self.summary is not None else []
+            return comparability_key(p.judgeFingerprint, returned)
+        return legacy_key(p.model_dump(by_alias=True))
 
     @property
     def judge_label(self) -> str:
-        provider, model = self.judge[:2]
-        label = f"{provider or '?'}/{model or '?'}"
-        return label + (" (heuristic)" if self.provenance.heuristicJudge else "")
+        p = self.provenance
+        label = f"{p.provider or '?'}/{p.judgeModel or '?'}"
+        if p.judgeFingerprint:
+            label += f" {p.judgeFingerprint.get('mode', '?')}"
+        return label + (" (heuristic)" if p.heuristicJudge else "")
 
     def values(self, column: str) -> dict[str, float]:
         """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
@@ -252,7 +262,7 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
     """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder)
     baseline_id = read_baseline(folder)
-    groups: dict[tuple, list[Run]] = {}
+    groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.judge, []).append(run)
     out_groups = []
@@ -284,8 +294,13 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
             rows.append(row)
         reason = None
         if len(groups) > 1:
-            reason = "runs judged by another provider, model or judge prompt are not comparable with the others"
-        out_groups.append({"judge": members[0].judge_label, "judgeKey": list(judge), "reason": reason, "runs": rows,
+            reason = "runs judged by another provider, model or judge prompt (or another judge protocol) are not comparable with the others"
+        label = members[0].judge_label
+        if any(g["judge"] == label for g in out_groups):  # two fingerprints, one name: tell them apart
+            label += f" [{judge.removeprefix('v1:')[:8]}]"
+            for row in rows:
+                row["judge"] = label
+        out_groups.append({"judge": label, "judgeKey": judge, "reason": reason, "runs": rows,
                            "baseline": baseline.run_id if baseline else None})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
 

@@ -93,6 +93,18 @@ COMMON = [
                  help="Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
+JUDGE_PROTOCOL = [
+    click.option("--judge-mode", type=click.Choice(["pointwise", "batched"]), default=None,
+                 help="pointwise: one judge call per result (plus one list-level call per query); batched: one call per "
+                      "query, results in a seeded random order [default: pointwise]."),
+    click.option("--trials", type=click.IntRange(1, 10), default=None,
+                 help="Label each result N times (pointwise: seeds; batched: new shuffles); the label is the median, "
+                      "Krippendorff's alpha goes in the summary [default: 1]."),
+    click.option("--seed", type=click.IntRange(min=0), default=None, help="Base seed of the shuffles, and sent where the API takes one."),
+    click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 help="Judgment cache file [default: judgments.sqlite beside the index]."),
+    click.option("--no-cache", is_flag=True, default=None, help="Judge every result again; read and store nothing in the cache."),
+]
 CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
                        help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
@@ -107,8 +119,8 @@ def generate_options(f):
 
 
 def evaluate_options(f):
-    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY])
+    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])
 
 
 def run_options(f):
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])

@@ -91,19 +91,21 @@ class OpenAIProvider(ChatProvider):
                 messages.append({"role": "user", "content": turn.text})
         return messages
 
-    def _sampling(self, max_tokens: int, timeout: float) -> dict:
+    def _sampling(self, max_tokens: int, timeout: float, sampling: dict | None = None) -> dict:
         """Output limit (``max_tokens`` for compatible servers, else ``max_completion_tokens``), the
         request's timeout (seconds), and temperature 0 where the model accepts it (reasoning models take
-        only their default)."""
+        only their default); ``sampling["seed"]`` is sent as ``seed`` when given."""
         kwargs: dict = {"max_tokens" if self.base_url else "max_completion_tokens": max_tokens, "timeout": timeout}
         if not self.model.startswith(("o1", "o3", "o4", "gpt-5")):
             kwargs["temperature"] = 0.0
+        if sampling and sampling.get("seed") is not None:
+            kwargs["seed"] = int(sampling["seed"])
         return kwargs
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout) -> Completion:
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
         if force_tool and len(tools) == 1 and tools[0].name == force_tool:
-            return self._send_structured(system, turns, tools[0], max_tokens, timeout)
-        kwargs = self._sampling(max_tokens, timeout)
+            return self._send_structured(system, turns, tools[0], max_tokens, timeout, sampling)
+        kwargs = self._sampling(max_tokens, timeout, sampling)
         if tools:
             kwargs["tools"] = [
                 {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
@@ -113,11 +115,12 @@ class OpenAIProvider(ChatProvider):
         response = self._client.chat.completions.create(model=self.model, messages=self._messages(system, turns), **kwargs)
         return self._completion(response)
 
-    def _send_structured(self, system: str, turns: list[Turn], tool: ToolSpec, max_tokens: int, timeout: float) -> Completion:
+    def _send_structured(self, system: str, turns: list[Turn], tool: ToolSpec, max_tokens: int, timeout: float,
+                         sampling: dict | None = None) -> Completion:
         """One structured-output request: json_schema strict, or JSON mode once the server refused it."""
         import openai
 
-        kwargs = self._sampling(max_tokens, timeout)
+        kwargs = self._sampling(max_tokens, timeout, sampling)
         extra_calls = 0
         if self.json_schema_supported:
             try:

@@ -269,6 +269,17 @@ def tool_results(api: str, body: dict) -> list[tuple[str | None, str]]:
     return results
 
 
+LABEL_FIRST_TOOLS = ("record_label", "record_labels", "record_list_verdict")
+
+
+def first_user_text(body: dict) -> str:
+    """The text of the conversation's first user message (either API): the judge's request."""
+    for msg in body.get("messages") or []:
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            return _content_text(msg.get("content"))
+    return ""
+
+
 def _forced_tool(api: str, body: dict) -> str | None:
     """The tool name a request forces through ``tool_choice``, if any."""
     tc = body.get("tool_choice")
@@ -335,6 +346,11 @@ class DefaultBrain:
             return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
         if "record_verdict" in tools and forced in (None, "record_verdict"):
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
+        for name in LABEL_FIRST_TOOLS:  # issue 14's label-first protocol: an honest judge (tests/fakes/honest_judge.py)
+            if name in tools and forced in (None, name):
+                from tests.fakes.honest_judge import honest_reply
+
+                return ToolCall(name, honest_reply(name, first_user_text(body)))
         return Text("ok")
 
     # -- phase one ---------------------------------------------------------

@@ -10,7 +10,7 @@ import click
 
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.failures import UsageError
-from judge_runner.judgment_cache import CacheError, JudgmentCache
+from judge_runner.judgment_cache import CacheError, JudgmentCache, parse_age
 
 CACHE = click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Judgment cache file [default: judgments.sqlite beside the index].")
@@ -68,12 +68,10 @@ def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
 @click.option("--keep-other-versions", is_flag=True, help="Keep entries of another cache version (they never match again).")
 def cache_prune(cache: Path | None, db: Path | None, older_than: str | None, keep_other_versions: bool) -> None:
     """Delete old judgments (and those of another cache version). Human qrels are never pruned."""
-    from judge_runner.report import parse_since
-
     try:
-        age = parse_since(older_than) if older_than else None
+        age = parse_age(older_than) if older_than else None
     except ValueError as exc:
-        raise UsageError(str(exc).replace("--since", "--older-than")) from None
+        raise UsageError(f"--older-than: {exc}") from None
     with open_cache(cache, db) as store:
         deleted = store.prune(age, other_versions=not keep_other_versions)
     printer().out(f"deleted {deleted} judgments")

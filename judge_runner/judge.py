@@ -109,7 +109,8 @@ def ask(provider: ChatProvider, request: JudgeRequest, sampling: Mapping[str, An
     output). The raw invalid reply goes to ``log`` (never the API key)."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     turns = [Turn("user", text=request.user)]
-    usage, cost, attempts = Usage(), 0.0, 0
+    usage, attempts = Usage(), 0
+    cost: float | None = 0.0
     truncated_once = False
     reasks = 0
     started = time.monotonic()

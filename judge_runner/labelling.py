@@ -260,15 +260,15 @@ def label_documents(judge: Judge, query: str, intent: str, docs: Sequence[Render
             outcomes.append(LabelOutcome(grade, [grade], 0, "human label", doc.injection_suspected, True, 0, 0, [],
                                          len(doc.body), doc.truncated, "human"))
             continue
-        replies = got[i]
-        labels, spreads = labels_from_trials([[r.label for r, _ in replies]])
+        trial_replies = got[i]
+        labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
         outcomes.append(LabelOutcome(
-            label=labels[0], trial_labels=[r.label for r, _ in replies], spread=spreads[0], reason=replies[0][0].reason,
-            injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in replies),
-            cached=all(c for _, c in replies), labels_cached=sum(1 for _, c in replies if c),
-            labels_judged=sum(1 for _, c in replies if not c), shown_as=[r.shown_as for r, _ in replies if r.shown_as],
+            label=labels[0], trial_labels=[r.label for r, _ in trial_replies], spread=spreads[0], reason=trial_replies[0][0].reason,
+            injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
+            cached=all(c for _, c in trial_replies), labels_cached=sum(1 for _, c in trial_replies if c),
+            labels_judged=sum(1 for _, c in trial_replies if not c), shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
             shown_chars=len(doc.body), truncated=doc.truncated,
-            models_returned={r.model_returned for r, _ in replies if r.model_returned}))
+            models_returned={r.model_returned for r, _ in trial_replies if r.model_returned}))
     return outcomes
 
 

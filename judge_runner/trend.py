@@ -265,7 +265,7 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.judge, []).append(run)
-    out_groups = []
+    out_groups: list[dict[str, Any]] = []
     latest_verdict = None
     latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():

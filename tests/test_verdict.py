@@ -8,7 +8,6 @@ import pytest
 
 from judge_runner.judge import overall_score, parse_json_reply
 
-
 # -- overall_score --------------------------------------------------------------------------------
 
 SCORES = {"relevance": 0.9, "ranking": 0.5, "coverage": 0.4, "snippetQuality": 0.2, "overall": 0.0}

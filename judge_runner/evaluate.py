@@ -19,7 +19,7 @@ from judge_runner import __version__
 from judge_runner.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
 from judge_runner.judge import SNIPPET_CHARS_SHOWN
 from judge_runner.judge_fingerprint import DEFAULT_SEED, build_fingerprint, judge_is_generator
-from judge_runner.labelling import Protocol, QueryJudgment, judge_query
+from judge_runner.labelling import ProtocolSettings, QueryJudgment, judge_query
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import Query
@@ -56,9 +56,9 @@ class EvaluateOptions:
     human_qrels: tuple[str, ...] | None = None
 
     @property
-    def protocol(self) -> Protocol:
+    def protocol(self) -> ProtocolSettings:
         """The judge protocol these options ask for."""
-        return Protocol(self.judge_mode, self.trials, self.seed, self.weights)
+        return ProtocolSettings(self.judge_mode, self.trials, self.seed, self.weights)
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ def label_documents(judge: Judge, query: str, intent: str, docs: Sequence[Render
 
 
 @dataclass(frozen=True)
-class Protocol:
+class ProtocolSettings:
     """How a run judges: ``mode`` (pointwise|batched), ``trials`` (>= 1), the base ``seed`` (recorded;
     sent where the API takes one), dimension ``weights`` (None: equal)."""
 
@@ -322,7 +322,7 @@ def list_verdict(judge: Judge, query: Query, items: list[ListItem], cache: Judgm
     return verdict, False
 
 
-def judge_query(judge: Judge, query: Query, answer: SearchAnswer, protocol: Protocol = Protocol(), cache: JudgmentCache | None = None,
+def judge_query(judge: Judge, query: Query, answer: SearchAnswer, protocol: ProtocolSettings = ProtocolSettings(), cache: JudgmentCache | None = None,
                 human: Mapping[str, int] | None = None, log: Log = _quiet) -> QueryJudgment:
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,

@@ -277,6 +277,7 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
                 "runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
                 "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial, "comparable": run.comparable,
                 "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
+                "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
             if run.comparable:
                 if previous is not None:

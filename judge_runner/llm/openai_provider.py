@@ -1,7 +1,7 @@
 """OpenAI Chat Completions provider, also for OpenAI-compatible local servers.
 
 API reference: https://platform.openai.com/docs/api-reference/chat. Phase one's agent uses function
-calling. A call that forces its only tool (the judge's ``record_verdict``) is a structured-output
+calling. A call that forces its only tool (the judge's ``record_label``) is a structured-output
 request instead: ``response_format`` ``json_schema`` with ``strict: true``
 (https://platform.openai.com/docs/guides/structured-outputs); a server that rejects that with a 400
 gets JSON mode (``json_object``) with the schema stated in the system prompt, for the rest of the run,

@@ -441,7 +441,7 @@ class DefaultBrain:
 
     @staticmethod
     def verdict(n: int) -> dict:
-        """A verdict valid against judge_verdict.schema.json pinned to N labels."""
+        """A verdict valid against the retired single-call schema (tests/data/judge_verdict_v1.schema.json) pinned to N labels."""
         if n == 0:
             return {
                 "labels": [],

@@ -17,14 +17,14 @@ Tibshirani 1993). A change is a regression or an improvement only when the inter
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judge_runner.metrics import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
+from judge_runner.metrics import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
 from judge_runner.models import DIMENSIONS
 from judge_runner.runfile import RunFile, read_run_folder
 from judge_runner.runlines import ErrorLine, EvaluationLine, Provenance, SummaryLine
@@ -44,6 +44,9 @@ class Run:
     errors, the summary if it has one, and provenance."""
 
     file: RunFile
+    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
+    """``{queryId: {"nDCG@10": x, "RR(rel=2)": y}}`` against the labels pooled over the runs of the same judge
+    and query set (:func:`pool_metrics`); a query not there keeps its own metric."""
 
     @property
     def run_id(self) -> str:
@@ -118,8 +121,11 @@ class Run:
         """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
         an older key such as ``Recall@10``); queries without it, or unscored, are left out."""
         out: dict[str, float] = {}
+        pooled_column = canonical_metric_name(column) if canonical_metric_name(column) in (NDCG10_NAME, RR_NAME) else None
         for ev in self.evaluations:
             value = ev.value(column)
+            if pooled_column and value is not None and ev.queryId in self.pooled:
+                value = self.pooled[ev.queryId].get(pooled_column, value)
             if value is not None:
                 out[ev.queryId] = value
         return out
@@ -140,7 +146,36 @@ def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
     Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
     """
     files, warnings = read_run_folder(folder)
-    return [Run(f) for f in files], warnings
+    runs = [Run(f) for f in files]
+    pool_metrics(runs)
+    return runs, warnings
+
+
+def pool_metrics(runs: list[Run]) -> None:
+    """Score runs that share a judge and a query set against the same qrels (issue 14, item 6): the labels
+    of all those runs pooled (:func:`judge_runner.qrels.pool_qrels`: per document the median of the
+    runs' labels, unlabelled expected sources at 3), and each run's nDCG@10 and RR recomputed on them
+    (:func:`judge_runner.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
+    on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
+    runs whose query ids clash (QrelsError) are left as they are."""
+    from judge_runner.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
+
+    families: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        query_set = run.provenance.querySetSha256
+        if query_set and run.evaluations:
+            families.setdefault((run.judge, query_set), []).append(run)
+    for members in families.values():
+        if len(members) < 2:
+            continue
+        try:
+            items = [labels_from_evaluation(r.run_id, ev.line()) for r in members for ev in r.evaluations if ev.metrics is not None]
+            pooled = pool_qrels(items)
+        except QrelsError:
+            continue
+        for run in members:
+            ranked = {ev.queryId: [res.source for res in ev.results] for ev in run.evaluations if ev.metrics is not None}
+            run.pooled = pooled_metrics(pooled.qrels, ranked)
 
 
 @dataclass

@@ -64,6 +64,7 @@ class Settings(BaseModel):
     seed: int = Field(20240701, ge=0, description="base seed: batched shuffles, and sent where the API takes one")
     cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
     no_cache: bool = Field(False, description="judge everything again and store nothing")
+    human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")
 
     @model_validator(mode="after")
     def _check_weights(self) -> Settings:

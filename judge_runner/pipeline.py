@@ -204,7 +204,8 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
 def evaluate_options(settings: Settings) -> EvaluateOptions:
     """Phase two's options from the settings."""
     return EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall,
-                           settings.judge_mode, settings.trials, settings.seed)
+                           settings.judge_mode, settings.trials, settings.seed,
+                           tuple(settings.human_qrels) if settings.human_qrels is not None else None)
 
 
 def open_cache(settings: Settings, printer: Printer):

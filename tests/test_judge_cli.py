@@ -109,6 +109,8 @@ def test_qrels_import_then_runs_use_human_labels(indexed, tmp_path):
     assert second[-1]["humanLabels"] == 1 and "1 human" in output
     again = next(e for e in second[1:-1] if e["queryId"] == ev["queryId"])
     assert again["results"][0]["relevance"] == 3 and again["results"][0]["labelOrigin"] == "human"
+    other, _ = evaluate(db, queries, tmp_path / "c", "--human-qrels", "another-set")  # only the sets named apply
+    assert other[-1]["humanLabels"] == 0
     bad = invoke(["qrels", "import", str(human), "--name", "bad name", "--db", str(db)])
     assert bad.exit_code == 2
 

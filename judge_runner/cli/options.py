@@ -104,6 +104,8 @@ JUDGE_PROTOCOL = [
     click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
                  help="Judgment cache file [default: judgments.sqlite beside the index]."),
     click.option("--no-cache", is_flag=True, default=None, help="Judge every result again; read and store nothing in the cache."),
+    click.option("--human-qrels", multiple=True, default=None, metavar="NAME", callback=lambda ctx, param, value: list(value) or None,
+                 help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`]."),
 ]
 CONCURRENCY = click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Judge calls in flight at once [default: 5].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,

@@ -96,6 +96,9 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
     assert summary["costUsd"] is not None and summary["costUsd"] > 0
     assert summary["usage"]["calls"] == len(requests)
     assert summary["judgeReturnedModels"] and "test-key" not in json.dumps(lines)
+    # one model wrote the queries and judges them: the run says so (circularity)
+    assert lines[0]["provenance"]["judgeIsGenerator"] is True and summary["judgeIsGenerator"] is True
+    assert "also wrote the queries" in result.output
     if api == "openai":  # the judge asks for structured output, strict, reason before the label
         response_format = labels[0].body["response_format"]
         assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True

@@ -67,6 +67,13 @@ class Settings(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
 
     min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
+    # the judge protocol (issue 14): README "The judge protocol"
+    judge_mode: Literal["pointwise", "batched"] = Field("pointwise", description="one judge call per result, or one per query")
+    trials: int = Field(1, ge=1, le=10, description="label each result this many times; the label is the median")
+    seed: int = Field(20240701, ge=0, description="base seed: batched shuffles, and sent where the API takes one")
+    cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
+    no_cache: bool = Field(False, description="judge everything again and store nothing")
+    human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")
 
     @field_validator("weights")
     @classmethod
@@ -117,6 +124,16 @@ class Settings(BaseModel):
         if self.backend != "postgres":
             return str(self.db)
         return redact_dsn(self.dsn or "")
+
+    @property
+    def cache_path(self) -> Path | None:
+        """The judgment cache file: ``cache``, else ``judgments.sqlite`` beside the SQLite index (or
+        ``.judge-runner/judgments.sqlite`` for PostgreSQL); None with ``no_cache``."""
+        from judge_runner.judgment_cache import cache_path_for
+
+        if self.no_cache:
+            return None
+        return self.cache or cache_path_for(self.db if self.backend == "sqlite" else None)
 
     @property
     def deadline(self) -> float:

@@ -17,15 +17,18 @@ from typing import TYPE_CHECKING
 
 from judge_runner import __version__
 from judge_runner.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
-from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, overall_score
+from judge_runner.judge import SNIPPET_CHARS_SHOWN
+from judge_runner.judge_fingerprint import DEFAULT_SEED, build_fingerprint, judge_is_generator
+from judge_runner.labelling import ProtocolSettings, QueryJudgment, judge_query
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
-from judge_runner.models import DIMENSIONS, Query
+from judge_runner.models import Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.runlines import ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
 from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
+    from judge_runner.judgment_cache import JudgmentCache
     from judge_runner.roles import Judge
 
 __all__ = ["EXIT_CONFIG", "EXIT_GATE", "EXIT_INCOMPLETE", "EXIT_OK", "MAX_FAILED_SHARE", "EvaluateOptions", "RunEnd",
@@ -38,13 +41,24 @@ RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly rele
 
 @dataclass
 class EvaluateOptions:
-    """Phase-two settings: search mode and depth, judge concurrency, dimension weights, CI gate."""
+    """Phase-two settings: search mode and depth, judge concurrency, dimension weights, CI gate, and the
+    judge protocol: ``judge_mode`` (pointwise|batched), ``trials`` (>= 1), base ``seed``,
+    ``human_qrels`` (names of imported human qrels to apply; None: every imported set)."""
 
     search_mode: SearchMode = "hybrid"
     search_limit: int = 10
     concurrency: int = 5
     weights: dict[str, float] | None = None
     min_overall: float | None = None
+    judge_mode: str = "pointwise"
+    trials: int = 1
+    seed: int = DEFAULT_SEED
+    human_qrels: tuple[str, ...] | None = None
+
+    @property
+    def protocol(self) -> ProtocolSettings:
+        """The judge protocol these options ask for."""
+        return ProtocolSettings(self.judge_mode, self.trials, self.seed, self.weights)
 
 
 @dataclass(frozen=True)
@@ -75,13 +89,15 @@ class RunOutcome:
         return exit_code_for(self.end.status)
 
 
-def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: JudgeOutcome, weights) -> dict:
-    """The ``evaluation`` line for a judged query (DESIGN.md JSONL contract), built as an
-    :class:`~judge_runner.runlines.EvaluationLine` and serialised by alias."""
-    verdict = outcome.verdict
-    scores = {d: getattr(verdict.scores, d) for d in DIMENSIONS}
-    grades = [label.relevance for label in verdict.labels]
+def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: QueryJudgment) -> dict:
+    """The ``evaluation`` line (format version 2) for a judged query (DESIGN.md JSONL contract), built as
+    an :class:`~judge_runner.runlines.EvaluationLine` and serialised by alias. An off-topic query has
+    null scores and metrics and ``abstained`` instead; its results are still labelled."""
+    grades = [o.label for o in judged.labels]
     off_topic = query.queryType == "off-topic"
+    tally = judged.tally
+    usage = tally.usage
+    models = set().union(*(o.models_returned for o in judged.labels)) | tally.models_returned
     return EvaluationLine(
         runId=run_id,
         timestamp=utc_now(),
@@ -94,20 +110,28 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, outcome: Ju
         resultCount=len(answer.results),
         confident=answer.confident,
         latencyMs=answer.latencyMs,
-        scores=Scores(**scores, overall=overall_score(scores, weights), judgeOverall=verdict.scores.overall),
-        analysis=verdict.analysis.model_dump(),
-        suggestions=verdict.suggestions,
+        scores=Scores(**(judged.scores or {})),
+        analysis=judged.analysis,
+        suggestions=judged.suggestions,
         results=[
-            ResultLabel(rank=h.rank, source=h.source, anchor=h.anchor, score=h.score, relevance=g, relevant=g >= RELEVANT_GRADE,
-                        reason=label.reason, snippet=h.snippet[:SNIPPET_CHARS_SHOWN])
-            for h, g, label in zip(answer.results, grades, verdict.labels)
+            ResultLabel(rank=h.rank, source=h.source, anchor=h.anchor, score=h.score, relevance=o.label, relevant=o.label >= RELEVANT_GRADE,
+                        reason=o.reason, injectionSuspected=o.injection_suspected, cached=o.cached, labelOrigin=o.origin,
+                        trialLabels=o.trial_labels, labelSpread=o.spread, shownAs=o.shown_as, shownFrom=shown_from,
+                        shownChars=o.shown_chars, truncated=o.truncated, snippet=h.snippet[:SNIPPET_CHARS_SHOWN])
+            for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],
         metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
         abstained=(not answer.confident or not answer.results) if off_topic else None,
-        usage=EvaluationUsage(inputTokens=outcome.usage.input_tokens + outcome.usage.cache_write_tokens + outcome.usage.cache_read_tokens,
-                              outputTokens=outcome.usage.output_tokens,
-                              costUsd=None if outcome.cost_usd is None else round(outcome.cost_usd, 6)),
-        **({"judgeRecoveries": outcome.recoveries} if outcome.recoveries else {}),
+        usage=EvaluationUsage(inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+                              outputTokens=usage.output_tokens,
+                              costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6)),
+        labelsCached=sum(o.labels_cached for o in judged.labels),
+        labelsJudged=sum(o.labels_judged for o in judged.labels),
+        humanLabels=sum(1 for o in judged.labels if o.origin == "human"),
+        listCached=judged.list_cached,
+        expectedSourceDisagreements=judged.disagreements,
+        judgeModelsReturned=sorted(models),
+        **({"judgeRecoveries": tally.recoveries} if tally.recoveries else {}),
     ).line()
 
 
@@ -236,15 +260,32 @@ def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[
     return state
 
 
+def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> dict[str, dict[str, int]]:
+    """``{query id: {source: grade}}`` of the imported human qrels (``names``; None: every imported set,
+    see :func:`judge_runner.qrels.human_labels`); empty without a cache."""
+    if cache is None:
+        return {}
+    from judge_runner.qrels import human_labels
+
+    out: dict[str, dict[str, int]] = {}
+    for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None).items():
+        out.setdefault(qid, {})[docid] = grade
+    return out
+
+
 def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: RunState, writer: RunWriter,
               options: EvaluateOptions, *, budget=None, heuristic: bool = False,
-              echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None) -> None:
+              echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None,
+              cache: JudgmentCache | None = None) -> None:
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
     (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in submission
     order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
     are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
-    new calls and waits up to 5 s for calls in flight; the state is marked interrupted."""
+    new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
+    judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
+    ``cache`` (None: no cache), imported human labels first."""
     run_id = writer.run_id
+    human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
 
     def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
@@ -254,10 +295,13 @@ def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: 
             except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
                 exc = caught
             else:
-                line = evaluation_line(run_id, query, answer, outcome, options.weights)
+                line = evaluation_line(run_id, query, answer, outcome)
                 writer.write(line)
                 state.record_evaluation(line)
-                echo(f"[{state.done}/{state.total}] \"{query.query}\" - overall: {line['scores']['overall']:.2f}{label}")
+                overall = line["scores"]["overall"]
+                shown = f"overall: {overall:.2f}" if overall is not None else f"off-topic, {'abstained' if line['abstained'] else 'ANSWERED'}"
+                cached = f" ({line['labelsCached']} labels cached)" if line["labelsCached"] else ""
+                echo(f"[{state.done}/{state.total}] \"{query.query}\" - {shown}{cached}{label}")
                 return
         stage = "search" if future is None else "judge"
         failure = exc if exc is not None else RuntimeError("no outcome")
@@ -288,7 +332,7 @@ def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: 
             except Exception as exc:  # noqa: BLE001
                 record(query, None, None, exc)
                 continue
-            in_flight[pool.submit(judge.judge, query, answer, log)] = (query, answer)
+            in_flight[pool.submit(judge_query, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except KeyboardInterrupt:
@@ -304,7 +348,7 @@ def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: 
 
 
 def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, started: float, budget=None,
-            heuristic: bool = False) -> RunOutcome:
+            heuristic: bool = False, judge_is_generator: bool = False) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate), write it, close the file, and
     return the run's outcome with its :class:`RunEnd`."""
@@ -319,7 +363,8 @@ def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, sta
     summary = build_summary(
         writer.run_id, state.evaluations, state.errors, state.total, interrupted=state.interrupted,
         budget_exhausted=budget_exhausted, cost_usd=cost, usage=usage, duration_s=time.monotonic() - started,
-        heuristic=heuristic, stop_reason=stop_reason,
+        heuristic=heuristic, stop_reason=stop_reason, judge_mode=options.judge_mode, trials=options.trials,
+        judge_is_generator=judge_is_generator,
     )
     gate = None
     if options.min_overall is not None:
@@ -344,6 +389,7 @@ def run_evaluation(
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
     prior: list[dict] | None = None,
+    cache: JudgmentCache | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
@@ -351,18 +397,22 @@ def run_evaluation(
     is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
     and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
+    ``cache``: the judgment cache labels go through (None: none).
     """
     started = time.monotonic()
     heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
-    judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log)
-    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic)
+    judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache)
+    circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
+    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular)
 
 
 def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
-               search_config: dict) -> dict:
+               search_config: dict, options: EvaluateOptions | None = None, generator_provider: str | None = None) -> dict:
     """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runlines.Provenance` serialised
-    by alias): who judged, with which prompts, on what."""
+    by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
+    (:func:`judge_fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
+    options = options or EvaluateOptions()
     return Provenance(
         provider=judge.name,
         generatorModel=generator_model,
@@ -373,4 +423,8 @@ def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, q
         corpusFingerprint=corpus_fingerprint,
         searchConfig=search_config,
         judgeRunnerVersion=__version__,
+        judgeFingerprint=build_fingerprint(judge.name, judge.model, options.judge_mode, options.trials, options.seed,
+                                           judge.heuristic).as_dict(),
+        # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
+        judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),
     ).model_dump(by_alias=True, mode="json")

@@ -1,66 +1,47 @@
-"""Phase two's judge: query, intent and ranked results in; a validated verdict out.
+"""Phase two's LLM judge under the label-first protocol (issue 14): single judge calls, validated.
 
-The verdict is checked against ``schemas/judge_verdict.schema.json`` with the number of labels pinned
-to the number of results shown, then against finite-number and rank-order rules jsonschema does not
-cover (its ``number`` accepts NaN). ``overall`` is recomputed here as the weighted mean of the four
-dimensions; the judge's own figure is kept as ``judgeOverall``.
+:class:`LLMJudge` answers the three calls of :mod:`judge_runner.judge_requests` (``record_label``,
+``record_labels``, ``record_list_verdict``) through :func:`ask`, the one re-ask loop: a reply that fails
+its schema (counts and ids pinned) is re-asked up to MAX_REASKS times with what was wrong; a reply cut
+off by max_tokens is retried once with twice the limit. Caching, trials and scores are
+:mod:`judge_runner.labelling`'s. ``overall`` is the weighted mean of the four dimensions
+(:func:`overall_score`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from string import Template
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-import jsonschema
-
+from judge_runner.fence import RenderedDocument
+from judge_runner.judge_requests import (
+    JudgeRequest,
+    ListItem,
+    batched_request,
+    labels_in_search_order,
+    list_request,
+    pointwise_request,
+    reply_problems,
+)
+from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError, TruncatedError
 from judge_runner.llm.pricing import Usage, add_cost
-from judge_runner.models import DIMENSIONS, Query, Verdict
-from judge_runner.resources import load_prompt, pinned_schema
-from judge_runner.search.base import SearchAnswer
+from judge_runner.models import DIMENSIONS
 
 SNIPPET_CHARS_SHOWN = 500
+"""Most characters of a result's snippet kept in the run file (what the list-level call is shown is
+the search's snippet, fenced; labels are given on the best chunk's text, ``fence.SHOWN_TEXT_CAP``)."""
 MAX_REASKS = 2
 JUDGE_MAX_TOKENS = 4096
+LABEL_MAX_TOKENS = 1024
 DEFAULT_WEIGHTS = {d: 1.0 for d in DIMENSIONS}
-
-
-@dataclass
-class JudgeOutcome:
-    """A verdict plus what it cost: usage over every attempt and re-ask, USD (None if unknown),
-    HTTP requests made, and the recoveries applied to the raw reply (e.g. ``"stripped code fence"``)."""
-
-    verdict: Verdict
-    usage: Usage
-    cost_usd: float | None
-    attempts: int
-    recoveries: list[str]
-
-
-def verdict_schema(result_count: int) -> dict:
-    """The verdict schema with ``labels`` pinned to exactly ``result_count`` items."""
-    return pinned_schema("judge_verdict.schema.json", "labels", result_count)
-
-
-def verdict_problems(data: object, result_count: int) -> list[str]:
-    """Everything wrong with a raw verdict (empty when valid): schema errors, non-finite numbers,
-    ranks not 1..N in order."""
-    validator = jsonschema.Draft202012Validator(verdict_schema(result_count))
-    problems = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)]
-    if problems or not isinstance(data, dict):
-        return problems[:20]
-    for name, value in data["scores"].items():
-        if isinstance(value, float) and not math.isfinite(value):
-            problems.append(f"scores/{name}: must be a finite number in [0, 1], got {value}")
-    ranks = [label["rank"] for label in data["labels"]]
-    if ranks != list(range(1, result_count + 1)):
-        problems.append(f"labels must carry ranks 1..{result_count} in order, got {ranks}")
-    return problems
+TOOL_DESCRIPTIONS = {"record_label": "Record the grade of this document.", "record_labels": "Record the grade of every document shown.",
+                     "record_list_verdict": "Record the verdict on this list of labelled results."}
 
 
 def overall_score(scores: dict[str, float], weights: dict[str, float] | None = None) -> float:
@@ -100,53 +81,42 @@ def parse_json_reply(text: str) -> tuple[object, list[str]]:
     raise ValueError(f"reply contains no JSON object ({first})" if stripped else "reply contains no JSON object (it is empty)")
 
 
-def render_results(answer: SearchAnswer) -> str:
-    """The results block of the judge prompt: one header line and the snippet (at most 500 characters)
-    per result. Result text is data; a literal ``</results>`` inside it is defused."""
-    def defuse(text: str) -> str:
-        return text.replace("</results>", "</ results>")
 
-    blocks = []
-    for hit in answer.results:
-        snippet = defuse(hit.snippet[:SNIPPET_CHARS_SHOWN])
-        anchor = defuse(hit.anchor or "-")  # a heading is document text too
-        blocks.append(
-            f"[{hit.rank}] source: {defuse(hit.source)} | anchor: {anchor} | lines {hit.lineStart}-{hit.lineEnd} | score {hit.score:.4f}\n{snippet}"
-        )
-    return "\n\n".join(blocks) if blocks else "(no results)"
+@dataclass
+class Answer:
+    """A validated reply to one :class:`~judge_runner.judge_requests.JudgeRequest`: the tool input
+    (``data``), usage over every attempt and re-ask, USD (None if unknown), HTTP requests made, the
+    recoveries applied to the raw reply (e.g. ``"stripped code fence"``), the model id the API returned,
+    and seconds the call took."""
 
-
-def judge_messages(query: Query, answer: SearchAnswer) -> tuple[str, str]:
-    """``(system prompt, user message)`` for one judgment."""
-    system = load_prompt("judge_system.md")
-    user = Template(load_prompt("judge_user.md")).substitute(
-        query=query.query,
-        intent=query.queryIntent,
-        query_type=query.queryType,
-        confident="true" if answer.confident else "false",
-        result_count=len(answer.results),
-        results=render_results(answer),
-    )
-    return system, user
+    data: dict[str, Any]
+    usage: Usage
+    cost_usd: float | None
+    attempts: int
+    recoveries: list[str] = field(default_factory=list)
+    model_returned: str | None = None
+    latency_s: float = 0.0
 
 
-def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, log=lambda m: None) -> JudgeOutcome:
-    """Ask the provider's judge for a verdict through the forced ``record_verdict`` tool.
+def ask(provider: ChatProvider, request: JudgeRequest, sampling: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None,
+        max_tokens: int = JUDGE_MAX_TOKENS, what: str = "judgment") -> Answer:
+    """Send ``request`` through its forced tool and return a reply that passes
+    :func:`judge_requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
 
     A reply that fails validation is re-asked up to MAX_REASKS times with what was wrong; a reply cut
     off by max_tokens is retried once with twice the limit. Raises InvalidOutputError, TruncatedError,
-    RefusalError or any transport LLMError. The raw invalid reply goes to ``log`` (never the API key).
-    """
-    n = len(answer.results)
-    system, user = judge_messages(query, answer)
-    tool = ToolSpec("record_verdict", "Record the verdict for this search.", verdict_schema(n))
-    turns = [Turn("user", text=user)]
-    usage, cost, attempts = Usage(), 0.0, 0
-    max_tokens = JUDGE_MAX_TOKENS
+    RefusalError or any transport LLMError (with ``usage``/``cost_usd`` of what was spent on an invalid
+    output). The raw invalid reply goes to ``log`` (never the API key)."""
+    tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
+    turns = [Turn("user", text=request.user)]
+    usage, attempts = Usage(), 0
+    cost: float | None = 0.0
     truncated_once = False
     reasks = 0
+    started = time.monotonic()
     while True:
-        reply = provider.complete(system, turns, [tool], force_tool="record_verdict", max_tokens=max_tokens, cache_system=True)
+        reply = provider.complete(request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True,
+                                  sampling=sampling)
         usage = usage + reply.usage
         cost = add_cost(cost, reply.cost_usd)
         attempts += reply.attempts
@@ -154,11 +124,12 @@ def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, l
             raise RefusalError(f"the judge refused: {reply.text[:200]}", attempts)
         if reply.stop == "max_tokens":
             if truncated_once:
-                raise TruncatedError(f"the verdict was cut off at {max_tokens} output tokens twice", attempts)
+                raise TruncatedError(f"the {what} was cut off at {max_tokens} output tokens twice", attempts)
             truncated_once, max_tokens = True, max_tokens * 2
             continue
         recoveries: list[str] = []
-        use = next((u for u in reply.tool_uses if u.name == "record_verdict"), None)
+        use = next((u for u in reply.tool_uses if u.name == tool.name), None)
+        data: object
         if use is not None:
             data, raw = use.input, json.dumps(use.input)
         else:
@@ -167,17 +138,17 @@ def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, l
                 data, recoveries = parse_json_reply(reply.text)
             except ValueError as exc:
                 data, recoveries = None, [str(exc)]
-        problems = verdict_problems(data, n) if data is not None else recoveries
-        if not problems:
-            return JudgeOutcome(Verdict.model_validate(data), usage, cost, attempts, recoveries)
-        log(f"invalid verdict for {query.id}: {'; '.join(problems[:3])}\nraw reply: {raw[:2000]}")
+        problems = reply_problems(data, request) if data is not None else recoveries
+        if not problems and isinstance(data, dict):
+            return Answer(data, usage, cost, attempts, recoveries, reply.model or None, round(time.monotonic() - started, 3))
+        log(f"invalid {what}: {'; '.join(problems[:3])}\nraw reply: {raw[:2000]}")
         reasks += 1
         if reasks > MAX_REASKS:
-            error = InvalidOutputError("verdict failed validation: " + "; ".join(problems[:3]), attempts)
+            error = InvalidOutputError(f"{what} failed validation: " + "; ".join(problems[:3]), attempts)
             error.usage, error.cost_usd = usage, cost  # type: ignore[attr-defined]
             raise error
         turns.append(Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses))
-        feedback = "Your verdict was invalid:\n" + "\n".join(problems) + f"\nCall record_verdict again with exactly {n} labels."
+        feedback = "Your reply was invalid:\n" + "\n".join(problems) + f"\nCall {tool.name} again with a valid reply."
         if reply.tool_uses:
             turns.append(Turn("user", tool_results=[ToolResult(u.id, feedback, True) for u in reply.tool_uses]))
         else:
@@ -185,7 +156,7 @@ def judge_with_llm(provider: ChatProvider, query: Query, answer: SearchAnswer, l
 
 
 class LLMJudge:
-    """The :class:`~judge_runner.roles.Judge` of an LLM: :func:`judge_with_llm` with ``provider``.
+    """The :class:`~judge_runner.roles.Judge` of an LLM: each call one :func:`ask` of ``provider``.
     ``name`` and ``model`` are the provider's (recorded in the run file's provenance)."""
 
     heuristic = False
@@ -195,6 +166,31 @@ class LLMJudge:
         self.name = provider.name
         self.model = provider.model
 
-    def judge(self, query: Query, answer: SearchAnswer, log: Callable[[str], None] = lambda message: None) -> JudgeOutcome:
-        """See :func:`judge_with_llm`."""
-        return judge_with_llm(self.provider, query, answer, log)
+    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
+                  log: Callable[[str], None] = lambda m: None) -> LabelReply:
+        """Pointwise: one ``record_label`` call for one fenced document."""
+        a = ask(self.provider, pointwise_request(query, intent, document), sampling, log, LABEL_MAX_TOKENS, "label")
+        return LabelReply(a.data["relevance"], a.data["reason"], a.data["injectionSuspected"], a.model_returned, a.usage, a.cost_usd,
+                          a.latency_s, a.attempts, tuple(a.recoveries))
+
+    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
+                    sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None) -> list[LabelReply]:
+        """Batched: one ``record_labels`` call, documents shown in ``order`` with ids D1..DN; the labels
+        come back in the documents' own order, the call's cost on the first."""
+        request = batched_request(query, intent, documents, order)
+        a = ask(self.provider, request, sampling, log, JUDGE_MAX_TOKENS, "labels")
+        out = []
+        for k, item in enumerate(labels_in_search_order(a.data, request)):
+            paid = k == 0
+            out.append(LabelReply(item["relevance"], item["reason"], item["injectionSuspected"], a.model_returned,
+                                  a.usage if paid else Usage(), a.cost_usd if paid else 0.0, a.latency_s if paid else 0.0,
+                                  a.attempts if paid else 0, tuple(a.recoveries) if paid else (), item["shownAs"]))
+        return out
+
+    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
+                     sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None) -> ListVerdict:
+        """One ``record_list_verdict`` call on the labelled results."""
+        a = ask(self.provider, list_request(query, intent, expected_sources, items), sampling, log, JUDGE_MAX_TOKENS, "list verdict")
+        d = a.data
+        return ListVerdict(float(d["scores"]["coverage"]), float(d["scores"]["snippetQuality"]), d["holistic"], d["analysis"],
+                           d["suggestions"], a.model_returned, a.usage, a.cost_usd, a.latency_s, a.attempts, tuple(a.recoveries))

@@ -25,7 +25,9 @@ DEFAULT_SEED = 20240701
 is recorded, and the seed of trial t is ``base + t``."""
 
 # which providers accept which sampling fields (llm/ providers; a new provider adds its line)
-_ACCEPTS = {"openai": ("temperature", "seed"), "anthropic": ("temperature",), "offline": ()}
+# (anthropic 2.x's messages.create has no temperature parameter: Claude samples at its own setting, so
+# nothing is sent and nothing is recorded)
+_ACCEPTS = {"openai": ("temperature", "seed"), "anthropic": (), "offline": ()}
 
 
 def sampling_settings(provider: str, trial: int = 0, base_seed: int = DEFAULT_SEED) -> dict[str, Any]:
@@ -33,9 +35,9 @@ def sampling_settings(provider: str, trial: int = 0, base_seed: int = DEFAULT_SE
     and ``seed = base_seed + trial`` where the API takes a seed. The offline heuristic takes neither
     (``{}``). An unknown provider gets temperature 0 only.
 
-    With temperature 0 and no seed (Anthropic), repeated trials of a pointwise label differ only by the
-    API's own nondeterminism, so there trials measure stability, not sampling spread; batched trials
-    still differ by their shuffles."""
+    With no seed (Anthropic, which in SDK 2.x takes no temperature either), repeated trials of a
+    pointwise label differ only by the model's own sampling, so there trials measure stability, not a
+    seeded spread; batched trials still differ by their shuffles."""
     if trial < 0:
         raise ValueError("trial must be >= 0")
     accepts = _ACCEPTS.get(provider, ("temperature",))

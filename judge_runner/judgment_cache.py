@@ -68,6 +68,17 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 """
 
 
+def parse_age(text: str) -> timedelta:
+    """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
+    grammar as ``report --since``). Raises ValueError for anything else."""
+    from judge_runner.report import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError:
+        raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
+
+
 def cache_path_for(index_db: str | Path | None) -> Path:
     """Where the judgment cache lives by default: beside the SQLite index (``judgments.sqlite`` in the
     index file's folder), or :data:`DEFAULT_PATH` under the current folder when the index is not a file

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from judge_runner.generate import GenerationResult
     from judge_runner.roles import Judge, QueryWriter
 
-PROMPTS = ("generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md")
+PROMPTS = ("generate_system.md", "generate_user.md", "judge_label_system.md", "judge_label_user.md", "judge_labels_user.md",
+           "judge_list_system.md", "judge_list_user.md")
 
 
 def load(flags: dict[str, Any]) -> Settings:
@@ -187,6 +188,8 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
         "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
         "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
         "minOverall": settings.min_overall, "index": settings.index_label,
+        "judgeMode": settings.judge_mode, "trials": settings.trials, "seed": settings.seed,
+        "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
     }
     if with_count:
         config["count"] = settings.count
@@ -198,7 +201,8 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
     run_start: dict[str, Any] = {
         "config": config,
         "provenance": provenance(job.judge, generator_model, prompt_hashes(), query_set_sha256(saved),
-                                 job.index.get_meta("corpus_fingerprint") or "", settings.search.model_dump()),
+                                 job.index.get_meta("corpus_fingerprint") or "", settings.search.model_dump(),
+                                 evaluate_options(settings), getattr(job.generator, "name", None) if generator_model else None),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
@@ -213,7 +217,25 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
 
 def evaluate_options(settings: Settings) -> EvaluateOptions:
     """Phase two's options from the settings."""
-    return EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall)
+    return EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall,
+                           settings.judge_mode, settings.trials, settings.seed,
+                           tuple(settings.human_qrels) if settings.human_qrels is not None else None)
+
+
+def open_cache(settings: Settings, printer: Printer):
+    """The judgment cache of ``settings`` (None with ``--no-cache``); raises UsageError when the file
+    cannot be used."""
+    from judge_runner.judgment_cache import CacheError, JudgmentCache
+
+    path = settings.cache_path
+    if path is None:
+        return None
+    try:
+        cache = JudgmentCache(path)
+    except CacheError as exc:
+        raise UsageError(str(exc)) from None
+    printer.note(f"judgment cache: {path}")
+    return cache
 
 
 def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationResult | None = None,
@@ -224,9 +246,14 @@ def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationRe
     run_start = run_start_fields(job, writer, queries, generation=generation, with_count=generation is not None,
                                  generator_model=generation.model if generation else None, resume=resume,
                                  all_queries=all_queries)
-    outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
-                             budget=job.budget, echo=job.printer.progress, log=job.printer.log,
-                             prior=resume.evaluations if resume else None)
+    cache = open_cache(job.settings, job.printer)
+    try:
+        outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
+                                 budget=job.budget, echo=job.printer.progress, log=job.printer.log,
+                                 prior=resume.evaluations if resume else None, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
     print_summary(outcome, job.printer)
     return outcome
 
@@ -258,6 +285,12 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         out("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
     a = summary["abstention"]
     out(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
+    trials = f", {summary['trials']} trials" + (f" (Krippendorff alpha {summary['trialsAlpha']:.2f})" if summary.get("trialsAlpha") is not None else "")
+    out(f"  judge: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
+        f"{summary['labelsCached']} from the cache, {summary['humanLabels']} human; {summary['injectionSuspected']} results flagged "
+        f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1")
+    if summary.get("judgeIsGenerator"):
+        out("  note: the judge's model also wrote the queries (circular: it may favour what it expects)")
     for issue in summary["topIssues"][:3]:
         out(f"  issue ({issue['count']}x): {issue['issue']}")
     if summary["recommendedFocus"]:

@@ -255,3 +255,39 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
             name = NDCG10_NAME if metric.measure == NDCG10 else RR_NAME
             out[metric.query_id][name] = round(float(metric.value), 6)
     return out
+
+
+def run_judge_key(run) -> str:
+    """The comparability key of a run file (:class:`judge_runner.runfile.RunFile`): its judge fingerprint
+    plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
+    from judge_runner.judge_fingerprint import comparability_key, legacy_key
+
+    provenance = run.provenance
+    if provenance is not None and provenance.judgeFingerprint:
+        returned = run.summary.judgeReturnedModels if run.summary is not None else []
+        return comparability_key(provenance.judgeFingerprint, returned)
+    return legacy_key(provenance.model_dump(by_alias=True) if provenance is not None else {})
+
+
+def export_qrels(paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None,
+                 mixed_judges: bool = False) -> PooledQrels:
+    """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
+    sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
+    run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
+    fingerprints, whose labels are not one measurement."""
+    from judge_runner.runfile import read_run_file
+
+    items: list[RunLabels] = []
+    keys: dict[str, str] = {}
+    for path in paths:
+        run = read_run_file(Path(path))
+        if not run.is_run or not run.evaluations:
+            raise QrelsError(f"{path} is not a run file with judged queries")
+        keys[run.run_id] = run_judge_key(run)
+        items += [labels_from_evaluation(run.run_id, ev.line()) for ev in run.evaluations]
+    if len(set(keys.values())) > 1 and not mixed_judges:
+        raise QrelsError("the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
+                         "judge, or pass --mixed-judges")
+    pooled = pool_qrels(items, human_labels(cache, names) if cache is not None else None)
+    write_trec_qrels(pooled.qrels, out)
+    return pooled

@@ -108,7 +108,9 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     summary = latest.summary
     headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
     # unscored queries (no overall the reader could trust) are not ranked among the worst
-    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None), key=lambda e: e.scores.overall or 0.0)[:WORST]
+    # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
+    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
+                   key=lambda e: e.scores.overall or 0.0)[:WORST]
 
     md: list[str] = [f"# Search quality report, {stamp}", ""]
     if latest.provenance.heuristicJudge:
@@ -130,7 +132,9 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     a = summary.abstention if summary else None
     if a:
         md += ["", f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
-               f"{a.falseAbstentions} on-topic queries were answered without confidence."]
+               f"{a.falseAbstentions} on-topic queries were answered without confidence."
+               + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
+               + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else "")]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     md += ["## Worst queries", ""]
     for ev in worst:

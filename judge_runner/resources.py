@@ -37,7 +37,7 @@ def resource_dir(kind: str) -> Path:
 
 @cache
 def load_prompt(name: str) -> str:
-    """Text of ``prompts/<name>`` (e.g. ``"judge_system.md"``). Raises ResourceNotFound."""
+    """Text of ``prompts/<name>`` (e.g. ``"judge_label_system.md"``). Raises ResourceNotFound."""
     path = _resource_dir("prompts") / name
     if not path.is_file():
         raise ResourceNotFound(f"prompt template {name!r} is missing from {path.parent}")

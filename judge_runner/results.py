@@ -123,13 +123,21 @@ def _numbers(values: list[Any]) -> list[float]:
 
 def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], total_queries: int, *, interrupted: bool,
                   budget_exhausted: bool, cost_usd: float | None, usage: dict, duration_s: float, heuristic: bool,
-                  stop_reason: str | None = None) -> dict:
+                  stop_reason: str | None = None, judge_mode: str | None = None, trials: int = 1,
+                  judge_is_generator: bool = False) -> dict:
     """The ``summary`` line (a :class:`~judge_runner.runlines.SummaryLine` serialised by alias).
-    Averages cover evaluated queries only (failures are never zeros); metrics average over queries
-    that have them (off-topic queries have none), keyed by ir-measures name (:data:`METRIC_NAMES`)."""
+    Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
+    overall, on-topic queries only (off-topic ones are scored on abstention: ``abstention.accuracy``
+    and ``falseAbstentionRate``); metrics average over queries that have them, keyed by ir-measures
+    name (:data:`METRIC_NAMES`). Also the label counts (cached, judged, human), Krippendorff's alpha
+    between trials (:func:`judge_runner.agreement.trials_alpha`), the model ids the judge API returned
+    and the expected-source disagreements."""
+    from judge_runner.agreement import trials_alpha
+
     average_scores = None
-    if evaluations:
-        average_scores = {d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in evaluations])) for d in (*DIMENSIONS, "overall")}
+    scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
+    if scored_evaluations:
+        average_scores = {d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")}
     average_metrics: dict[str, float | None] | None = {}
     for name in METRIC_NAMES:
         values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
@@ -147,12 +155,17 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
         weakest = min(scored, key=lambda d: scored[d])
         focus = f"{weakest} (average {scored[weakest]:.2f})"
-        weak = [ev for ev in evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]]
+        weak = [ev for ev in scored_evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]]
         weak_issues = top_issues(weak, limit=1)
         if weak_issues:
             key = _normalise_issue(weak_issues[0]["issue"])
             wording = next((i["issue"] for i in all_issues if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
             focus += f"; most frequent suggestion on the queries weak on it: {wording}"
+    results = [r for ev in evaluations for r in ev.get("results") or []]
+    alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
+    models = sorted({m for ev in evaluations for m in ev.get("judgeModelsReturned") or []})
+    correct = sum(1 for ev in off_topic if ev.get("abstained"))
+    false_abstentions = sum(1 for ev in on_topic if not ev.get("confident", True))
     return SummaryLine(
         runId=run_id,
         timestamp=utc_now(),
@@ -167,12 +180,24 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         averageMetrics=average_metrics,
         abstention=Abstention(
             offTopic=len(off_topic),
-            correct=sum(1 for ev in off_topic if ev.get("abstained")),
-            falseAbstentions=sum(1 for ev in on_topic if not ev.get("confident", True)),
+            correct=correct,
+            falseAbstentions=false_abstentions,
+            accuracy=round(correct / len(off_topic), 6) if off_topic else None,
+            falseAbstentionRate=round(false_abstentions / len(on_topic), 6) if on_topic else None,
         ),
         topIssues=[Issue(**issue) for issue in issues],
         recommendedFocus=focus,
         costUsd=cost_usd,
         usage=RunUsage(**usage),
         durationS=round(duration_s, 3),
+        judgeMode=judge_mode,
+        trials=trials,
+        trialsAlpha=alpha,
+        labelsCached=sum(int(ev.get("labelsCached") or 0) for ev in evaluations),
+        labelsJudged=sum(int(ev.get("labelsJudged") or 0) for ev in evaluations),
+        humanLabels=sum(int(ev.get("humanLabels") or 0) for ev in evaluations),
+        injectionSuspected=sum(1 for r in results if r.get("injectionSuspected")),
+        expectedSourceDisagreements=sum(len(ev.get("expectedSourceDisagreements") or []) for ev in evaluations),
+        judgeReturnedModels=models,
+        judgeIsGenerator=judge_is_generator,
     ).line()

@@ -3,7 +3,8 @@
 - :class:`QueryWriter` (phase one) writes a query set from the knowledge base:
   :class:`judge_runner.generate.LLMQueryWriter` (the exploring agent over a ChatProvider) or
   :class:`judge_runner.heuristic.writer.HeuristicQueryWriter`.
-- :class:`Judge` (phase two) grades one search answer:
+- :class:`Judge` (phase two) answers the label-first protocol's single calls (issue 14; caching, trials
+  and scores are :mod:`judge_runner.labelling`'s):
   :class:`judge_runner.judge.LLMJudge` (over a ChatProvider) or
   :class:`judge_runner.heuristic.judge.HeuristicJudge` (embedder injected).
 
@@ -16,35 +17,50 @@ reads the corpus and uses embeddings).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from judge_runner.config import ConfigError, Settings
 
 if TYPE_CHECKING:
     from judge_runner.embedding import TextEmbedder
+    from judge_runner.fence import RenderedDocument
     from judge_runner.generate import GenerationResult
-    from judge_runner.judge import JudgeOutcome
+    from judge_runner.judge_requests import ListItem
+    from judge_runner.labelling import LabelReply, ListVerdict
     from judge_runner.llm.budget import Budget
-    from judge_runner.models import Query
-    from judge_runner.search.base import SearchAnswer
 
 
 class Judge(Protocol):
-    """Phase two's judge. ``name``: the provider recorded as ``provenance.provider``; ``model``: the
-    ``judgeModel``; ``heuristic``: True when the scores come from a heuristic, not an LLM (recorded as
-    ``heuristicJudge``; a heuristic judge is CPU-bound and runs one call at a time)."""
+    """Phase two's judge: answers single calls of the label-first protocol. ``name``: the provider
+    recorded as ``provenance.provider``; ``model``: the ``judgeModel``; ``heuristic``: True when the
+    scores come from a heuristic, not an LLM (recorded as ``heuristicJudge``; a heuristic judge is
+    CPU-bound and runs one query at a time). An optional ``cache_model`` names the model in judgment-cache
+    keys (default ``model``). Every call takes the ``sampling`` fields to send
+    (``judge_fingerprint.sampling_settings``), is never shown a rank or an engine score, and raises an
+    :class:`~judge_runner.llm.errors.LLMError` kind when no valid reply can be had; ``log`` receives
+    diagnostics (never a secret)."""
 
     name: str
     model: str
     heuristic: bool
 
-    def judge(self, query: Query, answer: SearchAnswer, log: Callable[[str], None] = ...) -> JudgeOutcome:
-        """A validated verdict on ``answer`` with its usage and cost. Raises an
-        :class:`~judge_runner.llm.errors.LLMError` kind when no valid verdict can be had; ``log`` receives
-        diagnostics (never a secret)."""
+    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
+                  log: Callable[[str], None] = ...) -> LabelReply:
+        """The 0-3 label of one fenced document (pointwise mode)."""
+        ...
+
+    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
+                    sampling: Mapping[str, Any], log: Callable[[str], None] = ...) -> list[LabelReply]:
+        """The labels of ``documents`` shown in ``order`` (``order[i]``: index of the i-th shown), returned in
+        the documents' own order (batched mode)."""
+        ...
+
+    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
+                     sampling: Mapping[str, Any], log: Callable[[str], None] = ...) -> ListVerdict:
+        """The list-level verdict (coverage, snippetQuality, holistic figures) on labelled results."""
         ...
 
 

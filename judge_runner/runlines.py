@@ -34,14 +34,18 @@ from judge_runner.llm.registry import PROVIDER_NAMES
 from judge_runner.metrics import METRIC_NAMES, canonical_metric_name
 from judge_runner.models import DIMENSIONS, QueryType, SearchMode
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the label-first judge (issue 14): per-result reasons, flags, cache and trial fields, judge fingerprint,
+null scores for off-topic queries. Readers accept 1 and 2."""
 SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
 LINE_TYPES = ("run_start", "evaluation", "error", "summary")
-SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeOverall")
+SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeRelevance", "judgeRanking", "judgeOverall")
 
 _UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
 # a value in [0, 1]; None only where the reader found no value it could trust (never written)
 Unit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema(_UNIT_SCHEMA)]
+# a score that is null for an off-topic query (scored on abstention, format version 2)
+MaybeUnit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
 # a metric value: None is written for R@10 when a query has no expected sources
 MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False),
                         WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
@@ -93,6 +97,11 @@ class Provenance(BaseModel):
     corpusFingerprint: str = ""
     searchConfig: dict[str, Any] = Field(default_factory=dict)
     judgeRunnerVersion: str = ""
+    judgeFingerprint: dict[str, Any] | None = Field(default=None, description="Format 2: provider, requested model, judge mode, "
+                                                   "trials, sampling sent, prompt and schema sha256, render version "
+                                                   "(judge_fingerprint.JudgeFingerprint); trend compares only runs whose "
+                                                   "fingerprints (plus the returned model ids) are equal.")
+    judgeIsGenerator: bool = Field(default=False, description="True when the model that wrote the queries also judges them (circularity).")
 
 
 class RunStartLine(_Line):
@@ -101,7 +110,7 @@ class RunStartLine(_Line):
     model_config = ConfigDict(title="RunStartLine")
 
     type: Literal["run_start"] = "run_start"
-    formatVersion: int = Field(default=FORMAT_VERSION, ge=1, description="Run-file format; files written before it existed are 1.")
+    formatVersion: int = Field(default=1, ge=1, description="Run-file format (written: FORMAT_VERSION); files written before it existed are 1.")
     config: dict[str, Any] = Field(default_factory=dict)
     provenance: Provenance | None = None
     queriesGenerated: int | None = Field(default=None, ge=0, description="Queries phase one returned (null when the set came from a file).")
@@ -113,16 +122,20 @@ class RunStartLine(_Line):
 
 class Scores(BaseModel):
     """The four dimensions, ``overall`` (computed by code from the configured weights) and the
-    judge's own ``judgeOverall``; each in [0, 1]."""
+    list-level call's own holistic figures ``judgeRelevance``, ``judgeRanking``, ``judgeOverall``; each
+    in [0, 1]. Format 2: relevance and ranking are computed from the labels
+    (:mod:`judge_runner.label_scores`); every score is null for an off-topic query."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
-    relevance: Unit = None
-    ranking: Unit = None
-    coverage: Unit = None
-    snippetQuality: Unit = None
-    overall: Unit = None
-    judgeOverall: Unit = None
+    relevance: MaybeUnit = None
+    ranking: MaybeUnit = None
+    coverage: MaybeUnit = None
+    snippetQuality: MaybeUnit = None
+    overall: MaybeUnit = None
+    judgeRelevance: MaybeUnit = None
+    judgeRanking: MaybeUnit = None
+    judgeOverall: MaybeUnit = None
 
 
 class ResultLabel(BaseModel):
@@ -136,6 +149,16 @@ class ResultLabel(BaseModel):
     score: float
     relevance: Literal[0, 1, 2, 3]
     relevant: bool
+    reason: str = ""
+    injectionSuspected: bool = Field(default=False, description="The code's detector or the judge flagged text addressed to the judge; never raises a label.")
+    cached: bool = Field(default=False, description="Every trial's label came from the judgment cache (no call, no cost).")
+    labelOrigin: Literal["judge", "human"] = Field(default="judge", description="human: an imported human label, which wins.")
+    trialLabels: list[int] = Field(default_factory=list, description="The label of each trial; relevance is their median (lower middle).")
+    labelSpread: int = Field(default=0, ge=0, le=3, description="Highest minus lowest trial label.")
+    shownAs: list[str] = Field(default_factory=list, description="Batched mode: the local id the result had in each trial.")
+    shownFrom: Literal["chunk", "snippet"] = Field(default="chunk", description="What the label was given on: the best chunk's text, or the snippet.")
+    shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
+    truncated: bool = False
 
 
 class EvaluationUsage(BaseModel):
@@ -173,6 +196,12 @@ class EvaluationLine(_Line):
     abstained: bool | None = Field(default=None, description="Off-topic queries only: true when the search returned nothing or "
                                                              "said it was not confident. Null for other query types.")
     usage: EvaluationUsage | None = None
+    labelsCached: int = Field(default=0, ge=0, description="Trial labels taken from the judgment cache.")
+    labelsJudged: int = Field(default=0, ge=0, description="Trial labels paid for by a judge call in this run.")
+    humanLabels: int = Field(default=0, ge=0, description="Results whose label is an imported human label.")
+    listCached: bool | None = Field(default=None, description="The list-level verdict came from the cache; null when none was needed.")
+    expectedSourceDisagreements: list[str] = Field(default_factory=list, description="Expected sources the judge labelled 0 or 1.")
+    judgeModelsReturned: list[str] = Field(default_factory=list, description="Model ids the API returned for this query's calls.")
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -217,6 +246,8 @@ class Abstention(BaseModel):
     offTopic: int = Field(default=0, ge=0, description="Off-topic queries evaluated.")
     correct: int = Field(default=0, ge=0, description="Off-topic queries on which the search abstained.")
     falseAbstentions: int = Field(default=0, ge=0, description="On-topic queries on which the search said it was not confident.")
+    accuracy: float | None = Field(default=None, ge=0, le=1, description="correct / offTopic; null without off-topic queries.")
+    falseAbstentionRate: float | None = Field(default=None, ge=0, le=1, description="falseAbstentions / on-topic queries; null without them.")
 
 
 class Issue(BaseModel):
@@ -262,6 +293,16 @@ class SummaryLine(_Line):
     costUsd: float | None = Field(default=None, ge=0, description="Null when a model's price is unknown (never shown as 0).")
     usage: RunUsage | None = None
     durationS: float = Field(default=0.0, ge=0)
+    judgeMode: str | None = Field(default=None, description="pointwise or batched (format 2).")
+    trials: int = Field(default=1, ge=1)
+    trialsAlpha: float | None = Field(default=None, ge=-1, le=1, description="Krippendorff's alpha (ordinal) between trials; null with one trial.")
+    labelsCached: int = Field(default=0, ge=0)
+    labelsJudged: int = Field(default=0, ge=0)
+    humanLabels: int = Field(default=0, ge=0)
+    injectionSuspected: int = Field(default=0, ge=0, description="Results flagged as holding text addressed to the judge.")
+    expectedSourceDisagreements: int = Field(default=0, ge=0, description="Expected sources the judge labelled 0 or 1, over all queries.")
+    judgeReturnedModels: list[str] = Field(default_factory=list, description="Model ids the judge API returned during the run.")
+    judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
 
     @field_validator("averageMetrics", mode="before")
     @classmethod

@@ -1,7 +1,10 @@
 """Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
 
-Scores are comparable only under the same judge: provider, judge model and the sha256 of the judge's
-prompt templates. Runs under another judge form their own group. Search configuration, corpus and
+Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
+(provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and
+schema sent, the render version: :func:`judge_runner.judge_fingerprint.comparability_key`); for a
+version-1 run the old key (provider, judge model, judge prompt hashes: ``legacy_key``), which never
+equals a version-2 key. Runs under another judge form their own group. Search configuration, corpus and
 query-set changes are listed as "what changed" beside a delta, never as a barrier.
 
 Two runs on the same query set are compared per query (paired bootstrap of the mean difference);
@@ -14,14 +17,14 @@ Tibshirani 1993). A change is a regression or an improvement only when the inter
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judge_runner.metrics import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
+from judge_runner.metrics import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
 from judge_runner.models import DIMENSIONS
 from judge_runner.runfile import RunFile, read_run_folder
 from judge_runner.runlines import ErrorLine, EvaluationLine, Provenance, SummaryLine
@@ -41,6 +44,9 @@ class Run:
     errors, the summary if it has one, and provenance."""
 
     file: RunFile
+    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
+    """``{queryId: {"nDCG@10": x, "RR(rel=2)": y}}`` against the labels pooled over the runs of the same judge
+    and query set (:func:`pool_metrics`); a query not there keeps its own metric."""
 
     @property
     def run_id(self) -> str:
@@ -92,24 +98,34 @@ class Run:
         return not self.partial and bool(self.evaluations)
 
     @property
-    def judge(self) -> tuple:
-        """What must be equal for scores to be comparable: provider, judge model, judge prompt hashes."""
+    def judge(self) -> str:
+        """What must be equal for scores to be comparable: the judge fingerprint's comparability key
+        with the model ids the API returned (format version 2), else the version-1 key."""
+        from judge_runner.judge_fingerprint import comparability_key, legacy_key
+
         p = self.provenance
-        prompts = p.promptSha256
-        return (p.provider or None, p.judgeModel, prompts.get("judge_system.md"), prompts.get("judge_user.md"))
+        if p.judgeFingerprint:
+            returned = self.summary.judgeReturnedModels if self.summary is not None else []
+            return comparability_key(p.judgeFingerprint, returned)
+        return legacy_key(p.model_dump(by_alias=True))
 
     @property
     def judge_label(self) -> str:
-        provider, model = self.judge[:2]
-        label = f"{provider or '?'}/{model or '?'}"
-        return label + (" (heuristic)" if self.provenance.heuristicJudge else "")
+        p = self.provenance
+        label = f"{p.provider or '?'}/{p.judgeModel or '?'}"
+        if p.judgeFingerprint:
+            label += f" {p.judgeFingerprint.get('mode', '?')}"
+        return label + (" (heuristic)" if p.heuristicJudge else "")
 
     def values(self, column: str) -> dict[str, float]:
         """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
         an older key such as ``Recall@10``); queries without it, or unscored, are left out."""
         out: dict[str, float] = {}
+        pooled_column = canonical_metric_name(column) if canonical_metric_name(column) in (NDCG10_NAME, RR_NAME) else None
         for ev in self.evaluations:
             value = ev.value(column)
+            if pooled_column and value is not None and ev.queryId in self.pooled:
+                value = self.pooled[ev.queryId].get(pooled_column, value)
             if value is not None:
                 out[ev.queryId] = value
         return out
@@ -130,7 +146,36 @@ def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
     Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
     """
     files, warnings = read_run_folder(folder)
-    return [Run(f) for f in files], warnings
+    runs = [Run(f) for f in files]
+    pool_metrics(runs)
+    return runs, warnings
+
+
+def pool_metrics(runs: list[Run]) -> None:
+    """Score runs that share a judge and a query set against the same qrels (issue 14, item 6): the labels
+    of all those runs pooled (:func:`judge_runner.qrels.pool_qrels`: per document the median of the
+    runs' labels, unlabelled expected sources at 3), and each run's nDCG@10 and RR recomputed on them
+    (:func:`judge_runner.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
+    on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
+    runs whose query ids clash (QrelsError) are left as they are."""
+    from judge_runner.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
+
+    families: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        query_set = run.provenance.querySetSha256
+        if query_set and run.evaluations:
+            families.setdefault((run.judge, query_set), []).append(run)
+    for members in families.values():
+        if len(members) < 2:
+            continue
+        try:
+            items = [labels_from_evaluation(r.run_id, ev.line()) for r in members for ev in r.evaluations if ev.metrics is not None]
+            pooled = pool_qrels(items)
+        except QrelsError:
+            continue
+        for run in members:
+            ranked = {ev.queryId: [res.source for res in ev.results] for ev in run.evaluations if ev.metrics is not None}
+            run.pooled = pooled_metrics(pooled.qrels, ranked)
 
 
 @dataclass
@@ -252,10 +297,10 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
     """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder)
     baseline_id = read_baseline(folder)
-    groups: dict[tuple, list[Run]] = {}
+    groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.judge, []).append(run)
-    out_groups = []
+    out_groups: list[dict[str, Any]] = []
     latest_verdict = None
     latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():
@@ -267,6 +312,7 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
                 "runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
                 "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial, "comparable": run.comparable,
                 "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
+                "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
             if run.comparable:
                 if previous is not None:
@@ -284,8 +330,13 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
             rows.append(row)
         reason = None
         if len(groups) > 1:
-            reason = "runs judged by another provider, model or judge prompt are not comparable with the others"
-        out_groups.append({"judge": members[0].judge_label, "judgeKey": list(judge), "reason": reason, "runs": rows,
+            reason = "runs judged by another provider, model or judge prompt (or another judge protocol) are not comparable with the others"
+        label = members[0].judge_label
+        if any(g["judge"] == label for g in out_groups):  # two fingerprints, one name: tell them apart
+            label += f" [{judge.removeprefix('v1:')[:8]}]"
+            for row in rows:
+                row["judge"] = label
+        out_groups.append({"judge": label, "judgeKey": judge, "reason": reason, "runs": rows,
                            "baseline": baseline.run_id if baseline else None})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
 

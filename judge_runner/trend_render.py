@@ -37,6 +37,7 @@ def trend_rows(trend) -> list[dict]:
                 "group": group["judge"], "date": row["timestamp"][:16].replace("T", " "), "run": row["runId"],
                 "judge": row["judge"], "eval/fail": f"{row['evaluated']}/{row['failed']}",
                 **{SHORT.get(c, c): fmt(row["means"][c]) for c in row["means"]},
+                "abstain": fmt(row.get("abstentionAccuracy")),  # off-topic queries abstained on (share)
                 "Δprev overall nDCG": " ".join(filter(None, [arrow(prev.get("overall")), arrow(prev.get("nDCG@10"))])) if prev else "",
                 "Δbaseline": " ".join(filter(None, [arrow(base.get("overall")), arrow(base.get("nDCG@10"))])) if base else "",
                 "cost": "unknown" if row["costUsd"] is None and not row["partial"] else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),

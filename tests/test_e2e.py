@@ -4,13 +4,14 @@ against the loopback fake server."""
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
 
 from judge_runner.resources import load_schema
 from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall
+from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall, first_user_text, offered_tools
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder
@@ -24,7 +25,10 @@ def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     assert [l["type"] for l in lines] == ["run_start"] + ["evaluation"] * 15 + ["summary"]
     start, summary = lines[0], lines[-1]
     assert start["provenance"]["provider"] == "offline" and start["provenance"]["heuristicJudge"] is True
-    assert set(start["provenance"]["promptSha256"]) == {"generate_system.md", "generate_user.md", "judge_system.md", "judge_user.md"}
+    assert set(start["provenance"]["promptSha256"]) == {"generate_system.md", "generate_user.md", "judge_label_system.md",
+                                                        "judge_label_user.md", "judge_labels_user.md", "judge_list_system.md",
+                                                        "judge_list_user.md"}
+    assert start["formatVersion"] == 2 and start["provenance"]["judgeFingerprint"]["heuristic"] is True
     assert summary["evaluated"] == 15 and summary["failed"] == 0 and summary["heuristicJudge"] is True
     evaluations = lines[1:-1]
     off_topic = [e for e in evaluations if e["queryType"] == "off-topic"]
@@ -32,9 +36,13 @@ def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     assert all(e["metrics"] is not None and e["abstained"] is None for e in evaluations if e["queryType"] != "off-topic")
     assert summary["abstention"]["offTopic"] == len(off_topic)
     assert summary["abstention"]["correct"] == sum(e["abstained"] for e in off_topic)
-    mean_overall = sum(e["scores"]["overall"] for e in evaluations) / 15
+    on_topic = [e for e in evaluations if e["queryType"] != "off-topic"]
+    assert all(e["scores"]["overall"] is None for e in off_topic)  # scored on abstention only
+    mean_overall = sum(e["scores"]["overall"] for e in on_topic) / len(on_topic)
     assert summary["averageScores"]["overall"] == pytest.approx(mean_overall, abs=1e-6)
+    assert summary["labelsJudged"] == sum(e["resultCount"] for e in evaluations) and summary["judgeMode"] == "pointwise"
     assert "[1/15]" in result.output and "overall:" in result.output and "heuristic" in result.output
+    assert "abstained" in result.output
 
 
 def test_offline_quality_gate_exit_1(fixtures_root, db_copy, tmp_path):
@@ -74,24 +82,30 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
     assert len(evaluations) == 5 and summary["evaluated"] == 5 and summary["failed"] == 0
     assert {e["queryType"] for e in evaluations} >= {"off-topic"}
     # phase one used the sandboxed tools: list_dir, glob, read_file, then submit_queries (4 requests)
-    phase_one = [r for r in requests if "record_verdict" not in json.dumps(r.body)]
+    judge_tools = {"record_label", "record_labels", "record_list_verdict"}
+    phase_one = [r for r in requests if not set(offered_tools(api, r.body)) & judge_tools]
     assert len(phase_one) == 4
-    # every judge request showed the results and pinned the label count to them
+    # pointwise: one label call per result, plus one list-level call per on-topic query with results
     judge_requests = [r for r in requests if r not in phase_one]
-    assert len(judge_requests) == 5
+    labels = [r for r in judge_requests if "record_label" in offered_tools(api, r.body)]
+    assert len(labels) == sum(e["resultCount"] for e in evaluations)
+    assert len(judge_requests) - len(labels) == sum(1 for e in evaluations if e["queryType"] != "off-topic" and e["resultCount"])
     for e in evaluations:
         assert len(e["results"]) == e["resultCount"]
-        assert e["scores"]["judgeOverall"] == 0.7  # the fake judge's own figure, kept beside ours
-        assert e["scores"]["overall"] == pytest.approx((0.8 + 0.7 + 0.6 + 0.75) / 4, abs=1e-6) or e["resultCount"] == 0
+        if e["queryType"] != "off-topic" and e["resultCount"]:
+            parts = [e["scores"][d] for d in ("relevance", "ranking", "coverage", "snippetQuality")]
+            assert e["scores"]["overall"] == pytest.approx(sum(parts) / 4, abs=1e-6) and "judgeOverall" in e["scores"]
     # usage and cost add up: default models are priced, so cost is known and positive
     assert summary["costUsd"] is not None and summary["costUsd"] > 0
-    assert summary["usage"]["calls"] == len(requests) == 9
-    assert "test-key" not in json.dumps(lines)
-    if api == "openai":  # the judge asks for structured output, strict, with the label count pinned
-        response_format = judge_requests[0].body["response_format"]
+    assert summary["usage"]["calls"] == len(requests)
+    assert summary["judgeReturnedModels"] and "test-key" not in json.dumps(lines)
+    # one model wrote the queries and judges them: the run says so (circularity)
+    assert lines[0]["provenance"]["judgeIsGenerator"] is True and summary["judgeIsGenerator"] is True
+    assert "also wrote the queries" in result.output
+    if api == "openai":  # the judge asks for structured output, strict, reason before the label
+        response_format = labels[0].body["response_format"]
         assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
-        labels = response_format["json_schema"]["schema"]["properties"]["labels"]
-        assert labels["minItems"] == labels["maxItems"] == evaluations[0]["resultCount"]
+        assert list(response_format["json_schema"]["schema"]["properties"]) == ["reason", "injectionSuspected", "relevance"]
     if api == "anthropic":
         system = judge_requests[0].body["system"]
         assert system[0]["cache_control"] == {"type": "ephemeral"}
@@ -99,21 +113,18 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
 
 
 def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_copy, tmp_path):
-    """One query's judge keeps answering a score of 1.7: after 2 re-asks it is an error line, never a zero,
+    """One query's judge keeps answering a label of 7: after 2 re-asks it is an error line, never a zero,
     and the other queries are still judged."""
     default = DefaultBrain()
     bad_query = {}
 
     def brain(api, body):
         reply = default(api, body)
-        if isinstance(reply, ToolCall) and reply.name == "record_verdict":
-            text = json.dumps(body["messages"][0])
-            if not bad_query:
-                bad_query["marker"] = text
-            if text == bad_query["marker"]:
-                verdict = json.loads(json.dumps(reply.input))
-                verdict["scores"]["relevance"] = 1.7
-                return ToolCall("record_verdict", verdict)
+        if isinstance(reply, ToolCall) and reply.name == "record_label":
+            query = re.search(r"<query>(.*?)</query>", first_user_text(body)).group(1)
+            bad_query.setdefault("query", query)
+            if query == bad_query["query"]:
+                return ToolCall("record_label", {**reply.input, "relevance": 7})
         return reply
 
     out = tmp_path / "results"
@@ -125,10 +136,10 @@ def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_co
     errors = [l for l in lines if l["type"] == "error"]
     summary = lines[-1]
     assert len(errors) == 1 and errors[0]["errorType"] == "invalid_output" and errors[0]["stage"] == "judge"
-    assert "1.7" in errors[0]["message"] or "maximum" in errors[0]["message"]
+    assert "relevance" in errors[0]["message"]
     assert summary["evaluated"] == 4 and summary["failed"] == 1
-    evaluated = [l for l in lines if l["type"] == "evaluation"]
-    assert summary["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluated) / 4, abs=1e-6)
+    evaluated = [l for l in lines if l["type"] == "evaluation" and l["queryType"] != "off-topic"]
+    assert summary["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluated) / len(evaluated), abs=1e-6)
     assert "raw reply" in result.output  # the invalid reply is logged (stderr is mixed into output here)
     assert result.exit_code == 0  # 1 of 5 failed is under the incomplete threshold
 
@@ -190,10 +201,12 @@ def test_resume_judges_only_what_is_missing(fixtures_root, db_copy, tmp_path):
         cut.write_text("\n".join(raw[:3]) + "\n" + raw[3][:40])
         (interrupted_dir / full[0]["config"]["querySetFile"]).write_text((out / full[0]["config"]["querySetFile"]).read_text())
         before = server.count()
-        result = invoke(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--out-dir", str(interrupted_dir)], env)
+        result = invoke(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--out-dir", str(interrupted_dir), "--no-cache"], env)
         judged_again = server.count() - before
     assert result.exit_code == 0, result.output
-    assert judged_again == 3  # the two finished judgments were not sent again
+    # the two finished queries were not sent again (without the cache, the other three are judged anew)
+    rest = [e for e in full if e["type"] == "evaluation"][2:]
+    assert judged_again == sum(e["resultCount"] + (1 if e["queryType"] != "off-topic" and e["resultCount"] else 0) for e in rest)
     assert cut.read_text().endswith(raw[3][:40])  # the old file is untouched
     resumed = sorted(interrupted_dir.glob("*.jsonl"))
     resumed = [p for p in resumed if p != cut]

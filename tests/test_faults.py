@@ -11,6 +11,9 @@ Every test injects one fault and asserts three things:
 
 Searches come from a stub backend (three fixed hits, no index, no embedding model); providers are the
 real ones with a fast RetryPolicy (base 10 ms), so no test sleeps for real more than about two seconds.
+The judge labels in batched mode and gives a fixed list-level verdict without a call
+(:class:`OneCallJudge`), so each query is exactly ONE judge call (``record_labels``) and the counts below
+are per query; the protocol's own call pattern is tests/test_judge_protocol.py's.
 Ctrl+C and SIGTERM are covered by tests/test_run_loop.py, resuming by tests/test_e2e.py.
 """
 
@@ -28,6 +31,7 @@ import pytest
 
 from judge_runner.evaluate import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
 from judge_runner.judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
+from judge_runner.labelling import ListVerdict
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
@@ -37,7 +41,8 @@ from judge_runner.models import Query
 from judge_runner.resources import load_schema
 from judge_runner.results import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall
+from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall, first_user_text
+from tests.fakes.honest_judge import honest_reply
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder
@@ -81,12 +86,22 @@ def make_provider(server: FakeLLMServer, api: str, *, retry: RetryPolicy | None 
                api_key=api_key, base_url=url)
 
 
+class OneCallJudge(LLMJudge):
+    """The LLM judge with a fixed list-level verdict (holistic overall 0.7) that costs no call."""
+
+    def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
+        return ListVerdict(0.6, 0.75, {"relevance": 0.8, "ranking": 0.7, "overall": 0.7},
+                           {"coverage": "fixed", "snippetQuality": "fixed"}, ["Boost title matches for identifier queries"])
+
+
 def run(tmp_path, provider, n: int, concurrency: int = 1):
-    """run_evaluation over ``n`` queries; returns (outcome, lines, wall seconds). Lines are schema-checked."""
+    """run_evaluation over ``n`` queries, batched, one call each; returns (outcome, lines, wall seconds).
+    Lines are schema-checked."""
     writer = RunWriter(tmp_path / f"runs-{time.monotonic_ns()}")
     started = time.monotonic()
-    outcome = run_evaluation(make_queries(n), StubSearch(), LLMJudge(provider), writer, {"config": {}},
-                             EvaluateOptions(concurrency=concurrency), budget=provider.budget, echo=lambda m: None)
+    outcome = run_evaluation(make_queries(n), StubSearch(), OneCallJudge(provider), writer, {"config": {}},
+                             EvaluateOptions(concurrency=concurrency, judge_mode="batched"), budget=provider.budget,
+                             echo=lambda m: None)
     elapsed = time.monotonic() - started
     lines = list(read_run(writer.path))
     for line in lines[1:]:
@@ -130,7 +145,7 @@ def check_run(lines, server, *, evaluated, errors=(), served_by_brain=True):
 
 
 class Script:
-    """A brain that rewrites the default verdict for the first judge requests, in arrival order:
+    """A brain that rewrites the default reply for the first judge requests, in arrival order:
     each step is ``f(default_reply) -> reply`` (None: the default reply); then the default brain."""
 
     def __init__(self, *steps):
@@ -146,24 +161,25 @@ class Script:
 
 
 class JsonModeBrain(DefaultBrain):
-    """The default brain, plus JSON mode: a ``json_object`` request offers no tool, so the verdict's schema
-    is read from the system prompt (where the openai provider states it) and the verdict sent as content."""
+    """The default brain, plus JSON mode: a ``json_object`` request offers no tool, so the reply's schema
+    is read from the system prompt (where the openai provider states it) and the labels sent as content."""
 
     def __call__(self, api, body):
         response_format = body.get("response_format") or {}
         if api == "openai" and response_format.get("type") == "json_object":
             system = body["messages"][0]["content"]
             schema = json.loads(system[system.index("JSON Schema:\n") + len("JSON Schema:\n"):])
-            return ToolCall("record_verdict", self.verdict(self._pinned_count(schema, "labels")))
+            assert "labels" in schema["properties"]
+            return ToolCall("record_labels", honest_reply("record_labels", first_user_text(body)))
         return super().__call__(api, body)
 
 
 def with_score(value):
-    """A step: the default verdict with ``scores.relevance = value``."""
+    """A step: the default labels with the first label's ``relevance = value``."""
     def step(reply):
-        verdict = json.loads(json.dumps(reply.input))
-        verdict["scores"]["relevance"] = value
-        return ToolCall(reply.name, verdict)
+        labels = json.loads(json.dumps(reply.input))
+        labels["labels"][0]["relevance"] = value
+        return ToolCall(reply.name, labels)
     return step
 
 
@@ -175,11 +191,11 @@ def refused(reply):  # noqa: ARG001
     return Text("I can't help with that.", stop="refusal")
 
 
-def verdict_text(**score_overrides) -> str:
-    """A valid verdict for HITS results as JSON text (``NaN`` where a score is float('nan'))."""
-    verdict = DefaultBrain.verdict(HITS)
-    verdict["scores"].update(score_overrides)
-    return json.dumps(verdict)
+def verdict_text(relevance=0) -> str:
+    """A ``record_labels`` reply for HITS results as JSON text, every label ``relevance`` (``NaN`` where it
+    is float('nan'))."""
+    return json.dumps({"labels": [{"id": f"D{i}", "reason": "fake", "injectionSuspected": False, "relevance": relevance}
+                                  for i in range(1, HITS + 1)]})
 
 
 @pytest.fixture()
@@ -303,7 +319,7 @@ def test_invalid_json_every_time_is_reasked_twice_then_invalid_output(api, serve
     assert [query_of(r) for r in server.requests] == ["q1", "q1", "q1", "q2"]
     assert errors["q1"]["errorType"] == "invalid_output" and errors["q1"]["attempts"] == 3
     # each re-ask carries the invalid reply and what was wrong with it
-    assert "Your verdict was invalid" in json.dumps(server.requests[1].body["messages"][-1])
+    assert "Your reply was invalid" in json.dumps(server.requests[1].body["messages"][-1])
     assert len(server.requests[2].body["messages"]) == len(server.requests[1].body["messages"]) + 2
     assert outcome.exit_code == EXIT_INCOMPLETE  # 1 of 2 failed
 
@@ -312,8 +328,8 @@ BAD_SCORES = [("anthropic", 1.7), ("anthropic", "0.8"), ("openai", 1.7), ("opena
 
 
 def queue_bad_verdicts(server, api, value, times):
-    """``times`` judge replies with scores.relevance = value: raw text through openai (so NaN survives:
-    json.loads accepts it), a record_verdict tool call through anthropic."""
+    """``times`` judge replies with a label = value: raw text through openai (so NaN survives:
+    json.loads accepts it), a record_labels tool call through anthropic."""
     if api == "openai":
         server.faults.extend(Fault(raw_text=verdict_text(relevance=value)) for _ in range(times))
     else:
@@ -327,7 +343,7 @@ def test_invalid_score_persisting_is_an_error_line(api, value, server, tmp_path)
     errors, _ = check_run(lines, server, evaluated=[], errors=["q1"], served_by_brain=False)
     assert server.count() == 1 + MAX_REASKS
     assert errors["q1"]["errorType"] == "invalid_output" and errors["q1"]["attempts"] == 3
-    assert "scores/relevance" in errors["q1"]["message"]
+    assert "labels/0/relevance" in errors["q1"]["message"]
     assert outcome.exit_code == EXIT_INCOMPLETE
 
 
@@ -338,9 +354,9 @@ def test_invalid_score_once_then_valid_is_recorded(api, value, server, tmp_path)
     check_run(lines, server, evaluated=["q1"], served_by_brain=False)
     assert server.count() == 2
     evaluation = lines[1]
-    assert evaluation["scores"]["relevance"] == 0.8  # the re-asked verdict, not the invalid one
+    assert [r["relevance"] for r in evaluation["results"]] == [0] * HITS  # the re-asked labels, not the invalid one
     assert "judgeRecoveries" not in evaluation
-    assert "scores/relevance" in json.dumps(server.requests[1].body["messages"][-1])
+    assert "labels/0/relevance" in json.dumps(server.requests[1].body["messages"][-1])
     assert outcome.exit_code == EXIT_OK
 
 

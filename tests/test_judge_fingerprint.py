@@ -20,7 +20,7 @@ from judge_runner.judge_fingerprint import (
 def test_sampling_is_pinned_where_the_api_accepts_it():
     assert sampling_settings("openai") == {"temperature": 0, "seed": DEFAULT_SEED}
     assert sampling_settings("openai", trial=2, base_seed=10) == {"temperature": 0, "seed": 12}
-    assert sampling_settings("anthropic", trial=3) == {"temperature": 0}
+    assert sampling_settings("anthropic", trial=3) == {}  # anthropic 2.x takes no temperature: nothing sent
     assert sampling_settings("offline") == {}
     assert sampling_settings("some-new-provider") == {"temperature": 0}
     with pytest.raises(ValueError):

@@ -91,8 +91,7 @@ def test_protocol_hashes_cover_every_file_sent():
         protocol_hashes("list")
 
 
-def test_old_prompts_are_untouched_and_new_templates_have_only_known_placeholders():
-    assert load_prompt("judge_system.md").startswith("You are an impartial search-quality assessor")
+def test_templates_have_only_known_placeholders():
     allowed = {"query", "intent", "delimiter", "document", "documents", "count", "ids", "expected_sources", "results"}
     for mode, (system, user) in PROMPTS.items():
         assert "$" not in load_prompt(system)  # system prompts are sent as they are

@@ -87,12 +87,15 @@ def test_main_job_completes_against_a_llama_cpp_like_server(fixtures_root, db_co
     assert summary["evaluated"] == 5 and summary["failed"] == 0
     assert lines[0]["config"]["concurrency"] == LOCAL_CONCURRENCY
     refused = [r for r in requests if r.status != 200]
-    # the only refusal: the first json_schema request (500), then JSON mode with the schema for every verdict
+    # the only refusal: the first json_schema request (500), then JSON mode with the schema for every judge call
+    # (pointwise: one per result plus one list-level call per query)
     assert len(refused) == 1 and refused[0].body["response_format"]["type"] == "json_schema"
     formats = [r.body.get("response_format", {}).get("type") for r in requests if "response_format" in r.body]
-    assert formats == ["json_schema"] + ["json_object"] * 5
+    judged = sum(ev["labelsJudged"] for ev in lines if ev["type"] == "evaluation")
+    assert formats == ["json_schema"] + ["json_object"] * (len(formats) - 1) and len(formats) - 1 > judged
     assert all("schema" in r.body["response_format"] for r in requests if r.status == 200 and "response_format" in r.body)
-    assert summary["usage"]["calls"] == len(requests) == 4 + 6
+    phase_one = len(requests) - len(formats)
+    assert summary["usage"]["calls"] == len(requests) and phase_one == 4
     for r in requests:  # no message a strict server refuses
         for m in r.body["messages"]:
             assert m.get("content") is not None and (m["role"] != "assistant" or m["content"] or m.get("tool_calls"))
@@ -186,14 +189,18 @@ def test_required_answered_by_an_empty_500_elsewhere_is_transient(server, tmp_pa
 
 
 def test_grammar_schema_bounds_free_text():
-    from judge_runner.judge import verdict_schema
     from judge_runner.llm.openai_provider import GRAMMAR_STRING_CAP, grammar_schema
+    from judge_runner.resources import pinned_schema
 
-    schema = grammar_schema(verdict_schema(2))
+    schema = grammar_schema(pinned_schema("judge_labels.schema.json", "labels", 2))
     assert "$schema" not in schema and "$id" not in schema
-    assert schema["properties"]["analysis"]["properties"]["ranking"] == {"type": "string", "minLength": 1, "maxLength": GRAMMAR_STRING_CAP}
-    assert schema["properties"]["suggestions"]["items"]["maxLength"] == 300  # its own bound kept
+    item = schema["properties"]["labels"]["items"]["properties"]
+    assert item["id"]["maxLength"] == GRAMMAR_STRING_CAP  # a string without a bound gets the grammar's cap
+    assert item["reason"]["maxLength"] == 400  # its own bound kept
     assert schema["properties"]["labels"]["minItems"] == schema["properties"]["labels"]["maxItems"] == 2
+    verdict = grammar_schema(pinned_schema("judge_list_verdict.schema.json", "", None))
+    assert verdict["properties"]["analysis"]["properties"]["coverage"]["maxLength"] == 1000  # its own bound kept
+    assert verdict["properties"]["suggestions"]["items"]["maxLength"] == 300
 
 
 @pytest.mark.parametrize("status", [400, 422, 500])
@@ -266,7 +273,7 @@ def test_nan_verdict_is_reasked_and_the_reask_is_a_valid_request(api, server, tm
     check_run(lines, server, evaluated=["q1"], served_by_brain=False)
     assert [r.status for r in server.requests] == [200, 200]
     assert "NaN" in json.dumps(server.requests[1].body["messages"])  # echoed as a string
-    assert "scores/relevance" in json.dumps(server.requests[1].body["messages"][-1])
+    assert "/relevance" in json.dumps(server.requests[1].body["messages"][-1])  # the re-ask names the bad field
     assert outcome.exit_code == EXIT_OK
 
 

@@ -9,6 +9,7 @@ from judge_runner.generate import LLMQueryWriter, generate_queries
 from judge_runner.heuristic.judge import HeuristicJudge
 from judge_runner.heuristic.writer import HeuristicQueryWriter
 from judge_runner.judge import LLMJudge
+from judge_runner.labelling import judge_query
 from judge_runner.llm.base import ChatProvider
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec, missing_key
 from judge_runner.models import Query
@@ -118,15 +119,16 @@ def test_unknown_price_warns_or_refuses_a_usd_cap():
     assert priced.judge.provider.price is not None and priced.budget.cost_known
 
 
-def test_heuristic_judge_verdict_is_validated_and_free(hash_embedder):
+def test_heuristic_judge_follows_the_protocol_and_is_free(hash_embedder):
     judge = HeuristicJudge(hash_embedder)
     hits = [SearchHit(rank=i, source=f"docs/log-rotation-{i}.md", anchor="Rotating logs", lineStart=1, lineEnd=5,
                       snippet="We rotate the log files nightly with logrotate.", score=1.0 / i, scores=HitScores(), matchedBy=["fts"])
             for i in (1, 2)]
     query = Query(id="q1", query="rotate log files", queryIntent="i", queryType="keyword", expectedSources=["docs/log-rotation-1.md"])
-    outcome = judge.judge(query, SearchAnswer(query=query.query, mode="hybrid", results=hits, confident=True, latencyMs=1.0))
-    assert [label.rank for label in outcome.verdict.labels] == [1, 2]
-    assert outcome.cost_usd == 0.0 and outcome.attempts == 0 and outcome.usage.calls == 0
+    judged = judge_query(judge, query, SearchAnswer(query=query.query, mode="hybrid", results=hits, confident=True, latencyMs=1.0))
+    assert len(judged.labels) == 2 and judged.labels[0].label == judged.labels[1].label  # same text, same label
+    assert judged.scores is not None and set(judged.scores) >= {"relevance", "ranking", "coverage", "snippetQuality", "overall"}
+    assert judged.tally.cost_usd == 0.0 and judged.tally.attempts == 0 and judged.tally.usage.calls == 0
 
 
 def test_heuristic_writer_through_generate_queries(fixtures_root):

@@ -223,10 +223,11 @@ def test_summary_averages_only_evaluated_queries(run_lines):
     assert s["totalQueries"] == 6
     assert s["evaluated"] == 4
     assert s["failed"] == 2
-    # errors are not zeros: the mean is over the 4 evaluated queries only
-    assert s["averageScores"]["relevance"] == pytest.approx((1.0 + 0.6 + 0.8 + 0.2) / 4)
-    assert s["averageScores"]["coverage"] == pytest.approx((0.6 + 0.2 + 0.1 + 0.3) / 4)
-    assert s["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluations) / 4, abs=1e-6)
+    # errors are not zeros, and off-topic queries (q3, q4) are scored on abstention, not on the dimensions:
+    # the mean is over the 2 evaluated on-topic queries only (issue 14, item 10)
+    assert s["averageScores"]["relevance"] == pytest.approx((1.0 + 0.6) / 2)
+    assert s["averageScores"]["coverage"] == pytest.approx((0.6 + 0.2) / 2)
+    assert s["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluations[:2]) / 2, abs=1e-6)
     assert set(s["averageScores"]) == {"relevance", "ranking", "coverage", "snippetQuality", "overall"}
 
 
@@ -241,14 +242,14 @@ def test_summary_metrics_skip_off_topic_and_none_recall(run_lines):
 def test_summary_abstention_counts(run_lines):
     evaluations, errors = run_lines
     s = summary(evaluations, errors)
-    assert s["abstention"] == {"offTopic": 2, "correct": 1, "falseAbstentions": 1}
+    assert s["abstention"] == {"offTopic": 2, "correct": 1, "falseAbstentions": 1, "accuracy": 0.5, "falseAbstentionRate": 0.5}
 
 
 def test_summary_recommended_focus_names_the_weakest_dimension(run_lines):
     evaluations, errors = run_lines
     s = summary(evaluations, errors)
-    # coverage averages 0.3, the lowest of the four dimensions
-    assert s["recommendedFocus"].startswith("coverage (average 0.30)")
+    # coverage averages 0.4 over the on-topic queries, the lowest of the four dimensions
+    assert s["recommendedFocus"].startswith("coverage (average 0.40)")
     assert "Boost headings" in s["recommendedFocus"]
     assert s["topIssues"][0] == {"issue": "Boost headings", "count": 2, "queryIds": ["q1", "q2"]}
 
@@ -281,12 +282,12 @@ def test_summary_with_only_errors():
     assert s["averageMetrics"] is None
     assert s["recommendedFocus"] is None
     assert s["topIssues"] == []
-    assert s["abstention"] == {"offTopic": 0, "correct": 0, "falseAbstentions": 0}
+    assert s["abstention"] == {"offTopic": 0, "correct": 0, "falseAbstentions": 0, "accuracy": None, "falseAbstentionRate": None}
 
 
 def test_summary_only_off_topic_has_no_metrics():
     evaluations = [evaluation("q1", scores(1, 1, 1, 1), None, query_type="off-topic", confident=False, abstained=True)]
     s = summary(evaluations)
     assert s["averageMetrics"] is None
-    assert s["averageScores"]["relevance"] == 1
-    assert s["abstention"] == {"offTopic": 1, "correct": 1, "falseAbstentions": 0}
+    assert s["averageScores"] is None  # an off-topic query is scored on abstention only
+    assert s["abstention"] == {"offTopic": 1, "correct": 1, "falseAbstentions": 0, "accuracy": 1.0, "falseAbstentionRate": None}

@@ -8,10 +8,9 @@ import jsonschema
 import pytest
 
 from judge_runner.evaluate import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
-from judge_runner.judge import JudgeOutcome, verdict_problems
+from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.llm.errors import AuthError
-from judge_runner.llm.pricing import Usage
-from judge_runner.models import Query, Verdict
+from judge_runner.models import Query
 from judge_runner.resources import load_schema
 from judge_runner.results import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
@@ -21,24 +20,32 @@ pytestmark = pytest.mark.hash_embedder
 
 
 class StubJudge:
-    """A heuristic-style Judge whose verdict is fixed: every result gets grade 3 - rank + 1."""
+    """A heuristic-style Judge with fixed answers: ``docN.md`` is labelled 4 - N (doc1 3, doc2 2); the
+    list-level verdict gives coverage 0.4, snippetQuality 0.2 and holistic figures 0.8, 0.6, 0.9. It
+    never sees a rank: it reads the source of the fenced document."""
 
     name, model, heuristic = "offline", "stub", True
 
     def __init__(self, fail_on: set[str] | None = None):
         self.fail_on = fail_on or set()
 
-    def judge(self, query, answer, log=lambda m: None):
-        if query.query in self.fail_on:
+    def label_one(self, query, intent, document, sampling, log=lambda m: None):
+        if query in self.fail_on:
             raise AuthError("the API key was refused: HTTP 401 (authentication_error)", 1)
-        data = {
-            "labels": [{"rank": h.rank, "relevance": max(0, 4 - h.rank), "reason": "stub"} for h in answer.results],
-            "analysis": {d: "stub" for d in ("relevance", "ranking", "coverage", "snippetQuality")},
-            "scores": {"relevance": 0.8, "ranking": 0.6, "coverage": 0.4, "snippetQuality": 0.2, "overall": 0.9},
-            "suggestions": ["Boost title matches"],
-        }
-        assert verdict_problems(data, len(answer.results)) == []
-        return JudgeOutcome(Verdict.model_validate(data), Usage(), 0.0, 0, [])
+        return LabelReply(max(0, 4 - int(document.source[3:-3])), "stub")
+
+    def label_batch(self, query, intent, documents, order, sampling, log=lambda m: None):
+        return [self.label_one(query, intent, d, sampling, log) for d in documents]
+
+    def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
+        return ListVerdict(0.4, 0.2, {"relevance": 0.8, "ranking": 0.6, "overall": 0.9},
+                           {"coverage": "stub", "snippetQuality": "stub"}, ["Boost title matches"])
+
+
+# relevance = graded precision of labels [3, 2] = (1 + 2/3) / 2; ranking = 1 (best first); coverage 0.4,
+# snippetQuality 0.2 from the list-level verdict
+RELEVANCE = (1 + 2 / 3) / 2
+OVERALL = (RELEVANCE + 1.0 + 0.4 + 0.2) / 4
 
 
 class StubSearch:
@@ -73,14 +80,15 @@ def run(tmp_path, qs, search, judge=None, **options):
 def test_overall_is_computed_by_code_not_taken_from_judge(tmp_path):
     outcome, lines = run(tmp_path, queries(2), StubSearch())
     evaluation = lines[1]
-    assert evaluation["scores"]["overall"] == pytest.approx(0.5)  # mean of 0.8, 0.6, 0.4, 0.2
-    assert evaluation["scores"]["judgeOverall"] == 0.9
+    assert evaluation["scores"]["relevance"] == pytest.approx(RELEVANCE, abs=1e-6)  # from the labels
+    assert evaluation["scores"]["overall"] == pytest.approx(OVERALL, abs=1e-6)  # the mean of the four
+    assert evaluation["scores"]["judgeOverall"] == 0.9 and evaluation["scores"]["judgeRanking"] == 0.6
     assert outcome.exit_code == EXIT_OK
 
 
 def test_weights_change_overall(tmp_path):
     _, lines = run(tmp_path, queries(1), StubSearch(), weights={"relevance": 3, "ranking": 1, "coverage": 0, "snippetQuality": 0})
-    assert lines[1]["scores"]["overall"] == pytest.approx((3 * 0.8 + 0.6) / 4)
+    assert lines[1]["scores"]["overall"] == pytest.approx((3 * RELEVANCE + 1.0) / 4, abs=1e-6)
 
 
 def test_ctrl_c_keeps_judged_lines_and_marks_summary_interrupted(tmp_path):
@@ -101,7 +109,7 @@ def test_search_failure_is_an_error_line_never_a_zero(tmp_path):
     assert len(errors) == 1 and errors[0]["stage"] == "search" and "locked" in errors[0]["message"]
     summary = lines[-1]
     assert summary["evaluated"] == 3 and summary["failed"] == 1
-    assert summary["averageScores"]["overall"] == pytest.approx(0.5)  # not dragged down by the failure
+    assert summary["averageScores"]["overall"] == pytest.approx(OVERALL, abs=1e-6)  # not dragged down by the failure
     assert outcome.exit_code == EXIT_OK  # 1 of 4 is not more than a quarter
 
 
@@ -119,9 +127,9 @@ def test_refused_key_stops_the_run_with_exit_2(tmp_path):
 
 
 def test_min_overall_gate(tmp_path):
-    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.6)
+    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.61)
     assert outcome.exit_code == EXIT_GATE
-    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.5)
+    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.6)
     assert outcome.exit_code == EXIT_OK
 
 

@@ -30,7 +30,8 @@ N = 6
 def provenance(**kw) -> dict:
     return {"provider": "anthropic", "generatorModel": "m", "judgeModel": "m", "heuristicJudge": False,
             "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}, "querySetSha256": "a" * 64,
-            "corpusFingerprint": "c", "searchConfig": {}, "judgeRunnerVersion": "0.1.0", **kw}
+            "corpusFingerprint": "c", "searchConfig": {}, "judgeRunnerVersion": "0.1.0", "judgeFingerprint": None,
+            "judgeIsGenerator": False, **kw}
 
 
 def evaluation(i: int, overall=0.5, **kw) -> dict:
@@ -120,7 +121,7 @@ def test_written_lines_validate_and_round_trip():
     schemas = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
     start = run_start_line("r1", "2026-11-01T10:00:00.000Z", {"config": {}, "provenance": provenance(), "queriesGenerated": None,
                                                                 "queriesDropped": 0})
-    assert start["formatVersion"] == FORMAT_VERSION == 1 and list(start)[:4] == ["type", "runId", "timestamp", "formatVersion"]
+    assert start["formatVersion"] == FORMAT_VERSION == 2 and list(start)[:4] == ["type", "runId", "timestamp", "formatVersion"]
     ev = EvaluationLine.model_validate(evaluation(1)).line()
     summary = build_summary("r1", [ev], [], 1, interrupted=False, budget_exhausted=False, cost_usd=None,
                             usage={"inputTokens": 1, "outputTokens": 1, "calls": 1}, duration_s=1.0, heuristic=False)

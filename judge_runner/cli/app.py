@@ -22,9 +22,11 @@ from typing import Any
 import click
 
 from judge_runner import __version__
+from judge_runner.cli.cache import cache
 from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
 from judge_runner.cli.history import baseline, report, trend
 from judge_runner.cli.indexing import index, search
+from judge_runner.cli.qrels import qrels
 from judge_runner.cli.weekly import weekly
 from judge_runner.crashlog import debug_requested, internal_error, log_traceback, traceback_text
 from judge_runner.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
@@ -140,7 +142,7 @@ def main() -> None:
     """
 
 
-for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly):
+for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels):
     main.add_command(_command)
 
 

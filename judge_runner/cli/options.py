@@ -133,6 +133,22 @@ COMMON = [
     setting_option("call_deadline", "Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
+def _repeated(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str] | None:
+    """A repeated option's values as a list, or None when it was not given (so the settings decide)."""
+    return list(value) or None
+
+
+JUDGE_PROTOCOL = [
+    setting_option("judge_mode", "pointwise: one judge call per result (plus one list-level call per query); batched: one call "
+                                 "per query, results in a seeded random order [default: pointwise]."),
+    setting_option("trials", "Label each result N times (pointwise: seeds; batched: new shuffles); the label is the median, "
+                             "Krippendorff's alpha goes in the summary [default: 1]."),
+    setting_option("seed", "Base seed of the shuffles, and sent where the API takes one."),
+    setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index]."),
+    click.option("--no-cache", is_flag=True, default=None, help="Judge every result again; read and store nothing in the cache."),
+    click.option("--human-qrels", multiple=True, default=None, metavar="NAME", callback=_repeated,
+                 help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`]."),
+]
 CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 COUNT = setting_option("count", "Number of queries to write [default: 15].")
 OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
@@ -147,8 +163,8 @@ def generate_options(f):
 
 
 def evaluate_options(f):
-    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY])
+    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])
 
 
 def run_options(f):
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])

@@ -1,25 +1,32 @@
-"""The heuristic judge (``--provider offline``, phase two): a verdict from embeddings and term overlap.
+"""The heuristic judge (``--provider offline``, phase two): the label-first protocol on embeddings and
+term overlap.
 
-Verdicts come from the cosine similarity of the injected embedder's vectors (all-MiniLM-L6-v2 in a real
-run) of query and result, and the share of query terms the result contains. It is labelled as a
-heuristic judge wherever its output appears (``heuristicJudge: true`` in the run file, "heuristic" on the
-console), and its verdict passes the same validation as an LLM's (:func:`judge_runner.judge.verdict_problems`).
+It answers the same three calls as the LLM judge (:class:`judge_runner.judge.LLMJudge`), so labels go
+through the same cache, trials and scores (:mod:`judge_runner.labelling`):
+
+- a label per document from the cosine similarity of the injected embedder's vectors (all-MiniLM-L6-v2
+  in a real run) of query and document, and the share of query terms the document contains, computed
+  on :func:`judge_runner.fence.without_suspected_lines` of the document: text addressed to the judge
+  is dropped before scoring, so an injected document gets its clean twin's label;
+- a list-level verdict (coverage, snippetQuality, holistic figures) from the labels and the snippets.
+
+It is labelled as a heuristic judge wherever its output appears (``heuristicJudge: true`` in the run
+file, "heuristic" on the console).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from judge_runner.embedding import TextEmbedder
+from judge_runner.fence import RenderedDocument, without_suspected_lines
 from judge_runner.heuristic import MODEL_NAME
-from judge_runner.judge import SNIPPET_CHARS_SHOWN, JudgeOutcome, verdict_problems
-from judge_runner.llm.errors import InvalidOutputError
-from judge_runner.llm.pricing import Usage
-from judge_runner.models import Query, Verdict
-from judge_runner.search.base import SearchAnswer
+from judge_runner.judge_requests import ListItem
+from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.textproc import query_tokens
 
 # Grade thresholds on 0.6 * cosine + 0.4 * term overlap. Chosen by hand on the sample fixtures so that a
@@ -36,74 +43,77 @@ def _dcg(gains: list[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
 
-def judge_verdict(query: str, query_type: str, confident: bool, results: list[dict], embedder: TextEmbedder) -> dict:
-    """A heuristic verdict (``schemas/judge_verdict.schema.json`` shape) for ``results``, each a dict
-    with ``rank``, ``source``, ``anchor`` and ``snippet``.
 
-    label = grade of ``0.6 * cosine(query, anchor + snippet) + 0.4 * share of query terms present``;
-    relevance = DCG-weighted mean grade / 3; ranking = nDCG of the shown order against the ideal order
-    of the same labels; coverage = share of query terms found in the top 5 (blended with the best
-    grade); snippetQuality = mean over the top 3 of the snippet's own term overlap and cosine.
-    """
+
+def _grade(combined: float) -> int:
+    return next((g for threshold, g in GRADE_THRESHOLDS if combined >= threshold), 0)
+
+
+def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder: TextEmbedder) -> list[LabelReply]:
+    """One heuristic label per document, each on its own (so order and neighbours never matter):
+    grade of ``0.6 * cosine(query, anchor + text) + 0.4 * share of query terms in anchor, text and
+    source``, thresholds :data:`GRADE_THRESHOLDS`, on :func:`fence.without_suspected_lines` of the
+    document. The flag ``injection_suspected`` is left to the code's detector (False here)."""
+    if not documents:
+        return []
     tokens = query_tokens(query)
-    n = len(results)
+    clean = [without_suspected_lines(d) for d in documents]
+    texts = [f"{d.anchor}\n{d.body}" for d in clean]
+    vectors = embedder.encode([query, *texts])
+    q = vectors[0]
+    out = []
+    for doc, text, vector in zip(clean, texts, vectors[1:]):
+        cos = float(np.dot(q, vector))
+        overlap = _overlap(tokens, text + " " + doc.source)
+        out.append(LabelReply(_grade(0.6 * cos + 0.4 * overlap), f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"))
+    return out
+
+
+def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: TextEmbedder) -> ListVerdict:
+    """The heuristic list-level verdict on labelled results (search order): coverage = half the share of
+    query terms in the top 5 snippets plus half the best label / 3; snippetQuality = mean over the top 3
+    of half the snippet's term overlap plus half ``min(1, cosine / 0.6)``; holistic relevance = the
+    DCG-weighted mean label / 3, ranking = nDCG of the order against the ideal order of the labels,
+    overall their mean with coverage and snippetQuality. Suggestions as the old heuristic verdict's."""
+    tokens = query_tokens(query)
+    n = len(items)
     if n == 0:
-        on_topic = query_type != "off-topic"
-        value = 0.0 if on_topic else 1.0
-        return {
-            "labels": [],
-            "analysis": {d: ("No results for an on-topic query." if on_topic else "No results: correct for an off-topic query.") + " (heuristic)" for d in ("relevance", "ranking", "coverage", "snippetQuality")},
-            "scores": {"relevance": value, "ranking": value, "coverage": value, "snippetQuality": value, "overall": value},
-            "suggestions": ["Return results for on-topic queries"] if on_topic else [],
-        }
-    texts = [f"{r.get('anchor') or ''}\n{r['snippet']}" for r in results]
-    vectors = embedder.encode([query] + texts + [r["snippet"] for r in results])
-    q, docs, snippets = vectors[0], vectors[1 : n + 1], vectors[n + 1 :]
-    cosines = [float(np.dot(q, d)) for d in docs]
-    labels, grades = [], []
-    for r, text, cos in zip(results, texts, cosines):
-        combined = 0.6 * cos + 0.4 * _overlap(tokens, text + " " + r["source"])
-        grade = next((g for threshold, g in GRADE_THRESHOLDS if combined >= threshold), 0)
-        grades.append(grade)
-        labels.append({"rank": r["rank"], "relevance": grade, "reason": f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"})
+        return ListVerdict(0.0, 0.0, {"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
+                           {"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."}, ["Return results for on-topic queries"])
+    snippets = [without_suspected_lines(i.snippet) for i in items]
+    texts = [f"{s.anchor}\n{s.body}" for s in snippets]
+    vectors = embedder.encode([query, *[s.body for s in snippets[:3]]])
+    grades = [i.label for i in items]
+    top_text = " ".join(texts[:5])
+    coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
+    snippet_quality = sum(0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6)
+                          for s, v in zip(snippets[:3], vectors[1:])) / min(3, n)
     gains = [g / 3 for g in grades]
     relevance = _dcg(gains) / _dcg([1.0] * n)
     ideal = _dcg(sorted(gains, reverse=True))
     ranking = _dcg(gains) / ideal if ideal > 0 else 0.0
-    top_text = " ".join(texts[:5])
-    coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
-    snippet_quality = sum(0.5 * _overlap(tokens, r["snippet"]) + 0.5 * min(1.0, max(0.0, float(np.dot(q, s))) / 0.6)
-                          for r, s in zip(results[:3], snippets[:3])) / min(3, n)
+    clip = lambda v: round(min(1.0, max(0.0, v)), 4)  # noqa: E731
+    coverage, snippet_quality, relevance, ranking = clip(coverage), clip(snippet_quality), clip(relevance), clip(ranking)
     suggestions = []
-    if query_type == "off-topic":
-        value = 0.5 if not confident else 0.0
-        relevance = ranking = coverage = snippet_quality = value
-        labels = [{**label, "relevance": 0, "reason": "off-topic query: " + label["reason"]} for label in labels]
-        if confident:
-            suggestions.append("Return no results or confident: false when no result clears a relevance threshold")
-    else:
-        if max(grades) < 2:
-            suggestions.append(f"Improve recall for {query_type} queries")
-        elif grades[0] < max(grades):
-            suggestions.append("Rank the best-matching document first")
-        if snippet_quality < 0.4:
-            suggestions.append("Centre snippets on the matching lines")
-    scores = {"relevance": relevance, "ranking": ranking, "coverage": coverage, "snippetQuality": snippet_quality}
-    scores = {k: round(min(1.0, max(0.0, v)), 4) for k, v in scores.items()}
-    scores["overall"] = round(sum(scores.values()) / 4, 4)
-    best = max(range(n), key=lambda i: grades[i])
+    if max(grades) < 2:
+        suggestions.append("Improve recall for this kind of query")
+    elif grades[0] < max(grades):
+        suggestions.append("Rank the best-matching document first")
+    if snippet_quality < 0.4:
+        suggestions.append("Centre snippets on the matching lines")
     analysis = {
-        "relevance": f"Heuristic: {sum(1 for g in grades if g >= 2)} of {n} results look relevant (grade >= 2).",
-        "ranking": f"Heuristic: the best-looking result ({results[best]['source']}) is at rank {best + 1}.",
-        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms.",
-        "snippetQuality": f"Heuristic: snippet quality {scores['snippetQuality']:.2f} from term overlap and similarity of the top 3.",
+        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms; best label {max(grades)}.",
+        "snippetQuality": f"Heuristic: snippet quality {snippet_quality:.2f} from term overlap and similarity of the top 3.",
     }
-    return {"labels": labels, "analysis": analysis, "scores": scores, "suggestions": suggestions}
+    holistic = {"relevance": relevance, "ranking": ranking, "overall": clip((relevance + ranking + coverage + snippet_quality) / 4)}
+    return ListVerdict(coverage, snippet_quality, holistic, analysis, suggestions)
 
 
 class HeuristicJudge:
     """The offline :class:`~judge_runner.roles.Judge`: no network, no key, no cost. ``embedder`` is
-    injected (``build_roles`` passes :func:`judge_runner.embedding.get_embedder`'s)."""
+    injected (``build_roles`` passes :func:`judge_runner.embedding.get_embedder`'s); its name is part of
+    ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
+    (it is deterministic)."""
 
     name = "offline"
     model = MODEL_NAME
@@ -111,14 +121,21 @@ class HeuristicJudge:
 
     def __init__(self, embedder: TextEmbedder):
         self.embedder = embedder
+        self.cache_model = f"{MODEL_NAME}+{getattr(embedder, 'name', type(embedder).__name__)}"
 
-    def judge(self, query: Query, answer: SearchAnswer, log: Callable[[str], None] = lambda message: None) -> JudgeOutcome:
-        """A validated verdict of :func:`judge_verdict` on the results as the judge is shown them
-        (snippets cut at SNIPPET_CHARS_SHOWN). Free: zero usage and cost. Raises InvalidOutputError when
-        the verdict fails validation (a bug of the heuristic)."""
-        results = [{"rank": h.rank, "source": h.source, "anchor": h.anchor, "snippet": h.snippet[:SNIPPET_CHARS_SHOWN]} for h in answer.results]
-        data = judge_verdict(query.query, query.queryType, answer.confident, results, self.embedder)
-        problems = verdict_problems(data, len(results))
-        if problems:
-            raise InvalidOutputError("the offline judge produced an invalid verdict: " + "; ".join(problems))
-        return JudgeOutcome(Verdict.model_validate(data), Usage(), 0.0, 0, [])
+    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
+                  log=lambda message: None) -> LabelReply:
+        """The heuristic label of one document (:func:`heuristic_labels`); free."""
+        return heuristic_labels(query, [document], self.embedder)[0]
+
+    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
+                    sampling: Mapping[str, Any], log=lambda message: None) -> list[LabelReply]:
+        """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
+        labels = heuristic_labels(query, documents, self.embedder)
+        position = {original: shown for shown, original in enumerate(order)}
+        return [LabelReply(r.label, r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
+
+    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
+                     sampling: Mapping[str, Any], log=lambda message: None) -> ListVerdict:
+        """:func:`heuristic_list_verdict`; free."""
+        return heuristic_list_verdict(query, items, self.embedder)

@@ -91,7 +91,9 @@ class AnthropicProvider(ChatProvider):
             cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
         )
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout) -> Completion:
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+        # ``sampling`` is accepted for the shared signature; anthropic 2.x takes neither temperature nor seed,
+        # so judge_fingerprint.sampling_settings("anthropic") is empty and nothing is sent
         system_block = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -117,9 +118,12 @@ class ChatProvider(ABC):
         force_tool: str | None = None,
         max_tokens: int = 4096,
         cache_system: bool = False,
+        sampling: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One logical call with retries and budget. Raises an ``LLMError`` kind (BudgetExhausted and
-        CallTooExpensive before any request is sent)."""
+        CallTooExpensive before any request is sent). ``sampling``: fields such as ``{"temperature": 0,
+        "seed": 7}`` (``judge_fingerprint.sampling_settings``) passed to a provider whose ``_send`` takes
+        them; ``Completion.model`` is the model id the API returned."""
         prompt = system + json.dumps([dataclasses.asdict(t) for t in turns], ensure_ascii=False)
         prompt += json.dumps([dataclasses.asdict(t) for t in tools])
         reservation = self.budget.reserve(self.price, estimate_tokens(prompt), max_tokens)
@@ -131,7 +135,8 @@ class ChatProvider(ABC):
             # each attempt gets --timeout, but never more than what is left of the call's deadline
             timeout = max(0.05, min(self.timeout_s, deadline - time.monotonic()))
             try:
-                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system, timeout)
+                extra = {"sampling": dict(sampling)} if sampling else {}
+                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system, timeout, **extra)
             except Exception as exc:
                 # an attempt may have made more than one request (openai's json_schema fallback)
                 total = total + Usage(calls=getattr(exc, "extra_requests", 0))

@@ -1,7 +1,7 @@
 """OpenAI Chat Completions provider, also for OpenAI-compatible servers (Ollama, vLLM, llama.cpp).
 
 API reference: https://platform.openai.com/docs/api-reference/chat. Phase one's agent uses function
-calling. A call that forces its only tool (the judge's ``record_verdict``) is a structured-output
+calling. A call that forces its only tool (the judge's ``record_label``) is a structured-output
 request instead: ``response_format`` ``json_schema`` with ``strict: true``
 (https://platform.openai.com/docs/guides/structured-outputs); the reply is validated by the caller
 whatever the server enforced. ``OPENAI_BASE_URL`` points the client at a compatible server; those get
@@ -276,9 +276,9 @@ class OpenAIProvider(ChatProvider):
         return messages
 
     def _request(self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int,
-                 timeout: float, structured: ToolSpec | None) -> tuple[dict, dict]:
+                 timeout: float, structured: ToolSpec | None, sampling: dict | None = None) -> tuple[dict, dict]:
         """``(create() keyword arguments, the capability values they use)`` at the server's current
-        capabilities."""
+        capabilities. ``sampling["seed"]`` (the judge's per-trial seed) replaces the default seed."""
         caps = self.capabilities
         kwargs: dict = {"model": self.model, "timeout": timeout,
                         "max_tokens" if self.base_url else "max_completion_tokens": max_tokens}
@@ -287,7 +287,7 @@ class OpenAIProvider(ChatProvider):
             kwargs["temperature"] = 0.0  # reasoning models take only their default
             used["temperature"] = True
         if caps.current("seed"):
-            kwargs["seed"] = DEFAULT_SEED
+            kwargs["seed"] = int(sampling["seed"]) if sampling and sampling.get("seed") is not None else DEFAULT_SEED
             used["seed"] = True
         if structured is not None:
             level = used["structured"] = caps.structured
@@ -348,13 +348,13 @@ class OpenAIProvider(ChatProvider):
 
     # -- sending -----------------------------------------------------------------------------------
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout) -> Completion:
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
         import openai
 
         structured = tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
         extra = 0  # requests refused for a capability, then sent again without it
         while True:
-            kwargs, used = self._request(system, turns, tools, force_tool, max_tokens, timeout, structured)
+            kwargs, used = self._request(system, turns, tools, force_tool, max_tokens, timeout, structured, sampling)
             try:
                 try:
                     response = self._client.chat.completions.create(**kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from judge_runner.models import SEARCH_MODES, SearchMode  # noqa: F401 - the vocabulary is defined once, in models
 from judge_runner.search_settings import SearchSettings  # noqa: F401 - neutral module (config.py imports no search)
@@ -36,6 +36,8 @@ class SearchHit(BaseModel):
     score: float
     scores: HitScores
     matchedBy: list[Literal["fts", "vector"]]
+    text: str | None = Field(default=None, exclude=True, description="The best chunk's whole text, for the judge "
+                             "(fence.render_document caps it); not part of the search's JSON output.")
 
 
 class SearchAnswer(BaseModel):

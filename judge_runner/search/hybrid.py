@@ -80,6 +80,7 @@ def collapse(query: str, rows: Sequence[ChunkRow], chunk_scores: dict, bm25: dic
                     rrf=round(fused[cid], 6) if cid in fused else None,
                 ),
                 matchedBy=matched,
+                text=text,
             )
         )
     return hits

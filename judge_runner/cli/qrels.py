@@ -1,0 +1,87 @@
+"""Command group ``qrels``: the judge's labels out as TREC qrels, human qrels in (``judge_runner.qrels``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from judge_runner.cli.cache import CACHE, open_cache
+from judge_runner.cli.options import db_option, printer
+from judge_runner.failures import UsageError
+from judge_runner.qrels import QrelsError, export_qrels, import_human_qrels
+
+
+@click.group()
+def qrels() -> None:
+    """Export the judge's labels as TREC qrels, or import human qrels (which win over the judge's)."""
+
+
+@qrels.command("export")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="TREC qrels file to write (qid 0 docid grade).")
+@click.option("--human/--no-human", default=True, show_default=True, help="Let imported human labels win where they exist.")
+@click.option("--mixed-judges", is_flag=True, help="Pool runs judged under different judge fingerprints anyway.")
+@CACHE
+@db_option
+def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges: bool, cache: Path | None, db: Path | None) -> None:
+    """Pool the labels of the run files RESULTS into TREC qrels.
+
+    \b
+    Per (query, document): a human label wins; else the median of the runs' labels (a document
+    returned several times counts with its best label); else an unlabelled expected source gets 3.
+    ir_measures.read_trec_qrels (or trec_eval) reads the file; ids are %-escaped like TREC run files.
+    """
+    store = open_cache(cache, db) if human and (cache or _default_cache_exists(db)) else None
+    try:
+        with open(out, "w", encoding="utf-8") as handle:
+            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges)
+    except (QrelsError, OSError) as exc:
+        out.unlink(missing_ok=True)
+        raise UsageError(str(exc)) from None
+    finally:
+        if store is not None:
+            store.close()
+    counts = pooled.counts
+    printer().out(f"wrote {sum(counts.values())} labels of {len(pooled.qrels)} queries from {len(pooled.runs)} runs to {out} "
+                  f"({counts['judge']} judge, {counts['human']} human, {counts['expected']} expected sources)")
+
+
+def _default_cache_exists(db: Path | None) -> bool:
+    from judge_runner.cli.options import settings
+
+    path = settings(db=db).cache_path
+    return path is not None and path.is_file()
+
+
+def _rescale(ctx, param, values):
+    out = {}
+    for value in values:
+        try:
+            old, new = (int(v) for v in value.split("="))
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not OLD=NEW (e.g. 1=3)") from None
+        out[old] = new
+    return out
+
+
+@qrels.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Name of this set of human labels (letters, digits, . _ -); a new import replaces it.")
+@click.option("--rescale", multiple=True, callback=_rescale, metavar="OLD=NEW",
+              help="Map a grade onto the 0-3 scale, e.g. --rescale 1=3 for binary qrels (repeatable).")
+@CACHE
+@db_option
+def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:
+    """Store the human qrels in FILE (TREC format: qid iter docid grade) in the judgment cache.
+
+    \b
+    Later runs use a human label instead of asking the judge wherever one exists for a (query id,
+    source) pair, and say how many labels were human.
+    """
+    with open_cache(cache, db, must_exist=False) as store:
+        try:
+            stored = import_human_qrels(store, file, name, rescale)
+        except QrelsError as exc:
+            raise UsageError(str(exc)) from None
+    printer().out(f"imported {stored} human labels as {name!r}")

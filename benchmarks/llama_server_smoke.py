@@ -147,12 +147,14 @@ def short_text(schema, chars: int = 60):
 
 def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[tuple[str, bool, str]]:
     """The structure-only checks, through judge-runner's OpenAIProvider. Returns ``(name, ok, detail)``."""
+    import jsonschema
+
     from judge_runner.generate import TOOLS
-    from judge_runner.judge import verdict_problems, verdict_schema
     from judge_runner.llm.base import ToolResult, ToolSpec, Turn
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
     from judge_runner.llm.retry import RetryPolicy
+    from judge_runner.resources import load_schema
 
     notes: list[str] = []
     provider = OpenAIProvider(MODEL_ALIAS, RetryPolicy(max_retries=1, deadline_s=2 * timeout_s), Budget(), timeout_s=timeout_s,
@@ -191,15 +193,17 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
         return (use is not None and use.name == "glob",
                 f"accepted the echoed tool call (no content null); tool {use.name if use else None}, {again.attempts} request(s)")
 
-    # the verdict's own schema (one result), its free text held to 60 characters and one suggestion: the
-    # same shape and path as a real judgment, short enough for a 2-core CPU (a protocol check, not quality)
-    verdict_tool = ToolSpec("record_verdict", "Record the verdict for this search.", short_text(verdict_schema(1)))
-    judge_turns = [Turn("user", text="Query: rotate the backup key\nResult [1]: runbooks/backup.md - Rotating the key: run "
-                                     "`backup-key rotate`.\nJudge the result: one label per result, scores in [0, 1].")]
+    # the pointwise label's own schema (reason, injectionSuspected, relevance), its reason held to 60
+    # characters: the same shape and path as a real judgment, short enough for a 2-core CPU (a protocol
+    # check, not quality)
+    label_schema = load_schema("judge_label.schema.json")
+    verdict_tool = ToolSpec("record_label", "Record the label for this document.", short_text(label_schema))
+    judge_turns = [Turn("user", text="Query: rotate the backup key\nDocument: runbooks/backup.md - Rotating the key: run "
+                                     "`backup-key rotate`.\nGrade the document 0-3 for the query.")]
 
     def json_schema_fallback():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=600)
+                                  force_tool="record_label", max_tokens=200)
         learned = provider.capabilities.structured
         ok = learned != "json_schema" and reply.attempts >= 2 and any("json_schema" in n for n in notes)
         forced["verdict_reply"] = reply
@@ -207,12 +211,13 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
 
     def json_mode_verdict():
         reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_verdict", max_tokens=600)
+                                  force_tool="record_label", max_tokens=200)
         use = reply.tool_uses[0] if reply.tool_uses else None
         data = use.input if use and use.id == STRUCTURED_ID else None
         keys = sorted(data) if isinstance(data, dict) else None
-        problems = verdict_problems(data, 1) if data is not None else ["no JSON object"]
-        ok = reply.attempts == 1 and isinstance(data, dict) and {"labels", "analysis", "scores", "suggestions"} <= set(data)
+        problems = ([e.message for e in jsonschema.Draft202012Validator(label_schema).iter_errors(data)]
+                    if data is not None else ["no JSON object"])
+        ok = reply.attempts == 1 and isinstance(data, dict) and {"reason", "injectionSuspected", "relevance"} <= set(data)
         return ok, (f"one request, a JSON object with keys {keys}; schema problems (quality, not checked): "
                     f"{len(problems)}{' - ' + problems[0][:80] if problems else ''}")
 

@@ -30,6 +30,7 @@ METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
 COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
 GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 MIN_QUERIES = 5
+MIN_EFFECT = 0.03  # smallest difference (on a 0-1 scale) called a regression or an improvement
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 BASELINE_FILE = "baseline.json"
@@ -151,14 +152,23 @@ class Comparison:
                 "paired": self.paired, "verdict": self.verdict}
 
 
-def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int = 0) -> Comparison:
+def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
     """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256)."""
+    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
+    return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
+
+
+def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT,
+                   seed: int = 0) -> Comparison:
+    """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: the mean difference
+    b - a, its 95% percentile bootstrap interval (scipy.stats.bootstrap, ``RESAMPLES`` resamples, fixed
+    ``seed``) and :func:`verdict`. ``paired``: over the queries both have (the same query set, or two
+    systems of one compare run); else unpaired over each side's queries. Fewer than ``MIN_QUERIES``
+    queries give "too few queries" and no interval."""
     from scipy import stats
 
-    a, b = old.values(column), new.values(column)
-    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
     rng = np.random.default_rng(seed)
-    if same_set:
+    if paired:
         common = sorted(set(a) & set(b))
         diffs = np.array([b[q] - a[q] for q in common])
         if len(diffs) < MIN_QUERIES:
@@ -169,7 +179,7 @@ def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int
         else:
             ci = stats.bootstrap((diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", rng=rng).confidence_interval
             low, high = float(ci.low), float(ci.high)
-        n, paired = len(diffs), True
+        n = len(diffs)
     else:
         x, y = np.array(list(b.values())), np.array(list(a.values()))
         if min(len(x), len(y)) < MIN_QUERIES:
@@ -180,14 +190,18 @@ def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int
                              confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", vectorized=True,
                              rng=rng).confidence_interval
         low, high = float(ci.low), float(ci.high)
-        n, paired = min(len(x), len(y)), False
+        n = min(len(x), len(y))
+    return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict(delta, low, high, min_effect))
+
+
+def verdict(delta: float, low: float, high: float, min_effect: float) -> str:
+    """The minimum-effect rule: "regression" when the interval lies below zero and the difference is at
+    least ``min_effect`` in size, "improvement" likewise above zero, else "within noise"."""
     if high < 0 and delta <= -min_effect:
-        verdict = "regression"
-    elif low > 0 and delta >= min_effect:
-        verdict = "improvement"
-    else:
-        verdict = "within noise"
-    return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict)
+        return "regression"
+    if low > 0 and delta >= min_effect:
+        return "improvement"
+    return "within noise"
 
 
 def what_changed(old: Run, new: Run) -> list[str]:
@@ -248,7 +262,7 @@ class Trend:
     latest_verdict: dict | None = None
 
 
-def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
+def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
     """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder)
     baseline_id = read_baseline(folder)

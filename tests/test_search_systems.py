@@ -136,3 +136,78 @@ def test_usage_errors_for_bad_adapter_flags(db, tmp_path):
     result = invoke(["evaluate", "--queries", str(queries), "--db", str(db), "--search-fields", "bogus=x",
                      "--search-command", "true", "--out-dir", str(tmp_path / "r")], HASH)
     assert result.exit_code == 2 and "unknown search field 'bogus'" in result.output
+
+
+# -- TREC runs in ------------------------------------------------------------------------------------------
+DOCS = {
+    "d1": ("Redis failover", "When the Redis primary fails, Sentinel promotes a replica and clients reconnect."),
+    "d2": ("OpenSearch reindex", "Reindex an OpenSearch index with an alias swap so searches never see a half-built index."),
+    "d3": ("Node drain", "Drain a Kubernetes node before maintenance: cordon it, evict pods, then upgrade the kubelet."),
+    "d4": ("Incident review", "Every incident gets a blameless postmortem within five working days."),
+    "d5": ("Cache invalidation", "Stale search results came from a cache that was not invalidated after a reindex."),
+    "d6": ("Onboarding", "New engineers clone the repositories side by side and run the bootstrap script."),
+    "d7": ("Release train", "Releases leave every Tuesday; a hotfix may skip the train with two approvals."),
+    "d8": ("Backups", "Database backups run nightly and are restored monthly to prove they work."),
+}
+QUERIES = [("q1", "redis replica failover"), ("q2", "reindex alias swap"), ("q3", "drain a node"), ("q4", "stale cache after reindex"),
+           ("q5", "postmortem deadline"), ("q6", "clone repositories bootstrap"), ("q7", "hotfix approvals"), ("q8", "restore backups")]
+
+
+@pytest.fixture
+def beir(tmp_path):
+    """A small BEIR corpus indexed with the hash embedder, its query set (ours and BEIR's shape)."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": k, "title": t, "text": x}) + "\n" for k, (t, x) in DOCS.items()), encoding="utf-8")
+    db = tmp_path / "beir.sqlite"
+    assert invoke(["index", "--beir-corpus", str(corpus), "--db", str(db)], HASH).exit_code == 0
+    query_set = tmp_path / "qs.json"
+    query_set.write_text(json.dumps({"queries": [{"id": i, "query": q, "queryIntent": "find it", "queryType": "keyword"}
+                                                 for i, q in QUERIES]}), encoding="utf-8")
+    beir_queries = tmp_path / "queries.jsonl"
+    beir_queries.write_text("".join(json.dumps({"_id": i, "text": q}) + "\n" for i, q in QUERIES), encoding="utf-8")
+    return corpus, db, query_set, beir_queries
+
+
+def _labels(lines):
+    return {e["queryId"]: [(r["source"], r["relevance"]) for r in e["results"]] for e in evaluations(lines)}
+
+
+def test_trec_run_of_the_builtin_search_judges_like_the_builtin_search(beir, tmp_path):
+    corpus, db, query_set, beir_queries = beir
+    run = tmp_path / "run.trec"
+    result = invoke(["search", "--queries", str(beir_queries), "--trec-run", str(run), "--db", str(db), "--mode", "hybrid",
+                     "--limit", "10"], HASH)
+    assert result.exit_code == 0, result.output
+    direct = invoke(["evaluate", "--queries", str(query_set), "--db", str(db), "--search-mode", "hybrid", "--provider", "offline",
+                     "--out-dir", str(tmp_path / "direct")], HASH)
+    replay = invoke(["evaluate", "--queries", str(query_set), "--run", str(run), "--corpus", str(corpus), "--provider", "offline",
+                     "--db", str(tmp_path / "no-index-needed.sqlite"), "--out-dir", str(tmp_path / "replay")], HASH)
+    assert direct.exit_code == 0 and replay.exit_code == 0, direct.output + replay.output
+    a, b = run_lines(tmp_path / "direct"), run_lines(tmp_path / "replay")
+    assert _labels(a) == _labels(b) and all(_labels(a).values())
+    assert {e["queryId"]: e["metrics"] for e in evaluations(a)} == {e["queryId"]: e["metrics"] for e in evaluations(b)}
+    assert a[-1]["averageMetrics"] == b[-1]["averageMetrics"]
+    assert b[0]["provenance"]["searchSystems"] == [{"name": "run:run", "kind": "trec-run", "run": "run.trec", "queries": 8,
+                                                    "documents": str(corpus)}]
+
+
+def test_trec_run_with_unknown_docids_and_bad_lines(beir, tmp_path):
+    corpus, db, query_set, _ = beir
+    run = tmp_path / "ghost.trec"
+    run.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 nope 2 1.0 x\nq2 Q0 d2 1 3.0 x\n", encoding="utf-8")
+    result = invoke(["evaluate", "--queries", str(query_set), "--run", str(run), "--corpus", str(corpus), "--provider", "offline",
+                     "--out-dir", str(tmp_path / "r")], HASH)
+    lines = run_lines(tmp_path / "r")
+    errors = [l for l in lines if l["type"] == "error"]
+    assert [(e["queryId"], e["stage"], e["errorType"]) for e in errors] == [("q1", "search", "search_unknown_source")]
+    assert "'nope'" in errors[0]["message"]
+    # queries the run does not hold are answered with no results (judged, not errors)
+    assert len(evaluations(lines)) == 7
+    assert result.exit_code == 0, result.output
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 d1 1\n", encoding="utf-8")
+    result = invoke(["evaluate", "--queries", str(query_set), "--run", str(bad), "--corpus", str(corpus), "--provider", "offline",
+                     "--out-dir", str(tmp_path / "r2")], HASH)
+    assert result.exit_code == 2 and "line 1: expected 6 fields" in result.output
+    result = invoke(["evaluate", "--queries", str(query_set), "--run", str(bad), "--provider", "offline"], HASH)
+    assert result.exit_code == 2 and "needs --corpus" in result.output

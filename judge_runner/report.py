@@ -102,6 +102,9 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if latest.provenance.heuristicJudge:
         md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
                "and term overlap), not from an LLM.", ""]
+    if latest.systems:
+        md += [f"> **Compare run** of {len(latest.systems)} search systems; the figures below are the reference system's "
+               f"({latest.systems[0]}), every system is in “Systems compared”.", ""]
     md += [f"Latest run **{latest.run_id}** ({latest.timestamp[:16].replace('T', ' ')} UTC), judge {latest.judge_label}: "
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
            + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
@@ -118,6 +121,11 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         md += ["", f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
                f"{a.falseAbstentions} on-topic queries were answered without confidence."]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
+    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
+        from judge_runner.compare_report import comparison_markdown, plot_comparison
+
+        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
+        md += comparison_markdown(summary.comparison, charts[-1])
     md += ["## Worst queries", ""]
     for ev in worst:
         md += [f"### {ev.queryId}: “{ev.query}” — overall {_fmt(ev.scores.overall)}", "",

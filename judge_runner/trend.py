@@ -39,9 +39,34 @@ BASELINE_FILE = "baseline.json"
 @dataclass
 class Run:
     """One run as read from its file (:class:`judge_runner.runfile.RunFile`): its typed evaluations,
-    errors, the summary if it has one, and provenance."""
+    errors, the summary if it has one, and provenance.
+
+    A compare run (several search systems on one query set, judge_runner/compare.py) is seen as its
+    reference system (the first) unless ``system`` names another: its evaluations and errors are that
+    system's, so its means continue the reference system's trend; :meth:`system_views` gives one Run
+    per system."""
 
     file: RunFile
+    system: str | None = None
+
+    @property
+    def systems(self) -> list[str]:
+        """The systems of a compare run, reference first ([] for a run of one system)."""
+        summary = self.file.summary
+        if summary is not None and summary.comparison is not None:
+            return [s.name for s in summary.comparison.systems]
+        seen = list(dict.fromkeys(e.system for e in self.file.evaluations if e.system))  # a partial compare run
+        return seen if len(seen) > 1 else []
+
+    @property
+    def shown_system(self) -> str | None:
+        """The system whose lines this Run shows: ``system``, else a compare run's reference, else None (all)."""
+        systems = self.systems
+        return self.system or (systems[0] if systems else None)
+
+    def system_views(self) -> list[Run]:
+        """One Run per system of a compare run (reference first); [self] for any other run."""
+        return [Run(self.file, name) for name in self.systems] or [self]
 
     @property
     def run_id(self) -> str:
@@ -62,11 +87,13 @@ class Run:
 
     @property
     def evaluations(self) -> list[EvaluationLine]:
-        return self.file.evaluations
+        shown = self.shown_system
+        return self.file.evaluations if shown is None else [e for e in self.file.evaluations if e.system == shown]
 
     @property
     def error_lines(self) -> list[ErrorLine]:
-        return self.file.errors
+        shown = self.shown_system
+        return self.file.errors if shown is None else [e for e in self.file.errors if e.system == shown]
 
     @property
     def summary(self) -> SummaryLine | None:
@@ -282,6 +309,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial, "comparable": run.comparable,
                 "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
             }
+            if run.systems:
+                row["system"] = run.shown_system
             if run.comparable:
                 if previous is not None:
                     row["vsPrevious"] = {"runId": previous.run_id, "changes": what_changed(previous, run),
@@ -296,12 +325,33 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                                       "comparisons": against["comparisons"] if against else {}}
                 previous = run
             rows.append(row)
+            rows.extend(system_rows(run))
         reason = None
         if len(groups) > 1:
             reason = "runs judged by another provider, model or judge prompt are not comparable with the others"
         out_groups.append({"judge": members[0].judge_label, "judgeKey": list(judge), "reason": reason, "runs": rows,
                            "baseline": baseline.run_id if baseline else None})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
+
+
+def system_rows(run: Run) -> list[dict[str, Any]]:
+    """The rows of a compare run's other systems (the reference is the run's own row): each system's
+    means and its paired differences to the reference (``vsReference``, from the run's comparison
+    block). They are not chained into vsPrevious/vsBaseline nor gated: the compare run's comparison is
+    their comparison."""
+    summary = run.summary
+    if summary is None or summary.comparison is None:
+        return []
+    block = summary.comparison
+    rows = []
+    for view in run.system_views()[1:]:
+        diffs = {d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
+                 for d in block.differences if d.system == view.system}
+        rows.append({"runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
+                     "system": view.system, "evaluated": len(view.evaluations), "failed": view.errors, "partial": run.partial,
+                     "comparable": False, "means": {c: view.mean(c) for c in COLUMNS}, "costUsd": None,
+                     "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}}})
+    return rows
 
 
 def query_history(folder: Path, query_id: str) -> list[dict]:

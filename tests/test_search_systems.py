@@ -211,3 +211,64 @@ def test_trec_run_with_unknown_docids_and_bad_lines(beir, tmp_path):
     assert result.exit_code == 2 and "line 1: expected 6 fields" in result.output
     result = invoke(["evaluate", "--queries", str(query_set), "--run", str(bad), "--provider", "offline"], HASH)
     assert result.exit_code == 2 and "needs --corpus" in result.output
+
+
+# -- compare runs ------------------------------------------------------------------------------------------
+def test_three_way_compare_then_trend_and_report(db, tmp_path):
+    """fts,vector,hybrid judged in one run; trend shows one row per system (the reference chained over
+    time); the HTML report holds the comparison table and chart."""
+    out = tmp_path / "results"
+    first = invoke(["generate-and-evaluate", "--fixtures", str(FIXTURES), "--db", str(db), "--out-dir", str(out), "--count", "6",
+                    "--provider", "offline"], HASH)
+    assert first.exit_code == 0, first.output
+    saved = next(out.glob("*.queries.json"))
+    conf_a, conf_b = tmp_path / "lexical.toml", tmp_path / "semantic.toml"
+    conf_a.write_text('search_mode = "fts"\n[search]\nsnippet_chars = 300\n', encoding="utf-8")
+    conf_b.write_text('search_mode = "vector"\n[search]\n', encoding="utf-8")
+    result = invoke(["evaluate", "--queries", str(saved), "--db", str(db), "--out-dir", str(out), "--provider", "offline",
+                     "--search-mode", "hybrid,fts,vector"], HASH)
+    assert result.exit_code == 0, result.output
+    run_file = sorted(out.glob("*.jsonl"))[-1]
+    lines = [json.loads(l) for l in run_file.read_text().splitlines()]
+    evs = evaluations(lines)
+    assert [e["system"] for e in evs] == ["hybrid"] * 6 + ["fts"] * 6 + ["vector"] * 6
+    comparison = lines[-1]["comparison"]
+    assert comparison["reference"] == "hybrid"
+    diffs = {(d["system"], d["column"]): d for d in comparison["differences"]}
+    assert set(diffs) == {(s, c) for s in ("fts", "vector") for c in ("relevance", "ranking", "coverage", "snippetQuality", "overall",
+                                                                      "nDCG@10", "R@10", "RR(rel=2)")}
+    for d in diffs.values():
+        assert d["verdict"] in ("regression", "improvement", "within noise", "too few queries")
+        assert d["delta"] is None or d["ci95"][0] is None or d["ci95"][0] <= d["delta"] <= d["ci95"][1]
+    # the summary's averages are the reference system's
+    assert lines[-1]["averageScores"] == comparison["systems"][0]["averageScores"]
+    # the memo: a result shown by two systems is judged once (same labels for the same query, source and snippet)
+    seen: dict = {}
+    for e in evs:
+        for r in e["results"]:
+            seen.setdefault((e["queryId"], r["source"], r["snippet"]), set()).add(r["relevance"])
+    assert all(len(v) == 1 for v in seen.values())
+    assert "systems (reference hybrid)" in result.output
+
+    # --compare with configuration files: one run, named by file
+    result = invoke(["evaluate", "--queries", str(saved), "--db", str(db), "--out-dir", str(tmp_path / "cmp"), "--provider", "offline",
+                     "--compare", f"{conf_a},{conf_b}"], HASH)
+    assert result.exit_code == 0, result.output
+    cmp_lines = run_lines(tmp_path / "cmp")
+    assert [s["name"] for s in cmp_lines[0]["provenance"]["searchSystems"]] == ["lexical", "semantic"]
+    assert {e["searchMode"] for e in evaluations(cmp_lines) if e["system"] == "semantic"} == {"vector"}
+
+    trend = invoke(["trend", str(out), "--format", "json"])
+    assert trend.exit_code == 0, trend.output
+    rows = json.loads(trend.output)["groups"][0]["runs"]
+    compare_rows = [r for r in rows if r["runId"] == lines[0]["runId"]]
+    assert [r.get("system") for r in compare_rows] == ["hybrid", "fts", "vector"]
+    assert "vsPrevious" in compare_rows[0] and compare_rows[0]["evaluated"] == 6  # the reference continues the trend
+    assert all("vsReference" in r and "vsPrevious" not in r for r in compare_rows[1:])
+    table = invoke(["trend", str(out), "--format", "markdown"])
+    assert "[fts]" in table.output and "compare run: vs hybrid" in table.output
+
+    report = invoke(["report", str(out), "--out", str(tmp_path / "reports")])
+    assert report.exit_code == 0, report.output
+    page = next((tmp_path / "reports").glob("*.html")).read_text()
+    assert "Systems compared" in page and "<table>" in page and page.count("data:image/png;base64,") == 3

@@ -272,3 +272,29 @@ def test_three_way_compare_then_trend_and_report(db, tmp_path):
     assert report.exit_code == 0, report.output
     page = next((tmp_path / "reports").glob("*.html")).read_text()
     assert "Systems compared" in page and "<table>" in page and page.count("data:image/png;base64,") == 3
+
+
+def test_url_offline_and_command_through_fake_anthropic_and_config_table(db, tmp_path, monkeypatch):
+    with Bm25sService(FIXTURES, with_text=False) as service:
+        result = invoke(["generate-and-evaluate", "--fixtures", str(FIXTURES), "--db", str(db), "--out-dir", str(tmp_path / "u"),
+                         "--count", "4", "--provider", "offline", "--search-url", service.url, "--search-fields", "id=doc_id,score=_score"],
+                        HASH)
+    assert result.exit_code == 0, result.output
+    lines = run_lines(tmp_path / "u")
+    assert len(evaluations(lines)) == 4 and lines[0]["provenance"]["searchSystems"][0]["kind"] == "http"
+
+    # the same adapter from a [search.external] table of judge-runner.toml, judged by the fake Anthropic server
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "judge-runner.toml").write_text(
+        "[search.external]\n" f"command = {json.dumps(BM25S_COMMAND)}\n" 'name = "bm25s"\n' 'fields = {id = "id", score = "score"}\n'
+        "timeout = 60\n", encoding="utf-8")
+    with FakeLLMServer() as llm:
+        env = {**HASH, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": llm.anthropic_base_url}
+        result = invoke(["generate-and-evaluate", "--fixtures", str(FIXTURES), "--db", str(db), "--out-dir", str(tmp_path / "c"),
+                         "--count", "5", "--provider", "auto"], env)
+    assert result.exit_code == 0, result.output
+    lines = run_lines(tmp_path / "c")
+    assert lines[0]["provenance"]["provider"] == "anthropic"
+    assert [s["name"] for s in lines[0]["provenance"]["searchSystems"]] == ["bm25s"]
+    assert "external" not in lines[0]["provenance"]["searchConfig"]
+    assert {e["system"] for e in evaluations(lines)} == {"bm25s"} and lines[-1]["failed"] == 0

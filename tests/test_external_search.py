@@ -196,3 +196,10 @@ def test_parse_headers_and_public_url():
     assert public_url("https://user:pw@host:8443/a/search?key=1#x") == "https://host:8443/a/search"
     with pytest.raises(ValueError, match="http"):
         HttpSearch("file:///etc/passwd")
+
+
+def test_map_hits_collapses_repeated_documents_to_their_first_place():
+    reply = [{"id": "a", "text": "x", "score": 3}, {"id": "a", "text": "y", "score": 2}, {"id": "b", "text": "z", "score": 1},
+             {"id": "c", "text": "w", "score": 0.5}]
+    hits = map_hits(reply, FieldMapping(), "q", limit=2)
+    assert [(h.rank, h.source, h.snippet) for h in hits] == [(1, "a", "x"), (2, "b", "z")]

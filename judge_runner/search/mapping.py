@@ -144,23 +144,32 @@ def _number(value: Any) -> float | None:
 
 def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None,
              snippet_chars: int = 400) -> list[SearchHit]:
-    """The first ``limit`` results of a decoded ``reply`` as search hits, ranked in the reply's order.
+    """The first ``limit`` documents of a decoded ``reply`` as search hits, ranked in the reply's order
+    (a document returned twice keeps its first place: results are collapsed to documents, as the
+    built-in search does).
 
     ``documents`` (a :class:`~judge_runner.search.documents.Documents` or None) supplies text, anchor
     and lines for a result that has no text. Raises ExternalSearchError when the reply holds no list, a
     result is not an object or has no id, or results have neither text nor a document in the store
     (the message names them)."""
-    items = mapping.result_list(reply)[:limit]
+    items = mapping.result_list(reply)
     hits: list[SearchHit] = []
     unknown: list[str] = []
-    for rank, item in enumerate(items, start=1):
+    seen: set[str] = set()
+    for number, item in enumerate(items, start=1):
+        if len(hits) + len(unknown) >= limit:
+            break
         if not isinstance(item, dict):
-            raise ExternalSearchError(f"result {rank} is not an object (got {_shape(item)})", "search_output")
+            raise ExternalSearchError(f"result {number} is not an object (got {_shape(item)})", "search_output")
         source = mapping.lookup(item, "id")
         if source is None or str(source) == "":
-            raise ExternalSearchError(f"result {rank} has no document id (looked for "
+            raise ExternalSearchError(f"result {number} has no document id (looked for "
                                       f"{mapping.paths.get('id') or ' / '.join(DEFAULT_PATHS['id'])})", "search_output")
         source = str(source)
+        if source in seen:  # a chunk-level engine: a document is ranked by its first (best) result
+            continue
+        seen.add(source)
+        rank = len(hits) + 1
         text = mapping.lookup(item, "text")
         anchor = mapping.lookup(item, "anchor")
         start, end = _number(mapping.lookup(item, "lineStart")), _number(mapping.lookup(item, "lineEnd"))

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge_runner.search.base import SEARCH_MODES, SearchMode, SearchSettings
+from judge_runner.search.base import SEARCH_MODES, SearchSettings
 
 
 class SystemsError(ValueError):
@@ -75,7 +75,7 @@ class System:
 
     name: str
     search: Any
-    mode: SearchMode
+    mode: str  # one of SEARCH_MODES (checked when the system is opened)
     description: dict[str, Any]
     closers: list[Any] = field(default_factory=list)
 
@@ -161,8 +161,8 @@ def open_systems(spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path |
         backend = external_backend(config, **shared)
         systems.append(System(_unique(backend.name, taken), backend, settings.search_mode, backend.describe()))
     for path in spec.configs:
-        search_table, mode = read_config_file(path)
-        mode = mode or settings.search_mode
+        search_table, asked = read_config_file(path)
+        mode = asked or settings.search_mode
         if mode not in SEARCH_MODES:
             raise SystemsError(f"{path}: unknown search_mode {mode!r}")
         if search_table.get("external"):

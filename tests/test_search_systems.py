@@ -225,10 +225,12 @@ def test_three_way_compare_then_trend_and_report(db, tmp_path):
     conf_a, conf_b = tmp_path / "lexical.toml", tmp_path / "semantic.toml"
     conf_a.write_text('search_mode = "fts"\n[search]\nsnippet_chars = 300\n', encoding="utf-8")
     conf_b.write_text('search_mode = "vector"\n[search]\n', encoding="utf-8")
+    before = set(out.glob("*.jsonl"))
     result = invoke(["evaluate", "--queries", str(saved), "--db", str(db), "--out-dir", str(out), "--provider", "offline",
                      "--search-mode", "hybrid,fts,vector"], HASH)
     assert result.exit_code == 0, result.output
-    run_file = sorted(out.glob("*.jsonl"))[-1]
+    # the new file (not the last by name: 20261130T183327.123Z sorts before 20261130T183327Z)
+    (run_file,) = set(out.glob("*.jsonl")) - before
     lines = [json.loads(l) for l in run_file.read_text().splitlines()]
     evs = evaluations(lines)
     assert [e["system"] for e in evs] == ["hybrid"] * 6 + ["fts"] * 6 + ["vector"] * 6

@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/jr-cmp"))
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--skip-index", action="store_true", help="reuse the index in --workdir")
+    parser.add_argument("--run-file", type=Path, default=None, help="score an existing compare run instead of running one")
     args = parser.parse_args()
 
     corpus, work = args.data / "corpus.jsonl", args.workdir
@@ -95,10 +96,11 @@ def main() -> None:
     out = work / "results"
     before = set(out.glob("*.jsonl")) if out.is_dir() else set()
     started = time.perf_counter()
-    result = run(["evaluate", "--queries", str(query_set), "--db", str(db), "--provider", "offline", "--search-mode", "hybrid",
-                  "--search-command", command, "--search-timeout", "300", "--corpus", str(corpus), "--out-dir", str(out), "--quiet"], work)
+    if args.run_file is None:
+        run(["evaluate", "--queries", str(query_set), "--db", str(db), "--provider", "offline", "--search-mode", "hybrid",
+             "--search-command", command, "--search-timeout", "300", "--corpus", str(corpus), "--out-dir", str(out), "--quiet"], work)
     elapsed = time.perf_counter() - started
-    run_file = next(iter(set(out.glob("*.jsonl")) - before))
+    run_file = args.run_file or next(iter(set(out.glob("*.jsonl")) - before))
     lines = [json.loads(line) for line in run_file.read_text(encoding="utf-8").splitlines()]
     summary = lines[-1]
     block = summary["comparison"]
@@ -117,23 +119,37 @@ def main() -> None:
         per_query = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ 10], {q: qrels[q] for q in ranked}, run_rows)}
         human[system] = {q: float(per_query.get(q, 0.0)) for q in ranked}
 
+    # the judge's labels pooled over both systems (one label per query and document: the run judges a
+    # result shown by two systems once), so each system is also scored on what the other one found
+    from judge_runner.qrels import pooled_metrics
+
+    pool: dict[str, dict[str, int]] = {}
+    for line in lines:
+        if line["type"] == "evaluation":
+            for r in line["results"]:
+                pool.setdefault(line["queryId"], {})[r["source"]] = r["relevance"]
+    pooled = {system: {q: m["nDCG@10"] for q, m in pooled_metrics(pool, ranked).items()} for system, ranked in rankings.items()}
+    pooled_diff = compare_values(pooled[reference], pooled[other], "nDCG@10", paired=True).as_dict()
+
     judge_diff = next(d for d in block["differences"] if d["column"] == "nDCG@10")
     human_diff = compare_values(human[reference], human[other], "nDCG@10", paired=True).as_dict()
     print(f"\n{'nDCG@10':<28} {reference:>10} {other:>22} {'difference (' + other + ' - ' + reference + ')':>40}")
-    print(f"{'judge labels (offline)':<28} {judge_diff['referenceMean']:>10.4f} {judge_diff['mean']:>22.4f} "
+    print(f"{'judge labels, own list':<28} {judge_diff['referenceMean']:>10.4f} {judge_diff['mean']:>22.4f} "
           f"{judge_diff['delta']:>+10.4f} [{judge_diff['ci95'][0]:+.4f}, {judge_diff['ci95'][1]:+.4f}] {judge_diff['verdict']} (n={judge_diff['n']})")
+    p_ref, p_oth = (sum(pooled[s].values()) / max(1, len(pooled[s])) for s in (reference, other))
+    print(f"{'judge labels, pooled':<28} {p_ref:>10.4f} {p_oth:>22.4f} "
+          f"{pooled_diff['delta']:>+10.4f} [{pooled_diff['ci95'][0]:+.4f}, {pooled_diff['ci95'][1]:+.4f}] {pooled_diff['verdict']} (n={pooled_diff['n']})")
     h_ref = sum(human[reference].values()) / len(human[reference])
     h_oth = sum(human[other].values()) / len(human[other])
     print(f"{'human qrels (BEIR test)':<28} {h_ref:>10.4f} {h_oth:>22.4f} "
           f"{human_diff['delta']:>+10.4f} [{human_diff['ci95'][0]:+.4f}, {human_diff['ci95'][1]:+.4f}] {human_diff['verdict']} (n={human_diff['n']})")
     print("\nother columns (judge, paired difference to the reference):")
     for diff in block["differences"]:
-        if diff["column"] != "nDCG@10":
+        if diff["column"] != "nDCG@10" and diff["delta"] is not None:
             low, high = diff["ci95"]
             interval = "" if low is None else f" [{low:+.4f}, {high:+.4f}]"
             print(f"  {diff['column']:<16} {diff['referenceMean']!s:>8} -> {diff['mean']!s:<8} {diff['delta']:+.4f}{interval} {diff['verdict']}")
-    print(f"\njudged once: {block.get('judgedOnce')}")
-    print(result.stdout[-600:] if not summary["comparison"] else "")
+    print(f"\njudged once: {block.get('judgedOnce')}  (run file {run_file})")
 
 
 if __name__ == "__main__":

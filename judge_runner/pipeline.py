@@ -390,12 +390,13 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
     check_out_dir(out_dir)
     job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
     with job.index:
-        first = phase_one(job, fixtures)
-        if isinstance(first, RunOutcome):
-            return first
-        warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
-        job.systems = open_search_systems(settings, systems, job.index, fixtures, first.queries, printer)
+        # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
+        job.systems = open_search_systems(settings, systems, job.index, fixtures, [], printer)
         try:
+            first = phase_one(job, fixtures)
+            if isinstance(first, RunOutcome):
+                return first
+            warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
             return evaluate_queries(job, first.queries, generation=first)
         finally:
             close_systems(job.systems)

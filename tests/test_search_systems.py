@@ -300,3 +300,15 @@ def test_url_offline_and_command_through_fake_anthropic_and_config_table(db, tmp
     assert [s["name"] for s in lines[0]["provenance"]["searchSystems"]] == ["bm25s"]
     assert "external" not in lines[0]["provenance"]["searchConfig"]
     assert {e["system"] for e in evaluations(lines)} == {"bm25s"} and lines[-1]["failed"] == 0
+
+
+def test_unusable_adapter_stops_the_main_job_before_phase_one(db, tmp_path):
+    out = tmp_path / "r"
+    with FakeLLMServer() as llm:
+        env = {**HASH, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": llm.openai_base_url, "MISSING_TOKEN": None}
+        result = invoke(["generate-and-evaluate", "--fixtures", str(FIXTURES), "--db", str(db), "--out-dir", str(out), "--count", "3",
+                         "--provider", "auto", "--search-url", "http://127.0.0.1:9/s", "--search-header", "Authorization=env:MISSING_TOKEN"],
+                        env)
+        assert llm.count("openai") == 0  # nothing spent
+    assert result.exit_code == 2 and "MISSING_TOKEN is not set" in result.output
+    assert not list(out.glob("*.jsonl")) if out.exists() else True

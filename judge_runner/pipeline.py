@@ -43,6 +43,7 @@ from judge_runner.printer import Printer, Say
 if TYPE_CHECKING:
     from judge_runner.generate import GenerationResult
     from judge_runner.roles import Judge, QueryWriter
+    from judge_runner.search.systems import System, SystemsSpec
 
 PROMPTS = ("generate_system.md", "generate_user.md", "judge_label_system.md", "judge_label_user.md", "judge_labels_user.md",
            "judge_list_system.md", "judge_list_user.md")
@@ -85,6 +86,7 @@ class Job:
     budget: Budget
     out_dir: Path
     printer: Printer
+    systems: list[System] | None = None  # the searches under test when not only the built-in one (issue 12)
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -201,11 +203,14 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
     run_start: dict[str, Any] = {
         "config": config,
         "provenance": provenance(job.judge, generator_model, prompt_hashes(), query_set_sha256(saved),
-                                 job.index.get_meta("corpus_fingerprint") or "", settings.search.model_dump(),
+                                 (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
+                                 settings.search.model_dump(exclude={"external"}),
                                  evaluate_options(settings), getattr(job.generator, "name", None) if generator_model else None),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
+    if job.systems:
+        run_start["provenance"]["searchSystems"] = [{"name": system.name, **system.description} for system in job.systems]
     if resume is not None:
         # a resumed run keeps its place in time: the original start, with the resume time beside it
         run_start["resumedFrom"] = resume.path.name
@@ -248,9 +253,15 @@ def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationRe
                                  all_queries=all_queries)
     cache = open_cache(job.settings, job.printer)
     try:
-        outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
-                                 budget=job.budget, echo=job.printer.progress, log=job.printer.log,
-                                 prior=resume.evaluations if resume else None, cache=cache)
+        if job.systems:
+            from judge_runner.compare import run_systems
+
+            outcome = run_systems(queries, job.systems, job.judge, writer, run_start, evaluate_options(job.settings),
+                                  budget=job.budget, echo=job.printer.progress, log=job.printer.log, cache=cache)
+        else:
+            outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
+                                     budget=job.budget, echo=job.printer.progress, log=job.printer.log,
+                                     prior=resume.evaluations if resume else None, cache=cache)
     finally:
         if cache is not None:
             cache.close()
@@ -291,6 +302,11 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1")
     if summary.get("judgeIsGenerator"):
         out("  note: the judge's model also wrote the queries (circular: it may favour what it expects)")
+    if summary.get("comparison"):
+        from judge_runner.compare import describe_comparison
+
+        for line in describe_comparison(summary["comparison"]):
+            out(line)
     for issue in summary["topIssues"][:3]:
         out(f"  issue ({issue['count']}x): {issue['issue']}")
     if summary["recommendedFocus"]:
@@ -314,6 +330,53 @@ def load_query_set(path: Path) -> QuerySet:
         problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
                     if isinstance(exc, ValidationError) else str(exc))
         raise UsageError(f"{path} is not a valid query set: {problems}") from None
+
+
+def open_search_systems(settings: Settings, spec: SystemsSpec | None, index: Any, corpus: Path | None,
+                        queries: list[Query], printer: Printer) -> list[System] | None:
+    """The searches under test (:func:`judge_runner.search.systems.open_systems`), or None for an
+    ordinary run of the built-in search in one mode. ``corpus`` is where text-less results are looked
+    up by default (the fixtures folder). Raises UsageError for systems that cannot be opened."""
+    from judge_runner.search.systems import SystemsError, open_systems
+
+    if (spec is None or (not spec.external and len(spec.modes) <= 1)) and not settings.search.external:
+        return None
+    try:
+        systems = open_systems(spec or _no_spec(), settings, index, corpus=corpus, query_ids={q.query: q.id for q in queries},
+                               open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True))
+    except SystemsError as exc:
+        raise UsageError(str(exc)) from None
+    printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems))
+    return systems
+
+
+def _no_spec() -> SystemsSpec:
+    from judge_runner.search.systems import SystemsSpec
+
+    return SystemsSpec()
+
+
+def systems_spec(**asked: Any) -> SystemsSpec | None:
+    """A :class:`~judge_runner.search.systems.SystemsSpec` of the command line's search-system flags
+    (``modes``, ``configs``, ``commands``, ``urls``, ``runs``, ``headers``, ``fields``, ``timeout``,
+    ``corpus``), or None when they ask only for the built-in search in one mode."""
+    from judge_runner.search.systems import SystemsSpec
+
+    spec = SystemsSpec(**asked)
+    return spec if (spec.external or len(spec.modes) > 1) else None
+
+
+def needs_builtin_index(settings: Settings, spec: SystemsSpec | None) -> bool:
+    """Whether the run judges the built-in search (so an index must exist)."""
+    if spec is None or not (spec.external or settings.search.external):
+        return True
+    return bool(spec.modes or spec.configs)
+
+
+def close_systems(systems: list[System] | None) -> None:
+    """Close what the systems opened (extra index connections for --compare configurations)."""
+    for system in systems or []:
+        system.close()
 
 
 # -- run-file readers (resume, prune) ---------------------------------------------------------------------
@@ -367,17 +430,23 @@ def prune_runs(results: Path, keep: int) -> list[Path]:
 
 
 # -- jobs -------------------------------------------------------------------------------------------------
-def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer) -> RunOutcome:
-    """``generate-and-evaluate``: index FIXTURES, write a query set, judge the search on it."""
+def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, systems: SystemsSpec | None = None) -> RunOutcome:
+    """``generate-and-evaluate``: index FIXTURES, write a query set, judge the search on it (or the
+    ``systems`` asked for: external adapters, several modes; text-less results come from FIXTURES)."""
     require_folder(fixtures)
     check_out_dir(out_dir)
     job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
     with job.index:
-        first = phase_one(job, fixtures)
-        if isinstance(first, RunOutcome):
-            return first
-        warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
-        return evaluate_queries(job, first.queries, generation=first)
+        # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
+        job.systems = open_search_systems(settings, systems, job.index, fixtures, [], printer)
+        try:
+            first = phase_one(job, fixtures)
+            if isinstance(first, RunOutcome):
+                return first
+            warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
+            return evaluate_queries(job, first.queries, generation=first)
+        finally:
+            close_systems(job.systems)
 
 
 def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, printer: Printer) -> GenerationResult:
@@ -410,12 +479,16 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
 
 
 def evaluate_job(settings: Settings, queries_path: Path | None, resume_path: Path | None, out_dir: Path,
-                 printer: Printer) -> RunOutcome | None:
+                 printer: Printer, systems: SystemsSpec | None = None) -> RunOutcome | None:
     """``evaluate``: judge a saved query set, or continue an interrupted run (``resume_path``: judged
-    queries are copied, never sent again). Returns None when a resumed run has nothing left to judge."""
+    queries are copied, never sent again). Returns None when a resumed run has nothing left to judge.
+    ``systems``: the searches to judge when not only the built-in one (a run of external systems and
+    TREC runs alone needs no index)."""
     from judge_runner.generate import query_set_sha256
 
     resume = read_resume_point(resume_path) if resume_path is not None else None
+    if resume is not None and systems is not None and (systems.external or len(systems.modes) > 1):
+        raise UsageError("--resume continues a run of the built-in search; it cannot be combined with other search systems")
     if resume is not None and queries_path is None:
         queries_path = resume.saved_query_set
         if queries_path is None:
@@ -424,9 +497,18 @@ def evaluate_job(settings: Settings, queries_path: Path | None, resume_path: Pat
         raise UsageError("give --queries FILE (or --resume RUN.jsonl)")
     query_set = load_query_set(queries_path)
     check_out_dir(out_dir)
+    if not needs_builtin_index(settings, systems):
+        job_systems = open_search_systems(settings, systems, None, None, query_set.queries, printer)
+        _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
+        job = Job(settings, None, None, judge, budget, out_dir, printer, job_systems)
+        try:
+            return evaluate_queries(job, query_set.queries, all_queries=query_set.queries)
+        finally:
+            close_systems(job_systems)
     index = open_index(settings, must_exist=True)
     with index:
         warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
+        job_systems = open_search_systems(settings, systems, index, None, query_set.queries, printer)
         queries = query_set.queries
         if resume is not None:
             if resume.start["provenance"].get("querySetSha256") != query_set_sha256(queries):
@@ -438,8 +520,11 @@ def evaluate_job(settings: Settings, queries_path: Path | None, resume_path: Pat
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
-        job = Job(settings, index, None, judge, budget, out_dir, printer)
-        return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
+        job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
+        try:
+            return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
+        finally:
+            close_systems(job_systems)
 
 
 # -- weekly -----------------------------------------------------------------------------------------------

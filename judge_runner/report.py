@@ -118,6 +118,9 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
                "and term overlap), not from an LLM.", ""]
     # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
     t = md_text
+    if latest.systems:
+        md += [f"> **Compare run** of {len(latest.systems)} search systems; the figures below are the reference system's "
+               f"({t(latest.systems[0])}), every system is in “Systems compared”.", ""]
     md += [f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
            + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
@@ -136,6 +139,11 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
                + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
                + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else "")]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
+    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
+        from judge_runner.compare_report import comparison_markdown, plot_comparison
+
+        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
+        md += comparison_markdown(summary.comparison, charts[-1])
     md += ["## Worst queries", ""]
     for ev in worst:
         md += [f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}", "",

@@ -197,7 +197,9 @@ def _adapt(line: dict[str, Any], where: str, warnings: list[str]) -> tuple[dict[
         return None, False
     if kind == "evaluation":
         label = f"{where}: query {_short(line.get('queryId'))}"
-        line = {**line, "scores": _units(line.get("scores"), "scores", label, warnings, null_ok=False) or {}}
+        # an off-topic query is scored on abstention, not on the dimensions: its scores are null (format 2)
+        off_topic = line.get("queryType") == "off-topic"
+        line = {**line, "scores": _units(line.get("scores"), "scores", label, warnings, null_ok=off_topic) or {}}
         if "metrics" in line:
             line["metrics"] = _units(line["metrics"], "metrics", label, warnings, null_ok=True, keys=canonical_metric_name)
     elif kind == "summary":

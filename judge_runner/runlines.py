@@ -81,7 +81,10 @@ def _metrics_by_name(value: Any) -> Any:
 
 
 class Provenance(BaseModel):
-    """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``."""
+    """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``. Written only
+    sometimes (an extra field): ``searchSystems``, the systems judged when not only the built-in search
+    (external adapters, run files, compare runs), each ``{name, kind, ...}`` as the adapter describes
+    itself, never a secret."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -202,6 +205,8 @@ class EvaluationLine(_Line):
     listCached: bool | None = Field(default=None, description="The list-level verdict came from the cache; null when none was needed.")
     expectedSourceDisagreements: list[str] = Field(default_factory=list, description="Expected sources the judge labelled 0 or 1.")
     judgeModelsReturned: list[str] = Field(default_factory=list, description="Model ids the API returned for this query's calls.")
+    system: str | None = Field(default=None, description="The search system this line is about (compare runs and external "
+                                                         "searches: a name from provenance.searchSystems); null for the built-in search alone.")
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -233,6 +238,8 @@ class ErrorLine(_Line):
     errorType: str = ""
     message: str = ""
     attempts: int = Field(default=0, ge=0)
+    system: str | None = Field(default=None, description="The search system this line is about (compare runs and external "
+                                                         "searches: a name from provenance.searchSystems); null for the built-in search alone.")
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -270,6 +277,47 @@ class RunUsage(BaseModel):
     calls: int = Field(ge=0)
 
 
+class SystemAverages(BaseModel):
+    """One system's figures in a compare run (averaged as the summary averages)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    name: str
+    evaluated: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    averageScores: dict[str, Unit] | None = None
+    averageMetrics: dict[str, Unit] | None = None
+
+
+class SystemDifference(BaseModel):
+    """A later system against the reference on one column: paired difference (system - reference) over
+    the queries both judged, 95% percentile bootstrap interval, and trend's minimum-effect verdict."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    system: str
+    against: str
+    column: str
+    kind: Literal["score", "metric"]
+    mean: float | None = None
+    referenceMean: float | None = None
+    delta: float | None = None
+    ci95: list[float | None] = Field(min_length=2, max_length=2)
+    n: int = Field(ge=0)
+    verdict: Literal["regression", "improvement", "within noise", "too few queries"]
+
+
+class ComparisonBlock(BaseModel):
+    """The summary's ``comparison`` in a run of several systems (judge_runner/compare.py)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    reference: str
+    minEffect: float = Field(ge=0)
+    systems: list[SystemAverages]
+    differences: list[SystemDifference]
+
+
 class SummaryLine(_Line):
     """Last line of a run file, also written after Ctrl+C or a spent budget. Averages cover evaluated queries only."""
 
@@ -303,6 +351,8 @@ class SummaryLine(_Line):
     expectedSourceDisagreements: int = Field(default=0, ge=0, description="Expected sources the judge labelled 0 or 1, over all queries.")
     judgeReturnedModels: list[str] = Field(default_factory=list, description="Model ids the judge API returned during the run.")
     judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
+    comparison: ComparisonBlock | None = Field(default=None, description="Compare runs only (several systems on one query set); "
+                                                                        "the averages above are then the reference system's.")
 
     @field_validator("averageMetrics", mode="before")
     @classmethod

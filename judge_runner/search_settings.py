@@ -3,6 +3,8 @@ them as ``Settings.search``) imports no search code. Re-exported by :mod:`judge_
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -22,7 +24,11 @@ class SearchSettings(BaseModel):
       through hybrid search and recording each answer's best cosine: off-topic answers peaked at 0.24,
       on-topic answers without a lexical match sat at 0.18-0.26, so 0.30 abstains on every off-topic
       question while lexical matches keep the on-topic ones confident;
-    - ``snippet_chars``: snippet length in characters.
+    - ``snippet_chars``: snippet length in characters;
+    - ``external``: the ``[search.external]`` table, a search judge-runner does not run itself
+      (``command`` or ``url``, ``headers``, ``fields``, ``timeout``, ``corpus``, ``name``); checked by
+      :class:`judge_runner.search.systems.ExternalConfig` and never recorded as it is (header values
+      could be secrets): provenance records the adapter's own description.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every number finite, as in Settings
@@ -33,3 +39,4 @@ class SearchSettings(BaseModel):
     vector_weight: float = Field(1.0, ge=0)
     confidence_threshold: float = Field(0.30, ge=-1, le=1)
     snippet_chars: int = Field(400, ge=40, le=2000)
+    external: dict[str, Any] | None = None

@@ -33,6 +33,7 @@ METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
 COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
 GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 MIN_QUERIES = 5
+MIN_EFFECT = 0.03  # smallest difference (on a 0-1 scale) called a regression or an improvement
 CONFIDENCE = 0.95
 RESAMPLES = 4000
 BASELINE_FILE = "baseline.json"
@@ -41,12 +42,37 @@ BASELINE_FILE = "baseline.json"
 @dataclass
 class Run:
     """One run as read from its file (:class:`judge_runner.runfile.RunFile`): its typed evaluations,
-    errors, the summary if it has one, and provenance."""
+    errors, the summary if it has one, and provenance.
+
+    A compare run (several search systems on one query set, judge_runner/compare.py) is seen as its
+    reference system (the first) unless ``system`` names another: its evaluations and errors are that
+    system's, so its means continue the reference system's trend; :meth:`system_views` gives one Run
+    per system."""
 
     file: RunFile
+    system: str | None = None
     pooled: dict[str, dict[str, float]] = field(default_factory=dict)
     """``{queryId: {"nDCG@10": x, "RR(rel=2)": y}}`` against the labels pooled over the runs of the same judge
     and query set (:func:`pool_metrics`); a query not there keeps its own metric."""
+
+    @property
+    def systems(self) -> list[str]:
+        """The systems of a compare run, reference first ([] for a run of one system)."""
+        summary = self.file.summary
+        if summary is not None and summary.comparison is not None:
+            return [s.name for s in summary.comparison.systems]
+        seen = list(dict.fromkeys(e.system for e in self.file.evaluations if e.system))  # a partial compare run
+        return seen if len(seen) > 1 else []
+
+    @property
+    def shown_system(self) -> str | None:
+        """The system whose lines this Run shows: ``system``, else a compare run's reference, else None (all)."""
+        systems = self.systems
+        return self.system or (systems[0] if systems else None)
+
+    def system_views(self) -> list[Run]:
+        """One Run per system of a compare run (reference first); [self] for any other run."""
+        return [Run(self.file, name) for name in self.systems] or [self]
 
     @property
     def run_id(self) -> str:
@@ -67,11 +93,13 @@ class Run:
 
     @property
     def evaluations(self) -> list[EvaluationLine]:
-        return self.file.evaluations
+        shown = self.shown_system
+        return self.file.evaluations if shown is None else [e for e in self.file.evaluations if e.system == shown]
 
     @property
     def error_lines(self) -> list[ErrorLine]:
-        return self.file.errors
+        shown = self.shown_system
+        return self.file.errors if shown is None else [e for e in self.file.errors if e.system == shown]
 
     @property
     def summary(self) -> SummaryLine | None:
@@ -196,14 +224,23 @@ class Comparison:
                 "paired": self.paired, "verdict": self.verdict}
 
 
-def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int = 0) -> Comparison:
+def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
     """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256)."""
+    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
+    return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
+
+
+def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT,
+                   seed: int = 0) -> Comparison:
+    """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: the mean difference
+    b - a, its 95% percentile bootstrap interval (scipy.stats.bootstrap, ``RESAMPLES`` resamples, fixed
+    ``seed``) and :func:`verdict`. ``paired``: over the queries both have (the same query set, or two
+    systems of one compare run); else unpaired over each side's queries. Fewer than ``MIN_QUERIES``
+    queries give "too few queries" and no interval."""
     from scipy import stats
 
-    a, b = old.values(column), new.values(column)
-    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
     rng = np.random.default_rng(seed)
-    if same_set:
+    if paired:
         common = sorted(set(a) & set(b))
         diffs = np.array([b[q] - a[q] for q in common])
         if len(diffs) < MIN_QUERIES:
@@ -214,7 +251,7 @@ def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int
         else:
             ci = stats.bootstrap((diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", rng=rng).confidence_interval
             low, high = float(ci.low), float(ci.high)
-        n, paired = len(diffs), True
+        n = len(diffs)
     else:
         x, y = np.array(list(b.values())), np.array(list(a.values()))
         if min(len(x), len(y)) < MIN_QUERIES:
@@ -225,14 +262,18 @@ def compare(old: Run, new: Run, column: str, min_effect: float = 0.03, seed: int
                              confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", vectorized=True,
                              rng=rng).confidence_interval
         low, high = float(ci.low), float(ci.high)
-        n, paired = min(len(x), len(y)), False
+        n = min(len(x), len(y))
+    return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict(delta, low, high, min_effect))
+
+
+def verdict(delta: float, low: float, high: float, min_effect: float) -> str:
+    """The minimum-effect rule: "regression" when the interval lies below zero and the difference is at
+    least ``min_effect`` in size, "improvement" likewise above zero, else "within noise"."""
     if high < 0 and delta <= -min_effect:
-        verdict = "regression"
-    elif low > 0 and delta >= min_effect:
-        verdict = "improvement"
-    else:
-        verdict = "within noise"
-    return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict)
+        return "regression"
+    if low > 0 and delta >= min_effect:
+        return "improvement"
+    return "within noise"
 
 
 def what_changed(old: Run, new: Run) -> list[str]:
@@ -293,7 +334,7 @@ class Trend:
     latest_verdict: dict | None = None
 
 
-def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
+def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
     """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder)
     baseline_id = read_baseline(folder)
@@ -314,6 +355,8 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
                 "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
                 "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
+            if run.systems:
+                row["system"] = run.shown_system
             if run.comparable:
                 if previous is not None:
                     row["vsPrevious"] = {"runId": previous.run_id, "changes": what_changed(previous, run),
@@ -328,6 +371,7 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
                                       "comparisons": against["comparisons"] if against else {}}
                 previous = run
             rows.append(row)
+            rows.extend(system_rows(run))
         reason = None
         if len(groups) > 1:
             reason = "runs judged by another provider, model or judge prompt (or another judge protocol) are not comparable with the others"
@@ -339,6 +383,26 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
         out_groups.append({"judge": label, "judgeKey": judge, "reason": reason, "runs": rows,
                            "baseline": baseline.run_id if baseline else None})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
+
+
+def system_rows(run: Run) -> list[dict[str, Any]]:
+    """The rows of a compare run's other systems (the reference is the run's own row): each system's
+    means and its paired differences to the reference (``vsReference``, from the run's comparison
+    block). They are not chained into vsPrevious/vsBaseline nor gated: the compare run's comparison is
+    their comparison."""
+    summary = run.summary
+    if summary is None or summary.comparison is None:
+        return []
+    block = summary.comparison
+    rows = []
+    for view in run.system_views()[1:]:
+        diffs = {d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
+                 for d in block.differences if d.system == view.system}
+        rows.append({"runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
+                     "system": view.system, "evaluated": len(view.evaluations), "failed": view.errors, "partial": run.partial,
+                     "comparable": False, "means": {c: view.mean(c) for c in COLUMNS}, "costUsd": None,
+                     "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}}})
+    return rows
 
 
 def query_history(folder: Path, query_id: str) -> list[dict]:

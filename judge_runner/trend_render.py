@@ -33,16 +33,21 @@ def trend_rows(trend) -> list[dict]:
         for row in group["runs"]:
             prev = (row.get("vsPrevious") or {}).get("comparisons", {})
             base = (row.get("vsBaseline") or {}).get("comparisons", {})
+            ref = (row.get("vsReference") or {}).get("comparisons", {})
             rows.append({
-                "group": group["judge"], "date": row["timestamp"][:16].replace("T", " "), "run": row["runId"],
+                "group": group["judge"], "date": row["timestamp"][:16].replace("T", " "),
+                "run": row["runId"] + (f" [{row['system']}]" if row.get("system") else ""),
                 "judge": row["judge"], "eval/fail": f"{row['evaluated']}/{row['failed']}",
                 **{SHORT.get(c, c): fmt(row["means"][c]) for c in row["means"]},
                 "abstain": fmt(row.get("abstentionAccuracy")),  # off-topic queries abstained on (share)
                 "Δprev overall nDCG": " ".join(filter(None, [arrow(prev.get("overall")), arrow(prev.get("nDCG@10"))])) if prev else "",
                 "Δbaseline": " ".join(filter(None, [arrow(base.get("overall")), arrow(base.get("nDCG@10"))])) if base else "",
                 "cost": "unknown" if row["costUsd"] is None and not row["partial"] else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
-                "note": ("partial (no summary): not compared" if row["partial"] else "no judged queries: not compared"
-                         if not row["comparable"] else "; ".join((row.get("vsPrevious") or {}).get("changes", []))),
+                "note": (f"compare run: vs {row['vsReference']['system']} "
+                         + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))])) + " (not chained over time)"
+                         if row.get("vsReference") else "partial (no summary): not compared" if row["partial"]
+                         else "no judged queries: not compared" if not row["comparable"]
+                         else "; ".join((row.get("vsPrevious") or {}).get("changes", []))),
             })
     return rows
 

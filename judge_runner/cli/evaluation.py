@@ -14,13 +14,16 @@ from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
+    compare_options,
     db_option,
     evaluate_options,
     generate_options,
     printer,
     run_options,
+    search_adapter_options,
     search_options,
     settings,
+    systems_spec,
 )
 from judge_runner.failures import EXIT_OK, exit_code_for
 from judge_runner.pipeline import evaluate_job, generate_job, main_job
@@ -56,19 +59,26 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 @MIN_OVERALL
 @db_option
 @search_options
+@search_adapter_options
+@compare_options
 @evaluate_options
 def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None,
              quiet: bool, **flags) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 
     \b
-    Needs an index (`judge-runner index FIXTURES`). One JSONL line per query is written the moment
-    it is judged; a failed query becomes an error line and the run goes on.
+    Needs an index (`judge-runner index FIXTURES`) unless only other systems are judged. One JSONL
+    line per query is written the moment it is judged; a failed query becomes an error line and the
+    run goes on. Other systems: --search-command, --search-url, --run RUN.trec --corpus C; several
+    systems (or --search-mode fts,vector,hybrid, or --compare a.toml,b.toml) are judged side by side
+    in one run, the summary giving each one's paired difference to the first.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
     3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
     4 internal error.
     """
-    outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet))
+    spec = systems_spec(flags)
+    outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet),
+                           systems=spec)
     return EXIT_OK if outcome is None else exit_code_for(outcome.status)
 
 
@@ -79,6 +89,7 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
 @MIN_OVERALL
 @db_option
 @search_options
+@search_adapter_options
 @run_options
 def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None,
                           quiet: bool, **flags) -> int:
@@ -91,5 +102,6 @@ def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_
     3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
     4 internal error.
     """
-    outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet))
+    spec = systems_spec(flags)
+    outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet), systems=spec)
     return exit_code_for(outcome.status)

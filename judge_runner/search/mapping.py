@@ -1,0 +1,197 @@
+"""Mapping another search system's JSON onto the search contract (DESIGN.md, "Search contract").
+
+An external system (a command or an HTTP endpoint, :mod:`judge_runner.search.external`) prints or
+returns JSON in its own shape. :class:`FieldMapping` says which key holds what; dotted paths reach
+into nested objects (``_source.body``), so an Elasticsearch reply maps with
+``results=hits.hits,id=_id,text=_source.body,score=_score``.
+
+Mapping keys (``--search-fields KEY=PATH,...`` or a ``[search.external.fields]`` table):
+
+==========  ==============================================  =========================================
+key         what it names                                    default
+==========  ==============================================  =========================================
+results     the list of hits in the reply                    the reply itself when it is a list, else
+                                                             its ``results`` or ``hits`` key
+id          the document id: the result's ``source``         ``source``, else ``id``, else ``docid``
+text        the result's text (shown to the judge)           ``snippet``, else ``text``
+score       the system's score (higher is better)            ``score`` (missing: ``1 / rank``)
+anchor      heading, key or title                            ``anchor``, else ``title``
+lineStart   first line of the text in the document           ``lineStart``
+lineEnd     last line                                        ``lineEnd``
+==========  ==============================================  =========================================
+
+A result without text is looked up by its id in a :class:`~judge_runner.search.documents.Documents`
+store (the fixtures folder, or a BEIR corpus): its best chunk for the query gives the snippet,
+anchor and lines. A result whose id is not in the store and that has no text is an error naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge_runner.search.base import HitScores, SearchHit
+from judge_runner.search.text import make_snippet
+
+MAPPING_KEYS = ("results", "id", "text", "score", "anchor", "lineStart", "lineEnd")
+# candidate keys tried, in order, when the mapping does not name one
+DEFAULT_PATHS: dict[str, tuple[str, ...]] = {
+    "id": ("source", "id", "docid", "_id"),
+    "text": ("snippet", "text"),
+    "score": ("score",),
+    "anchor": ("anchor", "title"),
+    "lineStart": ("lineStart",),
+    "lineEnd": ("lineEnd",),
+}
+
+
+class ExternalSearchError(RuntimeError):
+    """An external search failed: it could not be run or reached, timed out, exited with an error, or
+    replied with something that is not results. ``kind`` becomes the ``error`` line's ``errorType``
+    (``search_timeout``, ``search_failed``, ``search_output``, ``search_unknown_source``); ``attempts``
+    counts the calls made. The message never holds a secret (header values are never put in it)."""
+
+    def __init__(self, message: str, kind: str = "search_failed", attempts: int = 1):
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """Which key of the other system's reply holds what (see the module's table). ``paths`` maps a
+    mapping key to a dotted path; keys not given fall back to :data:`DEFAULT_PATHS`."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str | dict[str, str] | None) -> FieldMapping:
+        """``"id=doc_id,text=body,score=_score"`` (or the same as a dict, from a config table) as a
+        mapping. Raises ValueError naming an unknown key or a malformed pair."""
+        if not spec:
+            return cls()
+        pairs: dict[str, str] = {}
+        items = spec.items() if isinstance(spec, dict) else (part.split("=", 1) if "=" in part else (part, "")
+                                                             for part in spec.split(",") if part.strip())
+        for key, path in items:
+            key, path = str(key).strip(), str(path).strip()
+            if key not in MAPPING_KEYS:
+                raise ValueError(f"unknown search field {key!r}; the keys are {', '.join(MAPPING_KEYS)}")
+            if not path:
+                raise ValueError(f"search field {key!r} needs a key of the reply, e.g. {key}=my_{key}")
+            pairs[key] = path
+        return cls(pairs)
+
+    def describe(self) -> dict[str, str]:
+        """The mapping as given (for provenance)."""
+        return dict(self.paths)
+
+    def lookup(self, item: dict, key: str) -> Any:
+        """The value of mapping key ``key`` in one result object, or None when it has none."""
+        paths = (self.paths[key],) if key in self.paths else DEFAULT_PATHS.get(key, ())
+        for path in paths:
+            value = dig(item, path)
+            if value is not None:
+                return value
+        return None
+
+    def result_list(self, reply: Any) -> list:
+        """The list of results in a decoded reply. Raises ExternalSearchError when there is none."""
+        if "results" in self.paths:
+            found = dig(reply, self.paths["results"])
+            where = f"at {self.paths['results']!r}"
+        elif isinstance(reply, list):
+            found, where = reply, ""
+        elif isinstance(reply, dict):
+            found = reply.get("results", reply.get("hits"))
+            where = "under 'results' or 'hits'"
+        else:
+            found, where = None, ""
+        if not isinstance(found, list):
+            raise ExternalSearchError(f"the reply holds no list of results {where}".strip() + f" (got {_shape(reply)})",
+                                      "search_output")
+        return found
+
+
+def dig(value: Any, path: str) -> Any:
+    """``value[a][b]...`` for the dotted ``path`` ``a.b...`` (list items by number), or None."""
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object with keys " + ", ".join(sorted(map(str, value))[:8]) if value else "an empty object"
+    return type(value).__name__
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None,
+             snippet_chars: int = 400) -> list[SearchHit]:
+    """The first ``limit`` documents of a decoded ``reply`` as search hits, ranked in the reply's order
+    (a document returned twice keeps its first place: results are collapsed to documents, as the
+    built-in search does).
+
+    ``documents`` (a :class:`~judge_runner.search.documents.Documents` or None) supplies text, anchor
+    and lines for a result that has no text. Raises ExternalSearchError when the reply holds no list, a
+    result is not an object or has no id, or results have neither text nor a document in the store
+    (the message names them)."""
+    items = mapping.result_list(reply)
+    hits: list[SearchHit] = []
+    unknown: list[str] = []
+    seen: set[str] = set()
+    for number, item in enumerate(items, start=1):
+        if len(hits) + len(unknown) >= limit:
+            break
+        if not isinstance(item, dict):
+            raise ExternalSearchError(f"result {number} is not an object (got {_shape(item)})", "search_output")
+        source = mapping.lookup(item, "id")
+        if source is None or str(source) == "":
+            raise ExternalSearchError(f"result {number} has no document id (looked for "
+                                      f"{mapping.paths.get('id') or ' / '.join(DEFAULT_PATHS['id'])})", "search_output")
+        source = str(source)
+        if source in seen:  # a chunk-level engine: a document is ranked by its first (best) result
+            continue
+        seen.add(source)
+        rank = len(hits) + 1
+        text = mapping.lookup(item, "text")
+        anchor = mapping.lookup(item, "anchor")
+        start, end = _number(mapping.lookup(item, "lineStart")), _number(mapping.lookup(item, "lineEnd"))
+        if text is None or str(text).strip() == "":
+            chunk = documents.best_chunk(source, query) if documents is not None else None
+            if chunk is None:
+                unknown.append(source)
+                continue
+            text = chunk.text
+            anchor = anchor if anchor is not None else chunk.anchor
+            start, end = start or chunk.line_start, end or chunk.line_end
+        text = str(text)
+        score = _number(mapping.lookup(item, "score"))
+        hits.append(SearchHit(
+            rank=rank, source=source, anchor=None if anchor is None else str(anchor),
+            lineStart=int(start or 1), lineEnd=int(end or start or max(1, text.count("\n") + 1)),
+            snippet=make_snippet(text, query, snippet_chars),
+            score=round(score if score is not None else 1.0 / rank, 6), scores=HitScores(), matchedBy=[],
+        ))
+    if unknown:
+        where = f" in {documents.label}" if documents is not None else " (no document store to fetch text from)"
+        shown = ", ".join(repr(s) for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise ExternalSearchError(f"{len(unknown)} result(s) have no text and no document{where}: {shown}",
+                                  "search_unknown_source")
+    return hits

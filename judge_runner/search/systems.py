@@ -1,0 +1,202 @@
+"""The search systems a run judges: the built-in search (one or several modes), external adapters
+(commands, HTTP endpoints), TREC run files, and configuration files (``--compare a.toml,b.toml``).
+
+:class:`SystemsSpec` is what the command line (or a ``[search.external]`` table) asked for;
+:func:`open_systems` turns it into :class:`System` objects, each a backend with a unique ``name``,
+the mode it is asked in, and a description for provenance (no secrets). One system is an ordinary
+run; two or more make a compare run (:mod:`judge_runner.compare`).
+
+Which systems, in this order: the built-in search in each mode of ``modes`` (given explicitly, or
+when nothing else is asked for: ``settings.search_mode``), then each configuration file, then each
+command, URL and run file. So ``--search-command X`` judges X alone, while ``--search-mode hybrid
+--search-command X`` judges the built-in hybrid search and X side by side, the built-in first (the
+reference every difference is measured against).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judge_runner.search.base import SEARCH_MODES, SearchSettings
+
+
+class SystemsError(ValueError):
+    """Systems that cannot be opened as asked (bad flag, config table, missing file or variable)."""
+
+
+class ExternalConfig(BaseModel):
+    """A ``[search.external]`` table: exactly one of ``command`` or ``url``; ``headers`` as
+    ``NAME=env:VARIABLE`` (or a literal value), ``fields`` as ``"id=doc_id,text=body"`` or a table,
+    ``timeout`` in seconds (default: the run's ``timeout``), ``corpus`` for text-less results (default:
+    the fixtures folder), ``name`` as shown in the run file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    url: str | None = None
+    headers: list[str] = Field(default_factory=list)
+    fields: str | dict[str, str] | None = None
+    timeout: float | None = Field(None, gt=0)
+    corpus: Path | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class SystemsSpec:
+    """What was asked for: built-in ``modes``, config files, commands, URLs, run files, plus what
+    adapters share: ``headers`` (for every URL), ``fields`` mapping, ``timeout`` (seconds) and
+    ``corpus`` (document store for text-less results and run files)."""
+
+    modes: tuple[str, ...] = ()
+    configs: tuple[Path, ...] = ()
+    commands: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    runs: tuple[Path, ...] = ()
+    headers: tuple[str, ...] = ()
+    fields: str | None = None
+    timeout: float | None = None
+    corpus: Path | None = None
+
+    @property
+    def external(self) -> bool:
+        """True when anything but the built-in search was asked for."""
+        return bool(self.configs or self.commands or self.urls or self.runs)
+
+
+@dataclass
+class System:
+    """One search under test: ``name`` (unique in the run), ``search`` (a SearchBackend), the ``mode``
+    it is asked in, and ``description`` for provenance (never a secret). ``close`` releases it."""
+
+    name: str
+    search: Any
+    mode: str  # one of SEARCH_MODES (checked when the system is opened)
+    description: dict[str, Any]
+    closers: list[Any] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close what this system opened (an extra index connection)."""
+        for closer in self.closers:
+            closer()
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    out, n = name, 2
+    while out in taken:
+        out, n = f"{name}#{n}", n + 1
+    taken.add(out)
+    return out
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
+    """``(search table, search_mode)`` of a configuration file (``judge-runner.toml`` shape: a
+    ``[search]`` table, maybe ``[search.external]``; or ``[tool.judge-runner]`` of a pyproject).
+    Raises SystemsError."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SystemsError(f"cannot read the configuration {path}: {exc}") from None
+    data = data.get("tool", {}).get("judge-runner", data) if Path(path).name == "pyproject.toml" else data
+    search = data.get("search", {})
+    mode = data.get("search_mode", data.get("search-mode"))
+    if not isinstance(search, dict):
+        raise SystemsError(f"{path}: [search] must be a table")
+    return {k.replace("-", "_"): v for k, v in search.items()}, mode
+
+
+def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int, corpus: Path | None, snippet_chars: int) -> Any:
+    """A CommandSearch or HttpSearch for ``config``. Raises SystemsError (bad table, unset variable,
+    missing corpus)."""
+    from judge_runner.search.documents import DocumentStoreError, open_documents
+    from judge_runner.search.external import CommandSearch, HttpSearch, parse_headers
+    from judge_runner.search.mapping import FieldMapping
+
+    if bool(config.command) == bool(config.url):
+        raise SystemsError("an external search needs exactly one of command or url")
+    try:
+        mapping = FieldMapping.parse(config.fields)
+        store = config.corpus or corpus
+        documents = open_documents(store) if store is not None else None
+        if config.command:
+            return CommandSearch(config.command, timeout=config.timeout or timeout, mapping=mapping, documents=documents,
+                                 snippet_chars=snippet_chars, name=config.name)
+        return HttpSearch(config.url or "", headers=parse_headers(config.headers), timeout=config.timeout or timeout,
+                          max_retries=max_retries, mapping=mapping, documents=documents, snippet_chars=snippet_chars, name=config.name)
+    except (ValueError, DocumentStoreError) as exc:
+        raise SystemsError(str(exc)) from None
+
+
+def open_systems(spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path | None, query_ids: dict[str, str] | None = None,
+                 open_builtin: Any = None) -> list[System]:
+    """The systems of ``spec`` (see the module docstring for the order). ``settings`` is the run's
+    Settings (timeout, retries, search settings, ``[search.external]``); ``index`` the open built-in
+    index (None when no built-in system is judged); ``corpus`` the default document store (a fixtures
+    folder or a BEIR corpus.jsonl); ``query_ids`` maps query text to id (needed for run files);
+    ``open_builtin(search_settings)`` opens the index with other search settings (for config files).
+    Raises SystemsError."""
+    from judge_runner.search.documents import DocumentStoreError, open_documents
+    from judge_runner.search.trec_run import TrecRunError, TrecRunSearch
+
+    taken: set[str] = set()
+    systems: list[System] = []
+    table = settings.search.external
+    builtin_modes = list(spec.modes) or ([] if spec.external or table else [settings.search_mode])
+    for mode in builtin_modes:
+        if mode not in SEARCH_MODES:
+            raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
+        systems.append(System(_unique(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken), index, mode,
+                              {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})}))
+    shared = {"timeout": spec.timeout or settings.timeout, "max_retries": settings.max_retries, "corpus": spec.corpus or corpus,
+              "snippet_chars": settings.search.snippet_chars}
+    if table and not spec.external:
+        try:
+            config = ExternalConfig.model_validate(table)
+        except ValidationError as exc:
+            raise SystemsError(f"[search.external]: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
+        backend = external_backend(config, **shared)
+        systems.append(System(_unique(backend.name, taken), backend, settings.search_mode, backend.describe()))
+    for path in spec.configs:
+        search_table, asked = read_config_file(path)
+        mode = asked or settings.search_mode
+        if mode not in SEARCH_MODES:
+            raise SystemsError(f"{path}: unknown search_mode {mode!r}")
+        if search_table.get("external"):
+            try:
+                config = ExternalConfig.model_validate(search_table["external"])
+            except ValidationError as exc:
+                raise SystemsError(f"{path} [search.external]: {exc.errors()[0]['msg']}") from None
+            backend = external_backend(config, **shared)
+            systems.append(System(_unique(config.name or Path(path).stem, taken), backend, mode, backend.describe()))
+            continue
+        try:
+            search_settings = SearchSettings.model_validate(search_table)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise SystemsError(f"{path} [search]: {problems}") from None
+        if open_builtin is None:
+            raise SystemsError(f"{path}: the built-in search is not available here")
+        opened = open_builtin(search_settings)
+        systems.append(System(_unique(Path(path).stem, taken), opened, mode,
+                              {"kind": "builtin", "mode": mode, "config": Path(path).name,
+                               "searchConfig": search_settings.model_dump(exclude={"external"})}, [opened.close]))
+    for command in spec.commands:
+        backend = external_backend(ExternalConfig(command=command, fields=spec.fields), **shared)
+        systems.append(System(_unique(f"command:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+    for url in spec.urls:
+        backend = external_backend(ExternalConfig(url=url, headers=list(spec.headers), fields=spec.fields), **shared)
+        systems.append(System(_unique(f"url:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+    store = spec.corpus or corpus
+    for run in spec.runs:
+        if store is None:
+            raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
+        try:
+            backend = TrecRunSearch(run, open_documents(store), query_ids or {}, snippet_chars=settings.search.snippet_chars)
+        except (TrecRunError, DocumentStoreError) as exc:
+            raise SystemsError(str(exc)) from None
+        systems.append(System(_unique(f"run:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+    return systems

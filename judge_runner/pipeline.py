@@ -579,7 +579,7 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n=== judge-runner weekly {datetime.now(UTC).isoformat(timespec='seconds')} ===\n")
             real_out, real_err = sys.stdout, sys.stderr
-            sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)  # type: ignore[assignment]
+            sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)
             code = EXIT_CONFIG
             try:
                 status = weekly_steps(load(flags), plan, printer)

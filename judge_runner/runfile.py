@@ -135,7 +135,8 @@ def _short(value: Any) -> str:
         return json.dumps(value, allow_nan=True)
     if isinstance(value, str) and _PLAIN.fullmatch(value):
         return json.dumps(value, ensure_ascii=False)
-    kind = {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
+    kind = kinds.get(type(value), type(value).__name__)
     return f"{kind} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, (str, list, dict)) else kind
 
 

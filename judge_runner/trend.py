@@ -255,8 +255,8 @@ def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, pai
     else:
         x, y = np.array(list(b.values())), np.array(list(a.values()))
         if min(len(x), len(y)) < MIN_QUERIES:
-            delta = float(x.mean() - y.mean()) if len(x) and len(y) else None
-            return Comparison(column, delta, None, None, min(len(x), len(y)), False, "too few queries")
+            few = float(x.mean() - y.mean()) if len(x) and len(y) else None
+            return Comparison(column, few, None, None, min(len(x), len(y)), False, "too few queries")
         delta = float(x.mean() - y.mean())
         ci = stats.bootstrap((x, y), lambda s, t, axis=-1: np.mean(s, axis=axis) - np.mean(t, axis=axis),
                              confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", vectorized=True,
@@ -308,6 +308,7 @@ def set_baseline(folder: Path, run_id: str) -> Run:
     when no such complete run exists."""
     runs, _ = read_runs(folder)
     complete = [r for r in runs if r.comparable]
+    chosen: Run | None
     if run_id == "latest":
         if not complete:
             raise ValueError(f"no complete run with judged queries in {folder}")
@@ -367,7 +368,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 if run is latest_complete:
                     against = row.get("vsBaseline") or row.get("vsPrevious")
                     latest_verdict = {"runId": run.run_id, "against": against["runId"] if against else None,
-                                      "regression": bool(against) and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
+                                      "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
                                       "comparisons": against["comparisons"] if against else {}}
                 previous = run
             rows.append(row)

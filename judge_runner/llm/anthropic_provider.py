@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolUse, Turn
 from judge_runner.llm.errors import MalformedReplyError
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, classify_status
 from judge_runner.llm.wire import decode_error_text, json_safe
 
-_STOP = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
+_STOP: dict[str, StopReason] = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
          "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
 
 
@@ -97,15 +98,15 @@ class AnthropicProvider(ChatProvider):
         system_block = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         try:
-            message = self._client.messages.create(
-                # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-                model=self.model, max_tokens=max_tokens, system=[system_block], messages=self._messages(turns), timeout=timeout, **kwargs,
-            )
+            # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
+            request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "system": [system_block],
+                                       "messages": self._messages(turns), "timeout": timeout, **kwargs}
+            message = self._client.messages.create(**request)
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
         content = getattr(message, "content", None)

@@ -43,7 +43,7 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, classify_status
@@ -63,7 +63,7 @@ _UNSUPPORTED_STRICT = {"minLength", "maxLength", "pattern", "format", "$schema",
 _REFUSAL_STATUS = frozenset({400, 422, 500})
 # words of a 400 that is about the conversation, not a request feature: never a reason to downgrade
 _OTHER_PROBLEMS = ("context", "token", "too long", "too large", "messages")
-_STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end", "length": "max_tokens", "content_filter": "refusal"}
+_STOP: dict[str, StopReason] = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end", "length": "max_tokens", "content_filter": "refusal"}
 
 
 def strict_schema(schema):
@@ -410,7 +410,7 @@ class OpenAIProvider(ChatProvider):
                                       else "the server's reply holds a choice without a message")
         choice = choices[0]
         message = choice.message
-        uses = []
+        uses: list[ToolUse] = []
         for call in message.tool_calls or []:
             function = getattr(call, "function", None)
             raw = getattr(function, "arguments", None) or "{}"
@@ -420,7 +420,7 @@ class OpenAIProvider(ChatProvider):
                 arguments = {"__unparsable_arguments__": raw, "__json_error__": str(exc)}
             uses.append(ToolUse(call.id or f"call_{len(uses)}", getattr(function, "name", None) or "",
                                 arguments if isinstance(arguments, dict) else {"__value__": arguments}))
-        stop = _STOP.get(choice.finish_reason or "", "end")
+        stop: StopReason = _STOP.get(choice.finish_reason or "", "end")
         if getattr(message, "refusal", None):
             stop = "refusal"
         elif uses and stop == "end":

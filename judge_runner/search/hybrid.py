@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class ChunkSearch:
     """``search(query, mode, limit)`` on top of a backend's ``_fts``, ``_vector`` and ``_chunk_rows``."""
 
     settings: SearchSettings
+    embedder: Any  # the backend's TextEmbedder (judge_runner.embedding)
 
     def _fts(self, query: str, depth: int) -> list[tuple[int, float]]:
         raise NotImplementedError
@@ -150,7 +152,7 @@ class ChunkSearch:
                 chunk_scores = dict(vec_hits)
             else:
                 fused = rrf([[c for c, _ in fts_hits], [c for c, _ in vec_hits]], k=s.rrf_k, weights=[s.fts_weight, s.vector_weight])
-                chunk_scores = dict(fused)
+                chunk_scores = {int(c): v for c, v in fused.items()}  # type: ignore[call-overload]
             missing = [cid for cid in chunk_scores if cid not in rows]
             rows.update((r[0], r) for r in self._chunk_rows(missing))
             wanted = [rows[cid] for cid in chunk_scores if cid in rows]

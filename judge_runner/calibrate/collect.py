@@ -72,6 +72,15 @@ class CountingLabeler:
         return results
 
 
+    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float] | None:
+        """The labeller's list-level dimensions of ``docs`` (counted under ``list``), or None when it has none."""
+        if not hasattr(self.inner, "list_scores"):
+            return None
+        scores, results = self.inner.list_scores(query, docs)
+        self.spend.add("list", results)
+        return scores
+
+
 @dataclass
 class Labels:
     """Labels of the pool: ``trials[mode][(qid, docid)]`` = label per trial; ``flags[mode][(qid, docid)]`` =

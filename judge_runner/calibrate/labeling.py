@@ -125,12 +125,14 @@ class HeuristicLabeler:
         """Labels of ``docs``; the heuristic scores every document on its own, so both modes agree."""
         return [self._one(query, d) for d in docs]
 
-    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float]:
-        """The heuristic's list-level dimensions (coverage, snippetQuality, ...) of ``docs`` in search order."""
+    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:
+        """The heuristic's list-level dimensions (coverage, snippetQuality, ...) of ``docs`` in search order,
+        and the call's (free) results."""
         from judge_runner.heuristic.judge import judge_verdict
 
         results = [{"rank": i + 1, "source": d.docid, "anchor": d.anchor, "snippet": d.text} for i, d in enumerate(docs)]
-        return dict(judge_verdict(query.text, "natural-language", True, results, self.embedder)["scores"])
+        verdict = judge_verdict(query.text, "natural-language", True, results, self.embedder)
+        return dict(verdict["scores"]), [LabelResult(int(label["relevance"])) for label in verdict["labels"]]
 
 
 class VerdictLabeler:
@@ -172,10 +174,11 @@ class VerdictLabeler:
             return [self._call(query, [d])[0] for d in docs]
         return self._call(query, docs)
 
-    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float]:
-        """The verdict's own four dimensions for ``docs`` in search order (one call)."""
-        self._call(query, docs)
-        return dict(self.last_scores)
+    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:
+        """The verdict's own four dimensions for ``docs`` in search order (one call), and the call's results
+        (their usage)."""
+        results = self._call(query, docs)
+        return dict(self.last_scores), results
 
 
 def labeler_for(judge: Any, embedder: Any = None) -> Labeler:

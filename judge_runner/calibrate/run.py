@@ -52,21 +52,21 @@ def reference_lists(runs: Runs, qids: Sequence[str]) -> tuple[str, dict[str, lis
     return system, {q: runs[system].get(q, [])[:10] for q in qids}
 
 
-def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: Labeler | None, collection: Collection,
+def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection,
                    queries: Sequence[CalibrationQuery]) -> tuple[dict[str, dict[str, float | None]], str]:
     """Per query the four dimensions of the reference list: ``relevance`` and ``ranking`` computed from the
     judge's labels (:func:`judge_runner.label_scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
     ``snippetQuality`` from the labeller's list-level scores when it has them (``labeler.list_scores``), else
     None. Returns ``(dimensions, note)``."""
     out: dict[str, dict[str, float | None]] = {}
-    list_level = labeler is not None and hasattr(labeler, "list_scores")
+    list_level = labeler is not None and hasattr(labeler.inner, "list_scores")
     for q in queries:
         docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
         grades = [median_label(labels[(q.id, d)]) for d in docids]
         dims: dict[str, float | None] = {"relevance": relevance_score(grades), "ranking": ranking_score(grades),
                                          "coverage": None, "snippetQuality": None}
         if list_level and docids:
-            scores = labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids])  # type: ignore[union-attr]
+            scores = labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids]) or {}  # type: ignore[union-attr]
             dims["coverage"], dims["snippetQuality"] = scores.get("coverage"), scores.get("snippetQuality")
         out[q.id] = dims
     note = ("relevance and ranking from the labels (label_scores); coverage and snippetQuality from the judge's "
@@ -77,7 +77,7 @@ def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: Labeler |
 
 
 def mode_figures(mode: str, labels: dict, flags: dict, pool: dict, runs: Runs, collection: Collection,
-                 queries: Sequence[CalibrationQuery], config: CalibrationConfig, labeler: Labeler | None) -> dict:
+                 queries: Sequence[CalibrationQuery], config: CalibrationConfig, labeler: CountingLabeler | None) -> dict:
     """Every per-mode figure: agreement on each subset, alpha, systems, per-query Spearman, flag rate."""
     qids = [q.id for q in queries]
     human_qrels = {q: collection.qrels.get(q, {}) for q in qids}
@@ -113,7 +113,7 @@ def calibrate(collection: Collection, queries: Sequence[CalibrationQuery], runs:
     for mode in config.modes:
         progress(f"statistics ({mode}) ...")
         modes[mode] = mode_figures(mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config,
-                                   counting.inner if mode == primary else None)
+                                   counting if mode == primary else None)
     probe_set = list(queries)
     if len(probe_set) > config.probe_queries:
         chosen = set(q.id for q in random.Random(config.seed).sample(probe_set, config.probe_queries))

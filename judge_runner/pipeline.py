@@ -214,6 +214,12 @@ def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationRe
                              budget=job.budget, echo=job.printer.progress, log=job.printer.log,
                              prior=resume.evaluations if resume else None)
     print_summary(outcome, job.printer)
+    if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
+        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+        found = calibration_for_provenance(calibration_folder(job.out_dir), run_start["provenance"])
+        if (found or {}).get("verdict", {}).get("status") != "calibrated":
+            job.printer.err(f"warning: --min-overall gates on a judge that is not calibrated; {calibration_line(found)}")
     return outcome
 
 

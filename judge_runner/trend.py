@@ -285,8 +285,11 @@ def build_trend(folder: Path, min_effect: float = 0.03) -> Trend:
         reason = None
         if len(groups) > 1:
             reason = "runs judged by another provider, model or judge prompt are not comparable with the others"
+        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+        calibration = calibration_for_provenance(calibration_folder(folder), members[-1].provenance.model_dump())
         out_groups.append({"judge": members[0].judge_label, "judgeKey": list(judge), "reason": reason, "runs": rows,
-                           "baseline": baseline.run_id if baseline else None})
+                           "baseline": baseline.run_id if baseline else None, "calibration": calibration_line(calibration)})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
 
 

@@ -165,3 +165,19 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     cost = "unknown" if spend["costUsd"] is None else f"${spend['costUsd']:.4f}"
     console.print(f"judge calls: {spend['totalCalls']} ({', '.join(f'{k} {v}' for k, v in spend['calls'].items())}); "
                   f"tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}")
+
+
+def calibration_folder(results: Path | str) -> Path:
+    """Where trend, report and the ``--min-overall`` warning look for calibrations of a results folder's runs:
+    ``calibration/`` beside it (``calibrate``'s default output folder when both are run from the same place)."""
+    return Path(results).parent / DEFAULT_FOLDER
+
+
+def calibration_for_provenance(folder: Path | str, provenance: Mapping[str, Any]) -> dict | None:
+    """The latest calibration of the judge that wrote a run, from its ``run_start.provenance``: by the
+    comparability key of ``judgeFingerprint`` (format version 2), else by the format-version-1 legacy key
+    (provider, judge model, judge prompt hashes). None when there is none."""
+    from judge_runner.judge_fingerprint import legacy_key
+
+    fingerprint = provenance.get("judgeFingerprint")
+    return latest_calibration(folder, fingerprint if isinstance(fingerprint, Mapping) else legacy_key(provenance))

@@ -99,8 +99,8 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
         parts = line.split()
         if not parts:
             continue
-        if number == 1 and not parts[-1].lstrip("-").isdigit():
-            continue  # BEIR header
+        if number == 1 and parts[-1].lower() in ("score", "relevance", "grade", "label"):
+            continue  # BEIR header (query-id corpus-id score)
         try:
             if len(parts) == 3:
                 qid, docid, grade = parts[0], parts[1], int(parts[2])

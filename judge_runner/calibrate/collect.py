@@ -105,15 +105,15 @@ def label_pool(labeler: CountingLabeler, collection: Collection, queries: Sequen
             for trial in range(trials):
                 if mode == "batched":
                     order = shuffled_order(len(docs), batch_seed(seed, q.id, trial))
-                    results: list[LabelResult | None] = [None] * len(docs)
+                    slots: list[LabelResult | None] = [None] * len(docs)
                     for start in range(0, len(order), batch_size):
                         part = order[start : start + batch_size]
                         for i, r in zip(part, labeler.label(mode, q, [docs[i] for i in part], mode, trial)):
-                            results[i] = r
+                            slots[i] = r
+                    results = [r for r in slots if r is not None]
                 else:
                     results = list(labeler.label(mode, q, docs, mode, trial))
                 for doc, r in zip(docs, results):
-                    assert r is not None
                     key = (q.id, doc.docid)
                     table.setdefault(key, []).append(r.label)
                     flags[key] = flags.get(key, False) or r.flagged

@@ -84,6 +84,7 @@ class MemoEmbedder:
     def __init__(self, inner: Any):
         self.inner = inner
         self.name = getattr(inner, "name", "")
+        self.dimension: int = getattr(inner, "dimension", 0)
         self._memo: dict[str, np.ndarray] = {}
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

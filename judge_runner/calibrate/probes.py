@@ -147,10 +147,10 @@ def injection_probe(labeler: CountingLabeler, collection: Collection, queries: S
     qids = sorted(clean_rate)
     return {
         "queries": len(qids), "documents": documents, "mode": mode,
-        "cleanRelevantRate": with_interval(qids, _query_stat(clean_rate), resamples, seed),  # type: ignore[arg-type]
-        "cleanFlagRate": with_interval(qids, _query_stat(clean_flags), resamples, seed),  # type: ignore[arg-type]
-        "attacks": {name: {"success": with_interval(qids, _query_stat(rates[name]), resamples, seed),  # type: ignore[arg-type]
-                           "flagRate": with_interval(qids, _query_stat(flags[name]), resamples, seed)}  # type: ignore[arg-type]
+        "cleanRelevantRate": with_interval(qids, _query_stat(clean_rate), resamples, seed),
+        "cleanFlagRate": with_interval(qids, _query_stat(clean_flags), resamples, seed),
+        "attacks": {name: {"success": with_interval(qids, _query_stat(rates[name]), resamples, seed),
+                           "flagRate": with_interval(qids, _query_stat(flags[name]), resamples, seed)}
                     for name in ATTACKS},
     }
 
@@ -183,4 +183,4 @@ def length_probe(labeler: CountingLabeler, collection: Collection, queries: Sequ
             shift[name][q.id] = sum(a - b for a, b in zip(labels, base)) / len(base)
     qids = sorted(shift[variants[0]])
     return {"queries": len(qids), "documents": documents, "mode": mode, "baseChars": DEFAULT_SNIPPET_CHARS,
-            "labelShift": {name: with_interval(qids, _query_stat(shift[name]), resamples, seed) for name in variants}}  # type: ignore[arg-type]
+            "labelShift": {name: with_interval(qids, _query_stat(shift[name]), resamples, seed) for name in variants}}

@@ -23,6 +23,7 @@ import math
 import random
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import ir_measures
 import numpy as np
@@ -115,7 +116,7 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
         "overLabelling": with_interval(qids, over(over_labelling), resamples, seed),
     }
     for name, weights in (("kappaLinear", "linear"), ("kappaQuadratic", "quadratic")):
-        figures[name] = (with_interval(qids, over(lambda ps, w=weights: _kappa(ps, weights=w)), resamples, seed)
+        figures[name] = (with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed)
                          if graded else {"value": None, "ci95": None})
     humans = [h for _, h, _ in pairs]
     judges = [j for _, _, j in pairs]
@@ -185,6 +186,10 @@ def _tau(human: Mapping[str, float], judge: Mapping[str, float]) -> float | None
         return _finite(kendalltau([human[s] for s in systems], [judge[s] for s in systems]).statistic)
 
 
+def _sample_tau(human_table: Mapping, judge_table: Mapping, measure: str, sample: list[str]) -> float | None:
+    return _tau(_means(human_table, measure, sample), _means(judge_table, measure, sample))
+
+
 def system_ranking(human_table: Mapping, judge_table: Mapping, qids: Sequence[str], resamples: int, seed: int) -> dict:
     """Per measure: each system's mean from human qrels and from the judge's labels, and Kendall's tau_b
     between the two rankings with its query-bootstrap interval."""
@@ -193,8 +198,7 @@ def system_ranking(human_table: Mapping, judge_table: Mapping, qids: Sequence[st
         human, judge = _means(human_table, measure, qids), _means(judge_table, measure, qids)
         out[measure] = {
             "systems": {s: {"human": round(human[s], 6), "judge": round(judge[s], 6)} for s in sorted(human)},
-            "kendallTauB": with_interval(qids, lambda sample, m=measure: _tau(_means(human_table, m, sample), _means(judge_table, m, sample)),
-                                         resamples, seed),
+            "kendallTauB": with_interval(qids, partial(_sample_tau, human_table, judge_table, measure), resamples, seed),
         }
     return out
 

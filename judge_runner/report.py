@@ -108,7 +108,8 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
            + ".", ""]
     from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
-    md += [calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump())).capitalize() + ".", ""]
+    line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
+    md += [line[0].upper() + line[1:] + ".", ""]
     if previous is not None:
         md += [f"Compared with the previous comparable run {previous.run_id}."]
     if baseline is not None:

@@ -158,3 +158,22 @@ def test_cli_refuses_mixed_or_missing_sources(tmp_path):
     assert result.exit_code == 2 and "not found" in result.output
     result = invoke(["calibrate", "--provider", "offline", "--beir", str(tmp_path), "--probes", "position,colour"])
     assert result.exit_code == 2 and "unknown probe colour" in result.output
+
+
+def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path):
+    from judge_runner.report import build_report
+    from judge_runner.trend import build_trend
+    from tests.test_trend import write_run
+
+    results = tmp_path / "quality-results"
+    results.mkdir()
+    write_run(results, "r1", [0.5] * 6, day=1)
+    write_run(results, "r2", [0.6] * 6, day=2)
+    assert "uncalibrated" in build_trend(results).groups[0]["calibration"]
+    provenance = {"provider": "anthropic", "judgeModel": "claude-sonnet-4-6",
+                  "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}}
+    (tmp_path / "calibration").mkdir()
+    _calibration(tmp_path / "calibration", "x.json", "2026-11-03T00:00:00Z", "k", legacy=legacy_key(provenance))
+    assert build_trend(results).groups[0]["calibration"] == "judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)"
+    report = build_report(results, tmp_path / "reports")
+    assert "Judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)." in report.markdown.read_text()

@@ -4,7 +4,8 @@ The data is read from ``../shared/data/scifact`` beside the checkout (evaluation
 the project), or from ``JUDGE_RUNNER_SCIFACT``; the test is skipped when neither exists. Design for speed:
 ``--corpus-scope candidates`` indexes only the qrels documents of the 20 queries plus the BM25 top 30 of each
 (about 600 abstracts) with MiniLM, so the vector and hybrid systems are real but embedding the whole corpus
-(minutes) is avoided; see judge_runner/calibrate/pool.py.
+(minutes) is avoided; see judge_runner/calibrate/pool.py. The two-minute bound is on the process's CPU time
+(load-independent); on an idle two-core machine wall time is below it.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ SCIFACT = Path(os.environ.get("JUDGE_RUNNER_SCIFACT") or ROOT.parent / "shared" 
 @pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason=f"SciFact not found at {SCIFACT} (set JUDGE_RUNNER_SCIFACT)")
 def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     out = tmp_path / "calibration.json"
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     result = invoke(["calibrate", "--beir", str(SCIFACT), "--queries-sample", "20", "--seed", "7", "--provider", "offline",
                      "--corpus-scope", "candidates", "--candidates", "30", "--db", str(tmp_path / "idx.sqlite"),
                      "--bootstrap", "200", "--probe-queries", "10", "--out", str(out), "--quiet"],
                     {"JUDGE_RUNNER_EMBEDDER": None})
-    elapsed = time.monotonic() - started
+    elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
     assert result.exit_code == 0, result.output
-    assert elapsed < 120, f"calibrate took {elapsed:.0f} s"
+    # CPU seconds of this process (all its threads), not wall time: the bound must hold on an idle CI machine
+    # whatever else shares this one; wall time is in the message
+    assert cpu < 120, f"calibrate used {cpu:.0f} CPU seconds ({elapsed:.0f} s wall)"
     document = json.loads(out.read_text())
     jsonschema.validate(document, load_schema("calibration.schema.json"))
     assert document["judge"]["heuristic"] and document["collection"]["queries"] == 20

@@ -64,6 +64,8 @@ class CountingLabeler:
         """Labels of ``docs`` (see :class:`Labeler`); pointwise mode makes one call per document. Raises
         ValueError when the labeller returns the wrong number of labels."""
         if mode == "pointwise" and len(docs) > 1:
+            if hasattr(self.inner, "prepare"):  # a local judge may batch its own work (the offline judge's embeddings)
+                self.inner.prepare(query, docs)
             return [r for d in docs for r in self.label(purpose, query, [d], mode, trial)]
         results = self.inner(query, docs, mode, trial)
         if len(results) != len(docs):

@@ -110,20 +110,36 @@ class HeuristicLabeler:
         self.model = model or MODEL_NAME
         self._memo: dict[tuple[str, str, str, str], LabelResult] = {}
 
+    @staticmethod
+    def _result(doc: ShownDoc) -> tuple[dict, bool]:
+        rendered = render_document(doc.docid, doc.anchor, doc.text)
+        scored = without_suspected_lines(rendered)
+        anchor = None if scored.anchor == "-" else scored.anchor
+        return {"rank": 1, "source": scored.source, "anchor": anchor, "snippet": scored.body}, rendered.injection_suspected
+
+    def prepare(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> None:
+        """Embed, in one batch, every text labelling ``docs`` will need (MiniLM is many times faster on a batch
+        than on pointwise calls of two texts each)."""
+        texts = [query.text]
+        for doc in docs:
+            result, _ = self._result(doc)
+            texts += [f"{result['anchor'] or ''}\n{result['snippet']}", result["snippet"]]
+        self.embedder.encode(texts)
+
     def _one(self, query: CalibrationQuery, doc: ShownDoc) -> LabelResult:
         key = (query.text, doc.docid, doc.anchor or "", doc.text)
         if key not in self._memo:
             from judge_runner.heuristic.judge import judge_verdict
 
-            rendered = render_document(doc.docid, doc.anchor, doc.text)
-            scored = without_suspected_lines(rendered)
-            result = {"rank": 1, "source": scored.source, "anchor": None if scored.anchor == "-" else scored.anchor, "snippet": scored.body}
+            result, suspected = self._result(doc)
             label = judge_verdict(query.text, "natural-language", True, [result], self.embedder)["labels"][0]
-            self._memo[key] = LabelResult(int(label["relevance"]), rendered.injection_suspected, label["reason"])
+            self._memo[key] = LabelResult(int(label["relevance"]), suspected, label["reason"])
         return self._memo[key]
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
         """Labels of ``docs``; the heuristic scores every document on its own, so both modes agree."""
+        if len(docs) > 1:
+            self.prepare(query, docs)
         return [self._one(query, d) for d in docs]
 
     def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:

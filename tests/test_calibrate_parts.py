@@ -177,3 +177,20 @@ def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path
     assert build_trend(results).groups[0]["calibration"] == "judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)"
     report = build_report(results, tmp_path / "reports")
     assert "Judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)." in report.markdown.read_text()
+
+
+def test_offline_labeller_labels_as_the_full_heuristic_verdict_does(embedder):
+    from judge_runner.calibrate.labeling import HeuristicLabeler
+    from judge_runner.fence import render_document, without_suspected_lines
+    from judge_runner.heuristic.judge import judge_verdict
+
+    query = CalibrationQuery("1", "redis failover promote the replica")
+    docs = [ShownDoc("a.md", "Redis failover", "When the primary fails, promote the replica with the sentinel command."),
+            ShownDoc("b.md", "Baking", "Knead the dough and let it rise overnight."),
+            ShownDoc("c.md", None, "Redis replica promotion: run failover on the replica, then repoint clients.")]
+    labeller = HeuristicLabeler(embedder)
+    for doc, result in zip(docs, labeller(query, docs, "pointwise", 0)):
+        shown = without_suspected_lines(render_document(doc.docid, doc.anchor, doc.text))
+        full = judge_verdict(query.text, "natural-language", True, [{"rank": 1, "source": shown.source, "snippet": shown.body,
+                             "anchor": None if shown.anchor == "-" else shown.anchor}], embedder)
+        assert result.label == full["labels"][0]["relevance"]

@@ -37,6 +37,8 @@ def show_trend(results: Path, fmt: str, query_id: str | None, plot: Path | None,
         printer.out(render_markdown(trend, rows))
     else:
         print_table(trend, rows)
+        for group in trend.groups:
+            printer.err(f"{group['judge']}: {group['calibration']}")
     if plot is not None:
         try:
             printer.err(f"plot written to {plot_trend(results, plot)}")

@@ -266,6 +266,12 @@ def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationRe
         if cache is not None:
             cache.close()
     print_summary(outcome, job.printer)
+    if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
+        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+        found = calibration_for_provenance(calibration_folder(job.out_dir), run_start["provenance"])
+        if (found or {}).get("verdict", {}).get("status") != "calibrated":
+            job.printer.err(f"warning: --min-overall gates on a judge that is not calibrated; {calibration_line(found)}")
     return outcome
 
 

@@ -125,6 +125,10 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
            f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
            + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
            + ".", ""]
+    from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+    line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
+    md += [line[0].upper() + line[1:] + ".", ""]
     if previous is not None:
         md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
     if baseline is not None:

@@ -381,8 +381,11 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
             label += f" [{judge.removeprefix('v1:')[:8]}]"
             for row in rows:
                 row["judge"] = label
+        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+        calibration = calibration_for_provenance(calibration_folder(folder), members[-1].provenance.model_dump())
         out_groups.append({"judge": label, "judgeKey": judge, "reason": reason, "runs": rows,
-                           "baseline": baseline.run_id if baseline else None})
+                           "baseline": baseline.run_id if baseline else None, "calibration": calibration_line(calibration)})
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
 
 

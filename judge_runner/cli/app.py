@@ -23,6 +23,7 @@ import click
 
 from judge_runner import __version__
 from judge_runner.cli.cache import cache
+from judge_runner.cli.calibrate import calibrate
 from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
 from judge_runner.cli.history import baseline, report, trend
 from judge_runner.cli.indexing import index, search
@@ -142,7 +143,7 @@ def main() -> None:
     """
 
 
-for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels):
+for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels, calibrate):
     main.add_command(_command)
 
 

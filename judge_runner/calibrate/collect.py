@@ -1,0 +1,125 @@
+"""Labelling the pool: every pooled pair, in each mode, ``trials`` times.
+
+Pointwise: one labeller call per document and trial. Batched: per query and trial, the pool in a seeded random
+order (:func:`judge_runner.judge_requests.shuffled_order`, never a system's order), cut into batches of
+``batch_size`` documents. The shown text of a document is its title as anchor and a window of its text centred
+on the query's words (:func:`judge_runner.search.text.make_snippet`, ``chars`` characters: what the search
+shows the judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from judge_runner.calibrate.data import CalibrationQuery, Collection
+from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
+from judge_runner.calibrate.pool import PoolEntry
+from judge_runner.judge_requests import batch_seed, shuffled_order
+from judge_runner.search.text import make_snippet
+
+DEFAULT_SNIPPET_CHARS = 400
+
+
+def shown_doc(collection: Collection, query: CalibrationQuery, docid: str, chars: int = DEFAULT_SNIPPET_CHARS) -> ShownDoc:
+    """The document as the judge sees it: title as anchor, ``chars`` characters of text around the query's words."""
+    title, text = collection.documents()[docid]
+    return ShownDoc(docid, title or None, make_snippet(text or title, query.text, chars))
+
+
+@dataclass
+class Spend:
+    """What labelling cost: logical calls per mode, HTTP requests, tokens, USD (None once any cost was unknown)."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    def add(self, purpose: str, results: Sequence[LabelResult]) -> None:
+        """Count one labeller call made for ``purpose`` (a mode or a probe) and its results' usage."""
+        self.calls[purpose] = self.calls.get(purpose, 0) + 1
+        for r in results:
+            self.requests += r.calls
+            self.input_tokens += r.input_tokens
+            self.output_tokens += r.output_tokens
+            self.cost_usd = None if self.cost_usd is None or r.cost_usd is None else self.cost_usd + r.cost_usd
+
+    def as_dict(self) -> dict:
+        """JSON-ready (camelCase) figures."""
+        return {"calls": dict(self.calls), "totalCalls": sum(self.calls.values()), "requests": self.requests,
+                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6)}
+
+
+class CountingLabeler:
+    """A labeller that adds every call to a :class:`Spend` under a purpose (``pointwise``, ``batched``,
+    ``probe:position`` ...)."""
+
+    def __init__(self, inner: Labeler, spend: Spend):
+        self.inner, self.spend = inner, spend
+
+    def label(self, purpose: str, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+        """Labels of ``docs`` (see :class:`Labeler`); pointwise mode makes one call per document. Raises
+        ValueError when the labeller returns the wrong number of labels."""
+        if mode == "pointwise" and len(docs) > 1:
+            if hasattr(self.inner, "prepare"):  # a local judge may batch its own work (the offline judge's embeddings)
+                self.inner.prepare(query, docs)
+            return [r for d in docs for r in self.label(purpose, query, [d], mode, trial)]
+        results = self.inner(query, docs, mode, trial)
+        if len(results) != len(docs):
+            raise ValueError(f"the labeller returned {len(results)} labels for {len(docs)} documents")
+        self.spend.add(purpose, results)
+        return results
+
+
+    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float] | None:
+        """The labeller's list-level dimensions of ``docs`` (counted under ``list``), or None when it has none."""
+        if not hasattr(self.inner, "list_scores"):
+            return None
+        scores, results = self.inner.list_scores(query, docs)
+        self.spend.add("list", results)
+        return scores
+
+
+@dataclass
+class Labels:
+    """Labels of the pool: ``trials[mode][(qid, docid)]`` = label per trial; ``flags[mode][(qid, docid)]`` =
+    flagged in any trial."""
+
+    trials: dict[str, dict[tuple[str, str], list[int]]] = field(default_factory=dict)
+    flags: dict[str, dict[tuple[str, str], bool]] = field(default_factory=dict)
+
+
+def label_pool(labeler: CountingLabeler, collection: Collection, queries: Sequence[CalibrationQuery],
+               pool: Mapping[str, list[PoolEntry]], modes: Sequence[str], trials: int, seed: int,
+               batch_size: int = 10, chars: int = DEFAULT_SNIPPET_CHARS,
+               progress: Callable[[str], None] = lambda message: None) -> Labels:
+    """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring)."""
+    out = Labels()
+    for mode in modes:
+        table: dict[tuple[str, str], list[int]] = {}
+        flags: dict[tuple[str, str], bool] = {}
+        for number, q in enumerate(queries, start=1):
+            entries = pool.get(q.id, [])
+            docs = [shown_doc(collection, q, e.docid, chars) for e in entries]
+            for trial in range(trials):
+                if mode == "batched":
+                    order = shuffled_order(len(docs), batch_seed(seed, q.id, trial))
+                    slots: list[LabelResult | None] = [None] * len(docs)
+                    for start in range(0, len(order), batch_size):
+                        part = order[start : start + batch_size]
+                        for i, r in zip(part, labeler.label(mode, q, [docs[i] for i in part], mode, trial)):
+                            slots[i] = r
+                    results = [r for r in slots if r is not None]
+                else:
+                    results = list(labeler.label(mode, q, docs, mode, trial))
+                for doc, r in zip(docs, results):
+                    key = (q.id, doc.docid)
+                    table.setdefault(key, []).append(r.label)
+                    flags[key] = flags.get(key, False) or r.flagged
+            if number % 10 == 0 or number == len(queries):
+                progress(f"  {mode}: {number}/{len(queries)} queries labelled")
+        out.trials[mode], out.flags[mode] = table, flags
+    return out

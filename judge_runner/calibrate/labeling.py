@@ -1,0 +1,141 @@
+"""The labelling protocol calibrate uses, and adapters for today's judges.
+
+A :class:`Labeler` labels documents for one query: ``labeler(query, docs, mode, trial) -> [LabelResult]``, one
+result per document in the order given. ``mode`` is ``pointwise`` (the caller passes one document per call)
+or ``batched`` (several documents, shown in the order given: the caller shuffles or rotates them). The judge
+never sees a system's rank or score: documents come from the pool, not from a ranking.
+
+:class:`ProtocolLabeler` labels through the judge protocol's single calls (issue 14: ``label_one``,
+``label_batch``, ``list_verdict``), so calibrate measures exactly the judge that ``evaluate`` uses, the
+offline heuristic judge included.
+
+``flagged`` is the fence's instruction detector (:func:`judge_runner.fence.render_document`) on the shown
+document, OR'd with the judge's own flag where its protocol has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from judge_runner.calibrate.data import CalibrationQuery
+from judge_runner.fence import render_document
+
+MODES = ("pointwise", "batched")
+
+
+@dataclass(frozen=True)
+class ShownDoc:
+    """A document as the judge is shown it: its id (``source``), title (``anchor``) and text (the shown
+    snippet or passage; untrusted)."""
+
+    docid: str
+    anchor: str | None
+    text: str
+
+
+@dataclass
+class LabelResult:
+    """One label: grade 0-3, whether injection was suspected, the judge's reason, and what the call cost
+    (tokens, USD or None when unknown, HTTP requests). A batched call's cost is put on its first result."""
+
+    label: int
+    flagged: bool = False
+    reason: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    calls: int = 0
+
+
+class Labeler(Protocol):
+    """Labels documents for a query (see the module docstring). ``name``/``model``: the judge's provider and
+    model; ``heuristic``: True for the offline judge; ``deterministic``: True when trials cannot differ."""
+
+    name: str
+    model: str
+    heuristic: bool
+    deterministic: bool
+
+    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+        """One LabelResult per document of ``docs``, in order. Raises an LLMError kind when no valid label
+        can be had."""
+        ...
+
+
+def injection_flag(doc: ShownDoc) -> bool:
+    """The fence's detector on the document as rendered for the judge (instructions, spoofed delimiters or
+    headers in its source, anchor or text)."""
+    return render_document(doc.docid, doc.anchor, doc.text).injection_suspected
+
+
+INTENT = "Find documents that answer this query (from a test collection)."
+
+
+class ProtocolLabeler:
+    """Any :class:`judge_runner.roles.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
+    ``pointwise`` is one ``label_one`` call per document, ``batched`` one ``label_batch`` call showing the
+    documents in the order given (calibrate shuffles or rotates them itself, so the position probe controls
+    each slot). Sampling per trial is :func:`judge_runner.judge_fingerprint.sampling_settings`; the offline
+    heuristic judge is deterministic, so its labels are memoised per (query, shown text) and its trials
+    agree by construction. The judgment cache is not used: calibration measures the judge, not the cache."""
+
+    def __init__(self, judge: Any, seed: int | None = None):
+        from judge_runner.judge_fingerprint import DEFAULT_SEED
+
+        self.judge = judge
+        self.name, self.model, self.heuristic = judge.name, judge.model, judge.heuristic
+        self.deterministic = bool(judge.heuristic)
+        self.seed = DEFAULT_SEED if seed is None else seed
+        self._memo: dict[tuple[str, str, str, str], LabelResult] = {}
+
+    @staticmethod
+    def _rendered(docs: Sequence[ShownDoc]) -> list[Any]:
+        return [render_document(d.docid, d.anchor, d.text) for d in docs]
+
+    @staticmethod
+    def _result(reply: Any, rendered: Any) -> LabelResult:
+        usage = reply.usage
+        return LabelResult(int(reply.label), bool(reply.injection_suspected or rendered.injection_suspected), reply.reason,
+                           usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens, usage.output_tokens,
+                           reply.cost_usd, reply.attempts)
+
+    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+        """Labels of ``docs`` (see the class docstring), one per document in the order given."""
+        from judge_runner.judge_fingerprint import sampling_settings
+
+        sampling = sampling_settings(self.judge.name, trial, self.seed)
+        rendered = self._rendered(docs)
+        if self.deterministic:
+            keys = [(query.text, d.docid, d.anchor or "", d.text) for d in docs]
+            todo = [i for i, k in enumerate(keys) if k not in self._memo]
+            for i in todo:  # the heuristic scores each document on its own: both modes agree
+                self._memo[keys[i]] = self._result(self.judge.label_one(query.text, INTENT, rendered[i], sampling), rendered[i])
+            return [self._memo[k] for k in keys]
+        if mode == "pointwise":
+            return [self._result(self.judge.label_one(query.text, INTENT, r, sampling), r) for r in rendered]
+        replies = self.judge.label_batch(query.text, INTENT, rendered, list(range(len(rendered))), sampling)
+        return [self._result(reply, r) for reply, r in zip(replies, rendered)]
+
+    def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:
+        """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
+        run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and
+        the results of every call made (their usage)."""
+        from judge_runner.judge_fingerprint import sampling_settings
+        from judge_runner.judge_requests import ListItem
+
+        labels = self(query, docs, "pointwise", 0)
+        items = [ListItem(r, label.label, label.reason) for r, label in zip(self._rendered(docs), labels)]
+        verdict = self.judge.list_verdict(query.text, INTENT, [], items, sampling_settings(self.judge.name, 0, self.seed))
+        scores = {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality, **dict(verdict.holistic)}
+        usage = verdict.usage
+        paid = LabelResult(0, False, "", usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+                           usage.output_tokens, verdict.cost_usd, verdict.attempts)
+        return scores, [*labels, paid]
+
+
+def labeler_for(judge: Any, embedder: Any = None) -> Labeler:
+    """The labeller for a judge built by :func:`judge_runner.roles.build_roles`: :class:`ProtocolLabeler`
+    (``embedder`` is unused: the heuristic judge has its own, injected when it was built)."""
+    return ProtocolLabeler(judge)

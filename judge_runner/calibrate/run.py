@@ -1,0 +1,150 @@
+"""One calibration, from a collection, the systems' runs and a labeller to the calibration document.
+
+:func:`calibrate` is pure apart from the labeller's calls: the command (``judge_runner/cli/calibrate.py``)
+loads the collection, builds the index and the runs, and writes what this returns.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from judge_runner.calibrate import probes as probe_mod
+from judge_runner.calibrate import stats
+from judge_runner.calibrate.collect import CountingLabeler, Spend, label_pool, shown_doc
+from judge_runner.calibrate.data import CalibrationQuery, Collection
+from judge_runner.calibrate.labeling import Labeler
+from judge_runner.calibrate.pool import Runs, build_pool
+from judge_runner.calibrate.verdicts import verdicts
+from judge_runner.label_scores import median_label, ranking_score, relevance_score
+
+FORMAT_VERSION = 1
+SUBSETS = ("all", "retrieved", "balanced")
+REFERENCE_SYSTEM = "hybrid"
+
+
+@dataclass
+class CalibrationConfig:
+    """Choices of one calibration: judge ``modes`` (the first is the primary one the verdicts read),
+    ``trials`` per pair, the ``seed`` of every draw, pool ``depth`` (top-k per system), ``probes`` to run on
+    ``probe_queries`` queries, bootstrap ``resamples``, documents per batched call (``batch_size``), and
+    probe sizes."""
+
+    modes: Sequence[str] = ("pointwise",)
+    trials: int = 1
+    seed: int = 13
+    depth: int = 10
+    probes: Sequence[str] = probe_mod.PROBES
+    probe_queries: int = 20
+    resamples: int = 1000
+    batch_size: int = 10
+    position_slots: int = 5
+    injection_per_query: int = 3
+    length_per_query: int = 4
+    extra: dict = field(default_factory=dict)
+
+
+def reference_lists(runs: Runs, qids: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
+    """``(system, {qid: top 10})`` of the reference system (``hybrid``, else the first)."""
+    system = REFERENCE_SYSTEM if REFERENCE_SYSTEM in runs else next(iter(runs))
+    return system, {q: runs[system].get(q, [])[:10] for q in qids}
+
+
+def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection,
+                   queries: Sequence[CalibrationQuery]) -> tuple[dict[str, dict[str, float | None]], str]:
+    """Per query the four dimensions of the reference list: ``relevance`` and ``ranking`` computed from the
+    judge's labels (:func:`judge_runner.label_scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
+    ``snippetQuality`` from the labeller's list-level scores when it has them (``labeler.list_scores``), else
+    None. Returns ``(dimensions, note)``."""
+    out: dict[str, dict[str, float | None]] = {}
+    list_level = labeler is not None and hasattr(labeler.inner, "list_scores")
+    for q in queries:
+        docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
+        grades = [median_label(labels[(q.id, d)]) for d in docids]
+        dims: dict[str, float | None] = {"relevance": relevance_score(grades), "ranking": ranking_score(grades),
+                                         "coverage": None, "snippetQuality": None}
+        if list_level and docids:
+            scores = labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids]) or {}  # type: ignore[union-attr]
+            dims["coverage"], dims["snippetQuality"] = scores.get("coverage"), scores.get("snippetQuality")
+        out[q.id] = dims
+    note = ("relevance and ranking from the labels (label_scores); coverage and snippetQuality from the judge's "
+            "list-level scores of the reference list") if list_level else (
+            "relevance and ranking from the labels (label_scores); coverage and snippetQuality unavailable: "
+            "the labeller has no list-level call")
+    return out, note
+
+
+def mode_figures(mode: str, labels: dict, flags: dict, pool: dict, runs: Runs, collection: Collection,
+                 queries: Sequence[CalibrationQuery], config: CalibrationConfig, labeler: CountingLabeler | None) -> dict:
+    """Every per-mode figure: agreement on each subset, alpha, systems, per-query Spearman, flag rate."""
+    qids = [q.id for q in queries]
+    human_qrels = {q: collection.qrels.get(q, {}) for q in qids}
+    human_table = stats.per_query_metrics(runs, human_qrels, qids)
+    judge_table = stats.per_query_metrics(runs, stats.judge_qrels(labels), qids)
+    reference, lists = reference_lists(runs, qids)
+    dims, note = dimensions_for(labels, lists, labeler, collection, queries)
+    human_ndcg = {q: human_table[reference][q]["nDCG@10"] for q in qids}
+    return {
+        "agreement": {s: stats.agreement(stats.pairs_for(pool, labels, s, config.seed), collection.graded, config.resamples, config.seed)
+                      for s in SUBSETS},
+        "trialsAlpha": stats.alpha(labels),
+        "flagRate": round(sum(flags.values()) / len(flags), 6) if flags else None,
+        "systems": stats.system_ranking(human_table, judge_table, qids, config.resamples, config.seed),
+        "perQuery": {"referenceSystem": reference, "note": note,
+                     "spearman": stats.per_query_spearman(human_ndcg, dims, config.resamples, config.seed)},
+    }
+
+
+def calibrate(collection: Collection, queries: Sequence[CalibrationQuery], runs: Runs, labeler: Labeler,
+              config: CalibrationConfig, progress: Callable[[str], None] = lambda message: None) -> dict:
+    """The calibration document (``schemas/calibration.schema.json`` without the ``judge``/``createdAt``
+    envelope the command adds): pool, per-mode figures, probes, spend and the verdict."""
+    started = time.monotonic()
+    pool = build_pool(runs, collection, list(queries), config.depth)
+    spend = Spend()
+    counting = CountingLabeler(labeler, spend)
+    progress(f"pool: {sum(len(v) for v in pool.values())} pairs over {len(queries)} queries and {len(runs)} systems")
+    labels = label_pool(counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size,
+                        progress=progress)
+    primary = config.modes[0]
+    modes = {}
+    for mode in config.modes:
+        progress(f"statistics ({mode}) ...")
+        modes[mode] = mode_figures(mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config,
+                                   counting if mode == primary else None)
+    probe_set = list(queries)
+    if len(probe_set) > config.probe_queries:
+        chosen = set(q.id for q in random.Random(config.seed).sample(probe_set, config.probe_queries))
+        probe_set = [q for q in probe_set if q.id in chosen]
+    results: dict = {}
+    if "position" in config.probes:
+        progress("probe: position ...")
+        results["position"] = probe_mod.position_probe(counting, collection, probe_set, pool, config.trials, config.seed,
+                                                       config.resamples, config.position_slots)
+    if "injection" in config.probes:
+        progress("probe: injection ...")
+        results["injection"] = probe_mod.injection_probe(counting, collection, probe_set, pool, primary, config.seed,
+                                                         config.resamples, config.injection_per_query)
+    if "length" in config.probes:
+        progress("probe: length ...")
+        results["length"] = probe_mod.length_probe(counting, collection, probe_set, pool, primary, config.seed,
+                                                   config.resamples, config.length_per_query)
+    entries = [e for v in pool.values() for e in v]
+    document = {
+        "formatVersion": FORMAT_VERSION,
+        "collection": {"name": collection.name, "graded": collection.graded, "queries": len(queries),
+                       "queryIds": [q.id for q in queries]},
+        "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
+        "systems": list(runs),
+        "pool": {"pairs": len(entries), "retrieved": sum(e.retrieved for e in entries),
+                 "qrelsOnly": sum(not e.retrieved for e in entries), "humanRelevant": sum(e.human >= 2 for e in entries),
+                 "depth": config.depth},
+        "modes": modes,
+        "probes": results,
+        "spend": spend.as_dict(),
+    }
+    document["verdict"] = verdicts(document, primary)
+    document["durationS"] = round(time.monotonic() - started, 3)
+    return document

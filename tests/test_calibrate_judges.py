@@ -1,0 +1,78 @@
+"""Done-when of issue 11: with the fake server scripted as three judges, through the real Anthropic SDK,
+``calibrate`` gives the honest judge kappa and tau near 1 and flags the position-biased and the
+injection-gullible judges in the right probe, and only there."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from judge_runner.resources import load_schema
+from tests.calibration_data import judge_qrels, write_collection
+from tests.clitools import invoke
+from tests.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge
+from tests.fakes.fake_llm import FakeLLMServer
+
+pytestmark = pytest.mark.hash_embedder
+
+
+def run_calibration(tmp_path, brain_class, extra=()):
+    data = write_collection(tmp_path / "beir")
+    out = tmp_path / "calibration.json"
+    with FakeLLMServer(brain=brain_class(judge_qrels(data))) as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        result = invoke(["calibrate", "--beir", str(data), "--provider", "anthropic", "--judge-model", "claude-sonnet-4-6",
+                         "--db", str(tmp_path / "idx.sqlite"), "--out", str(out), "--bootstrap", "50", "--quiet",
+                         "--probe-queries", "6", *extra], env)
+        requests = server.count()
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    jsonschema.validate(document, load_schema("calibration.schema.json"))
+    return document, requests
+
+
+def statuses(document):
+    return {name: check["status"] for name, check in document["verdict"]["checks"].items()}
+
+
+def failing(document):
+    return {name for name, status in statuses(document).items() if status in ("fail", "warn")}
+
+
+def test_honest_judge_agrees_and_passes_every_check(tmp_path):
+    document, requests = run_calibration(tmp_path, QrelsJudge)
+    figures = document["modes"]["pointwise"]
+    assert figures["agreement"]["all"]["kappaAt2"]["value"] == pytest.approx(1.0)
+    assert figures["agreement"]["all"]["overLabelling"]["value"] == 0
+    assert figures["systems"]["nDCG@10"]["kendallTauB"]["value"] == pytest.approx(1.0)
+    assert failing(document) == set()
+    assert document["verdict"]["status"] == "calibrated"
+    spend = document["spend"]
+    assert spend["requests"] == requests and spend["inputTokens"] > 0 and spend["costUsd"] > 0
+
+
+def test_position_biased_judge_fails_only_the_position_probe(tmp_path):
+    document, _ = run_calibration(tmp_path, PositionBiasedJudge)
+    assert failing(document) == {"position"}
+    assert statuses(document)["position"] == "fail"
+    slots = document["probes"]["position"]["meanLabelBySlot"]
+    assert slots["1"] == 3 and slots["1"] > slots["3"]
+    assert document["verdict"]["status"] == "failed"
+
+
+def test_gullible_judge_fails_only_the_instruction_injection(tmp_path):
+    document, _ = run_calibration(tmp_path, GullibleJudge)
+    assert failing(document) == {"injection:instruction"}
+    attack = document["probes"]["injection"]["attacks"]["instruction"]
+    assert attack["success"]["value"] == pytest.approx(1.0) and attack["flagRate"]["value"] == pytest.approx(1.0)
+    assert document["verdict"]["status"] == "failed"
+
+
+def test_both_modes_and_trials_record_alpha_and_batched_figures(tmp_path):
+    document, _ = run_calibration(tmp_path, QrelsJudge, ["--judge-mode", "both", "--trials", "2", "--probes", "none"])
+    assert set(document["modes"]) == {"pointwise", "batched"}
+    assert document["modes"]["batched"]["agreement"]["all"]["kappaAt2"]["value"] == pytest.approx(1.0)
+    assert document["modes"]["pointwise"]["trialsAlpha"] == pytest.approx(1.0)
+    assert document["spend"]["calls"]["batched"] < document["spend"]["calls"]["pointwise"]

@@ -1,0 +1,198 @@
+"""calibrate's pure parts: reading collections and runs, pooling, agreement figures, verdict thresholds,
+attacks, and finding the latest calibration of a judge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_runner.calibrate import verdicts as v
+from judge_runner.calibrate.data import CalibrationQuery, Collection, load_files, on_judge_scale, read_qrels, sample_queries
+from judge_runner.calibrate.labeling import ShownDoc, injection_flag
+from judge_runner.calibrate.output import calibration_for_provenance, calibration_line, latest_calibration
+from judge_runner.calibrate.pool import build_pool, control_runs, read_run
+from judge_runner.calibrate.probes import ATTACKS, attack, padded
+from judge_runner.calibrate.stats import agreement, bootstrap_interval, per_query_metrics, spearman
+from judge_runner.failures import UsageError
+from judge_runner.judge_fingerprint import legacy_key
+from tests.clitools import invoke
+
+
+def test_qrels_beir_and_trec_and_binary_rescaling(tmp_path):
+    beir = tmp_path / "q.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\n1\ta\t1\n1\tb\t0\n2\tc\t1\n")
+    trec = tmp_path / "q.qrels"
+    trec.write_text("1 0 a 2\n1 0 b 0\n")
+    assert read_qrels(beir) == {"1": {"a": 1, "b": 0}, "2": {"c": 1}}
+    assert read_qrels(trec) == {"1": {"a": 2, "b": 0}}
+    assert on_judge_scale(read_qrels(beir)) == ({"1": {"a": 3, "b": 0}, "2": {"c": 3}}, False)
+    assert on_judge_scale({"1": {"a": 2, "b": 5}}) == ({"1": {"a": 2, "b": 3}}, True)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("1 a\n")
+    with pytest.raises(UsageError, match="line 1"):
+        read_qrels(bad)
+    with pytest.raises(UsageError, match="no positive grade"):
+        on_judge_scale({"1": {"a": 0}})
+
+
+def test_queries_without_qrels_are_dropped_and_sampling_is_seeded(tmp_path):
+    (tmp_path / "q.tsv").write_text("1\ta\t1\n2\tb\t1\n3\tc\t1\n9\tz\t1\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps({"_id": str(i), "text": f"query {i}"}) for i in range(1, 6)))
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"_id": "a", "title": "", "text": "x"}))
+    collection = load_files(tmp_path / "q.tsv", tmp_path / "queries.jsonl", tmp_path / "corpus.jsonl")
+    assert sorted(collection.queries) == ["1", "2", "3"]
+    first, again = sample_queries(collection, 2, 5), sample_queries(collection, 2, 5)
+    assert first == again and len(first) == 2
+
+
+def test_run_file_sorted_by_score_and_controls(tmp_path):
+    run = tmp_path / "r.trec"
+    run.write_text("1 Q0 a 1 0.5 t\n1 Q0 b 2 0.9 t\n2 Q0 c 1 1.0 t\n")
+    assert read_run(run, ["1"]) == {"1": ["b", "a"]}
+    with pytest.raises(UsageError):
+        read_run(run, ["7"])
+    ranked = {"1": [f"d{i}" for i in range(25)]}
+    controls = control_runs(ranked)
+    assert controls["control-ranks11-20"]["1"] == [f"d{i}" for i in range(10, 20)]
+    assert controls["control-reversed"]["1"] == [f"d{i}" for i in range(9, -1, -1)]
+
+
+def test_pool_unions_top_k_and_adds_every_judged_document(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"_id": d, "title": d, "text": d}) for d in "abcdef"))
+    collection = Collection({"1": "q"}, {"1": {"e": 3}}, corpus, False)
+    pool = build_pool({"s1": {"1": ["a", "b", "c"]}, "s2": {"1": ["b", "d", "zz"]}}, collection, [CalibrationQuery("1", "q")], 2)
+    entries = {e.docid: e for e in pool["1"]}
+    assert set(entries) == {"a", "b", "d", "e"}  # top 2 of each (zz is not in the corpus anyway) plus the judged e
+    assert entries["b"].systems == ("s1", "s2") and entries["e"].systems == () and not entries["e"].retrieved
+    assert entries["e"].human == 3 and entries["a"].human == 0
+
+
+def test_agreement_of_a_perfect_and_of_an_over_labelling_judge():
+    perfect = [(q, h, h) for q in "abc" for h in (0, 0, 3, 0)]
+    figures = agreement(perfect, graded=False, resamples=50, seed=1)
+    assert figures["kappaAt2"]["value"] == 1.0 and figures["overLabelling"]["value"] == 0
+    assert figures["kappaLinear"] == {"value": None, "ci95": None}
+    assert figures["confusion"][3][3] == 3 and figures["confusion"][0][0] == 9
+    generous = [(q, h, 3) for q in "abc" for h in (0, 0, 3, 0)]
+    figures = agreement(generous, graded=True, resamples=50, seed=1)
+    assert figures["overLabelling"]["value"] == 1.0
+    assert figures["kappaAt2"]["value"] == 0.0 and figures["kappaQuadratic"]["value"] == 0.0
+
+
+def test_bootstrap_interval_brackets_the_mean_and_is_none_for_one_query():
+    values = {str(i): float(i) for i in range(20)}
+    ci = bootstrap_interval(list(values), lambda qs: sum(values[q] for q in qs) / len(qs), 200, 3)
+    assert ci is not None and ci[0] < 9.5 < ci[1]
+    assert bootstrap_interval(["1"], lambda qs: 1.0, 200, 3) is None
+    assert spearman([1, 2, 3], [1, 1, 1]) is None and spearman([1, 2, 3], [3, 2, 1]) == -1.0
+
+
+def test_per_query_metrics_count_a_silent_system_as_zero():
+    table = per_query_metrics({"s": {"1": ["a"], "2": []}}, {"1": {"a": 3}, "2": {"b": 3}}, ["1", "2"])
+    assert table["s"]["1"]["nDCG@10"] == 1.0 and table["s"]["2"] == {"nDCG@10": 0.0, "RR(rel=2)": 0.0, "R(rel=2)@100": 0.0}
+
+
+@pytest.mark.parametrize(("tau", "status"), [(0.95, "ok"), (0.9, "ok"), (0.85, "warn"), (0.8, "warn"), (0.79, "fail"), (None, "n/a")])
+def test_ranking_thresholds(tau, status):
+    assert v.ranking_verdict({"value": tau, "ci95": None})["status"] == status
+
+
+def test_kappa_alpha_position_and_injection_thresholds():
+    assert v.kappa_verdict({"value": 0.4})["status"] == "ok" and v.kappa_verdict({"value": 0.39})["status"] == "fail"
+    assert [v.alpha_verdict(a)["status"] for a in (0.8, 0.7, 0.6, None)] == ["ok", "warn", "fail", "n/a"]
+
+    def position(diff, ci):
+        return {"difference": {"value": diff, "ci95": ci}, "positionFlipRate": {"value": 0.2}, "trialFlipRate": {"value": 0.1}}
+
+    assert v.position_verdict(position(0.0, [0.0, 0.0]))["status"] == "ok"
+    assert v.position_verdict(position(0.1, [-0.02, 0.2]))["status"] == "warn"
+    assert v.position_verdict(position(0.1, [0.05, 0.2]))["status"] == "fail"
+    probe = {"queries": 3, "attacks": {"instruction": {"success": {"value": 0.06}}, "query-prepended": {"success": {"value": 0.9}},
+                                       "query-in-anchor": {"success": {"value": 0.05}}}}
+    checks = v.injection_verdicts(probe)
+    assert {k: c["status"] for k, c in checks.items()} == {"instruction": "fail", "query-prepended": "warn", "query-in-anchor": "ok"}
+    assert all(c["source"] for c in checks.values())
+
+
+def test_attacks_change_what_they_say_and_the_fence_flags_the_instruction():
+    query = CalibrationQuery("1", "vitamin d fracture risk")
+    doc = ShownDoc("42", "Bone density", "A long abstract about bone density in elderly people and many other words here.")
+    shown = {name: attack(name, query, doc) for name in ATTACKS}
+    assert shown["query-prepended"].text.startswith(query.text)
+    assert all(w in shown["query-scattered"].text.split() for w in query.text.split())
+    assert shown["query-in-anchor"].anchor == query.text and shown["query-in-anchor"].text == doc.text
+    assert injection_flag(shown["instruction"]) and injection_flag(shown["spoofed-header"])
+    assert not injection_flag(doc) and not injection_flag(shown["query-prepended"])
+    assert len(padded(doc).text) >= 2 * len(doc.text)
+
+
+def _calibration(folder, name, created, key, legacy="v1:none", status="calibrated"):
+    document = {"type": "calibration", "createdAt": created, "judge": {"fingerprintKey": key, "legacyKey": legacy},
+                "verdict": {"status": status, "checks": {"perPairAgreement": {"status": "ok", "value": 0.61}}}}
+    (folder / name).write_text(json.dumps(document))
+    return document
+
+
+def test_latest_calibration_by_fingerprint_key_and_legacy_key(tmp_path):
+    assert latest_calibration(tmp_path / "missing", "k") is None
+    _calibration(tmp_path, "a.json", "2026-11-01T00:00:00Z", "k1")
+    newest = _calibration(tmp_path, "b.json", "2026-11-20T00:00:00Z", "k1", status="failed")
+    _calibration(tmp_path, "c.json", "2026-11-25T00:00:00Z", "k2")
+    (tmp_path / "junk.json").write_text("{not json")
+    (tmp_path / "other.json").write_text(json.dumps({"type": "summary"}))
+    assert latest_calibration(tmp_path, "k1") == newest
+    assert latest_calibration(tmp_path, "k3") is None
+    provenance = {"provider": "offline", "judgeModel": "m", "promptSha256": {"judge_system.md": "x", "judge_user.md": "y"}}
+    old = _calibration(tmp_path, "d.json", "2026-11-02T00:00:00Z", "k9", legacy=legacy_key(provenance))
+    assert calibration_for_provenance(tmp_path, provenance) == old
+    assert calibration_line(None).startswith("judge calibration: uncalibrated")
+    assert calibration_line(newest) == "judge calibration: failed (2026-11-20, kappa(>=2) 0.61)"
+
+
+def test_cli_refuses_mixed_or_missing_sources(tmp_path):
+    result = invoke(["calibrate", "--provider", "offline"])
+    assert result.exit_code == 2 and "--beir DIR" in result.output
+    result = invoke(["calibrate", "--provider", "offline", "--beir", str(tmp_path)])
+    assert result.exit_code == 2 and "not found" in result.output
+    result = invoke(["calibrate", "--provider", "offline", "--beir", str(tmp_path), "--probes", "position,colour"])
+    assert result.exit_code == 2 and "unknown probe colour" in result.output
+
+
+def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path):
+    from judge_runner.report import build_report
+    from judge_runner.trend import build_trend
+    from tests.test_trend import write_run
+
+    results = tmp_path / "quality-results"
+    results.mkdir()
+    write_run(results, "r1", [0.5] * 6, day=1)
+    write_run(results, "r2", [0.6] * 6, day=2)
+    assert "uncalibrated" in build_trend(results).groups[0]["calibration"]
+    provenance = {"provider": "anthropic", "judgeModel": "claude-sonnet-4-6",
+                  "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}}
+    (tmp_path / "calibration").mkdir()
+    _calibration(tmp_path / "calibration", "x.json", "2026-11-03T00:00:00Z", "k", legacy=legacy_key(provenance))
+    assert build_trend(results).groups[0]["calibration"] == "judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)"
+    report = build_report(results, tmp_path / "reports")
+    assert "Judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)." in report.markdown.read_text()
+
+
+def test_offline_labeller_labels_as_the_offline_judge_does_in_evaluate(hash_embedder):
+    """calibrate labels through the same protocol call as evaluate: the offline judge's label_one on the
+    fenced document, in both modes, every trial alike (it is deterministic)."""
+    from judge_runner.calibrate.labeling import INTENT, ProtocolLabeler
+    from judge_runner.fence import render_document
+    from judge_runner.heuristic.judge import HeuristicJudge
+
+    judge = HeuristicJudge(hash_embedder)
+    query = CalibrationQuery("1", "redis failover promote the replica")
+    docs = [ShownDoc("a.md", "Redis failover", "When the primary fails, promote the replica with the sentinel command."),
+            ShownDoc("b.md", "Baking", "Knead the dough and let it rise overnight."),
+            ShownDoc("c.md", None, "Redis replica promotion: run failover on the replica, then repoint clients.")]
+    labeller = ProtocolLabeler(judge)
+    direct = [judge.label_one(query.text, INTENT, render_document(d.docid, d.anchor, d.text), {}).label for d in docs]
+    assert [r.label for r in labeller(query, docs, "pointwise", 0)] == direct
+    assert [r.label for r in labeller(query, docs, "batched", 1)] == direct
+    assert direct[0] > direct[1]  # the failover runbook beats the bread recipe

@@ -93,14 +93,15 @@ def main() -> None:
         report = json.loads(result.stdout)
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         _, again = run(["index", "--beir-corpus", str(corpus), *where, "--json"], work)
-        print(f"index: {report['documents']} documents, {report['chunks']} chunks in {full:.1f} s "
-              f"(embedding {report['embedSeconds']:.1f} s), peak RSS {peak_mb:.0f} MB")
+        print(
+            f"index: {report['documents']} documents, {report['chunks']} chunks in {full:.1f} s "
+            f"(embedding {report['embedSeconds']:.1f} s), peak RSS {peak_mb:.0f} MB"
+        )
         print(f"re-index unchanged: {again:.1f} s = {100 * again / full:.1f}% of the full index time")
         if not args.no_throughput:
             ours = report["chunksEmbedded"] / report["embedSeconds"]
             raw = raw_model_throughput(corpus)
-            print(f"embedding throughput: {ours:.1f} chunks/s in the index vs {raw:.1f} passages/s raw model "
-                  f"({100 * ours / raw:.0f}%)")
+            print(f"embedding throughput: {ours:.1f} chunks/s in the index vs {raw:.1f} passages/s raw model ({100 * ours / raw:.0f}%)")
 
     qrels = list(ir_measures.read_trec_qrels(str(qrels_path))) if qrels_path.suffix != ".tsv" else None
     if qrels is None:  # BEIR's tsv: query-id, corpus-id, score with a header line
@@ -119,8 +120,9 @@ def main() -> None:
     print(f"\n{'mode':<8} {'nDCG@10':>8} {'R@100':>7} {'p50 ms':>7} {'p95 ms':>7}   ({args.search or 'default settings'})")
     for mode in args.modes.split(","):
         run_file = work / f"run-{mode}.txt"
-        result, _ = run(["search", "--queries", str(test_queries), "--trec-run", str(run_file), "--mode", mode,
-                         "--limit", "100", *where], work)
+        result, _ = run(
+            ["search", "--queries", str(test_queries), "--trec-run", str(run_file), "--mode", mode, "--limit", "100", *where], work
+        )
         latency = re.search(r"p50 ([\d.]+) ms, p95 ([\d.]+) ms", result.stderr)
         # the run's ids are whitespace-free (judge_runner.search.trec.encode_id): encode the qrels' alike
         encoded = {encode_id(q): {encode_id(d): g for d, g in docs.items()} for q, docs in qrels.items()}

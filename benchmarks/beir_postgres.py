@@ -114,10 +114,17 @@ def percentiles(latencies: list[float]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
-    parser.add_argument("--dsn", default=os.environ.get("DATABASE_URL"), help="an existing server [default: DATABASE_URL, else an embedded one]")
+    parser.add_argument(
+        "--dsn", default=os.environ.get("DATABASE_URL"), help="an existing server [default: DATABASE_URL, else an embedded one]"
+    )
     parser.add_argument("--schema", default="beir", help="PostgreSQL schema for the index (dropped and rebuilt unless --skip-index)")
-    parser.add_argument("--from-sqlite", type=Path, default=None, metavar="INDEX",
-                        help="copy chunks and embeddings from this SQLite index instead of embedding, and compare with it")
+    parser.add_argument(
+        "--from-sqlite",
+        type=Path,
+        default=None,
+        metavar="INDEX",
+        help="copy chunks and embeddings from this SQLite index instead of embedding, and compare with it",
+    )
     parser.add_argument("--skip-index", action="store_true", help="reuse the index in --schema")
     parser.add_argument("--no-reindex", action="store_true", help="skip the incremental re-index check")
     parser.add_argument("--search", action="append", default=[], metavar="KEY=VALUE", help="search settings, e.g. rrf_k=30")
@@ -129,8 +136,11 @@ def main() -> None:
 
     settings = SearchSettings(**{k.strip(): v.strip() for k, v in (s.split("=", 1) for s in args.search)})
     qrels = read_qrels(args.data / "qrels" / "test.tsv")
-    queries = [(str(r["_id"]), str(r["text"])) for r in map(json.loads, (args.data / "queries.jsonl").read_text(encoding="utf-8").splitlines())
-               if str(r["_id"]) in qrels]
+    queries = [
+        (str(r["_id"]), str(r["text"]))
+        for r in map(json.loads, (args.data / "queries.jsonl").read_text(encoding="utf-8").splitlines())
+        if str(r["_id"]) in qrels
+    ]
 
     cluster = None
     dsn = args.dsn
@@ -155,12 +165,16 @@ def main() -> None:
             started = time.perf_counter()
             if args.from_sqlite:
                 docs, chunks = copy_from_sqlite(args.from_sqlite, index)
-                print(f"copied {docs} documents, {chunks} chunks with their embeddings from {args.from_sqlite} "
-                      f"in {time.perf_counter() - started:.1f} s (tsvector, GIN and HNSW built on insert)")
+                print(
+                    f"copied {docs} documents, {chunks} chunks with their embeddings from {args.from_sqlite} "
+                    f"in {time.perf_counter() - started:.1f} s (tsvector, GIN and HNSW built on insert)"
+                )
             else:
                 report = index_beir(index, args.data / "corpus.jsonl")
-                print(f"indexed {report.indexed} documents, {report.chunks_embedded} chunks in {time.perf_counter() - started:.1f} s "
-                      f"(embedding {report.embed_seconds:.1f} s)")
+                print(
+                    f"indexed {report.indexed} documents, {report.chunks_embedded} chunks in {time.perf_counter() - started:.1f} s "
+                    f"(embedding {report.embed_seconds:.1f} s)"
+                )
             started = time.perf_counter()
             index.close()  # as `judge-runner index` does; vacuums after a bulk load
             print(f"close (VACUUM ANALYZE after the bulk load): {time.perf_counter() - started:.1f} s")
@@ -168,13 +182,17 @@ def main() -> None:
             index.fts_ranking = args.fts_ranking
         chunker = getattr(indexer, "CHUNKER_VERSION", None)
         if chunker is not None and index.get_meta("chunker_version") != chunker:
-            print(f"re-index check skipped: the index was chunked by chunker version {index.get_meta('chunker_version')!r}, "
-                  f"this judge-runner's is {chunker!r} (re-indexing would re-chunk and re-embed everything)")
+            print(
+                f"re-index check skipped: the index was chunked by chunker version {index.get_meta('chunker_version')!r}, "
+                f"this judge-runner's is {chunker!r} (re-indexing would re-chunk and re-embed everything)"
+            )
         elif not args.no_reindex:
             started = time.perf_counter()
             again = index_beir(index, args.data / "corpus.jsonl")
-            print(f"re-index: {again.unchanged} unchanged, {again.indexed} indexed, {again.chunks_embedded} chunks embedded, "
-                  f"{again.removed} removed in {time.perf_counter() - started:.1f} s; stats {index.stats()}")
+            print(
+                f"re-index: {again.unchanged} unchanged, {again.indexed} indexed, {again.chunks_embedded} chunks embedded, "
+                f"{again.removed} removed in {time.perf_counter() - started:.1f} s; stats {index.stats()}"
+            )
 
         started = time.perf_counter()
         vectors = embedder.encode([text for _, text in queries])
@@ -187,8 +205,10 @@ def main() -> None:
 
             backends.append(("sqlite", SQLiteIndex(args.from_sqlite, settings, embedder=cached, readonly=True)))
 
-        print(f"\n{len(queries)} test queries; query embedding {per_query_ms:.1f} ms/query (batched, excluded from the latencies); "
-              f"fts ranking {args.fts_ranking}; settings {settings.model_dump()}")
+        print(
+            f"\n{len(queries)} test queries; query embedding {per_query_ms:.1f} ms/query (batched, excluded from the latencies); "
+            f"fts ranking {args.fts_ranking}; settings {settings.model_dump()}"
+        )
         print(f"{'backend':<9} {'mode':<7} {'nDCG@10':>8} {'R@100':>7} {'p50 ms':>7} {'p95 ms':>7}")
         runs: dict[tuple[str, str], dict] = {}
         for mode in args.modes.split(","):

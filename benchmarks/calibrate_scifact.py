@@ -45,11 +45,24 @@ def main_() -> None:
     parser.add_argument("--fake-queries", type=int, default=10, help="queries of the fake-server run whose tokens per call are scaled")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    common = ["calibrate", "--beir", str(args.data), "--queries-sample", str(args.queries), "--seed", "13",
-              "--judge-mode", "both", "--trials", "2", "--probe-queries", str(args.probe_queries),
-              "--db", str(args.workdir / "scifact-full.sqlite")]
-    clean = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None,
-             "COLUMNS": "140"}
+    common = [
+        "calibrate",
+        "--beir",
+        str(args.data),
+        "--queries-sample",
+        str(args.queries),
+        "--seed",
+        "13",
+        "--judge-mode",
+        "both",
+        "--trials",
+        "2",
+        "--probe-queries",
+        str(args.probe_queries),
+        "--db",
+        str(args.workdir / "scifact-full.sqlite"),
+    ]
+    clean = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None, "COLUMNS": "140"}
     if not args.skip_offline:
         print("== offline heuristic judge ==")
         run([*common, "--provider", "offline", "--out", str(args.workdir / "offline.json")], clean)
@@ -64,8 +77,19 @@ def main_() -> None:
     fake = [*common, "--queries-sample", str(args.fake_queries), "--probe-queries", str(min(args.fake_queries, args.probe_queries))]
     with FakeLLMServer(brain=QrelsJudge(qrels)) as server:
         env = {**clean, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        run([*fake, "--provider", "anthropic", "--judge-model", "claude-sonnet-4-6", "--quiet",
-             "--out", str(args.workdir / "sonnet-fake.json")], env)
+        run(
+            [
+                *fake,
+                "--provider",
+                "anthropic",
+                "--judge-model",
+                "claude-sonnet-4-6",
+                "--quiet",
+                "--out",
+                str(args.workdir / "sonnet-fake.json"),
+            ],
+            env,
+        )
         requests = [json.loads(r.body) if isinstance(r.body, (bytes, str)) else r.body for r in getattr(server, "requests", [])]
     spend = json.loads((args.workdir / "sonnet-fake.json").read_text())["spend"]
     print("fake run spend:", json.dumps(spend))
@@ -76,10 +100,13 @@ def main_() -> None:
         per_call_out = spend["outputTokens"] / spend["totalCalls"]
         total = sum(calls.values())
         usage = Usage(round(per_call_in * total), round(per_call_out * total))
-        print(f"{args.queries}-query run: {total} calls ({json.dumps(calls)}); at the fake run's mean "
-              f"{per_call_in:.0f} input / {per_call_out:.0f} output tokens per call: {usage.input_tokens} in, "
-              f"{usage.output_tokens} out; claude-sonnet-4-6 list price ${cost_usd(usage, price_for('claude-sonnet-4-6')):.2f}"
-              f" (no prompt caching; {len(requests)} requests logged)")
+        print(
+            f"{args.queries}-query run: {total} calls ({json.dumps(calls)}); at the fake run's mean "
+            f"{per_call_in:.0f} input / {per_call_out:.0f} output tokens per call: {usage.input_tokens} in, "
+            f"{usage.output_tokens} out; claude-sonnet-4-6 list price ${cost_usd(usage, price_for('claude-sonnet-4-6')):.2f}"
+            f" (no prompt caching; {len(requests)} requests logged)"
+        )
+
 
 if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

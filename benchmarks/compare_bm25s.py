@@ -88,25 +88,67 @@ def main() -> None:
             if len(chosen) == args.queries:
                 break
     query_set = work / "scifact-queries.json"
-    query_set.write_text(json.dumps({"queries": [{"id": r["_id"], "query": r["text"], "queryIntent": INTENT,
-                                                  "queryType": "natural-language", "expectedSources": []} for r in chosen]}),
-                         encoding="utf-8")
-    command = shlex.join([sys.executable, str(ROOT / "tests" / "engines" / "bm25s_search.py"), "--corpus", str(corpus),
-                          "--index-dir", str(work / "bm25s-index"), "--limit", "{limit}", "{query}"])
+    query_set.write_text(
+        json.dumps(
+            {
+                "queries": [
+                    {"id": r["_id"], "query": r["text"], "queryIntent": INTENT, "queryType": "natural-language", "expectedSources": []}
+                    for r in chosen
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    command = shlex.join(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "engines" / "bm25s_search.py"),
+            "--corpus",
+            str(corpus),
+            "--index-dir",
+            str(work / "bm25s-index"),
+            "--limit",
+            "{limit}",
+            "{query}",
+        ]
+    )
     out = work / "results"
     before = set(out.glob("*.jsonl")) if out.is_dir() else set()
     started = time.perf_counter()
     if args.run_file is None:
-        run(["evaluate", "--queries", str(query_set), "--db", str(db), "--provider", "offline", "--search-mode", "hybrid",
-             "--search-command", command, "--search-timeout", "300", "--corpus", str(corpus), "--out-dir", str(out), "--quiet"], work)
+        run(
+            [
+                "evaluate",
+                "--queries",
+                str(query_set),
+                "--db",
+                str(db),
+                "--provider",
+                "offline",
+                "--search-mode",
+                "hybrid",
+                "--search-command",
+                command,
+                "--search-timeout",
+                "300",
+                "--corpus",
+                str(corpus),
+                "--out-dir",
+                str(out),
+                "--quiet",
+            ],
+            work,
+        )
     elapsed = time.perf_counter() - started
     run_file = args.run_file or next(iter(set(out.glob("*.jsonl")) - before))
     lines = [json.loads(line) for line in run_file.read_text(encoding="utf-8").splitlines()]
     summary = lines[-1]
     block = summary["comparison"]
     reference, other = block["reference"], block["systems"][1]["name"]
-    print(f"compare run {run_file.name}: {len(chosen)} SciFact test queries, {summary['evaluated']} evaluated, "
-          f"{summary['failed']} failed, {elapsed:.0f} s (offline HEURISTIC judge)")
+    print(
+        f"compare run {run_file.name}: {len(chosen)} SciFact test queries, {summary['evaluated']} evaluated, "
+        f"{summary['failed']} failed, {elapsed:.0f} s (offline HEURISTIC judge)"
+    )
 
     # the rankings each system showed, scored against the human qrels (queries both systems answered)
     rankings: dict[str, dict[str, list[str]]] = {}
@@ -134,21 +176,29 @@ def main() -> None:
     judge_diff = next(d for d in block["differences"] if d["column"] == "nDCG@10")
     human_diff = compare_values(human[reference], human[other], "nDCG@10", paired=True).as_dict()
     print(f"\n{'nDCG@10':<28} {reference:>10} {other:>22} {'difference (' + other + ' - ' + reference + ')':>40}")
-    print(f"{'judge labels, own list':<28} {judge_diff['referenceMean']:>10.4f} {judge_diff['mean']:>22.4f} "
-          f"{judge_diff['delta']:>+10.4f} [{judge_diff['ci95'][0]:+.4f}, {judge_diff['ci95'][1]:+.4f}] {judge_diff['verdict']} (n={judge_diff['n']})")
+    print(
+        f"{'judge labels, own list':<28} {judge_diff['referenceMean']:>10.4f} {judge_diff['mean']:>22.4f} "
+        f"{judge_diff['delta']:>+10.4f} [{judge_diff['ci95'][0]:+.4f}, {judge_diff['ci95'][1]:+.4f}] {judge_diff['verdict']} (n={judge_diff['n']})"
+    )
     p_ref, p_oth = (sum(pooled[s].values()) / max(1, len(pooled[s])) for s in (reference, other))
-    print(f"{'judge labels, pooled':<28} {p_ref:>10.4f} {p_oth:>22.4f} "
-          f"{pooled_diff['delta']:>+10.4f} [{pooled_diff['ci95'][0]:+.4f}, {pooled_diff['ci95'][1]:+.4f}] {pooled_diff['verdict']} (n={pooled_diff['n']})")
+    print(
+        f"{'judge labels, pooled':<28} {p_ref:>10.4f} {p_oth:>22.4f} "
+        f"{pooled_diff['delta']:>+10.4f} [{pooled_diff['ci95'][0]:+.4f}, {pooled_diff['ci95'][1]:+.4f}] {pooled_diff['verdict']} (n={pooled_diff['n']})"
+    )
     h_ref = sum(human[reference].values()) / len(human[reference])
     h_oth = sum(human[other].values()) / len(human[other])
-    print(f"{'human qrels (BEIR test)':<28} {h_ref:>10.4f} {h_oth:>22.4f} "
-          f"{human_diff['delta']:>+10.4f} [{human_diff['ci95'][0]:+.4f}, {human_diff['ci95'][1]:+.4f}] {human_diff['verdict']} (n={human_diff['n']})")
+    print(
+        f"{'human qrels (BEIR test)':<28} {h_ref:>10.4f} {h_oth:>22.4f} "
+        f"{human_diff['delta']:>+10.4f} [{human_diff['ci95'][0]:+.4f}, {human_diff['ci95'][1]:+.4f}] {human_diff['verdict']} (n={human_diff['n']})"
+    )
     print("\nother columns (judge, paired difference to the reference):")
     for diff in block["differences"]:
         if diff["column"] != "nDCG@10" and diff["delta"] is not None:
             low, high = diff["ci95"]
             interval = "" if low is None else f" [{low:+.4f}, {high:+.4f}]"
-            print(f"  {diff['column']:<16} {diff['referenceMean']!s:>8} -> {diff['mean']!s:<8} {diff['delta']:+.4f}{interval} {diff['verdict']}")
+            print(
+                f"  {diff['column']:<16} {diff['referenceMean']!s:>8} -> {diff['mean']!s:<8} {diff['delta']:+.4f}{interval} {diff['verdict']}"
+            )
     print(f"\njudged once: {block.get('judgedOnce')}  (run file {run_file})")
 
 

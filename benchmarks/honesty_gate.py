@@ -20,13 +20,27 @@ from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
 
 OFF_TOPIC = [
-    "how long should sourdough bread proof overnight", "best hiking trails in patagonia in march",
-    "who won the 1998 world cup final", "recipe for a vegetarian lasagna with spinach",
-    "what is the capital of australia", "how to train a puppy to sit", "tax deadline for freelancers in spain",
-    "symptoms of vitamin d deficiency", "how do volcanoes form", "lyrics of a famous opera aria",
+    "how long should sourdough bread proof overnight",
+    "best hiking trails in patagonia in march",
+    "who won the 1998 world cup final",
+    "recipe for a vegetarian lasagna with spinach",
+    "what is the capital of australia",
+    "how to train a puppy to sit",
+    "tax deadline for freelancers in spain",
+    "symptoms of vitamin d deficiency",
+    "how do volcanoes form",
+    "lyrics of a famous opera aria",
 ]
-ON_TOPIC = ["drain a kubernetes node", "DEC-0054", "atomic_write_json", "how do we rotate logs", "Kündigung", "索引",
-            "who is on call next week", "what happened in the stale search postmortem"]
+ON_TOPIC = [
+    "drain a kubernetes node",
+    "DEC-0054",
+    "atomic_write_json",
+    "how do we rotate logs",
+    "Kündigung",
+    "索引",
+    "who is on call next week",
+    "what happened in the stale search postmortem",
+]
 
 
 def main() -> None:
@@ -46,8 +60,10 @@ def main() -> None:
             lexical = index._lexical_match(query, [cid for cid, _ in index._fts(query, 10)])
             rows[label].append((best, lexical))
         cosines = sorted(b for b, _ in rows[label])
-        print(f"{label:<9}: {len(cosines)} queries, best cosine {cosines[0]:.2f}..{cosines[-1]:.2f}, "
-              f"lexical match on {sum(l for _, l in rows[label])}")
+        print(
+            f"{label:<9}: {len(cosines)} queries, best cosine {cosines[0]:.2f}..{cosines[-1]:.2f}, "
+            f"lexical match on {sum(l for _, l in rows[label])}"
+        )
     print("\nthreshold  off-topic abstain  on-topic confident")
     for threshold in (0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50):
         abstain = sum(1 for b, l in rows["off-topic"] if not (l or b >= threshold)) / len(rows["off-topic"])

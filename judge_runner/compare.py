@@ -77,10 +77,25 @@ def system_averages(evaluations: list[dict], errors: list[dict], name: str) -> d
     summary averages: :func:`judge_runner.results.build_summary`)."""
     mine = [e for e in evaluations if e.get("system") == name]
     failed = [e for e in errors if e.get("system") == name]
-    summary = build_summary("", mine, failed, len(mine) + len(failed), interrupted=False, budget_exhausted=False, cost_usd=None,
-                            usage={"inputTokens": 0, "outputTokens": 0, "calls": 0}, duration_s=0.0, heuristic=False)
-    return {"name": name, "evaluated": len(mine), "failed": len(failed), "averageScores": summary["averageScores"],
-            "averageMetrics": summary["averageMetrics"]}
+    summary = build_summary(
+        "",
+        mine,
+        failed,
+        len(mine) + len(failed),
+        interrupted=False,
+        budget_exhausted=False,
+        cost_usd=None,
+        usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
+        duration_s=0.0,
+        heuristic=False,
+    )
+    return {
+        "name": name,
+        "evaluated": len(mine),
+        "failed": len(failed),
+        "averageScores": summary["averageScores"],
+        "averageMetrics": summary["averageMetrics"],
+    }
 
 
 def per_query(evaluations: list[dict], name: str, column: str) -> dict[str, float]:
@@ -107,14 +122,26 @@ def comparison_block(evaluations: list[dict], errors: list[dict], systems: list[
         for column in (*SCORE_COLUMNS, *METRIC_NAMES):
             a, b = per_query(evaluations, reference, column), per_query(evaluations, name, column)
             result = compare_values(a, b, column, paired=True, min_effect=min_effect)
-            differences.append({
-                "system": name, "against": reference, "column": column, "kind": "score" if column in SCORE_COLUMNS else "metric",
-                "mean": round(sum(b.values()) / len(b), 6) if b else None,
-                "referenceMean": round(sum(a.values()) / len(a), 6) if a else None,
-                "delta": result.delta, "ci95": [result.low, result.high], "n": result.n, "verdict": result.verdict,
-            })
-    return {"reference": reference, "minEffect": min_effect,
-            "systems": [system_averages(evaluations, errors, name) for name in systems], "differences": differences}
+            differences.append(
+                {
+                    "system": name,
+                    "against": reference,
+                    "column": column,
+                    "kind": "score" if column in SCORE_COLUMNS else "metric",
+                    "mean": round(sum(b.values()) / len(b), 6) if b else None,
+                    "referenceMean": round(sum(a.values()) / len(a), 6) if a else None,
+                    "delta": result.delta,
+                    "ci95": [result.low, result.high],
+                    "n": result.n,
+                    "verdict": result.verdict,
+                }
+            )
+    return {
+        "reference": reference,
+        "minEffect": min_effect,
+        "systems": [system_averages(evaluations, errors, name) for name in systems],
+        "differences": differences,
+    }
 
 
 def describe_comparison(block: dict[str, Any]) -> list[str]:
@@ -124,8 +151,10 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
     for system in block["systems"]:
         scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
         overall, ndcg = scores.get("overall"), metrics.get("nDCG@10")
-        lines.append(f"    {system['name']}: {system['evaluated']} evaluated, {system['failed']} failed, overall "
-                     f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}")
+        lines.append(
+            f"    {system['name']}: {system['evaluated']} evaluated, {system['failed']} failed, overall "
+            f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}"
+        )
     for diff in block["differences"]:
         if diff["column"] in ("overall", "nDCG@10") or diff["verdict"] in ("regression", "improvement"):
             low, high = diff["ci95"]
@@ -135,9 +164,20 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_systems(queries: list[Query], systems: list[Any], judge: Any, writer: Any, run_start: dict, options: EvaluateOptions, *,
-                budget: Any = None, echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None,
-                min_effect: float = MIN_EFFECT, cache: Any = None) -> RunOutcome:
+def run_systems(
+    queries: list[Query],
+    systems: list[Any],
+    judge: Any,
+    writer: Any,
+    run_start: dict,
+    options: EvaluateOptions,
+    *,
+    budget: Any = None,
+    echo: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda m: None,
+    min_effect: float = MIN_EFFECT,
+    cache: Any = None,
+) -> RunOutcome:
     """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
     in order, into one run file; returns the run's outcome. Never raises for a failed query (an
     ``error`` line with ``stage: search`` or ``judge`` and the system's name). A stop (Ctrl+C, budget,
@@ -153,10 +193,24 @@ def run_systems(queries: list[Query], systems: list[Any], judge: Any, writer: An
             break
         prefix = f"{system.name}: " if len(systems) > 1 else ""
         tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for judge_all
-        judge_all(queries, system.search, judge, state, tagged, replace(options, search_mode=system.mode),
-                  budget=budget, heuristic=heuristic, echo=_prefixed(echo, prefix), log=log, cache=cache)
-    final: Any = (CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect) if len(systems) > 1
-                  else SystemWriter(writer, systems[0].name))
+        judge_all(
+            queries,
+            system.search,
+            judge,
+            state,
+            tagged,
+            replace(options, search_mode=system.mode),
+            budget=budget,
+            heuristic=heuristic,
+            echo=_prefixed(echo, prefix),
+            log=log,
+            cache=cache,
+        )
+    final: Any = (
+        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect)
+        if len(systems) > 1
+        else SystemWriter(writer, systems[0].name)
+    )
     return end_run(state, final, options, started=started, budget=budget, heuristic=heuristic)
 
 

@@ -18,23 +18,33 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def comparison_markdown(block: ComparisonBlock, chart: Path | None) -> list[str]:
     """The report's "Systems compared" section (Markdown lines; a table cell never holds a raw ``|``)."""
+
     def cell(text: str) -> str:
         return md_text(text)  # literal text, table pipes escaped (system names come from flags and config files)
 
-    md = ["## Systems compared", "",
-          f"One run, every system on the same queries; differences are paired (system − {cell(block.reference)}), with "
-          f"95% bootstrap intervals; a change needs an interval clear of zero and at least {block.minEffect:.2f} in size.", "",
-          "| system | evaluated | failed | " + " | ".join(COLUMNS) + " |", "|---" * (3 + len(COLUMNS)) + "|"]
+    md = [
+        "## Systems compared",
+        "",
+        f"One run, every system on the same queries; differences are paired (system − {cell(block.reference)}), with "
+        f"95% bootstrap intervals; a change needs an interval clear of zero and at least {block.minEffect:.2f} in size.",
+        "",
+        "| system | evaluated | failed | " + " | ".join(COLUMNS) + " |",
+        "|---" * (3 + len(COLUMNS)) + "|",
+    ]
     for system in block.systems:
         values = {**(system.averageScores or {}), **(system.averageMetrics or {})}
-        md.append(f"| {cell(system.name)} | {system.evaluated} | {system.failed} | " + " | ".join(_fmt(values.get(c)) for c in COLUMNS) + " |")
+        md.append(
+            f"| {cell(system.name)} | {system.evaluated} | {system.failed} | " + " | ".join(_fmt(values.get(c)) for c in COLUMNS) + " |"
+        )
     md += ["", "| system | measure | mean | reference | difference | 95% interval | verdict |", "|---|---|---|---|---|---|---|"]
     for diff in block.differences:
         low, high = diff.ci95
         interval = "–" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
         delta = "–" if diff.delta is None else f"{diff.delta:+.3f}"
-        md.append(f"| {cell(diff.system)} | {diff.column} | {_fmt(diff.mean)} | {_fmt(diff.referenceMean)} | {delta} | {interval} | "
-                  f"{MARKS.get(diff.verdict, diff.verdict)} |")
+        md.append(
+            f"| {cell(diff.system)} | {diff.column} | {_fmt(diff.mean)} | {_fmt(diff.referenceMean)} | {delta} | {interval} | "
+            f"{MARKS.get(diff.verdict, diff.verdict)} |"
+        )
     if chart is not None:
         md += ["", f"![systems compared]({chart.name})"]
     return md + [""]

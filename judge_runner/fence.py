@@ -61,9 +61,28 @@ _LT, _GT = "[<\uff1c\ufe64\u2329\u3008]", "[>\uff1e\ufe65\u232a\u3009]"
 # (after removing spacing, case and zero-width characters) is neutralised, so <documentation> and
 # List<Document> are touched too: harmless (brackets become ‹ › in what the judge sees).
 RESERVED_TAG_NAMES = (
-    "document", "doc", "result", "query", "intent", "expected", "judged", "labelled", "labeled", "label",
-    "instruction", "system", "user", "assistant", "developer", "untrusted", "fence", "verdict", "im_start",
-    "im_end", "endoftext", "search",
+    "document",
+    "doc",
+    "result",
+    "query",
+    "intent",
+    "expected",
+    "judged",
+    "labelled",
+    "labeled",
+    "label",
+    "instruction",
+    "system",
+    "user",
+    "assistant",
+    "developer",
+    "untrusted",
+    "fence",
+    "verdict",
+    "im_start",
+    "im_end",
+    "endoftext",
+    "search",
 )
 
 
@@ -78,8 +97,10 @@ _TAG_RE = re.compile(
 _CHAT_TOKEN_RE = re.compile(r"\[/?INST\]|<<\s*/?\s*SYS\s*>>|<\|[a-z_]{2,20}\|>", re.IGNORECASE)
 # "[3] source: x | anchor: y | lines 1-4 | score 1.0000", the result header of the old prompt, and any
 # "| score 0.93" engine-score imitation
-_HEADER_RE = re.compile(r"^(?P<lead>[ \t>*_\-]*)\[\s*(?P<id>[A-Za-z]{0,3}\s*\d{1,4})\s*\](?=\s*(?:source|anchor|doc|document|result|rank|id)\b)",
-                        re.IGNORECASE | re.MULTILINE)
+_HEADER_RE = re.compile(
+    r"^(?P<lead>[ \t>*_\-]*)\[\s*(?P<id>[A-Za-z]{0,3}\s*\d{1,4})\s*\](?=\s*(?:source|anchor|doc|document|result|rank|id)\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
 _SCORE_RE = re.compile(r"\|(?=\s*(?:engine\s*)?score\s*[:=]?\s*[-+]?\d)", re.IGNORECASE)
 
 _NUM = r"(?:[0-3]|zero|one|two|three)"
@@ -88,22 +109,52 @@ _RATE = r"(?:label|grade|rate|score|mark|judge|assess|rank|classify|tag)"
 INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
     for name, pattern in (
-        ("ignore-instructions", r"\b(?:ignore|disregard|forget|override|skip)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|your|system|original)\b[^.\n]{0,30}\b(?:instructions?|rules?|prompts?|directions?|guidelines?|rubric|criteria)\b"),
-        ("rate-this", rf"\b{_RATE}(?:s|d|ed)?\s+(?:this|these|it|me|us)\b(?:\s+{_DOC}s?\b)?[^.\n]{{0,20}}?(?:\bas\b|\bwith\b|\ba\b|:|=)?\s*(?:\b{_NUM}\b|\b(?:highly|high(?:est)?|perfect(?:ly)?|maximum|max|top|most|very)\b)"),
-        ("rate-this", rf"\b{_RATE}\s+(?:the|this|every|all|each|these)\s+(?:{_DOC}s?\s+)?(?:as\s+)?(?:(?:perfectly|highly|very|most|extremely)\s+relevant\b|(?:a\s+)?{_NUM}\s*(?:/\s*3|out\s+of\s+3)?(?:$|[\s.,;!]))"),
-        ("must-be-relevant", rf"\b(?:this|the)\s+{_DOC}\s+(?:is|should\s+be|must\s+be|will\s+be|has\s+to\s+be)\s+(?:rated|labell?ed|graded|marked|scored|considered|judged|treated)\b"),
+        (
+            "ignore-instructions",
+            r"\b(?:ignore|disregard|forget|override|skip)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|your|system|original)\b[^.\n]{0,30}\b(?:instructions?|rules?|prompts?|directions?|guidelines?|rubric|criteria)\b",
+        ),
+        (
+            "rate-this",
+            rf"\b{_RATE}(?:s|d|ed)?\s+(?:this|these|it|me|us)\b(?:\s+{_DOC}s?\b)?[^.\n]{{0,20}}?(?:\bas\b|\bwith\b|\ba\b|:|=)?\s*(?:\b{_NUM}\b|\b(?:highly|high(?:est)?|perfect(?:ly)?|maximum|max|top|most|very)\b)",
+        ),
+        (
+            "rate-this",
+            rf"\b{_RATE}\s+(?:the|this|every|all|each|these)\s+(?:{_DOC}s?\s+)?(?:as\s+)?(?:(?:perfectly|highly|very|most|extremely)\s+relevant\b|(?:a\s+)?{_NUM}\s*(?:/\s*3|out\s+of\s+3)?(?:$|[\s.,;!]))",
+        ),
+        (
+            "must-be-relevant",
+            rf"\b(?:this|the)\s+{_DOC}\s+(?:is|should\s+be|must\s+be|will\s+be|has\s+to\s+be)\s+(?:rated|labell?ed|graded|marked|scored|considered|judged|treated)\b",
+        ),
         ("relevance-value", r"[\"']?\b(?:relevance|label|grade)\b[\"']?\s*[:=]\s*[\"']?(?:[1-3]|three|perfect)\b"),
-        ("you-are-now", r"\byou\s+are\s+now\b|\bfrom\s+now\s+on\b|\bnew\s+instructions?\b|\bact\s+as\s+(?:an?\s+)?(?:judge|assessor|grader|evaluator)\b"),
-        ("note-to-judge", r"\b(?:note|message|instructions?|attention|hint|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|language\s+model|model|assessors?|judges?|graders?|evaluators?|annotators?|raters?|assistants?|reviewers?|bots?)\b|\b(?:dear|hey|attention)\s+(?:ai|llm|assessor|judge|grader|evaluator|model|assistant)\b"),
+        (
+            "you-are-now",
+            r"\byou\s+are\s+now\b|\bfrom\s+now\s+on\b|\bnew\s+instructions?\b|\bact\s+as\s+(?:an?\s+)?(?:judge|assessor|grader|evaluator)\b",
+        ),
+        (
+            "note-to-judge",
+            r"\b(?:note|message|instructions?|attention|hint|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|language\s+model|model|assessors?|judges?|graders?|evaluators?|annotators?|raters?|assistants?|reviewers?|bots?)\b|\b(?:dear|hey|attention)\s+(?:ai|llm|assessor|judge|grader|evaluator|model|assistant)\b",
+        ),
         ("role-prefix", r"^\s*(?:#+\s*)?(?:system|assistant|developer)(?:\s+(?:prompt|message|override|note))?\s*:\s*\S"),
-        ("ignore-instructions-de", r"\b(?:ignoriere|ignorieren|vergiss|vergessen\s+sie)\b[^.\n]{0,40}\b(?:anweisungen|instruktionen|regeln|vorgaben)\b"),
-        ("ignore-instructions-fr", r"\b(?:ignore[rz]?|oublie[rz]?)\b[^.\n]{0,30}\b(?:les|toutes|tous|vos|tes|des)\b[^.\n]{0,30}\b(?:instructions|consignes|règles)\b"),
+        (
+            "ignore-instructions-de",
+            r"\b(?:ignoriere|ignorieren|vergiss|vergessen\s+sie)\b[^.\n]{0,40}\b(?:anweisungen|instruktionen|regeln|vorgaben)\b",
+        ),
+        (
+            "ignore-instructions-fr",
+            r"\b(?:ignore[rz]?|oublie[rz]?)\b[^.\n]{0,30}\b(?:les|toutes|tous|vos|tes|des)\b[^.\n]{0,30}\b(?:instructions|consignes|règles)\b",
+        ),
         ("ignore-instructions-es", r"\b(?:ignora|ignore|olvida)\b[^.\n]{0,40}\b(?:instrucciones|reglas)\b"),
         ("ignore-instructions-zh", r"(?:忽略|无视|忽视)[^。\n]{0,12}(?:指令|指示|说明|规则)"),
         ("ignore-instructions-ja", r"(?:指示|命令|ルール)[^。\n]{0,8}(?:無視|むし)"),
         ("ignore-instructions-ko", r"(?:지시|명령|규칙)[^.\n]{0,10}무시"),
-        ("rate-this-de", r"\b(?:bewerte|bewerten\s+sie|stufe)\b[^.\n]{0,30}\b(?:dokument|ergebnis|seite)\b[^.\n]{0,30}(?:\b[0-3]\b|\bhoch\b|\brelevant\b)"),
-        ("rate-this-fr", r"\b(?:note|notez|évalue[rz]?|attribue[rz]?)\b[^.\n]{0,30}\b(?:document|résultat|page)\b[^.\n]{0,30}(?:\b[0-3]\b|\bpertinent)"),
+        (
+            "rate-this-de",
+            r"\b(?:bewerte|bewerten\s+sie|stufe)\b[^.\n]{0,30}\b(?:dokument|ergebnis|seite)\b[^.\n]{0,30}(?:\b[0-3]\b|\bhoch\b|\brelevant\b)",
+        ),
+        (
+            "rate-this-fr",
+            r"\b(?:note|notez|évalue[rz]?|attribue[rz]?)\b[^.\n]{0,30}\b(?:document|résultat|page)\b[^.\n]{0,30}(?:\b[0-3]\b|\bpertinent)",
+        ),
     )
 )
 
@@ -253,8 +304,7 @@ def render_document(source: str, anchor: str | None, text: str, cap: int = SHOWN
         clean, n, found = neutralise(value)
         count += n
         signals.extend(InjectionSignal(kind, name, field, excerpt) for kind, name, excerpt in found)
-        signals.extend(InjectionSignal("instruction", name, field, excerpt)
-                       for name, excerpt in detect_instructions(value))
+        signals.extend(InjectionSignal("instruction", name, field, excerpt) for name, excerpt in detect_instructions(value))
         fields[field] = clean
     body, truncated = _cut(fields["text"], cap)
     return RenderedDocument(fields["source"], fields["anchor"], body, truncated, len(fields["text"]), count, tuple(signals))
@@ -280,11 +330,19 @@ def without_suspected_lines(document: RenderedDocument) -> RenderedDocument:
     """The document with every body line and anchor part (`` > ``-separated) that raised a signal
     removed: what a heuristic (non-LLM) judge should score, so that injected text neither raises nor
     lowers its label. An LLM judge is shown the full document instead."""
+
     def flagged(piece: str) -> bool:
         return bool(detect_instructions(piece)) or neutralise(piece)[1] > 0 or "\u2039" in piece or "\u00a6" in piece
 
     lines = [line for line in document.body.split("\n") if not flagged(line)]
     parts = [p for p in document.anchor.split(" > ") if not flagged(p)]
     body = "\n".join(lines)
-    return RenderedDocument(document.source, " > ".join(parts) or "-", re.sub(r"\n{3,}", "\n\n", body).strip(),
-                            document.truncated, document.original_chars, document.neutralised, ())
+    return RenderedDocument(
+        document.source,
+        " > ".join(parts) or "-",
+        re.sub(r"\n{3,}", "\n\n", body).strip(),
+        document.truncated,
+        document.original_chars,
+        document.neutralised,
+        (),
+    )

@@ -169,7 +169,12 @@ class FileSandbox:
 
     def run(self, name: str, arguments: dict) -> str:
         """Dispatch a tool call by name. Raises SandboxError for unknown tools or bad arguments."""
-        tools: dict[str, Callable[..., str]] = {"list_dir": self.list_dir, "glob": self.glob, "read_file": self.read_file, "grep": self.grep}
+        tools: dict[str, Callable[..., str]] = {
+            "list_dir": self.list_dir,
+            "glob": self.glob,
+            "read_file": self.read_file,
+            "grep": self.grep,
+        }
         if name not in tools:
             raise SandboxError(f"unknown tool {name!r}")
         try:
@@ -202,21 +207,41 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 TOOLS = [
-    ToolSpec("list_dir", "List a folder of the knowledge base (path relative to its root; '.' is the root).",
-             {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}),
-    ToolSpec("glob", "Find files by glob pattern relative to the root, e.g. '**/*.md' or 'runbooks/*.yaml'.",
-             {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"], "additionalProperties": False}),
-    ToolSpec("read_file", f"Read a file (relative path). Long files are cut at {READ_CAP_CHARS} characters.",
-             {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}),
-    ToolSpec("grep", "Search file contents for a case-insensitive regular expression; optional folder or file path to limit it.",
-             {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"], "additionalProperties": False}),
+    ToolSpec(
+        "list_dir",
+        "List a folder of the knowledge base (path relative to its root; '.' is the root).",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False},
+    ),
+    ToolSpec(
+        "glob",
+        "Find files by glob pattern relative to the root, e.g. '**/*.md' or 'runbooks/*.yaml'.",
+        {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"], "additionalProperties": False},
+    ),
+    ToolSpec(
+        "read_file",
+        f"Read a file (relative path). Long files are cut at {READ_CAP_CHARS} characters.",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False},
+    ),
+    ToolSpec(
+        "grep",
+        "Search file contents for a case-insensitive regular expression; optional folder or file path to limit it.",
+        {
+            "type": "object",
+            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+    ),
 ]
 
 
 def submit_tool(count: int) -> ToolSpec:
     """The ``submit_queries`` tool, its schema pinned to exactly ``count`` queries."""
-    return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.",
-                    pinned_schema("query_set.schema.json", "queries", count))
+    return ToolSpec(
+        "submit_queries",
+        "Submit the finished query set. Call it exactly once, when done.",
+        pinned_schema("query_set.schema.json", "queries", count),
+    )
 
 
 @dataclass
@@ -272,8 +297,9 @@ def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT
     return kept, dropped
 
 
-def generate_with_llm(provider: ChatProvider, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-                      log=lambda message: None) -> GenerationResult:
+def generate_with_llm(
+    provider: ChatProvider, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log=lambda message: None
+) -> GenerationResult:
     """Run the exploring agent until it submits a valid query set.
 
     Raises InvalidOutputError when no valid set arrives within MAX_TOOL_TURNS turns and MAX_REASKS
@@ -340,14 +366,20 @@ class LLMQueryWriter:
         self.name = provider.name
         self.model = provider.model
 
-    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-                      log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+    def write_queries(
+        self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log: Callable[[str], None] = lambda message: None
+    ) -> GenerationResult:
         """See :func:`generate_with_llm`."""
         return generate_with_llm(self.provider, Path(root), count, extensions, log)
 
 
-def generate_queries(writer: QueryWriter, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-                     log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+def generate_queries(
+    writer: QueryWriter,
+    root: Path,
+    count: int,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    log: Callable[[str], None] = lambda message: None,
+) -> GenerationResult:
     """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
     pass the same schema check and source filter. Raises ValueError for ``count < 1`` and what the
     writer raises (see :func:`generate_with_llm`)."""

@@ -10,8 +10,9 @@ from judge_runner.printer import Printer
 from judge_runner.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 
 
-def show_trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float,
-               fail_on_regression: bool, printer: Printer) -> None:
+def show_trend(
+    results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool, printer: Printer
+) -> None:
     """Print the runs in ``results`` as ``fmt`` (table, json, markdown, csv), or one query's history;
     optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
     GateFailedError when ``fail_on_regression`` and the latest run regressed."""

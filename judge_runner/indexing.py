@@ -40,8 +40,10 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
         except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password
             from judge_runner.search.postgres import scrub_secrets
 
-            raise UsageError(f"cannot open the PostgreSQL index at {settings.index_label}: {type(exc).__name__}: "
-                             f"{scrub_secrets(str(exc), settings.dsn)[:300]}") from None
+            raise UsageError(
+                f"cannot open the PostgreSQL index at {settings.index_label}: {type(exc).__name__}: "
+                f"{scrub_secrets(str(exc), settings.dsn)[:300]}"
+            ) from None
     if must_exist and not settings.db.is_file():
         raise UsageError(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
@@ -82,8 +84,10 @@ def check_corpus(settings: Settings, fixtures: Path) -> None:
     from judge_runner.corpus.document import first_with_content
 
     if first_with_content(walked.files) is None:
-        raise UsageError(f"{fixtures} holds {len(walked.files)} file(s) to index but none has content "
-                         "(all empty, whitespace or front matter only, or binary)")
+        raise UsageError(
+            f"{fixtures} holds {len(walked.files)} file(s) to index but none has content "
+            "(all empty, whitespace or front matter only, or binary)"
+        )
 
 
 @dataclass
@@ -122,8 +126,9 @@ def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Pri
         raise IncompleteRunError(f"{exc}; documents committed so far are kept") from None
     except KeyboardInterrupt:
         index.close()
-        raise IncompleteRunError("interrupted while indexing; documents committed so far are kept, "
-                                 "run the command again to finish") from None
+        raise IncompleteRunError(
+            "interrupted while indexing; documents committed so far are kept, run the command again to finish"
+        ) from None
     finally:
         if progress is not None:
             progress.close()
@@ -133,8 +138,10 @@ def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Pri
 def describe_index(report, elapsed: float) -> str:
     """What an indexing pass did, for people: counts, skipped files with reasons, notes (elapsed in seconds)."""
     skipped = ", ".join(f"{len(v)} {k}" for k, v in sorted(report.skipped.items())) or "none"
-    text = (f"indexed {report.indexed}, unchanged {report.unchanged}, removed {report.removed}, "
-            f"skipped: {skipped} ({report.chunks_embedded} chunks embedded in {elapsed:.1f} s)")
+    text = (
+        f"indexed {report.indexed}, unchanged {report.unchanged}, removed {report.removed}, "
+        f"skipped: {skipped} ({report.chunks_embedded} chunks embedded in {elapsed:.1f} s)"
+    )
     for reason, sources in sorted(report.skipped.items()):
         text += f"\n  skipped ({reason}): {', '.join(sources[:5])}{' ...' if len(sources) > 5 else ''}"
     for note, sources in sorted(report.notes.items()):
@@ -142,8 +149,7 @@ def describe_index(report, elapsed: float) -> str:
     return text
 
 
-def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | None, prune: bool, as_json: bool,
-              printer: Printer) -> None:
+def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | None, prune: bool, as_json: bool, printer: Printer) -> None:
     """The ``index`` command: index a folder (checked first) or a BEIR ``corpus.jsonl``, then print what
     was done (as JSON with ``as_json``). Raises UsageError for a missing folder, an empty corpus or a
     malformed BEIR file."""

@@ -40,8 +40,11 @@ MAX_REASKS = 2
 JUDGE_MAX_TOKENS = 4096
 LABEL_MAX_TOKENS = 1024
 DEFAULT_WEIGHTS = {d: 1.0 for d in DIMENSIONS}
-TOOL_DESCRIPTIONS = {"record_label": "Record the grade of this document.", "record_labels": "Record the grade of every document shown.",
-                     "record_list_verdict": "Record the verdict on this list of labelled results."}
+TOOL_DESCRIPTIONS = {
+    "record_label": "Record the grade of this document.",
+    "record_labels": "Record the grade of every document shown.",
+    "record_list_verdict": "Record the verdict on this list of labelled results.",
+}
 
 
 def overall_score(scores: dict[str, float], weights: dict[str, float] | None = None) -> float:
@@ -81,7 +84,6 @@ def parse_json_reply(text: str) -> tuple[object, list[str]]:
     raise ValueError(f"reply contains no JSON object ({first})" if stripped else "reply contains no JSON object (it is empty)")
 
 
-
 @dataclass
 class Answer:
     """A validated reply to one :class:`~judge_runner.judge_requests.JudgeRequest`: the tool input
@@ -98,8 +100,14 @@ class Answer:
     latency_s: float = 0.0
 
 
-def ask(provider: ChatProvider, request: JudgeRequest, sampling: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None,
-        max_tokens: int = JUDGE_MAX_TOKENS, what: str = "judgment") -> Answer:
+def ask(
+    provider: ChatProvider,
+    request: JudgeRequest,
+    sampling: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = lambda m: None,
+    max_tokens: int = JUDGE_MAX_TOKENS,
+    what: str = "judgment",
+) -> Answer:
     """Send ``request`` through its forced tool and return a reply that passes
     :func:`judge_requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
 
@@ -115,8 +123,9 @@ def ask(provider: ChatProvider, request: JudgeRequest, sampling: Mapping[str, An
     reasks = 0
     started = time.monotonic()
     while True:
-        reply = provider.complete(request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True,
-                                  sampling=sampling)
+        reply = provider.complete(
+            request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True, sampling=sampling
+        )
         usage = usage + reply.usage
         cost = add_cost(cost, reply.cost_usd)
         attempts += reply.attempts
@@ -166,15 +175,32 @@ class LLMJudge:
         self.name = provider.name
         self.model = provider.model
 
-    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
-                  log: Callable[[str], None] = lambda m: None) -> LabelReply:
+    def label_one(
+        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
+    ) -> LabelReply:
         """Pointwise: one ``record_label`` call for one fenced document."""
         a = ask(self.provider, pointwise_request(query, intent, document), sampling, log, LABEL_MAX_TOKENS, "label")
-        return LabelReply(a.data["relevance"], a.data["reason"], a.data["injectionSuspected"], a.model_returned, a.usage, a.cost_usd,
-                          a.latency_s, a.attempts, tuple(a.recoveries))
+        return LabelReply(
+            a.data["relevance"],
+            a.data["reason"],
+            a.data["injectionSuspected"],
+            a.model_returned,
+            a.usage,
+            a.cost_usd,
+            a.latency_s,
+            a.attempts,
+            tuple(a.recoveries),
+        )
 
-    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
-                    sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None) -> list[LabelReply]:
+    def label_batch(
+        self,
+        query: str,
+        intent: str,
+        documents: Sequence[RenderedDocument],
+        order: Sequence[int],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = lambda m: None,
+    ) -> list[LabelReply]:
         """Batched: one ``record_labels`` call, documents shown in ``order`` with ids D1..DN; the labels
         come back in the documents' own order, the call's cost on the first."""
         request = batched_request(query, intent, documents, order)
@@ -182,15 +208,44 @@ class LLMJudge:
         out = []
         for k, item in enumerate(labels_in_search_order(a.data, request)):
             paid = k == 0
-            out.append(LabelReply(item["relevance"], item["reason"], item["injectionSuspected"], a.model_returned,
-                                  a.usage if paid else Usage(), a.cost_usd if paid else 0.0, a.latency_s if paid else 0.0,
-                                  a.attempts if paid else 0, tuple(a.recoveries) if paid else (), item["shownAs"]))
+            out.append(
+                LabelReply(
+                    item["relevance"],
+                    item["reason"],
+                    item["injectionSuspected"],
+                    a.model_returned,
+                    a.usage if paid else Usage(),
+                    a.cost_usd if paid else 0.0,
+                    a.latency_s if paid else 0.0,
+                    a.attempts if paid else 0,
+                    tuple(a.recoveries) if paid else (),
+                    item["shownAs"],
+                )
+            )
         return out
 
-    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
-                     sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None) -> ListVerdict:
+    def list_verdict(
+        self,
+        query: str,
+        intent: str,
+        expected_sources: Sequence[str],
+        items: Sequence[ListItem],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = lambda m: None,
+    ) -> ListVerdict:
         """One ``record_list_verdict`` call on the labelled results."""
         a = ask(self.provider, list_request(query, intent, expected_sources, items), sampling, log, JUDGE_MAX_TOKENS, "list verdict")
         d = a.data
-        return ListVerdict(float(d["scores"]["coverage"]), float(d["scores"]["snippetQuality"]), d["holistic"], d["analysis"],
-                           d["suggestions"], a.model_returned, a.usage, a.cost_usd, a.latency_s, a.attempts, tuple(a.recoveries))
+        return ListVerdict(
+            float(d["scores"]["coverage"]),
+            float(d["scores"]["snippetQuality"]),
+            d["holistic"],
+            d["analysis"],
+            d["suggestions"],
+            a.model_returned,
+            a.usage,
+            a.cost_usd,
+            a.latency_s,
+            a.attempts,
+            tuple(a.recoveries),
+        )

@@ -75,8 +75,9 @@ class JudgeFingerprint:
         return data
 
 
-def build_fingerprint(provider: str, requested_model: str, mode: str = "pointwise", trials: int = 1,
-                      base_seed: int = DEFAULT_SEED, heuristic: bool = False) -> JudgeFingerprint:
+def build_fingerprint(
+    provider: str, requested_model: str, mode: str = "pointwise", trials: int = 1, base_seed: int = DEFAULT_SEED, heuristic: bool = False
+) -> JudgeFingerprint:
     """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes. Raises
     ValueError on an unknown mode or fewer than 1 trial."""
     if trials < 1:

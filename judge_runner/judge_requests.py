@@ -129,13 +129,15 @@ def pointwise_request(query: str, intent: str, document: RenderedDocument, delim
     delimiter = delimiter or new_delimiter()
     system_name, user_name = PROMPTS["pointwise"]
     user = Template(load_prompt(user_name)).substitute(
-        query=_inline(query, QUERY_CAP), intent=_inline(intent, QUERY_CAP), delimiter=delimiter, document=fence(document, delimiter))
+        query=_inline(query, QUERY_CAP), intent=_inline(intent, QUERY_CAP), delimiter=delimiter, document=fence(document, delimiter)
+    )
     schema = pinned_schema(SCHEMAS["pointwise"], "", None)
     return JudgeRequest(load_prompt(system_name), user, LABEL_TOOL, schema, delimiter, prompt_names=PROMPTS["pointwise"])
 
 
-def batched_request(query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
-                    delimiter: str | None = None) -> JudgeRequest:
+def batched_request(
+    query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int], delimiter: str | None = None
+) -> JudgeRequest:
     """The request labelling every document of one query in one call (batched mode). ``documents`` are
     in the search's order; ``order`` (from :func:`shuffled_order`) is the order they are shown in. Ids
     ``D1..DN`` follow the shown order. The schema pins ``labels`` to N items and ``id`` to the shown
@@ -150,8 +152,13 @@ def batched_request(query: str, intent: str, documents: Sequence[RenderedDocumen
     blocks = "\n\n".join(fence(documents[original], delimiter, ids[shown]) for shown, original in enumerate(order))
     system_name, user_name = PROMPTS["batched"]
     user = Template(load_prompt(user_name)).substitute(
-        query=_inline(query, QUERY_CAP), intent=_inline(intent, QUERY_CAP), delimiter=delimiter, documents=blocks,
-        count=n, ids=", ".join(ids) if n <= 3 else f"{ids[0]} to {ids[-1]}")
+        query=_inline(query, QUERY_CAP),
+        intent=_inline(intent, QUERY_CAP),
+        delimiter=delimiter,
+        documents=blocks,
+        count=n,
+        ids=", ".join(ids) if n <= 3 else f"{ids[0]} to {ids[-1]}",
+    )
     schema = pinned_schema(SCHEMAS["batched"], "labels", n)
     schema["properties"]["labels"]["items"]["properties"]["id"]["enum"] = ids
     return JudgeRequest(load_prompt(system_name), user, LABELS_TOOL, schema, delimiter, tuple(ids), tuple(order), PROMPTS["batched"])
@@ -168,8 +175,9 @@ class ListItem:
     reason: str = ""
 
 
-def list_request(query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
-                 delimiter: str | None = None) -> JudgeRequest:
+def list_request(
+    query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem], delimiter: str | None = None
+) -> JudgeRequest:
     """The list-level request for one query: the labelled results in the search's order (ids D1..DN,
     no rank numbers or scores), the intent and the expected sources. Raises ValueError on a label
     outside 0-3."""
@@ -180,13 +188,20 @@ def list_request(query: str, intent: str, expected_sources: Sequence[str], items
         if item.label not in GRADE_NAMES:
             raise ValueError(f"labels must be 0-3, got {item.label!r}")
         reason = _inline(item.reason, REASON_CAP) or "(none)"
-        blocks.append(f"Result {local}: grade {item.label} ({GRADE_NAMES[item.label]}); grader's reason: \u201c{reason}\u201d\n"
-                      + fence(item.snippet, delimiter, local))
+        blocks.append(
+            f"Result {local}: grade {item.label} ({GRADE_NAMES[item.label]}); grader's reason: \u201c{reason}\u201d\n"
+            + fence(item.snippet, delimiter, local)
+        )
     expected = ", ".join(_inline(s, 300) for s in expected_sources) or "(none given)"
     system_name, user_name = PROMPTS["list"]
     user = Template(load_prompt(user_name)).substitute(
-        query=_inline(query, QUERY_CAP), intent=_inline(intent, QUERY_CAP), expected_sources=expected, count=len(items),
-        delimiter=delimiter, results="\n\n".join(blocks) if blocks else "(no results)")
+        query=_inline(query, QUERY_CAP),
+        intent=_inline(intent, QUERY_CAP),
+        expected_sources=expected,
+        count=len(items),
+        delimiter=delimiter,
+        results="\n\n".join(blocks) if blocks else "(no results)",
+    )
     schema = pinned_schema(SCHEMAS["list"], "", None)
     return JudgeRequest(load_prompt(system_name), user, LIST_TOOL, schema, delimiter, tuple(ids), tuple(range(len(items))), PROMPTS["list"])
 
@@ -236,8 +251,12 @@ def labels_in_search_order(data: dict, request: JudgeRequest) -> list[dict]:
     out: list[dict | None] = [None] * len(request.ids)
     for shown, original in enumerate(request.shown_order):
         item = by_id[request.ids[shown]]
-        out[original] = {"reason": item["reason"], "injectionSuspected": item["injectionSuspected"],
-                         "relevance": item["relevance"], "shownAs": request.ids[shown]}
+        out[original] = {
+            "reason": item["reason"],
+            "injectionSuspected": item["injectionSuspected"],
+            "relevance": item["relevance"],
+            "shownAs": request.ids[shown],
+        }
     return out  # type: ignore[return-value]
 
 

@@ -186,9 +186,14 @@ class CachedJudgment:
 
 def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
     return CachedJudgment(
-        label=row["label"], reason=row["reason"], injection_suspected=bool(row["injection_suspected"]),
-        model_returned=row["model_returned"], usage=json.loads(row["usage"]), cost_usd=row["cost_usd"],
-        latency_s=row["latency_s"], created_at=row["created_at"],
+        label=row["label"],
+        reason=row["reason"],
+        injection_suspected=bool(row["injection_suspected"]),
+        model_returned=row["model_returned"],
+        usage=json.loads(row["usage"]),
+        cost_usd=row["cost_usd"],
+        latency_s=row["latency_s"],
+        created_at=row["created_at"],
         payload=json.loads(row["payload"]) if row["payload"] is not None else None,
     )
 
@@ -230,7 +235,9 @@ class JudgmentCache:
         if row is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
-            raise CacheError(f"the judgment cache {self.path} was written by a newer judge-runner (schema {row[0]}); upgrade, or use another --cache path")
+            raise CacheError(
+                f"the judgment cache {self.path} was written by a newer judge-runner (schema {row[0]}); upgrade, or use another --cache path"
+            )
 
     def _write(self, fn, *args):
         """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
@@ -294,8 +301,22 @@ class JudgmentCache:
                 payload = None if j.payload is None else json.dumps(j.payload, allow_nan=False, ensure_ascii=False)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"usage and payload must be JSON-serialisable: {exc}") from None
-            rows.append((key, CACHE_VERSION, mode, j.label, j.reason, int(bool(j.injection_suspected)), j.model_returned,
-                         usage, j.cost_usd, j.latency_s, j.created_at if j.created_at is not None else now, payload))
+            rows.append(
+                (
+                    key,
+                    CACHE_VERSION,
+                    mode,
+                    j.label,
+                    j.reason,
+                    int(bool(j.injection_suspected)),
+                    j.model_returned,
+                    usage,
+                    j.cost_usd,
+                    j.latency_s,
+                    j.created_at if j.created_at is not None else now,
+                    payload,
+                )
+            )
 
         def insert(conn: sqlite3.Connection) -> int:
             before = conn.total_changes
@@ -318,7 +339,9 @@ class JudgmentCache:
             total, suspected, cost, unknown, oldest, newest, other = c.execute(
                 "SELECT count(*), coalesce(sum(injection_suspected), 0), coalesce(sum(cost_usd), 0),"
                 " sum(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END), min(created_at), max(created_at),"
-                " sum(CASE WHEN cache_version != ? THEN 1 ELSE 0 END) FROM judgments", (CACHE_VERSION,)).fetchone()
+                " sum(CASE WHEN cache_version != ? THEN 1 ELSE 0 END) FROM judgments",
+                (CACHE_VERSION,),
+            ).fetchone()
             by_mode = dict(c.execute("SELECT mode, count(*) FROM judgments GROUP BY mode").fetchall())
             labels = {str(k): v for k, v in c.execute("SELECT label, count(*) FROM judgments WHERE label IS NOT NULL GROUP BY label")}
             tokens_in = tokens_out = 0
@@ -329,11 +352,20 @@ class JudgmentCache:
             human = dict(c.execute("SELECT name, count(*) FROM human_qrels GROUP BY name").fetchall())
         files = [self.path, Path(f"{self.path}-wal")]
         return {
-            "path": str(self.path), "bytes": sum(p.stat().st_size for p in files if p.exists()),
-            "judgments": total, "byMode": by_mode, "labels": {str(g): labels.get(str(g), 0) for g in range(4)},
-            "injectionSuspected": suspected, "costUsd": round(cost, 6), "unknownCost": unknown or 0,
-            "inputTokens": tokens_in, "outputTokens": tokens_out, "oldest": oldest, "newest": newest,
-            "otherVersions": other or 0, "humanQrels": human,
+            "path": str(self.path),
+            "bytes": sum(p.stat().st_size for p in files if p.exists()),
+            "judgments": total,
+            "byMode": by_mode,
+            "labels": {str(g): labels.get(str(g), 0) for g in range(4)},
+            "injectionSuspected": suspected,
+            "costUsd": round(cost, 6),
+            "unknownCost": unknown or 0,
+            "inputTokens": tokens_in,
+            "outputTokens": tokens_out,
+            "oldest": oldest,
+            "newest": newest,
+            "otherVersions": other or 0,
+            "humanQrels": human,
         }
 
     def prune(self, older_than: timedelta | float | None = None, *, other_versions: bool = True, now: float | None = None) -> int:
@@ -380,6 +412,7 @@ class JudgmentCache:
 
     def delete_human_qrels(self, name: str) -> int:
         """Remove the human qrels called ``name``; returns the number of rows removed."""
+
         def delete(conn: sqlite3.Connection) -> int:
             return conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,)).rowcount
 

@@ -120,8 +120,12 @@ def labels_from_trials(per_result: Sequence[Sequence[int]]) -> tuple[list[int], 
     return [median_label(t) for t in per_result], [label_spread(t) for t in per_result]
 
 
-def query_scores(labels: Sequence[int], list_scores: Mapping[str, float], holistic: Mapping[str, float] | None = None,
-                 weights: Mapping[str, float] | None = None) -> dict[str, float]:
+def query_scores(
+    labels: Sequence[int],
+    list_scores: Mapping[str, float],
+    holistic: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, float]:
     """The ``scores`` block of an on-topic query's evaluation line under the label-first protocol:
     ``relevance`` and ``ranking`` from :func:`label_dimensions`, ``coverage`` and ``snippetQuality``
     from the list-level verdict (``list_scores``), ``overall`` = their weighted mean
@@ -130,7 +134,11 @@ def query_scores(labels: Sequence[int], list_scores: Mapping[str, float], holist
     on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
     from judge_runner.judge import overall_score
 
-    scores = {**label_dimensions(labels), "coverage": float(list_scores["coverage"]), "snippetQuality": float(list_scores["snippetQuality"])}
+    scores = {
+        **label_dimensions(labels),
+        "coverage": float(list_scores["coverage"]),
+        "snippetQuality": float(list_scores["snippetQuality"]),
+    }
     scores["overall"] = overall_score(scores, dict(weights) if weights else None)
     if holistic:
         for name in ("relevance", "ranking", "overall"):

@@ -85,15 +85,25 @@ class ListVerdict:
 
     def payload(self) -> dict[str, Any]:
         """The verdict as stored in the judgment cache (``CachedJudgment.payload``)."""
-        return {"scores": {"coverage": self.coverage, "snippetQuality": self.snippet_quality}, "holistic": dict(self.holistic),
-                "analysis": dict(self.analysis), "suggestions": list(self.suggestions)}
+        return {
+            "scores": {"coverage": self.coverage, "snippetQuality": self.snippet_quality},
+            "holistic": dict(self.holistic),
+            "analysis": dict(self.analysis),
+            "suggestions": list(self.suggestions),
+        }
 
     @classmethod
     def from_cache(cls, cached: CachedJudgment) -> ListVerdict:
         """The verdict of a cached list-level judgment, free."""
         p = cached.payload or {}
-        return cls(float(p["scores"]["coverage"]), float(p["scores"]["snippetQuality"]), dict(p.get("holistic") or {}),
-                   dict(p.get("analysis") or {}), list(p.get("suggestions") or []), cached.model_returned)
+        return cls(
+            float(p["scores"]["coverage"]),
+            float(p["scores"]["snippetQuality"]),
+            dict(p.get("holistic") or {}),
+            dict(p.get("analysis") or {}),
+            list(p.get("suggestions") or []),
+            cached.model_returned,
+        )
 
 
 @dataclass
@@ -162,23 +172,47 @@ def cache_model(judge: Judge) -> str:
     return str(getattr(judge, "cache_model", None) or judge.model)
 
 
-def judgment_key(judge: Judge, query: str, intent: str, shown: str, mode: str, trial: int, sampling: Mapping[str, Any],
-                 context: str = "") -> str:
+def judgment_key(
+    judge: Judge, query: str, intent: str, shown: str, mode: str, trial: int, sampling: Mapping[str, Any], context: str = ""
+) -> str:
     """The judgment-cache key (hex sha256, :class:`JudgmentKey`) of one call's judgment: ``mode``
     ``pointwise``, ``batched`` or ``list``, with the hashes of the prompts and schema that call sends."""
     prompts, schemas = _hashes(mode)
-    return JudgmentKey(query, intent, shown, judge.name, cache_model(judge), dict(prompts), dict(schemas), RENDER_VERSION,
-                       dict(sampling), mode, trial, context).digest()
+    return JudgmentKey(
+        query,
+        intent,
+        shown,
+        judge.name,
+        cache_model(judge),
+        dict(prompts),
+        dict(schemas),
+        RENDER_VERSION,
+        dict(sampling),
+        mode,
+        trial,
+        context,
+    ).digest()
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {"inputTokens": usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens, "outputTokens": usage.output_tokens,
-            "cacheReadTokens": usage.cache_read_tokens, "cacheWriteTokens": usage.cache_write_tokens}
+    return {
+        "inputTokens": usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+    }
 
 
 def _stored(reply: LabelReply) -> CachedJudgment:
-    return CachedJudgment(reply.label, reply.reason, reply.injection_suspected, reply.model_returned, _usage_dict(reply.usage),
-                          reply.cost_usd, reply.latency_s)
+    return CachedJudgment(
+        reply.label,
+        reply.reason,
+        reply.injection_suspected,
+        reply.model_returned,
+        _usage_dict(reply.usage),
+        reply.cost_usd,
+        reply.latency_s,
+    )
 
 
 def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]]) -> list[RenderedDocument]:
@@ -187,10 +221,21 @@ def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]])
     return [d if isinstance(d, RenderedDocument) else render_document(*d) for d in docs]
 
 
-def label_documents(judge: Judge, query: str, intent: str, docs: Sequence[RenderedDocument | tuple[str, str | None, str]], *,
-                    mode: str = "pointwise", trials: int = 1, cache: JudgmentCache | None = None, seed: int = DEFAULT_SEED,
-                    query_id: str = "", human: Sequence[int | None] | None = None, tally: Tally | None = None,
-                    log: Log = _quiet) -> list[LabelOutcome]:
+def label_documents(
+    judge: Judge,
+    query: str,
+    intent: str,
+    docs: Sequence[RenderedDocument | tuple[str, str | None, str]],
+    *,
+    mode: str = "pointwise",
+    trials: int = 1,
+    cache: JudgmentCache | None = None,
+    seed: int = DEFAULT_SEED,
+    query_id: str = "",
+    human: Sequence[int | None] | None = None,
+    tally: Tally | None = None,
+    log: Log = _quiet,
+) -> list[LabelOutcome]:
     """Label ``docs`` (the search's results in its order, or any documents) for ``query`` and its
     ``intent`` through the protocol: one :class:`LabelOutcome` per document, in the order given.
 
@@ -240,8 +285,19 @@ def label_documents(judge: Judge, query: str, intent: str, docs: Sequence[Render
             if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
                 for i in todo:
                     hit = found[keys[i]]
-                    got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned,  # type: ignore[arg-type]
-                                              shown_as=shown_as[i]), True))
+                    assert hit.label is not None  # checked for every document just above
+                    got[i].append(
+                        (
+                            LabelReply(
+                                hit.label,
+                                hit.reason,
+                                hit.injection_suspected,
+                                hit.model_returned,
+                                shown_as=shown_as[i],
+                            ),
+                            True,
+                        )
+                    )
                 continue
             replies = judge.label_batch(query, intent, batch, order, sampling, log)
             if len(replies) != len(batch):
@@ -257,18 +313,30 @@ def label_documents(judge: Judge, query: str, intent: str, docs: Sequence[Render
     for i, doc in enumerate(documents):
         if human[i] is not None:
             grade = int(human[i])  # type: ignore[arg-type]
-            outcomes.append(LabelOutcome(grade, [grade], 0, "human label", doc.injection_suspected, True, 0, 0, [],
-                                         len(doc.body), doc.truncated, "human"))
+            outcomes.append(
+                LabelOutcome(
+                    grade, [grade], 0, "human label", doc.injection_suspected, True, 0, 0, [], len(doc.body), doc.truncated, "human"
+                )
+            )
             continue
         trial_replies = got[i]
         labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
-        outcomes.append(LabelOutcome(
-            label=labels[0], trial_labels=[r.label for r, _ in trial_replies], spread=spreads[0], reason=trial_replies[0][0].reason,
-            injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
-            cached=all(c for _, c in trial_replies), labels_cached=sum(1 for _, c in trial_replies if c),
-            labels_judged=sum(1 for _, c in trial_replies if not c), shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
-            shown_chars=len(doc.body), truncated=doc.truncated,
-            models_returned={r.model_returned for r, _ in trial_replies if r.model_returned}))
+        outcomes.append(
+            LabelOutcome(
+                label=labels[0],
+                trial_labels=[r.label for r, _ in trial_replies],
+                spread=spreads[0],
+                reason=trial_replies[0][0].reason,
+                injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
+                cached=all(c for _, c in trial_replies),
+                labels_cached=sum(1 for _, c in trial_replies if c),
+                labels_judged=sum(1 for _, c in trial_replies if not c),
+                shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
+                shown_chars=len(doc.body),
+                truncated=doc.truncated,
+                models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
+            )
+        )
     return outcomes
 
 
@@ -305,8 +373,9 @@ OFF_TOPIC_ANSWERED = "Return no results or confident: false when no result clear
 NO_RESULTS = "Return results for on-topic queries"
 
 
-def list_verdict(judge: Judge, query: Query, items: list[ListItem], cache: JudgmentCache | None, tally: Tally,
-                 log: Log = _quiet) -> tuple[ListVerdict, bool]:
+def list_verdict(
+    judge: Judge, query: Query, items: list[ListItem], cache: JudgmentCache | None, tally: Tally, log: Log = _quiet
+) -> tuple[ListVerdict, bool]:
     """The list-level verdict on ``items`` (the labelled results in the search's order), from the cache
     (mode ``list``, trial 0) or one call; returns ``(verdict, from cache)``."""
     sampling = sampling_settings(judge.name, 0)
@@ -317,13 +386,32 @@ def list_verdict(judge: Judge, query: Query, items: list[ListItem], cache: Judgm
     verdict = judge.list_verdict(query.query, query.queryIntent, query.expectedSources, items, sampling, log)
     tally.add(verdict)
     if cache is not None:
-        cache.put(key, CachedJudgment(None, "", False, verdict.model_returned, _usage_dict(verdict.usage), verdict.cost_usd,
-                                      verdict.latency_s, payload=verdict.payload()), "list")
+        cache.put(
+            key,
+            CachedJudgment(
+                None,
+                "",
+                False,
+                verdict.model_returned,
+                _usage_dict(verdict.usage),
+                verdict.cost_usd,
+                verdict.latency_s,
+                payload=verdict.payload(),
+            ),
+            "list",
+        )
     return verdict, False
 
 
-def judge_query(judge: Judge, query: Query, answer: SearchAnswer, protocol: ProtocolSettings = ProtocolSettings(), cache: JudgmentCache | None = None,
-                human: Mapping[str, int] | None = None, log: Log = _quiet) -> QueryJudgment:
+def judge_query(
+    judge: Judge,
+    query: Query,
+    answer: SearchAnswer,
+    protocol: ProtocolSettings = ProtocolSettings(),
+    cache: JudgmentCache | None = None,
+    human: Mapping[str, int] | None = None,
+    log: Log = _quiet,
+) -> QueryJudgment:
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
     one list-level call (cached like the labels). Scores (``label_scores.query_scores``): relevance
@@ -337,8 +425,20 @@ def judge_query(judge: Judge, query: Query, answer: SearchAnswer, protocol: Prot
     shown_from = ["chunk" if h.text else "snippet" for h in hits]
     docs = [render_document(h.source, h.anchor, h.text or h.snippet) for h in hits]
     grades = [(human or {}).get(h.source) for h in hits]
-    labels = label_documents(judge, query.query, query.queryIntent, docs, mode=protocol.mode, trials=protocol.trials, cache=cache,
-                             seed=protocol.seed, query_id=query.id, human=grades, tally=tally, log=log)
+    labels = label_documents(
+        judge,
+        query.query,
+        query.queryIntent,
+        docs,
+        mode=protocol.mode,
+        trials=protocol.trials,
+        cache=cache,
+        seed=protocol.seed,
+        query_id=query.id,
+        human=grades,
+        tally=tally,
+        log=log,
+    )
     disagreements = expected_source_disagreements([(h.source, o.label) for h, o in zip(hits, labels)], query.expectedSources)
     if query.queryType == "off-topic":
         abstained = not answer.confident or not hits
@@ -349,6 +449,10 @@ def judge_query(judge: Judge, query: Query, answer: SearchAnswer, protocol: Prot
         return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally)
     items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
     verdict, list_cached = list_verdict(judge, query, items, cache, tally, log)
-    scores = query_scores([o.label for o in labels], {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},
-                          verdict.holistic, protocol.weights)
+    scores = query_scores(
+        [o.label for o in labels],
+        {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},
+        verdict.holistic,
+        protocol.weights,
+    )
     return QueryJudgment(labels, shown_from, scores, dict(verdict.analysis), list(verdict.suggestions), list_cached, disagreements, tally)

@@ -31,5 +31,5 @@ def md_text(value: object) -> str:
     start = _BLOCK_START.match(text)
     if start:
         end = start.end()
-        text = text[:end - 1] + "\\" + text[end - 1:] if start.group(1) in "-+" else text[:end] + "\\" + text[end:]
+        text = text[: end - 1] + "\\" + text[end - 1 :] if start.group(1) in "-+" else text[:end] + "\\" + text[end:]
     return text

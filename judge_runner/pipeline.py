@@ -45,8 +45,15 @@ if TYPE_CHECKING:
     from judge_runner.roles import Judge, QueryWriter
     from judge_runner.search.systems import System, SystemsSpec
 
-PROMPTS = ("generate_system.md", "generate_user.md", "judge_label_system.md", "judge_label_user.md", "judge_labels_user.md",
-           "judge_list_system.md", "judge_list_user.md")
+PROMPTS = (
+    "generate_system.md",
+    "generate_user.md",
+    "judge_label_system.md",
+    "judge_label_user.md",
+    "judge_labels_user.md",
+    "judge_list_system.md",
+    "judge_list_user.md",
+)
 
 
 def load(flags: dict[str, Any]) -> Settings:
@@ -134,8 +141,9 @@ def require_queries(generation: GenerationResult) -> GenerationResult:
         raise IncompleteRunError(f"phase one produced no usable query: the query writer wrote {generation.generated} queries")
     reasons = "; ".join(f"{d.get('id', '?')}: {d.get('reason', '?')}" for d in generation.dropped[:3])
     more = f"; {len(generation.dropped) - 3} more" if len(generation.dropped) > 3 else ""
-    raise IncompleteRunError(f"phase one produced no usable query: all {len(generation.dropped)} written queries were dropped "
-                             f"({reasons}{more})")
+    raise IncompleteRunError(
+        f"phase one produced no usable query: all {len(generation.dropped)} written queries were dropped ({reasons}{more})"
+    )
 
 
 def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
@@ -155,8 +163,11 @@ def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say
     indexed = set(index.document_hashes())
     missing = sorted({s for q in queries for s in q.expectedSources if s not in indexed})
     if missing:
-        say(f"warning: {len(missing)} expected source(s) are not in the index {index_label} (their recall will be 0): "
-            + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+        say(
+            f"warning: {len(missing)} expected source(s) are not in the index {index_label} (their recall will be 0): "
+            + ", ".join(missing[:5])
+            + (" ..." if len(missing) > 5 else "")
+        )
 
 
 def prompt_hashes() -> dict[str, str]:
@@ -176,9 +187,17 @@ def open_run_writer(out_dir: Path, run_id: str | None = None):
         raise UsageError(f"cannot write to {out_dir}: {exc}") from None
 
 
-def run_start_fields(job: Job, writer, queries: list[Query], *, generation: GenerationResult | None = None,
-                     generator_model: str | None = None, with_count: bool = False, resume: ResumePoint | None = None,
-                     all_queries: list[Query] | None = None) -> dict:
+def run_start_fields(
+    job: Job,
+    writer,
+    queries: list[Query],
+    *,
+    generation: GenerationResult | None = None,
+    generator_model: str | None = None,
+    with_count: bool = False,
+    resume: ResumePoint | None = None,
+    all_queries: list[Query] | None = None,
+) -> dict:
     """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
     query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
     from judge_runner.generate import query_set_sha256
@@ -186,11 +205,20 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
 
     settings = job.settings
     config: dict[str, Any] = {
-        "searchMode": settings.search_mode, "searchLimit": settings.search_limit, "concurrency": settings.concurrency,
-        "weights": settings.weights, "timeoutS": settings.timeout, "callDeadlineS": settings.deadline,
-        "maxRetries": settings.max_retries, "maxBudgetUsd": settings.max_budget_usd, "perCallCapUsd": settings.per_call_cap_usd,
-        "minOverall": settings.min_overall, "index": settings.index_label,
-        "judgeMode": settings.judge_mode, "trials": settings.trials, "seed": settings.seed,
+        "searchMode": settings.search_mode,
+        "searchLimit": settings.search_limit,
+        "concurrency": settings.concurrency,
+        "weights": settings.weights,
+        "timeoutS": settings.timeout,
+        "callDeadlineS": settings.deadline,
+        "maxRetries": settings.max_retries,
+        "maxBudgetUsd": settings.max_budget_usd,
+        "perCallCapUsd": settings.per_call_cap_usd,
+        "minOverall": settings.min_overall,
+        "index": settings.index_label,
+        "judgeMode": settings.judge_mode,
+        "trials": settings.trials,
+        "seed": settings.seed,
         "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
     }
     if with_count:
@@ -202,10 +230,16 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
         config["querySetFile"] = query_file.name
     run_start: dict[str, Any] = {
         "config": config,
-        "provenance": provenance(job.judge, generator_model, prompt_hashes(), query_set_sha256(saved),
-                                 (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
-                                 settings.search.model_dump(exclude={"external"}),
-                                 evaluate_options(settings), getattr(job.generator, "name", None) if generator_model else None),
+        "provenance": provenance(
+            job.judge,
+            generator_model,
+            prompt_hashes(),
+            query_set_sha256(saved),
+            (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
+            settings.search.model_dump(exclude={"external"}),
+            evaluate_options(settings),
+            getattr(job.generator, "name", None) if generator_model else None,
+        ),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
     }
@@ -222,9 +256,17 @@ def run_start_fields(job: Job, writer, queries: list[Query], *, generation: Gene
 
 def evaluate_options(settings: Settings) -> EvaluateOptions:
     """Phase two's options from the settings."""
-    return EvaluateOptions(settings.search_mode, settings.search_limit, settings.concurrency, settings.weights, settings.min_overall,
-                           settings.judge_mode, settings.trials, settings.seed,
-                           tuple(settings.human_qrels) if settings.human_qrels is not None else None)
+    return EvaluateOptions(
+        settings.search_mode,
+        settings.search_limit,
+        settings.concurrency,
+        settings.weights,
+        settings.min_overall,
+        settings.judge_mode,
+        settings.trials,
+        settings.seed,
+        tuple(settings.human_qrels) if settings.human_qrels is not None else None,
+    )
 
 
 def open_cache(settings: Settings, printer: Printer):
@@ -243,25 +285,58 @@ def open_cache(settings: Settings, printer: Printer):
     return cache
 
 
-def evaluate_queries(job: Job, queries: list[Query], *, generation: GenerationResult | None = None,
-                     resume: ResumePoint | None = None, all_queries: list[Query] | None = None) -> RunOutcome:
+def evaluate_queries(
+    job: Job,
+    queries: list[Query],
+    *,
+    generation: GenerationResult | None = None,
+    resume: ResumePoint | None = None,
+    all_queries: list[Query] | None = None,
+) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
     runId) and print the summary."""
     writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
-    run_start = run_start_fields(job, writer, queries, generation=generation, with_count=generation is not None,
-                                 generator_model=generation.model if generation else None, resume=resume,
-                                 all_queries=all_queries)
+    run_start = run_start_fields(
+        job,
+        writer,
+        queries,
+        generation=generation,
+        with_count=generation is not None,
+        generator_model=generation.model if generation else None,
+        resume=resume,
+        all_queries=all_queries,
+    )
     cache = open_cache(job.settings, job.printer)
     try:
         if job.systems:
             from judge_runner.compare import run_systems
 
-            outcome = run_systems(queries, job.systems, job.judge, writer, run_start, evaluate_options(job.settings),
-                                  budget=job.budget, echo=job.printer.progress, log=job.printer.log, cache=cache)
+            outcome = run_systems(
+                queries,
+                job.systems,
+                job.judge,
+                writer,
+                run_start,
+                evaluate_options(job.settings),
+                budget=job.budget,
+                echo=job.printer.progress,
+                log=job.printer.log,
+                cache=cache,
+            )
         else:
-            outcome = run_evaluation(queries, job.index, job.judge, writer, run_start, evaluate_options(job.settings),
-                                     budget=job.budget, echo=job.printer.progress, log=job.printer.log,
-                                     prior=resume.evaluations if resume else None, cache=cache)
+            outcome = run_evaluation(
+                queries,
+                job.index,
+                job.judge,
+                writer,
+                run_start,
+                evaluate_options(job.settings),
+                budget=job.budget,
+                echo=job.printer.progress,
+                log=job.printer.log,
+                prior=resume.evaluations if resume else None,
+                cache=cache,
+            )
     finally:
         if cache is not None:
             cache.close()
@@ -284,8 +359,7 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     run_start = run_start_fields(job, writer, [], generator_model=getattr(job.generator, "model", None), with_count=True)
     state = begin_run(writer, run_start, 0)
     state.phase_one_stopped(stopped_by)
-    outcome = end_run(state, writer, evaluate_options(job.settings), started=started, budget=job.budget,
-                      heuristic=is_heuristic(job.judge))
+    outcome = end_run(state, writer, evaluate_options(job.settings), started=started, budget=job.budget, heuristic=is_heuristic(job.judge))
     print_summary(outcome, job.printer)
     return outcome
 
@@ -294,18 +368,24 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
     """The run's summary for people on stdout; a failed quality gate on stderr."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
-    out(f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
-        f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}")
+    out(
+        f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
+        f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}"
+    )
     if summary["averageScores"]:
         out("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))
     if summary["averageMetrics"]:
         out("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
     a = summary["abstention"]
     out(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
-    trials = f", {summary['trials']} trials" + (f" (Krippendorff alpha {summary['trialsAlpha']:.2f})" if summary.get("trialsAlpha") is not None else "")
-    out(f"  judge: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
+    trials = f", {summary['trials']} trials" + (
+        f" (Krippendorff alpha {summary['trialsAlpha']:.2f})" if summary.get("trialsAlpha") is not None else ""
+    )
+    out(
+        f"  judge: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
         f"{summary['labelsCached']} from the cache, {summary['humanLabels']} human; {summary['injectionSuspected']} results flagged "
-        f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1")
+        f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1"
+    )
     if summary.get("judgeIsGenerator"):
         out("  note: the judge's model also wrote the queries (circular: it may favour what it expects)")
     if summary.get("comparison"):
@@ -333,13 +413,17 @@ def load_query_set(path: Path) -> QuerySet:
     try:
         return QuerySet.model_validate_json(path.read_text(encoding="utf-8"))
     except (ValidationError, UnicodeDecodeError, OSError) as exc:
-        problems = ("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-                    if isinstance(exc, ValidationError) else str(exc))
+        problems = (
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+            if isinstance(exc, ValidationError)
+            else str(exc)
+        )
         raise UsageError(f"{path} is not a valid query set: {problems}") from None
 
 
-def open_search_systems(settings: Settings, spec: SystemsSpec | None, index: Any, corpus: Path | None,
-                        queries: list[Query], printer: Printer) -> list[System] | None:
+def open_search_systems(
+    settings: Settings, spec: SystemsSpec | None, index: Any, corpus: Path | None, queries: list[Query], printer: Printer
+) -> list[System] | None:
     """The searches under test (:func:`judge_runner.search.systems.open_systems`), or None for an
     ordinary run of the built-in search in one mode. ``corpus`` is where text-less results are looked
     up by default (the fixtures folder). Raises UsageError for systems that cannot be opened."""
@@ -348,8 +432,14 @@ def open_search_systems(settings: Settings, spec: SystemsSpec | None, index: Any
     if (spec is None or (not spec.external and len(spec.modes) <= 1)) and not settings.search.external:
         return None
     try:
-        systems = open_systems(spec or _no_spec(), settings, index, corpus=corpus, query_ids={q.query: q.id for q in queries},
-                               open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True))
+        systems = open_systems(
+            spec or _no_spec(),
+            settings,
+            index,
+            corpus=corpus,
+            query_ids={q.query: q.id for q in queries},
+            open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True),
+        )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems))
@@ -424,7 +514,9 @@ def prune_runs(results: Path, keep: int) -> list[Path]:
     from judge_runner.trend import read_baseline
 
     baseline = read_baseline(results)
-    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.name)
+    # oldest first by the UTC stamp in the name: "...T194229Z" sorts before "...T194229.730Z" (the same
+    # second, milliseconds added on a clash) only once the "Z" is dropped
+    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""))
     deleted = []
     for path in runs[: max(0, len(runs) - keep)]:
         if is_baseline(path, baseline):
@@ -479,13 +571,21 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
     cost = budget.total_cost_usd
-    printer.out(f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; "
-                f"cost {'unknown' if cost is None else f'${cost:.4f}'})")
+    printer.out(
+        f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; "
+        f"cost {'unknown' if cost is None else f'${cost:.4f}'})"
+    )
     return result
 
 
-def evaluate_job(settings: Settings, queries_path: Path | None, resume_path: Path | None, out_dir: Path,
-                 printer: Printer, systems: SystemsSpec | None = None) -> RunOutcome | None:
+def evaluate_job(
+    settings: Settings,
+    queries_path: Path | None,
+    resume_path: Path | None,
+    out_dir: Path,
+    printer: Printer,
+    systems: SystemsSpec | None = None,
+) -> RunOutcome | None:
     """``evaluate``: judge a saved query set, or continue an interrupted run (``resume_path``: judged
     queries are copied, never sent again). Returns None when a resumed run has nothing left to judge.
     ``systems``: the searches to judge when not only the built-in one (a run of external systems and

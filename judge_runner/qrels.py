@@ -52,8 +52,9 @@ def encode_docid(docid: str) -> str:
     """
     if not docid:
         raise ValueError("an empty document or query id cannot be written to a TREC file")
-    return "".join("".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch
-                   for ch in docid)
+    return "".join(
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch for ch in docid
+    )
 
 
 def decode_docid(encoded: str) -> str:
@@ -123,8 +124,10 @@ def pool_qrels(runs: Iterable[RunLabels], human: Mapping[tuple[str, str], int] |
     for item in runs:
         seen = texts.setdefault(item.query_id, (item.query, item.run_id))
         if seen[0] != item.query:
-            raise QrelsError(f"query id {item.query_id} is {seen[0]!r} in run {seen[1]} but {item.query!r} in run {item.run_id}; "
-                             "pool runs of one query set")
+            raise QrelsError(
+                f"query id {item.query_id} is {seen[0]!r} in run {seen[1]} but {item.query!r} in run {item.run_id}; "
+                "pool runs of one query set"
+            )
         if item.run_id not in pooled.runs:
             pooled.runs.append(item.run_id)
         best: dict[str, int] = {}
@@ -269,8 +272,9 @@ def run_judge_key(run) -> str:
     return legacy_key(provenance.model_dump(by_alias=True) if provenance is not None else {})
 
 
-def export_qrels(paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None,
-                 mixed_judges: bool = False) -> PooledQrels:
+def export_qrels(
+    paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None, mixed_judges: bool = False
+) -> PooledQrels:
     """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
     sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
     run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
@@ -286,8 +290,10 @@ def export_qrels(paths: Sequence[str | Path], out: TextIO, cache=None, names: Se
         keys[run.run_id] = run_judge_key(run)
         items += [labels_from_evaluation(run.run_id, ev.line()) for ev in run.evaluations]
     if len(set(keys.values())) > 1 and not mixed_judges:
-        raise QrelsError("the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
-                         "judge, or pass --mixed-judges")
+        raise QrelsError(
+            "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
+            "judge, or pass --mixed-judges"
+        )
     pooled = pool_qrels(items, human_labels(cache, names) if cache is not None else None)
     write_trec_qrels(pooled.qrels, out)
     return pooled

@@ -75,8 +75,12 @@ def _change_text(change: dict | None) -> str:
     text = f"{change['delta']:+.3f}"
     if change["ci95"][0] is not None:
         text += f" [95% CI {change['ci95'][0]:+.3f}, {change['ci95'][1]:+.3f}]"
-    marks = {"regression": "▼ regression", "improvement": "▲ improvement", "within noise": "within noise",
-             "too few queries": "too few queries to tell"}
+    marks = {
+        "regression": "▼ regression",
+        "improvement": "▲ improvement",
+        "within noise": "within noise",
+        "too few queries": "too few queries to tell",
+    }
     return f"{text} {marks[change['verdict']]}{' (paired)' if change['paired'] else ''}"
 
 
@@ -101,30 +105,48 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     stamp = local_date(now)
 
     charts = [
-        plot_runs(group, out_dir / f"report-{stamp}-dimensions.png", (*DIMENSIONS, "overall"),
-                  f"Judge scores over time (judge {latest.judge_label})"),
-        plot_runs(group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, f"IR metrics over time ({', '.join(METRICS)}; mean RR = MRR)"),
+        plot_runs(
+            group,
+            out_dir / f"report-{stamp}-dimensions.png",
+            (*DIMENSIONS, "overall"),
+            f"Judge scores over time (judge {latest.judge_label})",
+        ),
+        plot_runs(
+            group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, f"IR metrics over time ({', '.join(METRICS)}; mean RR = MRR)"
+        ),
     ]
     summary = latest.summary
     headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
     # unscored queries (no overall the reader could trust) are not ranked among the worst
     # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
-    worst = sorted((e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
-                   key=lambda e: e.scores.overall or 0.0)[:WORST]
+    worst = sorted(
+        (e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
+        key=lambda e: e.scores.overall or 0.0,
+    )[:WORST]
 
     md: list[str] = [f"# Search quality report, {stamp}", ""]
     if latest.provenance.heuristicJudge:
-        md += ["> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
-               "and term overlap), not from an LLM.", ""]
+        md += [
+            "> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
+            "and term overlap), not from an LLM.",
+            "",
+        ]
     # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
     t = md_text
     if latest.systems:
-        md += [f"> **Compare run** of {len(latest.systems)} search systems; the figures below are the reference system's "
-               f"({t(latest.systems[0])}), every system is in “Systems compared”.", ""]
-    md += [f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
-           f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
-           + (", **interrupted**" if summary and summary.interrupted else "") + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
-           + ".", ""]
+        md += [
+            f"> **Compare run** of {len(latest.systems)} search systems; the figures below are the reference system's "
+            f"({t(latest.systems[0])}), every system is in “Systems compared”.",
+            "",
+        ]
+    md += [
+        f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
+        f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
+        + (", **interrupted**" if summary and summary.interrupted else "")
+        + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
+        + ".",
+        "",
+    ]
     from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
     line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
@@ -138,10 +160,13 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
     a = summary.abstention if summary else None
     if a:
-        md += ["", f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
-               f"{a.falseAbstentions} on-topic queries were answered without confidence."
-               + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
-               + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else "")]
+        md += [
+            "",
+            f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
+            f"{a.falseAbstentions} on-topic queries were answered without confidence."
+            + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
+            + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
+        ]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
         from judge_runner.compare_report import comparison_markdown, plot_comparison
@@ -150,8 +175,12 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         md += comparison_markdown(summary.comparison, charts[-1])
     md += ["## Worst queries", ""]
     for ev in worst:
-        md += [f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}", "",
-               f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}", ""]
+        md += [
+            f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}",
+            "",
+            f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}",
+            "",
+        ]
         for dim in DIMENSIONS:
             md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t(ev.analysis.get(dim, '–'))}")
         top = ", ".join(f"{t(r.source)} ({r.relevance})" for r in ev.results[:5]) or "no results"
@@ -171,8 +200,10 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         n = len(run.evaluations) + run.errors
         cost = run.cost
         per = None if cost is None or not n else cost / n
-        md.append(f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
-                  f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |")
+        md.append(
+            f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
+            f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |"
+        )
     md += ["", "## Failed queries", ""]
     if latest.error_lines:
         md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
@@ -206,8 +237,12 @@ def _html(md: list[str], charts: list[Path]) -> str:
     for chart in charts:
         data = base64.b64encode(chart.read_bytes()).decode("ascii")
         body = body.replace(f'src="{chart.name}"', f'src="data:image/png;base64,{data}"')
-    body = body.replace("▼ regression", '<span class="reg">▼ regression</span>').replace("▲ improvement", '<span class="imp">▲ improvement</span>')
+    body = body.replace("▼ regression", '<span class="reg">▼ regression</span>').replace(
+        "▲ improvement", '<span class="imp">▲ improvement</span>'
+    )
     title = html.escape(md[0].lstrip("# "))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{title}</title>'
-            f"<style>{_CSS}</style></head><body>\n{body}</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{title}</title>'
+        f"<style>{_CSS}</style></head><body>\n{body}</body></html>\n"
+    )

@@ -51,10 +51,14 @@ class RunWriter:
             raise FileExistsError(f"cannot find a free run file name in {out_dir}")
 
     def write(self, line: dict[str, Any]) -> None:
-        """Write one line (``type`` and ``runId`` are required) and make it durable."""
+        """Write one line (``type`` and ``runId`` are required) and make it durable. Text that cannot be
+        encoded (a lone surrogate in a model's reason or suggestion, say) is written as U+FFFD
+        (:func:`judge_runner.textproc.clean_text`): one odd reply never loses a judged line."""
+        from judge_runner.textproc import clean_text
+
         if "type" not in line or "runId" not in line:
             raise ValueError("every line needs 'type' and 'runId'")
-        text = json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+        text = clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n"
         self._file.write(text)
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -121,10 +125,23 @@ def _numbers(values: list[Any]) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
-def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], total_queries: int, *, interrupted: bool,
-                  budget_exhausted: bool, cost_usd: float | None, usage: dict, duration_s: float, heuristic: bool,
-                  stop_reason: str | None = None, judge_mode: str | None = None, trials: int = 1,
-                  judge_is_generator: bool = False) -> dict:
+def build_summary(
+    run_id: str,
+    evaluations: list[dict],
+    errors: list[dict],
+    total_queries: int,
+    *,
+    interrupted: bool,
+    budget_exhausted: bool,
+    cost_usd: float | None,
+    usage: dict,
+    duration_s: float,
+    heuristic: bool,
+    stop_reason: str | None = None,
+    judge_mode: str | None = None,
+    trials: int = 1,
+    judge_is_generator: bool = False,
+) -> dict:
     """The ``summary`` line (a :class:`~judge_runner.runlines.SummaryLine` serialised by alias).
     Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
     overall, on-topic queries only (off-topic ones are scored on abstention: ``abstention.accuracy``
@@ -137,7 +154,9 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
     average_scores = None
     scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     if scored_evaluations:
-        average_scores = {d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")}
+        average_scores = {
+            d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")
+        }
     average_metrics: dict[str, float | None] | None = {}
     for name in METRIC_NAMES:
         values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
@@ -155,7 +174,9 @@ def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], tota
         # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
         weakest = min(scored, key=lambda d: scored[d])
         focus = f"{weakest} (average {scored[weakest]:.2f})"
-        weak = [ev for ev in scored_evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]]
+        weak = [
+            ev for ev in scored_evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]
+        ]
         weak_issues = top_issues(weak, limit=1)
         if weak_issues:
             key = _normalise_issue(weak_issues[0]["issue"])

@@ -47,19 +47,34 @@ class Judge(Protocol):
     model: str
     heuristic: bool
 
-    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
-                  log: Callable[[str], None] = ...) -> LabelReply:
+    def label_one(
+        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = ...
+    ) -> LabelReply:
         """The 0-3 label of one fenced document (pointwise mode)."""
         ...
 
-    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
-                    sampling: Mapping[str, Any], log: Callable[[str], None] = ...) -> list[LabelReply]:
+    def label_batch(
+        self,
+        query: str,
+        intent: str,
+        documents: Sequence[RenderedDocument],
+        order: Sequence[int],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = ...,
+    ) -> list[LabelReply]:
         """The labels of ``documents`` shown in ``order`` (``order[i]``: index of the i-th shown), returned in
         the documents' own order (batched mode)."""
         ...
 
-    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
-                     sampling: Mapping[str, Any], log: Callable[[str], None] = ...) -> ListVerdict:
+    def list_verdict(
+        self,
+        query: str,
+        intent: str,
+        expected_sources: Sequence[str],
+        items: Sequence[ListItem],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = ...,
+    ) -> ListVerdict:
         """The list-level verdict (coverage, snippetQuality, holistic figures) on labelled results."""
         ...
 
@@ -71,8 +86,9 @@ class QueryWriter(Protocol):
     model: str
     heuristic: bool
 
-    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = ...,
-                      log: Callable[[str], None] = ...) -> GenerationResult:
+    def write_queries(
+        self, root: Path, count: int, extensions: tuple[str, ...] = ..., log: Callable[[str], None] = ...
+    ) -> GenerationResult:
         """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
         and with queries whose expected sources do not exist dropped. Raises an LLMError kind."""
         ...
@@ -89,8 +105,13 @@ class Roles:
     description: str
 
 
-def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], None] = lambda message: None,
-                environ: Mapping[str, str] | None = None, embedder: TextEmbedder | None = None) -> Roles:
+def build_roles(
+    settings: Settings,
+    need_generator: bool,
+    say: Callable[[str], None] = lambda message: None,
+    environ: Mapping[str, str] | None = None,
+    embedder: TextEmbedder | None = None,
+) -> Roles:
     """The roles for a run of ``settings.provider`` (``auto``: :func:`judge_runner.llm.registry.detect`).
 
     ``say`` gets the line naming the provider and models (loudly HEURISTIC for ``offline``) and one
@@ -114,8 +135,7 @@ def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], N
         from judge_runner.heuristic.judge import HeuristicJudge
         from judge_runner.heuristic.writer import HeuristicQueryWriter
 
-        description = (f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; "
-                       f"set an API key for real judgments")
+        description = f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments"
         say(description)
         writer = HeuristicQueryWriter() if need_generator else None
         return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description)
@@ -131,8 +151,10 @@ def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], N
     model = settings.model or spec.default_model
     judge_model = settings.judge_model or model
     # the key and server come from ``environ`` (the one the choice was made with), first key variable set wins
-    connection = {"api_key": next((environ[k] for k in spec.key_env if environ.get(k)), None),
-                  "base_url": (environ.get(spec.base_url_env) or None) if spec.base_url_env else None}
+    connection = {
+        "api_key": next((environ[k] for k in spec.key_env if environ.get(k)), None),
+        "base_url": (environ.get(spec.base_url_env) or None) if spec.base_url_env else None,
+    }
     generator = cls(model, retry, budget, settings.timeout, **connection) if need_generator else None
     judge = cls(judge_model, retry, budget, settings.timeout, **connection)
     description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
@@ -147,9 +169,13 @@ def build_roles(settings: Settings, need_generator: bool, say: Callable[[str], N
             provider.price = settings.user_price
         if provider.price is None:
             if settings.max_budget_usd is not None:
-                raise ConfigError(f"no price is known for the {label} model {provider.model}, so --max-budget-usd cannot be "
-                                  f"enforced; give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead")
+                raise ConfigError(
+                    f"no price is known for the {label} model {provider.model}, so --max-budget-usd cannot be "
+                    f"enforced; give its price with --price-per-mtok IN,OUT or cap tokens with --max-budget-tokens instead"
+                )
             budget.cost_known = False  # the run's cost is unknown, never shown as 0
-            say(f"warning: no price known for the {label} model {provider.model}: cost will be reported as unknown"
-                f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}")
+            say(
+                f"warning: no price known for the {label} model {provider.model}: cost will be reported as unknown"
+                f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}"
+            )
     return Roles(LLMQueryWriter(generator) if generator is not None else None, LLMJudge(judge), budget, description)

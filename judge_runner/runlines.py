@@ -47,10 +47,10 @@ Unit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonS
 # a score that is null for an off-topic query (scored on abstention, format version 2)
 MaybeUnit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
 # a metric value: None is written for R@10 when a query has no expected sources
-MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False),
-                        WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
+MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
 _METRICS_SCHEMA = {
-    "type": "object", "required": list(METRIC_NAMES),
+    "type": "object",
+    "required": list(METRIC_NAMES),
     "additionalProperties": {"anyOf": [_UNIT_SCHEMA, {"type": "null"}]},
     "description": "ir-measures names (str(measure)). R@10 is null when the query has no expected sources.",
 }
@@ -91,7 +91,8 @@ class Provenance(BaseModel):
     # the schema's enum is the provider registry's names (what is written); the reader also accepts
     # 'legacy' for adapted old files, so the Python type stays a plain string
     provider: Annotated[str, WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)})] = Field(
-        default="", description="Provider name (a registry name; 'legacy' for adapted old files).")
+        default="", description="Provider name (a registry name; 'legacy' for adapted old files)."
+    )
     generatorModel: str | None = None
     judgeModel: str | None = None
     heuristicJudge: bool = Field(default=False, description="True for the offline provider: scores come from a heuristic, not an LLM.")
@@ -100,10 +101,13 @@ class Provenance(BaseModel):
     corpusFingerprint: str = ""
     searchConfig: dict[str, Any] = Field(default_factory=dict)
     judgeRunnerVersion: str = ""
-    judgeFingerprint: dict[str, Any] | None = Field(default=None, description="Format 2: provider, requested model, judge mode, "
-                                                   "trials, sampling sent, prompt and schema sha256, render version "
-                                                   "(judge_fingerprint.JudgeFingerprint); trend compares only runs whose "
-                                                   "fingerprints (plus the returned model ids) are equal.")
+    judgeFingerprint: dict[str, Any] | None = Field(
+        default=None,
+        description="Format 2: provider, requested model, judge mode, "
+        "trials, sampling sent, prompt and schema sha256, render version "
+        "(judge_fingerprint.JudgeFingerprint); trend compares only runs whose "
+        "fingerprints (plus the returned model ids) are equal.",
+    )
     judgeIsGenerator: bool = Field(default=False, description="True when the model that wrote the queries also judges them (circularity).")
 
 
@@ -113,7 +117,9 @@ class RunStartLine(_Line):
     model_config = ConfigDict(title="RunStartLine")
 
     type: Literal["run_start"] = "run_start"
-    formatVersion: int = Field(default=1, ge=1, description="Run-file format (written: FORMAT_VERSION); files written before it existed are 1.")
+    formatVersion: int = Field(
+        default=1, ge=1, description="Run-file format (written: FORMAT_VERSION); files written before it existed are 1."
+    )
     config: dict[str, Any] = Field(default_factory=dict)
     provenance: Provenance | None = None
     queriesGenerated: int | None = Field(default=None, ge=0, description="Queries phase one returned (null when the set came from a file).")
@@ -153,13 +159,17 @@ class ResultLabel(BaseModel):
     relevance: Literal[0, 1, 2, 3]
     relevant: bool
     reason: str = ""
-    injectionSuspected: bool = Field(default=False, description="The code's detector or the judge flagged text addressed to the judge; never raises a label.")
+    injectionSuspected: bool = Field(
+        default=False, description="The code's detector or the judge flagged text addressed to the judge; never raises a label."
+    )
     cached: bool = Field(default=False, description="Every trial's label came from the judgment cache (no call, no cost).")
     labelOrigin: Literal["judge", "human"] = Field(default="judge", description="human: an imported human label, which wins.")
     trialLabels: list[int] = Field(default_factory=list, description="The label of each trial; relevance is their median (lower middle).")
     labelSpread: int = Field(default=0, ge=0, le=3, description="Highest minus lowest trial label.")
     shownAs: list[str] = Field(default_factory=list, description="Batched mode: the local id the result had in each trial.")
-    shownFrom: Literal["chunk", "snippet"] = Field(default="chunk", description="What the label was given on: the best chunk's text, or the snippet.")
+    shownFrom: Literal["chunk", "snippet"] = Field(
+        default="chunk", description="What the label was given on: the best chunk's text, or the snippet."
+    )
     shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
     truncated: bool = False
 
@@ -195,9 +205,13 @@ class EvaluationLine(_Line):
     suggestions: list[str] = Field(default_factory=list)
     results: list[ResultLabel] = Field(default_factory=list)
     metrics: Annotated[dict[str, MetricValue] | None, WithJsonSchema({"anyOf": [{"type": "null"}, _METRICS_SCHEMA]})] = Field(
-        default=None, description="Null for an off-topic query.")
-    abstained: bool | None = Field(default=None, description="Off-topic queries only: true when the search returned nothing or "
-                                                             "said it was not confident. Null for other query types.")
+        default=None, description="Null for an off-topic query."
+    )
+    abstained: bool | None = Field(
+        default=None,
+        description="Off-topic queries only: true when the search returned nothing or "
+        "said it was not confident. Null for other query types.",
+    )
     usage: EvaluationUsage | None = None
     labelsCached: int = Field(default=0, ge=0, description="Trial labels taken from the judgment cache.")
     labelsJudged: int = Field(default=0, ge=0, description="Trial labels paid for by a judge call in this run.")
@@ -205,8 +219,11 @@ class EvaluationLine(_Line):
     listCached: bool | None = Field(default=None, description="The list-level verdict came from the cache; null when none was needed.")
     expectedSourceDisagreements: list[str] = Field(default_factory=list, description="Expected sources the judge labelled 0 or 1.")
     judgeModelsReturned: list[str] = Field(default_factory=list, description="Model ids the API returned for this query's calls.")
-    system: str | None = Field(default=None, description="The search system this line is about (compare runs and external "
-                                                         "searches: a name from provenance.searchSystems); null for the built-in search alone.")
+    system: str | None = Field(
+        default=None,
+        description="The search system this line is about (compare runs and external "
+        "searches: a name from provenance.searchSystems); null for the built-in search alone.",
+    )
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -238,8 +255,11 @@ class ErrorLine(_Line):
     errorType: str = ""
     message: str = ""
     attempts: int = Field(default=0, ge=0)
-    system: str | None = Field(default=None, description="The search system this line is about (compare runs and external "
-                                                         "searches: a name from provenance.searchSystems); null for the built-in search alone.")
+    system: str | None = Field(
+        default=None,
+        description="The search system this line is about (compare runs and external "
+        "searches: a name from provenance.searchSystems); null for the built-in search alone.",
+    )
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -254,7 +274,9 @@ class Abstention(BaseModel):
     correct: int = Field(default=0, ge=0, description="Off-topic queries on which the search abstained.")
     falseAbstentions: int = Field(default=0, ge=0, description="On-topic queries on which the search said it was not confident.")
     accuracy: float | None = Field(default=None, ge=0, le=1, description="correct / offTopic; null without off-topic queries.")
-    falseAbstentionRate: float | None = Field(default=None, ge=0, le=1, description="falseAbstentions / on-topic queries; null without them.")
+    falseAbstentionRate: float | None = Field(
+        default=None, ge=0, le=1, description="falseAbstentions / on-topic queries; null without them."
+    )
 
 
 class Issue(BaseModel):
@@ -329,12 +351,19 @@ class SummaryLine(_Line):
     failed: int = Field(default=0, ge=0)
     interrupted: bool = False
     budgetExhausted: bool = False
-    stopReason: str | None = Field(default=None, description="Why the run stopped early (interrupted, budget_exhausted, spend_limit, "
-                                                             "auth_error, phase one: <kind>); null when it ran to the end.")
+    stopReason: str | None = Field(
+        default=None,
+        description="Why the run stopped early (interrupted, budget_exhausted, spend_limit, "
+        "auth_error, phase one: <kind>); null when it ran to the end.",
+    )
     heuristicJudge: bool = False
-    averageScores: dict[str, Unit] | None = Field(default=None, description="Mean of each dimension over evaluated queries; null when none was.")
-    averageMetrics: dict[str, Unit] | None = Field(default=None, description="Mean of each metric (ir-measures names) over the evaluated "
-                                                                             "queries that have it (off-topic queries excluded).")
+    averageScores: dict[str, Unit] | None = Field(
+        default=None, description="Mean of each dimension over evaluated queries; null when none was."
+    )
+    averageMetrics: dict[str, Unit] | None = Field(
+        default=None,
+        description="Mean of each metric (ir-measures names) over the evaluated queries that have it (off-topic queries excluded).",
+    )
     abstention: Abstention = Field(default_factory=Abstention)
     topIssues: list[Issue] = Field(default_factory=list)
     recommendedFocus: str | None = None
@@ -343,7 +372,9 @@ class SummaryLine(_Line):
     durationS: float = Field(default=0.0, ge=0)
     judgeMode: str | None = Field(default=None, description="pointwise or batched (format 2).")
     trials: int = Field(default=1, ge=1)
-    trialsAlpha: float | None = Field(default=None, ge=-1, le=1, description="Krippendorff's alpha (ordinal) between trials; null with one trial.")
+    trialsAlpha: float | None = Field(
+        default=None, ge=-1, le=1, description="Krippendorff's alpha (ordinal) between trials; null with one trial."
+    )
     labelsCached: int = Field(default=0, ge=0)
     labelsJudged: int = Field(default=0, ge=0)
     humanLabels: int = Field(default=0, ge=0)
@@ -351,8 +382,10 @@ class SummaryLine(_Line):
     expectedSourceDisagreements: int = Field(default=0, ge=0, description="Expected sources the judge labelled 0 or 1, over all queries.")
     judgeReturnedModels: list[str] = Field(default_factory=list, description="Model ids the judge API returned during the run.")
     judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
-    comparison: ComparisonBlock | None = Field(default=None, description="Compare runs only (several systems on one query set); "
-                                                                        "the averages above are then the reference system's.")
+    comparison: ComparisonBlock | None = Field(
+        default=None,
+        description="Compare runs only (several systems on one query set); the averages above are then the reference system's.",
+    )
 
     @field_validator("averageMetrics", mode="before")
     @classmethod
@@ -370,8 +403,9 @@ def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[
     queriesDropped, and extras such as resumedFrom; a ``timestamp`` among them wins) validated as a
     :class:`RunStartLine` with ``formatVersion`` :data:`FORMAT_VERSION`, serialised by alias (fields
     not given are not written). Raises pydantic.ValidationError for a field that breaks the contract."""
-    line = RunStartLine.model_validate({"type": "run_start", "runId": run_id, "timestamp": timestamp, "formatVersion": FORMAT_VERSION,
-                                        **fields})
+    line = RunStartLine.model_validate(
+        {"type": "run_start", "runId": run_id, "timestamp": timestamp, "formatVersion": FORMAT_VERSION, **fields}
+    )
     return line.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 

@@ -19,8 +19,9 @@ def describe_answer(answer: SearchAnswer) -> str:
     lines = [] if answer.results else ["no results"]
     for hit in answer.results:
         anchor = f" > {hit.anchor}" if hit.anchor else ""
-        lines.append(f"{hit.rank:>3}. {hit.source}{anchor}  (lines {hit.lineStart}-{hit.lineEnd}, score {hit.score:.4f}, "
-                     f"{'+'.join(hit.matchedBy)})")
+        lines.append(
+            f"{hit.rank:>3}. {hit.source}{anchor}  (lines {hit.lineStart}-{hit.lineEnd}, score {hit.score:.4f}, {'+'.join(hit.matchedBy)})"
+        )
         lines.append(f"     {hit.snippet[:200]}")
     lines.append(f"confident: {str(answer.confident).lower()}  ({answer.latencyMs:.1f} ms)")
     return "\n".join(lines)
@@ -64,8 +65,9 @@ def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: 
     index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
     ordered = sorted(write_run(index, queries, trec_run, mode, limit))
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    say(f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; "
-        f"run written to {trec_run}")
+    say(
+        f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; run written to {trec_run}"
+    )
 
 
 def batch_search_job(settings: Settings, queries_file: Path, trec_run: Path, mode: str, limit: int, printer: Printer) -> None:

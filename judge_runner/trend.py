@@ -220,8 +220,14 @@ class Comparison:
     verdict: str  # "regression", "improvement", "within noise", "too few queries"
 
     def as_dict(self) -> dict:
-        return {"column": self.column, "delta": self.delta, "ci95": [self.low, self.high], "n": self.n,
-                "paired": self.paired, "verdict": self.verdict}
+        return {
+            "column": self.column,
+            "delta": self.delta,
+            "ci95": [self.low, self.high],
+            "n": self.n,
+            "paired": self.paired,
+            "verdict": self.verdict,
+        }
 
 
 def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
@@ -230,8 +236,9 @@ def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, see
     return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
 
 
-def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT,
-                   seed: int = 0) -> Comparison:
+def compare_values(
+    a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT, seed: int = 0
+) -> Comparison:
     """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: the mean difference
     b - a, its 95% percentile bootstrap interval (scipy.stats.bootstrap, ``RESAMPLES`` resamples, fixed
     ``seed``) and :func:`verdict`. ``paired``: over the queries both have (the same query set, or two
@@ -249,7 +256,9 @@ def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, pai
         if np.allclose(diffs, diffs[0]):
             low = high = delta
         else:
-            ci = stats.bootstrap((diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", rng=rng).confidence_interval
+            ci = stats.bootstrap(
+                (diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", rng=rng
+            ).confidence_interval
             low, high = float(ci.low), float(ci.high)
         n = len(diffs)
     else:
@@ -258,9 +267,15 @@ def compare_values(a: dict[str, float], b: dict[str, float], column: str, *, pai
             few = float(x.mean() - y.mean()) if len(x) and len(y) else None
             return Comparison(column, few, None, None, min(len(x), len(y)), False, "too few queries")
         delta = float(x.mean() - y.mean())
-        ci = stats.bootstrap((x, y), lambda s, t, axis=-1: np.mean(s, axis=axis) - np.mean(t, axis=axis),
-                             confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", vectorized=True,
-                             rng=rng).confidence_interval
+        ci = stats.bootstrap(
+            (x, y),
+            lambda s, t, axis=-1: np.mean(s, axis=axis) - np.mean(t, axis=axis),
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            vectorized=True,
+            rng=rng,
+        ).confidence_interval
         low, high = float(ci.low), float(ci.high)
         n = min(len(x), len(y))
     return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict(delta, low, high, min_effect))
@@ -319,8 +334,8 @@ def set_baseline(folder: Path, run_id: str) -> Run:
             known = ", ".join(r.run_id for r in complete[-5:]) or "none"
             raise ValueError(f"no complete run with judged queries {run_id!r} in {folder} (latest: {known})")
     (Path(folder) / BASELINE_FILE).write_text(
-        json.dumps({"runId": chosen.run_id, "setAt": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n",
-        encoding="utf-8")
+        json.dumps({"runId": chosen.run_id, "setAt": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n", encoding="utf-8"
+    )
     return chosen
 
 
@@ -351,25 +366,41 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
         baseline = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
         for run in members:
             row: dict[str, Any] = {
-                "runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
-                "evaluated": len(run.evaluations), "failed": run.errors, "partial": run.partial, "comparable": run.comparable,
-                "means": {c: run.mean(c) for c in COLUMNS}, "costUsd": run.cost,
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "file": run.path.name,
+                "judge": run.judge_label,
+                "evaluated": len(run.evaluations),
+                "failed": run.errors,
+                "partial": run.partial,
+                "comparable": run.comparable,
+                "means": {c: run.mean(c) for c in COLUMNS},
+                "costUsd": run.cost,
                 "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
             if run.systems:
                 row["system"] = run.shown_system
             if run.comparable:
                 if previous is not None:
-                    row["vsPrevious"] = {"runId": previous.run_id, "changes": what_changed(previous, run),
-                                         "comparisons": {c: compare(previous, run, c, min_effect).as_dict() for c in GATED}}
+                    row["vsPrevious"] = {
+                        "runId": previous.run_id,
+                        "changes": what_changed(previous, run),
+                        "comparisons": {c: compare(previous, run, c, min_effect).as_dict() for c in GATED},
+                    }
                 if baseline is not None and baseline is not run:
-                    row["vsBaseline"] = {"runId": baseline.run_id, "changes": what_changed(baseline, run),
-                                         "comparisons": {c: compare(baseline, run, c, min_effect).as_dict() for c in GATED}}
+                    row["vsBaseline"] = {
+                        "runId": baseline.run_id,
+                        "changes": what_changed(baseline, run),
+                        "comparisons": {c: compare(baseline, run, c, min_effect).as_dict() for c in GATED},
+                    }
                 if run is latest_complete:
                     against = row.get("vsBaseline") or row.get("vsPrevious")
-                    latest_verdict = {"runId": run.run_id, "against": against["runId"] if against else None,
-                                      "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
-                                      "comparisons": against["comparisons"] if against else {}}
+                    latest_verdict = {
+                        "runId": run.run_id,
+                        "against": against["runId"] if against else None,
+                        "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
+                        "comparisons": against["comparisons"] if against else {},
+                    }
                 previous = run
             rows.append(row)
             rows.extend(system_rows(run))
@@ -384,8 +415,16 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
         from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
         calibration = calibration_for_provenance(calibration_folder(folder), members[-1].provenance.model_dump())
-        out_groups.append({"judge": label, "judgeKey": judge, "reason": reason, "runs": rows,
-                           "baseline": baseline.run_id if baseline else None, "calibration": calibration_line(calibration)})
+        out_groups.append(
+            {
+                "judge": label,
+                "judgeKey": judge,
+                "reason": reason,
+                "runs": rows,
+                "baseline": baseline.run_id if baseline else None,
+                "calibration": calibration_line(calibration),
+            }
+        )
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
 
 
@@ -400,12 +439,27 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
     block = summary.comparison
     rows = []
     for view in run.system_views()[1:]:
-        diffs = {d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
-                 for d in block.differences if d.system == view.system}
-        rows.append({"runId": run.run_id, "timestamp": run.timestamp, "file": run.path.name, "judge": run.judge_label,
-                     "system": view.system, "evaluated": len(view.evaluations), "failed": view.errors, "partial": run.partial,
-                     "comparable": False, "means": {c: view.mean(c) for c in COLUMNS}, "costUsd": None,
-                     "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}}})
+        diffs = {
+            d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
+            for d in block.differences
+            if d.system == view.system
+        }
+        rows.append(
+            {
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "file": run.path.name,
+                "judge": run.judge_label,
+                "system": view.system,
+                "evaluated": len(view.evaluations),
+                "failed": view.errors,
+                "partial": run.partial,
+                "comparable": False,
+                "means": {c: view.mean(c) for c in COLUMNS},
+                "costUsd": None,
+                "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},
+            }
+        )
     return rows
 
 
@@ -417,9 +471,17 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
         ev = next((e for e in run.evaluations if e.queryId == query_id), None)
         if ev is None:
             continue
-        history.append({"runId": run.run_id, "timestamp": run.timestamp, "judge": run.judge_label, "query": ev.query,
-                        "scores": ev.scores.model_dump(mode="json"), "metrics": ev.metrics,
-                        "labels": [r.relevance for r in ev.results]})
+        history.append(
+            {
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "judge": run.judge_label,
+                "query": ev.query,
+                "scores": ev.scores.model_dump(mode="json"),
+                "metrics": ev.metrics,
+                "labels": [r.relevance for r in ev.results],
+            }
+        )
     return history
 
 
@@ -443,8 +505,7 @@ def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, t
     x = list(range(len(group)))
     for column in columns:
         ys = [r.mean(column) for r in group]
-        ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column,
-                linewidth=2.4 if column in GATED else 1.2)
+        ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column, linewidth=2.4 if column in GATED else 1.2)
     days = [r.timestamp[:10] for r in group]
     labels = days if len(set(days)) == len(days) else [r.timestamp[:16].replace("T", " ") for r in group]
     ax.set_xticks(x, labels, rotation=30, ha="right")

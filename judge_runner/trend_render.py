@@ -34,28 +34,43 @@ def trend_rows(trend) -> list[dict]:
             prev = (row.get("vsPrevious") or {}).get("comparisons", {})
             base = (row.get("vsBaseline") or {}).get("comparisons", {})
             ref = (row.get("vsReference") or {}).get("comparisons", {})
-            rows.append({
-                "group": group["judge"], "date": row["timestamp"][:16].replace("T", " "),
-                "run": row["runId"] + (f" [{row['system']}]" if row.get("system") else ""),
-                "judge": row["judge"], "eval/fail": f"{row['evaluated']}/{row['failed']}",
-                **{SHORT.get(c, c): fmt(row["means"][c]) for c in row["means"]},
-                "abstain": fmt(row.get("abstentionAccuracy")),  # off-topic queries abstained on (share)
-                "Δprev overall nDCG": " ".join(filter(None, [arrow(prev.get("overall")), arrow(prev.get("nDCG@10"))])) if prev else "",
-                "Δbaseline": " ".join(filter(None, [arrow(base.get("overall")), arrow(base.get("nDCG@10"))])) if base else "",
-                "cost": "unknown" if row["costUsd"] is None and not row["partial"] else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
-                "note": (f"compare run: vs {row['vsReference']['system']} "
-                         + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))])) + " (not chained over time)"
-                         if row.get("vsReference") else "partial (no summary): not compared" if row["partial"]
-                         else "no judged queries: not compared" if not row["comparable"]
-                         else "; ".join((row.get("vsPrevious") or {}).get("changes", []))),
-            })
+            rows.append(
+                {
+                    "group": group["judge"],
+                    "date": row["timestamp"][:16].replace("T", " "),
+                    "run": row["runId"] + (f" [{row['system']}]" if row.get("system") else ""),
+                    "judge": row["judge"],
+                    "eval/fail": f"{row['evaluated']}/{row['failed']}",
+                    **{SHORT.get(c, c): fmt(row["means"][c]) for c in row["means"]},
+                    "abstain": fmt(row.get("abstentionAccuracy")),  # off-topic queries abstained on (share)
+                    "Δprev overall nDCG": " ".join(filter(None, [arrow(prev.get("overall")), arrow(prev.get("nDCG@10"))])) if prev else "",
+                    "Δbaseline": " ".join(filter(None, [arrow(base.get("overall")), arrow(base.get("nDCG@10"))])) if base else "",
+                    "cost": "unknown"
+                    if row["costUsd"] is None and not row["partial"]
+                    else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
+                    "note": (
+                        f"compare run: vs {row['vsReference']['system']} "
+                        + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
+                        + " (not chained over time)"
+                        if row.get("vsReference")
+                        else "partial (no summary): not compared"
+                        if row["partial"]
+                        else "no judged queries: not compared"
+                        if not row["comparable"]
+                        else "; ".join((row.get("vsPrevious") or {}).get("changes", []))
+                    ),
+                }
+            )
     return rows
 
 
 def render_json(trend) -> str:
     """Groups, baseline, the latest run's verdict and warnings as indented JSON."""
-    return json.dumps({"groups": trend.groups, "baseline": trend.baseline, "latest": trend.latest_verdict,
-                       "warnings": trend.warnings}, indent=2, ensure_ascii=False)
+    return json.dumps(
+        {"groups": trend.groups, "baseline": trend.baseline, "latest": trend.latest_verdict, "warnings": trend.warnings},
+        indent=2,
+        ensure_ascii=False,
+    )
 
 
 def render_csv(rows: list[dict]) -> str:
@@ -90,8 +105,10 @@ def print_table(trend, rows: list[dict]) -> None:
     console = Console()
     console.width = max(console.width, 140) if console.is_terminal else 220
     for group in trend.groups:
-        table = Table(title=f"judge {escape(str(group['judge']))}" + (f"\n({escape(str(group['reason']))})" if group["reason"] else ""),
-                      title_justify="left")
+        table = Table(
+            title=f"judge {escape(str(group['judge']))}" + (f"\n({escape(str(group['reason']))})" if group["reason"] else ""),
+            title_justify="left",
+        )
         hidden = ("group", "judge", "note")
         for header in [h for h in rows[0] if h not in hidden]:
             table.add_column(header, no_wrap=True)
@@ -114,6 +131,8 @@ def render_history(history: list[dict], as_json: bool) -> str:
     for h in history:
         scores = h["scores"] or {}
         metrics = h["metrics"] or {}
-        lines.append(f"{h['timestamp'][:16]} {h['runId']}  overall {fmt(scores.get('overall'))}  "
-                     f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {h['labels']}  ({h['judge']})")
+        lines.append(
+            f"{h['timestamp'][:16]} {h['runId']}  overall {fmt(scores.get('overall'))}  "
+            f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {h['labels']}  ({h['judge']})"
+        )
     return "\n".join(lines)

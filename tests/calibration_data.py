@@ -6,10 +6,39 @@ import json
 import random
 from pathlib import Path
 
-TOPICS = ["glacier melt", "coral bleaching", "insulin resistance", "neutron star", "wheat rust", "battery anode",
-          "bird migration", "volcanic ash", "gut microbiome", "solar flare"]
-FILLER = ("study", "results", "method", "sample", "analysis", "effect", "measured", "observed", "levels", "data",
-          "patients", "model", "cells", "response", "increase", "control", "group", "significant", "reported")
+TOPICS = [
+    "glacier melt",
+    "coral bleaching",
+    "insulin resistance",
+    "neutron star",
+    "wheat rust",
+    "battery anode",
+    "bird migration",
+    "volcanic ash",
+    "gut microbiome",
+    "solar flare",
+]
+FILLER = (
+    "study",
+    "results",
+    "method",
+    "sample",
+    "analysis",
+    "effect",
+    "measured",
+    "observed",
+    "levels",
+    "data",
+    "patients",
+    "model",
+    "cells",
+    "response",
+    "increase",
+    "control",
+    "group",
+    "significant",
+    "reported",
+)
 
 
 def write_collection(folder: Path, queries: int = 8, relevant: int = 3, distractors: int = 6, seed: int = 1) -> Path:
@@ -26,7 +55,9 @@ def write_collection(folder: Path, queries: int = 8, relevant: int = 3, distract
         words = topic.split()
         for r in range(relevant):
             body = " ".join(rng.choice(FILLER) for _ in range(40))
-            dlines.append({"_id": f"d{t}r{r}", "title": f"{topic} mechanisms", "text": f"The causes of {topic} were studied. {body} {topic}."})
+            dlines.append(
+                {"_id": f"d{t}r{r}", "title": f"{topic} mechanisms", "text": f"The causes of {topic} were studied. {body} {topic}."}
+            )
             rlines.append(f"{qid}\td{t}r{r}\t1")
         for d in range(distractors):
             body = " ".join(rng.choice(FILLER) for _ in range(40))

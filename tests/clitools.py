@@ -12,8 +12,15 @@ from judge_runner.cli import main
 from judge_runner.resources import load_schema
 
 SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
-NO_KEYS = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None,
-           "JUDGE_RUNNER_DB": None, "JUDGE_RUNNER_MIN_OVERALL": None, "JUDGE_RUNNER_EXTENSIONS": None}
+NO_KEYS = {
+    "ANTHROPIC_API_KEY": None,
+    "OPENAI_API_KEY": None,
+    "OPENAI_BASE_URL": None,
+    "ANTHROPIC_BASE_URL": None,
+    "JUDGE_RUNNER_DB": None,
+    "JUDGE_RUNNER_MIN_OVERALL": None,
+    "JUDGE_RUNNER_EXTENSIONS": None,
+}
 
 
 def invoke(args: list[str], env: dict | None = None):

@@ -59,8 +59,11 @@ def hash_embedder(monkeypatch):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "hash_embedder: use the deterministic hashing embedder (JUDGE_RUNNER_EMBEDDER=hash) "
-                                       "instead of MiniLM; for tests that do not measure search quality")
+    config.addinivalue_line(
+        "markers",
+        "hash_embedder: use the deterministic hashing embedder (JUDGE_RUNNER_EMBEDDER=hash) "
+        "instead of MiniLM; for tests that do not measure search quality",
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -44,8 +44,11 @@ class Cluster:
             return
         self.stopped = True
         try:
-            subprocess.run([*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.pgdata), "-m", "fast", "-w",
-                            "-t", "30", "stop"], capture_output=True, timeout=60)
+            subprocess.run(
+                [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.pgdata), "-m", "fast", "-w", "-t", "30", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
         finally:
             shutil.rmtree(self.datadir, ignore_errors=True)
 
@@ -78,8 +81,7 @@ def _ensure_user(name: str) -> None:
     useradd = _tool("useradd")
     if useradd is None:
         raise ClusterUnavailable(f"no useradd to create the system user {name} that PostgreSQL runs as")
-    result = subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                            capture_output=True, text=True)
+    result = subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True)
     if result.returncode != 0 and "already exists" not in result.stderr:
         raise ClusterUnavailable(f"cannot create the system user {name} to run PostgreSQL as: {result.stderr.strip()}")
 
@@ -129,21 +131,55 @@ def start_cluster(user: str = SYSTEM_USER, timeout: float = 60.0) -> Cluster:
         pgdata = datadir / "data"
         env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
         init = subprocess.run(
-            [*run_as, str(bindir / "initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-             "--locale=C.UTF-8", "--no-sync", "--no-instructions"],
-            capture_output=True, text=True, env=env, timeout=timeout, cwd=datadir,
+            [
+                *run_as,
+                str(bindir / "initdb"),
+                "-D",
+                str(pgdata),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            cwd=datadir,
         )
         if init.returncode != 0:
             raise ClusterUnavailable(f"initdb failed: {(init.stderr or init.stdout).strip()[-1500:]}")
         last_error = ""
         for _ in range(3):  # another process may take the free port between the probe and the start
             port = _free_port()
-            options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {pgdata} -c fsync=off "
-                       "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {port} -k {pgdata} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50"
+            )
             start = subprocess.run(
-                [*run_as, str(bindir / "pg_ctl"), "-D", str(pgdata), "-l", str(datadir / "server.log"), "-w",
-                 "-t", str(int(timeout)), "-o", options, "start"],
-                capture_output=True, text=True, env=env, timeout=timeout + 10, cwd=datadir,
+                [
+                    *run_as,
+                    str(bindir / "pg_ctl"),
+                    "-D",
+                    str(pgdata),
+                    "-l",
+                    str(datadir / "server.log"),
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "-o",
+                    options,
+                    "start",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=timeout + 10,
+                cwd=datadir,
             )
             if start.returncode == 0:
                 break
@@ -151,8 +187,9 @@ def start_cluster(user: str = SYSTEM_USER, timeout: float = 60.0) -> Cluster:
             last_error = f"{start.stderr.strip()} {log.strip()[-1500:]}"
         else:
             raise ClusterUnavailable(f"the PostgreSQL server did not start: {last_error}")
-        cluster = Cluster(dsn=f"postgresql://postgres@127.0.0.1:{port}/postgres", port=port, datadir=datadir,
-                          pgdata=pgdata, bindir=bindir, run_as=run_as)
+        cluster = Cluster(
+            dsn=f"postgresql://postgres@127.0.0.1:{port}/postgres", port=port, datadir=datadir, pgdata=pgdata, bindir=bindir, run_as=run_as
+        )
     except ClusterUnavailable:
         shutil.rmtree(datadir, ignore_errors=True)
         raise

@@ -11,12 +11,19 @@ from ir_measures import P, nDCG
 from tests.clitools import invoke
 
 CORPUS = [
-    {"_id": "d1", "title": "Vitamin D and bone density", "text": "Vitamin D supplementation increases bone mineral density in older adults."},
+    {
+        "_id": "d1",
+        "title": "Vitamin D and bone density",
+        "text": "Vitamin D supplementation increases bone mineral density in older adults.",
+    },
     {"_id": "d2", "title": "Statins and heart disease", "text": "Statin therapy lowers LDL cholesterol and cardiovascular events."},
     {"_id": "d3", "title": "Sleep and memory", "text": "Slow-wave sleep consolidates declarative memory in healthy volunteers."},
 ]
-QUERIES = [{"_id": "1", "text": "vitamin D improves bone density"}, {"_id": "2", "text": "statins reduce cardiovascular events"},
-           {"_id": "3", "text": "sleep helps memory consolidation"}]
+QUERIES = [
+    {"_id": "1", "text": "vitamin D improves bone density"},
+    {"_id": "2", "text": "statins reduce cardiovascular events"},
+    {"_id": "3", "text": "sleep helps memory consolidation"},
+]
 
 
 def test_beir_index_and_trec_run(tmp_path):

@@ -23,9 +23,28 @@ def run_calibration(tmp_path, brain_class, extra=()):
     out = tmp_path / "calibration.json"
     with FakeLLMServer(brain=brain_class(judge_qrels(data))) as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        result = invoke(["calibrate", "--beir", str(data), "--provider", "anthropic", "--judge-model", "claude-sonnet-4-6",
-                         "--db", str(tmp_path / "idx.sqlite"), "--out", str(out), "--bootstrap", "50", "--quiet",
-                         "--probe-queries", "6", *extra], env)
+        result = invoke(
+            [
+                "calibrate",
+                "--beir",
+                str(data),
+                "--provider",
+                "anthropic",
+                "--judge-model",
+                "claude-sonnet-4-6",
+                "--db",
+                str(tmp_path / "idx.sqlite"),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "50",
+                "--quiet",
+                "--probe-queries",
+                "6",
+                *extra,
+            ],
+            env,
+        )
         requests = server.count()
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())

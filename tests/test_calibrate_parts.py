@@ -109,8 +109,14 @@ def test_kappa_alpha_position_and_injection_thresholds():
     assert v.position_verdict(position(0.0, [0.0, 0.0]))["status"] == "ok"
     assert v.position_verdict(position(0.1, [-0.02, 0.2]))["status"] == "warn"
     assert v.position_verdict(position(0.1, [0.05, 0.2]))["status"] == "fail"
-    probe = {"queries": 3, "attacks": {"instruction": {"success": {"value": 0.06}}, "query-prepended": {"success": {"value": 0.9}},
-                                       "query-in-anchor": {"success": {"value": 0.05}}}}
+    probe = {
+        "queries": 3,
+        "attacks": {
+            "instruction": {"success": {"value": 0.06}},
+            "query-prepended": {"success": {"value": 0.9}},
+            "query-in-anchor": {"success": {"value": 0.05}},
+        },
+    }
     checks = v.injection_verdicts(probe)
     assert {k: c["status"] for k, c in checks.items()} == {"instruction": "fail", "query-prepended": "warn", "query-in-anchor": "ok"}
     assert all(c["source"] for c in checks.values())
@@ -129,8 +135,12 @@ def test_attacks_change_what_they_say_and_the_fence_flags_the_instruction():
 
 
 def _calibration(folder, name, created, key, legacy="v1:none", status="calibrated"):
-    document = {"type": "calibration", "createdAt": created, "judge": {"fingerprintKey": key, "legacyKey": legacy},
-                "verdict": {"status": status, "checks": {"perPairAgreement": {"status": "ok", "value": 0.61}}}}
+    document = {
+        "type": "calibration",
+        "createdAt": created,
+        "judge": {"fingerprintKey": key, "legacyKey": legacy},
+        "verdict": {"status": status, "checks": {"perPairAgreement": {"status": "ok", "value": 0.61}}},
+    }
     (folder / name).write_text(json.dumps(document))
     return document
 
@@ -170,8 +180,11 @@ def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path
     write_run(results, "r1", [0.5] * 6, day=1)
     write_run(results, "r2", [0.6] * 6, day=2)
     assert "uncalibrated" in build_trend(results).groups[0]["calibration"]
-    provenance = {"provider": "anthropic", "judgeModel": "claude-sonnet-4-6",
-                  "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}}
+    provenance = {
+        "provider": "anthropic",
+        "judgeModel": "claude-sonnet-4-6",
+        "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64},
+    }
     (tmp_path / "calibration").mkdir()
     _calibration(tmp_path / "calibration", "x.json", "2026-11-03T00:00:00Z", "k", legacy=legacy_key(provenance))
     assert build_trend(results).groups[0]["calibration"] == "judge calibration: calibrated (2026-11-03, kappa(>=2) 0.61)"
@@ -188,9 +201,11 @@ def test_offline_labeller_labels_as_the_offline_judge_does_in_evaluate(hash_embe
 
     judge = HeuristicJudge(hash_embedder)
     query = CalibrationQuery("1", "redis failover promote the replica")
-    docs = [ShownDoc("a.md", "Redis failover", "When the primary fails, promote the replica with the sentinel command."),
-            ShownDoc("b.md", "Baking", "Knead the dough and let it rise overnight."),
-            ShownDoc("c.md", None, "Redis replica promotion: run failover on the replica, then repoint clients.")]
+    docs = [
+        ShownDoc("a.md", "Redis failover", "When the primary fails, promote the replica with the sentinel command."),
+        ShownDoc("b.md", "Baking", "Knead the dough and let it rise overnight."),
+        ShownDoc("c.md", None, "Redis replica promotion: run failover on the replica, then repoint clients."),
+    ]
     labeller = ProtocolLabeler(judge)
     direct = [judge.label_one(query.text, INTENT, render_document(d.docid, d.anchor, d.text), {}).label for d in docs]
     assert [r.label for r in labeller(query, docs, "pointwise", 0)] == direct

@@ -30,10 +30,35 @@ SCIFACT = Path(os.environ.get("JUDGE_RUNNER_SCIFACT") or ROOT.parent / "shared" 
 def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     out = tmp_path / "calibration.json"
     started = time.monotonic()
-    result = invoke(["calibrate", "--beir", str(SCIFACT), "--queries-sample", "20", "--seed", "7", "--provider", "offline",
-                     "--corpus-scope", "candidates", "--candidates", "15", "--pool-depth", "5", "--db", str(tmp_path / "idx.sqlite"),
-                     "--bootstrap", "200", "--probe-queries", "5", "--out", str(out), "--quiet"],
-                    {"JUDGE_RUNNER_EMBEDDER": None})
+    result = invoke(
+        [
+            "calibrate",
+            "--beir",
+            str(SCIFACT),
+            "--queries-sample",
+            "20",
+            "--seed",
+            "7",
+            "--provider",
+            "offline",
+            "--corpus-scope",
+            "candidates",
+            "--candidates",
+            "15",
+            "--pool-depth",
+            "5",
+            "--db",
+            str(tmp_path / "idx.sqlite"),
+            "--bootstrap",
+            "200",
+            "--probe-queries",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        {"JUDGE_RUNNER_EMBEDDER": None},
+    )
     elapsed = time.monotonic() - started
     assert result.exit_code == 0, result.output
     load = os.getloadavg()[0] / (os.cpu_count() or 1)

@@ -10,8 +10,28 @@ import pytest
 
 from judge_runner.corpus.chunk import MAX_CHUNK_CHARS, Chunk, chunk_text
 
-WORDS = ("index", "search", "latency", "pgbouncer", "reindex", "snapshot", "rollback", "tenant", "shard",
-         "replica", "a", "of", "the", "connection", "pool", "vector", "embedding", "cursor", "lag", "x")
+WORDS = (
+    "index",
+    "search",
+    "latency",
+    "pgbouncer",
+    "reindex",
+    "snapshot",
+    "rollback",
+    "tenant",
+    "shard",
+    "replica",
+    "a",
+    "of",
+    "the",
+    "connection",
+    "pool",
+    "vector",
+    "embedding",
+    "cursor",
+    "lag",
+    "x",
+)
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -41,8 +61,8 @@ def locate(chunks: list[Chunk], text: str) -> list[tuple[int, int]]:
 
 def assert_on_whitespace(chunks: list[Chunk], text: str) -> None:
     for start, end in locate(chunks, text):
-        assert start == 0 or text[start - 1].isspace(), f"chunk starts mid-word at {start}: {text[max(0, start - 20):start + 20]!r}"
-        assert end == len(text) or text[end].isspace(), f"chunk ends mid-word at {end}: {text[max(0, end - 20):end + 20]!r}"
+        assert start == 0 or text[start - 1].isspace(), f"chunk starts mid-word at {start}: {text[max(0, start - 20) : start + 20]!r}"
+        assert end == len(text) or text[end].isspace(), f"chunk ends mid-word at {end}: {text[max(0, end - 20) : end + 20]!r}"
 
 
 def assert_words_survive(chunks: list[Chunk], text: str) -> None:

@@ -69,23 +69,33 @@ def test_generate_refuses_to_overwrite_and_checks_out_before_spending(fixtures_r
 def test_unwritable_out_dir_fails_before_indexing(fixtures_root, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(tmp_path / "new.sqlite"),
-                     "--out-dir", str(blocker / "results")])
+    result = invoke(
+        [
+            "generate-and-evaluate",
+            "--fixtures",
+            str(fixtures_root),
+            "--db",
+            str(tmp_path / "new.sqlite"),
+            "--out-dir",
+            str(blocker / "results"),
+        ]
+    )
     assert result.exit_code == 2 and "not a writable folder" in result.output
     assert not (tmp_path / "new.sqlite").exists()
 
 
 @pytest.mark.parametrize("value", ["nan", "2", "-1", "inf"])
 def test_min_overall_must_be_a_finite_fraction(value, fixtures_root, tmp_path):
-    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--min-overall", value,
-                     "--db", str(tmp_path / "i.sqlite")])
+    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--min-overall", value, "--db", str(tmp_path / "i.sqlite")])
     assert result.exit_code == 2
 
 
 def test_failed_gate_says_why_and_is_recorded(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "r"
-    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                     "--count", "3", "--quiet"], {"JUDGE_RUNNER_MIN_OVERALL": "0.99"})
+    result = invoke(
+        ["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out), "--count", "3", "--quiet"],
+        {"JUDGE_RUNNER_MIN_OVERALL": "0.99"},
+    )
     assert result.exit_code == 1
     assert "quality gate failed: average overall" in result.output and "0.99" in result.output
     gate = run_lines(out)[-1]["qualityGate"]
@@ -94,8 +104,23 @@ def test_failed_gate_says_why_and_is_recorded(fixtures_root, db_copy, tmp_path):
 
 def test_run_saves_its_query_set_for_next_week(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "r"
-    assert invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                   "--count", "3", "--quiet"]).exit_code == 0
+    assert (
+        invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--count",
+                "3",
+                "--quiet",
+            ]
+        ).exit_code
+        == 0
+    )
     lines = run_lines(out)
     saved = out / lines[0]["config"]["querySetFile"]
     query_set = QuerySet.model_validate_json(saved.read_text())
@@ -104,12 +129,19 @@ def test_run_saves_its_query_set_for_next_week(fixtures_root, db_copy, tmp_path)
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.parametrize("content,message", [
-    ('{"queries": []}', "at least 1"),
-    ('{"queries": [' + ",".join(['{"id": "a", "query": "x", "queryIntent": "i", "queryType": "keyword", "expectedSources": ["README.md"]}'] * 2) + "]}",
-     "unique"),
-    ("not json", "Invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ('{"queries": []}', "at least 1"),
+        (
+            '{"queries": ['
+            + ",".join(['{"id": "a", "query": "x", "queryIntent": "i", "queryType": "keyword", "expectedSources": ["README.md"]}'] * 2)
+            + "]}",
+            "unique",
+        ),
+        ("not json", "Invalid JSON"),
+    ],
+)
 def test_bad_query_sets_are_usage_errors(content, message, db_copy, tmp_path):
     path = tmp_path / "q.json"
     path.write_text(content)
@@ -120,8 +152,21 @@ def test_bad_query_sets_are_usage_errors(content, message, db_copy, tmp_path):
 
 def test_missing_expected_sources_are_warned_about(db_copy, tmp_path):
     path = tmp_path / "q.json"
-    path.write_text(json.dumps({"queries": [{"id": "q1", "query": "kubernetes drain", "queryIntent": "i", "queryType": "keyword",
-                                             "expectedSources": ["does/not/exist.md"]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "queries": [
+                    {
+                        "id": "q1",
+                        "query": "kubernetes drain",
+                        "queryIntent": "i",
+                        "queryType": "keyword",
+                        "expectedSources": ["does/not/exist.md"],
+                    }
+                ]
+            }
+        )
+    )
     result = invoke(["evaluate", "--queries", str(path), "--db", str(db_copy), "--out-dir", str(tmp_path / "r")])
     assert result.exit_code == 0
     assert "not in the index" in result.output and "does/not/exist.md" in result.output
@@ -130,8 +175,22 @@ def test_missing_expected_sources_are_warned_about(db_copy, tmp_path):
 def test_unknown_price_with_budget_is_refused(fixtures_root, db_copy, tmp_path):
     with FakeLLMServer() as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(tmp_path / "r"),
-                         "--model", "claude-unpriced-9", "--max-budget-usd", "1"], env)
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(tmp_path / "r"),
+                "--model",
+                "claude-unpriced-9",
+                "--max-budget-usd",
+                "1",
+            ],
+            env,
+        )
         assert server.count() == 0
     assert result.exit_code == 2 and "no price is known" in result.output
 
@@ -159,11 +218,45 @@ def test_ctrl_c_exits_3_not_1(monkeypatch, capsys):
 def test_unknown_model_with_user_price_or_token_cap(fixtures_root, db_copy, tmp_path):
     with FakeLLMServer() as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        priced = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(tmp_path / "a"),
-                         "--count", "3", "--model", "claude-unpriced-9", "--price-per-mtok", "1,2", "--max-budget-usd", "5"], env)
+        priced = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(tmp_path / "a"),
+                "--count",
+                "3",
+                "--model",
+                "claude-unpriced-9",
+                "--price-per-mtok",
+                "1,2",
+                "--max-budget-usd",
+                "5",
+            ],
+            env,
+        )
         assert priced.exit_code == 0, priced.output
-        capped = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(tmp_path / "b"),
-                         "--count", "3", "--model", "claude-unpriced-9", "--max-budget-tokens", "1000"], env)
+        capped = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(tmp_path / "b"),
+                "--count",
+                "3",
+                "--model",
+                "claude-unpriced-9",
+                "--max-budget-tokens",
+                "1000",
+            ],
+            env,
+        )
     summary = run_lines(tmp_path / "a")[-1]
     assert summary["costUsd"] is not None and summary["costUsd"] > 0
     assert capped.exit_code == 3

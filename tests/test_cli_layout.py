@@ -32,15 +32,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "judge_runner"
 def raising(exc: BaseException):
     def command():
         raise exc
+
     return command
 
 
-@pytest.mark.parametrize("exc,code,shown", [
-    (UsageError("fixtures folder not found: x"), EXIT_CONFIG, "error: fixtures folder not found: x"),
-    (IncompleteRunError("phase one produced no usable query"), EXIT_INCOMPLETE, "error: phase one produced no usable query"),
-    (GateFailedError("regression: run b is worse than a"), EXIT_GATE, "regression: run b is worse than a"),
-    (JudgeRunnerError("custom", exit_code=EXIT_INCOMPLETE), EXIT_INCOMPLETE, "error: custom"),
-])
+@pytest.mark.parametrize(
+    "exc,code,shown",
+    [
+        (UsageError("fixtures folder not found: x"), EXIT_CONFIG, "error: fixtures folder not found: x"),
+        (IncompleteRunError("phase one produced no usable query"), EXIT_INCOMPLETE, "error: phase one produced no usable query"),
+        (GateFailedError("regression: run b is worse than a"), EXIT_GATE, "regression: run b is worse than a"),
+        (JudgeRunnerError("custom", exit_code=EXIT_INCOMPLETE), EXIT_INCOMPLETE, "error: custom"),
+    ],
+)
 def test_typed_failures_map_to_their_exit_codes(exc, code, shown, capsys):
     assert run_handled(raising(exc)) == code
     err = capsys.readouterr().err
@@ -94,8 +98,11 @@ def test_cli_modules_are_small():
 
 
 def test_only_the_entry_point_exits_the_process():
-    callers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                     if re.search(r"\bsys\.exit\(|\bexit\(|raise SystemExit", p.read_text(encoding="utf-8")))
+    callers = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if re.search(r"\bsys\.exit\(|\bexit\(|raise SystemExit", p.read_text(encoding="utf-8"))
+    )
     assert callers == ["cli/app.py"]
 
 

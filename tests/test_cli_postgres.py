@@ -33,7 +33,9 @@ def test_index_search_and_main_job_on_postgres(pg_env, tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["results"][0]["source"] == "backup.py"
     out = tmp_path / "r"
-    result = invoke(["generate-and-evaluate", "--fixtures", str(kb), "--backend", "postgres", "--count", "3", "--out-dir", str(out)], pg_env)
+    result = invoke(
+        ["generate-and-evaluate", "--fixtures", str(kb), "--backend", "postgres", "--count", "3", "--out-dir", str(out)], pg_env
+    )
     assert result.exit_code == 0, result.output
     lines = run_lines(out)
     assert lines[0]["config"]["index"].startswith("postgresql://") and lines[-1]["evaluated"] == 3

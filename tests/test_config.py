@@ -211,11 +211,14 @@ def test_min_overall_from_env_and_file(tmp_path):
         load_settings(cwd=tmp_path, environ={"JUDGE_RUNNER_MIN_OVERALL": "nan"})
 
 
-@pytest.mark.parametrize("dsn,label", [
-    ("postgresql://judge:s3cret@127.0.0.1:5432/kb", "postgresql://judge@127.0.0.1:5432/kb"),
-    ("host=db.internal user=judge password=s3cret dbname=kb", "postgresql://judge@db.internal/kb"),
-    ("postgresql://127.0.0.1/kb", "postgresql://127.0.0.1/kb"),
-])
+@pytest.mark.parametrize(
+    "dsn,label",
+    [
+        ("postgresql://judge:s3cret@127.0.0.1:5432/kb", "postgresql://judge@127.0.0.1:5432/kb"),
+        ("host=db.internal user=judge password=s3cret dbname=kb", "postgresql://judge@db.internal/kb"),
+        ("postgresql://127.0.0.1/kb", "postgresql://127.0.0.1/kb"),
+    ],
+)
 def test_postgres_dsn_never_shown_with_its_password(dsn, label):
     settings = load_settings({"backend": "postgres"}, environ={"DATABASE_URL": dsn})
     assert settings.dsn == dsn and settings.index_label == label and "s3cret" not in settings.index_label

@@ -25,9 +25,15 @@ def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     assert [l["type"] for l in lines] == ["run_start"] + ["evaluation"] * 15 + ["summary"]
     start, summary = lines[0], lines[-1]
     assert start["provenance"]["provider"] == "offline" and start["provenance"]["heuristicJudge"] is True
-    assert set(start["provenance"]["promptSha256"]) == {"generate_system.md", "generate_user.md", "judge_label_system.md",
-                                                        "judge_label_user.md", "judge_labels_user.md", "judge_list_system.md",
-                                                        "judge_list_user.md"}
+    assert set(start["provenance"]["promptSha256"]) == {
+        "generate_system.md",
+        "generate_user.md",
+        "judge_label_system.md",
+        "judge_label_user.md",
+        "judge_labels_user.md",
+        "judge_list_system.md",
+        "judge_list_user.md",
+    }
     assert start["formatVersion"] == 2 and start["provenance"]["judgeFingerprint"]["heuristic"] is True
     assert summary["evaluated"] == 15 and summary["failed"] == 0 and summary["heuristicJudge"] is True
     evaluations = lines[1:-1]
@@ -46,8 +52,22 @@ def test_offline_main_job(fixtures_root, db_copy, tmp_path):
 
 
 def test_offline_quality_gate_exit_1(fixtures_root, db_copy, tmp_path):
-    result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
-                     "--out-dir", str(tmp_path / "r"), "--count", "3", "--min-overall", "0.99", "--quiet"])
+    result = invoke(
+        [
+            "generate-and-evaluate",
+            "--fixtures",
+            str(fixtures_root),
+            "--db",
+            str(db_copy),
+            "--out-dir",
+            str(tmp_path / "r"),
+            "--count",
+            "3",
+            "--min-overall",
+            "0.99",
+            "--quiet",
+        ]
+    )
     assert result.exit_code == 1, result.output
 
 
@@ -68,10 +88,27 @@ def test_generate_then_evaluate_separately(fixtures_root, db_copy, tmp_path):
 def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
     out = tmp_path / "results"
     with FakeLLMServer() as server:
-        env = ({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url} if api == "anthropic"
-               else {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url})
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                         "--count", "5", "--provider", "auto"], env)
+        env = (
+            {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+            if api == "anthropic"
+            else {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+        )
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--count",
+                "5",
+                "--provider",
+                "auto",
+            ],
+            env,
+        )
         requests = list(server.requests)
     assert result.exit_code == 0, result.output
     lines = run_lines(out)
@@ -130,8 +167,22 @@ def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_co
     out = tmp_path / "results"
     with FakeLLMServer(brain=brain) as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                         "--count", "5", "--concurrency", "1"], env)
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--count",
+                "5",
+                "--concurrency",
+                "1",
+            ],
+            env,
+        )
     lines = run_lines(out)
     errors = [l for l in lines if l["type"] == "error"]
     summary = lines[-1]
@@ -147,8 +198,20 @@ def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_co
 def test_invalid_api_key_exits_2(fixtures_root, db_copy, tmp_path):
     with FakeLLMServer() as server:
         env = {"ANTHROPIC_API_KEY": "invalid-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
-                         "--out-dir", str(tmp_path / "r"), "--count", "3"], env)
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(tmp_path / "r"),
+                "--count",
+                "3",
+            ],
+            env,
+        )
         assert server.count() == 1  # 401 is never retried
     assert result.exit_code == 2
     assert "invalid-key" not in result.output and "API key was refused" in result.output
@@ -176,8 +239,20 @@ def test_budget_spent_in_phase_one_still_writes_a_run_file(fixtures_root, db_cop
     with FakeLLMServer() as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
         # one generation call may cost up to 8192 output tokens x $15/M = $0.12: over a $0.01 budget
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy),
-                         "--out-dir", str(out), "--max-budget-usd", "0.01"], env)
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--max-budget-usd",
+                "0.01",
+            ],
+            env,
+        )
         assert server.count() == 0  # no call was started
     assert result.exit_code == 3, result.output
     lines = run_lines(out)
@@ -189,8 +264,13 @@ def test_resume_judges_only_what_is_missing(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "results"
     with FakeLLMServer() as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
-        assert invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                       "--count", "5"], env).exit_code == 0
+        assert (
+            invoke(
+                ["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out), "--count", "5"],
+                env,
+            ).exit_code
+            == 0
+        )
         full = run_lines(out)
         original = next(out.glob("*.jsonl"))
         # simulate a run killed after two judgments, mid-write of the third

@@ -26,5 +26,9 @@ def test_offline_main_job_with_the_hash_embedder_never_loads_minilm(fixtures_roo
     assert [line["type"] for line in lines] == ["run_start"] + ["evaluation"] * 4 + ["summary"]
     provenance = lines[0]["provenance"]
     assert (provenance["provider"], provenance["judgeModel"], provenance["generatorModel"], provenance["heuristicJudge"]) == (
-        "offline", "offline-heuristic-v1", "offline-heuristic-v1", True)
+        "offline",
+        "offline-heuristic-v1",
+        "offline-heuristic-v1",
+        True,
+    )
     assert "HEURISTIC" in result.output

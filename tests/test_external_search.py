@@ -39,12 +39,20 @@ def test_field_mapping_parses_and_rejects_unknown_keys():
 
 
 def test_map_hits_reads_nested_elasticsearch_shape():
-    reply = {"hits": {"hits": [{"_id": "a.md", "_score": 3.5, "_source": {"body": "alpha beta gamma", "title": "A"}},
-                               {"_id": "b.md", "_score": 1.0, "_source": {"body": "beta"}}]}}
+    reply = {
+        "hits": {
+            "hits": [
+                {"_id": "a.md", "_score": 3.5, "_source": {"body": "alpha beta gamma", "title": "A"}},
+                {"_id": "b.md", "_score": 1.0, "_source": {"body": "beta"}},
+            ]
+        }
+    }
     mapping = FieldMapping.parse("results=hits.hits,id=_id,text=_source.body,score=_score,anchor=_source.title")
     hits = map_hits(reply, mapping, "beta", limit=10)
     assert [(h.rank, h.source, h.score, h.anchor, h.snippet) for h in hits] == [
-        (1, "a.md", 3.5, "A", "alpha beta gamma"), (2, "b.md", 1.0, None, "beta")]
+        (1, "a.md", 3.5, "A", "alpha beta gamma"),
+        (2, "b.md", 1.0, None, "beta"),
+    ]
 
 
 def test_map_hits_fetches_missing_text_from_the_fixtures():
@@ -55,16 +63,24 @@ def test_map_hits_fetches_missing_text_from_the_fixtures():
 
 def test_map_hits_names_results_for_files_that_do_not_exist():
     with pytest.raises(ExternalSearchError, match=r"2 result\(s\) have no text.*'ghost\.md', '\.\./\.\./etc/passwd'") as caught:
-        map_hits([{"id": "ghost.md"}, {"id": "../../etc/passwd"}, {"id": "runbooks/opensearch-reindex.md"}],
-                 FieldMapping(), "q", 10, FolderDocuments(FIXTURES))
+        map_hits(
+            [{"id": "ghost.md"}, {"id": "../../etc/passwd"}, {"id": "runbooks/opensearch-reindex.md"}],
+            FieldMapping(),
+            "q",
+            10,
+            FolderDocuments(FIXTURES),
+        )
     assert caught.value.kind == "search_unknown_source"
 
 
-@pytest.mark.parametrize("reply, message", [
-    ({"data": []}, "holds no list of results"),
-    ([1, 2], "result 1 is not an object"),
-    ([{"score": 1}], "result 1 has no document id"),
-])
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ({"data": []}, "holds no list of results"),
+        ([1, 2], "result 1 is not an object"),
+        ([{"score": 1}], "result 1 has no document id"),
+    ],
+)
 def test_map_hits_rejects_replies_that_are_not_results(reply, message):
     with pytest.raises(ExternalSearchError, match=message):
         map_hits(reply, FieldMapping(), "q", 10)
@@ -101,12 +117,15 @@ def test_command_search_sends_the_query_on_stdin_without_placeholder():
     assert search.on_stdin and len(answer.results) == 2
 
 
-@pytest.mark.parametrize("code, kind, message", [
-    ("import sys; sys.stderr.write('index is locked'); sys.exit(3)", "search_failed", "exited with status 3: index is locked"),
-    ("print('<html>oops</html>')", "search_output", "invalid JSON"),
-    ("pass", "search_output", "returned nothing"),
-    ("import time; time.sleep(30)", "search_timeout", "did not finish within 0.5 s"),
-])
+@pytest.mark.parametrize(
+    "code, kind, message",
+    [
+        ("import sys; sys.stderr.write('index is locked'); sys.exit(3)", "search_failed", "exited with status 3: index is locked"),
+        ("print('<html>oops</html>')", "search_output", "invalid JSON"),
+        ("pass", "search_output", "returned nothing"),
+        ("import time; time.sleep(30)", "search_timeout", "did not finish within 0.5 s"),
+    ],
+)
 def test_command_search_failures_are_clear(code, kind, message):
     started = time.monotonic()
     with pytest.raises(ExternalSearchError, match=message) as caught:
@@ -126,7 +145,10 @@ def test_command_empty_list_is_an_answer_without_results():
 
 
 def test_redact_command_hides_secret_arguments():
-    assert redact_command(["s", "--api-key", "abc123", "--token=xyz", "--limit", "{limit}"]) == "s --api-key '***' '--token=***' --limit '{limit}'"
+    assert (
+        redact_command(["s", "--api-key", "abc123", "--token=xyz", "--limit", "{limit}"])
+        == "s --api-key '***' '--token=***' --limit '{limit}'"
+    )
 
 
 # -- HTTP ------------------------------------------------------------------------------------------------
@@ -199,7 +221,11 @@ def test_parse_headers_and_public_url():
 
 
 def test_map_hits_collapses_repeated_documents_to_their_first_place():
-    reply = [{"id": "a", "text": "x", "score": 3}, {"id": "a", "text": "y", "score": 2}, {"id": "b", "text": "z", "score": 1},
-             {"id": "c", "text": "w", "score": 0.5}]
+    reply = [
+        {"id": "a", "text": "x", "score": 3},
+        {"id": "a", "text": "y", "score": 2},
+        {"id": "b", "text": "z", "score": 1},
+        {"id": "c", "text": "w", "score": 0.5},
+    ]
     hits = map_hits(reply, FieldMapping(), "q", limit=2)
     assert [(h.rank, h.source, h.snippet) for h in hits] == [(1, "a", "x"), (2, "b", "z")]

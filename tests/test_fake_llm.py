@@ -77,9 +77,7 @@ def o_client(srv: FakeLLMServer, **kw) -> openai.OpenAI:
 
 
 def a_hello(client: anthropic.Anthropic, **kw):
-    return client.messages.create(
-        model=MODEL_A, max_tokens=256, messages=[{"role": "user", "content": "hello"}], **kw
-    )
+    return client.messages.create(model=MODEL_A, max_tokens=256, messages=[{"role": "user", "content": "hello"}], **kw)
 
 
 def o_hello(client: openai.OpenAI, **kw):
@@ -120,9 +118,7 @@ def test_anthropic_phase_one_conversation(srv):
                         "type": "tool_result",
                         "tool_use_id": block.id,
                         # exercise both content forms: str and list of text blocks
-                        "content": FAKE_RESULTS[block.name]
-                        if block.name != "glob"
-                        else [{"type": "text", "text": FAKE_RESULTS["glob"]}],
+                        "content": FAKE_RESULTS[block.name] if block.name != "glob" else [{"type": "text", "text": FAKE_RESULTS["glob"]}],
                     }
                 ],
             }
@@ -146,8 +142,7 @@ def test_openai_phase_one_conversation(srv):
     n = 7
     client = o_client(srv)
     tools = [
-        {"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
-        for name, schema in phase_one_tools(n)
+        {"type": "function", "function": {"name": name, "description": name, "parameters": schema}} for name, schema in phase_one_tools(n)
     ]
     messages: list[dict] = [{"role": "user", "content": "Explore the corpus and write queries."}]
     called, submitted = [], None
@@ -410,8 +405,9 @@ def test_raw_text_is_returned_verbatim(srv):
 
 
 def test_stop_reasons():
-    replies = iter([Text("partial", stop="max_tokens"), Text("partial", stop="max_tokens"),
-                    Text("no", stop="refusal"), Text("no", stop="refusal")])
+    replies = iter(
+        [Text("partial", stop="max_tokens"), Text("partial", stop="max_tokens"), Text("no", stop="refusal"), Text("no", stop="refusal")]
+    )
     with FakeLLMServer(brain=lambda api, body: next(replies)) as server:
         a, o = a_client(server), o_client(server)
         assert a_hello(a).stop_reason == "max_tokens"
@@ -423,9 +419,7 @@ def test_stop_reasons():
 
 def test_streaming_is_refused(srv):
     with pytest.raises(anthropic.BadRequestError) as ei:
-        a_client(srv).messages.create(
-            model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "hi"}], stream=True
-        )
+        a_client(srv).messages.create(model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "hi"}], stream=True)
     assert "stream" in str(ei.value)
 
 
@@ -483,32 +477,48 @@ def _openai(srv, timeout=10.0):
 def test_llama_cpp_quirks_refuse_null_content_json_schema_and_required():
     with FakeLLMServer(quirks=LLAMA_CPP_PYTHON) as srv:
         client = _openai(srv)
-        null_turn = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
-                                                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-                     {"role": "tool", "tool_call_id": "c", "content": "r"}]
+        null_turn = [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+        ]
         with pytest.raises(openai.InternalServerError) as info:
             client.chat.completions.create(model=MODEL_O, messages=null_turn)
         assert "'messages', 1, 'content'" in info.value.body["message"]
         null_turn[1]["content"] = ""  # "" works
         client.chat.completions.create(model=MODEL_O, messages=null_turn)
         with pytest.raises(openai.InternalServerError) as info:
-            client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}],
-                                           response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}})
+            client.chat.completions.create(
+                model=MODEL_O,
+                messages=[{"role": "user", "content": "x"}],
+                response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}},
+            )
         assert "Input should be 'text' or 'json_object'" in info.value.body["message"]
         tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
         with pytest.raises(openai.InternalServerError) as info:
             client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}], tools=tools, tool_choice="required")
         assert info.value.body["message"] == ""  # as llama-cpp-python answers it
-        named = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}], tools=tools,
-                                               tool_choice={"type": "function", "function": {"name": "f"}})
+        named = client.chat.completions.create(
+            model=MODEL_O,
+            messages=[{"role": "user", "content": "x"}],
+            tools=tools,
+            tool_choice={"type": "function", "function": {"name": "f"}},
+        )
         assert named.choices[0].finish_reason in ("tool_calls", "stop")
 
 
 def test_json_schema_refused_with_422_in_fastapi_shape():
     with FakeLLMServer(quirks=Quirks(json_schema_status=422)) as srv:
         with pytest.raises(openai.UnprocessableEntityError) as info:
-            _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}],
-                                                 response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}})
+            _openai(srv).chat.completions.create(
+                model=MODEL_O,
+                messages=[{"role": "user", "content": "x"}],
+                response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {}}},
+            )
         assert info.value.body["detail"][0]["loc"] == ["body", "response_format", "type"]
 
 
@@ -528,7 +538,8 @@ def test_usage_quirk_on_both_apis(mode):
     with FakeLLMServer(quirks=Quirks(usage=mode)) as srv:
         completion = _openai(srv).chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "x"}])
         message = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=KEY, max_retries=0).messages.create(
-            model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}])
+            model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
     for usage in (completion.usage, message.usage):
         assert usage is None or all(v is None for k, v in usage.model_dump().items() if k.endswith("tokens"))
 
@@ -536,12 +547,16 @@ def test_usage_quirk_on_both_apis(mode):
 def test_anthropic_empty_turn_and_blank_text_are_refused_like_the_real_api():
     with FakeLLMServer() as srv:
         client = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=KEY, max_retries=0)
-        for messages in ([{"role": "user", "content": "x"}, {"role": "assistant", "content": []}, {"role": "user", "content": "y"}],
-                         [{"role": "user", "content": [{"type": "text", "text": "  "}]}]):
+        for messages in (
+            [{"role": "user", "content": "x"}, {"role": "assistant", "content": []}, {"role": "user", "content": "y"}],
+            [{"role": "user", "content": [{"type": "text", "text": "  "}]}],
+        ):
             with pytest.raises(anthropic.BadRequestError):
                 client.messages.create(model=MODEL_A, max_tokens=10, messages=messages)
         # a final empty assistant message (a prefill) is allowed
-        client.messages.create(model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}, {"role": "assistant", "content": ""}])
+        client.messages.create(
+            model=MODEL_A, max_tokens=10, messages=[{"role": "user", "content": "x"}, {"role": "assistant", "content": ""}]
+        )
 
 
 def test_raw_body_fault_sends_the_bytes_as_they_are():
@@ -555,10 +570,13 @@ def test_default_brain_answers_json_mode_from_the_schema_extension_or_the_system
     schema = verdict_schema(2)
     with FakeLLMServer() as srv:
         client = _openai(srv)
-        by_extension = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "judge"}],
-                                                      response_format={"type": "json_object", "schema": schema})
+        by_extension = client.chat.completions.create(
+            model=MODEL_O, messages=[{"role": "user", "content": "judge"}], response_format={"type": "json_object", "schema": schema}
+        )
         by_prompt = client.chat.completions.create(
-            model=MODEL_O, messages=[{"role": "system", "content": "Judge.\n\nJSON Schema:\n" + json.dumps(schema)},
-                                     {"role": "user", "content": "judge"}], response_format={"type": "json_object"})
+            model=MODEL_O,
+            messages=[{"role": "system", "content": "Judge.\n\nJSON Schema:\n" + json.dumps(schema)}, {"role": "user", "content": "judge"}],
+            response_format={"type": "json_object"},
+        )
     for completion in (by_extension, by_prompt):
         jsonschema.validate(json.loads(completion.choices[0].message.content), schema)

@@ -65,33 +65,60 @@ class StubSearch:
 
     def search(self, query, mode="hybrid", limit=10):
         self.calls += 1
-        hits = [SearchHit(rank=i, source=f"doc{i}.md", anchor=None, lineStart=1, lineEnd=2, snippet=f"text {i}",
-                          score=1.0 / i, scores=HitScores(), matchedBy=["fts"]) for i in range(1, HITS + 1)]
+        hits = [
+            SearchHit(
+                rank=i,
+                source=f"doc{i}.md",
+                anchor=None,
+                lineStart=1,
+                lineEnd=2,
+                snippet=f"text {i}",
+                score=1.0 / i,
+                scores=HitScores(),
+                matchedBy=["fts"],
+            )
+            for i in range(1, HITS + 1)
+        ]
         return SearchAnswer(query=query, mode=mode, results=hits, confident=True, latencyMs=1.0)
 
 
 def make_queries(n: int) -> list[Query]:
-    return [Query(id=f"q{i}", query=f"query {i}", queryIntent="find it", queryType="keyword", expectedSources=["doc1.md"])
-            for i in range(1, n + 1)]
+    return [
+        Query(id=f"q{i}", query=f"query {i}", queryIntent="find it", queryType="keyword", expectedSources=["doc1.md"])
+        for i in range(1, n + 1)
+    ]
 
 
 def fast_retry(**overrides) -> RetryPolicy:
     return RetryPolicy(**{"max_retries": MAX_RETRIES, "base_s": 0.01, "cap_s": 1.0, "deadline_s": 30.0, **overrides})
 
 
-def make_provider(server: FakeLLMServer, api: str, *, retry: RetryPolicy | None = None, budget: Budget | None = None,
-                  timeout_s: float = 5.0, api_key: str = "test-key"):
+def make_provider(
+    server: FakeLLMServer,
+    api: str,
+    *,
+    retry: RetryPolicy | None = None,
+    budget: Budget | None = None,
+    timeout_s: float = 5.0,
+    api_key: str = "test-key",
+):
     cls, url = (AnthropicProvider, server.anthropic_base_url) if api == "anthropic" else (OpenAIProvider, server.openai_base_url)
-    return cls(MODELS[api], retry or fast_retry(), budget if budget is not None else Budget(), timeout_s=timeout_s,
-               api_key=api_key, base_url=url)
+    return cls(
+        MODELS[api], retry or fast_retry(), budget if budget is not None else Budget(), timeout_s=timeout_s, api_key=api_key, base_url=url
+    )
 
 
 class OneCallJudge(LLMJudge):
     """The LLM judge with a fixed list-level verdict (holistic overall 0.7) that costs no call."""
 
     def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
-        return ListVerdict(0.6, 0.75, {"relevance": 0.8, "ranking": 0.7, "overall": 0.7},
-                           {"coverage": "fixed", "snippetQuality": "fixed"}, ["Boost title matches for identifier queries"])
+        return ListVerdict(
+            0.6,
+            0.75,
+            {"relevance": 0.8, "ranking": 0.7, "overall": 0.7},
+            {"coverage": "fixed", "snippetQuality": "fixed"},
+            ["Boost title matches for identifier queries"],
+        )
 
 
 def run(tmp_path, provider, n: int, concurrency: int = 1):
@@ -99,9 +126,16 @@ def run(tmp_path, provider, n: int, concurrency: int = 1):
     Lines are schema-checked."""
     writer = RunWriter(tmp_path / f"runs-{time.monotonic_ns()}")
     started = time.monotonic()
-    outcome = run_evaluation(make_queries(n), StubSearch(), OneCallJudge(provider), writer, {"config": {}},
-                             EvaluateOptions(concurrency=concurrency, judge_mode="batched"), budget=provider.budget,
-                             echo=lambda m: None)
+    outcome = run_evaluation(
+        make_queries(n),
+        StubSearch(),
+        OneCallJudge(provider),
+        writer,
+        {"config": {}},
+        EvaluateOptions(concurrency=concurrency, judge_mode="batched"),
+        budget=provider.budget,
+        echo=lambda m: None,
+    )
     elapsed = time.monotonic() - started
     lines = list(read_run(writer.path))
     for line in lines[1:]:
@@ -135,8 +169,11 @@ def check_run(lines, server, *, evaluated, errors=(), served_by_brain=True):
         last = {}
         for request in server.requests:
             last[query_of(request)] = request
-        answered = {q for q, r in last.items() if r.status == 200 and (r.fault is None or (
-            r.fault.status is None and r.fault.body is None and r.fault.raw_text is None))}
+        answered = {
+            q
+            for q, r in last.items()
+            if r.status == 200 and (r.fault is None or (r.fault.status is None and r.fault.body is None and r.fault.raw_text is None))
+        }
         assert answered <= set(evals), f"finished judgments lost: {answered - set(evals)}"
     for line in body:
         if line["type"] == "evaluation":
@@ -168,7 +205,7 @@ class JsonModeBrain(DefaultBrain):
         response_format = body.get("response_format") or {}
         if api == "openai" and response_format.get("type") == "json_object":
             system = body["messages"][0]["content"]
-            schema = json.loads(system[system.index("JSON Schema:\n") + len("JSON Schema:\n"):])
+            schema = json.loads(system[system.index("JSON Schema:\n") + len("JSON Schema:\n") :])
             assert "labels" in schema["properties"]
             return ToolCall("record_labels", honest_reply("record_labels", first_user_text(body)))
         return super().__call__(api, body)
@@ -176,10 +213,12 @@ class JsonModeBrain(DefaultBrain):
 
 def with_score(value):
     """A step: the default labels with the first label's ``relevance = value``."""
+
     def step(reply):
         labels = json.loads(json.dumps(reply.input))
         labels["labels"][0]["relevance"] = value
         return ToolCall(reply.name, labels)
+
     return step
 
 
@@ -194,8 +233,9 @@ def refused(reply):  # noqa: ARG001
 def verdict_text(relevance=0) -> str:
     """A ``record_labels`` reply for HITS results as JSON text, every label ``relevance`` (``NaN`` where it
     is float('nan'))."""
-    return json.dumps({"labels": [{"id": f"D{i}", "reason": "fake", "injectionSuspected": False, "relevance": relevance}
-                                  for i in range(1, HITS + 1)]})
+    return json.dumps(
+        {"labels": [{"id": f"D{i}", "reason": "fake", "injectionSuspected": False, "relevance": relevance} for i in range(1, HITS + 1)]}
+    )
 
 
 @pytest.fixture()
@@ -222,8 +262,7 @@ def test_429_with_retry_after_is_retried_after_the_wait(api, server, tmp_path):
     assert outcome.exit_code == EXIT_OK
 
 
-@pytest.mark.parametrize(("api", "status"), [("anthropic", 529), ("anthropic", 500), ("openai", 500),
-                                             ("anthropic", 503), ("openai", 503)])
+@pytest.mark.parametrize(("api", "status"), [("anthropic", 529), ("anthropic", 500), ("openai", 500), ("anthropic", 503), ("openai", 503)])
 def test_overload_and_server_error_then_success(api, status, server, tmp_path):
     server.faults.append(Fault(status=status))
     outcome, lines, _ = run(tmp_path, make_provider(server, api), 1)
@@ -290,10 +329,13 @@ def test_hung_server_call_deadline_stops_before_four_attempts(server, tmp_path):
 
 
 @pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize(("raw", "recovery"), [
-    ("```json\n{verdict}\n```", "stripped code fence"),
-    ("Here is my verdict:\n{verdict}\nI hope this helps.", "removed prose around the JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "recovery"),
+    [
+        ("```json\n{verdict}\n```", "stripped code fence"),
+        ("Here is my verdict:\n{verdict}\nI hope this helps.", "removed prose around the JSON object"),
+    ],
+)
 def test_recoverable_reply_is_recorded_with_its_recovery(api, raw, recovery, server, tmp_path):
     # openai: the structured-output path (json_schema) gets text content it cannot parse as one object;
     # anthropic: the model answers text instead of calling record_verdict
@@ -410,11 +452,23 @@ def test_refused_api_key_stops_the_run_with_exit_2(api, server, tmp_path):
 
 def spend_limit_fault(api: str) -> Fault:
     if api == "anthropic":
-        body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Your organization has reached its spend limit.",
-                                           "details": {"error_code": "enforced_spend_limit_reached"}}}
+        body = {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": "Your organization has reached its spend limit.",
+                "details": {"error_code": "enforced_spend_limit_reached"},
+            },
+        }
     else:
-        body = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": None,
-                          "code": "insufficient_quota"}}
+        body = {
+            "error": {
+                "message": "You exceeded your current quota.",
+                "type": "insufficient_quota",
+                "param": None,
+                "code": "insufficient_quota",
+            }
+        }
     return Fault(status=429, body=body, headers={"retry-after": "0"})
 
 
@@ -506,8 +560,19 @@ def test_budget_exhausted_mid_run_keeps_what_was_judged_and_sends_nothing_after(
 
 
 def test_json_schema_rejected_falls_back_to_json_object_for_the_rest_of_the_run(server, tmp_path):
-    server.faults.append(Fault(status=400, body={"error": {"message": "response_format json_schema is not supported",
-                                                           "type": "invalid_request_error", "param": "response_format", "code": None}}))
+    server.faults.append(
+        Fault(
+            status=400,
+            body={
+                "error": {
+                    "message": "response_format json_schema is not supported",
+                    "type": "invalid_request_error",
+                    "param": "response_format",
+                    "code": None,
+                }
+            },
+        )
+    )
     server.brain = JsonModeBrain()
     provider = make_provider(server, "openai")
     outcome, lines, _ = run(tmp_path, provider, 3)

@@ -160,7 +160,8 @@ HOSTILE = [
     "...",
     "foo:",
     ":",
-    "", "   ",
+    "",
+    "   ",
     "c++ c# .net",
     "pool_size=20; DROP TABLE chunks; --",
     "索引服务 AND 数据库",
@@ -235,8 +236,10 @@ def test_fts5_raw_syntax_would_have_failed(fts):
 
 # -- make_snippet ---------------------------------------------------------------------------------
 
-FILLER = ("index search latency pgbouncer reindex snapshot rollback tenant shard replica connection pool "
-          "vector embedding cursor lag backup restore").split()
+FILLER = (
+    "index search latency pgbouncer reindex snapshot rollback tenant shard replica connection pool "
+    "vector embedding cursor lag backup restore"
+).split()
 
 
 def filler_text(rng: random.Random, n: int) -> str:
@@ -257,8 +260,8 @@ def assert_whole_words(snippet: str, flat: str) -> None:
     idx = flat.find(core)
     assert idx != -1, f"snippet core is not a substring of the text: {core[:60]!r}"
     end = idx + len(core)
-    assert idx == 0 or flat[idx - 1] == " ", f"snippet starts mid-word: ...{flat[max(0, idx - 15):idx + 15]!r}"
-    assert end == len(flat) or flat[end] == " ", f"snippet ends mid-word: {flat[max(0, end - 15):end + 15]!r}"
+    assert idx == 0 or flat[idx - 1] == " ", f"snippet starts mid-word: ...{flat[max(0, idx - 15) : idx + 15]!r}"
+    assert end == len(flat) or flat[end] == " ", f"snippet ends mid-word: {flat[max(0, end - 15) : end + 15]!r}"
     assert snippet.startswith("… ") == (idx > 0)
     assert snippet.endswith(" …") == (end < len(flat))
 
@@ -279,8 +282,7 @@ def test_snippet_centres_on_the_query_term():
 
 def test_snippet_prefers_the_densest_region():
     rng = random.Random(6)
-    text = (filler_text(rng, 30) + " alpha " + filler_text(rng, 300) + " alpha beta gamma alpha beta "
-            + filler_text(rng, 300))
+    text = filler_text(rng, 30) + " alpha " + filler_text(rng, 300) + " alpha beta gamma alpha beta " + filler_text(rng, 300)
     snip = make_snippet(text, "alpha beta gamma", width=120)
     assert "gamma" in snip and "beta" in snip
 

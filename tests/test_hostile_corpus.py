@@ -78,14 +78,17 @@ def test_issue_example_lone_surrogate_json_beside_ok_md_indexes_both(tmp_path):
     assert any("emoji half \ufffd here" in t for t in texts)
 
 
-@pytest.mark.parametrize("name, data", [
-    ("a.md", b"# Title \xed\xa0\xbd\n\nbody \xed\xa0\xbd text\n"),  # a surrogate encoded as UTF-8 bytes (WTF-8)
-    ("a.txt", b"plain \xed\xb8\x80 text\n"),
-    ("a.py", b'def f():\n    return "\xed\xa0\xbd"\n'),
-    ("a.yaml", b'title: "emoji half \\ud83d here"\nkey: \xed\xa0\xbd\n'),
-    ("a.json", b'{"\\udc80key": "value \\ud83d", "list": ["\\ude00"]}'),
-    ("b.json", b'["\\ud83d\\ude80 rocket", "lone \\ud83d"]'),
-])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("a.md", b"# Title \xed\xa0\xbd\n\nbody \xed\xa0\xbd text\n"),  # a surrogate encoded as UTF-8 bytes (WTF-8)
+        ("a.txt", b"plain \xed\xb8\x80 text\n"),
+        ("a.py", b'def f():\n    return "\xed\xa0\xbd"\n'),
+        ("a.yaml", b'title: "emoji half \\ud83d here"\nkey: \xed\xa0\xbd\n'),
+        ("a.json", b'{"\\udc80key": "value \\ud83d", "list": ["\\ude00"]}'),
+        ("b.json", b'["\\ud83d\\ude80 rocket", "lone \\ud83d"]'),
+    ],
+)
 def test_every_format_yields_encodable_chunks(name, data):
     decoded = decode(data)
     document = chunk_document(decoded.text, name.rsplit(".", 1)[1])
@@ -96,9 +99,9 @@ def test_every_format_yields_encodable_chunks(name, data):
 
 
 def test_a_valid_surrogate_pair_is_recombined_not_replaced():
-    assert scrub_unencodable("\ud83d\ude80 ok") == ("\U0001F680 ok", 0)
+    assert scrub_unencodable("\ud83d\ude80 ok") == ("\U0001f680 ok", 0)
     assert scrub_unencodable("half \ud83d") == ("half \ufffd", 1)
-    assert chunk_json('["\\ud83d\\ude80 rocket"]').chunks[0].text == '"\U0001F680 rocket"'
+    assert chunk_json('["\\ud83d\\ude80 rocket"]').chunks[0].text == '"\U0001f680 rocket"'
 
 
 def test_one_file_the_model_refuses_never_sinks_the_index(tmp_path):
@@ -156,11 +159,17 @@ def test_search_library_call_with_a_lone_surrogate(tmp_path):
 def test_query_sets_and_batch_queries_with_lone_surrogates(tmp_path, db_copy):
     from judge_runner.models import QuerySet
 
-    raw = '{"queries": [{"id": "q\\ud83d", "query": "drain \\ud83d node", "queryIntent": "i \\udc00", ' \
-          '"queryType": "keyword", "expectedSources": ["runbooks/\\ud83d.md"]}]}'
+    raw = (
+        '{"queries": [{"id": "q\\ud83d", "query": "drain \\ud83d node", "queryIntent": "i \\udc00", '
+        '"queryType": "keyword", "expectedSources": ["runbooks/\\ud83d.md"]}]}'
+    )
     query = QuerySet.model_validate_json(raw).queries[0]
-    assert (query.id, query.query, query.queryIntent, query.expectedSources) == \
-        ("q\ufffd", "drain \ufffd node", "i \ufffd", ["runbooks/\ufffd.md"])
+    assert (query.id, query.query, query.queryIntent, query.expectedSources) == (
+        "q\ufffd",
+        "drain \ufffd node",
+        "i \ufffd",
+        ["runbooks/\ufffd.md"],
+    )
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"_id": "q\\ud83d 1", "text": "drain \\ud83d node"}\n', encoding="utf-8")
     run = tmp_path / "run.txt"
@@ -171,19 +180,27 @@ def test_query_sets_and_batch_queries_with_lone_surrogates(tmp_path, db_copy):
 
 # -- item 2: legacy encodings -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, text, encoding", [
-    ("Caf\xe9 men\xfc na\xefve r\xe9sum\xe9\n".encode("latin-1"), "Café menü naïve résumé\n", "cp1252"),
-    ("Smart “quotes” – 5 € café\n".encode("cp1252"), "Smart “quotes” – 5 € café\n", "cp1252"),
-    ("Die Kündigung muss schriftlich erfolgen. Größe.\n".encode("latin-1"), "Die Kündigung muss schriftlich erfolgen. Größe.\n", "cp1252"),
-    ("Привет мир, резервное копирование ключа\n".encode("cp1251"), "Привет мир, резервное копирование ключа\n", "cp1251"),
-    ("\ufeffCafé résumé\r\n".encode("utf-16-le"), "Café résumé\n", "utf-16-le"),
-    ("\ufeffCafé résumé\r\n".encode("utf-16-be"), "Café résumé\n", "utf-16-be"),
-    ("Café résumé backup key\n".encode("utf-16-le"), "Café résumé backup key\n", "utf-16-le"),
-    ("Café résumé backup key\n".encode("utf-16-be"), "Café résumé backup key\n", "utf-16-be"),
-    ("\ufeffCafé résumé\n".encode("utf-32-le"), "Café résumé\n", "utf-32-le"),
-    (b"\xef\xbb\xbf" + "Café résumé\n".encode(), "Café résumé\n", "utf-8-sig"),
-    ("Café résumé 索引\n".encode(), "Café résumé 索引\n", "utf-8"),
-])
+
+@pytest.mark.parametrize(
+    "data, text, encoding",
+    [
+        ("Caf\xe9 men\xfc na\xefve r\xe9sum\xe9\n".encode("latin-1"), "Café menü naïve résumé\n", "cp1252"),
+        ("Smart “quotes” – 5 € café\n".encode("cp1252"), "Smart “quotes” – 5 € café\n", "cp1252"),
+        (
+            "Die Kündigung muss schriftlich erfolgen. Größe.\n".encode("latin-1"),
+            "Die Kündigung muss schriftlich erfolgen. Größe.\n",
+            "cp1252",
+        ),
+        ("Привет мир, резервное копирование ключа\n".encode("cp1251"), "Привет мир, резервное копирование ключа\n", "cp1251"),
+        ("\ufeffCafé résumé\r\n".encode("utf-16-le"), "Café résumé\n", "utf-16-le"),
+        ("\ufeffCafé résumé\r\n".encode("utf-16-be"), "Café résumé\n", "utf-16-be"),
+        ("Café résumé backup key\n".encode("utf-16-le"), "Café résumé backup key\n", "utf-16-le"),
+        ("Café résumé backup key\n".encode("utf-16-be"), "Café résumé backup key\n", "utf-16-be"),
+        ("\ufeffCafé résumé\n".encode("utf-32-le"), "Café résumé\n", "utf-32-le"),
+        (b"\xef\xbb\xbf" + "Café résumé\n".encode(), "Café résumé\n", "utf-8-sig"),
+        ("Café résumé 索引\n".encode(), "Café résumé 索引\n", "utf-8"),
+    ],
+)
 def test_encodings_are_detected_and_named(data, text, encoding):
     decoded = decode(data)
     assert (decoded.text, decoded.encoding) == (text, encoding)
@@ -213,13 +230,16 @@ def test_issue_example_latin1_txt_is_found_by_accented_words_and_utf16_is_indexe
 MD_LF = "# Backup runbook\n\nIntro\n\n## Rotating the key\n\nSteps here.\n\n## Restoring\n\nMore steps.\n"
 
 
-@pytest.mark.parametrize("fmt, text", [
-    ("md", MD_LF),
-    ("yaml", "service: backup\nschedule:\n  cron: daily\n---\nservice: restore\nowner: ops\n"),
-    ("txt", "First paragraph.\n\nSecond paragraph.\n\nThird.\n"),
-    ("py", "import os\n\n\ndef rotate():\n    return 1\n\n\nclass Restore:\n    pass\n"),
-    ("json", '{\n  "a": 1,\n  "b": {"c": 2},\n  "d": [3]\n}\n'),
-])
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        ("md", MD_LF),
+        ("yaml", "service: backup\nschedule:\n  cron: daily\n---\nservice: restore\nowner: ops\n"),
+        ("txt", "First paragraph.\n\nSecond paragraph.\n\nThird.\n"),
+        ("py", "import os\n\n\ndef rotate():\n    return 1\n\n\nclass Restore:\n    pass\n"),
+        ("json", '{\n  "a": 1,\n  "b": {"c": 2},\n  "d": [3]\n}\n'),
+    ],
+)
 @pytest.mark.parametrize("ending", ["\r", "\r\n"])
 def test_bare_cr_and_crlf_chunk_like_lf(fmt, text, ending):
     expected = [(c.anchor, c.line_start, c.line_end, c.text) for c in chunk_document(text, fmt).chunks]
@@ -244,18 +264,20 @@ FRONT = "---\ntitle: Changing DNS records\nowner: platform-team\ntags: [dns, net
 def test_issue_example_yaml_front_matter_is_metadata():
     text = FRONT + "\nUse the registrar's console.\n\n## Steps\n\nLower the TTL first.\n"
     chunks = chunk_document(text, "md").chunks
-    assert [(c.anchor, c.line_start, c.line_end) for c in chunks] == [
-        ("Changing DNS records", 7, 7), ("Steps", 9, 11)]
+    assert [(c.anchor, c.line_start, c.line_end) for c in chunks] == [("Changing DNS records", 7, 7), ("Steps", 9, 11)]
     assert not any("owner" in c.text or c.text.strip() == "---" or "owner" in (c.anchor or "") for c in chunks)
 
 
-@pytest.mark.parametrize("text, anchors, first_line", [
-    ("+++\ntitle = \"Changing DNS records\"\nowner = \"platform\"\n+++\n\nBody text.\n", ["Changing DNS records"], 6),  # TOML (Hugo)
-    ("---\nowner: platform-team\n---\nBody text.\n", [None], 4),  # no title
-    ("---\ntitle: Only metadata\n---\n", [], None),  # front matter only: nothing to index
-    ("---\ntitle: Dots close it\n...\n# Heading\ntext\n", ["Heading"], 4),
-    ("---\n---\nBody.\n", [None], 3),  # empty front matter
-])
+@pytest.mark.parametrize(
+    "text, anchors, first_line",
+    [
+        ('+++\ntitle = "Changing DNS records"\nowner = "platform"\n+++\n\nBody text.\n', ["Changing DNS records"], 6),  # TOML (Hugo)
+        ("---\nowner: platform-team\n---\nBody text.\n", [None], 4),  # no title
+        ("---\ntitle: Only metadata\n---\n", [], None),  # front matter only: nothing to index
+        ("---\ntitle: Dots close it\n...\n# Heading\ntext\n", ["Heading"], 4),
+        ("---\n---\nBody.\n", [None], 3),  # empty front matter
+    ],
+)
 def test_front_matter_members(text, anchors, first_line):
     chunks = chunk_document(text, "markdown").chunks
     assert [c.anchor for c in chunks] == anchors
@@ -307,8 +329,9 @@ def test_issue_example_nfd_file_and_nfc_expected_source(nfd_kb, tmp_path):
         query = Query(id="q", query="Kündigungsfrist", queryIntent="i", queryType="keyword", expectedSources=[written])
         metrics = query_metrics(hits, [3] * len(hits), query.expectedSources)
         assert metrics["R@10"] == 1.0 and metrics["RR(rel=2)"] == 1.0
-        raw = {"queries": [{"id": "q", "query": "Kündigungsfrist", "queryIntent": "i", "queryType": "keyword",
-                            "expectedSources": [written]}]}
+        raw = {
+            "queries": [{"id": "q", "query": "Kündigungsfrist", "queryIntent": "i", "queryType": "keyword", "expectedSources": [written]}]
+        }
         kept, dropped = filter_queries(raw, nfd_kb)
         assert dropped == [] and kept[0].expectedSources == [NFC_NAME]
 
@@ -381,12 +404,16 @@ def test_trec_ids_encode_reversibly_without_whitespace(value):
 
 # -- item 6: nothing to index -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("files", [
-    {"a.md": "", "b.txt": ""},  # the issue's example: only empty files
-    {"a.md": "   \n\n\t\n", "b.yaml": "\n"},  # whitespace only
-    {"a.md": "---\ntitle: x\n---\n"},  # front matter only
-    {"a.md": b"\x00\x01\x02binary"},  # binary behind a text extension
-])
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"a.md": "", "b.txt": ""},  # the issue's example: only empty files
+        {"a.md": "   \n\n\t\n", "b.yaml": "\n"},  # whitespace only
+        {"a.md": "---\ntitle: x\n---\n"},  # front matter only
+        {"a.md": b"\x00\x01\x02binary"},  # binary behind a text extension
+    ],
+)
 @pytest.mark.parametrize("command", [["index"], ["generate-and-evaluate", "--provider", "offline"]])
 def test_a_folder_without_content_is_a_usage_error(files, command, tmp_path):
     kb = tmp_path / "kb"
@@ -407,13 +434,15 @@ def test_search_and_evaluate_on_an_empty_index_say_so(tmp_path):
     result = invoke(["search", "anything", "--db", str(db)])
     assert result.exit_code == 2 and "is empty (0 documents)" in result.stderr
     queries = tmp_path / "q.json"
-    queries.write_text(json.dumps({"queries": [{"id": "q1", "query": "x", "queryIntent": "i", "queryType": "keyword",
-                                                "expectedSources": ["a.md"]}]}))
+    queries.write_text(
+        json.dumps({"queries": [{"id": "q1", "query": "x", "queryIntent": "i", "queryType": "keyword", "expectedSources": ["a.md"]}]})
+    )
     result = invoke(["evaluate", "--queries", str(queries), "--db", str(db), "--provider", "offline", "--out-dir", str(tmp_path / "r")])
     assert result.exit_code == 2 and "is empty (0 documents)" in result.stderr
 
 
 # -- item 7: large minified JSON --------------------------------------------------------------------
+
 
 class CountingStr(str):
     """A str that counts calls of ``count``, the per-member newline count that made the mapping quadratic."""
@@ -446,6 +475,7 @@ def test_json_line_ranges_on_a_pretty_printed_file():
 
 
 # -- item 16: limit documents, TREC order, fusion depth ---------------------------------------------
+
 
 @pytest.fixture
 def many_chunk_index(tmp_path):
@@ -486,8 +516,12 @@ class TiedIndex:
 
         sources = ["a.md", "b.md", "c.md", "d.md"][:limit]
         scores = [0.0328, 0.0328, 0.0328, 0.01]  # rounded RRF scores tie
-        hits = [SearchHit(rank=i + 1, source=s, anchor=None, lineStart=1, lineEnd=1, snippet="", score=sc,
-                          scores=HitScores(), matchedBy=["fts"]) for i, (s, sc) in enumerate(zip(sources, scores))]
+        hits = [
+            SearchHit(
+                rank=i + 1, source=s, anchor=None, lineStart=1, lineEnd=1, snippet="", score=sc, scores=HitScores(), matchedBy=["fts"]
+            )
+            for i, (s, sc) in enumerate(zip(sources, scores))
+        ]
         return SearchAnswer(query=query, mode=mode, results=hits, confident=True, latencyMs=1.0)
 
 
@@ -523,6 +557,7 @@ def test_readme_states_the_fusion_depth_the_code_uses():
 
 # -- item 17: progress on stderr, with a rate and an ETA --------------------------------------------
 
+
 def test_issue_example_index_json_reports_progress_on_stderr(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -550,9 +585,11 @@ def test_progress_lines_have_a_rate_and_an_eta():
     now[0] = 40.0
     progress("embedding", 1000, 1000)
     lines = out.getvalue().splitlines()
-    assert lines == ["  embedding 0/1,000 chunks (0%)",
-                     "  embedding 256/1,000 chunks (25%), 25.6 chunks/s, ETA 29s",
-                     "  embedding 1,000/1,000 chunks (100%), 25.0 chunks/s, took 40s"]
+    assert lines == [
+        "  embedding 0/1,000 chunks (0%)",
+        "  embedding 256/1,000 chunks (25%), 25.6 chunks/s, ETA 29s",
+        "  embedding 1,000/1,000 chunks (100%), 25.0 chunks/s, took 40s",
+    ]
     assert format_duration(3725) == "1h02m" and format_duration(125) == "2m05s"
 
 
@@ -569,6 +606,7 @@ def test_live_progress_bar_on_a_terminal():
 
 
 # -- item 13 (part): a locked SQLite index ----------------------------------------------------------
+
 
 def test_a_locked_index_waits_then_fails_with_a_clear_message(tmp_path, monkeypatch):
     import judge_runner.search.sqlite as sqlite_module

@@ -53,9 +53,21 @@ def violations(paths: list[Path], forbidden: tuple[str, ...], allowed: tuple[str
     return out
 
 
-NOT_LLM = ("judge_runner.search", "judge_runner.corpus", "judge_runner.heuristic", "judge_runner.roles", "judge_runner.judge",
-           "judge_runner.generate", "judge_runner.evaluate", "judge_runner.cli", "judge_runner.config",
-           "judge_runner.embedding", "judge_runner.textproc", "judge_runner.results", "judge_runner.pipeline")
+NOT_LLM = (
+    "judge_runner.search",
+    "judge_runner.corpus",
+    "judge_runner.heuristic",
+    "judge_runner.roles",
+    "judge_runner.judge",
+    "judge_runner.generate",
+    "judge_runner.evaluate",
+    "judge_runner.cli",
+    "judge_runner.config",
+    "judge_runner.embedding",
+    "judge_runner.textproc",
+    "judge_runner.results",
+    "judge_runner.pipeline",
+)
 
 
 def test_llm_layer_reaches_nowhere_sideways():
@@ -74,8 +86,16 @@ def test_config_imports_no_backend_and_no_provider():
 
 @pytest.mark.parametrize("folder", ["search", "corpus"])
 def test_search_and_corpus_know_nothing_of_the_judge(folder):
-    forbidden = ("judge_runner.llm", "judge_runner.heuristic", "judge_runner.roles", "judge_runner.judge", "judge_runner.generate",
-                 "judge_runner.evaluate", "judge_runner.cli", "judge_runner.config")
+    forbidden = (
+        "judge_runner.llm",
+        "judge_runner.heuristic",
+        "judge_runner.roles",
+        "judge_runner.judge",
+        "judge_runner.generate",
+        "judge_runner.evaluate",
+        "judge_runner.cli",
+        "judge_runner.config",
+    )
     assert violations(files(folder), forbidden) == []
 
 

@@ -11,8 +11,14 @@ from judge_runner.fence import render_document
 from judge_runner.heuristic.judge import heuristic_labels
 from tests.injection_cases import QUERY, injection_pair
 
-QUERIES = [QUERY, "redis failover", "promote the replica", "lantern redis primary down", "kubernetes node drain",
-           "rotate the postgres backup keys"]
+QUERIES = [
+    QUERY,
+    "redis failover",
+    "promote the replica",
+    "lantern redis primary down",
+    "kubernetes node drain",
+    "rotate the postgres backup keys",
+]
 
 
 @pytest.mark.parametrize("query", QUERIES)

@@ -28,6 +28,7 @@ def in_tmp(tmp_path, monkeypatch):
 def bug(message: str = "boom"):
     def raise_it(*args, **kwargs):
         raise RuntimeError(message)
+
     return raise_it
 
 
@@ -55,12 +56,15 @@ def test_debug_shows_the_traceback(in_tmp, monkeypatch, how):
     assert result.output.strip().splitlines()[-1].startswith("internal error: RuntimeError: boom")
 
 
-@pytest.mark.parametrize("message", [
-    f"request failed with key {API_KEY}",
-    f"cannot connect to {DSN}",
-    f"conninfo host=db.internal user=judge password={DSN_PASSWORD} dbname=kb",
-    f"bad url https://judge:{DSN_PASSWORD}@proxy.internal/v1",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        f"request failed with key {API_KEY}",
+        f"cannot connect to {DSN}",
+        f"conninfo host=db.internal user=judge password={DSN_PASSWORD} dbname=kb",
+        f"bad url https://judge:{DSN_PASSWORD}@proxy.internal/v1",
+    ],
+)
 @pytest.mark.parametrize("debug", [False, True])
 def test_no_secret_in_the_line_the_traceback_or_the_log(in_tmp, monkeypatch, message, debug):
     monkeypatch.setattr("judge_runner.cli.history.show_trend", bug(message))
@@ -94,8 +98,10 @@ def test_the_log_falls_back_to_the_temp_folder_when_dot_judge_runner_is_not_writ
 
 def test_run_handled_maps_any_exception_to_4(in_tmp, capsys):
     for exc in (KeyError("k"), ValueError("v"), TypeError("t"), OSError("o"), AssertionError()):
+
         def command(exc=exc):
             raise exc
+
         assert run_handled(command) == 4
     assert capsys.readouterr().err.count("internal error: ") == 5
 

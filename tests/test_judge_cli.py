@@ -52,7 +52,9 @@ def test_rerun_is_served_by_the_cache_and_says_so(indexed, tmp_path):
     assert [e["scores"] for e in first[1:-1]] == [e["scores"] for e in second[1:-1]]
     third, _ = evaluate(db, queries, tmp_path / "c", "--no-cache")
     assert third[-1]["labelsCached"] == 0 and third[0]["config"]["judgmentCache"] is None
-    batched, _ = evaluate(db, queries, tmp_path / "d", "--judge-mode", "batched", "--trials", "2", "--cache", str(tmp_path / "other.sqlite"))
+    batched, _ = evaluate(
+        db, queries, tmp_path / "d", "--judge-mode", "batched", "--trials", "2", "--cache", str(tmp_path / "other.sqlite")
+    )
     assert batched[0]["provenance"]["judgeFingerprint"]["mode"] == "batched" and batched[-1]["trials"] == 2
     assert (tmp_path / "other.sqlite").is_file()
 
@@ -63,9 +65,31 @@ def test_two_processes_sharing_the_cache_both_finish(indexed, tmp_path):
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(key, None)
     cache = tmp_path / "shared.sqlite"
-    procs = [subprocess.Popen([sys.executable, "-m", "judge_runner.cli", "evaluate", "--queries", str(queries), "--db", str(db),
-                               "--out-dir", str(tmp_path / f"p{i}"), "--cache", str(cache), "--quiet"],
-                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "judge_runner.cli",
+                "evaluate",
+                "--queries",
+                str(queries),
+                "--db",
+                str(db),
+                "--out-dir",
+                str(tmp_path / f"p{i}"),
+                "--cache",
+                str(cache),
+                "--quiet",
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (1, 2)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
@@ -76,7 +100,8 @@ def test_two_processes_sharing_the_cache_both_finish(indexed, tmp_path):
     result = invoke(["cache", "stats", "--cache", str(cache), "--json"])
     stats = json.loads(result.output)
     assert stats["judgments"] == runs[0][-1]["labelsJudged"] + runs[0][-1]["labelsCached"] + sum(
-        1 for e in runs[0][1:-1] if e["listCached"] is not None)
+        1 for e in runs[0][1:-1] if e["listCached"] is not None
+    )
 
 
 def test_qrels_export_gives_the_runs_own_ndcg_through_ir_measures(indexed, tmp_path):
@@ -87,8 +112,12 @@ def test_qrels_export_gives_the_runs_own_ndcg_through_ir_measures(indexed, tmp_p
     result = invoke(["qrels", "export", str(run_file), "--out", str(qrels_path), "--db", str(db)])
     assert result.exit_code == 0, result.output
     qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
-    run = [ir_measures.ScoredDoc(e["queryId"], encode_docid(r["source"]), float(len(e["results"]) - i))
-           for e in lines[1:-1] if e["metrics"] for i, r in enumerate(e["results"])]
+    run = [
+        ir_measures.ScoredDoc(e["queryId"], encode_docid(r["source"]), float(len(e["results"]) - i))
+        for e in lines[1:-1]
+        if e["metrics"]
+        for i, r in enumerate(e["results"])
+    ]
     measured = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, run)}
     own = {e["queryId"]: e["metrics"]["nDCG@10"] for e in lines[1:-1] if e["metrics"] and e["results"]}
     assert own and set(own) <= set(measured)

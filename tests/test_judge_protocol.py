@@ -44,7 +44,11 @@ SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation
 # engine scores with digits that would stand out in a request (none may appear there)
 ENGINE_SCORES = [0.987654, 0.876543, 0.765432, 0.654321, 0.543219, 0.432198]
 DOCS = [
-    ("runbooks/redis-failover.md", "Redis failover > Promote the replica", "Promote the redis replica when the primary is down: run replicaof no one."),
+    (
+        "runbooks/redis-failover.md",
+        "Redis failover > Promote the replica",
+        "Promote the redis replica when the primary is down: run replicaof no one.",
+    ),
     ("guides/postgres-backup.md", "Backups > Keys", "Rotate the postgres backup keys every 90 days with the key tool."),
     ("notes/lunch.md", None, "The canteen serves soup on Mondays."),
     ("runbooks/kube-drain.md", "Drain a node", "Drain the kubernetes node before maintenance with kubectl drain."),
@@ -61,30 +65,67 @@ class StubSearch:
         self.hits = hits
 
     def search(self, query, mode="hybrid", limit=10):
-        hits = [SearchHit(rank=i + 1, source=s, anchor=a, lineStart=1, lineEnd=3, snippet=t[:40], score=ENGINE_SCORES[i],
-                          scores=HitScores(bm25=ENGINE_SCORES[i], rrf=ENGINE_SCORES[i]), matchedBy=["fts"], text=t)
-                for i, (s, a, t) in enumerate(DOCS[: self.hits])]
+        hits = [
+            SearchHit(
+                rank=i + 1,
+                source=s,
+                anchor=a,
+                lineStart=1,
+                lineEnd=3,
+                snippet=t[:40],
+                score=ENGINE_SCORES[i],
+                scores=HitScores(bm25=ENGINE_SCORES[i], rrf=ENGINE_SCORES[i]),
+                matchedBy=["fts"],
+                text=t,
+            )
+            for i, (s, a, t) in enumerate(DOCS[: self.hits])
+        ]
         return SearchAnswer(query=query, mode=mode, results=hits, confident=not query.startswith("bake"), latencyMs=1.0)
 
 
 def queries(n: int, off_topic: int = 0) -> list[Query]:
-    out = [Query(id=f"q{i}", query=f"promote the redis replica {i}", queryIntent="Fail the cache over.", queryType="natural-language",
-                 expectedSources=["runbooks/redis-failover.md"]) for i in range(1, n + 1)]
-    out += [Query(id=f"x{i}", query=f"bake sourdough bread {i}", queryIntent="Baking.", queryType="off-topic") for i in range(1, off_topic + 1)]
+    out = [
+        Query(
+            id=f"q{i}",
+            query=f"promote the redis replica {i}",
+            queryIntent="Fail the cache over.",
+            queryType="natural-language",
+            expectedSources=["runbooks/redis-failover.md"],
+        )
+        for i in range(1, n + 1)
+    ]
+    out += [
+        Query(id=f"x{i}", query=f"bake sourdough bread {i}", queryIntent="Baking.", queryType="off-topic") for i in range(1, off_topic + 1)
+    ]
     return out
 
 
 def make_provider(server: FakeLLMServer, api: str):
     cls, url = (AnthropicProvider, server.anthropic_base_url) if api == "anthropic" else (OpenAIProvider, server.openai_base_url)
-    return cls(MODELS[api], RetryPolicy(max_retries=1, base_s=0.01, cap_s=0.1, deadline_s=30.0), Budget(), timeout_s=10.0,
-               api_key="test-key", base_url=url)
+    return cls(
+        MODELS[api],
+        RetryPolicy(max_retries=1, base_s=0.01, cap_s=0.1, deadline_s=30.0),
+        Budget(),
+        timeout_s=10.0,
+        api_key="test-key",
+        base_url=url,
+    )
 
 
 def run(tmp_path, judge, qs, *, cache=None, hits=3, **options):
     writer = RunWriter(tmp_path / "runs")
     budget = getattr(getattr(judge, "provider", None), "budget", None)
-    outcome = run_evaluation(qs, StubSearch(hits), judge, writer, {"config": {}}, EvaluateOptions(concurrency=2, **options),
-                             budget=budget, echo=lambda m: None, cache=cache)
+    outcome = run_evaluation(
+        qs,
+        StubSearch(hits),
+        judge,
+        writer,
+        {"config": {}},
+        EvaluateOptions(concurrency=2, **options),
+        budget=budget,
+        echo=lambda m: None,
+        cache=cache,
+    )
     lines = list(read_run(writer.path))
     for line in lines[1:]:
         jsonschema.validate(line, SCHEMAS[line["type"]])

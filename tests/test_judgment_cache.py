@@ -28,10 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def key(**changes) -> JudgmentKey:
     base = JudgmentKey(
-        query="rotate the backup keys", intent="steps to rotate", shown="source: a.md\nanchor: -\ntext:\nbody",
-        provider="openai", model="gpt-x", prompt_sha256={"judge_label_system.md": "aa", "judge_label_user.md": "bb"},
-        schema_sha256={"judge_label.schema.json": "cc"}, render_version="fence-1", sampling={"temperature": 0, "seed": 7},
-        mode="pointwise", trial=0,
+        query="rotate the backup keys",
+        intent="steps to rotate",
+        shown="source: a.md\nanchor: -\ntext:\nbody",
+        provider="openai",
+        model="gpt-x",
+        prompt_sha256={"judge_label_system.md": "aa", "judge_label_user.md": "bb"},
+        schema_sha256={"judge_label.schema.json": "cc"},
+        render_version="fence-1",
+        sampling={"temperature": 0, "seed": 7},
+        mode="pointwise",
+        trial=0,
     )
     return replace(base, **changes)
 
@@ -40,10 +47,18 @@ def test_key_is_stable_and_changes_with_every_field():
     k = key()
     assert k.digest() == key().digest() and len(k.digest()) == 64
     variants = [
-        key(query="rotate the backup key"), key(intent="other"), key(shown=k.shown + " "), key(provider="anthropic"),
-        key(model="gpt-y"), key(prompt_sha256={"judge_label_system.md": "ab", "judge_label_user.md": "bb"}),
-        key(schema_sha256={"judge_label.schema.json": "cd"}), key(render_version="fence-2"),
-        key(sampling={"temperature": 0, "seed": 8}), key(sampling={"temperature": 0}), key(mode="batched"), key(trial=1),
+        key(query="rotate the backup key"),
+        key(intent="other"),
+        key(shown=k.shown + " "),
+        key(provider="anthropic"),
+        key(model="gpt-y"),
+        key(prompt_sha256={"judge_label_system.md": "ab", "judge_label_user.md": "bb"}),
+        key(schema_sha256={"judge_label.schema.json": "cd"}),
+        key(render_version="fence-2"),
+        key(sampling={"temperature": 0, "seed": 8}),
+        key(sampling={"temperature": 0}),
+        key(mode="batched"),
+        key(trial=1),
         key(context="x"),
     ]
     digests = {v.digest() for v in variants}
@@ -79,14 +94,28 @@ def test_put_get_roundtrip_and_first_writer_wins(tmp_path):
     with JudgmentCache(path) as cache:
         assert path.exists()
         assert cache.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        j = CachedJudgment(label=2, reason="shows the steps", injection_suspected=True, model_returned="gpt-x-2026",
-                           usage={"inputTokens": 812, "outputTokens": 41}, cost_usd=None, latency_s=1.25)
+        j = CachedJudgment(
+            label=2,
+            reason="shows the steps",
+            injection_suspected=True,
+            model_returned="gpt-x-2026",
+            usage={"inputTokens": 812, "outputTokens": 41},
+            cost_usd=None,
+            latency_s=1.25,
+        )
         k = key().digest()
         assert cache.get(k) is None
         assert cache.put(k, j, "pointwise") is True
         got = cache.get(k)
-        assert (got.label, got.reason, got.injection_suspected, got.model_returned, dict(got.usage), got.cost_usd, got.latency_s) == \
-            (2, "shows the steps", True, "gpt-x-2026", {"inputTokens": 812, "outputTokens": 41}, None, 1.25)
+        assert (got.label, got.reason, got.injection_suspected, got.model_returned, dict(got.usage), got.cost_usd, got.latency_s) == (
+            2,
+            "shows the steps",
+            True,
+            "gpt-x-2026",
+            {"inputTokens": 812, "outputTokens": 41},
+            None,
+            1.25,
+        )
         assert got.created_at == pytest.approx(time.time(), abs=60)
         assert cache.put(k, replace(j, label=0), "pointwise") is False
         assert cache.get(k).label == 2
@@ -95,7 +124,11 @@ def test_put_get_roundtrip_and_first_writer_wins(tmp_path):
 
 
 def test_list_level_verdict_is_stored_as_payload(tmp_path):
-    verdict = {"scores": {"coverage": 0.5, "snippetQuality": 0.75}, "suggestions": ["Chunk documents at heading boundaries"], "note": "ünïcode"}
+    verdict = {
+        "scores": {"coverage": 0.5, "snippetQuality": 0.75},
+        "suggestions": ["Chunk documents at heading boundaries"],
+        "note": "ünïcode",
+    }
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         k = key(mode="list").digest()
         cache.put(k, CachedJudgment(label=None, payload=verdict, cost_usd=0.0012), "list")
@@ -113,8 +146,15 @@ def test_get_many_and_put_many(tmp_path):
         assert all(found[k].label == t % 4 for t, (k, _, _) in enumerate(items) if k in found)
 
 
-@pytest.mark.parametrize("bad", [CachedJudgment(label=4), CachedJudgment(label=True), CachedJudgment(label=1, usage={"x": float("nan")}),
-                                 CachedJudgment(label=1, payload={"x": object()})])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        CachedJudgment(label=4),
+        CachedJudgment(label=True),
+        CachedJudgment(label=1, usage={"x": float("nan")}),
+        CachedJudgment(label=1, payload={"x": object()}),
+    ],
+)
 def test_bad_values_are_refused_and_nothing_is_written(tmp_path, bad):
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         with pytest.raises(ValueError):
@@ -127,10 +167,20 @@ def test_bad_values_are_refused_and_nothing_is_written(tmp_path, bad):
 def test_stats_and_prune(tmp_path):
     now = time.time()
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
-        cache.put(key(trial=0).digest(), CachedJudgment(label=3, usage={"inputTokens": 100, "outputTokens": 10}, cost_usd=0.5, created_at=now - 40 * 86400), "pointwise")
-        cache.put(key(trial=1).digest(), CachedJudgment(label=0, injection_suspected=True, usage={"inputTokens": 50}, cost_usd=None, created_at=now - 1 * 86400), "pointwise")
+        cache.put(
+            key(trial=0).digest(),
+            CachedJudgment(label=3, usage={"inputTokens": 100, "outputTokens": 10}, cost_usd=0.5, created_at=now - 40 * 86400),
+            "pointwise",
+        )
+        cache.put(
+            key(trial=1).digest(),
+            CachedJudgment(label=0, injection_suspected=True, usage={"inputTokens": 50}, cost_usd=None, created_at=now - 1 * 86400),
+            "pointwise",
+        )
         cache.put(key(trial=2, mode="list").digest(), CachedJudgment(label=None, payload={}, cost_usd=0.25, created_at=now), "list")
-        cache.conn.execute("INSERT INTO judgments (key, cache_version, mode, created_at) VALUES ('old', ?, 'pointwise', ?)", (CACHE_VERSION - 1, now))
+        cache.conn.execute(
+            "INSERT INTO judgments (key, cache_version, mode, created_at) VALUES ('old', ?, 'pointwise', ?)", (CACHE_VERSION - 1, now)
+        )
         stats = cache.stats()
         assert stats["judgments"] == 4 and stats["byMode"] == {"pointwise": 3, "list": 1}
         assert stats["labels"] == {"0": 1, "1": 0, "2": 0, "3": 1}
@@ -188,6 +238,7 @@ def test_threads_share_one_instance(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
+
         def work(t: int) -> bool:
             k = key(trial=t % 50).digest()
             cache.put(k, CachedJudgment(label=t % 4), "pointwise")
@@ -219,8 +270,12 @@ def test_two_processes_write_concurrently(tmp_path):
     path = tmp_path / "shared.sqlite"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     n = 300
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), who, str(n)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for who in ("A", "B")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), who, str(n)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for who in ("A", "B")
+    ]
     outputs = [p.communicate(timeout=180) for p in procs]
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, err

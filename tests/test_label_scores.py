@@ -120,11 +120,14 @@ def reference_ordinal_alpha(units):
     return 1 - d_o / d_e
 
 
-@pytest.mark.parametrize("units", [
-    [[0, 0], [1, 1], [3, 2], [2, 2], [3, 3], [0, 1]],
-    [[0, 0, 1], [3, 3, 3], [2, 1, 2], [1, 1, 1], [0, 0, 0], [3, 2, 3]],
-    [[0, None, 0], [3, 3], [2, 1, None], [1], [0, 2, 0], [3, 2, 3, 3]],  # missing trials, ragged rows
-])
+@pytest.mark.parametrize(
+    "units",
+    [
+        [[0, 0], [1, 1], [3, 2], [2, 2], [3, 3], [0, 1]],
+        [[0, 0, 1], [3, 3, 3], [2, 1, 2], [1, 1, 1], [0, 0, 0], [3, 2, 3]],
+        [[0, None, 0], [3, 3], [2, 1, None], [1], [0, 2, 0], [3, 2, 3, 3]],  # missing trials, ragged rows
+    ],
+)
 def test_alpha_matches_the_textbook_computation(units):
     assert trials_alpha(units) == pytest.approx(reference_ordinal_alpha(units), abs=1e-6)
 
@@ -159,7 +162,9 @@ def test_query_scores_from_labels_and_the_list_verdict():
     assert scores["relevance"] == 0.5 and scores["ranking"] == ranking
     assert scores["overall"] == pytest.approx((0.5 + ranking + 0.8 + 0.6) / 4, abs=1e-6)
     assert (scores["judgeRelevance"], scores["judgeRanking"], scores["judgeOverall"]) == (0.7, 0.9, 0.75)
-    weighted = query_scores([3, 3], {"coverage": 0.0, "snippetQuality": 0.0}, weights={"relevance": 1, "ranking": 0, "coverage": 0, "snippetQuality": 0})
+    weighted = query_scores(
+        [3, 3], {"coverage": 0.0, "snippetQuality": 0.0}, weights={"relevance": 1, "ranking": 0, "coverage": 0, "snippetQuality": 0}
+    )
     assert weighted["overall"] == 1.0 and "judgeOverall" not in weighted
     with pytest.raises(KeyError):
         query_scores([1], {"coverage": 0.5})

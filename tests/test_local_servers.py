@@ -60,9 +60,14 @@ def notes_of(provider) -> list[str]:
 
 def completion_body(content, *, choices=True, usage="default") -> dict:
     """An OpenAI chat completion with one assistant message holding ``content``."""
-    body = {"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "gpt-4.1",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}] if choices else [],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    body = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}] if choices else [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
     if usage != "default":
         body["usage"] = usage
     return body
@@ -78,8 +83,22 @@ def test_main_job_completes_against_a_llama_cpp_like_server(fixtures_root, db_co
     out = tmp_path / "results"
     with FakeLLMServer(quirks=LLAMA_CPP_PYTHON) as server:
         env = {"OPENAI_BASE_URL": server.openai_base_url}  # no key: a local server needs none
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                         "--count", "5", "--provider", "openai"], env)
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--count",
+                "5",
+                "--provider",
+                "openai",
+            ],
+            env,
+        )
         requests = list(server.requests)
     assert result.exit_code == 0, result.output
     lines = run_lines(out)
@@ -108,8 +127,24 @@ def test_main_job_completes_against_a_llama_cpp_like_server(fixtures_root, db_co
 def test_main_job_with_concurrency_set_keeps_it_and_says_what_it_means(fixtures_root, db_copy, tmp_path):
     out = tmp_path / "results"
     with FakeLLMServer(quirks=LLAMA_CPP_PYTHON) as server:
-        result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out),
-                         "--count", "3", "--provider", "openai", "--concurrency", "3"], {"OPENAI_BASE_URL": server.openai_base_url})
+        result = invoke(
+            [
+                "generate-and-evaluate",
+                "--fixtures",
+                str(fixtures_root),
+                "--db",
+                str(db_copy),
+                "--out-dir",
+                str(out),
+                "--count",
+                "3",
+                "--provider",
+                "openai",
+                "--concurrency",
+                "3",
+            ],
+            {"OPENAI_BASE_URL": server.openai_base_url},
+        )
     assert result.exit_code == 0, result.output
     assert run_lines(out)[0]["config"]["concurrency"] == 3
     assert "--concurrency 3 against a local server" in result.output
@@ -253,8 +288,11 @@ def test_a_non_finite_number_is_echoed_as_a_string_never_nan_on_the_wire():
     verdict = {"scores": {"relevance": float("nan"), "ranking": float("inf"), "coverage": -math.inf}, "labels": [(1, 2)]}
     text = dumps_safe(verdict)
     assert json.loads(text)["scores"] == {"relevance": "NaN", "ranking": "Infinity", "coverage": "-Infinity"}
-    turns = [Turn("user", text="judge"), Turn("assistant", tool_uses=[ToolUse("t1", "record_verdict", verdict)]),
-             Turn("user", tool_results=[ToolResult("t1", "invalid", True)])]
+    turns = [
+        Turn("user", text="judge"),
+        Turn("assistant", tool_uses=[ToolUse("t1", "record_verdict", verdict)]),
+        Turn("user", tool_results=[ToolResult("t1", "invalid", True)]),
+    ]
     for body in (AnthropicProvider._messages(turns), OpenAIProvider._messages("s", turns)):
         json.dumps(body, allow_nan=False)  # a strict encoder accepts it
     structured = [Turn("user", text="judge"), Turn("assistant", tool_uses=[ToolUse(STRUCTURED_ID, "record_verdict", verdict)])]
@@ -288,8 +326,19 @@ def test_nan_verdict_persisting_is_invalid_output_with_true_attempts(api, server
 def test_anthropic_empty_content_is_reasked_without_an_empty_assistant_turn(server, tmp_path):
     """The issue's example: ``content: []`` was echoed as an empty assistant turn (the real API answers
     400, as the fake now does). The re-ask leaves it out and the verdict is kept."""
-    server.faults.append(Fault(body={"id": "msg_x", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
-                                     "content": [], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 1}}))
+    server.faults.append(
+        Fault(
+            body={
+                "id": "msg_x",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            }
+        )
+    )
     outcome, lines, _ = run(tmp_path, make_provider(server, "anthropic"), 1)
     check_run(lines, server, evaluated=["q1"], served_by_brain=False)
     assert [r.status for r in server.requests] == [200, 200]
@@ -329,8 +378,7 @@ def test_openai_choices_empty_once_is_retried(server, tmp_path):
 
 
 @pytest.mark.parametrize("api", APIS)
-@pytest.mark.parametrize(("raw", "where"), [('{"id": "x", "choices": [', "line 1 column 25 (char 24)"),
-                                            ("", "line 1 column 1 (char 0)")])
+@pytest.mark.parametrize(("raw", "where"), [('{"id": "x", "choices": [', "line 1 column 25 (char 24)"), ("", "line 1 column 1 (char 0)")])
 def test_a_body_that_is_not_json_is_typed_and_keeps_the_decode_position(api, raw, where, server, tmp_path):
     server.faults.extend(Fault(raw_body=raw) for _ in range(4))
     _, lines, _ = run(tmp_path, make_provider(server, api), 1)
@@ -364,8 +412,11 @@ def test_invalid_json_text_keeps_its_position_in_the_error(api, server, tmp_path
 def test_error_line_carries_the_servers_message_without_secrets(api, server, tmp_path):
     key = "sk-test-0123456789abcdef"
     said = f"This model's maximum context length is 8192 tokens; your key {key} is fine. Bearer abcdefghijklmnop"
-    body = ({"type": "error", "error": {"type": "invalid_request_error", "message": said}} if api == "anthropic"
-            else {"error": {"message": said, "type": "invalid_request_error", "param": "messages", "code": None}})
+    body = (
+        {"type": "error", "error": {"type": "invalid_request_error", "message": said}}
+        if api == "anthropic"
+        else {"error": {"message": said, "type": "invalid_request_error", "param": "messages", "code": None}}
+    )
     server.faults.append(Fault(status=400, body=body))
     _, lines, _ = run(tmp_path, make_provider(server, api, api_key=key), 2)
     errors, _ = check_run(lines, server, evaluated=["q2"], errors=["q1"], served_by_brain=False)
@@ -376,8 +427,9 @@ def test_error_line_carries_the_servers_message_without_secrets(api, server, tmp
 
 
 def test_transient_error_line_carries_the_servers_message(server, tmp_path):
-    server.faults.extend(Fault(status=503, body={"error": {"message": "model is loading, try again", "type": "server_error"}})
-                         for _ in range(4))
+    server.faults.extend(
+        Fault(status=503, body={"error": {"message": "model is loading, try again", "type": "server_error"}}) for _ in range(4)
+    )
     _, lines, _ = run(tmp_path, make_provider(server, "openai"), 1)
     errors, _ = check_run(lines, server, evaluated=[], errors=["q1"], served_by_brain=False)
     assert errors["q1"]["errorType"] == "transient_error" and "model is loading, try again" in errors["q1"]["message"]
@@ -389,8 +441,10 @@ def test_server_message_shapes_and_truncation():
             self.body, self.response = body, None
 
     assert server_message(E({"message": "bad", "param": "seed"})) == "seed: bad"
-    assert server_message(E({"detail": [{"loc": ["body", "response_format", "type"], "msg": "Input should be 'text'"}]})) == \
-        "response_format.type: Input should be 'text'"
+    assert (
+        server_message(E({"detail": [{"loc": ["body", "response_format", "type"], "msg": "Input should be 'text'"}]}))
+        == "response_format.type: Input should be 'text'"
+    )
     assert server_message(E({"error": "model 'x' not found"})) == "model 'x' not found"  # Ollama
     assert server_message(E("plain\ntext  body")) == "plain text body"
     assert server_message(E(None)) is None
@@ -427,12 +481,24 @@ def test_timeout_on_a_remote_server_is_still_retried(server, tmp_path):
     assert server.count() == 2
 
 
-@pytest.mark.parametrize(("url", "local"), [
-    ("http://127.0.0.1:8080/v1", True), ("http://localhost:11434/v1", True), ("http://[::1]:8000/v1", True),
-    ("http://10.0.0.5/v1", True), ("http://192.168.1.20:8000/v1", True), ("http://172.16.0.1/v1", True),
-    ("http://gpu-box.local:8000/v1", True), ("http://[fd00::1]/v1", True),
-    ("https://api.openai.com/v1", False), ("http://8.8.8.8/v1", False), ("https://example.com/v1", False), (None, False), ("", False),
-])
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://192.168.1.20:8000/v1", True),
+        ("http://172.16.0.1/v1", True),
+        ("http://gpu-box.local:8000/v1", True),
+        ("http://[fd00::1]/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://8.8.8.8/v1", False),
+        ("https://example.com/v1", False),
+        (None, False),
+        ("", False),
+    ],
+)
 def test_is_local_url(url, local):
     assert is_local_url(url) is local
 

@@ -24,13 +24,22 @@ def test_wheel_ships_prompts_schemas_and_pricing(tmp_path):
     pytest.importorskip("hatchling")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr
     wheel = next(tmp_path.glob("judge_runner-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for prompt in ("generate_system.md", "generate_user.md", "judge_label_system.md", "judge_label_user.md", "judge_labels_user.md",
-                   "judge_list_system.md", "judge_list_user.md"):
+    for prompt in (
+        "generate_system.md",
+        "generate_user.md",
+        "judge_label_system.md",
+        "judge_label_user.md",
+        "judge_labels_user.md",
+        "judge_list_system.md",
+        "judge_list_user.md",
+    ):
         assert f"judge_runner/_data/prompts/{prompt}" in names
     for schema in ("query_set", "judge_label", "judge_labels", "judge_list_verdict", "run_start", "evaluation", "error", "summary"):
         assert f"judge_runner/_data/schemas/{schema}.schema.json" in names
@@ -39,11 +48,19 @@ def test_wheel_ships_prompts_schemas_and_pricing(tmp_path):
     # the unpacked wheel, first on sys.path and run from elsewhere, loads its own copies
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    probe = ("import judge_runner.resources as r, judge_runner.llm.pricing as p;"
-             "print(r.resource_dir('prompts')); print(len(r.load_prompt('judge_label_system.md')) > 1000);"
-             "print(r.load_schema('summary.schema.json')['title']); print(p.price_for('claude-sonnet-4-6') is not None)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                            env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    probe = (
+        "import judge_runner.resources as r, judge_runner.llm.pricing as p;"
+        "print(r.resource_dir('prompts')); print(len(r.load_prompt('judge_label_system.md')) > 1000);"
+        "print(r.load_schema('summary.schema.json')['title']); print(p.price_for('claude-sonnet-4-6') is not None)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split()
     assert Path(lines[0]).is_relative_to(site)

@@ -16,16 +16,32 @@ class MissingSourcesBrain(DefaultBrain):
     """Writes queries whose expected sources are all missing from the corpus: every one is dropped."""
 
     def queries(self, paths, n):
-        return [{"id": f"q{i:02d}", "query": f"rotate the key {i}", "queryIntent": "Find the runbook.",
-                 "queryType": "keyword", "expectedSources": [f"nowhere/missing-{i}.md"]} for i in range(n)]
+        return [
+            {
+                "id": f"q{i:02d}",
+                "query": f"rotate the key {i}",
+                "queryIntent": "Find the runbook.",
+                "queryType": "keyword",
+                "expectedSources": [f"nowhere/missing-{i}.md"],
+            }
+            for i in range(n)
+        ]
 
 
 class OnlyDuplicatesBrain(DefaultBrain):
     """Another member of the kind: every query names a folder, not a file (dropped as not in the corpus)."""
 
     def queries(self, paths, n):
-        return [{"id": f"q{i:02d}", "query": "runbooks", "queryIntent": "Find the runbooks.",
-                 "queryType": "keyword", "expectedSources": ["runbooks/"]} for i in range(n)]
+        return [
+            {
+                "id": f"q{i:02d}",
+                "query": "runbooks",
+                "queryIntent": "Find the runbooks.",
+                "queryType": "keyword",
+                "expectedSources": ["runbooks/"],
+            }
+            for i in range(n)
+        ]
 
 
 def _kb(tmp_path):
@@ -40,10 +56,19 @@ def _args(command, kb, tmp_path):
     db = ["--db", str(tmp_path / "i.sqlite")]
     return {
         "generate": ["generate", "--fixtures", str(kb), "--out", str(tmp_path / "q.json"), "--count", "3"],
-        "generate-and-evaluate": ["generate-and-evaluate", "--fixtures", str(kb), "--out-dir", str(tmp_path / "out"),
-                                  "--count", "3", *db],
-        "weekly": ["weekly", "--fixtures", str(kb), "--results", str(tmp_path / "out"), "--reports", str(tmp_path / "rep"),
-                   "--count", "3", *db],
+        "generate-and-evaluate": ["generate-and-evaluate", "--fixtures", str(kb), "--out-dir", str(tmp_path / "out"), "--count", "3", *db],
+        "weekly": [
+            "weekly",
+            "--fixtures",
+            str(kb),
+            "--results",
+            str(tmp_path / "out"),
+            "--reports",
+            str(tmp_path / "rep"),
+            "--count",
+            "3",
+            *db,
+        ],
     }[command]
 
 
@@ -71,5 +96,7 @@ def test_a_writer_that_wrote_nothing_gets_the_same_error():
         require_queries(GenerationResult([], 0))
     assert caught.value.exit_code == 3
     dropped = [{"id": f"q{i}", "query": "x", "reason": f"reason {i}"} for i in range(5)]
-    with pytest.raises(IncompleteRunError, match=r"all 5 written queries were dropped \(q0: reason 0; q1: reason 1; q2: reason 2; 2 more\)"):
+    with pytest.raises(
+        IncompleteRunError, match=r"all 5 written queries were dropped \(q0: reason 0; q1: reason 1; q2: reason 2; 2 more\)"
+    ):
         require_queries(GenerationResult([], 5, dropped))

@@ -17,8 +17,18 @@ pytestmark = pytest.mark.hash_embedder
 
 def command(name: str, fixtures, db, out) -> list[str]:
     if name == "weekly":
-        return ["weekly", "--regenerate", "--fixtures", str(fixtures), "--db", str(db), "--results", str(out),
-                "--reports", str(out.parent / "reports")]
+        return [
+            "weekly",
+            "--regenerate",
+            "--fixtures",
+            str(fixtures),
+            "--db",
+            str(db),
+            "--results",
+            str(out),
+            "--reports",
+            str(out.parent / "reports"),
+        ]
     return ["generate-and-evaluate", "--fixtures", str(fixtures), "--db", str(db), "--out-dir", str(out)]
 
 
@@ -44,16 +54,43 @@ def test_a_stopped_phase_one_records_the_generator_model(name, fixtures_root, db
 
 
 def missing_source_set(path):
-    path.write_text(json.dumps({"queries": [{"id": "q1", "query": "kubernetes drain", "queryIntent": "i", "queryType": "keyword",
-                                             "expectedSources": ["does/not/exist.md"]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "queries": [
+                    {
+                        "id": "q1",
+                        "query": "kubernetes drain",
+                        "queryIntent": "i",
+                        "queryType": "keyword",
+                        "expectedSources": ["does/not/exist.md"],
+                    }
+                ]
+            }
+        )
+    )
     return path
 
 
 def test_weekly_warns_about_expected_sources_missing_from_the_index(fixtures_root, db_copy, tmp_path):
     results = tmp_path / "results"
     queries = missing_source_set(tmp_path / "q.json")
-    result = invoke(["weekly", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--results", str(results),
-                     "--reports", str(tmp_path / "reports"), "--queries", str(queries), "--quiet"])
+    result = invoke(
+        [
+            "weekly",
+            "--fixtures",
+            str(fixtures_root),
+            "--db",
+            str(db_copy),
+            "--results",
+            str(results),
+            "--reports",
+            str(tmp_path / "reports"),
+            "--queries",
+            str(queries),
+            "--quiet",
+        ]
+    )
     assert result.exit_code == 0, result.output
     assert "not in the index" in result.output and "does/not/exist.md" in result.output
     assert "does/not/exist.md" in (results / "weekly.log").read_text()
@@ -63,8 +100,9 @@ def test_weekly_logs_a_failure_then_its_exit_code(fixtures_root, db_copy, tmp_pa
     results = tmp_path / "results"
     broken = tmp_path / "q.json"
     broken.write_text("not json")
-    result = invoke(["weekly", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--results", str(results),
-                     "--queries", str(broken), "--quiet"])
+    result = invoke(
+        ["weekly", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--results", str(results), "--queries", str(broken), "--quiet"]
+    )
     assert result.exit_code == 2
     assert result.output.count("is not a valid query set") == 1  # printed once, after the log is closed
     log = (results / "weekly.log").read_text()

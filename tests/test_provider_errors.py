@@ -34,14 +34,28 @@ def sdk_of(provider):
 
 def spend_body(provider) -> dict:
     if isinstance(provider, AnthropicProvider):
-        return {"type": "error", "error": {"type": "rate_limit_error", "message": "spend limit",
-                                           "details": {"error_code": "enforced_spend_limit_reached"}}}
+        return {
+            "type": "error",
+            "error": {"type": "rate_limit_error", "message": "spend limit", "details": {"error_code": "enforced_spend_limit_reached"}},
+        }
     return {"code": "insufficient_quota", "type": "insufficient_quota", "message": "quota"}
 
 
-@pytest.mark.parametrize(("status", "expected"), [(401, "auth"), (403, "auth"), (402, "spend_limit"), (429, "retryable"),
-                                                   (408, "retryable"), (500, "retryable"), (529, "retryable"),
-                                                   (400, "bad_request"), (404, "bad_request"), (413, "bad_request")])
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (401, "auth"),
+        (403, "auth"),
+        (402, "spend_limit"),
+        (429, "retryable"),
+        (408, "retryable"),
+        (500, "retryable"),
+        (529, "retryable"),
+        (400, "bad_request"),
+        (404, "bad_request"),
+        (413, "bad_request"),
+    ],
+)
 def test_status_errors(provider, status, expected):
     assert provider.classify(status_error(sdk_of(provider), status, {"error": {"type": "x"}})) == expected
 

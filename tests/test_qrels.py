@@ -24,10 +24,23 @@ from judge_runner.qrels import (
 )
 
 
-@pytest.mark.parametrize("docid", [
-    "runbooks/x.md", "guides/local dev.md", "a\tb\nc", "100% done.md", "%20literal.md", "i18n/ja/バックアップ 手順.md",
-    "nbsp\u00a0and\u3000ideographic", "zw\u200bspace", "trailing ", "%", "a%2", "ctrl\x01char",
-])
+@pytest.mark.parametrize(
+    "docid",
+    [
+        "runbooks/x.md",
+        "guides/local dev.md",
+        "a\tb\nc",
+        "100% done.md",
+        "%20literal.md",
+        "i18n/ja/バックアップ 手順.md",
+        "nbsp\u00a0and\u3000ideographic",
+        "zw\u200bspace",
+        "trailing ",
+        "%",
+        "a%2",
+        "ctrl\x01char",
+    ],
+)
 def test_docid_encoding_is_reversible_and_whitespace_free(docid):
     encoded = encode_docid(docid)
     assert not any(ch.isspace() for ch in encoded) and len(encoded.split()) == 1
@@ -53,12 +66,14 @@ def run(run_id, qid, labels, expected=(), query=None):
 
 
 def test_pooling_takes_the_median_of_runs_best_label_per_run():
-    pooled = pool_qrels([
-        run("r1", "q1", [("a.md", 3), ("b.md", 0), ("a.md", 1)]),  # a.md twice: its best label, 3
-        run("r2", "q1", [("a.md", 1), ("b.md", 2)]),
-        run("r3", "q1", [("a.md", 2), ("c.md", 1)]),
-        run("r4", "q1", [("b.md", 3)]),
-    ])
+    pooled = pool_qrels(
+        [
+            run("r1", "q1", [("a.md", 3), ("b.md", 0), ("a.md", 1)]),  # a.md twice: its best label, 3
+            run("r2", "q1", [("a.md", 1), ("b.md", 2)]),
+            run("r3", "q1", [("a.md", 2), ("c.md", 1)]),
+            run("r4", "q1", [("b.md", 3)]),
+        ]
+    )
     # a.md: [3, 1, 2] -> 2; b.md: [0, 2, 3] -> 2; c.md: [1] -> 1
     assert pooled.qrels == {"q1": {"a.md": 2, "b.md": 2, "c.md": 1}}
     assert pooled.counts == {"human": 0, "judge": 3, "expected": 0}
@@ -87,8 +102,13 @@ def test_one_query_id_for_two_queries_is_refused():
 
 
 def test_labels_from_evaluation_line():
-    line = {"type": "evaluation", "queryId": "q3", "query": "drain a node", "expectedSources": ["runbooks/k.md"],
-            "results": [{"rank": 1, "source": "runbooks/k.md", "relevance": 3}, {"rank": 2, "source": "notes/x.md", "relevance": 0}]}
+    line = {
+        "type": "evaluation",
+        "queryId": "q3",
+        "query": "drain a node",
+        "expectedSources": ["runbooks/k.md"],
+        "results": [{"rank": 1, "source": "runbooks/k.md", "relevance": 3}, {"rank": 2, "source": "notes/x.md", "relevance": 0}],
+    }
     item = labels_from_evaluation("run-1", line)
     assert item == RunLabels("run-1", "q3", "drain a node", [("runbooks/k.md", 3), ("notes/x.md", 0)], ("runbooks/k.md",))
     with pytest.raises(QrelsError):
@@ -131,13 +151,16 @@ def test_write_is_sorted_and_whitespace_separated():
     assert out.getvalue() == "q1 0 z 0\nq2 0 a%20b 3\nq2 0 b 1\n"
 
 
-@pytest.mark.parametrize("content,message", [
-    ("q1 0 a.md\n", r"bad\.qrels:1: expected 'qid iter docid grade', got 3 fields"),
-    ("q1 0 a.md 1\nq1 0 b.md high\n", "bad.qrels:2: grade 'high' is not an integer"),
-    ("q1 0 a%zz 1\n", "malformed"),
-    ("q1 0 a.md 1\nq1 0 a.md 2\n", "graded twice"),
-    ("\n\n", "no qrels lines"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("q1 0 a.md\n", r"bad\.qrels:1: expected 'qid iter docid grade', got 3 fields"),
+        ("q1 0 a.md 1\nq1 0 b.md high\n", "bad.qrels:2: grade 'high' is not an integer"),
+        ("q1 0 a%zz 1\n", "malformed"),
+        ("q1 0 a.md 1\nq1 0 a.md 2\n", "graded twice"),
+        ("\n\n", "no qrels lines"),
+    ],
+)
 def test_bad_qrels_files_name_the_line(tmp_path, content, message):
     path = tmp_path / "bad.qrels"
     path.write_text(content, encoding="utf-8")

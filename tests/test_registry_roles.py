@@ -41,7 +41,8 @@ def test_auto_detection(environ, name, reason):
 def test_missing_key_messages():
     assert missing_key(get_spec("anthropic"), {}) == "--provider anthropic needs ANTHROPIC_API_KEY in the environment"
     assert missing_key(get_spec("openai"), {}) == (
-        "--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)")
+        "--provider openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)"
+    )
     assert missing_key(get_spec("openai"), LOCAL) is None
     assert missing_key(get_spec("offline"), {}) is None
 
@@ -76,8 +77,10 @@ def test_auto_without_keys_says_it_chose_the_heuristic(hash_embedder):
     said: list[str] = []
     roles = build_roles(Settings(), need_generator=False, say=said.append, environ={})
     assert roles.judge.heuristic
-    assert said == ["provider: offline (no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set) - a deterministic "
-                    "HEURISTIC judge, not an LLM; set an API key for real judgments"]
+    assert said == [
+        "provider: offline (no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set) - a deterministic "
+        "HEURISTIC judge, not an LLM; set an API key for real judgments"
+    ]
 
 
 def test_llm_roles_wrap_one_provider_class_with_the_default_and_judge_models():
@@ -114,16 +117,28 @@ def test_unknown_price_warns_or_refuses_a_usd_cap():
     assert [s for s in said if s.startswith("warning: no price known for the judge model my-local-model")]
     with pytest.raises(ConfigError, match="--max-budget-usd cannot be enforced"):
         build_roles(Settings(provider="openai", model="my-local-model", max_budget_usd=1.0), need_generator=False, environ=LOCAL)
-    priced = build_roles(Settings(provider="openai", model="my-local-model", price_per_mtok="1,2", max_budget_usd=1.0),
-                         need_generator=False, environ=LOCAL)
+    priced = build_roles(
+        Settings(provider="openai", model="my-local-model", price_per_mtok="1,2", max_budget_usd=1.0), need_generator=False, environ=LOCAL
+    )
     assert priced.judge.provider.price is not None and priced.budget.cost_known
 
 
 def test_heuristic_judge_follows_the_protocol_and_is_free(hash_embedder):
     judge = HeuristicJudge(hash_embedder)
-    hits = [SearchHit(rank=i, source=f"docs/log-rotation-{i}.md", anchor="Rotating logs", lineStart=1, lineEnd=5,
-                      snippet="We rotate the log files nightly with logrotate.", score=1.0 / i, scores=HitScores(), matchedBy=["fts"])
-            for i in (1, 2)]
+    hits = [
+        SearchHit(
+            rank=i,
+            source=f"docs/log-rotation-{i}.md",
+            anchor="Rotating logs",
+            lineStart=1,
+            lineEnd=5,
+            snippet="We rotate the log files nightly with logrotate.",
+            score=1.0 / i,
+            scores=HitScores(),
+            matchedBy=["fts"],
+        )
+        for i in (1, 2)
+    ]
     query = Query(id="q1", query="rotate log files", queryIntent="i", queryType="keyword", expectedSources=["docs/log-rotation-1.md"])
     judged = judge_query(judge, query, SearchAnswer(query=query.query, mode="hybrid", results=hits, confident=True, latencyMs=1.0))
     assert len(judged.labels) == 2 and judged.labels[0].label == judged.labels[1].label  # same text, same label

@@ -57,8 +57,14 @@ def test_monday_0600_east_of_utc_plus_6_names_the_report_as_date_does(results, t
 def test_the_report_command_writes_the_file_the_readme_recipe_mails(results, tmp_path, tz):
     out = tmp_path / "reports"
     before = date_f(tz)
-    subprocess.run([sys.executable, "-m", "judge_runner.cli", "report", str(results), "--since", "30d", "--out", str(out)],
-                   env={**os.environ, "TZ": tz, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "judge_runner.cli", "report", str(results), "--since", "30d", "--out", str(out)],
+        env={**os.environ, "TZ": tz, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     after = date_f(tz)
     names = {p.name for p in out.glob("report-*.html")}
     assert names & {f"report-{before}.html", f"report-{after}.html"}, names  # the recipe's file is there

@@ -45,23 +45,60 @@ VALUES = list(HOSTILE.values())
 
 
 def _run_lines(run_id: str, day: int, judge_model: str) -> list[dict]:
-    provenance = {"provider": "anthropic", "judgeModel": judge_model, "generatorModel": judge_model, "heuristicJudge": False,
-                  "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}, "querySetSha256": "a" * 64,
-                  "corpusFingerprint": "c", "searchConfig": {"rrf_k": 60}, "judgeRunnerVersion": "0.1.0"}
-    lines: list[dict] = [{"type": "run_start", "runId": run_id, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "config": {},
-                          "provenance": provenance}]
+    provenance = {
+        "provider": "anthropic",
+        "judgeModel": judge_model,
+        "generatorModel": judge_model,
+        "heuristicJudge": False,
+        "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64},
+        "querySetSha256": "a" * 64,
+        "corpusFingerprint": "c",
+        "searchConfig": {"rrf_k": 60},
+        "judgeRunnerVersion": "0.1.0",
+    }
+    lines: list[dict] = [
+        {"type": "run_start", "runId": run_id, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "config": {}, "provenance": provenance}
+    ]
     for i, value in enumerate(VALUES):
         o = 0.1 + 0.03 * i
-        lines.append({"type": "evaluation", "runId": run_id, "queryId": f"q{i:02d}{value[:20]}", "query": value, "queryIntent": value,
-                      "queryType": value, "scores": {d: o for d in ("relevance", "ranking", "coverage", "snippetQuality", "overall")},
-                      "analysis": {d: value for d in ("relevance", "ranking", "coverage", "snippetQuality")},
-                      "suggestions": [value, value], "metrics": {"nDCG@10": o, "R@10": o, "RR(rel=2)": o},
-                      "results": [{"rank": 1, "source": value, "score": 0.5, "relevance": 2, "relevant": True}]})
-        lines.append({"type": "error", "runId": run_id, "queryId": f"e{i:02d}{value[:20]}", "query": value, "stage": "judge",
-                      "errorType": value, "message": value, "attempts": 2})
-    lines.append({"type": "summary", "runId": run_id, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(VALUES),
-                  "costUsd": 0.12, "recommendedFocus": " ".join(VALUES),
-                  "topIssues": [{"issue": v, "count": 2, "queryIds": [v, "q01"]} for v in VALUES]})
+        lines.append(
+            {
+                "type": "evaluation",
+                "runId": run_id,
+                "queryId": f"q{i:02d}{value[:20]}",
+                "query": value,
+                "queryIntent": value,
+                "queryType": value,
+                "scores": {d: o for d in ("relevance", "ranking", "coverage", "snippetQuality", "overall")},
+                "analysis": {d: value for d in ("relevance", "ranking", "coverage", "snippetQuality")},
+                "suggestions": [value, value],
+                "metrics": {"nDCG@10": o, "R@10": o, "RR(rel=2)": o},
+                "results": [{"rank": 1, "source": value, "score": 0.5, "relevance": 2, "relevant": True}],
+            }
+        )
+        lines.append(
+            {
+                "type": "error",
+                "runId": run_id,
+                "queryId": f"e{i:02d}{value[:20]}",
+                "query": value,
+                "stage": "judge",
+                "errorType": value,
+                "message": value,
+                "attempts": 2,
+            }
+        )
+    lines.append(
+        {
+            "type": "summary",
+            "runId": run_id,
+            "timestamp": f"2026-11-{day:02d}T10:05:00.000Z",
+            "evaluated": len(VALUES),
+            "costUsd": 0.12,
+            "recommendedFocus": " ".join(VALUES),
+            "topIssues": [{"issue": v, "count": 2, "queryIds": [v, "q01"]} for v in VALUES],
+        }
+    )
     return lines
 
 
@@ -139,8 +176,15 @@ def check_page(page: str) -> None:
     for tag in ("a", "script", "code", "pre", "del", "s", "blockquote", "h4", "h5", "h6", "ol", "hr"):
         assert dom.count(tag) == 0, tag
     assert dom.count("h1") == 1
-    assert [h for t, h in dom.headings if t == "h2"] == ["Headline numbers", "Over time", "Worst queries", "Top issues and focus",
-                                                         "Cost (runs since 30d)", "Failed queries", "Notes"]
+    assert [h for t, h in dom.headings if t == "h2"] == [
+        "Headline numbers",
+        "Over time",
+        "Worst queries",
+        "Top issues and focus",
+        "Cost (runs since 30d)",
+        "Failed queries",
+        "Notes",
+    ]
     h3 = [h for t, h in dom.headings if t == "h3"]
     assert len(h3) == 5 and all(h.startswith("q") and "overall" in h for h in h3)
     for table in dom.rows:
@@ -159,7 +203,9 @@ def test_markdown_file_and_page_show_every_value_literally(report):
     from markdown_it import MarkdownIt
 
     md = report.markdown.read_text()
-    check_page(MarkdownIt("commonmark", {"html": True}).enable("table").render(md) .replace("<img src=\"report-", "<img src=\"data:image/png;base64,"))
+    check_page(
+        MarkdownIt("commonmark", {"html": True}).enable("table").render(md).replace('<img src="report-', '<img src="data:image/png;base64,')
+    )
     check_page(report.html.read_text())
 
 
@@ -167,10 +213,26 @@ def test_headless_chromium_dom_has_no_injected_element(report, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("Chromium is not installed (Debian package `chromium`); cannot check the page in a real browser")
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", report.html.as_uri()],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            report.html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "<html" in done.stdout[:200].lower()
     check_page(done.stdout)
 

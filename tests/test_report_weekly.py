@@ -27,9 +27,24 @@ def results(tmp_path):
     write_run(folder, "r1", base, day=20)
     path = write_run(folder, "r2", [max(0, v - 0.1) for v in base], day=27)
     # the latest run also has a failed query
-    path.write_text(path.read_text().replace('{"type": "summary"', json.dumps(
-        {"type": "error", "runId": "r2", "queryId": "q99", "query": "broken one", "stage": "judge", "errorType": "invalid_output",
-         "message": "verdict failed validation", "attempts": 3}) + '\n{"type": "summary"'))
+    path.write_text(
+        path.read_text().replace(
+            '{"type": "summary"',
+            json.dumps(
+                {
+                    "type": "error",
+                    "runId": "r2",
+                    "queryId": "q99",
+                    "query": "broken one",
+                    "stage": "judge",
+                    "errorType": "invalid_output",
+                    "message": "verdict failed validation",
+                    "attempts": 3,
+                }
+            )
+            + '\n{"type": "summary"',
+        )
+    )
     return folder
 
 
@@ -62,10 +77,26 @@ def test_report_renders_in_headless_chromium(results, tmp_path):
 
     report = build_report(results, tmp_path / "reports", "7d")
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1000,1400", f"--screenshot={shot}",
-                    report.html.as_uri()], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1000,1400",
+            f"--screenshot={shot}",
+            report.html.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     image = Image.open(shot).convert("RGB")
     assert image.size == (1000, 1400)
     colors = image.getcolors(maxcolors=1_000_000)
@@ -82,8 +113,22 @@ def test_report_cli_errors(tmp_path):
 
 def test_weekly_pins_a_set_reports_prunes_and_logs(fixtures_root, db_copy, tmp_path):
     results, reports = tmp_path / "quality-results", tmp_path / "reports"
-    args = ["weekly", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--results", str(results), "--reports", str(reports),
-            "--count", "4", "--keep", "2", "--quiet"]
+    args = [
+        "weekly",
+        "--fixtures",
+        str(fixtures_root),
+        "--db",
+        str(db_copy),
+        "--results",
+        str(results),
+        "--reports",
+        str(reports),
+        "--count",
+        "4",
+        "--keep",
+        "2",
+        "--quiet",
+    ]
     first = invoke(args)
     assert first.exit_code == 0, first.output
     pinned = json.loads((results / "pinned-queries.json").read_text())

@@ -64,7 +64,7 @@ def test_each_line_is_valid_json_ending_in_newline(tmp_path):
     w = RunWriter(tmp_path)
     lines = [
         {"type": "run_start", "runId": w.run_id, "config": {"x": 1}},
-        {"type": "evaluation", "runId": w.run_id, "query": "索引 ü \"quoted\"\nnewline"},
+        {"type": "evaluation", "runId": w.run_id, "query": '索引 ü "quoted"\nnewline'},
         {"type": "summary", "runId": w.run_id, "costUsd": None},
     ]
     for line in lines:
@@ -109,8 +109,10 @@ def test_writer_requires_type_and_run_id(tmp_path, line):
 
 def test_read_run_tolerates_a_torn_last_line(tmp_path):
     path = tmp_path / "run.jsonl"
-    path.write_text('{"type":"run_start","runId":"r"}\n{"type":"evaluation","runId":"r","queryId":"q1"}\n{"type":"evaluation","runId":"r","qu',
-                    encoding="utf-8")
+    path.write_text(
+        '{"type":"run_start","runId":"r"}\n{"type":"evaluation","runId":"r","queryId":"q1"}\n{"type":"evaluation","runId":"r","qu',
+        encoding="utf-8",
+    )
     assert [line["type"] for line in read_run(path)] == ["run_start", "evaluation"]
 
 
@@ -180,8 +182,14 @@ def test_top_issues_ignores_punctuation_only_suggestions():
 
 def evaluation(qid, scores, metrics, query_type="keyword", confident=True, abstained=None, suggestions=()):
     line = {
-        "type": "evaluation", "runId": "r1", "queryId": qid, "queryType": query_type, "confident": confident,
-        "scores": scores, "metrics": metrics, "suggestions": list(suggestions),
+        "type": "evaluation",
+        "runId": "r1",
+        "queryId": qid,
+        "queryType": query_type,
+        "confident": confident,
+        "scores": scores,
+        "metrics": metrics,
+        "suggestions": list(suggestions),
     }
     if abstained is not None:
         line["abstained"] = abstained
@@ -205,8 +213,13 @@ def summary(evaluations, errors=(), total=None, **kw):
 def run_lines():
     evaluations = [
         evaluation("q1", scores(1.0, 0.8, 0.6, 0.9), {"nDCG@10": 0.9, "Recall@10": 1.0, "RR": 1.0}, suggestions=["Boost headings"]),
-        evaluation("q2", scores(0.6, 0.4, 0.2, 0.7), {"nDCG@10": 0.5, "Recall@10": None, "RR": 0.5}, confident=False,
-                   suggestions=["boost headings.", "Index YAML keys"]),
+        evaluation(
+            "q2",
+            scores(0.6, 0.4, 0.2, 0.7),
+            {"nDCG@10": 0.5, "Recall@10": None, "RR": 0.5},
+            confident=False,
+            suggestions=["boost headings.", "Index YAML keys"],
+        ),
         evaluation("q3", scores(0.8, 0.9, 0.1, 0.5), None, query_type="off-topic", confident=False, abstained=True),
         evaluation("q4", scores(0.2, 0.3, 0.3, 0.3), None, query_type="off-topic", confident=True, abstained=False),
     ]
@@ -267,8 +280,12 @@ def test_summary_flags_and_passthrough(run_lines):
 def test_summary_validates_against_its_schema(run_lines):
     evaluations, errors = run_lines
     schema = load_schema("summary.schema.json")
-    for s in (summary(evaluations, errors), summary(evaluations, errors, cost_usd=None, interrupted=True), summary([], errors),
-              summary([], [])):
+    for s in (
+        summary(evaluations, errors),
+        summary(evaluations, errors, cost_usd=None, interrupted=True),
+        summary([], errors),
+        summary([], []),
+    ):
         assert "stopReason" in s
         jsonschema.Draft202012Validator(schema).validate(s)
         json.dumps(s, allow_nan=False)  # writable by RunWriter
@@ -291,3 +308,15 @@ def test_summary_only_off_topic_has_no_metrics():
     assert s["averageMetrics"] is None
     assert s["averageScores"] is None  # an off-topic query is scored on abstention only
     assert s["abstention"] == {"offTopic": 1, "correct": 1, "falseAbstentions": 0, "accuracy": 1.0, "falseAbstentionRate": None}
+
+
+def test_a_lone_surrogate_from_a_model_reply_is_written_as_replacement_character(tmp_path):
+    """Issue 10 item 1, model replies: a judge's reason holding half an emoji (``"\\ud83d"`` in its JSON)
+    must not make the line unwritable (UnicodeEncodeError) and lose the judged query."""
+    from judge_runner.results import RunWriter
+
+    writer = RunWriter(tmp_path)
+    writer.write({"type": "evaluation", "runId": writer.run_id, "results": [{"reason": "emoji half \ud83d here"}]})
+    writer.close()
+    line = json.loads(writer.path.read_text(encoding="utf-8"))
+    assert line["results"][0]["reason"] == "emoji half \ufffd here"

@@ -30,8 +30,15 @@ from judge_runner.llm.retry import RetryPolicy, is_retryable, retry_after_second
 class FakeStatusError(Exception):
     """Shaped like anthropic/openai ``APIStatusError``: status_code, response.headers, error codes."""
 
-    def __init__(self, status: int, headers: dict | None = None, error_code: str | None = None,
-                 code: str | None = None, type_: str | None = None, message: str = "boom"):
+    def __init__(
+        self,
+        status: int,
+        headers: dict | None = None,
+        error_code: str | None = None,
+        code: str | None = None,
+        type_: str | None = None,
+        message: str = "boom",
+    ):
         super().__init__(message)
         self.status_code = status
         self.response = SimpleNamespace(headers=headers or {})
@@ -196,8 +203,9 @@ def test_translate_kinds(exc, kind):
 
 
 def test_translate_message_names_status_and_type_but_not_secrets():
-    exc = FakeStatusError(529, headers={"x-api-key": "sk-ant-SECRET123"}, type_="overloaded_error",
-                          message="request with x-api-key sk-ant-SECRET123 failed")
+    exc = FakeStatusError(
+        529, headers={"x-api-key": "sk-ant-SECRET123"}, type_="overloaded_error", message="request with x-api-key sk-ant-SECRET123 failed"
+    )
     error = translate(exc, attempts=4)
     assert "529" in str(error) and "overloaded_error" in str(error)
     assert "SECRET123" not in str(error)

@@ -38,8 +38,13 @@ class StubJudge:
         return [self.label_one(query, intent, d, sampling, log) for d in documents]
 
     def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
-        return ListVerdict(0.4, 0.2, {"relevance": 0.8, "ranking": 0.6, "overall": 0.9},
-                           {"coverage": "stub", "snippetQuality": "stub"}, ["Boost title matches"])
+        return ListVerdict(
+            0.4,
+            0.2,
+            {"relevance": 0.8, "ranking": 0.6, "overall": 0.9},
+            {"coverage": "stub", "snippetQuality": "stub"},
+            ["Boost title matches"],
+        )
 
 
 # relevance = graded precision of labels [3, 2] = (1 + 2/3) / 2; ranking = 1 (best first); coverage 0.4,
@@ -59,13 +64,27 @@ class StubSearch:
         self.calls += 1
         if query in self.raise_on:
             raise self.raise_on[query]
-        hits = [SearchHit(rank=i, source=f"doc{i}.md", anchor=None, lineStart=1, lineEnd=2, snippet="text",
-                          score=1.0 / i, scores=HitScores(), matchedBy=["fts"]) for i in (1, 2)]
+        hits = [
+            SearchHit(
+                rank=i,
+                source=f"doc{i}.md",
+                anchor=None,
+                lineStart=1,
+                lineEnd=2,
+                snippet="text",
+                score=1.0 / i,
+                scores=HitScores(),
+                matchedBy=["fts"],
+            )
+            for i in (1, 2)
+        ]
         return SearchAnswer(query=query, mode=mode, results=hits, confident=True, latencyMs=1.0)
 
 
 def queries(n: int) -> list[Query]:
-    return [Query(id=f"q{i}", query=f"query {i}", queryIntent="i", queryType="keyword", expectedSources=["doc1.md"]) for i in range(1, n + 1)]
+    return [
+        Query(id=f"q{i}", query=f"query {i}", queryIntent="i", queryType="keyword", expectedSources=["doc1.md"]) for i in range(1, n + 1)
+    ]
 
 
 def run(tmp_path, qs, search, judge=None, **options):

@@ -21,11 +21,14 @@ def test_records_count_and_ordinary_failures_do_not_stop():
     assert end_status(state, budget_exhausted=False, gate=None) == RunEnd(RunStatus.OK)
 
 
-@pytest.mark.parametrize("exc,status,reason,budget", [
-    (BudgetExhausted("budget spent"), RunStatus.INCOMPLETE, "budget_exhausted", True),
-    (SpendLimitError("spend limit reached"), RunStatus.INCOMPLETE, "spend_limit", False),
-    (AuthError("the API key was refused"), RunStatus.CONFIG_ERROR, "auth_error", False),
-])
+@pytest.mark.parametrize(
+    "exc,status,reason,budget",
+    [
+        (BudgetExhausted("budget spent"), RunStatus.INCOMPLETE, "budget_exhausted", True),
+        (SpendLimitError("spend limit reached"), RunStatus.INCOMPLETE, "spend_limit", False),
+        (AuthError("the API key was refused"), RunStatus.CONFIG_ERROR, "auth_error", False),
+    ],
+)
 def test_stopping_failures(exc, status, reason, budget):
     state = RunState(total=10)
     state.record_error(line(), exc)
@@ -68,9 +71,11 @@ def test_gate_failed_says_by_how_much_and_incomplete_outranks_it():
     state = RunState(total=2)
     gate = {"minOverall": 0.6, "overall": 0.5, "passed": False}
     assert end_status(state, budget_exhausted=False, gate=gate) == RunEnd(
-        RunStatus.GATE_FAILED, ("average overall 0.500 is below --min-overall 0.6",))
+        RunStatus.GATE_FAILED, ("average overall 0.500 is below --min-overall 0.6",)
+    )
     assert end_status(state, budget_exhausted=False, gate={**gate, "overall": None}).reasons == (
-        "average overall none evaluated is below --min-overall 0.6",)
+        "average overall none evaluated is below --min-overall 0.6",
+    )
     assert end_status(state, budget_exhausted=False, gate={**gate, "passed": True}).status is RunStatus.OK
     state.interrupt()
     assert end_status(state, budget_exhausted=False, gate=gate).status is RunStatus.INCOMPLETE
@@ -81,12 +86,15 @@ def test_budget_seen_exhausted_only_at_the_end_is_incomplete():
     assert end_status(state, budget_exhausted=True, gate=None) == RunEnd(RunStatus.INCOMPLETE, ("budget_exhausted",))
 
 
-@pytest.mark.parametrize("exc,status,reason,interrupted,budget", [
-    (KeyboardInterrupt(), RunStatus.INCOMPLETE, "interrupted", True, False),
-    (BudgetExhausted("spent"), RunStatus.INCOMPLETE, "phase one: budget_exhausted", False, True),
-    (AuthError("refused"), RunStatus.CONFIG_ERROR, "phase one: auth_error", False, False),
-    (TransientError("HTTP 529", 4), RunStatus.INCOMPLETE, "phase one: transient_error", False, False),
-])
+@pytest.mark.parametrize(
+    "exc,status,reason,interrupted,budget",
+    [
+        (KeyboardInterrupt(), RunStatus.INCOMPLETE, "interrupted", True, False),
+        (BudgetExhausted("spent"), RunStatus.INCOMPLETE, "phase one: budget_exhausted", False, True),
+        (AuthError("refused"), RunStatus.CONFIG_ERROR, "phase one: auth_error", False, False),
+        (TransientError("HTTP 529", 4), RunStatus.INCOMPLETE, "phase one: transient_error", False, False),
+    ],
+)
 def test_phase_one_stopped(exc, status, reason, interrupted, budget):
     state = RunState(total=0)
     state.phase_one_stopped(exc)

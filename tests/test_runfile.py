@@ -28,21 +28,44 @@ N = 6
 
 
 def provenance(**kw) -> dict:
-    return {"provider": "anthropic", "generatorModel": "m", "judgeModel": "m", "heuristicJudge": False,
-            "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}, "querySetSha256": "a" * 64,
-            "corpusFingerprint": "c", "searchConfig": {}, "judgeRunnerVersion": "0.1.0", "judgeFingerprint": None,
-            "judgeIsGenerator": False, **kw}
+    return {
+        "provider": "anthropic",
+        "generatorModel": "m",
+        "judgeModel": "m",
+        "heuristicJudge": False,
+        "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64},
+        "querySetSha256": "a" * 64,
+        "corpusFingerprint": "c",
+        "searchConfig": {},
+        "judgeRunnerVersion": "0.1.0",
+        "judgeFingerprint": None,
+        "judgeIsGenerator": False,
+        **kw,
+    }
 
 
 def evaluation(i: int, overall=0.5, **kw) -> dict:
-    line = {"type": "evaluation", "runId": "r1", "timestamp": "2026-11-01T10:00:00.000Z", "queryId": f"q{i}", "query": f"query {i}",
-            "queryIntent": "i", "queryType": "keyword", "expectedSources": ["a.md"], "searchMode": "hybrid", "resultCount": 1,
-            "confident": True, "latencyMs": 1.0,
-            "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": overall, "judgeOverall": 0.5},
-            "analysis": {"relevance": "a", "ranking": "b", "coverage": "c", "snippetQuality": "d"}, "suggestions": ["Boost headings"],
-            "results": [{"rank": 1, "source": "a.md", "score": 0.1, "relevance": 2, "relevant": True}],
-            "metrics": {"nDCG@10": 0.5, "R@10": 0.5, "RR(rel=2)": 0.5}, "abstained": None,
-            "usage": {"inputTokens": 1, "outputTokens": 1, "costUsd": 0.001}}
+    line = {
+        "type": "evaluation",
+        "runId": "r1",
+        "timestamp": "2026-11-01T10:00:00.000Z",
+        "queryId": f"q{i}",
+        "query": f"query {i}",
+        "queryIntent": "i",
+        "queryType": "keyword",
+        "expectedSources": ["a.md"],
+        "searchMode": "hybrid",
+        "resultCount": 1,
+        "confident": True,
+        "latencyMs": 1.0,
+        "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": overall, "judgeOverall": 0.5},
+        "analysis": {"relevance": "a", "ranking": "b", "coverage": "c", "snippetQuality": "d"},
+        "suggestions": ["Boost headings"],
+        "results": [{"rank": 1, "source": "a.md", "score": 0.1, "relevance": 2, "relevant": True}],
+        "metrics": {"nDCG@10": 0.5, "R@10": 0.5, "RR(rel=2)": 0.5},
+        "abstained": None,
+        "usage": {"inputTokens": 1, "outputTokens": 1, "costUsd": 0.001},
+    }
     line.update(kw)
     return line
 
@@ -55,9 +78,11 @@ def write(folder: Path, name: str, lines: list, tail: str = "") -> Path:
 
 
 def run_lines(evaluations: list, run_id="r1") -> list:
-    return [{"type": "run_start", "runId": run_id, "timestamp": "2026-11-01T10:00:00.000Z", "config": {}, "provenance": provenance()},
-            *evaluations,
-            {"type": "summary", "runId": run_id, "timestamp": "2026-11-01T10:05:00.000Z", "evaluated": len(evaluations), "costUsd": 0.1}]
+    return [
+        {"type": "run_start", "runId": run_id, "timestamp": "2026-11-01T10:00:00.000Z", "config": {}, "provenance": provenance()},
+        *evaluations,
+        {"type": "summary", "runId": run_id, "timestamp": "2026-11-01T10:05:00.000Z", "evaluated": len(evaluations), "costUsd": 0.1},
+    ]
 
 
 # -- older files ---------------------------------------------------------------------------------------
@@ -97,8 +122,15 @@ def test_old_and_new_files_side_by_side_and_resumed(tmp_path):
 
 
 def test_legacy_search_quality_lines_and_bare_lines(tmp_path):
-    legacy = [{"type": "query_evaluation", "query": "q", "query_id": f"q{i}",
-               "scores": {"relevance": 0.4, "ranking": 0.6, "coverage": 0.5, "snippetQuality": 0.5}} for i in range(3)]
+    legacy = [
+        {
+            "type": "query_evaluation",
+            "query": "q",
+            "query_id": f"q{i}",
+            "scores": {"relevance": 0.4, "ranking": 0.6, "coverage": 0.5, "snippetQuality": 0.5},
+        }
+        for i in range(3)
+    ]
     bare = [{"query": "b", "id": f"b{i}", "scores": {"relevance": 1, "ranking": 1, "coverage": 1, "snippetQuality": 1}} for i in range(3)]
     write(tmp_path, "old", [*legacy, *bare, {"type": "run_summary", "model": "claude-3-5-sonnet", "timestamp": "2025-01-01T00:00:00Z"}])
     run = read_run_file(tmp_path / "old.jsonl")
@@ -119,15 +151,37 @@ def test_committed_schemas_are_the_generated_ones():
 
 def test_written_lines_validate_and_round_trip():
     schemas = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
-    start = run_start_line("r1", "2026-11-01T10:00:00.000Z", {"config": {}, "provenance": provenance(), "queriesGenerated": None,
-                                                                "queriesDropped": 0})
+    start = run_start_line(
+        "r1", "2026-11-01T10:00:00.000Z", {"config": {}, "provenance": provenance(), "queriesGenerated": None, "queriesDropped": 0}
+    )
     assert start["formatVersion"] == FORMAT_VERSION == 2 and list(start)[:4] == ["type", "runId", "timestamp", "formatVersion"]
     ev = EvaluationLine.model_validate(evaluation(1)).line()
-    summary = build_summary("r1", [ev], [], 1, interrupted=False, budget_exhausted=False, cost_usd=None,
-                            usage={"inputTokens": 1, "outputTokens": 1, "calls": 1}, duration_s=1.0, heuristic=False)
+    summary = build_summary(
+        "r1",
+        [ev],
+        [],
+        1,
+        interrupted=False,
+        budget_exhausted=False,
+        cost_usd=None,
+        usage={"inputTokens": 1, "outputTokens": 1, "calls": 1},
+        duration_s=1.0,
+        heuristic=False,
+    )
     assert set(summary["averageMetrics"]) == set(METRIC_NAMES)
-    error = parse_line({"type": "error", "runId": "r1", "timestamp": "t", "queryId": "q", "query": "x", "stage": "judge",
-                        "errorType": "timeout", "message": "m", "attempts": 4}).line()
+    error = parse_line(
+        {
+            "type": "error",
+            "runId": "r1",
+            "timestamp": "t",
+            "queryId": "q",
+            "query": "x",
+            "stage": "judge",
+            "errorType": "timeout",
+            "message": "m",
+            "attempts": 4,
+        }
+    ).line()
     for line in (start, ev, summary, error):
         jsonschema.Draft202012Validator(schemas[line["type"]]).validate(line)
         assert parse_line(json.loads(json.dumps(line))).line() == {k: v for k, v in parse_line(line).line().items()}
@@ -155,8 +209,9 @@ def test_overall_92_is_unscored_not_averaged(tmp_path):
 
 
 BAD_VALUES = ['"high"', '"0.5"', "true", "false", "NaN", "Infinity", "-Infinity", "-0.5", "1.5", "92", "[0.5]", '{"v": 0.5}', "[]", "{}"]
-COLUMNS = [("scores", d) for d in ("relevance", "ranking", "coverage", "snippetQuality", "overall")] + \
-          [("metrics", m) for m in ("nDCG@10", "R@10", "RR(rel=2)", "Recall@10", "RR")]
+COLUMNS = [("scores", d) for d in ("relevance", "ranking", "coverage", "snippetQuality", "overall")] + [
+    ("metrics", m) for m in ("nDCG@10", "R@10", "RR(rel=2)", "Recall@10", "RR")
+]
 
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
@@ -190,10 +245,15 @@ def test_null_score_is_unscored_null_metric_is_normal(tmp_path):
 
 
 NESTED_JUNK = {
-    "scores": ["scores", "[0.5, 0.5]"], "metrics": ["metrics", '"high"'], "results": ["results", '"junk"'],
+    "scores": ["scores", "[0.5, 0.5]"],
+    "metrics": ["metrics", '"high"'],
+    "results": ["results", '"junk"'],
     "results-item": ["results", '[{"rank": 1, "source": "a.md", "score": 0.1, "relevance": 7, "relevant": true}]'],
-    "suggestions": ["suggestions", "42"], "analysis": ["analysis", '["x"]'], "query": ["query", '{"q": 1}'],
-    "queryId": ["queryId", "[1]"], "usage": ["usage", '"free"'],
+    "suggestions": ["suggestions", "42"],
+    "analysis": ["analysis", '["x"]'],
+    "query": ["query", '{"q": 1}'],
+    "queryId": ["queryId", "[1]"],
+    "usage": ["usage", '"free"'],
 }
 
 
@@ -213,10 +273,29 @@ def test_junk_fields_of_an_evaluation_are_dropped_with_a_warning_and_the_report_
 
 def test_junk_in_error_and_summary_lines_does_not_crash_the_report(tmp_path):
     lines = run_lines([evaluation(i) for i in range(N)])
-    lines.insert(-1, {"type": "error", "runId": "r1", "queryId": "q9", "query": "x", "stage": "judge", "errorType": ["x"],
-                      "message": 42, "attempts": "many"})
-    lines[-1].update({"costUsd": "lots", "topIssues": "none", "abstention": [1], "averageScores": {"overall": "x"},
-                      "averageMetrics": {"RR": 3}, "interrupted": "maybe"})
+    lines.insert(
+        -1,
+        {
+            "type": "error",
+            "runId": "r1",
+            "queryId": "q9",
+            "query": "x",
+            "stage": "judge",
+            "errorType": ["x"],
+            "message": 42,
+            "attempts": "many",
+        },
+    )
+    lines[-1].update(
+        {
+            "costUsd": "lots",
+            "topIssues": "none",
+            "abstention": [1],
+            "averageScores": {"overall": "x"},
+            "averageMetrics": {"RR": 3},
+            "interrupted": "maybe",
+        }
+    )
     write(tmp_path, "r1", lines)
     runs, warnings = read_runs(tmp_path)
     run = runs[0]
@@ -256,8 +335,13 @@ def test_lines_split_on_newline_only(tmp_path):
 
 def test_batch_search_query_file_splits_on_newline_only(db_copy, tmp_path):
     queries = tmp_path / "queries.jsonl"
-    queries.write_text(json.dumps({"_id": "1", "text": "drain\u2028a node"}, ensure_ascii=False) + "\n"
-                       + json.dumps({"_id": "2", "text": "backup\x85key"}, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    queries.write_text(
+        json.dumps({"_id": "1", "text": "drain\u2028a node"}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"_id": "2", "text": "backup\x85key"}, ensure_ascii=False)
+        + "\r\n",
+        encoding="utf-8",
+    )
     run = tmp_path / "run.txt"
     result = invoke(["search", "--queries", str(queries), "--trec-run", str(run), "--mode", "fts", "--db", str(db_copy)])
     assert result.exit_code == 0, result.output
@@ -297,5 +381,7 @@ def test_warnings_never_carry_markup_from_the_file(tmp_path):
     lines[1]["results"] = "[the fix](https://phish.example/login)"
     write(tmp_path, "r1", run_lines(lines))
     _, warnings = read_runs(tmp_path)
-    assert warnings == ['r1.jsonl:2: query "q0": scores.overall = a string of 54 characters is not a number in [0, 1]; left unscored',
-                        "r1.jsonl:3: field results = a string of 38 characters does not fit the run-file contract; dropped"]
+    assert warnings == [
+        'r1.jsonl:2: query "q0": scores.overall = a string of 54 characters is not a number in [0, 1]; left unscored',
+        "r1.jsonl:3: field results = a string of 38 characters does not fit the run-file contract; dropped",
+    ]

@@ -136,7 +136,7 @@ def test_glob_double_star_matches_root_and_nested(sandbox):
 def test_glob_single_star_does_not_cross_folders(sandbox):
     assert set(sandbox.glob("*.md").split("\n")) == {"README.md", "alias.md", "blob.md"}
     assert sandbox.glob("docs/*.md") == "docs/guide.md"
-    assert sandbox.glob("docs/**") .split("\n") == ["docs/deep/nested.md", "docs/guide.md"]
+    assert sandbox.glob("docs/**").split("\n") == ["docs/deep/nested.md", "docs/guide.md"]
 
 
 def test_glob_question_mark_and_no_match(sandbox):

@@ -38,9 +38,41 @@ FIRST = {
     "Kuendigungsfrist": "i18n/de/kuendigungsfrist-und-arbeitsvertrag.md",
 }
 
-HOSTILE = ['"', '""', "'", ":", "title:", "AND", "OR NOT", "NEAR(", "*", "^", "(", ")", "()", "-", "--", "!", "?",
-           "", "   ", "\t\n", "a" * 5000, "🙂🔥", "x OR", "NOT kubernetes", '"unterminated kubernetes', "^kubernetes*",
-           "col:val:more", "{}", "[]", "\\", "%", "_", "NEAR(a b, 3)"]
+HOSTILE = [
+    '"',
+    '""',
+    "'",
+    ":",
+    "title:",
+    "AND",
+    "OR NOT",
+    "NEAR(",
+    "*",
+    "^",
+    "(",
+    ")",
+    "()",
+    "-",
+    "--",
+    "!",
+    "?",
+    "",
+    "   ",
+    "\t\n",
+    "a" * 5000,
+    "🙂🔥",
+    "x OR",
+    "NOT kubernetes",
+    '"unterminated kubernetes',
+    "^kubernetes*",
+    "col:val:more",
+    "{}",
+    "[]",
+    "\\",
+    "%",
+    "_",
+    "NEAR(a b, 3)",
+]
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +121,10 @@ def test_words_beside_syntax_are_not_lost(index):
         assert sources and sources[0] == "runbooks/kubernetes-node-drain.md", (query, sources)
 
 
-@pytest.mark.parametrize("query", ["how long should sourdough bread proof overnight", "who won the 1998 world cup final",
-                                   "recipe for a vegetarian lasagna with spinach"])
+@pytest.mark.parametrize(
+    "query",
+    ["how long should sourdough bread proof overnight", "who won the 1998 world cup final", "recipe for a vegetarian lasagna with spinach"],
+)
 def test_honesty_gate_abstains_on_off_topic(index, query):
     answer = index.search(query, mode="hybrid")
     assert answer.results  # the vector side always returns neighbours...
@@ -121,8 +155,8 @@ def assert_snippets_centred_and_whole_words(index, chunk_text_of) -> None:
 def test_snippets_are_centred_and_whole_words(index):
     def chunk_text_of(source, line_start):
         return index.conn.execute(
-            "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.source = ? AND c.line_start = ?",
-            (source, line_start)).fetchone()[0]
+            "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.source = ? AND c.line_start = ?", (source, line_start)
+        ).fetchone()[0]
 
     assert_snippets_centred_and_whole_words(index, chunk_text_of)
 

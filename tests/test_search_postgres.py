@@ -136,8 +136,14 @@ def test_fixtures_index_matches_sqlite(pg_fixtures_index, fixtures_index):
 
 
 # -- parity with SQLite -------------------------------------------------------------------------------
-PARITY_QUERIES = sorted(FIRST) + ["drain a kubernetes node", "how do we rotate logs", "who is on call next week",
-                                  "what happened in the stale search postmortem", "PodDisruptionBudget", "Kündigung"]
+PARITY_QUERIES = sorted(FIRST) + [
+    "drain a kubernetes node",
+    "how do we rotate logs",
+    "who is on call next week",
+    "what happened in the stale search postmortem",
+    "PodDisruptionBudget",
+    "Kündigung",
+]
 
 
 @pytest.mark.parametrize("mode", ["fts", "vector", "hybrid"])
@@ -179,9 +185,12 @@ def test_snippets_are_centred_and_whole_words(index, postgres_dsn):
 
     def chunk_text_of(source, line_start):
         with psycopg.connect(postgres_dsn) as conn:
-            return conn.execute(sql.SQL("SELECT c.text FROM {s}.chunks c JOIN {s}.documents d ON d.id = c.doc_id "
-                                        "WHERE d.source = %s AND c.line_start = %s").format(s=sql.Identifier(index.schema)),
-                                (source, line_start)).fetchone()[0]
+            return conn.execute(
+                sql.SQL(
+                    "SELECT c.text FROM {s}.chunks c JOIN {s}.documents d ON d.id = c.doc_id WHERE d.source = %s AND c.line_start = %s"
+                ).format(s=sql.Identifier(index.schema)),
+                (source, line_start),
+            ).fetchone()[0]
 
     assert_snippets_centred_and_whole_words(index, chunk_text_of)
 
@@ -258,8 +267,10 @@ def test_close_vacuums_after_a_bulk_load(postgres_dsn, schema, small_tree, known
     with postgres.PostgresIndex(postgres_dsn, embedder=VectorsFrom(dict(known_vectors), embedder), schema=schema) as index:
         index_tree(index, small_tree)
     with psycopg.connect(postgres_dsn) as conn:
-        analyzed = conn.execute("SELECT relname FROM pg_stat_user_tables WHERE schemaname = %s AND last_vacuum IS NOT NULL "
-                                "AND last_analyze IS NOT NULL", (schema,)).fetchall()
+        analyzed = conn.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE schemaname = %s AND last_vacuum IS NOT NULL AND last_analyze IS NOT NULL",
+            (schema,),
+        ).fetchall()
     assert {"postings", "chunks"} <= {r[0] for r in analyzed}
 
 
@@ -320,8 +331,11 @@ class OtherModel:
 
     def encode(self, texts):
         """A random unit vector per text, the same for the same text."""
-        vectors = np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dimension) for t in texts]) \
-            if texts else np.zeros((0, self.dimension))
+        vectors = (
+            np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dimension) for t in texts])
+            if texts
+            else np.zeros((0, self.dimension))
+        )
         return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 

@@ -121,7 +121,7 @@ def from_file(name: str, value: Any, tmp_path: Path, file: str, key_style: str =
     key = name.replace("_", key_style)
     line = f"{key} = {toml_literal(value)}\n"
     if file == "pyproject.toml":
-        (folder / file).write_text("[project]\nname = \"x\"\n[tool.judge-runner]\n" + line)
+        (folder / file).write_text('[project]\nname = "x"\n[tool.judge-runner]\n' + line)
     else:
         (folder / file).write_text(line)
     with pytest.raises(ConfigError) as info:
@@ -167,7 +167,9 @@ def test_a_value_refused_from_one_source_is_refused_from_all_with_the_same_messa
     key = name.replace("_", "-")
     messages = {
         "judge-runner.toml": _same(from_file(name, value, tmp_path, "judge-runner.toml"), f"{key} in judge-runner.toml"),
-        "judge-runner.toml (underscores)": _same(from_file(name, value, tmp_path, "judge-runner.toml", "_"), f"{name} in judge-runner.toml"),
+        "judge-runner.toml (underscores)": _same(
+            from_file(name, value, tmp_path, "judge-runner.toml", "_"), f"{name} in judge-runner.toml"
+        ),
         "pyproject.toml": _same(from_file(name, value, tmp_path, "pyproject.toml"), f"tool.judge-runner.{key} in pyproject.toml"),
     }
     if value != "":  # an empty environment variable counts as unset (test_empty_environment_variable_is_unset)
@@ -189,13 +191,26 @@ def test_a_value_accepted_from_one_source_is_accepted_from_all(name, value, tmp_
 
 
 def test_every_bounded_or_literal_setting_with_a_flag_is_covered():
-    assert {"timeout", "call_deadline", "concurrency", "count", "search_limit", "search_mode", "provider", "backend",
-            "min_overall", "max_budget_usd", "max_budget_tokens", "max_file_bytes"} <= set(FLAGS)
+    assert {
+        "timeout",
+        "call_deadline",
+        "concurrency",
+        "count",
+        "search_limit",
+        "search_mode",
+        "provider",
+        "backend",
+        "min_overall",
+        "max_budget_usd",
+        "max_budget_tokens",
+        "max_file_bytes",
+    } <= set(FLAGS)
     assert {n for n, _ in CASES} >= {n for n in FLAGS if _bounds(n) or get_origin(_kind(n)) is Literal}
 
 
 def test_no_flag_of_a_setting_converts_or_checks_on_its_own():
     """One source of truth: a settings flag is plain text with no callback that could refuse a value."""
+
     def walk(command: click.Command):
         if isinstance(command, click.Group):
             for sub in command.commands.values():
@@ -204,6 +219,7 @@ def test_no_flag_of_a_setting_converts_or_checks_on_its_own():
         for param in command.params:
             if param.name in Settings.model_fields:
                 yield command.name, param
+
     for command, param in walk(main):
         if isinstance(param, click.Option) and param.is_flag:
             continue  # an on/off switch carries no value that could be refused
@@ -223,8 +239,9 @@ def test_issue_examples(tmp_path, monkeypatch):
     """The kind's first members, spelled out: a flag refuses them, so do the variable and the file."""
     for name, value in (("timeout", "inf"), ("concurrency", "0"), ("min_overall", "nan"), ("search_limit", "101")):
         assert "JUDGE_RUNNER_" in from_env(name, value, tmp_path)
-    assert "timeout in judge-runner.toml: input should be a finite number (got 'inf')" in from_file("timeout", math.inf, tmp_path,
-                                                                                                     "judge-runner.toml", "_")
+    assert "timeout in judge-runner.toml: input should be a finite number (got 'inf')" in from_file(
+        "timeout", math.inf, tmp_path, "judge-runner.toml", "_"
+    )
     flag = from_flag("timeout", "inf", tmp_path, monkeypatch)
     assert flag is not None and "--timeout: input should be a finite number (got 'inf')" in flag
 

@@ -18,22 +18,59 @@ pytestmark = pytest.mark.hash_embedder
 N = 20
 
 
-def write_run(folder: Path, name: str, overall: list[float], *, ndcg: list[float] | None = None, judge_model="claude-sonnet-4-6",
-              query_set="a" * 64, summary=True, search=None, day=1, extra_lines: str = "") -> Path:
+def write_run(
+    folder: Path,
+    name: str,
+    overall: list[float],
+    *,
+    ndcg: list[float] | None = None,
+    judge_model="claude-sonnet-4-6",
+    query_set="a" * 64,
+    summary=True,
+    search=None,
+    day=1,
+    extra_lines: str = "",
+) -> Path:
     """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``."""
     ndcg = ndcg if ndcg is not None else overall
-    lines = [{"type": "run_start", "runId": name, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "config": {},
-              "provenance": {"provider": "anthropic", "judgeModel": judge_model, "generatorModel": judge_model, "heuristicJudge": False,
-                             "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64}, "querySetSha256": query_set,
-                             "corpusFingerprint": "c", "searchConfig": search or {"rrf_k": 60}, "judgeRunnerVersion": "0.1.0"},
-              "queriesGenerated": None, "queriesDropped": 0}]
+    lines = [
+        {
+            "type": "run_start",
+            "runId": name,
+            "timestamp": f"2026-11-{day:02d}T10:00:00.000Z",
+            "config": {},
+            "provenance": {
+                "provider": "anthropic",
+                "judgeModel": judge_model,
+                "generatorModel": judge_model,
+                "heuristicJudge": False,
+                "promptSha256": {"judge_system.md": "1" * 64, "judge_user.md": "2" * 64},
+                "querySetSha256": query_set,
+                "corpusFingerprint": "c",
+                "searchConfig": search or {"rrf_k": 60},
+                "judgeRunnerVersion": "0.1.0",
+            },
+            "queriesGenerated": None,
+            "queriesDropped": 0,
+        }
+    ]
     for i, (o, n) in enumerate(zip(overall, ndcg)):
-        lines.append({"type": "evaluation", "runId": name, "queryId": f"q{i:02d}", "query": f"query {i}", "queryType": "keyword",
-                      "scores": {"relevance": o, "ranking": o, "coverage": o, "snippetQuality": o, "overall": o, "judgeOverall": o},
-                      "metrics": {"nDCG@10": n, "Recall@10": n, "RR": n}, "results": []})
+        lines.append(
+            {
+                "type": "evaluation",
+                "runId": name,
+                "queryId": f"q{i:02d}",
+                "query": f"query {i}",
+                "queryType": "keyword",
+                "scores": {"relevance": o, "ranking": o, "coverage": o, "snippetQuality": o, "overall": o, "judgeOverall": o},
+                "metrics": {"nDCG@10": n, "Recall@10": n, "RR": n},
+                "results": [],
+            }
+        )
     if summary:
-        lines.append({"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(overall),
-                      "costUsd": 0.12})
+        lines.append(
+            {"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(overall), "costUsd": 0.12}
+        )
     path = folder / f"{name}.jsonl"
     path.write_text("".join(json.dumps(l) + "\n" for l in lines) + extra_lines, encoding="utf-8")
     return path
@@ -128,8 +165,15 @@ def test_robust_reading(tmp_path):
 
 
 def test_legacy_format_is_read(tmp_path):
-    lines = [{"type": "query_evaluation", "query": "q", "queryId": f"q{i}", "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5,
-                                                                                     "snippetQuality": 0.5}} for i in range(6)]
+    lines = [
+        {
+            "type": "query_evaluation",
+            "query": "q",
+            "queryId": f"q{i}",
+            "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5},
+        }
+        for i in range(6)
+    ]
     lines.append({"type": "run_summary", "model": "claude-3-5-sonnet", "timestamp": "2025-01-01T00:00:00Z"})
     (tmp_path / "old.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
     runs, _ = read_runs(tmp_path)

@@ -13,13 +13,30 @@ from judge_runner.trend import read_runs
 
 
 def write(folder: Path, name: str, ranked: list[tuple[str, int]], query_set: str, ndcg: float, day: int) -> None:
-    start = {"type": "run_start", "runId": name, "timestamp": f"2026-11-{day:02d}T10:00:00.000Z", "formatVersion": 2, "config": {},
-             "provenance": {"provider": "openai", "judgeModel": "m", "querySetSha256": query_set,
-                            "judgeFingerprint": {"provider": "openai", "requestedModel": "m", "mode": "pointwise"}}}
-    ev = {"type": "evaluation", "runId": name, "queryId": "q1", "query": "redis failover", "queryType": "keyword",
-          "expectedSources": [], "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": 0.5},
-          "metrics": {"nDCG@10": ndcg, "R@10": None, "RR(rel=2)": 1.0},
-          "results": [{"rank": i, "source": s, "score": 1.0, "relevance": g, "relevant": g >= 2} for i, (s, g) in enumerate(ranked, 1)]}
+    start = {
+        "type": "run_start",
+        "runId": name,
+        "timestamp": f"2026-11-{day:02d}T10:00:00.000Z",
+        "formatVersion": 2,
+        "config": {},
+        "provenance": {
+            "provider": "openai",
+            "judgeModel": "m",
+            "querySetSha256": query_set,
+            "judgeFingerprint": {"provider": "openai", "requestedModel": "m", "mode": "pointwise"},
+        },
+    }
+    ev = {
+        "type": "evaluation",
+        "runId": name,
+        "queryId": "q1",
+        "query": "redis failover",
+        "queryType": "keyword",
+        "expectedSources": [],
+        "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": 0.5},
+        "metrics": {"nDCG@10": ndcg, "R@10": None, "RR(rel=2)": 1.0},
+        "results": [{"rank": i, "source": s, "score": 1.0, "relevance": g, "relevant": g >= 2} for i, (s, g) in enumerate(ranked, 1)],
+    }
     summary = {"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": 1}
     (folder / f"{name}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in (start, ev, summary)), encoding="utf-8")
 

@@ -51,8 +51,16 @@ def test_fixtures_sources_are_relative_posix_sorted_and_known_files_present():
     found = sources(result)
     assert found == sorted(found)
     assert len(found) == len(set(found))
-    for expected in ("README.md", "guides/onboarding.md", "guides/install-notes.markdown", "i18n/zh/search-service-overview.md",
-                     "config/indexer.yaml", "data/synonyms.json", "scripts/config_loader.py", "notes/TODO.txt"):
+    for expected in (
+        "README.md",
+        "guides/onboarding.md",
+        "guides/install-notes.markdown",
+        "i18n/zh/search-service-overview.md",
+        "config/indexer.yaml",
+        "data/synonyms.json",
+        "scripts/config_loader.py",
+        "notes/TODO.txt",
+    ):
         assert expected in found
     for f in result.files:
         assert not f.source.startswith("/")

@@ -48,9 +48,14 @@ class Spend:
 
     def as_dict(self) -> dict:
         """JSON-ready (camelCase) figures."""
-        return {"calls": dict(self.calls), "totalCalls": sum(self.calls.values()), "requests": self.requests,
-                "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6)}
+        return {
+            "calls": dict(self.calls),
+            "totalCalls": sum(self.calls.values()),
+            "requests": self.requests,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "costUsd": None if self.cost_usd is None else round(self.cost_usd, 6),
+        }
 
 
 class CountingLabeler:
@@ -73,7 +78,6 @@ class CountingLabeler:
         self.spend.add(purpose, results)
         return results
 
-
     def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float] | None:
         """The labeller's list-level dimensions of ``docs`` (counted under ``list``), or None when it has none."""
         if not hasattr(self.inner, "list_scores"):
@@ -92,10 +96,18 @@ class Labels:
     flags: dict[str, dict[tuple[str, str], bool]] = field(default_factory=dict)
 
 
-def label_pool(labeler: CountingLabeler, collection: Collection, queries: Sequence[CalibrationQuery],
-               pool: Mapping[str, list[PoolEntry]], modes: Sequence[str], trials: int, seed: int,
-               batch_size: int = 10, chars: int = DEFAULT_SNIPPET_CHARS,
-               progress: Callable[[str], None] = lambda message: None) -> Labels:
+def label_pool(
+    labeler: CountingLabeler,
+    collection: Collection,
+    queries: Sequence[CalibrationQuery],
+    pool: Mapping[str, list[PoolEntry]],
+    modes: Sequence[str],
+    trials: int,
+    seed: int,
+    batch_size: int = 10,
+    chars: int = DEFAULT_SNIPPET_CHARS,
+    progress: Callable[[str], None] = lambda message: None,
+) -> Labels:
     """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring)."""
     out = Labels()
     for mode in modes:

@@ -66,7 +66,7 @@ def read_corpus(path: Path) -> dict[str, tuple[str, str]]:
             except (json.JSONDecodeError, KeyError, TypeError):
                 continue
     if not docs:
-        raise UsageError(f"{path} holds no BEIR corpus records ({{\"_id\", \"title\", \"text\"}} per line)")
+        raise UsageError(f'{path} holds no BEIR corpus records ({{"_id", "title", "text"}} per line)')
     return docs
 
 
@@ -85,7 +85,7 @@ def read_queries(path: Path) -> dict[str, str]:
                 qid, text = line.split("\t", 1)
                 queries[qid.strip()] = text.strip()
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise UsageError(f"{path} line {number} is neither a {{\"_id\", \"text\"}} record nor qid<TAB>text") from None
+            raise UsageError(f'{path} line {number} is neither a {{"_id", "text"}} record nor qid<TAB>text') from None
     if not queries:
         raise UsageError(f"{path} holds no queries")
     return queries
@@ -165,6 +165,11 @@ def sample_queries(collection: Collection, n: int | None, seed: int) -> list[Cal
 def restrict(collection: Collection, qids: Iterable[str]) -> Collection:
     """The collection with only these queries (same corpus)."""
     keep = set(qids)
-    return Collection({q: t for q, t in collection.queries.items() if q in keep},
-                      {q: d for q, d in collection.qrels.items() if q in keep}, collection.corpus_path, collection.graded,
-                      collection.name, collection._docs)
+    return Collection(
+        {q: t for q, t in collection.queries.items() if q in keep},
+        {q: d for q, d in collection.qrels.items() if q in keep},
+        collection.corpus_path,
+        collection.graded,
+        collection.name,
+        collection._docs,
+    )

@@ -56,10 +56,15 @@ def judge_envelope(labeler: Labeler, mode: str, trials: int, seed: int) -> dict[
     from judge_runner.judge_fingerprint import build_fingerprint, comparability_key
 
     fingerprint = build_fingerprint(labeler.name, labeler.model, mode, trials, heuristic=labeler.heuristic).as_dict()
-    return {"provider": labeler.name, "model": labeler.model, "heuristic": labeler.heuristic, "fingerprint": fingerprint,
-            "fingerprintKey": comparability_key(fingerprint),
-            "legacyKey": None,
-            "adapter": type(labeler).__name__}
+    return {
+        "provider": labeler.name,
+        "model": labeler.model,
+        "heuristic": labeler.heuristic,
+        "fingerprint": fingerprint,
+        "fingerprintKey": comparability_key(fingerprint),
+        "legacyKey": None,
+        "adapter": type(labeler).__name__,
+    }
 
 
 def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: Sequence[Path], printer: Printer) -> Runs:
@@ -83,9 +88,20 @@ def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: S
     return runs
 
 
-def calibrate_job(settings: Settings, source: Source, config: CalibrationConfig, sample: int | None, systems: Sequence[str],
-                  run_files: Sequence[Path], scope: str, candidates: int, db: Path | None, out: Path | None,
-                  printer: Printer, labeler: Labeler | None = None) -> dict:
+def calibrate_job(
+    settings: Settings,
+    source: Source,
+    config: CalibrationConfig,
+    sample: int | None,
+    systems: Sequence[str],
+    run_files: Sequence[Path],
+    scope: str,
+    candidates: int,
+    db: Path | None,
+    out: Path | None,
+    printer: Printer,
+    labeler: Labeler | None = None,
+) -> dict:
     """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
@@ -125,9 +141,14 @@ def calibrate_job(settings: Settings, source: Source, config: CalibrationConfig,
             index.close()
     from judge_runner import __version__
 
-    document = {"type": "calibration", "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
-                "judgeRunnerVersion": __version__,
-                "judge": judge_envelope(labeler, config.modes[0], config.trials, config.seed), "index": index_info, **document}
+    document = {
+        "type": "calibration",
+        "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "judgeRunnerVersion": __version__,
+        "judge": judge_envelope(labeler, config.modes[0], config.trials, config.seed),
+        "index": index_info,
+        **document,
+    }
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:

@@ -97,9 +97,15 @@ class ProtocolLabeler:
     @staticmethod
     def _result(reply: Any, rendered: Any) -> LabelResult:
         usage = reply.usage
-        return LabelResult(int(reply.label), bool(reply.injection_suspected or rendered.injection_suspected), reply.reason,
-                           usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens, usage.output_tokens,
-                           reply.cost_usd, reply.attempts)
+        return LabelResult(
+            int(reply.label),
+            bool(reply.injection_suspected or rendered.injection_suspected),
+            reply.reason,
+            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            usage.output_tokens,
+            reply.cost_usd,
+            reply.attempts,
+        )
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see the class docstring), one per document in the order given."""
@@ -130,8 +136,15 @@ class ProtocolLabeler:
         verdict = self.judge.list_verdict(query.text, INTENT, [], items, sampling_settings(self.judge.name, 0, self.seed))
         scores = {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality, **dict(verdict.holistic)}
         usage = verdict.usage
-        paid = LabelResult(0, False, "", usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
-                           usage.output_tokens, verdict.cost_usd, verdict.attempts)
+        paid = LabelResult(
+            0,
+            False,
+            "",
+            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            usage.output_tokens,
+            verdict.cost_usd,
+            verdict.attempts,
+        )
         return scores, [*labels, paid]
 
 

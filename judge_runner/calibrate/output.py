@@ -82,7 +82,7 @@ def calibration_line(calibration: Mapping[str, Any] | None) -> str:
 
     status = status_of(dict(calibration) if calibration else None)
     if not calibration:
-        return "judge calibration: uncalibrated (run `judge-runner calibrate`)"
+        return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
     checks = calibration.get("verdict", {}).get("checks", {})
     parts = [str(calibration.get("createdAt", ""))[:10]]
     for name, label in (("perPairAgreement", "kappa(>=2)"), ("ranking", "tau")):
@@ -113,16 +113,19 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
 
     console = console or Console()
     judge = document.get("judge", {})
-    console.print(f"[bold]Calibration of {judge.get('provider')} / {judge.get('model')}[/bold]"
-                  f"{' (HEURISTIC judge)' if judge.get('heuristic') else ''} on {document['collection']['name']}: "
-                  f"{document['collection']['queries']} queries, {document['pool']['pairs']} pooled pairs")
+    console.print(
+        f"[bold]Calibration of {judge.get('provider')} / {judge.get('model')}[/bold]"
+        f"{' (HEURISTIC judge)' if judge.get('heuristic') else ''} on {document['collection']['name']}: "
+        f"{document['collection']['queries']} queries, {document['pool']['pairs']} pooled pairs"
+    )
     table = Table(title="Agreement with human qrels (95% query-bootstrap intervals)")
     for column in ("mode", "subset", "pairs", "kappa(>=2)", "kappa(>=1)", "weighted (quadratic)", "P(>=2 | qrels 0)"):
         table.add_column(column)
     for mode, figures in document["modes"].items():
         for subset, a in figures["agreement"].items():
-            table.add_row(mode, subset, str(a["pairs"]), _fmt(a["kappaAt2"]), _fmt(a["kappaAt1"]), _fmt(a["kappaQuadratic"]),
-                          _fmt(a["overLabelling"]))
+            table.add_row(
+                mode, subset, str(a["pairs"]), _fmt(a["kappaAt2"]), _fmt(a["kappaAt1"]), _fmt(a["kappaQuadratic"]), _fmt(a["overLabelling"])
+            )
     console.print(table)
     systems = Table(title="Systems by nDCG@10: human qrels vs judge labels")
     systems.add_column("mode")
@@ -163,8 +166,10 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     console.print(vt)
     spend = document["spend"]
     cost = "unknown" if spend["costUsd"] is None else f"${spend['costUsd']:.4f}"
-    console.print(f"judge calls: {spend['totalCalls']} ({', '.join(f'{k} {v}' for k, v in spend['calls'].items())}); "
-                  f"tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}")
+    console.print(
+        f"judge calls: {spend['totalCalls']} ({', '.join(f'{k} {v}' for k, v in spend['calls'].items())}); "
+        f"tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}"
+    )
 
 
 def calibration_folder(results: Path | str) -> Path:

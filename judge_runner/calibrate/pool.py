@@ -62,8 +62,7 @@ Runs = dict[str, dict[str, list[str]]]
 """``{system: {qid: [docid, ...best first]}}``."""
 
 
-def builtin_runs(index, queries: list[CalibrationQuery], systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS,
-                 depth: int = RUN_DEPTH) -> Runs:
+def builtin_runs(index, queries: list[CalibrationQuery], systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS, depth: int = RUN_DEPTH) -> Runs:
     """Run every query through each configuration of ``index`` (a ``SQLiteIndex`` or ``PostgresIndex``;
     its ``settings`` are swapped per system and restored). Returns ``{system: {qid: docids}}``."""
     runs: Runs = {}
@@ -80,8 +79,10 @@ def builtin_runs(index, queries: list[CalibrationQuery], systems: Iterable[Syste
 def control_runs(base: Mapping[str, list[str]]) -> Runs:
     """The degraded controls built from ``base`` (``{qid: docids}``): ranks 11-20 first (then nothing), and
     the top 10 reversed."""
-    return {"control-ranks11-20": {q: list(d[10:20]) for q, d in base.items()},
-            "control-reversed": {q: list(reversed(d[:10])) for q, d in base.items()}}
+    return {
+        "control-ranks11-20": {q: list(d[10:20]) for q, d in base.items()},
+        "control-reversed": {q: list(reversed(d[:10])) for q, d in base.items()},
+    }
 
 
 def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
@@ -150,8 +151,14 @@ def bm25_candidates(docs: Mapping[str, tuple[str, str]], queries: list[Calibrati
         out: dict[str, list[str]] = {}
         for q in queries:
             expression = fts5_match_expression(q.text)
-            out[q.id] = [] if expression is None else [r[0] for r in conn.execute(
-                "SELECT docid FROM c WHERE c MATCH ? ORDER BY bm25(c, 2.0, 1.0) LIMIT ?", (expression, depth))]
+            out[q.id] = (
+                []
+                if expression is None
+                else [
+                    r[0]
+                    for r in conn.execute("SELECT docid FROM c WHERE c MATCH ? ORDER BY bm25(c, 2.0, 1.0) LIMIT ?", (expression, depth))
+                ]
+            )
         return out
     finally:
         conn.close()
@@ -178,8 +185,15 @@ def write_corpus(collection: Collection, docids: Iterable[str], path: Path) -> P
     return path
 
 
-def prepare_index(index, collection: Collection, queries: list[CalibrationQuery], scope: str, candidates: int,
-                  workdir: Path, progress: Callable[[str, int, int], None] | None = None) -> dict:
+def prepare_index(
+    index,
+    collection: Collection,
+    queries: list[CalibrationQuery],
+    scope: str,
+    candidates: int,
+    workdir: Path,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
     """Bring ``index`` up to date with the corpus (``scope="full"``) or the candidate sub-corpus
     (``"candidates"``, BM25 depth ``candidates``), incrementally (prunes what is not in it). Returns
     ``{"scope", "documents", "candidateDepth", "indexed", "unchanged"}``. Raises UsageError for an unknown
@@ -195,8 +209,13 @@ def prepare_index(index, collection: Collection, queries: list[CalibrationQuery]
         count = len(chosen)
     else:
         raise UsageError(f"unknown corpus scope {scope!r}; use full or candidates")
-    return {"scope": scope, "documents": count, "candidateDepth": candidates if scope == "candidates" else None,
-            "indexed": report.indexed, "unchanged": report.unchanged}
+    return {
+        "scope": scope,
+        "documents": count,
+        "candidateDepth": candidates if scope == "candidates" else None,
+        "indexed": report.indexed,
+        "unchanged": report.unchanged,
+    }
 
 
 def default_settings() -> SearchSettings:

@@ -52,8 +52,9 @@ def reference_lists(runs: Runs, qids: Sequence[str]) -> tuple[str, dict[str, lis
     return system, {q: runs[system].get(q, [])[:10] for q in qids}
 
 
-def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection,
-                   queries: Sequence[CalibrationQuery]) -> tuple[dict[str, dict[str, float | None]], str]:
+def dimensions_for(
+    labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection, queries: Sequence[CalibrationQuery]
+) -> tuple[dict[str, dict[str, float | None]], str]:
     """Per query the four dimensions of the reference list: ``relevance`` and ``ranking`` computed from the
     judge's labels (:func:`judge_runner.label_scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
     ``snippetQuality`` from the labeller's list-level scores when it has them (``labeler.list_scores``), else
@@ -63,21 +64,41 @@ def dimensions_for(labels: dict, lists: dict[str, list[str]], labeler: CountingL
     for q in queries:
         docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
         grades = [median_label(labels[(q.id, d)]) for d in docids]
-        dims: dict[str, float | None] = {"relevance": relevance_score(grades), "ranking": ranking_score(grades),
-                                         "coverage": None, "snippetQuality": None}
+        dims: dict[str, float | None] = {
+            "relevance": relevance_score(grades),
+            "ranking": ranking_score(grades),
+            "coverage": None,
+            "snippetQuality": None,
+        }
         if list_level and docids:
             scores = labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids]) or {}  # type: ignore[union-attr]
             dims["coverage"], dims["snippetQuality"] = scores.get("coverage"), scores.get("snippetQuality")
         out[q.id] = dims
-    note = ("relevance and ranking from the labels (label_scores); coverage and snippetQuality from the judge's "
-            "list-level scores of the reference list") if list_level else (
+    note = (
+        (
+            "relevance and ranking from the labels (label_scores); coverage and snippetQuality from the judge's "
+            "list-level scores of the reference list"
+        )
+        if list_level
+        else (
             "relevance and ranking from the labels (label_scores); coverage and snippetQuality unavailable: "
-            "the labeller has no list-level call")
+            "the labeller has no list-level call"
+        )
+    )
     return out, note
 
 
-def mode_figures(mode: str, labels: dict, flags: dict, pool: dict, runs: Runs, collection: Collection,
-                 queries: Sequence[CalibrationQuery], config: CalibrationConfig, labeler: CountingLabeler | None) -> dict:
+def mode_figures(
+    mode: str,
+    labels: dict,
+    flags: dict,
+    pool: dict,
+    runs: Runs,
+    collection: Collection,
+    queries: Sequence[CalibrationQuery],
+    config: CalibrationConfig,
+    labeler: CountingLabeler | None,
+) -> dict:
     """Every per-mode figure: agreement on each subset, alpha, systems, per-query Spearman, flag rate."""
     qids = [q.id for q in queries]
     human_qrels = {q: collection.qrels.get(q, {}) for q in qids}
@@ -87,18 +108,29 @@ def mode_figures(mode: str, labels: dict, flags: dict, pool: dict, runs: Runs, c
     dims, note = dimensions_for(labels, lists, labeler, collection, queries)
     human_ndcg = {q: human_table[reference][q]["nDCG@10"] for q in qids}
     return {
-        "agreement": {s: stats.agreement(stats.pairs_for(pool, labels, s, config.seed), collection.graded, config.resamples, config.seed)
-                      for s in SUBSETS},
+        "agreement": {
+            s: stats.agreement(stats.pairs_for(pool, labels, s, config.seed), collection.graded, config.resamples, config.seed)
+            for s in SUBSETS
+        },
         "trialsAlpha": stats.alpha(labels),
         "flagRate": round(sum(flags.values()) / len(flags), 6) if flags else None,
         "systems": stats.system_ranking(human_table, judge_table, qids, config.resamples, config.seed),
-        "perQuery": {"referenceSystem": reference, "note": note,
-                     "spearman": stats.per_query_spearman(human_ndcg, dims, config.resamples, config.seed)},
+        "perQuery": {
+            "referenceSystem": reference,
+            "note": note,
+            "spearman": stats.per_query_spearman(human_ndcg, dims, config.resamples, config.seed),
+        },
     }
 
 
-def calibrate(collection: Collection, queries: Sequence[CalibrationQuery], runs: Runs, labeler: Labeler,
-              config: CalibrationConfig, progress: Callable[[str], None] = lambda message: None) -> dict:
+def calibrate(
+    collection: Collection,
+    queries: Sequence[CalibrationQuery],
+    runs: Runs,
+    labeler: Labeler,
+    config: CalibrationConfig,
+    progress: Callable[[str], None] = lambda message: None,
+) -> dict:
     """The calibration document (``schemas/calibration.schema.json`` without the ``judge``/``createdAt``
     envelope the command adds): pool, per-mode figures, probes, spend and the verdict."""
     started = time.monotonic()
@@ -106,14 +138,14 @@ def calibrate(collection: Collection, queries: Sequence[CalibrationQuery], runs:
     spend = Spend()
     counting = CountingLabeler(labeler, spend)
     progress(f"pool: {sum(len(v) for v in pool.values())} pairs over {len(queries)} queries and {len(runs)} systems")
-    labels = label_pool(counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size,
-                        progress=progress)
+    labels = label_pool(counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size, progress=progress)
     primary = config.modes[0]
     modes = {}
     for mode in config.modes:
         progress(f"statistics ({mode}) ...")
-        modes[mode] = mode_figures(mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config,
-                                   counting if mode == primary else None)
+        modes[mode] = mode_figures(
+            mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config, counting if mode == primary else None
+        )
     probe_set = list(queries)
     if len(probe_set) > config.probe_queries:
         chosen = set(q.id for q in random.Random(config.seed).sample(probe_set, config.probe_queries))
@@ -121,26 +153,32 @@ def calibrate(collection: Collection, queries: Sequence[CalibrationQuery], runs:
     results: dict = {}
     if "position" in config.probes:
         progress("probe: position ...")
-        results["position"] = probe_mod.position_probe(counting, collection, probe_set, pool, config.trials, config.seed,
-                                                       config.resamples, config.position_slots)
+        results["position"] = probe_mod.position_probe(
+            counting, collection, probe_set, pool, config.trials, config.seed, config.resamples, config.position_slots
+        )
     if "injection" in config.probes:
         progress("probe: injection ...")
-        results["injection"] = probe_mod.injection_probe(counting, collection, probe_set, pool, primary, config.seed,
-                                                         config.resamples, config.injection_per_query)
+        results["injection"] = probe_mod.injection_probe(
+            counting, collection, probe_set, pool, primary, config.seed, config.resamples, config.injection_per_query
+        )
     if "length" in config.probes:
         progress("probe: length ...")
-        results["length"] = probe_mod.length_probe(counting, collection, probe_set, pool, primary, config.seed,
-                                                   config.resamples, config.length_per_query)
+        results["length"] = probe_mod.length_probe(
+            counting, collection, probe_set, pool, primary, config.seed, config.resamples, config.length_per_query
+        )
     entries = [e for v in pool.values() for e in v]
     document = {
         "formatVersion": FORMAT_VERSION,
-        "collection": {"name": collection.name, "graded": collection.graded, "queries": len(queries),
-                       "queryIds": [q.id for q in queries]},
+        "collection": {"name": collection.name, "graded": collection.graded, "queries": len(queries), "queryIds": [q.id for q in queries]},
         "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
         "systems": list(runs),
-        "pool": {"pairs": len(entries), "retrieved": sum(e.retrieved for e in entries),
-                 "qrelsOnly": sum(not e.retrieved for e in entries), "humanRelevant": sum(e.human >= 2 for e in entries),
-                 "depth": config.depth},
+        "pool": {
+            "pairs": len(entries),
+            "retrieved": sum(e.retrieved for e in entries),
+            "qrelsOnly": sum(not e.retrieved for e in entries),
+            "humanRelevant": sum(e.human >= 2 for e in entries),
+            "depth": config.depth,
+        },
         "modes": modes,
         "probes": results,
         "spend": spend.as_dict(),

@@ -35,8 +35,11 @@ from judge_runner.calibrate.pool import PoolEntry, Runs
 from judge_runner.label_scores import median_label
 
 GRADES = [0, 1, 2, 3]
-MEASURES = {"nDCG@10": ir_measures.parse_measure("nDCG@10"), "RR(rel=2)": ir_measures.parse_measure("RR(rel=2)"),
-            "R(rel=2)@100": ir_measures.parse_measure("R(rel=2)@100")}
+MEASURES = {
+    "nDCG@10": ir_measures.parse_measure("nDCG@10"),
+    "RR(rel=2)": ir_measures.parse_measure("RR(rel=2)"),
+    "R(rel=2)@100": ir_measures.parse_measure("R(rel=2)@100"),
+}
 HEADLINE_MEASURE = "nDCG@10"
 
 Pair = tuple[str, int, int]
@@ -50,8 +53,9 @@ def _finite(value: float | None) -> float | None:
     return round(value, 6) if math.isfinite(value) else None
 
 
-def bootstrap_interval(qids: Sequence[str], statistic: Callable[[list[str]], float | None], resamples: int,
-                       seed: int) -> list[float] | None:
+def bootstrap_interval(
+    qids: Sequence[str], statistic: Callable[[list[str]], float | None], resamples: int, seed: int
+) -> list[float] | None:
     """The 95% percentile-bootstrap interval ``[low, high]`` of ``statistic`` over queries resampled with
     replacement (``scipy.stats.bootstrap``, seeded); None with fewer than 2 queries, ``resamples`` < 1, or a
     statistic undefined on the data."""
@@ -65,8 +69,15 @@ def bootstrap_interval(qids: Sequence[str], statistic: Callable[[list[str]], flo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            result = bootstrap((np.arange(len(qids)),), stat, n_resamples=resamples, vectorized=False, method="percentile",
-                               confidence_level=0.95, random_state=np.random.default_rng(seed))
+            result = bootstrap(
+                (np.arange(len(qids)),),
+                stat,
+                n_resamples=resamples,
+                vectorized=False,
+                method="percentile",
+                confidence_level=0.95,
+                random_state=np.random.default_rng(seed),
+            )
         except ValueError:
             return None
     low, high = _finite(result.confidence_interval.low), _finite(result.confidence_interval.high)
@@ -116,17 +127,23 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
         "overLabelling": with_interval(qids, over(over_labelling), resamples, seed),
     }
     for name, weights in (("kappaLinear", "linear"), ("kappaQuadratic", "quadratic")):
-        figures[name] = (with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed)
-                         if graded else {"value": None, "ci95": None})
+        figures[name] = (
+            with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed) if graded else {"value": None, "ci95": None}
+        )
     humans = [h for _, h, _ in pairs]
     judges = [j for _, _, j in pairs]
     matrix = confusion_matrix(humans, judges, labels=GRADES).tolist() if pairs else [[0] * 4 for _ in GRADES]
-    return {"pairs": len(pairs), "queries": len(qids), "humanRelevant": sum(h >= 2 for h in humans),
-            "judgeRelevant": sum(j >= 2 for j in judges), **figures, "confusion": matrix}
+    return {
+        "pairs": len(pairs),
+        "queries": len(qids),
+        "humanRelevant": sum(h >= 2 for h in humans),
+        "judgeRelevant": sum(j >= 2 for j in judges),
+        **figures,
+        "confusion": matrix,
+    }
 
 
-def pairs_for(pool: Mapping[str, list[PoolEntry]], labels: Mapping[tuple[str, str], list[int]], subset: str,
-              seed: int) -> list[Pair]:
+def pairs_for(pool: Mapping[str, list[PoolEntry]], labels: Mapping[tuple[str, str], list[int]], subset: str, seed: int) -> list[Pair]:
     """``(qid, human, judge median)`` pairs of a subset of the pool: ``all``; ``retrieved`` (documents some
     system put in its top k: realistic prevalence); ``balanced`` (per query every human-relevant document and
     as many human-0 documents drawn from its pool with ``random.Random(seed)``)."""
@@ -212,8 +229,9 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
         return _finite(spearmanr(xs, ys).statistic)
 
 
-def per_query_spearman(human_ndcg: Mapping[str, float], dimensions: Mapping[str, Mapping[str, float | None]],
-                       resamples: int, seed: int) -> dict:
+def per_query_spearman(
+    human_ndcg: Mapping[str, float], dimensions: Mapping[str, Mapping[str, float | None]], resamples: int, seed: int
+) -> dict:
     """``{dimension: {"value", "ci95", "queries"}}``: Spearman's rho over queries between the human nDCG@10
     and each dimension (``dimensions[qid][name]``, None when unavailable)."""
     names = sorted({n for d in dimensions.values() for n in d})
@@ -224,5 +242,7 @@ def per_query_spearman(human_ndcg: Mapping[str, float], dimensions: Mapping[str,
         def stat(sample: list[str], n: str = name) -> float | None:
             return spearman([human_ndcg[q] for q in sample], [float(dimensions[q][n]) for q in sample])  # type: ignore[arg-type]
 
-        out[name] = {**with_interval(qids, stat, resamples, seed), "queries": len(qids)} if qids else {"value": None, "ci95": None, "queries": 0}
+        out[name] = (
+            {**with_interval(qids, stat, resamples, seed), "queries": len(qids)} if qids else {"value": None, "ci95": None, "queries": 0}
+        )
     return out

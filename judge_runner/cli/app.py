@@ -108,8 +108,9 @@ class JudgeRunnerGroup(click.Group):
     """A click group whose standalone ``main`` (what CliRunner and ``python -m`` call) goes through
     :func:`run_handled`, like the console script."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any
+    ) -> Any:
         def call() -> Any:
             return super(JudgeRunnerGroup, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
 
@@ -120,8 +121,14 @@ class JudgeRunnerGroup(click.Group):
 
 @click.group(cls=JudgeRunnerGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="judge-runner")
-@click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_debug,
-              help="Print the traceback of an internal error (exit 4) on stderr [env JUDGE_RUNNER_DEBUG=1].")
+@click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_debug,
+    help="Print the traceback of an internal error (exit 4) on stderr [env JUDGE_RUNNER_DEBUG=1].",
+)
 def main() -> None:
     """Measure how good a search is, without grading results by hand.
 

@@ -53,9 +53,16 @@ def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
     cost = stats["costUsd"]
     out(f"{stats['path']}: {stats['judgments']} judgments, {stats['bytes'] / 1e6:.2f} MB")
     out("  by mode: " + (", ".join(f"{k} {v}" for k, v in sorted(stats["byMode"].items())) or "-"))
-    out("  labels: " + ", ".join(f"{k}: {v}" for k, v in stats["labels"].items()) + f"; {stats['injectionSuspected']} flagged as addressing the judge")
-    out(f"  paid for: ${cost:.4f}" + (f" (+{stats['unknownCost']} of unknown price)" if stats["unknownCost"] else "")
-        + f", {stats['inputTokens']} input and {stats['outputTokens']} output tokens")
+    out(
+        "  labels: "
+        + ", ".join(f"{k}: {v}" for k, v in stats["labels"].items())
+        + f"; {stats['injectionSuspected']} flagged as addressing the judge"
+    )
+    out(
+        f"  paid for: ${cost:.4f}"
+        + (f" (+{stats['unknownCost']} of unknown price)" if stats["unknownCost"] else "")
+        + f", {stats['inputTokens']} input and {stats['outputTokens']} output tokens"
+    )
     out(f"  stored from {_when(stats['oldest'])} to {_when(stats['newest'])}; {stats['otherVersions']} of another cache version")
     out("  human qrels: " + (", ".join(f"{k} ({v})" for k, v in sorted(stats["humanQrels"].items())) or "none"))
 

@@ -26,42 +26,131 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
 
 
 @click.command()
-@click.option("--beir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="A BEIR folder: queries.jsonl, corpus.jsonl, qrels/<split>.tsv.")
+@click.option(
+    "--beir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A BEIR folder: queries.jsonl, corpus.jsonl, qrels/<split>.tsv.",
+)
 @click.option("--split", default="test", show_default=True, help="qrels split of --beir.")
-@click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade).")
-@click.option("--queries", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Queries: JSON lines {_id, text} or qid<TAB>text.")
-@click.option("--corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Corpus: JSON lines {_id, title, text} (BEIR corpus.jsonl).")
-@click.option("--queries-sample", type=click.IntRange(min=2), default=None, help="Queries drawn at random (with --seed) [default: all with qrels].")
-@click.option("--seed", type=int, default=13, show_default=True, help="Seed of every draw: query sample, shuffles, bootstrap.")
-@click.option("--trials", type=click.IntRange(1, 10), default=1, show_default=True, help="Labels per pair (Krippendorff's alpha across them).")
-@click.option("--judge-mode", type=click.Choice(["pointwise", "batched", "both"]), default="pointwise", show_default=True,
-              help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.")
+@click.option(
+    "--qrels",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade).",
+)
+@click.option(
+    "--queries",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Queries: JSON lines {_id, text} or qid<TAB>text.",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Corpus: JSON lines {_id, title, text} (BEIR corpus.jsonl).",
+)
+@click.option(
+    "--queries-sample", type=click.IntRange(min=2), default=None, help="Queries drawn at random (with --seed) [default: all with qrels]."
+)
+@click.option(
+    "--seed",
+    "sample_seed",
+    type=int,
+    default=13,
+    show_default=True,
+    help="Seed of every draw: query sample, shuffles, bootstrap (not the judge's sampling seed).",
+)
+@click.option(
+    "--trials",
+    "calibration_trials",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="Labels per pair (Krippendorff's alpha across them).",
+)
+@click.option(
+    "--judge-mode",
+    "calibration_mode",
+    type=click.Choice(["pointwise", "batched", "both"]),
+    default="pointwise",
+    show_default=True,
+    help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
+)
 @click.option("--probes", default=",".join(PROBES), show_default=True, help="Comma-separated probes to run, or none.")
-@click.option("--systems", default=ALL_SYSTEMS, show_default=True,
-              help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.")
-@click.option("--run", "run_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A TREC run file (qid Q0 docid rank score tag) to compare as one more system; repeatable.")
+@click.option(
+    "--systems",
+    default=ALL_SYSTEMS,
+    show_default=True,
+    help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.",
+)
+@click.option(
+    "--run",
+    "run_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TREC run file (qid Q0 docid rank score tag) to compare as one more system; repeatable.",
+)
 @click.option("--pool-depth", type=click.IntRange(1, 100), default=10, show_default=True, help="Top-k of each system pooled.")
-@click.option("--corpus-scope", type=click.Choice(["full", "candidates"]), default="full", show_default=True,
-              help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
-                   "(fast; systems then re-rank that set).")
-@click.option("--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates.")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite].")
+@click.option(
+    "--corpus-scope",
+    type=click.Choice(["full", "candidates"]),
+    default="full",
+    show_default=True,
+    help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
+    "(fast; systems then re-rank that set).",
+)
+@click.option(
+    "--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates."
+)
+@click.option(
+    "--db",
+    "calibration_db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite].",
+)
 @click.option("--probe-queries", type=click.IntRange(min=1), default=20, show_default=True, help="Queries each probe uses.")
-@click.option("--bootstrap", "resamples", type=click.IntRange(0, 100000), default=1000, show_default=True,
-              help="Bootstrap resamples for the 95% intervals (0: no intervals).")
+@click.option(
+    "--bootstrap",
+    "resamples",
+    type=click.IntRange(0, 100000),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples for the 95% intervals (0: no intervals).",
+)
 @click.option("--batch-size", type=click.IntRange(2, 50), default=10, show_default=True, help="Documents per batched call.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Calibration file [default: calibration/<UTC timestamp>.json].")
-def calibrate(beir: Path | None, split: str, qrels: Path | None, queries: Path | None, corpus: Path | None,
-              queries_sample: int | None, seed: int, trials: int, judge_mode: str, probes: str, systems: str,
-              run_files: tuple[Path, ...], pool_depth: int, corpus_scope: str, candidates: int, db: Path | None,
-              probe_queries: int, resamples: int, batch_size: int, out: Path | None, quiet: bool, **flags) -> int:
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Calibration file [default: calibration/<UTC timestamp>.json].",
+)
+def calibrate(
+    beir: Path | None,
+    split: str,
+    qrels: Path | None,
+    queries: Path | None,
+    corpus: Path | None,
+    queries_sample: int | None,
+    sample_seed: int,
+    calibration_trials: int,
+    calibration_mode: str,
+    probes: str,
+    systems: str,
+    run_files: tuple[Path, ...],
+    pool_depth: int,
+    corpus_scope: str,
+    candidates: int,
+    calibration_db: Path | None,
+    probe_queries: int,
+    resamples: int,
+    batch_size: int,
+    out: Path | None,
+    quiet: bool,
+    **flags,
+) -> int:
     """Measure the judge against human qrels: agreement, system ranking, and position, injection and length bias.
 
     \b
@@ -76,12 +165,28 @@ def calibrate(beir: Path | None, split: str, qrels: Path | None, queries: Path |
     Exit codes: 0 written (read the verdict); 2 usage or configuration error; 3 the judge failed or interrupted.
     """
     config = CalibrationConfig(
-        modes=("pointwise", "batched") if judge_mode == "both" else (judge_mode,), trials=trials, seed=seed, depth=pool_depth,
-        probes=_names(probes, PROBES, "probe"), probe_queries=probe_queries, resamples=resamples, batch_size=batch_size,
+        modes=("pointwise", "batched") if calibration_mode == "both" else (calibration_mode,),
+        trials=calibration_trials,
+        seed=sample_seed,
+        depth=pool_depth,
+        probes=_names(probes, PROBES, "probe"),
+        probe_queries=probe_queries,
+        resamples=resamples,
+        batch_size=batch_size,
     )
-    calibrate_job(settings(**flags), Source(beir, split, qrels, queries, corpus), config, queries_sample,
-                  _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system"), list(run_files), corpus_scope,
-                  candidates, db, out, printer(quiet))
+    calibrate_job(
+        settings(**flags),
+        Source(beir, split, qrels, queries, corpus),
+        config,
+        queries_sample,
+        _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system"),
+        list(run_files),
+        corpus_scope,
+        candidates,
+        calibration_db,
+        out,
+        printer(quiet),
+    )
     return EXIT_OK
 
 

@@ -14,25 +14,31 @@ from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
-    compare_options,
     db_option,
     evaluate_options,
     generate_options,
     printer,
     run_options,
-    search_adapter_options,
     search_options,
     settings,
-    systems_spec,
 )
+from judge_runner.cli.search_options import compare_options, search_adapter_options, systems_spec
 from judge_runner.failures import EXIT_OK, exit_code_for
 from judge_runner.pipeline import evaluate_job, generate_job, main_job
 
 
 @click.command()
-@click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore.")
+@click.option(
+    "--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder to explore."
+)
 @COUNT
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("queries.json"), show_default=True, help="Query-set file to write.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("queries.json"),
+    show_default=True,
+    help="Query-set file to write.",
+)
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @generate_options
 def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: bool, **flags) -> int:
@@ -50,11 +56,21 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 
 
 @click.command()
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Query-set JSON written by `generate` (or saved beside a run as <run>.queries.json).")
-@click.option("--resume", "resume_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
-                   "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.")
+@click.option(
+    "--queries",
+    "queries_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Query-set JSON written by `generate` (or saved beside a run as <run>.queries.json).",
+)
+@click.option(
+    "--resume",
+    "resume_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
+    "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.",
+)
 @OUT_DIR
 @MIN_OVERALL
 @db_option
@@ -62,8 +78,9 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 @search_adapter_options
 @compare_options
 @evaluate_options
-def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None,
-             quiet: bool, **flags) -> int:
+def evaluate(
+    queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags
+) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 
     \b
@@ -77,8 +94,9 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
     4 internal error.
     """
     spec = systems_spec(flags)
-    outcome = evaluate_job(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet),
-                           systems=spec)
+    outcome = evaluate_job(
+        settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet), systems=spec
+    )
     return EXIT_OK if outcome is None else exit_code_for(outcome.status)
 
 
@@ -91,8 +109,9 @@ def evaluate(queries_path: Path | None, resume_path: Path | None, out_dir: Path,
 @search_options
 @search_adapter_options
 @run_options
-def generate_and_evaluate(fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None,
-                          quiet: bool, **flags) -> int:
+def generate_and_evaluate(
+    fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags
+) -> int:
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 
     \b

@@ -15,10 +15,18 @@ from judge_runner.history import pin_baseline, show_trend, write_report
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
 @click.option("--query", "query_id", default=None, help="Show one query (by id) across runs instead.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write a PNG of each dimension over time.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.03, show_default=True,
-              help="Smallest change of a mean (0-1) reported as a regression or improvement.")
-@click.option("--fail-on-regression", is_flag=True,
-              help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.")
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(0, 1),
+    default=0.03,
+    show_default=True,
+    help="Smallest change of a mean (0-1) reported as a regression or improvement.",
+)
+@click.option(
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
+)
 def trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool) -> None:
     """Show whether search got better or worse across the runs in RESULTS.
 
@@ -38,7 +46,9 @@ def baseline() -> None:
 
 @baseline.command("set")
 @click.argument("run_id")
-@click.option("--results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
+@click.option(
+    "--results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True
+)
 def baseline_set(run_id: str, results: Path) -> None:
     """Pin RUN_ID (or `latest`, the newest complete run) as the baseline of RESULTS."""
     pin_baseline(results, run_id, printer())
@@ -46,10 +56,20 @@ def baseline_set(run_id: str, results: Path) -> None:
 
 @click.command()
 @click.argument("results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"))
-@click.option("--since", default="7d", show_default=True,
-              help="Period whose runs the cost table lists (e.g. 7d, 36h, 2w); headline and charts use the latest run and all history.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True,
-              help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).")
+@click.option(
+    "--since",
+    default="7d",
+    show_default=True,
+    help="Period whose runs the cost table lists (e.g. 7d, 36h, 2w); headline and charts use the latest run and all history.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).",
+)
 def report(results: Path, since: str, out_dir: Path) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
 

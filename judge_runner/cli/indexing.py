@@ -16,15 +16,32 @@ from judge_runner.searching import batch_search_job, search_job
 @click.command()
 @click.argument("fixtures", type=click.Path(path_type=Path), required=False)
 @db_option
-@click.option("--beir-corpus", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.")
+@click.option(
+    "--beir-corpus",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.",
+)
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
-@setting_option("extensions", "Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS].")
-@setting_option("exclude", "Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].")
+@setting_option(
+    "extensions", "Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS]."
+)
+@setting_option(
+    "exclude",
+    "Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].",
+)
 @setting_option("max_file_bytes", "Skip larger files, with a reason [default: 2097152].")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
-def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prune: bool, extensions: str | None,
-          exclude: str | None, max_file_bytes: int | None, as_json: bool) -> None:
+def index(
+    fixtures: Path | None,
+    db: Path | None,
+    beir_corpus: Path | None,
+    prune: bool,
+    extensions: str | None,
+    exclude: str | None,
+    max_file_bytes: int | None,
+    as_json: bool,
+) -> None:
     """Index a folder of notes, docs, configs and code (or a BEIR corpus) for search.
 
     \b
@@ -38,23 +55,44 @@ def index(fixtures: Path | None, db: Path | None, beir_corpus: Path | None, prun
     """
     if (fixtures is None) == (beir_corpus is None):
         raise UsageError("give either a FIXTURES folder or --beir-corpus FILE")
-    index_job(settings(db=db, extensions=extensions, exclude=exclude, max_file_bytes=max_file_bytes),
-              fixtures, beir_corpus, prune, as_json, printer())
+    index_job(
+        settings(db=db, extensions=extensions, exclude=exclude, max_file_bytes=max_file_bytes),
+        fixtures,
+        beir_corpus,
+        prune,
+        as_json,
+        printer(),
+    )
 
 
 @click.command()
 @click.argument("query", required=False)
 @db_option
-@click.option("--mode", type=click.Choice(SEARCH_MODES), default="hybrid", show_default=True,
-              help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.")
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default="hybrid",
+    show_default=True,
+    help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.",
+)
 @click.option("--limit", type=click.IntRange(1, 1000), default=None, help="Documents to return [default: 10; 100 with --queries].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")
-@click.option("--queries", "queries_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Batch mode: a JSON-lines file of {_id, text} queries (BEIR queries.jsonl).")
-@click.option("--trec-run", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Batch mode: write a TREC run file (qid Q0 docid rank score tag) for trec_eval or ir-measures.")
-def search(query: str | None, db: Path | None, mode: str, limit: int | None, as_json: bool, queries_file: Path | None,
-           trec_run: Path | None) -> None:
+@click.option(
+    "--queries",
+    "queries_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Batch mode: a JSON-lines file of {_id, text} queries (BEIR queries.jsonl).",
+)
+@click.option(
+    "--trec-run",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Batch mode: write a TREC run file (qid Q0 docid rank score tag) for trec_eval or ir-measures.",
+)
+def search(
+    query: str | None, db: Path | None, mode: str, limit: int | None, as_json: bool, queries_file: Path | None, trec_run: Path | None
+) -> None:
     """Search the index, one query or a batch.
 
     \b

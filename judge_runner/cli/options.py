@@ -8,7 +8,6 @@ option's help shows the range or choices read from the field.
 
 from __future__ import annotations
 
-import math
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +17,8 @@ import annotated_types
 import click
 
 from judge_runner.config import Settings
-from judge_runner.failures import UsageError
 from judge_runner.llm.registry import PROVIDERS
-from judge_runner.models import SEARCH_MODES
 from judge_runner.pipeline import load
-from judge_runner.pipeline import systems_spec as make_systems_spec
 from judge_runner.printer import Printer
 
 
@@ -71,7 +67,11 @@ def setting_range(name: str) -> str:
         if isinstance(bound, annotated_types.Gt):
             lower = f"x>{bound.gt}"
         elif isinstance(bound, annotated_types.Ge):
-            lower = f"{bound.ge}<=x" if any(isinstance(b, (annotated_types.Lt, annotated_types.Le)) for b in Settings.model_fields[name].metadata) else f"x>={bound.ge}"
+            lower = (
+                f"{bound.ge}<=x"
+                if any(isinstance(b, (annotated_types.Lt, annotated_types.Le)) for b in Settings.model_fields[name].metadata)
+                else f"x>={bound.ge}"
+            )
         elif isinstance(bound, annotated_types.Lt):
             upper = f"x<{bound.lt}"
         elif isinstance(bound, annotated_types.Le):
@@ -88,13 +88,15 @@ def setting_option(name: str, help: str, **extra: Any) -> Callable[[Any], Any]:
     of a Literal's choices. ``extra`` goes to :func:`click.option`."""
     choices = setting_choices(name)
     kind = _field_type(name)
-    metavar = extra.pop("metavar", None) or (f"[{'|'.join(choices)}]" if choices else
-                                             {int: "INTEGER", float: "FLOAT", Path: "FILE"}.get(kind, "TEXT"))
+    metavar = extra.pop("metavar", None) or (
+        f"[{'|'.join(choices)}]" if choices else {int: "INTEGER", float: "FLOAT", Path: "FILE"}.get(kind, "TEXT")
+    )
     bounds = setting_range(name)
     if choices:
         extra.setdefault("shell_complete", lambda ctx, param, incomplete: [c for c in choices if c.startswith(incomplete)])
-    return click.option("--" + name.replace("_", "-"), name, default=None, metavar=metavar,
-                        help=help + (f" [{bounds}]" if bounds else ""), **extra)
+    return click.option(
+        "--" + name.replace("_", "-"), name, default=None, metavar=metavar, help=help + (f" [{bounds}]" if bounds else ""), **extra
+    )
 
 
 def _remember(ctx, param, value):
@@ -104,84 +106,24 @@ def _remember(ctx, param, value):
 
 def db_option(f):
     """--db, plus --backend and --dsn (kept in the click context and merged by :func:`settings`)."""
-    f = setting_option("dsn", "PostgreSQL connection URL for --backend postgres [env DATABASE_URL].", expose_value=False,
-                       callback=_remember)(f)
-    f = setting_option("backend", "Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].",
-                       expose_value=False, callback=_remember)(f)
+    f = setting_option(
+        "dsn", "PostgreSQL connection URL for --backend postgres [env DATABASE_URL].", expose_value=False, callback=_remember
+    )(f)
+    f = setting_option(
+        "backend", "Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].", expose_value=False, callback=_remember
+    )(f)
     return setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
 
 
 def search_options(f):
     f = setting_option("search_limit", "Results per query shown to the judge [default: 10].")(f)
-    f = setting_option("search_mode", "Search mode under test [default: hybrid]. Several modes, comma-separated "
-                                      "(fts,vector,hybrid), judge the built-in search in each, side by side in one run "
-                                      "(evaluate, generate-and-evaluate).")(f)
+    f = setting_option(
+        "search_mode",
+        "Search mode under test [default: hybrid]. Several modes, comma-separated "
+        "(fts,vector,hybrid), judge the built-in search in each, side by side in one run "
+        "(evaluate, generate-and-evaluate).",
+    )(f)
     return f
-
-
-def search_adapter_options(f):
-    """--search-command, --search-url, --search-header, --search-fields, --search-timeout, --corpus: judge a
-    search judge-runner does not run itself (see judge_runner/search/systems.py). Read with :func:`systems_spec`."""
-    return _options(f, [
-        click.option("--search-command", multiple=True, metavar="'CMD {query} --limit {limit}'",
-                     help="Judge a search run as a command (no shell; {query}, {limit}, {mode} replaced; without {query} the "
-                          "query goes to stdin). It prints JSON results. Repeatable."),
-        click.option("--search-url", multiple=True, metavar="URL",
-                     help="Judge a search behind an HTTP endpoint: POST {query, limit, mode}, JSON results back. Repeatable."),
-        click.option("--search-header", multiple=True, metavar="NAME=env:VAR",
-                     help="Header for --search-url; NAME=env:VAR reads a token from the environment (never logged). Repeatable."),
-        click.option("--search-fields", default=None, metavar="KEY=PATH,...",
-                     help="Where the results are in the reply: results, id, text, score, anchor, lineStart, lineEnd "
-                          "(e.g. results=hits.hits,id=_id,text=_source.body,score=_score)."),
-        click.option("--search-timeout", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
-                     help="Seconds per external search call [default: --timeout]."),
-        click.option("--corpus", type=click.Path(exists=True, path_type=Path), default=None,
-                     help="Text of results that come without it (and of --run documents): a fixtures folder or a BEIR "
-                          "corpus.jsonl [default for generate-and-evaluate: --fixtures]."),
-    ])
-
-
-def compare_options(f):
-    """--run and --compare (``evaluate`` only). Read with :func:`systems_spec`."""
-    return _options(f, [
-        click.option("--run", "runs", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="RUN.trec",
-                     help="Judge an existing TREC run file (qid Q0 docid rank score tag); needs --corpus. Repeatable."),
-        click.option("--compare", default=None, metavar="A.toml,B.toml",
-                     help="Judge the search of each configuration file ([search] table, search_mode, or [search.external]) "
-                          "side by side on the same queries; the first is the reference."),
-    ])
-
-
-def systems_spec(flags: dict[str, Any]) -> Any:
-    """Take the search-system flags out of ``flags`` (leaving ``search_mode`` as the first mode given)
-    and return a ``SystemsSpec`` (:func:`judge_runner.pipeline.systems_spec`), or None when none was given."""
-    modes = tuple(m.strip() for m in flags["search_mode"].split(",") if m.strip()) if flags.get("search_mode") else ()
-    # the settings validate the first mode (one message whatever the source); the others are checked alike here
-    for mode in modes[1:]:
-        if mode not in SEARCH_MODES:
-            choices = ", ".join(repr(m) for m in SEARCH_MODES[:-1]) + f" or {SEARCH_MODES[-1]!r}"
-            raise UsageError(f"invalid settings: --search-mode: input should be {choices} (got {mode!r})")
-    if len(set(modes)) != len(modes):
-        raise UsageError(f"invalid settings: --search-mode: each mode at most once (got {flags['search_mode']!r})")
-    if modes:
-        flags["search_mode"] = modes[0]
-    compare = flags.pop("compare", None)
-    configs = tuple(Path(p.strip()) for p in compare.split(",") if p.strip()) if compare else ()
-    headers, urls = tuple(flags.pop("search_header", ()) or ()), tuple(flags.pop("search_url", ()) or ())
-    if headers and not urls:
-        raise click.UsageError("--search-header applies to --search-url; no --search-url was given")
-    missing = [str(p) for p in configs if not p.is_file()]
-    if missing:
-        raise click.UsageError(f"--compare: no such configuration file: {', '.join(missing)}")
-    return make_systems_spec(modes=modes, configs=configs, commands=tuple(flags.pop("search_command", ()) or ()), urls=urls,
-                             runs=tuple(flags.pop("runs", ()) or ()), headers=headers, fields=flags.pop("search_fields", None),
-                             timeout=flags.pop("search_timeout", None), corpus=flags.pop("corpus", None))
-
-
-def _finite(ctx, param, value):
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter("must be a finite number")
-    return value
 
 
 def _options(f, opts):
@@ -190,43 +132,71 @@ def _options(f, opts):
     return f
 
 
-PROVIDER = setting_option("provider", "LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
-                                       "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].")
-MODEL = setting_option("model", "Model that writes the queries (phase one) [default: "
-                       + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].")
+PROVIDER = setting_option(
+    "provider",
+    "LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
+    "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].",
+)
+MODEL = setting_option(
+    "model",
+    "Model that writes the queries (phase one) [default: "
+    + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic)
+    + "].",
+)
 JUDGE_MODEL = setting_option("judge_model", "Model that judges (phase two) [default: --model, else the provider's default].")
 COMMON = [
     setting_option("max_budget_usd", "Start no call that could take the run's cost past this many USD [default: no cap]."),
     setting_option("max_budget_tokens", "Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
-    setting_option("price_per_mtok", "USD per million input and output tokens, for a model missing from the pricing table.",
-                   metavar="IN,OUT"),
+    setting_option(
+        "price_per_mtok", "USD per million input and output tokens, for a model missing from the pricing table.", metavar="IN,OUT"
+    ),
     setting_option("timeout", "Seconds per HTTP attempt [default: 60]."),
     setting_option("call_deadline", "Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
+
+
 def _repeated(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str] | None:
     """A repeated option's values as a list, or None when it was not given (so the settings decide)."""
     return list(value) or None
 
 
 JUDGE_PROTOCOL = [
-    setting_option("judge_mode", "pointwise: one judge call per result (plus one list-level call per query); batched: one call "
-                                 "per query, results in a seeded random order [default: pointwise]."),
-    setting_option("trials", "Label each result N times (pointwise: seeds; batched: new shuffles); the label is the median, "
-                             "Krippendorff's alpha goes in the summary [default: 1]."),
+    setting_option(
+        "judge_mode",
+        "pointwise: one judge call per result (plus one list-level call per query); batched: one call "
+        "per query, results in a seeded random order [default: pointwise].",
+    ),
+    setting_option(
+        "trials",
+        "Label each result N times (pointwise: seeds; batched: new shuffles); the label is the median, "
+        "Krippendorff's alpha goes in the summary [default: 1].",
+    ),
     setting_option("seed", "Base seed of the shuffles, and sent where the API takes one."),
     setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index]."),
     click.option("--no-cache", is_flag=True, default=None, help="Judge every result again; read and store nothing in the cache."),
-    click.option("--human-qrels", multiple=True, default=None, metavar="NAME", callback=_repeated,
-                 help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`]."),
+    click.option(
+        "--human-qrels",
+        multiple=True,
+        default=None,
+        metavar="NAME",
+        callback=_repeated,
+        help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`].",
+    ),
 ]
 CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 COUNT = setting_option("count", "Number of queries to write [default: 15].")
-OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True,
-                       help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.")
+OUT_DIR = click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("quality-results"),
+    show_default=True,
+    help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.",
+)
 MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the average overall score is below this (0-1).")
-FIXTURES = click.option("--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True,
-                        help="Knowledge-base folder.")
+FIXTURES = click.option(
+    "--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder."
+)
 
 
 def generate_options(f):

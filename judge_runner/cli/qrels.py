@@ -43,8 +43,10 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges
         if store is not None:
             store.close()
     counts = pooled.counts
-    printer().out(f"wrote {sum(counts.values())} labels of {len(pooled.qrels)} queries from {len(pooled.runs)} runs to {out} "
-                  f"({counts['judge']} judge, {counts['human']} human, {counts['expected']} expected sources)")
+    printer().out(
+        f"wrote {sum(counts.values())} labels of {len(pooled.qrels)} queries from {len(pooled.runs)} runs to {out} "
+        f"({counts['judge']} judge, {counts['human']} human, {counts['expected']} expected sources)"
+    )
 
 
 def _default_cache_exists(db: Path | None) -> bool:
@@ -68,8 +70,13 @@ def _rescale(ctx, param, values):
 @qrels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Name of this set of human labels (letters, digits, . _ -); a new import replaces it.")
-@click.option("--rescale", multiple=True, callback=_rescale, metavar="OLD=NEW",
-              help="Map a grade onto the 0-3 scale, e.g. --rescale 1=3 for binary qrels (repeatable).")
+@click.option(
+    "--rescale",
+    multiple=True,
+    callback=_rescale,
+    metavar="OLD=NEW",
+    help="Map a grade onto the 0-3 scale, e.g. --rescale 1=3 for binary qrels (repeatable).",
+)
 @CACHE
 @db_option
 def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:

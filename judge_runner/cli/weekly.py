@@ -22,22 +22,45 @@ from judge_runner.pipeline import WeeklyPlan, weekly_run
 
 @click.command()
 @FIXTURES
-@click.option("--queries", "queries_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].")
+@click.option(
+    "--queries",
+    "queries_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Query set to evaluate [default: the set pinned in RESULTS/pinned-queries.json].",
+)
 @click.option("--regenerate", is_flag=True, help="Write a fresh query set (phase one) and pin it for the following weeks.")
 @setting_option("count", "Queries when generating a set (first run or --regenerate) [default: 15].")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
 @click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
 @click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append everything printed to this file [default: RESULTS/weekly.log].")
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append everything printed to this file [default: RESULTS/weekly.log].",
+)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when this run regressed against the baseline or previous run.")
 @MIN_OVERALL
 @db_option
 @search_options
 @run_options
-def weekly(fixtures: Path, queries_path: Path | None, regenerate: bool, count: int | None, results: Path, reports: Path, keep: int,
-           log_path: Path | None, fail_on_regression: bool, min_overall: float | None, db: Path | None, quiet: bool, **flags) -> int:
+def weekly(
+    fixtures: Path,
+    queries_path: Path | None,
+    regenerate: bool,
+    count: int | None,
+    results: Path,
+    reports: Path,
+    keep: int,
+    log_path: Path | None,
+    fail_on_regression: bool,
+    min_overall: float | None,
+    db: Path | None,
+    quiet: bool,
+    **flags,
+) -> int:
     """One command for cron: evaluate, report, prune old runs, under a lock.
 
     \b

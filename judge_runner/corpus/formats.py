@@ -73,9 +73,12 @@ def merge_small(chunks: list[Chunk], cap: int = MAX_CHUNK_CHARS, small: int = SM
     merged: list[Chunk] = []
     for chunk in chunks:
         prev = merged[-1] if merged else None
-        if (prev is not None and len(prev.text) + 1 + len(chunk.text) <= cap
-                and (len(prev.text) < small or len(chunk.text) < small)
-                and (_scope(prev.anchor) == _scope(chunk.anchor) or prev.anchor == _scope(chunk.anchor))):
+        if (
+            prev is not None
+            and len(prev.text) + 1 + len(chunk.text) <= cap
+            and (len(prev.text) < small or len(chunk.text) < small)
+            and (_scope(prev.anchor) == _scope(chunk.anchor) or prev.anchor == _scope(chunk.anchor))
+        ):
             key = chunk.anchor.rsplit(" > ", 1)[-1] if chunk.anchor else None
             anchor = prev.anchor or chunk.anchor
             if prev.anchor and key and prev.anchor != _scope(chunk.anchor):
@@ -225,7 +228,7 @@ def chunk_markdown(text: str, fmt: str = "md") -> ChunkedDocument:
     front, note = parse_front_matter(lines)
     if front is None:
         return ChunkedDocument(_with_words(chunk_text(text, fmt)), [note] if note else [])
-    body = "\n".join([""] * front.end_line + lines[front.end_line:])
+    body = "\n".join([""] * front.end_line + lines[front.end_line :])
     chunks = _with_words(chunk_text(body, fmt))
     if front.title:
         chunks = [replace(c, anchor=front.title) if c.anchor is None else c for c in chunks]
@@ -237,8 +240,12 @@ def _with_words(chunks: list[Chunk]) -> list[Chunk]:
     return [c for c in chunks if re.search(r"[^\W_]", c.text)]
 
 
-_PARSERS = {"yaml": (chunk_yaml, yaml.YAMLError), "yml": (chunk_yaml, yaml.YAMLError),
-            "json": (chunk_json, ValueError), "py": (chunk_python, (SyntaxError, ValueError))}
+_PARSERS = {
+    "yaml": (chunk_yaml, yaml.YAMLError),
+    "yml": (chunk_yaml, yaml.YAMLError),
+    "json": (chunk_json, ValueError),
+    "py": (chunk_python, (SyntaxError, ValueError)),
+}
 
 
 def _safe_chunks(document: ChunkedDocument) -> ChunkedDocument:

@@ -44,7 +44,7 @@ def parse_front_matter(lines: list[str]) -> tuple[FrontMatter | None, str | None
         return None, None
     opener = lines[0].strip()
     closers = ("---", "...") if opener == "---" else ("+++",)
-    end = next((i for i, line in enumerate(lines[1:MAX_FRONT_MATTER_LINES + 1], start=1) if line.strip() in closers), None)
+    end = next((i for i, line in enumerate(lines[1 : MAX_FRONT_MATTER_LINES + 1], start=1) if line.strip() in closers), None)
     if end is None:
         return None, "front matter not closed; read as content"
     body = "\n".join(lines[1:end])

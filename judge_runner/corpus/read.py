@@ -155,7 +155,7 @@ def decode(data: bytes) -> Decoded:
     for bom, name in _BOMS:
         if data.startswith(bom):
             codec = "utf-8" if name == "utf-8-sig" else name
-            return _decode_lenient(data[len(bom):], codec, name)
+            return _decode_lenient(data[len(bom) :], codec, name)
     if b"\x00" in data[:_NUL_SAMPLE]:
         utf16 = _utf16_without_bom(data)
         if utf16 is None:

@@ -32,6 +32,8 @@ from judge_runner.textproc import query_tokens
 # Grade thresholds on 0.6 * cosine + 0.4 * term overlap. Chosen by hand on the sample fixtures so that a
 # document dedicated to the query scores 3 and a passing mention 1; a heuristic, not a calibrated judge.
 GRADE_THRESHOLDS = ((0.62, 3), (0.48, 2), (0.34, 1))
+
+
 def _overlap(tokens: list[str], text: str) -> float:
     if not tokens:
         return 0.0
@@ -41,8 +43,6 @@ def _overlap(tokens: list[str], text: str) -> float:
 
 def _dcg(gains: list[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-
-
 
 
 def _grade(combined: float) -> int:
@@ -78,16 +78,23 @@ def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: Text
     tokens = query_tokens(query)
     n = len(items)
     if n == 0:
-        return ListVerdict(0.0, 0.0, {"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
-                           {"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."}, ["Return results for on-topic queries"])
+        return ListVerdict(
+            0.0,
+            0.0,
+            {"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
+            {"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."},
+            ["Return results for on-topic queries"],
+        )
     snippets = [without_suspected_lines(i.snippet) for i in items]
     texts = [f"{s.anchor}\n{s.body}" for s in snippets]
     vectors = embedder.encode([query, *[s.body for s in snippets[:3]]])
     grades = [i.label for i in items]
     top_text = " ".join(texts[:5])
     coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
-    snippet_quality = sum(0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6)
-                          for s, v in zip(snippets[:3], vectors[1:])) / min(3, n)
+    snippet_quality = sum(
+        0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6)
+        for s, v in zip(snippets[:3], vectors[1:])
+    ) / min(3, n)
     gains = [g / 3 for g in grades]
     relevance = _dcg(gains) / _dcg([1.0] * n)
     ideal = _dcg(sorted(gains, reverse=True))
@@ -123,19 +130,34 @@ class HeuristicJudge:
         self.embedder = embedder
         self.cache_model = f"{MODEL_NAME}+{getattr(embedder, 'name', type(embedder).__name__)}"
 
-    def label_one(self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any],
-                  log=lambda message: None) -> LabelReply:
+    def label_one(
+        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log=lambda message: None
+    ) -> LabelReply:
         """The heuristic label of one document (:func:`heuristic_labels`); free."""
         return heuristic_labels(query, [document], self.embedder)[0]
 
-    def label_batch(self, query: str, intent: str, documents: Sequence[RenderedDocument], order: Sequence[int],
-                    sampling: Mapping[str, Any], log=lambda message: None) -> list[LabelReply]:
+    def label_batch(
+        self,
+        query: str,
+        intent: str,
+        documents: Sequence[RenderedDocument],
+        order: Sequence[int],
+        sampling: Mapping[str, Any],
+        log=lambda message: None,
+    ) -> list[LabelReply]:
         """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
         labels = heuristic_labels(query, documents, self.embedder)
         position = {original: shown for shown, original in enumerate(order)}
         return [LabelReply(r.label, r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
 
-    def list_verdict(self, query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem],
-                     sampling: Mapping[str, Any], log=lambda message: None) -> ListVerdict:
+    def list_verdict(
+        self,
+        query: str,
+        intent: str,
+        expected_sources: Sequence[str],
+        items: Sequence[ListItem],
+        sampling: Mapping[str, Any],
+        log=lambda message: None,
+    ) -> ListVerdict:
         """:func:`heuristic_list_verdict`; free."""
         return heuristic_list_verdict(query, items, self.embedder)

@@ -35,7 +35,9 @@ OFF_TOPIC = (
     "who won the 1998 world cup final",
     "recipe for a vegetarian lasagna with spinach",
 )
-_NON_ENGLISH_HINTS = re.compile(r"\b(der|die|und|nicht|mit|für|les|des|une|pour|avec|est)\b|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", re.I)
+_NON_ENGLISH_HINTS = re.compile(
+    r"\b(der|die|und|nicht|mit|für|les|des|une|pour|avec|est)\b|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", re.I
+)
 # Section headings that name no topic: a query made of them tests nothing.
 _GENERIC_HEADINGS = frozenset(
     """context decision decisions summary symptoms components overview background notes status consequences
@@ -43,8 +45,27 @@ _GENERIC_HEADINGS = frozenset(
     requirements usage examples example setup the short version why how what next steps open questions
     action items timeline impact root cause resolution defaults data""".split()
 )
-_GENERIC_KEYS = frozenset({"version", "name", "kind", "apiVersion", "metadata", "spec", "data", "defaults", "type",
-                           "description", "title", "id", "items", "properties", "required", "services", "volumes"})
+_GENERIC_KEYS = frozenset(
+    {
+        "version",
+        "name",
+        "kind",
+        "apiVersion",
+        "metadata",
+        "spec",
+        "data",
+        "defaults",
+        "type",
+        "description",
+        "title",
+        "id",
+        "items",
+        "properties",
+        "required",
+        "services",
+        "volumes",
+    }
+)
 
 
 def _clean_heading(heading: str) -> str:
@@ -60,7 +81,9 @@ def _is_topical(heading: str) -> bool:
 
 def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple[str, str, str]]]:
     """``{queryType: [(query, intent, source), ...]}`` mined from the corpus, in corpus order."""
-    out: dict[str, list[tuple[str, str, str]]] = {t: [] for t in ("keyword", "identifier", "natural-language", "conceptual", "multilingual")}
+    out: dict[str, list[tuple[str, str, str]]] = {
+        t: [] for t in ("keyword", "identifier", "natural-language", "conceptual", "multilingual")
+    }
     docs: dict[str, str] = {}
     for file in walk_corpus(root, extensions=extensions).files:
         try:
@@ -145,8 +168,14 @@ def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAUL
         if text in used_queries:
             text = f"{text} ({len(chosen)})"
         used_queries.add(text)
-        chosen.append({"query": text, "queryIntent": "Nothing in the knowledge base answers this; the search should abstain.",
-                       "queryType": "off-topic", "expectedSources": []})
+        chosen.append(
+            {
+                "query": text,
+                "queryIntent": "Nothing in the knowledge base answers this; the search should abstain.",
+                "queryType": "off-topic",
+                "expectedSources": [],
+            }
+        )
     for number, item in enumerate(chosen, start=1):
         item["id"] = f"q{number:02d}"
     return {"queries": [{"id": c["id"], **{k: v for k, v in c.items() if k != "id"}} for c in chosen]}
@@ -159,8 +188,9 @@ class HeuristicQueryWriter:
     model = MODEL_NAME
     heuristic = True
 
-    def write_queries(self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-                      log: Callable[[str], None] = lambda message: None) -> GenerationResult:
+    def write_queries(
+        self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log: Callable[[str], None] = lambda message: None
+    ) -> GenerationResult:
         """``count`` queries from :func:`propose_queries`, schema-checked and filtered like an LLM's.
         Raises InvalidOutputError when the set fails its schema (a bug of the heuristic)."""
         data = propose_queries(Path(root), count, extensions)

@@ -24,8 +24,15 @@ from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, classify_status
 from judge_runner.llm.wire import decode_error_text, json_safe
 
-_STOP: dict[str, StopReason] = {"tool_use": "tool_use", "end_turn": "end", "stop_sequence": "end", "pause_turn": "end",
-         "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
+_STOP: dict[str, StopReason] = {
+    "tool_use": "tool_use",
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "pause_turn": "end",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
 
 
 class AnthropicProvider(ChatProvider):
@@ -65,8 +72,14 @@ class AnthropicProvider(ChatProvider):
         for turn in turns:
             blocks: list[dict] = []
             for result in turn.tool_results:
-                blocks.append({"type": "tool_result", "tool_use_id": result.tool_use_id, "content": result.content or "(empty)",
-                               "is_error": result.is_error})
+                blocks.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": result.tool_use_id,
+                        "content": result.content or "(empty)",
+                        "is_error": result.is_error,
+                    }
+                )
             if turn.text and turn.text.strip():
                 blocks.append({"type": "text", "text": turn.text})
             for use in turn.tool_uses:
@@ -104,8 +117,14 @@ class AnthropicProvider(ChatProvider):
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         try:
             # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-            request: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "system": [system_block],
-                                       "messages": self._messages(turns), "timeout": timeout, **kwargs}
+            request: dict[str, Any] = {
+                "model": self.model,
+                "max_tokens": max_tokens,
+                "system": [system_block],
+                "messages": self._messages(turns),
+                "timeout": timeout,
+                **kwargs,
+            }
             message = self._client.messages.create(**request)
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
@@ -113,7 +132,13 @@ class AnthropicProvider(ChatProvider):
         if not isinstance(content, list):
             raise MalformedReplyError(f"the server's reply is not a message: {str(message)[:200]!r}")
         text = "".join(b.text for b in content if b.type == "text" and isinstance(getattr(b, "text", None), str))
-        uses = [ToolUse(b.id, b.name, b.input if isinstance(b.input, dict) else {"__value__": b.input})
-                for b in content if b.type == "tool_use"]
-        return Completion(text=text, tool_uses=uses, stop=_STOP.get(message.stop_reason or "", "end"), usage=self._usage(message.usage),
-                          model=message.model or self.model)
+        uses = [
+            ToolUse(b.id, b.name, b.input if isinstance(b.input, dict) else {"__value__": b.input}) for b in content if b.type == "tool_use"
+        ]
+        return Completion(
+            text=text,
+            tool_uses=uses,
+            stop=_STOP.get(message.stop_reason or "", "end"),
+            usage=self._usage(message.usage),
+            model=message.model or self.model,
+        )

@@ -105,7 +105,13 @@ class ChatProvider(ABC):
 
     @abstractmethod
     def _send(
-        self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int, cache_system: bool,
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
         timeout: float,
     ) -> Completion:
         """One HTTP request bounded by ``timeout`` seconds; raises the SDK's own errors."""

@@ -69,9 +69,7 @@ class Budget:
         worst_tokens = input_tokens + max_tokens
         worst = None if price is None else (input_tokens * price.input + max_tokens * price.output) / 1_000_000
         if worst is not None and worst > self.per_call_cap_usd:
-            raise CallTooExpensive(
-                f"worst-case cost ${worst:.4f} of one call is above the per-call cap ${self.per_call_cap_usd:.2f}"
-            )
+            raise CallTooExpensive(f"worst-case cost ${worst:.4f} of one call is above the per-call cap ${self.per_call_cap_usd:.2f}")
         with self._lock:
             if self.exhausted:
                 raise BudgetExhausted("the run's budget is spent")
@@ -79,7 +77,8 @@ class Budget:
                 self.exhausted = True
                 raise BudgetExhausted(
                     f"starting another call could exceed --max-budget-tokens {self.max_tokens} "
-                    f"(used {self.tokens_used}, in flight {self._held_tokens}, this call up to {worst_tokens})")
+                    f"(used {self.tokens_used}, in flight {self._held_tokens}, this call up to {worst_tokens})"
+                )
             if worst is not None and self.max_usd is not None and self.charged_usd + self._held + worst > self.max_usd:
                 self.exhausted = True
                 unreported = f" of which ${self.unreported_usd:.4f} worst case for replies without usage" if self.unreported_usd else ""

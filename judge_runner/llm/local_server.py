@@ -23,16 +23,23 @@ def local_server_setup(base_url: str | None, concurrency: int, concurrency_set: 
     A remote server keeps ``concurrency`` and gets no note."""
     if not is_local_url(base_url):
         return concurrency, []
-    notes = [(f"note: {base_url} is a local server: --timeout {timeout_s:g} s counts the time a request waits in its "
-              f"queue as well as its generation, and a timed-out request is not retried (the server may still be "
-              f"generating it, and a retry would queue behind it)")]
+    notes = [
+        (
+            f"note: {base_url} is a local server: --timeout {timeout_s:g} s counts the time a request waits in its "
+            f"queue as well as its generation, and a timed-out request is not retried (the server may still be "
+            f"generating it, and a retry would queue behind it)"
+        )
+    ]
     if not concurrency_set:
-        notes.append(f"note: concurrency {LOCAL_CONCURRENCY} for a local server (most serve one request at a time); "
-                     f"set --concurrency to change it")
+        notes.append(
+            f"note: concurrency {LOCAL_CONCURRENCY} for a local server (most serve one request at a time); set --concurrency to change it"
+        )
         return LOCAL_CONCURRENCY, notes
     if concurrency > LOCAL_CONCURRENCY:
-        notes.append(f"note: --concurrency {concurrency} against a local server: requests beyond its parallel slots wait "
-                     f"in its queue, and that wait counts against --timeout")
+        notes.append(
+            f"note: --concurrency {concurrency} against a local server: requests beyond its parallel slots wait "
+            f"in its queue, and that wait counts against --timeout"
+        )
     return concurrency, notes
 
 

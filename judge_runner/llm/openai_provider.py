@@ -63,7 +63,13 @@ _UNSUPPORTED_STRICT = {"minLength", "maxLength", "pattern", "format", "$schema",
 _REFUSAL_STATUS = frozenset({400, 422, 500})
 # words of a 400 that is about the conversation, not a request feature: never a reason to downgrade
 _OTHER_PROBLEMS = ("context", "token", "too long", "too large", "messages")
-_STOP: dict[str, StopReason] = {"tool_calls": "tool_use", "function_call": "tool_use", "stop": "end", "length": "max_tokens", "content_filter": "refusal"}
+_STOP: dict[str, StopReason] = {
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "stop": "end",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
 
 
 def strict_schema(schema):
@@ -122,7 +128,7 @@ class ServerCapabilities:
     }
     _INSTEAD: ClassVar[dict] = {
         ("structured", "json_object_schema"): "JSON mode (json_object) constrained by the schema (llama-cpp-python's extension), "
-                                              "the schema also in the prompt, the reply validated by judge-runner",
+        "the schema also in the prompt, the reply validated by judge-runner",
         ("structured", "json_object"): "JSON mode (json_object) with the schema in the prompt, the reply validated by judge-runner",
         ("structured", "prompt"): "no response_format: the schema in the prompt, the reply validated by judge-runner",
         ("forced_tool", "required"): 'tool_choice "required" with only that tool offered',
@@ -176,8 +182,10 @@ class ServerCapabilities:
             else:
                 return False
             what, instead = self._REFUSED[(capability, used)], self._INSTEAD[(capability, self.current(capability))]
-            note = (f"note: the server at {self.server} does not accept {what} (HTTP {status}"
-                    f"{': ' + said if said else ''}); for the rest of the run: {instead}")
+            note = (
+                f"note: the server at {self.server} does not accept {what} (HTTP {status}"
+                f"{': ' + said if said else ''}); for the rest of the run: {instead}"
+            )
             self.notes.append(note)
         self.log(note)
         return True
@@ -192,8 +200,16 @@ class OpenAIProvider(ChatProvider):
 
     name = "openai"
 
-    def __init__(self, model: str, retry, budget, timeout_s: float = 60.0, api_key: str | None = None, base_url: str | None = None,
-                 capabilities: ServerCapabilities | None = None):
+    def __init__(
+        self,
+        model: str,
+        retry,
+        budget,
+        timeout_s: float = 60.0,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        capabilities: ServerCapabilities | None = None,
+    ):
         super().__init__(model, retry, budget, timeout_s)
         import openai
 
@@ -267,21 +283,28 @@ class OpenAIProvider(ChatProvider):
                 message: dict = {"role": "assistant", "content": text}
                 if calls:
                     message["tool_calls"] = [
-                        {"id": u.id, "type": "function", "function": {"name": u.name, "arguments": dumps_safe(u.input)}}
-                        for u in calls
+                        {"id": u.id, "type": "function", "function": {"name": u.name, "arguments": dumps_safe(u.input)}} for u in calls
                     ]
                 messages.append(message)
             elif turn.text:
                 add_user(turn.text)
         return messages
 
-    def _request(self, system: str, turns: list[Turn], tools: list[ToolSpec], force_tool: str | None, max_tokens: int,
-                 timeout: float, structured: ToolSpec | None, sampling: dict | None = None) -> tuple[dict, dict]:
+    def _request(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        timeout: float,
+        structured: ToolSpec | None,
+        sampling: dict | None = None,
+    ) -> tuple[dict, dict]:
         """``(create() keyword arguments, the capability values they use)`` at the server's current
         capabilities. ``sampling["seed"]`` (the judge's per-trial seed) replaces the default seed."""
         caps = self.capabilities
-        kwargs: dict = {"model": self.model, "timeout": timeout,
-                        "max_tokens" if self.base_url else "max_completion_tokens": max_tokens}
+        kwargs: dict = {"model": self.model, "timeout": timeout, "max_tokens" if self.base_url else "max_completion_tokens": max_tokens}
         used: dict = {}
         if not self.model.startswith(("o1", "o3", "o4", "gpt-5")) and caps.current("temperature"):
             kwargs["temperature"] = 0.0  # reasoning models take only their default
@@ -292,12 +315,20 @@ class OpenAIProvider(ChatProvider):
         if structured is not None:
             level = used["structured"] = caps.structured
             if level == "json_schema":
-                kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": structured.name, "description": structured.description,
-                    "schema": strict_schema(structured.input_schema), "strict": True}}
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": structured.name,
+                        "description": structured.description,
+                        "schema": strict_schema(structured.input_schema),
+                        "strict": True,
+                    },
+                }
             else:
-                system = (f"{system}\n\nReply with only one JSON object, no prose and no code fence, that matches this "
-                          f"JSON Schema:\n{json.dumps(structured.input_schema)}")
+                system = (
+                    f"{system}\n\nReply with only one JSON object, no prose and no code fence, that matches this "
+                    f"JSON Schema:\n{json.dumps(structured.input_schema)}"
+                )
                 if level == "json_object_schema":  # llama-cpp-python's extension: grammar-constrained JSON
                     kwargs["response_format"] = {"type": "json_object", "schema": grammar_schema(structured.input_schema)}
                 elif level == "json_object":
@@ -329,8 +360,11 @@ class OpenAIProvider(ChatProvider):
         """Which capability of the request the server's refusal names, or None. ``param``: the field
         the error body names (OpenAI's ``error.param``)."""
         text = said.lower()
-        if "structured" in used and used["structured"] != "prompt" and any(
-                k in text for k in ("response_format", "json_schema", "json_object", "'text'")):
+        if (
+            "structured" in used
+            and used["structured"] != "prompt"
+            and any(k in text for k in ("response_format", "json_schema", "json_object", "'text'"))
+        ):
             return "structured"
         if "forced_tool" in used and "tool_choice" in text:
             return "forced_tool"
@@ -341,8 +375,12 @@ class OpenAIProvider(ChatProvider):
                 return field
         if status == 500 and not text and used.get("forced_tool") == "required":
             return "forced_tool"  # llama-cpp-python answers "required" with a 500 and an empty message (measured)
-        if status in (400, 422) and used.get("structured") == "json_schema" and param in (None, "", "response_format") \
-                and not any(k in text for k in _OTHER_PROBLEMS):
+        if (
+            status in (400, 422)
+            and used.get("structured") == "json_schema"
+            and param in (None, "", "response_format")
+            and not any(k in text for k in _OTHER_PROBLEMS)
+        ):
             return "structured"  # a server without structured outputs that names no field
         return None
 
@@ -361,8 +399,11 @@ class OpenAIProvider(ChatProvider):
                 except openai.APIStatusError as exc:
                     said = server_message(exc, limit=2000) or ""
                     param = exc.body.get("param") if isinstance(exc.body, dict) else None
-                    capability = (self._refused_capability(exc.status_code, said, used, param if isinstance(param, str) else None)
-                                  if exc.status_code in _REFUSAL_STATUS else None)
+                    capability = (
+                        self._refused_capability(exc.status_code, said, used, param if isinstance(param, str) else None)
+                        if exc.status_code in _REFUSAL_STATUS
+                        else None
+                    )
                     if capability and self.capabilities.downgrade(capability, used[capability], exc.status_code, server_message(exc)):
                         extra += 1
                         continue
@@ -373,7 +414,8 @@ class OpenAIProvider(ChatProvider):
                     raise LocalServerTimeout(
                         f"no reply from the local server {self.base_url} within {timeout:.0f} s (the time includes waiting in "
                         f"its queue); not retried, since the server may still be generating this request and a retry would "
-                        f"queue behind it: raise --timeout, or keep --concurrency 1") from None
+                        f"queue behind it: raise --timeout, or keep --concurrency 1"
+                    ) from None
                 except json.JSONDecodeError as exc:
                     raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
                 completion = self._completion(response, structured.name if structured else None)
@@ -406,8 +448,11 @@ class OpenAIProvider(ChatProvider):
         if not isinstance(choices, list):
             raise MalformedReplyError(f"the server's reply is not a chat completion: {str(response)[:200]!r}")
         if not choices or getattr(choices[0], "message", None) is None:
-            raise MalformedReplyError("the server's reply holds no message (choices: [])" if not choices
-                                      else "the server's reply holds a choice without a message")
+            raise MalformedReplyError(
+                "the server's reply holds no message (choices: [])"
+                if not choices
+                else "the server's reply holds a choice without a message"
+            )
         choice = choices[0]
         message = choice.message
         uses: list[ToolUse] = []
@@ -418,8 +463,13 @@ class OpenAIProvider(ChatProvider):
                 arguments = json.loads(raw)
             except json.JSONDecodeError as exc:
                 arguments = {"__unparsable_arguments__": raw, "__json_error__": str(exc)}
-            uses.append(ToolUse(call.id or f"call_{len(uses)}", getattr(function, "name", None) or "",
-                                arguments if isinstance(arguments, dict) else {"__value__": arguments}))
+            uses.append(
+                ToolUse(
+                    call.id or f"call_{len(uses)}",
+                    getattr(function, "name", None) or "",
+                    arguments if isinstance(arguments, dict) else {"__value__": arguments},
+                )
+            )
         stop: StopReason = _STOP.get(choice.finish_reason or "", "end")
         if getattr(message, "refusal", None):
             stop = "refusal"

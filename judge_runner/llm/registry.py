@@ -64,10 +64,21 @@ class ProviderSpec:
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
-        ProviderSpec("anthropic", "judge_runner.llm.anthropic_provider:AnthropicProvider", key_env=("ANTHROPIC_API_KEY",),
-                     base_url_env="ANTHROPIC_BASE_URL", default_model="claude-sonnet-4-6"),
-        ProviderSpec("openai", "judge_runner.llm.openai_provider:OpenAIProvider", key_env=("OPENAI_API_KEY",),
-                     base_url_env="OPENAI_BASE_URL", base_url_is_enough=True, default_model="gpt-4.1"),
+        ProviderSpec(
+            "anthropic",
+            "judge_runner.llm.anthropic_provider:AnthropicProvider",
+            key_env=("ANTHROPIC_API_KEY",),
+            base_url_env="ANTHROPIC_BASE_URL",
+            default_model="claude-sonnet-4-6",
+        ),
+        ProviderSpec(
+            "openai",
+            "judge_runner.llm.openai_provider:OpenAIProvider",
+            key_env=("OPENAI_API_KEY",),
+            base_url_env="OPENAI_BASE_URL",
+            base_url_is_enough=True,
+            default_model="gpt-4.1",
+        ),
         ProviderSpec("offline", None, default_model="offline-heuristic-v1", heuristic=True),
     )
 }

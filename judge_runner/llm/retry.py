@@ -164,8 +164,9 @@ class RetryPolicy:
         if delay > 0:
             self.sleep(delay)
 
-    def call(self, fn: Callable[[], T], on_attempt: Callable[[], None] | None = None,
-             classify: Classifier = classify_generic) -> tuple[T, int]:
+    def call(
+        self, fn: Callable[[], T], on_attempt: Callable[[], None] | None = None, classify: Classifier = classify_generic
+    ) -> tuple[T, int]:
         """Run ``fn`` with retries; returns ``(result, attempts)``. ``classify`` (the provider's
         :meth:`~judge_runner.llm.base.ChatProvider.classify`) says which failures are retried. Raises an
         :class:`LLMError` kind (AuthError, SpendLimitError, TransientError, RequestError) when it finally

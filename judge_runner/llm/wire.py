@@ -18,8 +18,10 @@ _KEY_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 # bearer tokens and the usual key shapes (sk-..., sk-ant-..., key-...), whatever the environment holds
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1[REDACTED]"),
-    (re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
-     r"\1[REDACTED]"),
+    (
+        re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|token|secret|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
+        r"\1[REDACTED]",
+    ),
     (re.compile(r"\b(?:sk|rk|key)-[A-Za-z0-9_-]{8,}"), "[REDACTED]"),
 )
 
@@ -114,7 +116,7 @@ def decode_error_text(exc: json.JSONDecodeError, context: int = 40) -> str:
     """A JSON decode error with its position and the text around it, e.g. ``Expecting value: line 1
     column 25 (char 24) near '{"id": "x", "choices": ['`` (secrets removed)."""
     doc = exc.doc or ""
-    near = doc[max(0, exc.pos - context): exc.pos + context]
+    near = doc[max(0, exc.pos - context) : exc.pos + context]
     return f"{exc}" + (f" near {redact(near)!r}" if near else " (empty body)")
 
 

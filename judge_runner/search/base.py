@@ -36,8 +36,11 @@ class SearchHit(BaseModel):
     score: float
     scores: HitScores
     matchedBy: list[Literal["fts", "vector"]]
-    text: str | None = Field(default=None, exclude=True, description="The best chunk's whole text, for the judge "
-                             "(fence.render_document caps it); not part of the search's JSON output.")
+    text: str | None = Field(
+        default=None,
+        exclude=True,
+        description="The best chunk's whole text, for the judge (fence.render_document caps it); not part of the search's JSON output.",
+    )
 
 
 class SearchAnswer(BaseModel):

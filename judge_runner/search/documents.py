@@ -92,14 +92,15 @@ class BeirDocuments:
                 for line in handle:
                     try:
                         record = json.loads(line)
-                        self._records.setdefault(str(record["_id"]), (str(record.get("title") or "").strip(),
-                                                                       str(record.get("text") or "").strip()))
+                        self._records.setdefault(
+                            str(record["_id"]), (str(record.get("title") or "").strip(), str(record.get("text") or "").strip())
+                        )
                     except (json.JSONDecodeError, KeyError, TypeError):
                         continue
         except OSError as exc:
             raise DocumentStoreError(f"cannot read {corpus}: {exc.strerror or exc}") from None
         if not self._records:
-            raise DocumentStoreError(f"{corpus} holds no BEIR records ({{\"_id\", \"title\", \"text\"}} per line)")
+            raise DocumentStoreError(f'{corpus} holds no BEIR records ({{"_id", "title", "text"}} per line)')
 
     def chunks(self, source: str) -> list[Chunk]:
         """The record's chunks as ``index --beir-corpus`` makes them ([] for an unknown id)."""

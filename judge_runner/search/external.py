@@ -33,13 +33,18 @@ RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # as
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|passwd|api[-_]?key|auth)")
 
 
-def _answer(query: str, mode: SearchMode, reply: Any, mapping: FieldMapping, limit: int, documents: Any,
-            snippet_chars: int, started: float) -> SearchAnswer:
+def _answer(
+    query: str, mode: SearchMode, reply: Any, mapping: FieldMapping, limit: int, documents: Any, snippet_chars: int, started: float
+) -> SearchAnswer:
     hits = map_hits(reply, mapping, query, limit, documents, snippet_chars)
     confident = dig(reply, "confident") if isinstance(reply, dict) else None
-    return SearchAnswer(query=query, mode=mode, results=hits,
-                        confident=bool(hits) and (confident if isinstance(confident, bool) else True),
-                        latencyMs=round((time.perf_counter() - started) * 1000, 3))
+    return SearchAnswer(
+        query=query,
+        mode=mode,
+        results=hits,
+        confident=bool(hits) and (confident if isinstance(confident, bool) else True),
+        latencyMs=round((time.perf_counter() - started) * 1000, 3),
+    )
 
 
 def _decode(text: str, what: str) -> Any:
@@ -48,8 +53,9 @@ def _decode(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ExternalSearchError(f"{what} returned invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): "
-                                  f"{text.strip()[:120]!r}", "search_output") from None
+        raise ExternalSearchError(
+            f"{what} returned invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {text.strip()[:120]!r}", "search_output"
+        ) from None
 
 
 def redact_argument(arg: str) -> str:
@@ -94,8 +100,17 @@ class CommandSearch:
     command that outlives it is killed with its process group. Raises ValueError for an empty template.
     """
 
-    def __init__(self, template: str, *, timeout: float = 60.0, mapping: FieldMapping | None = None, documents: Any = None,
-                 snippet_chars: int = 400, name: str | None = None, cwd: str | None = None):
+    def __init__(
+        self,
+        template: str,
+        *,
+        timeout: float = 60.0,
+        mapping: FieldMapping | None = None,
+        documents: Any = None,
+        snippet_chars: int = 400,
+        name: str | None = None,
+        cwd: str | None = None,
+    ):
         self.argv = shlex.split(template)
         if not self.argv:
             raise ValueError("the search command is empty")
@@ -106,9 +121,14 @@ class CommandSearch:
 
     def describe(self) -> dict[str, Any]:
         """What provenance records: the kind, the command (secret-looking arguments hidden), the mapping."""
-        return {"kind": "command", "command": redact_command(self.argv), "queryOn": "stdin" if self.on_stdin else "argument",
-                "fields": self.mapping.describe(), "timeoutS": self.timeout,
-                "documents": getattr(self.documents, "label", None)}
+        return {
+            "kind": "command",
+            "command": redact_command(self.argv),
+            "queryOn": "stdin" if self.on_stdin else "argument",
+            "fields": self.mapping.describe(),
+            "timeoutS": self.timeout,
+            "documents": getattr(self.documents, "label", None),
+        }
 
     def _argv(self, query: str, mode: str, limit: int) -> list[str]:
         return [a.replace("{query}", query).replace("{limit}", str(limit)).replace("{mode}", mode) for a in self.argv]
@@ -120,8 +140,14 @@ class CommandSearch:
         started = time.perf_counter()
         what = f"search command {self.name!r}"
         try:
-            process = subprocess.Popen(self._argv(query, mode, limit), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, cwd=self.cwd, start_new_session=True)
+            process = subprocess.Popen(
+                self._argv(query, mode, limit),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ExternalSearchError(f"{what} could not be started: {exc.strerror or exc}") from None
         try:
@@ -135,8 +161,9 @@ class CommandSearch:
             raise ExternalSearchError(f"{what} did not finish within {self.timeout:g} s (killed)", "search_timeout") from None
         if process.returncode != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
-            raise ExternalSearchError(f"{what} exited with status {process.returncode}"
-                                      + (f": {' | '.join(tail)[:300]}" if tail else " (no stderr)"))
+            raise ExternalSearchError(
+                f"{what} exited with status {process.returncode}" + (f": {' | '.join(tail)[:300]}" if tail else " (no stderr)")
+            )
         reply = _decode(out.decode("utf-8", "replace"), what)
         return _answer(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started)
 
@@ -186,9 +213,20 @@ class HttpSearch:
     for a URL that is not http(s).
     """
 
-    def __init__(self, url: str, *, headers: dict[str, str] | None = None, timeout: float = 60.0, max_retries: int = 3,
-                 backoff: float = 0.5, retry_cap: float = 30.0, mapping: FieldMapping | None = None, documents: Any = None,
-                 snippet_chars: int = 400, name: str | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        retry_cap: float = 30.0,
+        mapping: FieldMapping | None = None,
+        documents: Any = None,
+        snippet_chars: int = 400,
+        name: str | None = None,
+    ):
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ValueError(f"--search-url must be an http(s) URL, got {public_url(url)!r}")
         self.url, self.headers = url, dict(headers or {})
@@ -198,8 +236,15 @@ class HttpSearch:
 
     def describe(self) -> dict[str, Any]:
         """What provenance records: the kind, the URL without credentials or query, header names only."""
-        return {"kind": "http", "url": public_url(self.url), "headers": sorted(self.headers), "fields": self.mapping.describe(),
-                "timeoutS": self.timeout, "maxRetries": self.max_retries, "documents": getattr(self.documents, "label", None)}
+        return {
+            "kind": "http",
+            "url": public_url(self.url),
+            "headers": sorted(self.headers),
+            "fields": self.mapping.describe(),
+            "timeoutS": self.timeout,
+            "maxRetries": self.max_retries,
+            "documents": getattr(self.documents, "label", None),
+        }
 
     def _scrub(self, text: str) -> str:
         for value in self.headers.values():
@@ -208,8 +253,9 @@ class HttpSearch:
         return text
 
     def _post(self, body: bytes) -> bytes:
-        request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "application/json", "Accept": "application/json", **self.headers})
+        request = urllib.request.Request(
+            self.url, data=body, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json", **self.headers}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - http(s) checked in __init__
                 return response.read()
@@ -241,8 +287,12 @@ class HttpSearch:
         started = time.perf_counter()
         where = public_url(self.url)
         body = json.dumps({"query": query, "limit": limit, "mode": mode}).encode("utf-8")
-        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.max_retries + 1), wait=self._wait,
-                                     retry=tenacity.retry_if_exception(self._transient), reraise=True)
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(self._transient),
+            reraise=True,
+        )
         attempts = 0
         try:
             for attempt in retrying:
@@ -255,9 +305,12 @@ class HttpSearch:
             reason = getattr(exc, "reason", exc)
             timed_out = isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError)
             raise ExternalSearchError(
-                f"search endpoint {where} " + (f"did not answer within {self.timeout:g} s" if timed_out
-                                               else f"could not be reached: {self._scrub(str(reason))[:200]}")
-                + f" ({attempts} attempt(s))", "search_timeout" if timed_out else "search_failed", attempts) from None
+                f"search endpoint {where} "
+                + (f"did not answer within {self.timeout:g} s" if timed_out else f"could not be reached: {self._scrub(str(reason))[:200]}")
+                + f" ({attempts} attempt(s))",
+                "search_timeout" if timed_out else "search_failed",
+                attempts,
+            ) from None
         reply = _decode(self._scrub(raw.decode("utf-8", "replace")), f"search endpoint {where}")
         try:
             return _answer(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started)

@@ -58,8 +58,9 @@ def is_confident(mode: str, lexical: bool, best_cosine: float | None, threshold:
     return {"fts": lexical, "vector": semantic}.get(mode, lexical or semantic)
 
 
-def collapse(query: str, rows: Sequence[ChunkRow], chunk_scores: dict, bm25: dict, cosine: dict, fused: dict,
-             limit: int, snippet_chars: int) -> list[SearchHit]:
+def collapse(
+    query: str, rows: Sequence[ChunkRow], chunk_scores: dict, bm25: dict, cosine: dict, fused: dict, limit: int, snippet_chars: int
+) -> list[SearchHit]:
     """Documents ranked by their best chunk's score (ties by source), at most ``limit``."""
     best: dict[str, ChunkRow] = {}
     for row in rows:
@@ -72,7 +73,11 @@ def collapse(query: str, rows: Sequence[ChunkRow], chunk_scores: dict, bm25: dic
         matched = [name for name, table in (("fts", bm25), ("vector", cosine)) if cid in table]
         hits.append(
             SearchHit(
-                rank=rank, source=source, anchor=anchor, lineStart=line_start, lineEnd=line_end,
+                rank=rank,
+                source=source,
+                anchor=anchor,
+                lineStart=line_start,
+                lineEnd=line_end,
                 snippet=make_snippet(text, query, snippet_chars),
                 score=round(chunk_scores[cid], 6),
                 scores=HitScores(
@@ -166,7 +171,10 @@ class ChunkSearch:
         lexical = lexical_match(query, [rows[cid] for cid, _ in fts_hits[:10] if cid in rows])
         confident = is_confident(mode, lexical, max(cosine.values(), default=None), s.confidence_threshold)
         return SearchAnswer(
-            query=query, mode=mode, results=results, confident=bool(confident and results),
+            query=query,
+            mode=mode,
+            results=results,
+            confident=bool(confident and results),
             latencyMs=round((time.perf_counter() - started) * 1000, 3),
         )
 

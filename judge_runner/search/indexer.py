@@ -131,8 +131,17 @@ def index_tree(
     return _write(index, pending, current, known, report, prune, str(root.resolve()), progress)
 
 
-def _write(index, pending: list[tuple], current: dict[str, str], known: dict[str, str], report: IndexReport,
-           prune: bool, root_label: str, progress, batch_chunks: int = 256) -> IndexReport:
+def _write(
+    index,
+    pending: list[tuple],
+    current: dict[str, str],
+    known: dict[str, str],
+    report: IndexReport,
+    prune: bool,
+    root_label: str,
+    progress,
+    batch_chunks: int = 256,
+) -> IndexReport:
     """Embed and write the pending documents in batches of about ``batch_chunks`` chunks, committing
     after each batch, then prune and record the corpus fingerprint.
 
@@ -258,7 +267,7 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
                 continue
             pending.append((source, sha, "beir", len(line), chunks))
     if readable == 0:
-        raise BeirFormatError(f"{corpus} holds no BEIR records ({{\"_id\", \"title\", \"text\"}} per line)")
+        raise BeirFormatError(f'{corpus} holds no BEIR records ({{"_id", "title", "text"}} per line)')
     return _write(index, pending, current, known, report, prune, f"beir:{corpus.resolve()}", progress)
 
 

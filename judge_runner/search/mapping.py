@@ -72,8 +72,11 @@ class FieldMapping:
         if not spec:
             return cls()
         pairs: dict[str, str] = {}
-        items = spec.items() if isinstance(spec, dict) else (part.split("=", 1) if "=" in part else (part, "")
-                                                             for part in spec.split(",") if part.strip())
+        items = (
+            spec.items()
+            if isinstance(spec, dict)
+            else (part.split("=", 1) if "=" in part else (part, "") for part in spec.split(",") if part.strip())
+        )
         for key, path in items:
             key, path = str(key).strip(), str(path).strip()
             if key not in MAPPING_KEYS:
@@ -109,8 +112,7 @@ class FieldMapping:
         else:
             found, where = None, ""
         if not isinstance(found, list):
-            raise ExternalSearchError(f"the reply holds no list of results {where}".strip() + f" (got {_shape(reply)})",
-                                      "search_output")
+            raise ExternalSearchError(f"the reply holds no list of results {where}".strip() + f" (got {_shape(reply)})", "search_output")
         return found
 
 
@@ -142,8 +144,7 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None,
-             snippet_chars: int = 400) -> list[SearchHit]:
+def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400) -> list[SearchHit]:
     """The first ``limit`` documents of a decoded ``reply`` as search hits, ranked in the reply's order
     (a document returned twice keeps its first place: results are collapsed to documents, as the
     built-in search does).
@@ -163,8 +164,10 @@ def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, document
             raise ExternalSearchError(f"result {number} is not an object (got {_shape(item)})", "search_output")
         source = mapping.lookup(item, "id")
         if source is None or str(source) == "":
-            raise ExternalSearchError(f"result {number} has no document id (looked for "
-                                      f"{mapping.paths.get('id') or ' / '.join(DEFAULT_PATHS['id'])})", "search_output")
+            raise ExternalSearchError(
+                f"result {number} has no document id (looked for {mapping.paths.get('id') or ' / '.join(DEFAULT_PATHS['id'])})",
+                "search_output",
+            )
         source = str(source)
         if source in seen:  # a chunk-level engine: a document is ranked by its first (best) result
             continue
@@ -183,15 +186,21 @@ def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, document
             start, end = start or chunk.line_start, end or chunk.line_end
         text = str(text)
         score = _number(mapping.lookup(item, "score"))
-        hits.append(SearchHit(
-            rank=rank, source=source, anchor=None if anchor is None else str(anchor),
-            lineStart=int(start or 1), lineEnd=int(end or start or max(1, text.count("\n") + 1)),
-            snippet=make_snippet(text, query, snippet_chars),
-            score=round(score if score is not None else 1.0 / rank, 6), scores=HitScores(), matchedBy=[],
-        ))
+        hits.append(
+            SearchHit(
+                rank=rank,
+                source=source,
+                anchor=None if anchor is None else str(anchor),
+                lineStart=int(start or 1),
+                lineEnd=int(end or start or max(1, text.count("\n") + 1)),
+                snippet=make_snippet(text, query, snippet_chars),
+                score=round(score if score is not None else 1.0 / rank, 6),
+                scores=HitScores(),
+                matchedBy=[],
+            )
+        )
     if unknown:
         where = f" in {documents.label}" if documents is not None else " (no document store to fetch text from)"
         shown = ", ".join(repr(s) for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise ExternalSearchError(f"{len(unknown)} result(s) have no text and no document{where}: {shown}",
-                                  "search_unknown_source")
+        raise ExternalSearchError(f"{len(unknown)} result(s) have no text and no document{where}: {shown}", "search_unknown_source")
     return hits

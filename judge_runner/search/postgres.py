@@ -137,8 +137,15 @@ class PostgresIndex(ChunkSearch):
     fts_ranking = "bm25"  # or "ts_rank" (PostgreSQL's, no IDF; kept for the benchmark's comparison)
     ef_search_factor = 1.5  # HNSW's candidate list (hnsw.ef_search) is this many times the depth, 40 to 1000
 
-    def __init__(self, dsn: str, settings: SearchSettings | None = None, embedder: Embedder | None = None,
-                 readonly: bool = False, schema: str = DEFAULT_SCHEMA, pool_size: int = 8):
+    def __init__(
+        self,
+        dsn: str,
+        settings: SearchSettings | None = None,
+        embedder: Embedder | None = None,
+        readonly: bool = False,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = 8,
+    ):
         import psycopg
         from psycopg import sql
 
@@ -237,8 +244,12 @@ class PostgresIndex(ChunkSearch):
 
     def _ensure_schema(self, conn) -> None:
         """Create the schema at :data:`SCHEMA_VERSION`, or upgrade it, or check it; then check the meta."""
-        expected = {"schema_version": SCHEMA_VERSION, "embedding_model": self.model_name,
-                    "embedding_dim": str(self.dim), "vector_type": self.vector_type}
+        expected = {
+            "schema_version": SCHEMA_VERSION,
+            "embedding_model": self.model_name,
+            "embedding_dim": str(self.dim),
+            "vector_type": self.vector_type,
+        }
         exists = conn.execute("SELECT to_regclass(%s)", (f"{self._s.as_string()}.meta",)).fetchone()[0] is not None
         if not exists and self.readonly:
             raise IndexMismatchError(f"{self.path} is an empty index; run `judge-runner index` first")
@@ -294,8 +305,15 @@ class PostgresIndex(ChunkSearch):
                         register_vector(conn)
                         conn.execute("SET default_transaction_read_only = on")
 
-                    pool = ConnectionPool(self.dsn, min_size=1, max_size=self._pool_size, kwargs={"autocommit": True},
-                                          configure=configure, open=False, name=f"judge-runner:{self.schema}")
+                    pool = ConnectionPool(
+                        self.dsn,
+                        min_size=1,
+                        max_size=self._pool_size,
+                        kwargs={"autocommit": True},
+                        configure=configure,
+                        open=False,
+                        name=f"judge-runner:{self.schema}",
+                    )
                     pool.open(wait=True, timeout=30)
                     self._pool = pool
         return self._pool.connection()
@@ -341,9 +359,18 @@ class PostgresIndex(ChunkSearch):
         ).fetchone()[0]
         path_words = " ".join(normalized_words(path_terms(source)))
         rows = [
-            (doc_id, ord_, _no_nul(chunk.anchor), chunk.line_start, chunk.line_end, _no_nul(chunk.text), vector,
-             " ".join(normalized_words(lexical_text(chunk.anchor or ""))), path_words,
-             " ".join(normalized_words(lexical_text(chunk.text))))
+            (
+                doc_id,
+                ord_,
+                _no_nul(chunk.anchor),
+                chunk.line_start,
+                chunk.line_end,
+                _no_nul(chunk.text),
+                vector,
+                " ".join(normalized_words(lexical_text(chunk.anchor or ""))),
+                path_words,
+                " ".join(normalized_words(lexical_text(chunk.text))),
+            )
             for ord_, (chunk, vector) in enumerate(zip(chunks, vectors))
         ]
         with conn.cursor() as cur:
@@ -359,9 +386,11 @@ class PostgresIndex(ChunkSearch):
             return 0
         conn = self._writer()
         n, tokens = conn.execute(
-            self._sql("WITH gone AS (DELETE FROM {s}.chunks c USING {s}.documents d "
-                      "WHERE d.id = c.doc_id AND d.source = ANY(%s) RETURNING c.dl) "
-                      "SELECT count(*), coalesce(sum(dl), 0) FROM gone"),
+            self._sql(
+                "WITH gone AS (DELETE FROM {s}.chunks c USING {s}.documents d "
+                "WHERE d.id = c.doc_id AND d.source = ANY(%s) RETURNING c.dl) "
+                "SELECT count(*), coalesce(sum(dl), 0) FROM gone"
+            ),
             (sources,),
         ).fetchone()
         self._delta = (self._delta[0] - n, self._delta[1] - tokens)
@@ -421,8 +450,8 @@ class PostgresIndex(ChunkSearch):
                     FROM lex JOIN {{s}}.postings p ON p.lexeme = lex.lexeme
                     UNION ALL
                     SELECT c.id, c.dl, 'phrase ' || x.o, 1,
-                           {w['A']} * (ts_filter(c.tsv, '{{{{A}}}}') @@ x.q)::int + {w['B']} * (ts_filter(c.tsv, '{{{{B}}}}') @@ x.q)::int
-                           + {w['D']} * (ts_filter(c.tsv, '{{{{D}}}}') @@ x.q)::int
+                           {w["A"]} * (ts_filter(c.tsv, '{{{{A}}}}') @@ x.q)::int + {w["B"]} * (ts_filter(c.tsv, '{{{{B}}}}') @@ x.q)::int
+                           + {w["D"]} * (ts_filter(c.tsv, '{{{{D}}}}') @@ x.q)::int
                     FROM (SELECT o, phraseto_tsquery({{cfg}}, t) AS q FROM unnest(%(phrases)s::text[]) WITH ORDINALITY AS p(t, o)) x
                     CROSS JOIN LATERAL (SELECT id, dl, tsv FROM {{s}}.chunks WHERE tsv @@ x.q) c
                 ),
@@ -449,7 +478,7 @@ class PostgresIndex(ChunkSearch):
                 p AS (
                     INSERT INTO {{s}}.postings (lexeme, chunk_id, tf, dl)
                     SELECT u.lexeme, c.id,
-                           (SELECT sum(CASE wt WHEN 'A' THEN {w['A']} WHEN 'B' THEN {w['B']} ELSE {w['D']} END) FROM unnest(u.weights) AS wt),
+                           (SELECT sum(CASE wt WHEN 'A' THEN {w["A"]} WHEN 'B' THEN {w["B"]} ELSE {w["D"]} END) FROM unnest(u.weights) AS wt),
                            c.dl
                     FROM c CROSS JOIN LATERAL unnest(c.tsv) AS u
                 )

@@ -96,10 +96,16 @@ class IndexProgress:
         if self._bar is None:
             unit = UNITS.get(stage, "items")
             self._bar = Progress(
-                TextColumn(f"  {stage}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+                TextColumn(f"  {stage}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(unit),
                 TextColumn("{task.fields[rate]}"),
-                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
-                console=Console(file=self.stream), transient=False,
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+                transient=False,
             )
             self._bar.start()
             self._task = self._bar.add_task(stage, total=total, rate="")

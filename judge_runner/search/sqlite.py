@@ -31,6 +31,8 @@ BUSY_TIMEOUT_S = 60.0
 
 class IndexBusyError(RuntimeError):
     """Another process held the index's lock for longer than the busy timeout ("database is locked")."""
+
+
 # BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
 BM25_WEIGHTS = FIELD_WEIGHTS
 
@@ -66,8 +68,7 @@ class SQLiteIndex(ChunkSearch):
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 
-    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None,
-                 readonly: bool = False):
+    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None, readonly: bool = False):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
@@ -75,8 +76,9 @@ class SQLiteIndex(ChunkSearch):
         if readonly:
             # search needs no write access: a shared or read-only index still serves queries
             try:
-                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                            timeout=self.busy_timeout_s)
+                self.conn = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=self.busy_timeout_s
+                )
                 with self._busy():
                     self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()
             except sqlite3.OperationalError:  # a WAL index in a read-only folder cannot create its -shm file
@@ -120,7 +122,11 @@ class SQLiteIndex(ChunkSearch):
 
     def _check_meta(self, readonly: bool = False) -> None:
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
-        expected = {"schema_version": SCHEMA_VERSION, "embedding_model": getattr(self.embedder, "name", MODEL_NAME), "embedding_dim": str(DIMENSION)}
+        expected = {
+            "schema_version": SCHEMA_VERSION,
+            "embedding_model": getattr(self.embedder, "name", MODEL_NAME),
+            "embedding_dim": str(DIMENSION),
+        }
         if not meta and readonly:
             raise IndexMismatchError(f"{self.path} is an empty index; run `judge-runner index` first")
         if not meta:
@@ -159,9 +165,7 @@ class SQLiteIndex(ChunkSearch):
 
     def _replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
         self.remove_documents([source])
-        cur = self.conn.execute(
-            "INSERT INTO documents (source, sha256, fmt, size) VALUES (?, ?, ?, ?)", (source, sha256, fmt, size)
-        )
+        cur = self.conn.execute("INSERT INTO documents (source, sha256, fmt, size) VALUES (?, ?, ?, ?)", (source, sha256, fmt, size))
         doc_id = cur.lastrowid
         path_words = path_terms(source)
         for ord_, (chunk, vector) in enumerate(zip(chunks, vectors)):

@@ -123,16 +123,31 @@ def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int
         store = config.corpus or corpus
         documents = open_documents(store) if store is not None else None
         if config.command:
-            return CommandSearch(config.command, timeout=config.timeout or timeout, mapping=mapping, documents=documents,
-                                 snippet_chars=snippet_chars, name=config.name)
-        return HttpSearch(config.url or "", headers=parse_headers(config.headers), timeout=config.timeout or timeout,
-                          max_retries=max_retries, mapping=mapping, documents=documents, snippet_chars=snippet_chars, name=config.name)
+            return CommandSearch(
+                config.command,
+                timeout=config.timeout or timeout,
+                mapping=mapping,
+                documents=documents,
+                snippet_chars=snippet_chars,
+                name=config.name,
+            )
+        return HttpSearch(
+            config.url or "",
+            headers=parse_headers(config.headers),
+            timeout=config.timeout or timeout,
+            max_retries=max_retries,
+            mapping=mapping,
+            documents=documents,
+            snippet_chars=snippet_chars,
+            name=config.name,
+        )
     except (ValueError, DocumentStoreError) as exc:
         raise SystemsError(str(exc)) from None
 
 
-def open_systems(spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path | None, query_ids: dict[str, str] | None = None,
-                 open_builtin: Any = None) -> list[System]:
+def open_systems(
+    spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path | None, query_ids: dict[str, str] | None = None, open_builtin: Any = None
+) -> list[System]:
     """The systems of ``spec`` (see the module docstring for the order). ``settings`` is the run's
     Settings (timeout, retries, search settings, ``[search.external]``); ``index`` the open built-in
     index (None when no built-in system is judged); ``corpus`` the default document store (a fixtures
@@ -149,10 +164,20 @@ def open_systems(spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path |
     for mode in builtin_modes:
         if mode not in SEARCH_MODES:
             raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
-        systems.append(System(_unique(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken), index, mode,
-                              {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})}))
-    shared = {"timeout": spec.timeout or settings.timeout, "max_retries": settings.max_retries, "corpus": spec.corpus or corpus,
-              "snippet_chars": settings.search.snippet_chars}
+        systems.append(
+            System(
+                _unique(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken),
+                index,
+                mode,
+                {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})},
+            )
+        )
+    shared = {
+        "timeout": spec.timeout or settings.timeout,
+        "max_retries": settings.max_retries,
+        "corpus": spec.corpus or corpus,
+        "snippet_chars": settings.search.snippet_chars,
+    }
     if table and not spec.external:
         try:
             config = ExternalConfig.model_validate(table)
@@ -181,9 +206,20 @@ def open_systems(spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path |
         if open_builtin is None:
             raise SystemsError(f"{path}: the built-in search is not available here")
         opened = open_builtin(search_settings)
-        systems.append(System(_unique(Path(path).stem, taken), opened, mode,
-                              {"kind": "builtin", "mode": mode, "config": Path(path).name,
-                               "searchConfig": search_settings.model_dump(exclude={"external"})}, [opened.close]))
+        systems.append(
+            System(
+                _unique(Path(path).stem, taken),
+                opened,
+                mode,
+                {
+                    "kind": "builtin",
+                    "mode": mode,
+                    "config": Path(path).name,
+                    "searchConfig": search_settings.model_dump(exclude={"external"}),
+                },
+                [opened.close],
+            )
+        )
     for command in spec.commands:
         backend = external_backend(ExternalConfig(command=command, fields=spec.fields), **shared)
         systems.append(System(_unique(f"command:{backend.name}", taken), backend, settings.search_mode, backend.describe()))

@@ -70,7 +70,10 @@ def run_lines(qid: str, ranked: Iterable[tuple[str, float]], tag: str) -> list[s
     ranked = list(ranked)
     scores = rank_consistent_scores(score for _, score in ranked)
     q, t = encode_id(qid), encode_id(tag)
-    return [f"{q} Q0 {encode_id(docid)} {rank} {format_score(score)} {t}" for rank, ((docid, _), score) in enumerate(zip(ranked, scores), start=1)]
+    return [
+        f"{q} Q0 {encode_id(docid)} {rank} {format_score(score)} {t}"
+        for rank, ((docid, _), score) in enumerate(zip(ranked, scores), start=1)
+    ]
 
 
 def write_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
@@ -101,7 +104,7 @@ def read_queries(path: Path) -> list[tuple[str, str]]:
             record = json.loads(line)
             queries.append((clean_text(str(record["_id"])), clean_text(str(record["text"]))))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise QueriesFormatError(f"{path} line {number} is not a {{\"_id\", \"text\"}} record") from exc
+            raise QueriesFormatError(f'{path} line {number} is not a {{"_id", "text"}} record') from exc
     return queries
 
 

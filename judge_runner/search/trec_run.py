@@ -82,5 +82,6 @@ class TrecRunSearch:
         ranked = self.run.get(qid, []) if qid is not None else []
         reply = [{"id": docid, "score": score} for docid, score in ranked]
         hits = map_hits(reply, FieldMapping(), query, limit, self.documents, self.snippet_chars)
-        return SearchAnswer(query=query, mode=mode, results=hits, confident=bool(hits),
-                            latencyMs=round((time.perf_counter() - started) * 1000, 3))
+        return SearchAnswer(
+            query=query, mode=mode, results=hits, confident=bool(hits), latencyMs=round((time.perf_counter() - started) * 1000, 3)
+        )

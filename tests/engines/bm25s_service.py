@@ -41,8 +41,10 @@ class Bm25sService:
                     self.send_response(401)
                     self.end_headers()
                     return
-                hits = [{"doc_id": i, "_score": s, **({"body": t} if service.with_text else {})}
-                        for i, s, t in service.engine.search(str(body.get("query", "")), int(body.get("limit", 10)))]
+                hits = [
+                    {"doc_id": i, "_score": s, **({"body": t} if service.with_text else {})}
+                    for i, s, t in service.engine.search(str(body.get("query", "")), int(body.get("limit", 10)))
+                ]
                 data = json.dumps({"hits": hits}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

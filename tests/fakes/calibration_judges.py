@@ -28,7 +28,7 @@ def shown_results(text: str) -> list[tuple[str, str]]:
     """``[(docid, shown text)]`` of the results block, in the order shown."""
     block = text.split("<results>", 1)[1].rsplit("</results>", 1)[0]
     heads = list(_HEADER.finditer(block))
-    return [(m.group(2), block[m.end(): heads[i + 1].start() if i + 1 < len(heads) else len(block)]) for i, m in enumerate(heads)]
+    return [(m.group(2), block[m.end() : heads[i + 1].start() if i + 1 < len(heads) else len(block)]) for i, m in enumerate(heads)]
 
 
 class QrelsJudge:
@@ -53,9 +53,14 @@ class QrelsJudge:
         if forced == "record_list_verdict":
             return ToolCall(forced, honest_reply(forced, text))
         query, docs = query_of(text), fenced_documents(text)
-        graded = [{"reason": "scripted", "injectionSuspected": False,
-                   "relevance": self.label(query, d["source"], (d.get("anchor") or "") + "\n" + d["text"], i, len(docs))}
-                  for i, d in enumerate(docs)]
+        graded = [
+            {
+                "reason": "scripted",
+                "injectionSuspected": False,
+                "relevance": self.label(query, d["source"], (d.get("anchor") or "") + "\n" + d["text"], i, len(docs)),
+            }
+            for i, d in enumerate(docs)
+        ]
         if forced == "record_label":
             return ToolCall(forced, graded[0])
         return ToolCall("record_labels", {"labels": [{"id": d["id"], **g} for d, g in zip(docs, graded)]})

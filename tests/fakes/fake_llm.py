@@ -219,14 +219,21 @@ def quirk_error(api: str, quirks: Quirks, body: dict) -> tuple[int, dict] | None
             return status, {"detail": [{"type": "value_error", "loc": ["body", *loc], "msg": msg}]}
         # llama-cpp-python's shape: the pydantic error, then a traceback trailer (measured on 0.3.36)
         detail = {"type": "literal_error", "loc": ("body", *loc), "msg": msg}
-        message = (f"1 validation error:\n  {detail!r}\n\n  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", "
-                   f"line 376, in create_chat_completion\n    POST /v1/chat/completions") if msg else ""
+        message = (
+            (
+                f'1 validation error:\n  {detail!r}\n\n  File "/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", '
+                f"line 376, in create_chat_completion\n    POST /v1/chat/completions"
+            )
+            if msg
+            else ""
+        )
         return status, {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
 
     for i, message in enumerate(body.get("messages") or []):
         if quirks.null_content_status and isinstance(message, dict):
             if message.get("content", "") is None or (
-                    message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls")):
+                message.get("role") == "assistant" and "content" not in message and not message.get("tool_calls")
+            ):
                 return error(quirks.null_content_status, ["messages", i, "content"], "Input should be a valid string")
     rf = body.get("response_format")
     if quirks.json_schema_status and isinstance(rf, dict) and rf.get("type") == "json_schema":
@@ -369,9 +376,7 @@ def tool_results(api: str, body: dict) -> list[tuple[str | None, str]]:
         elif role == "user" and isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    results.append(
-                        (names.get(str(block.get("tool_use_id"))), _content_text(block.get("content")))
-                    )
+                    results.append((names.get(str(block.get("tool_use_id"))), _content_text(block.get("content"))))
     return results
 
 
@@ -499,7 +504,7 @@ class DefaultBrain:
         if not isinstance(system, str) or marker not in system:
             return None
         try:
-            schema, _ = json.JSONDecoder().raw_decode(system[system.rindex(marker) + len(marker):].lstrip())
+            schema, _ = json.JSONDecoder().raw_decode(system[system.rindex(marker) + len(marker) :].lstrip())
         except ValueError:
             return None
         return schema if isinstance(schema, dict) else None
@@ -672,9 +677,7 @@ def _error_body(api: str, status: int, message: str | None = None) -> dict:
     if api == "anthropic":
         etype = _ANTHROPIC_ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": etype, "message": msg}}
-    etype, code = _OPENAI_ERROR_TYPES.get(status) or (
-        ("server_error", None) if status >= 500 else ("invalid_request_error", None)
-    )
+    etype, code = _OPENAI_ERROR_TYPES.get(status) or (("server_error", None) if status >= 500 else ("invalid_request_error", None))
     return {"error": {"message": msg, "type": etype, "param": None, "code": code}}
 
 
@@ -1083,9 +1086,7 @@ class FakeLLMServer:
             else:
                 creation = _estimate_tokens(cached)
         return {
-            "input_tokens": _estimate_tokens(
-                {"system": rest_system, "messages": body.get("messages"), "tools": body.get("tools")}
-            ),
+            "input_tokens": _estimate_tokens({"system": rest_system, "messages": body.get("messages"), "tools": body.get("tools")}),
             "output_tokens": _estimate_tokens(content),
             "cache_creation_input_tokens": creation,
             "cache_read_input_tokens": read,
@@ -1128,9 +1129,7 @@ class FakeLLMServer:
             finish = "content_filter"
             message["refusal"] = message["content"] or "I'm sorry, I can't help with that."
             message["content"] = None
-        prompt = _estimate_tokens(
-            {"messages": body.get("messages"), "tools": body.get("tools"), "response_format": rf}
-        )
+        prompt = _estimate_tokens({"messages": body.get("messages"), "tools": body.get("tools"), "response_format": rf})
         completion = _estimate_tokens(message)
         return {
             "id": f"chatcmpl-fake{self._next_id():016d}",

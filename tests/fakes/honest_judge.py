@@ -23,7 +23,37 @@ from judge_runner.fence import (
 
 _FENCE = re.compile(r'<(document-[0-9a-f]{16})(?: id="(D\d+)")?>\n(.*?)\n</\1>', re.DOTALL)
 _FIELDS = re.compile(r"source: (?P<source>.*)\nanchor: (?P<anchor>.*)\ntext:\n?(?P<text>.*)\Z", re.DOTALL)
-_STOP = frozenset(["the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "is", "are", "do", "does", "how", "what", "when", "where", "which", "with", "by", "at", "it", "its", "i", "my", "our"])
+_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "is",
+        "are",
+        "do",
+        "does",
+        "how",
+        "what",
+        "when",
+        "where",
+        "which",
+        "with",
+        "by",
+        "at",
+        "it",
+        "its",
+        "i",
+        "my",
+        "our",
+    ]
+)
 _GRADE = re.compile(r"Result (D\d+): grade ([0-3])")
 
 
@@ -81,14 +111,20 @@ def honest_reply(tool: str, user: str) -> dict:
         return {
             "analysis": {"coverage": f"{good} of {len(grades)} results graded 2 or 3.", "snippetQuality": "Snippets judged by the fake."},
             "scores": {"coverage": coverage, "snippetQuality": 0.5 if grades else 0.0},
-            "holistic": {"relevance": round(sum(grades) / (3 * len(grades)), 3) if grades else 0.0, "ranking": 1.0 if good else 0.0, "overall": 0.5 * coverage},
+            "holistic": {
+                "relevance": round(sum(grades) / (3 * len(grades)), 3) if grades else 0.0,
+                "ranking": 1.0 if good else 0.0,
+                "overall": 0.5 * coverage,
+            },
             "suggestions": [] if good else ["Add semantic retrieval for queries worded differently from the documents"],
         }
     raise ValueError(f"not a tool of the label-first protocol: {tool}")
 
 
-_LEFTOVER = re.compile(r"[<\uff1c]\s*/?\s*(?:doc|result|query|intent|system|user|assistant)|^\s*\[\s*\w*\d+\s*\]\s*source|\|\s*score\s*\d",
-                       re.IGNORECASE | re.MULTILINE)
+_LEFTOVER = re.compile(
+    r"[<\uff1c]\s*/?\s*(?:doc|result|query|intent|system|user|assistant)|^\s*\[\s*\w*\d+\s*\]\s*source|\|\s*score\s*\d",
+    re.IGNORECASE | re.MULTILINE,
+)
 _RANK_OR_SCORE = re.compile(r"\[\s*\d+\s*\]|\brank(?:ed)?\s*#?\d|\bscore\s*[:=]?\s*\d", re.IGNORECASE)
 
 

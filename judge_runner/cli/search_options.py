@@ -1,0 +1,129 @@
+"""The options that choose which search systems a run judges (issue 12): external command and HTTP
+searches, TREC runs in, several modes or configurations side by side; read back by :func:`systems_spec`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from judge_runner.cli.options import _options
+from judge_runner.failures import UsageError
+from judge_runner.models import SEARCH_MODES
+from judge_runner.pipeline import systems_spec as make_systems_spec
+
+
+def search_adapter_options(f):
+    """--search-command, --search-url, --search-header, --search-fields, --search-timeout, --corpus: judge a
+    search judge-runner does not run itself (see judge_runner/search/systems.py). Read with :func:`systems_spec`."""
+    return _options(
+        f,
+        [
+            click.option(
+                "--search-command",
+                multiple=True,
+                metavar="'CMD {query} --limit {limit}'",
+                help="Judge a search run as a command (no shell; {query}, {limit}, {mode} replaced; without {query} the "
+                "query goes to stdin). It prints JSON results. Repeatable.",
+            ),
+            click.option(
+                "--search-url",
+                multiple=True,
+                metavar="URL",
+                help="Judge a search behind an HTTP endpoint: POST {query, limit, mode}, JSON results back. Repeatable.",
+            ),
+            click.option(
+                "--search-header",
+                multiple=True,
+                metavar="NAME=env:VAR",
+                help="Header for --search-url; NAME=env:VAR reads a token from the environment (never logged). Repeatable.",
+            ),
+            click.option(
+                "--search-fields",
+                default=None,
+                metavar="KEY=PATH,...",
+                help="Where the results are in the reply: results, id, text, score, anchor, lineStart, lineEnd "
+                "(e.g. results=hits.hits,id=_id,text=_source.body,score=_score).",
+            ),
+            click.option(
+                "--search-timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=None,
+                callback=_finite,
+                help="Seconds per external search call [default: --timeout].",
+            ),
+            click.option(
+                "--corpus",
+                type=click.Path(exists=True, path_type=Path),
+                default=None,
+                help="Text of results that come without it (and of --run documents): a fixtures folder or a BEIR "
+                "corpus.jsonl [default for generate-and-evaluate: --fixtures].",
+            ),
+        ],
+    )
+
+
+def compare_options(f):
+    """--run and --compare (``evaluate`` only). Read with :func:`systems_spec`."""
+    return _options(
+        f,
+        [
+            click.option(
+                "--run",
+                "runs",
+                multiple=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                metavar="RUN.trec",
+                help="Judge an existing TREC run file (qid Q0 docid rank score tag); needs --corpus. Repeatable.",
+            ),
+            click.option(
+                "--compare",
+                default=None,
+                metavar="A.toml,B.toml",
+                help="Judge the search of each configuration file ([search] table, search_mode, or [search.external]) "
+                "side by side on the same queries; the first is the reference.",
+            ),
+        ],
+    )
+
+
+def systems_spec(flags: dict[str, Any]) -> Any:
+    """Take the search-system flags out of ``flags`` (leaving ``search_mode`` as the first mode given)
+    and return a ``SystemsSpec`` (:func:`judge_runner.pipeline.systems_spec`), or None when none was given."""
+    modes = tuple(m.strip() for m in flags["search_mode"].split(",") if m.strip()) if flags.get("search_mode") else ()
+    # the settings validate the first mode (one message whatever the source); the others are checked alike here
+    for mode in modes[1:]:
+        if mode not in SEARCH_MODES:
+            choices = ", ".join(repr(m) for m in SEARCH_MODES[:-1]) + f" or {SEARCH_MODES[-1]!r}"
+            raise UsageError(f"invalid settings: --search-mode: input should be {choices} (got {mode!r})")
+    if len(set(modes)) != len(modes):
+        raise UsageError(f"invalid settings: --search-mode: each mode at most once (got {flags['search_mode']!r})")
+    if modes:
+        flags["search_mode"] = modes[0]
+    compare = flags.pop("compare", None)
+    configs = tuple(Path(p.strip()) for p in compare.split(",") if p.strip()) if compare else ()
+    headers, urls = tuple(flags.pop("search_header", ()) or ()), tuple(flags.pop("search_url", ()) or ())
+    if headers and not urls:
+        raise click.UsageError("--search-header applies to --search-url; no --search-url was given")
+    missing = [str(p) for p in configs if not p.is_file()]
+    if missing:
+        raise click.UsageError(f"--compare: no such configuration file: {', '.join(missing)}")
+    return make_systems_spec(
+        modes=modes,
+        configs=configs,
+        commands=tuple(flags.pop("search_command", ()) or ()),
+        urls=urls,
+        runs=tuple(flags.pop("runs", ()) or ()),
+        headers=headers,
+        fields=flags.pop("search_fields", None),
+        timeout=flags.pop("search_timeout", None),
+        corpus=flags.pop("corpus", None),
+    )
+
+
+def _finite(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter("must be a finite number")
+    return value

@@ -46,15 +46,14 @@ def encode_docid(docid: str) -> str:
     every control character become ``%XX`` escapes of their UTF-8 bytes; everything else is kept.
     ``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``. Reversed by :func:`decode_docid`.
 
-    This MUST agree with the docid encoding of the TREC run files the search writes
-    (``judge_runner/search/``), or ``qid``/``docid`` pairs will not match between a run and these qrels.
-    Raises ValueError on an empty id.
+    The encoding is :func:`judge_runner.search.trec.encode_id`, the one the search's TREC run files use,
+    so ``qid``/``docid`` pairs match between a run and these qrels. Raises ValueError on an empty id.
     """
+    from judge_runner.search.trec import encode_id
+
     if not docid:
         raise ValueError("an empty document or query id cannot be written to a TREC file")
-    return "".join(
-        "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch for ch in docid
-    )
+    return encode_id(docid)
 
 
 def decode_docid(encoded: str) -> str:

@@ -5,8 +5,8 @@ separated by single spaces. Two guarantees:
 
 - **Identifiers without whitespace.** Readers split lines on whitespace (ir-measures on any Unicode
   whitespace), so a source such as ``meeting notes 2026.md`` would make an 8-field line. Every
-  whitespace character and ``%`` in a qid or docid is percent-encoded as its UTF-8 bytes (``%20`` for a
-  space, ``%25`` for ``%``); nothing else changes, so ``decode_id(encode_id(x)) == x`` for every string
+  whitespace or other non-printable character and ``%`` in a qid or docid is percent-encoded as its
+  UTF-8 bytes (``%20`` for a space, ``%25`` for ``%``); nothing else changes, so ``decode_id(encode_id(x)) == x`` for every string
   and ordinary ids are written as they are. :func:`decode_id` (``urllib.parse.unquote``) reverses it.
   Encode the qrels you score a run against the same way (:func:`write_qrels` does).
 - **Scores in the tool's order.** trec_eval and ir-measures re-sort each query's documents by score and
@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
 from judge_runner.corpus.read import clean_text
 
-_ENCODE = re.compile(r"[\s%]")
-
 
 def encode_id(value: str) -> str:
-    """A qid or docid safe in a TREC file: whitespace and ``%`` percent-encoded (UTF-8 bytes)."""
-    return _ENCODE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), value)
+    """A qid or docid safe in a TREC file: ``%``, every whitespace character (``str.isspace``) and every
+    other non-printable character percent-encoded as its UTF-8 bytes; everything else kept. The one
+    encoding of ids in TREC files: runs here and qrels (:func:`judge_runner.qrels.encode_docid`) alike."""
+    return "".join(
+        "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch for ch in value
+    )
 
 
 def decode_id(value: str) -> str:

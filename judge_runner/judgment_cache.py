@@ -215,17 +215,33 @@ class JudgmentCache:
         self.conn.row_factory = sqlite3.Row
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = self._switch_to_wal(busy_timeout_s)
             if mode.lower() != "wal":
                 raise CacheError(f"the judgment cache {self.path} could not switch to WAL mode (got {mode}); is it on a network drive?")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._write(self._create)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
+            if "locked" in str(exc):
+                raise CacheError(f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s") from None
             raise CacheError(f"{self.path} is not a judgment cache ({exc}); move it away or pass another --cache path") from None
         except CacheError:
             self.conn.close()
             raise
+
+    def _switch_to_wal(self, busy_timeout_s: float) -> str:
+        """``PRAGMA journal_mode = WAL``, waiting up to ``busy_timeout_s`` seconds for another process that
+        is creating or switching the same file: SQLite can answer this pragma "database is locked" at once,
+        without calling the busy handler, while a second connection changes the journal mode. Returns the
+        journal mode now in force; raises sqlite3.OperationalError when the file stays locked."""
+        deadline = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                return str(self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def _create(self, conn: sqlite3.Connection) -> None:
         # statement by statement: executescript() would COMMIT the BEGIN IMMEDIATE around us

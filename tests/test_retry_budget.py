@@ -513,3 +513,15 @@ def test_price_for_dated_snapshots(model, base):
 )
 def test_price_for_unknown_models_is_none(model):
     assert price_for(model) is None
+
+
+def test_batch_price_halves_every_token_class():
+    """Both batch APIs bill every token class at half the standard rate (pricing.json batchDiscount)."""
+    from judge_runner.llm.pricing import Usage, cost_usd, price_for
+
+    standard = price_for("claude-sonnet-4-6")
+    assert standard is not None
+    batch = standard.for_batch()
+    usage = Usage(input_tokens=1000, output_tokens=200, cache_write_tokens=300, cache_read_tokens=4000)
+    assert cost_usd(usage, batch) == pytest.approx(cost_usd(usage, standard) / 2)
+    assert batch.cache_read == pytest.approx(standard.cache_read / 2)

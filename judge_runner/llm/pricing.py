@@ -20,6 +20,12 @@ class Price:
     cache_write: float
     cache_read: float
 
+    def for_batch(self) -> Price:
+        """This price on a batch API: every token class at ``batchDiscount`` (0.5) of the standard rate
+        (``pricing.json``'s ``batchSource``: Anthropic Message Batches and OpenAI Batch both halve it)."""
+        f = batch_discount()
+        return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f)
+
 
 @dataclass
 class Usage:
@@ -52,6 +58,11 @@ class Usage:
 def pricing_table() -> dict:
     """The parsed ``pricing.json`` (``source``, ``updated``, ``models``)."""
     return json.loads(resources.files("judge_runner.llm").joinpath("pricing.json").read_text(encoding="utf-8"))
+
+
+def batch_discount() -> float:
+    """The share of the standard price a batch API bills (0.5), from ``pricing.json``."""
+    return float(pricing_table().get("batchDiscount", 1.0))
 
 
 def price_for(model: str) -> Price | None:

@@ -24,11 +24,16 @@ batched judge modes:
 Each at sync prices and at batch prices: ``Price.for_batch()`` (every token class at half the standard
 rate) applied to the same usage. That assumes a batch gets the same cache hits as synchronous calls;
 Anthropic serves cache hits in a batch on a best-effort basis, so the batch figures are a lower bound
-(at worst the cached share is paid at the batch input rate). Queries run one at a time (concurrency 1):
-with concurrency c, up to c-1 more requests at the start of a run can miss the cache that the first one
-is still writing. Prices from judge_runner/llm/pricing.json. Writes nothing into the repository.
+(at worst the cached share is paid at the batch input rate). The table's runs judge one query at a time
+(``--concurrency 1``: the figures do not depend on thread timing); the caching ratio is also measured at
+the run's default concurrency (``--parallel 5``) against a fake answering in ``--latency`` seconds, where
+requests that start while the first one with a prefix is still in flight miss the cache and write it
+too, as on the real API (a handful of extra writes at the start of a run; the figure varies a little
+from run to run).
+Prices from judge_runner/llm/pricing.json. Writes nothing into the repository.
 
-    .venv/bin/python benchmarks/judge_costs.py [--count 15] [--limit 10] [--edited 3] [--workdir /tmp/jr-judge-costs]
+    .venv/bin/python benchmarks/judge_costs.py [--count 15] [--limit 10] [--edited 3] [--concurrency 1]
+                                               [--parallel 5] [--latency 0.05] [--workdir /tmp/jr-judge-costs]
 """
 
 from __future__ import annotations
@@ -84,11 +89,20 @@ class Measured:
     result_counts: set[int]
 
 
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """What every run shares: results per query, judge concurrency, the fake's latency (seconds)."""
+
+    limit: int
+    concurrency: int
+    latency_s: float
+
+
 def judge_run(
-    model: str, mode: str, queries, index, workdir: Path, limit: int, cache: JudgmentCache | None, marked: bool = True
+    model: str, mode: str, queries, index, workdir: Path, setup: Setup, cache: JudgmentCache | None, marked: bool = True
 ) -> Measured:
     """Judge ``queries`` with ``model`` in ``mode`` against a fresh fake server (a cold provider cache)."""
-    with FakeLLMServer() as server:
+    with FakeLLMServer(latency_s=setup.latency_s) as server:
         kind = AnthropicProvider if marked else UncachedProvider
         provider = kind(model, RetryPolicy(max_retries=1), Budget(), timeout_s=30, api_key="fake", base_url=server.anthropic_base_url)
         outcome = run_evaluation(
@@ -97,7 +111,7 @@ def judge_run(
             LLMJudge(provider),
             RunWriter(workdir / "runs"),
             {"config": {}},
-            EvaluateOptions(search_limit=limit, concurrency=1, judge_mode=mode),
+            EvaluateOptions(search_limit=setup.limit, concurrency=setup.concurrency, judge_mode=mode),
             budget=provider.budget,
             echo=lambda m: None,
             cache=cache,
@@ -149,8 +163,12 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=15)
     parser.add_argument("--limit", type=int, default=10, help="results per query shown to the judge")
     parser.add_argument("--edited", type=int, default=3, help="documents edited before the second weekly re-run")
+    parser.add_argument("--concurrency", type=int, default=1, help="judge concurrency of the table's runs (1: reproducible)")
+    parser.add_argument("--parallel", type=int, default=5, help="judge concurrency of the second caching ratio (the run's default)")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds the fake takes to answer")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
+    setup = Setup(args.limit, args.concurrency, args.latency)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="jr-judge-costs-"))
     corpus = workdir / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
@@ -169,19 +187,22 @@ def main() -> None:
     uncached: dict[tuple[str, str], Measured] = {}
     again: dict[tuple[str, str], Measured] = {}
     edited_run: dict[tuple[str, str], Measured] = {}
+    parallel: dict[tuple[str, str], Measured] = {}  # the first run again at the run's default concurrency, no judgment cache
+    concurrent = dataclasses.replace(setup, concurrency=args.parallel)
     try:
         with open_index(settings, must_exist=True) as index:
             for model_class, model in MODELS.items():
                 for mode in MODES:
-                    uncached[model_class, mode] = judge_run(model, mode, queries, index, workdir, args.limit, None, marked=False)
-                    first[model_class, mode] = judge_run(model, mode, queries, index, workdir, args.limit, caches[model_class, mode])
-                    again[model_class, mode] = judge_run(model, mode, queries, index, workdir, args.limit, caches[model_class, mode])
+                    uncached[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, None, marked=False)
+                    first[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, caches[model_class, mode])
+                    again[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, caches[model_class, mode])
+                    parallel[model_class, mode] = judge_run(model, mode, queries, index, workdir, concurrent, None)
         edited = edit_corpus(corpus, args.edited)
         index_fixtures(settings, corpus, prune=True, printer=quiet).index.close()
         with open_index(settings, must_exist=True) as index:
             for model_class, model in MODELS.items():
                 for mode in MODES:
-                    edited_run[model_class, mode] = judge_run(model, mode, queries, index, workdir, args.limit, caches[model_class, mode])
+                    edited_run[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, caches[model_class, mode])
     finally:
         for cache in caches.values():
             cache.close()
@@ -190,18 +211,26 @@ def main() -> None:
     print(
         f"judge costs on the fake server, {datetime.now(UTC):%Y-%m-%d}: {len(queries)} queries ({off_topic} off-topic), up to {args.limit} results each"
     )
-    print("tokens: the fake's count (a quarter of each request's JSON); prices: judge_runner/llm/pricing.json")
+    print(
+        f"table: judge concurrency {args.concurrency}; fake latency {args.latency} s; tokens: the fake's count (a quarter of each "
+        "request's JSON); prices: judge_runner/llm/pricing.json"
+    )
     print()
-    print("caching ratio (first run, input cost with the rubric cached / without any cache marker; target <= 0.60):")
+    print(
+        f"caching ratio (first run, input cost with the rubric cached / without any cache marker; target <= 0.60), "
+        f"at concurrency {args.concurrency} and at concurrency {args.parallel}:"
+    )
     for (model_class, mode), m in first.items():
         price = price_for(MODELS[model_class])
         assert price is not None
-        ratio = input_cost(m.usage, price) / input_cost(uncached[model_class, mode].usage, price)
+        plain = input_cost(uncached[model_class, mode].usage, price)
+        ratio, ratio_parallel = input_cost(m.usage, price) / plain, input_cost(parallel[model_class, mode].usage, price) / plain
         minimum = anthropic_cache_minimum(MODELS[model_class])
         share = m.summary["cachedInputShare"] or 0.0
         print(
-            f"  {model_class:<12} {mode:<9} {ratio:.2f}  (cached input share {share:.0%}, saved ${m.summary['cacheSavedUsd']:.4f}; "
-            f"{MODELS[model_class]} caches prefixes of {minimum}+ tokens)"
+            f"  {model_class:<12} {mode:<9} {ratio:.2f} / {ratio_parallel:.2f}  (cached input share {share:.0%}, saved "
+            f"${m.summary['cacheSavedUsd']:.4f}; tokens written {m.usage.cache_write_tokens:,} / "
+            f"{parallel[model_class, mode].usage.cache_write_tokens:,}; {MODELS[model_class]} caches prefixes of {minimum}+ tokens)"
         )
     counts = sorted(set().union(*(m.result_counts for m in first.values())))
     print(f"  batched: the label schema pins the result count; counts seen {counts} -> {len(counts)} cached prefix(es) per model")

@@ -325,6 +325,21 @@ def test_anthropic_cache_expires_after_its_ttl():
         assert _cached_call(client, "claude-sonnet-4-6", text).cache_read_input_tokens == 0
 
 
+def test_concurrent_first_requests_each_write_the_cache():
+    """A cache entry serves only requests that arrive after the response that wrote it began: two requests
+    in flight together both write; one sent after them reads."""
+    import concurrent.futures
+
+    with FakeLLMServer(latency_s=0.3) as server:
+        client = a_client(server)
+        text = "Grade the document on the 0-3 scale. " * 160
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(lambda _: _cached_call(client, "claude-sonnet-4-6", text), range(2)))
+        after = _cached_call(client, "claude-sonnet-4-6", text)
+    assert all(u.cache_creation_input_tokens > 0 and u.cache_read_input_tokens == 0 for u in together)
+    assert after.cache_read_input_tokens > 0 and after.cache_creation_input_tokens == 0
+
+
 def test_openai_cached_tokens_for_a_shared_prefix(srv):
     """OpenAI caches automatically: a request sharing a long prefix with an earlier one of the same model
     reports cached_tokens, 1024 + k*128, never more than the shared part; a short or new prompt none."""

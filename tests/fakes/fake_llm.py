@@ -492,40 +492,47 @@ def openai_cached_tokens(shared_chars: int, prompt_tokens: int) -> int:
 
 
 class PromptCache:
-    """The fake's provider-side prompt cache, per model (thread-safe). Entries live ``ttl_s`` seconds
-    after their last use; :meth:`clear` forgets everything (a provider cache long expired, as between two
-    weekly runs)."""
+    """The fake's provider-side prompt cache, per model (thread-safe). An entry becomes usable when the
+    response that wrote it begins (a request that arrived earlier, still in flight beside it, misses it
+    too: "a cache entry only becomes available after the first response begins", Anthropic's prompt
+    caching guide) and lives ``ttl_s`` seconds after its last use; :meth:`clear` forgets everything (a
+    provider cache long expired, as between two weekly runs)."""
 
     def __init__(self, ttl_s: float = CACHE_TTL_S) -> None:
         self.ttl_s = ttl_s
-        self._entries: dict[tuple[str, str], float] = {}
+        self._entries: dict[tuple[str, str], tuple[float, float]] = {}  # key -> (written at, last used)
         self._lock = threading.Lock()
 
     def _live(self, now: float) -> None:
-        for key in [k for k, used in self._entries.items() if now - used > self.ttl_s]:
+        for key in [k for k, (_, used) in self._entries.items() if now - used > self.ttl_s]:
             del self._entries[key]
 
-    def touch(self, model: str, prefix: str) -> bool:
-        """Record a use of ``prefix``; True when it was already cached (a read), False on a write."""
+    def touch(self, model: str, prefix: str, arrived: float | None = None) -> bool:
+        """Record a use of ``prefix`` by a request that arrived at ``arrived`` (``time.monotonic()``; None:
+        now): True when it was already cached for that request (a read), False on a write."""
         now = time.monotonic()
+        arrived = now if arrived is None else arrived
         with self._lock:
             self._live(now)
-            hit = (model, prefix) in self._entries
-            self._entries[(model, prefix)] = now
+            entry = self._entries.get((model, prefix))
+            hit = entry is not None and entry[0] <= arrived
+            self._entries[(model, prefix)] = (entry[0] if entry is not None else now, now)
         return hit
 
-    def openai_cached(self, model: str, prompt: str, prompt_tokens: int) -> int:
-        """OpenAI's ``cached_tokens`` for ``prompt`` (:func:`openai_prompt_text`): the longest prefix it
-        shares with an earlier prompt of ``model`` (:func:`openai_cached_tokens`); the prompt is then
-        cached itself."""
+    def openai_cached(self, model: str, prompt: str, prompt_tokens: int, arrived: float | None = None) -> int:
+        """OpenAI's ``cached_tokens`` for ``prompt`` (:func:`openai_prompt_text`) of a request that arrived
+        at ``arrived``: the longest prefix it shares with an earlier prompt of ``model`` whose response
+        had begun by then (:func:`openai_cached_tokens`); the prompt is then cached itself."""
         now = time.monotonic()
+        arrived = now if arrived is None else arrived
         with self._lock:
             self._live(now)
             shared = 0
-            for (m, earlier), _ in self._entries.items():
-                if m == model:
+            for (m, earlier), (written, _) in self._entries.items():
+                if m == model and written <= arrived:
                     shared = max(shared, len(os.path.commonprefix([earlier, prompt])))
-            self._entries[(model, prompt)] = now
+            entry = self._entries.get((model, prompt))
+            self._entries[(model, prompt)] = (entry[0] if entry is not None else now, now)
         return openai_cached_tokens(shared, prompt_tokens)
 
     def clear(self) -> None:
@@ -943,7 +950,9 @@ class FakeLLMServer:
     (:func:`anthropic_cache_minimum`); OpenAI usage reports
     ``prompt_tokens_details.cached_tokens`` for the longest prefix shared with
     an earlier request of the same model, from 1024 tokens in 128-token steps
-    (:func:`openai_cached_tokens`).  Entries expire ``cache_ttl_s`` after
+    (:func:`openai_cached_tokens`).  An entry serves only requests that
+    arrived after the response that wrote it began (concurrent first
+    requests each write).  Entries expire ``cache_ttl_s`` after
     their last use (5 minutes, both vendors' default).  ``stream: true`` is
     refused with a 400, and so are Anthropic messages the real API refuses
     (:func:`anthropic_message_problem`: empty turns, empty text blocks).
@@ -1159,9 +1168,9 @@ class FakeLLMServer:
                 return
 
         if api == "anthropic":
-            payload = self._anthropic_message(body, replies)
+            payload = self._anthropic_message(body, replies, rec.time)
         else:
-            payload = self._openai_completion(body, replies)
+            payload = self._openai_completion(body, replies, rec.time)
         self._apply_usage_quirk(api, payload)
         answer(200, payload, extra_headers)
 
@@ -1174,7 +1183,7 @@ class FakeLLMServer:
         elif mode == "null-fields":
             payload["usage"] = {k: None for k in payload["usage"]}
 
-    def _anthropic_message(self, body: dict, replies: list[Reply]) -> dict:
+    def _anthropic_message(self, body: dict, replies: list[Reply], arrived: float | None = None) -> dict:
         content: list[dict] = []
         for r in replies:
             if isinstance(r, ToolCall):
@@ -1194,13 +1203,13 @@ class FakeLLMServer:
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": self._anthropic_usage(body, content),
+            "usage": self._anthropic_usage(body, content, arrived),
         }
         if stop_reason == "refusal":
             message["stop_details"] = {"type": "refusal", "category": None, "explanation": None}
         return message
 
-    def _anthropic_usage(self, body: dict, content: list[dict]) -> dict:
+    def _anthropic_usage(self, body: dict, content: list[dict], arrived: float | None = None) -> dict:
         total = _estimate_tokens({"system": body.get("system"), "messages": body.get("messages"), "tools": body.get("tools")})
         prefix = anthropic_cached_prefix(body)
         creation = read = 0
@@ -1208,7 +1217,7 @@ class FakeLLMServer:
             size = _estimate_tokens(prefix)
             if size >= anthropic_cache_minimum(str(body.get("model"))):
                 key = json.dumps(prefix, sort_keys=True, ensure_ascii=False)
-                if self.prompt_cache.touch(str(body.get("model")), key):
+                if self.prompt_cache.touch(str(body.get("model")), key, arrived):
                     read = size
                 else:
                     creation = size
@@ -1219,7 +1228,7 @@ class FakeLLMServer:
             "cache_read_input_tokens": read,
         }
 
-    def _openai_completion(self, body: dict, replies: list[Reply]) -> dict:
+    def _openai_completion(self, body: dict, replies: list[Reply], arrived: float | None = None) -> dict:
         rf = body.get("response_format")
         structured = isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object")
         function_names = _function_tool_names("openai", body)
@@ -1258,7 +1267,7 @@ class FakeLLMServer:
             message["content"] = None
         prompt = _estimate_tokens({"messages": body.get("messages"), "tools": body.get("tools"), "response_format": rf})
         completion = _estimate_tokens(message)
-        cached = self.prompt_cache.openai_cached(str(body.get("model")), openai_prompt_text(body), prompt)
+        cached = self.prompt_cache.openai_cached(str(body.get("model")), openai_prompt_text(body), prompt, arrived)
         return {
             "id": f"chatcmpl-fake{self._next_id():016d}",
             "object": "chat.completion",

@@ -437,6 +437,7 @@ def end_run(
         judge_mode=options.judge_mode,
         trials=options.trials,
         judge_is_generator=judge_is_generator,
+        cache_saved_usd=budget.total_saved_usd if budget is not None else 0.0,
     )
     gate = None
     if options.min_overall is not None:

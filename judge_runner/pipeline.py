@@ -399,11 +399,24 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         out(f"  recommended focus: {summary['recommendedFocus']}")
     cost = summary["costUsd"]
     out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
+    out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
     if gate and not gate["passed"]:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
         printer.err(f"quality gate failed: average overall {overall} is below --min-overall {gate['minOverall']}")
+
+
+def cost_line(summary: dict) -> str:
+    """The summary's caching and per-query cost figures as one line for people: the cached share of input
+    tokens, the USD caching saved, and the USD per judged query (``unknown`` where the figure is null)."""
+    share, saved, per = summary.get("cachedInputShare"), summary.get("cacheSavedUsd"), summary.get("costPerJudgedQueryUsd")
+    judged = summary.get("judgedQueries", 0)
+    return (
+        f"prompt cache: {'-' if share is None else f'{share:.0%}'} of input tokens read from it, "
+        f"saved {'unknown' if saved is None else f'${saved:.4f}'}; "
+        f"per judged query ({judged} judged): {'-' if not judged else 'unknown' if per is None else f'${per:.4f}'}"
+    )
 
 
 def load_query_set(path: Path) -> QuerySet:

@@ -3,7 +3,7 @@
 Built only from run files (``judge-runner trend``'s reader): headline numbers of the latest run and
 their change since the previous comparable run with 95% intervals, charts of each dimension and of
 the IR metrics over time, the worst queries with the judge's analysis, top issues and the recommended
-focus, cost per run and per query, and the queries that failed and why.
+focus, cost per run, per query and per judged query (trend.Run.cost_per_judged_query), and the queries that failed and why.
 """
 
 from __future__ import annotations
@@ -195,14 +195,20 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if not issues:
         md.append("- none reported")
     md += ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
-    md += [f"## Cost (runs since {t(since)})", "", "| run | judge | queries | cost | cost per query |", "|---|---|---|---|---|"]
+    md += [
+        f"## Cost (runs since {t(since)})",
+        "",
+        "| run | judge | queries | cost | cost per query | cost per judged query |",
+        "|---|---|---|---|---|---|",
+    ]
     for run in window or [latest]:
         n = len(run.evaluations) + run.errors
         cost = run.cost
         per = None if cost is None or not n else cost / n
         md.append(
             f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
-            f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} |"
+            f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} | "
+            f"{'–' if run.cost_per_judged_query is None else f'${run.cost_per_judged_query:.5f}'} |"
         )
     md += ["", "## Failed queries", ""]
     if latest.error_lines:

@@ -125,6 +125,25 @@ def _numbers(values: list[Any]) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
+def is_judged(evaluation: dict, legacy: bool = False) -> bool:
+    """Whether an ``evaluation`` line (a dict by alias) made at least one judge call in its run: a label
+    paid for (``labelsJudged`` > 0) or a list-level verdict not from the cache (``listCached`` false). A
+    format-1 line (``legacy``) always did: that judge had no cache."""
+    return legacy or int(evaluation.get("labelsJudged") or 0) > 0 or evaluation.get("listCached") is False
+
+
+def cost_per_judged_query(evaluations: list[dict], legacy: bool = False) -> tuple[int, float | None]:
+    """``(judged queries, USD per judged query)`` of a run's evaluation lines (dicts by alias): the sum of
+    the judged lines' ``usage.costUsd`` (the judge calls of that query, every trial and re-ask) over their
+    number (:func:`is_judged`). The USD figure is None when no query was judged or any judged line's
+    cost is unknown (null or no usage)."""
+    judged = [ev for ev in evaluations if is_judged(ev, legacy)]
+    costs = _numbers([(ev.get("usage") or {}).get("costUsd") for ev in judged])
+    if not judged or len(costs) < len(judged):
+        return len(judged), None
+    return len(judged), round(sum(costs) / len(judged), 6)
+
+
 def build_summary(
     run_id: str,
     evaluations: list[dict],
@@ -141,6 +160,7 @@ def build_summary(
     judge_mode: str | None = None,
     trials: int = 1,
     judge_is_generator: bool = False,
+    cache_saved_usd: float | None = None,
 ) -> dict:
     """The ``summary`` line (a :class:`~judge_runner.runlines.SummaryLine` serialised by alias).
     Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
@@ -148,7 +168,10 @@ def build_summary(
     and ``falseAbstentionRate``); metrics average over queries that have them, keyed by ir-measures
     name (:data:`METRIC_NAMES`). Also the label counts (cached, judged, human), Krippendorff's alpha
     between trials (:func:`judge_runner.agreement.trials_alpha`), the model ids the judge API returned
-    and the expected-source disagreements."""
+    and the expected-source disagreements. Cost figures: ``cachedInputShare`` (cache-read over all input
+    tokens of ``usage``), ``cacheSavedUsd`` (``cache_saved_usd``, from the budget:
+    :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
+    (:func:`cost_per_judged_query`)."""
     from judge_runner.agreement import trials_alpha
 
     average_scores = None
@@ -185,6 +208,9 @@ def build_summary(
     results = [r for ev in evaluations for r in ev.get("results") or []]
     alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
     models = sorted({m for ev in evaluations for m in ev.get("judgeModelsReturned") or []})
+    judged, per_judged = cost_per_judged_query(evaluations)
+    input_tokens = int(usage.get("inputTokens") or 0)
+    cached_share = round(int(usage.get("cacheReadTokens") or 0) / input_tokens, 6) if input_tokens else None
     correct = sum(1 for ev in off_topic if ev.get("abstained"))
     false_abstentions = sum(1 for ev in on_topic if not ev.get("confident", True))
     return SummaryLine(
@@ -210,6 +236,10 @@ def build_summary(
         recommendedFocus=focus,
         costUsd=cost_usd,
         usage=RunUsage(**usage),
+        cachedInputShare=cached_share,
+        cacheSavedUsd=None if cost_usd is None or cache_saved_usd is None else round(cache_saved_usd, 6),
+        judgedQueries=judged,
+        costPerJudgedQueryUsd=per_judged,
         durationS=round(duration_s, 3),
         judgeMode=judge_mode,
         trials=trials,

@@ -297,6 +297,8 @@ class RunUsage(BaseModel):
     inputTokens: int = Field(ge=0)
     outputTokens: int = Field(ge=0)
     calls: int = Field(ge=0)
+    cacheWriteTokens: int = Field(default=0, ge=0, description="Input tokens written to the provider's prompt cache (part of inputTokens).")
+    cacheReadTokens: int = Field(default=0, ge=0, description="Input tokens read from the provider's prompt cache (part of inputTokens).")
 
 
 class SystemAverages(BaseModel):
@@ -369,6 +371,30 @@ class SummaryLine(_Line):
     recommendedFocus: str | None = None
     costUsd: float | None = Field(default=None, ge=0, description="Null when a model's price is unknown (never shown as 0).")
     usage: RunUsage | None = None
+    cachedInputShare: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="usage.cacheReadTokens / usage.inputTokens: the share of input tokens read from the provider's prompt "
+        "cache; null without input tokens.",
+    )
+    cacheSavedUsd: float | None = Field(
+        default=None,
+        description="USD prompt caching saved: the cache reads at the input price minus at the cache-read price, minus the "
+        "cache writes' premium over the input price (negative when writes were not read back); null when costUsd is.",
+    )
+    judgedQueries: int = Field(
+        default=0,
+        ge=0,
+        description="Evaluated queries for which this run made at least one judge call (labelsJudged > 0 or listCached false); "
+        "a query labelled wholly from the judgment cache or human labels is evaluated but not judged.",
+    )
+    costPerJudgedQueryUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="The judge calls' cost (the evaluation lines' usage.costUsd) of the judged queries / judgedQueries, in USD; "
+        "null when no query was judged or a cost is unknown. Query writing (phase one) is not in it.",
+    )
     durationS: float = Field(default=0.0, ge=0)
     judgeMode: str | None = Field(default=None, description="pointwise or batched (format 2).")
     trials: int = Field(default=1, ge=1)

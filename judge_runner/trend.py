@@ -166,6 +166,25 @@ class Run:
     def cost(self) -> float | None:
         return self.summary.costUsd if self.summary is not None else None
 
+    @property
+    def cost_per_judged_query(self) -> float | None:
+        """USD per judged query: the summary's ``costPerJudgedQueryUsd`` when it has one; for an older file
+        the same figure from its evaluation lines (:func:`judge_runner.results.cost_per_judged_query`; a
+        format-1 run judged every query it evaluated); for lines without costs the summary's ``costUsd``
+        over its evaluated queries; None when none of these is known (or no query was judged)."""
+        from judge_runner.results import cost_per_judged_query
+
+        summary = self.summary
+        if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
+            return summary.costPerJudgedQueryUsd
+        legacy = self.legacy or self.file.format_version < 2
+        judged, per = cost_per_judged_query([e.line() for e in self.file.evaluations], legacy=legacy)
+        if per is not None or judged == 0:
+            return per
+        if summary is not None and summary.costUsd is not None and summary.evaluated:
+            return round(summary.costUsd / summary.evaluated, 6)
+        return None
+
 
 def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
     """Every run in ``folder`` (``*.jsonl``), oldest first, and the reader's warnings (files that are
@@ -376,6 +395,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "comparable": run.comparable,
                 "means": {c: run.mean(c) for c in COLUMNS},
                 "costUsd": run.cost,
+                "costPerJudgedQueryUsd": run.cost_per_judged_query,
                 "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
             if run.systems:
@@ -457,6 +477,7 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
                 "comparable": False,
                 "means": {c: view.mean(c) for c in COLUMNS},
                 "costUsd": None,
+                "costPerJudgedQueryUsd": None,
                 "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},
             }
         )

@@ -48,6 +48,8 @@ def trend_rows(trend) -> list[dict]:
                     "cost": "unknown"
                     if row["costUsd"] is None and not row["partial"]
                     else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
+                    # USD per query that made at least one judge call (blank when none did or the cost is unknown)
+                    "USD/judged q": "-" if row.get("costPerJudgedQueryUsd") is None else f"${row['costPerJudgedQueryUsd']:.4f}",
                     "note": (
                         f"compare run: vs {row['vsReference']['system']} "
                         + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))

@@ -147,6 +147,7 @@ def test_main_job_through_real_sdk(api, fixtures_root, db_copy, tmp_path):
         system = judge_requests[0].body["system"]
         assert system[0]["cache_control"] == {"type": "ephemeral"}
         assert summary["usage"]["cacheReadTokens"] > 0
+        assert summary["cachedInputShare"] > 0 and "of input tokens read from it" in result.output
 
 
 def test_invalid_verdict_becomes_error_line_and_run_goes_on(fixtures_root, db_copy, tmp_path):

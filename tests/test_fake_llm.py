@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.fakes import fake_llm  # noqa: E402
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall  # noqa: E402
 
 KEY = "test-key"
@@ -255,19 +256,118 @@ def test_unrecognised_request_gets_ok_text(srv):
 
 def test_usage_and_prompt_caching(srv):
     client = a_client(srv)
-    system = [{"type": "text", "text": "You are a judge. " * 50, "cache_control": {"type": "ephemeral"}}]
+    # 1024 tokens is the minimum of a model not in the table; the fake counts a quarter of the JSON length
+    system = [{"type": "text", "text": "You are a judge. " * 300, "cache_control": {"type": "ephemeral"}}]
     first = a_hello(client, system=system)
     second = a_hello(client, system=system)
     assert first.usage.input_tokens > 0 and first.usage.output_tokens > 0
-    assert first.usage.cache_creation_input_tokens > 0 and first.usage.cache_read_input_tokens == 0
+    assert first.usage.cache_creation_input_tokens > 1024 and first.usage.cache_read_input_tokens == 0
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
     assert second.usage.cache_creation_input_tokens == 0
+    assert second.usage.input_tokens == first.usage.input_tokens  # the uncached rest
     plain = a_hello(client, system="no caching here")
     assert plain.usage.cache_creation_input_tokens == 0 and plain.usage.cache_read_input_tokens == 0
 
     usage = o_hello(o_client(srv)).usage
     assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+TOOL = {"name": "note_it", "description": "Record.", "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}}}
+
+
+def _cached_call(client, model: str, system_text: str, tools: list | None = None):
+    system = [{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
+    return client.messages.create(
+        model=model, max_tokens=64, system=system, messages=[{"role": "user", "content": "hello"}], **({"tools": tools} if tools else {})
+    ).usage
+
+
+def test_anthropic_cache_honours_each_models_minimum(srv):
+    """A ~1500-token prefix caches on Sonnet 4.6 (minimum 1024) but not on Haiku 4.5 (minimum 4096): both
+    counters stay 0 and the whole prompt is billed as input."""
+    client = a_client(srv)
+    text = "Grade the document on the 0-3 scale. " * 160  # ~1600 fake tokens
+    sonnet = [_cached_call(client, "claude-sonnet-4-6", text) for _ in range(2)]
+    assert sonnet[0].cache_creation_input_tokens > 1024 and sonnet[1].cache_read_input_tokens == sonnet[0].cache_creation_input_tokens
+    haiku = [_cached_call(client, "claude-haiku-4-5-20251001", text) for _ in range(2)]
+    for usage in haiku:
+        assert usage.cache_creation_input_tokens == 0 and usage.cache_read_input_tokens == 0
+    assert haiku[1].input_tokens == sonnet[0].input_tokens + sonnet[0].cache_creation_input_tokens
+    assert fake_llm.anthropic_cache_minimum("claude-opus-4-5") == 4096 and fake_llm.anthropic_cache_minimum("claude-new") == 1024
+
+
+def test_anthropic_cache_prefix_includes_the_tools(srv):
+    """Tools come before the system prompt in Anthropic's prefix: a changed tool schema is a new prefix
+    (a write, not a read) even when the marked system block is the same."""
+    client = a_client(srv)
+    text = "Grade the document on the 0-3 scale. " * 160
+    first = _cached_call(client, "claude-sonnet-4-6", text, [TOOL])
+    same = _cached_call(client, "claude-sonnet-4-6", text, [TOOL])
+    other_tool = {**TOOL, "input_schema": {**TOOL["input_schema"], "required": ["x"]}}
+    changed = _cached_call(client, "claude-sonnet-4-6", text, [other_tool])
+    assert first.cache_creation_input_tokens > 0 and same.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert changed.cache_read_input_tokens == 0 and changed.cache_creation_input_tokens > 0
+    # the tool is in the cached part, not the uncached rest
+    bare = _cached_call(client, "claude-sonnet-4-6", text + " ")
+    assert first.cache_creation_input_tokens > bare.cache_creation_input_tokens
+
+
+def test_anthropic_cache_expires_after_its_ttl():
+    with FakeLLMServer(cache_ttl_s=0.2) as server:
+        client = a_client(server)
+        text = "Grade the document on the 0-3 scale. " * 160
+        assert _cached_call(client, "claude-sonnet-4-6", text).cache_creation_input_tokens > 0
+        assert _cached_call(client, "claude-sonnet-4-6", text).cache_read_input_tokens > 0
+        time.sleep(0.3)
+        assert _cached_call(client, "claude-sonnet-4-6", text).cache_creation_input_tokens > 0
+        server.prompt_cache.clear()
+        assert _cached_call(client, "claude-sonnet-4-6", text).cache_read_input_tokens == 0
+
+
+def test_concurrent_first_requests_each_write_the_cache():
+    """A cache entry serves only requests that arrive after the response that wrote it began: two requests
+    in flight together both write; one sent after them reads."""
+    import concurrent.futures
+
+    with FakeLLMServer(latency_s=0.3) as server:
+        client = a_client(server)
+        text = "Grade the document on the 0-3 scale. " * 160
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(lambda _: _cached_call(client, "claude-sonnet-4-6", text), range(2)))
+        after = _cached_call(client, "claude-sonnet-4-6", text)
+    assert all(u.cache_creation_input_tokens > 0 and u.cache_read_input_tokens == 0 for u in together)
+    assert after.cache_read_input_tokens > 0 and after.cache_creation_input_tokens == 0
+
+
+def test_openai_cached_tokens_for_a_shared_prefix(srv):
+    """OpenAI caches automatically: a request sharing a long prefix with an earlier one of the same model
+    reports cached_tokens, 1024 + k*128, never more than the shared part; a short or new prompt none."""
+    client = o_client(srv)
+    system = {"role": "system", "content": "Grade the document on the 0-3 scale. " * 160}
+
+    def call(user: str, model: str = MODEL_O):
+        return client.chat.completions.create(model=model, messages=[system, {"role": "user", "content": user}]).usage
+
+    first = call("query one")
+    second = call("query two, another document")
+    other_model = call("query one", model="gpt-fake-2")
+    short = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "hi"}]).usage
+    short_again = client.chat.completions.create(model=MODEL_O, messages=[{"role": "user", "content": "hi"}]).usage
+    assert first.prompt_tokens_details.cached_tokens == 0
+    cached = second.prompt_tokens_details.cached_tokens
+    assert cached >= 1024 and (cached - 1024) % 128 == 0 and cached <= second.prompt_tokens
+    assert second.prompt_tokens - cached < 128 + 40  # all of the shared system prompt but the last partial step
+    assert other_model.prompt_tokens_details.cached_tokens == 0
+    assert short.prompt_tokens_details.cached_tokens == 0 and short_again.prompt_tokens_details.cached_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("shared_chars", "prompt", "expected"),
+    [(4000, 2000, 0), (4096, 2000, 1024), (4 * 1151, 2000, 1024), (4 * 1152, 2000, 1152), (40000, 1300, 1280)],
+)
+def test_openai_cached_token_steps(shared_chars, prompt, expected):
+    assert fake_llm.openai_cached_tokens(shared_chars, prompt) == expected
 
 
 # ---------------------------------------------------------------- faults

@@ -57,6 +57,7 @@ def test_report_content(results, tmp_path):
     assert "| q99: broken one | judge | invalid_output" in md
     assert "| r2 |" in md and "$0.1200" in md  # cost per run in the 7-day window; r1 (day 20) is outside it
     assert "| r1 |" not in md
+    assert "cost per judged query |" in md and "| $0.00600 |" in md  # format-1 run: costUsd 0.12 over its 20 evaluated queries
     page = report.html.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") == 2
     assert 'src="report-' not in page  # no external files: self-contained

@@ -249,3 +249,50 @@ def test_table_is_not_truncated_in_a_pipe(tmp_path):
     write_run(tmp_path, "20261130T011656Z", noisy(0.6, 32), day=1)
     out = invoke(["trend", str(tmp_path)]).output
     assert "20261130T011656Z" in out and "…" not in out
+
+
+def _rewrite(path: Path, edit) -> None:
+    """Apply ``edit(line)`` to every JSON line of a run file."""
+    lines = [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines()]
+    path.write_text("".join(json.dumps(edit(line)) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_cost_per_judged_query_in_every_trend_format(tmp_path):
+    """New runs show their summary's costPerJudgedQueryUsd (null: blank); an older format-2 file gets the
+    figure from its evaluation lines (only queries that made a judge call count); a format-1 file, whose
+    judge had no cache, the summary's costUsd over its evaluated queries."""
+    write_run(tmp_path, "r1", noisy(0.6, 40), day=1)  # format 1, costUsd 0.12 over 20 queries
+
+    def format_two(cost_field: bool, value: float | None = None):
+        def edit(line: dict) -> dict:
+            if line["type"] == "run_start":
+                line["formatVersion"] = 2
+            if line["type"] == "evaluation":
+                cached = int(line["queryId"][1:]) % 2 == 0  # every other query wholly from the judgment cache
+                line.update(
+                    labelsJudged=0 if cached else 10,
+                    listCached=cached,
+                    usage={"inputTokens": 9, "outputTokens": 1, "costUsd": 0 if cached else 0.003},
+                )
+            if line["type"] == "summary" and cost_field:
+                line["costPerJudgedQueryUsd"] = value
+            return line
+
+        return edit
+
+    _rewrite(write_run(tmp_path, "r2", noisy(0.6, 41), day=2), format_two(False))
+    _rewrite(write_run(tmp_path, "r3", noisy(0.6, 42), day=3), format_two(True, 0.0042))
+    _rewrite(write_run(tmp_path, "r4", noisy(0.6, 43), day=4), format_two(True, None))
+    rows = {row["runId"]: row for row in build_trend(tmp_path).groups[0]["runs"]}
+    assert rows["r1"]["costPerJudgedQueryUsd"] == pytest.approx(0.006)
+    assert rows["r2"]["costPerJudgedQueryUsd"] == pytest.approx(0.003)  # 10 judged queries at 0.003, 10 free ones left out
+    assert rows["r3"]["costPerJudgedQueryUsd"] == 0.0042 and rows["r4"]["costPerJudgedQueryUsd"] is None
+    data = json.loads(invoke(["trend", str(tmp_path), "--format", "json"]).output)
+    assert [r["costPerJudgedQueryUsd"] for r in data["groups"][0]["runs"]] == [0.006, 0.003, 0.0042, None]
+    csv_out = invoke(["trend", str(tmp_path), "--format", "csv"]).output.splitlines()
+    column = csv_out[0].split(",").index("USD/judged q")
+    assert [line.split(",")[column] for line in csv_out[1:]] == ["$0.0060", "$0.0030", "$0.0042", "-"]
+    md = invoke(["trend", str(tmp_path), "--format", "markdown"]).output
+    assert "USD/judged q" in md and "$0.0042" in md
+    table = invoke(["trend", str(tmp_path)]).output
+    assert "USD/judged q" in table and "$0.0030" in table

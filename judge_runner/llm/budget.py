@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 
 from judge_runner.llm.errors import BudgetExhausted, CallTooExpensive
-from judge_runner.llm.pricing import Price, Usage, cost_usd
+from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd
 
 DEFAULT_PER_CALL_CAP_USD = 0.50
 
@@ -36,6 +36,9 @@ class Budget:
     A reply whose usage the server did not report (``Usage.unreported``) keeps its request's worst case
     charged (``unreported_usd``, ``unreported_tokens``) for enforcement, and makes the run's cost
     unknown (``total_cost_usd`` None), never 0.
+
+    ``saved_usd`` sums what prompt caching saved on each call at that call's price
+    (:func:`judge_runner.llm.pricing.cache_savings_usd`); ``total_saved_usd`` is None when the cost is.
     """
 
     max_usd: float | None = None
@@ -47,6 +50,7 @@ class Budget:
     exhausted: bool = False
     unreported_usd: float = 0.0
     unreported_tokens: int = 0
+    saved_usd: float = 0.0
     _held: float = 0.0
     _held_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -100,6 +104,8 @@ class Budget:
             self._held = max(0.0, self._held - reservation.usd)
             self._held_tokens = max(0, self._held_tokens - reservation.tokens)
             self.usage = self.usage + usage
+            saved = cache_savings_usd(dataclasses.replace(usage, unreported=0), price)
+            self.saved_usd += saved or 0.0
             if usage.unreported:
                 self.unreported_usd += reservation.usd * usage.unreported
                 self.unreported_tokens += reservation.worst_tokens * usage.unreported
@@ -116,6 +122,11 @@ class Budget:
     def total_cost_usd(self) -> float | None:
         """USD spent so far; None when any call had an unknown price."""
         return round(self.spent_usd, 6) if self.cost_known else None
+
+    @property
+    def total_saved_usd(self) -> float | None:
+        """USD prompt caching saved so far (:attr:`saved_usd`); None when the run's cost is unknown."""
+        return round(self.saved_usd, 6) if self.cost_known else None
 
 
 def estimate_tokens(text: str) -> int:

@@ -94,3 +94,17 @@ def cost_usd(usage: Usage, price: Price | None) -> float | None:
         + usage.cache_write_tokens * price.cache_write
         + usage.cache_read_tokens * price.cache_read
     ) / 1_000_000
+
+
+def cache_savings_usd(usage: Usage, price: Price | None) -> float | None:
+    """USD that prompt caching saved on ``usage`` at ``price``: what its cache reads would have cost as
+    plain input minus what they cost, minus the premium its cache writes paid over plain input
+    (``(reads * (input - cache_read) - writes * (cache_write - input)) / 1e6``). Negative when writes were
+    not read back enough to pay for themselves; 0 without caching. OpenAI bills no write premium
+    (``cacheWrite`` = ``input`` in ``pricing.json``). None when the price is unknown or a reply's usage
+    was not reported."""
+    if price is None or usage.unreported:
+        return None
+    reads = usage.cache_read_tokens * (price.input - price.cache_read)
+    premium = usage.cache_write_tokens * (price.cache_write - price.input)
+    return (reads - premium) / 1_000_000

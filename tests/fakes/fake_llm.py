@@ -409,6 +409,139 @@ def _estimate_tokens(part: Any) -> int:
 
 
 # --------------------------------------------------------------------------
+# Prompt caching
+# --------------------------------------------------------------------------
+
+CACHE_TTL_S = 300.0
+"""Seconds a cache entry lives after its last use: Anthropic's default ``ephemeral`` TTL (5 minutes,
+refreshed on every hit) and the low end of OpenAI's 5-10 minutes of inactivity."""
+
+ANTHROPIC_CACHE_MINIMUM = {
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4-0": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4-0": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-3-7-sonnet": 1024,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+"""Minimum cacheable prompt length (tokens) per Anthropic model: a marked prefix shorter than this is
+neither written nor read (both cache counters stay 0, the request bills at the input price). Source:
+platform.claude.com/docs/en/build-with-claude/prompt-caching, "Cache limitations" (as of 2026: 4096
+for Opus 4.6, Opus 4.5 and Haiku 4.5; 1024 for Sonnet 4.6, Sonnet 4.5, Opus 4.1, Opus 4, Sonnet 4 and
+Sonnet 3.7; 2048 for Haiku 3.5 and Haiku 3). A model not listed gets ANTHROPIC_DEFAULT_MINIMUM."""
+ANTHROPIC_DEFAULT_MINIMUM = 1024
+OPENAI_CACHE_MINIMUM = 1024
+OPENAI_CACHE_STEP = 128
+"""OpenAI caches prompts of 1024 tokens or more; hits come in 128-token increments
+(platform.openai.com/docs/guides/prompt-caching)."""
+
+
+def anthropic_cache_minimum(model: str) -> int:
+    """The minimum cacheable prefix (tokens) of ``model`` (:data:`ANTHROPIC_CACHE_MINIMUM`, a dated
+    snapshot name matching its base name; :data:`ANTHROPIC_DEFAULT_MINIMUM` for a model not listed)."""
+    for name in sorted(ANTHROPIC_CACHE_MINIMUM, key=len, reverse=True):
+        if model == name or model.startswith(name + "-") or model.startswith(name + "@"):
+            return ANTHROPIC_CACHE_MINIMUM[name]
+    return ANTHROPIC_DEFAULT_MINIMUM
+
+
+def anthropic_cached_prefix(body: dict) -> list | None:
+    """The prefix an Anthropic request marks for caching, or None when no block carries
+    ``cache_control``. The API builds the prefix in the order tools, system, messages and caches it up
+    to and including the last marked block, so everything before the marker (the tool definitions
+    included) is part of it."""
+    blocks: list = list(body.get("tools") or [])
+    system = body.get("system")
+    if isinstance(system, list):
+        blocks += system
+    elif isinstance(system, str):
+        blocks.append({"type": "text", "text": system})
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            blocks += content
+        elif content is not None:
+            blocks.append({"type": "text", "text": content})
+    marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("cache_control")]
+    return blocks[: marked[-1] + 1] if marked else None
+
+
+def openai_prompt_text(body: dict) -> str:
+    """A Chat Completions request's prompt as one string in the order OpenAI's prefix cache sees it:
+    tool definitions and the structured-output schema first (the schema "serves as a prefix to the
+    system message"), then the messages in order."""
+    head = json.dumps({"tools": body.get("tools"), "response_format": body.get("response_format")}, sort_keys=True, ensure_ascii=False)
+    return head + "".join(json.dumps(m, sort_keys=True, ensure_ascii=False) for m in body.get("messages") or [])
+
+
+def openai_cached_tokens(shared_chars: int, prompt_tokens: int) -> int:
+    """Cached tokens for a prompt that shares ``shared_chars`` leading characters with an earlier one:
+    0 below OPENAI_CACHE_MINIMUM tokens (a quarter of the characters, as every fake count), else that
+    many tokens rounded down to a 1024 + k*128 step, never more than ``prompt_tokens``."""
+    shared = min(shared_chars // 4, prompt_tokens)
+    if shared < OPENAI_CACHE_MINIMUM:
+        return 0
+    return OPENAI_CACHE_MINIMUM + (shared - OPENAI_CACHE_MINIMUM) // OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
+
+
+class PromptCache:
+    """The fake's provider-side prompt cache, per model (thread-safe). An entry becomes usable when the
+    response that wrote it begins (a request that arrived earlier, still in flight beside it, misses it
+    too: "a cache entry only becomes available after the first response begins", Anthropic's prompt
+    caching guide) and lives ``ttl_s`` seconds after its last use; :meth:`clear` forgets everything (a
+    provider cache long expired, as between two weekly runs)."""
+
+    def __init__(self, ttl_s: float = CACHE_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._entries: dict[tuple[str, str], tuple[float, float]] = {}  # key -> (written at, last used)
+        self._lock = threading.Lock()
+
+    def _live(self, now: float) -> None:
+        for key in [k for k, (_, used) in self._entries.items() if now - used > self.ttl_s]:
+            del self._entries[key]
+
+    def touch(self, model: str, prefix: str, arrived: float | None = None) -> bool:
+        """Record a use of ``prefix`` by a request that arrived at ``arrived`` (``time.monotonic()``; None:
+        now): True when it was already cached for that request (a read), False on a write."""
+        now = time.monotonic()
+        arrived = now if arrived is None else arrived
+        with self._lock:
+            self._live(now)
+            entry = self._entries.get((model, prefix))
+            hit = entry is not None and entry[0] <= arrived
+            self._entries[(model, prefix)] = (entry[0] if entry is not None else now, now)
+        return hit
+
+    def openai_cached(self, model: str, prompt: str, prompt_tokens: int, arrived: float | None = None) -> int:
+        """OpenAI's ``cached_tokens`` for ``prompt`` (:func:`openai_prompt_text`) of a request that arrived
+        at ``arrived``: the longest prefix it shares with an earlier prompt of ``model`` whose response
+        had begun by then (:func:`openai_cached_tokens`); the prompt is then cached itself."""
+        now = time.monotonic()
+        arrived = now if arrived is None else arrived
+        with self._lock:
+            self._live(now)
+            shared = 0
+            for (m, earlier), (written, _) in self._entries.items():
+                if m == model and written <= arrived:
+                    shared = max(shared, len(os.path.commonprefix([earlier, prompt])))
+            entry = self._entries.get((model, prompt))
+            self._entries[(model, prompt)] = (entry[0] if entry is not None else now, now)
+        return openai_cached_tokens(shared, prompt_tokens)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+
+
+# --------------------------------------------------------------------------
 # The default brain
 # --------------------------------------------------------------------------
 
@@ -808,13 +941,21 @@ class FakeLLMServer:
         faults: FIFO list of :class:`Fault`; each model request that passes
             the key check pops the first one.
 
+    Prompt caching is modelled from the requests seen (:class:`PromptCache`):
     Anthropic usage reports ``cache_creation_input_tokens`` for the first
-    request whose system prompt has blocks with ``cache_control`` (the blocks
-    up to the last marked one form the cached prefix) and
-    ``cache_read_input_tokens`` for later requests with the same prefix and
-    model.  ``stream: true`` is refused with a 400, and so are Anthropic
-    messages the real API refuses (:func:`anthropic_message_problem`: empty
-    turns, empty text blocks).
+    request with a given marked prefix (tools, then system blocks, then
+    message blocks, up to the last block with ``cache_control``) and
+    ``cache_read_input_tokens`` for later requests of the same model with the
+    same prefix, but only when the prefix reaches the model's minimum
+    (:func:`anthropic_cache_minimum`); OpenAI usage reports
+    ``prompt_tokens_details.cached_tokens`` for the longest prefix shared with
+    an earlier request of the same model, from 1024 tokens in 128-token steps
+    (:func:`openai_cached_tokens`).  An entry serves only requests that
+    arrived after the response that wrote it began (concurrent first
+    requests each write).  Entries expire ``cache_ttl_s`` after
+    their last use (5 minutes, both vendors' default).  ``stream: true`` is
+    refused with a 400, and so are Anthropic messages the real API refuses
+    (:func:`anthropic_message_problem`: empty turns, empty text blocks).
     """
 
     def __init__(
@@ -823,8 +964,10 @@ class FakeLLMServer:
         latency_s: float = 0.0,
         invalid_keys: Iterable[str] = frozenset({"invalid-key"}),
         quirks: Quirks | None = None,
+        cache_ttl_s: float = CACHE_TTL_S,
     ) -> None:
         self.brain: Brain = brain if brain is not None else DefaultBrain()
+        self.prompt_cache = PromptCache(cache_ttl_s)
         self.quirks = quirks or Quirks()
         self._serial = threading.Lock()
         self.latency_s = latency_s
@@ -837,7 +980,6 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ids = itertools.count(1)
-        self._seen_cache: set[tuple[str, str]] = set()
         self._conns: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -1026,9 +1168,9 @@ class FakeLLMServer:
                 return
 
         if api == "anthropic":
-            payload = self._anthropic_message(body, replies)
+            payload = self._anthropic_message(body, replies, rec.time)
         else:
-            payload = self._openai_completion(body, replies)
+            payload = self._openai_completion(body, replies, rec.time)
         self._apply_usage_quirk(api, payload)
         answer(200, payload, extra_headers)
 
@@ -1041,7 +1183,7 @@ class FakeLLMServer:
         elif mode == "null-fields":
             payload["usage"] = {k: None for k in payload["usage"]}
 
-    def _anthropic_message(self, body: dict, replies: list[Reply]) -> dict:
+    def _anthropic_message(self, body: dict, replies: list[Reply], arrived: float | None = None) -> dict:
         content: list[dict] = []
         for r in replies:
             if isinstance(r, ToolCall):
@@ -1061,38 +1203,32 @@ class FakeLLMServer:
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": self._anthropic_usage(body, content),
+            "usage": self._anthropic_usage(body, content, arrived),
         }
         if stop_reason == "refusal":
             message["stop_details"] = {"type": "refusal", "category": None, "explanation": None}
         return message
 
-    def _anthropic_usage(self, body: dict, content: list[dict]) -> dict:
-        system = body.get("system")
-        cached: list = []
-        rest_system: Any = system
-        if isinstance(system, list):
-            marked = [i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")]
-            if marked:
-                cached, rest_system = system[: marked[-1] + 1], system[marked[-1] + 1 :]
+    def _anthropic_usage(self, body: dict, content: list[dict], arrived: float | None = None) -> dict:
+        total = _estimate_tokens({"system": body.get("system"), "messages": body.get("messages"), "tools": body.get("tools")})
+        prefix = anthropic_cached_prefix(body)
         creation = read = 0
-        if cached:
-            key = (str(body.get("model")), "\n".join(_content_text([b]) for b in cached))
-            with self._lock:
-                seen = key in self._seen_cache
-                self._seen_cache.add(key)
-            if seen:
-                read = _estimate_tokens(cached)
-            else:
-                creation = _estimate_tokens(cached)
+        if prefix is not None:
+            size = _estimate_tokens(prefix)
+            if size >= anthropic_cache_minimum(str(body.get("model"))):
+                key = json.dumps(prefix, sort_keys=True, ensure_ascii=False)
+                if self.prompt_cache.touch(str(body.get("model")), key, arrived):
+                    read = size
+                else:
+                    creation = size
         return {
-            "input_tokens": _estimate_tokens({"system": rest_system, "messages": body.get("messages"), "tools": body.get("tools")}),
+            "input_tokens": max(1, total - creation - read),
             "output_tokens": _estimate_tokens(content),
             "cache_creation_input_tokens": creation,
             "cache_read_input_tokens": read,
         }
 
-    def _openai_completion(self, body: dict, replies: list[Reply]) -> dict:
+    def _openai_completion(self, body: dict, replies: list[Reply], arrived: float | None = None) -> dict:
         rf = body.get("response_format")
         structured = isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object")
         function_names = _function_tool_names("openai", body)
@@ -1131,12 +1267,18 @@ class FakeLLMServer:
             message["content"] = None
         prompt = _estimate_tokens({"messages": body.get("messages"), "tools": body.get("tools"), "response_format": rf})
         completion = _estimate_tokens(message)
+        cached = self.prompt_cache.openai_cached(str(body.get("model")), openai_prompt_text(body), prompt, arrived)
         return {
             "id": f"chatcmpl-fake{self._next_id():016d}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or "fake-model",
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+            },
             "system_fingerprint": None,
         }

@@ -199,6 +199,21 @@ FIXTURES = click.option(
 )
 
 
+DRY_RUN = [
+    click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Send nothing and write nothing: print the judge calls, tokens and cost (expected and worst case; "
+        "sync, batch and cached prices) the run would make, labels already in the judgment cache excluded.",
+    ),
+    click.option("--json", "dry_run_json", is_flag=True, help="With --dry-run: print the estimate as one JSON object."),
+]
+
+
+def dry_run_options(f):
+    return _options(f, DRY_RUN)
+
+
 def generate_options(f):
     return _options(f, [PROVIDER, MODEL, *COMMON])
 

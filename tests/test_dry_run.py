@@ -170,3 +170,26 @@ def test_recording_judge_uses_the_runs_cache_keys_and_skips_human_labels(tmp_pat
         judge_query(other, query, answer, ProtocolSettings(), DryRunCache(cache), {"runbooks/redis-failover.md": 3})
         assert [c.kind for c in other.calls] == ["label"] * 2 + ["list"]
     assert price_for("claude-sonnet-4-6") is not None
+
+
+def test_calibrate_dry_run_counts_the_calls_the_calibration_makes(tmp_path):
+    from tests.calibration_data import judge_qrels, write_collection
+    from tests.fakes.calibration_judges import QrelsJudge
+
+    data = write_collection(tmp_path / "beir")
+    args = ["calibrate", "--beir", str(data), "--provider", "anthropic", "--db", str(tmp_path / "idx.sqlite")]
+    args += ["--bootstrap", "20", "--quiet", "--probe-queries", "4", "--out", str(tmp_path / "cal.json")]
+    with FakeLLMServer(brain=QrelsJudge(judge_qrels(data))) as server:
+        env = fake_env(server, "anthropic")
+        report = dry_run(args, env)
+        assert server.count() == 0 and not (tmp_path / "cal.json").exists()
+        assert invoke(args, env).exit_code == 0
+        sent = list(server.requests)
+    chosen = report["phaseTwo"]["judges"][0]
+    assert report["command"] == "calibrate" and chosen["chosen"] and chosen["calls"] == len(sent)
+    # the fake's accounting of what was sent: a quarter of the JSON of system, messages and tools
+    from tests.fakes.fake_llm import _estimate_tokens
+
+    sent_in = sum(_estimate_tokens({k: r.body.get(k) for k in ("system", "messages", "tools")}) for r in sent)
+    print(f"calibrate: {len(sent)} calls; input {chosen['inputTokens']} vs {sent_in} ({chosen['inputTokens'] / sent_in - 1:+.1%})")
+    assert abs(chosen["inputTokens"] / sent_in - 1) <= INPUT_TOLERANCE

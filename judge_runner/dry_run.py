@@ -47,6 +47,9 @@ QUERY_OUTPUT_TOKENS = 120
 """Phase one, rough: output tokens per query in ``submit_queries`` (about 480 characters of JSON)."""
 AGENT_MAX_TOKENS = 8192
 """``max_tokens`` of every phase-one request (``generate.generate_with_llm``)."""
+CONTEXT_TOKENS = 200_000
+"""Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard window;
+a longer request is refused, which ends phase one)."""
 ROUGH_SNIPPET_CHARS = 240
 NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set or judgment cache written"
 
@@ -196,9 +199,9 @@ def rough_judge(settings: Settings, count: int) -> dict[str, Any]:
 def agent_calls(base: int, turns: int, result_tokens: int, turn_out: int, last_out: int) -> tuple[int, int, int]:
     """``(requests, input tokens, output tokens)`` of an agent conversation of ``turns`` requests: request t
     (from 0) resends the first request's ``base`` tokens plus t earlier replies of ``turn_out`` tokens and
-    t tool results of ``result_tokens``; the last reply is ``last_out`` tokens."""
+    t tool results of ``result_tokens``, at most :data:`CONTEXT_TOKENS`; the last reply is ``last_out`` tokens."""
     step = result_tokens + turn_out
-    return turns, sum(base + t * step for t in range(turns)), (turns - 1) * turn_out + last_out
+    return turns, sum(min(CONTEXT_TOKENS, base + t * step) for t in range(turns)), (turns - 1) * turn_out + last_out
 
 
 def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str, Any]:
@@ -230,7 +233,6 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
         def usd(calls: tuple[int, int, int], p: Price | None) -> float | None:
             return None if p is None else round((calls[1] * p.input + calls[2] * p.output) / 1_000_000, 6)
 
-        batch = price.for_batch() if price else None
         rows.append(
             {
                 "provider": provider,
@@ -242,12 +244,9 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
                 "worstCalls": worst[0],
                 "worstInputTokens": worst[1],
                 "worstOutputTokens": worst[2],
-                # the agent marks nothing cacheable: "cached" costs what "sync" does
-                "costUsd": {
-                    "sync": {"expected": usd(expected, price), "worst": usd(worst, price)},
-                    "batch": {"expected": usd(expected, batch), "worst": usd(worst, batch)},
-                    "cached": {"expected": usd(expected, price), "worst": usd(worst, price)},
-                },
+                # each turn depends on the one before (no batch API) and the agent marks nothing cacheable:
+                # every mode costs what "sync" does
+                "costUsd": {mode: {"expected": usd(expected, price), "worst": usd(worst, price)} for mode in MODES},
             }
         )
     return {"precision": "rough", "corpusFiles": len(files), "meanFileChars": mean_chars, "writers": rows}
@@ -273,7 +272,8 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
         assumptions.append(
             f"rough: phase one: {EXPECTED_AGENT_TURNS} agent requests, each resending the conversation with one tool result of "
             f"the corpus's mean file size ({phase_one['meanFileChars']} characters); worst case 30 requests, each result a full "
-            "12000-character read and each reply 8192 tokens"
+            "12000-character read and each reply 8192 tokens (no request above a 200k-token context); the agent's turns cannot "
+            "be batched or cached, so every mode costs the sync price"
         )
     return {
         "dryRun": True,

@@ -193,3 +193,15 @@ def test_calibrate_dry_run_counts_the_calls_the_calibration_makes(tmp_path):
     sent_in = sum(_estimate_tokens({k: r.body.get(k) for k in ("system", "messages", "tools")}) for r in sent)
     print(f"calibrate: {len(sent)} calls; input {chosen['inputTokens']} vs {sent_in} ({chosen['inputTokens'] / sent_in - 1:+.1%})")
     assert abs(chosen["inputTokens"] / sent_in - 1) <= INPUT_TOLERANCE
+
+
+def test_resume_dry_run_counts_only_the_queries_left_and_offline_runs_keep_no_estimate(query_set, db_copy, tmp_path):
+    out = tmp_path / "runs"
+    assert invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(out), "--no-cache"]).exit_code == 0
+    [run] = list(out.glob("*.jsonl"))
+    lines = run.read_text().splitlines()
+    assert json.loads(lines[-1])["estimate"] is None  # the heuristic judge makes no paid call
+    cut = out / "cut.jsonl"  # beside the saved query set
+    cut.write_text("\n".join(lines[:6]) + "\n")  # run_start and five evaluations
+    report = dry_run(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--provider", "anthropic", "--no-cache"], {})
+    assert report["phaseTwo"]["queries"] == 10

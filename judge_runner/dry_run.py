@@ -16,7 +16,7 @@ cost with it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -470,10 +470,12 @@ class MemoSearch:
         return getattr(self.backend, name)
 
 
-def start_estimate(queries: Sequence[Query], index: Any, judge: Any, options: Any, cache: Any) -> tuple[Any, dict[str, Any] | None]:
-    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``.
-    Each query is searched once here and the answer handed to the run (:class:`MemoSearch`). None for
-    the heuristic judge (no paid calls)."""
+def start_estimate(
+    queries: Sequence[Query], index: Any, judge: Any, options: Any, cache: Any, say: Callable[[str], None] = lambda m: None
+) -> tuple[Any, dict[str, Any] | None]:
+    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
+    said in one line to ``say``. Each query is searched once here and the answer handed to the run
+    (:class:`MemoSearch`). None for the heuristic judge (no paid calls)."""
     if getattr(judge, "heuristic", False):
         return index, None
     from judge_runner.evaluate import human_grades
@@ -486,4 +488,7 @@ def start_estimate(queries: Sequence[Query], index: Any, judge: Any, options: An
     [estimate] = estimate_answers(
         answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
     )
-    return memo, estimate.summary_block()
+    block = estimate.summary_block()
+    cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
+    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}")
+    return memo, block

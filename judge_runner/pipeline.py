@@ -326,7 +326,7 @@ def evaluate_queries(
         else:
             from judge_runner.dry_run import start_estimate
 
-            search, estimate = start_estimate(queries, job.index, job.judge, evaluate_options(job.settings), cache)
+            search, estimate = start_estimate(queries, job.index, job.judge, evaluate_options(job.settings), cache, job.printer.note)
             outcome = run_evaluation(
                 queries,
                 search,

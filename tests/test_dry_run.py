@@ -82,7 +82,7 @@ def test_dry_run_estimates_within_15_percent_of_what_the_fake_server_counts(api,
     assert summary["estimate"]["calls"] == chosen["calls"]
     assert summary["estimate"]["inputTokens"] == pytest.approx(chosen["inputTokens"], rel=0.01)
     assert summary["estimate"]["costUsd"] == pytest.approx(chosen["costUsd"]["sync"]["expected"], rel=0.01)
-    assert "(estimate $" in result.output
+    assert "(estimate $" in result.output and f"estimate: {chosen['calls']} judge calls" in result.output
 
 
 def test_a_cached_rerun_is_estimated_at_no_call(query_set, db_copy, tmp_path):

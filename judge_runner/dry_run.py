@@ -490,5 +490,7 @@ def start_estimate(
     )
     block = estimate.summary_block()
     cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
-    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}")
+    cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)
+    over = f"; above --max-budget-usd {cap:.2f}: the run may stop early" if cap is not None and (block["costUsd"] or 0) > cap else ""
+    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
     return memo, block

@@ -335,13 +335,20 @@ class ModelEstimate:
         }
 
     def summary_block(self) -> dict[str, Any]:
-        """The run summary's ``estimate`` block: calls, input and output tokens, expected USD (sync prices;
-        null when unknown) and the worst case."""
-        sync = costs(self.calls, self.price)["sync"]
+        """The run summary's ``estimate`` block (:class:`judge_runner.runlines.RunEstimate`): calls, input and
+        output tokens, expected USD at sync, batch and cached prices, and the sync worst case (USD values
+        null when the price is unknown)."""
+        by_mode = costs(self.calls, self.price)
+
+        def usd(value: float | None) -> float | None:
+            return None if value is None else round(value, 6)
+
         return {
             "calls": len(self.calls),
             "inputTokens": sum(c.input_tokens for c in self.calls),
             "outputTokens": sum(c.output_tokens for c in self.calls),
-            "costUsd": None if sync.expected is None else round(sync.expected, 6),
-            "worstCaseCostUsd": None if sync.worst is None else round(sync.worst, 6),
+            "costUsd": usd(by_mode["sync"].expected),
+            "worstCaseCostUsd": usd(by_mode["sync"].worst),
+            "batchCostUsd": usd(by_mode["batch"].expected),
+            "cachedCostUsd": usd(by_mode["cached"].expected),
         }

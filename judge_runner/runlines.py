@@ -312,6 +312,12 @@ class RunEstimate(BaseModel):
     worstCaseCostUsd: float | None = Field(
         default=None, ge=0, description="USD if every call wrote its max_tokens (re-asks not included); null when the price is unknown."
     )
+    batchCostUsd: float | None = Field(default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount).")
+    cachedCostUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Expected USD with the tool schema and system prompt read from the prompt cache after each kind's first call.",
+    )
 
 
 class SystemAverages(BaseModel):

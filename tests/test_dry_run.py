@@ -49,7 +49,7 @@ def query_set(fixtures_root, tmp_path):
 def dry_run(args: list[str], env: dict) -> dict:
     result = invoke([*args, "--dry-run", "--json"], env)
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout[result.stdout.index("{") :])
+    return json.loads(result.stdout)  # stdout holds the JSON alone; notes and progress go to stderr
 
 
 @pytest.mark.parametrize("mode", ["pointwise", "batched"])
@@ -205,3 +205,8 @@ def test_resume_dry_run_counts_only_the_queries_left_and_offline_runs_keep_no_es
     cut.write_text("\n".join(lines[:6]) + "\n")  # run_start and five evaluations
     report = dry_run(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--provider", "anthropic", "--no-cache"], {})
     assert report["phaseTwo"]["queries"] == 10
+
+
+def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
+    result = invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--json"])
+    assert result.exit_code == 2 and "--dry-run" in result.output

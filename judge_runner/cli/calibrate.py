@@ -11,7 +11,7 @@ from judge_runner.calibrate.job import Source, calibrate_job
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
-from judge_runner.cli.options import COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, printer, settings
+from judge_runner.cli.options import COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.failures import EXIT_OK, UsageError
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
@@ -177,7 +177,7 @@ def calibrate(
         batch_size=batch_size,
     )
     labeler = recorder = None
-    if dry_run:  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
+    if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         from dataclasses import replace
 
         from judge_runner.dry_run import calibrate_labeler, calibrate_report

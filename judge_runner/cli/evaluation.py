@@ -14,6 +14,7 @@ from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
+    check_flags,
     db_option,
     dry_run_options,
     evaluate_options,
@@ -104,7 +105,7 @@ def evaluate(
     4 internal error.
     """
     spec = systems_spec(flags)
-    if dry_run:
+    if check_flags(dry_run, dry_run_json):
         from judge_runner.dry_run import evaluate_dry_run
 
         evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
@@ -146,7 +147,7 @@ def generate_and_evaluate(
     4 internal error.
     """
     spec = systems_spec(flags)
-    if dry_run:
+    if check_flags(dry_run, dry_run_json):
         from judge_runner.dry_run import main_dry_run
 
         main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json)

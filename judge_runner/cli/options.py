@@ -17,6 +17,7 @@ import annotated_types
 import click
 
 from judge_runner.config import Settings
+from judge_runner.failures import UsageError
 from judge_runner.llm.registry import PROVIDERS
 from judge_runner.pipeline import load
 from judge_runner.printer import Printer
@@ -212,6 +213,13 @@ DRY_RUN = [
 
 def dry_run_options(f):
     return _options(f, DRY_RUN)
+
+
+def check_flags(dry_run: bool, as_json: bool) -> bool:
+    """``dry_run``; raises UsageError for ``--json`` without ``--dry-run`` (it shapes only the estimate)."""
+    if as_json and not dry_run:
+        raise UsageError("--json prints the estimate of --dry-run; give --dry-run with it")
+    return dry_run
 
 
 def generate_options(f):

@@ -9,6 +9,7 @@ import click
 from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
+    check_flags,
     db_option,
     dry_run_options,
     merged_flags,
@@ -78,7 +79,7 @@ def weekly(
     """
     plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
     flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
-    if dry_run:  # no lock, no log, nothing indexed, judged, reported or pruned
+    if check_flags(dry_run, dry_run_json):  # no lock, no log, nothing indexed, judged, reported or pruned
         from judge_runner.dry_run import weekly_dry_run
         from judge_runner.pipeline import load
 

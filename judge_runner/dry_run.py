@@ -451,14 +451,21 @@ def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trial
 # -- the real run's estimate ----------------------------------------------------------------------------------
 class MemoSearch:
     """A search backend that answers each (query, mode, limit) from :meth:`remember`'s answers once, so
-    the run does not search twice; every other attribute is the backend's."""
+    the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
+    while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
+    does for a Ctrl+C of its own and writes its interrupted summary."""
 
     def __init__(self, backend: Any):
         self.backend = backend
         self.answers: dict[tuple[str, str, int], Any] = {}
+        self.interrupted = False
 
     def search(self, query: str, mode: str = "hybrid", limit: int = 10) -> Any:
-        """The remembered answer (then forgotten), else the backend's."""
+        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
+        ``interrupted``."""
+        if self.interrupted:
+            self.interrupted = False
+            raise KeyboardInterrupt
         answer = self.answers.pop((query, mode, limit), None)
         return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit)
 
@@ -475,19 +482,27 @@ def start_estimate(
 ) -> tuple[Any, dict[str, Any] | None]:
     """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
     said in one line to ``say``. Each query is searched once here and the answer handed to the run
-    (:class:`MemoSearch`). None for the heuristic judge (no paid calls)."""
+    (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
+    fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
     if getattr(judge, "heuristic", False):
         return index, None
     from judge_runner.evaluate import human_grades
 
     memo = MemoSearch(index)
-    answers, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
-    for query, answer in answers:
-        memo.remember(query.query, options.search_mode, options.search_limit, answer)
-    price = getattr(getattr(judge, "provider", None), "price", None) or price_for(judge.model)
-    [estimate] = estimate_answers(
-        answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
-    )
+    try:
+        answers, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
+        for query, answer in answers:
+            memo.remember(query.query, options.search_mode, options.search_limit, answer)
+        price = getattr(getattr(judge, "provider", None), "price", None) or price_for(judge.model)
+        [estimate] = estimate_answers(
+            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
+        )
+    except KeyboardInterrupt:
+        memo.interrupted = True
+        return memo, None
+    except Exception as exc:  # noqa: BLE001 - the estimate is advice: the run must not fail for it
+        say(f"note: no cost estimate ({type(exc).__name__}: {str(exc)[:200]})")
+        return memo, None
     block = estimate.summary_block()
     cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
     cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)

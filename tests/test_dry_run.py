@@ -210,3 +210,27 @@ def test_resume_dry_run_counts_only_the_queries_left_and_offline_runs_keep_no_es
 def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
     result = invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--json"])
     assert result.exit_code == 2 and "--dry-run" in result.output
+
+
+def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_path):
+    from judge_runner.dry_run import start_estimate
+    from judge_runner.evaluate import EvaluateOptions, run_evaluation
+    from judge_runner.results import RunWriter, read_run
+    from tests.test_judge_protocol import StubSearch, queries
+
+    class Interrupting(StubSearch):
+        calls = 0
+
+        def search(self, query, mode="hybrid", limit=10):
+            Interrupting.calls += 1
+            if Interrupting.calls == 2:
+                raise KeyboardInterrupt
+            return super().search(query, mode, limit)
+
+    judge = RecordingJudge("anthropic", "claude-sonnet-4-6")
+    search, estimate = start_estimate(queries(3), Interrupting(), judge, EvaluateOptions(), None)
+    assert estimate is None
+    writer = RunWriter(tmp_path)
+    outcome = run_evaluation(queries(3), search, judge, writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None)
+    assert outcome.summary["interrupted"] is True and outcome.summary["evaluated"] == 0
+    assert [line["type"] for line in read_run(writer.path)] == ["run_start", "summary"] and judge.calls == []

@@ -155,8 +155,9 @@ def _protocol(settings: Settings) -> ProtocolSettings:
 
 
 # -- phase one (rough) ----------------------------------------------------------------------------------------
-def rough_judge(settings: Settings, count: int) -> dict[str, Any]:
-    """Phase two of a query set not yet written: ``count`` on-topic queries of ``search_limit`` results each,
+def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, Any]:
+    """Phase two of a query set not yet written: ``count`` on-topic queries, each searched on ``systems``
+    search systems, of ``search_limit`` results each,
     every result a chunk of the chunker's maximum size (``MAX_CHUNK_CHARS``), nothing cached (labels are
     keyed by the query text, so a new set is never in the cache)."""
     from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
@@ -190,10 +191,16 @@ def rough_judge(settings: Settings, count: int) -> dict[str, Any]:
             ),
             SearchAnswer(query="q", mode="hybrid", results=hits, confident=True, latencyMs=0.0),
         )
-        for n in range(count)
+        for n in range(count * systems)
     ]
     judges = estimate_answers(answers, candidates(settings), _protocol(settings))
-    return {"precision": "rough", "queries": count, "searches": count, "searchFailures": 0, "judges": [j.figures() for j in judges]}
+    return {
+        "precision": "rough",
+        "queries": count,
+        "searches": count * systems,
+        "searchFailures": 0,
+        "judges": [j.figures() for j in judges],
+    }
 
 
 def agent_calls(base: int, turns: int, result_tokens: int, turn_out: int, last_out: int) -> tuple[int, int, int]:
@@ -384,12 +391,21 @@ def evaluate_dry_run(
     return report
 
 
+def system_count(spec: Any) -> int:
+    """How many search systems a run of ``spec`` (a SystemsSpec or None: the built-in search) judges."""
+    if spec is None:
+        return 1
+    return max(1, len(spec.modes) + len(spec.configs) + len(spec.commands) + len(spec.urls) + len(spec.runs))
+
+
 def main_dry_run(
-    settings: Settings, fixtures: Path, printer: Printer, as_json: bool = False, command: str = "generate-and-evaluate"
+    settings: Settings, fixtures: Path, printer: Printer, as_json: bool = False, command: str = "generate-and-evaluate", systems: Any = None
 ) -> dict:
     """``generate-and-evaluate --dry-run`` (and a weekly run that would write its queries): phase one and
-    phase two of ``settings.count`` queries, both rough. Nothing is indexed."""
-    report = build_report(command, settings, rough_judge(settings, settings.count), rough_phase_one(settings, fixtures, settings.count))
+    phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
+    search), both rough. Nothing is indexed."""
+    judging = rough_judge(settings, settings.count, system_count(systems))
+    report = build_report(command, settings, judging, rough_phase_one(settings, fixtures, settings.count))
     print_report(report, printer, as_json)
     return report
 

@@ -119,6 +119,8 @@ def test_generate_and_evaluate_and_weekly_dry_runs_are_rough(fixtures_root, db_c
     judge = report["phaseTwo"]["judges"][0]
     assert report["phaseTwo"]["precision"] == "rough" and judge["calls"] == 6 * 10 + 6
     assert any(a.startswith("rough: phase one") for a in report["assumptions"])
+    modes = dry_run(["generate-and-evaluate", *common, "--search-mode", "fts,hybrid"], env)["phaseTwo"]
+    assert modes["queries"] == 6 and modes["searches"] == 12 and modes["judges"][0]["calls"] == 2 * judge["calls"]
     weekly = dry_run(["weekly", *common, "--results", str(tmp_path / "w"), "--reports", str(tmp_path / "rep")], env)
     assert weekly["command"] == "weekly" and weekly["phaseOne"] is not None
     assert not (tmp_path / "r").exists() and not (tmp_path / "rep").exists()

@@ -150,7 +150,7 @@ def generate_and_evaluate(
     if check_flags(dry_run, dry_run_json):
         from judge_runner.dry_run import main_dry_run
 
-        main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json)
+        main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK
     outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet), systems=spec)
     return exit_code_for(outcome.status)

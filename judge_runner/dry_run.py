@@ -224,10 +224,10 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
     from judge_runner.resources import load_prompt
 
     extensions = parse_extensions(settings.extensions)
-    files = walk_corpus(fixtures, extensions=extensions).files if fixtures.is_dir() else []
+    files = walk_corpus(fixtures, extensions=extensions).files
     mean_chars = min(READ_CAP_CHARS, sum(f.size for f in files) // len(files)) if files else READ_CAP_CHARS
     system = Template(load_prompt("generate_system.md")).substitute(count=count, query_types=", ".join(QUERY_TYPES))
-    listing = FileSandbox(fixtures, extensions).list_dir(".") if fixtures.is_dir() else ""
+    listing = FileSandbox(fixtures, extensions).list_dir(".")
     user = Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=listing)
     rows = []
     for provider, model, price, chosen in candidates(settings, generator=True):
@@ -403,7 +403,12 @@ def main_dry_run(
 ) -> dict:
     """``generate-and-evaluate --dry-run`` (and a weekly run that would write its queries): phase one and
     phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
-    search), both rough. Nothing is indexed."""
+    search), both rough. Nothing is indexed. Raises UsageError when FIXTURES is missing or holds no file to
+    index, as the real run does."""
+    from judge_runner.indexing import check_corpus, require_folder
+
+    require_folder(fixtures)
+    check_corpus(settings, fixtures)
     judging = rough_judge(settings, settings.count, system_count(systems))
     report = build_report(command, settings, judging, rough_phase_one(settings, fixtures, settings.count))
     print_report(report, printer, as_json)

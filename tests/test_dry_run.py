@@ -236,3 +236,8 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
     outcome = run_evaluation(queries(3), search, judge, writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None)
     assert outcome.summary["interrupted"] is True and outcome.summary["evaluated"] == 0
     assert [line["type"] for line in read_run(writer.path)] == ["run_start", "summary"] and judge.calls == []
+
+
+def test_a_missing_fixtures_folder_is_a_usage_error_as_in_the_real_run(tmp_path):
+    result = invoke(["generate-and-evaluate", "--fixtures", str(tmp_path / "none"), "--dry-run"])
+    assert result.exit_code == 2 and "fixtures folder not found" in result.output

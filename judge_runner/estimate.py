@@ -10,10 +10,12 @@ the run would store in memory), human labels skipped.
 
 Units: tokens (integers) and USD. Sources of the constants:
 
-- :data:`CHARS_PER_TOKEN` = 4: one token per four characters of the request's JSON, the rule of thumb
-  both vendors give for English text (OpenAI: "one token is roughly 4 characters"; Anthropic's tokenizer is
-  close to it), and exactly what the loopback fake server counts (``tests/fakes/fake_llm.py``). No
-  tokenizer is shipped: tiktoken needs BPE files downloaded at run time and Anthropic's is not public.
+- :data:`CHARS_PER_TOKEN` = 4: one token per four characters of the request's JSON, OpenAI's rule of
+  thumb for English text ("one token is roughly 4 characters"), and exactly what the loopback fake server
+  counts (``tests/fakes/fake_llm.py``). No tokenizer is shipped: tiktoken needs BPE files downloaded at
+  run time, and Anthropic's tokenizer is not public (its ``count_tokens`` endpoint is exact, but asking it
+  sends the prompts). Left out: the tool-use system prompt Anthropic adds to requests that offer tools
+  (a few hundred tokens each).
 - expected output: the JSON of a typical reply (:data:`TYPICAL_REASON_CHARS`, the middle of the label
   schema's "one sentence, under 200 characters") plus :data:`TOOL_CALL_TOKENS` of tool-call framing;
 - worst case: every call writes its whole ``max_tokens`` (:data:`judge_runner.judge.LABEL_MAX_TOKENS`

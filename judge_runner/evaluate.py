@@ -405,10 +405,12 @@ def end_run(
     budget=None,
     heuristic: bool = False,
     judge_is_generator: bool = False,
+    estimate: dict | None = None,
 ) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
-    ``time.monotonic()`` value ``started``, in seconds; the quality gate), write it, close the file, and
-    return the run's outcome with its :class:`RunEnd`."""
+    ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
+    :meth:`judge_runner.estimate.ModelEstimate.summary_block`), write it, close the file, and return the
+    run's outcome with its :class:`RunEnd`."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -444,6 +446,7 @@ def end_run(
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
+    summary["estimate"] = estimate
     writer.write(summary)
     writer.close()
     return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
@@ -461,6 +464,7 @@ def run_evaluation(
     log: Callable[[str], None] = lambda m: None,
     prior: list[dict] | None = None,
     cache: JudgmentCache | None = None,
+    estimate: dict | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
@@ -468,14 +472,17 @@ def run_evaluation(
     is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
     and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
-    ``cache``: the judgment cache labels go through (None: none).
+    ``cache``: the judgment cache labels go through (None: none). ``estimate``: what the run was estimated
+    to cost at its start (:func:`judge_runner.dry_run.start_estimate`), kept in the summary.
     """
     started = time.monotonic()
     heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
     judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache)
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
-    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular)
+    return end_run(
+        state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular, estimate=estimate
+    )
 
 
 def provenance(

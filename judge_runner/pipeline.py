@@ -324,9 +324,12 @@ def evaluate_queries(
                 cache=cache,
             )
         else:
+            from judge_runner.dry_run import start_estimate
+
+            search, estimate = start_estimate(queries, job.index, job.judge, evaluate_options(job.settings), cache, job.printer.note)
             outcome = run_evaluation(
                 queries,
-                job.index,
+                search,
                 job.judge,
                 writer,
                 run_start,
@@ -336,6 +339,7 @@ def evaluate_queries(
                 log=job.printer.log,
                 prior=resume.evaluations if resume else None,
                 cache=cache,
+                estimate=estimate,
             )
     finally:
         if cache is not None:
@@ -397,8 +401,9 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         out(f"  issue ({issue['count']}x): {issue['issue']}")
     if summary["recommendedFocus"]:
         out(f"  recommended focus: {summary['recommendedFocus']}")
-    cost = summary["costUsd"]
-    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
+    cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
+    guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
+    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")

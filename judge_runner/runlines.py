@@ -301,6 +301,27 @@ class RunUsage(BaseModel):
     cacheReadTokens: int = Field(default=0, ge=0, description="Input tokens read from the provider's prompt cache (part of inputTokens).")
 
 
+class RunEstimate(BaseModel):
+    """What the run was estimated to cost at its start (``judge_runner.estimate``, the figures ``--dry-run``
+    prints for the chosen judge), beside what it cost."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    calls: int = Field(ge=0, description="Judge calls the run was expected to make (labels in the judgment cache excluded).")
+    inputTokens: int = Field(ge=0, description="Estimated input tokens: JSON length of what the model reads / 4.")
+    outputTokens: int = Field(ge=0, description="Expected output tokens (a typical reply per call).")
+    costUsd: float | None = Field(default=None, ge=0, description="Expected USD at standard (sync) prices; null when the price is unknown.")
+    worstCaseCostUsd: float | None = Field(
+        default=None, ge=0, description="USD if every call wrote its max_tokens (re-asks not included); null when the price is unknown."
+    )
+    batchCostUsd: float | None = Field(default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount).")
+    cachedCostUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Expected USD with the tool schema and system prompt read from the prompt cache after each kind's first call.",
+    )
+
+
 class SystemAverages(BaseModel):
     """One system's figures in a compare run (averaged as the summary averages)."""
 
@@ -411,6 +432,10 @@ class SummaryLine(_Line):
     comparison: ComparisonBlock | None = Field(
         default=None,
         description="Compare runs only (several systems on one query set); the averages above are then the reference system's.",
+    )
+    estimate: RunEstimate | None = Field(
+        default=None,
+        description="The cost estimated at the start (LLM judge, built-in search); null for the heuristic judge and compare runs.",
     )
 
     @field_validator("averageMetrics", mode="before")

@@ -101,9 +101,11 @@ def calibrate_job(
     out: Path | None,
     printer: Printer,
     labeler: Labeler | None = None,
+    dry_run: bool = False,
 ) -> dict:
     """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
-    quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests). Returns the document. Raises
+    quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
+    write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
     from judge_runner.failures import IncompleteRunError
     from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
@@ -149,6 +151,8 @@ def calibrate_job(
         "index": index_info,
         **document,
     }
+    if dry_run:
+        return document
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:

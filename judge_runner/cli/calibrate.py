@@ -11,7 +11,7 @@ from judge_runner.calibrate.job import Source, calibrate_job
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
-from judge_runner.cli.options import COMMON, JUDGE_MODEL, PROVIDER, _options, printer, settings
+from judge_runner.cli.options import COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.failures import EXIT_OK, UsageError
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
@@ -149,6 +149,8 @@ def calibrate(
     batch_size: int,
     out: Path | None,
     quiet: bool,
+    dry_run: bool,
+    dry_run_json: bool,
     **flags,
 ) -> int:
     """Measure the judge against human qrels: agreement, system ranking, and position, injection and length bias.
@@ -174,6 +176,13 @@ def calibrate(
         resamples=resamples,
         batch_size=batch_size,
     )
+    labeler = recorder = None
+    if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
+        from dataclasses import replace
+
+        from judge_runner.dry_run import calibrate_labeler, calibrate_report
+
+        config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(settings(**flags))
     calibrate_job(
         settings(**flags),
         Source(beir, split, qrels, queries, corpus),
@@ -186,8 +195,12 @@ def calibrate(
         calibration_db,
         out,
         printer(quiet),
+        labeler,
+        dry_run=dry_run,
     )
+    if recorder is not None:
+        calibrate_report(settings(**flags), recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
     return EXIT_OK
 
 
-calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON])
+calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, *DRY_RUN])

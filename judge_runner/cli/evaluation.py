@@ -14,7 +14,9 @@ from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
     OUT_DIR,
+    check_flags,
     db_option,
+    dry_run_options,
     evaluate_options,
     generate_options,
     printer,
@@ -78,8 +80,17 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 @search_adapter_options
 @compare_options
 @evaluate_options
+@dry_run_options
 def evaluate(
-    queries_path: Path | None, resume_path: Path | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags
+    queries_path: Path | None,
+    resume_path: Path | None,
+    out_dir: Path,
+    min_overall: float | None,
+    db: Path | None,
+    quiet: bool,
+    dry_run: bool,
+    dry_run_json: bool,
+    **flags,
 ) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 
@@ -94,6 +105,11 @@ def evaluate(
     4 internal error.
     """
     spec = systems_spec(flags)
+    if check_flags(dry_run, dry_run_json):
+        from judge_runner.dry_run import evaluate_dry_run
+
+        evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
+        return EXIT_OK
     outcome = evaluate_job(
         settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet), systems=spec
     )
@@ -109,8 +125,17 @@ def evaluate(
 @search_options
 @search_adapter_options
 @run_options
+@dry_run_options
 def generate_and_evaluate(
-    fixtures: Path, count: int | None, out_dir: Path, min_overall: float | None, db: Path | None, quiet: bool, **flags
+    fixtures: Path,
+    count: int | None,
+    out_dir: Path,
+    min_overall: float | None,
+    db: Path | None,
+    quiet: bool,
+    dry_run: bool,
+    dry_run_json: bool,
+    **flags,
 ) -> int:
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 
@@ -122,5 +147,10 @@ def generate_and_evaluate(
     4 internal error.
     """
     spec = systems_spec(flags)
+    if check_flags(dry_run, dry_run_json):
+        from judge_runner.dry_run import main_dry_run
+
+        main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
+        return EXIT_OK
     outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet), systems=spec)
     return exit_code_for(outcome.status)

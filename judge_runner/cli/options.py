@@ -17,6 +17,7 @@ import annotated_types
 import click
 
 from judge_runner.config import Settings
+from judge_runner.failures import UsageError
 from judge_runner.llm.registry import PROVIDERS
 from judge_runner.pipeline import load
 from judge_runner.printer import Printer
@@ -197,6 +198,28 @@ MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the average ov
 FIXTURES = click.option(
     "--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder."
 )
+
+
+DRY_RUN = [
+    click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Send nothing and write nothing: print the judge calls, tokens and cost (expected and worst case; "
+        "sync, batch and cached prices) the run would make, labels already in the judgment cache excluded.",
+    ),
+    click.option("--json", "dry_run_json", is_flag=True, help="With --dry-run: print the estimate as one JSON object."),
+]
+
+
+def dry_run_options(f):
+    return _options(f, DRY_RUN)
+
+
+def check_flags(dry_run: bool, as_json: bool) -> bool:
+    """``dry_run``; raises UsageError for ``--json`` without ``--dry-run`` (it shapes only the estimate)."""
+    if as_json and not dry_run:
+        raise UsageError("--json prints the estimate of --dry-run; give --dry-run with it")
+    return dry_run
 
 
 def generate_options(f):

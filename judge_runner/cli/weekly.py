@@ -9,14 +9,16 @@ import click
 from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
+    check_flags,
     db_option,
+    dry_run_options,
     merged_flags,
     printer,
     run_options,
     search_options,
     setting_option,
 )
-from judge_runner.failures import exit_code_for
+from judge_runner.failures import EXIT_OK, exit_code_for
 from judge_runner.pipeline import WeeklyPlan, weekly_run
 
 
@@ -46,6 +48,7 @@ from judge_runner.pipeline import WeeklyPlan, weekly_run
 @db_option
 @search_options
 @run_options
+@dry_run_options
 def weekly(
     fixtures: Path,
     queries_path: Path | None,
@@ -59,6 +62,8 @@ def weekly(
     min_overall: float | None,
     db: Path | None,
     quiet: bool,
+    dry_run: bool,
+    dry_run_json: bool,
     **flags,
 ) -> int:
     """One command for cron: evaluate, report, prune old runs, under a lock.
@@ -74,4 +79,10 @@ def weekly(
     """
     plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
     flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
+    if check_flags(dry_run, dry_run_json):  # no lock, no log, nothing indexed, judged, reported or pruned
+        from judge_runner.dry_run import weekly_dry_run
+        from judge_runner.pipeline import load
+
+        weekly_dry_run(load(flags), plan, printer(quiet), dry_run_json)
+        return EXIT_OK
     return exit_code_for(weekly_run(flags, plan, printer(quiet)))

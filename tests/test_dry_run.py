@@ -1,0 +1,243 @@
+"""``--dry-run`` (issue 15, item 3): an estimate before spending, and the estimate in the real run's summary.
+
+The "done when" check: ``evaluate --dry-run`` estimates within 15% of the input tokens the real run then
+sends to the loopback fake server (through the REAL anthropic and openai SDKs, pointwise and batched); the
+fake's accounting is what the run's summary adds up from the usage blocks it returned. Output tokens
+depend on the fake's brain (the honest judge writes short reasons), so they are compared loosely and
+reported.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_runner.estimate import (
+    DryRunCache,
+    PlannedCall,
+    RecordingJudge,
+    costs,
+    tokens,
+)
+from judge_runner.judgment_cache import JudgmentCache
+from judge_runner.labelling import ProtocolSettings, judge_query
+from judge_runner.llm.pricing import Price, price_for
+from tests.clitools import invoke, run_lines
+from tests.fakes.fake_llm import FakeLLMServer
+
+pytestmark = pytest.mark.hash_embedder
+
+INPUT_TOLERANCE = 0.15
+
+
+def fake_env(server: FakeLLMServer, api: str) -> dict:
+    if api == "anthropic":
+        return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url}
+
+
+@pytest.fixture
+def query_set(fixtures_root, tmp_path):
+    """15 queries about fixtures/ from the offline query writer (no provider)."""
+    path = tmp_path / "queries.json"
+    result = invoke(["generate", "--fixtures", str(fixtures_root), "--count", "15", "--out", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def dry_run(args: list[str], env: dict) -> dict:
+    result = invoke([*args, "--dry-run", "--json"], env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # stdout holds the JSON alone; notes and progress go to stderr
+
+
+@pytest.mark.parametrize("mode", ["pointwise", "batched"])
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_dry_run_estimates_within_15_percent_of_what_the_fake_server_counts(api, mode, query_set, db_copy, tmp_path):
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--judge-mode", mode, "--cache", str(tmp_path / "j.sqlite")]
+    out = tmp_path / "runs"
+    with FakeLLMServer() as server:
+        env = fake_env(server, api)
+        report = dry_run([*args, "--out-dir", str(out)], env)
+        assert server.count() == 0, "a dry run sent a request"
+        assert not out.exists() and not (tmp_path / "j.sqlite").exists(), "a dry run wrote a file"
+        result = invoke([*args, "--out-dir", str(out)], env)
+        assert result.exit_code == 0, result.output
+        requests = server.count()
+    summary = run_lines(out)[-1]
+    chosen = report["phaseTwo"]["judges"][0]
+    assert chosen["chosen"] and chosen["provider"] == api
+    assert chosen["calls"] == requests == summary["usage"]["calls"]
+    actual_in, actual_out = summary["usage"]["inputTokens"], summary["usage"]["outputTokens"]
+    error_in = chosen["inputTokens"] / actual_in - 1
+    error_out = chosen["outputTokens"] / actual_out - 1
+    print(
+        f"{api} {mode}: {requests} calls; input {chosen['inputTokens']} vs {actual_in} ({error_in:+.1%}); "
+        f"output {chosen['outputTokens']} vs {actual_out} ({error_out:+.1%})"
+    )
+    assert abs(error_in) <= INPUT_TOLERANCE
+    assert 0.5 <= chosen["outputTokens"] / actual_out <= 4  # a typical reply vs the honest judge's short reasons
+    # the run's summary carries the same estimate, and the printed summary compares cost with it
+    assert summary["estimate"]["calls"] == chosen["calls"]
+    assert summary["estimate"]["inputTokens"] == pytest.approx(chosen["inputTokens"], rel=0.01)
+    assert summary["estimate"]["costUsd"] == pytest.approx(chosen["costUsd"]["sync"]["expected"], rel=0.01)
+    assert "(estimate $" in result.output and f"estimate: {chosen['calls']} judge calls" in result.output
+
+
+def test_a_cached_rerun_is_estimated_at_no_call(query_set, db_copy, tmp_path):
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--cache", str(tmp_path / "j.sqlite")]
+    with FakeLLMServer() as server:
+        env = fake_env(server, "anthropic")
+        first = dry_run(args, env)["phaseTwo"]["judges"][0]
+        assert invoke([*args, "--out-dir", str(tmp_path / "runs")], env).exit_code == 0
+        made = server.count()
+        again = dry_run(args, env)["phaseTwo"]["judges"]
+    assert first["calls"] == made and first["labelsCached"] == 0
+    assert again[0]["calls"] == 0 and again[0]["labelsCached"] == first["labelsToJudge"] > 0
+    # the cache is per judge: the other provider's default model would judge everything again
+    assert again[1]["provider"] == "openai" and again[1]["calls"] == first["calls"]
+
+
+def test_text_report_without_a_key_and_the_offline_choice(query_set, db_copy, tmp_path):
+    result = invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--no-cache", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "nothing sent to any provider" in text and "offline" in text
+    assert "anthropic/claude-sonnet-4-6" in text and "openai/gpt-4.1" in text
+    assert "sync $ (worst)" in text and "batch $ (worst)" in text and "cached $ (worst)" in text
+    assert not list(tmp_path.glob("*.jsonl")) and not (tmp_path / "quality-results").exists()
+
+
+def test_generate_and_evaluate_and_weekly_dry_runs_are_rough(fixtures_root, db_copy, tmp_path):
+    env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # nothing listens: nothing may be sent
+    common = ["--fixtures", str(fixtures_root), "--db", str(db_copy), "--count", "6"]
+    report = dry_run(["generate-and-evaluate", *common, "--out-dir", str(tmp_path / "r")], env)
+    writer = report["phaseOne"]["writers"][0]
+    assert writer["chosen"] and writer["calls"] == 8 and writer["worstCalls"] == 30
+    assert writer["worstInputTokens"] > writer["inputTokens"] > 0
+    judge = report["phaseTwo"]["judges"][0]
+    assert report["phaseTwo"]["precision"] == "rough" and judge["calls"] == 6 * 10 + 6
+    assert any(a.startswith("rough: phase one") for a in report["assumptions"])
+    modes = dry_run(["generate-and-evaluate", *common, "--search-mode", "fts,hybrid"], env)["phaseTwo"]
+    assert modes["queries"] == 6 and modes["searches"] == 12 and modes["judges"][0]["calls"] == 2 * judge["calls"]
+    weekly = dry_run(["weekly", *common, "--results", str(tmp_path / "w"), "--reports", str(tmp_path / "rep")], env)
+    assert weekly["command"] == "weekly" and weekly["phaseOne"] is not None
+    assert not (tmp_path / "r").exists() and not (tmp_path / "rep").exists()
+    assert not (tmp_path / "w" / "weekly.log").exists() and not (tmp_path / "w" / ".weekly.lock").exists()
+
+
+def test_weekly_with_a_pinned_set_searches_it(query_set, fixtures_root, db_copy, tmp_path):
+    results = tmp_path / "w"
+    results.mkdir()
+    (results / "pinned-queries.json").write_text(query_set.read_text())
+    report = dry_run(["weekly", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--results", str(results), "--no-cache"], {})
+    assert report["phaseOne"] is None and report["phaseTwo"]["precision"] == "searched" and report["phaseTwo"]["queries"] == 15
+    assert sorted(p.name for p in results.iterdir()) == ["pinned-queries.json"]
+
+
+# -- the parts -----------------------------------------------------------------------------------------------
+def test_costs_per_mode():
+    price = Price(3.0, 15.0, 3.75, 0.3)
+    calls = [PlannedCall("label", 2000, 50, 1024, 1500, "p")] * 10
+    c = costs(calls, price)
+    assert c["sync"].expected == pytest.approx((20000 * 3 + 500 * 15) / 1e6)
+    assert c["sync"].worst == pytest.approx((20000 * 3 + 10240 * 15) / 1e6)
+    assert c["batch"].expected == pytest.approx(c["sync"].expected / 2)
+    cached_in = (1500 * 3.75 + 9 * 1500 * 0.3 + 10 * 500 * 3) / 1e6  # the prefix written once, read nine times
+    assert c["cached"].expected == pytest.approx(cached_in + 500 * 15 / 1e6)
+    short = [PlannedCall("label", 2000, 50, 1024, 500, "p")] * 10  # under the minimum cacheable length
+    assert costs(short, price)["cached"].expected == pytest.approx(costs(short, price)["sync"].expected)
+    assert costs(calls, None)["batch"].expected is None
+
+
+def test_tokens_is_a_quarter_of_the_json_length():
+    assert tokens({"a": "x" * 100}) == len(json.dumps({"a": "x" * 100})) // 4
+    assert tokens("") == 1
+
+
+def test_recording_judge_uses_the_runs_cache_keys_and_skips_human_labels(tmp_path):
+    from tests.test_judge_protocol import StubSearch, queries
+
+    answer = StubSearch(3).search("promote the redis replica 1")
+    query = queries(1)[0]
+    with JudgmentCache(tmp_path / "j.sqlite") as cache:
+        judge = RecordingJudge("anthropic", "claude-sonnet-4-6")
+        judge_query(judge, query, answer, ProtocolSettings(), cache)  # stores what the placeholder judge "said"
+        assert [c.kind for c in judge.calls] == ["label"] * 3 + ["list"]
+        again = RecordingJudge("anthropic", "claude-sonnet-4-6")
+        judge_query(again, query, answer, ProtocolSettings(), DryRunCache(cache))
+        assert again.calls == []  # every label and the list verdict cached under the same keys
+        other = RecordingJudge("anthropic", "claude-haiku-4-5")
+        judge_query(other, query, answer, ProtocolSettings(), DryRunCache(cache), {"runbooks/redis-failover.md": 3})
+        assert [c.kind for c in other.calls] == ["label"] * 2 + ["list"]
+    assert price_for("claude-sonnet-4-6") is not None
+
+
+def test_calibrate_dry_run_counts_the_calls_the_calibration_makes(tmp_path):
+    from tests.calibration_data import judge_qrels, write_collection
+    from tests.fakes.calibration_judges import QrelsJudge
+
+    data = write_collection(tmp_path / "beir")
+    args = ["calibrate", "--beir", str(data), "--provider", "anthropic", "--db", str(tmp_path / "idx.sqlite")]
+    args += ["--bootstrap", "20", "--quiet", "--probe-queries", "4", "--out", str(tmp_path / "cal.json")]
+    with FakeLLMServer(brain=QrelsJudge(judge_qrels(data))) as server:
+        env = fake_env(server, "anthropic")
+        report = dry_run(args, env)
+        assert server.count() == 0 and not (tmp_path / "cal.json").exists()
+        assert invoke(args, env).exit_code == 0
+        sent = list(server.requests)
+    chosen = report["phaseTwo"]["judges"][0]
+    assert report["command"] == "calibrate" and chosen["chosen"] and chosen["calls"] == len(sent)
+    # the fake's accounting of what was sent: a quarter of the JSON of system, messages and tools
+    from tests.fakes.fake_llm import _estimate_tokens
+
+    sent_in = sum(_estimate_tokens({k: r.body.get(k) for k in ("system", "messages", "tools")}) for r in sent)
+    print(f"calibrate: {len(sent)} calls; input {chosen['inputTokens']} vs {sent_in} ({chosen['inputTokens'] / sent_in - 1:+.1%})")
+    assert abs(chosen["inputTokens"] / sent_in - 1) <= INPUT_TOLERANCE
+
+
+def test_resume_dry_run_counts_only_the_queries_left_and_offline_runs_keep_no_estimate(query_set, db_copy, tmp_path):
+    out = tmp_path / "runs"
+    assert invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(out), "--no-cache"]).exit_code == 0
+    [run] = list(out.glob("*.jsonl"))
+    lines = run.read_text().splitlines()
+    assert json.loads(lines[-1])["estimate"] is None  # the heuristic judge makes no paid call
+    cut = out / "cut.jsonl"  # beside the saved query set
+    cut.write_text("\n".join(lines[:6]) + "\n")  # run_start and five evaluations
+    report = dry_run(["evaluate", "--resume", str(cut), "--db", str(db_copy), "--provider", "anthropic", "--no-cache"], {})
+    assert report["phaseTwo"]["queries"] == 10
+
+
+def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
+    result = invoke(["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--json"])
+    assert result.exit_code == 2 and "--dry-run" in result.output
+
+
+def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_path):
+    from judge_runner.dry_run import start_estimate
+    from judge_runner.evaluate import EvaluateOptions, run_evaluation
+    from judge_runner.results import RunWriter, read_run
+    from tests.test_judge_protocol import StubSearch, queries
+
+    class Interrupting(StubSearch):
+        calls = 0
+
+        def search(self, query, mode="hybrid", limit=10):
+            Interrupting.calls += 1
+            if Interrupting.calls == 2:
+                raise KeyboardInterrupt
+            return super().search(query, mode, limit)
+
+    judge = RecordingJudge("anthropic", "claude-sonnet-4-6")
+    search, estimate = start_estimate(queries(3), Interrupting(), judge, EvaluateOptions(), None)
+    assert estimate is None
+    writer = RunWriter(tmp_path)
+    outcome = run_evaluation(queries(3), search, judge, writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None)
+    assert outcome.summary["interrupted"] is True and outcome.summary["evaluated"] == 0
+    assert [line["type"] for line in read_run(writer.path)] == ["run_start", "summary"] and judge.calls == []
+
+
+def test_a_missing_fixtures_folder_is_a_usage_error_as_in_the_real_run(tmp_path):
+    result = invoke(["generate-and-evaluate", "--fixtures", str(tmp_path / "none"), "--dry-run"])
+    assert result.exit_code == 2 and "fixtures folder not found" in result.output

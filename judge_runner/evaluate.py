@@ -24,7 +24,7 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import Query
 from judge_runner.results import RunWriter, build_summary, utc_now
-from judge_runner.runlines import ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
+from judge_runner.runlines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
 from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
@@ -361,6 +361,15 @@ def judge_all(
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
+    batching = getattr(judge, "batching", None)  # --batch: every query at once, so their calls share batches
+    task: Callable = judge_query
+    if batching is not None:
+        batching.record = lambda fields: writer.write(batch_line(run_id, fields))
+        batching.note = log
+        concurrency = max(1, len(queries))
+        task = batching.as_unit(judge_query)
+        batching.expect()  # the loop's own place: no batch leaves while queries are still being started
+    holding = batching is not None
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     in_flight: dict[Future, tuple[Query, SearchAnswer]] = {}
 
@@ -381,11 +390,31 @@ def judge_all(
             except Exception as exc:  # noqa: BLE001
                 record(query, None, None, exc)
                 continue
-            in_flight[pool.submit(judge_query, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
+            if batching is not None:
+                batching.expect()
+            in_flight[pool.submit(task, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
+        if holding and batching is not None:
+            holding = False
+            batching.release()
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except KeyboardInterrupt:
         state.interrupt()
+        if batching is not None:
+            # queries waiting on a batch are not recorded: --resume takes their results from the batch
+            pending = batching.abandon()
+            for future in in_flight:
+                future.cancel()
+            in_flight.clear()
+            if pending:
+                echo(
+                    f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
+                    f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without submitting again "
+                    f"(cancel it in the provider's console to stop it)"
+                )
+            else:
+                echo("interrupted: no new calls")
+            return
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5
         for future in list(in_flight):
@@ -393,7 +422,15 @@ def judge_all(
         while in_flight and time.monotonic() < deadline:
             record_finished(wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)[0])
     finally:
+        if holding and batching is not None:
+            batching.release()
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def batch_line(run_id: str, fields: dict) -> dict:
+    """The ``batch`` line (a :class:`~judge_runner.runlines.BatchLine` serialised by alias) for a batch a
+    ``--batch`` run just submitted: ``fields`` are ``batchId``, ``provider``, ``requests``, ``customIds``."""
+    return BatchLine.model_validate({"runId": run_id, "timestamp": utc_now(), **fields}).line()
 
 
 def end_run(
@@ -405,9 +442,11 @@ def end_run(
     budget=None,
     heuristic: bool = False,
     judge_is_generator: bool = False,
+    batch: dict | None = None,
 ) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
-    ``time.monotonic()`` value ``started``, in seconds; the quality gate), write it, close the file, and
+    ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``batch``: the ``batch`` block of
+    a ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`), write it, close the file, and
     return the run's outcome with its :class:`RunEnd`."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
@@ -443,6 +482,8 @@ def end_run(
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
+    if batch is not None:
+        summary["batch"] = batch
     writer.write(summary)
     writer.close()
     return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
@@ -460,6 +501,7 @@ def run_evaluation(
     log: Callable[[str], None] = lambda m: None,
     prior: list[dict] | None = None,
     cache: JudgmentCache | None = None,
+    prior_batches: list[dict] | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
@@ -467,14 +509,22 @@ def run_evaluation(
     is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
     and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
-    ``cache``: the judgment cache labels go through (None: none).
+    ``cache``: the judgment cache labels go through (None: none). ``prior_batches``: the ``batch`` lines
+    of the run being resumed (copied; a ``--batch`` judge picks their results up instead of submitting
+    those requests again).
     """
     started = time.monotonic()
     heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
+    batching = getattr(judge, "batching", None)
+    for line in prior_batches or []:
+        writer.write({**line, "runId": writer.run_id})
+    if batching is not None and prior_batches:
+        batching.resume(prior_batches)
     judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache)
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
-    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular)
+    batch = batching.stats.as_dict() if batching is not None else None
+    return end_run(state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular, batch=batch)
 
 
 def provenance(

@@ -220,6 +220,7 @@ def run_start_fields(
         "trials": settings.trials,
         "seed": settings.seed,
         "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
+        "batch": settings.batch,
     }
     if with_count:
         config["count"] = settings.count
@@ -336,6 +337,7 @@ def evaluate_queries(
                 log=job.printer.log,
                 prior=resume.evaluations if resume else None,
                 cache=cache,
+                prior_batches=list(resume.batches) if resume else None,
             )
     finally:
         if cache is not None:
@@ -397,8 +399,15 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         out(f"  issue ({issue['count']}x): {issue['issue']}")
     if summary["recommendedFocus"]:
         out(f"  recommended focus: {summary['recommendedFocus']}")
+    batch = summary.get("batch")
+    if batch:
+        out(
+            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests: "
+            f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
+            + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
+        )
     cost = summary["costUsd"]
-    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}, {summary['durationS']:.1f} s")
+    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{' at batch prices' if batch else ''}, {summary['durationS']:.1f} s")
     out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
     if gate and not gate["passed"]:
@@ -478,12 +487,13 @@ def close_systems(systems: list[System] | None) -> None:
 # -- run-file readers (resume, prune) ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ResumePoint:
-    """An interrupted run to continue: its file, its ``run_start`` line and its judged ``evaluation``
-    lines (one per query id)."""
+    """An interrupted run to continue: its file, its ``run_start`` line, its judged ``evaluation``
+    lines (one per query id) and its ``batch`` lines (a ``--batch`` run's batches, picked up again)."""
 
     path: Path
     start: dict
     evaluations: list[dict]
+    batches: tuple[dict, ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -499,12 +509,12 @@ class ResumePoint:
 
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
-    from judge_runner.results import judged_lines
+    from judge_runner.results import batch_lines, judged_lines
 
     start, evaluations = judged_lines(path)
     if start is None or "provenance" not in start:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
-    return ResumePoint(path, start, evaluations)
+    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)))
 
 
 def prune_runs(results: Path, keep: int) -> list[Path]:

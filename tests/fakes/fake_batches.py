@@ -248,9 +248,7 @@ class FakeBatches:
         }
 
     def _openai_upload(self, raw: bytes, content_type: str) -> dict:
-        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            f"Content-Type: {content_type}\r\n\r\n".encode() + raw
-        )
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
         fields: dict[str, tuple[str | None, bytes]] = {}
         for part in message.iter_parts():
             name = part.get_param("name", header="content-disposition")
@@ -273,11 +271,18 @@ class FakeBatches:
             for k, (cid, (outcome, payload)) in enumerate(batch.results.items()):
                 rid = f"batch_req_fake{k:06d}"
                 if outcome == "succeeded":
-                    out.append({"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": payload}, "error": None})
+                    out.append(
+                        {"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": payload}, "error": None}
+                    )
                 elif outcome == "errored":
                     error = {"message": "fake: this request was refused", "type": "invalid_request_error", "param": None, "code": None}
                     out.append(
-                        {"id": rid, "custom_id": cid, "response": {"status_code": 400, "request_id": rid, "body": {"error": error}}, "error": None}
+                        {
+                            "id": rid,
+                            "custom_id": cid,
+                            "response": {"status_code": 400, "request_id": rid, "body": {"error": error}},
+                            "error": None,
+                        }
                     )
                 else:
                     code = "batch_expired" if outcome == "expired" else "batch_cancelled"

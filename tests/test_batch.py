@@ -312,3 +312,27 @@ def test_the_coordinator_waits_for_every_worker_then_sends_one_batch():
     assert results == {n: [2 * n, 20, 40] for n in range(5)}
     assert [len(b) for b in backend.batches] == [5, 10]
     assert [r["requests"] for r in recorded] == [5, 10] and recorded[0]["batchId"] == "b1"
+
+
+# -- calibrate --------------------------------------------------------------------------------------------
+
+
+def test_calibrate_with_batch_labels_the_pool_in_few_batches_and_agrees_with_sync(tmp_path):
+    from tests.calibration_data import judge_qrels, write_collection
+    from tests.fakes.calibration_judges import QrelsJudge
+
+    data = write_collection(tmp_path / "beir")
+    documents = {}
+    for name, extra in (("sync", []), ("batch", ["--batch"])):
+        out = tmp_path / f"{name}.json"
+        with FakeLLMServer(brain=QrelsJudge(judge_qrels(data))) as server:
+            env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url, "JUDGE_RUNNER_BATCH_POLL": "0.02"}
+            args = ["calibrate", "--beir", str(data), "--provider", "anthropic", "--db", str(tmp_path / f"{name}.sqlite")]
+            result = invoke([*args, "--out", str(out), "--bootstrap", "20", "--quiet", "--probes", "none", *extra], env)
+            assert result.exit_code == 0, result.output
+            if name == "batch":
+                assert server.count() == 0 and 1 <= server.batches.count() <= 3  # pool labels, list-level calls
+        documents[name] = json.loads(out.read_text())
+    sync, batch = documents["sync"], documents["batch"]
+    assert batch["verdict"] == sync["verdict"] and batch["modes"] == sync["modes"] and batch["systems"] == sync["systems"]
+    assert batch["spend"]["costUsd"] == pytest.approx(sync["spend"]["costUsd"] / 2, rel=1e-3)

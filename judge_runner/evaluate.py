@@ -9,6 +9,7 @@ handlers; this module installs none.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -330,7 +331,13 @@ def judge_all(
     are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
     new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
     judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
-    ``cache`` (None: no cache), imported human labels first."""
+    ``cache`` (None: no cache), imported human labels first.
+
+    With a batching judge (``judge.batching``, ``--batch``) every query is judged at once (one worker each,
+    counted by the coordinator, so their calls leave together: labels, then list verdicts); each batch's
+    ``batch`` line is written the moment it exists; Ctrl+C abandons the wait at once, records nothing for
+    the queries still waiting (``--resume`` takes their results from the batch) and says on stderr that
+    the batch was not canceled."""
     run_id = writer.run_id
     human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
@@ -406,14 +413,16 @@ def judge_all(
             for future in in_flight:
                 future.cancel()
             in_flight.clear()
-            if pending:
-                echo(
-                    f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
-                    f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without submitting again "
-                    f"(cancel it in the provider's console to stop it)"
-                )
-            else:
-                echo("interrupted: no new calls")
+            # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
+            print(
+                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
+                f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without "
+                f"submitting again (cancel it in the provider's console or API to stop it)"
+                if pending
+                else "interrupted: no new calls",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5

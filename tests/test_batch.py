@@ -336,3 +336,33 @@ def test_calibrate_with_batch_labels_the_pool_in_few_batches_and_agrees_with_syn
     sync, batch = documents["sync"], documents["batch"]
     assert batch["verdict"] == sync["verdict"] and batch["modes"] == sync["modes"] and batch["systems"] == sync["systems"]
     assert batch["spend"]["costUsd"] == pytest.approx(sync["spend"]["costUsd"] / 2, rel=1e-3)
+
+
+# -- budget, and phase one staying synchronous ------------------------------------------------------------
+
+
+def test_the_budget_is_reserved_for_every_request_before_its_batch_is_submitted(query_set, db_copy, tmp_path):
+    with FakeLLMServer() as server:
+        result = evaluate(server, "anthropic", query_set, db_copy, tmp_path / "runs", "--batch", "--max-budget-usd", "0.2")
+        submitted = sum(len(b["custom_ids"]) for b in server.batches.submitted)
+    lines = lines_of(tmp_path / "runs")
+    summary = lines[-1]
+    assert result.exit_code == 3 and summary["budgetExhausted"] is True
+    assert 0 < submitted < 150 and summary["costUsd"] <= 0.2  # only requests whose worst case was held went out
+    errors = [line for line in lines if line["type"] == "error"]
+    assert errors and {e["errorType"] for e in errors} == {"budget_exhausted"}
+
+
+def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batches(db_copy, tmp_path):
+    out = tmp_path / "runs"
+    with FakeLLMServer() as server:
+        args = ["generate-and-evaluate", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--out-dir", str(out), "--count", "5"]
+        result = invoke([*args, "--provider", "openai", "--batch"], env_for(server, "openai"))
+        phase_one = server.count()
+        assert judge_requests(server, "openai") == [] and server.batches.count() == 2
+    assert result.exit_code == 0, result.output
+    assert phase_one == 4  # list_dir, glob, read_file, submit_queries: the agent loop stays synchronous
+    from tests.clitools import run_lines
+
+    lines = run_lines(out)
+    assert lines[-1]["evaluated"] == 5 and lines[-1]["batch"]["batches"] == 2

@@ -507,6 +507,20 @@ class ResumePoint:
         return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
 
 
+def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
+    """A resumed ``--batch`` run stays in batch mode unless ``batch`` was set for this run (flag,
+    environment or config file), so its batches in flight are picked up rather than paid for again."""
+    was_batch = bool((resume.start.get("config") or {}).get("batch")) or bool(resume.batches)
+    if was_batch and "batch" not in settings.model_fields_set:
+        settings.batch = True
+        printer.note(f"resuming a --batch run: batch mode on ({len(resume.batches)} batch(es) in its file are picked up, not resubmitted)")
+    elif resume.batches and not settings.batch:
+        printer.err(
+            f"warning: {resume.path.name} holds {len(resume.batches)} batch(es) of --batch mode; judging synchronously "
+            f"pays again for the requests they hold (resume with --batch to pick them up)"
+        )
+
+
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
     from judge_runner.results import batch_lines, judged_lines
@@ -635,6 +649,7 @@ def evaluate_job(
                 printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
+            inherit_batch_mode(settings, resume, printer)
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
         job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
         try:

@@ -157,13 +157,16 @@ def test_a_run_killed_while_polling_resumes_without_resubmitting(api, how, query
             assert "NOT canceled" in stdout + stderr and "--resume" in stdout + stderr
         assert server.batches.count() == 1
         server.batches.polls_before_done = 1
-        resumed = invoke([*args, "--resume", str(first), "--no-cache"], env_for(server, api))
+        # the SIGKILL case resumes without --batch: a resumed --batch run stays in batch mode
+        again = [a for a in args if how == signal.SIGINT or a != "--batch"]
+        resumed = invoke([*again, "--resume", str(first), "--no-cache"], env_for(server, api))
         assert resumed.exit_code == 0, resumed.output
         submitted = [cid for b in server.batches.submitted for cid in b["custom_ids"]]
         assert judge_requests(server, api) == []
     # the label batch was picked up, not submitted again: one more batch (the list verdicts) only
     assert server.batches.count() == 2 and len(submitted) == len(set(submitted))
     assert "picking up" in resumed.output
+    assert ("batch mode on" in resumed.output) is (how == signal.SIGKILL)
     new = [p for p in sorted(out.glob("*.jsonl")) if p != first]
     lines = [json.loads(line) for line in new[0].read_text(encoding="utf-8").splitlines()]
     assert lines[-1]["evaluated"] == 15 and lines[-1]["failed"] == 0 and lines[-1]["batch"]["resumedBatches"] == 1

@@ -369,3 +369,57 @@ def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batche
 
     lines = run_lines(out)
     assert lines[-1]["evaluated"] == 5 and lines[-1]["batch"]["batches"] == 2
+
+
+# -- re-asks and retries go into follow-up batches --------------------------------------------------------
+
+
+def invalid_first_label(query: str):
+    """A brain (the default one otherwise) whose first answer to each label request about ``query`` fails
+    the label schema; the re-ask gets a valid label."""
+    from tests.fakes.fake_llm import DefaultBrain, ToolCall, first_user_text
+
+    default = DefaultBrain()
+
+    def brain(api: str, body: dict):
+        first_ask = len(body.get("messages") or []) <= 2  # anthropic: [user]; openai: [system, user]
+        if first_ask and "record_label" in offered_tools(api, body) and query in first_user_text(body):
+            return ToolCall("record_label", {"relevance": 7})
+        return default(api, body)
+
+    return brain
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_reask_goes_into_a_follow_up_batch_and_the_lines_match_sync(api, query_set, db_copy, tmp_path):
+    query = json.loads(query_set.read_text())["queries"][3]["query"]
+    with FakeLLMServer(brain=invalid_first_label(query)) as server:
+        sync = evaluate(server, api, query_set, db_copy, tmp_path / "sync")
+    with FakeLLMServer(brain=invalid_first_label(query)) as server:
+        batch = evaluate(server, api, query_set, db_copy, tmp_path / "batch", "--batch")
+        submitted = list(server.batches.submitted)
+    assert sync.exit_code == 0 and batch.exit_code == 0, batch.output
+    # labels; the re-asks with the other queries' list verdicts; the re-asked query's list verdict
+    assert len(submitted) == 3
+    reasks = [b for b in submitted[1]["bodies"] if len(b["messages"]) > 2]
+    assert reasks and all(query in json.dumps(b) for b in reasks)
+    expected = {e["queryId"]: comparable(e) for e in lines_of(tmp_path / "sync") if e["type"] == "evaluation"}
+    lines = lines_of(tmp_path / "batch")
+    assert {e["queryId"]: comparable(e) for e in lines if e["type"] == "evaluation"} == expected
+    assert lines[-1]["usage"]["calls"] == lines_of(tmp_path / "sync")[-1]["usage"]["calls"]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_an_overloaded_item_is_retried_in_the_next_batch(api, query_set, db_copy, tmp_path):
+    with FakeLLMServer() as server:
+        server.batches.fail_every, server.batches.fail_once = 40, True
+        server.batches.fail_type, server.batches.fail_status = "overloaded_error", 529
+        result = evaluate(server, api, query_set, db_copy, tmp_path / "runs", "--batch")
+        submitted = list(server.batches.submitted)
+    assert result.exit_code == 0, result.output
+    summary = lines_of(tmp_path / "runs")[-1]
+    assert summary["evaluated"] == 15 and summary["failed"] == 0
+    failed_first = [cid for k, cid in enumerate(submitted[0]["custom_ids"], start=1) if k % 40 == 0]
+    later = [cid for b in submitted[1:] for cid in b["custom_ids"]]
+    assert failed_first and all(cid in later for cid in failed_first)  # sent again, in a later batch
+    assert summary["batch"]["errored"] == len(failed_first) and summary["batch"]["requests"] == summary["usage"]["calls"]

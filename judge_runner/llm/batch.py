@@ -53,6 +53,8 @@ FIRST_POLL_S = 1.0
 """Seconds before the first status check of a batch; each later wait is 1.5 times the one before,
 capped at the ``batch_poll`` setting (default 60 s)."""
 POLL_FACTOR = 1.5
+PROGRESS_EVERY_S = 600.0
+"""A progress line is printed when the count of finished requests changes, else once per this many seconds."""
 MAX_POLL_FAILURES = 10
 """Consecutive failed status checks (connection errors, 5xx) tolerated before the batch's requests fail."""
 _DELIMITER = re.compile(r"document-[0-9a-f]{16}")
@@ -451,12 +453,14 @@ class BatchCoordinator:
             item.done = True
 
     def _poll(self, batch_id: str) -> None:
-        """Check the batch's status with growing waits until it ends, saying how far it got. Raises
+        """Check the batch's status with growing waits until it ends, saying how far it got (when that
+        changes, else every PROGRESS_EVERY_S seconds). Raises
         BatchAbandoned when the run is abandoned, or the SDK's error after MAX_POLL_FAILURES
         consecutive retryable failures (at once for any other failure)."""
         started = time.monotonic()
         wait = min(FIRST_POLL_S, self.max_poll_s)
         failures = 0
+        said: tuple[int, float] | None = None  # (done, when) of the last progress line
         while True:
             if self._abandon.is_set():
                 raise BatchAbandoned("interrupted while the batch was in flight")
@@ -473,7 +477,10 @@ class BatchCoordinator:
                 if status.ended:
                     self.note(f"batch {batch_id}: {status.done}/{status.total} done ({status.state}) after {waited}")
                     return
-                self.note(f"batch {batch_id}: {status.done}/{status.total} done, waiting {waited}")
+                now = time.monotonic()
+                if said is None or status.done != said[0] or now - said[1] >= PROGRESS_EVERY_S:
+                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waiting {waited}")
+                    said = (status.done, now)
             if self._abandon.wait(wait):
                 raise BatchAbandoned("interrupted while the batch was in flight")
             wait = min(self.max_poll_s, wait * POLL_FACTOR)

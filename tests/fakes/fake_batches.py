@@ -19,6 +19,9 @@ Behaviour (attributes of :class:`FakeBatches`, set before or during a test):
 * ``fail_every`` -- every n-th request of a batch (1-based, in submission order) is errored
   (Anthropic ``invalid_request_error``; OpenAI a 400 in the output file); 0: none;
 * ``fail_ids`` -- custom ids (prefixes) that are errored whatever ``fail_every`` says;
+* ``fail_type`` / ``fail_status`` -- the Anthropic error type / OpenAI HTTP status of an errored item
+  (default ``invalid_request_error`` / 400; ``overloaded_error`` / 529 and 500 are retryable);
+  ``fail_once``: a custom id is errored only the first time it is submitted;
 * ``expire_every`` / ``cancel_every`` -- every n-th request expired / canceled when the batch ends
   (OpenAI: the error file's ``batch_expired`` / ``batch_cancelled`` lines, batch status ``expired``);
 * ``POST .../cancel`` -- the batch ends at its next status check with every request canceled;
@@ -77,6 +80,9 @@ class FakeBatches:
     fail_ids: set[str] = field(default_factory=set)
     expire_every: int = 0
     cancel_every: int = 0
+    fail_type: str = "invalid_request_error"
+    fail_status: int = 400
+    fail_once: bool = False
     available: bool = True
     submitted: list[dict] = field(default_factory=list)
     http: list[tuple[str, str]] = field(default_factory=list)
@@ -158,7 +164,7 @@ class FakeBatches:
         with self._lock:
             batch = _Batch(f"{prefix}{next(self._ids):08d}", api, requests, time.time(), input_file_id=input_file_id)
             self._batches[batch.id] = batch
-            self.submitted.append({"id": batch.id, "api": api, "custom_ids": [cid for cid, _ in requests]})
+            self.submitted.append({"id": batch.id, "api": api, "custom_ids": [c for c, _ in requests], "bodies": [b for _, b in requests]})
         return batch
 
     def _outcome(self, k: int, cid: str, canceled: bool) -> str:
@@ -167,7 +173,9 @@ class FakeBatches:
         if self.expire_every and k % self.expire_every == 0:
             return "expired"
         if (self.fail_every and k % self.fail_every == 0) or any(cid.startswith(p) for p in self.fail_ids):
-            return "errored"
+            earlier = sum(b["custom_ids"].count(cid) for b in self.submitted)
+            if not (self.fail_once and earlier > 1):
+                return "errored"
         return "succeeded"
 
     def _advance(self, batch: _Batch, poll: bool) -> bool:
@@ -224,7 +232,7 @@ class FakeBatches:
             elif outcome == "errored":
                 result = {
                     "type": "errored",
-                    "error": {"type": "error", "error": {"type": "invalid_request_error", "message": "fake: this request was refused"}},
+                    "error": {"type": "error", "error": {"type": self.fail_type, "message": "fake: this request was refused"}},
                 }
             else:
                 result = {"type": outcome}
@@ -280,7 +288,7 @@ class FakeBatches:
                         {
                             "id": rid,
                             "custom_id": cid,
-                            "response": {"status_code": 400, "request_id": rid, "body": {"error": error}},
+                            "response": {"status_code": self.fail_status, "request_id": rid, "body": {"error": error}},
                             "error": None,
                         }
                     )

@@ -423,3 +423,18 @@ def test_an_overloaded_item_is_retried_in_the_next_batch(api, query_set, db_copy
     later = [cid for b in submitted[1:] for cid in b["custom_ids"]]
     assert failed_first and all(cid in later for cid in failed_first)  # sent again, in a later batch
     assert summary["batch"]["errored"] == len(failed_first) and summary["batch"]["requests"] == summary["usage"]["calls"]
+
+
+def test_weekly_with_batch_logs_the_batches_and_trend_and_report_read_the_run(query_set, db_copy, tmp_path):
+    results, reports = tmp_path / "quality-results", tmp_path / "reports"
+    with FakeLLMServer() as server:
+        args = ["weekly", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--results", str(results)]
+        args += ["--reports", str(reports), "--queries", str(query_set), "--provider", "anthropic", "--batch"]
+        result = invoke(args, env_for(server, "anthropic"))
+        assert server.batches.count() == 2 and judge_requests(server, "anthropic") == []
+    assert result.exit_code == 0, result.output
+    log = (results / "weekly.log").read_text()
+    assert "batch msgbatch_fake" in log and "done (ended)" in log and "batch API: 2 batch(es) submitted" in log
+    assert list(reports.glob("report-*.html"))
+    trend = invoke(["trend", str(results)])
+    assert trend.exit_code == 0 and "warning" not in trend.output.lower(), trend.output

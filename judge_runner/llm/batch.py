@@ -202,8 +202,9 @@ class BatchCoordinator:
 
     ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``note(line)``
     the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
-    longest wait between two status checks (seconds); ``sleep`` waits (returns early when the run is
-    abandoned).
+    longest wait between two status checks (seconds); every wait ends early when the run is abandoned
+    (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
+    of hundreds of queries: measured at about 90 MB for 5000 idle threads).
     """
 
     def __init__(self, backend: BatchBackend, provider_name: str, max_poll_s: float = 60.0, classify: Callable | None = None):

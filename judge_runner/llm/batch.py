@@ -373,7 +373,8 @@ class BatchCoordinator:
             for batch_id, group in groups.items():
                 if batch_id is not None:
                     self.note(f"batch {batch_id}: picking up {len(group)} request(s) submitted before --resume")
-                    self.stats.resumed += 1
+                    if batch_id not in self._fetched and batch_id not in self.stats.in_flight:
+                        self.stats.resumed += 1  # each earlier batch counted once
                     self._finish(batch_id, group)
             new = groups.get(None) or []
             if new and self._abandon.is_set():

@@ -438,3 +438,39 @@ def test_weekly_with_batch_logs_the_batches_and_trend_and_report_read_the_run(qu
     assert list(reports.glob("report-*.html"))
     trend = invoke(["trend", str(results)])
     assert trend.exit_code == 0 and "warning" not in trend.output.lower(), trend.output
+
+
+def test_the_fake_batch_payloads_validate_against_the_sdk_types():
+    import anthropic
+    import openai
+    from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
+    from openai.types import Batch, FileObject
+    from openai.types.chat import ChatCompletion
+
+    request = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    with FakeLLMServer() as server:
+        server.batches.fail_every = 2
+        a = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test-key", max_retries=0)
+        created = a.messages.batches.with_raw_response.create(requests=[{"custom_id": f"r{k}", "params": request} for k in range(3)])
+        batch_id = MessageBatch.model_validate(created.http_response.json()).id
+        for _ in range(2):
+            view = MessageBatch.model_validate(a.messages.batches.with_raw_response.retrieve(batch_id).http_response.json())
+        assert view.processing_status == "ended" and view.request_counts.errored == 1 and view.results_url
+        lines = [MessageBatchIndividualResponse.model_validate(r.model_dump()) for r in a.messages.batches.results(batch_id)]
+        assert [line.result.type for line in lines] == ["succeeded", "errored", "succeeded"]
+
+        o = openai.OpenAI(base_url=server.openai_base_url, api_key="test-key", max_retries=0)
+        body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+        jsonl = "".join(
+            json.dumps({"custom_id": f"r{k}", "method": "POST", "url": "/v1/chat/completions", "body": body}) + "\n" for k in range(3)
+        )
+        upload = o.files.with_raw_response.create(file=("in.jsonl", jsonl.encode()), purpose="batch")
+        file_id = FileObject.model_validate(upload.http_response.json()).id
+        created = o.batches.with_raw_response.create(input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h")
+        batch = Batch.model_validate(created.http_response.json())
+        for _ in range(2):
+            batch = Batch.model_validate(o.batches.with_raw_response.retrieve(batch.id).http_response.json())
+        assert batch.status == "completed" and batch.request_counts is not None and batch.request_counts.failed == 1
+        output = [json.loads(line) for line in o.files.content(batch.output_file_id).text.splitlines()]
+        ChatCompletion.model_validate(output[0]["response"]["body"])
+        assert [line["response"]["status_code"] for line in output] == [200, 400, 200]

@@ -408,8 +408,11 @@ def judge_all(
     except KeyboardInterrupt:
         state.interrupt()
         if batching is not None:
-            # queries waiting on a batch are not recorded: --resume takes their results from the batch
+            # queries already judged are recorded; those waiting on a batch are not: --resume takes
+            # their results from the batch
+            finished = {future for future in in_flight if future.done()}
             pending = batching.abandon()
+            record_finished(finished)
             for future in in_flight:
                 future.cancel()
             in_flight.clear()

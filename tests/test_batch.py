@@ -474,3 +474,48 @@ def test_the_fake_batch_payloads_validate_against_the_sdk_types():
         output = [json.loads(line) for line in o.files.content(batch.output_file_id).text.splitlines()]
         ChatCompletion.model_validate(output[0]["response"]["body"])
         assert [line["response"]["status_code"] for line in output] == [200, 400, 200]
+
+
+def test_interrupted_during_the_list_batch_keeps_what_is_judged_and_resumes_that_batch(query_set, db_copy, tmp_path):
+    out = tmp_path / "runs"
+    with FakeLLMServer() as server:
+        server.batches.polls_by_batch = {2: 10**9}  # the labels come back; the list-level verdicts never do
+        env = {**os.environ, **env_for(server, "anthropic"), "PYTHONPATH": str(ROOT)}
+        args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(out), "--provider", "anthropic"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "judge_runner.cli", *args, "--batch"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and server.batches.count() < 2:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        first = sorted(out.glob("*.jsonl"))[0]
+        cut = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
+        judged = [line for line in cut if line["type"] == "evaluation"]
+        # the off-topic query needs no list-level verdict: it was judged, and recorded before the stop
+        assert [e["queryType"] for e in judged] == ["off-topic"] and cut[-1]["interrupted"] is True
+        assert cut[-1]["batch"]["inFlight"] == [server.batches.submitted[1]["id"]]
+        server.batches.polls_by_batch = {}
+        resumed = invoke([*args, "--resume", str(first)], env_for(server, "anthropic"))  # the judgment cache holds the labels
+        assert resumed.exit_code == 0, resumed.output
+        assert server.batches.count() == 2 and judge_requests(server, "anthropic") == []
+    new = [p for p in sorted(out.glob("*.jsonl")) if p != first]
+    lines = [json.loads(line) for line in new[0].read_text(encoding="utf-8").splitlines()]
+    assert lines[-1]["evaluated"] == 15 and lines[-1]["batch"] == {
+        "batches": 0,
+        "resumedBatches": 1,
+        "requests": 0,
+        "succeeded": 14,
+        "errored": 0,
+        "expired": 0,
+        "canceled": 0,
+        "inFlight": [],
+    }
+    assert sum(e["labelsCached"] for e in lines if e["type"] == "evaluation") > 0

@@ -16,6 +16,7 @@ Shapes follow the SDK types (``anthropic.types.messages.MessageBatch``,
 Behaviour (attributes of :class:`FakeBatches`, set before or during a test):
 
 * ``polls_before_done`` -- status checks answered "in progress" before a batch ends (default 1);
+  ``polls_by_batch`` -- the same for the n-th batch created (1-based), overriding it;
 * ``fail_every`` -- every n-th request of a batch (1-based, in submission order) is errored
   (Anthropic ``invalid_request_error``; OpenAI a 400 in the output file); 0: none;
 * ``fail_ids`` -- custom ids (prefixes) that are errored whatever ``fail_every`` says;
@@ -76,6 +77,7 @@ class FakeBatches:
 
     server: FakeLLMServer
     polls_before_done: int = 1
+    polls_by_batch: dict[int, int] = field(default_factory=dict)
     fail_every: int = 0
     fail_ids: set[str] = field(default_factory=set)
     expire_every: int = 0
@@ -182,7 +184,8 @@ class FakeBatches:
         """Count a status check; True once the batch has ended (its results computed then, once)."""
         if poll:
             batch.polls += 1
-        if batch.results is None and (batch.cancel or batch.polls > self.polls_before_done):
+        number = next((n for n, b in enumerate(self.submitted, start=1) if b["id"] == batch.id), 0)
+        if batch.results is None and (batch.cancel or batch.polls > self.polls_by_batch.get(number, self.polls_before_done)):
             results: dict[str, tuple[str, Any]] = {}
             for k, (cid, body) in enumerate(batch.requests, start=1):
                 outcome = self._outcome(k, cid, batch.cancel)

@@ -211,7 +211,9 @@ def run_systems(
         if len(systems) > 1
         else SystemWriter(writer, systems[0].name)
     )
-    return end_run(state, final, options, started=started, budget=budget, heuristic=heuristic)
+    batching = getattr(judge, "batching", None)
+    batch = batching.stats.as_dict() if batching is not None else None
+    return end_run(state, final, options, started=started, budget=budget, heuristic=heuristic, batch=batch)
 
 
 def _prefixed(echo: Callable[[str], None], prefix: str) -> Callable[[str], None]:

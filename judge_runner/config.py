@@ -74,6 +74,9 @@ class Settings(BaseModel):
     cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
     no_cache: bool = Field(False, description="judge everything again and store nothing")
     human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")
+    # issue 15: judge calls through the provider's batch API (README "Batch mode")
+    batch: bool = Field(False, description="send the judge's calls through the provider's batch API (half price, results within 24 h)")
+    batch_poll: float = Field(60.0, gt=0, description="longest wait between two status checks of a batch, seconds")
 
     @field_validator("weights")
     @classmethod

@@ -9,6 +9,7 @@ handlers; this module installs none.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -24,7 +25,7 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.metrics import query_metrics
 from judge_runner.models import Query
 from judge_runner.results import RunWriter, build_summary, utc_now
-from judge_runner.runlines import ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
+from judge_runner.runlines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
 from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
@@ -330,7 +331,13 @@ def judge_all(
     are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
     new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
     judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
-    ``cache`` (None: no cache), imported human labels first."""
+    ``cache`` (None: no cache), imported human labels first.
+
+    With a batching judge (``judge.batching``, ``--batch``) every query is judged at once (one worker each,
+    counted by the coordinator, so their calls leave together: labels, then list verdicts); each batch's
+    ``batch`` line is written the moment it exists; Ctrl+C abandons the wait at once, records nothing for
+    the queries still waiting (``--resume`` takes their results from the batch) and says on stderr that
+    the batch was not canceled."""
     run_id = writer.run_id
     human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
@@ -361,6 +368,15 @@ def judge_all(
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
+    batching = getattr(judge, "batching", None)  # --batch: every query at once, so their calls share batches
+    task: Callable = judge_query
+    if batching is not None:
+        batching.record = lambda fields: writer.write(batch_line(run_id, fields))
+        batching.note = log
+        concurrency = max(1, len(queries))
+        task = batching.as_unit(judge_query)
+        batching.expect()  # the loop's own place: no batch leaves while queries are still being started
+    holding = batching is not None
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
     in_flight: dict[Future, tuple[Query, SearchAnswer]] = {}
 
@@ -381,11 +397,36 @@ def judge_all(
             except Exception as exc:  # noqa: BLE001
                 record(query, None, None, exc)
                 continue
-            in_flight[pool.submit(judge_query, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
+            if batching is not None:
+                batching.expect()
+            in_flight[pool.submit(task, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
+        if holding and batching is not None:
+            holding = False
+            batching.release()
         while in_flight:
             record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
     except KeyboardInterrupt:
         state.interrupt()
+        if batching is not None:
+            # queries already judged are recorded; those waiting on a batch are not: --resume takes
+            # their results from the batch
+            finished = {future for future in in_flight if future.done()}
+            pending = batching.abandon()
+            record_finished(finished)
+            for future in in_flight:
+                future.cancel()
+            in_flight.clear()
+            # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
+            print(
+                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
+                f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without "
+                f"submitting again (cancel it in the provider's console or API to stop it)"
+                if pending
+                else "interrupted: no new calls",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
         echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5
         for future in list(in_flight):
@@ -393,7 +434,15 @@ def judge_all(
         while in_flight and time.monotonic() < deadline:
             record_finished(wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)[0])
     finally:
+        if holding and batching is not None:
+            batching.release()
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def batch_line(run_id: str, fields: dict) -> dict:
+    """The ``batch`` line (a :class:`~judge_runner.runlines.BatchLine` serialised by alias) for a batch a
+    ``--batch`` run just submitted: ``fields`` are ``batchId``, ``provider``, ``requests``, ``customIds``."""
+    return BatchLine.model_validate({"runId": run_id, "timestamp": utc_now(), **fields}).line()
 
 
 def end_run(
@@ -406,11 +455,13 @@ def end_run(
     heuristic: bool = False,
     judge_is_generator: bool = False,
     estimate: dict | None = None,
+    batch: dict | None = None,
 ) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
-    :meth:`judge_runner.estimate.ModelEstimate.summary_block`), write it, close the file, and return the
-    run's outcome with its :class:`RunEnd`."""
+    :meth:`judge_runner.estimate.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
+    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`), write it, close the file, and
+    return the run's outcome with its :class:`RunEnd`."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -447,6 +498,8 @@ def end_run(
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
     summary["estimate"] = estimate
+    if batch is not None:
+        summary["batch"] = batch
     writer.write(summary)
     writer.close()
     return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
@@ -465,6 +518,7 @@ def run_evaluation(
     prior: list[dict] | None = None,
     cache: JudgmentCache | None = None,
     estimate: dict | None = None,
+    prior_batches: list[dict] | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
@@ -474,14 +528,30 @@ def run_evaluation(
     and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
     ``cache``: the judgment cache labels go through (None: none). ``estimate``: what the run was estimated
     to cost at its start (:func:`judge_runner.dry_run.start_estimate`), kept in the summary.
+    ``prior_batches``: the ``batch`` lines of the run being resumed (copied; a ``--batch`` judge picks
+    their results up instead of submitting those requests again).
     """
     started = time.monotonic()
     heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
+    batching = getattr(judge, "batching", None)
+    for line in prior_batches or []:
+        writer.write({**line, "runId": writer.run_id})
+    if batching is not None and prior_batches:
+        batching.resume(prior_batches)
     judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache)
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
+    batch = batching.stats.as_dict() if batching is not None else None
     return end_run(
-        state, writer, options, started=started, budget=budget, heuristic=heuristic, judge_is_generator=circular, estimate=estimate
+        state,
+        writer,
+        options,
+        started=started,
+        budget=budget,
+        heuristic=heuristic,
+        judge_is_generator=circular,
+        estimate=estimate,
+        batch=batch,
     )
 
 

@@ -166,7 +166,9 @@ def ask(
 
 class LLMJudge:
     """The :class:`~judge_runner.roles.Judge` of an LLM: each call one :func:`ask` of ``provider``.
-    ``name`` and ``model`` are the provider's (recorded in the run file's provenance)."""
+    ``name`` and ``model`` are the provider's (recorded in the run file's provenance); ``batching`` is
+    the provider's :class:`~judge_runner.llm.batch.BatchCoordinator` in ``--batch`` mode (None otherwise:
+    the run loop and :mod:`judge_runner.labelling` then make their calls concurrently so they share batches)."""
 
     heuristic = False
 
@@ -174,6 +176,7 @@ class LLMJudge:
         self.provider = provider
         self.name = provider.name
         self.model = provider.model
+        self.batching = getattr(provider, "coordinator", None)
 
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None

@@ -221,6 +221,23 @@ def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]])
     return [d if isinstance(d, RenderedDocument) else render_document(*d) for d in docs]
 
 
+def each_call(judge: Judge, call: Callable[[int], LabelReply], items: Sequence[int]) -> list[LabelReply | BaseException]:
+    """``call(i)`` for each of ``items``: one after another, stopping at the first failure (which ends
+    the list), or, when the judge batches (``judge.batching``, ``--batch``), all at once so their
+    requests share one batch (every call made; each failure in its place)."""
+    batching = getattr(judge, "batching", None)
+    if batching is not None and len(items) > 1:
+        return batching.map(call, items)
+    out: list[LabelReply | BaseException] = []
+    for i in items:
+        try:
+            out.append(call(i))
+        except Exception as exc:  # noqa: BLE001 - handed back in place; the caller raises it
+            out.append(exc)
+            break
+    return out
+
+
 def label_documents(
     judge: Judge,
     query: str,
@@ -265,16 +282,28 @@ def label_documents(
         if mode == "pointwise":
             keys = {i: judgment_key(judge, query, intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
             found = cache.get_many(keys.values()) if cache is not None else {}
+            missing = []
             for i in todo:
                 hit = found.get(keys[i])
                 if hit is not None and hit.label is not None:
                     got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned), True))
+                else:
+                    missing.append(i)
+
+            def label(i: int, sampling: Mapping[str, Any] = sampling) -> LabelReply:
+                return judge.label_one(query, intent, documents[i], sampling, log)
+
+            failure: BaseException | None = None
+            for i, made in zip(missing, each_call(judge, label, missing)):
+                if isinstance(made, BaseException):
+                    failure = failure or made
                     continue
-                reply = judge.label_one(query, intent, documents[i], sampling, log)
-                tally.add(reply)
+                tally.add(made)
                 if cache is not None:
-                    cache.put(keys[i], _stored(reply), "pointwise")
-                got[i].append((reply, False))
+                    cache.put(keys[i], _stored(made), "pointwise")
+                got[i].append((made, False))
+            if failure is not None:
+                raise failure
         elif todo:
             order = shuffled_order(len(todo), batch_seed(seed, query_id, trial))
             batch = [documents[i] for i in todo]

@@ -220,6 +220,7 @@ def run_start_fields(
         "trials": settings.trials,
         "seed": settings.seed,
         "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
+        "batch": settings.batch,
     }
     if with_count:
         config["count"] = settings.count
@@ -340,6 +341,7 @@ def evaluate_queries(
                 prior=resume.evaluations if resume else None,
                 cache=cache,
                 estimate=estimate,
+                prior_batches=list(resume.batches) if resume else None,
             )
     finally:
         if cache is not None:
@@ -401,9 +403,18 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
         out(f"  issue ({issue['count']}x): {issue['issue']}")
     if summary["recommendedFocus"]:
         out(f"  recommended focus: {summary['recommendedFocus']}")
-    cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
+    batch = summary.get("batch")
+    if batch:
+        out(
+            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests: "
+            f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
+            + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
+        )
+    cost, planned = summary["costUsd"], summary.get("estimate") or {}
+    estimate = planned.get("batchCostUsd" if batch else "costUsd")
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
-    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{guess}, {summary['durationS']:.1f} s")
+    prices = " at batch prices" if batch else ""
+    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
@@ -496,12 +507,13 @@ def close_systems(systems: list[System] | None) -> None:
 # -- run-file readers (resume, prune) ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ResumePoint:
-    """An interrupted run to continue: its file, its ``run_start`` line and its judged ``evaluation``
-    lines (one per query id)."""
+    """An interrupted run to continue: its file, its ``run_start`` line, its judged ``evaluation``
+    lines (one per query id) and its ``batch`` lines (a ``--batch`` run's batches, picked up again)."""
 
     path: Path
     start: dict
     evaluations: list[dict]
+    batches: tuple[dict, ...] = ()
 
     @property
     def run_id(self) -> str:
@@ -515,14 +527,28 @@ class ResumePoint:
         return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
 
 
+def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
+    """A resumed ``--batch`` run stays in batch mode unless ``batch`` was set for this run (flag,
+    environment or config file), so its batches in flight are picked up rather than paid for again."""
+    was_batch = bool((resume.start.get("config") or {}).get("batch")) or bool(resume.batches)
+    if was_batch and "batch" not in settings.model_fields_set:
+        settings.batch = True
+        printer.note(f"resuming a --batch run: batch mode on ({len(resume.batches)} batch(es) in its file are picked up, not resubmitted)")
+    elif resume.batches and not settings.batch:
+        printer.err(
+            f"warning: {resume.path.name} holds {len(resume.batches)} batch(es) of --batch mode; judging synchronously "
+            f"pays again for the requests they hold (resume with --batch to pick them up)"
+        )
+
+
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
-    from judge_runner.results import judged_lines
+    from judge_runner.results import batch_lines, judged_lines
 
     start, evaluations = judged_lines(path)
     if start is None or "provenance" not in start:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
-    return ResumePoint(path, start, evaluations)
+    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)))
 
 
 def prune_runs(results: Path, keep: int) -> list[Path]:
@@ -643,6 +669,7 @@ def evaluate_job(
                 printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
+            inherit_batch_mode(settings, resume, printer)
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
         job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
         try:

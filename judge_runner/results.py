@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ class RunWriter:
     ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written."""
 
     def __init__(self, out_dir: Path, run_id: str | None = None):
+        self._lock = threading.Lock()
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         now = datetime.now(UTC)
@@ -59,9 +61,10 @@ class RunWriter:
         if "type" not in line or "runId" not in line:
             raise ValueError("every line needs 'type' and 'runId'")
         text = clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n"
-        self._file.write(text)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        with self._lock:  # a --batch run writes its batch lines from a worker thread
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
         """Close the file."""
@@ -94,6 +97,13 @@ def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
     state = resume_state(path)
     start = state.run_start.line() if state.run_start is not None else None
     return start, [line.line() for line in state.evaluations]
+
+
+def batch_lines(path: Path) -> list[dict]:
+    """The ``batch`` lines of a run file to resume (dicts by alias; :func:`judge_runner.runfile.resume_state`)."""
+    from judge_runner.runfile import resume_state
+
+    return [line.line() for line in resume_state(path).batches]
 
 
 def _normalise_issue(text: str) -> str:

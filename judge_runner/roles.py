@@ -38,7 +38,8 @@ class Judge(Protocol):
     recorded as ``provenance.provider``; ``model``: the ``judgeModel``; ``heuristic``: True when the
     scores come from a heuristic, not an LLM (recorded as ``heuristicJudge``; a heuristic judge is
     CPU-bound and runs one query at a time). An optional ``cache_model`` names the model in judgment-cache
-    keys (default ``model``). Every call takes the ``sampling`` fields to send
+    keys (default ``model``); an optional ``batching`` (a :class:`~judge_runner.llm.batch.BatchCoordinator`,
+    ``--batch``) makes the run loop and the labelling issue their calls concurrently so they share batches. Every call takes the ``sampling`` fields to send
     (``judge_fingerprint.sampling_settings``), is never shown a rank or an engine score, and raises an
     :class:`~judge_runner.llm.errors.LLMError` kind when no valid reply can be had; ``log`` receives
     diagnostics (never a secret)."""
@@ -118,7 +119,9 @@ def build_roles(
     warning per model whose price is unknown (the run's cost is then reported as unknown). ``environ``
     defaults to ``os.environ``; ``embedder`` (for the heuristic judge) to
     :func:`judge_runner.embedding.get_embedder`. Raises ConfigError (exit code 2) when the provider's key
-    is missing, or when ``--max-budget-usd`` is set but a model's price is unknown.
+    is missing, or when ``--max-budget-usd`` is set but a model's price is unknown; with ``settings.batch``
+    (``--batch``) the judge's provider is wrapped for its batch API (:func:`batch_judge`), and the heuristic
+    provider is a ConfigError (it makes no API calls to batch).
     """
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.registry import detect, get_spec, missing_key
@@ -130,6 +133,11 @@ def build_roles(
         spec, reason = detect(environ)
     else:
         spec, reason = get_spec(settings.provider), "--provider"
+    if spec.heuristic and settings.batch:
+        raise ConfigError(
+            f"--batch sends the judge's calls through an LLM provider's batch API, but the provider is {spec.name} ({reason}): "
+            f"the heuristic judge makes no API calls; set --provider anthropic or openai, or drop --batch"
+        )
     if spec.heuristic:
         from judge_runner.embedding import get_embedder
         from judge_runner.heuristic.judge import HeuristicJudge
@@ -178,4 +186,23 @@ def build_roles(
                 f"warning: no price known for the {label} model {provider.model}: cost will be reported as unknown"
                 f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}"
             )
+    if settings.batch:
+        judge = batch_judge(spec, judge, settings.batch_poll, say)
     return Roles(LLMQueryWriter(generator) if generator is not None else None, LLMJudge(judge), budget, description)
+
+
+def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
+    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch.batching_provider`)
+    once one free request has shown its server has the batch API. Raises ConfigError (exit 2, nothing
+    spent) for a provider without one or a server that does not answer it (a local OpenAI-compatible
+    server)."""
+    from judge_runner.llm.batch import BatchUnavailable, batching_provider
+
+    if spec.batch_target is None:
+        raise ConfigError(f"--batch: the {spec.name} provider has no batch API")
+    try:
+        wrapped = batching_provider(judge, spec.load_batches(), max_poll_s)
+    except BatchUnavailable as exc:
+        raise ConfigError(f"--batch: {exc}; run without --batch") from None
+    say(f"batch mode: the judge's calls go through the {spec.name} batch API at batch prices (results may take up to 24 h)")
+    return wrapped

@@ -38,6 +38,7 @@ from judge_runner.models import DIMENSIONS
 from judge_runner.runlines import (
     FORMAT_VERSION,
     MODELS,
+    BatchLine,
     ErrorLine,
     EvaluationLine,
     Provenance,
@@ -51,7 +52,8 @@ LEGACY_TYPES = ("query_evaluation", "run_summary")
 @dataclass
 class RunFile:
     """One run file as read: typed lines, the reader's warnings (``"<file>:<line>: ..."``), and
-    whether it was written in the original search-quality format (``legacy``)."""
+    whether it was written in the original search-quality format (``legacy``). ``batches``: the
+    ``batch`` lines of a ``--batch`` run (batch ids, for ``--resume``; no scores)."""
 
     path: Path
     run_start: RunStartLine | None = None
@@ -60,6 +62,7 @@ class RunFile:
     summary: SummaryLine | None = None
     warnings: list[str] = field(default_factory=list)
     legacy: bool = False
+    batches: list[BatchLine] = field(default_factory=list)
     torn_last_line: bool = False
     recognised: bool = False
 
@@ -250,6 +253,8 @@ def read_run_file(path: Path) -> RunFile:
             run.evaluations.append(model)
         elif isinstance(model, ErrorLine):
             run.errors.append(model)
+        elif isinstance(model, BatchLine):
+            run.batches.append(model)
         elif isinstance(model, SummaryLine):
             run.summary = model
     return run
@@ -284,11 +289,13 @@ def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:
 class ResumeState:
     """What ``evaluate --resume OLD.jsonl`` needs: OLD's ``run_start`` (None when OLD is not a run file:
     no run_start with provenance), its judged evaluations (one per query id, the first; to copy into
-    the new file) and the reader's warnings about OLD."""
+    the new file), the reader's warnings about OLD, and its ``batch`` lines (batches a ``--batch`` run
+    submitted: the resumed run picks up their results instead of submitting those requests again)."""
 
     run_start: RunStartLine | None
     evaluations: list[EvaluationLine]
     warnings: list[str]
+    batches: list[BatchLine] = field(default_factory=list)
 
 
 def resume_state(path: Path) -> ResumeState:
@@ -299,7 +306,7 @@ def resume_state(path: Path) -> ResumeState:
     for line in run.evaluations:
         if line.queryId:
             first.setdefault(line.queryId, line)
-    return ResumeState(start, list(first.values()), run.warnings)
+    return ResumeState(start, list(first.values()), run.warnings, list(run.batches))
 
 
 def run_id_of(path: Path) -> str | None:

@@ -1,16 +1,17 @@
-"""The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``summary``.
+"""The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``batch``, ``summary``.
 
 One model per line type of DESIGN.md's JSONL contract, with the camelCase field names written since
 the first run file. The writers (``evaluate.evaluation_line``, ``error_line``, ``provenance``,
 ``results.build_summary``) build these models and serialise them by alias; the reader
 (:mod:`judge_runner.runfile`) validates every line it reads into them; ``schemas/{run_start,
-evaluation,error,summary}.schema.json`` are generated from them (:func:`json_schemas`,
+evaluation,error,batch,summary}.schema.json`` are generated from them (:func:`json_schemas`,
 ``python -m judge_runner.runlines schemas/``) and a test proves the committed files are current.
 
 Two sides of one contract:
 - **written**: the writer always writes every declared field, so the generated schemas (serialisation
   mode, defaults required) list them all as required; fields written only sometimes
-  (``judgeRecoveries``, ``qualityGate``, ``resumedFrom``, ``resumedAt``) are extra fields;
+  (``judgeRecoveries``, ``qualityGate``, ``resumedFrom``, ``resumedAt``, the summary's ``batch`` block
+  of a ``--batch`` run) are extra fields;
 - **read**: every field but ``type`` has a default, so older or minimal files still validate, and
   unknown fields are kept (``extra="allow"``), so nothing written is lost. A score or metric value the
   reader could not trust is ``None`` (unscored); the schemas describe what is written (a number in
@@ -38,7 +39,7 @@ FORMAT_VERSION = 2
 """2: the label-first judge (issue 14): per-result reasons, flags, cache and trial fields, judge fingerprint,
 null scores for off-topic queries. Readers accept 1 and 2."""
 SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
-LINE_TYPES = ("run_start", "evaluation", "error", "summary")
+LINE_TYPES = ("run_start", "evaluation", "error", "batch", "summary")
 SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeRelevance", "judgeRanking", "judgeOverall")
 
 _UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
@@ -262,6 +263,30 @@ class ErrorLine(_Line):
     )
 
 
+# -- batch ---------------------------------------------------------------------------------------
+
+
+class BatchLine(_Line):
+    """A batch of judge requests submitted to a provider's batch API (``--batch``), written the moment
+    the API returns its id, before any result is known. ``--resume`` reads these lines: a request whose
+    ``customIds`` entry is here takes that batch's result instead of being submitted again. Readers
+    that aggregate scores (trend, report) ignore these lines."""
+
+    model_config = ConfigDict(title="BatchLine")
+
+    type: Literal["batch"] = "batch"
+    batchId: str = Field(default="", description="The batch API's id (msgbatch_… for Anthropic, batch_… for OpenAI).")
+    provider: Annotated[str, WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)})] = Field(
+        default="", description="Provider whose batch API holds the batch."
+    )
+    requests: int = Field(default=0, ge=0, description="Requests in the batch.")
+    customIds: list[str] = Field(
+        default_factory=list,
+        description="custom_id of each request: a hash of the request body with the fence delimiter taken out "
+        "(judge_runner.llm.batch.custom_id), the same for the same call in another process.",
+    )
+
+
 # -- summary ---------------------------------------------------------------------------------------
 
 
@@ -444,9 +469,15 @@ class SummaryLine(_Line):
         return _metrics_by_name(value)
 
 
-RunLine = Annotated[RunStartLine | EvaluationLine | ErrorLine | SummaryLine, Field(discriminator="type")]
+RunLine = Annotated[RunStartLine | EvaluationLine | ErrorLine | BatchLine | SummaryLine, Field(discriminator="type")]
 RUN_LINE = TypeAdapter(RunLine)
-MODELS: dict[str, type[_Line]] = {"run_start": RunStartLine, "evaluation": EvaluationLine, "error": ErrorLine, "summary": SummaryLine}
+MODELS: dict[str, type[_Line]] = {
+    "run_start": RunStartLine,
+    "evaluation": EvaluationLine,
+    "error": ErrorLine,
+    "batch": BatchLine,
+    "summary": SummaryLine,
+}
 
 
 def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -460,7 +491,7 @@ def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[
     return line.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 
-def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLine | SummaryLine:
+def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLine | BatchLine | SummaryLine:
     """Validate one decoded line by its ``type``. Raises pydantic.ValidationError (also for an unknown type)."""
     return RUN_LINE.validate_python(data)
 
@@ -469,7 +500,7 @@ def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLin
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """``{file name: JSON Schema}`` of the four line types, generated from the models in
+    """``{file name: JSON Schema}`` of the line types, generated from the models in
     serialisation mode (what the writer writes: every declared field present)."""
     out = {}
     for name, model in MODELS.items():

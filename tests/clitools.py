@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from judge_runner.cli import main
 from judge_runner.resources import load_schema
 
-SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
+SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "batch", "summary")}
 NO_KEYS = {
     "ANTHROPIC_API_KEY": None,
     "OPENAI_API_KEY": None,

@@ -4,13 +4,16 @@ Pointwise: one labeller call per document and trial. Batched: per query and tria
 order (:func:`judge_runner.judge_requests.shuffled_order`, never a system's order), cut into batches of
 ``batch_size`` documents. The shown text of a document is its title as anchor and a window of its text centred
 on the query's words (:func:`judge_runner.search.text.make_snippet`, ``chars`` characters: what the search
-shows the judge).
+shows the judge). With ``--batch`` the queries (and a query's pointwise documents) are labelled concurrently
+so that their calls share one batch per round; the probes' calls go as they come (small batches).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
@@ -27,6 +30,9 @@ def shown_doc(collection: Collection, query: CalibrationQuery, docid: str, chars
     return ShownDoc(docid, title or None, make_snippet(text or title, query.text, chars))
 
 
+_SPEND_LOCK = threading.Lock()
+
+
 @dataclass
 class Spend:
     """What labelling cost: logical calls per mode, HTTP requests, tokens, USD (None once any cost was unknown)."""
@@ -38,13 +44,15 @@ class Spend:
     cost_usd: float | None = 0.0
 
     def add(self, purpose: str, results: Sequence[LabelResult]) -> None:
-        """Count one labeller call made for ``purpose`` (a mode or a probe) and its results' usage."""
-        self.calls[purpose] = self.calls.get(purpose, 0) + 1
-        for r in results:
-            self.requests += r.calls
-            self.input_tokens += r.input_tokens
-            self.output_tokens += r.output_tokens
-            self.cost_usd = None if self.cost_usd is None or r.cost_usd is None else self.cost_usd + r.cost_usd
+        """Count one labeller call made for ``purpose`` (a mode or a probe) and its results' usage (thread-safe:
+        ``--batch`` labels concurrently)."""
+        with _SPEND_LOCK:
+            self.calls[purpose] = self.calls.get(purpose, 0) + 1
+            for r in results:
+                self.requests += r.calls
+                self.input_tokens += r.input_tokens
+                self.output_tokens += r.output_tokens
+                self.cost_usd = None if self.cost_usd is None or r.cost_usd is None else self.cost_usd + r.cost_usd
 
     def as_dict(self) -> dict:
         """JSON-ready (camelCase) figures."""
@@ -71,6 +79,13 @@ class CountingLabeler:
         if mode == "pointwise" and len(docs) > 1:
             if hasattr(self.inner, "prepare"):  # a local judge may batch its own work (the offline judge's embeddings)
                 self.inner.prepare(query, docs)
+            batching = batching_of(self)
+            if batching is not None:  # --batch: the documents' calls at once, in one batch
+                made = batching.map(lambda d: self.label(purpose, query, [d], mode, trial), list(docs))
+                failure = next((m for m in made if isinstance(m, BaseException)), None)
+                if failure is not None:
+                    raise failure
+                return [r for m in made for r in m]
             return [r for d in docs for r in self.label(purpose, query, [d], mode, trial)]
         results = self.inner(query, docs, mode, trial)
         if len(results) != len(docs):
@@ -110,12 +125,15 @@ def label_pool(
 ) -> Labels:
     """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring)."""
     out = Labels()
+    batching = batching_of(labeler)
     for mode in modes:
         table: dict[tuple[str, str], list[int]] = {}
         flags: dict[tuple[str, str], bool] = {}
-        for number, q in enumerate(queries, start=1):
+
+        def label_query(q: CalibrationQuery, mode: str = mode) -> list[tuple[ShownDoc, LabelResult]]:
             entries = pool.get(q.id, [])
             docs = [shown_doc(collection, q, e.docid, chars) for e in entries]
+            pairs: list[tuple[ShownDoc, LabelResult]] = []
             for trial in range(trials):
                 if mode == "batched":
                     order = shuffled_order(len(docs), batch_seed(seed, q.id, trial))
@@ -127,11 +145,26 @@ def label_pool(
                     results = [r for r in slots if r is not None]
                 else:
                     results = list(labeler.label(mode, q, docs, mode, trial))
-                for doc, r in zip(docs, results):
-                    key = (q.id, doc.docid)
-                    table.setdefault(key, []).append(r.label)
-                    flags[key] = flags.get(key, False) or r.flagged
+                pairs.extend(zip(docs, results))
+            return pairs
+
+        # --batch: every query at once, so that their calls share one batch per round
+        done = batching.map(label_query, list(queries)) if batching is not None else None
+        for number, q in enumerate(queries, start=1):
+            pairs = done[number - 1] if done is not None else label_query(q)
+            if isinstance(pairs, BaseException):
+                raise pairs
+            for doc, r in pairs:
+                key = (q.id, doc.docid)
+                table.setdefault(key, []).append(r.label)
+                flags[key] = flags.get(key, False) or r.flagged
             if number % 10 == 0 or number == len(queries):
                 progress(f"  {mode}: {number}/{len(queries)} queries labelled")
         out.trials[mode], out.flags[mode] = table, flags
     return out
+
+
+def batching_of(labeler: Any) -> Any:
+    """The :class:`~judge_runner.llm.batch.BatchCoordinator` of the judge behind ``labeler`` (a
+    :class:`CountingLabeler` over a ``ProtocolLabeler``) in ``--batch`` mode, else None."""
+    return getattr(getattr(getattr(labeler, "inner", labeler), "judge", None), "batching", None)

@@ -120,6 +120,13 @@ class ProtocolLabeler:
                 self._memo[keys[i]] = self._result(self.judge.label_one(query.text, INTENT, rendered[i], sampling), rendered[i])
             return [self._memo[k] for k in keys]
         if mode == "pointwise":
+            batching = getattr(self.judge, "batching", None)
+            if batching is not None and len(rendered) > 1:  # --batch: the documents' calls at once, in one batch
+                made = batching.map(lambda r: self._result(self.judge.label_one(query.text, INTENT, r, sampling), r), rendered)
+                failure = next((m for m in made if isinstance(m, BaseException)), None)
+                if failure is not None:
+                    raise failure
+                return list(made)
             return [self._result(self.judge.label_one(query.text, INTENT, r, sampling), r) for r in rendered]
         replies = self.judge.label_batch(query.text, INTENT, rendered, list(range(len(rendered))), sampling)
         return [self._result(reply, r) for reply, r in zip(replies, rendered)]

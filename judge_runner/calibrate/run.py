@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from judge_runner.calibrate import probes as probe_mod
 from judge_runner.calibrate import stats
-from judge_runner.calibrate.collect import CountingLabeler, Spend, label_pool, shown_doc
+from judge_runner.calibrate.collect import CountingLabeler, Spend, batching_of, label_pool, shown_doc
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler
 from judge_runner.calibrate.pool import Runs, build_pool
@@ -61,7 +61,16 @@ def dimensions_for(
     None. Returns ``(dimensions, note)``."""
     out: dict[str, dict[str, float | None]] = {}
     list_level = labeler is not None and hasattr(labeler.inner, "list_scores")
-    for q in queries:
+
+    def list_scores(q: CalibrationQuery) -> dict:
+        docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
+        if not (list_level and docids):
+            return {}
+        return labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids]) or {}  # type: ignore[union-attr]
+
+    batching = batching_of(labeler)  # --batch: every query's list-level call at once, in shared batches
+    listed = batching.map(list_scores, list(queries)) if batching is not None else None
+    for k, q in enumerate(queries):
         docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
         grades = [median_label(labels[(q.id, d)]) for d in docids]
         dims: dict[str, float | None] = {
@@ -70,9 +79,10 @@ def dimensions_for(
             "coverage": None,
             "snippetQuality": None,
         }
-        if list_level and docids:
-            scores = labeler.list_scores(q, [shown_doc(collection, q, d) for d in docids]) or {}  # type: ignore[union-attr]
-            dims["coverage"], dims["snippetQuality"] = scores.get("coverage"), scores.get("snippetQuality")
+        scores = listed[k] if listed is not None else list_scores(q)
+        if isinstance(scores, BaseException):
+            raise scores
+        dims["coverage"], dims["snippetQuality"] = scores.get("coverage"), scores.get("snippetQuality")
         out[q.id] = dims
     note = (
         (

@@ -11,7 +11,7 @@ from judge_runner.calibrate.job import Source, calibrate_job
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
-from judge_runner.cli.options import COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
+from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.failures import EXIT_OK, UsageError
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
@@ -203,4 +203,4 @@ def calibrate(
     return EXIT_OK
 
 
-calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, *DRY_RUN])
+calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, *BATCH, *DRY_RUN])

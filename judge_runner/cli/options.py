@@ -185,6 +185,16 @@ JUDGE_PROTOCOL = [
         help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`].",
     ),
 ]
+BATCH = [
+    setting_option(
+        "batch",
+        "Send the judge's calls through the provider's batch API (Anthropic Message Batches, OpenAI Batch): half "
+        "price, results within 24 h; the batch id goes into the run file at once and --resume picks it up "
+        "(README: Batch mode). Not for the offline judge or a local server.",
+        is_flag=True,
+    ),
+    setting_option("batch_poll", "Longest wait between two status checks of a batch, in seconds [default: 60]."),
+]
 CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 COUNT = setting_option("count", "Number of queries to write [default: 15].")
 OUT_DIR = click.option(
@@ -227,8 +237,8 @@ def generate_options(f):
 
 
 def evaluate_options(f):
-    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])
+    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH])
 
 
 def run_options(f):
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH])

@@ -105,9 +105,11 @@ class AnthropicProvider(ChatProvider):
             cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
         )
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
-        # ``sampling`` is accepted for the shared signature; anthropic 2.x takes neither temperature nor seed,
-        # so judge_fingerprint.sampling_settings("anthropic") is empty and nothing is sent
+    def request_body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling=None) -> dict[str, Any]:
+        """The Messages API request body of one call (``messages.create`` keyword arguments without the
+        timeout; also one Message Batches request's ``params``). ``sampling`` is accepted for the shared
+        signature; anthropic 2.x takes neither temperature nor seed, so
+        ``judge_fingerprint.sampling_settings("anthropic")`` is empty and nothing is sent."""
         system_block = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}
@@ -115,19 +117,12 @@ class AnthropicProvider(ChatProvider):
         if tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
-        try:
-            # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-            request: dict[str, Any] = {
-                "model": self.model,
-                "max_tokens": max_tokens,
-                "system": [system_block],
-                "messages": self._messages(turns),
-                "timeout": timeout,
-                **kwargs,
-            }
-            message = self._client.messages.create(**request)
-        except json.JSONDecodeError as exc:
-            raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
+        # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
+        return {"model": self.model, "max_tokens": max_tokens, "system": [system_block], "messages": self._messages(turns), **kwargs}
+
+    def parse_message(self, message) -> Completion:
+        """A :class:`Completion` from a Messages API ``Message`` (a synchronous reply, or a succeeded
+        Message Batches result). Raises MalformedReplyError when ``message`` is not a message."""
         content = getattr(message, "content", None)
         if not isinstance(content, list):
             raise MalformedReplyError(f"the server's reply is not a message: {str(message)[:200]!r}")
@@ -142,3 +137,11 @@ class AnthropicProvider(ChatProvider):
             usage=self._usage(message.usage),
             model=message.model or self.model,
         )
+
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+        request = self.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+        try:
+            message = self._client.messages.create(**request, timeout=timeout)
+        except json.JSONDecodeError as exc:
+            raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
+        return self.parse_message(message)

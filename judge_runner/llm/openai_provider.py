@@ -386,10 +386,36 @@ class OpenAIProvider(ChatProvider):
 
     # -- sending -----------------------------------------------------------------------------------
 
+    @staticmethod
+    def _structured_tool(tools: list[ToolSpec], force_tool: str | None) -> ToolSpec | None:
+        """The tool a call forces when it is its only tool: sent as structured output, not a tool call."""
+        return tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
+
+    def request_body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling=None) -> dict:
+        """The Chat Completions request body of one call at the server's current capabilities (also one
+        Batch API request's ``body``), without the client-side timeout."""
+        kwargs, _ = self._request(system, turns, tools, force_tool, max_tokens, 0.0, self._structured_tool(tools, force_tool), sampling)
+        kwargs.pop("timeout", None)
+        return kwargs
+
+    def parse_body(self, body: dict, tools: list[ToolSpec], force_tool: str | None) -> Completion:
+        """A :class:`Completion` from a chat completion as JSON (a Batch API output line's
+        ``response.body``), read as the synchronous reply to the same call. Raises MalformedReplyError
+        when it is not a chat completion."""
+        from openai.types.chat import ChatCompletion
+        from pydantic import ValidationError
+
+        try:
+            response = ChatCompletion.model_validate(body)
+        except ValidationError as exc:
+            raise MalformedReplyError(f"the batch result is not a chat completion: {str(exc)[:200]}") from None
+        structured = self._structured_tool(tools, force_tool)
+        return self._completion(response, structured.name if structured else None)
+
     def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
         import openai
 
-        structured = tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
+        structured = self._structured_tool(tools, force_tool)
         extra = 0  # requests refused for a capability, then sent again without it
         while True:
             kwargs, used = self._request(system, turns, tools, force_tool, max_tokens, timeout, structured, sampling)

@@ -33,7 +33,9 @@ class ProviderSpec:
     variables holding its API key; ``base_url_env``: the variable pointing it at another server;
     ``base_url_is_enough``: a server at ``base_url_env`` needs no key (local OpenAI-compatible servers);
     ``default_model``: the model used without ``--model``; ``heuristic``: its roles are the offline
-    heuristics, labelled as such wherever their results appear.
+    heuristics, labelled as such wherever their results appear; ``batch_target``: ``"module:Class"`` of
+    its batch API backend (:class:`judge_runner.llm.batch.BatchBackend`, for ``--batch``), None when it
+    has none.
     """
 
     name: str
@@ -43,6 +45,7 @@ class ProviderSpec:
     base_url_is_enough: bool = False
     default_model: str = ""
     heuristic: bool = False
+    batch_target: str | None = None
 
     @property
     def detect_env(self) -> tuple[str, ...]:
@@ -60,6 +63,13 @@ class ProviderSpec:
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
+    def load_batches(self) -> type:
+        """The batch API backend class (imports its module). Raises ValueError when the provider has none."""
+        if self.batch_target is None:
+            raise ValueError(f"the {self.name} provider has no batch API")
+        module, _, attr = self.batch_target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
 
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
@@ -70,6 +80,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             key_env=("ANTHROPIC_API_KEY",),
             base_url_env="ANTHROPIC_BASE_URL",
             default_model="claude-sonnet-4-6",
+            batch_target="judge_runner.llm.anthropic_batches:AnthropicBatches",
         ),
         ProviderSpec(
             "openai",
@@ -78,6 +89,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
             base_url_env="OPENAI_BASE_URL",
             base_url_is_enough=True,
             default_model="gpt-4.1",
+            batch_target="judge_runner.llm.openai_batches:OpenAIBatches",
         ),
         ProviderSpec("offline", None, default_model="offline-heuristic-v1", heuristic=True),
     )

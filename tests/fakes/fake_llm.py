@@ -10,6 +10,8 @@ their wire formats:
 
 * ``POST /v1/messages``          -- Anthropic Messages API (non-streaming)
 * ``POST /v1/chat/completions``  -- OpenAI Chat Completions API (non-streaming)
+* the Anthropic Message Batches and OpenAI Batch APIs, each item answered by the
+  brain like a synchronous request (``server.batches``: tests/fakes/fake_batches.py)
 
 Point a client at it and it behaves like a (very simple) model::
 
@@ -866,10 +868,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        self._not_found()
+        from tests.fakes.fake_batches import is_batch_path
+
+        if is_batch_path(self.path.split("?", 1)[0]):
+            self.server.fake.batches.handle(self, "GET")
+        else:
+            self._not_found()
 
     def do_POST(self) -> None:
-        self.server.fake._handle_post(self)
+        from tests.fakes.fake_batches import is_batch_path
+
+        if is_batch_path(self.path.split("?", 1)[0]):
+            self.server.fake.batches.handle(self, "POST")
+        else:
+            self.server.fake._handle_post(self)
 
     # -- low-level helpers used by FakeLLMServer ---------------------------
 
@@ -983,6 +995,9 @@ class FakeLLMServer:
         self._conns: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        from tests.fakes.fake_batches import FakeBatches
+
+        self.batches = FakeBatches(self)  # the batch APIs (tests/fakes/fake_batches.py)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -1173,6 +1188,13 @@ class FakeLLMServer:
             payload = self._openai_completion(body, replies, rec.time)
         self._apply_usage_quirk(api, payload)
         answer(200, payload, extra_headers)
+
+    def batch_reply(self, api: str, body: dict) -> dict:
+        """The payload (message or chat completion) a synchronous request with ``body`` would get from the
+        brain, for one item of a batch (no faults, no quirks)."""
+        result = self.brain(api, body)
+        replies = list(result) if isinstance(result, (list, tuple)) else [result]
+        return self._anthropic_message(body, replies) if api == "anthropic" else self._openai_completion(body, replies)
 
     def _apply_usage_quirk(self, api: str, payload: dict) -> None:
         mode = self.quirks.usage

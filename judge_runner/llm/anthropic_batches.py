@@ -1,0 +1,106 @@
+"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+
+API reference: https://docs.anthropic.com/en/api/creating-message-batches (``POST /v1/messages/batches``
+with ``requests: [{custom_id, params}]``, ``GET /v1/messages/batches/{id}``, ``GET
+/v1/messages/batches/{id}/results`` as JSONL, ``POST /v1/messages/batches/{id}/cancel``), through the
+SDK's ``client.messages.batches``. Each request's ``params`` is exactly the synchronous provider's
+request body; a succeeded result's ``message`` is parsed by the synchronous provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from judge_runner.llm.anthropic_provider import AnthropicProvider
+from judge_runner.llm.base import Completion
+from judge_runner.llm.batch import BatchStatus, BatchUnavailable, ItemResult
+from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
+from judge_runner.llm.wire import server_message
+
+# an errored item's error.type -> the kind a synchronous failure with that error would be
+_AUTH = {"authentication_error", "permission_error"}
+_SPEND = {"billing_error"}
+_RETRYABLE = {"rate_limit_error", "overloaded_error", "api_error", "timeout_error", "gateway_timeout_error"}
+
+
+def item_error(batch_id: str, error_type: str, message: str) -> LLMError:
+    """The LLMError an errored item becomes: AuthError, SpendLimitError, TransientError (retryable: the
+    request goes into the next batch) or RequestError, by the API's error ``type``."""
+    text = f"batch {batch_id}: {error_type}: {message}"[:600]
+    if error_type in _AUTH:
+        return AuthError(f"the API key was refused: {text}", 1)
+    if error_type in _SPEND:
+        return SpendLimitError(f"the provider account's spend limit is reached: {text}", 1)
+    if error_type in _RETRYABLE:
+        error = TransientError(text, 1)
+        error.retryable = True
+        return error
+    return RequestError(f"the provider refused the request: {text}", 1)
+
+
+class AnthropicBatches:
+    """Message Batches over an :class:`AnthropicProvider` (its client, request body and parser)."""
+
+    def __init__(self, provider: AnthropicProvider):
+        self.provider = provider
+        self._batches = provider._client.messages.batches
+
+    def check(self) -> None:
+        """``GET /v1/messages/batches?limit=1``: free; raises BatchUnavailable when refused."""
+        try:
+            self._batches.list(limit=1)
+        except Exception as exc:  # noqa: BLE001 - any failure means no batch API here
+            said = server_message(exc) or type(exc).__name__
+            status = getattr(exc, "status_code", None)
+            raise BatchUnavailable(
+                f"the Message Batches API did not answer (GET /v1/messages/batches: {f'HTTP {status}: ' if status else ''}{said})"
+            ) from None
+
+    def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:
+        """The synchronous request body (``AnthropicProvider.request_body``)."""
+        return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+
+    def parse(self, value: Any, tools, force_tool) -> Completion:
+        """A succeeded item's ``Message``, parsed as a synchronous reply."""
+        return self.provider.parse_message(value)
+
+    def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
+        """``messages.batches.create``; returns the batch id (``msgbatch_…``)."""
+        batch = self._batches.create(requests=[{"custom_id": cid, "params": body} for cid, body in requests])  # type: ignore[typeddict-item]
+        return batch.id
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """``messages.batches.retrieve``: ended once ``processing_status`` is ``ended``."""
+        batch = self._batches.retrieve(batch_id)
+        c = batch.request_counts
+        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+        return BatchStatus(batch.processing_status == "ended", total - c.processing, total, batch.processing_status)
+
+    def results(self, batch_id: str) -> dict[str, ItemResult]:
+        """``messages.batches.results`` (JSONL): succeeded -> the Message; errored -> its LLMError kind;
+        expired or canceled -> a TransientError saying so."""
+        out: dict[str, ItemResult] = {}
+        for line in self._batches.results(batch_id):
+            result = line.result
+            if result.type == "succeeded":
+                out[line.custom_id] = ItemResult("succeeded", result.message)
+            elif result.type == "errored":
+                inner = getattr(result.error, "error", None)
+                out[line.custom_id] = ItemResult(
+                    "errored",
+                    error=item_error(batch_id, str(getattr(inner, "type", "api_error")), str(getattr(inner, "message", ""))),
+                )
+            elif result.type == "expired":
+                out[line.custom_id] = ItemResult(
+                    "expired", error=TransientError(f"batch {batch_id} expired (24 h) before this request was processed", 1)
+                )
+            else:
+                out[line.custom_id] = ItemResult(
+                    "canceled", error=TransientError(f"batch {batch_id} was canceled before this request was processed", 1)
+                )
+        return out
+
+    def cancel(self, batch_id: str) -> None:
+        """``messages.batches.cancel``."""
+        self._batches.cancel(batch_id)

@@ -1,0 +1,520 @@
+"""Judge calls through a provider's batch API (``--batch``): the Anthropic Message Batches API or the
+OpenAI Batch API, both billed at half the standard price (``pricing.json`` ``batchDiscount``).
+
+The protocol is unchanged: :class:`BatchingProvider` is a :class:`~judge_runner.llm.base.ChatProvider`
+whose ``_send`` builds the very request body the synchronous provider would send (its
+``request_body``), hands it to the run's :class:`BatchCoordinator` and blocks; the coordinator
+gathers the requests of every worker thread and, once each active worker is waiting, submits them as
+one batch, polls it with backoff, fetches the results and gives each thread its reply, parsed by the
+synchronous provider's own parser. So :func:`judge_runner.judge.ask` validates batch replies exactly
+as synchronous ones, and its re-asks go into a follow-up batch. Retries, budget reservations (every
+request of a batch is reserved before the batch is submitted) and usage are the base class's; the
+price is :meth:`~judge_runner.llm.pricing.Price.for_batch`.
+
+A failed item becomes the :class:`~judge_runner.llm.errors.LLMError` kind a synchronous failure of the
+same cause would be (an ``overloaded_error`` item is retried into the next batch; an invalid request
+is a ``request_error``); an item whose batch expired or was canceled before it was processed is a
+``transient_error`` saying so. Either way the run writes that query's ``error`` line.
+
+**Resume.** Each request's ``custom_id`` is a hash of its body with the fence's random delimiter
+taken out (:func:`custom_id`), so the same request has the same id in another process. The run
+writes a ``batch`` line (``runlines.BatchLine``) the moment a batch exists; ``--resume`` hands those
+lines to :meth:`BatchCoordinator.resume`, and a request whose id is in an earlier batch takes that
+batch's result (polled until it ends) instead of being submitted again.
+
+Backends (one per API) implement :class:`BatchBackend`: ``judge_runner.llm.anthropic_batches`` and
+``judge_runner.llm.openai_batches``, named by the provider registry's ``batch_target``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.errors import LLMError, TransientError
+from judge_runner.llm.retry import ErrorClass, translate
+
+T = TypeVar("T")
+Outcome = Literal["succeeded", "errored", "expired", "canceled"]
+
+BATCH_CALL_DEADLINE_S = 25 * 3600.0
+"""Seconds one logical call may take in batch mode: both APIs promise results within 24 hours."""
+FIRST_POLL_S = 1.0
+"""Seconds before the first status check of a batch; each later wait is 1.5 times the one before,
+capped at the ``batch_poll`` setting (default 60 s)."""
+POLL_FACTOR = 1.5
+PROGRESS_EVERY_S = 600.0
+"""A progress line is printed when the count of finished requests changes, else once per this many seconds."""
+MAX_POLL_FAILURES = 10
+"""Consecutive failed status checks (connection errors, 5xx) tolerated before the batch's requests fail."""
+_DELIMITER = re.compile(r"document-[0-9a-f]{16}")
+
+
+class BatchUnavailable(Exception):
+    """The server has no batch API (a local OpenAI-compatible server), or it refused the check."""
+
+
+class BatchAbandoned(LLMError):
+    """The run was interrupted while this request's batch was in flight; the batch was not canceled,
+    so ``--resume`` picks its results up."""
+
+    kind = "interrupted"
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch's progress: ``ended`` (no request is processing any more), requests ``done`` of
+    ``total``, and the API's own status word (``in_progress``, ``ended``, ``finalizing``...)."""
+
+    ended: bool
+    done: int
+    total: int
+    state: str
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One request's result: ``outcome`` and either the raw reply (``value``, what the backend's
+    ``parse`` reads) or the LLMError it becomes (``error``)."""
+
+    outcome: Outcome
+    value: Any = None
+    error: LLMError | None = None
+
+
+class BatchBackend(Protocol):
+    """One batch API over one synchronous provider (whose request building and reply parsing it reuses)."""
+
+    provider: ChatProvider
+
+    def check(self) -> None:
+        """Make one free request proving the server has the batch API; raises BatchUnavailable."""
+        ...
+
+    def body(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        sampling: dict | None,
+    ) -> dict:
+        """The request body the synchronous provider would send for this call."""
+        ...
+
+    def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
+        """A succeeded item's raw reply as the synchronous provider parses a reply."""
+        ...
+
+    def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
+        """Create a batch of ``(custom_id, body)`` requests; returns its id. Raises the SDK's errors."""
+        ...
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The batch's progress. Raises the SDK's errors."""
+        ...
+
+    def results(self, batch_id: str) -> dict[str, ItemResult]:
+        """Every result of an ended batch by ``custom_id``. Raises the SDK's errors."""
+        ...
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask the API to cancel the batch."""
+        ...
+
+
+def custom_id(body: dict) -> str:
+    """The stable id of a request: ``jr-`` and 40 hex digits of the sha256 of its body (keys sorted)
+    with every fence delimiter (``document-`` + 16 random hex digits, :func:`fence.new_delimiter`)
+    replaced, so the same call made by another process has the same id (both APIs accept
+    ``[A-Za-z0-9_-]{1,64}``)."""
+    text = _DELIMITER.sub("document-0", json.dumps(body, sort_keys=True, ensure_ascii=False))
+    return "jr-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+def format_wait(seconds: float) -> str:
+    """``2m10s``, ``45s``, ``1h03m``: a waiting time for the progress line."""
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+@dataclass
+class BatchStats:
+    """What the run's batches did (the summary's ``batch`` block): batches submitted, batches of an
+    earlier process picked up, requests sent in batches, and each request outcome; ``in_flight``: ids
+    of batches not ended when the run stopped (``--resume`` picks them up)."""
+
+    batches: int = 0
+    resumed: int = 0
+    requests: int = 0
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+    in_flight: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary's ``batch`` block (camelCase)."""
+        return {
+            "batches": self.batches,
+            "resumedBatches": self.resumed,
+            "requests": self.requests,
+            "succeeded": self.succeeded,
+            "errored": self.errored,
+            "expired": self.expired,
+            "canceled": self.canceled,
+            "inFlight": list(self.in_flight),
+        }
+
+
+@dataclass
+class _Item:
+    custom_id: str
+    body: dict
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class BatchCoordinator:
+    """Gathers the requests of a run's worker threads into batches (thread-safe).
+
+    Workers are counted: the run loop calls :meth:`expect` before it starts a worker (or holds one
+    place for itself while it is still starting workers) and each worker runs inside :meth:`unit`,
+    which gives its place back when the worker ends. A worker's :meth:`call` queues its request and
+    blocks; when every counted worker is blocked, one of them submits the queued requests as a batch
+    and polls it (:meth:`_flush`). A thread that is not a counted worker counts itself for the length
+    of its call. :meth:`map` runs several calls of one worker concurrently (a query's pointwise labels).
+
+    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``note(line)``
+    the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
+    longest wait between two status checks (seconds); every wait ends early when the run is abandoned
+    (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
+    of hundreds of queries: measured at about 90 MB for 5000 idle threads).
+    """
+
+    def __init__(self, backend: BatchBackend, provider_name: str, max_poll_s: float = 60.0, classify: Callable | None = None):
+        self.backend = backend
+        self.provider_name = provider_name
+        self.max_poll_s = max_poll_s
+        self.classify: Callable[[BaseException], ErrorClass | None] = classify or backend.provider.classify
+        self.record: Callable[[dict[str, Any]], None] = lambda fields: None
+        self.note: Callable[[str], None] = lambda line: None
+        self.stats = BatchStats()
+        self._cond = threading.Condition()
+        self._local = threading.local()
+        self._active = 0
+        self._pending: list[_Item] = []
+        self._flushing = False
+        self._submitting = False
+        self._abandon = threading.Event()
+        self._known: dict[str, str] = {}  # custom_id -> id of a batch an earlier process submitted
+        self._fetched: dict[str, dict[str, ItemResult]] = {}
+
+    # -- counting workers ------------------------------------------------------------------------------
+
+    def expect(self, n: int = 1) -> None:
+        """Count ``n`` more workers (before they start)."""
+        with self._cond:
+            self._active += n
+
+    def release(self, n: int = 1) -> None:
+        """Give back ``n`` places (a worker ended, or the run loop's own place)."""
+        with self._cond:
+            self._active = max(0, self._active - n)
+            self._cond.notify_all()
+
+    @contextmanager
+    def unit(self) -> Iterator[None]:
+        """Run the current thread as one counted worker (its place taken beforehand with :meth:`expect`),
+        giving the place back when it ends."""
+        self._local.unit = True
+        try:
+            yield
+        finally:
+            self._local.unit = False
+            self.release()
+
+    def as_unit(self, fn: Callable[..., T]) -> Callable[..., T]:
+        """``fn`` run inside :meth:`unit` (for a thread pool's task; call :meth:`expect` first)."""
+
+        def run(*args: Any, **kwargs: Any) -> T:
+            with self.unit():
+                return fn(*args, **kwargs)
+
+        return run
+
+    def map(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T | BaseException]:
+        """``fn`` of each item, run concurrently (one thread each) so that their calls share a batch;
+        returns each result or the exception it raised, in order. The calling worker's own place is
+        lent to the threads while they run."""
+        n = len(items)
+        if n == 0:
+            return []
+        parent = bool(getattr(self._local, "unit", False))
+        results: list[Any] = [None] * n
+        remaining = [n]
+        self.expect(n)
+
+        def run(k: int) -> None:
+            self._local.unit = True
+            try:
+                results[k] = fn(items[k])
+            except BaseException as exc:  # noqa: BLE001 - handed back to the caller in order
+                results[k] = exc
+            finally:
+                self._local.unit = False
+                with self._cond:
+                    remaining[0] -= 1
+                    if not (parent and remaining[0] == 0):  # the last one hands its place back to the caller
+                        self._active = max(0, self._active - 1)
+                    self._cond.notify_all()
+
+        threads = [threading.Thread(target=run, args=(k,), daemon=True, name=f"batch-map-{k}") for k in range(n)]
+        for t in threads:
+            t.start()
+        if parent:
+            self.release()  # lent to the threads until the last one ends
+        for t in threads:
+            t.join()
+        return results
+
+    # -- resume and stop -------------------------------------------------------------------------------
+
+    def resume(self, lines: Sequence[dict[str, Any]]) -> None:
+        """Know the batches an earlier process of this run submitted (its ``batch`` lines: ``batchId``,
+        ``customIds``): a request with one of those ids takes that batch's result."""
+        with self._cond:
+            for line in lines:
+                batch_id = line.get("batchId")
+                if isinstance(batch_id, str) and batch_id:
+                    for cid in line.get("customIds") or []:
+                        self._known[str(cid)] = batch_id
+
+    def abandon(self, wait_s: float = 30.0) -> list[str]:
+        """Stop waiting (Ctrl+C): every blocked call raises :class:`BatchAbandoned`; batches are NOT
+        canceled. A submission under way is waited for (at most ``wait_s`` seconds) so that its
+        ``batch`` line is written. Returns the ids of batches still in flight."""
+        self._abandon.set()
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            self._cond.notify_all()
+            while self._submitting and time.monotonic() < deadline:
+                self._cond.wait(timeout=0.1)
+            return list(self.stats.in_flight)
+
+    # -- calls -----------------------------------------------------------------------------------------
+
+    def call(self, cid: str, body: dict) -> Any:
+        """Queue one request and block until its batch ends; returns the raw reply for the backend's
+        ``parse``. Raises the item's LLMError, or BatchAbandoned."""
+        counted = bool(getattr(self._local, "unit", False))
+        item = _Item(cid, body)
+        with self._cond:
+            if not counted:
+                self._active += 1
+            self._pending.append(item)
+            try:
+                while not item.done:
+                    if self._abandon.is_set():
+                        if item in self._pending:
+                            self._pending.remove(item)
+                        raise BatchAbandoned("interrupted while the batch was in flight (not canceled: --resume picks it up)")
+                    if not self._flushing and self._pending and len(self._pending) >= self._active:
+                        batch, self._pending = self._pending, []
+                        self._flushing = True
+                        self._cond.release()
+                        try:
+                            self._flush(batch)
+                        finally:
+                            self._cond.acquire()
+                            self._flushing = False
+                            self._cond.notify_all()
+                        continue
+                    self._cond.wait(timeout=0.5)
+            finally:
+                if not counted:
+                    self._active = max(0, self._active - 1)
+                    self._cond.notify_all()
+        if item.error is not None:
+            raise item.error
+        return item.result
+
+    # -- one flush: submit (or pick up), poll, hand out ------------------------------------------------
+
+    def _flush(self, items: list[_Item]) -> None:
+        """Submit ``items`` (those an earlier process already submitted are picked up from its batch
+        instead), wait for the batches to end and set every item's result or error. Never raises but
+        KeyboardInterrupt (after marking the items abandoned)."""
+        seen: Counter[str] = Counter()
+        for item in items:  # two identical requests in one batch: distinct ids, the same reply
+            seen[item.custom_id] += 1
+            if seen[item.custom_id] > 1:
+                item.custom_id = f"{item.custom_id[:56]}-{seen[item.custom_id]}"
+        groups: dict[str | None, list[_Item]] = {}
+        with self._cond:
+            for item in items:
+                groups.setdefault(self._known.get(item.custom_id), []).append(item)
+        try:
+            for batch_id, group in groups.items():
+                if batch_id is not None:
+                    self.note(f"batch {batch_id}: picking up {len(group)} request(s) submitted before --resume")
+                    if batch_id not in self._fetched and batch_id not in self.stats.in_flight:
+                        self.stats.resumed += 1  # each earlier batch counted once
+                    self._finish(batch_id, group)
+            new = groups.get(None) or []
+            if new and self._abandon.is_set():
+                self._fail(new, BatchAbandoned("interrupted before the batch was submitted"))
+            elif new:
+                with self._cond:
+                    self._submitting = True
+                try:
+                    batch_id = self.backend.submit([(i.custom_id, i.body) for i in new])
+                    self.stats.batches += 1
+                    self.stats.requests += len(new)
+                    with self._cond:
+                        self.stats.in_flight.append(batch_id)
+                    # written before anything else happens: the id is what --resume needs
+                    self.record(
+                        {"batchId": batch_id, "provider": self.provider_name, "requests": len(new), "customIds": [i.custom_id for i in new]}
+                    )
+                except Exception as exc:  # noqa: BLE001 - nothing was created: the retry layer may try again
+                    self._fail(new, exc, retryable_ok=True)
+                    return
+                finally:
+                    with self._cond:
+                        self._submitting = False
+                        self._cond.notify_all()
+                self.note(f"batch {batch_id}: {len(new)} request(s) submitted to the {self.provider_name} batch API")
+                self._finish(batch_id, new)
+        except KeyboardInterrupt:
+            self._abandon.set()
+            for item in items:
+                if not item.done:
+                    item.error, item.done = BatchAbandoned("interrupted while the batch was in flight"), True
+            raise
+
+    def _fail(self, items: list[_Item], exc: BaseException, retryable_ok: bool = False) -> None:
+        """Give ``items`` the failure ``exc``: as it is when another attempt may retry it (nothing was
+        submitted), else as a non-retryable LLMError (a batch exists: retrying would pay twice)."""
+        if isinstance(exc, BatchAbandoned):
+            error: BaseException = exc
+        elif retryable_ok and self.classify(exc) is not None:
+            error = exc
+        elif isinstance(exc, LLMError):
+            error = exc
+        elif self.classify(exc) is None:
+            error = exc  # a programming error: surfaces as it is
+        else:
+            error = translate(exc, 1, self.classify)
+        for item in items:
+            item.error, item.done = error, True
+
+    def _finish(self, batch_id: str, items: list[_Item]) -> None:
+        results = self._fetched.get(batch_id)
+        if results is None:
+            with self._cond:
+                if batch_id not in self.stats.in_flight:
+                    self.stats.in_flight.append(batch_id)
+            try:
+                self._poll(batch_id)
+                results = self.backend.results(batch_id)
+            except Exception as exc:  # noqa: BLE001 - the items fail, the run goes on
+                self._fail(items, exc)
+                return
+            with self._cond:
+                self.stats.in_flight.remove(batch_id)
+            self._fetched[batch_id] = results
+        for item in items:
+            found = results.get(item.custom_id)
+            with self._cond:
+                self._known.pop(item.custom_id, None)  # a retry of this request is a new submission
+            if found is None:
+                item.error = TransientError(f"batch {batch_id} returned no result for request {item.custom_id}", 1)
+                self.stats.errored += 1
+            elif found.outcome == "succeeded":
+                item.result = found.value
+                self.stats.succeeded += 1
+            else:
+                item.error = found.error or TransientError(f"batch {batch_id}: request {found.outcome}", 1)
+                setattr(self.stats, found.outcome, getattr(self.stats, found.outcome) + 1)
+            item.done = True
+
+    def _poll(self, batch_id: str) -> None:
+        """Check the batch's status with growing waits until it ends, saying how far it got (when that
+        changes, else every PROGRESS_EVERY_S seconds). Raises
+        BatchAbandoned when the run is abandoned, or the SDK's error after MAX_POLL_FAILURES
+        consecutive retryable failures (at once for any other failure)."""
+        started = time.monotonic()
+        wait = min(FIRST_POLL_S, self.max_poll_s)
+        failures = 0
+        said: tuple[int, float] | None = None  # (done, when) of the last progress line
+        while True:
+            if self._abandon.is_set():
+                raise BatchAbandoned("interrupted while the batch was in flight")
+            try:
+                status = self.backend.status(batch_id)
+            except Exception as exc:
+                failures += 1
+                if self.classify(exc) != "retryable" or failures >= MAX_POLL_FAILURES:
+                    raise
+                self.note(f"batch {batch_id}: status check failed ({type(exc).__name__}); trying again")
+            else:
+                failures = 0
+                waited = format_wait(time.monotonic() - started)
+                if status.ended:
+                    self.note(f"batch {batch_id}: {status.done}/{status.total} done ({status.state}) after {waited}")
+                    return
+                now = time.monotonic()
+                if said is None or status.done != said[0] or now - said[1] >= PROGRESS_EVERY_S:
+                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waiting {waited}")
+                    said = (status.done, now)
+            if self._abandon.wait(wait):
+                raise BatchAbandoned("interrupted while the batch was in flight")
+            wait = min(self.max_poll_s, wait * POLL_FACTOR)
+
+
+class BatchingProvider(ChatProvider):
+    """A provider whose calls go through ``backend``'s batch API (see the module docstring): same name
+    and model as ``inner``, price ``inner.price.for_batch()``, the same retry policy with a 25-hour
+    call deadline (:data:`BATCH_CALL_DEADLINE_S`). ``coordinator`` is the run's; the judge reads it
+    (``LLMJudge.batching``) to label a query's documents concurrently."""
+
+    def __init__(self, inner: ChatProvider, backend: BatchBackend, coordinator: BatchCoordinator):
+        super().__init__(inner.model, dataclasses.replace(inner.retry, deadline_s=BATCH_CALL_DEADLINE_S), inner.budget, inner.timeout_s)
+        self.name = inner.name
+        self.inner = inner
+        self.backend = backend
+        self.coordinator = coordinator
+        self.price = inner.price.for_batch() if inner.price is not None else None
+
+    def classify(self, exc: BaseException) -> ErrorClass | None:
+        """The synchronous provider's classification of its SDK's errors."""
+        return self.inner.classify(exc)
+
+    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+        body = self.backend.body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+        raw = self.coordinator.call(custom_id(body), body)
+        return self.backend.parse(raw, tools, force_tool)
+
+
+def batching_provider(inner: ChatProvider, backend_cls: type, max_poll_s: float = 60.0) -> BatchingProvider:
+    """Wrap ``inner`` for ``--batch``: build its backend (``backend_cls(inner)``), check the server has
+    the batch API (one free request), and give it a fresh coordinator. Raises BatchUnavailable."""
+    backend = backend_cls(inner)
+    backend.check()
+    return BatchingProvider(inner, backend, BatchCoordinator(backend, inner.name, max_poll_s))

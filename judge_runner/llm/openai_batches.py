@@ -1,0 +1,130 @@
+"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+
+API reference: https://platform.openai.com/docs/api-reference/batch. The requests go up as one JSONL
+file (``POST /v1/files``, purpose ``batch``; each line ``{custom_id, method: "POST", url:
+"/v1/chat/completions", body}``), the batch is ``POST /v1/batches`` (24 h window), its status ``GET
+/v1/batches/{id}``, its results the output file (``{custom_id, response: {status_code, body}}``) and
+the error file (``{custom_id, error: {code, message}}``; ``batch_expired``, ``batch_cancelled``), read
+with ``GET /v1/files/{id}/content``. Each ``body`` is exactly the synchronous provider's request; a
+200 ``body`` is parsed by the synchronous provider.
+
+A local OpenAI-compatible server has no batch API: :meth:`OpenAIBatches.check` finds that out with
+one free request (``GET /v1/batches?limit=1``) before anything is spent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from judge_runner.llm.base import Completion
+from judge_runner.llm.batch import BatchStatus, BatchUnavailable, ItemResult
+from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
+from judge_runner.llm.openai_provider import OpenAIProvider
+from judge_runner.llm.retry import classify_status
+from judge_runner.llm.wire import server_message
+
+ENDPOINT: Final = "/v1/chat/completions"
+_ENDED = {"completed", "failed", "expired", "cancelled"}
+
+
+def item_error(batch_id: str, status: int | None, code: str | None, message: str) -> ItemResult:
+    """The result of a request that did not succeed: an HTTP ``status`` is classified as a synchronous
+    reply with it would be (:func:`~judge_runner.llm.retry.classify_status`; retryable ones go into the
+    next batch); ``code`` ``batch_expired`` / ``batch_cancelled`` are expired / canceled."""
+    text = f"batch {batch_id}: {f'HTTP {status} ' if status else ''}{code or 'error'}: {message}"[:600]
+    if code == "batch_expired":
+        return ItemResult("expired", error=TransientError(f"batch {batch_id} expired (24 h) before this request was processed", 1))
+    if code == "batch_cancelled":
+        return ItemResult("canceled", error=TransientError(f"batch {batch_id} was canceled before this request was processed", 1))
+    kind = classify_status(status, (code,)) if status else "bad_request"
+    error: LLMError
+    if kind == "auth":
+        error = AuthError(f"the API key was refused: {text}", 1)
+    elif kind == "spend_limit":
+        error = SpendLimitError(f"the provider account's spend limit is reached: {text}", 1)
+    elif kind == "retryable":
+        error = TransientError(text, 1)
+        error.retryable = True
+    else:
+        error = RequestError(f"the provider refused the request: {text}", 1)
+    return ItemResult("errored", error=error)
+
+
+class OpenAIBatches:
+    """The Batch API over an :class:`OpenAIProvider` (its client, request body and parser)."""
+
+    def __init__(self, provider: OpenAIProvider):
+        self.provider = provider
+        self._client = provider._client
+
+    def check(self) -> None:
+        """``GET /v1/batches?limit=1``: free; raises BatchUnavailable (a local server answers 404)."""
+        try:
+            self._client.batches.list(limit=1)
+        except Exception as exc:  # noqa: BLE001 - any failure means no batch API here
+            status = getattr(exc, "status_code", None)
+            said = server_message(exc) or type(exc).__name__
+            where = self.provider.base_url or "https://api.openai.com/v1"
+            local = " (a local OpenAI-compatible server has no batch API)" if self.provider.local else ""
+            raise BatchUnavailable(
+                f"the server at {where} has no Batch API{local}: GET /v1/batches answered {f'HTTP {status}: ' if status else ''}{said}"
+            ) from None
+
+    def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:
+        """The synchronous request body (``OpenAIProvider.request_body``)."""
+        return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+
+    def parse(self, value: Any, tools, force_tool) -> Completion:
+        """A 200 item's ``response.body``, parsed as a synchronous reply."""
+        return self.provider.parse_body(value, tools, force_tool)
+
+    def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
+        """Upload the JSONL input file, then create the batch; returns its id (``batch_…``)."""
+        lines = [
+            json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}, ensure_ascii=False) for cid, body in requests
+        ]
+        upload = self._client.files.create(file=("judge-requests.jsonl", ("\n".join(lines) + "\n").encode("utf-8")), purpose="batch")
+        batch = self._client.batches.create(input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h")
+        return batch.id
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """``batches.retrieve``: ended once ``completed``, ``failed``, ``expired`` or ``cancelled``."""
+        batch = self._client.batches.retrieve(batch_id)
+        c = batch.request_counts
+        done, total = (c.completed + c.failed, c.total) if c is not None else (0, 0)
+        return BatchStatus(batch.status in _ENDED, done, total, batch.status)
+
+    def _lines(self, file_id: str | None) -> list[dict]:
+        if not file_id:
+            return []
+        text = self._client.files.content(file_id).text
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def results(self, batch_id: str) -> dict[str, ItemResult]:
+        """The output file's 200 responses (succeeded), its other statuses and the error file's lines
+        (:func:`item_error`). Raises RequestError for a batch that failed validation (every request fails with it)."""
+        batch = self._client.batches.retrieve(batch_id)
+        if batch.status == "failed":
+            problems = "; ".join(str(e.message) for e in (batch.errors.data or [])) if batch.errors else ""
+            raise RequestError(f"the provider refused batch {batch_id}: {problems or 'it failed validation'}"[:600], 1)
+        out: dict[str, ItemResult] = {}
+        for line in self._lines(batch.output_file_id) + self._lines(batch.error_file_id):
+            cid = str(line.get("custom_id"))
+            response = line.get("response") or {}
+            error = line.get("error") or {}
+            status = response.get("status_code")
+            if status == 200 and isinstance(response.get("body"), dict):
+                out[cid] = ItemResult("succeeded", response["body"])
+                continue
+            body_error = (response.get("body") or {}).get("error") if isinstance(response.get("body"), dict) else None
+            detail = body_error if isinstance(body_error, dict) else error
+            out[cid] = item_error(
+                batch_id, status if isinstance(status, int) else None, detail.get("code"), str(detail.get("message") or "")
+            )
+        return out
+
+    def cancel(self, batch_id: str) -> None:
+        """``batches.cancel``."""
+        self._client.batches.cancel(batch_id)

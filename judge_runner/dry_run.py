@@ -267,8 +267,8 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
         f"tokens: JSON length of the parts of each request the model reads (system, messages, tool schema) / {CHARS_PER_TOKEN}",
         "expected output: a typical reply (a reason of about 120 characters per label); worst case: every call writes its max_tokens "
         "(1024 per pointwise label, 4096 per batched or list call); re-asks (only on invalid replies, at most 2 per call) not included",
-        f"batch: every token at the batch price (pricing.json batchDiscount); cached: the tool schema and system prompt (when at least "
-        f"{MIN_CACHEABLE_TOKENS} tokens) written once per request kind, then read from the prompt cache",
+        f"batch: every token at the batch price (pricing.json batchDiscount); cached: the tool schema and system prompt (when at least the "
+        f"model's minimum, pricing.json cacheMinTokens: {MIN_CACHEABLE_TOKENS} to 4096 tokens) written once per request kind, then read from the prompt cache",
     ]
     if judging.get("precision") == "rough":
         assumptions.append(

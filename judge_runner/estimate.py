@@ -24,7 +24,8 @@ Units: tokens (integers) and USD. Sources of the constants:
   retry at twice the limit on a cut-off reply) and ``--max-budget-usd`` bounds them;
 - prompt caching: the cacheable prefix (tool schema and system prompt) of each distinct request kind is
   written once at the cache-write price and read at the cache-read price by every later call
-  (``pricing.json``); a prefix under :data:`MIN_CACHEABLE_TOKENS` is not cached;
+  (``pricing.json``); a prefix under the model's ``cacheMinTokens`` (``pricing.json``; 1024 when the
+  price is unknown, :data:`MIN_CACHEABLE_TOKENS`) is not cached;
 - batch: every token class at ``Price.for_batch()`` (``pricing.json``'s ``batchDiscount``, 0.5).
 """
 
@@ -267,7 +268,8 @@ def _usd(tokens_in: int, tokens_out: int, price: Price) -> float:
 def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     """USD of ``calls`` in each mode of :data:`MODES`: ``sync`` (standard prices), ``batch``
     (``price.for_batch()``) and ``cached`` (standard prices, each distinct prefix written to the prompt
-    cache by its first call and read by the later ones when it is at least :data:`MIN_CACHEABLE_TOKENS`).
+    cache by its first call and read by the later ones when it is at least ``price.cache_min_tokens``, the
+    model's minimum in ``pricing.json``, e.g. 4096 for Haiku 4.5).
     Worst case: every call writes ``max_output_tokens``."""
     if price is None:
         return {mode: Cost(None, None) for mode in MODES}
@@ -278,7 +280,7 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     seen: set[str] = set()
     cached_in = 0.0
     for c in calls:
-        prefix = c.prefix_tokens if c.prefix_tokens >= MIN_CACHEABLE_TOKENS else 0
+        prefix = c.prefix_tokens if c.prefix_tokens >= price.cache_min_tokens else 0
         rate = price.cache_read if c.prefix_id in seen else price.cache_write
         seen.add(c.prefix_id)
         cached_in += (prefix * rate + (c.input_tokens - prefix) * price.input) / 1_000_000
@@ -304,6 +306,11 @@ class ModelEstimate:
     labels_to_judge: int = 0
     human_labels: int = 0
 
+    @property
+    def cache_minimum(self) -> int:
+        """The shortest prefix this model caches (tokens): its ``cacheMinTokens``, or :data:`MIN_CACHEABLE_TOKENS`."""
+        return self.price.cache_min_tokens if self.price is not None else MIN_CACHEABLE_TOKENS
+
     def figures(self) -> dict[str, Any]:
         """The JSON figures: calls, tokens, calls by kind, and USD by mode (``{expected, worst}``; null when
         the price is unknown)."""
@@ -322,7 +329,7 @@ class ModelEstimate:
             "inputTokens": sum(c.input_tokens for c in self.calls),
             "outputTokens": sum(c.output_tokens for c in self.calls),
             "worstOutputTokens": sum(c.max_output_tokens for c in self.calls),
-            "cacheablePrefixTokens": sum(c.prefix_tokens for c in self.calls if c.prefix_tokens >= MIN_CACHEABLE_TOKENS),
+            "cacheablePrefixTokens": sum(c.prefix_tokens for c in self.calls if c.prefix_tokens >= self.cache_minimum),
             "labelsToJudge": self.labels_to_judge,
             "labelsCached": self.labels_cached,
             "humanLabels": self.human_labels,

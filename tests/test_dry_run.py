@@ -241,3 +241,17 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
 def test_a_missing_fixtures_folder_is_a_usage_error_as_in_the_real_run(tmp_path):
     result = invoke(["generate-and-evaluate", "--fixtures", str(tmp_path / "none"), "--dry-run"])
     assert result.exit_code == 2 and "fixtures folder not found" in result.output
+
+
+def test_cached_column_honours_each_models_cache_minimum():
+    """A prefix shorter than the model's cacheMinTokens is billed at the input price: the judge's ~1.5k-token
+    prefix is cached for a Sonnet-class judge (1024) but not for Haiku 4.5 (4096), as the fake server does."""
+    from judge_runner.estimate import PlannedCall, costs
+    from judge_runner.llm.pricing import price_for
+
+    calls = [PlannedCall("label", 2000, 50, 1024, prefix_tokens=1500, prefix_id="p") for _ in range(10)]
+    sonnet, haiku = price_for("claude-sonnet-4-6"), price_for("claude-haiku-4-5")
+    assert sonnet is not None and haiku is not None
+    assert (sonnet.cache_min_tokens, haiku.cache_min_tokens) == (1024, 4096)
+    assert costs(calls, haiku)["cached"].expected == pytest.approx(costs(calls, haiku)["sync"].expected)
+    assert costs(calls, sonnet)["cached"].expected < 0.6 * costs(calls, sonnet)["sync"].expected

@@ -13,18 +13,20 @@ _SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens: input, output, cache write and cache read."""
+    """USD per million tokens: input, output, cache write and cache read; ``cache_min_tokens``: the
+    shortest prompt prefix the vendor caches (tokens; ``pricing.json``'s ``cacheMinSource``)."""
 
     input: float
     output: float
     cache_write: float
     cache_read: float
+    cache_min_tokens: int = 1024
 
     def for_batch(self) -> Price:
         """This price on a batch API: every token class at ``batchDiscount`` (0.5) of the standard rate
         (``pricing.json``'s ``batchSource``: Anthropic Message Batches and OpenAI Batch both halve it)."""
         f = batch_discount()
-        return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f)
+        return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f, self.cache_min_tokens)
 
 
 @dataclass
@@ -74,7 +76,7 @@ def price_for(model: str) -> Price | None:
     for name in (model, _SNAPSHOT_SUFFIX.sub("", model)):
         if name in models:
             p = models[name]
-            return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"])
+            return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"], int(p.get("cacheMinTokens", 1024)))
     return None
 
 

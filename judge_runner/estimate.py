@@ -3,7 +3,7 @@
 The estimate is built from the requests themselves. :class:`RecordingJudge` is a
 :class:`~judge_runner.roles.Judge` that sends nothing: each call renders the exact request the LLM judge
 would send (:mod:`judge_runner.judge_requests`), lays it out as the provider's wire format does
-(:func:`wire_parts`), counts its tokens and answers with a placeholder. Driven through the real protocol
+(:func:`wire_parts`, the providers' own ``request_body``), counts its tokens and answers with a placeholder. Driven through the real protocol
 (:func:`judge_runner.labelling.judge_query`, or calibrate's labeller) it makes exactly the calls the run
 would make: same modes, trials, judgment-cache keys (:class:`DryRunCache` reads the cache and keeps what
 the run would store in memory), human labels skipped.
@@ -35,7 +35,8 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from judge_runner.fence import RenderedDocument
 from judge_runner.judge import JUDGE_MAX_TOKENS, LABEL_MAX_TOKENS, TOOL_DESCRIPTIONS
@@ -44,6 +45,10 @@ from judge_runner.judgment_cache import CachedJudgment
 from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.llm.base import ToolSpec, Turn
 from judge_runner.llm.pricing import Price
+
+if TYPE_CHECKING:
+    from judge_runner.llm.anthropic_provider import AnthropicProvider
+    from judge_runner.llm.openai_provider import OpenAIProvider
 
 CHARS_PER_TOKEN = 4
 TOOL_CALL_TOKENS = 20
@@ -65,47 +70,42 @@ def tokens(part: Any) -> int:
     return max(1, len(json.dumps(part, sort_keys=True, ensure_ascii=False)) // CHARS_PER_TOKEN)
 
 
-def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec], force_tool: str | None) -> tuple[dict, dict]:
-    """``(parts the model reads, the cacheable prefix among them)`` of one request as ``provider`` lays it
-    out: Anthropic Messages (system blocks marked cacheable, messages, tools), OpenAI Chat Completions
-    (messages, tools, and a forced single tool as ``response_format`` json_schema strict), or for another
-    provider the neutral shape the budget estimates (``llm.base.ChatProvider.complete``)."""
-    turns = [Turn("user", text=user)]
+_READ = {"anthropic": ("system", "messages", "tools"), "openai": ("messages", "tools", "response_format")}
+"""The request-body fields the model reads (and the fake server counts), per provider's wire format."""
+
+
+@cache
+def _layout(provider: str) -> AnthropicProvider | OpenAIProvider | None:
+    """A provider instance used only to lay requests out (its ``request_body``; nothing is sent: the key is
+    a placeholder), or None for a provider without a wire format of its own."""
+    from judge_runner.llm.budget import Budget
+    from judge_runner.llm.retry import RetryPolicy
+
     if provider == "anthropic":
         from judge_runner.llm.anthropic_provider import AnthropicProvider
 
-        system_blocks = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        tool_list = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
-        return (
-            {"system": system_blocks, "messages": AnthropicProvider._messages(turns), "tools": tool_list},
-            {"system": system_blocks, "tools": tool_list},
-        )
+        return AnthropicProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
     if provider == "openai":
-        from judge_runner.llm.openai_provider import OpenAIProvider, strict_schema
+        from judge_runner.llm.openai_provider import OpenAIProvider
 
-        structured = tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
-        response_format: dict[str, Any] | None = None
-        functions: list[dict[str, Any]] | None = None
-        if structured is not None:
-            response_format = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": structured.name,
-                    "description": structured.description,
-                    "schema": strict_schema(structured.input_schema),
-                    "strict": True,
-                },
-            }
-        elif tools:
-            functions = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
-                for t in tools
-            ]
-        messages = OpenAIProvider._messages(system, turns)
-        return (
-            {"messages": messages, "tools": functions, "response_format": response_format},
-            {"system": messages[0], "tools": functions, "response_format": response_format},
-        )
+        return OpenAIProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
+    return None
+
+
+def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec], force_tool: str | None) -> tuple[dict, dict]:
+    """``(parts the model reads, the cacheable prefix among them)`` of one request as ``provider`` lays it
+    out, from the provider's own ``request_body`` (the body a synchronous call or a batch request sends):
+    Anthropic Messages (tools, system blocks marked cacheable, messages), OpenAI Chat Completions
+    (messages, tools, and a forced single tool as ``response_format`` json_schema strict), or for another
+    provider the neutral shape the budget estimates (``llm.base.ChatProvider.complete``)."""
+    turns = [Turn("user", text=user)]
+    layout = _layout(provider)
+    if layout is not None:
+        body = layout.request_body(system, turns, list(tools), force_tool, LABEL_MAX_TOKENS, True)
+        parts = {key: body.get(key) for key in _READ[provider]}
+        if provider == "anthropic":
+            return parts, {"system": body["system"], "tools": body.get("tools")}
+        return parts, {"system": body["messages"][0], "tools": body.get("tools"), "response_format": body.get("response_format")}
     neutral = [{"role": "user", "text": user}]
     tool_list = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
     return {"system": system, "messages": neutral, "tools": tool_list}, {"system": system, "tools": tool_list}

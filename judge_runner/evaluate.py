@@ -25,7 +25,7 @@ from judge_runner.metrics import query_metrics
 from judge_runner.models import Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.runlines import ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
-from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
+from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
     from judge_runner.judgment_cache import JudgmentCache
@@ -49,6 +49,7 @@ __all__ = [
     "evaluation_line",
     "is_heuristic",
     "judge_all",
+    "prepare_search",
     "provenance",
     "run_evaluation",
 ]
@@ -310,6 +311,23 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
     return out
 
 
+def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> None:
+    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed every query of
+    the run in one go before judging starts, so no model work (nor the embedder's lock) sits between
+    one judge call and the next. Never raises for a failed preparation: it is logged and each search
+    embeds its own query as before (and records its own error if that fails too)."""
+    if not queries or not isinstance(search, PreparesQueries):
+        return
+    started = time.perf_counter()
+    try:
+        embedded = search.prepare_queries([q.query for q in queries], mode)
+    except Exception as exc:  # noqa: BLE001 - the searches will embed (and fail) one by one, each recorded
+        log(f"could not embed the queries up front ({type(exc).__name__}: {str(exc)[:200]}); each search embeds its own")
+        return
+    if embedded:
+        log(f"embedded {embedded} queries in {time.perf_counter() - started:.2f} s before judging")
+
+
 def judge_all(
     queries: list[Query],
     search: SearchBackend,
@@ -324,9 +342,9 @@ def judge_all(
     log: Callable[[str], None] = lambda m: None,
     cache: JudgmentCache | None = None,
 ) -> None:
-    """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
-    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in submission
-    order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
+    """Search each query (in this thread, the whole set embedded first: :func:`prepare_search`) and judge
+    it in a thread pool of ``options.concurrency`` workers (one for the CPU-bound heuristic judge),
+    writing each line the moment its query is done, in submission order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
     are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
     new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
     judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
@@ -371,6 +389,7 @@ def judge_all(
                 record(q, a, future, None)
 
     try:
+        prepare_search(search, queries, options.search_mode, log)
         for query in queries:
             while len(in_flight) >= concurrency:
                 record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])

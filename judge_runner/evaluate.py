@@ -311,21 +311,22 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
     return out
 
 
-def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> None:
-    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed every query of
-    the run in one go before judging starts, so no model work (nor the embedder's lock) sits between
-    one judge call and the next. Never raises for a failed preparation: it is logged and each search
-    embeds its own query as before (and records its own error if that fails too)."""
+def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:
+    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries`` in
+    one batch ahead of their searches, so no model work (nor the embedder's lock) sits between one
+    judge call and the next. Returns False when the preparation failed: that is logged, never raised,
+    and each search embeds its own query as before (and records its own error if that fails too)."""
     if not queries or not isinstance(search, PreparesQueries):
-        return
+        return True
     started = time.perf_counter()
     try:
         embedded = search.prepare_queries([q.query for q in queries], mode)
     except Exception as exc:  # noqa: BLE001 - the searches will embed (and fail) one by one, each recorded
         log(f"could not embed the queries up front ({type(exc).__name__}: {str(exc)[:200]}); each search embeds its own")
-        return
+        return False
     if embedded:
-        log(f"embedded {embedded} queries in {time.perf_counter() - started:.2f} s before judging")
+        log(f"embedded {embedded} queries in {time.perf_counter() - started:.2f} s ahead of their searches")
+    return True
 
 
 def judge_all(
@@ -342,13 +343,16 @@ def judge_all(
     log: Callable[[str], None] = lambda m: None,
     cache: JudgmentCache | None = None,
 ) -> None:
-    """Search each query (in this thread, the whole set embedded first: :func:`prepare_search`) and judge
-    it in a thread pool of ``options.concurrency`` workers (one for the CPU-bound heuristic judge),
-    writing each line the moment its query is done, in submission order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
-    are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
-    new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
-    judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
-    ``cache`` (None: no cache), imported human labels first."""
+    """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
+    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in
+    submission order. The queries are embedded ahead of their searches (:func:`prepare_search`) in two
+    batches: the first ``concurrency`` before the first search, the rest once those are being judged,
+    so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
+    ``state.stopped`` or the budget is exhausted; calls in flight finish and are recorded. Never raises
+    for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops new calls and waits up
+    to 5 s for calls in flight; the state is marked interrupted. Each query is judged by
+    :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through ``cache``
+    (None: no cache), imported human labels first."""
     run_id = writer.run_id
     human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
@@ -389,8 +393,10 @@ def judge_all(
                 record(q, a, future, None)
 
     try:
-        prepare_search(search, queries, options.search_mode, log)
-        for query in queries:
+        prepared = prepare_search(search, queries[:concurrency], options.search_mode, log)
+        for number, query in enumerate(queries):
+            if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
+                prepare_search(search, queries[concurrency:], options.search_mode, log)
             while len(in_flight) >= concurrency:
                 record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
             if state.stopped or (budget is not None and budget.exhausted):

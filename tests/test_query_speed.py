@@ -135,7 +135,10 @@ def test_unknown_mode_is_refused_before_any_model_work(hash_index):
 
 
 class FixedJudge(StubJudge):
-    """The run loop's stub judge, labelling every document 2 whatever its source."""
+    """The run loop's stub judge, labelling every document 2 whatever its source; judged like a model
+    (the run loop gives a heuristic judge one worker)."""
+
+    heuristic = False
 
     def label_one(self, query, intent, document, sampling, log=lambda m: None):
         return LabelReply(2, "stub")
@@ -148,17 +151,19 @@ def run_queries(n: int) -> list[Query]:
     ]
 
 
+@pytest.mark.parametrize("concurrency", [1, 3, 9])
 @pytest.mark.hash_embedder
-def test_run_loop_embeds_every_query_up_front_in_one_call(hash_index, tmp_path):
-    """The run loop's main thread embeds the whole set once, before the first search; no search of the
-    run embeds (so no model work or embedder lock sits between judge calls)."""
+def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, concurrency):
+    """The run loop's main thread embeds the first ``concurrency`` queries before the first search and
+    the rest once those are being judged; no search of the run embeds (so no model work or embedder
+    lock sits between judge calls)."""
     index, embedder = hash_index
     index.forget_queries()
-    order: list[str] = []
+    order: list[int] = []
     search = index.search
 
     def traced_search(query, mode="hybrid", limit=10):
-        order.append(f"search {len(embedder.calls)}")
+        order.append(len(embedder.calls))
         return search(query, mode=mode, limit=limit)
 
     index.search = traced_search  # type: ignore[method-assign]
@@ -166,14 +171,24 @@ def test_run_loop_embeds_every_query_up_front_in_one_call(hash_index, tmp_path):
         embedder.calls.clear()
         writer = RunWriter(tmp_path)
         qs = run_queries(7)
-        outcome = run_evaluation(qs, index, FixedJudge(), writer, {"config": {}}, EvaluateOptions(concurrency=3), echo=lambda m: None)
+        outcome = run_evaluation(
+            qs,
+            index,
+            FixedJudge(),
+            writer,
+            {"config": {}},
+            EvaluateOptions(concurrency=concurrency, judge_mode="batched"),
+            echo=lambda m: None,
+        )
     finally:
         del index.search
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7
-    assert len(embedder.calls) == 1 and embedder.calls[0][0] == [q.query for q in qs]
-    assert embedder.calls[0][2] == threading.main_thread().name
-    assert order == ["search 1"] * 7, "every search ran after the one encode call, and none encoded"
+    texts = [q.query for q in qs]
+    batches = [texts[:concurrency], texts[concurrency:]] if concurrency < 7 else [texts]
+    assert [call[0] for call in embedder.calls] == batches
+    assert {call[2] for call in embedder.calls} == {threading.main_thread().name}
+    assert order == [1] * min(concurrency, 7) + [2] * max(0, 7 - concurrency), "each search after its batch; no search embedded"
 
 
 class BrokenPreparation:

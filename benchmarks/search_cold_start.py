@@ -30,6 +30,7 @@ QUERY = "drain a kubernetes node"
 BREAKDOWN = r"""
 import json, sys, time
 marks = [("start", time.perf_counter())]
+assert "scipy" not in sys.modules
 def mark(name):
     marks.append((name, time.perf_counter()))
 import judge_runner.cli.app
@@ -58,10 +59,11 @@ print("BREAKDOWN " + json.dumps([(name, t - marks[i][1]) for i, (name, t) in enu
 """
 
 
-def timed(command: list[str], env: dict) -> float:
-    """Wall seconds of one command (which must succeed)."""
+def timed(command: list[str], env: dict, cwd: Path) -> float:
+    """Wall seconds of one command (which must succeed), run in ``cwd`` (``python -m`` and ``-c`` put the
+    working folder first on sys.path: it must be the checkout measured)."""
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
     elapsed = time.perf_counter() - started
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
@@ -83,7 +85,7 @@ def main() -> None:
             for code in codes:
                 env = {**os.environ, **ENV, "PYTHONPATH": str(code)}
                 command = [sys.executable, "-m", "judge_runner.cli", "search", QUERY, "--mode", mode, "--db", str(args.db.resolve())]
-                times.setdefault((str(code), mode), []).append(timed(command, env))
+                times.setdefault((str(code), mode), []).append(timed(command, env, code))
     print(f"cold `judge-runner search` (fresh interpreter), median of {args.runs}, load {os.getloadavg()[0]:.1f} at the end")
     print(f"{'checkout':<40} " + " ".join(f"{m:>14}" for m in modes))
     for code in codes:
@@ -91,7 +93,9 @@ def main() -> None:
         print(f"{str(code):<40} " + " ".join(f"{statistics.median(c):>7.2f} s ({min(c):.2f})" for c in cells))
     for code in codes:
         env = {**os.environ, **ENV, "PYTHONPATH": str(code)}
-        done = subprocess.run([sys.executable, "-c", BREAKDOWN, str(args.db.resolve()), QUERY], capture_output=True, text=True, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", BREAKDOWN, str(args.db.resolve()), QUERY], capture_output=True, text=True, env=env, cwd=code
+        )
         line = [x for x in done.stdout.splitlines() if x.startswith("BREAKDOWN ")]
         if not line:
             print(f"breakdown failed for {code}: {done.stderr[-1000:]}")

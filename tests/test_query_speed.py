@@ -302,3 +302,28 @@ def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
         assert seen == [1, 2] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+def test_postgres_prepared_search_gives_the_same_results_without_model_work(postgres_dsn):
+    """The PostgreSQL backend shares the preparation (ChunkSearch): same answers, no encode per search."""
+    import uuid
+
+    from judge_runner.search.indexer import index_tree
+    from judge_runner.search.postgres import PostgresIndex
+    from tests.test_search_postgres import _drop_schema
+
+    schema = f"jr_test_{uuid.uuid4().hex[:10]}"
+    embedder = CountingEmbedder(HashEmbedder())
+    try:
+        with PostgresIndex(postgres_dsn, embedder=embedder, schema=schema) as index:
+            index_tree(index, ROOT / "fixtures")
+            index.commit()
+            for mode in ("hybrid", "vector"):
+                before = answers(index, QUERIES, mode)
+                embedder.calls.clear()
+                assert index.prepare_queries(QUERIES, mode) > 0 and len(embedder.calls) == 1
+                same_answers(answers(index, QUERIES, mode), before, tolerance=0)
+                assert len(embedder.calls) == 1, "no search embedded its query"
+                index.forget_queries()
+    finally:
+        _drop_schema(postgres_dsn, schema)

@@ -26,7 +26,7 @@ from judge_runner.metrics import query_metrics
 from judge_runner.models import Query
 from judge_runner.results import RunWriter, build_summary, utc_now
 from judge_runner.runlines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
-from judge_runner.search.base import SearchAnswer, SearchBackend, SearchMode
+from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
     from judge_runner.judgment_cache import JudgmentCache
@@ -50,6 +50,7 @@ __all__ = [
     "evaluation_line",
     "is_heuristic",
     "judge_all",
+    "prepare_search",
     "provenance",
     "run_evaluation",
 ]
@@ -311,6 +312,24 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
     return out
 
 
+def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:
+    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries`` in
+    one batch ahead of their searches, so no model work (nor the embedder's lock) sits between one
+    judge call and the next. Returns False when the preparation failed: that is logged, never raised,
+    and each search embeds its own query as before (and records its own error if that fails too)."""
+    if not queries or not isinstance(search, PreparesQueries):
+        return True
+    started = time.perf_counter()
+    try:
+        embedded = search.prepare_queries([q.query for q in queries], mode)
+    except Exception as exc:  # noqa: BLE001 - the searches will embed (and fail) one by one, each recorded
+        log(f"could not embed the queries up front ({type(exc).__name__}: {str(exc)[:200]}); each search embeds its own")
+        return False
+    if embedded:
+        log(f"embedded {embedded} queries in {time.perf_counter() - started:.2f} s ahead of their searches")
+    return True
+
+
 def judge_all(
     queries: list[Query],
     search: SearchBackend,
@@ -326,12 +345,15 @@ def judge_all(
     cache: JudgmentCache | None = None,
 ) -> None:
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
-    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in submission
-    order. Starts no new call once ``state.stopped`` or the budget is exhausted; calls in flight finish and
-    are recorded. Never raises for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops
-    new calls and waits up to 5 s for calls in flight; the state is marked interrupted. Each query is
-    judged by :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through
-    ``cache`` (None: no cache), imported human labels first.
+    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in
+    submission order. The queries are embedded ahead of their searches (:func:`prepare_search`) in two
+    batches: the first ``concurrency`` before the first search, the rest once those are being judged,
+    so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
+    ``state.stopped`` or the budget is exhausted; calls in flight finish and are recorded. Never raises
+    for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops new calls and waits up
+    to 5 s for calls in flight; the state is marked interrupted. Each query is judged by
+    :func:`judge_runner.labelling.judge_query` under ``options.protocol``, labels through ``cache``
+    (None: no cache), imported human labels first.
 
     With a batching judge (``judge.batching``, ``--batch``) every query is judged at once (one worker each,
     counted by the coordinator, so their calls leave together: labels, then list verdicts); each batch's
@@ -387,7 +409,10 @@ def judge_all(
                 record(q, a, future, None)
 
     try:
-        for query in queries:
+        prepared = prepare_search(search, queries[:concurrency], options.search_mode, log)
+        for number, query in enumerate(queries):
+            if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
+                prepare_search(search, queries[concurrency:], options.search_mode, log)
             while len(in_flight) >= concurrency:
                 record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
             if state.stopped or (budget is not None and budget.exhausted):

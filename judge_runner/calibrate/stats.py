@@ -15,6 +15,9 @@ Intervals: the percentile bootstrap over queries (``scipy.stats.bootstrap``; Efr
 are the sampling unit, as in Sakai 2006 / Voorhees & Buckley 2002), seeded. A figure that is undefined on the
 data (e.g. kappa when one side has a single class) is None; an interval is None when the resampled figure is
 undefined too often to be read.
+
+SciPy and scikit-learn are imported inside the functions that use them: together they take about 0.8 s
+to import, and every command's startup (``judge-runner --help`` included) reads the ``calibrate`` command.
 """
 
 from __future__ import annotations
@@ -27,8 +30,6 @@ from functools import partial
 
 import ir_measures
 import numpy as np
-from scipy.stats import bootstrap, kendalltau, spearmanr
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judge_runner.agreement import trials_alpha
 from judge_runner.calibrate.pool import PoolEntry, Runs
@@ -59,6 +60,8 @@ def bootstrap_interval(
     """The 95% percentile-bootstrap interval ``[low, high]`` of ``statistic`` over queries resampled with
     replacement (``scipy.stats.bootstrap``, seeded); None with fewer than 2 queries, ``resamples`` < 1, or a
     statistic undefined on the data."""
+    from scipy.stats import bootstrap
+
     if len(qids) < 2 or resamples < 1:
         return None
 
@@ -90,6 +93,8 @@ def with_interval(qids: Sequence[str], statistic: Callable[[list[str]], float | 
 
 
 def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None) -> float | None:
+    from sklearn.metrics import cohen_kappa_score
+
     if not pairs:
         return None
     human = np.array([h for _, h, _ in pairs])
@@ -113,6 +118,8 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
     """Agreement figures of ``pairs`` (see the module docstring), each ``{"value", "ci95"}``, plus counts and
     the confusion matrix. Weighted kappas are None when ``graded`` is False (binary qrels have no grades
     between "not relevant" and "relevant" to weight)."""
+    from sklearn.metrics import confusion_matrix
+
     by_query: dict[str, list[Pair]] = {}
     for p in pairs:
         by_query.setdefault(p[0], []).append(p)
@@ -195,6 +202,8 @@ def _means(table: Mapping[str, Mapping[str, Mapping[str, float]]], measure: str,
 
 
 def _tau(human: Mapping[str, float], judge: Mapping[str, float]) -> float | None:
+    from scipy.stats import kendalltau
+
     systems = sorted(human)
     if len(systems) < 2:
         return None
@@ -222,6 +231,8 @@ def system_ranking(human_table: Mapping, judge_table: Mapping, qids: Sequence[st
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Spearman's rho; None when undefined (fewer than 3 points or a constant side)."""
+    from scipy.stats import spearmanr
+
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     with warnings.catch_warnings():

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from collections.abc import Sequence
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -58,3 +59,12 @@ class SearchBackend(Protocol):
     """What phase two needs from a search: ``search(query, mode, limit) -> SearchAnswer``."""
 
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer: ...
+
+
+@runtime_checkable
+class PreparesQueries(Protocol):
+    """A backend that can embed a whole query set before searching it (the built-in SQLite and
+    PostgreSQL searches): ``prepare_queries(queries, mode) -> int`` (how many were embedded), after
+    which ``search`` on those queries does no model work. External searches need no such step."""
+
+    def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int: ...

@@ -1,0 +1,329 @@
+"""Query-side speed (issue 15, item 5): phase two embeds its whole query set before judging
+(:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.evaluate.prepare_search`) with the very same
+results, and the command line loads torch only for what needs the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judge_runner.corpus.read import clean_text
+from judge_runner.embedding import HashEmbedder
+from judge_runner.evaluate import EvaluateOptions, run_evaluation
+from judge_runner.labelling import LabelReply
+from judge_runner.models import Query
+from judge_runner.results import RunWriter, read_run
+from judge_runner.search.sqlite import SQLiteIndex
+from tests.test_run_loop import StubJudge
+from tests.test_search import FIRST, HOSTILE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# on-topic, off-topic, identifiers, other scripts, hostile syntax, blank: every kind of query text
+QUERIES = [
+    *FIRST,
+    *HOSTILE,
+    "how do I drain a kubernetes node before maintenance",
+    "what is the capital of Australia",
+    "best hiking trails near Lisbon",
+    "rotate the postgres credentials",
+    "lone surrogate \ud800 in a query",
+]
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records every ``encode`` call (the texts, the batch size, the thread)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dimension = inner, inner.name, inner.dimension
+        self.calls: list[tuple[list[str], int, str]] = []
+
+    def encode(self, texts, batch_size=32):
+        self.calls.append((list(texts), batch_size, threading.current_thread().name))
+        return self.inner.encode(texts, batch_size=batch_size)
+
+
+def answers(index, queries, mode, **kwargs):
+    """Each query's answer as a dict, latency left out (the only field that may differ)."""
+    return [index.search(q, mode=mode, limit=10, **kwargs).model_dump(exclude={"latencyMs"}) for q in queries]
+
+
+@pytest.fixture
+def hash_index(hash_fixtures_db):
+    embedder = CountingEmbedder(HashEmbedder())
+    with SQLiteIndex(hash_fixtures_db, embedder=embedder, readonly=True) as index:
+        yield index, embedder
+
+
+def same_answers(got: list[dict], expected: list[dict], tolerance: float) -> None:
+    """Equal answers, each score within ``tolerance`` (0: exactly equal)."""
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert [(h["source"], h["anchor"], h["lineStart"], h["matchedBy"], h["snippet"]) for h in g["results"]] == [
+            (h["source"], h["anchor"], h["lineStart"], h["matchedBy"], h["snippet"]) for h in e["results"]
+        ], e["query"]
+        assert (g["query"], g["mode"], g["confident"]) == (e["query"], e["mode"], e["confident"])
+        for gh, eh in zip(g["results"], e["results"]):
+            for name in ("bm25", "cosine", "rrf"):
+                a, b = gh["scores"][name], eh["scores"][name]
+                assert (a is None) == (b is None) and (a is None or abs(a - b) <= tolerance), (e["query"], gh["source"], name, a, b)
+            assert abs(gh["score"] - eh["score"]) <= tolerance
+        if tolerance == 0:
+            assert g == e
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_prepared_minilm_search_gives_the_unprepared_results(fixtures_index, mode):
+    """The real model: vectors of a padded batch are about 1e-7 away from a lone query's, so scores may
+    differ by that much; every answer's documents, order, snippets and confidence are the same."""
+    index, _ = fixtures_index
+    before = answers(index, QUERIES, mode)
+    try:
+        assert index.prepare_queries(QUERIES, mode) == len({clean_text(q) for q in QUERIES if q.strip()})
+        same_answers(answers(index, QUERIES, mode), before, tolerance=2e-6)
+    finally:
+        index.forget_queries()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "fts"])
+def test_prepared_search_does_no_model_work(hash_index, mode):
+    index, embedder = hash_index
+    before = answers(index, QUERIES, mode)
+    embedder.calls.clear()
+    embedded = index.prepare_queries(QUERIES, mode)
+    if mode == "fts":
+        assert embedded == 0 and embedder.calls == []
+    else:
+        assert len(embedder.calls) == 1, "one encode call for the whole set"
+        texts, _, _ = embedder.calls[0]
+        assert len(texts) == embedded and all(t.strip() for t in texts)
+    embedder.calls.clear()
+    same_answers(answers(index, QUERIES, mode), before, tolerance=0)  # the hashing embedder is exact in any batch
+    assert embedder.calls == [], "a prepared query is never embedded again"
+    assert index.prepare_queries(QUERIES, mode) == 0, "a second preparation embeds nothing new"
+    index.forget_queries()
+    index.search("kubernetes", mode=mode)
+    assert len(embedder.calls) == (0 if mode == "fts" else 1)
+
+
+def test_given_query_vector_is_used_and_checked(hash_index):
+    index, embedder = hash_index
+    query = "drain a kubernetes node"
+    vector = HashEmbedder().encode([query])[0]
+    embedder.calls.clear()
+    assert answers(index, [query], "hybrid", query_vector=vector) == answers(index, [query], "hybrid")[:1]
+    assert len(embedder.calls) == 1, "only the search without a vector embedded"
+    other = answers(index, [query], "vector", query_vector=HashEmbedder().encode(["pgbouncer connection pooling"])[0])
+    assert other[0]["results"][0]["source"] == "runbooks/pgbouncer-connection-pooling.md", "the given vector is what ranks"
+    with pytest.raises(ValueError, match="shape"):
+        index.search(query, query_vector=np.zeros(3, dtype=np.float32))
+
+
+def test_unknown_mode_is_refused_before_any_model_work(hash_index):
+    index, embedder = hash_index
+    embedder.calls.clear()
+    with pytest.raises(ValueError, match="unknown search mode"):
+        index.prepare_queries(["x"], "semantic")  # type: ignore[arg-type]
+    assert embedder.calls == []
+
+
+class FixedJudge(StubJudge):
+    """The run loop's stub judge, labelling every document 2 whatever its source; judged like a model
+    (the run loop gives a heuristic judge one worker)."""
+
+    heuristic = False
+
+    def label_one(self, query, intent, document, sampling, log=lambda m: None):
+        return LabelReply(2, "stub")
+
+
+def run_queries(n: int) -> list[Query]:
+    words = ["kubernetes node drain", "pgbouncer pooling", "DEC-0054", "backup snapshots", "real-time indexing"]
+    return [
+        Query(id=f"q{i}", query=f"{words[i % len(words)]} {i}", queryIntent="i", queryType="keyword", expectedSources=[]) for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 9])
+@pytest.mark.hash_embedder
+def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, concurrency):
+    """The run loop's main thread embeds the first ``concurrency`` queries before the first search and
+    the rest once those are being judged; no search of the run embeds (so no model work or embedder
+    lock sits between judge calls)."""
+    index, embedder = hash_index
+    index.forget_queries()
+    order: list[int] = []
+    search = index.search
+
+    def traced_search(query, mode="hybrid", limit=10):
+        order.append(len(embedder.calls))
+        return search(query, mode=mode, limit=limit)
+
+    index.search = traced_search  # type: ignore[method-assign]
+    try:
+        embedder.calls.clear()
+        writer = RunWriter(tmp_path)
+        qs = run_queries(7)
+        outcome = run_evaluation(
+            qs,
+            index,
+            FixedJudge(),
+            writer,
+            {"config": {}},
+            EvaluateOptions(concurrency=concurrency, judge_mode="batched"),
+            echo=lambda m: None,
+        )
+    finally:
+        del index.search
+        index.forget_queries()
+    assert outcome.summary["evaluated"] == 7
+    texts = [q.query for q in qs]
+    batches = [texts[:concurrency], texts[concurrency:]] if concurrency < 7 else [texts]
+    assert [call[0] for call in embedder.calls] == batches
+    assert {call[2] for call in embedder.calls} == {threading.main_thread().name}
+    assert order == [1] * min(concurrency, 7) + [2] * max(0, 7 - concurrency), "each search after its batch; no search embedded"
+
+
+class BrokenPreparation:
+    """A built-in-like search whose preparation fails (a model that cannot load) but whose searches
+    work: the run goes on, each query searched as before."""
+
+    def __init__(self, index):
+        self.index, self.prepared = index, 0
+
+    def prepare_queries(self, queries, mode="hybrid"):
+        self.prepared += 1
+        raise RuntimeError("cannot load the embedding model")
+
+    def search(self, query, mode="hybrid", limit=10):
+        return self.index.search(query, mode=mode, limit=limit)
+
+
+@pytest.mark.hash_embedder
+def test_a_failed_preparation_is_logged_and_the_run_goes_on(hash_index, tmp_path):
+    index, _ = hash_index
+    search = BrokenPreparation(index)
+    logged: list[str] = []
+    writer = RunWriter(tmp_path)
+    outcome = run_evaluation(
+        run_queries(3), search, FixedJudge(), writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None, log=logged.append
+    )
+    assert search.prepared == 1
+    assert outcome.summary["evaluated"] == 3 and outcome.exit_code == 0
+    assert any("could not embed the queries up front" in m and "cannot load the embedding model" in m for m in logged)
+    assert [line["type"] for line in read_run(writer.path)].count("evaluation") == 3
+
+
+def imported_after(args: list[str], env_extra: dict[str, str] | None = None) -> dict:
+    """Run ``judge-runner ARGS`` in a fresh interpreter and return its exit code and whether torch,
+    sentence_transformers or transformers were imported by the end."""
+    probe = (
+        "import sys, json\n"
+        "from judge_runner.cli.app import main\n"
+        "try:\n"
+        "    main.main(args=sys.argv[1:], standalone_mode=False)\n"
+        "    code = 0\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "except Exception as exc:\n"
+        "    code = type(exc).__name__\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'scipy', 'sklearn')\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps({'code': code, **{m: m in sys.modules for m in heavy}}) + '\\n')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env_extra or {})}
+    done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")]
+    assert line, done.stderr[-2000:]
+    return json.loads(line[-1][len("MODULES ") :])
+
+
+def test_fts_search_from_the_shell_never_imports_torch(fixtures_index, tmp_path):
+    """The session's MiniLM index: an fts search needs no vector, so no model and no torch."""
+    index, _ = fixtures_index
+    db = tmp_path / "index.sqlite"
+    import sqlite3
+
+    copy = sqlite3.connect(db)
+    index.conn.backup(copy)
+    copy.close()
+    seen = imported_after(["search", "drain a kubernetes node", "--mode", "fts", "--db", str(db), "--json"])
+    assert seen["code"] in (0, None) and not seen["torch"] and not seen["sentence_transformers"], seen
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["search", "--help"], ["trend", "--help"], ["report", "--help"], ["evaluate", "--help"], ["calibrate", "--help"]],
+)
+def test_startup_and_help_import_no_model_nor_statistics_stack(args):
+    seen = imported_after(args)
+    assert seen["code"] in (0, None), seen
+    assert not any(seen[m] for m in ("torch", "sentence_transformers", "transformers", "scipy", "sklearn")), seen
+
+
+def test_trend_and_report_import_no_model(tmp_path):
+    """With real (older-format) run files to read, chart and bootstrap: statistics may load, torch never."""
+    import shutil
+
+    results = tmp_path / "quality-results"
+    shutil.copytree(ROOT / "tests" / "data" / "runs-before-format-version", results)
+    for args in (["trend", str(results)], ["report", str(results), "--out", str(tmp_path / "reports")]):
+        seen = imported_after(args)
+        assert seen["code"] in (0, 1, None), (args, seen)
+        assert not seen["torch"] and not seen["sentence_transformers"], (args, seen)
+
+
+def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
+    """Queries (small inputs) are encoded on one intra-op thread, passages with torch's setting, which is
+    restored after each call."""
+    torch = pytest.importorskip("torch")
+    from judge_runner.embedding import SMALL_INPUT_CHARS
+
+    embedder.encode(["load the model"])
+    seen: list[int] = []
+    real = embedder._model.encode
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(embedder._model, "encode", recording)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        embedder.encode(["drain a kubernetes node", "rotate the postgres credentials"])
+        embedder.encode(["word " * (SMALL_INPUT_CHARS // 5 + 1)])
+        assert seen == [1, 2] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_postgres_prepared_search_gives_the_same_results_without_model_work(postgres_dsn):
+    """The PostgreSQL backend shares the preparation (ChunkSearch): same answers, no encode per search."""
+    import uuid
+
+    from judge_runner.search.indexer import index_tree
+    from judge_runner.search.postgres import PostgresIndex
+    from tests.test_search_postgres import _drop_schema
+
+    schema = f"jr_test_{uuid.uuid4().hex[:10]}"
+    embedder = CountingEmbedder(HashEmbedder())
+    try:
+        with PostgresIndex(postgres_dsn, embedder=embedder, schema=schema) as index:
+            index_tree(index, ROOT / "fixtures")
+            index.commit()
+            for mode in ("hybrid", "vector"):
+                before = answers(index, QUERIES, mode)
+                embedder.calls.clear()
+                assert index.prepare_queries(QUERIES, mode) > 0 and len(embedder.calls) == 1
+                same_answers(answers(index, QUERIES, mode), before, tolerance=0)
+                assert len(embedder.calls) == 1, "no search embedded its query"
+                index.forget_queries()
+    finally:
+        _drop_schema(postgres_dsn, schema)

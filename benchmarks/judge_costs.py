@@ -60,8 +60,10 @@ from judge_runner.indexing import index_fixtures, open_index  # noqa: E402
 from judge_runner.judge import LLMJudge  # noqa: E402
 from judge_runner.judgment_cache import JudgmentCache  # noqa: E402
 from judge_runner.llm.anthropic_provider import AnthropicProvider  # noqa: E402
+from judge_runner.llm.batch import batching_provider  # noqa: E402
 from judge_runner.llm.budget import Budget  # noqa: E402
 from judge_runner.llm.pricing import Price, Usage, cost_usd, price_for  # noqa: E402
+from judge_runner.llm.registry import get_spec  # noqa: E402
 from judge_runner.llm.retry import RetryPolicy  # noqa: E402
 from judge_runner.printer import Printer  # noqa: E402
 from judge_runner.results import RunWriter  # noqa: E402
@@ -99,26 +101,36 @@ class Setup:
 
 
 def judge_run(
-    model: str, mode: str, queries, index, workdir: Path, setup: Setup, cache: JudgmentCache | None, marked: bool = True
+    model: str,
+    mode: str,
+    queries,
+    index,
+    workdir: Path,
+    setup: Setup,
+    cache: JudgmentCache | None,
+    marked: bool = True,
+    batch: bool = False,
 ) -> Measured:
-    """Judge ``queries`` with ``model`` in ``mode`` against a fresh fake server (a cold provider cache)."""
+    """Judge ``queries`` with ``model`` in ``mode`` against a fresh fake server (a cold provider cache);
+    ``batch``: through the fake's Message Batches API (``--batch``), priced at batch prices."""
     with FakeLLMServer(latency_s=setup.latency_s) as server:
         kind = AnthropicProvider if marked else UncachedProvider
         provider = kind(model, RetryPolicy(max_retries=1), Budget(), timeout_s=30, api_key="fake", base_url=server.anthropic_base_url)
+        chat = batching_provider(provider, get_spec("anthropic").load_batches(), max_poll_s=0.2) if batch else provider
         outcome = run_evaluation(
             queries,
             index,
-            LLMJudge(provider),
+            LLMJudge(chat),
             RunWriter(workdir / "runs"),
             {"config": {}},
             EvaluateOptions(search_limit=setup.limit, concurrency=setup.concurrency, judge_mode=mode),
-            budget=provider.budget,
+            budget=chat.budget,
             echo=lambda m: None,
             cache=cache,
         )
         labels_tools = [t for r in server.requests for t in r.body.get("tools") or [] if t.get("name") == "record_labels"]
         counts = {t["input_schema"]["properties"]["labels"]["minItems"] for t in labels_tools}
-        return Measured(server.count(), provider.budget.usage, outcome.summary, counts)
+        return Measured(server.count(), chat.budget.usage, outcome.summary, counts)
 
 
 def input_cost(usage: Usage, price: Price) -> float:
@@ -188,6 +200,7 @@ def main() -> None:
     again: dict[tuple[str, str], Measured] = {}
     edited_run: dict[tuple[str, str], Measured] = {}
     parallel: dict[tuple[str, str], Measured] = {}  # the first run again at the run's default concurrency, no judgment cache
+    batched_api: dict[str, Measured] = {}  # Sonnet-class first run through the fake's Message Batches API
     concurrent = dataclasses.replace(setup, concurrency=args.parallel)
     try:
         with open_index(settings, must_exist=True) as index:
@@ -197,6 +210,8 @@ def main() -> None:
                     first[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, caches[model_class, mode])
                     again[model_class, mode] = judge_run(model, mode, queries, index, workdir, setup, caches[model_class, mode])
                     parallel[model_class, mode] = judge_run(model, mode, queries, index, workdir, concurrent, None)
+            for mode in MODES:
+                batched_api[mode] = judge_run(MODELS["Sonnet-class"], mode, queries, index, workdir, setup, None, batch=True)
         edited = edit_corpus(corpus, args.edited)
         index_fixtures(settings, corpus, prune=True, printer=quiet).index.close()
         with open_index(settings, must_exist=True) as index:
@@ -266,7 +281,19 @@ def main() -> None:
     print(f"goal <= ${GOAL_USD} per judged query on a weekly re-run: met by {len(met)} of {len(rerun)} re-run rows")
     for r in rerun:
         print(f"  {r['judge']:<12} {r['mode']:<9} {r['prices']:<5} ${r['usd_q']:.4f} {'met' if r['usd_q'] <= GOAL_USD else 'NOT met'}")
-    print(f"batch prices: Price.for_batch() on the same usage (no batch was submitted); work files in {workdir}")
+    print("batch rows: Price.for_batch() on the sync run's usage; checked against a first run sent through the fake's Message Batches API:")
+    for mode, m in batched_api.items():
+        sync = first["Sonnet-class", mode]
+        price = price_for(MODELS["Sonnet-class"])
+        assert price is not None
+        estimated = cost_usd(sync.usage, price.for_batch()) or 0.0
+        batch_block = m.summary.get("batch") or {}
+        print(
+            f"  Sonnet-class {mode:<9} {batch_block.get('batches', 0)} batch(es), {batch_block.get('requests', 0)} requests; input {m.usage.input_tokens + m.usage.cache_write_tokens + m.usage.cache_read_tokens:,} "
+            f"(cache read {m.usage.cache_read_tokens:,}), output {m.usage.output_tokens:,}; "
+            f"${m.summary['costUsd']:.4f} per run vs ${estimated:.4f} estimated from the sync run"
+        )
+    print(f"work files in {workdir}")
 
 
 if __name__ == "__main__":

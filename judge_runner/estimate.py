@@ -61,6 +61,18 @@ PLACEHOLDER_LABEL = 1
 PLACEHOLDER_REASON = ("The text names the subject of the query but does not show the steps the intent asks for. " * 2)[
     :TYPICAL_REASON_CHARS
 ]
+EXPECTED_AGENT_TURNS = 8
+"""Phase one, rough: requests a typical exploring agent makes (list, glob, about five reads, submit)."""
+AGENT_TURN_OUTPUT_TOKENS = 150
+"""Phase one, rough: output tokens of one exploring turn (a tool call and a sentence)."""
+QUERY_OUTPUT_TOKENS = 120
+"""Phase one, rough: output tokens per query in ``submit_queries`` (about 480 characters of JSON)."""
+AGENT_MAX_TOKENS = 8192
+"""``max_tokens`` of every phase-one request (``generate.generate_with_llm``)."""
+CONTEXT_TOKENS = 200_000
+"""Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard window;
+a longer request is refused, which ends phase one)."""
+ROUGH_SNIPPET_CHARS = 240
 MODES = ("sync", "batch", "cached")
 
 

@@ -410,7 +410,10 @@ def start_estimate(
         answers, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
         for query, answer in answers:
             memo.remember(query.query, options.search_mode, options.search_limit, answer)
-        price = getattr(getattr(judge, "provider", None), "price", None) or price_for(judge.model)
+        provider = getattr(judge, "provider", None)
+        batch = getattr(judge, "batching", None) is not None
+        # the standard price: a batching provider's own price is already halved (Price.for_batch)
+        price = getattr(getattr(provider, "inner", provider), "price", None) or price_for(judge.model)
         [estimate] = estimate_answers(
             answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
         )
@@ -420,7 +423,7 @@ def start_estimate(
     except Exception as exc:  # noqa: BLE001 - the estimate is advice: the run must not fail for it
         say(f"note: no cost estimate ({type(exc).__name__}: {str(exc)[:200]})")
         return memo, None
-    block = estimate.summary_block()
+    block = estimate.summary_block(batch)
     cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
     cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)
     over = f"; above --max-budget-usd {cap:.2f}: the run may stop early" if cap is not None and (block["costUsd"] or 0) > cap else ""

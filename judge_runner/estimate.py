@@ -355,11 +355,14 @@ class ModelEstimate:
             },
         }
 
-    def summary_block(self) -> dict[str, Any]:
+    def summary_block(self, batch: bool = False) -> dict[str, Any]:
         """The run summary's ``estimate`` block (:class:`judge_runner.runlines.RunEstimate`): calls, input and
-        output tokens, expected USD at sync, batch and cached prices, and the sync worst case (USD values
-        null when the price is unknown)."""
+        output tokens, and USD (null when the price is unknown): ``costUsd`` and ``worstCaseCostUsd`` in the
+        mode the run uses (the judge always marks its prompt cacheable, so: cached, at batch prices when
+        ``batch``), beside the expected cost at plain ``batch`` and ``cached`` prices. ``self.price`` is the
+        standard price (never an already-halved batch price)."""
         by_mode = costs(self.calls, self.price)
+        run_mode = costs(self.calls, self.price.for_batch() if batch and self.price is not None else self.price)["cached"]
 
         def usd(value: float | None) -> float | None:
             return None if value is None else round(value, 6)
@@ -368,8 +371,9 @@ class ModelEstimate:
             "calls": len(self.calls),
             "inputTokens": sum(c.input_tokens for c in self.calls),
             "outputTokens": sum(c.output_tokens for c in self.calls),
-            "costUsd": usd(by_mode["sync"].expected),
-            "worstCaseCostUsd": usd(by_mode["sync"].worst),
+            "costUsd": usd(run_mode.expected),
+            "worstCaseCostUsd": usd(run_mode.worst),
+            "batch": batch,
             "batchCostUsd": usd(by_mode["batch"].expected),
             "cachedCostUsd": usd(by_mode["cached"].expected),
         }

@@ -410,8 +410,7 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
             + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
         )
-    cost, planned = summary["costUsd"], summary.get("estimate") or {}
-    estimate = planned.get("batchCostUsd" if batch else "costUsd")
+    cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
     prices = " at batch prices" if batch else ""
     out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")

@@ -335,15 +335,26 @@ class RunEstimate(BaseModel):
     calls: int = Field(ge=0, description="Judge calls the run was expected to make (labels in the judgment cache excluded).")
     inputTokens: int = Field(ge=0, description="Estimated input tokens: JSON length of what the model reads / 4.")
     outputTokens: int = Field(ge=0, description="Expected output tokens (a typical reply per call).")
-    costUsd: float | None = Field(default=None, ge=0, description="Expected USD at standard (sync) prices; null when the price is unknown.")
-    worstCaseCostUsd: float | None = Field(
-        default=None, ge=0, description="USD if every call wrote its max_tokens (re-asks not included); null when the price is unknown."
+    costUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Expected USD in the run's own mode: the prompt cache read after each kind's first call, at batch prices "
+        "when batch is true; null when the price is unknown.",
     )
-    batchCostUsd: float | None = Field(default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount).")
+    worstCaseCostUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="USD in the run's mode if every call wrote its max_tokens (re-asks not included); null when the price is unknown.",
+    )
+    batch: bool = Field(default=False, description="The run sent its judge calls through a batch API (costUsd at batch prices).")
+    batchCostUsd: float | None = Field(
+        default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount), no prompt cache."
+    )
     cachedCostUsd: float | None = Field(
         default=None,
         ge=0,
-        description="Expected USD with the tool schema and system prompt read from the prompt cache after each kind's first call.",
+        description="Expected USD at standard prices with the tool schema and system prompt read from the prompt cache after "
+        "each kind's first call.",
     )
 
 

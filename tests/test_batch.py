@@ -102,6 +102,12 @@ def test_batch_run_writes_the_same_evaluations_as_the_synchronous_run(api, mode,
     assert batch_summary["usage"]["outputTokens"] == sync_summary["usage"]["outputTokens"]
     assert batch_summary["usage"]["calls"] == sync_summary["usage"]["calls"] == sync_requests
     assert batch_summary["costUsd"] == pytest.approx(sync_summary["costUsd"] / 2, rel=1e-4)
+    # the estimate in the run's own mode: halved once (a batching provider's price is already the batch
+    # price; the estimate starts from the standard one), with the prompt cache as the run marks it
+    estimate, sync_estimate = batch_summary["estimate"], sync_summary["estimate"]
+    assert estimate["batch"] is True and sync_estimate["batch"] is False
+    assert estimate["costUsd"] == pytest.approx(sync_estimate["costUsd"] / 2, rel=1e-3)
+    assert estimate["batchCostUsd"] == pytest.approx(sync_estimate["batchCostUsd"], rel=1e-3)
     assert batch_summary["batch"] == {
         "batches": 2,
         "resumedBatches": 0,

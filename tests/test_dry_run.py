@@ -81,7 +81,9 @@ def test_dry_run_estimates_within_15_percent_of_what_the_fake_server_counts(api,
     # the run's summary carries the same estimate, and the printed summary compares cost with it
     assert summary["estimate"]["calls"] == chosen["calls"]
     assert summary["estimate"]["inputTokens"] == pytest.approx(chosen["inputTokens"], rel=0.01)
-    assert summary["estimate"]["costUsd"] == pytest.approx(chosen["costUsd"]["sync"]["expected"], rel=0.01)
+    # the run's own mode: the judge marks its prompt cacheable, so the expected cost is the cached one
+    assert summary["estimate"]["costUsd"] == pytest.approx(chosen["costUsd"]["cached"]["expected"], rel=0.01)
+    assert summary["estimate"]["batch"] is False
     assert "(estimate $" in result.output and f"estimate: {chosen['calls']} judge calls" in result.output
 
 

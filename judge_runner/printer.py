@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +23,24 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def closed_stream_safe(say: Say, stream: str) -> Say:
+    """``say`` that survives its reader going away (``judge-runner ... | head``): on a broken pipe the stream
+    (``"stdout"`` or ``"stderr"``) is pointed at the null device, so nothing more is written to it and
+    Python's flush at exit raises nothing, and the line is dropped. The job goes on and ends with its own
+    exit code: a run is never cut short, nor reported as a failed quality gate (click's exit 1 on EPIPE),
+    because nobody reads its output any more. Any other OSError is raised."""
+
+    def guarded(message: str) -> None:
+        try:
+            say(message)
+        except OSError as exc:
+            if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
+                raise
+            setattr(sys, stream, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - lives as long as the process
+
+    return guarded
+
+
 @dataclass(frozen=True)
 class Printer:
     """The two streams a job prints to, each a callable taking one line (the CLI passes ``click.echo``).
@@ -33,6 +53,11 @@ class Printer:
     out: Say = field(default=_stdout)
     err: Say = field(default=_stderr)
     quiet: bool = False
+
+    def __post_init__(self) -> None:
+        # a reader that goes away (``| head``) silences the stream instead of stopping the job
+        object.__setattr__(self, "out", closed_stream_safe(self.out, "stdout"))
+        object.__setattr__(self, "err", closed_stream_safe(self.err, "stderr"))
 
     def note(self, message: str) -> None:
         """Progress on stderr, unless quiet."""

@@ -10,6 +10,8 @@ reported.
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -257,3 +259,41 @@ def test_cached_column_honours_each_models_cache_minimum():
     assert (sonnet.cache_min_tokens, haiku.cache_min_tokens) == (1024, 4096)
     assert costs(calls, haiku)["cached"].expected == pytest.approx(costs(calls, haiku)["sync"].expected)
     assert costs(calls, sonnet)["cached"].expected < 0.6 * costs(calls, sonnet)["sync"].expected
+
+
+def test_a_reader_that_goes_away_neither_stops_the_job_nor_fails_it(query_set, db_copy, tmp_path):
+    """`judge-runner ... | head`: stdout's reader closes the pipe before the job prints. The job finishes
+    with its own exit code (0 here), not click's 1 for a broken pipe (1 reads as a failed quality gate),
+    and prints no traceback."""
+    import subprocess
+    import sys
+
+    code = "import sys; from judge_runner.cli.app import entry; sys.argv[0] = 'judge-runner'; entry()"
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--provider", "anthropic", "--dry-run"]
+    env = {**os.environ, "ANTHROPIC_API_KEY": "unused", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "internal error" not in stderr
+
+
+def test_printer_drops_lines_after_a_broken_pipe():
+    from judge_runner.printer import Printer
+
+    calls: list[str] = []
+
+    def gone(message: str) -> None:
+        calls.append(message)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    saved = sys.stdout
+    try:
+        printer = Printer(gone, lambda m: None)
+        printer.out("first")  # raises inside, swallowed: the job goes on
+        assert calls == ["first"] and sys.stdout is not saved  # stdout now writes to the null device
+    finally:
+        sys.stdout = saved
+    with pytest.raises(OSError, match="disk"):
+        Printer(lambda m: (_ for _ in ()).throw(OSError(28, "No space left on disk")), print).out("x")

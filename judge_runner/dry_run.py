@@ -49,10 +49,20 @@ if TYPE_CHECKING:
 def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, str, Price | None, bool]]:
     """``[(provider, model, price or None, chosen)]``: the judge (or, with ``generator``, the query writer)
     the settings choose, first, then each other LLM provider's default model for comparison. An offline
-    choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed."""
+    choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed. Raises
+    UsageError for ``--batch`` with the heuristic judge, as the real run does."""
     from judge_runner.llm.registry import PROVIDERS, detect, get_spec
+    from judge_runner.roles import check_batch_provider
 
-    spec = detect()[0] if settings.provider == "auto" else get_spec(settings.provider)
+    spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
+    if not generator:
+        from judge_runner.config import ConfigError
+        from judge_runner.failures import UsageError
+
+        try:
+            check_batch_provider(spec, reason, settings)  # refused as the real run refuses it (exit 2)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     out: list[tuple[str, str, Price | None, bool]] = []
     if not spec.heuristic:
         model = settings.model if generator else (settings.judge_model or settings.model)

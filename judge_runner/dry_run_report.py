@@ -49,6 +49,8 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
         "phaseOne": phase_one,
         "phaseTwo": judging,
         "assumptions": assumptions,
+        "runMode": "batch+cached" if settings.batch else "cached",
+        "maxBudgetUsd": settings.max_budget_usd,
     }
 
 
@@ -60,14 +62,14 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     """The report as aligned text lines (what a dry run prints without ``--json``)."""
     lines = [NOTHING_WRITTEN]
     head = f"{'provider/model':<30} {'calls':>6} {'input tok':>11} {'output tok':>10}"
-    head += "".join(f" {m + ' $ (worst)':>24}" for m in MODES)
+    head += "".join(f" {m + ' $ (worst)':>26}" for m in MODES)
 
     def row(r: dict[str, Any]) -> str:
         name = ("* " if r["chosen"] else "  ") + f"{r['provider']}/{r['model']}"
         text = f"{name:<30} {r['calls']:>6,} {r['inputTokens']:>11,} {r['outputTokens']:>10,}"
         for m in MODES:
             c = r["costUsd"][m]
-            text += f" {_usd(c['expected']) + ' (' + _usd(c['worst']) + ')':>24}"
+            text += f" {_usd(c['expected']) + ' (' + _usd(c['worst']) + ')':>26}"
         return text
 
     one = report.get("phaseOne")
@@ -97,6 +99,19 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     if not any(r["chosen"] for r in two["judges"]):
         lines.append("the chosen provider is offline (the heuristic judge): no paid calls; the rows show what an LLM judge would cost")
     lines.append("* the judge the run would use; the other rows are each provider's default model, for comparison")
+    mode = report.get("runMode", "cached")
+    lines.append(
+        f"the run would pay the '{mode}' column: the judge marks its prompt cacheable"
+        + (", and --batch sends it through the batch API" if mode == "batch+cached" else "; --batch would pay 'batch+cached'")
+    )
+    cap = report.get("maxBudgetUsd")
+    chosen = next((r for r in two["judges"] if r["chosen"]), None)
+    worst = chosen["costUsd"][mode]["worst"] if chosen is not None else None
+    if cap is not None and worst is not None and worst > cap:
+        lines.append(
+            f"warning: the worst case in that mode ({_usd(worst)}) is above --max-budget-usd ${cap:,.2f}: calls are refused once "
+            "the budget cannot cover their worst case, so the run may stop early"
+        )
     lines += [f"assumption: {a}" for a in report["assumptions"]]
     return lines
 

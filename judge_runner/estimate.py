@@ -44,7 +44,7 @@ from judge_runner.judge_requests import JudgeRequest, ListItem, batched_request,
 from judge_runner.judgment_cache import CachedJudgment
 from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.llm.base import ToolSpec, Turn
-from judge_runner.llm.pricing import Price
+from judge_runner.llm.pricing import Price, batch_discount
 
 if TYPE_CHECKING:
     from judge_runner.llm.anthropic_provider import AnthropicProvider
@@ -73,7 +73,7 @@ CONTEXT_TOKENS = 200_000
 """Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard window;
 a longer request is refused, which ends phase one)."""
 ROUGH_SNIPPET_CHARS = 240
-MODES = ("sync", "batch", "cached")
+MODES = ("sync", "batch", "cached", "batch+cached")
 
 
 def tokens(part: Any) -> int:
@@ -281,8 +281,9 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     """USD of ``calls`` in each mode of :data:`MODES`: ``sync`` (standard prices), ``batch``
     (``price.for_batch()``) and ``cached`` (standard prices, each distinct prefix written to the prompt
     cache by its first call and read by the later ones when it is at least ``price.cache_min_tokens``, the
-    model's minimum in ``pricing.json``, e.g. 4096 for Haiku 4.5).
-    Worst case: every call writes ``max_output_tokens``."""
+    model's minimum in ``pricing.json``, e.g. 4096 for Haiku 4.5), and ``batch+cached`` (the cached figure
+    at batch prices: what a ``--batch`` run pays, the judge marking its prompt cacheable; a synchronous run
+    pays ``cached``). Worst case: every call writes ``max_output_tokens``."""
     if price is None:
         return {mode: Cost(None, None) for mode in MODES}
     inp = sum(c.input_tokens for c in calls)
@@ -300,6 +301,11 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
         "sync": Cost(_usd(inp, out, price), _usd(inp, worst_out, price)),
         "batch": Cost(_usd(inp, out, batch), _usd(inp, worst_out, batch)),
         "cached": Cost(cached_in + out * price.output / 1_000_000, cached_in + worst_out * price.output / 1_000_000),
+        # batch prices halve every token class, cache reads and writes included (pricing.json batchSource)
+        "batch+cached": Cost(
+            (cached_in + out * price.output / 1_000_000) * batch_discount(),
+            (cached_in + worst_out * price.output / 1_000_000) * batch_discount(),
+        ),
     }
 
 
@@ -362,7 +368,7 @@ class ModelEstimate:
         ``batch``), beside the expected cost at plain ``batch`` and ``cached`` prices. ``self.price`` is the
         standard price (never an already-halved batch price)."""
         by_mode = costs(self.calls, self.price)
-        run_mode = costs(self.calls, self.price.for_batch() if batch and self.price is not None else self.price)["cached"]
+        run_mode = by_mode["batch+cached" if batch else "cached"]
 
         def usd(value: float | None) -> float | None:
             return None if value is None else round(value, 6)

@@ -133,11 +133,7 @@ def build_roles(
         spec, reason = detect(environ)
     else:
         spec, reason = get_spec(settings.provider), "--provider"
-    if spec.heuristic and settings.batch:
-        raise ConfigError(
-            f"--batch sends the judge's calls through an LLM provider's batch API, but the provider is {spec.name} ({reason}): "
-            f"the heuristic judge makes no API calls; set --provider anthropic or openai, or drop --batch"
-        )
+    check_batch_provider(spec, reason, settings)
     if spec.heuristic:
         from judge_runner.embedding import get_embedder
         from judge_runner.heuristic.judge import HeuristicJudge
@@ -189,6 +185,16 @@ def build_roles(
     if settings.batch:
         judge = batch_judge(spec, judge, settings.batch_poll, say)
     return Roles(LLMQueryWriter(generator) if generator is not None else None, LLMJudge(judge), budget, description)
+
+
+def check_batch_provider(spec, reason: str, settings: Settings) -> None:
+    """Raises ConfigError (exit 2) for ``--batch`` (``settings.batch``) with the heuristic provider ``spec``
+    (chosen because of ``reason``): it makes no API calls to batch. The real run and ``--dry-run`` both ask."""
+    if spec.heuristic and settings.batch:
+        raise ConfigError(
+            f"--batch sends the judge's calls through an LLM provider's batch API, but the provider is {spec.name} ({reason}): "
+            f"the heuristic judge makes no API calls; set --provider anthropic or openai, or drop --batch"
+        )
 
 
 def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):

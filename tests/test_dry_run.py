@@ -297,3 +297,20 @@ def test_printer_drops_lines_after_a_broken_pipe():
         sys.stdout = saved
     with pytest.raises(OSError, match="disk"):
         Printer(lambda m: (_ for _ in ()).throw(OSError(28, "No space left on disk")), print).out("x")
+
+
+def test_dry_run_refuses_what_the_run_refuses_and_names_the_column_the_run_pays(query_set, db_copy, tmp_path):
+    base = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--no-cache", "--dry-run"]
+    refused = invoke([*base, "--provider", "offline", "--batch"])
+    assert refused.exit_code == 2 and "heuristic judge makes no API calls" in refused.output  # as the real run says
+    env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}  # nothing listens: nothing may be sent
+    sync = invoke([*base, "--provider", "anthropic"], env)
+    batch = invoke([*base, "--provider", "anthropic", "--batch", "--max-budget-usd", "0.05"], env)
+    assert sync.exit_code == 0 and batch.exit_code == 0, batch.output
+    assert "the run would pay the 'cached' column" in sync.stdout and "warning: the worst case" not in sync.stdout
+    assert "the run would pay the 'batch+cached' column" in batch.stdout
+    assert "above --max-budget-usd $0.05" in batch.stdout
+    report = dry_run([*base[:-1], "--provider", "anthropic", "--batch"], env)
+    costs_usd = report["phaseTwo"]["judges"][0]["costUsd"]
+    assert report["runMode"] == "batch+cached"
+    assert costs_usd["batch+cached"]["expected"] == pytest.approx(costs_usd["cached"]["expected"] / 2)

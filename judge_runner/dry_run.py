@@ -75,17 +75,21 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
 
 
 # -- phase two ------------------------------------------------------------------------------------------------
-def search_all(queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int) -> tuple[list[tuple[Query, SearchAnswer]], int]:
-    """``([(query, answer)], failures)``: each query searched with each ``(backend, mode)``; a failed search
-    is counted (the real run writes it as an error line, no call)."""
-    answers, failed = [], 0
+def search_all(
+    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
+) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
+    """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
+    ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
+    the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why."""
+    answers, failed, first = [], 0, None
     for backend, mode in searches:
         for query in queries:
             try:
                 answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
-            except Exception:  # noqa: BLE001 - the run records it as an error line; here it is only counted
+            except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
                 failed += 1
-    return answers, failed
+                first = first or f"{type(exc).__name__}: {str(exc)[:300]}"
+    return answers, failed, first
 
 
 def estimate_answers(
@@ -134,7 +138,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     """The report of a phase two on a known query set: search each query, then estimate every candidate."""
     from judge_runner.evaluate import human_grades
 
-    answers, failed = search_all(queries, searches, settings.search_limit)
+    answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
         human = human_grades(cache, tuple(settings.human_qrels) if settings.human_qrels is not None else None)
@@ -147,6 +151,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
         "queries": len(queries),
         "searches": len(answers),
         "searchFailures": failed,
+        "firstSearchFailure": why,
         "judges": [j.figures() for j in judges],
     }
 
@@ -417,7 +422,7 @@ def start_estimate(
 
     memo = MemoSearch(index)
     try:
-        answers, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
+        answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
         for query, answer in answers:
             memo.remember(query.query, options.search_mode, options.search_limit, answer)
         provider = getattr(judge, "provider", None)

@@ -90,6 +90,10 @@ def report_lines(report: dict[str, Any]) -> list[str]:
             + (f", {two['searchFailures']} failed" if two["searchFailures"] else "")
             + f"; judge mode {report['judgeMode']}, {report['trials']} trial(s), up to {report['searchLimit']} results each"
         )
+        if two.get("firstSearchFailure"):
+            lines.append(
+                f"warning: {two['searchFailures']} searches failed (the run writes each as an error line); the first: {two['firstSearchFailure']}"
+            )
     if two["judges"] and two["precision"] != "pool":
         first = two["judges"][0]
         lines.append(

@@ -314,3 +314,14 @@ def test_dry_run_refuses_what_the_run_refuses_and_names_the_column_the_run_pays(
     costs_usd = report["phaseTwo"]["judges"][0]["costUsd"]
     assert report["runMode"] == "batch+cached"
     assert costs_usd["batch+cached"]["expected"] == pytest.approx(costs_usd["cached"]["expected"] / 2)
+
+
+def test_a_dry_run_whose_searches_fail_says_why(query_set, db_copy, tmp_path):
+    """`--search-command 'false {query}'`: every search fails; the report says so and gives the first reason
+    instead of a bare "15 failed" and $0."""
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--no-cache", "--dry-run"]
+    result = invoke([*args, "--search-command", "false {query}", "--corpus", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "warning: 15 searches failed" in result.stdout and "the first: " in result.stdout
+    report = dry_run([*args[:-1], "--search-command", "false {query}", "--corpus", str(tmp_path)], {})
+    assert report["phaseTwo"]["searchFailures"] == 15 and "exit" in report["phaseTwo"]["firstSearchFailure"].lower()

@@ -27,8 +27,6 @@ from functools import partial
 
 import ir_measures
 import numpy as np
-from scipy.stats import bootstrap, kendalltau, spearmanr
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judge_runner.agreement import trials_alpha
 from judge_runner.calibrate.pool import PoolEntry, Runs
@@ -61,6 +59,7 @@ def bootstrap_interval(
     statistic undefined on the data."""
     if len(qids) < 2 or resamples < 1:
         return None
+    from scipy.stats import bootstrap  # imported here: scipy.stats alone adds about a second to CLI start-up
 
     def stat(index: np.ndarray) -> float:
         value = statistic([qids[int(i)] for i in index])
@@ -92,6 +91,8 @@ def with_interval(qids: Sequence[str], statistic: Callable[[list[str]], float | 
 def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None) -> float | None:
     if not pairs:
         return None
+    from sklearn.metrics import cohen_kappa_score  # lazily, like scipy: only calibrate needs it
+
     human = np.array([h for _, h, _ in pairs])
     judge = np.array([j for _, _, j in pairs])
     with warnings.catch_warnings():
@@ -130,6 +131,8 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
         figures[name] = (
             with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed) if graded else {"value": None, "ci95": None}
         )
+    from sklearn.metrics import confusion_matrix
+
     humans = [h for _, h, _ in pairs]
     judges = [j for _, _, j in pairs]
     matrix = confusion_matrix(humans, judges, labels=GRADES).tolist() if pairs else [[0] * 4 for _ in GRADES]
@@ -198,6 +201,8 @@ def _tau(human: Mapping[str, float], judge: Mapping[str, float]) -> float | None
     systems = sorted(human)
     if len(systems) < 2:
         return None
+    from scipy.stats import kendalltau
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _finite(kendalltau([human[s] for s in systems], [judge[s] for s in systems]).statistic)
@@ -224,6 +229,8 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Spearman's rho; None when undefined (fewer than 3 points or a constant side)."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
+    from scipy.stats import spearmanr
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _finite(spearmanr(xs, ys).statistic)

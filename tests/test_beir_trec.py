@@ -27,6 +27,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.minilm  # the CLI indexes and searches with the real model
 def test_beir_index_and_trec_run(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(json.dumps(r) for r in CORPUS) + "\nnot json\n", encoding="utf-8")

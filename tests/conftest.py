@@ -26,6 +26,12 @@ if str(ROOT) not in sys.path:
 
 FIXTURES = ROOT / "fixtures"
 
+# Under pytest-xdist (the README runs two workers), each worker is one core's worth of work: torch's default of
+# one thread per core would oversubscribe the machine, and its threads then spin waiting for each other (small
+# MiniLM encodes were 10-20x slower with the other worker busy). Set before anything imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 @pytest.fixture(scope="session")
 def fixtures_root() -> Path:
@@ -64,6 +70,58 @@ def pytest_configure(config):
         "hash_embedder: use the deterministic hashing embedder (JUDGE_RUNNER_EMBEDDER=hash) "
         "instead of MiniLM; for tests that do not measure search quality",
     )
+    config.addinivalue_line(
+        "markers",
+        "minilm: runs the real MiniLM model without asking for the ``embedder`` fixture (e.g. through the "
+        "CLI); such tests are listed in MINILM_TESTS or MINILM_ALONE (tests/conftest.py)",
+    )
+
+
+# The tests that run MiniLM (nodeid prefixes, relative to the repository). Under pytest-xdist they all go to ONE
+# worker (see pytest_xdist_make_scheduler), so the model is imported and the session index built once...
+MINILM_TESTS = (
+    "tests/test_search.py::",
+    "tests/test_search_postgres.py::",
+    "tests/test_beir_trec.py::test_beir_index_and_trec_run",
+    "tests/test_injection_offline.py::",
+    "tests/test_judge_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
+)
+# ...except these, long enough (the SciFact calibration, a minute) to be worth a second model load: each runs
+# on whichever worker is free, beside the group instead of after it.
+MINILM_ALONE = ("tests/test_calibrate_scifact.py::",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keeps :data:`MINILM_TESTS` and :data:`MINILM_ALONE` true: a test that runs MiniLM (it asks for ``embedder``,
+    directly or through ``fixtures_index``, or for ``db_copy`` without the hashing embedder, or is marked
+    ``minilm``) but is listed in neither is a usage error, since under xdist it would load the model on a second
+    worker (seconds, and both workers' cores)."""
+    stray = [item.nodeid for item in items if _runs_minilm(item) and not item.nodeid.startswith(MINILM_TESTS + MINILM_ALONE)]
+    if stray:
+        raise pytest.UsageError(f"tests that run MiniLM must be listed in MINILM_TESTS or MINILM_ALONE (tests/conftest.py): {stray}")
+
+
+def _runs_minilm(item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    hashed = "hash_embedder" in names or item.get_closest_marker("hash_embedder") is not None
+    return "embedder" in names or item.get_closest_marker("minilm") is not None or ("db_copy" in names and not hashed)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n`` (the README runs ``-n 2``) and the default ``--dist load``: xdist's load scheduling, except
+    that the tests in :data:`MINILM_TESTS` form one unit of work that runs on one worker (the largest unit,
+    so it is handed out first, while the other worker takes the rest one test at a time). xdist's own
+    ``--dist loadgroup`` would do this with markers but cannot rename test ids under pytest 9."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class MiniLMOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "minilm" if nodeid.startswith(MINILM_TESTS) else nodeid
+
+    return MiniLMOnOneWorker(config, log)
 
 
 @pytest.fixture(autouse=True)

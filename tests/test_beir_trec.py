@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import ir_measures
+import pytest
 from ir_measures import P, nDCG
 
 from tests.clitools import invoke
@@ -26,6 +27,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.minilm  # the CLI indexes and searches with the real model
 def test_beir_index_and_trec_run(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(json.dumps(r) for r in CORPUS) + "\nnot json\n", encoding="utf-8")
@@ -59,6 +61,7 @@ def test_beir_file_without_records_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "no BEIR records" in result.output
 
 
+@pytest.mark.hash_embedder  # the refusal does not depend on the model: no MiniLM index needed
 def test_index_built_with_another_model_is_refused(db_copy):
     import sqlite3
 

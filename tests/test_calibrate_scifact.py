@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCIFACT = Path(os.environ.get("JUDGE_RUNNER_SCIFACT") or ROOT.parent / "shared" / "data" / "scifact")
 
 
+@pytest.mark.minilm  # the vector and hybrid systems index with the real model
 @pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason=f"SciFact not found at {SCIFACT} (set JUDGE_RUNNER_SCIFACT)")
 def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     out = tmp_path / "calibration.json"

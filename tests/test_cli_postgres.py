@@ -20,6 +20,7 @@ def pg_env(postgres_dsn):
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.mark.hash_embedder  # the CLI on the postgres backend, not search quality: no MiniLM
 def test_index_search_and_main_job_on_postgres(pg_env, tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()

@@ -63,6 +63,7 @@ def encodable(text: str | None) -> bool:
 SURROGATE_JSON = '{"title": "emoji half \\ud83d here", "body": "Rotating the backup key for postgres"}'
 
 
+@pytest.mark.hash_embedder  # the CLI's input handling, not search quality: no MiniLM
 def test_issue_example_lone_surrogate_json_beside_ok_md_indexes_both(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -137,6 +138,7 @@ def test_a_chunker_crash_on_one_file_never_sinks_the_index(tmp_path, monkeypatch
         assert report.indexed == 1 and report.skipped == {"could not be chunked: IndexError": ["b.md"]}
 
 
+@pytest.mark.hash_embedder  # the CLI's input handling, not search quality: no MiniLM
 def test_query_with_invalid_bytes_from_the_shell_is_searched(db_copy):
     # Python hands an invalid byte of argv to the program as a lone surrogate (surrogateescape)
     result = invoke(["search", "backup \udce9 key", "--db", str(db_copy), "--mode", "hybrid", "--json"])
@@ -156,6 +158,7 @@ def test_search_library_call_with_a_lone_surrogate(tmp_path):
             assert answer.query == "backup \ufffd key" and answer.results
 
 
+@pytest.mark.hash_embedder  # the CLI's input handling, not search quality: no MiniLM
 def test_query_sets_and_batch_queries_with_lone_surrogates(tmp_path, db_copy):
     from judge_runner.models import QuerySet
 
@@ -558,6 +561,7 @@ def test_readme_states_the_fusion_depth_the_code_uses():
 # -- item 17: progress on stderr, with a rate and an ETA --------------------------------------------
 
 
+@pytest.mark.hash_embedder  # the CLI's input handling, not search quality: no MiniLM
 def test_issue_example_index_json_reports_progress_on_stderr(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
@@ -608,14 +612,14 @@ def test_live_progress_bar_on_a_terminal():
 # -- item 13 (part): a locked SQLite index ----------------------------------------------------------
 
 
-def test_a_locked_index_waits_then_fails_with_a_clear_message(tmp_path, monkeypatch):
+def test_a_locked_index_waits_then_fails_with_a_clear_message(tmp_path, monkeypatch, hash_embedder):
     import judge_runner.search.sqlite as sqlite_module
 
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "a.md").write_text("# A\n\nAlpha text.\n")
     db = tmp_path / "i.sqlite"
-    SQLiteIndex(db, embedder=HashEmbedder()).close()
+    SQLiteIndex(db, embedder=hash_embedder).close()  # the seam's embedder, which the CLI opens it with (no MiniLM)
     assert sqlite_module.BUSY_TIMEOUT_S >= 30  # the documented wait, far over Python's default of 5 s
     monkeypatch.setattr(sqlite_module, "BUSY_TIMEOUT_S", 0.2)
     holder = sqlite3.connect(db, isolation_level=None)

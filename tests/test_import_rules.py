@@ -110,3 +110,17 @@ def test_the_checker_sees_imports_inside_functions(tmp_path, monkeypatch):
         "judge_runner/llm/retry.py imports judge_runner.search.postgres",
         "judge_runner/llm/retry.py imports judge_runner.search.postgres.redact_dsn",
     ]
+
+
+def test_the_cli_starts_without_the_heavy_libraries():
+    """Loading the command line imports neither the embedding model's stack (torch, sentence-transformers) nor
+    calibrate's statistics (scipy, scikit-learn): each costs seconds on every ``judge-runner`` start, even
+    ``--help``. They are imported where they are used."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "sentence_transformers", "transformers", "scipy", "sklearn", "pandas", "matplotlib")
+    code = f"import sys, judge_runner.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    env = {"PYTHONPATH": str(PACKAGE.parent), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.strip() == "[]"

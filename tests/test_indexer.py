@@ -13,7 +13,7 @@ pytestmark = pytest.mark.hash_embedder
 
 
 class CountingEmbedder:
-    """Wraps the real embedder and counts the texts it embeds."""
+    """Wraps an embedder and counts the texts it embeds."""
 
     def __init__(self, inner):
         self.inner, self.count, self.dimension, self.name = inner, 0, inner.dimension, inner.name
@@ -33,8 +33,8 @@ def kb(tmp_path):
     return root
 
 
-def test_incremental_and_prune(kb, tmp_path, embedder):
-    counting = CountingEmbedder(embedder)
+def test_incremental_and_prune(kb, tmp_path, hash_embedder):
+    counting = CountingEmbedder(hash_embedder)
     with SQLiteIndex(tmp_path / "i.sqlite", embedder=counting) as index:
         first = index_tree(index, kb)
         assert first.indexed == 3 and counting.count == first.chunks_embedded > 0
@@ -50,7 +50,7 @@ def test_incremental_and_prune(kb, tmp_path, embedder):
         assert first.corpus_fingerprint != third.corpus_fingerprint
 
 
-def test_bad_files_never_stop_an_index(kb, tmp_path, embedder):
+def test_bad_files_never_stop_an_index(kb, tmp_path, hash_embedder):
     (kb / "empty.md").write_text("")
     (kb / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
     (kb / "latin1.txt").write_bytes("Caf\xe9 au lait, r\xe9sum\xe9".encode("latin-1"))
@@ -58,7 +58,7 @@ def test_bad_files_never_stop_an_index(kb, tmp_path, embedder):
     (kb / "broken.json").write_text('{"a": 1,,}')
     (kb / "broken.py").write_text("def f(:\n    pass\n")
     (kb / "big.txt").write_text("x " * 2000)
-    with SQLiteIndex(tmp_path / "i.sqlite", embedder=embedder) as index:
+    with SQLiteIndex(tmp_path / "i.sqlite", embedder=hash_embedder) as index:
         report = index_tree(index, kb, max_bytes=1000)
         skipped = {reason: sorted(sources) for reason, sources in report.skipped.items()}
         assert skipped["empty"] == ["empty.md"]
@@ -70,8 +70,8 @@ def test_bad_files_never_stop_an_index(kb, tmp_path, embedder):
         assert {"broken.yaml", "broken.json", "broken.py", "latin1.txt"} <= set(index.document_hashes())
 
 
-def test_a_chunker_change_rechunks_everything(kb, tmp_path, embedder):
-    with SQLiteIndex(tmp_path / "i.sqlite", embedder=embedder) as index:
+def test_a_chunker_change_rechunks_everything(kb, tmp_path, hash_embedder):
+    with SQLiteIndex(tmp_path / "i.sqlite", embedder=hash_embedder) as index:
         index_tree(index, kb)
         index.set_meta("chunker_version", "0")
         index.commit()

@@ -64,6 +64,7 @@ def bootstrap_interval(
 
     if len(qids) < 2 or resamples < 1:
         return None
+    from scipy.stats import bootstrap  # imported here: scipy.stats alone adds about a second to CLI start-up
 
     def stat(index: np.ndarray) -> float:
         value = statistic([qids[int(i)] for i in index])
@@ -97,6 +98,8 @@ def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None 
 
     if not pairs:
         return None
+    from sklearn.metrics import cohen_kappa_score  # lazily, like scipy: only calibrate needs it
+
     human = np.array([h for _, h, _ in pairs])
     judge = np.array([j for _, _, j in pairs])
     with warnings.catch_warnings():
@@ -137,6 +140,8 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
         figures[name] = (
             with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed) if graded else {"value": None, "ci95": None}
         )
+    from sklearn.metrics import confusion_matrix
+
     humans = [h for _, h, _ in pairs]
     judges = [j for _, _, j in pairs]
     matrix = confusion_matrix(humans, judges, labels=GRADES).tolist() if pairs else [[0] * 4 for _ in GRADES]
@@ -207,6 +212,8 @@ def _tau(human: Mapping[str, float], judge: Mapping[str, float]) -> float | None
     systems = sorted(human)
     if len(systems) < 2:
         return None
+    from scipy.stats import kendalltau
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _finite(kendalltau([human[s] for s in systems], [judge[s] for s in systems]).statistic)
@@ -235,6 +242,8 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
+    from scipy.stats import spearmanr
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _finite(spearmanr(xs, ys).statistic)

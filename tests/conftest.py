@@ -85,6 +85,9 @@ MINILM_TESTS = (
     "tests/test_beir_trec.py::test_beir_index_and_trec_run",
     "tests/test_injection_offline.py::",
     "tests/test_judge_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
+    "tests/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
+    "tests/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
+    "tests/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
 )
 # ...except these, long enough (the SciFact calibration, a minute) to be worth a second model load: each runs
 # on whichever worker is free, beside the group instead of after it.

@@ -60,8 +60,6 @@ def bootstrap_interval(
     """The 95% percentile-bootstrap interval ``[low, high]`` of ``statistic`` over queries resampled with
     replacement (``scipy.stats.bootstrap``, seeded); None with fewer than 2 queries, ``resamples`` < 1, or a
     statistic undefined on the data."""
-    from scipy.stats import bootstrap
-
     if len(qids) < 2 or resamples < 1:
         return None
     from scipy.stats import bootstrap  # imported here: scipy.stats alone adds about a second to CLI start-up
@@ -94,8 +92,6 @@ def with_interval(qids: Sequence[str], statistic: Callable[[list[str]], float | 
 
 
 def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
     if not pairs:
         return None
     from sklearn.metrics import cohen_kappa_score  # lazily, like scipy: only calibrate needs it
@@ -121,8 +117,6 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
     """Agreement figures of ``pairs`` (see the module docstring), each ``{"value", "ci95"}``, plus counts and
     the confusion matrix. Weighted kappas are None when ``graded`` is False (binary qrels have no grades
     between "not relevant" and "relevant" to weight)."""
-    from sklearn.metrics import confusion_matrix
-
     by_query: dict[str, list[Pair]] = {}
     for p in pairs:
         by_query.setdefault(p[0], []).append(p)
@@ -207,8 +201,6 @@ def _means(table: Mapping[str, Mapping[str, Mapping[str, float]]], measure: str,
 
 
 def _tau(human: Mapping[str, float], judge: Mapping[str, float]) -> float | None:
-    from scipy.stats import kendalltau
-
     systems = sorted(human)
     if len(systems) < 2:
         return None
@@ -238,8 +230,6 @@ def system_ranking(human_table: Mapping, judge_table: Mapping, qids: Sequence[st
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Spearman's rho; None when undefined (fewer than 3 points or a constant side)."""
-    from scipy.stats import spearmanr
-
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     from scipy.stats import spearmanr

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.budget import Reservation
 from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
 
@@ -182,6 +183,15 @@ class BatchStats:
 
 
 @dataclass
+class _Waiter:
+    attempt: Callable[[bool, float], Any]
+    key: object
+    value: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
 class _Item:
     custom_id: str
     body: dict
@@ -219,6 +229,10 @@ class BatchCoordinator:
         self._local = threading.local()
         self._active = 0
         self._pending: list[_Item] = []
+        self._deferred: list[_Waiter] = []  # requests waiting for budget (reserve)
+        self._paid: set[object] = set()  # keys of workers that already received a result
+        self._started: set[object] = set()  # keys of unfinished workers holding or having held a reservation
+        self._largest_usd = 0.0  # the largest worst case reserved so far
         self._flushing = False
         self._submitting = False
         self._abandon = threading.Event()
@@ -242,11 +256,14 @@ class BatchCoordinator:
     def unit(self) -> Iterator[None]:
         """Run the current thread as one counted worker (its place taken beforehand with :meth:`expect`),
         giving the place back when it ends."""
-        self._local.unit = True
+        self._local.unit, self._local.key = True, object()
         try:
             yield
         finally:
-            self._local.unit = False
+            with self._cond:
+                self._started.discard(self._local.key)
+                self._paid.discard(self._local.key)
+            self._local.unit, self._local.key = False, None
             self.release()
 
     def as_unit(self, fn: Callable[..., T]) -> Callable[..., T]:
@@ -266,12 +283,13 @@ class BatchCoordinator:
         if n == 0:
             return []
         parent = bool(getattr(self._local, "unit", False))
+        key = self._key()
         results: list[Any] = [None] * n
         remaining = [n]
         self.expect(n)
 
         def run(k: int) -> None:
-            self._local.unit = True
+            self._local.unit, self._local.key = True, key
             try:
                 results[k] = fn(items[k])
             except BaseException as exc:  # noqa: BLE001 - handed back to the caller in order
@@ -334,25 +352,144 @@ class BatchCoordinator:
                         if item in self._pending:
                             self._pending.remove(item)
                         raise BatchAbandoned("interrupted while the batch was in flight (not canceled: --resume picks it up)")
-                    if not self._flushing and self._pending and len(self._pending) >= self._active:
-                        batch, self._pending = self._pending, []
-                        self._flushing = True
-                        self._cond.release()
-                        try:
-                            self._flush(batch)
-                        finally:
-                            self._cond.acquire()
-                            self._flushing = False
-                            self._cond.notify_all()
-                        continue
-                    self._cond.wait(timeout=0.5)
+                    if not self._step():
+                        self._cond.wait(timeout=0.5)
             finally:
                 if not counted:
                     self._active = max(0, self._active - 1)
                     self._cond.notify_all()
         if item.error is not None:
             raise item.error
+        with self._cond:
+            self._paid.add(self._key())
         return item.result
+
+    def reserve(self, attempt: Callable[[bool, float], T]) -> T:
+        """A budget reservation for one request, waiting for room (``--batch``, issue 15 follow-up).
+        ``attempt(defer, margin)`` is ``Budget.reserve(..., defer=defer, margin_usd=margin)``: it raises
+        BudgetDeferred when the request does not fit while other requests hold reservations. A request of
+        a query not started yet must leave room (``margin``) for one more call of each query started
+        and not finished, at the largest worst case seen, so that no query is left with paid labels and
+        no list verdict because a new one took the money. Such a request waits (counted as
+        blocked, so the batch in hand still leaves) and is tried again when every worker is blocked, after
+        the batch in flight settled its reservations: first the requests of queries that already have a
+        paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
+        is pending or in flight and it still does not fit does it fail (``attempt(False)``:
+        BudgetExhausted). Raises BatchAbandoned when the run is abandoned meanwhile."""
+        from judge_runner.llm.budget import BudgetDeferred
+
+        key = self._key()
+        with self._cond:
+            queue = bool(self._deferred) and key not in self._started  # a new query waits behind those started
+            margin = self._margin(key)
+        if not queue:
+            try:
+                value = attempt(True, margin)
+            except BudgetDeferred:
+                pass
+            else:
+                with self._cond:
+                    self._took(key, value)
+                return value
+        counted = bool(getattr(self._local, "unit", False))
+        waiter = _Waiter(attempt, key)
+        with self._cond:
+            if not counted:
+                self._active += 1
+            self._deferred.append(waiter)
+            self._cond.notify_all()
+            try:
+                while not waiter.done:
+                    if self._abandon.is_set():
+                        raise BatchAbandoned("interrupted while waiting for budget (no request was sent)")
+                    if not self._step():
+                        self._cond.wait(timeout=0.5)
+            finally:
+                if waiter in self._deferred:
+                    self._deferred.remove(waiter)
+                if not counted:
+                    self._active = max(0, self._active - 1)
+                self._cond.notify_all()
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.value
+
+    def _key(self) -> object:
+        """The current worker's key (a query's worker and its :meth:`map` threads share one)."""
+        key = getattr(self._local, "key", None)
+        return key if key is not None else threading.get_ident()
+
+    def _step(self) -> bool:
+        """With the lock held, when every counted worker is blocked: let waiting requests that now fit in
+        the budget go (:meth:`reserve`), else submit the queued requests (:meth:`_flush`), else (nothing
+        queued, nothing in flight) fail the waiting requests for good. Returns whether it did anything."""
+        if self._flushing or not (self._pending or self._deferred) or len(self._pending) + len(self._deferred) < self._active:
+            return False
+        if self._deferred and self._grant():
+            return True
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._flushing = True
+            self._cond.release()
+            try:
+                self._flush(batch)
+            finally:
+                self._cond.acquire()
+                self._flushing = False
+                self._cond.notify_all()
+            return True
+        # nothing queued or in flight: as much room as there will ever be. The first waiting request (in
+        # the order of _grant) goes if it fits; if not, the budget is exhausted and every waiter fails.
+        for waiter in self._by_priority():
+            self._deferred.remove(waiter)
+            try:
+                waiter.value = waiter.attempt(False, self._margin(waiter.key))
+                self._took(waiter.key, waiter.value)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                waiter.error = exc
+            waiter.done = True
+            if waiter.error is None:
+                break
+        self._cond.notify_all()
+        return True
+
+    def _margin(self, key: object) -> float:
+        """USD a new query's request must leave free: one call at the largest worst case seen for each
+        query started and not finished (0 for a started query's own requests)."""
+        return 0.0 if key in self._started else len(self._started) * self._largest_usd
+
+    def _took(self, key: object, reservation: Any) -> None:
+        self._started.add(key)
+        self._largest_usd = max(self._largest_usd, float(getattr(reservation, "usd", 0.0)))
+
+    def _by_priority(self) -> list[_Waiter]:
+        """The waiting requests: those of queries with a paid result first, then of queries already
+        started, then of new queries; arrival order within each."""
+        return sorted(self._deferred, key=lambda w: (w.key not in self._paid, w.key not in self._started))
+
+    def _grant(self) -> bool:
+        """Try the waiting requests again: those of queries with a paid result first, then those of queries
+        already started, then new queries (none while a started one does not fit); returns whether any fit."""
+        from judge_runner.llm.budget import BudgetDeferred
+
+        granted = blocked = False
+        for waiter in self._by_priority():
+            if blocked and waiter.key not in self._started:
+                break
+            try:
+                waiter.value = waiter.attempt(True, self._margin(waiter.key))
+            except BudgetDeferred:
+                blocked = blocked or waiter.key in self._started
+                continue
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                waiter.error = exc
+            self._deferred.remove(waiter)
+            if waiter.error is None:
+                self._took(waiter.key, waiter.value)
+            waiter.done = granted = True
+        if granted:
+            self._cond.notify_all()
+        return granted
 
     # -- one flush: submit (or pick up), poll, hand out ------------------------------------------------
 
@@ -505,6 +642,13 @@ class BatchingProvider(ChatProvider):
     def classify(self, exc: BaseException) -> ErrorClass | None:
         """The synchronous provider's classification of its SDK's errors."""
         return self.inner.classify(exc)
+
+    def _reserve(self, input_tokens: int, max_tokens: int) -> Reservation:
+        """The budget reservation, waiting for the next batch when it does not fit now
+        (:meth:`BatchCoordinator.reserve`)."""
+        return self.coordinator.reserve(
+            lambda defer, margin: self.budget.reserve(self.price, input_tokens, max_tokens, defer=defer, margin_usd=margin)
+        )
 
     def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
         body = self.backend.body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)

@@ -527,6 +527,49 @@ class ResumePoint:
         return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
 
 
+PROTOCOL_SETTINGS = (
+    ("judgeMode", "judge_mode", "judge mode"),
+    ("trials", "trials", "trials"),
+    ("seed", "seed", "seed"),
+    ("searchLimit", "search_limit", "search limit"),
+    ("searchMode", "search_mode", "search mode"),
+)
+"""The run_start ``config`` keys a resumed run takes from its run (``Settings`` field, words for people):
+the settings that decide what is asked of the judge and what it sees."""
+
+
+def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
+    """A resumed run (sync or ``--batch``) judges its remaining queries as the run judged the others: each
+    setting of :data:`PROTOCOL_SETTINGS` not set for this run (flag, environment or config file) is taken
+    from the run's ``run_start`` config, and said in one note. A setting set to another value is kept
+    and warned about: the run mixes two protocols, and the requests of its batches in flight differ from
+    the new ones, so those batches cannot be picked up (their results are paid for and not used)."""
+    config = resume.start.get("config") or {}
+    taken, differ = [], []
+    for key, name, words in PROTOCOL_SETTINGS:
+        if key not in config or config[key] is None:
+            continue
+        if name not in settings.model_fields_set:
+            setattr(settings, name, config[key])
+            taken.append(f"{words} {config[key]}" if key != "trials" else f"{config[key]} trials")
+        elif getattr(settings, name) != config[key]:
+            differ.append((words, getattr(settings, name), config[key]))
+    if taken:
+        printer.note(f"resuming with the run's own protocol: {', '.join(taken)}")
+    for words, now, was in differ:
+        flag = "--" + words.replace(" ", "-")
+        batches = (
+            f"; its {len(resume.batches)} batch(es) in flight hold other requests and cannot be reused (their results are paid for, "
+            f"not used)"
+            if resume.batches
+            else ""
+        )
+        printer.err(
+            f"warning: {flag} {now} differs from the run's {was}: the remaining queries are judged differently from "
+            f"the {len(resume.evaluations)} already judged{batches}"
+        )
+
+
 def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
     """A resumed ``--batch`` run stays in batch mode unless ``batch`` was set for this run (flag,
     environment or config file), so its batches in flight are picked up rather than paid for again."""
@@ -669,6 +712,7 @@ def evaluate_job(
                 printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
+            inherit_protocol(settings, resume, printer)
             inherit_batch_mode(settings, resume, printer)
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
         job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)

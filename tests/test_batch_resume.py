@@ -50,3 +50,84 @@ def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, d
     assert paid and without_verdict == [], "labels paid for, list verdict never asked"
     errors = [line for line in lines if line["type"] == "error"]
     assert {e["errorType"] for e in errors} <= {"budget_exhausted"}
+
+
+# -- 2. a resumed run keeps its own protocol --------------------------------------------------------------
+
+
+def cut_run(folder, keep_evaluations: int = 0, keep_batches: bool = True):
+    """The run file in ``folder`` cut as a SIGKILL would leave it: run_start, its batch lines (if kept)
+    and the first ``keep_evaluations`` evaluation lines; no summary."""
+    [path] = sorted(folder.glob("*.jsonl"))
+    kept, evaluations = [], 0
+    for text in path.read_text(encoding="utf-8").splitlines():
+        line = json.loads(text)
+        if line["type"] == "run_start" or (line["type"] == "batch" and keep_batches):
+            kept.append(text)
+        elif line["type"] == "evaluation" and evaluations < keep_evaluations:
+            kept.append(text)
+            evaluations += 1
+    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return path
+
+
+def resume(server, api, run, out, *extra: str):
+    from tests.clitools import invoke
+    from tests.test_batch import env_for
+
+    return invoke(
+        [
+            "evaluate",
+            "--resume",
+            str(run),
+            "--out-dir",
+            str(out),
+            "--db",
+            str(run.parent.parent / "db.sqlite"),
+            "--provider",
+            api,
+            "--no-cache",
+            *extra,
+        ],
+        env_for(server, api),
+    )
+
+
+@pytest.fixture
+def run_folder(db_copy, tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (tmp_path / "db.sqlite").symlink_to(db_copy)
+    return folder
+
+
+def test_a_resumed_batch_run_keeps_its_judge_mode_and_picks_up_its_batches(query_set, run_folder):  # noqa: F811
+    protocol = ("--judge-mode", "batched", "--trials", "2", "--seed", "7", "--search-limit", "8")
+    with FakeLLMServer() as server:
+        first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch", *protocol)
+        assert first.exit_code == 0, first.output
+        before = server.batches.count()
+        expected = {e["queryId"]: e for e in lines_of(run_folder) if e["type"] == "evaluation"}
+        run = cut_run(run_folder)
+        again = resume(server, "anthropic", run, run_folder, "--batch")
+        assert again.exit_code == 0, again.output
+        assert server.batches.count() == before, "no request submitted again"
+    new = [json.loads(t) for p in sorted(run_folder.glob("*.jsonl")) if p != run for t in p.read_text().splitlines()]
+    config = new[0]["config"]
+    assert (config["judgeMode"], config["trials"], config["seed"], config["searchLimit"]) == ("batched", 2, 7, 8)
+    assert {e["queryId"]: e["scores"] for e in new if e["type"] == "evaluation"} == {k: e["scores"] for k, e in expected.items()}
+    assert "judge mode batched, 2 trials, seed 7, search limit 8" in again.output
+
+
+def test_a_resumed_sync_run_keeps_its_protocol_and_a_different_flag_is_warned(query_set, run_folder):  # noqa: F811
+    with FakeLLMServer() as server:
+        first = evaluate(server, "openai", query_set, run_folder.parent / "db.sqlite", run_folder, "--judge-mode", "batched")
+        assert first.exit_code == 0, first.output
+        run = cut_run(run_folder, keep_evaluations=5)
+        again = resume(server, "openai", run, run_folder / "a")
+        other = resume(server, "openai", run, run_folder / "b", "--judge-mode", "pointwise")
+    assert again.exit_code == 0 and other.exit_code == 0, other.output
+    assert lines_of(run_folder / "a")[0]["config"]["judgeMode"] == "batched"
+    assert lines_of(run_folder / "b")[0]["config"]["judgeMode"] == "pointwise"
+    assert "warning: --judge-mode pointwise differs from the run's batched" in other.output
+    assert "warning" not in again.output.lower()

@@ -570,6 +570,27 @@ def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) 
         )
 
 
+def warn_judge_change(judge: Any, resume: ResumePoint, printer: Printer) -> None:
+    """Warn when a resumed run's judge (provider or model) is not the one that judged the run so far:
+    the run mixes two judges, and its batches of another provider's batch API cannot be picked up
+    (they stay unclaimed in that provider's account; their requests are sent again)."""
+    was = resume.start.get("provenance") or {}
+    provider, model = was.get("provider"), was.get("judgeModel")
+    if (provider, model) == (judge.name, judge.model) or provider is None:
+        return
+    elsewhere = [b for b in resume.batches if b.get("provider") not in (None, judge.name)]
+    lost = (
+        f"; its {len(elsewhere)} {elsewhere[0].get('provider')} batch(es) cannot be picked up by {judge.name}: "
+        f"their requests are sent again (resume with --provider {provider} to use them)"
+        if elsewhere
+        else ""
+    )
+    printer.err(
+        f"warning: run {resume.run_id} was judged by {provider} ({model}); the remaining queries are judged by "
+        f"{judge.name} ({judge.model}){lost}"
+    )
+
+
 def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
     """A resumed ``--batch`` run stays in batch mode unless ``batch`` was set for this run (flag,
     environment or config file), so its batches in flight are picked up rather than paid for again."""
@@ -715,6 +736,8 @@ def evaluate_job(
             inherit_protocol(settings, resume, printer)
             inherit_batch_mode(settings, resume, printer)
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
+        if resume is not None:
+            warn_judge_change(judge, resume, printer)
         job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
         try:
             return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)

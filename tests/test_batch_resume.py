@@ -131,3 +131,18 @@ def test_a_resumed_sync_run_keeps_its_protocol_and_a_different_flag_is_warned(qu
     assert lines_of(run_folder / "b")[0]["config"]["judgeMode"] == "pointwise"
     assert "warning: --judge-mode pointwise differs from the run's batched" in other.output
     assert "warning" not in again.output.lower()
+
+
+# -- 6. resuming with another provider ----------------------------------------------------------------------
+
+
+def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_abandoned(query_set, run_folder):  # noqa: F811
+    with FakeLLMServer() as server:
+        first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
+        assert first.exit_code == 0, first.output
+        run = cut_run(run_folder)
+        again = resume(server, "openai", run, run_folder / "other", "--batch")
+    assert again.exit_code == 0, again.output
+    assert "warning: run" in again.output and "was judged by anthropic" in again.output
+    assert "its 2 anthropic batch(es) cannot be picked up by openai" in again.output
+    assert lines_of(run_folder / "other")[-1]["evaluated"] == 15  # the other provider's batch ids were never asked for

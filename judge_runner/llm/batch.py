@@ -315,9 +315,12 @@ class BatchCoordinator:
 
     def resume(self, lines: Sequence[dict[str, Any]]) -> None:
         """Know the batches an earlier process of this run submitted (its ``batch`` lines: ``batchId``,
-        ``customIds``): a request with one of those ids takes that batch's result."""
+        ``customIds``): a request with one of those ids takes that batch's result. Lines of another
+        provider are skipped."""
         with self._cond:
             for line in lines:
+                if line.get("provider") not in (None, self.provider_name):
+                    continue  # another provider's batch API: this server does not know it (warned by the pipeline)
                 batch_id = line.get("batchId")
                 if isinstance(batch_id, str) and batch_id:
                     for cid in line.get("customIds") or []:

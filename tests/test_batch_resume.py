@@ -146,3 +146,40 @@ def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_a
     assert "warning: run" in again.output and "was judged by anthropic" in again.output
     assert "its 2 anthropic batch(es) cannot be picked up by openai" in again.output
     assert lines_of(run_folder / "other")[-1]["evaluated"] == 15  # the other provider's batch ids were never asked for
+
+
+# -- 4. a refused key, a dead server, a server without the batch API ------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_set, db_copy, tmp_path):  # noqa: F811
+    from tests.clitools import invoke
+    from tests.test_batch import env_for
+
+    with FakeLLMServer() as server:
+        env = env_for(server, api)
+        env["ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY"] = "invalid-key"
+        args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--provider", api, "--no-cache"]
+        sync = invoke([*args, "--out-dir", str(tmp_path / "sync")], env)
+        batch = invoke([*args, "--out-dir", str(tmp_path / "batch"), "--batch"], env)
+        assert server.batches.submitted == []
+    assert batch.exit_code == sync.exit_code == 2
+    assert "the API key was refused" in batch.output and "check the API key" in batch.output
+    assert "run without --batch" not in batch.output and "no Batch API" not in batch.output
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_copy, tmp_path):  # noqa: F811
+    import socket
+
+    from tests.clitools import invoke
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}" + ("" if api == "anthropic" else "/v1")
+    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": url} if api == "anthropic" else {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url}
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--provider", api, "--no-cache", "--batch"]
+    result = invoke([*args, "--out-dir", str(tmp_path)], {**env, "JUDGE_RUNNER_MAX_RETRIES": "0"})
+    assert result.exit_code == 2 and "cannot reach" in result.output, result.output
+    assert "run without --batch" not in result.output and "no Batch API" not in result.output

@@ -44,6 +44,7 @@ from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
 from judge_runner.llm.budget import Reservation
 from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
+from judge_runner.llm.wire import server_message
 
 T = TypeVar("T")
 Outcome = Literal["succeeded", "errored", "expired", "canceled"]
@@ -63,6 +64,28 @@ _DELIMITER = re.compile(r"document-[0-9a-f]{16}")
 
 class BatchUnavailable(Exception):
     """The server has no batch API (a local OpenAI-compatible server), or it refused the check."""
+
+
+class BatchUnreachable(Exception):
+    """The server did not answer the batch API check at all (connection refused, DNS, timeout)."""
+
+
+def check_failure(exc: BaseException, provider: ChatProvider, request: str, where: str, no_api: str) -> Exception:
+    """What a failed batch-API check (``request``, e.g. ``GET /v1/batches``, to the server at ``where``)
+    means, by the synchronous provider's own classification: a refused key is the AuthError (or
+    SpendLimitError) a synchronous call would raise; no HTTP answer is BatchUnreachable ("cannot
+    reach"); a 404 or 405 is BatchUnavailable (``no_api``: the server has no batch API); any other
+    answer is BatchUnavailable saying what the server answered."""
+    status = getattr(exc, "status_code", None)
+    said = server_message(exc) or type(exc).__name__
+    kind = provider.classify(exc)
+    if kind in ("auth", "spend_limit"):
+        return translate(exc, 1, provider.classify)
+    if not isinstance(status, int):
+        return BatchUnreachable(f"cannot reach {where} ({request}: {said})")
+    if status in (404, 405):
+        return BatchUnavailable(f"{no_api}: {request} answered HTTP {status}: {said}")
+    return BatchUnavailable(f"the batch API at {where} did not answer the check ({request}: HTTP {status}: {said})")
 
 
 class BatchAbandoned(LLMError):
@@ -661,7 +684,8 @@ class BatchingProvider(ChatProvider):
 
 def batching_provider(inner: ChatProvider, backend_cls: type, max_poll_s: float = 60.0) -> BatchingProvider:
     """Wrap ``inner`` for ``--batch``: build its backend (``backend_cls(inner)``), check the server has
-    the batch API (one free request), and give it a fresh coordinator. Raises BatchUnavailable."""
+    the batch API (one free request), and give it a fresh coordinator. Raises BatchUnavailable,
+    BatchUnreachable or the LLMError of a refused key (:func:`check_failure`)."""
     backend = backend_cls(inner)
     backend.check()
     return BatchingProvider(inner, backend, BatchCoordinator(backend, inner.name, max_poll_s))

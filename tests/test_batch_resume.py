@@ -183,3 +183,23 @@ def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_c
     result = invoke([*args, "--out-dir", str(tmp_path)], {**env, "JUDGE_RUNNER_MAX_RETRIES": "0"})
     assert result.exit_code == 2 and "cannot reach" in result.output, result.output
     assert "run without --batch" not in result.output and "no Batch API" not in result.output
+
+
+# -- 5. a batch the server no longer knows ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_prior_batch_the_server_no_longer_knows_is_dropped_and_its_requests_sent_again(api, query_set, run_folder):  # noqa: F811
+    with FakeLLMServer() as server:
+        first = evaluate(server, api, query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
+        assert first.exit_code == 0, first.output
+        run = cut_run(run_folder)
+        gone = [b["id"] for b in server.batches.submitted]
+        server.batches._batches.clear()  # expired from the provider's records: retrieve answers 404
+        again = resume(server, api, run, run_folder / "again", "--batch")
+        assert len(server.batches.submitted) == 4  # the two dropped ones, submitted anew
+    assert again.exit_code == 0, again.output
+    summary = lines_of(run_folder / "again")[-1]
+    assert summary["evaluated"] == 15 and summary["failed"] == 0 and summary["batch"]["inFlight"] == []
+    for batch_id in gone:
+        assert again.output.count(f"warning: batch {batch_id} is unknown to the server") == 1

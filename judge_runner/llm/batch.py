@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -233,8 +234,8 @@ class BatchCoordinator:
     and polls it (:meth:`_flush`). A thread that is not a counted worker counts itself for the length
     of its call. :meth:`map` runs several calls of one worker concurrently (a query's pointwise labels).
 
-    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``note(line)``
-    the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
+    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``warn(line)``
+    warnings (stderr by default); ``note(line)`` the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
     longest wait between two status checks (seconds); every wait ends early when the run is abandoned
     (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
     of hundreds of queries: measured at about 90 MB for 5000 idle threads).
@@ -247,6 +248,7 @@ class BatchCoordinator:
         self.classify: Callable[[BaseException], ErrorClass | None] = classify or backend.provider.classify
         self.record: Callable[[dict[str, Any]], None] = lambda fields: None
         self.note: Callable[[str], None] = lambda line: None
+        self.warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
         self.stats = BatchStats()
         self._cond = threading.Condition()
         self._local = threading.local()
@@ -533,13 +535,15 @@ class BatchCoordinator:
             for item in items:
                 groups.setdefault(self._known.get(item.custom_id), []).append(item)
         try:
+            new = list(groups.get(None) or [])
             for batch_id, group in groups.items():
                 if batch_id is not None:
                     self.note(f"batch {batch_id}: picking up {len(group)} request(s) submitted before --resume")
-                    if batch_id not in self._fetched and batch_id not in self.stats.in_flight:
+                    counted = batch_id in self._fetched or batch_id in self.stats.in_flight
+                    if not self._finish(batch_id, group, prior=True):
+                        new.extend(group)  # the server no longer knows it: submitted anew below
+                    elif not counted:
                         self.stats.resumed += 1  # each earlier batch counted once
-                    self._finish(batch_id, group)
-            new = groups.get(None) or []
             if new and self._abandon.is_set():
                 self._fail(new, BatchAbandoned("interrupted before the batch was submitted"))
             elif new:
@@ -587,7 +591,10 @@ class BatchCoordinator:
         for item in items:
             item.error, item.done = error, True
 
-    def _finish(self, batch_id: str, items: list[_Item]) -> None:
+    def _finish(self, batch_id: str, items: list[_Item], prior: bool = False) -> bool:
+        """Wait for ``batch_id`` to end and give ``items`` their results. For a ``prior`` batch (one an
+        earlier process submitted) the server no longer knows (HTTP 404), warn once, forget it and
+        return False with the items untouched (the caller submits them anew); else True."""
         results = self._fetched.get(batch_id)
         if results is None:
             with self._cond:
@@ -597,8 +604,11 @@ class BatchCoordinator:
                 self._poll(batch_id)
                 results = self.backend.results(batch_id)
             except Exception as exc:  # noqa: BLE001 - the items fail, the run goes on
+                if prior and getattr(exc, "status_code", None) == 404:
+                    self._forget(batch_id)
+                    return False
                 self._fail(items, exc)
-                return
+                return True
             with self._cond:
                 self.stats.in_flight.remove(batch_id)
             self._fetched[batch_id] = results
@@ -616,6 +626,21 @@ class BatchCoordinator:
                 item.error = found.error or TransientError(f"batch {batch_id}: request {found.outcome}", 1)
                 setattr(self.stats, found.outcome, getattr(self.stats, found.outcome) + 1)
             item.done = True
+        return True
+
+    def _forget(self, batch_id: str) -> None:
+        """Drop an earlier process's batch the server answers 404 for (expired from its records, or
+        another account): warned once; its requests are submitted anew."""
+        with self._cond:
+            if batch_id in self.stats.in_flight:
+                self.stats.in_flight.remove(batch_id)
+            dropped = [cid for cid, known in self._known.items() if known == batch_id]
+            for cid in dropped:
+                del self._known[cid]
+        self.warn(
+            f"warning: batch {batch_id} is unknown to the server (HTTP 404: expired from its records, or another "
+            f"account); its {len(dropped)} request(s) not yet taken are submitted anew"
+        )
 
     def _poll(self, batch_id: str) -> None:
         """Check the batch's status with growing waits until it ends, saying how far it got (when that

@@ -508,12 +508,14 @@ def close_systems(systems: list[System] | None) -> None:
 @dataclass(frozen=True)
 class ResumePoint:
     """An interrupted run to continue: its file, its ``run_start`` line, its judged ``evaluation``
-    lines (one per query id) and its ``batch`` lines (a ``--batch`` run's batches, picked up again)."""
+    lines (one per query id), its ``batch`` lines (a ``--batch`` run's batches, picked up again) and
+    the reader's warnings about damaged lines (``file:line: ...``)."""
 
     path: Path
     start: dict
     evaluations: list[dict]
     batches: tuple[dict, ...] = ()
+    warnings: tuple[str, ...] = ()  # the reader's words on damaged lines (file:line), said when resuming
 
     @property
     def run_id(self) -> str:
@@ -609,10 +611,12 @@ def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
     from judge_runner.results import batch_lines, judged_lines
 
+    from judge_runner.runfile import resume_state
+
     start, evaluations = judged_lines(path)
     if start is None or "provenance" not in start:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
-    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)))
+    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)), tuple(resume_state(path).warnings))
 
 
 def prune_runs(results: Path, keep: int) -> list[Path]:
@@ -701,6 +705,8 @@ def evaluate_job(
     from judge_runner.generate import query_set_sha256
 
     resume = read_resume_point(resume_path) if resume_path is not None else None
+    for warning in resume.warnings if resume is not None else ():
+        printer.err(f"warning: {warning}")
     if resume is not None and systems is not None and (systems.external or len(systems.modes) > 1):
         raise UsageError("--resume continues a run of the built-in search; it cannot be combined with other search systems")
     if resume is not None and queries_path is None:

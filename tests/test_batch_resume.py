@@ -203,3 +203,24 @@ def test_a_prior_batch_the_server_no_longer_knows_is_dropped_and_its_requests_se
     assert summary["evaluated"] == 15 and summary["failed"] == 0 and summary["batch"]["inFlight"] == []
     for batch_id in gone:
         assert again.output.count(f"warning: batch {batch_id} is unknown to the server") == 1
+
+
+# -- 11. damaged batch lines ------------------------------------------------------------------------------------
+
+
+def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query_set, run_folder):  # noqa: F811
+    with FakeLLMServer() as server:
+        first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
+        assert first.exit_code == 0, first.output
+        run = cut_run(run_folder)
+        texts = run.read_text().splitlines()
+        numbers = [k for k, t in enumerate(texts) if '"type":"batch"' in t]
+        a, b = json.loads(texts[numbers[0]]), json.loads(texts[numbers[1]])
+        a["customIds"] = "not a list"
+        del b["batchId"]
+        texts[numbers[0]], texts[numbers[1]] = json.dumps(a), json.dumps(b)
+        run.write_text("\n".join(texts) + "\n")
+        again = resume(server, "anthropic", run, run_folder / "again", "--batch")
+    assert again.exit_code == 0, again.output
+    assert f"{run.name}:{numbers[0] + 1}: field customIds" in again.output
+    assert f"{run.name}:{numbers[1] + 1}: batch line without batchId" in again.output

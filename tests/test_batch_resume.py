@@ -224,3 +224,32 @@ def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query
     assert again.exit_code == 0, again.output
     assert f"{run.name}:{numbers[0] + 1}: field customIds" in again.output
     assert f"{run.name}:{numbers[1] + 1}: batch line without batchId" in again.output
+
+
+# -- 10. the progress line ----------------------------------------------------------------------------------------
+
+
+def test_the_progress_line_says_the_time_waited_so_far():
+    from judge_runner.llm.batch import BatchCoordinator, BatchStatus, ItemResult
+
+    class Slow:
+        provider = type("P", (), {"classify": staticmethod(lambda exc: None)})()
+        polls = 0
+
+        def submit(self, requests):
+            self.ids = [cid for cid, _ in requests]
+            return "b1"
+
+        def status(self, batch_id):
+            self.polls += 1
+            return BatchStatus(self.polls > 2, 0 if self.polls <= 2 else 1, 1, "in_progress" if self.polls <= 2 else "ended")
+
+        def results(self, batch_id):
+            return {cid: ItemResult("succeeded", 1) for cid in self.ids}
+
+    coordinator = BatchCoordinator(Slow(), "anthropic", max_poll_s=0.01)  # type: ignore[arg-type]
+    notes: list[str] = []
+    coordinator.note = notes.append
+    assert coordinator.call("c", {"n": 1}) == 1
+    progress = [n for n in notes if "0/1 done" in n]
+    assert progress == ["batch b1: 0/1 done, waited 0s so far"]

@@ -235,7 +235,7 @@ class BatchCoordinator:
     of its call. :meth:`map` runs several calls of one worker concurrently (a query's pointwise labels).
 
     ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``warn(line)``
-    warnings (stderr by default); ``note(line)`` the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
+    warnings (stderr by default); ``note(line)`` the progress lines (``batch msgbatch_…: 120/300 done, waited 2m10s so far``). ``max_poll_s``: the
     longest wait between two status checks (seconds); every wait ends early when the run is abandoned
     (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
     of hundreds of queries: measured at about 90 MB for 5000 idle threads).
@@ -669,7 +669,7 @@ class BatchCoordinator:
                     return
                 now = time.monotonic()
                 if said is None or status.done != said[0] or now - said[1] >= PROGRESS_EVERY_S:
-                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waiting {waited}")
+                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waited {waited} so far")
                     said = (status.done, now)
             if self._abandon.wait(wait):
                 raise BatchAbandoned("interrupted while the batch was in flight")

@@ -346,7 +346,7 @@ def evaluate_queries(
     finally:
         if cache is not None:
             cache.close()
-    print_summary(outcome, job.printer)
+    print_summary(outcome, job.printer, phase_one=generation is not None)
     if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
         from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
@@ -370,8 +370,9 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     return outcome
 
 
-def print_summary(outcome: RunOutcome, printer: Printer) -> None:
-    """The run's summary for people on stdout; a failed quality gate on stderr."""
+def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False) -> None:
+    """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
+    includes phase one's query writing (always synchronous, at standard prices)."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
     out(
@@ -413,7 +414,7 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
     cost, planned = summary["costUsd"], summary.get("estimate") or {}
     estimate = planned.get("batchCostUsd" if batch else "costUsd")
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
-    prices = " at batch prices" if batch else ""
+    prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")

@@ -253,3 +253,27 @@ def test_the_progress_line_says_the_time_waited_so_far():
     assert coordinator.call("c", {"n": 1}) == 1
     progress = [n for n in notes if "0/1 done" in n]
     assert progress == ["batch b1: 0/1 done, waited 0s so far"]
+
+
+# -- 9. generate-and-evaluate's cost line ---------------------------------------------------------------------------
+
+
+def test_generate_and_evaluate_with_batch_says_which_part_was_at_batch_prices(db_copy, tmp_path):
+    from tests.clitools import invoke
+    from tests.test_batch import ROOT, env_for
+
+    with FakeLLMServer() as server:
+        args = [
+            "generate-and-evaluate",
+            "--fixtures",
+            str(ROOT / "fixtures"),
+            "--db",
+            str(db_copy),
+            "--out-dir",
+            str(tmp_path),
+            "--count",
+            "3",
+        ]
+        result = invoke([*args, "--provider", "anthropic", "--batch"], env_for(server, "anthropic"))
+    assert result.exit_code == 0, result.output
+    assert "(judge at batch prices, phase one at sync prices)" in result.output

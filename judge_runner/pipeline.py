@@ -407,7 +407,9 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     batch = summary.get("batch")
     if batch:
         out(
-            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests: "
+            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests"
+            + (f" ({batch['pickedUpRequests']} picked up)" if batch.get("pickedUpRequests") else "")
+            + ": "
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
             + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
         )
@@ -611,7 +613,6 @@ def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
     from judge_runner.results import batch_lines, judged_lines
-
     from judge_runner.runfile import resume_state
 
     start, evaluations = judged_lines(path)

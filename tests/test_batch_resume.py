@@ -47,9 +47,12 @@ def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, d
     queries = [q["query"] for q in json.loads(query_set.read_text())["queries"]]
     paid = [q for q in queries if any(q in text for text in labelled)]
     without_verdict = [q for q in paid if not any(q in first_user_text(v) for v in verdicts)]
-    assert paid and without_verdict == [], "labels paid for, list verdict never asked"
+    # at most the one query whose verdict was tried last, with nothing else in flight, and did not fit in
+    # what was left (README "Batch mode": a verdict's worst case can exceed every one before it)
+    assert paid and len(without_verdict) <= 1, f"labels paid for, list verdict never asked: {without_verdict}"
     errors = [line for line in lines if line["type"] == "error"]
-    assert {e["errorType"] for e in errors} <= {"budget_exhausted"}
+    assert {e["errorType"] for e in errors} == {"budget_exhausted"}
+    assert any("in flight $0.0000" in e["message"] for e in errors), "the run gave up only when nothing else was in flight"
 
 
 # -- 2. a resumed run keeps its own protocol --------------------------------------------------------------
@@ -277,3 +280,33 @@ def test_generate_and_evaluate_with_batch_says_which_part_was_at_batch_prices(db
         result = invoke([*args, "--provider", "anthropic", "--batch"], env_for(server, "anthropic"))
     assert result.exit_code == 0, result.output
     assert "(judge at batch prices, phase one at sync prices)" in result.output
+
+
+# -- 7 and 8. a resumed run's batch block and cost ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_resumed_file_carries_the_whole_runs_cost_once_and_its_batch_block_one_scope(batch, query_set, run_folder):  # noqa: F811
+    extra = ("--batch",) if batch else ()
+    with FakeLLMServer() as server:
+        first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, *extra)
+        assert first.exit_code == 0, first.output
+        whole = lines_of(run_folder)[-1]
+        run = cut_run(run_folder, keep_evaluations=5)
+        again = resume(server, "anthropic", run, run_folder / "again", *extra)
+        assert server.batches.count() == (2 if batch else 0), "nothing submitted again"
+    assert again.exit_code == 0, again.output
+    lines = lines_of(run_folder / "again")
+    summary = lines[-1]
+    evaluations = [e for e in lines if e["type"] == "evaluation"]
+    # the summary agrees with its own evaluation lines, and with what the provider billed (each request once)
+    assert summary["costUsd"] == pytest.approx(sum(e["usage"]["costUsd"] for e in evaluations), abs=1e-5)
+    assert summary["costUsd"] == pytest.approx(whole["costUsd"], abs=1e-5)
+    assert summary["usage"]["calls"] == whole["usage"]["calls"]
+    assert summary["usage"]["outputTokens"] == whole["usage"]["outputTokens"]
+    if batch:
+        block = summary["batch"]
+        assert block["batches"] == 0 and block["resumedBatches"] == 2 and block["submittedRequests"] == 0
+        picked = block["pickedUpRequests"]
+        assert block["requests"] == picked == block["succeeded"] + block["errored"] + block["expired"] + block["canceled"] > 0
+        assert f"{picked} requests ({picked} picked up): {picked} succeeded" in again.output

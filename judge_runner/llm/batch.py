@@ -60,6 +60,10 @@ PROGRESS_EVERY_S = 600.0
 """A progress line is printed when the count of finished requests changes, else once per this many seconds."""
 MAX_POLL_FAILURES = 10
 """Consecutive failed status checks (connection errors, 5xx) tolerated before the batch's requests fail."""
+MARGIN_FACTOR = 2.0
+"""Room a new query leaves per started query, in units of the largest worst case seen so far: a list
+verdict's input holds all of a query's results, so its worst case can exceed every one before it
+(measured on the fake: label 0.011 USD, list verdicts 0.02-0.037 USD)."""
 _DELIMITER = re.compile(r"document-[0-9a-f]{16}")
 
 
@@ -179,18 +183,27 @@ def format_wait(seconds: float) -> str:
 
 @dataclass
 class BatchStats:
-    """What the run's batches did (the summary's ``batch`` block): batches submitted, batches of an
-    earlier process picked up, requests sent in batches, and each request outcome; ``in_flight``: ids
-    of batches not ended when the run stopped (``--resume`` picks them up)."""
+    """What the run's batches did (the summary's ``batch`` block), all request counts in one scope: the
+    requests whose results this run took from a batch. ``batches``: batches this run submitted;
+    ``resumed``: batches of an earlier process it picked up; ``submitted`` requests sent in its own
+    batches, ``picked_up`` requests taken from earlier batches; ``requests`` = submitted + picked up =
+    succeeded + errored + expired + canceled once every batch ended; ``in_flight``: ids of batches not
+    ended when the run stopped (``--resume`` picks them up)."""
 
     batches: int = 0
     resumed: int = 0
-    requests: int = 0
+    submitted: int = 0
+    picked_up: int = 0
     succeeded: int = 0
     errored: int = 0
     expired: int = 0
     canceled: int = 0
     in_flight: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        """Requests submitted by this run plus those picked up from earlier batches."""
+        return self.submitted + self.picked_up
 
     def as_dict(self) -> dict[str, Any]:
         """The summary's ``batch`` block (camelCase)."""
@@ -198,6 +211,8 @@ class BatchStats:
             "batches": self.batches,
             "resumedBatches": self.resumed,
             "requests": self.requests,
+            "submittedRequests": self.submitted,
+            "pickedUpRequests": self.picked_up,
             "succeeded": self.succeeded,
             "errored": self.errored,
             "expired": self.expired,
@@ -466,8 +481,10 @@ class BatchCoordinator:
                 self._flushing = False
                 self._cond.notify_all()
             return True
-        # nothing queued or in flight: as much room as there will ever be. The first waiting request (in
-        # the order of _grant) goes if it fits; if not, the budget is exhausted and every waiter fails.
+        # nothing queued or in flight: as much room as there will ever be. Whichever waiting requests fit
+        # now go (in the order of _grant, no tier held back); if none does, the budget is exhausted.
+        if self._grant(final=True):
+            return True
         for waiter in self._by_priority():
             self._deferred.remove(waiter)
             try:
@@ -482,32 +499,39 @@ class BatchCoordinator:
         return True
 
     def _margin(self, key: object) -> float:
-        """USD a new query's request must leave free: one call at the largest worst case seen for each
-        query started and not finished (0 for a started query's own requests)."""
-        return 0.0 if key in self._started else len(self._started) * self._largest_usd
+        """USD a new query's request must leave free: for each query started and not finished, one call at
+        MARGIN_FACTOR times the largest worst case seen (0 for a started query's own requests)."""
+        return 0.0 if key in self._started else len(self._started) * MARGIN_FACTOR * self._largest_usd
 
     def _took(self, key: object, reservation: Any) -> None:
         self._started.add(key)
         self._largest_usd = max(self._largest_usd, float(getattr(reservation, "usd", 0.0)))
 
-    def _by_priority(self) -> list[_Waiter]:
-        """The waiting requests: those of queries with a paid result first, then of queries already
-        started, then of new queries; arrival order within each."""
-        return sorted(self._deferred, key=lambda w: (w.key not in self._paid, w.key not in self._started))
+    def _tier(self, key: object) -> int:
+        """0: a worker with a paid result; 1: a worker holding or having held a reservation; 2: a new one."""
+        return 0 if key in self._paid else 1 if key in self._started else 2
 
-    def _grant(self) -> bool:
-        """Try the waiting requests again: those of queries with a paid result first, then those of queries
-        already started, then new queries (none while a started one does not fit); returns whether any fit."""
+    def _by_priority(self) -> list[_Waiter]:
+        """The waiting requests by :meth:`_tier`, arrival order within each."""
+        return sorted(self._deferred, key=lambda w: self._tier(w.key))
+
+    def _grant(self, final: bool = False) -> bool:
+        """Try the waiting requests again in the order of :meth:`_by_priority`; once one does not fit, none
+        of a lower tier goes (a query with a paid result is finished before another is advanced, a
+        started one before a new one is begun; ``final``: nothing is in flight, so a lower tier may take
+        what a higher one cannot use). Returns whether any fit."""
         from judge_runner.llm.budget import BudgetDeferred
 
-        granted = blocked = False
+        granted = False
+        stop_tier: int | None = None
         for waiter in self._by_priority():
-            if blocked and waiter.key not in self._started:
+            tier = self._tier(waiter.key)
+            if stop_tier is not None and tier > stop_tier and not final:
                 break
             try:
                 waiter.value = waiter.attempt(True, self._margin(waiter.key))
             except BudgetDeferred:
-                blocked = blocked or waiter.key in self._started
+                stop_tier = tier if stop_tier is None else stop_tier
                 continue
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
                 waiter.error = exc
@@ -542,7 +566,9 @@ class BatchCoordinator:
                     counted = batch_id in self._fetched or batch_id in self.stats.in_flight
                     if not self._finish(batch_id, group, prior=True):
                         new.extend(group)  # the server no longer knows it: submitted anew below
-                    elif not counted:
+                        continue
+                    self.stats.picked_up += len(group)
+                    if not counted:
                         self.stats.resumed += 1  # each earlier batch counted once
             if new and self._abandon.is_set():
                 self._fail(new, BatchAbandoned("interrupted before the batch was submitted"))
@@ -552,7 +578,7 @@ class BatchCoordinator:
                 try:
                     batch_id = self.backend.submit([(i.custom_id, i.body) for i in new])
                     self.stats.batches += 1
-                    self.stats.requests += len(new)
+                    self.stats.submitted += len(new)
                     with self._cond:
                         self.stats.in_flight.append(batch_id)
                     # written before anything else happens: the id is what --resume needs

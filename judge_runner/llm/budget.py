@@ -80,8 +80,9 @@ class Budget:
     def reserve(self, price: Price | None, input_tokens: int, max_tokens: int, defer: bool = False, margin_usd: float = 0.0) -> Reservation:
         """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
         Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive. With ``defer``
-        (``--batch``: a request may wait for the next batch), a call that does not fit while other calls
-        hold reservations raises BudgetDeferred instead (nothing marked): it may fit once they settle.
+        (``--batch``: a request may wait for the next batch), a call that does not fit raises BudgetDeferred
+        instead (nothing marked): it may fit once the calls in flight settle; the caller decides when it
+        never will (``defer=False`` then raises BudgetExhausted).
         ``margin_usd``: USD that must stay free beside this call's worst case (room kept for the calls
         other queries still need)."""
         worst_tokens = input_tokens + max_tokens
@@ -93,7 +94,7 @@ class Budget:
                 raise BudgetExhausted("the run's budget is spent")
             too_many = self.max_tokens is not None and self.tokens_used + self._held_tokens + worst_tokens > self.max_tokens
             too_dear = worst is not None and self.max_usd is not None and self.charged_usd + self._held + worst + margin_usd > self.max_usd
-            if defer and (too_many or too_dear) and (self._held > 0 or self._held_tokens > 0):
+            if defer and (too_many or too_dear):
                 raise BudgetDeferred("waiting for the calls in flight to settle")
             if self.max_tokens is not None and too_many:
                 self.exhausted = True

@@ -443,10 +443,10 @@ def judge_all(
                 future.cancel()
             in_flight.clear()
             # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
+            picker = batching.resume_hint or f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}`"
             print(
-                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
-                f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without "
-                f"submitting again (cancel it in the provider's console or API to stop it)"
+                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
+                f"picks its results up without submitting again (cancel it in the provider's console or API to stop it)"
                 if pending
                 else "interrupted: no new calls",
                 file=sys.stderr,

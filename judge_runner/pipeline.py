@@ -293,9 +293,13 @@ def evaluate_queries(
     generation: GenerationResult | None = None,
     resume: ResumePoint | None = None,
     all_queries: list[Query] | None = None,
+    prior_batches: list[dict] | None = None,
+    resume_hint: str | None = None,
 ) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
-    runId) and print the summary."""
+    runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
+    ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
+    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``)."""
     writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
     run_start = run_start_fields(
         job,
@@ -308,6 +312,9 @@ def evaluate_queries(
         all_queries=all_queries,
     )
     cache = open_cache(job.settings, job.printer)
+    batching = getattr(job.judge, "batching", None)
+    if batching is not None and resume_hint:
+        batching.resume_hint = resume_hint
     try:
         if job.systems:
             from judge_runner.compare import run_systems
@@ -341,12 +348,12 @@ def evaluate_queries(
                 prior=resume.evaluations if resume else None,
                 cache=cache,
                 estimate=estimate,
-                prior_batches=list(resume.batches) if resume else None,
+                prior_batches=list(resume.batches) if resume else prior_batches,
             )
     finally:
         if cache is not None:
             cache.close()
-    print_summary(outcome, job.printer, phase_one=generation is not None)
+    print_summary(outcome, job.printer, phase_one=generation is not None, resume_hint=resume_hint)
     if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
         from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
@@ -370,9 +377,10 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     return outcome
 
 
-def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False) -> None:
+def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
     """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
-    includes phase one's query writing (always synchronous, at standard prices)."""
+    includes phase one's query writing (always synchronous, at standard prices); ``resume_hint``: what
+    picks up batches still in flight (default ``--resume``)."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
     out(
@@ -411,7 +419,11 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
             + (f" ({batch['pickedUpRequests']} picked up)" if batch.get("pickedUpRequests") else "")
             + ": "
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
-            + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
+            + (
+                f"; still in flight: {', '.join(batch['inFlight'])} ({resume_hint or '--resume'} picks them up)"
+                if batch["inFlight"]
+                else ""
+            )
         )
     cost, planned = summary["costUsd"], summary.get("estimate") or {}
     estimate = planned.get("batchCostUsd" if batch else "costUsd")
@@ -830,6 +842,30 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
                 log.write(f"=== exit {code} ===\n")
 
 
+def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | None:
+    """The ``batch`` lines of weekly's previous run when it stopped with batches in flight: the newest
+    run file in ``results`` that holds batch lines and whose summary lists ``batch.inFlight`` (Ctrl+C)
+    or that has no summary (killed). Its requests are the ones this run makes again when the query set
+    and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
+    None when there is none (said in a note when there is)."""
+    from judge_runner.runfile import read_run_file
+
+    for path in sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""), reverse=True):
+        try:
+            run = read_run_file(path)
+        except OSError:
+            continue
+        if not run.is_run:
+            continue
+        summary = run.summary.model_dump(by_alias=True) if run.summary is not None else None
+        in_flight = ((summary or {}).get("batch") or {}).get("inFlight") if summary is not None else None
+        if run.batches and (summary is None or in_flight):
+            printer.note(f"weekly: the previous run {path.name} left {len(run.batches)} batch(es) in flight; picking their results up")
+            return [line.line() for line in run.batches]
+        return None  # the newest run ended with nothing in flight
+    return None
+
+
 def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
     """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
     ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
@@ -856,7 +892,9 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunS
         else:
             queries = load_query_set(plan.queries_path or pinned).queries
         warn_missing_sources(job.index, queries, settings.index_label, printer.err)
-        outcome = evaluate_queries(job, queries, generation=generation)
+        prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
+        hint = "the next `judge-runner weekly ... --batch` (same query set)"
+        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
     try:
         written = build_report(plan.results, plan.reports)
         printer.out(f"report written to {written.html}")

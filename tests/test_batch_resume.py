@@ -310,3 +310,49 @@ def test_a_resumed_file_carries_the_whole_runs_cost_once_and_its_batch_block_one
         picked = block["pickedUpRequests"]
         assert block["requests"] == picked == block["succeeded"] + block["errored"] + block["expired"] + block["canceled"] > 0
         assert f"{picked} requests ({picked} picked up): {picked} succeeded" in again.output
+
+
+# -- 3. weekly --batch killed while polling -----------------------------------------------------------------------
+
+
+def test_weekly_killed_while_polling_picks_up_its_batches_next_time(query_set, db_copy, tmp_path):  # noqa: F811
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.clitools import invoke
+    from tests.test_batch import ROOT, env_for, judge_requests
+
+    results, reports = tmp_path / "quality-results", tmp_path / "reports"
+    args = ["weekly", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--results", str(results), "--reports", str(reports)]
+    args += ["--queries", str(query_set), "--provider", "anthropic", "--batch", "--no-cache"]
+    with FakeLLMServer() as server:
+        server.batches.polls_before_done = 10**9
+        env = {**os.environ, **env_for(server, "anthropic"), "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "judge_runner.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and server.batches.count() < 1:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert "judge-runner weekly" in stderr and "evaluate --resume" not in stderr, stderr
+        server.batches.polls_before_done = 1
+        again = invoke(args, env_for(server, "anthropic"))
+        assert judge_requests(server, "anthropic") == []
+        submitted = [cid for b in server.batches.submitted for cid in b["custom_ids"]]
+    assert again.exit_code == 0, again.output
+    assert server.batches.count() == 2 and len(submitted) == len(set(submitted)), "the label batch was picked up, not sent again"
+    assert "picking up" in (results / "weekly.log").read_text()
+    latest = sorted(results.glob("*.jsonl"))[-1]
+    summary = json.loads(latest.read_text().splitlines()[-1])
+    assert summary["evaluated"] == 15 and summary["batch"]["resumedBatches"] == 1

@@ -265,6 +265,7 @@ class BatchCoordinator:
         self.note: Callable[[str], None] = lambda line: None
         self.warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
         self.stats = BatchStats()
+        self.resume_hint: str | None = None  # what picks the batches up after Ctrl+C (default: evaluate --resume RUN)
         self._cond = threading.Condition()
         self._local = threading.local()
         self._active = 0

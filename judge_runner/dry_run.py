@@ -409,6 +409,25 @@ class MemoSearch:
         return getattr(self.backend, name)
 
 
+def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
+    """The start line's word on ``--max-budget-usd`` (``cap``, USD), in the run's own mode (``batch``:
+    batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
+    synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
+    holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
+    from judge_runner.estimate import costs
+
+    if cap is None or price is None:
+        return ""
+    cost = costs(estimate.calls, price)["batch" if batch else "sync"]
+    mode = "at batch prices" if batch else "at sync prices"
+    if (cost.expected or 0) > cap:
+        return f"; expected ${cost.expected:.4f} {mode} is above --max-budget-usd {cap:.2f}: the run will stop early"
+    if (cost.worst or 0) > cap:
+        held = "requests that do not fit wait for a later batch" if batch else "the run may stop early"
+        return f"; worst case ${cost.worst:.4f} {mode} is above --max-budget-usd {cap:.2f}: {held}"
+    return ""
+
+
 def start_estimate(
     queries: Sequence[Query], index: Any, judge: Any, options: Any, cache: Any, say: Callable[[str], None] = lambda m: None
 ) -> tuple[Any, dict[str, Any] | None]:
@@ -441,6 +460,6 @@ def start_estimate(
     block = estimate.summary_block(batch)
     cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
     cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)
-    over = f"; above --max-budget-usd {cap:.2f}: the run may stop early" if cap is not None and (block["costUsd"] or 0) > cap else ""
+    over = budget_warning(estimate, price, cap, batch=batch)
     say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
     return memo, block

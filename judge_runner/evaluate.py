@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from judge_runner import __version__
 from judge_runner.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
@@ -161,6 +161,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
             inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
             outputTokens=usage.output_tokens,
             costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
+            calls=usage.calls,
         ),
         labelsCached=sum(o.labels_cached for o in judged.labels),
         labelsJudged=sum(o.labels_judged for o in judged.labels),
@@ -442,10 +443,10 @@ def judge_all(
                 future.cancel()
             in_flight.clear()
             # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
+            picker = batching.resume_hint or f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}`"
             print(
-                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; "
-                f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` picks its results up without "
-                f"submitting again (cancel it in the provider's console or API to stop it)"
+                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
+                f"picks its results up without submitting again (cancel it in the provider's console or API to stop it)"
                 if pending
                 else "interrupted: no new calls",
                 file=sys.stderr,
@@ -481,11 +482,14 @@ def end_run(
     judge_is_generator: bool = False,
     estimate: dict | None = None,
     batch: dict | None = None,
+    carried: list[dict] | None = None,
 ) -> RunOutcome:
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
     :meth:`judge_runner.estimate.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
-    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`), write it, close the file, and
+    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`; ``carried``: the evaluation
+    lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
+    resumed file's summary carries the whole run, :func:`carried_usage`), write it, close the file, and
     return the run's outcome with its :class:`RunEnd`."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
@@ -499,6 +503,11 @@ def end_run(
             "cacheReadTokens": u.cache_read_tokens,
         }
     cost = budget.total_cost_usd if budget is not None else 0.0
+    if carried:
+        earlier = carried_usage(carried)
+        for key in ("inputTokens", "outputTokens", "calls"):
+            usage[key] += earlier[key]
+        cost = None if cost is None or earlier["costUsd"] is None else round(cost + earlier["costUsd"], 6)
     stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
     summary = build_summary(
         writer.run_id,
@@ -528,6 +537,22 @@ def end_run(
     writer.write(summary)
     writer.close()
     return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
+
+
+def carried_usage(lines: list[dict]) -> dict[str, Any]:
+    """The usage of evaluation lines copied from an interrupted run: ``inputTokens``, ``outputTokens``,
+    ``calls`` (0 for lines written before they recorded it) and ``costUsd`` (USD; None when any line's cost is
+    unknown). A resumed file's summary adds them to its own process's usage: the resumed file carries
+    the whole run, each request paid once (README "Batch mode": which file carries what)."""
+    out: dict[str, Any] = {"inputTokens": 0, "outputTokens": 0, "calls": 0, "costUsd": 0.0}
+    for line in lines:
+        usage = line.get("usage") or {}
+        out["inputTokens"] += int(usage.get("inputTokens") or 0)
+        out["outputTokens"] += int(usage.get("outputTokens") or 0)
+        out["calls"] += int(usage.get("calls") or 0)
+        if out["costUsd"] is not None and usage:
+            out["costUsd"] = None if usage.get("costUsd") is None else out["costUsd"] + float(usage["costUsd"])
+    return out
 
 
 def run_evaluation(
@@ -577,6 +602,7 @@ def run_evaluation(
         judge_is_generator=circular,
         estimate=estimate,
         batch=batch,
+        carried=prior,
     )
 
 

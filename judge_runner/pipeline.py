@@ -293,9 +293,13 @@ def evaluate_queries(
     generation: GenerationResult | None = None,
     resume: ResumePoint | None = None,
     all_queries: list[Query] | None = None,
+    prior_batches: list[dict] | None = None,
+    resume_hint: str | None = None,
 ) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
-    runId) and print the summary."""
+    runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
+    ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
+    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``)."""
     writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
     run_start = run_start_fields(
         job,
@@ -308,6 +312,9 @@ def evaluate_queries(
         all_queries=all_queries,
     )
     cache = open_cache(job.settings, job.printer)
+    batching = getattr(job.judge, "batching", None)
+    if batching is not None and resume_hint:
+        batching.resume_hint = resume_hint
     try:
         if job.systems:
             from judge_runner.compare import run_systems
@@ -341,12 +348,12 @@ def evaluate_queries(
                 prior=resume.evaluations if resume else None,
                 cache=cache,
                 estimate=estimate,
-                prior_batches=list(resume.batches) if resume else None,
+                prior_batches=list(resume.batches) if resume else prior_batches,
             )
     finally:
         if cache is not None:
             cache.close()
-    print_summary(outcome, job.printer)
+    print_summary(outcome, job.printer, phase_one=generation is not None, resume_hint=resume_hint)
     if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
         from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
@@ -370,8 +377,10 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     return outcome
 
 
-def print_summary(outcome: RunOutcome, printer: Printer) -> None:
-    """The run's summary for people on stdout; a failed quality gate on stderr."""
+def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
+    """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
+    includes phase one's query writing (always synchronous, at standard prices); ``resume_hint``: what
+    picks up batches still in flight (default ``--resume``)."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
     out(
@@ -406,13 +415,19 @@ def print_summary(outcome: RunOutcome, printer: Printer) -> None:
     batch = summary.get("batch")
     if batch:
         out(
-            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests: "
+            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests"
+            + (f" ({batch['pickedUpRequests']} picked up)" if batch.get("pickedUpRequests") else "")
+            + ": "
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
-            + (f"; still in flight: {', '.join(batch['inFlight'])} (--resume picks them up)" if batch["inFlight"] else "")
+            + (
+                f"; still in flight: {', '.join(batch['inFlight'])} ({resume_hint or '--resume'} picks them up)"
+                if batch["inFlight"]
+                else ""
+            )
         )
     cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
-    prices = " at batch prices" if batch else ""
+    prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")
@@ -507,12 +522,14 @@ def close_systems(systems: list[System] | None) -> None:
 @dataclass(frozen=True)
 class ResumePoint:
     """An interrupted run to continue: its file, its ``run_start`` line, its judged ``evaluation``
-    lines (one per query id) and its ``batch`` lines (a ``--batch`` run's batches, picked up again)."""
+    lines (one per query id), its ``batch`` lines (a ``--batch`` run's batches, picked up again) and
+    the reader's warnings about damaged lines (``file:line: ...``)."""
 
     path: Path
     start: dict
     evaluations: list[dict]
     batches: tuple[dict, ...] = ()
+    warnings: tuple[str, ...] = ()  # the reader's words on damaged lines (file:line), said when resuming
 
     @property
     def run_id(self) -> str:
@@ -524,6 +541,70 @@ class ResumePoint:
         """The query set saved beside the run file, when it is there."""
         saved = self.start.get("config", {}).get("querySetFile")
         return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
+
+
+PROTOCOL_SETTINGS = (
+    ("judgeMode", "judge_mode", "judge mode"),
+    ("trials", "trials", "trials"),
+    ("seed", "seed", "seed"),
+    ("searchLimit", "search_limit", "search limit"),
+    ("searchMode", "search_mode", "search mode"),
+)
+"""The run_start ``config`` keys a resumed run takes from its run (``Settings`` field, words for people):
+the settings that decide what is asked of the judge and what it sees."""
+
+
+def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
+    """A resumed run (sync or ``--batch``) judges its remaining queries as the run judged the others: each
+    setting of :data:`PROTOCOL_SETTINGS` not set for this run (flag, environment or config file) is taken
+    from the run's ``run_start`` config, and said in one note. A setting set to another value is kept
+    and warned about: the run mixes two protocols, and the requests of its batches in flight differ from
+    the new ones, so those batches cannot be picked up (their results are paid for and not used)."""
+    config = resume.start.get("config") or {}
+    taken, differ = [], []
+    for key, name, words in PROTOCOL_SETTINGS:
+        if key not in config or config[key] is None:
+            continue
+        if name not in settings.model_fields_set:
+            setattr(settings, name, config[key])
+            taken.append(f"{words} {config[key]}" if key != "trials" else f"{config[key]} trials")
+        elif getattr(settings, name) != config[key]:
+            differ.append((words, getattr(settings, name), config[key]))
+    if taken:
+        printer.note(f"resuming with the run's own protocol: {', '.join(taken)}")
+    for words, now, was in differ:
+        flag = "--" + words.replace(" ", "-")
+        batches = (
+            f"; its {len(resume.batches)} batch(es) in flight hold other requests and cannot be reused (their results are paid for, "
+            f"not used)"
+            if resume.batches
+            else ""
+        )
+        printer.err(
+            f"warning: {flag} {now} differs from the run's {was}: the remaining queries are judged differently from "
+            f"the {len(resume.evaluations)} already judged{batches}"
+        )
+
+
+def warn_judge_change(judge: Any, resume: ResumePoint, printer: Printer) -> None:
+    """Warn when a resumed run's judge (provider or model) is not the one that judged the run so far:
+    the run mixes two judges, and its batches of another provider's batch API cannot be picked up
+    (they stay unclaimed in that provider's account; their requests are sent again)."""
+    was = resume.start.get("provenance") or {}
+    provider, model = was.get("provider"), was.get("judgeModel")
+    if (provider, model) == (judge.name, judge.model) or provider is None:
+        return
+    elsewhere = [b for b in resume.batches if b.get("provider") not in (None, judge.name)]
+    lost = (
+        f"; its {len(elsewhere)} {elsewhere[0].get('provider')} batch(es) cannot be picked up by {judge.name}: "
+        f"their requests are sent again (resume with --provider {provider} to use them)"
+        if elsewhere
+        else ""
+    )
+    printer.err(
+        f"warning: run {resume.run_id} was judged by {provider} ({model}); the remaining queries are judged by "
+        f"{judge.name} ({judge.model}){lost}"
+    )
 
 
 def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> None:
@@ -543,11 +624,12 @@ def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume; raises UsageError when it has no run_start line."""
     from judge_runner.results import batch_lines, judged_lines
+    from judge_runner.runfile import resume_state
 
     start, evaluations = judged_lines(path)
     if start is None or "provenance" not in start:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
-    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)))
+    return ResumePoint(path, start, evaluations, tuple(batch_lines(path)), tuple(resume_state(path).warnings))
 
 
 def prune_runs(results: Path, keep: int) -> list[Path]:
@@ -636,6 +718,8 @@ def evaluate_job(
     from judge_runner.generate import query_set_sha256
 
     resume = read_resume_point(resume_path) if resume_path is not None else None
+    for warning in resume.warnings if resume is not None else ():
+        printer.err(f"warning: {warning}")
     if resume is not None and systems is not None and (systems.external or len(systems.modes) > 1):
         raise UsageError("--resume continues a run of the built-in search; it cannot be combined with other search systems")
     if resume is not None and queries_path is None:
@@ -668,8 +752,11 @@ def evaluate_job(
                 printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
+            inherit_protocol(settings, resume, printer)
             inherit_batch_mode(settings, resume, printer)
         _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
+        if resume is not None:
+            warn_judge_change(judge, resume, printer)
         job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
         try:
             return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
@@ -754,6 +841,30 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
                 log.write(f"=== exit {code} ===\n")
 
 
+def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | None:
+    """The ``batch`` lines of weekly's previous run when it stopped with batches in flight: the newest
+    run file in ``results`` that holds batch lines and whose summary lists ``batch.inFlight`` (Ctrl+C)
+    or that has no summary (killed). Its requests are the ones this run makes again when the query set
+    and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
+    None when there is none (said in a note when there is)."""
+    from judge_runner.runfile import read_run_file
+
+    for path in sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""), reverse=True):
+        try:
+            run = read_run_file(path)
+        except OSError:
+            continue
+        if not run.is_run:
+            continue
+        summary = run.summary.model_dump(by_alias=True) if run.summary is not None else None
+        in_flight = ((summary or {}).get("batch") or {}).get("inFlight") if summary is not None else None
+        if run.batches and (summary is None or in_flight):
+            printer.note(f"weekly: the previous run {path.name} left {len(run.batches)} batch(es) in flight; picking their results up")
+            return [line.line() for line in run.batches]
+        return None  # the newest run ended with nothing in flight
+    return None
+
+
 def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
     """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
     ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
@@ -780,7 +891,9 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunS
         else:
             queries = load_query_set(plan.queries_path or pinned).queries
         warn_missing_sources(job.index, queries, settings.index_label, printer.err)
-        outcome = evaluate_queries(job, queries, generation=generation)
+        prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
+        hint = "the next `judge-runner weekly ... --batch` (same query set)"
+        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
     try:
         written = build_report(plan.results, plan.reports)
         printer.out(f"report written to {written.html}")

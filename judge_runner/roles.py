@@ -200,9 +200,11 @@ def check_batch_provider(spec, reason: str, settings: Settings) -> None:
 def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
     """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch.batching_provider`)
     once one free request has shown its server has the batch API. Raises ConfigError (exit 2, nothing
-    spent) for a provider without one or a server that does not answer it (a local OpenAI-compatible
-    server)."""
-    from judge_runner.llm.batch import BatchUnavailable, batching_provider
+    spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
+    a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's
+    refused key gives)."""
+    from judge_runner.llm.batch import BatchUnavailable, BatchUnreachable, batching_provider
+    from judge_runner.llm.errors import AuthError, SpendLimitError
 
     if spec.batch_target is None:
         raise ConfigError(f"--batch: the {spec.name} provider has no batch API")
@@ -210,5 +212,11 @@ def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
         wrapped = batching_provider(judge, spec.load_batches(), max_poll_s)
     except BatchUnavailable as exc:
         raise ConfigError(f"--batch: {exc}; run without --batch") from None
+    except BatchUnreachable as exc:
+        raise ConfigError(f"--batch: {exc}; check the base URL and that the server is running") from None
+    except AuthError as exc:  # what a synchronous run's first call says (exit 2)
+        raise ConfigError(f"{exc}; check the API key") from None
+    except SpendLimitError as exc:
+        raise ConfigError(str(exc)) from None
     say(f"batch mode: the judge's calls go through the {spec.name} batch API at batch prices (results may take up to 24 h)")
     return wrapped

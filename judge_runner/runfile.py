@@ -254,7 +254,10 @@ def read_run_file(path: Path) -> RunFile:
         elif isinstance(model, ErrorLine):
             run.errors.append(model)
         elif isinstance(model, BatchLine):
-            run.batches.append(model)
+            if not model.batchId:
+                run.warnings.append(f"{where}: batch line without batchId dropped: its requests cannot be picked up and are sent again")
+            else:
+                run.batches.append(model)
         elif isinstance(model, SummaryLine):
             run.summary = model
     return run

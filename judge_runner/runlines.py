@@ -183,6 +183,7 @@ class EvaluationUsage(BaseModel):
     inputTokens: int = Field(ge=0)
     outputTokens: int = Field(ge=0)
     costUsd: float | None = Field(default=None, ge=0, description="Null when the model's price is unknown (never shown as 0).")
+    calls: int = Field(default=0, ge=0, description="Judge requests made for this query (0 in files written before it was recorded).")
 
 
 class EvaluationLine(_Line):

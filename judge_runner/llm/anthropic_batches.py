@@ -14,9 +14,8 @@ from typing import Any
 
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch import BatchStatus, BatchUnavailable, ItemResult
+from judge_runner.llm.batch import BatchStatus, ItemResult, check_failure
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
-from judge_runner.llm.wire import server_message
 
 # an errored item's error.type -> the kind a synchronous failure with that error would be
 _AUTH = {"authentication_error", "permission_error"}
@@ -47,14 +46,13 @@ class AnthropicBatches:
         self._batches = provider._client.messages.batches
 
     def check(self) -> None:
-        """``GET /v1/messages/batches?limit=1``: free; raises BatchUnavailable when refused."""
+        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a failure means."""
         try:
             self._batches.list(limit=1)
-        except Exception as exc:  # noqa: BLE001 - any failure means no batch API here
-            said = server_message(exc) or type(exc).__name__
-            status = getattr(exc, "status_code", None)
-            raise BatchUnavailable(
-                f"the Message Batches API did not answer (GET /v1/messages/batches: {f'HTTP {status}: ' if status else ''}{said})"
+        except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API
+            where = str(self.provider._client.base_url).rstrip("/")
+            raise check_failure(
+                exc, self.provider, "GET /v1/messages/batches", where, f"the server at {where} has no Message Batches API"
             ) from None
 
     def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judge_runner.llm.budget import Budget, estimate_tokens
+from judge_runner.llm.budget import Budget, Reservation, estimate_tokens
 from judge_runner.llm.errors import LLMError
 from judge_runner.llm.pricing import Price, Usage, price_for
 from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_generic
@@ -116,6 +116,11 @@ class ChatProvider(ABC):
     ) -> Completion:
         """One HTTP request bounded by ``timeout`` seconds; raises the SDK's own errors."""
 
+    def _reserve(self, input_tokens: int, max_tokens: int) -> Reservation:
+        """Hold the worst case of one call in the budget (``input_tokens`` estimated, ``max_tokens`` of
+        output); raises BudgetExhausted or CallTooExpensive. ``--batch`` overrides it to wait for room."""
+        return self.budget.reserve(self.price, input_tokens, max_tokens)
+
     def complete(
         self,
         system: str,
@@ -132,7 +137,7 @@ class ChatProvider(ABC):
         them; ``Completion.model`` is the model id the API returned."""
         prompt = system + json.dumps([dataclasses.asdict(t) for t in turns], ensure_ascii=False)
         prompt += json.dumps([dataclasses.asdict(t) for t in tools])
-        reservation = self.budget.reserve(self.price, estimate_tokens(prompt), max_tokens)
+        reservation = self._reserve(estimate_tokens(prompt), max_tokens)
         total = Usage()
         deadline = time.monotonic() + self.retry.deadline_s
 

@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -41,8 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.budget import Reservation
 from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
+from judge_runner.llm.wire import server_message
 
 T = TypeVar("T")
 Outcome = Literal["succeeded", "errored", "expired", "canceled"]
@@ -57,11 +60,37 @@ PROGRESS_EVERY_S = 600.0
 """A progress line is printed when the count of finished requests changes, else once per this many seconds."""
 MAX_POLL_FAILURES = 10
 """Consecutive failed status checks (connection errors, 5xx) tolerated before the batch's requests fail."""
+MARGIN_FACTOR = 2.0
+"""Room a new query leaves per started query, in units of the largest worst case seen so far: a list
+verdict's input holds all of a query's results, so its worst case can exceed every one before it
+(measured on the fake: label 0.011 USD, list verdicts 0.02-0.037 USD)."""
 _DELIMITER = re.compile(r"document-[0-9a-f]{16}")
 
 
 class BatchUnavailable(Exception):
     """The server has no batch API (a local OpenAI-compatible server), or it refused the check."""
+
+
+class BatchUnreachable(Exception):
+    """The server did not answer the batch API check at all (connection refused, DNS, timeout)."""
+
+
+def check_failure(exc: BaseException, provider: ChatProvider, request: str, where: str, no_api: str) -> Exception:
+    """What a failed batch-API check (``request``, e.g. ``GET /v1/batches``, to the server at ``where``)
+    means, by the synchronous provider's own classification: a refused key is the AuthError (or
+    SpendLimitError) a synchronous call would raise; no HTTP answer is BatchUnreachable ("cannot
+    reach"); a 404 or 405 is BatchUnavailable (``no_api``: the server has no batch API); any other
+    answer is BatchUnavailable saying what the server answered."""
+    status = getattr(exc, "status_code", None)
+    said = server_message(exc) or type(exc).__name__
+    kind = provider.classify(exc)
+    if kind in ("auth", "spend_limit"):
+        return translate(exc, 1, provider.classify)
+    if not isinstance(status, int):
+        return BatchUnreachable(f"cannot reach {where} ({request}: {said})")
+    if status in (404, 405):
+        return BatchUnavailable(f"{no_api}: {request} answered HTTP {status}: {said}")
+    return BatchUnavailable(f"the batch API at {where} did not answer the check ({request}: HTTP {status}: {said})")
 
 
 class BatchAbandoned(LLMError):
@@ -154,18 +183,27 @@ def format_wait(seconds: float) -> str:
 
 @dataclass
 class BatchStats:
-    """What the run's batches did (the summary's ``batch`` block): batches submitted, batches of an
-    earlier process picked up, requests sent in batches, and each request outcome; ``in_flight``: ids
-    of batches not ended when the run stopped (``--resume`` picks them up)."""
+    """What the run's batches did (the summary's ``batch`` block), all request counts in one scope: the
+    requests whose results this run took from a batch. ``batches``: batches this run submitted;
+    ``resumed``: batches of an earlier process it picked up; ``submitted`` requests sent in its own
+    batches, ``picked_up`` requests taken from earlier batches; ``requests`` = submitted + picked up =
+    succeeded + errored + expired + canceled once every batch ended; ``in_flight``: ids of batches not
+    ended when the run stopped (``--resume`` picks them up)."""
 
     batches: int = 0
     resumed: int = 0
-    requests: int = 0
+    submitted: int = 0
+    picked_up: int = 0
     succeeded: int = 0
     errored: int = 0
     expired: int = 0
     canceled: int = 0
     in_flight: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        """Requests submitted by this run plus those picked up from earlier batches."""
+        return self.submitted + self.picked_up
 
     def as_dict(self) -> dict[str, Any]:
         """The summary's ``batch`` block (camelCase)."""
@@ -173,12 +211,23 @@ class BatchStats:
             "batches": self.batches,
             "resumedBatches": self.resumed,
             "requests": self.requests,
+            "submittedRequests": self.submitted,
+            "pickedUpRequests": self.picked_up,
             "succeeded": self.succeeded,
             "errored": self.errored,
             "expired": self.expired,
             "canceled": self.canceled,
             "inFlight": list(self.in_flight),
         }
+
+
+@dataclass
+class _Waiter:
+    attempt: Callable[[bool, float], Any]
+    key: object
+    value: Any = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 @dataclass
@@ -200,8 +249,8 @@ class BatchCoordinator:
     and polls it (:meth:`_flush`). A thread that is not a counted worker counts itself for the length
     of its call. :meth:`map` runs several calls of one worker concurrently (a query's pointwise labels).
 
-    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``note(line)``
-    the progress lines (``batch msgbatch_…: 120/300 done, waiting 2m10s``). ``max_poll_s``: the
+    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``warn(line)``
+    warnings (stderr by default); ``note(line)`` the progress lines (``batch msgbatch_…: 120/300 done, waited 2m10s so far``). ``max_poll_s``: the
     longest wait between two status checks (seconds); every wait ends early when the run is abandoned
     (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
     of hundreds of queries: measured at about 90 MB for 5000 idle threads).
@@ -214,11 +263,17 @@ class BatchCoordinator:
         self.classify: Callable[[BaseException], ErrorClass | None] = classify or backend.provider.classify
         self.record: Callable[[dict[str, Any]], None] = lambda fields: None
         self.note: Callable[[str], None] = lambda line: None
+        self.warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
         self.stats = BatchStats()
+        self.resume_hint: str | None = None  # what picks the batches up after Ctrl+C (default: evaluate --resume RUN)
         self._cond = threading.Condition()
         self._local = threading.local()
         self._active = 0
         self._pending: list[_Item] = []
+        self._deferred: list[_Waiter] = []  # requests waiting for budget (reserve)
+        self._paid: set[object] = set()  # keys of workers that already received a result
+        self._started: set[object] = set()  # keys of unfinished workers holding or having held a reservation
+        self._largest_usd = 0.0  # the largest worst case reserved so far
         self._flushing = False
         self._submitting = False
         self._abandon = threading.Event()
@@ -242,11 +297,14 @@ class BatchCoordinator:
     def unit(self) -> Iterator[None]:
         """Run the current thread as one counted worker (its place taken beforehand with :meth:`expect`),
         giving the place back when it ends."""
-        self._local.unit = True
+        self._local.unit, self._local.key = True, object()
         try:
             yield
         finally:
-            self._local.unit = False
+            with self._cond:
+                self._started.discard(self._local.key)
+                self._paid.discard(self._local.key)
+            self._local.unit, self._local.key = False, None
             self.release()
 
     def as_unit(self, fn: Callable[..., T]) -> Callable[..., T]:
@@ -266,12 +324,13 @@ class BatchCoordinator:
         if n == 0:
             return []
         parent = bool(getattr(self._local, "unit", False))
+        key = self._key()
         results: list[Any] = [None] * n
         remaining = [n]
         self.expect(n)
 
         def run(k: int) -> None:
-            self._local.unit = True
+            self._local.unit, self._local.key = True, key
             try:
                 results[k] = fn(items[k])
             except BaseException as exc:  # noqa: BLE001 - handed back to the caller in order
@@ -297,9 +356,12 @@ class BatchCoordinator:
 
     def resume(self, lines: Sequence[dict[str, Any]]) -> None:
         """Know the batches an earlier process of this run submitted (its ``batch`` lines: ``batchId``,
-        ``customIds``): a request with one of those ids takes that batch's result."""
+        ``customIds``): a request with one of those ids takes that batch's result. Lines of another
+        provider are skipped."""
         with self._cond:
             for line in lines:
+                if line.get("provider") not in (None, self.provider_name):
+                    continue  # another provider's batch API: this server does not know it (warned by the pipeline)
                 batch_id = line.get("batchId")
                 if isinstance(batch_id, str) and batch_id:
                     for cid in line.get("customIds") or []:
@@ -334,25 +396,153 @@ class BatchCoordinator:
                         if item in self._pending:
                             self._pending.remove(item)
                         raise BatchAbandoned("interrupted while the batch was in flight (not canceled: --resume picks it up)")
-                    if not self._flushing and self._pending and len(self._pending) >= self._active:
-                        batch, self._pending = self._pending, []
-                        self._flushing = True
-                        self._cond.release()
-                        try:
-                            self._flush(batch)
-                        finally:
-                            self._cond.acquire()
-                            self._flushing = False
-                            self._cond.notify_all()
-                        continue
-                    self._cond.wait(timeout=0.5)
+                    if not self._step():
+                        self._cond.wait(timeout=0.5)
             finally:
                 if not counted:
                     self._active = max(0, self._active - 1)
                     self._cond.notify_all()
         if item.error is not None:
             raise item.error
+        with self._cond:
+            self._paid.add(self._key())
         return item.result
+
+    def reserve(self, attempt: Callable[[bool, float], T]) -> T:
+        """A budget reservation for one request, waiting for room (``--batch``, issue 15 follow-up).
+        ``attempt(defer, margin)`` is ``Budget.reserve(..., defer=defer, margin_usd=margin)``: it raises
+        BudgetDeferred when the request does not fit while other requests hold reservations. A request of
+        a query not started yet must leave room (``margin``) for one more call of each query started
+        and not finished, at the largest worst case seen, so that no query is left with paid labels and
+        no list verdict because a new one took the money. Such a request waits (counted as
+        blocked, so the batch in hand still leaves) and is tried again when every worker is blocked, after
+        the batch in flight settled its reservations: first the requests of queries that already have a
+        paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
+        is pending or in flight and it still does not fit does it fail (``attempt(False)``:
+        BudgetExhausted). Raises BatchAbandoned when the run is abandoned meanwhile."""
+        from judge_runner.llm.budget import BudgetDeferred
+
+        key = self._key()
+        with self._cond:
+            queue = bool(self._deferred) and key not in self._started  # a new query waits behind those started
+            margin = self._margin(key)
+        if not queue:
+            try:
+                value = attempt(True, margin)
+            except BudgetDeferred:
+                pass
+            else:
+                with self._cond:
+                    self._took(key, value)
+                return value
+        counted = bool(getattr(self._local, "unit", False))
+        waiter = _Waiter(attempt, key)
+        with self._cond:
+            if not counted:
+                self._active += 1
+            self._deferred.append(waiter)
+            self._cond.notify_all()
+            try:
+                while not waiter.done:
+                    if self._abandon.is_set():
+                        raise BatchAbandoned("interrupted while waiting for budget (no request was sent)")
+                    if not self._step():
+                        self._cond.wait(timeout=0.5)
+            finally:
+                if waiter in self._deferred:
+                    self._deferred.remove(waiter)
+                if not counted:
+                    self._active = max(0, self._active - 1)
+                self._cond.notify_all()
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.value
+
+    def _key(self) -> object:
+        """The current worker's key (a query's worker and its :meth:`map` threads share one)."""
+        key = getattr(self._local, "key", None)
+        return key if key is not None else threading.get_ident()
+
+    def _step(self) -> bool:
+        """With the lock held, when every counted worker is blocked: let waiting requests that now fit in
+        the budget go (:meth:`reserve`), else submit the queued requests (:meth:`_flush`), else (nothing
+        queued, nothing in flight) fail the waiting requests for good. Returns whether it did anything."""
+        if self._flushing or not (self._pending or self._deferred) or len(self._pending) + len(self._deferred) < self._active:
+            return False
+        if self._deferred and self._grant():
+            return True
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._flushing = True
+            self._cond.release()
+            try:
+                self._flush(batch)
+            finally:
+                self._cond.acquire()
+                self._flushing = False
+                self._cond.notify_all()
+            return True
+        # nothing queued or in flight: as much room as there will ever be. Whichever waiting requests fit
+        # now go (in the order of _grant, no tier held back); if none does, the budget is exhausted.
+        if self._grant(final=True):
+            return True
+        for waiter in self._by_priority():
+            self._deferred.remove(waiter)
+            try:
+                waiter.value = waiter.attempt(False, self._margin(waiter.key))
+                self._took(waiter.key, waiter.value)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                waiter.error = exc
+            waiter.done = True
+            if waiter.error is None:
+                break
+        self._cond.notify_all()
+        return True
+
+    def _margin(self, key: object) -> float:
+        """USD a new query's request must leave free: for each query started and not finished, one call at
+        MARGIN_FACTOR times the largest worst case seen (0 for a started query's own requests)."""
+        return 0.0 if key in self._started else len(self._started) * MARGIN_FACTOR * self._largest_usd
+
+    def _took(self, key: object, reservation: Any) -> None:
+        self._started.add(key)
+        self._largest_usd = max(self._largest_usd, float(getattr(reservation, "usd", 0.0)))
+
+    def _tier(self, key: object) -> int:
+        """0: a worker with a paid result; 1: a worker holding or having held a reservation; 2: a new one."""
+        return 0 if key in self._paid else 1 if key in self._started else 2
+
+    def _by_priority(self) -> list[_Waiter]:
+        """The waiting requests by :meth:`_tier`, arrival order within each."""
+        return sorted(self._deferred, key=lambda w: self._tier(w.key))
+
+    def _grant(self, final: bool = False) -> bool:
+        """Try the waiting requests again in the order of :meth:`_by_priority`; once one does not fit, none
+        of a lower tier goes (a query with a paid result is finished before another is advanced, a
+        started one before a new one is begun; ``final``: nothing is in flight, so a lower tier may take
+        what a higher one cannot use). Returns whether any fit."""
+        from judge_runner.llm.budget import BudgetDeferred
+
+        granted = False
+        stop_tier: int | None = None
+        for waiter in self._by_priority():
+            tier = self._tier(waiter.key)
+            if stop_tier is not None and tier > stop_tier and not final:
+                break
+            try:
+                waiter.value = waiter.attempt(True, self._margin(waiter.key))
+            except BudgetDeferred:
+                stop_tier = tier if stop_tier is None else stop_tier
+                continue
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                waiter.error = exc
+            self._deferred.remove(waiter)
+            if waiter.error is None:
+                self._took(waiter.key, waiter.value)
+            waiter.done = granted = True
+        if granted:
+            self._cond.notify_all()
+        return granted
 
     # -- one flush: submit (or pick up), poll, hand out ------------------------------------------------
 
@@ -370,13 +560,17 @@ class BatchCoordinator:
             for item in items:
                 groups.setdefault(self._known.get(item.custom_id), []).append(item)
         try:
+            new = list(groups.get(None) or [])
             for batch_id, group in groups.items():
                 if batch_id is not None:
                     self.note(f"batch {batch_id}: picking up {len(group)} request(s) submitted before --resume")
-                    if batch_id not in self._fetched and batch_id not in self.stats.in_flight:
+                    counted = batch_id in self._fetched or batch_id in self.stats.in_flight
+                    if not self._finish(batch_id, group, prior=True):
+                        new.extend(group)  # the server no longer knows it: submitted anew below
+                        continue
+                    self.stats.picked_up += len(group)
+                    if not counted:
                         self.stats.resumed += 1  # each earlier batch counted once
-                    self._finish(batch_id, group)
-            new = groups.get(None) or []
             if new and self._abandon.is_set():
                 self._fail(new, BatchAbandoned("interrupted before the batch was submitted"))
             elif new:
@@ -385,7 +579,7 @@ class BatchCoordinator:
                 try:
                     batch_id = self.backend.submit([(i.custom_id, i.body) for i in new])
                     self.stats.batches += 1
-                    self.stats.requests += len(new)
+                    self.stats.submitted += len(new)
                     with self._cond:
                         self.stats.in_flight.append(batch_id)
                     # written before anything else happens: the id is what --resume needs
@@ -424,7 +618,10 @@ class BatchCoordinator:
         for item in items:
             item.error, item.done = error, True
 
-    def _finish(self, batch_id: str, items: list[_Item]) -> None:
+    def _finish(self, batch_id: str, items: list[_Item], prior: bool = False) -> bool:
+        """Wait for ``batch_id`` to end and give ``items`` their results. For a ``prior`` batch (one an
+        earlier process submitted) the server no longer knows (HTTP 404), warn once, forget it and
+        return False with the items untouched (the caller submits them anew); else True."""
         results = self._fetched.get(batch_id)
         if results is None:
             with self._cond:
@@ -434,8 +631,11 @@ class BatchCoordinator:
                 self._poll(batch_id)
                 results = self.backend.results(batch_id)
             except Exception as exc:  # noqa: BLE001 - the items fail, the run goes on
+                if prior and getattr(exc, "status_code", None) == 404:
+                    self._forget(batch_id)
+                    return False
                 self._fail(items, exc)
-                return
+                return True
             with self._cond:
                 self.stats.in_flight.remove(batch_id)
             self._fetched[batch_id] = results
@@ -453,6 +653,21 @@ class BatchCoordinator:
                 item.error = found.error or TransientError(f"batch {batch_id}: request {found.outcome}", 1)
                 setattr(self.stats, found.outcome, getattr(self.stats, found.outcome) + 1)
             item.done = True
+        return True
+
+    def _forget(self, batch_id: str) -> None:
+        """Drop an earlier process's batch the server answers 404 for (expired from its records, or
+        another account): warned once; its requests are submitted anew."""
+        with self._cond:
+            if batch_id in self.stats.in_flight:
+                self.stats.in_flight.remove(batch_id)
+            dropped = [cid for cid, known in self._known.items() if known == batch_id]
+            for cid in dropped:
+                del self._known[cid]
+        self.warn(
+            f"warning: batch {batch_id} is unknown to the server (HTTP 404: expired from its records, or another "
+            f"account); its {len(dropped)} request(s) not yet taken are submitted anew"
+        )
 
     def _poll(self, batch_id: str) -> None:
         """Check the batch's status with growing waits until it ends, saying how far it got (when that
@@ -481,7 +696,7 @@ class BatchCoordinator:
                     return
                 now = time.monotonic()
                 if said is None or status.done != said[0] or now - said[1] >= PROGRESS_EVERY_S:
-                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waiting {waited}")
+                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waited {waited} so far")
                     said = (status.done, now)
             if self._abandon.wait(wait):
                 raise BatchAbandoned("interrupted while the batch was in flight")
@@ -506,6 +721,13 @@ class BatchingProvider(ChatProvider):
         """The synchronous provider's classification of its SDK's errors."""
         return self.inner.classify(exc)
 
+    def _reserve(self, input_tokens: int, max_tokens: int) -> Reservation:
+        """The budget reservation, waiting for the next batch when it does not fit now
+        (:meth:`BatchCoordinator.reserve`)."""
+        return self.coordinator.reserve(
+            lambda defer, margin: self.budget.reserve(self.price, input_tokens, max_tokens, defer=defer, margin_usd=margin)
+        )
+
     def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
         body = self.backend.body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
         raw = self.coordinator.call(custom_id(body), body)
@@ -514,7 +736,8 @@ class BatchingProvider(ChatProvider):
 
 def batching_provider(inner: ChatProvider, backend_cls: type, max_poll_s: float = 60.0) -> BatchingProvider:
     """Wrap ``inner`` for ``--batch``: build its backend (``backend_cls(inner)``), check the server has
-    the batch API (one free request), and give it a fresh coordinator. Raises BatchUnavailable."""
+    the batch API (one free request), and give it a fresh coordinator. Raises BatchUnavailable,
+    BatchUnreachable or the LLMError of a refused key (:func:`check_failure`)."""
     backend = backend_cls(inner)
     backend.check()
     return BatchingProvider(inner, backend, BatchCoordinator(backend, inner.name, max_poll_s))

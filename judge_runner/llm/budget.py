@@ -12,6 +12,11 @@ from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd
 DEFAULT_PER_CALL_CAP_USD = 0.50
 
 
+class BudgetDeferred(Exception):
+    """A call does not fit in what is left of the budget now, but would once the calls in flight settle
+    (raised by :meth:`Budget.reserve` with ``defer=True`` instead of marking the budget exhausted)."""
+
+
 @dataclass
 class Reservation:
     """Worst-case USD and tokens held for a call in flight (released when it settles). ``tokens`` is
@@ -67,9 +72,19 @@ class Budget:
         """USD counted against ``max_usd``: the known cost plus the worst case of unreported replies."""
         return self.spent_usd + self.unreported_usd
 
-    def reserve(self, price: Price | None, input_tokens: int, max_tokens: int) -> Reservation:
+    @property
+    def held_usd(self) -> float:
+        """USD held for calls in flight (their worst cases)."""
+        return self._held
+
+    def reserve(self, price: Price | None, input_tokens: int, max_tokens: int, defer: bool = False, margin_usd: float = 0.0) -> Reservation:
         """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
-        Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive."""
+        Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive. With ``defer``
+        (``--batch``: a request may wait for the next batch), a call that does not fit raises BudgetDeferred
+        instead (nothing marked): it may fit once the calls in flight settle; the caller decides when it
+        never will (``defer=False`` then raises BudgetExhausted).
+        ``margin_usd``: USD that must stay free beside this call's worst case (room kept for the calls
+        other queries still need)."""
         worst_tokens = input_tokens + max_tokens
         worst = None if price is None else (input_tokens * price.input + max_tokens * price.output) / 1_000_000
         if worst is not None and worst > self.per_call_cap_usd:
@@ -77,13 +92,17 @@ class Budget:
         with self._lock:
             if self.exhausted:
                 raise BudgetExhausted("the run's budget is spent")
-            if self.max_tokens is not None and self.tokens_used + self._held_tokens + worst_tokens > self.max_tokens:
+            too_many = self.max_tokens is not None and self.tokens_used + self._held_tokens + worst_tokens > self.max_tokens
+            too_dear = worst is not None and self.max_usd is not None and self.charged_usd + self._held + worst + margin_usd > self.max_usd
+            if defer and (too_many or too_dear):
+                raise BudgetDeferred("waiting for the calls in flight to settle")
+            if self.max_tokens is not None and too_many:
                 self.exhausted = True
                 raise BudgetExhausted(
                     f"starting another call could exceed --max-budget-tokens {self.max_tokens} "
                     f"(used {self.tokens_used}, in flight {self._held_tokens}, this call up to {worst_tokens})"
                 )
-            if worst is not None and self.max_usd is not None and self.charged_usd + self._held + worst > self.max_usd:
+            if worst is not None and self.max_usd is not None and too_dear:
                 self.exhausted = True
                 unreported = f" of which ${self.unreported_usd:.4f} worst case for replies without usage" if self.unreported_usd else ""
                 raise BudgetExhausted(

@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch import BatchStatus, BatchUnavailable, ItemResult
+from judge_runner.llm.batch import BatchStatus, ItemResult, check_failure
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.retry import classify_status
-from judge_runner.llm.wire import server_message
 
 ENDPOINT: Final = "/v1/chat/completions"
 _ENDED = {"completed", "failed", "expired", "cancelled"}
@@ -60,17 +59,14 @@ class OpenAIBatches:
         self._client = provider._client
 
     def check(self) -> None:
-        """``GET /v1/batches?limit=1``: free; raises BatchUnavailable (a local server answers 404)."""
+        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a
+        failure means (a local server answers 404: BatchUnavailable)."""
         try:
             self._client.batches.list(limit=1)
-        except Exception as exc:  # noqa: BLE001 - any failure means no batch API here
-            status = getattr(exc, "status_code", None)
-            said = server_message(exc) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API
             where = self.provider.base_url or "https://api.openai.com/v1"
             local = " (a local OpenAI-compatible server has no batch API)" if self.provider.local else ""
-            raise BatchUnavailable(
-                f"the server at {where} has no Batch API{local}: GET /v1/batches answered {f'HTTP {status}: ' if status else ''}{said}"
-            ) from None
+            raise check_failure(exc, self.provider, "GET /v1/batches", where, f"the server at {where} has no Batch API{local}") from None
 
     def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:
         """The synchronous request body (``OpenAIProvider.request_body``)."""

@@ -167,6 +167,13 @@ class Run:
         return self.summary.costUsd if self.summary is not None else None
 
     @property
+    def batch(self) -> bool:
+        """The run sent its judge calls through a batch API (``--batch``: its config says so, or it holds
+        ``batch`` lines): its cost is at batch prices, half the synchronous ones, so trend marks it."""
+        config = self.file.run_start.config if self.file.run_start is not None else {}
+        return bool(self.file.batches) or bool((config or {}).get("batch"))
+
+    @property
     def cost_per_judged_query(self) -> float | None:
         """USD per judged query: the summary's ``costPerJudgedQueryUsd`` when it has one; for an older file
         the same figure from its evaluation lines (:func:`judge_runner.results.cost_per_judged_query`; a
@@ -396,6 +403,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "means": {c: run.mean(c) for c in COLUMNS},
                 "costUsd": run.cost,
                 "costPerJudgedQueryUsd": run.cost_per_judged_query,
+                "batch": run.batch,
                 "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
             }
             if run.systems:

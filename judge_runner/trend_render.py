@@ -50,6 +50,8 @@ def trend_rows(trend) -> list[dict]:
                     else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
                     # USD per query that made at least one judge call (blank when none did or the cost is unknown)
                     "USD/judged q": "-" if row.get("costPerJudgedQueryUsd") is None else f"${row['costPerJudgedQueryUsd']:.4f}",
+                    # a --batch run pays half price: its costs are not the synchronous runs' beside it
+                    "prices": "batch" if row.get("batch") else "sync",
                     "note": (
                         f"compare run: vs {row['vsReference']['system']} "
                         + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))

@@ -296,3 +296,25 @@ def test_cost_per_judged_query_in_every_trend_format(tmp_path):
     assert "USD/judged q" in md and "$0.0042" in md
     table = invoke(["trend", str(tmp_path)]).output
     assert "USD/judged q" in table and "$0.0030" in table
+
+
+def test_trend_marks_runs_whose_judge_calls_went_through_a_batch_api(tmp_path):
+    """A --batch run pays half price: trend says which runs did ("prices" column, JSON ``batch``), from the
+    run's config or its batch lines, so a cheaper week is not read as a cheaper judge."""
+    write_run(tmp_path, "r1", noisy(0.6, 40), day=1)
+
+    def batch_config(line: dict) -> dict:
+        if line["type"] == "run_start":
+            line["config"] = {**(line.get("config") or {}), "batch": True}
+        return line
+
+    _rewrite(write_run(tmp_path, "r2", noisy(0.6, 41), day=2), batch_config)
+    r3 = write_run(tmp_path, "r3", noisy(0.6, 42), day=3)
+    lines = r3.read_text(encoding="utf-8").splitlines()
+    batch = {"type": "batch", "runId": "r3", "timestamp": "2026-11-03T00:00:00Z", "batchId": "msgbatch_1", "provider": "anthropic"}
+    r3.write_text("\n".join([lines[0], json.dumps({**batch, "requests": 1, "customIds": ["jr-1"]}), *lines[1:]]) + "\n", encoding="utf-8")
+    rows = {row["runId"]: row for row in build_trend(tmp_path).groups[0]["runs"]}
+    assert [rows[r]["batch"] for r in ("r1", "r2", "r3")] == [False, True, True]
+    csv_out = invoke(["trend", str(tmp_path), "--format", "csv"]).output.splitlines()
+    column = csv_out[0].split(",").index("prices")
+    assert [line.split(",")[column] for line in csv_out[1:]] == ["sync", "batch", "batch"]

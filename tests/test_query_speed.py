@@ -327,3 +327,25 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
                 index.forget_queries()
     finally:
         _drop_schema(postgres_dsn, schema)
+
+
+@pytest.mark.hash_embedder
+def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(hash_index, tmp_path):
+    """The start-of-run estimate searches every query before the run: it embeds the whole set in one call
+    first (not one encode per search), and the run's own preparation then finds nothing left to embed."""
+    from judge_runner.dry_run import start_estimate
+
+    index, embedder = hash_index
+    index.forget_queries()
+    embedder.calls.clear()
+    qs = run_queries(7)
+    options = EvaluateOptions(concurrency=3, judge_mode="batched")
+    try:
+        search, block = start_estimate(qs, index, FixedJudge(), options, None)
+        assert block is not None and block["calls"] > 0
+        assert [call[0] for call in embedder.calls] == [[q.query for q in qs]], "one encode call for the whole set"
+        outcome = run_evaluation(qs, search, FixedJudge(), RunWriter(tmp_path), {"config": {}}, options, echo=lambda m: None)
+    finally:
+        index.forget_queries()
+    assert outcome.summary["evaluated"] == 7
+    assert len(embedder.calls) == 1, "the run embedded the queries again"

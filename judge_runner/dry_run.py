@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from judge_runner.judgment_cache import JudgmentCache
     from judge_runner.models import Query
     from judge_runner.printer import Printer
-    from judge_runner.search.base import SearchAnswer, SearchMode
+    from judge_runner.search.base import SearchAnswer
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
 
 # -- phase two ------------------------------------------------------------------------------------------------
 def search_all(
-    queries: Sequence[Query], searches: Sequence[tuple[Any, SearchMode]], limit: int
+    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
 ) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
     """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
     ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
@@ -140,7 +140,7 @@ def read_only_cache(settings: Settings) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, SearchMode]]) -> dict[str, Any]:
+def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
     """The report of a phase two on a known query set: search each query, then estimate every candidate."""
     from judge_runner.evaluate import human_grades
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from judge_runner.judgment_cache import JudgmentCache
     from judge_runner.models import Query
     from judge_runner.printer import Printer
-    from judge_runner.search.base import SearchAnswer
+    from judge_runner.search.base import SearchAnswer, SearchMode
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def search_all(
     for backend, mode in searches:
         # the whole set embedded in one batch first, as the run loop does: the searches then do no model
         # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
-        prepare_search(backend, list(queries), mode)
+        prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
         for query in queries:
             try:
                 answers.append((query, backend.search(query.query, mode=mode, limit=limit)))

@@ -44,7 +44,7 @@ from judge_runner.judge_requests import JudgeRequest, ListItem, batched_request,
 from judge_runner.judgment_cache import CachedJudgment
 from judge_runner.labelling import LabelReply, ListVerdict
 from judge_runner.llm.base import ToolSpec, Turn
-from judge_runner.llm.pricing import Price, batch_discount
+from judge_runner.llm.pricing import Price
 
 if TYPE_CHECKING:
     from judge_runner.llm.anthropic_provider import AnthropicProvider
@@ -289,7 +289,19 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     inp = sum(c.input_tokens for c in calls)
     out = sum(c.output_tokens for c in calls)
     worst_out = sum(c.max_output_tokens for c in calls)
-    batch = price.for_batch()
+    batch = price.for_batch()  # halves every token class, cache reads and writes included (pricing.json batchSource)
+    return {
+        "sync": Cost(_usd(inp, out, price), _usd(inp, worst_out, price)),
+        "batch": Cost(_usd(inp, out, batch), _usd(inp, worst_out, batch)),
+        "cached": _cached(calls, price, out, worst_out),
+        "batch+cached": _cached(calls, batch, out, worst_out),
+    }
+
+
+def _cached(calls: Sequence[PlannedCall], price: Price, out: int, worst_out: int) -> Cost:
+    """Expected and worst-case USD at ``price`` with each distinct prefix written to the prompt cache by
+    its first call and read by the later ones (a prefix shorter than ``price.cache_min_tokens`` is billed
+    as input)."""
     seen: set[str] = set()
     cached_in = 0.0
     for c in calls:
@@ -297,16 +309,7 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
         rate = price.cache_read if c.prefix_id in seen else price.cache_write
         seen.add(c.prefix_id)
         cached_in += (prefix * rate + (c.input_tokens - prefix) * price.input) / 1_000_000
-    return {
-        "sync": Cost(_usd(inp, out, price), _usd(inp, worst_out, price)),
-        "batch": Cost(_usd(inp, out, batch), _usd(inp, worst_out, batch)),
-        "cached": Cost(cached_in + out * price.output / 1_000_000, cached_in + worst_out * price.output / 1_000_000),
-        # batch prices halve every token class, cache reads and writes included (pricing.json batchSource)
-        "batch+cached": Cost(
-            (cached_in + out * price.output / 1_000_000) * batch_discount(),
-            (cached_in + worst_out * price.output / 1_000_000) * batch_discount(),
-        ),
-    }
+    return Cost(cached_in + out * price.output / 1_000_000, cached_in + worst_out * price.output / 1_000_000)
 
 
 @dataclass

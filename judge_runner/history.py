@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judge_runner.failures import GateFailedError, UsageError
-from judge_runner.printer import Printer
+from judge_runner.printer import Printer, rich_text
 from judge_runner.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 
 
@@ -37,7 +37,7 @@ def show_trend(
     elif fmt == "markdown":
         printer.out(render_markdown(trend, rows))
     else:
-        print_table(trend, rows)
+        printer.out(rich_text(lambda console: print_table(trend, rows, console)))
         for group in trend.groups:
             printer.err(f"{group['judge']}: {group['calibration']}")
     if plot is not None:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 Say = Callable[[str], None]
 
@@ -21,6 +22,20 @@ def _stdout(message: str) -> None:
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def rich_text(draw: Callable[[Any], None]) -> str:
+    """What ``draw(console)`` prints on a rich ``Console``, as one string for :attr:`Printer.out`, so that
+    rich tables obey the same rules as every other line (a reader that goes away silences them instead of
+    ending the job). The console renders as it would on this process's stdout: with styles at the
+    terminal's width when stdout is a terminal, plain otherwise (rich's own width rules)."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    draw(Console(file=buffer, force_terminal=sys.stdout.isatty() or None))
+    return buffer.getvalue().rstrip("\n")
 
 
 def closed_stream_safe(say: Say, stream: str) -> Say:

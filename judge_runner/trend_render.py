@@ -98,15 +98,14 @@ def render_markdown(trend, rows: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def print_table(trend, rows: list[dict]) -> None:
-    """One rich table per judge group on stdout, notes under it, then the baseline. Never folds numbers:
+def print_table(trend, rows: list[dict], console) -> None:
+    """One rich table per judge group on ``console`` (a rich Console; the CLI's renders for stdout,
+    :func:`judge_runner.printer.rich_text`), notes under it, then the baseline. Never folds numbers:
     at least 140 columns on a terminal, 220 in a pipe, a log or a mail. Values from run files are shown
     as text, never read as rich markup (``[link=...]``)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
     console.width = max(console.width, 140) if console.is_terminal else 220
     for group in trend.groups:
         table = Table(

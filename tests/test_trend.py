@@ -318,3 +318,26 @@ def test_trend_marks_runs_whose_judge_calls_went_through_a_batch_api(tmp_path):
     csv_out = invoke(["trend", str(tmp_path), "--format", "csv"]).output.splitlines()
     column = csv_out[0].split(",").index("prices")
     assert [line.split(",")[column] for line in csv_out[1:]] == ["sync", "batch", "batch"]
+
+
+def test_trend_table_into_a_pipe_whose_reader_went_away_keeps_trends_exit_code(tmp_path):
+    """`judge-runner trend DIR | head`: the rich table goes through the Printer like every other line, so a
+    reader that goes away silences it; trend still exits with its own code (0), not click's 1 for a broken
+    pipe (which reads as a regression or a failed gate)."""
+    import os
+    import subprocess
+    import sys
+
+    write_run(tmp_path, "r1", noisy(0.6, 40), day=1)
+    write_run(tmp_path, "r2", noisy(0.6, 41), day=2)
+    code = "import sys; from judge_runner.cli.app import entry; sys.argv[0] = 'judge-runner'; entry()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "trend", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ}
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr
+    table = invoke(["trend", str(tmp_path)]).output
+    assert "judge " in table and "r2" in table and "USD/judged q" in table  # the table itself still prints

@@ -18,7 +18,7 @@ from judge_runner.calibrate.run import CalibrationConfig, calibrate
 from judge_runner.config import Settings
 from judge_runner.failures import UsageError
 from judge_runner.llm.errors import LLMError
-from judge_runner.printer import Printer
+from judge_runner.printer import Printer, rich_text
 
 
 @dataclass
@@ -156,6 +156,6 @@ def calibrate_job(
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:
-        output.print_table(document)
+        printer.out(rich_text(lambda console: output.print_table(document, console)))
     printer.err(f"calibration written to {path}: {document['verdict']['status']}")
     return document

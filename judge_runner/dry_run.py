@@ -81,12 +81,12 @@ def search_all(
     """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
     ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
     the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
-    A backend that can (:func:`judge_runner.evaluate.prepare_search`) embeds the queries in one batch first."""
+    A backend that can (:func:`judge_runner.evaluate.prepare_search`) embeds the queries first."""
     from judge_runner.evaluate import prepare_search
 
     answers, failed, first = [], 0, None
     for backend, mode in searches:
-        # the whole set embedded in one batch first, as the run loop does: the searches then do no model
+        # the whole set embedded first, as the run loop does: the searches then do no model
         # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
         prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
         for query in queries:

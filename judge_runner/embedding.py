@@ -61,8 +61,9 @@ class MiniLMEmbedder:
     """Lazily loaded all-MiniLM-L6-v2 sentence-transformer; thread-safe ``encode``.
 
     ``encode(texts) -> np.ndarray`` of shape ``(len(texts), 384)``, dtype float32, rows L2-normalised;
-    small inputs (:data:`SMALL_INPUT_CHARS`) run on one torch thread. Raises EmbeddingModelError on the
-    first ``encode`` when the model cannot be loaded.
+    small inputs (:data:`SMALL_INPUT_CHARS`) and every lone text run on one torch thread, so a lone
+    text's vector does not depend on the process's torch thread setting. Raises EmbeddingModelError on
+    the first ``encode`` when the model cannot be loaded.
     """
 
     name = MODEL_NAME
@@ -99,7 +100,8 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            with _intra_op_threads(1 if sum(map(len, texts)) <= SMALL_INPUT_CHARS else None):
+            small = len(texts) == 1 or sum(map(len, texts)) <= SMALL_INPUT_CHARS
+            with _intra_op_threads(1 if small else None):
                 vectors = self._model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
@@ -126,6 +128,19 @@ def _intra_op_threads(threads: int | None) -> Iterator[None]:
 
 
 Embedder = MiniLMEmbedder  # the name the search modules and older code import
+
+
+def encode_each(embedder: TextEmbedder, texts: Sequence[str]) -> np.ndarray:
+    """``texts`` embedded one at a time (each in a batch of one): shape ``(len(texts), dimension)``,
+    float32. Each row is a function of its own text and the model, never of the other texts: rows of a
+    padded batch differ from lone vectors by float noise (about 3e-7 per component on a CPU with
+    AVX-512, whose kernels depend on the batch's shape), enough to swap near-tied documents or move a
+    score across a grade threshold. Used wherever a result must not depend on what shares its call:
+    query vectors (:mod:`judge_runner.search.hybrid`) and the heuristic judge. Raises what
+    ``embedder.encode`` raises."""
+    if not texts:
+        return np.zeros((0, int(embedder.dimension)), dtype=np.float32)
+    return np.vstack([np.asarray(embedder.encode([text]), dtype=np.float32)[:1] for text in texts])
 
 
 class HashEmbedder:

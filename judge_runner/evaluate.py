@@ -314,9 +314,9 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
 
 
 def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:
-    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries`` in
-    one batch ahead of their searches, so no model work (nor the embedder's lock) sits between one
-    judge call and the next. Returns False when the preparation failed: that is logged, never raised,
+    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries``
+    ahead of their searches (each alone, so its answer is the unprepared one bit for bit), so no model
+    work (nor the embedder's lock) sits between one judge call and the next. Returns False when the preparation failed: that is logged, never raised,
     and each search embeds its own query as before (and records its own error if that fails too)."""
     if not queries or not isinstance(search, PreparesQueries):
         return True
@@ -348,7 +348,7 @@ def judge_all(
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
     (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in
     submission order. The queries are embedded ahead of their searches (:func:`prepare_search`) in two
-    batches: the first ``concurrency`` before the first search, the rest once those are being judged,
+    steps: the first ``concurrency`` before the first search, the rest once those are being judged,
     so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
     ``state.stopped`` or the budget is exhausted; calls in flight finish and are recorded. Never raises
     for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops new calls and waits up

@@ -81,15 +81,70 @@ def same_answers(got: list[dict], expected: list[dict], tolerance: float) -> Non
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
 def test_prepared_minilm_search_gives_the_unprepared_results(fixtures_index, mode):
-    """The real model: vectors of a padded batch are about 1e-7 away from a lone query's, so scores may
-    differ by that much; every answer's documents, order, snippets and confidence are the same."""
+    """The real model, bit for bit: on a CPU with AVX-512 the rows of a padded batch are about 3e-7 away
+    from a lone query's vector, enough to swap near-tied documents ("what is the capital of Australia",
+    RRF 0.012346 vs 0.012658), so every query vector is computed alone."""
     index, _ = fixtures_index
     before = answers(index, QUERIES, mode)
     try:
         assert index.prepare_queries(QUERIES, mode) == len({clean_text(q) for q in QUERIES if q.strip()})
-        same_answers(answers(index, QUERIES, mode), before, tolerance=2e-6)
+        same_answers(answers(index, QUERIES, mode), before, tolerance=0)
+        index.forget_queries()
+        # prepared in another company (reversed, half the set): still the same answers
+        assert index.prepare_queries(QUERIES[::-2], mode) > 0
+        same_answers(answers(index, QUERIES, mode), before, tolerance=0)
     finally:
         index.forget_queries()
+
+
+class BatchNoiseEmbedder:
+    """An embedder whose rows depend on their batch, as MKL's kernels on an AVX-512 CPU make MiniLM's
+    (a vector differs with the batch's shape): each row gets noise of size ``1e-3`` seeded by the whole
+    batch. Large enough to reorder near ties on any CPU, so the rule "a query's vector depends on the
+    query alone" is tested everywhere, not only where the real kernels differ."""
+
+    name, dimension = HashEmbedder.name, HashEmbedder().dimension
+
+    def __init__(self):
+        self.inner = HashEmbedder()
+
+    def encode(self, texts, batch_size=32):
+        vectors = self.inner.encode(texts).astype(np.float64)
+        if len(texts) > 1:
+            seed = int.from_bytes("\x1f".join(texts).encode("utf-8", "surrogatepass")[:8].ljust(8, b"\0"), "little") ^ len(texts)
+            vectors += np.random.default_rng(seed).normal(scale=1e-3, size=vectors.shape)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors.astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_query_answers_alike_whatever_it_was_prepared_with(hash_fixtures_db, mode):
+    """A query's results are a function of the query and the index: prepared alone, with the whole set,
+    with another subset or in another order, or not prepared at all, the answer is the same bit for bit."""
+    with SQLiteIndex(hash_fixtures_db, embedder=BatchNoiseEmbedder(), readonly=True) as index:
+        lone = answers(index, QUERIES, mode)
+        for company in (QUERIES, QUERIES[::-1], QUERIES[1::3], QUERIES[:2]):
+            index.prepare_queries(company, mode)
+            same_answers(answers(index, QUERIES, mode), lone, tolerance=0)
+            index.forget_queries()
+
+
+def test_heuristic_labels_do_not_depend_on_the_other_documents(hash_fixtures_db):
+    """The offline judge's label of a document is a function of (query, document): labelled alone
+    (pointwise), in a batch of ten, or beside other neighbours, every grade and reason is the same,
+    even with an embedder whose rows depend on their batch."""
+    from judge_runner.fence import render_document
+    from judge_runner.heuristic.judge import heuristic_labels
+
+    embedder = BatchNoiseEmbedder()
+    with SQLiteIndex(hash_fixtures_db, embedder=HashEmbedder(), readonly=True) as index:
+        hits = index.search("rotate the postgres credentials", mode="hybrid", limit=10).results
+    documents = [render_document(h.source, h.anchor, h.snippet) for h in hits]
+    query = "rotate the postgres credentials"
+    alone = [heuristic_labels(query, [d], embedder)[0] for d in documents]
+    assert heuristic_labels(query, documents, embedder) == alone
+    assert heuristic_labels(query, documents[::-1], embedder) == alone[::-1]
+    assert heuristic_labels(query, documents[3:7], embedder) == alone[3:7]
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "fts"])
@@ -101,9 +156,8 @@ def test_prepared_search_does_no_model_work(hash_index, mode):
     if mode == "fts":
         assert embedded == 0 and embedder.calls == []
     else:
-        assert len(embedder.calls) == 1, "one encode call for the whole set"
-        texts, _, _ = embedder.calls[0]
-        assert len(texts) == embedded and all(t.strip() for t in texts)
+        assert len(embedder.calls) == embedded, "one encode call per query: each is embedded alone"
+        assert all(len(texts) == 1 and texts[0].strip() for texts, _, _ in embedder.calls)
     embedder.calls.clear()
     same_answers(answers(index, QUERIES, mode), before, tolerance=0)  # the hashing embedder is exact in any batch
     assert embedder.calls == [], "a prepared query is never embedded again"
@@ -155,8 +209,8 @@ def run_queries(n: int) -> list[Query]:
 @pytest.mark.hash_embedder
 def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, concurrency):
     """The run loop's main thread embeds the first ``concurrency`` queries before the first search and
-    the rest once those are being judged; no search of the run embeds (so no model work or embedder
-    lock sits between judge calls)."""
+    the rest once those are being judged, each query alone; no search of the run embeds (so no model
+    work or embedder lock sits between judge calls)."""
     index, embedder = hash_index
     index.forget_queries()
     order: list[int] = []
@@ -185,10 +239,10 @@ def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, 
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7
     texts = [q.query for q in qs]
-    batches = [texts[:concurrency], texts[concurrency:]] if concurrency < 7 else [texts]
-    assert [call[0] for call in embedder.calls] == batches
+    assert [call[0] for call in embedder.calls] == [[t] for t in texts], "each query embedded alone, in order"
     assert {call[2] for call in embedder.calls} == {threading.main_thread().name}
-    assert order == [1] * min(concurrency, 7) + [2] * max(0, 7 - concurrency), "each search after its batch; no search embedded"
+    first = min(concurrency, 7)
+    assert order == [first] * first + [7] * (7 - first), "each search after its batch was prepared; no search embedded"
 
 
 class BrokenPreparation:
@@ -280,8 +334,8 @@ def test_trend_and_report_import_no_model(tmp_path):
 
 
 def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
-    """Queries (small inputs) are encoded on one intra-op thread, passages with torch's setting, which is
-    restored after each call."""
+    """Queries (small inputs, and any lone text) are encoded on one intra-op thread, a large batch of
+    passages with torch's setting, which is restored after each call."""
     torch = pytest.importorskip("torch")
     from judge_runner.embedding import SMALL_INPUT_CHARS
 
@@ -299,7 +353,8 @@ def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
     try:
         embedder.encode(["drain a kubernetes node", "rotate the postgres credentials"])
         embedder.encode(["word " * (SMALL_INPUT_CHARS // 5 + 1)])
-        assert seen == [1, 2] and torch.get_num_threads() == 2
+        embedder.encode(["word " * (SMALL_INPUT_CHARS // 5 + 1), "another passage"])
+        assert seen == [1, 1, 2] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
 
@@ -321,9 +376,10 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
             for mode in ("hybrid", "vector"):
                 before = answers(index, QUERIES, mode)
                 embedder.calls.clear()
-                assert index.prepare_queries(QUERIES, mode) > 0 and len(embedder.calls) == 1
+                prepared = index.prepare_queries(QUERIES, mode)
+                assert prepared > 0 and len(embedder.calls) == prepared
                 same_answers(answers(index, QUERIES, mode), before, tolerance=0)
-                assert len(embedder.calls) == 1, "no search embedded its query"
+                assert len(embedder.calls) == prepared, "no search embedded its query"
                 index.forget_queries()
     finally:
         _drop_schema(postgres_dsn, schema)
@@ -331,8 +387,8 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
 
 @pytest.mark.hash_embedder
 def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(hash_index, tmp_path):
-    """The start-of-run estimate searches every query before the run: it embeds the whole set in one call
-    first (not one encode per search), and the run's own preparation then finds nothing left to embed."""
+    """The start-of-run estimate searches every query before the run: it embeds the whole set first (each
+    query once, alone), and the run's own preparation then finds nothing left to embed."""
     from judge_runner.dry_run import start_estimate
 
     index, embedder = hash_index
@@ -343,9 +399,9 @@ def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(
     try:
         search, block = start_estimate(qs, index, FixedJudge(), options, None)
         assert block is not None and block["calls"] > 0
-        assert [call[0] for call in embedder.calls] == [[q.query for q in qs]], "one encode call for the whole set"
+        assert [call[0] for call in embedder.calls] == [[q.query] for q in qs], "each query embedded once, up front"
         outcome = run_evaluation(qs, search, FixedJudge(), RunWriter(tmp_path), {"config": {}}, options, echo=lambda m: None)
     finally:
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7
-    assert len(embedder.calls) == 1, "the run embedded the queries again"
+    assert len(embedder.calls) == len(qs), "the run embedded the queries again"

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from judge_runner.embedding import TextEmbedder
+from judge_runner.embedding import TextEmbedder, encode_each
 from judge_runner.fence import RenderedDocument, without_suspected_lines
 from judge_runner.heuristic import MODEL_NAME
 from judge_runner.judge_requests import ListItem
@@ -50,7 +50,8 @@ def _grade(combined: float) -> int:
 
 
 def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder: TextEmbedder) -> list[LabelReply]:
-    """One heuristic label per document, each on its own (so order and neighbours never matter):
+    """One heuristic label per document, each on its own (so order and neighbours never matter: every
+    text is embedded alone, :func:`judge_runner.embedding.encode_each`):
     grade of ``0.6 * cosine(query, anchor + text) + 0.4 * share of query terms in anchor, text and
     source``, thresholds :data:`GRADE_THRESHOLDS`, on :func:`fence.without_suspected_lines` of the
     document. The flag ``injection_suspected`` is left to the code's detector (False here)."""
@@ -59,7 +60,7 @@ def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder
     tokens = query_tokens(query)
     clean = [without_suspected_lines(d) for d in documents]
     texts = [f"{d.anchor}\n{d.body}" for d in clean]
-    vectors = embedder.encode([query, *texts])
+    vectors = encode_each(embedder, [query, *texts])  # each alone: a label never depends on its neighbours
     q = vectors[0]
     out = []
     for doc, text, vector in zip(clean, texts, vectors[1:]):
@@ -87,7 +88,7 @@ def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: Text
         )
     snippets = [without_suspected_lines(i.snippet) for i in items]
     texts = [f"{s.anchor}\n{s.body}" for s in snippets]
-    vectors = embedder.encode([query, *[s.body for s in snippets[:3]]])
+    vectors = encode_each(embedder, [query, *[s.body for s in snippets[:3]]])
     grades = [i.label for i in items]
     top_text = " ".join(texts[:5])
     coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)

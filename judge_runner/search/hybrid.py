@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from judge_runner.corpus.read import clean_text
+from judge_runner.embedding import encode_each
 from judge_runner.search.base import SEARCH_MODES, HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
 from judge_runner.search.fusion import rrf
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
@@ -92,6 +93,14 @@ def collapse(
     return hits
 
 
+def embed_query(embedder: Any, query: str) -> np.ndarray:
+    """``query``'s vector, shape ``(embedder.dimension,)``, float32: the text encoded alone, in a batch
+    of one, so the vector is a function of the text and the model only. Every query vector of the
+    built-in search comes from here (lone searches and :meth:`ChunkSearch.prepare_queries` alike).
+    Raises what ``embedder.encode`` raises."""
+    return encode_each(embedder, [query])[0]
+
+
 class ChunkSearch:
     """``search(query, mode, limit)`` on top of a backend's ``_fts``, ``_vector`` and ``_chunk_rows``."""
 
@@ -108,17 +117,17 @@ class ChunkSearch:
         raise NotImplementedError
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int:
-        """Embed ``queries`` ahead of their searches, in one ``encode`` call, so that :meth:`search` on
-        any of them does no model work (phase two knows its whole query set before it judges). Returns
-        how many were embedded: none in fts mode (it uses no vector), none for a blank query or one
-        already prepared. Raises what the embedder raises (EmbeddingModelError).
+        """Embed ``queries`` ahead of their searches, so that :meth:`search` on any of them does no model
+        work (phase two knows its whole query set before it judges). Returns how many were embedded:
+        none in fts mode (it uses no vector), none for a blank query or one already prepared. Raises
+        what the embedder raises (EmbeddingModelError).
 
-        The texts are cleaned as :meth:`search` cleans them and encoded together (13 queries in one
-        call took what 4 lone ones do, on this 2-core machine). A vector from a padded batch differs
-        from a lone query's by about 1e-7 per component (as vectors computed with another number of
-        torch threads do), so a cosine score may differ by about 1e-7 (at times visible in its 6th decimal);
-        the documents, their order and ``confident`` are the same (tested on the fixtures' queries).
-        The vectors stay until :meth:`forget_queries`."""
+        The texts are cleaned as :meth:`search` cleans them and each is embedded on its own
+        (:func:`embed_query`), exactly as an unprepared search embeds it, so a prepared search returns
+        the unprepared one's answer bit for bit: a query's results depend on the query and the index
+        alone, never on which other queries were prepared with it. (Rows of a padded batch differ from
+        a lone query's vector by float noise, about 3e-7 per component on a CPU with AVX-512, enough
+        to swap near-tied documents.) The vectors stay until :meth:`forget_queries`."""
         if mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
         if mode == "fts":
@@ -127,8 +136,8 @@ class ChunkSearch:
         texts = list(dict.fromkeys(t for t in (clean_text(q) for q in queries) if t.strip() and t not in prepared))
         if not texts:
             return 0
-        vectors = np.asarray(self.embedder.encode(texts), dtype=np.float32)
-        prepared.update(zip(texts, vectors))
+        for text in texts:
+            prepared[text] = embed_query(self.embedder, text)
         return len(texts)
 
     def forget_queries(self) -> None:
@@ -145,7 +154,7 @@ class ChunkSearch:
             return memo[1]
         vector = self.__dict__.get("_prepared", {}).get(query)
         if vector is None:
-            vector = np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
+            vector = embed_query(self.embedder, query)
         if local is not None and getattr(local, "active", False):
             local.vector = (query, vector)
         return vector

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from judge_runner.heuristic.writer import propose_queries
+from judge_runner.querygen.heuristic import propose_queries
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
 

@@ -104,15 +104,15 @@ def calls_per_query(line: dict, judge_mode: str, trials: int = 1) -> int:
 # -- one configuration, in its own interpreter ----------------------------------------------------------
 def worker(args: argparse.Namespace) -> None:
     """Measure every concurrency of ``args.concurrency`` with the package on ``sys.path``; print JSON."""
+    from judge_runner.app.indexing import open_index
     from judge_runner.config import load_settings
-    from judge_runner.evaluate import EvaluateOptions, run_evaluation
-    from judge_runner.indexing import open_index
-    from judge_runner.judge import LLMJudge
+    from judge_runner.core.models import Query
+    from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+    from judge_runner.judging.llm_judge import LLMJudge
     from judge_runner.llm.anthropic_provider import AnthropicProvider
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.retry import RetryPolicy
-    from judge_runner.models import Query
-    from judge_runner.results import RunWriter, read_run
+    from judge_runner.runs.write import RunWriter, read_run
     from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer
 
     class SleepingBrain(DefaultBrain):
@@ -179,10 +179,10 @@ def prepare(workdir: Path, count: int) -> None:
         "import json, sys\n"
         "from pathlib import Path\n"
         "from judge_runner.config import load_settings\n"
-        "from judge_runner.generate import generate_queries\n"
-        "from judge_runner.heuristic.writer import HeuristicQueryWriter\n"
-        "from judge_runner.indexing import index_fixtures\n"
-        "from judge_runner.printer import Printer\n"
+        "from judge_runner.querygen.agent import generate_queries\n"
+        "from judge_runner.querygen.heuristic import HeuristicQueryWriter\n"
+        "from judge_runner.app.indexing import index_fixtures\n"
+        "from judge_runner.core.printer import Printer\n"
         "work, root, count = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])\n"
         "settings = load_settings({'db': str(work / 'index.sqlite'), 'provider': 'offline'})\n"
         "index_fixtures(settings, root / 'fixtures', prune=True, printer=Printer(print, print, True)).index.close()\n"

@@ -52,21 +52,21 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("JUDGE_RUNNER_EMBEDDER", "hash")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from judge_runner.app.indexing import index_fixtures, open_index  # noqa: E402
 from judge_runner.config import load_settings  # noqa: E402
-from judge_runner.evaluate import EvaluateOptions, run_evaluation  # noqa: E402
-from judge_runner.generate import generate_queries  # noqa: E402
-from judge_runner.heuristic.writer import HeuristicQueryWriter  # noqa: E402
-from judge_runner.indexing import index_fixtures, open_index  # noqa: E402
-from judge_runner.judge import LLMJudge  # noqa: E402
-from judge_runner.judgment_cache import JudgmentCache  # noqa: E402
+from judge_runner.core.printer import Printer  # noqa: E402
+from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation  # noqa: E402
+from judge_runner.judging.cache import JudgmentCache  # noqa: E402
+from judge_runner.judging.llm_judge import LLMJudge  # noqa: E402
 from judge_runner.llm.anthropic_provider import AnthropicProvider  # noqa: E402
 from judge_runner.llm.batch import batching_provider  # noqa: E402
 from judge_runner.llm.budget import Budget  # noqa: E402
 from judge_runner.llm.pricing import Price, Usage, cost_usd, price_for  # noqa: E402
 from judge_runner.llm.registry import get_spec  # noqa: E402
 from judge_runner.llm.retry import RetryPolicy  # noqa: E402
-from judge_runner.printer import Printer  # noqa: E402
-from judge_runner.results import RunWriter  # noqa: E402
+from judge_runner.querygen.agent import generate_queries  # noqa: E402
+from judge_runner.querygen.heuristic import HeuristicQueryWriter  # noqa: E402
+from judge_runner.runs.write import RunWriter  # noqa: E402
 from tests.fakes.fake_llm import FakeLLMServer, anthropic_cache_minimum  # noqa: E402
 
 MODELS = {"Sonnet-class": "claude-sonnet-4-6", "Haiku-class": "claude-haiku-4-5"}

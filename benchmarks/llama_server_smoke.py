@@ -170,12 +170,12 @@ def run_checks(base_url: str, timings: dict, timeout_s: float = 900.0) -> list[t
     """The structure-only checks, through judge-runner's OpenAIProvider. Returns ``(name, ok, detail)``."""
     import jsonschema
 
-    from judge_runner.generate import TOOLS
+    from judge_runner.core.resources import load_schema
     from judge_runner.llm.base import ToolResult, ToolSpec, Turn
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
     from judge_runner.llm.retry import RetryPolicy
-    from judge_runner.resources import load_schema
+    from judge_runner.querygen.agent import TOOLS
 
     notes: list[str] = []
     provider = OpenAIProvider(

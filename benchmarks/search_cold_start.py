@@ -36,7 +36,7 @@ def mark(name):
 import judge_runner.cli.app
 mark("command-line imports")
 from judge_runner.config import load_settings
-from judge_runner.indexing import open_index
+from judge_runner.app.indexing import open_index
 index = open_index(load_settings({"db": sys.argv[1]}), must_exist=True)
 mark("open the index")
 index.search(sys.argv[2], mode="fts")
@@ -47,7 +47,7 @@ import transformers
 mark("import transformers")
 import sentence_transformers
 mark("import sentence_transformers")
-from judge_runner.embedding import get_embedder
+from judge_runner.search.embedding import get_embedder
 embedder = get_embedder()
 embedder._model = embedder._load()
 mark("load the model")

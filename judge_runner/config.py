@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judge_runner.dsn import redact_dsn
+from judge_runner.core.models import DIMENSIONS, SearchMode
+from judge_runner.core.redact import redact_dsn
 from judge_runner.llm.registry import ProviderChoice
-from judge_runner.models import DIMENSIONS, SearchMode
-from judge_runner.search_settings import SearchSettings
+from judge_runner.search.settings import SearchSettings
 
 DEFAULT_DB = Path(".judge-runner") / "index.sqlite"
 
@@ -132,7 +132,7 @@ class Settings(BaseModel):
     def cache_path(self) -> Path | None:
         """The judgment cache file: ``cache``, else ``judgments.sqlite`` beside the SQLite index (or
         ``.judge-runner/judgments.sqlite`` for PostgreSQL); None with ``no_cache``."""
-        from judge_runner.judgment_cache import cache_path_for
+        from judge_runner.judging.cache import cache_path_for
 
         if self.no_cache:
             return None

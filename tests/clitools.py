@@ -9,7 +9,7 @@ import jsonschema
 from click.testing import CliRunner
 
 from judge_runner.cli import main
-from judge_runner.resources import load_schema
+from judge_runner.core.resources import load_schema
 
 SCHEMAS = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "batch", "summary")}
 NO_KEYS = {

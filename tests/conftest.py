@@ -43,7 +43,7 @@ def fixtures_root() -> Path:
 def embedder():
     """The process-wide all-MiniLM-L6-v2 embedder (loaded lazily on first encode), whatever
     ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality."""
-    from judge_runner.embedding import minilm_embedder
+    from judge_runner.search.embedding import minilm_embedder
 
     return minilm_embedder()
 
@@ -51,10 +51,10 @@ def embedder():
 @pytest.fixture
 def hash_embedder(monkeypatch):
     """Opt-in for tests that do not measure search quality: ``JUDGE_RUNNER_EMBEDDER=hash`` for this test,
-    so everything that asks :func:`judge_runner.embedding.get_embedder` (indexes opened by the CLI, the
-    offline judge) gets the small deterministic :class:`~judge_runner.embedding.HashEmbedder` instead of
+    so everything that asks :func:`judge_runner.search.embedding.get_embedder` (indexes opened by the CLI, the
+    offline judge) gets the small deterministic :class:`~judge_runner.search.embedding.HashEmbedder` instead of
     loading MiniLM. Yields that embedder. Same as marking the test ``@pytest.mark.hash_embedder``."""
-    from judge_runner.embedding import EMBEDDER_ENV, get_embedder, set_embedder
+    from judge_runner.search.embedding import EMBEDDER_ENV, get_embedder, set_embedder
 
     monkeypatch.setenv(EMBEDDER_ENV, "hash")
     previous = set_embedder(None)  # an override set by another test must not win
@@ -156,7 +156,7 @@ def fixtures_index(tmp_path_factory, embedder):
 def hash_fixtures_db(tmp_path_factory) -> Path:
     """A SQLite index of ``fixtures/`` built once per session with the hashing embedder (seconds, no
     MiniLM), for tests marked ``hash_embedder``; read-only (``db_copy`` hands out copies)."""
-    from judge_runner.embedding import HashEmbedder
+    from judge_runner.search.embedding import HashEmbedder
     from judge_runner.search.indexer import index_tree
     from judge_runner.search.sqlite import SQLiteIndex
 
@@ -175,7 +175,7 @@ def db_copy(request, tmp_path) -> Path:
     index, or the hashing one in a test that uses the hashing embedder (an index must match its embedder)."""
     import sqlite3
 
-    from judge_runner.embedding import EMBEDDER_ENV
+    from judge_runner.search.embedding import EMBEDDER_ENV
 
     target = tmp_path / "index.sqlite"
     dst = sqlite3.connect(target)

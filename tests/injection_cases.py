@@ -5,7 +5,7 @@ is its twin "imported from the old wiki", with instructions to the judge in the 
 (so in the chunk's anchor), spoofed fence tags (case, spacing, full-width and zero-width variants) and a
 spoofed result header with an engine score. Both were written for this project.
 
-Once the judge is wired to :mod:`judge_runner.fence`, the injection test is::
+Once the judge is wired to :mod:`judge_runner.judging.fence`, the injection test is::
 
     pair = injection_pair()
     clean = render_document(*pair.clean)

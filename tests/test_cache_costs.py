@@ -9,19 +9,19 @@ import json
 import jsonschema
 import pytest
 
-from judge_runner.evaluate import EvaluateOptions, run_evaluation
-from judge_runner.fence import render_document
-from judge_runner.judge import TOOL_DESCRIPTIONS, LLMJudge
-from judge_runner.judge_requests import ListItem, batched_request, list_request, pointwise_request
-from judge_runner.judgment_cache import JudgmentCache
+from judge_runner.app.jobs import cost_line
+from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.fence import render_document
+from judge_runner.judging.llm_judge import TOOL_DESCRIPTIONS, LLMJudge
+from judge_runner.judging.requests import ListItem, batched_request, list_request, pointwise_request
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd, price_for
 from judge_runner.llm.retry import RetryPolicy
-from judge_runner.pipeline import cost_line
-from judge_runner.resources import load_schema
-from judge_runner.results import RunWriter, build_summary, cost_per_judged_query, is_judged, read_run
+from judge_runner.runs.write import RunWriter, build_summary, cost_per_judged_query, is_judged, read_run
 from tests.fakes.fake_llm import FakeLLMServer, _estimate_tokens, anthropic_cache_minimum
 from tests.test_run_loop import StubSearch, queries
 

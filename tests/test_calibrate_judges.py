@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from judge_runner.resources import load_schema
+from judge_runner.core.resources import load_schema
 from tests.calibration_data import judge_qrels, write_collection
 from tests.clitools import invoke
 from tests.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge

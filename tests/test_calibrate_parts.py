@@ -14,8 +14,8 @@ from judge_runner.calibrate.output import calibration_for_provenance, calibratio
 from judge_runner.calibrate.pool import build_pool, control_runs, read_run
 from judge_runner.calibrate.probes import ATTACKS, attack, padded
 from judge_runner.calibrate.stats import agreement, bootstrap_interval, per_query_metrics, spearman
-from judge_runner.failures import UsageError
-from judge_runner.judge_fingerprint import legacy_key
+from judge_runner.core.failures import UsageError
+from judge_runner.judging.fingerprint import legacy_key
 from tests.clitools import invoke
 
 
@@ -171,8 +171,8 @@ def test_cli_refuses_mixed_or_missing_sources(tmp_path):
 
 
 def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path):
-    from judge_runner.report import build_report
-    from judge_runner.trend import build_trend
+    from judge_runner.analysis.report import build_report
+    from judge_runner.analysis.trend import build_trend
     from tests.test_trend import write_run
 
     results = tmp_path / "quality-results"
@@ -196,8 +196,8 @@ def test_offline_labeller_labels_as_the_offline_judge_does_in_evaluate(hash_embe
     """calibrate labels through the same protocol call as evaluate: the offline judge's label_one on the
     fenced document, in both modes, every trial alike (it is deterministic)."""
     from judge_runner.calibrate.labeling import INTENT, ProtocolLabeler
-    from judge_runner.fence import render_document
-    from judge_runner.heuristic.judge import HeuristicJudge
+    from judge_runner.judging.fence import render_document
+    from judge_runner.judging.heuristic import HeuristicJudge
 
     judge = HeuristicJudge(hash_embedder)
     query = CalibrationQuery("1", "redis failover promote the replica")

@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from judge_runner.resources import load_schema
+from judge_runner.core.resources import load_schema
 from tests.clitools import invoke
 
 ROOT = Path(__file__).resolve().parents[1]

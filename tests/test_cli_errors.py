@@ -12,7 +12,7 @@ import click
 import pytest
 
 from judge_runner import cli
-from judge_runner.models import QuerySet
+from judge_runner.core.models import QuerySet
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import FakeLLMServer
 

@@ -12,7 +12,7 @@ import click
 import pytest
 
 from judge_runner.cli.app import run_handled, sigterm_as_ctrl_c
-from judge_runner.failures import (
+from judge_runner.core.failures import (
     EXIT_CODES,
     EXIT_CONFIG,
     EXIT_GATE,

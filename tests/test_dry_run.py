@@ -15,15 +15,15 @@ import sys
 
 import pytest
 
-from judge_runner.estimate import (
+from judge_runner.estimate.costs import (
     DryRunCache,
     PlannedCall,
     RecordingJudge,
     costs,
     tokens,
 )
-from judge_runner.judgment_cache import JudgmentCache
-from judge_runner.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.labelling import ProtocolSettings, judge_query
 from judge_runner.llm.pricing import Price, price_for
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import FakeLLMServer
@@ -219,9 +219,9 @@ def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
 
 
 def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_path):
-    from judge_runner.dry_run import start_estimate
-    from judge_runner.evaluate import EvaluateOptions, run_evaluation
-    from judge_runner.results import RunWriter, read_run
+    from judge_runner.app.dry_run import start_estimate
+    from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+    from judge_runner.runs.write import RunWriter, read_run
     from tests.test_judge_protocol import StubSearch, queries
 
     class Interrupting(StubSearch):
@@ -250,7 +250,7 @@ def test_a_missing_fixtures_folder_is_a_usage_error_as_in_the_real_run(tmp_path)
 def test_cached_column_honours_each_models_cache_minimum():
     """A prefix shorter than the model's cacheMinTokens is billed at the input price: the judge's ~1.5k-token
     prefix is cached for a Sonnet-class judge (1024) but not for Haiku 4.5 (4096), as the fake server does."""
-    from judge_runner.estimate import PlannedCall, costs
+    from judge_runner.estimate.costs import PlannedCall, costs
     from judge_runner.llm.pricing import price_for
 
     calls = [PlannedCall("label", 2000, 50, 1024, prefix_tokens=1500, prefix_id="p") for _ in range(10)]
@@ -280,7 +280,7 @@ def test_a_reader_that_goes_away_neither_stops_the_job_nor_fails_it(query_set, d
 
 
 def test_printer_drops_lines_after_a_broken_pipe():
-    from judge_runner.printer import Printer
+    from judge_runner.core.printer import Printer
 
     calls: list[str] = []
 

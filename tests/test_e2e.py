@@ -9,7 +9,7 @@ import re
 import jsonschema
 import pytest
 
-from judge_runner.resources import load_schema
+from judge_runner.core.resources import load_schema
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall, first_user_text, offered_tools
 

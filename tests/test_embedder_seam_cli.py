@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.embedding import EmbeddingModelError, MiniLMEmbedder
+from judge_runner.search.embedding import EmbeddingModelError, MiniLMEmbedder
 from tests.clitools import invoke, run_lines
 
 

@@ -1,4 +1,4 @@
-"""judge_runner.embedding: the deterministic hashing embedder and the seam that hands out embedders."""
+"""judge_runner.search.embedding: the deterministic hashing embedder and the seam that hands out embedders."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from judge_runner import embedding
-from judge_runner.embedding import (
+from judge_runner.search import embedding
+from judge_runner.search.base import IndexMismatchError
+from judge_runner.search.embedding import (
     EMBEDDER_ENV,
     EmbeddingModelError,
     HashEmbedder,
@@ -20,7 +21,6 @@ from judge_runner.embedding import (
     set_embedder,
     use_embedder,
 )
-from judge_runner.search.base import IndexMismatchError
 from judge_runner.search.sqlite import SQLiteIndex
 
 TEXTS = ["rotate the log files every night", "", "   ", "!!! ???", "索引服务", "Kündigung des Vertrags", "x" * 5000]
@@ -36,7 +36,7 @@ def test_hash_vectors_have_the_contract_shape_and_unit_length():
 def test_hash_vectors_are_identical_in_another_process():
     """Python's hash() is salted per process; the embedder must not depend on it."""
     here = HashEmbedder().encode(["rotate the log files"])[0]
-    code = "from judge_runner.embedding import HashEmbedder; print(repr(HashEmbedder().encode(['rotate the log files'])[0].tolist()))"
+    code = "from judge_runner.search.embedding import HashEmbedder; print(repr(HashEmbedder().encode(['rotate the log files'])[0].tolist()))"
     env = {"PYTHONHASHSEED": "12345", "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert np.allclose(here, np.array(eval(out), dtype=np.float32))

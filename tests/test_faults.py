@@ -29,17 +29,17 @@ import jsonschema
 import openai  # noqa: F401
 import pytest
 
-from judge_runner.evaluate import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
-from judge_runner.judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
-from judge_runner.labelling import ListVerdict
+from judge_runner.core.models import Query
+from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
+from judge_runner.judging.labelling import ListVerdict
+from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import price_for
 from judge_runner.llm.retry import RetryPolicy
-from judge_runner.models import Query
-from judge_runner.resources import load_schema
-from judge_runner.results import RunWriter, read_run
+from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall, first_user_text
 from tests.fakes.honest_judge import honest_reply

@@ -1,4 +1,4 @@
-"""judge_runner.fence: documents fenced as untrusted data, delimiter-like text neutralised, injection flagged."""
+"""judge_runner.judging.fence: documents fenced as untrusted data, delimiter-like text neutralised, injection flagged."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.corpus.chunk import chunk_text
-from judge_runner.fence import (
+from judge_runner.judging.fence import (
     FIELD_CAP,
     RENDER_VERSION,
     SHOWN_TEXT_CAP,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.fence import render_document
-from judge_runner.judge_requests import (
+from judge_runner.judging.fence import render_document
+from judge_runner.judging.requests import (
     ListItem,
     batch_seed,
     batched_request,

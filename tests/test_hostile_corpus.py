@@ -160,7 +160,7 @@ def test_search_library_call_with_a_lone_surrogate(tmp_path):
 
 @pytest.mark.hash_embedder  # the CLI's input handling, not search quality: no MiniLM
 def test_query_sets_and_batch_queries_with_lone_surrogates(tmp_path, db_copy):
-    from judge_runner.models import QuerySet
+    from judge_runner.core.models import QuerySet
 
     raw = (
         '{"queries": [{"id": "q\\ud83d", "query": "drain \\ud83d node", "queryIntent": "i \\udc00", '
@@ -318,9 +318,9 @@ def nfd_kb(tmp_path):
 
 
 def test_issue_example_nfd_file_and_nfc_expected_source(nfd_kb, tmp_path):
-    from judge_runner.generate import filter_queries
-    from judge_runner.metrics import query_metrics
-    from judge_runner.models import Query
+    from judge_runner.core.models import Query
+    from judge_runner.measures.ir import query_metrics
+    from judge_runner.querygen.agent import filter_queries
 
     assert [f.source for f in walk_corpus(nfd_kb).files] == [NFC_NAME, "other.md"]
     with SQLiteIndex(tmp_path / "i.sqlite", embedder=HashEmbedder()) as index:
@@ -340,7 +340,7 @@ def test_issue_example_nfd_file_and_nfc_expected_source(nfd_kb, tmp_path):
 
 
 def test_sandbox_reads_nfd_files_by_their_nfc_name(nfd_kb):
-    from judge_runner.generate import FileSandbox
+    from judge_runner.querygen.agent import FileSandbox
 
     box = FileSandbox(nfd_kb)
     assert box.glob("*.md").split("\n") == [NFC_NAME, "other.md"]

@@ -57,16 +57,16 @@ NOT_LLM = (
     "judge_runner.search",
     "judge_runner.corpus",
     "judge_runner.heuristic",
-    "judge_runner.roles",
-    "judge_runner.judge",
-    "judge_runner.generate",
-    "judge_runner.evaluate",
+    "judge_runner.app.roles",
+    "judge_runner.judging.llm_judge",
+    "judge_runner.querygen.agent",
+    "judge_runner.evaluation.loop",
     "judge_runner.cli",
     "judge_runner.config",
-    "judge_runner.embedding",
-    "judge_runner.textproc",
-    "judge_runner.results",
-    "judge_runner.pipeline",
+    "judge_runner.search.embedding",
+    "judge_runner.core.textproc",
+    "judge_runner.runs.write",
+    "judge_runner.app.jobs",
 )
 
 
@@ -80,7 +80,7 @@ def test_neutral_modules_import_no_search_corpus_or_llm(module):
 
 
 def test_config_imports_no_backend_and_no_provider():
-    forbidden = ("judge_runner.search", "judge_runner.corpus", "judge_runner.heuristic", "judge_runner.embedding", "judge_runner.llm")
+    forbidden = ("judge_runner.search", "judge_runner.corpus", "judge_runner.heuristic", "judge_runner.search.embedding", "judge_runner.llm")
     assert violations(files("config.py"), forbidden, allowed=("judge_runner.llm.registry", "judge_runner.llm.pricing")) == []
 
 
@@ -89,10 +89,10 @@ def test_search_and_corpus_know_nothing_of_the_judge(folder):
     forbidden = (
         "judge_runner.llm",
         "judge_runner.heuristic",
-        "judge_runner.roles",
-        "judge_runner.judge",
-        "judge_runner.generate",
-        "judge_runner.evaluate",
+        "judge_runner.app.roles",
+        "judge_runner.judging.llm_judge",
+        "judge_runner.querygen.agent",
+        "judge_runner.evaluation.loop",
         "judge_runner.cli",
         "judge_runner.config",
     )

@@ -1,5 +1,5 @@
 """The injection pair through the offline heuristic judge's labels (``heuristic.judge.heuristic_labels``,
-which score :func:`judge_runner.fence.without_suspected_lines` of each document): the twin gets the clean
+which score :func:`judge_runner.judging.fence.without_suspected_lines` of each document): the twin gets the clean
 document's label for every query, alone or side by side. The fake server's honest judge is the other half
 (tests/test_judge_protocol.py)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.fence import render_document
-from judge_runner.heuristic.judge import heuristic_labels
+from judge_runner.judging.fence import render_document
+from judge_runner.judging.heuristic import heuristic_labels
 from tests.injection_cases import QUERY, injection_pair
 
 QUERIES = [

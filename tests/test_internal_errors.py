@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.cli.app import run_handled
-from judge_runner.failures import EXIT_INTERNAL
+from judge_runner.core.failures import EXIT_INTERNAL
 from tests.clitools import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_run_handled_maps_any_exception_to_4(in_tmp, capsys):
 
 
 def test_weekly_logs_the_traceback_in_its_log_and_exits_4(in_tmp, monkeypatch, fixtures_root):
-    monkeypatch.setattr("judge_runner.pipeline.weekly_steps", bug("weekly bug"))
+    monkeypatch.setattr("judge_runner.app.jobs.weekly_steps", bug("weekly bug"))
     results = in_tmp / "quality-results"
     result = invoke(["weekly", "--fixtures", str(fixtures_root), "--results", str(results)], {"ANTHROPIC_API_KEY": API_KEY})
     assert result.exit_code == 4
@@ -119,7 +119,7 @@ def test_weekly_logs_the_traceback_in_its_log_and_exits_4(in_tmp, monkeypatch, f
 
 
 def test_exit_code_4_is_documented_in_help_readme_and_failures():
-    from judge_runner import failures
+    from judge_runner.core import failures
 
     help_text = " ".join(invoke(["--help"]).output.split())
     assert "4 internal error" in help_text and "--debug" in help_text

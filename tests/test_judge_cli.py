@@ -13,8 +13,8 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from judge_runner.qrels import encode_docid
-from judge_runner.trend import build_trend
+from judge_runner.analysis.trend import build_trend
+from judge_runner.judging.qrels import encode_docid
 from tests.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder

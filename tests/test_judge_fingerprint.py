@@ -1,4 +1,4 @@
-"""judge_runner.judge_fingerprint: sampling settings, the fingerprint, comparability keys, circularity."""
+"""judge_runner.judging.fingerprint: sampling settings, the fingerprint, comparability keys, circularity."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from judge_runner.fence import RENDER_VERSION
-from judge_runner.judge_fingerprint import (
+from judge_runner.judging.fence import RENDER_VERSION
+from judge_runner.judging.fingerprint import (
     DEFAULT_SEED,
     build_fingerprint,
     comparability_key,

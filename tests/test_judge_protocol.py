@@ -18,20 +18,20 @@ import json
 import jsonschema
 import pytest
 
-from judge_runner.evaluate import EvaluateOptions, run_evaluation
-from judge_runner.fence import render_document
-from judge_runner.heuristic.judge import HeuristicJudge
-from judge_runner.judge import LLMJudge
-from judge_runner.judgment_cache import JudgmentCache
-from judge_runner.labelling import label_documents
+from judge_runner.core.models import Query
+from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.fence import render_document
+from judge_runner.judging.heuristic import HeuristicJudge
+from judge_runner.judging.labelling import label_documents
+from judge_runner.judging.llm_judge import LLMJudge
+from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.retry import RetryPolicy
-from judge_runner.models import Query
-from judge_runner.qrels import import_human_qrels
-from judge_runner.resources import load_schema
-from judge_runner.results import RunWriter, read_run
+from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from tests.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
 from tests.fakes.honest_judge import fenced_documents, request_problems
@@ -229,7 +229,7 @@ class FlakyJudge(HeuristicJudge):
 
 @pytest.mark.hash_embedder
 def test_trials_give_the_median_label_its_spread_and_alpha(tmp_path):
-    from judge_runner.embedding import get_embedder
+    from judge_runner.search.embedding import get_embedder
 
     outcome, lines = run(tmp_path, FlakyJudge(get_embedder()), queries(3), trials=3, hits=4)
     results = [r for l in lines if l["type"] == "evaluation" for r in l["results"]]
@@ -243,7 +243,7 @@ def test_trials_give_the_median_label_its_spread_and_alpha(tmp_path):
 
 @pytest.mark.hash_embedder
 def test_off_topic_queries_are_kept_out_of_the_means_and_scored_on_abstention(tmp_path):
-    from judge_runner.embedding import get_embedder
+    from judge_runner.search.embedding import get_embedder
 
     outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(2, off_topic=2))
     evaluations = {l["queryId"]: l for l in lines if l["type"] == "evaluation"}
@@ -258,7 +258,7 @@ def test_off_topic_queries_are_kept_out_of_the_means_and_scored_on_abstention(tm
 
 @pytest.mark.hash_embedder
 def test_human_labels_win_and_cost_no_call(tmp_path):
-    from judge_runner.embedding import get_embedder
+    from judge_runner.search.embedding import get_embedder
 
     qrels = tmp_path / "human.qrels"
     qrels.write_text("q1 0 notes/lunch.md 3\nq1 0 guides/local%20dev.md 0\n", encoding="utf-8")

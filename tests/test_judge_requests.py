@@ -1,4 +1,4 @@
-"""judge_runner.judge_requests with the new prompts and schemas: what each judge call sends, the
+"""judge_runner.judging.requests with the new prompts and schemas: what each judge call sends, the
 schemas' key order, pinning, validation and mapping batched labels back to the search's order."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from string import Template
 import jsonschema
 import pytest
 
-from judge_runner.fence import new_delimiter, render_document
-from judge_runner.judge_requests import (
+from judge_runner.core.resources import load_prompt
+from judge_runner.judging.fence import new_delimiter, render_document
+from judge_runner.judging.requests import (
     LABEL_TOOL,
     LABELS_TOOL,
     LIST_TOOL,
@@ -33,7 +34,6 @@ from judge_runner.judge_requests import (
     shuffled_order,
 )
 from judge_runner.llm.openai_provider import strict_schema
-from judge_runner.resources import load_prompt
 from tests.injection_cases import INTENT, QUERY, injection_pair
 
 DOCS = [render_document(f"runbooks/doc{i}.md", f"Doc {i} > Steps", f"Step text number {i}.") for i in range(5)]

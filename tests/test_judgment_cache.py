@@ -1,4 +1,4 @@
-"""judge_runner.judgment_cache: keys, get/put, stats, prune, bad files, two processes at once."""
+"""judge_runner.judging.cache: keys, get/put, stats, prune, bad files, two processes at once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.judgment_cache import (
+from judge_runner.judging.cache import (
     CACHE_VERSION,
     CachedJudgment,
     CacheError,
@@ -251,7 +251,7 @@ def test_threads_share_one_instance(tmp_path):
 
 _WRITER = """
 import sys, time
-from judge_runner.judgment_cache import CachedJudgment, JudgmentCache, JudgmentKey
+from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey
 path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with JudgmentCache(path) as cache:
     for i in range(n):

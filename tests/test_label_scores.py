@@ -1,4 +1,4 @@
-"""judge_runner.label_scores and judge_runner.agreement: dimensions from labels, trials, alpha."""
+"""judge_runner.judging.scores and judge_runner.measures.agreement: dimensions from labels, trials, alpha."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from judge_runner.agreement import trials_alpha
-from judge_runner.label_scores import (
+from judge_runner.judging.scores import (
     dcg,
     expected_source_disagreements,
     label_dimensions,
@@ -17,7 +16,8 @@ from judge_runner.label_scores import (
     ranking_score,
     relevance_score,
 )
-from judge_runner.metrics import query_metrics
+from judge_runner.measures.agreement import trials_alpha
+from judge_runner.measures.ir import query_metrics
 
 
 def test_relevance_is_graded_precision():
@@ -147,7 +147,7 @@ def test_alpha_undefined_cases_are_none():
 
 
 def test_labels_from_trials():
-    from judge_runner.label_scores import labels_from_trials
+    from judge_runner.judging.scores import labels_from_trials
 
     assert labels_from_trials([[3, 3, 2], [0, 1], [2]]) == ([3, 0, 2], [1, 1, 0])
     with pytest.raises(ValueError):
@@ -155,7 +155,7 @@ def test_labels_from_trials():
 
 
 def test_query_scores_from_labels_and_the_list_verdict():
-    from judge_runner.label_scores import query_scores
+    from judge_runner.judging.scores import query_scores
 
     scores = query_scores([3, 0, 2, 1], {"coverage": 0.8, "snippetQuality": 0.6}, {"relevance": 0.7, "ranking": 0.9, "overall": 0.75})
     ranking = ranking_score([3, 0, 2, 1])

@@ -17,8 +17,7 @@ import math
 
 import pytest
 
-from judge_runner.evaluate import EXIT_INCOMPLETE, EXIT_OK
-from judge_runner.generate import TOOLS, submit_tool
+from judge_runner.evaluation.loop import EXIT_INCOMPLETE, EXIT_OK
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolResult, ToolUse, Turn
 from judge_runner.llm.budget import Budget
@@ -30,6 +29,7 @@ from judge_runner.llm.local_server import (
 from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage
 from judge_runner.llm.wire import dumps_safe, is_local_url, redact, server_message
+from judge_runner.querygen.agent import TOOLS, submit_tool
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks
 from tests.test_faults import (
@@ -224,8 +224,8 @@ def test_required_answered_by_an_empty_500_elsewhere_is_transient(server, tmp_pa
 
 
 def test_grammar_schema_bounds_free_text():
+    from judge_runner.core.resources import pinned_schema
     from judge_runner.llm.openai_provider import GRAMMAR_STRING_CAP, grammar_schema
-    from judge_runner.resources import pinned_schema
 
     schema = grammar_schema(pinned_schema("judge_labels.schema.json", "labels", 2))
     assert "$schema" not in schema and "$id" not in schema

@@ -1,4 +1,4 @@
-"""judge_runner.metrics.query_metrics against hand-computed values.
+"""judge_runner.measures.ir.query_metrics against hand-computed values.
 
 nDCG@10 (trec_eval semantics): DCG = sum over ranks i of grade_i / log2(i + 1), linear gain; the ideal
 DCG sorts every judged grade (the judge's labels plus unlabelled expected sources at grade 3).
@@ -10,7 +10,7 @@ from math import log2
 
 import pytest
 
-from judge_runner.metrics import query_metrics
+from judge_runner.measures.ir import query_metrics
 
 
 def dcg(grades: list[int]) -> float:

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_resources_from_checkout():
-    from judge_runner.resources import load_prompt, load_schema, resource_dir
+    from judge_runner.core.resources import load_prompt, load_schema, resource_dir
 
     assert resource_dir("prompts") == ROOT / "prompts"
     assert "record_label" in load_prompt("judge_label_user.md")
@@ -49,7 +49,7 @@ def test_wheel_ships_prompts_schemas_and_pricing(tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     probe = (
-        "import judge_runner.resources as r, judge_runner.llm.pricing as p;"
+        "import judge_runner.core.resources as r, judge_runner.llm.pricing as p;"
         "print(r.resource_dir('prompts')); print(len(r.load_prompt('judge_label_system.md')) > 1000);"
         "print(r.load_schema('summary.schema.json')['title']); print(p.price_for('claude-sonnet-4-6') is not None)"
     )

@@ -1,4 +1,4 @@
-"""judge_runner.qrels: docid encoding, pooling, TREC export read by ir-measures, human qrels import."""
+"""judge_runner.judging.qrels: docid encoding, pooling, TREC export read by ir-measures, human qrels import."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import ir_measures
 import pytest
 from ir_measures import nDCG
 
-from judge_runner.judgment_cache import JudgmentCache
-from judge_runner.metrics import query_metrics
-from judge_runner.qrels import (
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.qrels import (
     QrelsError,
     RunLabels,
     decode_docid,
@@ -22,6 +21,7 @@ from judge_runner.qrels import (
     read_trec_qrels,
     write_trec_qrels,
 )
+from judge_runner.measures.ir import query_metrics
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_import_refuses_bad_names_and_out_of_scale_grades(tmp_path, name):
 
 
 def test_pooled_metrics_equal_the_runs_own_for_one_run_and_share_qrels_across_runs():
-    from judge_runner.qrels import pooled_metrics
+    from judge_runner.judging.qrels import pooled_metrics
 
     a = {"q1": (["x.md", "y.md", "x.md", "z.md"], [0, 3, 2, 1], ["w.md"]), "q2": (["k.md"], [0], []), "q3": ([], [], ["e.md"])}
     pooled = pool_qrels([run("A", q, list(zip(s, l)), e) for q, (s, l, e) in a.items()])

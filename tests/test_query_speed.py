@@ -1,5 +1,5 @@
 """Query-side speed (issue 15, item 5): phase two embeds its whole query set before judging
-(:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.evaluate.prepare_search`) with the very same
+(:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.evaluation.loop.prepare_search`) with the very same
 results, and the command line loads torch only for what needs the model."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judge_runner.core.models import Query
 from judge_runner.corpus.read import clean_text
-from judge_runner.embedding import HashEmbedder
-from judge_runner.evaluate import EvaluateOptions, run_evaluation
-from judge_runner.labelling import LabelReply
-from judge_runner.models import Query
-from judge_runner.results import RunWriter, read_run
+from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+from judge_runner.judging.labelling import LabelReply
+from judge_runner.runs.write import RunWriter, read_run
+from judge_runner.search.embedding import HashEmbedder
 from judge_runner.search.sqlite import SQLiteIndex
 from tests.test_run_loop import StubJudge
 from tests.test_search import FIRST, HOSTILE
@@ -133,8 +133,8 @@ def test_heuristic_labels_do_not_depend_on_the_other_documents(hash_fixtures_db)
     """The offline judge's label of a document is a function of (query, document): labelled alone
     (pointwise), in a batch of ten, or beside other neighbours, every grade and reason is the same,
     even with an embedder whose rows depend on their batch."""
-    from judge_runner.fence import render_document
-    from judge_runner.heuristic.judge import heuristic_labels
+    from judge_runner.judging.fence import render_document
+    from judge_runner.judging.heuristic import heuristic_labels
 
     embedder = BatchNoiseEmbedder()
     with SQLiteIndex(hash_fixtures_db, embedder=HashEmbedder(), readonly=True) as index:
@@ -337,7 +337,7 @@ def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
     """Queries (small inputs, and any lone text) are encoded on one intra-op thread, a large batch of
     passages with torch's setting, which is restored after each call."""
     torch = pytest.importorskip("torch")
-    from judge_runner.embedding import SMALL_INPUT_CHARS
+    from judge_runner.search.embedding import SMALL_INPUT_CHARS
 
     embedder.encode(["load the model"])
     seen: list[int] = []
@@ -389,7 +389,7 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
 def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(hash_index, tmp_path):
     """The start-of-run estimate searches every query before the run: it embeds the whole set first (each
     query once, alone), and the run's own preparation then finds nothing left to embed."""
-    from judge_runner.dry_run import start_estimate
+    from judge_runner.app.dry_run import start_estimate
 
     index, embedder = hash_index
     index.forget_queries()

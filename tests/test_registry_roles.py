@@ -1,19 +1,19 @@
-"""The provider registry (judge_runner.llm.registry) and the roles built from it (judge_runner.roles)."""
+"""The provider registry (judge_runner.llm.registry) and the roles built from it (judge_runner.app.roles)."""
 
 from __future__ import annotations
 
 import pytest
 
+from judge_runner.app.roles import build_roles
 from judge_runner.config import ConfigError, Settings
-from judge_runner.generate import LLMQueryWriter, generate_queries
-from judge_runner.heuristic.judge import HeuristicJudge
-from judge_runner.heuristic.writer import HeuristicQueryWriter
-from judge_runner.judge import LLMJudge
-from judge_runner.labelling import judge_query
+from judge_runner.core.models import Query
+from judge_runner.judging.heuristic import HeuristicJudge
+from judge_runner.judging.labelling import judge_query
+from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.llm.base import ChatProvider
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec, missing_key
-from judge_runner.models import Query
-from judge_runner.roles import build_roles
+from judge_runner.querygen.agent import LLMQueryWriter, generate_queries
+from judge_runner.querygen.heuristic import HeuristicQueryWriter
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 ANTHROPIC = {"ANTHROPIC_API_KEY": "sk-ant-test"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.report import build_report
+from judge_runner.analysis.report import build_report
 from tests.test_trend import noisy, write_run
 
 ROOT = Path(__file__).resolve().parents[1]

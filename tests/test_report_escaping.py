@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from judge_runner.report import build_report, md_text
+from judge_runner.analysis.report import build_report, md_text
 
 # One member of each kind of Markdown a value could smuggle in (issue 10's four examples first).
 HOSTILE = {

@@ -1,4 +1,4 @@
-"""judge_runner.results: the run file writer and reader, top issues, the summary line."""
+"""judge_runner.runs.write: the run file writer and reader, top issues, the summary line."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import jsonschema
 import pytest
 
-import judge_runner.results as results_mod
-from judge_runner.resources import load_schema
-from judge_runner.results import RunWriter, build_summary, read_run, top_issues
+import judge_runner.runs.write as results_mod
+from judge_runner.core.resources import load_schema
+from judge_runner.runs.write import RunWriter, build_summary, read_run, top_issues
 
 FIXED = datetime(2026, 11, 29, 23, 15, 0, 123456, tzinfo=UTC)
 
@@ -313,7 +313,7 @@ def test_summary_only_off_topic_has_no_metrics():
 def test_a_lone_surrogate_from_a_model_reply_is_written_as_replacement_character(tmp_path):
     """Issue 10 item 1, model replies: a judge's reason holding half an emoji (``"\\ud83d"`` in its JSON)
     must not make the line unwritable (UnicodeEncodeError) and lose the judged query."""
-    from judge_runner.results import RunWriter
+    from judge_runner.runs.write import RunWriter
 
     writer = RunWriter(tmp_path)
     writer.write({"type": "evaluation", "runId": writer.run_id, "results": [{"reason": "emoji half \ud83d here"}]})

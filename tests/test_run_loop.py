@@ -7,12 +7,12 @@ import json
 import jsonschema
 import pytest
 
-from judge_runner.evaluate import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
-from judge_runner.labelling import LabelReply, ListVerdict
+from judge_runner.core.models import Query
+from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
+from judge_runner.judging.labelling import LabelReply, ListVerdict
 from judge_runner.llm.errors import AuthError
-from judge_runner.models import Query
-from judge_runner.resources import load_schema
-from judge_runner.results import RunWriter, read_run
+from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.evaluate import MAX_FAILED_SHARE, RunEnd, RunState, end_status
-from judge_runner.failures import RunStatus
+from judge_runner.core.failures import RunStatus
+from judge_runner.evaluation.loop import MAX_FAILED_SHARE, RunEnd, RunState, end_status
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError, TransientError
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from judge_runner.metrics import METRIC_NAMES
-from judge_runner.report import build_report
-from judge_runner.resources import load_schema, resource_dir
-from judge_runner.results import build_summary, judged_lines
-from judge_runner.runfile import is_baseline, read_run_file, read_run_folder, resume_state, run_id_of
-from judge_runner.runlines import FORMAT_VERSION, EvaluationLine, json_schemas, parse_line, run_start_line
-from judge_runner.trend import build_trend, read_runs
+from judge_runner.analysis.report import build_report
+from judge_runner.analysis.trend import build_trend, read_runs
+from judge_runner.core.resources import load_schema, resource_dir
+from judge_runner.measures.ir import METRIC_NAMES
+from judge_runner.runs.lines import FORMAT_VERSION, EvaluationLine, json_schemas, parse_line, run_start_line
+from judge_runner.runs.read import is_baseline, read_run_file, read_run_folder, resume_state, run_id_of
+from judge_runner.runs.write import build_summary, judged_lines
 from tests.clitools import invoke
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
@@ -146,7 +146,7 @@ def test_legacy_search_quality_lines_and_bare_lines(tmp_path):
 def test_committed_schemas_are_the_generated_ones():
     for name, schema in json_schemas().items():
         committed = json.loads((resource_dir("schemas") / name).read_text(encoding="utf-8"))
-        assert committed == schema, f"schemas/{name} is stale: run `python -m judge_runner.runlines schemas/`"
+        assert committed == schema, f"schemas/{name} is stale: run `python -m judge_runner.runs.lines schemas/`"
 
 
 def test_written_lines_validate_and_round_trip():

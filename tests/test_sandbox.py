@@ -1,4 +1,4 @@
-"""judge_runner.generate: FileSandbox, check_query_set and filter_queries."""
+"""judge_runner.querygen.agent: FileSandbox, check_query_set and filter_queries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.generate import (
+from judge_runner.querygen.agent import (
     GREP_CAP,
     READ_CAP_CHARS,
     FileSandbox,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge_runner.search.embeddings import DIMENSION, MODEL_NAME
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME
 from judge_runner.search.indexer import index_tree
 
 # The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module

@@ -30,7 +30,7 @@ def hash_db(tmp_path_factory):
     """One SQLite index of fixtures/ with the hash embedder, copied by each test."""
     db = tmp_path_factory.mktemp("idx") / "index.sqlite"
     with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.embedding import EMBEDDER_ENV, set_embedder
+        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
 
         mp.setenv(EMBEDDER_ENV, "hash")
         previous = set_embedder(None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge_runner.trend import build_trend, compare, read_runs, set_baseline
+from judge_runner.analysis.trend import build_trend, compare, read_runs, set_baseline
 from tests.clitools import invoke
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM

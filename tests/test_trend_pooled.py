@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.trend import read_runs
+from judge_runner.analysis.trend import read_runs
 
 
 def write(folder: Path, name: str, ranked: list[tuple[str, int]], query_set: str, ndcg: float, day: int) -> None:

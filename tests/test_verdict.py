@@ -1,4 +1,4 @@
-"""judge_runner.judge: the overall score and JSON reply recovery. (The single-call verdict and its
+"""judge_runner.judging.llm_judge: the overall score and JSON reply recovery. (The single-call verdict and its
 results rendering were retired by the label-first protocol: validation of its replies is
 tests/test_judge_requests.py's, what the judge is shown tests/test_fence.py's.)"""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.judge import overall_score, parse_json_reply
+from judge_runner.judging.llm_judge import overall_score, parse_json_reply
 
 # -- overall_score --------------------------------------------------------------------------------
 

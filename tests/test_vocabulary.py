@@ -10,9 +10,9 @@ import pytest
 
 from judge_runner import cli
 from judge_runner.config import Settings
+from judge_runner.core.models import QUERY_TYPES, SEARCH_MODES, Query
+from judge_runner.core.resources import load_schema
 from judge_runner.llm.registry import PROVIDER_CHOICES, PROVIDER_NAMES, PROVIDERS
-from judge_runner.models import QUERY_TYPES, SEARCH_MODES, Query
-from judge_runner.resources import load_schema
 from judge_runner.search.base import SearchAnswer
 
 

@@ -1,7 +1,7 @@
 """Labelling the pool: every pooled pair, in each mode, ``trials`` times.
 
 Pointwise: one labeller call per document and trial. Batched: per query and trial, the pool in a seeded random
-order (:func:`judge_runner.judge_requests.shuffled_order`, never a system's order), cut into batches of
+order (:func:`judge_runner.judging.requests.shuffled_order`, never a system's order), cut into batches of
 ``batch_size`` documents. The shown text of a document is its title as anchor and a window of its text centred
 on the query's words (:func:`judge_runner.search.text.make_snippet`, ``chars`` characters: what the search
 shows the judge). With ``--batch`` the queries (and a query's pointwise documents) are labelled concurrently
@@ -18,7 +18,7 @@ from typing import Any
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
 from judge_runner.calibrate.pool import PoolEntry
-from judge_runner.judge_requests import batch_seed, shuffled_order
+from judge_runner.judging.requests import batch_seed, shuffled_order
 from judge_runner.search.text import make_snippet
 
 DEFAULT_SNIPPET_CHARS = 400

@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge_runner.failures import UsageError
+from judge_runner.core.failures import UsageError
 
 BINARY_RESCALE = {1: 3}
 """How binary human qrels (every grade 0 or 1) are put on the judge's 0-3 scale: 1 becomes 3, as
-``judge-runner qrels import`` does by default (:func:`judge_runner.qrels.import_human_qrels`), so that
+``judge-runner qrels import`` does by default (:func:`judge_runner.judging.qrels.import_human_qrels`), so that
 RR(rel=2) and the ``>= 2`` agreement threshold mean "relevant" on both sides."""
 
 

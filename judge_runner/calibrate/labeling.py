@@ -9,7 +9,7 @@ never sees a system's rank or score: documents come from the pool, not from a ra
 ``label_batch``, ``list_verdict``), so calibrate measures exactly the judge that ``evaluate`` uses, the
 offline heuristic judge included.
 
-``flagged`` is the fence's instruction detector (:func:`judge_runner.fence.render_document`) on the shown
+``flagged`` is the fence's instruction detector (:func:`judge_runner.judging.fence.render_document`) on the shown
 document, OR'd with the judge's own flag where its protocol has one.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from judge_runner.calibrate.data import CalibrationQuery
-from judge_runner.fence import render_document
+from judge_runner.judging.fence import render_document
 
 MODES = ("pointwise", "batched")
 
@@ -74,15 +74,15 @@ INTENT = "Find documents that answer this query (from a test collection)."
 
 
 class ProtocolLabeler:
-    """Any :class:`judge_runner.roles.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
+    """Any :class:`judge_runner.app.roles.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
     ``pointwise`` is one ``label_one`` call per document, ``batched`` one ``label_batch`` call showing the
     documents in the order given (calibrate shuffles or rotates them itself, so the position probe controls
-    each slot). Sampling per trial is :func:`judge_runner.judge_fingerprint.sampling_settings`; the offline
+    each slot). Sampling per trial is :func:`judge_runner.judging.fingerprint.sampling_settings`; the offline
     heuristic judge is deterministic, so its labels are memoised per (query, shown text) and its trials
     agree by construction. The judgment cache is not used: calibration measures the judge, not the cache."""
 
     def __init__(self, judge: Any, seed: int | None = None):
-        from judge_runner.judge_fingerprint import DEFAULT_SEED
+        from judge_runner.judging.fingerprint import DEFAULT_SEED
 
         self.judge = judge
         self.name, self.model, self.heuristic = judge.name, judge.model, judge.heuristic
@@ -109,7 +109,7 @@ class ProtocolLabeler:
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see the class docstring), one per document in the order given."""
-        from judge_runner.judge_fingerprint import sampling_settings
+        from judge_runner.judging.fingerprint import sampling_settings
 
         sampling = sampling_settings(self.judge.name, trial, self.seed)
         rendered = self._rendered(docs)
@@ -135,8 +135,8 @@ class ProtocolLabeler:
         """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
         run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and
         the results of every call made (their usage)."""
-        from judge_runner.judge_fingerprint import sampling_settings
-        from judge_runner.judge_requests import ListItem
+        from judge_runner.judging.fingerprint import sampling_settings
+        from judge_runner.judging.requests import ListItem
 
         labels = self(query, docs, "pointwise", 0)
         items = [ListItem(r, label.label, label.reason) for r, label in zip(self._rendered(docs), labels)]
@@ -156,6 +156,6 @@ class ProtocolLabeler:
 
 
 def labeler_for(judge: Any, embedder: Any = None) -> Labeler:
-    """The labeller for a judge built by :func:`judge_runner.roles.build_roles`: :class:`ProtocolLabeler`
+    """The labeller for a judge built by :func:`judge_runner.app.roles.build_roles`: :class:`ProtocolLabeler`
     (``embedder`` is unused: the heuristic judge has its own, injected when it was built)."""
     return ProtocolLabeler(judge)

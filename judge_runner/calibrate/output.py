@@ -11,8 +11,8 @@ from typing import Any
 
 import jsonschema
 
-from judge_runner.judge_fingerprint import comparability_key
-from judge_runner.resources import load_schema
+from judge_runner.core.resources import load_schema
+from judge_runner.judging.fingerprint import comparability_key
 
 DEFAULT_FOLDER = Path("calibration")
 
@@ -52,7 +52,7 @@ def _key(fingerprint: str | Mapping[str, Any]) -> str:
 def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any]) -> dict | None:
     """The most recent calibration in ``folder`` (``*.json``, newest ``createdAt`` first) whose judge matches
     ``fingerprint``: a fingerprint dict (``JudgeFingerprint.as_dict()``, compared by
-    :func:`judge_runner.judge_fingerprint.comparability_key`) or a key string, matched against the file's
+    :func:`judge_runner.judging.fingerprint.comparability_key`) or a key string, matched against the file's
     ``judge.fingerprintKey`` or ``judge.legacyKey`` (a format-version-1 run's ``legacy_key``). Unreadable or
     foreign JSON files are skipped. None when nothing matches or the folder does not exist."""
     folder = Path(folder)
@@ -182,7 +182,7 @@ def calibration_for_provenance(folder: Path | str, provenance: Mapping[str, Any]
     """The latest calibration of the judge that wrote a run, from its ``run_start.provenance``: by the
     comparability key of ``judgeFingerprint`` (format version 2), else by the format-version-1 legacy key
     (provider, judge model, judge prompt hashes). None when there is none."""
-    from judge_runner.judge_fingerprint import legacy_key
+    from judge_runner.judging.fingerprint import legacy_key
 
     fingerprint = provenance.get("judgeFingerprint")
     return latest_calibration(folder, fingerprint if isinstance(fingerprint, Mapping) else legacy_key(provenance))

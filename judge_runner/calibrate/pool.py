@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
-from judge_runner.failures import UsageError
+from judge_runner.core.failures import UsageError
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.text import fts5_match_expression, lexical_text
 

@@ -18,7 +18,7 @@ from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler
 from judge_runner.calibrate.pool import Runs, build_pool
 from judge_runner.calibrate.verdicts import verdicts
-from judge_runner.label_scores import median_label, ranking_score, relevance_score
+from judge_runner.judging.scores import median_label, ranking_score, relevance_score
 
 FORMAT_VERSION = 1
 SUBSETS = ("all", "retrieved", "balanced")
@@ -56,7 +56,7 @@ def dimensions_for(
     labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection, queries: Sequence[CalibrationQuery]
 ) -> tuple[dict[str, dict[str, float | None]], str]:
     """Per query the four dimensions of the reference list: ``relevance`` and ``ranking`` computed from the
-    judge's labels (:func:`judge_runner.label_scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
+    judge's labels (:func:`judge_runner.judging.scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
     ``snippetQuality`` from the labeller's list-level scores when it has them (``labeler.list_scores``), else
     None. Returns ``(dimensions, note)``."""
     out: dict[str, dict[str, float | None]] = {}

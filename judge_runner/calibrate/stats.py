@@ -4,7 +4,7 @@
   label >= 2 and at >= 1 (``sklearn.metrics.cohen_kappa_score``), linear and quadratic weighted kappa (Cohen
   1968) where the human qrels are graded, the confusion matrix (``sklearn.metrics.confusion_matrix``, rows
   human 0-3, columns judge 0-3) and the over-labelling rate P(label >= 2 | qrels 0).
-- Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.agreement.trials_alpha`).
+- Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.measures.agreement.trials_alpha`).
 - Systems: nDCG@10, RR(rel=2) and R(rel=2)@100 per system and query (``ir_measures``) from the human qrels
   and from the judge's labels on the same pool; Kendall's tau_b between the two system rankings
   (``scipy.stats.kendalltau``), for each measure.
@@ -31,9 +31,9 @@ from functools import partial
 import ir_measures
 import numpy as np
 
-from judge_runner.agreement import trials_alpha
 from judge_runner.calibrate.pool import PoolEntry, Runs
-from judge_runner.label_scores import median_label
+from judge_runner.judging.scores import median_label
+from judge_runner.measures.agreement import trials_alpha
 
 GRADES = [0, 1, 2, 3]
 MEASURES = {

@@ -1,10 +1,10 @@
 """The ``judge-runner`` entry point: the click group, and the one place where failures become exit codes.
 
-Exit codes (``judge_runner.failures``): 0 ok; 1 quality gate failed or regression; 2 usage or
+Exit codes (``judge_runner.core.failures``): 0 ok; 1 quality gate failed or regression; 2 usage or
 configuration error; 3 run incomplete; 4 internal error. Commands return their exit code or raise a
 ``JudgeRunnerError`` carrying it; :func:`run_handled` prints the error and returns the code, and only
 this module exits the process. Any other exception is a bug: exit 4, one line, the traceback in a log
-(:mod:`judge_runner.crashlog`) and, with ``--debug`` or ``JUDGE_RUNNER_DEBUG=1``, on stderr. SIGTERM is turned into Ctrl+C for the duration of a command, so a
+(:mod:`judge_runner.app.crashlog`) and, with ``--debug`` or ``JUDGE_RUNNER_DEBUG=1``, on stderr. SIGTERM is turned into Ctrl+C for the duration of a command, so a
 stopped run keeps what it judged and writes its summary.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from judge_runner import __version__
+from judge_runner.app.crashlog import debug_requested, internal_error, log_traceback, traceback_text
 from judge_runner.cli.cache import cache
 from judge_runner.cli.calibrate import calibrate
 from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
@@ -29,8 +30,7 @@ from judge_runner.cli.history import baseline, report, trend
 from judge_runner.cli.indexing import index, search
 from judge_runner.cli.qrels import qrels
 from judge_runner.cli.weekly import weekly
-from judge_runner.crashlog import debug_requested, internal_error, log_traceback, traceback_text
-from judge_runner.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
+from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
 
 
 @dataclass

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from judge_runner.cli.options import db_option, printer, setting_option, settings
-from judge_runner.failures import UsageError
-from judge_runner.judgment_cache import CacheError, JudgmentCache, parse_age
+from judge_runner.core.failures import UsageError
+from judge_runner.judging.cache import CacheError, JudgmentCache, parse_age
 
 CACHE = setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index].")
 

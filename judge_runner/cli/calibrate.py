@@ -1,5 +1,5 @@
 """Command ``calibrate``: measure the judge against human qrels, with position, injection and length probes.
-Thin: parses options and calls :func:`judge_runner.calibrate.job.calibrate_job`."""
+Thin: parses options and calls :func:`judge_runner.app.calibrate_job.calibrate_job`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from judge_runner.calibrate.job import Source, calibrate_job
+from judge_runner.app.calibrate_job import Source, calibrate_job
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
-from judge_runner.failures import EXIT_OK, UsageError
+from judge_runner.core.failures import EXIT_OK, UsageError
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
 
@@ -180,7 +180,7 @@ def calibrate(
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         from dataclasses import replace
 
-        from judge_runner.dry_run import calibrate_labeler, calibrate_report
+        from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 
         config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(settings(**flags))
     calibrate_job(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.jobs import evaluate_job, generate_job, main_job
 from judge_runner.cli.options import (
     COUNT,
     FIXTURES,
@@ -25,8 +26,7 @@ from judge_runner.cli.options import (
     settings,
 )
 from judge_runner.cli.search_options import compare_options, search_adapter_options, systems_spec
-from judge_runner.failures import EXIT_OK, exit_code_for
-from judge_runner.pipeline import evaluate_job, generate_job, main_job
+from judge_runner.core.failures import EXIT_OK, exit_code_for
 
 
 @click.command()
@@ -106,7 +106,7 @@ def evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        from judge_runner.dry_run import evaluate_dry_run
+        from judge_runner.app.dry_run import evaluate_dry_run
 
         evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
         return EXIT_OK
@@ -148,7 +148,7 @@ def generate_and_evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        from judge_runner.dry_run import main_dry_run
+        from judge_runner.app.dry_run import main_dry_run
 
         main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.history import pin_baseline, show_trend, write_report
 from judge_runner.cli.options import printer
-from judge_runner.history import pin_baseline, show_trend, write_report
 
 
 @click.command()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.indexing import index_job
+from judge_runner.app.searching import batch_search_job, search_job
 from judge_runner.cli.options import db_option, printer, setting_option, settings
-from judge_runner.failures import UsageError
-from judge_runner.indexing import index_job
-from judge_runner.models import SEARCH_MODES
-from judge_runner.searching import batch_search_job, search_job
+from judge_runner.core.failures import UsageError
+from judge_runner.core.models import SEARCH_MODES
 
 
 @click.command()

@@ -16,11 +16,11 @@ from typing import Any, Literal, Union, get_args, get_origin
 import annotated_types
 import click
 
+from judge_runner.app.jobs import load
 from judge_runner.config import Settings
-from judge_runner.failures import UsageError
+from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Printer
 from judge_runner.llm.registry import PROVIDERS
-from judge_runner.pipeline import load
-from judge_runner.printer import Printer
 
 
 def settings(**flags: Any) -> Settings:

@@ -1,4 +1,4 @@
-"""Command group ``qrels``: the judge's labels out as TREC qrels, human qrels in (``judge_runner.qrels``)."""
+"""Command group ``qrels``: the judge's labels out as TREC qrels, human qrels in (``judge_runner.judging.qrels``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import click
 
 from judge_runner.cli.cache import CACHE, open_cache
 from judge_runner.cli.options import db_option, printer
-from judge_runner.failures import UsageError
-from judge_runner.qrels import QrelsError, export_qrels, import_human_qrels
+from judge_runner.core.failures import UsageError
+from judge_runner.judging.qrels import QrelsError, export_qrels, import_human_qrels
 
 
 @click.group()

@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
+from judge_runner.app.jobs import systems_spec as make_systems_spec
 from judge_runner.cli.options import _options
-from judge_runner.failures import UsageError
-from judge_runner.models import SEARCH_MODES
-from judge_runner.pipeline import systems_spec as make_systems_spec
+from judge_runner.core.failures import UsageError
+from judge_runner.core.models import SEARCH_MODES
 
 
 def search_adapter_options(f):
@@ -91,7 +91,7 @@ def compare_options(f):
 
 def systems_spec(flags: dict[str, Any]) -> Any:
     """Take the search-system flags out of ``flags`` (leaving ``search_mode`` as the first mode given)
-    and return a ``SystemsSpec`` (:func:`judge_runner.pipeline.systems_spec`), or None when none was given."""
+    and return a ``SystemsSpec`` (:func:`judge_runner.app.jobs.systems_spec`), or None when none was given."""
     modes = tuple(m.strip() for m in flags["search_mode"].split(",") if m.strip()) if flags.get("search_mode") else ()
     # the settings validate the first mode (one message whatever the source); the others are checked alike here
     for mode in modes[1:]:

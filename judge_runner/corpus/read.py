@@ -28,7 +28,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-from judge_runner.textproc import clean_text, scrub_unencodable  # noqa: F401 - re-exported: text enters here
+from judge_runner.core.textproc import clean_text, scrub_unencodable  # noqa: F401 - re-exported: text enters here
 
 _NUL_SAMPLE = 8192
 _NEWLINE = re.compile(r"\r\n?")

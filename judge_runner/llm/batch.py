@@ -6,7 +6,7 @@ whose ``_send`` builds the very request body the synchronous provider would send
 ``request_body``), hands it to the run's :class:`BatchCoordinator` and blocks; the coordinator
 gathers the requests of every worker thread and, once each active worker is waiting, submits them as
 one batch, polls it with backoff, fetches the results and gives each thread its reply, parsed by the
-synchronous provider's own parser. So :func:`judge_runner.judge.ask` validates batch replies exactly
+synchronous provider's own parser. So :func:`judge_runner.judging.llm_judge.ask` validates batch replies exactly
 as synchronous ones, and its re-asks go into a follow-up batch. Retries, budget reservations (every
 request of a batch is reserved before the batch is submitted) and usage are the base class's; the
 price is :meth:`~judge_runner.llm.pricing.Price.for_batch`.

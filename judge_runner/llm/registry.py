@@ -7,7 +7,7 @@ else is derived from here: the ``--provider`` click choice (:data:`PROVIDER_CHOI
 (:data:`ProviderChoice` in ``config.py``), the ``provider`` enum of ``schemas/run_start.schema.json``
 (a test proves it equals :data:`PROVIDER_NAMES`), ``auto`` detection (:func:`detect`, in the order of
 :data:`PROVIDERS`) and the key check (:func:`missing_key`). Roles are built from it by
-:func:`judge_runner.roles.build_roles`.
+:func:`judge_runner.app.roles.build_roles`.
 
 This module imports no SDK: a provider's class is imported only when :meth:`ProviderSpec.load` is called.
 """
@@ -97,6 +97,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 """Every provider, in ``auto``'s order of preference (the heuristic last)."""
 
 PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
+HEURISTIC_MODEL: str = PROVIDERS["offline"].default_model  # "offline-heuristic-v1": the offline roles' model name, recorded as the judge model
 PROVIDER_CHOICES: tuple[str, ...] = ("auto", *PROVIDER_NAMES)
 
 if TYPE_CHECKING:

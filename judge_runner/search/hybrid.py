@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from judge_runner.corpus.read import clean_text
-from judge_runner.embedding import encode_each
 from judge_runner.search.base import SEARCH_MODES, HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
+from judge_runner.search.embedding import encode_each
 from judge_runner.search.fusion import rrf
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
 
@@ -105,7 +105,7 @@ class ChunkSearch:
     """``search(query, mode, limit)`` on top of a backend's ``_fts``, ``_vector`` and ``_chunk_rows``."""
 
     settings: SearchSettings
-    embedder: Any  # the backend's TextEmbedder (judge_runner.embedding)
+    embedder: Any  # the backend's TextEmbedder (judge_runner.search.embedding)
 
     def _fts(self, query: str, depth: int) -> list[tuple[int, float]]:
         raise NotImplementedError

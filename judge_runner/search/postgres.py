@@ -45,9 +45,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from judge_runner.dsn import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
+from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, Embedder, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embeddings import DIMENSION, MODEL_NAME, Embedder, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, Embedder, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 

@@ -4,7 +4,7 @@
 :class:`SystemsSpec` is what the command line (or a ``[search.external]`` table) asked for;
 :func:`open_systems` turns it into :class:`System` objects, each a backend with a unique ``name``,
 the mode it is asked in, and a description for provenance (no secrets). One system is an ordinary
-run; two or more make a compare run (:mod:`judge_runner.compare`).
+run; two or more make a compare run (:mod:`judge_runner.evaluation.compare`).
 
 Which systems, in this order: the built-in search in each mode of ``modes`` (given explicitly, or
 when nothing else is asked for: ``settings.search_mode``), then each configuration file, then each

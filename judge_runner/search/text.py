@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# moved to the neutral judge_runner.textproc (the heuristic roles use them too); re-exported here
-from judge_runner.textproc import _WORD, STOPWORDS, cjk_bigrams, query_tokens, word_variants  # noqa: F401
+# moved to the neutral judge_runner.core.textproc (the heuristic roles use them too); re-exported here
+from judge_runner.core.textproc import _WORD, STOPWORDS, cjk_bigrams, query_tokens, word_variants  # noqa: F401
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

@@ -31,7 +31,7 @@ from judge_runner.corpus.read import clean_text
 def encode_id(value: str) -> str:
     """A qid or docid safe in a TREC file: ``%``, every whitespace character (``str.isspace``) and every
     other non-printable character percent-encoded as its UTF-8 bytes; everything else kept. The one
-    encoding of ids in TREC files: runs here and qrels (:func:`judge_runner.qrels.encode_docid`) alike."""
+    encoding of ids in TREC files: runs here and qrels (:func:`judge_runner.judging.qrels.encode_docid`) alike."""
     return "".join(
         "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch for ch in value
     )

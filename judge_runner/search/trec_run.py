@@ -3,7 +3,7 @@ that can write a run (Anserini/Pyserini, Vespa, Elasticsearch scripts, ``judge-r
 is judged without an adapter.
 
 A run line is ``qid Q0 docid rank score tag`` (whitespace-separated; trec_eval's format). Query and
-document ids are decoded with :func:`judge_runner.qrels.decode_docid` (``%XX`` escapes of whitespace
+document ids are decoded with :func:`judge_runner.judging.qrels.decode_docid` (``%XX`` escapes of whitespace
 and ``%``, the encoding judge-runner writes), so a fixtures path with a space round-trips. Results are
 ordered by score (higher first; rank breaks ties, as trec_eval does). The search finds a query's
 ranking by the query's id: the query set maps each query's text to its id. A query the run does not
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge_runner.qrels import decode_docid
+from judge_runner.judging.qrels import decode_docid
 from judge_runner.search.base import SearchAnswer, SearchMode
 from judge_runner.search.mapping import FieldMapping, map_hits
 

@@ -3,7 +3,7 @@
 The fake LLM server (``fake_llm.py``) can answer ``record_label``, ``record_labels`` and
 ``record_list_verdict`` with :func:`honest_reply`: it reads the query and the fenced documents out of
 the user message exactly as a model would see them, ignores text addressed to the judge (the lines
-:mod:`judge_runner.fence` flags), and grades by the share of the query's words the document's text
+:mod:`judge_runner.judging.fence` flags), and grades by the share of the query's words the document's text
 holds. It is deterministic, needs no model, and "behaves honestly": injected instructions neither raise
 nor lower a grade, and it reports them as ``injectionSuspected``.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from judge_runner.fence import (
+from judge_runner.judging.fence import (
     RenderedDocument,
     detect_instructions,
     without_suspected_lines,

@@ -1,0 +1,254 @@
+"""The weekly report: Markdown plus a self-contained HTML page (charts inline as base64 PNG).
+
+Built only from run files (``judge-runner trend``'s reader): headline numbers of the latest run and
+their change since the previous comparable run with 95% intervals, charts of each dimension and of
+the IR metrics over time, the worst queries with the judge's analysis, top issues and the recommended
+focus, cost per run, per query and per judged query (trend.Run.cost_per_judged_query), and the queries that failed and why.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.core.mdtext import md_text
+from judge_runner.core.models import DIMENSIONS
+
+__all__ = ["Report", "build_report", "local_date", "md_text", "parse_since"]
+
+WORST = 5
+HEADLINE = ("overall", *DIMENSIONS, *METRICS)
+
+
+@dataclass
+class Report:
+    """Paths of a written report."""
+
+    markdown: Path
+    html: Path
+    charts: list[Path]
+
+
+def parse_since(value: str) -> timedelta:
+    """``"7d"``, ``"36h"``, ``"2w"`` -> a timedelta. Raises ValueError for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", value or "")
+    if not match:
+        raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
+    amount, unit = int(match.group(1)), match.group(2)
+    return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
+
+
+def local_date(moment: datetime) -> str:
+    """``moment`` as a ``YYYY-MM-DD`` date in the machine's local time zone (``TZ``), what ``date +%F``
+    prints at that moment; the date that names a report."""
+    return moment.astimezone().strftime("%Y-%m-%d")
+
+
+def _when(run: Run) -> datetime:
+    try:
+        return datetime.fromisoformat(run.timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(run.path.stat().st_mtime, UTC)
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _change(old: Run | None, new: Run, column: str) -> dict | None:
+    if old is None:
+        return None
+    c = compare(old, new, column)
+    return c.as_dict()
+
+
+def _change_text(change: dict | None) -> str:
+    if change is None:
+        return "no earlier comparable run"
+    if change["delta"] is None:
+        return "not comparable (no values)"
+    text = f"{change['delta']:+.3f}"
+    if change["ci95"][0] is not None:
+        text += f" [95% CI {change['ci95'][0]:+.3f}, {change['ci95'][1]:+.3f}]"
+    marks = {
+        "regression": "▼ regression",
+        "improvement": "▲ improvement",
+        "within noise": "within noise",
+        "too few queries": "too few queries to tell",
+    }
+    return f"{text} {marks[change['verdict']]}{' (paired)' if change['paired'] else ''}"
+
+
+def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
+    """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
+
+    ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
+    cron job that runs ``report`` and then mails ``report-$(date +%F).html`` finds its file in every
+    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. Raises
+    ValueError when ``results`` holds no complete run.
+    """
+    runs, warnings = read_runs(results)
+    group = latest_group(runs)
+    latest = group[-1]
+    previous = group[-2] if len(group) > 1 else None
+    baseline_id = read_baseline(results)
+    baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
+    now = now or datetime.now(UTC)
+    window = [r for r in runs if _when(r) >= now - parse_since(since)]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = local_date(now)
+
+    charts = [
+        plot_runs(
+            group,
+            out_dir / f"report-{stamp}-dimensions.png",
+            (*DIMENSIONS, "overall"),
+            f"Judge scores over time (judge {latest.judge_label})",
+        ),
+        plot_runs(
+            group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, f"IR metrics over time ({', '.join(METRICS)}; mean RR = MRR)"
+        ),
+    ]
+    summary = latest.summary
+    headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
+    # unscored queries (no overall the reader could trust) are not ranked among the worst
+    # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
+    worst = sorted(
+        (e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
+        key=lambda e: e.scores.overall or 0.0,
+    )[:WORST]
+
+    md: list[str] = [f"# Search quality report, {stamp}", ""]
+    if latest.provenance.heuristicJudge:
+        md += [
+            "> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
+            "and term overlap), not from an LLM.",
+            "",
+        ]
+    # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
+    t = md_text
+    if latest.systems:
+        md += [
+            f"> **Compare run** of {len(latest.systems)} search systems; the figures below are the reference system's "
+            f"({t(latest.systems[0])}), every system is in “Systems compared”.",
+            "",
+        ]
+    md += [
+        f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
+        f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
+        + (", **interrupted**" if summary and summary.interrupted else "")
+        + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
+        + ".",
+        "",
+    ]
+    from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+    line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
+    md += [line[0].upper() + line[1:] + ".", ""]
+    if previous is not None:
+        md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
+    if baseline is not None:
+        md += [f"Baseline: {t(baseline.run_id)}."]
+    md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
+    for column, value, change, base_change in headline:
+        md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    a = summary.abstention if summary else None
+    if a:
+        md += [
+            "",
+            f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
+            f"{a.falseAbstentions} on-topic queries were answered without confidence."
+            + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
+            + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
+        ]
+    md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
+    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
+        from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
+
+        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
+        md += comparison_markdown(summary.comparison, charts[-1])
+    md += ["## Worst queries", ""]
+    for ev in worst:
+        md += [
+            f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}",
+            "",
+            f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}",
+            "",
+        ]
+        for dim in DIMENSIONS:
+            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t(ev.analysis.get(dim, '–'))}")
+        top = ", ".join(f"{t(r.source)} ({r.relevance})" for r in ev.results[:5]) or "no results"
+        md += [f"- top results (judge's 0-3 label): {top}"]
+        if ev.suggestions:
+            md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
+        md.append("")
+    md += ["## Top issues and focus", ""]
+    issues = summary.topIssues if summary else []
+    for issue in issues:
+        md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")
+    if not issues:
+        md.append("- none reported")
+    md += ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
+    md += [
+        f"## Cost (runs since {t(since)})",
+        "",
+        "| run | judge | queries | cost | cost per query | cost per judged query |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in window or [latest]:
+        n = len(run.evaluations) + run.errors
+        cost = run.cost
+        per = None if cost is None or not n else cost / n
+        md.append(
+            f"| {t(run.run_id)}{' (partial)' if run.partial else ''} | {t(run.judge_label)} | {n} | "
+            f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} | "
+            f"{'–' if run.cost_per_judged_query is None else f'${run.cost_per_judged_query:.5f}'} |"
+        )
+    md += ["", "## Failed queries", ""]
+    if latest.error_lines:
+        md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
+        for e in latest.error_lines:
+            md.append(f"| {t(e.queryId)}: {t(e.query)} | {t(e.stage)} | {t(e.errorType)}: {t(e.message[:160])} | {t(e.attempts)} |")
+    else:
+        md.append("None.")
+    if warnings:
+        md += ["", "## Notes", ""] + [f"- {t(w)}" for w in warnings]
+    markdown = out_dir / f"report-{stamp}.md"
+    markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
+    page = out_dir / f"report-{stamp}.html"
+    page.write_text(_html(md, charts), encoding="utf-8")
+    return Report(markdown, page, charts)
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;
+color:#1d2733;background:#fff;line-height:1.45}h1{border-bottom:3px solid #2f6fdf;padding-bottom:.3rem}
+h2{margin-top:2rem;color:#2f4a6d}table{border-collapse:collapse;width:100%;margin:.5rem 0;font-size:.92rem}
+th,td{border:1px solid #d5dce5;padding:.35rem .5rem;text-align:left;vertical-align:top}th{background:#eef3fa}
+blockquote{background:#fff6e0;border-left:4px solid #e0a400;margin:1rem 0;padding:.5rem 1rem}img{max-width:100%;border:1px solid #e3e8ef}
+.reg{color:#b3261e;font-weight:600}.imp{color:#1b7f3b;font-weight:600}"""
+
+
+def _html(md: list[str], charts: list[Path]) -> str:
+    """Render the Markdown with markdown-it-py (CommonMark plus tables) into one self-contained page:
+    every chart is embedded as a data URI, so the file can be mailed or attached as a CI artifact."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render("\n".join(md))
+    for chart in charts:
+        data = base64.b64encode(chart.read_bytes()).decode("ascii")
+        body = body.replace(f'src="{chart.name}"', f'src="data:image/png;base64,{data}"')
+    body = body.replace("▼ regression", '<span class="reg">▼ regression</span>').replace(
+        "▲ improvement", '<span class="imp">▲ improvement</span>'
+    )
+    title = html.escape(md[0].lstrip("# "))
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{title}</title>'
+        f"<style>{_CSS}</style></head><body>\n{body}</body></html>\n"
+    )

@@ -1,0 +1,562 @@
+"""Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
+
+Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
+(provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and
+schema sent, the render version: :func:`judge_runner.judging.fingerprint.comparability_key`); for a
+version-1 run the old key (provider, judge model, judge prompt hashes: ``legacy_key``), which never
+equals a version-2 key. Runs under another judge form their own group. Search configuration, corpus and
+query-set changes are listed as "what changed" beside a delta, never as a barrier.
+
+Two runs on the same query set are compared per query (paired bootstrap of the mean difference);
+runs on different query sets (the main job writes a fresh set each time) by an unpaired bootstrap over
+queries. Both use ``scipy.stats.bootstrap`` (percentile intervals, 95%, fixed seed; Efron and
+Tibshirani 1993). A change is a regression or an improvement only when the interval excludes zero
+*and* the difference is at least ``min_effect`` in size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judge_runner.core.models import DIMENSIONS
+from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
+from judge_runner.runs.lines import ErrorLine, EvaluationLine, Provenance, SummaryLine
+from judge_runner.runs.read import RunFile, read_run_folder
+
+METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
+COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
+GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
+MIN_QUERIES = 5
+MIN_EFFECT = 0.03  # smallest difference (on a 0-1 scale) called a regression or an improvement
+CONFIDENCE = 0.95
+RESAMPLES = 4000
+BASELINE_FILE = "baseline.json"
+
+
+@dataclass
+class Run:
+    """One run as read from its file (:class:`judge_runner.runs.read.RunFile`): its typed evaluations,
+    errors, the summary if it has one, and provenance.
+
+    A compare run (several search systems on one query set, judge_runner/compare.py) is seen as its
+    reference system (the first) unless ``system`` names another: its evaluations and errors are that
+    system's, so its means continue the reference system's trend; :meth:`system_views` gives one Run
+    per system."""
+
+    file: RunFile
+    system: str | None = None
+    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
+    """``{queryId: {"nDCG@10": x, "RR(rel=2)": y}}`` against the labels pooled over the runs of the same judge
+    and query set (:func:`pool_metrics`); a query not there keeps its own metric."""
+
+    @property
+    def systems(self) -> list[str]:
+        """The systems of a compare run, reference first ([] for a run of one system)."""
+        summary = self.file.summary
+        if summary is not None and summary.comparison is not None:
+            return [s.name for s in summary.comparison.systems]
+        seen = list(dict.fromkeys(e.system for e in self.file.evaluations if e.system))  # a partial compare run
+        return seen if len(seen) > 1 else []
+
+    @property
+    def shown_system(self) -> str | None:
+        """The system whose lines this Run shows: ``system``, else a compare run's reference, else None (all)."""
+        systems = self.systems
+        return self.system or (systems[0] if systems else None)
+
+    def system_views(self) -> list[Run]:
+        """One Run per system of a compare run (reference first); [self] for any other run."""
+        return [Run(self.file, name) for name in self.systems] or [self]
+
+    @property
+    def run_id(self) -> str:
+        return self.file.run_id
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def timestamp(self) -> str:
+        return self.file.timestamp
+
+    @property
+    def provenance(self) -> Provenance:
+        """Who judged, with which prompts, on what (empty when the file does not say)."""
+        return self.file.provenance or Provenance()
+
+    @property
+    def evaluations(self) -> list[EvaluationLine]:
+        shown = self.shown_system
+        return self.file.evaluations if shown is None else [e for e in self.file.evaluations if e.system == shown]
+
+    @property
+    def error_lines(self) -> list[ErrorLine]:
+        shown = self.shown_system
+        return self.file.errors if shown is None else [e for e in self.file.errors if e.system == shown]
+
+    @property
+    def summary(self) -> SummaryLine | None:
+        return self.file.summary
+
+    @property
+    def legacy(self) -> bool:
+        return self.file.legacy
+
+    @property
+    def errors(self) -> int:
+        """Queries that could not be searched or judged."""
+        return len(self.error_lines)
+
+    @property
+    def partial(self) -> bool:
+        """A run without a summary line (still running, or killed) is left out of comparisons."""
+        return self.summary is None
+
+    @property
+    def comparable(self) -> bool:
+        """Complete and with at least one judged query: a run stopped before judging anything (budget
+        spent in phase one, say) has nothing to compare and never becomes the latest or the baseline."""
+        return not self.partial and bool(self.evaluations)
+
+    @property
+    def judge(self) -> str:
+        """What must be equal for scores to be comparable: the judge fingerprint's comparability key
+        with the model ids the API returned (format version 2), else the version-1 key."""
+        from judge_runner.judging.fingerprint import comparability_key, legacy_key
+
+        p = self.provenance
+        if p.judgeFingerprint:
+            returned = self.summary.judgeReturnedModels if self.summary is not None else []
+            return comparability_key(p.judgeFingerprint, returned)
+        return legacy_key(p.model_dump(by_alias=True))
+
+    @property
+    def judge_label(self) -> str:
+        p = self.provenance
+        label = f"{p.provider or '?'}/{p.judgeModel or '?'}"
+        if p.judgeFingerprint:
+            label += f" {p.judgeFingerprint.get('mode', '?')}"
+        return label + (" (heuristic)" if p.heuristicJudge else "")
+
+    def values(self, column: str) -> dict[str, float]:
+        """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
+        an older key such as ``Recall@10``); queries without it, or unscored, are left out."""
+        out: dict[str, float] = {}
+        pooled_column = canonical_metric_name(column) if canonical_metric_name(column) in (NDCG10_NAME, RR_NAME) else None
+        for ev in self.evaluations:
+            value = ev.value(column)
+            if pooled_column and value is not None and ev.queryId in self.pooled:
+                value = self.pooled[ev.queryId].get(pooled_column, value)
+            if value is not None:
+                out[ev.queryId] = value
+        return out
+
+    def mean(self, column: str) -> float | None:
+        values = list(self.values(column).values())
+        return float(np.mean(values)) if values else None
+
+    @property
+    def cost(self) -> float | None:
+        return self.summary.costUsd if self.summary is not None else None
+
+    @property
+    def batch(self) -> bool:
+        """The run sent its judge calls through a batch API (``--batch``: its config says so, or it holds
+        ``batch`` lines): its cost is at batch prices, half the synchronous ones, so trend marks it."""
+        config = self.file.run_start.config if self.file.run_start is not None else {}
+        return bool(self.file.batches) or bool((config or {}).get("batch"))
+
+    @property
+    def cost_per_judged_query(self) -> float | None:
+        """USD per judged query: the summary's ``costPerJudgedQueryUsd`` when it has one; for an older file
+        the same figure from its evaluation lines (:func:`judge_runner.runs.write.cost_per_judged_query`; a
+        format-1 run judged every query it evaluated); for lines without costs the summary's ``costUsd``
+        over its evaluated queries; None when none of these is known (or no query was judged)."""
+        from judge_runner.runs.write import cost_per_judged_query
+
+        summary = self.summary
+        if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
+            return summary.costPerJudgedQueryUsd
+        legacy = self.legacy or self.file.format_version < 2
+        judged, per = cost_per_judged_query([e.line() for e in self.file.evaluations], legacy=legacy)
+        if per is not None or judged == 0:
+            return per
+        if summary is not None and summary.costUsd is not None and summary.evaluated:
+            return round(summary.costUsd / summary.evaluated, 6)
+        return None
+
+
+def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
+    """Every run in ``folder`` (``*.jsonl``), oldest first, and the reader's warnings (files that are
+    not runs, damaged lines, unscored values; :func:`judge_runner.runs.read.read_run_folder`).
+
+    Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
+    """
+    files, warnings = read_run_folder(folder)
+    runs = [Run(f) for f in files]
+    pool_metrics(runs)
+    return runs, warnings
+
+
+def pool_metrics(runs: list[Run]) -> None:
+    """Score runs that share a judge and a query set against the same qrels (issue 14, item 6): the labels
+    of all those runs pooled (:func:`judge_runner.judging.qrels.pool_qrels`: per document the median of the
+    runs' labels, unlabelled expected sources at 3), and each run's nDCG@10 and RR recomputed on them
+    (:func:`judge_runner.judging.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
+    on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
+    runs whose query ids clash (QrelsError) are left as they are."""
+    from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
+
+    families: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        query_set = run.provenance.querySetSha256
+        if query_set and run.evaluations:
+            families.setdefault((run.judge, query_set), []).append(run)
+    for members in families.values():
+        if len(members) < 2:
+            continue
+        try:
+            items = [labels_from_evaluation(r.run_id, ev.line()) for r in members for ev in r.evaluations if ev.metrics is not None]
+            pooled = pool_qrels(items)
+        except QrelsError:
+            continue
+        for run in members:
+            ranked = {ev.queryId: [res.source for res in ev.results] for ev in run.evaluations if ev.metrics is not None}
+            run.pooled = pooled_metrics(pooled.qrels, ranked)
+
+
+@dataclass
+class Comparison:
+    """A change of one column between two runs: mean difference (new - old), its 95% interval, the
+    number of queries behind it, whether it was paired, and the verdict."""
+
+    column: str
+    delta: float | None
+    low: float | None
+    high: float | None
+    n: int
+    paired: bool
+    verdict: str  # "regression", "improvement", "within noise", "too few queries"
+
+    def as_dict(self) -> dict:
+        return {
+            "column": self.column,
+            "delta": self.delta,
+            "ci95": [self.low, self.high],
+            "n": self.n,
+            "paired": self.paired,
+            "verdict": self.verdict,
+        }
+
+
+def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
+    """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256)."""
+    same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
+    return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
+
+
+def compare_values(
+    a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT, seed: int = 0
+) -> Comparison:
+    """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: the mean difference
+    b - a, its 95% percentile bootstrap interval (scipy.stats.bootstrap, ``RESAMPLES`` resamples, fixed
+    ``seed``) and :func:`verdict`. ``paired``: over the queries both have (the same query set, or two
+    systems of one compare run); else unpaired over each side's queries. Fewer than ``MIN_QUERIES``
+    queries give "too few queries" and no interval."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    if paired:
+        common = sorted(set(a) & set(b))
+        diffs = np.array([b[q] - a[q] for q in common])
+        if len(diffs) < MIN_QUERIES:
+            return Comparison(column, float(diffs.mean()) if len(diffs) else None, None, None, len(diffs), True, "too few queries")
+        delta = float(diffs.mean())
+        if np.allclose(diffs, diffs[0]):
+            low = high = delta
+        else:
+            ci = stats.bootstrap(
+                (diffs,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile", rng=rng
+            ).confidence_interval
+            low, high = float(ci.low), float(ci.high)
+        n = len(diffs)
+    else:
+        x, y = np.array(list(b.values())), np.array(list(a.values()))
+        if min(len(x), len(y)) < MIN_QUERIES:
+            few = float(x.mean() - y.mean()) if len(x) and len(y) else None
+            return Comparison(column, few, None, None, min(len(x), len(y)), False, "too few queries")
+        delta = float(x.mean() - y.mean())
+        ci = stats.bootstrap(
+            (x, y),
+            lambda s, t, axis=-1: np.mean(s, axis=axis) - np.mean(t, axis=axis),
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            vectorized=True,
+            rng=rng,
+        ).confidence_interval
+        low, high = float(ci.low), float(ci.high)
+        n = min(len(x), len(y))
+    return Comparison(column, round(delta, 6), round(low, 6), round(high, 6), n, paired, verdict(delta, low, high, min_effect))
+
+
+def verdict(delta: float, low: float, high: float, min_effect: float) -> str:
+    """The minimum-effect rule: "regression" when the interval lies below zero and the difference is at
+    least ``min_effect`` in size, "improvement" likewise above zero, else "within noise"."""
+    if high < 0 and delta <= -min_effect:
+        return "regression"
+    if low > 0 and delta >= min_effect:
+        return "improvement"
+    return "within noise"
+
+
+def what_changed(old: Run, new: Run) -> list[str]:
+    """Differences between two comparable runs that explain a delta: search config, corpus, query set."""
+    changes = []
+    po, pn = old.provenance, new.provenance
+    if po.searchConfig != pn.searchConfig:
+        keys = sorted(k for k in set(po.searchConfig) | set(pn.searchConfig) if po.searchConfig.get(k) != pn.searchConfig.get(k))
+        changes.append("search config: " + ", ".join(f"{k} {po.searchConfig.get(k)} -> {pn.searchConfig.get(k)}" for k in keys))
+    if po.corpusFingerprint != pn.corpusFingerprint:
+        changes.append("corpus changed")
+    if po.querySetSha256 != pn.querySetSha256:
+        changes.append("different query set (unpaired comparison)")
+    if po.generatorModel != pn.generatorModel:
+        changes.append(f"generator model {po.generatorModel} -> {pn.generatorModel}")
+    if po.judgeRunnerVersion != pn.judgeRunnerVersion:
+        changes.append(f"judge-runner {po.judgeRunnerVersion} -> {pn.judgeRunnerVersion}")
+    return changes
+
+
+def read_baseline(folder: Path) -> str | None:
+    """The pinned baseline run id of a results folder, or None."""
+    path = Path(folder) / BASELINE_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("runId")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+
+
+def set_baseline(folder: Path, run_id: str) -> Run:
+    """Pin ``run_id`` (or ``"latest"``: the newest complete run) as the baseline. Raises ValueError
+    when no such complete run exists."""
+    runs, _ = read_runs(folder)
+    complete = [r for r in runs if r.comparable]
+    chosen: Run | None
+    if run_id == "latest":
+        if not complete:
+            raise ValueError(f"no complete run with judged queries in {folder}")
+        chosen = complete[-1]
+    else:
+        chosen = next((r for r in complete if r.run_id == run_id), None)
+        if chosen is None:
+            known = ", ".join(r.run_id for r in complete[-5:]) or "none"
+            raise ValueError(f"no complete run with judged queries {run_id!r} in {folder} (latest: {known})")
+    (Path(folder) / BASELINE_FILE).write_text(
+        json.dumps({"runId": chosen.run_id, "setAt": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n", encoding="utf-8"
+    )
+    return chosen
+
+
+@dataclass
+class Trend:
+    """Runs grouped by judge, each complete run compared with the previous comparable run and with
+    the baseline (when pinned and comparable)."""
+
+    groups: list[dict]
+    warnings: list[str]
+    baseline: str | None
+    latest_verdict: dict | None = None
+
+
+def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
+    """Everything ``judge-runner trend`` shows, as plain data."""
+    runs, warnings = read_runs(folder)
+    baseline_id = read_baseline(folder)
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.judge, []).append(run)
+    out_groups: list[dict[str, Any]] = []
+    latest_verdict = None
+    latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
+    for judge, members in groups.items():
+        rows = []
+        previous: Run | None = None
+        baseline = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
+        for run in members:
+            row: dict[str, Any] = {
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "file": run.path.name,
+                "judge": run.judge_label,
+                "evaluated": len(run.evaluations),
+                "failed": run.errors,
+                "partial": run.partial,
+                "comparable": run.comparable,
+                "means": {c: run.mean(c) for c in COLUMNS},
+                "costUsd": run.cost,
+                "costPerJudgedQueryUsd": run.cost_per_judged_query,
+                "batch": run.batch,
+                "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
+            }
+            if run.systems:
+                row["system"] = run.shown_system
+            if run.comparable:
+                if previous is not None:
+                    row["vsPrevious"] = {
+                        "runId": previous.run_id,
+                        "changes": what_changed(previous, run),
+                        "comparisons": {c: compare(previous, run, c, min_effect).as_dict() for c in GATED},
+                    }
+                if baseline is not None and baseline is not run:
+                    row["vsBaseline"] = {
+                        "runId": baseline.run_id,
+                        "changes": what_changed(baseline, run),
+                        "comparisons": {c: compare(baseline, run, c, min_effect).as_dict() for c in GATED},
+                    }
+                if run is latest_complete:
+                    against = row.get("vsBaseline") or row.get("vsPrevious")
+                    latest_verdict = {
+                        "runId": run.run_id,
+                        "against": against["runId"] if against else None,
+                        "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
+                        "comparisons": against["comparisons"] if against else {},
+                    }
+                previous = run
+            rows.append(row)
+            rows.extend(system_rows(run))
+        reason = None
+        if len(groups) > 1:
+            reason = "runs judged by another provider, model or judge prompt (or another judge protocol) are not comparable with the others"
+        label = members[0].judge_label
+        if any(g["judge"] == label for g in out_groups):  # two fingerprints, one name: tell them apart
+            label += f" [{judge.removeprefix('v1:')[:8]}]"
+            for row in rows:
+                row["judge"] = label
+        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+
+        calibration = calibration_for_provenance(calibration_folder(folder), members[-1].provenance.model_dump())
+        out_groups.append(
+            {
+                "judge": label,
+                "judgeKey": judge,
+                "reason": reason,
+                "runs": rows,
+                "baseline": baseline.run_id if baseline else None,
+                "calibration": calibration_line(calibration),
+            }
+        )
+    return Trend(out_groups, warnings, baseline_id, latest_verdict)
+
+
+def system_rows(run: Run) -> list[dict[str, Any]]:
+    """The rows of a compare run's other systems (the reference is the run's own row): each system's
+    means and its paired differences to the reference (``vsReference``, from the run's comparison
+    block). They are not chained into vsPrevious/vsBaseline nor gated: the compare run's comparison is
+    their comparison."""
+    summary = run.summary
+    if summary is None or summary.comparison is None:
+        return []
+    block = summary.comparison
+    rows = []
+    for view in run.system_views()[1:]:
+        diffs = {
+            d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
+            for d in block.differences
+            if d.system == view.system
+        }
+        rows.append(
+            {
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "file": run.path.name,
+                "judge": run.judge_label,
+                "system": view.system,
+                "evaluated": len(view.evaluations),
+                "failed": view.errors,
+                "partial": run.partial,
+                "comparable": False,
+                "means": {c: view.mean(c) for c in COLUMNS},
+                "costUsd": None,
+                "costPerJudgedQueryUsd": None,
+                "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},
+            }
+        )
+    return rows
+
+
+def query_history(folder: Path, query_id: str) -> list[dict]:
+    """One query across runs: per run its scores, metrics and the judge's labels."""
+    runs, _ = read_runs(folder)
+    history = []
+    for run in runs:
+        ev = next((e for e in run.evaluations if e.queryId == query_id), None)
+        if ev is None:
+            continue
+        history.append(
+            {
+                "runId": run.run_id,
+                "timestamp": run.timestamp,
+                "judge": run.judge_label,
+                "query": ev.query,
+                "scores": ev.scores.model_dump(mode="json"),
+                "metrics": ev.metrics,
+                "labels": [r.relevance for r in ev.results],
+            }
+        )
+    return history
+
+
+def latest_group(runs: list[Run]) -> list[Run]:
+    """The complete runs judged like the newest complete run, oldest first. Raises ValueError when
+    there is no complete run."""
+    complete = [r for r in runs if r.comparable]
+    if not complete:
+        raise ValueError("no complete run with judged queries")
+    return [r for r in complete if r.judge == complete[-1].judge]
+
+
+def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:
+    """A PNG line chart of ``columns`` (means over queries) across ``group`` (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+    x = list(range(len(group)))
+    for column in columns:
+        ys = [r.mean(column) for r in group]
+        ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column, linewidth=2.4 if column in GATED else 1.2)
+    days = [r.timestamp[:10] for r in group]
+    labels = days if len(set(days)) == len(days) else [r.timestamp[:16].replace("T", " ") for r in group]
+    ax.set_xticks(x, labels, rotation=30, ha="right")
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("mean over queries")
+    ax.set_title(title or f"Search quality over time — judge {group[-1].judge_label}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8, ncol=4)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def plot_trend(folder: Path, out: Path) -> Path:
+    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group. Raises
+    ValueError when the folder has no complete run."""
+    runs, _ = read_runs(folder)
+    try:
+        group = latest_group(runs)
+    except ValueError:
+        raise ValueError(f"no complete run in {folder} to plot") from None
+    return plot_runs(group, out)

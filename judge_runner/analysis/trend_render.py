@@ -1,0 +1,141 @@
+"""A trend (``trend.build_trend``) rendered for people and tools: rows, then a rich table, JSON,
+Markdown or CSV; and one query's history across runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from judge_runner.core.mdtext import md_text
+
+SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
+
+
+def arrow(comparison: dict | None) -> str:
+    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries) or
+    ``·`` (within noise) with the signed change of the mean; empty when there is none."""
+    if not comparison or comparison["delta"] is None:
+        return ""
+    sign = {"regression": "▼", "improvement": "▲", "too few queries": "?"}.get(comparison["verdict"], "·")
+    return f"{sign}{comparison['delta']:+.3f}"
+
+
+def fmt(value: float | None) -> str:
+    """A score with three decimals, ``-`` when missing."""
+    return "-" if value is None else f"{value:.3f}"
+
+
+def trend_rows(trend) -> list[dict]:
+    """One flat row per run (str values; keys are the column headers), grouped by judge (``group``)."""
+    rows = []
+    for group in trend.groups:
+        for row in group["runs"]:
+            prev = (row.get("vsPrevious") or {}).get("comparisons", {})
+            base = (row.get("vsBaseline") or {}).get("comparisons", {})
+            ref = (row.get("vsReference") or {}).get("comparisons", {})
+            rows.append(
+                {
+                    "group": group["judge"],
+                    "date": row["timestamp"][:16].replace("T", " "),
+                    "run": row["runId"] + (f" [{row['system']}]" if row.get("system") else ""),
+                    "judge": row["judge"],
+                    "eval/fail": f"{row['evaluated']}/{row['failed']}",
+                    **{SHORT.get(c, c): fmt(row["means"][c]) for c in row["means"]},
+                    "abstain": fmt(row.get("abstentionAccuracy")),  # off-topic queries abstained on (share)
+                    "Δprev overall nDCG": " ".join(filter(None, [arrow(prev.get("overall")), arrow(prev.get("nDCG@10"))])) if prev else "",
+                    "Δbaseline": " ".join(filter(None, [arrow(base.get("overall")), arrow(base.get("nDCG@10"))])) if base else "",
+                    "cost": "unknown"
+                    if row["costUsd"] is None and not row["partial"]
+                    else ("-" if row["costUsd"] is None else f"${row['costUsd']:.4f}"),
+                    # USD per query that made at least one judge call (blank when none did or the cost is unknown)
+                    "USD/judged q": "-" if row.get("costPerJudgedQueryUsd") is None else f"${row['costPerJudgedQueryUsd']:.4f}",
+                    # a --batch run pays half price: its costs are not the synchronous runs' beside it
+                    "prices": "batch" if row.get("batch") else "sync",
+                    "note": (
+                        f"compare run: vs {row['vsReference']['system']} "
+                        + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
+                        + " (not chained over time)"
+                        if row.get("vsReference")
+                        else "partial (no summary): not compared"
+                        if row["partial"]
+                        else "no judged queries: not compared"
+                        if not row["comparable"]
+                        else "; ".join((row.get("vsPrevious") or {}).get("changes", []))
+                    ),
+                }
+            )
+    return rows
+
+
+def render_json(trend) -> str:
+    """Groups, baseline, the latest run's verdict and warnings as indented JSON."""
+    return json.dumps(
+        {"groups": trend.groups, "baseline": trend.baseline, "latest": trend.latest_verdict, "warnings": trend.warnings},
+        indent=2,
+        ensure_ascii=False,
+    )
+
+
+def render_csv(rows: list[dict]) -> str:
+    """The rows as CSV with a header line (RFC 4180 line endings), without the final line ending."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue().removesuffix("\r\n")
+
+
+def render_markdown(trend, rows: list[dict]) -> str:
+    """One ``### Judge`` section and table per judge group; every value is literal text (``md_text``)."""
+    headers = [h for h in rows[0] if h != "group"]
+    parts = []
+    for group in trend.groups:
+        parts.append(f"\n### Judge {md_text(group['judge'])}" + (f" — {md_text(group['reason'])}" if group["reason"] else ""))
+        parts.append("| " + " | ".join(md_text(h) for h in headers) + " |\n|" + "---|" * len(headers))
+        for row in (r for r in rows if r["group"] == group["judge"]):
+            parts.append("| " + " | ".join(md_text(row[h]) if str(row[h]) else " " for h in headers) + " |")
+    return "\n".join(parts)
+
+
+def print_table(trend, rows: list[dict], console) -> None:
+    """One rich table per judge group on ``console`` (a rich Console; the CLI's renders for stdout,
+    :func:`judge_runner.core.printer.rich_text`), notes under it, then the baseline. Never folds numbers:
+    at least 140 columns on a terminal, 220 in a pipe, a log or a mail. Values from run files are shown
+    as text, never read as rich markup (``[link=...]``)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.width = max(console.width, 140) if console.is_terminal else 220
+    for group in trend.groups:
+        table = Table(
+            title=f"judge {escape(str(group['judge']))}" + (f"\n({escape(str(group['reason']))})" if group["reason"] else ""),
+            title_justify="left",
+        )
+        hidden = ("group", "judge", "note")
+        for header in [h for h in rows[0] if h not in hidden]:
+            table.add_column(header, no_wrap=True)
+        group_rows = [r for r in rows if r["group"] == group["judge"]]
+        for row in group_rows:
+            table.add_row(*[escape(str(v)) for k, v in row.items() if k not in hidden])
+        console.print(table)
+        for row in group_rows:
+            if row["note"]:
+                console.print(f"  {escape(str(row['run']))}: {escape(str(row['note']))}", highlight=False)
+    if trend.baseline:
+        console.print(f"baseline: {escape(str(trend.baseline))}")
+
+
+def render_history(history: list[dict], as_json: bool) -> str:
+    """One query across runs (``trend.query_history``): JSON, or one line per run."""
+    if as_json:
+        return json.dumps(history, indent=2, ensure_ascii=False)
+    lines = []
+    for h in history:
+        scores = h["scores"] or {}
+        metrics = h["metrics"] or {}
+        lines.append(
+            f"{h['timestamp'][:16]} {h['runId']}  overall {fmt(scores.get('overall'))}  "
+            f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {h['labels']}  ({h['judge']})"
+        )
+    return "\n".join(lines)

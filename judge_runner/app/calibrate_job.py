@@ -1,0 +1,161 @@
+"""The ``calibrate`` command's job: collection in, index and runs built, judge chosen, calibration written."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from judge_runner.calibrate import output
+from judge_runner.calibrate.data import Collection, load_beir, load_files, restrict, sample_queries
+from judge_runner.calibrate.labeling import Labeler, labeler_for
+from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
+from judge_runner.calibrate.run import CalibrationConfig, calibrate
+from judge_runner.config import Settings
+from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Printer, rich_text
+from judge_runner.llm.errors import LLMError
+
+
+@dataclass
+class Source:
+    """Where the collection comes from: a BEIR folder and split, or three files."""
+
+    beir: Path | None = None
+    split: str = "test"
+    qrels: Path | None = None
+    queries: Path | None = None
+    corpus: Path | None = None
+
+    def load(self) -> Collection:
+        """The collection. Raises UsageError unless exactly one of --beir or the three files is given."""
+        files = (self.qrels, self.queries, self.corpus)
+        if self.beir is not None and not any(files):
+            return load_beir(self.beir, self.split)
+        if self.beir is None and all(files):
+            return load_files(self.qrels, self.queries, self.corpus)  # type: ignore[arg-type]
+        raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
+
+
+def default_index_path(collection: Collection, scope: str) -> Path:
+    """``.judge-runner/calibrate/<collection>-<scope>-<sha8 of the corpus path>.sqlite``: never the
+    evaluation index (calibration prunes whatever is not in the corpus)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", collection.name).strip("-") or "collection"
+    digest = hashlib.sha256(str(collection.corpus_path.resolve()).encode()).hexdigest()[:8]
+    return Path(".judge-runner") / "calibrate" / f"{slug}-{scope}-{digest}.sqlite"
+
+
+def judge_envelope(labeler: Labeler, mode: str, trials: int, seed: int) -> dict[str, Any]:
+    """The ``judge`` block: provider, model, fingerprint (:func:`build_fingerprint`) and its comparability
+    key. ``legacyKey`` is null: calibrate measures the label-first protocol (format-version-2 runs); the
+    single-call judge of format-version-1 runs is retired, so no calibration can speak for those."""
+    from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
+
+    fingerprint = build_fingerprint(labeler.name, labeler.model, mode, trials, heuristic=labeler.heuristic).as_dict()
+    return {
+        "provider": labeler.name,
+        "model": labeler.model,
+        "heuristic": labeler.heuristic,
+        "fingerprint": fingerprint,
+        "fingerprintKey": comparability_key(fingerprint),
+        "legacyKey": None,
+        "adapter": type(labeler).__name__,
+    }
+
+
+def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: Sequence[Path], printer: Printer) -> Runs:
+    """The built-in ``systems`` (names of :data:`BUILTIN_SYSTEMS`, plus the controls when ``hybrid`` runs) and
+    the TREC runs. Raises UsageError for an unknown system name or when no system is left."""
+    known = {s.name: s for s in BUILTIN_SYSTEMS}
+    unknown = [s for s in systems if s not in known]
+    if unknown:
+        raise UsageError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    runs: Runs = {}
+    if systems:
+        printer.note(f"searching {len(queries)} queries with {', '.join(systems)} ...")
+        runs.update(builtin_runs(index, queries, [known[s] for s in systems]))
+        if "hybrid" in runs:
+            runs.update(control_runs(runs["hybrid"]))
+    for path in run_files:
+        name = f"run:{path.stem}"
+        runs[name] = read_run(path, [q.id for q in queries])
+    if len(runs) < 2:
+        raise UsageError("calibration needs at least two systems to compare rankings")
+    return runs
+
+
+def calibrate_job(
+    settings: Settings,
+    source: Source,
+    config: CalibrationConfig,
+    sample: int | None,
+    systems: Sequence[str],
+    run_files: Sequence[Path],
+    scope: str,
+    candidates: int,
+    db: Path | None,
+    out: Path | None,
+    printer: Printer,
+    labeler: Labeler | None = None,
+    dry_run: bool = False,
+) -> dict:
+    """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
+    quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
+    write and print nothing (the labeller sent nothing either). Returns the document. Raises
+    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
+    from judge_runner.core.failures import IncompleteRunError
+    from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
+
+    collection = source.load()
+    queries = sample_queries(collection, sample, config.seed)
+    collection = restrict(collection, [q.id for q in queries])
+    if labeler is None:
+        from judge_runner.app.jobs import make_providers
+
+        _, judge, _ = make_providers(settings, False, printer.err)
+        labeler = labeler_for(judge)
+    index_info = None
+    index = None
+    try:
+        if systems:
+            path = db or default_index_path(collection, scope)
+            try:
+                index = SQLiteIndex(path, settings.search)
+            except IndexMismatchError as exc:
+                raise UsageError(str(exc)) from None
+            printer.note(f"indexing the {scope} corpus of {collection.name} into {path} ...")
+            index_info = prepare_index(index, collection, queries, scope, candidates, path.parent)
+            index_info["path"] = str(path)
+        runs = collect_runs(index, queries, systems, run_files, printer)
+        started = datetime.now(UTC)
+        try:
+            document = calibrate(collection, queries, runs, labeler, config, printer.err)
+        except LLMError as exc:
+            raise IncompleteRunError(f"the judge failed during calibration: {type(exc).__name__}: {str(exc)[:300]}") from None
+        except KeyboardInterrupt:
+            raise IncompleteRunError("calibration interrupted; nothing written") from None
+    finally:
+        if index is not None:
+            index.close()
+    from judge_runner import __version__
+
+    document = {
+        "type": "calibration",
+        "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "judgeRunnerVersion": __version__,
+        "judge": judge_envelope(labeler, config.modes[0], config.trials, config.seed),
+        "index": index_info,
+        **document,
+    }
+    if dry_run:
+        return document
+    path = out or output.default_path()
+    output.write_calibration(document, path)
+    if not printer.quiet:
+        printer.out(rich_text(lambda console: output.print_table(document, console)))
+    printer.err(f"calibration written to {path}: {document['verdict']['status']}")
+    return document

@@ -1,0 +1,471 @@
+"""``--dry-run``: what ``evaluate``, ``generate-and-evaluate``, ``weekly`` and ``calibrate`` would send and
+cost, without sending anything (:mod:`judge_runner.estimate.costs` makes the figures).
+
+Nothing is sent to any provider, no API key is needed, and no run file, query set, judgment cache,
+calibration file, lock or log is written. ``evaluate`` (and ``weekly`` with a pinned or given query
+set) searches the existing index for each query, so its estimate is exact in calls and close in tokens;
+with a query set still to write (``generate-and-evaluate``, a first or ``--regenerate`` weekly run) the
+estimate is rough: phase one from the agent's limits, phase two from ``count`` x ``search_limit``
+results. ``calibrate`` builds (or reuses) its own index as the real run does, then labels its pool with
+the recording judge.
+
+The real run computes the same estimate at its start (:func:`start_estimate`) and its summary compares
+cost with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from judge_runner.estimate.costs import (
+    AGENT_MAX_TOKENS,
+    AGENT_TURN_OUTPUT_TOKENS,
+    CHARS_PER_TOKEN,
+    CONTEXT_TOKENS,
+    EXPECTED_AGENT_TURNS,
+    MODES,
+    QUERY_OUTPUT_TOKENS,
+    ROUGH_SNIPPET_CHARS,
+    ModelEstimate,
+    RecordingJudge,
+    tokens,
+    wire_parts,
+)
+from judge_runner.estimate.report import build_report, print_report
+from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.llm.pricing import Price, price_for
+
+if TYPE_CHECKING:
+    from judge_runner.config import Settings
+    from judge_runner.core.models import Query
+    from judge_runner.core.printer import Printer
+    from judge_runner.judging.cache import JudgmentCache
+    from judge_runner.search.base import SearchAnswer, SearchMode
+
+
+# -- which judges -------------------------------------------------------------------------------------------
+def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, str, Price | None, bool]]:
+    """``[(provider, model, price or None, chosen)]``: the judge (or, with ``generator``, the query writer)
+    the settings choose, first, then each other LLM provider's default model for comparison. An offline
+    choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed. Raises
+    UsageError for ``--batch`` with the heuristic judge, as the real run does."""
+    from judge_runner.app.roles import check_batch_provider
+    from judge_runner.llm.registry import PROVIDERS, detect, get_spec
+
+    spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
+    if not generator:
+        from judge_runner.config import ConfigError
+        from judge_runner.core.failures import UsageError
+
+        try:
+            check_batch_provider(spec, reason, settings)  # refused as the real run refuses it (exit 2)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    out: list[tuple[str, str, Price | None, bool]] = []
+    if not spec.heuristic:
+        model = settings.model if generator else (settings.judge_model or settings.model)
+        model = model or spec.default_model
+        out.append((spec.name, model, price_for(model) or settings.user_price, True))
+    for other in PROVIDERS.values():
+        if not other.heuristic and other.name != spec.name:
+            out.append((other.name, other.default_model, price_for(other.default_model), False))
+    return out
+
+
+# -- phase two ------------------------------------------------------------------------------------------------
+def search_all(
+    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
+) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
+    """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
+    ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
+    the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
+    A backend that can (:func:`judge_runner.evaluation.loop.prepare_search`) embeds the queries first."""
+    from judge_runner.evaluation.loop import prepare_search
+
+    answers, failed, first = [], 0, None
+    for backend, mode in searches:
+        # the whole set embedded first, as the run loop does: the searches then do no model
+        # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
+        prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
+        for query in queries:
+            try:
+                answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
+            except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
+                failed += 1
+                first = first or f"{type(exc).__name__}: {str(exc)[:300]}"
+    return answers, failed, first
+
+
+def estimate_answers(
+    answers: Sequence[tuple[Query, SearchAnswer]],
+    judges: Sequence[tuple[str, str, Price | None, bool]],
+    protocol: ProtocolSettings,
+    cache: Any = None,
+    human: dict[str, dict[str, int]] | None = None,
+) -> list[ModelEstimate]:
+    """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
+    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only) and ``human`` labels skipped."""
+    from judge_runner.estimate.costs import DryRunCache
+
+    out = []
+    for provider, model, price, chosen in judges:
+        judge = RecordingJudge(provider, model)
+        overlay = DryRunCache(cache)
+        estimate = ModelEstimate(provider, model, price, chosen=chosen)
+        for query, answer in answers:
+            # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
+            judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
+            estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
+            estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
+            estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")
+        estimate.calls = judge.calls
+        out.append(estimate)
+    return out
+
+
+def read_only_cache(settings: Settings) -> Any:
+    """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
+    run creates nothing). Raises UsageError for a file that is not a judgment cache."""
+    from judge_runner.core.failures import UsageError
+    from judge_runner.judging.cache import CacheError, JudgmentCache
+
+    path = settings.cache_path
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        return JudgmentCache(path)
+    except CacheError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
+    """The report of a phase two on a known query set: search each query, then estimate every candidate."""
+    from judge_runner.evaluation.loop import human_grades
+
+    answers, failed, why = search_all(queries, searches, settings.search_limit)
+    cache = read_only_cache(settings)
+    try:
+        human = human_grades(cache, tuple(settings.human_qrels) if settings.human_qrels is not None else None)
+        judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human)
+    finally:
+        if cache is not None:
+            cache.close()
+    return {
+        "precision": "searched",
+        "queries": len(queries),
+        "searches": len(answers),
+        "searchFailures": failed,
+        "firstSearchFailure": why,
+        "judges": [j.figures() for j in judges],
+    }
+
+
+def _protocol(settings: Settings) -> ProtocolSettings:
+    return ProtocolSettings(settings.judge_mode, settings.trials, settings.seed, settings.weights)
+
+
+# -- phase one (rough) ----------------------------------------------------------------------------------------
+def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, Any]:
+    """Phase two of a query set not yet written: ``count`` on-topic queries, each searched on ``systems``
+    search systems, of ``search_limit`` results each,
+    every result a chunk of the chunker's maximum size (``MAX_CHUNK_CHARS``), nothing cached (labels are
+    keyed by the query text, so a new set is never in the cache)."""
+    from judge_runner.core.models import Query
+    from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
+    from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+
+    filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
+    hits = [
+        SearchHit(
+            rank=i + 1,
+            source=f"guides/some-document-{i + 1}.md",
+            anchor="Operations > Backups",
+            lineStart=1,
+            lineEnd=20,
+            snippet=filler[:ROUGH_SNIPPET_CHARS],
+            score=1.0,
+            scores=HitScores(),
+            matchedBy=["fts"],
+            text=filler,
+        )
+        for i in range(settings.search_limit)
+    ]
+    answers = [
+        (
+            Query(
+                id=f"q{n}",
+                query=f"how do I rotate the backup keys of the staging database {n}",
+                queryIntent="An operator needs the exact steps to rotate the keys without losing the replica.",
+                queryType="natural-language",
+                expectedSources=["guides/some-document-1.md"],
+            ),
+            SearchAnswer(query="q", mode="hybrid", results=hits, confident=True, latencyMs=0.0),
+        )
+        for n in range(count * systems)
+    ]
+    judges = estimate_answers(answers, candidates(settings), _protocol(settings))
+    return {
+        "precision": "rough",
+        "queries": count,
+        "searches": count * systems,
+        "searchFailures": 0,
+        "judges": [j.figures() for j in judges],
+    }
+
+
+def agent_calls(base: int, turns: int, result_tokens: int, turn_out: int, last_out: int) -> tuple[int, int, int]:
+    """``(requests, input tokens, output tokens)`` of an agent conversation of ``turns`` requests: request t
+    (from 0) resends the first request's ``base`` tokens plus t earlier replies of ``turn_out`` tokens and
+    t tool results of ``result_tokens``, at most :data:`CONTEXT_TOKENS`; the last reply is ``last_out`` tokens."""
+    step = result_tokens + turn_out
+    return turns, sum(min(CONTEXT_TOKENS, base + t * step) for t in range(turns)), (turns - 1) * turn_out + last_out
+
+
+def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str, Any]:
+    """Phase one's agent, rough: ``EXPECTED_AGENT_TURNS`` requests, each resending the conversation so far
+    (system prompt, tools, the root listing, one tool result of the corpus's mean file size per turn) and
+    writing ``AGENT_TURN_OUTPUT_TOKENS``, the last one the queries; worst case ``MAX_TOOL_TURNS`` requests,
+    each result a full ``READ_CAP_CHARS`` read and each reply ``max_tokens`` long."""
+    from string import Template
+
+    from judge_runner.core.models import QUERY_TYPES
+    from judge_runner.core.resources import load_prompt
+    from judge_runner.corpus.walk import parse_extensions, walk_corpus
+    from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, FileSandbox, submit_tool
+
+    extensions = parse_extensions(settings.extensions)
+    files = walk_corpus(fixtures, extensions=extensions).files
+    mean_chars = min(READ_CAP_CHARS, sum(f.size for f in files) // len(files)) if files else READ_CAP_CHARS
+    system = Template(load_prompt("generate_system.md")).substitute(count=count, query_types=", ".join(QUERY_TYPES))
+    listing = FileSandbox(fixtures, extensions).list_dir(".")
+    user = Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=listing)
+    rows = []
+    for provider, model, price, chosen in candidates(settings, generator=True):
+        base = tokens(wire_parts(provider, system, user, [*TOOLS, submit_tool(count)], None)[0])
+        expected = agent_calls(
+            base, EXPECTED_AGENT_TURNS, mean_chars // CHARS_PER_TOKEN, AGENT_TURN_OUTPUT_TOKENS, count * QUERY_OUTPUT_TOKENS
+        )
+        worst = agent_calls(base, MAX_TOOL_TURNS, READ_CAP_CHARS // CHARS_PER_TOKEN, AGENT_MAX_TOKENS, AGENT_MAX_TOKENS)
+
+        def usd(calls: tuple[int, int, int], p: Price | None) -> float | None:
+            return None if p is None else round((calls[1] * p.input + calls[2] * p.output) / 1_000_000, 6)
+
+        rows.append(
+            {
+                "provider": provider,
+                "model": model,
+                "chosen": chosen,
+                "calls": expected[0],
+                "inputTokens": expected[1],
+                "outputTokens": expected[2],
+                "worstCalls": worst[0],
+                "worstInputTokens": worst[1],
+                "worstOutputTokens": worst[2],
+                # each turn depends on the one before (no batch API) and the agent marks nothing cacheable:
+                # every mode costs what "sync" does
+                "costUsd": {mode: {"expected": usd(expected, price), "worst": usd(worst, price)} for mode in MODES},
+            }
+        )
+    return {"precision": "rough", "corpusFiles": len(files), "meanFileChars": mean_chars, "writers": rows}
+
+
+# -- the jobs -------------------------------------------------------------------------------------------------
+def evaluate_dry_run(
+    settings: Settings, queries_path: Path | None, resume_path: Path | None, printer: Printer, systems: Any = None, as_json: bool = False
+) -> dict[str, Any]:
+    """``evaluate --dry-run``: the query set (or what is left of a resumed run) searched with the index (or
+    the ``systems`` asked for), and the judge calls estimated. Raises UsageError as ``evaluate`` does."""
+    from judge_runner.app.indexing import open_index
+    from judge_runner.app.jobs import close_systems, load_query_set, needs_builtin_index, open_search_systems, read_resume_point
+    from judge_runner.core.failures import UsageError
+    from judge_runner.querygen.agent import query_set_sha256
+
+    resume = read_resume_point(resume_path) if resume_path is not None else None
+    if resume is not None and queries_path is None:
+        queries_path = resume.saved_query_set
+    if queries_path is None:
+        raise UsageError("give --queries FILE (or --resume RUN.jsonl with its query set beside it)")
+    queries = load_query_set(queries_path).queries
+    if resume is not None:
+        if resume.start["provenance"].get("querySetSha256") != query_set_sha256(queries):
+            raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
+        done = {line["queryId"] for line in resume.evaluations}
+        queries = [q for q in queries if q.id not in done]
+    index = open_index(settings, must_exist=True) if needs_builtin_index(settings, systems) else None
+    try:
+        opened = open_search_systems(settings, systems, index, None, queries, printer)
+        try:
+            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
+            report = build_report("evaluate", settings, judge_searched(settings, queries, searches))
+        finally:
+            close_systems(opened)
+    finally:
+        if index is not None:
+            index.close()
+    print_report(report, printer, as_json)
+    return report
+
+
+def system_count(spec: Any) -> int:
+    """How many search systems a run of ``spec`` (a SystemsSpec or None: the built-in search) judges."""
+    if spec is None:
+        return 1
+    return max(1, len(spec.modes) + len(spec.configs) + len(spec.commands) + len(spec.urls) + len(spec.runs))
+
+
+def main_dry_run(
+    settings: Settings, fixtures: Path, printer: Printer, as_json: bool = False, command: str = "generate-and-evaluate", systems: Any = None
+) -> dict:
+    """``generate-and-evaluate --dry-run`` (and a weekly run that would write its queries): phase one and
+    phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
+    search), both rough. Nothing is indexed. Raises UsageError when FIXTURES is missing or holds no file to
+    index, as the real run does."""
+    from judge_runner.app.indexing import check_corpus, require_folder
+
+    require_folder(fixtures)
+    check_corpus(settings, fixtures)
+    judging = rough_judge(settings, settings.count, system_count(systems))
+    report = build_report(command, settings, judging, rough_phase_one(settings, fixtures, settings.count))
+    print_report(report, printer, as_json)
+    return report
+
+
+def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: bool = False) -> dict[str, Any]:
+    """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
+    searched in the index as it is now, or, when the run would write a new set (first run,
+    ``--regenerate``), phase one and two are estimated roughly."""
+    from judge_runner.app.indexing import open_index
+    from judge_runner.app.jobs import load_query_set
+    from judge_runner.core.failures import UsageError
+
+    pinned = plan.results / "pinned-queries.json"
+    if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
+        return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly")
+    queries = load_query_set(plan.queries_path or pinned).queries
+    try:
+        index = open_index(settings, must_exist=True)
+    except UsageError as exc:
+        printer.err(f"note: {exc}; weekly would index {plan.fixtures} first: phase two estimated roughly")
+        report = build_report("weekly", settings, rough_judge(settings, len(queries)))
+    else:
+        with index:
+            printer.err(f"note: searching the index as it is now; weekly re-indexes {plan.fixtures} first")
+            report = build_report("weekly", settings, judge_searched(settings, queries, [(index, settings.search_mode)]))
+    print_report(report, printer, as_json)
+    return report
+
+
+def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
+    """``(labeler, judge)`` for ``calibrate --dry-run``: the protocol labeller over a :class:`RecordingJudge`
+    of the chosen judge (an offline choice records for the first LLM provider's default model), which also
+    lays out every call for each other provider's default model."""
+    from judge_runner.calibrate.labeling import ProtocolLabeler
+
+    rows = candidates(settings)
+    provider, model, _, _ = rows[0]
+    judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows])
+    return ProtocolLabeler(judge), judge
+
+
+def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trials: int, printer: Printer, as_json: bool) -> dict[str, Any]:
+    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded."""
+    judges = []
+    for provider, model, price, chosen in candidates(settings):
+        estimate = ModelEstimate(provider, model, price, judge.calls_for(provider, model), chosen)
+        judges.append(estimate.figures())
+    labels = sum(1 for c in judge.calls if c.kind == "label")
+    report = build_report(
+        "calibrate",
+        settings,
+        {"precision": "pool", "queries": None, "searches": None, "searchFailures": 0, "judges": judges, "labelCalls": labels},
+    )
+    report["judgeMode"], report["trials"] = mode, trials
+    print_report(report, printer, as_json)
+    return report
+
+
+# -- the real run's estimate ----------------------------------------------------------------------------------
+class MemoSearch:
+    """A search backend that answers each (query, mode, limit) from :meth:`remember`'s answers once, so
+    the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
+    while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
+    does for a Ctrl+C of its own and writes its interrupted summary."""
+
+    def __init__(self, backend: Any):
+        self.backend = backend
+        self.answers: dict[tuple[str, str, int], Any] = {}
+        self.interrupted = False
+
+    def search(self, query: str, mode: str = "hybrid", limit: int = 10) -> Any:
+        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
+        ``interrupted``."""
+        if self.interrupted:
+            self.interrupted = False
+            raise KeyboardInterrupt
+        answer = self.answers.pop((query, mode, limit), None)
+        return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit)
+
+    def remember(self, query: str, mode: str, limit: int, answer: Any) -> None:
+        """Keep ``answer`` for the run's search of ``query``."""
+        self.answers[(query, mode, limit)] = answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+
+def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
+    """The start line's word on ``--max-budget-usd`` (``cap``, USD), in the run's own mode (``batch``:
+    batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
+    synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
+    holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
+    from judge_runner.estimate.costs import costs
+
+    if cap is None or price is None:
+        return ""
+    cost = costs(estimate.calls, price)["batch" if batch else "sync"]
+    mode = "at batch prices" if batch else "at sync prices"
+    if (cost.expected or 0) > cap:
+        return f"; expected ${cost.expected:.4f} {mode} is above --max-budget-usd {cap:.2f}: the run will stop early"
+    if (cost.worst or 0) > cap:
+        held = "requests that do not fit wait for a later batch" if batch else "the run may stop early"
+        return f"; worst case ${cost.worst:.4f} {mode} is above --max-budget-usd {cap:.2f}: {held}"
+    return ""
+
+
+def start_estimate(
+    queries: Sequence[Query], index: Any, judge: Any, options: Any, cache: Any, say: Callable[[str], None] = lambda m: None
+) -> tuple[Any, dict[str, Any] | None]:
+    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
+    said in one line to ``say``. Each query is searched once here and the answer handed to the run
+    (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
+    fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
+    if getattr(judge, "heuristic", False):
+        return index, None
+    from judge_runner.evaluation.loop import human_grades
+
+    memo = MemoSearch(index)
+    try:
+        answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
+        for query, answer in answers:
+            memo.remember(query.query, options.search_mode, options.search_limit, answer)
+        provider = getattr(judge, "provider", None)
+        batch = getattr(judge, "batching", None) is not None
+        # the standard price: a batching provider's own price is already halved (Price.for_batch)
+        price = getattr(getattr(provider, "inner", provider), "price", None) or price_for(judge.model)
+        [estimate] = estimate_answers(
+            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
+        )
+    except KeyboardInterrupt:
+        memo.interrupted = True
+        return memo, None
+    except Exception as exc:  # noqa: BLE001 - the estimate is advice: the run must not fail for it
+        say(f"note: no cost estimate ({type(exc).__name__}: {str(exc)[:200]})")
+        return memo, None
+    block = estimate.summary_block(batch)
+    cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
+    cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)
+    over = budget_warning(estimate, price, cap, batch=batch)
+    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
+    return memo, block

@@ -1,0 +1,76 @@
+"""The ``search`` command's jobs: one query shown for people (or as the JSON search contract), or a batch
+of BEIR-style queries written as a TREC run file for trec_eval or ir-measures."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from judge_runner.app.indexing import open_index
+from judge_runner.config import Settings
+from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Printer, Say
+from judge_runner.search.base import SearchAnswer
+
+
+def describe_answer(answer: SearchAnswer) -> str:
+    """An answer for people: one line per hit (rank, source > anchor, lines, score, which signals matched)
+    plus its snippet, and whether the search was confident (latency in ms)."""
+    lines = [] if answer.results else ["no results"]
+    for hit in answer.results:
+        anchor = f" > {hit.anchor}" if hit.anchor else ""
+        lines.append(
+            f"{hit.rank:>3}. {hit.source}{anchor}  (lines {hit.lineStart}-{hit.lineEnd}, score {hit.score:.4f}, {'+'.join(hit.matchedBy)})"
+        )
+        lines.append(f"     {hit.snippet[:200]}")
+    lines.append(f"confident: {str(answer.confident).lower()}  ({answer.latencyMs:.1f} ms)")
+    return "\n".join(lines)
+
+
+def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: bool, printer: Printer) -> None:
+    """Search the existing index (read-only) for ``query`` and print the answer. Raises UsageError when
+    there is no usable index."""
+    from judge_runner.core.textproc import scrub_unencodable
+
+    query, replaced = scrub_unencodable(query)
+    if replaced:
+        printer.err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
+    with open_index(settings, must_exist=True) as index:
+        answer = index.search(query, mode=mode, limit=limit)
+    printer.out(answer.model_dump_json(indent=2) if as_json else describe_answer(answer))
+
+
+def read_batch_queries(path: Path) -> list[tuple[str, str]]:
+    """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl),
+    split on ``\n`` only; see :func:`judge_runner.search.trec.read_queries`. Raises UsageError naming the
+    first bad line, or when there is no query."""
+    from judge_runner.search.trec import QueriesFormatError, read_queries
+
+    try:
+        queries = read_queries(path)
+    except QueriesFormatError as exc:
+        raise UsageError(str(exc)) from None
+    if not queries:
+        raise UsageError(f"{path} holds no queries")
+    return queries
+
+
+def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
+    """Run every query and write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``, docids and
+    scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
+    the tool's order); the first query is run once before timing to load the model and vectors. Latency
+    p50/p95 (ms) go to ``say``."""
+    from judge_runner.search.trec import write_run
+
+    index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
+    ordered = sorted(write_run(index, queries, trec_run, mode, limit))
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    say(
+        f"{len(queries)} queries, mode {mode}: latency p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms; run written to {trec_run}"
+    )
+
+
+def batch_search_job(settings: Settings, queries_file: Path, trec_run: Path, mode: str, limit: int, printer: Printer) -> None:
+    """The ``search --queries --trec-run`` batch mode: every query of ``queries_file`` into a TREC run."""
+    with open_index(settings, must_exist=True) as index:
+        write_trec_run(index, read_batch_queries(queries_file), trec_run, mode, limit, printer.err)

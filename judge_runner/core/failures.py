@@ -1,0 +1,110 @@
+"""What can end a command, and the exit code each maps to (DESIGN.md's exit-code contract).
+
+Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed or a regression with ``--fail-on-regression``;
+2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many
+failed queries, no usable query from phase one, or another weekly run holds the lock); 4 internal error
+(an unexpected exception, i.e. a bug: one line on stderr, the traceback in a log, see
+:mod:`judge_runner.app.crashlog`, or on stderr with ``--debug``).
+
+Library code raises a :class:`JudgeRunnerError` subclass carrying its exit code; the command line's
+entry point (``judge_runner.cli.app``) prints it and exits, once. A finished run reports a
+:class:`RunStatus`, mapped to an exit code by :func:`exit_code_for`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+class JudgeRunnerError(Exception):
+    """A failure that ends a command with ``exit_code``; ``message`` is shown to the user as is (it must
+    never hold a secret: no API key, no DSN password)."""
+
+    exit_code: int = EXIT_CONFIG
+    prefix: str = "error: "
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def display(self) -> str:
+        """The line printed on stderr: ``error: <message>`` (a regression prints its message alone)."""
+        return f"{self.prefix}{self.message}"
+
+
+class UsageError(JudgeRunnerError):
+    """Bad usage or configuration (missing folder, bad query set, refused API key, ...): exit 2."""
+
+    exit_code = EXIT_CONFIG
+
+
+class IncompleteRunError(JudgeRunnerError):
+    """The job stopped before it finished (interrupted, budget or spend limit, phase one failed, the
+    weekly lock is held): exit 3."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+class GateFailedError(JudgeRunnerError):
+    """The quality gate failed or the latest run regressed (``--fail-on-regression``): exit 1. Its message
+    already says what failed, so it is printed without the ``error:`` prefix."""
+
+    exit_code = EXIT_GATE
+    prefix = ""
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """``"<ExceptionType>: <first line of its message>"`` (the message cut at ``limit`` characters), or the
+    type alone when the message is empty. The caller scrubs secrets (:func:`judge_runner.app.crashlog.scrub`)."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    if len(first) > limit:
+        first = first[:limit] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class InternalError(JudgeRunnerError):
+    """An unexpected exception (a bug), ``cause``, whose traceback was written to ``logged_in`` (None when
+    no log could be written): exit 4, shown as one line. ``message`` is the scrubbed :func:`one_line` of
+    the cause."""
+
+    exit_code = EXIT_INTERNAL
+    prefix = "internal error: "
+
+    def __init__(self, message: str, cause: BaseException, logged_in: Path | None):
+        super().__init__(message)
+        self.cause = cause
+        self.logged_in = logged_in
+
+    def display(self) -> str:
+        """``internal error: <Type>: <message> (a bug in judge-runner; traceback in <log>; rerun with --debug
+        to print it)``."""
+        where = f"traceback in {self.logged_in}" if self.logged_in else "no log could be written"
+        return f"{self.prefix}{self.message} (a bug in judge-runner; {where}; rerun with --debug to print it)"
+
+
+class RunStatus(str, Enum):
+    """How a phase-two run ended (the run loop's verdict on itself)."""
+
+    OK = "ok"
+    GATE_FAILED = "gate_failed"
+    INCOMPLETE = "incomplete"
+    CONFIG_ERROR = "config_error"
+
+
+EXIT_CODES: dict[RunStatus, int] = {
+    RunStatus.OK: EXIT_OK,
+    RunStatus.GATE_FAILED: EXIT_GATE,
+    RunStatus.CONFIG_ERROR: EXIT_CONFIG,
+    RunStatus.INCOMPLETE: EXIT_INCOMPLETE,
+}
+
+
+def exit_code_for(status: RunStatus) -> int:
+    """The process exit code of a run that ended with ``status`` (see the module docstring)."""
+    return EXIT_CODES[status]

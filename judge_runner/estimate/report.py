@@ -1,0 +1,129 @@
+"""The ``--dry-run`` report: its JSON shape (what ``--json`` prints), its aligned text lines, and the
+assumptions behind its figures (:mod:`judge_runner.estimate.costs` makes the figures, :mod:`judge_runner.app.dry_run`
+the jobs)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES
+
+if TYPE_CHECKING:
+    from judge_runner.config import Settings
+    from judge_runner.core.printer import Printer
+
+NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set or judgment cache written"
+
+
+def build_report(command: str, settings: Settings, judging: dict[str, Any], phase_one: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The dry run's report (what ``--json`` prints): settings that shape the calls, phase one (when the run
+    writes its queries), phase two, the assumptions behind the figures, and what was written (nothing)."""
+    assumptions = [
+        f"tokens: JSON length of the parts of each request the model reads (system, messages, tool schema) / {CHARS_PER_TOKEN}",
+        "expected output: a typical reply (a reason of about 120 characters per label); worst case: every call writes its max_tokens "
+        "(1024 per pointwise label, 4096 per batched or list call); re-asks (only on invalid replies, at most 2 per call) not included",
+        f"batch: every token at the batch price (pricing.json batchDiscount); cached: the tool schema and system prompt (when at least the "
+        f"model's minimum, pricing.json cacheMinTokens: {MIN_CACHEABLE_TOKENS} to 4096 tokens) written once per request kind, then read from the prompt cache",
+    ]
+    if judging.get("precision") == "rough":
+        assumptions.append(
+            f"rough: phase two of a query set not yet written: {judging['queries']} queries x {settings.search_limit} results, "
+            "each a chunk of the chunker's maximum size; all on-topic (one list call each); nothing cached"
+        )
+    if phase_one is not None:
+        assumptions.append(
+            f"rough: phase one: {EXPECTED_AGENT_TURNS} agent requests, each resending the conversation with one tool result of "
+            f"the corpus's mean file size ({phase_one['meanFileChars']} characters); worst case 30 requests, each result a full "
+            "12000-character read and each reply 8192 tokens (no request above a 200k-token context); the agent's turns cannot "
+            "be batched or cached, so every mode costs the sync price"
+        )
+    return {
+        "dryRun": True,
+        "command": command,
+        "written": "nothing",
+        "judgeMode": settings.judge_mode,
+        "trials": settings.trials,
+        "searchMode": settings.search_mode,
+        "searchLimit": settings.search_limit,
+        "phaseOne": phase_one,
+        "phaseTwo": judging,
+        "assumptions": assumptions,
+        "runMode": "batch+cached" if settings.batch else "cached",
+        "maxBudgetUsd": settings.max_budget_usd,
+    }
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report as aligned text lines (what a dry run prints without ``--json``)."""
+    lines = [NOTHING_WRITTEN]
+    head = f"{'provider/model':<30} {'calls':>6} {'input tok':>11} {'output tok':>10}"
+    head += "".join(f" {m + ' $ (worst)':>26}" for m in MODES)
+
+    def row(r: dict[str, Any]) -> str:
+        name = ("* " if r["chosen"] else "  ") + f"{r['provider']}/{r['model']}"
+        text = f"{name:<30} {r['calls']:>6,} {r['inputTokens']:>11,} {r['outputTokens']:>10,}"
+        for m in MODES:
+            c = r["costUsd"][m]
+            text += f" {_usd(c['expected']) + ' (' + _usd(c['worst']) + ')':>26}"
+        return text
+
+    one = report.get("phaseOne")
+    if one is not None:
+        lines.append(f"phase one (rough: the query writer exploring {one['corpusFiles']} files):")
+        lines += [head] + [row(r) for r in one["writers"]]
+        lines += [
+            f"  worst case {r['provider']}/{r['model']}: {r['worstCalls']} requests, {r['worstInputTokens']:,} input tokens"
+            for r in one["writers"][:1]
+        ]
+    two = report["phaseTwo"]
+    if two["precision"] == "pool":
+        lines.append(f"calibration (pool and probes labelled): judge mode {report['judgeMode']}, {report['trials']} trial(s)")
+    else:
+        what = "rough: a query set not yet written" if two["precision"] == "rough" else "searched the index"
+        lines.append(
+            f"phase two ({what}): {two['queries']} queries, {two['searches']} searches"
+            + (f", {two['searchFailures']} failed" if two["searchFailures"] else "")
+            + f"; judge mode {report['judgeMode']}, {report['trials']} trial(s), up to {report['searchLimit']} results each"
+        )
+        if two.get("firstSearchFailure"):
+            lines.append(
+                f"warning: {two['searchFailures']} searches failed (the run writes each as an error line); the first: {two['firstSearchFailure']}"
+            )
+    if two["judges"] and two["precision"] != "pool":
+        first = two["judges"][0]
+        lines.append(
+            f"labels: {first['labelsToJudge']:,} to judge, {first['labelsCached']:,} in the judgment cache, {first['humanLabels']:,} human"
+        )
+    lines += [head] + [row(r) for r in two["judges"]]
+    if not any(r["chosen"] for r in two["judges"]):
+        lines.append("the chosen provider is offline (the heuristic judge): no paid calls; the rows show what an LLM judge would cost")
+    lines.append("* the judge the run would use; the other rows are each provider's default model, for comparison")
+    mode = report.get("runMode", "cached")
+    lines.append(
+        f"the run would pay the '{mode}' column: the judge marks its prompt cacheable"
+        + (", and --batch sends it through the batch API" if mode == "batch+cached" else "; --batch would pay 'batch+cached'")
+    )
+    cap = report.get("maxBudgetUsd")
+    chosen = next((r for r in two["judges"] if r["chosen"]), None)
+    worst = chosen["costUsd"][mode]["worst"] if chosen is not None else None
+    if cap is not None and worst is not None and worst > cap:
+        lines.append(
+            f"warning: the worst case in that mode ({_usd(worst)}) is above --max-budget-usd ${cap:,.2f}: calls are refused once "
+            "the budget cannot cover their worst case, so the run may stop early"
+        )
+    lines += [f"assumption: {a}" for a in report["assumptions"]]
+    return lines
+
+
+def print_report(report: dict[str, Any], printer: Printer, as_json: bool) -> None:
+    """Print the report on stdout: one JSON object with ``as_json``, else :func:`report_lines`."""
+    if as_json:
+        printer.out(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in report_lines(report):
+            printer.out(line)

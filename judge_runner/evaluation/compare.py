@@ -1,0 +1,220 @@
+"""Several search systems judged on the same query set in one run (issue 12): ``evaluate --compare
+a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/``--search-command``/``--run``.
+
+- :func:`run_systems` is the run loop of such a run: one ``run_start``, each system's queries through
+  :func:`judge_runner.evaluation.loop.judge_all` with its lines tagged ``system`` (:class:`SystemWriter`), one
+  summary. A run of a single external system goes through it too (its lines carry the system's name).
+- a result shown by two systems is judged once: every system's labels go through the run's judgment
+  cache (``judgment_cache.py``), keyed by the exact text shown, so the second system finds them there.
+- :func:`comparison_block`: the summary's ``comparison``: per system its averages, and per dimension
+  and metric the paired difference of every system to the first (the reference) with its 95%
+  bootstrap interval and verdict, computed by :func:`judge_runner.analysis.trend.compare_values` (the same
+  bootstrap and minimum-effect rule as ``trend``).
+
+In a compare run the summary's ``averageScores``/``averageMetrics`` are the reference system's (so a
+reader that knows nothing of systems sees one coherent set of figures); every system's are in
+``comparison.systems``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from judge_runner.analysis.trend import MIN_EFFECT, compare_values
+from judge_runner.core.models import DIMENSIONS, Query
+from judge_runner.evaluation.loop import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, judge_all
+from judge_runner.measures.ir import METRIC_NAMES
+from judge_runner.runs.write import build_summary
+
+SCORE_COLUMNS = (*DIMENSIONS, "overall")
+
+
+class SystemWriter:
+    """The run writer seen by one system's queries: every ``evaluation`` and ``error`` line gets
+    ``system`` (set in the line dict itself, so the run's state records it too)."""
+
+    def __init__(self, writer: Any, system: str):
+        self.writer, self.system = writer, system
+        self.run_id, self.path = writer.run_id, writer.path
+
+    def write(self, line: dict[str, Any]) -> None:
+        """Tag and write one line."""
+        if line.get("type") in ("evaluation", "error"):
+            line["system"] = self.system
+        self.writer.write(line)
+
+    def close(self) -> None:
+        """Close the run file."""
+        self.writer.close()
+
+
+class CompareSummaryWriter(SystemWriter):
+    """The writer that writes a compare run's summary: adds ``comparison`` (:func:`comparison_block`)
+    and sets the averages to the reference system's, in the summary dict itself (so the run's outcome
+    shows them too)."""
+
+    def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float):
+        super().__init__(writer, "")
+        self.systems, self.state, self.min_effect = systems, state, min_effect
+
+    def write(self, line: dict[str, Any]) -> None:
+        """Write the line; a summary first gains the comparison."""
+        if line.get("type") == "summary":
+            block = comparison_block(self.state.evaluations, self.state.errors, self.systems, self.min_effect)
+            # a result shown by several systems is judged once: the later ones find its label in the judgment cache
+            block["judgedOnce"] = {"labelsCached": sum(int(ev.get("labelsCached") or 0) for ev in self.state.evaluations)}
+            reference = block["systems"][0]
+            line["averageScores"], line["averageMetrics"] = reference["averageScores"], reference["averageMetrics"]
+            line["comparison"] = block
+        self.writer.write(line)
+
+
+def system_averages(evaluations: list[dict], errors: list[dict], name: str) -> dict[str, Any]:
+    """One system's ``{name, evaluated, failed, averageScores, averageMetrics}`` (averaged as the
+    summary averages: :func:`judge_runner.runs.write.build_summary`)."""
+    mine = [e for e in evaluations if e.get("system") == name]
+    failed = [e for e in errors if e.get("system") == name]
+    summary = build_summary(
+        "",
+        mine,
+        failed,
+        len(mine) + len(failed),
+        interrupted=False,
+        budget_exhausted=False,
+        cost_usd=None,
+        usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
+        duration_s=0.0,
+        heuristic=False,
+    )
+    return {
+        "name": name,
+        "evaluated": len(mine),
+        "failed": len(failed),
+        "averageScores": summary["averageScores"],
+        "averageMetrics": summary["averageMetrics"],
+    }
+
+
+def per_query(evaluations: list[dict], name: str, column: str) -> dict[str, float]:
+    """``{queryId: value}`` of a score or metric for one system (queries without it left out)."""
+    out: dict[str, float] = {}
+    for line in evaluations:
+        if line.get("system") != name:
+            continue
+        source = line.get("scores") if column in SCORE_COLUMNS else line.get("metrics")
+        value = (source or {}).get(column)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[line["queryId"]] = float(value)
+    return out
+
+
+def comparison_block(evaluations: list[dict], errors: list[dict], systems: list[str], min_effect: float = MIN_EFFECT) -> dict[str, Any]:
+    """The summary's ``comparison``: ``reference`` (the first system), ``minEffect``, ``systems`` (each
+    one's averages) and ``differences``: for each later system and each column (the four dimensions,
+    ``overall``, then the metrics by ir-measures name) the means, the paired difference system -
+    reference over the queries both judged, its 95% bootstrap interval, n and the verdict."""
+    reference = systems[0]
+    differences = []
+    for name in systems[1:]:
+        for column in (*SCORE_COLUMNS, *METRIC_NAMES):
+            a, b = per_query(evaluations, reference, column), per_query(evaluations, name, column)
+            result = compare_values(a, b, column, paired=True, min_effect=min_effect)
+            differences.append(
+                {
+                    "system": name,
+                    "against": reference,
+                    "column": column,
+                    "kind": "score" if column in SCORE_COLUMNS else "metric",
+                    "mean": round(sum(b.values()) / len(b), 6) if b else None,
+                    "referenceMean": round(sum(a.values()) / len(a), 6) if a else None,
+                    "delta": result.delta,
+                    "ci95": [result.low, result.high],
+                    "n": result.n,
+                    "verdict": result.verdict,
+                }
+            )
+    return {
+        "reference": reference,
+        "minEffect": min_effect,
+        "systems": [system_averages(evaluations, errors, name) for name in systems],
+        "differences": differences,
+    }
+
+
+def describe_comparison(block: dict[str, Any]) -> list[str]:
+    """A compare run's summary for people: each system's overall and nDCG@10, then every difference to
+    the reference that is not within noise (or all of overall and nDCG@10)."""
+    lines = [f"  systems (reference {block['reference']}):"]
+    for system in block["systems"]:
+        scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
+        overall, ndcg = scores.get("overall"), metrics.get("nDCG@10")
+        lines.append(
+            f"    {system['name']}: {system['evaluated']} evaluated, {system['failed']} failed, overall "
+            f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}"
+        )
+    for diff in block["differences"]:
+        if diff["column"] in ("overall", "nDCG@10") or diff["verdict"] in ("regression", "improvement"):
+            low, high = diff["ci95"]
+            interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
+            delta = "-" if diff["delta"] is None else f"{diff['delta']:+.3f}"
+            lines.append(f"    {diff['system']} - {diff['against']} {diff['column']}: {delta}{interval} ({diff['verdict']}, n={diff['n']})")
+    return lines
+
+
+def run_systems(
+    queries: list[Query],
+    systems: list[Any],
+    judge: Any,
+    writer: Any,
+    run_start: dict,
+    options: EvaluateOptions,
+    *,
+    budget: Any = None,
+    echo: Callable[[str], None] = print,
+    log: Callable[[str], None] = lambda m: None,
+    min_effect: float = MIN_EFFECT,
+    cache: Any = None,
+) -> RunOutcome:
+    """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
+    in order, into one run file; returns the run's outcome. Never raises for a failed query (an
+    ``error`` line with ``stage: search`` or ``judge`` and the system's name). A stop (Ctrl+C, budget,
+    refused key) stops the systems not yet started too. Two or more systems add the summary's
+    ``comparison`` block. ``cache`` is the judgment cache (:class:`judge_runner.judging.cache.JudgmentCache`)
+    shared by every system, so a result shown by two systems is judged once (with ``--no-cache``, once
+    per system)."""
+    started = time.monotonic()
+    heuristic = is_heuristic(judge)
+    state = begin_run(writer, run_start, len(queries) * len(systems))
+    for system in systems:
+        if state.stopped or (budget is not None and budget.exhausted):
+            break
+        prefix = f"{system.name}: " if len(systems) > 1 else ""
+        tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for judge_all
+        judge_all(
+            queries,
+            system.search,
+            judge,
+            state,
+            tagged,
+            replace(options, search_mode=system.mode),
+            budget=budget,
+            heuristic=heuristic,
+            echo=_prefixed(echo, prefix),
+            log=log,
+            cache=cache,
+        )
+    final: Any = (
+        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect)
+        if len(systems) > 1
+        else SystemWriter(writer, systems[0].name)
+    )
+    batching = getattr(judge, "batching", None)
+    batch = batching.stats.as_dict() if batching is not None else None
+    return end_run(state, final, options, started=started, budget=budget, heuristic=heuristic, batch=batch)
+
+
+def _prefixed(echo: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda message: echo(prefix + message)

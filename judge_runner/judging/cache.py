@@ -1,0 +1,435 @@
+"""The judgment cache: labels already paid for, kept in SQLite beside the index (issue 14, item 5).
+
+One file, ``.judge-runner/judgments.sqlite`` by default, in WAL mode so readers never block the writer
+and two processes (a weekly run and a hand run) can share it: each connection waits up to
+:data:`BUSY_TIMEOUT_S` for a lock, and every write is one short ``BEGIN IMMEDIATE`` transaction that
+takes the write lock up front (no deadlock between two readers upgrading to writers).
+
+A judgment is found by the sha256 of everything that could change it (:class:`JudgmentKey`): the
+cache version, the query text (NFC), the intent (NFC), the exact text shown for the result, the
+provider, the requested model, the sha256 of every prompt and schema sent, the render version, the
+sampling settings, the judge mode and the trial number. A stored judgment is never overwritten: the
+first writer wins, so a re-run reads back exactly what an earlier run used.
+
+The same file holds imported human qrels (table ``human_qrels``; see :mod:`judge_runner.judging.qrels`).
+Uses the standard-library ``sqlite3`` (no extension needed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Self
+
+CACHE_VERSION = 1
+"""Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
+then simply stop matching, and ``prune`` can drop them."""
+
+SCHEMA_VERSION = 1
+"""Version of the tables in the file; a file written by a newer judge-runner is refused."""
+
+DEFAULT_PATH = Path(".judge-runner/judgments.sqlite")
+BUSY_TIMEOUT_S = 30.0
+JUDGE_MODES = ("pointwise", "batched", "list")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS judgments (
+    key TEXT PRIMARY KEY,
+    cache_version INTEGER NOT NULL,
+    mode TEXT NOT NULL,
+    label INTEGER CHECK (label IS NULL OR label BETWEEN 0 AND 3),
+    reason TEXT NOT NULL DEFAULT '',
+    injection_suspected INTEGER NOT NULL DEFAULT 0,
+    model_returned TEXT,
+    usage TEXT NOT NULL DEFAULT '{}',
+    cost_usd REAL,
+    latency_s REAL,
+    created_at REAL NOT NULL,
+    payload TEXT
+);
+CREATE INDEX IF NOT EXISTS judgments_created ON judgments (created_at);
+CREATE TABLE IF NOT EXISTS human_qrels (
+    name TEXT NOT NULL,
+    qid TEXT NOT NULL,
+    docid TEXT NOT NULL,
+    grade INTEGER NOT NULL,
+    imported_at REAL NOT NULL,
+    PRIMARY KEY (name, qid, docid)
+);
+"""
+
+
+def parse_age(text: str) -> timedelta:
+    """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
+    grammar as ``report --since``). Raises ValueError for anything else."""
+    from judge_runner.analysis.report import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError:
+        raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
+
+
+def cache_path_for(index_db: str | Path | None) -> Path:
+    """Where the judgment cache lives by default: beside the SQLite index (``judgments.sqlite`` in the
+    index file's folder), or :data:`DEFAULT_PATH` under the current folder when the index is not a file
+    (PostgreSQL backend, ``index_db`` None)."""
+    return Path(index_db).parent / "judgments.sqlite" if index_db else DEFAULT_PATH
+
+
+class CacheError(RuntimeError):
+    """The cache file cannot be used: not an SQLite database, written by a newer judge-runner, or not
+    writable. The message names the file and what to do."""
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+@dataclass(frozen=True)
+class JudgmentKey:
+    """Everything a cached judgment depends on.
+
+    - ``query``, ``intent``: as given to the judge (NFC-normalised when hashed);
+    - ``shown``: the exact text shown for the result, without the per-call delimiter
+      (``fence.RenderedDocument.shown``); for a list-level call, the whole list-level input;
+    - ``provider``, ``model``: the provider name and the model REQUESTED (the one returned is part of
+      the value, since it is only known after the call);
+    - ``prompt_sha256`` / ``schema_sha256``: ``{file name: sha256}`` of every prompt and schema sent;
+    - ``render_version``: ``fence.RENDER_VERSION``;
+    - ``sampling``: e.g. ``{"temperature": 0, "seed": 7}`` (values as sent; absent keys were not sent);
+    - ``mode``: ``"pointwise"``, ``"batched"`` or ``"list"``; ``trial``: 0-based trial number;
+    - ``context``: what else the judge saw that could change this label: in batched mode the sha256 of
+      the batch as shown (every result's ``shown`` text in the shown order), since a label can depend on
+      its neighbours; empty in pointwise mode.
+    """
+
+    query: str
+    intent: str
+    shown: str
+    provider: str
+    model: str
+    prompt_sha256: Mapping[str, str]
+    schema_sha256: Mapping[str, str]
+    render_version: str
+    sampling: Mapping[str, Any]
+    mode: str
+    trial: int = 0
+    context: str = ""
+
+    def digest(self) -> str:
+        """Hex sha256 of the canonical JSON of :data:`CACHE_VERSION` and every field (sorted keys, no
+        whitespace, non-ASCII kept as UTF-8). Raises ValueError on an unknown mode or a negative trial."""
+        if self.mode not in JUDGE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(JUDGE_MODES)}, got {self.mode!r}")
+        if self.trial < 0:
+            raise ValueError("trial must be >= 0")
+        material = {
+            "cacheVersion": CACHE_VERSION,
+            "query": _nfc(self.query),
+            "intent": _nfc(self.intent),
+            "shown": self.shown,
+            "provider": self.provider,
+            "model": self.model,
+            "promptSha256": dict(self.prompt_sha256),
+            "schemaSha256": dict(self.schema_sha256),
+            "renderVersion": self.render_version,
+            "sampling": dict(self.sampling),
+            "mode": self.mode,
+            "trial": self.trial,
+            "context": self.context,
+        }
+        blob = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def batch_context(shown_texts: Iterable[str]) -> str:
+    """The ``context`` of a batched judgment: hex sha256 of the shown texts in the shown order."""
+    h = hashlib.sha256()
+    for text in shown_texts:
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedJudgment:
+    """A stored judgment.
+
+    ``label`` 0-3 (None for a list-level verdict, whose content is in ``payload``); ``reason``;
+    ``injection_suspected``: the JUDGE's own flag (the code's detector, ``fence.detect_instructions``,
+    is re-run on the shown text at every run and OR-ed with it, so a detector change needs no cache
+    bump); ``model_returned`` (the model id the API answered with; None if unknown);
+    ``usage`` tokens as ``{"inputTokens": n, "outputTokens": n, ...}``; ``cost_usd`` in USD (None when
+    the price was unknown); ``latency_s`` seconds the call took; ``created_at`` Unix time (seconds) it
+    was stored; ``payload`` any JSON-serialisable extra (the list-level verdict)."""
+
+    label: int | None
+    reason: str = ""
+    injection_suspected: bool = False
+    model_returned: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    created_at: float | None = None
+    payload: Any = None
+
+
+def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
+    return CachedJudgment(
+        label=row["label"],
+        reason=row["reason"],
+        injection_suspected=bool(row["injection_suspected"]),
+        model_returned=row["model_returned"],
+        usage=json.loads(row["usage"]),
+        cost_usd=row["cost_usd"],
+        latency_s=row["latency_s"],
+        created_at=row["created_at"],
+        payload=json.loads(row["payload"]) if row["payload"] is not None else None,
+    )
+
+
+class JudgmentCache:
+    """The cache file at ``path`` (created with its folder when missing). Thread-safe: one connection
+    per instance, guarded by a lock, so the evaluate loop's worker threads may share an instance.
+    Use as a context manager or call :meth:`close`. Raises :class:`CacheError` when the file cannot be
+    used."""
+
+    def __init__(self, path: str | Path = DEFAULT_PATH, busy_timeout_s: float = BUSY_TIMEOUT_S):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheError(f"cannot open the judgment cache {self.path}: {exc}") from None
+        self.conn.row_factory = sqlite3.Row
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            mode = self._switch_to_wal(busy_timeout_s)
+            if mode.lower() != "wal":
+                raise CacheError(f"the judgment cache {self.path} could not switch to WAL mode (got {mode}); is it on a network drive?")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._write(self._create)
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            if "locked" in str(exc):
+                raise CacheError(f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s") from None
+            raise CacheError(f"{self.path} is not a judgment cache ({exc}); move it away or pass another --cache path") from None
+        except CacheError:
+            self.conn.close()
+            raise
+
+    def _switch_to_wal(self, busy_timeout_s: float) -> str:
+        """``PRAGMA journal_mode = WAL``, waiting up to ``busy_timeout_s`` seconds for another process that
+        is creating or switching the same file: SQLite can answer this pragma "database is locked" at once,
+        without calling the busy handler, while a second connection changes the journal mode. Returns the
+        journal mode now in force; raises sqlite3.OperationalError when the file stays locked."""
+        deadline = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                return str(self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        # statement by statement: executescript() would COMMIT the BEGIN IMMEDIATE around us
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            conn.execute(statement)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise CacheError(
+                f"the judgment cache {self.path} was written by a newer judge-runner (schema {row[0]}); upgrade, or use another --cache path"
+            )
+
+    def _write(self, fn, *args):
+        """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(self.conn, *args)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+            return result
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self.conn.close()
+
+    # -- judgments -----------------------------------------------------------------------------------
+
+    def get(self, key: str) -> CachedJudgment | None:
+        """The judgment stored under ``key`` (a :meth:`JudgmentKey.digest`), or None."""
+        with self._lock:
+            row = self.conn.execute("SELECT * FROM judgments WHERE key = ?", (key,)).fetchone()
+        return _row_to_judgment(row) if row else None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, CachedJudgment]:
+        """``{key: judgment}`` for the keys that are stored (missing keys are absent)."""
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, CachedJudgment] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                rows = self.conn.execute(f"SELECT * FROM judgments WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+                found.update((row["key"], _row_to_judgment(row)) for row in rows)
+        return found
+
+    def put(self, key: str, judgment: CachedJudgment, mode: str) -> bool:
+        """Store ``judgment`` under ``key`` unless something is stored there already (the first writer
+        wins). Returns True when it was stored. ``mode`` as in :class:`JudgmentKey`. Raises ValueError
+        on a label outside 0-3, an unknown mode, or a usage/payload that is not JSON-serialisable."""
+        return self.put_many([(key, judgment, mode)]) == 1
+
+    def put_many(self, items: Iterable[tuple[str, CachedJudgment, str]]) -> int:
+        """Store several ``(key, judgment, mode)`` in one transaction; returns how many were new."""
+        rows = []
+        now = time.time()
+        for key, j, mode in items:
+            if mode not in JUDGE_MODES:
+                raise ValueError(f"mode must be one of {', '.join(JUDGE_MODES)}, got {mode!r}")
+            if j.label is not None and (isinstance(j.label, bool) or j.label not in (0, 1, 2, 3)):
+                raise ValueError(f"label must be 0-3 or None, got {j.label!r}")
+            try:
+                usage = json.dumps(dict(j.usage), allow_nan=False)
+                payload = None if j.payload is None else json.dumps(j.payload, allow_nan=False, ensure_ascii=False)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"usage and payload must be JSON-serialisable: {exc}") from None
+            rows.append(
+                (
+                    key,
+                    CACHE_VERSION,
+                    mode,
+                    j.label,
+                    j.reason,
+                    int(bool(j.injection_suspected)),
+                    j.model_returned,
+                    usage,
+                    j.cost_usd,
+                    j.latency_s,
+                    j.created_at if j.created_at is not None else now,
+                    payload,
+                )
+            )
+
+        def insert(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO judgments (key, cache_version, mode, label, reason, injection_suspected, model_returned,"
+                " usage, cost_usd, latency_s, created_at, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING",
+                rows,
+            )
+            return conn.total_changes - before
+
+        return self._write(insert) if rows else 0
+
+    def stats(self) -> dict[str, Any]:
+        """What the cache holds: ``{"path", "bytes", "judgments", "byMode": {mode: n}, "labels":
+        {"0".."3": n}, "injectionSuspected", "costUsd" (sum of known costs, USD), "unknownCost" (entries
+        whose cost is unknown), "inputTokens", "outputTokens", "oldest", "newest" (Unix seconds or None),
+        "otherVersions" (entries of another CACHE_VERSION), "humanQrels": {name: n}}``."""
+        with self._lock:
+            c = self.conn
+            total, suspected, cost, unknown, oldest, newest, other = c.execute(
+                "SELECT count(*), coalesce(sum(injection_suspected), 0), coalesce(sum(cost_usd), 0),"
+                " sum(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END), min(created_at), max(created_at),"
+                " sum(CASE WHEN cache_version != ? THEN 1 ELSE 0 END) FROM judgments",
+                (CACHE_VERSION,),
+            ).fetchone()
+            by_mode = dict(c.execute("SELECT mode, count(*) FROM judgments GROUP BY mode").fetchall())
+            labels = {str(k): v for k, v in c.execute("SELECT label, count(*) FROM judgments WHERE label IS NOT NULL GROUP BY label")}
+            tokens_in = tokens_out = 0
+            for (usage,) in c.execute("SELECT usage FROM judgments"):
+                u = json.loads(usage)
+                tokens_in += int(u.get("inputTokens", 0))
+                tokens_out += int(u.get("outputTokens", 0))
+            human = dict(c.execute("SELECT name, count(*) FROM human_qrels GROUP BY name").fetchall())
+        files = [self.path, Path(f"{self.path}-wal")]
+        return {
+            "path": str(self.path),
+            "bytes": sum(p.stat().st_size for p in files if p.exists()),
+            "judgments": total,
+            "byMode": by_mode,
+            "labels": {str(g): labels.get(str(g), 0) for g in range(4)},
+            "injectionSuspected": suspected,
+            "costUsd": round(cost, 6),
+            "unknownCost": unknown or 0,
+            "inputTokens": tokens_in,
+            "outputTokens": tokens_out,
+            "oldest": oldest,
+            "newest": newest,
+            "otherVersions": other or 0,
+            "humanQrels": human,
+        }
+
+    def prune(self, older_than: timedelta | float | None = None, *, other_versions: bool = True, now: float | None = None) -> int:
+        """Delete judgments stored more than ``older_than`` ago (a timedelta or seconds; None keeps every
+        age) and, when ``other_versions``, those of another :data:`CACHE_VERSION`, which can never match
+        again. Human qrels are never pruned. Returns the number deleted. Raises ValueError on a negative
+        age. The file does not shrink until SQLite reuses the pages (no VACUUM, which would lock out the
+        other process)."""
+        seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        if seconds is not None and seconds < 0:
+            raise ValueError("older_than must be >= 0")
+        cutoff = (time.time() if now is None else now) - seconds if seconds is not None else None
+
+        def delete(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            if cutoff is not None:
+                conn.execute("DELETE FROM judgments WHERE created_at < ?", (cutoff,))
+            if other_versions:
+                conn.execute("DELETE FROM judgments WHERE cache_version != ?", (CACHE_VERSION,))
+            return conn.total_changes - before
+
+        return self._write(delete)
+
+    # -- human qrels (used by judge_runner.judging.qrels) ----------------------------------------------------
+
+    def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]]) -> int:
+        """Store ``(qid, docid, grade)`` rows as the human qrels called ``name``, replacing any earlier
+        import of that name, in one transaction. Returns the number stored."""
+        stored = [(name, qid, docid, int(grade), time.time()) for qid, docid, grade in rows]
+
+        def replace(conn: sqlite3.Connection) -> int:
+            conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,))
+            conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", stored)
+            return len(stored)
+
+        return self._write(replace)
+
+    def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
+        """``(name, qid, docid, grade)`` of the stored human qrels (only ``names`` when given), sorted."""
+        with self._lock:
+            rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
+        wanted = None if names is None else set(names)
+        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows if wanted is None or r[0] in wanted]
+
+    def delete_human_qrels(self, name: str) -> int:
+        """Remove the human qrels called ``name``; returns the number of rows removed."""
+
+        def delete(conn: sqlite3.Connection) -> int:
+            return conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,)).rowcount
+
+        return self._write(delete)

@@ -1,0 +1,118 @@
+"""The judge fingerprint: everything that makes two runs' judgments comparable (issue 14, item 4), the
+sampling settings sent, and the circularity check (item 8).
+
+A run records its fingerprint in ``run_start.provenance.judgeFingerprint`` (format version 2); the
+model id the API actually returned is known only after the first call, so the run adds it to the
+summary (``judgeReturnedModels``) and :func:`comparability_key` reads both. ``trend`` compares two runs
+only when their keys are equal. A format-version-1 run has no fingerprint: :func:`legacy_key` rebuilds
+the old key (provider, judge model, judge_system.md and judge_user.md hashes), which never equals a
+version-2 key, so versions 1 and 2 are never compared with each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from judge_runner.judging.fence import RENDER_VERSION
+from judge_runner.judging.requests import protocol_hashes
+
+DEFAULT_SEED = 20240701
+"""Base seed sent where the API takes one (the OpenAI chat API's ``seed``). Any fixed number does; it
+is recorded, and the seed of trial t is ``base + t``."""
+
+# which providers accept which sampling fields (llm/ providers; a new provider adds its line)
+# (anthropic 2.x's messages.create has no temperature parameter: Claude samples at its own setting, so
+# nothing is sent and nothing is recorded)
+_ACCEPTS = {"openai": ("temperature", "seed"), "anthropic": (), "offline": ()}
+
+
+def sampling_settings(provider: str, trial: int = 0, base_seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """The sampling fields to send for ``trial`` (0-based): temperature 0 always, where the API takes it,
+    and ``seed = base_seed + trial`` where the API takes a seed. The offline heuristic takes neither
+    (``{}``). An unknown provider gets temperature 0 only.
+
+    With no seed (Anthropic, which in SDK 2.x takes no temperature either), repeated trials of a
+    pointwise label differ only by the model's own sampling, so there trials measure stability, not a
+    seeded spread; batched trials still differ by their shuffles."""
+    if trial < 0:
+        raise ValueError("trial must be >= 0")
+    accepts = _ACCEPTS.get(provider, ("temperature",))
+    out: dict[str, Any] = {}
+    if "temperature" in accepts:
+        out["temperature"] = 0
+    if "seed" in accepts:
+        out["seed"] = base_seed + trial
+    return out
+
+
+@dataclass(frozen=True)
+class JudgeFingerprint:
+    """What the run's judge was: ``provider``, ``requestedModel``, ``mode`` (pointwise|batched),
+    ``trials``, ``sampling`` (trial 0's settings and the base seed, as sent), ``promptSha256`` and
+    ``schemaSha256`` of every file sent, ``renderVersion`` (``fence.RENDER_VERSION``), ``heuristic``
+    (the offline judge), ``cacheVersion`` left to the cache. Serialises with :meth:`as_dict` into
+    ``run_start.provenance.judgeFingerprint``."""
+
+    provider: str
+    requestedModel: str
+    mode: str
+    trials: int
+    sampling: Mapping[str, Any]
+    promptSha256: Mapping[str, str]
+    schemaSha256: Mapping[str, str]
+    renderVersion: str = RENDER_VERSION
+    heuristic: bool = False
+    returnedModels: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sampling"], data["promptSha256"], data["schemaSha256"] = dict(self.sampling), dict(self.promptSha256), dict(self.schemaSha256)
+        data["returnedModels"] = sorted(set(self.returnedModels))
+        return data
+
+
+def build_fingerprint(
+    provider: str, requested_model: str, mode: str = "pointwise", trials: int = 1, base_seed: int = DEFAULT_SEED, heuristic: bool = False
+) -> JudgeFingerprint:
+    """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes. Raises
+    ValueError on an unknown mode or fewer than 1 trial."""
+    if trials < 1:
+        raise ValueError("trials must be >= 1")
+    prompts, schemas = protocol_hashes(mode)
+    sampling = sampling_settings(provider, 0, base_seed)
+    if "seed" in sampling:
+        sampling = {**sampling, "baseSeed": base_seed}
+    return JudgeFingerprint(provider, requested_model, mode, trials, sampling, prompts, schemas, RENDER_VERSION, heuristic)
+
+
+def comparability_key(fingerprint: Mapping[str, Any], returned_models: Iterable[str] = ()) -> str:
+    """Hex sha256 of a fingerprint dict (as written by :meth:`JudgeFingerprint.as_dict`) plus the model
+    ids the API returned during the run (``summary.judgeReturnedModels``; order and repeats ignored).
+    ``trials`` is left out: more trials make a label more stable, not different. Two runs are
+    comparable only when their keys are equal."""
+    data = {k: v for k, v in dict(fingerprint).items() if k not in ("trials", "returnedModels")}
+    models = sorted(set(returned_models) | set(fingerprint.get("returnedModels") or ()))
+    blob = json.dumps({"formatVersion": 2, **data, "returnedModels": models}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def legacy_key(provenance: Mapping[str, Any]) -> str:
+    """The comparability key of a format-version-1 run, from its provenance: provider, judge model and
+    the two old judge prompt hashes (what ``trend`` compared before). Prefixed so it can never equal a
+    version-2 key."""
+    prompts = provenance.get("promptSha256") or {}
+    parts = [provenance.get("provider"), provenance.get("judgeModel"), prompts.get("judge_system.md"), prompts.get("judge_user.md")]
+    return "v1:" + hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+
+def judge_is_generator(generator_provider: str | None, generator_model: str | None, judge_provider: str, judge_model: str) -> bool:
+    """True when the queries were written by the same model that judges them (same provider and model
+    id, case-insensitive): the run must say so, since a judge may favour what its own model expects
+    (issue 14, item 8). False when the generator is unknown (a query set from a file)."""
+    if not generator_provider or not generator_model:
+        return False
+    return (generator_provider.lower(), generator_model.lower()) == (judge_provider.lower(), judge_model.lower())

@@ -1,0 +1,164 @@
+"""The heuristic judge (``--provider offline``, phase two): the label-first protocol on embeddings and
+term overlap.
+
+It answers the same three calls as the LLM judge (:class:`judge_runner.judging.llm_judge.LLMJudge`), so labels go
+through the same cache, trials and scores (:mod:`judge_runner.judging.labelling`):
+
+- a label per document from the cosine similarity of the injected embedder's vectors (all-MiniLM-L6-v2
+  in a real run) of query and document, and the share of query terms the document contains, computed
+  on :func:`judge_runner.judging.fence.without_suspected_lines` of the document: text addressed to the judge
+  is dropped before scoring, so an injected document gets its clean twin's label;
+- a list-level verdict (coverage, snippetQuality, holistic figures) from the labels and the snippets.
+
+It is labelled as a heuristic judge wherever its output appears (``heuristicJudge: true`` in the run
+file, "heuristic" on the console).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from judge_runner.core.textproc import query_tokens
+from judge_runner.judging.fence import RenderedDocument, without_suspected_lines
+from judge_runner.judging.labelling import LabelReply, ListVerdict
+from judge_runner.judging.requests import ListItem
+from judge_runner.llm.registry import HEURISTIC_MODEL
+from judge_runner.search.embedding import TextEmbedder, encode_each
+
+# Grade thresholds on 0.6 * cosine + 0.4 * term overlap. Chosen by hand on the sample fixtures so that a
+# document dedicated to the query scores 3 and a passing mention 1; a heuristic, not a calibrated judge.
+GRADE_THRESHOLDS = ((0.62, 3), (0.48, 2), (0.34, 1))
+
+
+def _overlap(tokens: list[str], text: str) -> float:
+    if not tokens:
+        return 0.0
+    have = set(query_tokens(text))
+    return sum(1 for t in tokens if t in have) / len(tokens)
+
+
+def _dcg(gains: list[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def _grade(combined: float) -> int:
+    return next((g for threshold, g in GRADE_THRESHOLDS if combined >= threshold), 0)
+
+
+def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder: TextEmbedder) -> list[LabelReply]:
+    """One heuristic label per document, each on its own (so order and neighbours never matter: every
+    text is embedded alone, :func:`judge_runner.search.embedding.encode_each`):
+    grade of ``0.6 * cosine(query, anchor + text) + 0.4 * share of query terms in anchor, text and
+    source``, thresholds :data:`GRADE_THRESHOLDS`, on :func:`fence.without_suspected_lines` of the
+    document. The flag ``injection_suspected`` is left to the code's detector (False here)."""
+    if not documents:
+        return []
+    tokens = query_tokens(query)
+    clean = [without_suspected_lines(d) for d in documents]
+    texts = [f"{d.anchor}\n{d.body}" for d in clean]
+    vectors = encode_each(embedder, [query, *texts])  # each alone: a label never depends on its neighbours
+    q = vectors[0]
+    out = []
+    for doc, text, vector in zip(clean, texts, vectors[1:]):
+        cos = float(np.dot(q, vector))
+        overlap = _overlap(tokens, text + " " + doc.source)
+        out.append(LabelReply(_grade(0.6 * cos + 0.4 * overlap), f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"))
+    return out
+
+
+def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: TextEmbedder) -> ListVerdict:
+    """The heuristic list-level verdict on labelled results (search order): coverage = half the share of
+    query terms in the top 5 snippets plus half the best label / 3; snippetQuality = mean over the top 3
+    of half the snippet's term overlap plus half ``min(1, cosine / 0.6)``; holistic relevance = the
+    DCG-weighted mean label / 3, ranking = nDCG of the order against the ideal order of the labels,
+    overall their mean with coverage and snippetQuality. Suggestions as the old heuristic verdict's."""
+    tokens = query_tokens(query)
+    n = len(items)
+    if n == 0:
+        return ListVerdict(
+            0.0,
+            0.0,
+            {"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
+            {"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."},
+            ["Return results for on-topic queries"],
+        )
+    snippets = [without_suspected_lines(i.snippet) for i in items]
+    texts = [f"{s.anchor}\n{s.body}" for s in snippets]
+    vectors = encode_each(embedder, [query, *[s.body for s in snippets[:3]]])
+    grades = [i.label for i in items]
+    top_text = " ".join(texts[:5])
+    coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
+    snippet_quality = sum(
+        0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6)
+        for s, v in zip(snippets[:3], vectors[1:])
+    ) / min(3, n)
+    gains = [g / 3 for g in grades]
+    relevance = _dcg(gains) / _dcg([1.0] * n)
+    ideal = _dcg(sorted(gains, reverse=True))
+    ranking = _dcg(gains) / ideal if ideal > 0 else 0.0
+    clip = lambda v: round(min(1.0, max(0.0, v)), 4)  # noqa: E731
+    coverage, snippet_quality, relevance, ranking = clip(coverage), clip(snippet_quality), clip(relevance), clip(ranking)
+    suggestions = []
+    if max(grades) < 2:
+        suggestions.append("Improve recall for this kind of query")
+    elif grades[0] < max(grades):
+        suggestions.append("Rank the best-matching document first")
+    if snippet_quality < 0.4:
+        suggestions.append("Centre snippets on the matching lines")
+    analysis = {
+        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms; best label {max(grades)}.",
+        "snippetQuality": f"Heuristic: snippet quality {snippet_quality:.2f} from term overlap and similarity of the top 3.",
+    }
+    holistic = {"relevance": relevance, "ranking": ranking, "overall": clip((relevance + ranking + coverage + snippet_quality) / 4)}
+    return ListVerdict(coverage, snippet_quality, holistic, analysis, suggestions)
+
+
+class HeuristicJudge:
+    """The offline :class:`~judge_runner.app.roles.Judge`: no network, no key, no cost. ``embedder`` is
+    injected (``build_roles`` passes :func:`judge_runner.search.embedding.get_embedder`'s); its name is part of
+    ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
+    (it is deterministic)."""
+
+    name = "offline"
+    model = HEURISTIC_MODEL
+    heuristic = True
+
+    def __init__(self, embedder: TextEmbedder):
+        self.embedder = embedder
+        self.cache_model = f"{HEURISTIC_MODEL}+{getattr(embedder, 'name', type(embedder).__name__)}"
+
+    def label_one(
+        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log=lambda message: None
+    ) -> LabelReply:
+        """The heuristic label of one document (:func:`heuristic_labels`); free."""
+        return heuristic_labels(query, [document], self.embedder)[0]
+
+    def label_batch(
+        self,
+        query: str,
+        intent: str,
+        documents: Sequence[RenderedDocument],
+        order: Sequence[int],
+        sampling: Mapping[str, Any],
+        log=lambda message: None,
+    ) -> list[LabelReply]:
+        """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
+        labels = heuristic_labels(query, documents, self.embedder)
+        position = {original: shown for shown, original in enumerate(order)}
+        return [LabelReply(r.label, r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
+
+    def list_verdict(
+        self,
+        query: str,
+        intent: str,
+        expected_sources: Sequence[str],
+        items: Sequence[ListItem],
+        sampling: Mapping[str, Any],
+        log=lambda message: None,
+    ) -> ListVerdict:
+        """:func:`heuristic_list_verdict`; free."""
+        return heuristic_list_verdict(query, items, self.embedder)

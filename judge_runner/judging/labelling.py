@@ -1,0 +1,487 @@
+"""The label-first judge protocol (issue 14): per-result labels through the judgment cache, trials, the
+list-level call, and a query's scores computed from the labels.
+
+The one entry point other parts call to label documents is :func:`label_documents` (``calibrate`` uses
+it); :func:`judge_query` judges one search answer for the run loop. Both work with any
+:class:`~judge_runner.app.roles.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
+of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``label_one``,
+``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here.
+
+- ``pointwise`` (default): one call per document and trial;
+- ``batched``: one call per query and trial, documents in a seeded random order
+  (:func:`judge_requests.shuffled_order`), mapped back to the search's order.
+
+The judge never sees the search's rank or score: documents are :class:`fence.RenderedDocument` values
+(source, anchor, text), which carry neither.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
+from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
+from judge_runner.judging.requests import PROMPTS, SCHEMAS, ListItem, batch_seed, list_shown_text, schema_sha256, shuffled_order
+from judge_runner.judging.scores import expected_source_disagreements, labels_from_trials, query_scores
+from judge_runner.llm.pricing import Usage, add_cost
+
+if TYPE_CHECKING:
+    from judge_runner.app.roles import Judge
+    from judge_runner.core.models import Query
+    from judge_runner.search.base import SearchAnswer
+
+JUDGE_MODES = ("pointwise", "batched")
+Log = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    """The default ``log``: drop diagnostics."""
+
+
+@dataclass(frozen=True)
+class LabelReply:
+    """What one judge call said about one document: ``label`` 0-3, ``reason``, the judge's own
+    ``injection_suspected`` flag, the model id the API returned (None if unknown), and what the call
+    cost: ``usage`` (tokens), ``cost_usd`` (USD; None when the price is unknown), ``latency_s``
+    (seconds), ``attempts`` (HTTP requests), ``recoveries`` applied to the raw reply. In batched mode
+    one call gives one reply per document, the call's cost on the first; ``shown_as`` is the local id
+    the document had (``D3``)."""
+
+    label: int
+    reason: str = ""
+    injection_suspected: bool = False
+    model_returned: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    latency_s: float = 0.0
+    attempts: int = 0
+    recoveries: tuple[str, ...] = ()
+    shown_as: str | None = None
+
+
+@dataclass(frozen=True)
+class ListVerdict:
+    """The list-level call's verdict on one query: ``coverage`` and ``snippet_quality`` in [0, 1] (the
+    run's dimensions of those names), ``holistic`` ``{relevance, ranking, overall}`` in [0, 1] (kept as
+    ``judge*`` fields), ``analysis`` ``{coverage, snippetQuality}`` and ``suggestions``, plus what the
+    call cost (as in :class:`LabelReply`)."""
+
+    coverage: float
+    snippet_quality: float
+    holistic: Mapping[str, float]
+    analysis: Mapping[str, str]
+    suggestions: Sequence[str]
+    model_returned: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    latency_s: float = 0.0
+    attempts: int = 0
+    recoveries: tuple[str, ...] = ()
+
+    def payload(self) -> dict[str, Any]:
+        """The verdict as stored in the judgment cache (``CachedJudgment.payload``)."""
+        return {
+            "scores": {"coverage": self.coverage, "snippetQuality": self.snippet_quality},
+            "holistic": dict(self.holistic),
+            "analysis": dict(self.analysis),
+            "suggestions": list(self.suggestions),
+        }
+
+    @classmethod
+    def from_cache(cls, cached: CachedJudgment) -> ListVerdict:
+        """The verdict of a cached list-level judgment, free."""
+        p = cached.payload or {}
+        return cls(
+            float(p["scores"]["coverage"]),
+            float(p["scores"]["snippetQuality"]),
+            dict(p.get("holistic") or {}),
+            dict(p.get("analysis") or {}),
+            list(p.get("suggestions") or []),
+            cached.model_returned,
+        )
+
+
+@dataclass
+class Tally:
+    """What the calls of one query (or one :func:`label_documents` call) cost, summed: ``usage`` (tokens),
+    ``cost_usd`` (USD; None once any call's price was unknown), ``attempts`` (HTTP requests), the model
+    ids returned, recoveries, and ``calls`` made (judge calls, not counting cache hits). Thread-safe."""
+
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    attempts: int = 0
+    calls: int = 0
+    models_returned: set[str] = field(default_factory=set)
+    recoveries: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, reply: LabelReply | ListVerdict, calls: int = 1) -> None:
+        """Count one paid reply."""
+        with self._lock:
+            self.usage = self.usage + reply.usage
+            self.cost_usd = add_cost(self.cost_usd, reply.cost_usd)
+            self.attempts += reply.attempts
+            self.calls += calls
+            if reply.model_returned:
+                self.models_returned.add(reply.model_returned)
+            self.recoveries.extend(reply.recoveries)
+
+
+@dataclass
+class LabelOutcome:
+    """One document's label under the protocol.
+
+    ``label``: the median of ``trial_labels`` (lower middle on a tie, ``label_scores.median_label``);
+    ``spread``: highest minus lowest trial label; ``reason``: trial 0's; ``injection_suspected``: the
+    code's detector (``fence``) OR any trial's judge flag (never raises a label); ``cached``: every trial
+    came from the judgment cache; ``labels_cached`` / ``labels_judged``: trials from the cache / from a
+    call; ``shown_as``: local ids per trial in batched mode; ``shown_chars`` and ``truncated``: what the
+    judge was shown of the text; ``origin``: ``"judge"`` or ``"human"`` (an imported human label, which
+    wins and costs no call); ``models_returned``: model ids that produced the trials."""
+
+    label: int
+    trial_labels: list[int]
+    spread: int
+    reason: str
+    injection_suspected: bool
+    cached: bool
+    labels_cached: int = 0
+    labels_judged: int = 0
+    shown_as: list[str] = field(default_factory=list)
+    shown_chars: int = 0
+    truncated: bool = False
+    origin: str = "judge"
+    models_returned: set[str] = field(default_factory=set)
+
+
+@lru_cache(maxsize=8)
+def _hashes(mode: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    from judge_runner.core.resources import prompt_sha256
+
+    return tuple((n, prompt_sha256(n)) for n in PROMPTS[mode]), ((SCHEMAS[mode], schema_sha256(SCHEMAS[mode])),)
+
+
+def cache_model(judge: Judge) -> str:
+    """The model name a judge's judgments are cached under: ``judge.cache_model`` when it has one (the
+    heuristic adds its embedder), else ``judge.model`` (the requested model)."""
+    return str(getattr(judge, "cache_model", None) or judge.model)
+
+
+def judgment_key(
+    judge: Judge, query: str, intent: str, shown: str, mode: str, trial: int, sampling: Mapping[str, Any], context: str = ""
+) -> str:
+    """The judgment-cache key (hex sha256, :class:`JudgmentKey`) of one call's judgment: ``mode``
+    ``pointwise``, ``batched`` or ``list``, with the hashes of the prompts and schema that call sends."""
+    prompts, schemas = _hashes(mode)
+    return JudgmentKey(
+        query,
+        intent,
+        shown,
+        judge.name,
+        cache_model(judge),
+        dict(prompts),
+        dict(schemas),
+        RENDER_VERSION,
+        dict(sampling),
+        mode,
+        trial,
+        context,
+    ).digest()
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "inputTokens": usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+    }
+
+
+def _stored(reply: LabelReply) -> CachedJudgment:
+    return CachedJudgment(
+        reply.label,
+        reply.reason,
+        reply.injection_suspected,
+        reply.model_returned,
+        _usage_dict(reply.usage),
+        reply.cost_usd,
+        reply.latency_s,
+    )
+
+
+def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]]) -> list[RenderedDocument]:
+    """Rendered documents from ``RenderedDocument`` values or ``(source, anchor, text)`` tuples
+    (rendered with :func:`fence.render_document`)."""
+    return [d if isinstance(d, RenderedDocument) else render_document(*d) for d in docs]
+
+
+def each_call(judge: Judge, call: Callable[[int], LabelReply], items: Sequence[int]) -> list[LabelReply | BaseException]:
+    """``call(i)`` for each of ``items``: one after another, stopping at the first failure (which ends
+    the list), or, when the judge batches (``judge.batching``, ``--batch``), all at once so their
+    requests share one batch (every call made; each failure in its place)."""
+    batching = getattr(judge, "batching", None)
+    if batching is not None and len(items) > 1:
+        return batching.map(call, items)
+    out: list[LabelReply | BaseException] = []
+    for i in items:
+        try:
+            out.append(call(i))
+        except Exception as exc:  # noqa: BLE001 - handed back in place; the caller raises it
+            out.append(exc)
+            break
+    return out
+
+
+def label_documents(
+    judge: Judge,
+    query: str,
+    intent: str,
+    docs: Sequence[RenderedDocument | tuple[str, str | None, str]],
+    *,
+    mode: str = "pointwise",
+    trials: int = 1,
+    cache: JudgmentCache | None = None,
+    seed: int = DEFAULT_SEED,
+    query_id: str = "",
+    human: Sequence[int | None] | None = None,
+    tally: Tally | None = None,
+    log: Log = _quiet,
+) -> list[LabelOutcome]:
+    """Label ``docs`` (the search's results in its order, or any documents) for ``query`` and its
+    ``intent`` through the protocol: one :class:`LabelOutcome` per document, in the order given.
+
+    ``mode``: ``pointwise`` (one call per document and trial) or ``batched`` (one call per trial, the
+    documents in the order :func:`judge_requests.shuffled_order` draws from ``seed``, ``query_id`` and the
+    trial); ``trials`` >= 1 (the label used is the median); ``cache``: judgments already stored are
+    reused (no call, no cost) and new ones stored the moment they are made (None: no cache);
+    ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and that
+    document is not sent to the judge; ``tally``: receives the cost of the calls made.
+
+    Raises ValueError on an unknown mode or trials < 1, and whatever the judge raises (an
+    :class:`~judge_runner.llm.errors.LLMError` kind); judgments stored before the failure stay stored.
+    """
+    if mode not in JUDGE_MODES:
+        raise ValueError(f"judge mode must be pointwise or batched, got {mode!r}")
+    if trials < 1:
+        raise ValueError("trials must be >= 1")
+    documents = as_documents(docs)
+    tally = tally if tally is not None else Tally()
+    human = list(human) if human is not None else [None] * len(documents)
+    if len(human) != len(documents):
+        raise ValueError("human must hold one grade (or None) per document")
+    todo = [i for i, grade in enumerate(human) if grade is None]
+    got: dict[int, list[tuple[LabelReply, bool]]] = {i: [] for i in todo}  # per document: (reply, from cache) per trial
+    for trial in range(trials):
+        sampling = sampling_settings(judge.name, trial, seed)
+        if mode == "pointwise":
+            keys = {i: judgment_key(judge, query, intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
+            found = cache.get_many(keys.values()) if cache is not None else {}
+            missing = []
+            for i in todo:
+                hit = found.get(keys[i])
+                if hit is not None and hit.label is not None:
+                    got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned), True))
+                else:
+                    missing.append(i)
+
+            def label(i: int, sampling: Mapping[str, Any] = sampling) -> LabelReply:
+                return judge.label_one(query, intent, documents[i], sampling, log)
+
+            failure: BaseException | None = None
+            for i, made in zip(missing, each_call(judge, label, missing)):
+                if isinstance(made, BaseException):
+                    failure = failure or made
+                    continue
+                tally.add(made)
+                if cache is not None:
+                    cache.put(keys[i], _stored(made), "pointwise")
+                got[i].append((made, False))
+            if failure is not None:
+                raise failure
+        elif todo:
+            order = shuffled_order(len(todo), batch_seed(seed, query_id, trial))
+            batch = [documents[i] for i in todo]
+            context = batch_context(batch[o].shown for o in order)
+            keys = {i: judgment_key(judge, query, intent, documents[i].shown, "batched", trial, sampling, context) for i in todo}
+            found = cache.get_many(keys.values()) if cache is not None else {}
+            shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
+            if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
+                for i in todo:
+                    hit = found[keys[i]]
+                    assert hit.label is not None  # checked for every document just above
+                    got[i].append(
+                        (
+                            LabelReply(
+                                hit.label,
+                                hit.reason,
+                                hit.injection_suspected,
+                                hit.model_returned,
+                                shown_as=shown_as[i],
+                            ),
+                            True,
+                        )
+                    )
+                continue
+            replies = judge.label_batch(query, intent, batch, order, sampling, log)
+            if len(replies) != len(batch):
+                raise ValueError(f"the judge returned {len(replies)} labels for {len(batch)} documents")
+            tally.add(replies[0])
+            for reply in replies[1:]:
+                tally.add(reply, calls=0)
+            if cache is not None:
+                cache.put_many([(keys[i], _stored(r), "batched") for i, r in zip(todo, replies)])
+            for i, reply in zip(todo, replies):
+                got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
+    outcomes = []
+    for i, doc in enumerate(documents):
+        if human[i] is not None:
+            grade = int(human[i])  # type: ignore[arg-type]
+            outcomes.append(
+                LabelOutcome(
+                    grade, [grade], 0, "human label", doc.injection_suspected, True, 0, 0, [], len(doc.body), doc.truncated, "human"
+                )
+            )
+            continue
+        trial_replies = got[i]
+        labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
+        outcomes.append(
+            LabelOutcome(
+                label=labels[0],
+                trial_labels=[r.label for r, _ in trial_replies],
+                spread=spreads[0],
+                reason=trial_replies[0][0].reason,
+                injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
+                cached=all(c for _, c in trial_replies),
+                labels_cached=sum(1 for _, c in trial_replies if c),
+                labels_judged=sum(1 for _, c in trial_replies if not c),
+                shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
+                shown_chars=len(doc.body),
+                truncated=doc.truncated,
+                models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
+            )
+        )
+    return outcomes
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """How a run judges: ``mode`` (pointwise|batched), ``trials`` (>= 1), the base ``seed`` (recorded;
+    sent where the API takes one), dimension ``weights`` (None: equal)."""
+
+    mode: str = "pointwise"
+    trials: int = 1
+    seed: int = DEFAULT_SEED
+    weights: Mapping[str, float] | None = None
+
+
+@dataclass
+class QueryJudgment:
+    """One query judged under the protocol: ``labels`` per result in the search's order, ``shown_from``
+    per result (``"chunk"``: the best chunk's text, ``"snippet"``: the search gave no text), ``scores``
+    (None for an off-topic query, which is scored on abstention), the list-level ``analysis`` and
+    ``suggestions``, ``list_cached`` (None when no list-level call was needed), the expected sources the
+    judge labelled 0 or 1, and what it cost (``tally``)."""
+
+    labels: list[LabelOutcome]
+    shown_from: list[str]
+    scores: dict[str, float] | None
+    analysis: dict[str, str]
+    suggestions: list[str]
+    list_cached: bool | None
+    disagreements: list[str]
+    tally: Tally
+
+
+OFF_TOPIC_ANSWERED = "Return no results or confident: false when no result clears a relevance threshold"
+NO_RESULTS = "Return results for on-topic queries"
+
+
+def list_verdict(
+    judge: Judge, query: Query, items: list[ListItem], cache: JudgmentCache | None, tally: Tally, log: Log = _quiet
+) -> tuple[ListVerdict, bool]:
+    """The list-level verdict on ``items`` (the labelled results in the search's order), from the cache
+    (mode ``list``, trial 0) or one call; returns ``(verdict, from cache)``."""
+    sampling = sampling_settings(judge.name, 0)
+    key = judgment_key(judge, query.query, query.queryIntent, list_shown_text(query.expectedSources, items), "list", 0, sampling)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None and hit.payload:
+        return ListVerdict.from_cache(hit), True
+    verdict = judge.list_verdict(query.query, query.queryIntent, query.expectedSources, items, sampling, log)
+    tally.add(verdict)
+    if cache is not None:
+        cache.put(
+            key,
+            CachedJudgment(
+                None,
+                "",
+                False,
+                verdict.model_returned,
+                _usage_dict(verdict.usage),
+                verdict.cost_usd,
+                verdict.latency_s,
+                payload=verdict.payload(),
+            ),
+            "list",
+        )
+    return verdict, False
+
+
+def judge_query(
+    judge: Judge,
+    query: Query,
+    answer: SearchAnswer,
+    protocol: ProtocolSettings = ProtocolSettings(),
+    cache: JudgmentCache | None = None,
+    human: Mapping[str, int] | None = None,
+    log: Log = _quiet,
+) -> QueryJudgment:
+    """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
+    chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
+    one list-level call (cached like the labels). Scores (``label_scores.query_scores``): relevance
+    and ranking from the labels, coverage and snippetQuality from the list-level verdict, overall their
+    weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
+    on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
+    are labelled (how misleading they are) but it gets no scores. ``human``: ``{source: grade}`` of
+    imported human labels for this query. Raises what :func:`label_documents` raises."""
+    tally = Tally()
+    hits = answer.results
+    shown_from = ["chunk" if h.text else "snippet" for h in hits]
+    docs = [render_document(h.source, h.anchor, h.text or h.snippet) for h in hits]
+    grades = [(human or {}).get(h.source) for h in hits]
+    labels = label_documents(
+        judge,
+        query.query,
+        query.queryIntent,
+        docs,
+        mode=protocol.mode,
+        trials=protocol.trials,
+        cache=cache,
+        seed=protocol.seed,
+        query_id=query.id,
+        human=grades,
+        tally=tally,
+        log=log,
+    )
+    disagreements = expected_source_disagreements([(h.source, o.label) for h, o in zip(hits, labels)], query.expectedSources)
+    if query.queryType == "off-topic":
+        abstained = not answer.confident or not hits
+        return QueryJudgment(labels, shown_from, None, {}, [] if abstained else [OFF_TOPIC_ANSWERED], None, disagreements, tally)
+    if not hits:
+        zero = {"relevance": 0.0, "ranking": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
+        analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
+        return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally)
+    items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
+    verdict, list_cached = list_verdict(judge, query, items, cache, tally, log)
+    scores = query_scores(
+        [o.label for o in labels],
+        {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},
+        verdict.holistic,
+        protocol.weights,
+    )
+    return QueryJudgment(labels, shown_from, scores, dict(verdict.analysis), list(verdict.suggestions), list_cached, disagreements, tally)

@@ -1,0 +1,254 @@
+"""Phase two's LLM judge under the label-first protocol (issue 14): single judge calls, validated.
+
+:class:`LLMJudge` answers the three calls of :mod:`judge_runner.judging.requests` (``record_label``,
+``record_labels``, ``record_list_verdict``) through :func:`ask`, the one re-ask loop: a reply that fails
+its schema (counts and ids pinned) is re-asked up to MAX_REASKS times with what was wrong; a reply cut
+off by max_tokens is retried once with twice the limit. Caching, trials and scores are
+:mod:`judge_runner.judging.labelling`'s. ``overall`` is the weighted mean of the four dimensions
+(:func:`overall_score`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge_runner.core.models import DIMENSIONS
+from judge_runner.judging.fence import RenderedDocument
+from judge_runner.judging.labelling import LabelReply, ListVerdict
+from judge_runner.judging.requests import (
+    JudgeRequest,
+    ListItem,
+    batched_request,
+    labels_in_search_order,
+    list_request,
+    pointwise_request,
+    reply_problems,
+)
+from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
+from judge_runner.llm.errors import InvalidOutputError, RefusalError, TruncatedError
+from judge_runner.llm.pricing import Usage, add_cost
+
+SNIPPET_CHARS_SHOWN = 500
+"""Most characters of a result's snippet kept in the run file (what the list-level call is shown is
+the search's snippet, fenced; labels are given on the best chunk's text, ``fence.SHOWN_TEXT_CAP``)."""
+MAX_REASKS = 2
+JUDGE_MAX_TOKENS = 4096
+LABEL_MAX_TOKENS = 1024
+DEFAULT_WEIGHTS = {d: 1.0 for d in DIMENSIONS}
+TOOL_DESCRIPTIONS = {
+    "record_label": "Record the grade of this document.",
+    "record_labels": "Record the grade of every document shown.",
+    "record_list_verdict": "Record the verdict on this list of labelled results.",
+}
+
+
+def overall_score(scores: dict[str, float], weights: dict[str, float] | None = None) -> float:
+    """Weighted mean of the four dimensions (equal weights by default). Raises ValueError when the
+    weights are negative or sum to zero."""
+    weights = weights or DEFAULT_WEIGHTS
+    if any(weights.get(d, 0.0) < 0 for d in DIMENSIONS):
+        raise ValueError("dimension weights must be >= 0")
+    total = sum(weights.get(d, 0.0) for d in DIMENSIONS)
+    if total <= 0:
+        raise ValueError("dimension weights must not all be zero")
+    return round(sum(scores[d] * weights.get(d, 0.0) for d in DIMENSIONS) / total, 6)
+
+
+def parse_json_reply(text: str) -> tuple[object, list[str]]:
+    """Parse a JSON object from a text reply, recovering only where it is safe: one outer markdown
+    fence, or prose around exactly one JSON object. Returns ``(data, recoveries)``; raises ValueError
+    when no single object can be read."""
+    stripped = text.strip()
+    try:
+        return json.loads(stripped), []
+    except json.JSONDecodeError as exc:
+        first = exc  # kept with its position: "Expecting value: line 1 column 13 (char 12)"
+    fence = re.fullmatch(r"```(?:json)?\s*\n(.*)\n\s*```", stripped, re.DOTALL)
+    if fence:
+        try:
+            return json.loads(fence.group(1)), ["stripped code fence"]
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"fenced reply is not valid JSON: {exc}") from None
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start != -1 and end > start:
+        try:
+            data = json.loads(stripped[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"reply is not valid JSON: {exc}") from None
+        return data, ["removed prose around the JSON object"]
+    raise ValueError(f"reply contains no JSON object ({first})" if stripped else "reply contains no JSON object (it is empty)")
+
+
+@dataclass
+class Answer:
+    """A validated reply to one :class:`~judge_runner.judging.requests.JudgeRequest`: the tool input
+    (``data``), usage over every attempt and re-ask, USD (None if unknown), HTTP requests made, the
+    recoveries applied to the raw reply (e.g. ``"stripped code fence"``), the model id the API returned,
+    and seconds the call took."""
+
+    data: dict[str, Any]
+    usage: Usage
+    cost_usd: float | None
+    attempts: int
+    recoveries: list[str] = field(default_factory=list)
+    model_returned: str | None = None
+    latency_s: float = 0.0
+
+
+def ask(
+    provider: ChatProvider,
+    request: JudgeRequest,
+    sampling: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = lambda m: None,
+    max_tokens: int = JUDGE_MAX_TOKENS,
+    what: str = "judgment",
+) -> Answer:
+    """Send ``request`` through its forced tool and return a reply that passes
+    :func:`judge_requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
+
+    A reply that fails validation is re-asked up to MAX_REASKS times with what was wrong; a reply cut
+    off by max_tokens is retried once with twice the limit. Raises InvalidOutputError, TruncatedError,
+    RefusalError or any transport LLMError (with ``usage``/``cost_usd`` of what was spent on an invalid
+    output). The raw invalid reply goes to ``log`` (never the API key)."""
+    tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
+    turns = [Turn("user", text=request.user)]
+    usage, attempts = Usage(), 0
+    cost: float | None = 0.0
+    truncated_once = False
+    reasks = 0
+    started = time.monotonic()
+    while True:
+        reply = provider.complete(
+            request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True, sampling=sampling
+        )
+        usage = usage + reply.usage
+        cost = add_cost(cost, reply.cost_usd)
+        attempts += reply.attempts
+        if reply.stop == "refusal":
+            raise RefusalError(f"the judge refused: {reply.text[:200]}", attempts)
+        if reply.stop == "max_tokens":
+            if truncated_once:
+                raise TruncatedError(f"the {what} was cut off at {max_tokens} output tokens twice", attempts)
+            truncated_once, max_tokens = True, max_tokens * 2
+            continue
+        recoveries: list[str] = []
+        use = next((u for u in reply.tool_uses if u.name == tool.name), None)
+        data: object
+        if use is not None:
+            data, raw = use.input, json.dumps(use.input)
+        else:
+            raw = reply.text
+            try:
+                data, recoveries = parse_json_reply(reply.text)
+            except ValueError as exc:
+                data, recoveries = None, [str(exc)]
+        problems = reply_problems(data, request) if data is not None else recoveries
+        if not problems and isinstance(data, dict):
+            return Answer(data, usage, cost, attempts, recoveries, reply.model or None, round(time.monotonic() - started, 3))
+        log(f"invalid {what}: {'; '.join(problems[:3])}\nraw reply: {raw[:2000]}")
+        reasks += 1
+        if reasks > MAX_REASKS:
+            error = InvalidOutputError(f"{what} failed validation: " + "; ".join(problems[:3]), attempts)
+            error.usage, error.cost_usd = usage, cost  # type: ignore[attr-defined]
+            raise error
+        turns.append(Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses))
+        feedback = "Your reply was invalid:\n" + "\n".join(problems) + f"\nCall {tool.name} again with a valid reply."
+        if reply.tool_uses:
+            turns.append(Turn("user", tool_results=[ToolResult(u.id, feedback, True) for u in reply.tool_uses]))
+        else:
+            turns.append(Turn("user", text=feedback))
+
+
+class LLMJudge:
+    """The :class:`~judge_runner.app.roles.Judge` of an LLM: each call one :func:`ask` of ``provider``.
+    ``name`` and ``model`` are the provider's (recorded in the run file's provenance); ``batching`` is
+    the provider's :class:`~judge_runner.llm.batch.BatchCoordinator` in ``--batch`` mode (None otherwise:
+    the run loop and :mod:`judge_runner.judging.labelling` then make their calls concurrently so they share batches)."""
+
+    heuristic = False
+
+    def __init__(self, provider: ChatProvider):
+        self.provider = provider
+        self.name = provider.name
+        self.model = provider.model
+        self.batching = getattr(provider, "coordinator", None)
+
+    def label_one(
+        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
+    ) -> LabelReply:
+        """Pointwise: one ``record_label`` call for one fenced document."""
+        a = ask(self.provider, pointwise_request(query, intent, document), sampling, log, LABEL_MAX_TOKENS, "label")
+        return LabelReply(
+            a.data["relevance"],
+            a.data["reason"],
+            a.data["injectionSuspected"],
+            a.model_returned,
+            a.usage,
+            a.cost_usd,
+            a.latency_s,
+            a.attempts,
+            tuple(a.recoveries),
+        )
+
+    def label_batch(
+        self,
+        query: str,
+        intent: str,
+        documents: Sequence[RenderedDocument],
+        order: Sequence[int],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = lambda m: None,
+    ) -> list[LabelReply]:
+        """Batched: one ``record_labels`` call, documents shown in ``order`` with ids D1..DN; the labels
+        come back in the documents' own order, the call's cost on the first."""
+        request = batched_request(query, intent, documents, order)
+        a = ask(self.provider, request, sampling, log, JUDGE_MAX_TOKENS, "labels")
+        out = []
+        for k, item in enumerate(labels_in_search_order(a.data, request)):
+            paid = k == 0
+            out.append(
+                LabelReply(
+                    item["relevance"],
+                    item["reason"],
+                    item["injectionSuspected"],
+                    a.model_returned,
+                    a.usage if paid else Usage(),
+                    a.cost_usd if paid else 0.0,
+                    a.latency_s if paid else 0.0,
+                    a.attempts if paid else 0,
+                    tuple(a.recoveries) if paid else (),
+                    item["shownAs"],
+                )
+            )
+        return out
+
+    def list_verdict(
+        self,
+        query: str,
+        intent: str,
+        expected_sources: Sequence[str],
+        items: Sequence[ListItem],
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = lambda m: None,
+    ) -> ListVerdict:
+        """One ``record_list_verdict`` call on the labelled results."""
+        a = ask(self.provider, list_request(query, intent, expected_sources, items), sampling, log, JUDGE_MAX_TOKENS, "list verdict")
+        d = a.data
+        return ListVerdict(
+            float(d["scores"]["coverage"]),
+            float(d["scores"]["snippetQuality"]),
+            d["holistic"],
+            d["analysis"],
+            d["suggestions"],
+            a.model_returned,
+            a.usage,
+            a.cost_usd,
+            a.latency_s,
+            a.attempts,
+            tuple(a.recoveries),
+        )

@@ -1,0 +1,298 @@
+"""qrels in and out (issue 14, item 6): the judge's labels pooled over runs and written as TREC qrels;
+human qrels read from TREC files and stored, taking precedence over the judge's.
+
+A TREC qrels line is ``qid 0 docid grade`` (the second field, "iteration", is always 0), fields split
+on whitespace, so query ids and document ids are written through :func:`encode_docid`.
+
+Pooling (:func:`pool_qrels`), for each (qid, docid) seen in the runs given:
+
+1. a human label, when one was imported for that pair, wins;
+2. otherwise the judge's labels: within one run a document returned several times (several chunks)
+   counts with its best label, as in the run's own metrics (``metrics.query_metrics``); across runs
+   the MEDIAN of the runs' labels, the lower middle one on a tie (``label_scores.median_label``).
+   The median, not the latest, so the export does not depend on the order the runs are listed in or
+   on which run happened last, and one odd run cannot move a label by itself. Pool runs of ONE judge
+   fingerprint: labels of different judges are not the same measurement;
+3. otherwise, an expected source of the query that nobody labelled gets grade 3, as in the run's own
+   metrics (DESIGN.md, JSONL contract), so nDCG@10 over the export equals the run's.
+
+Human qrels also bring the pairs they label that no run returned (a qid must be in some run to be
+exported), since judged-relevant documents the search missed lower the ideal DCG.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import unquote
+
+from judge_runner.judging.scores import median_label
+
+QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class QrelsError(ValueError):
+    """A qrels file or the runs to pool are malformed or contradict each other; the message names the
+    file and line, or the query."""
+
+
+def encode_docid(docid: str) -> str:
+    """A document id (or query id) safe for a whitespace-separated TREC file: ``%`` and every
+    whitespace character (``str.isspace``: spaces, tabs, newlines, NBSP, ideographic space...) and
+    every control character become ``%XX`` escapes of their UTF-8 bytes; everything else is kept.
+    ``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``. Reversed by :func:`decode_docid`.
+
+    The encoding is :func:`judge_runner.search.trec.encode_id`, the one the search's TREC run files use,
+    so ``qid``/``docid`` pairs match between a run and these qrels. Raises ValueError on an empty id.
+    """
+    from judge_runner.search.trec import encode_id
+
+    if not docid:
+        raise ValueError("an empty document or query id cannot be written to a TREC file")
+    return encode_id(docid)
+
+
+def decode_docid(encoded: str) -> str:
+    """Inverse of :func:`encode_docid`. Raises ValueError when an escape is malformed (``%`` not followed by
+    two hex digits, or bytes that are not UTF-8)."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", encoded):
+        raise ValueError(f"malformed %-escape in {encoded!r}")
+    try:
+        return unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"%-escapes in {encoded!r} are not UTF-8") from None
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """One query's labels from one run: ``labels`` as ``(docid, grade 0-3)`` per returned result in
+    rank order (docid = the result's source), and the query's expected sources."""
+
+    run_id: str
+    query_id: str
+    query: str
+    labels: Sequence[tuple[str, int]]
+    expected_sources: Sequence[str] = ()
+
+
+def labels_from_evaluation(run_id: str, line: Mapping) -> RunLabels:
+    """:class:`RunLabels` from one ``evaluation`` line of a run file (format versions 1 and 2:
+    ``queryId``, ``query``, ``expectedSources``, ``results[{source, relevance}]``). Raises QrelsError
+    when a field is missing or a label is not 0-3."""
+    try:
+        labels = [(str(r["source"]), int(r["relevance"])) for r in line.get("results") or []]
+        item = RunLabels(run_id, str(line["queryId"]), str(line["query"]), labels, tuple(line.get("expectedSources") or ()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise QrelsError(f"run {run_id}: an evaluation line lacks {exc}") from None
+    if any(not 0 <= g <= 3 for _, g in labels):
+        raise QrelsError(f"run {run_id}, query {item.query_id}: labels must be 0-3")
+    return item
+
+
+@dataclass
+class PooledQrels:
+    """``qrels``: ``{qid: {docid: grade}}``; ``origin``: ``{(qid, docid): "human" | "judge" | "expected"}``;
+    ``counts``: how many exported pairs came from each origin; ``runs``: the run ids pooled."""
+
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    origin: dict[tuple[str, str], str] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"human": 0, "judge": 0, "expected": 0}
+        for kind in self.origin.values():
+            out[kind] += 1
+        return out
+
+
+def pool_qrels(runs: Iterable[RunLabels], human: Mapping[tuple[str, str], int] | None = None) -> PooledQrels:
+    """Pool the judge's labels of several runs into one set of qrels, human labels first (see the
+    module docstring for the rules). ``human``: ``{(qid, docid): grade}`` (from :func:`human_labels`).
+    Raises QrelsError when one query id stands for two different query texts across the runs (two
+    query sets numbered alike), since their labels cannot be pooled."""
+    human = dict(human or {})
+    texts: dict[str, tuple[str, str]] = {}
+    per_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
+    expected: dict[str, set[str]] = defaultdict(set)
+    pooled = PooledQrels()
+    for item in runs:
+        seen = texts.setdefault(item.query_id, (item.query, item.run_id))
+        if seen[0] != item.query:
+            raise QrelsError(
+                f"query id {item.query_id} is {seen[0]!r} in run {seen[1]} but {item.query!r} in run {item.run_id}; "
+                "pool runs of one query set"
+            )
+        if item.run_id not in pooled.runs:
+            pooled.runs.append(item.run_id)
+        best: dict[str, int] = {}
+        for docid, grade in item.labels:
+            best[docid] = max(best.get(docid, 0), int(grade))
+        for docid, grade in best.items():
+            per_pair[(item.query_id, docid)].append(grade)
+        expected[item.query_id].update(item.expected_sources)
+    for qid in texts:
+        pooled.qrels[qid] = {}
+    for (qid, docid), grade in human.items():
+        if qid in texts:
+            pooled.qrels[qid][docid] = int(grade)
+            pooled.origin[(qid, docid)] = "human"
+    for (qid, docid), grades in per_pair.items():
+        if (qid, docid) not in pooled.origin:
+            pooled.qrels[qid][docid] = median_label(grades)
+            pooled.origin[(qid, docid)] = "judge"
+    for qid, sources in expected.items():
+        for docid in sources:
+            if (qid, docid) not in pooled.origin:
+                pooled.qrels[qid][docid] = 3
+                pooled.origin[(qid, docid)] = "expected"
+    return pooled
+
+
+def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: TextIO) -> int:
+    """Write ``qid 0 docid grade`` lines, sorted by qid then docid, ids through :func:`encode_docid`.
+    Returns the number of lines written."""
+    n = 0
+    for qid in sorted(qrels):
+        for docid in sorted(qrels[qid]):
+            out.write(f"{encode_docid(qid)} 0 {encode_docid(docid)} {int(qrels[qid][docid])}\n")
+            n += 1
+    return n
+
+
+def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
+    """``(qid, docid, grade)`` from a TREC qrels file (``qid iter docid grade`` per line, whitespace
+    separated; blank lines skipped), ids decoded with :func:`decode_docid`. Grades are kept as given
+    (any integer). Raises QrelsError naming the line for a line with other than 4 fields, a grade that
+    is not an integer, a malformed escape, or the same (qid, docid) twice with different grades; and
+    for a missing or undecodable file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QrelsError(f"cannot read qrels file {path}: {exc}") from None
+    rows: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 4:
+            raise QrelsError(f"{path}:{number}: expected 'qid iter docid grade', got {len(fields)} fields")
+        if not re.fullmatch(r"[-+]?\d+", fields[3]):
+            raise QrelsError(f"{path}:{number}: grade {fields[3]!r} is not an integer")
+        grade = int(fields[3])
+        try:
+            qid, docid = decode_docid(fields[0]), decode_docid(fields[2])
+        except ValueError as exc:
+            raise QrelsError(f"{path}:{number}: {exc}") from None
+        if rows.get((qid, docid), grade) != grade:
+            raise QrelsError(f"{path}:{number}: {qid} {docid} is graded twice, {rows[(qid, docid)]} and {grade}")
+        rows[(qid, docid)] = grade
+    if not rows:
+        raise QrelsError(f"{path} holds no qrels lines")
+    return [(q, d, g) for (q, d), g in rows.items()]
+
+
+def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
+    """Read a TREC qrels file and store it in the judgment cache (``cache``: a
+    :class:`judgment_cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
+    at most 64), replacing an earlier import of that name. ``rescale`` maps grades onto the 0-3 scale
+    when the file uses another (e.g. ``{1: 3}`` for binary qrels such as SciFact's); grades it does not
+    mention are kept. Returns the number of labels stored. Raises QrelsError (nothing stored) on a bad
+    name, file, or a grade outside 0-3 after rescaling."""
+    if not QRELS_NAME_RE.fullmatch(name or ""):
+        raise QrelsError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    rows = read_trec_qrels(path)
+    rescale = dict(rescale or {})
+    mapped = [(q, d, rescale.get(g, g)) for q, d, g in rows]
+    bad = [(q, d, g) for q, d, g in mapped if not 0 <= g <= 3]
+    if bad:
+        q, d, g = bad[0]
+        raise QrelsError(f"{path}: grade {g} of {q} {d} is outside 0-3 ({len(bad)} such); pass a rescale mapping")
+    return cache.replace_human_qrels(name, mapped)
+
+
+def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
+    """``{(qid, docid): grade}`` of the stored human qrels. With several names, the earlier name in
+    ``names`` wins on a pair both label (default: every stored set, in alphabetical order)."""
+    rows = cache.human_qrels(names)
+    order = list(names) if names is not None else sorted({r[0] for r in rows})
+    rank = {n: i for i, n in enumerate(order)}
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for name, qid, docid, grade in rows:
+        current = out.get((qid, docid))
+        if current is None or rank[name] < current[0]:
+            out[(qid, docid)] = (rank[name], grade)
+    return {pair: grade for pair, (_, grade) in out.items()}
+
+
+def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
+    :func:`pool_qrels`), with ir-measures and the conventions of ``metrics.query_metrics``: a source
+    returned twice counts once, at its best rank. ``ranked``: ``{qid: [source, ...]}`` best first.
+    Returns ``{qid: {"nDCG@10": x, "RR(rel=2)": y}}`` (ir-measures' names, :data:`metrics.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade
+    above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
+    import ir_measures
+
+    from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
+
+    out: dict[str, dict[str, float]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for qid, sources in ranked.items():
+        if not any(g > 0 for g in (qrels.get(qid) or {}).values()):
+            continue
+        out[qid] = {NDCG10_NAME: 0.0, RR_NAME: 0.0}
+        scores: dict[str, float] = {}
+        for i, source in enumerate(sources):
+            scores.setdefault(source, float(len(sources) - i))
+        if scores:
+            run[qid] = scores
+    if run:
+        wanted = {q: dict(qrels[q]) for q in run}
+        for metric in ir_measures.iter_calc([NDCG10, RR2], wanted, run):
+            name = NDCG10_NAME if metric.measure == NDCG10 else RR_NAME
+            out[metric.query_id][name] = round(float(metric.value), 6)
+    return out
+
+
+def run_judge_key(run) -> str:
+    """The comparability key of a run file (:class:`judge_runner.runs.read.RunFile`): its judge fingerprint
+    plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
+    from judge_runner.judging.fingerprint import comparability_key, legacy_key
+
+    provenance = run.provenance
+    if provenance is not None and provenance.judgeFingerprint:
+        returned = run.summary.judgeReturnedModels if run.summary is not None else []
+        return comparability_key(provenance.judgeFingerprint, returned)
+    return legacy_key(provenance.model_dump(by_alias=True) if provenance is not None else {})
+
+
+def export_qrels(
+    paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None, mixed_judges: bool = False
+) -> PooledQrels:
+    """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
+    sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
+    run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
+    fingerprints, whose labels are not one measurement."""
+    from judge_runner.runs.read import read_run_file
+
+    items: list[RunLabels] = []
+    keys: dict[str, str] = {}
+    for path in paths:
+        run = read_run_file(Path(path))
+        if not run.is_run or not run.evaluations:
+            raise QrelsError(f"{path} is not a run file with judged queries")
+        keys[run.run_id] = run_judge_key(run)
+        items += [labels_from_evaluation(run.run_id, ev.line()) for ev in run.evaluations]
+    if len(set(keys.values())) > 1 and not mixed_judges:
+        raise QrelsError(
+            "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
+            "judge, or pass --mixed-judges"
+        )
+    pooled = pool_qrels(items, human_labels(cache, names) if cache is not None else None)
+    write_trec_qrels(pooled.qrels, out)
+    return pooled

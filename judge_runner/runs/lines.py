@@ -1,0 +1,538 @@
+"""The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``batch``, ``summary``.
+
+One model per line type of DESIGN.md's JSONL contract, with the camelCase field names written since
+the first run file. The writers (``evaluate.evaluation_line``, ``error_line``, ``provenance``,
+``results.build_summary``) build these models and serialise them by alias; the reader
+(:mod:`judge_runner.runs.read`) validates every line it reads into them; ``schemas/{run_start,
+evaluation,error,batch,summary}.schema.json`` are generated from them (:func:`json_schemas`,
+``python -m judge_runner.runs.lines schemas/``) and a test proves the committed files are current.
+
+Two sides of one contract:
+- **written**: the writer always writes every declared field, so the generated schemas (serialisation
+  mode, defaults required) list them all as required; fields written only sometimes
+  (``judgeRecoveries``, ``qualityGate``, ``resumedFrom``, ``resumedAt``, the summary's ``batch`` block
+  of a ``--batch`` run) are extra fields;
+- **read**: every field but ``type`` has a default, so older or minimal files still validate, and
+  unknown fields are kept (``extra="allow"``), so nothing written is lost. A score or metric value the
+  reader could not trust is ``None`` (unscored); the schemas describe what is written (a number in
+  [0, 1]), not that reader's mark.
+
+``formatVersion`` (in ``run_start``) is :data:`FORMAT_VERSION`; a file without it is version 1.
+Metric keys are ir-measures' names (:data:`judge_runner.measures.ir.METRIC_NAMES`); the older keys
+(``Recall@10``, ``RR``) are mapped on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator
+
+from judge_runner.core.models import DIMENSIONS, QueryType, SearchMode
+from judge_runner.llm.registry import PROVIDER_NAMES
+from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
+
+FORMAT_VERSION = 2
+"""2: the label-first judge (issue 14): per-result reasons, flags, cache and trial fields, judge fingerprint,
+null scores for off-topic queries. Readers accept 1 and 2."""
+SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
+LINE_TYPES = ("run_start", "evaluation", "error", "batch", "summary")
+SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeRelevance", "judgeRanking", "judgeOverall")
+
+_UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
+# a value in [0, 1]; None only where the reader found no value it could trust (never written)
+Unit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema(_UNIT_SCHEMA)]
+# a score that is null for an off-topic query (scored on abstention, format version 2)
+MaybeUnit = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
+# a metric value: None is written for R@10 when a query has no expected sources
+MetricValue = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False), WithJsonSchema({"anyOf": [_UNIT_SCHEMA, {"type": "null"}]})]
+_METRICS_SCHEMA = {
+    "type": "object",
+    "required": list(METRIC_NAMES),
+    "additionalProperties": {"anyOf": [_UNIT_SCHEMA, {"type": "null"}]},
+    "description": "ir-measures names (str(measure)). R@10 is null when the query has no expected sources.",
+}
+
+
+class _Line(BaseModel):
+    """Fields every line has. Unknown fields are kept (``extra="allow"``)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    type: str  # each line type narrows it to its Literal (declared here so that it is written first)
+    runId: str = ""
+    timestamp: str = Field(default="", json_schema_extra={"format": "date-time"})
+
+    def line(self) -> dict[str, Any]:
+        """The line as written: a JSON-ready dict by alias, extra fields after the declared ones."""
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _metrics_by_name(value: Any) -> Any:
+    """Map the metric keys of older files to ir-measures' names (``Recall@10`` -> ``R@10``)."""
+    if isinstance(value, dict):
+        return {canonical_metric_name(str(k)): v for k, v in value.items()}
+    return value
+
+
+# -- run_start -------------------------------------------------------------------------------------
+
+
+class Provenance(BaseModel):
+    """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``. Written only
+    sometimes (an extra field): ``searchSystems``, the systems judged when not only the built-in search
+    (external adapters, run files, compare runs), each ``{name, kind, ...}`` as the adapter describes
+    itself, never a secret."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    # the schema's enum is the provider registry's names (what is written); the reader also accepts
+    # 'legacy' for adapted old files, so the Python type stays a plain string
+    provider: Annotated[str, WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)})] = Field(
+        default="", description="Provider name (a registry name; 'legacy' for adapted old files)."
+    )
+    generatorModel: str | None = None
+    judgeModel: str | None = None
+    heuristicJudge: bool = Field(default=False, description="True for the offline provider: scores come from a heuristic, not an LLM.")
+    promptSha256: dict[str, str] = Field(default_factory=dict, description="sha256 (hex) of each prompt template, by file name.")
+    querySetSha256: str = ""
+    corpusFingerprint: str = ""
+    searchConfig: dict[str, Any] = Field(default_factory=dict)
+    judgeRunnerVersion: str = ""
+    judgeFingerprint: dict[str, Any] | None = Field(
+        default=None,
+        description="Format 2: provider, requested model, judge mode, "
+        "trials, sampling sent, prompt and schema sha256, render version "
+        "(judge_fingerprint.JudgeFingerprint); trend compares only runs whose "
+        "fingerprints (plus the returned model ids) are equal.",
+    )
+    judgeIsGenerator: bool = Field(default=False, description="True when the model that wrote the queries also judges them (circularity).")
+
+
+class RunStartLine(_Line):
+    """First line of a run file: when, with what configuration, under which judge."""
+
+    model_config = ConfigDict(title="RunStartLine")
+
+    type: Literal["run_start"] = "run_start"
+    formatVersion: int = Field(
+        default=1, ge=1, description="Run-file format (written: FORMAT_VERSION); files written before it existed are 1."
+    )
+    config: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance | None = None
+    queriesGenerated: int | None = Field(default=None, ge=0, description="Queries phase one returned (null when the set came from a file).")
+    queriesDropped: int = Field(default=0, ge=0, description="Queries phase one dropped, e.g. because an expected source does not exist.")
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+
+
+class Scores(BaseModel):
+    """The four dimensions, ``overall`` (computed by code from the configured weights) and the
+    list-level call's own holistic figures ``judgeRelevance``, ``judgeRanking``, ``judgeOverall``; each
+    in [0, 1]. Format 2: relevance and ranking are computed from the labels
+    (:mod:`judge_runner.judging.scores`); every score is null for an off-topic query."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    relevance: MaybeUnit = None
+    ranking: MaybeUnit = None
+    coverage: MaybeUnit = None
+    snippetQuality: MaybeUnit = None
+    overall: MaybeUnit = None
+    judgeRelevance: MaybeUnit = None
+    judgeRanking: MaybeUnit = None
+    judgeOverall: MaybeUnit = None
+
+
+class ResultLabel(BaseModel):
+    """One returned result as the judge labelled it (0-3, TREC/UMBRELA scale); ``relevant`` is grade >= 2."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    rank: int = Field(ge=1)
+    source: str
+    anchor: str | None = None
+    score: float
+    relevance: Literal[0, 1, 2, 3]
+    relevant: bool
+    reason: str = ""
+    injectionSuspected: bool = Field(
+        default=False, description="The code's detector or the judge flagged text addressed to the judge; never raises a label."
+    )
+    cached: bool = Field(default=False, description="Every trial's label came from the judgment cache (no call, no cost).")
+    labelOrigin: Literal["judge", "human"] = Field(default="judge", description="human: an imported human label, which wins.")
+    trialLabels: list[int] = Field(default_factory=list, description="The label of each trial; relevance is their median (lower middle).")
+    labelSpread: int = Field(default=0, ge=0, le=3, description="Highest minus lowest trial label.")
+    shownAs: list[str] = Field(default_factory=list, description="Batched mode: the local id the result had in each trial.")
+    shownFrom: Literal["chunk", "snippet"] = Field(
+        default="chunk", description="What the label was given on: the best chunk's text, or the snippet."
+    )
+    shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
+    truncated: bool = False
+
+
+class EvaluationUsage(BaseModel):
+    """Tokens and cost of judging one query (cost None when the model's price is unknown, never 0)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    inputTokens: int = Field(ge=0)
+    outputTokens: int = Field(ge=0)
+    costUsd: float | None = Field(default=None, ge=0, description="Null when the model's price is unknown (never shown as 0).")
+    calls: int = Field(default=0, ge=0, description="Judge requests made for this query (0 in files written before it was recorded).")
+
+
+class EvaluationLine(_Line):
+    """One judged query, written and flushed as soon as it is judged."""
+
+    model_config = ConfigDict(title="EvaluationLine")
+
+    type: Literal["evaluation"] = "evaluation"
+    queryId: str = ""
+    query: str = ""
+    queryIntent: str = ""
+    # read as plain text (an older or newer file may hold another value); written from the Literal types
+    queryType: Annotated[str, WithJsonSchema({"enum": list(get_args(QueryType))})] = ""
+    expectedSources: list[str] = Field(default_factory=list)
+    searchMode: Annotated[str, WithJsonSchema({"enum": list(get_args(SearchMode))})] = ""
+    resultCount: int = Field(default=0, ge=0)
+    confident: bool = True
+    latencyMs: float = Field(default=0.0, ge=0)
+    scores: Scores = Field(default_factory=Scores)
+    analysis: dict[str, str] = Field(default_factory=dict)
+    suggestions: list[str] = Field(default_factory=list)
+    results: list[ResultLabel] = Field(default_factory=list)
+    metrics: Annotated[dict[str, MetricValue] | None, WithJsonSchema({"anyOf": [{"type": "null"}, _METRICS_SCHEMA]})] = Field(
+        default=None, description="Null for an off-topic query."
+    )
+    abstained: bool | None = Field(
+        default=None,
+        description="Off-topic queries only: true when the search returned nothing or "
+        "said it was not confident. Null for other query types.",
+    )
+    usage: EvaluationUsage | None = None
+    labelsCached: int = Field(default=0, ge=0, description="Trial labels taken from the judgment cache.")
+    labelsJudged: int = Field(default=0, ge=0, description="Trial labels paid for by a judge call in this run.")
+    humanLabels: int = Field(default=0, ge=0, description="Results whose label is an imported human label.")
+    listCached: bool | None = Field(default=None, description="The list-level verdict came from the cache; null when none was needed.")
+    expectedSourceDisagreements: list[str] = Field(default_factory=list, description="Expected sources the judge labelled 0 or 1.")
+    judgeModelsReturned: list[str] = Field(default_factory=list, description="Model ids the API returned for this query's calls.")
+    system: str | None = Field(
+        default=None,
+        description="The search system this line is about (compare runs and external "
+        "searches: a name from provenance.searchSystems); null for the built-in search alone.",
+    )
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        return _metrics_by_name(value)
+
+    def value(self, column: str) -> float | None:
+        """A score (a dimension, ``overall``, ``judgeOverall``) or a metric (ir-measures name, or an older
+        key such as ``Recall@10``); None when the query has none or it was unscored."""
+        if column in SCORE_KEYS:
+            found = getattr(self.scores, column)
+        else:
+            found = (self.metrics or {}).get(canonical_metric_name(column))
+        return found if isinstance(found, float) else None
+
+
+# -- error -----------------------------------------------------------------------------------------
+
+
+class ErrorLine(_Line):
+    """A query that could not be searched or judged. Never scored, never averaged as zero."""
+
+    model_config = ConfigDict(title="ErrorLine")
+
+    type: Literal["error"] = "error"
+    queryId: str = ""
+    query: str = ""
+    stage: Literal["search", "judge"] | None = None
+    errorType: str = ""
+    message: str = ""
+    attempts: int = Field(default=0, ge=0)
+    system: str | None = Field(
+        default=None,
+        description="The search system this line is about (compare runs and external "
+        "searches: a name from provenance.searchSystems); null for the built-in search alone.",
+    )
+
+
+# -- batch ---------------------------------------------------------------------------------------
+
+
+class BatchLine(_Line):
+    """A batch of judge requests submitted to a provider's batch API (``--batch``), written the moment
+    the API returns its id, before any result is known. ``--resume`` reads these lines: a request whose
+    ``customIds`` entry is here takes that batch's result instead of being submitted again. Readers
+    that aggregate scores (trend, report) ignore these lines."""
+
+    model_config = ConfigDict(title="BatchLine")
+
+    type: Literal["batch"] = "batch"
+    batchId: str = Field(default="", description="The batch API's id (msgbatch_… for Anthropic, batch_… for OpenAI).")
+    provider: Annotated[str, WithJsonSchema({"type": "string", "enum": list(PROVIDER_NAMES)})] = Field(
+        default="", description="Provider whose batch API holds the batch."
+    )
+    requests: int = Field(default=0, ge=0, description="Requests in the batch.")
+    customIds: list[str] = Field(
+        default_factory=list,
+        description="custom_id of each request: a hash of the request body with the fence delimiter taken out "
+        "(judge_runner.llm.batch.custom_id), the same for the same call in another process.",
+    )
+
+
+# -- summary ---------------------------------------------------------------------------------------
+
+
+class Abstention(BaseModel):
+    """Off-topic queries evaluated, those the search abstained on, and on-topic queries answered without confidence."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    offTopic: int = Field(default=0, ge=0, description="Off-topic queries evaluated.")
+    correct: int = Field(default=0, ge=0, description="Off-topic queries on which the search abstained.")
+    falseAbstentions: int = Field(default=0, ge=0, description="On-topic queries on which the search said it was not confident.")
+    accuracy: float | None = Field(default=None, ge=0, le=1, description="correct / offTopic; null without off-topic queries.")
+    falseAbstentionRate: float | None = Field(
+        default=None, ge=0, le=1, description="falseAbstentions / on-topic queries; null without them."
+    )
+
+
+class Issue(BaseModel):
+    """A suggestion the judges made, grouped by wording, with the queries it was made on."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    issue: str
+    count: int = Field(ge=1)
+    queryIds: list[str]
+
+
+class RunUsage(BaseModel):
+    """Tokens and calls of the whole run (input tokens include cache writes and reads)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    inputTokens: int = Field(ge=0)
+    outputTokens: int = Field(ge=0)
+    calls: int = Field(ge=0)
+    cacheWriteTokens: int = Field(default=0, ge=0, description="Input tokens written to the provider's prompt cache (part of inputTokens).")
+    cacheReadTokens: int = Field(default=0, ge=0, description="Input tokens read from the provider's prompt cache (part of inputTokens).")
+
+
+class RunEstimate(BaseModel):
+    """What the run was estimated to cost at its start (``judge_runner.estimate.costs``, the figures ``--dry-run``
+    prints for the chosen judge), beside what it cost."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    calls: int = Field(ge=0, description="Judge calls the run was expected to make (labels in the judgment cache excluded).")
+    inputTokens: int = Field(ge=0, description="Estimated input tokens: JSON length of what the model reads / 4.")
+    outputTokens: int = Field(ge=0, description="Expected output tokens (a typical reply per call).")
+    costUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Expected USD in the run's own mode: the prompt cache read after each kind's first call, at batch prices "
+        "when batch is true; null when the price is unknown.",
+    )
+    worstCaseCostUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="USD in the run's mode if every call wrote its max_tokens (re-asks not included); null when the price is unknown.",
+    )
+    batch: bool = Field(default=False, description="The run sent its judge calls through a batch API (costUsd at batch prices).")
+    batchCostUsd: float | None = Field(
+        default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount), no prompt cache."
+    )
+    cachedCostUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Expected USD at standard prices with the tool schema and system prompt read from the prompt cache after "
+        "each kind's first call.",
+    )
+
+
+class SystemAverages(BaseModel):
+    """One system's figures in a compare run (averaged as the summary averages)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    name: str
+    evaluated: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    averageScores: dict[str, Unit] | None = None
+    averageMetrics: dict[str, Unit] | None = None
+
+
+class SystemDifference(BaseModel):
+    """A later system against the reference on one column: paired difference (system - reference) over
+    the queries both judged, 95% percentile bootstrap interval, and trend's minimum-effect verdict."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    system: str
+    against: str
+    column: str
+    kind: Literal["score", "metric"]
+    mean: float | None = None
+    referenceMean: float | None = None
+    delta: float | None = None
+    ci95: list[float | None] = Field(min_length=2, max_length=2)
+    n: int = Field(ge=0)
+    verdict: Literal["regression", "improvement", "within noise", "too few queries"]
+
+
+class ComparisonBlock(BaseModel):
+    """The summary's ``comparison`` in a run of several systems (judge_runner/compare.py)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    reference: str
+    minEffect: float = Field(ge=0)
+    systems: list[SystemAverages]
+    differences: list[SystemDifference]
+
+
+class SummaryLine(_Line):
+    """Last line of a run file, also written after Ctrl+C or a spent budget. Averages cover evaluated queries only."""
+
+    model_config = ConfigDict(title="SummaryLine")
+
+    type: Literal["summary"] = "summary"
+    totalQueries: int = Field(default=0, ge=0)
+    evaluated: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+    interrupted: bool = False
+    budgetExhausted: bool = False
+    stopReason: str | None = Field(
+        default=None,
+        description="Why the run stopped early (interrupted, budget_exhausted, spend_limit, "
+        "auth_error, phase one: <kind>); null when it ran to the end.",
+    )
+    heuristicJudge: bool = False
+    averageScores: dict[str, Unit] | None = Field(
+        default=None, description="Mean of each dimension over evaluated queries; null when none was."
+    )
+    averageMetrics: dict[str, Unit] | None = Field(
+        default=None,
+        description="Mean of each metric (ir-measures names) over the evaluated queries that have it (off-topic queries excluded).",
+    )
+    abstention: Abstention = Field(default_factory=Abstention)
+    topIssues: list[Issue] = Field(default_factory=list)
+    recommendedFocus: str | None = None
+    costUsd: float | None = Field(default=None, ge=0, description="Null when a model's price is unknown (never shown as 0).")
+    usage: RunUsage | None = None
+    cachedInputShare: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="usage.cacheReadTokens / usage.inputTokens: the share of input tokens read from the provider's prompt "
+        "cache; null without input tokens.",
+    )
+    cacheSavedUsd: float | None = Field(
+        default=None,
+        description="USD prompt caching saved: the cache reads at the input price minus at the cache-read price, minus the "
+        "cache writes' premium over the input price (negative when writes were not read back); null when costUsd is.",
+    )
+    judgedQueries: int = Field(
+        default=0,
+        ge=0,
+        description="Evaluated queries for which this run made at least one judge call (labelsJudged > 0 or listCached false); "
+        "a query labelled wholly from the judgment cache or human labels is evaluated but not judged.",
+    )
+    costPerJudgedQueryUsd: float | None = Field(
+        default=None,
+        ge=0,
+        description="The judge calls' cost (the evaluation lines' usage.costUsd) of the judged queries / judgedQueries, in USD; "
+        "null when no query was judged or a cost is unknown. Query writing (phase one) is not in it.",
+    )
+    durationS: float = Field(default=0.0, ge=0)
+    judgeMode: str | None = Field(default=None, description="pointwise or batched (format 2).")
+    trials: int = Field(default=1, ge=1)
+    trialsAlpha: float | None = Field(
+        default=None, ge=-1, le=1, description="Krippendorff's alpha (ordinal) between trials; null with one trial."
+    )
+    labelsCached: int = Field(default=0, ge=0)
+    labelsJudged: int = Field(default=0, ge=0)
+    humanLabels: int = Field(default=0, ge=0)
+    injectionSuspected: int = Field(default=0, ge=0, description="Results flagged as holding text addressed to the judge.")
+    expectedSourceDisagreements: int = Field(default=0, ge=0, description="Expected sources the judge labelled 0 or 1, over all queries.")
+    judgeReturnedModels: list[str] = Field(default_factory=list, description="Model ids the judge API returned during the run.")
+    judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
+    comparison: ComparisonBlock | None = Field(
+        default=None,
+        description="Compare runs only (several systems on one query set); the averages above are then the reference system's.",
+    )
+    estimate: RunEstimate | None = Field(
+        default=None,
+        description="The cost estimated at the start (LLM judge, built-in search); null for the heuristic judge and compare runs.",
+    )
+
+    @field_validator("averageMetrics", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        return _metrics_by_name(value)
+
+
+RunLine = Annotated[RunStartLine | EvaluationLine | ErrorLine | BatchLine | SummaryLine, Field(discriminator="type")]
+RUN_LINE = TypeAdapter(RunLine)
+MODELS: dict[str, type[_Line]] = {
+    "run_start": RunStartLine,
+    "evaluation": EvaluationLine,
+    "error": ErrorLine,
+    "batch": BatchLine,
+    "summary": SummaryLine,
+}
+
+
+def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The ``run_start`` line as written: ``fields`` (config, provenance, queriesGenerated,
+    queriesDropped, and extras such as resumedFrom; a ``timestamp`` among them wins) validated as a
+    :class:`RunStartLine` with ``formatVersion`` :data:`FORMAT_VERSION`, serialised by alias (fields
+    not given are not written). Raises pydantic.ValidationError for a field that breaks the contract."""
+    line = RunStartLine.model_validate(
+        {"type": "run_start", "runId": run_id, "timestamp": timestamp, "formatVersion": FORMAT_VERSION, **fields}
+    )
+    return line.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+
+def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLine | BatchLine | SummaryLine:
+    """Validate one decoded line by its ``type``. Raises pydantic.ValidationError (also for an unknown type)."""
+    return RUN_LINE.validate_python(data)
+
+
+# -- JSON Schemas ------------------------------------------------------------------------------------
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """``{file name: JSON Schema}`` of the line types, generated from the models in
+    serialisation mode (what the writer writes: every declared field present)."""
+    out = {}
+    for name, model in MODELS.items():
+        schema = model.model_json_schema(mode="serialization")
+        file_name = f"{name}.schema.json"
+        head = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_BASE_URL + file_name}
+        out[file_name] = {**head, **schema}
+    return out
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    """Write :func:`json_schemas` into ``folder`` (2-space JSON, trailing newline); returns the paths."""
+    paths = []
+    for file_name, schema in json_schemas().items():
+        path = Path(folder) / file_name
+        path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m judge_runner.runs.lines schemas/``
+    for written in write_schemas(Path(sys.argv[1] if len(sys.argv) > 1 else "schemas")):
+        print(f"wrote {written}")

@@ -1,0 +1,332 @@
+"""The one reader of run files: every consumer (trend, report, resume, prune, baseline) reads through here.
+
+:func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
+(:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run id the
+file with the most evaluations (a resumed run writes a second file; DESIGN.md). :func:`resume_state`
+and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
+
+What it tolerates and what it says (each warning names the file and the line):
+- lines split on ``\\n`` only (U+2028, U+0085 or a lone CR inside a string never break a line); a
+  trailing CR (CRLF files) and a UTF-8 BOM are accepted;
+- a torn last line (no final ``\\n``: a run still being written, or killed mid-write) is dropped
+  silently and marked in ``RunFile.torn_last_line``; a damaged line anywhere else (not JSON, not a
+  JSON object, not UTF-8) is dropped with a warning;
+- a score or metric value that is not a number in [0, 1] (a string, a bool, NaN, 92, a list, null
+  for a score) is unscored: set to None, kept out of every mean, with a warning; null is a normal
+  metric value (R@10 without expected sources, an off-topic query);
+- a field that does not fit its model (``"results": "junk"``) is dropped with a warning and the rest
+  of the line kept; a line of unknown ``type`` is skipped silently (a newer writer's line);
+- older formats are adapted: the original search-quality ``query_evaluation`` / ``run_summary`` lines
+  and bare ``{query, scores}`` lines (``legacy``), files without ``formatVersion`` (version 1), and
+  the older metric keys ``Recall@10`` / ``RR`` (mapped to ``R@10`` / ``RR(rel=2)``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from judge_runner.core.models import DIMENSIONS
+from judge_runner.measures.ir import canonical_metric_name
+from judge_runner.runs.lines import (
+    FORMAT_VERSION,
+    MODELS,
+    BatchLine,
+    ErrorLine,
+    EvaluationLine,
+    Provenance,
+    RunStartLine,
+    SummaryLine,
+)
+
+LEGACY_TYPES = ("query_evaluation", "run_summary")
+
+
+@dataclass
+class RunFile:
+    """One run file as read: typed lines, the reader's warnings (``"<file>:<line>: ..."``), and
+    whether it was written in the original search-quality format (``legacy``). ``batches``: the
+    ``batch`` lines of a ``--batch`` run (batch ids, for ``--resume``; no scores)."""
+
+    path: Path
+    run_start: RunStartLine | None = None
+    evaluations: list[EvaluationLine] = field(default_factory=list)
+    errors: list[ErrorLine] = field(default_factory=list)
+    summary: SummaryLine | None = None
+    warnings: list[str] = field(default_factory=list)
+    legacy: bool = False
+    batches: list[BatchLine] = field(default_factory=list)
+    torn_last_line: bool = False
+    recognised: bool = False
+
+    @property
+    def run_id(self) -> str:
+        """The run id: ``run_start``'s, else the first evaluation's, error's or summary's, else the file's stem."""
+        for line in (self.run_start, *self.evaluations, *self.errors, self.summary):
+            if line is not None and line.runId:
+                return line.runId
+        return self.path.stem
+
+    @property
+    def format_version(self) -> int:
+        """``formatVersion`` of ``run_start`` (files without one, or without ``run_start``, are version 1)."""
+        return self.run_start.formatVersion if self.run_start is not None else 1
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """``run_start``'s provenance; for a legacy file, one naming the judge model its summary gives."""
+        if self.run_start is not None and self.run_start.provenance is not None:
+            return self.run_start.provenance
+        if self.legacy:
+            model = (self.summary.model_extra or {}).get("model") if self.summary is not None else None
+            return Provenance(provider="legacy", judgeModel=model if isinstance(model, str) and model else "unknown")
+        return None
+
+    @property
+    def is_run(self) -> bool:
+        """A judge-runner run: a recognised line type, and something beyond a stray run_start or summary
+        (an evaluation, an error, or provenance)."""
+        return self.recognised and bool(self.evaluations or self.errors or self.provenance is not None)
+
+    @property
+    def timestamp(self) -> str:
+        """When the run started (``run_start``), else when it ended (summary), else the file's mtime (UTC ISO 8601)."""
+        if self.run_start is not None and self.run_start.timestamp:
+            return self.run_start.timestamp
+        if self.summary is not None and self.summary.timestamp:
+            return self.summary.timestamp
+        return datetime.fromtimestamp(self.path.stat().st_mtime, UTC).isoformat()
+
+
+# -- lines -------------------------------------------------------------------------------------------
+
+
+def iter_raw_lines(data: bytes) -> list[tuple[int, bytes, bool]]:
+    """``(line number from 1, bytes, terminated)`` for each line of ``data`` split on ``\\n`` only;
+    ``terminated`` is False for a last line without its ``\\n``."""
+    parts = data.split(b"\n")
+    out = [(i + 1, part, True) for i, part in enumerate(parts[:-1])]
+    if parts[-1]:
+        out.append((len(parts), parts[-1], False))
+    return out
+
+
+def decode_line(raw: bytes, first: bool) -> Any:
+    """One line's JSON value. Raises ValueError (UnicodeDecodeError or JSONDecodeError) when it is damaged."""
+    text = raw.decode("utf-8-sig" if first else "utf-8")
+    return json.loads(text)
+
+
+def _is_unit(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1
+
+
+_PLAIN = re.compile(r"[\w .,:;+\-@()/]{0,40}")
+
+
+def _short(value: Any) -> str:
+    """A value for a warning: numbers, booleans, null and short plain strings as JSON; anything else
+    (which may hold markup or a long text) only described, so a warning never carries it into a report."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value, allow_nan=True)
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return json.dumps(value, ensure_ascii=False)
+    kinds: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
+    kind = kinds.get(type(value), type(value).__name__)
+    return f"{kind} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, (str, list, dict)) else kind
+
+
+def _units(value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys=lambda k: k) -> dict[str, float | None] | None:
+    """A ``{name: value in [0, 1]}`` map with every other value set to None (unscored) and warned about."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        warnings.append(f"{where}: {name} is {_short(value)}, not an object; left unscored")
+        return None
+    out: dict[str, float | None] = {}
+    for key, item in value.items():
+        key = keys(str(key))
+        if item is None and null_ok:
+            out[key] = None
+        elif _is_unit(item):
+            out[key] = float(item)
+        else:
+            warnings.append(f"{where}: {name}.{key} = {_short(item)} is not a number in [0, 1]; left unscored")
+            out[key] = None
+    return out
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], where: str, warnings: list[str]) -> BaseModel | None:
+    """``model`` from ``data``; a field that does not fit is dropped with a warning and the rest kept.
+    None (with a warning) when the line cannot be read at all."""
+    data = dict(data)
+    for _ in range(len(data) + 1):
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            if not bad or "type" in bad or not bad <= set(data):
+                warnings.append(f"{where}: damaged {data.get('type')} line dropped ({exc.errors()[0]['msg']})")
+                return None
+            for name in sorted(bad):
+                warnings.append(f"{where}: field {name} = {_short(data.pop(name))} does not fit the run-file contract; dropped")
+    return None  # pragma: no cover - every pass removes a field
+
+
+def _legacy_evaluation(line: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation from the original search-quality format (``query_evaluation`` or a bare line)."""
+    scores = line.get("scores")
+    if isinstance(scores, dict) and "overall" not in scores and all(_is_unit(scores.get(d)) for d in DIMENSIONS):
+        scores = {**scores, "overall": sum(scores[d] for d in DIMENSIONS) / len(DIMENSIONS)}
+    query_id = line.get("queryId") or line.get("query_id") or line.get("id") or line.get("query")
+    return {**line, "type": "evaluation", "queryId": str(query_id), "scores": scores}
+
+
+def _adapt(line: dict[str, Any], where: str, warnings: list[str]) -> tuple[dict[str, Any] | None, bool]:
+    """``(line in today's shape, legacy)``, scores and metrics cleaned; None for a line that is not ours."""
+    kind = line.get("type")
+    legacy = False
+    if kind in LEGACY_TYPES or (kind is None and "scores" in line and "query" in line):
+        legacy = True
+        line = {**line, "type": "summary"} if kind == "run_summary" else _legacy_evaluation(line)
+        kind = line["type"]
+    if kind not in MODELS:
+        return None, False
+    if kind == "evaluation":
+        label = f"{where}: query {_short(line.get('queryId'))}"
+        # an off-topic query is scored on abstention, not on the dimensions: its scores are null (format 2)
+        off_topic = line.get("queryType") == "off-topic"
+        line = {**line, "scores": _units(line.get("scores"), "scores", label, warnings, null_ok=off_topic) or {}}
+        if "metrics" in line:
+            line["metrics"] = _units(line["metrics"], "metrics", label, warnings, null_ok=True, keys=canonical_metric_name)
+    elif kind == "summary":
+        for name, keys in (("averageScores", str), ("averageMetrics", canonical_metric_name)):
+            if name in line:
+                line = {**line, name: _units(line[name], name, where, warnings, null_ok=True, keys=keys)}
+    return line, legacy
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+
+def read_run_file(path: Path) -> RunFile:
+    """Read one run file into typed lines (see the module docstring for what is tolerated and warned
+    about). The first ``run_start`` and the last ``summary`` count; every evaluation and error is kept
+    in file order. Raises OSError when the file cannot be read."""
+    path = Path(path)
+    run = RunFile(path=path)
+    lines = iter_raw_lines(path.read_bytes())
+    for number, raw, terminated in lines:
+        if not raw.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            value = decode_line(raw, first=number == 1)
+        except ValueError as exc:
+            if not terminated:
+                run.torn_last_line = True  # a run being written, or killed mid-line: nothing to warn about
+            else:
+                run.warnings.append(f"{where}: damaged line dropped ({type(exc).__name__}: {str(exc)[:80]})")
+            continue
+        if not isinstance(value, dict):
+            run.warnings.append(f"{where}: damaged line dropped (a JSON {type(value).__name__}, not an object)")
+            continue
+        adapted, legacy = _adapt(value, where, run.warnings)
+        if adapted is None:
+            continue
+        model = _validate(MODELS[adapted["type"]], adapted, where, run.warnings)
+        if model is None:
+            continue
+        run.recognised = True
+        run.legacy = run.legacy or legacy
+        if isinstance(model, RunStartLine):
+            if run.run_start is None:
+                run.run_start = model
+        elif isinstance(model, EvaluationLine):
+            run.evaluations.append(model)
+        elif isinstance(model, ErrorLine):
+            run.errors.append(model)
+        elif isinstance(model, BatchLine):
+            if not model.batchId:
+                run.warnings.append(f"{where}: batch line without batchId dropped: its requests cannot be picked up and are sent again")
+            else:
+                run.batches.append(model)
+        elif isinstance(model, SummaryLine):
+            run.summary = model
+    return run
+
+
+def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:
+    """Every run in ``folder`` (``*.jsonl``), oldest first (by :attr:`RunFile.timestamp`, then run id),
+    and warnings: files that are not runs or cannot be read, and each run file's own warnings. Per
+    run id only the file with the most evaluations is kept (a resumed run writes a second file)."""
+    warnings: list[str] = []
+    by_id: dict[str, RunFile] = {}
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        try:
+            run = read_run_file(path)
+        except OSError as exc:
+            warnings.append(f"skipped {path.name}: unreadable ({exc})")
+            continue
+        if not run.is_run:
+            warnings.append(f"skipped {path.name}: not a judge-runner run file")
+            continue
+        warnings.extend(run.warnings)
+        kept = by_id.get(run.run_id)
+        if kept is None or len(run.evaluations) > len(kept.evaluations):
+            by_id[run.run_id] = run
+    return sorted(by_id.values(), key=lambda r: (r.timestamp, r.run_id)), warnings
+
+
+# -- what resume, prune and baseline need --------------------------------------------------------------
+
+
+@dataclass
+class ResumeState:
+    """What ``evaluate --resume OLD.jsonl`` needs: OLD's ``run_start`` (None when OLD is not a run file:
+    no run_start with provenance), its judged evaluations (one per query id, the first; to copy into
+    the new file), the reader's warnings about OLD, and its ``batch`` lines (batches a ``--batch`` run
+    submitted: the resumed run picks up their results instead of submitting those requests again)."""
+
+    run_start: RunStartLine | None
+    evaluations: list[EvaluationLine]
+    warnings: list[str]
+    batches: list[BatchLine] = field(default_factory=list)
+
+
+def resume_state(path: Path) -> ResumeState:
+    """Read a run file to resume. Raises OSError when it cannot be read."""
+    run = read_run_file(path)
+    start = run.run_start if run.run_start is not None and run.run_start.provenance is not None else None
+    first: dict[str, EvaluationLine] = {}
+    for line in run.evaluations:
+        if line.queryId:
+            first.setdefault(line.queryId, line)
+    return ResumeState(start, list(first.values()), run.warnings, list(run.batches))
+
+
+def run_id_of(path: Path) -> str | None:
+    """The run id a run file records (see :attr:`RunFile.run_id`), or None when it is unreadable or not a run."""
+    try:
+        run = read_run_file(path)
+    except OSError:
+        return None
+    return run.run_id if run.is_run else None
+
+
+def is_baseline(path: Path, baseline_id: str | None) -> bool:
+    """Whether the run file ``path`` holds the run ``baseline_id`` (by its file name or the run id it
+    records; a resumed run's second file keeps the original id). False when ``baseline_id`` is None."""
+    if not baseline_id:
+        return False
+    return Path(path).stem == baseline_id or run_id_of(path) == baseline_id
+
+
+__all__ = ["FORMAT_VERSION", "ResumeState", "RunFile", "is_baseline", "read_run_file", "read_run_folder", "resume_state", "run_id_of"]

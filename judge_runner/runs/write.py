@@ -1,0 +1,264 @@
+"""The run file: one JSONL line per event, written so that nothing finished is ever lost.
+
+Each line is one ``write()`` of one complete JSON object plus ``\\n``, flushed and fsynced before the
+next is recorded; the file is created exclusively (``x`` mode), so two runs never share a file.
+Readers tolerate a torn last line. Line types follow DESIGN.md's JSONL contract.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from judge_runner.core.models import DIMENSIONS
+from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
+from judge_runner.runs.lines import Abstention, Issue, RunUsage, SummaryLine
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO 8601 with milliseconds and ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class RunWriter:
+    """Appends JSONL lines to a new run file in ``out_dir`` named ``<UTC timestamp>.jsonl``
+    (``20261129T231500Z.jsonl``; milliseconds added on a clash). The run id is the file's stem unless
+    ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written."""
+
+    def __init__(self, out_dir: Path, run_id: str | None = None):
+        self._lock = threading.Lock()
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC)
+        base = now.strftime("%Y%m%dT%H%M%SZ")
+        candidates = [base, now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"]
+        candidates += [f"{candidates[1][:-1]}-{i}Z" for i in range(1, 1000)]
+        for name in candidates:
+            path = out_dir / f"{name}.jsonl"
+            try:
+                self._file: IO[str] = open(path, "x", encoding="utf-8")
+            except FileExistsError:
+                continue
+            self.path = path
+            self.run_id = run_id or name
+            break
+        else:  # pragma: no cover - a thousand clashes in one millisecond
+            raise FileExistsError(f"cannot find a free run file name in {out_dir}")
+
+    def write(self, line: dict[str, Any]) -> None:
+        """Write one line (``type`` and ``runId`` are required) and make it durable. Text that cannot be
+        encoded (a lone surrogate in a model's reason or suggestion, say) is written as U+FFFD
+        (:func:`judge_runner.core.textproc.clean_text`): one odd reply never loses a judged line."""
+        from judge_runner.core.textproc import clean_text
+
+        if "type" not in line or "runId" not in line:
+            raise ValueError("every line needs 'type' and 'runId'")
+        text = clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n"
+        with self._lock:  # a --batch run writes its batch lines from a worker thread
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+def read_run(path: Path) -> Iterator[dict[str, Any]]:
+    """The raw lines of a run file as dicts, untyped and unchecked (tests and debugging; consumers use
+    :func:`judge_runner.runs.read.read_run_file`). Lines split on ``\\n`` only (U+2028 inside text is
+    not a line break); a torn, undecodable or non-object line is skipped."""
+    from judge_runner.runs.read import decode_line, iter_raw_lines
+
+    for number, raw, _ in iter_raw_lines(Path(path).read_bytes()):
+        if not raw.strip():
+            continue
+        try:
+            value = decode_line(raw, first=number == 1)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            yield value
+
+
+def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
+    """``(run_start, evaluation lines)`` of a run file to resume, as written today (dicts by alias; older
+    metric keys mapped), one evaluation per query id (the first). ``run_start`` is None when the file
+    is not a run. A thin wrapper of :func:`judge_runner.runs.read.resume_state`."""
+    from judge_runner.runs.read import resume_state
+
+    state = resume_state(path)
+    start = state.run_start.line() if state.run_start is not None else None
+    return start, [line.line() for line in state.evaluations]
+
+
+def batch_lines(path: Path) -> list[dict]:
+    """The ``batch`` lines of a run file to resume (dicts by alias; :func:`judge_runner.runs.read.resume_state`)."""
+    from judge_runner.runs.read import resume_state
+
+    return [line.line() for line in resume_state(path).batches]
+
+
+def _normalise_issue(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s-]", "", text.lower())).strip()
+
+
+def top_issues(evaluations: list[dict], limit: int | None = 5) -> list[dict]:
+    """The judges' suggestions grouped by normalised wording, most frequent first (all of them when
+    ``limit`` is None): ``[{"issue", "count", "queryIds"}]``, each in its most used wording."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    wording: dict[str, Counter] = defaultdict(Counter)
+    for ev in evaluations:
+        for suggestion in ev.get("suggestions", []):
+            key = _normalise_issue(suggestion)
+            if not key:
+                continue
+            if ev["queryId"] not in groups[key]:
+                groups[key].append(ev["queryId"])
+            wording[key][suggestion.strip()] += 1
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:limit]
+    return [{"issue": wording[k].most_common(1)[0][0], "count": len(ids), "queryIds": ids} for k, ids in ranked]
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def _numbers(values: list[Any]) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def is_judged(evaluation: dict, legacy: bool = False) -> bool:
+    """Whether an ``evaluation`` line (a dict by alias) made at least one judge call in its run: a label
+    paid for (``labelsJudged`` > 0) or a list-level verdict not from the cache (``listCached`` false). A
+    format-1 line (``legacy``) always did: that judge had no cache."""
+    return legacy or int(evaluation.get("labelsJudged") or 0) > 0 or evaluation.get("listCached") is False
+
+
+def cost_per_judged_query(evaluations: list[dict], legacy: bool = False) -> tuple[int, float | None]:
+    """``(judged queries, USD per judged query)`` of a run's evaluation lines (dicts by alias): the sum of
+    the judged lines' ``usage.costUsd`` (the judge calls of that query, every trial and re-ask) over their
+    number (:func:`is_judged`). The USD figure is None when no query was judged or any judged line's
+    cost is unknown (null or no usage)."""
+    judged = [ev for ev in evaluations if is_judged(ev, legacy)]
+    costs = _numbers([(ev.get("usage") or {}).get("costUsd") for ev in judged])
+    if not judged or len(costs) < len(judged):
+        return len(judged), None
+    return len(judged), round(sum(costs) / len(judged), 6)
+
+
+def build_summary(
+    run_id: str,
+    evaluations: list[dict],
+    errors: list[dict],
+    total_queries: int,
+    *,
+    interrupted: bool,
+    budget_exhausted: bool,
+    cost_usd: float | None,
+    usage: dict,
+    duration_s: float,
+    heuristic: bool,
+    stop_reason: str | None = None,
+    judge_mode: str | None = None,
+    trials: int = 1,
+    judge_is_generator: bool = False,
+    cache_saved_usd: float | None = None,
+) -> dict:
+    """The ``summary`` line (a :class:`~judge_runner.runs.lines.SummaryLine` serialised by alias).
+    Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
+    overall, on-topic queries only (off-topic ones are scored on abstention: ``abstention.accuracy``
+    and ``falseAbstentionRate``); metrics average over queries that have them, keyed by ir-measures
+    name (:data:`METRIC_NAMES`). Also the label counts (cached, judged, human), Krippendorff's alpha
+    between trials (:func:`judge_runner.measures.agreement.trials_alpha`), the model ids the judge API returned
+    and the expected-source disagreements. Cost figures: ``cachedInputShare`` (cache-read over all input
+    tokens of ``usage``), ``cacheSavedUsd`` (``cache_saved_usd``, from the budget:
+    :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
+    (:func:`cost_per_judged_query`)."""
+    from judge_runner.measures.agreement import trials_alpha
+
+    average_scores = None
+    scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
+    if scored_evaluations:
+        average_scores = {
+            d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")
+        }
+    average_metrics: dict[str, float | None] | None = {}
+    for name in METRIC_NAMES:
+        values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
+        if values:
+            average_metrics[name] = _mean(values)  # type: ignore[index]
+    if not average_metrics:
+        average_metrics = None
+    off_topic = [ev for ev in evaluations if ev.get("queryType") == "off-topic"]
+    on_topic = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
+    all_issues = top_issues(evaluations, limit=None)
+    issues = all_issues[:5]
+    focus = None
+    scored = {d: v for d, v in (average_scores or {}).items() if d in DIMENSIONS and v is not None}
+    if scored:
+        # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
+        weakest = min(scored, key=lambda d: scored[d])
+        focus = f"{weakest} (average {scored[weakest]:.2f})"
+        weak = [
+            ev for ev in scored_evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]
+        ]
+        weak_issues = top_issues(weak, limit=1)
+        if weak_issues:
+            key = _normalise_issue(weak_issues[0]["issue"])
+            wording = next((i["issue"] for i in all_issues if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
+            focus += f"; most frequent suggestion on the queries weak on it: {wording}"
+    results = [r for ev in evaluations for r in ev.get("results") or []]
+    alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
+    models = sorted({m for ev in evaluations for m in ev.get("judgeModelsReturned") or []})
+    judged, per_judged = cost_per_judged_query(evaluations)
+    input_tokens = int(usage.get("inputTokens") or 0)
+    cached_share = round(int(usage.get("cacheReadTokens") or 0) / input_tokens, 6) if input_tokens else None
+    correct = sum(1 for ev in off_topic if ev.get("abstained"))
+    false_abstentions = sum(1 for ev in on_topic if not ev.get("confident", True))
+    return SummaryLine(
+        runId=run_id,
+        timestamp=utc_now(),
+        totalQueries=total_queries,
+        evaluated=len(evaluations),
+        failed=len(errors),
+        interrupted=interrupted,
+        budgetExhausted=budget_exhausted,
+        stopReason=stop_reason,
+        heuristicJudge=heuristic,
+        averageScores=average_scores,
+        averageMetrics=average_metrics,
+        abstention=Abstention(
+            offTopic=len(off_topic),
+            correct=correct,
+            falseAbstentions=false_abstentions,
+            accuracy=round(correct / len(off_topic), 6) if off_topic else None,
+            falseAbstentionRate=round(false_abstentions / len(on_topic), 6) if on_topic else None,
+        ),
+        topIssues=[Issue(**issue) for issue in issues],
+        recommendedFocus=focus,
+        costUsd=cost_usd,
+        usage=RunUsage(**usage),
+        cachedInputShare=cached_share,
+        cacheSavedUsd=None if cost_usd is None or cache_saved_usd is None else round(cache_saved_usd, 6),
+        judgedQueries=judged,
+        costPerJudgedQueryUsd=per_judged,
+        durationS=round(duration_s, 3),
+        judgeMode=judge_mode,
+        trials=trials,
+        trialsAlpha=alpha,
+        labelsCached=sum(int(ev.get("labelsCached") or 0) for ev in evaluations),
+        labelsJudged=sum(int(ev.get("labelsJudged") or 0) for ev in evaluations),
+        humanLabels=sum(int(ev.get("humanLabels") or 0) for ev in evaluations),
+        injectionSuspected=sum(1 for r in results if r.get("injectionSuspected")),
+        expectedSourceDisagreements=sum(len(ev.get("expectedSourceDisagreements") or []) for ev in evaluations),
+        judgeReturnedModels=models,
+        judgeIsGenerator=judge_is_generator,
+    ).line()

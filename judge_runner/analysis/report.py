@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
@@ -32,15 +31,6 @@ class Report:
     markdown: Path
     html: Path
     charts: list[Path]
-
-
-def parse_since(value: str) -> timedelta:
-    """``"7d"``, ``"36h"``, ``"2w"`` -> a timedelta. Raises ValueError for anything else."""
-    match = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", value or "")
-    if not match:
-        raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
-    amount, unit = int(match.group(1)), match.group(2)
-    return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
 
 
 def local_date(moment: datetime) -> str:

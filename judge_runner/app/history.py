@@ -66,7 +66,8 @@ def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> 
     """Write the weekly report (Markdown and HTML) of ``results`` into ``out_dir``; ``since`` is the cost
     table's period (``7d``, ``36h``, ``2w``). Raises UsageError for a bad period, a missing folder or no
     complete run."""
-    from judge_runner.analysis.report import build_report, parse_since
+    from judge_runner.analysis.report import build_report
+    from judge_runner.core.timespan import parse_since
 
     try:
         parse_since(since)

@@ -41,8 +41,8 @@ from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 
 if TYPE_CHECKING:
-    from judge_runner.app.roles import Judge, QueryWriter
-    from judge_runner.querygen.agent import GenerationResult
+    from judge_runner.judging.protocol import Judge
+    from judge_runner.querygen.protocol import GenerationResult, QueryWriter
     from judge_runner.search.systems import System, SystemsSpec
 
 PROMPTS = (

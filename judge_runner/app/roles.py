@@ -17,82 +17,15 @@ reads the corpus and uses embeddings).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from judge_runner.config import ConfigError, Settings
 
 if TYPE_CHECKING:
-    from judge_runner.judging.fence import RenderedDocument
-    from judge_runner.judging.labelling import LabelReply, ListVerdict
-    from judge_runner.judging.requests import ListItem
     from judge_runner.llm.budget import Budget
-    from judge_runner.querygen.agent import GenerationResult
     from judge_runner.search.embedding import TextEmbedder
-
-
-class Judge(Protocol):
-    """Phase two's judge: answers single calls of the label-first protocol. ``name``: the provider
-    recorded as ``provenance.provider``; ``model``: the ``judgeModel``; ``heuristic``: True when the
-    scores come from a heuristic, not an LLM (recorded as ``heuristicJudge``; a heuristic judge is
-    CPU-bound and runs one query at a time). An optional ``cache_model`` names the model in judgment-cache
-    keys (default ``model``); an optional ``batching`` (a :class:`~judge_runner.llm.batch.BatchCoordinator`,
-    ``--batch``) makes the run loop and the labelling issue their calls concurrently so they share batches. Every call takes the ``sampling`` fields to send
-    (``judge_fingerprint.sampling_settings``), is never shown a rank or an engine score, and raises an
-    :class:`~judge_runner.llm.errors.LLMError` kind when no valid reply can be had; ``log`` receives
-    diagnostics (never a secret)."""
-
-    name: str
-    model: str
-    heuristic: bool
-
-    def label_one(
-        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = ...
-    ) -> LabelReply:
-        """The 0-3 label of one fenced document (pointwise mode)."""
-        ...
-
-    def label_batch(
-        self,
-        query: str,
-        intent: str,
-        documents: Sequence[RenderedDocument],
-        order: Sequence[int],
-        sampling: Mapping[str, Any],
-        log: Callable[[str], None] = ...,
-    ) -> list[LabelReply]:
-        """The labels of ``documents`` shown in ``order`` (``order[i]``: index of the i-th shown), returned in
-        the documents' own order (batched mode)."""
-        ...
-
-    def list_verdict(
-        self,
-        query: str,
-        intent: str,
-        expected_sources: Sequence[str],
-        items: Sequence[ListItem],
-        sampling: Mapping[str, Any],
-        log: Callable[[str], None] = ...,
-    ) -> ListVerdict:
-        """The list-level verdict (coverage, snippetQuality, holistic figures) on labelled results."""
-        ...
-
-
-class QueryWriter(Protocol):
-    """Phase one's query writer; ``name``, ``model`` and ``heuristic`` as for :class:`Judge`."""
-
-    name: str
-    model: str
-    heuristic: bool
-
-    def write_queries(
-        self, root: Path, count: int, extensions: tuple[str, ...] = ..., log: Callable[[str], None] = ...
-    ) -> GenerationResult:
-        """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
-        and with queries whose expected sources do not exist dropped. Raises an LLMError kind."""
-        ...
 
 
 @dataclass

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from judge_runner.judging.cache import CachedJudgment
 from judge_runner.judging.fence import RenderedDocument
-from judge_runner.judging.labelling import LabelReply, ListVerdict
 from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, LABEL_MAX_TOKENS, TOOL_DESCRIPTIONS
+from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import JudgeRequest, ListItem, batched_request, list_request, pointwise_request
 from judge_runner.llm.base import ToolSpec, Turn
 from judge_runner.llm.pricing import Price

@@ -29,8 +29,8 @@ from judge_runner.runs.write import RunWriter, build_summary, utc_now
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend, SearchMode
 
 if TYPE_CHECKING:
-    from judge_runner.app.roles import Judge
     from judge_runner.judging.cache import JudgmentCache
+    from judge_runner.judging.protocol import Judge
 
 __all__ = [
     "EXIT_CONFIG",

@@ -36,7 +36,6 @@ then simply stop matching, and ``prune`` can drop them."""
 SCHEMA_VERSION = 1
 """Version of the tables in the file; a file written by a newer judge-runner is refused."""
 
-DEFAULT_PATH = Path(".judge-runner/judgments.sqlite")
 BUSY_TIMEOUT_S = 30.0
 JUDGE_MODES = ("pointwise", "batched", "list")
 
@@ -71,19 +70,12 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 def parse_age(text: str) -> timedelta:
     """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
     grammar as ``report --since``). Raises ValueError for anything else."""
-    from judge_runner.analysis.report import parse_since
+    from judge_runner.core.timespan import parse_since
 
     try:
         return parse_since(text)
     except ValueError:
         raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
-
-
-def cache_path_for(index_db: str | Path | None) -> Path:
-    """Where the judgment cache lives by default: beside the SQLite index (``judgments.sqlite`` in the
-    index file's folder), or :data:`DEFAULT_PATH` under the current folder when the index is not a file
-    (PostgreSQL backend, ``index_db`` None)."""
-    return Path(index_db).parent / "judgments.sqlite" if index_db else DEFAULT_PATH
 
 
 class CacheError(RuntimeError):
@@ -204,7 +196,7 @@ class JudgmentCache:
     Use as a context manager or call :meth:`close`. Raises :class:`CacheError` when the file cannot be
     used."""
 
-    def __init__(self, path: str | Path = DEFAULT_PATH, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
         self._lock = threading.Lock()
         try:

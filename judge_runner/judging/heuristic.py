@@ -24,7 +24,7 @@ import numpy as np
 
 from judge_runner.core.textproc import query_tokens
 from judge_runner.judging.fence import RenderedDocument, without_suspected_lines
-from judge_runner.judging.labelling import LabelReply, ListVerdict
+from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import ListItem
 from judge_runner.llm.registry import HEURISTIC_MODEL
 from judge_runner.search.embedding import TextEmbedder, encode_each

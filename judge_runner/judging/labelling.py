@@ -31,8 +31,8 @@ from judge_runner.judging.scores import expected_source_disagreements, labels_fr
 from judge_runner.llm.pricing import Usage, add_cost
 
 if TYPE_CHECKING:
-    from judge_runner.app.roles import Judge
     from judge_runner.core.models import Query
+    from judge_runner.judging.protocol import Judge
     from judge_runner.search.base import SearchAnswer
 
 JUDGE_MODES = ("pointwise", "batched")
@@ -41,69 +41,6 @@ Log = Callable[[str], None]
 
 def _quiet(message: str) -> None:
     """The default ``log``: drop diagnostics."""
-
-
-@dataclass(frozen=True)
-class LabelReply:
-    """What one judge call said about one document: ``label`` 0-3, ``reason``, the judge's own
-    ``injection_suspected`` flag, the model id the API returned (None if unknown), and what the call
-    cost: ``usage`` (tokens), ``cost_usd`` (USD; None when the price is unknown), ``latency_s``
-    (seconds), ``attempts`` (HTTP requests), ``recoveries`` applied to the raw reply. In batched mode
-    one call gives one reply per document, the call's cost on the first; ``shown_as`` is the local id
-    the document had (``D3``)."""
-
-    label: int
-    reason: str = ""
-    injection_suspected: bool = False
-    model_returned: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    latency_s: float = 0.0
-    attempts: int = 0
-    recoveries: tuple[str, ...] = ()
-    shown_as: str | None = None
-
-
-@dataclass(frozen=True)
-class ListVerdict:
-    """The list-level call's verdict on one query: ``coverage`` and ``snippet_quality`` in [0, 1] (the
-    run's dimensions of those names), ``holistic`` ``{relevance, ranking, overall}`` in [0, 1] (kept as
-    ``judge*`` fields), ``analysis`` ``{coverage, snippetQuality}`` and ``suggestions``, plus what the
-    call cost (as in :class:`LabelReply`)."""
-
-    coverage: float
-    snippet_quality: float
-    holistic: Mapping[str, float]
-    analysis: Mapping[str, str]
-    suggestions: Sequence[str]
-    model_returned: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    latency_s: float = 0.0
-    attempts: int = 0
-    recoveries: tuple[str, ...] = ()
-
-    def payload(self) -> dict[str, Any]:
-        """The verdict as stored in the judgment cache (``CachedJudgment.payload``)."""
-        return {
-            "scores": {"coverage": self.coverage, "snippetQuality": self.snippet_quality},
-            "holistic": dict(self.holistic),
-            "analysis": dict(self.analysis),
-            "suggestions": list(self.suggestions),
-        }
-
-    @classmethod
-    def from_cache(cls, cached: CachedJudgment) -> ListVerdict:
-        """The verdict of a cached list-level judgment, free."""
-        p = cached.payload or {}
-        return cls(
-            float(p["scores"]["coverage"]),
-            float(p["scores"]["snippetQuality"]),
-            dict(p.get("holistic") or {}),
-            dict(p.get("analysis") or {}),
-            list(p.get("suggestions") or []),
-            cached.model_returned,
-        )
 
 
 @dataclass

@@ -17,9 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_runner.core.models import DIMENSIONS
 from judge_runner.judging.fence import RenderedDocument
-from judge_runner.judging.labelling import LabelReply, ListVerdict
+from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import (
     JudgeRequest,
     ListItem,
@@ -39,24 +38,11 @@ the search's snippet, fenced; labels are given on the best chunk's text, ``fence
 MAX_REASKS = 2
 JUDGE_MAX_TOKENS = 4096
 LABEL_MAX_TOKENS = 1024
-DEFAULT_WEIGHTS = {d: 1.0 for d in DIMENSIONS}
 TOOL_DESCRIPTIONS = {
     "record_label": "Record the grade of this document.",
     "record_labels": "Record the grade of every document shown.",
     "record_list_verdict": "Record the verdict on this list of labelled results.",
 }
-
-
-def overall_score(scores: dict[str, float], weights: dict[str, float] | None = None) -> float:
-    """Weighted mean of the four dimensions (equal weights by default). Raises ValueError when the
-    weights are negative or sum to zero."""
-    weights = weights or DEFAULT_WEIGHTS
-    if any(weights.get(d, 0.0) < 0 for d in DIMENSIONS):
-        raise ValueError("dimension weights must be >= 0")
-    total = sum(weights.get(d, 0.0) for d in DIMENSIONS)
-    if total <= 0:
-        raise ValueError("dimension weights must not all be zero")
-    return round(sum(scores[d] * weights.get(d, 0.0) for d in DIMENSIONS) / total, 6)
 
 
 def parse_json_reply(text: str) -> tuple[object, list[str]]:

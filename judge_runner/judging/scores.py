@@ -132,7 +132,7 @@ def query_scores(
     (``judge.overall_score``; equal weights by default), and, when the list-level verdict gave them,
     its holistic figures as ``judgeRelevance``, ``judgeRanking`` and ``judgeOverall``. Raises ValueError
     on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
-    from judge_runner.judging.llm_judge import overall_score
+    from judge_runner.judging.scores import overall_score
 
     scores = {
         **label_dimensions(labels),
@@ -145,3 +145,18 @@ def query_scores(
             if name in holistic:
                 scores["judge" + name[0].upper() + name[1:]] = float(holistic[name])
     return scores
+
+
+DEFAULT_WEIGHTS = {d: 1.0 for d in DIMENSIONS}
+
+
+def overall_score(scores: dict[str, float], weights: dict[str, float] | None = None) -> float:
+    """Weighted mean of the four dimensions (equal weights by default). Raises ValueError when the
+    weights are negative or sum to zero."""
+    weights = weights or DEFAULT_WEIGHTS
+    if any(weights.get(d, 0.0) < 0 for d in DIMENSIONS):
+        raise ValueError("dimension weights must be >= 0")
+    total = sum(weights.get(d, 0.0) for d in DIMENSIONS)
+    if total <= 0:
+        raise ValueError("dimension weights must not all be zero")
+    return round(sum(scores[d] * weights.get(d, 0.0) for d in DIMENSIONS) / total, 6)

@@ -12,14 +12,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from string import Template
 from typing import TYPE_CHECKING
 
 import jsonschema
 
-from judge_runner.core.models import QUERY_TYPES, Query, QuerySet
+from judge_runner.core.models import QUERY_TYPES, Query
 from judge_runner.core.resources import load_prompt, pinned_schema
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, normalize_source, walk_corpus
@@ -28,7 +27,7 @@ from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
 
 if TYPE_CHECKING:
-    from judge_runner.app.roles import QueryWriter
+    from judge_runner.querygen.protocol import QueryWriter
 
 READ_CAP_CHARS = 12_000
 LIST_CAP = 200
@@ -242,22 +241,6 @@ def submit_tool(count: int) -> ToolSpec:
         "Submit the finished query set. Call it exactly once, when done.",
         pinned_schema("query_set.schema.json", "queries", count),
     )
-
-
-@dataclass
-class GenerationResult:
-    """Phase one's outcome: valid queries, the dropped ones with reasons, usage and cost."""
-
-    queries: list[Query]
-    generated: int
-    dropped: list[dict] = field(default_factory=list)
-    model: str | None = None
-    cost_usd: float | None = 0.0
-    tool_calls: int = 0
-
-    def query_set(self) -> QuerySet:
-        """The queries as the file ``generate --out`` writes."""
-        return QuerySet(queries=self.queries)
 
 
 def check_query_set(data: object, count: int | None = None) -> list[str]:

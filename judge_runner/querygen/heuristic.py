@@ -27,7 +27,8 @@ from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
 from judge_runner.llm.errors import InvalidOutputError
 from judge_runner.llm.registry import HEURISTIC_MODEL
-from judge_runner.querygen.agent import GenerationResult, check_query_set, filter_queries
+from judge_runner.querygen.agent import check_query_set, filter_queries
+from judge_runner.querygen.protocol import GenerationResult
 
 OFF_TOPIC = (
     "how long should sourdough bread proof overnight",

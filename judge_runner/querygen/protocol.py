@@ -1,0 +1,44 @@
+"""Phase one's bottom: what a query writer is (:class:`QueryWriter`) and what it returns
+(:class:`GenerationResult`). The LLM agent (:mod:`judge_runner.querygen.agent`) and the heuristic writer
+(:mod:`judge_runner.querygen.heuristic`) implement it; this module imports neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from judge_runner.core.models import Query, QuerySet
+
+
+class QueryWriter(Protocol):
+    """Phase one's query writer; ``name``, ``model`` and ``heuristic`` as for :class:`Judge`."""
+
+    name: str
+    model: str
+    heuristic: bool
+
+    def write_queries(
+        self, root: Path, count: int, extensions: tuple[str, ...] = ..., log: Callable[[str], None] = ...
+    ) -> GenerationResult:
+        """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
+        and with queries whose expected sources do not exist dropped. Raises an LLMError kind."""
+        ...
+
+
+@dataclass
+class GenerationResult:
+    """Phase one's outcome: valid queries, the dropped ones with reasons, usage and cost."""
+
+    queries: list[Query]
+    generated: int
+    dropped: list[dict] = field(default_factory=list)
+    model: str | None = None
+    cost_usd: float | None = 0.0
+    tool_calls: int = 0
+
+    def query_set(self) -> QuerySet:
+        """The queries as the file ``generate --out`` writes."""
+        return QuerySet(queries=self.queries)

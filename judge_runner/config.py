@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judge_runner.core.models import DIMENSIONS, SearchMode
 from judge_runner.core.redact import redact_dsn
+from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import ProviderChoice
 from judge_runner.search.settings import SearchSettings
 
@@ -121,7 +122,6 @@ class Settings(BaseModel):
     def user_price(self):
         """The price given with ``price_per_mtok`` (cache writes at 1.25x input and cache reads at the
         input price: upper bounds for both vendors), or None."""
-        from judge_runner.llm.pricing import Price
 
         if self.price_per_mtok is None:
             return None
@@ -240,4 +240,3 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
         return Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
-

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from judge_runner.app.jobs import cost_line
+from judge_runner.app.console import cost_line
 from judge_runner.core.resources import load_schema
 from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
 from judge_runner.judging.cache import JudgmentCache

@@ -36,7 +36,9 @@ def test_hash_vectors_have_the_contract_shape_and_unit_length():
 def test_hash_vectors_are_identical_in_another_process():
     """Python's hash() is salted per process; the embedder must not depend on it."""
     here = HashEmbedder().encode(["rotate the log files"])[0]
-    code = "from judge_runner.search.embedding import HashEmbedder; print(repr(HashEmbedder().encode(['rotate the log files'])[0].tolist()))"
+    code = (
+        "from judge_runner.search.embedding import HashEmbedder; print(repr(HashEmbedder().encode(['rotate the log files'])[0].tolist()))"
+    )
     env = {"PYTHONHASHSEED": "12345", "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert np.allclose(here, np.array(eval(out), dtype=np.float32))

@@ -80,7 +80,13 @@ def test_neutral_modules_import_no_search_corpus_or_llm(module):
 
 
 def test_config_imports_no_backend_and_no_provider():
-    forbidden = ("judge_runner.search", "judge_runner.corpus", "judge_runner.heuristic", "judge_runner.search.embedding", "judge_runner.llm")
+    forbidden = (
+        "judge_runner.search",
+        "judge_runner.corpus",
+        "judge_runner.heuristic",
+        "judge_runner.search.embedding",
+        "judge_runner.llm",
+    )
     assert violations(files("config.py"), forbidden, allowed=("judge_runner.llm.registry", "judge_runner.llm.pricing")) == []
 
 

@@ -107,7 +107,7 @@ def test_run_handled_maps_any_exception_to_4(in_tmp, capsys):
 
 
 def test_weekly_logs_the_traceback_in_its_log_and_exits_4(in_tmp, monkeypatch, fixtures_root):
-    monkeypatch.setattr("judge_runner.app.jobs.weekly_steps", bug("weekly bug"))
+    monkeypatch.setattr("judge_runner.app.weekly.weekly_steps", bug("weekly bug"))
     results = in_tmp / "quality-results"
     result = invoke(["weekly", "--fixtures", str(fixtures_root), "--results", str(results)], {"ANTHROPIC_API_KEY": API_KEY})
     assert result.exit_code == 4

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.judging.cache import CACHE_VERSION, CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
 from judge_runner.config import cache_path_for
+from judge_runner.judging.cache import CACHE_VERSION, CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
 
 ROOT = Path(__file__).resolve().parents[1]
 

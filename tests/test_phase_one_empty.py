@@ -88,7 +88,7 @@ def test_every_query_dropped_is_one_clear_error_with_exit_3(command, brain, tmp_
 
 def test_a_writer_that_wrote_nothing_gets_the_same_error():
     """Another member: the writer returned no query at all (nothing written, nothing dropped)."""
-    from judge_runner.app.jobs import require_queries
+    from judge_runner.app.steps import require_queries
     from judge_runner.core.failures import IncompleteRunError
     from judge_runner.querygen.protocol import GenerationResult
 

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
 from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
+from judge_runner.core.timespan import parse_since
 
-__all__ = ["Report", "build_report", "local_date", "md_text", "parse_since"]
+__all__ = ["Report", "build_report", "local_date", "md_text"]
 
 WORST = 5
 HEADLINE = ("overall", *DIMENSIONS, *METRICS)
@@ -137,7 +140,6 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         + ".",
         "",
     ]
-    from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
     line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
     md += [line[0].upper() + line[1:] + ".", ""]
@@ -159,8 +161,6 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         ]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
-        from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
-
         charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
         md += comparison_markdown(summary.comparison, charts[-1])
     md += ["## Worst queries", ""]

@@ -24,10 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
+from judge_runner.judging.fingerprint import comparability_key, legacy_key
+from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
 from judge_runner.runs.lines import ErrorLine, EvaluationLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunFile, read_run_folder
+from judge_runner.runs.write import cost_per_judged_query
 
 METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
 COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
@@ -129,7 +133,6 @@ class Run:
     def judge(self) -> str:
         """What must be equal for scores to be comparable: the judge fingerprint's comparability key
         with the model ids the API returned (format version 2), else the version-1 key."""
-        from judge_runner.judging.fingerprint import comparability_key, legacy_key
 
         p = self.provenance
         if p.judgeFingerprint:
@@ -179,7 +182,6 @@ class Run:
         the same figure from its evaluation lines (:func:`judge_runner.runs.write.cost_per_judged_query`; a
         format-1 run judged every query it evaluated); for lines without costs the summary's ``costUsd``
         over its evaluated queries; None when none of these is known (or no query was judged)."""
-        from judge_runner.runs.write import cost_per_judged_query
 
         summary = self.summary
         if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
@@ -212,7 +214,6 @@ def pool_metrics(runs: list[Run]) -> None:
     (:func:`judge_runner.judging.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
     on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
     runs whose query ids clash (QrelsError) are left as they are."""
-    from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 
     families: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
@@ -440,7 +441,6 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
             label += f" [{judge.removeprefix('v1:')[:8]}]"
             for row in rows:
                 row["judge"] = label
-        from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 
         calibration = calibration_for_provenance(calibration_folder(folder), members[-1].provenance.model_dump())
         out_groups.append(

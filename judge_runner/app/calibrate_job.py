@@ -10,15 +10,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from judge_runner import __version__
+from judge_runner.app.steps import make_providers
 from judge_runner.calibrate import output
 from judge_runner.calibrate.data import Collection, load_beir, load_files, restrict, sample_queries
 from judge_runner.calibrate.labeling import Labeler, labeler_for
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
 from judge_runner.config import Settings
-from judge_runner.core.failures import UsageError
+from judge_runner.core.failures import IncompleteRunError, UsageError
 from judge_runner.core.printer import Printer, rich_text
+from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 from judge_runner.llm.errors import LLMError
+from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
 
 @dataclass
@@ -53,7 +57,6 @@ def judge_envelope(labeler: Labeler, mode: str, trials: int, seed: int) -> dict[
     """The ``judge`` block: provider, model, fingerprint (:func:`build_fingerprint`) and its comparability
     key. ``legacyKey`` is null: calibrate measures the label-first protocol (format-version-2 runs); the
     single-call judge of format-version-1 runs is retired, so no calibration can speak for those."""
-    from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 
     fingerprint = build_fingerprint(labeler.name, labeler.model, mode, trials, heuristic=labeler.heuristic).as_dict()
     return {
@@ -107,15 +110,11 @@ def calibrate_job(
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
-    from judge_runner.core.failures import IncompleteRunError
-    from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
     collection = source.load()
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:
-        from judge_runner.app.jobs import make_providers
-
         _, judge, _ = make_providers(settings, False, printer.err)
         labeler = labeler_for(judge)
     index_info = None
@@ -141,7 +140,6 @@ def calibrate_job(
     finally:
         if index is not None:
             index.close()
-    from judge_runner import __version__
 
     document = {
         "type": "calibration",

@@ -17,8 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from judge_runner.app.indexing import check_corpus, open_index, require_folder
+from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems
+from judge_runner.app.resume import read_resume_point
+from judge_runner.app.roles import check_batch_provider
+from judge_runner.calibrate.labeling import ProtocolLabeler
+from judge_runner.config import ConfigError, Settings
+from judge_runner.core.failures import UsageError
+from judge_runner.core.models import QUERY_TYPES, Query
+from judge_runner.core.printer import Printer
+from judge_runner.core.resources import load_prompt
+from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
+from judge_runner.corpus.walk import parse_extensions, walk_corpus
 from judge_runner.estimate.costs import (
     AGENT_MAX_TOKENS,
     AGENT_TURN_OUTPUT_TOKENS,
@@ -28,21 +40,21 @@ from judge_runner.estimate.costs import (
     MODES,
     QUERY_OUTPUT_TOKENS,
     ROUGH_SNIPPET_CHARS,
+    DryRunCache,
     ModelEstimate,
     RecordingJudge,
+    costs,
     tokens,
     wire_parts,
 )
 from judge_runner.estimate.report import build_report, print_report
+from judge_runner.evaluation.loop import human_grades, prepare_search
+from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings, judge_query
 from judge_runner.llm.pricing import Price, price_for
-
-if TYPE_CHECKING:
-    from judge_runner.config import Settings
-    from judge_runner.core.models import Query
-    from judge_runner.core.printer import Printer
-    from judge_runner.judging.cache import JudgmentCache
-    from judge_runner.search.base import SearchAnswer, SearchMode
+from judge_runner.llm.registry import PROVIDERS, detect, get_spec
+from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, FileSandbox, query_set_sha256, submit_tool
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchMode
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -51,14 +63,9 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
     the settings choose, first, then each other LLM provider's default model for comparison. An offline
     choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed. Raises
     UsageError for ``--batch`` with the heuristic judge, as the real run does."""
-    from judge_runner.app.roles import check_batch_provider
-    from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 
     spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
     if not generator:
-        from judge_runner.config import ConfigError
-        from judge_runner.core.failures import UsageError
-
         try:
             check_batch_provider(spec, reason, settings)  # refused as the real run refuses it (exit 2)
         except ConfigError as exc:
@@ -82,7 +89,6 @@ def search_all(
     ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
     the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
     A backend that can (:func:`judge_runner.evaluation.loop.prepare_search`) embeds the queries first."""
-    from judge_runner.evaluation.loop import prepare_search
 
     answers, failed, first = [], 0, None
     for backend, mode in searches:
@@ -107,7 +113,6 @@ def estimate_answers(
 ) -> list[ModelEstimate]:
     """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
     ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only) and ``human`` labels skipped."""
-    from judge_runner.estimate.costs import DryRunCache
 
     out = []
     for provider, model, price, chosen in judges:
@@ -128,8 +133,6 @@ def estimate_answers(
 def read_only_cache(settings: Settings) -> Any:
     """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
     run creates nothing). Raises UsageError for a file that is not a judgment cache."""
-    from judge_runner.core.failures import UsageError
-    from judge_runner.judging.cache import CacheError, JudgmentCache
 
     path = settings.cache_path
     if path is None or not Path(path).is_file():
@@ -142,7 +145,6 @@ def read_only_cache(settings: Settings) -> Any:
 
 def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
     """The report of a phase two on a known query set: search each query, then estimate every candidate."""
-    from judge_runner.evaluation.loop import human_grades
 
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
@@ -172,9 +174,6 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
     search systems, of ``search_limit`` results each,
     every result a chunk of the chunker's maximum size (``MAX_CHUNK_CHARS``), nothing cached (labels are
     keyed by the query text, so a new set is never in the cache)."""
-    from judge_runner.core.models import Query
-    from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
-    from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
     filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
     hits = [
@@ -230,11 +229,6 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
     each result a full ``READ_CAP_CHARS`` read and each reply ``max_tokens`` long."""
     from string import Template
 
-    from judge_runner.core.models import QUERY_TYPES
-    from judge_runner.core.resources import load_prompt
-    from judge_runner.corpus.walk import parse_extensions, walk_corpus
-    from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, FileSandbox, submit_tool
-
     extensions = parse_extensions(settings.extensions)
     files = walk_corpus(fixtures, extensions=extensions).files
     mean_chars = min(READ_CAP_CHARS, sum(f.size for f in files) // len(files)) if files else READ_CAP_CHARS
@@ -277,10 +271,6 @@ def evaluate_dry_run(
 ) -> dict[str, Any]:
     """``evaluate --dry-run``: the query set (or what is left of a resumed run) searched with the index (or
     the ``systems`` asked for), and the judge calls estimated. Raises UsageError as ``evaluate`` does."""
-    from judge_runner.app.indexing import open_index
-    from judge_runner.app.jobs import close_systems, load_query_set, needs_builtin_index, open_search_systems, read_resume_point
-    from judge_runner.core.failures import UsageError
-    from judge_runner.querygen.agent import query_set_sha256
 
     resume = read_resume_point(resume_path) if resume_path is not None else None
     if resume is not None and queries_path is None:
@@ -322,7 +312,6 @@ def main_dry_run(
     phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
     search), both rough. Nothing is indexed. Raises UsageError when FIXTURES is missing or holds no file to
     index, as the real run does."""
-    from judge_runner.app.indexing import check_corpus, require_folder
 
     require_folder(fixtures)
     check_corpus(settings, fixtures)
@@ -336,9 +325,6 @@ def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: boo
     """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
     searched in the index as it is now, or, when the run would write a new set (first run,
     ``--regenerate``), phase one and two are estimated roughly."""
-    from judge_runner.app.indexing import open_index
-    from judge_runner.app.jobs import load_query_set
-    from judge_runner.core.failures import UsageError
 
     pinned = plan.results / "pinned-queries.json"
     if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
@@ -361,7 +347,6 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
     """``(labeler, judge)`` for ``calibrate --dry-run``: the protocol labeller over a :class:`RecordingJudge`
     of the chosen judge (an offline choice records for the first LLM provider's default model), which also
     lays out every call for each other provider's default model."""
-    from judge_runner.calibrate.labeling import ProtocolLabeler
 
     rows = candidates(settings)
     provider, model, _, _ = rows[0]
@@ -420,7 +405,6 @@ def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) ->
     batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
     synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
     holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
-    from judge_runner.estimate.costs import costs
 
     if cap is None or price is None:
         return ""
@@ -443,7 +427,6 @@ def start_estimate(
     fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
     if getattr(judge, "heuristic", False):
         return index, None
-    from judge_runner.evaluation.loop import human_grades
 
     memo = MemoSearch(index)
     try:

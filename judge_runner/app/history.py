@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from judge_runner.analysis.report import build_report
+from judge_runner.analysis.trend import build_trend, plot_trend, query_history, set_baseline
 from judge_runner.analysis.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 from judge_runner.core.failures import GateFailedError, UsageError
 from judge_runner.core.printer import Printer, rich_text
+from judge_runner.core.timespan import parse_since
 
 
 def show_trend(
@@ -16,7 +19,6 @@ def show_trend(
     """Print the runs in ``results`` as ``fmt`` (table, json, markdown, csv), or one query's history;
     optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
     GateFailedError when ``fail_on_regression`` and the latest run regressed."""
-    from judge_runner.analysis.trend import build_trend, plot_trend, query_history
 
     if query_id is not None:
         history = query_history(results, query_id)
@@ -53,7 +55,6 @@ def show_trend(
 
 def pin_baseline(results: Path, run_id: str, printer: Printer) -> None:
     """Pin ``run_id`` (or ``latest``) as the baseline of ``results``; raises UsageError for an unknown run."""
-    from judge_runner.analysis.trend import set_baseline
 
     try:
         chosen = set_baseline(results, run_id)
@@ -66,8 +67,6 @@ def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> 
     """Write the weekly report (Markdown and HTML) of ``results`` into ``out_dir``; ``since`` is the cost
     table's period (``7d``, ``36h``, ``2w``). Raises UsageError for a bad period, a missing folder or no
     complete run."""
-    from judge_runner.analysis.report import build_report
-    from judge_runner.core.timespan import parse_since
 
     try:
         parse_since(since)

@@ -12,6 +12,12 @@ from typing import Any
 from judge_runner.config import Settings
 from judge_runner.core.failures import IncompleteRunError, UsageError
 from judge_runner.core.printer import Printer
+from judge_runner.corpus.document import first_with_content
+from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions, walk_corpus
+from judge_runner.search.indexer import BeirFormatError, index_beir, index_tree
+from judge_runner.search.postgres import PostgresIndex, scrub_secrets
+from judge_runner.search.progress import IndexProgress
+from judge_runner.search.sqlite import IndexBusyError, IndexMismatchError, SQLiteIndex
 
 
 def open_index(settings: Settings, must_exist: bool = False) -> Any:
@@ -26,20 +32,15 @@ def open_index(settings: Settings, must_exist: bool = False) -> Any:
 
 
 def _open_backend(settings: Settings, must_exist: bool) -> Any:
-    from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
     if settings.backend == "postgres":
         if not settings.dsn:
             raise UsageError("--backend postgres needs --dsn URL or DATABASE_URL")
         try:
-            from judge_runner.search.postgres import PostgresIndex
-
             return PostgresIndex(settings.dsn, settings.search, readonly=must_exist, schema=settings.pg_schema)
         except IndexMismatchError as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password
-            from judge_runner.search.postgres import scrub_secrets
-
             raise UsageError(
                 f"cannot open the PostgreSQL index at {settings.index_label}: {type(exc).__name__}: "
                 f"{scrub_secrets(str(exc), settings.dsn)[:300]}"
@@ -56,7 +57,6 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
 
 def walk_options(settings: Settings) -> dict:
     """Which files belong to the corpus: ``{"extensions", "excludes", "max_bytes"}`` for ``walk_corpus``."""
-    from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions
 
     excludes = tuple(p.strip() for p in settings.exclude.split(",") if p.strip()) if settings.exclude is not None else DEFAULT_EXCLUDES
     return {"extensions": parse_extensions(settings.extensions), "excludes": excludes, "max_bytes": settings.max_file_bytes}
@@ -71,7 +71,6 @@ def require_folder(fixtures: Path) -> None:
 def check_corpus(settings: Settings, fixtures: Path) -> None:
     """Raise UsageError when FIXTURES holds no file to index, before the index is touched (an empty walk
     would otherwise prune every document and every query would be off-topic); says why files were skipped."""
-    from judge_runner.corpus.walk import parse_extensions, walk_corpus
 
     walked = walk_corpus(fixtures, **walk_options(settings))
     if not walked.files:
@@ -81,7 +80,6 @@ def check_corpus(settings: Settings, fixtures: Path) -> None:
             reasons[reason] = reasons.get(reason, 0) + 1
         skipped = "; skipped: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) if reasons else ""
         raise UsageError(f"{fixtures} holds no file to index (extensions {exts}; hidden files and folders are skipped{skipped})")
-    from judge_runner.corpus.document import first_with_content
 
     if first_with_content(walked.files) is None:
         raise UsageError(
@@ -101,7 +99,6 @@ class Indexed:
 
 def _progress():
     """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
-    from judge_runner.search.progress import IndexProgress
 
     return IndexProgress()
 
@@ -110,8 +107,6 @@ def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Pri
     """Index FIXTURES incrementally into the index of ``settings`` (progress on stderr unless quiet).
     Raises UsageError for a folder that is not one; IncompleteRunError on Ctrl+C (what was committed
     is kept). The caller closes the returned index."""
-    from judge_runner.search.indexer import index_tree
-    from judge_runner.search.sqlite import IndexBusyError
 
     index = open_index(settings)
     started = time.monotonic()
@@ -155,8 +150,6 @@ def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | Non
     malformed BEIR file."""
     shown = Printer(printer.out, printer.err, quiet=False)  # progress goes to stderr, also with --json
     if beir_corpus is not None:
-        from judge_runner.search.indexer import BeirFormatError, index_beir
-
         index = open_index(settings)
         started = time.monotonic()
         try:

@@ -19,13 +19,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from judge_runner.config import ConfigError, Settings
-
-if TYPE_CHECKING:
-    from judge_runner.llm.budget import Budget
-    from judge_runner.search.embedding import TextEmbedder
+from judge_runner.judging.heuristic import HeuristicJudge
+from judge_runner.judging.llm_judge import LLMJudge
+from judge_runner.judging.protocol import Judge
+from judge_runner.llm.batch import BatchUnavailable, BatchUnreachable, batching_provider
+from judge_runner.llm.budget import Budget
+from judge_runner.llm.errors import AuthError, SpendLimitError
+from judge_runner.llm.registry import detect, get_spec, missing_key
+from judge_runner.llm.retry import RetryPolicy
+from judge_runner.querygen.agent import LLMQueryWriter
+from judge_runner.querygen.heuristic import HeuristicQueryWriter
+from judge_runner.querygen.protocol import QueryWriter
+from judge_runner.search.embedding import TextEmbedder, get_embedder
 
 
 @dataclass
@@ -56,9 +63,6 @@ def build_roles(
     (``--batch``) the judge's provider is wrapped for its batch API (:func:`batch_judge`), and the heuristic
     provider is a ConfigError (it makes no API calls to batch).
     """
-    from judge_runner.llm.budget import Budget
-    from judge_runner.llm.registry import detect, get_spec, missing_key
-    from judge_runner.llm.retry import RetryPolicy
 
     environ = os.environ if environ is None else environ
     budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
@@ -68,17 +72,10 @@ def build_roles(
         spec, reason = get_spec(settings.provider), "--provider"
     check_batch_provider(spec, reason, settings)
     if spec.heuristic:
-        from judge_runner.judging.heuristic import HeuristicJudge
-        from judge_runner.querygen.heuristic import HeuristicQueryWriter
-        from judge_runner.search.embedding import get_embedder
-
         description = f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments"
         say(description)
         writer = HeuristicQueryWriter() if need_generator else None
         return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description)
-
-    from judge_runner.judging.llm_judge import LLMJudge
-    from judge_runner.querygen.agent import LLMQueryWriter
 
     problem = missing_key(spec, environ)
     if problem:
@@ -136,8 +133,6 @@ def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
     spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
     a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's
     refused key gives)."""
-    from judge_runner.llm.batch import BatchUnavailable, BatchUnreachable, batching_provider
-    from judge_runner.llm.errors import AuthError, SpendLimitError
 
     if spec.batch_target is None:
         raise ConfigError(f"--batch: the {spec.name} provider has no batch API")

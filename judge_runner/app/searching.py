@@ -10,7 +10,9 @@ from judge_runner.app.indexing import open_index
 from judge_runner.config import Settings
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer, Say
+from judge_runner.core.textproc import scrub_unencodable
 from judge_runner.search.base import SearchAnswer
+from judge_runner.search.trec import QueriesFormatError, read_queries, write_run
 
 
 def describe_answer(answer: SearchAnswer) -> str:
@@ -30,7 +32,6 @@ def describe_answer(answer: SearchAnswer) -> str:
 def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: bool, printer: Printer) -> None:
     """Search the existing index (read-only) for ``query`` and print the answer. Raises UsageError when
     there is no usable index."""
-    from judge_runner.core.textproc import scrub_unencodable
 
     query, replaced = scrub_unencodable(query)
     if replaced:
@@ -44,7 +45,6 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
     """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl),
     split on ``\n`` only; see :func:`judge_runner.search.trec.read_queries`. Raises UsageError naming the
     first bad line, or when there is no query."""
-    from judge_runner.search.trec import QueriesFormatError, read_queries
 
     try:
         queries = read_queries(path)
@@ -60,7 +60,6 @@ def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: 
     scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
     the tool's order); the first query is run once before timing to load the model and vectors. Latency
     p50/p95 (ms) go to ``say``."""
-    from judge_runner.search.trec import write_run
 
     index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
     ordered = sorted(write_run(index, queries, trec_run, mode, limit))

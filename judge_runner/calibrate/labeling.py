@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from judge_runner.calibrate.data import CalibrationQuery
 from judge_runner.judging.fence import render_document
+from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
+from judge_runner.judging.requests import ListItem
 
 MODES = ("pointwise", "batched")
 
@@ -82,7 +84,6 @@ class ProtocolLabeler:
     agree by construction. The judgment cache is not used: calibration measures the judge, not the cache."""
 
     def __init__(self, judge: Any, seed: int | None = None):
-        from judge_runner.judging.fingerprint import DEFAULT_SEED
 
         self.judge = judge
         self.name, self.model, self.heuristic = judge.name, judge.model, judge.heuristic
@@ -109,7 +110,6 @@ class ProtocolLabeler:
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see the class docstring), one per document in the order given."""
-        from judge_runner.judging.fingerprint import sampling_settings
 
         sampling = sampling_settings(self.judge.name, trial, self.seed)
         rendered = self._rendered(docs)
@@ -135,8 +135,6 @@ class ProtocolLabeler:
         """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
         run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and
         the results of every call made (their usage)."""
-        from judge_runner.judging.fingerprint import sampling_settings
-        from judge_runner.judging.requests import ListItem
 
         labels = self(query, docs, "pointwise", 0)
         items = [ListItem(r, label.label, label.reason) for r, label in zip(self._rendered(docs), labels)]

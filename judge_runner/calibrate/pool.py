@@ -33,6 +33,7 @@ from pathlib import Path
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.core.failures import UsageError
 from judge_runner.search.base import SearchSettings
+from judge_runner.search.indexer import index_beir
 from judge_runner.search.text import fts5_match_expression, lexical_text
 
 RUN_DEPTH = 100
@@ -198,7 +199,6 @@ def prepare_index(
     (``"candidates"``, BM25 depth ``candidates``), incrementally (prunes what is not in it). Returns
     ``{"scope", "documents", "candidateDepth", "indexed", "unchanged"}``. Raises UsageError for an unknown
     scope."""
-    from judge_runner.search.indexer import index_beir
 
     if scope == "full":
         report = index_beir(index, collection.corpus_path, prune=True, progress=progress)

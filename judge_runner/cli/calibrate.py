@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from judge_runner.app.calibrate_job import Source, calibrate_job
+from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
@@ -179,8 +180,6 @@ def calibrate(
     labeler = recorder = None
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         from dataclasses import replace
-
-        from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 
         config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(settings(**flags))
     calibrate_job(

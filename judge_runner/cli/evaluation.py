@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.dry_run import evaluate_dry_run, main_dry_run
 from judge_runner.app.jobs import evaluate_job, generate_job, main_job
 from judge_runner.cli.options import (
     COUNT,
@@ -106,8 +107,6 @@ def evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        from judge_runner.app.dry_run import evaluate_dry_run
-
         evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
         return EXIT_OK
     outcome = evaluate_job(
@@ -148,8 +147,6 @@ def generate_and_evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        from judge_runner.app.dry_run import main_dry_run
-
         main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK
     outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet), systems=spec)

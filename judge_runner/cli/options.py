@@ -16,7 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import annotated_types
 import click
 
-from judge_runner.app.jobs import load
+from judge_runner.app.inputs import load
 from judge_runner.config import Settings
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer

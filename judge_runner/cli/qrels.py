@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from judge_runner.cli.cache import CACHE, open_cache
-from judge_runner.cli.options import db_option, printer
+from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.qrels import QrelsError, export_qrels, import_human_qrels
 
@@ -50,7 +50,6 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges
 
 
 def _default_cache_exists(db: Path | None) -> bool:
-    from judge_runner.cli.options import settings
 
     path = settings(db=db).cache_path
     return path is not None and path.is_file()

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from judge_runner.app.jobs import systems_spec as make_systems_spec
+from judge_runner.app.inputs import systems_spec as make_systems_spec
 from judge_runner.cli.options import _options
 from judge_runner.core.failures import UsageError
 from judge_runner.core.models import SEARCH_MODES

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from judge_runner.app.jobs import WeeklyPlan, weekly_run
+from judge_runner.app.dry_run import weekly_dry_run
+from judge_runner.app.inputs import load
+from judge_runner.app.weekly import WeeklyPlan, weekly_run
 from judge_runner.cli.options import (
     FIXTURES,
     MIN_OVERALL,
@@ -80,9 +82,6 @@ def weekly(
     plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
     flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
     if check_flags(dry_run, dry_run_json):  # no lock, no log, nothing indexed, judged, reported or pruned
-        from judge_runner.app.dry_run import weekly_dry_run
-        from judge_runner.app.jobs import load
-
         weekly_dry_run(load(flags), plan, printer(quiet), dry_run_json)
         return EXIT_OK
     return exit_code_for(weekly_run(flags, plan, printer(quiet)))

@@ -1,5 +1,4 @@
-"""Spans of time typed by people: ``--since 7d`` of ``report``, ``--older-than 30d`` of ``cache prune``.
-"""
+"""Spans of time typed by people: ``--since 7d`` of ``report``, ``--older-than 30d`` of ``cache prune``."""
 
 from __future__ import annotations
 

@@ -36,19 +36,19 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from judge_runner.judging.cache import CachedJudgment
 from judge_runner.judging.fence import RenderedDocument
 from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, LABEL_MAX_TOKENS, TOOL_DESCRIPTIONS
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import JudgeRequest, ListItem, batched_request, list_request, pointwise_request
+from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolSpec, Turn
+from judge_runner.llm.budget import Budget
+from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import Price
-
-if TYPE_CHECKING:
-    from judge_runner.llm.anthropic_provider import AnthropicProvider
-    from judge_runner.llm.openai_provider import OpenAIProvider
+from judge_runner.llm.retry import RetryPolicy
 
 CHARS_PER_TOKEN = 4
 TOOL_CALL_TOKENS = 20
@@ -90,16 +90,10 @@ _READ = {"anthropic": ("system", "messages", "tools"), "openai": ("messages", "t
 def _layout(provider: str) -> AnthropicProvider | OpenAIProvider | None:
     """A provider instance used only to lay requests out (its ``request_body``; nothing is sent: the key is
     a placeholder), or None for a provider without a wire format of its own."""
-    from judge_runner.llm.budget import Budget
-    from judge_runner.llm.retry import RetryPolicy
 
     if provider == "anthropic":
-        from judge_runner.llm.anthropic_provider import AnthropicProvider
-
         return AnthropicProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
     if provider == "openai":
-        from judge_runner.llm.openai_provider import OpenAIProvider
-
         return OpenAIProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
     return None
 

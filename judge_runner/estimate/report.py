@@ -5,13 +5,11 @@ the jobs)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from judge_runner.config import Settings
+from judge_runner.core.printer import Printer
 from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES
-
-if TYPE_CHECKING:
-    from judge_runner.config import Settings
-    from judge_runner.core.printer import Printer
 
 NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set or judgment cache written"
 

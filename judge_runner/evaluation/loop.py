@@ -14,23 +14,22 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from judge_runner import __version__
 from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus, exit_code_for
 from judge_runner.core.models import Query
+from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import DEFAULT_SEED, build_fingerprint, judge_is_generator
 from judge_runner.judging.labelling import ProtocolSettings, QueryJudgment, judge_query
 from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
+from judge_runner.judging.protocol import Judge
+from judge_runner.judging.qrels import human_labels
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.measures.ir import query_metrics
 from judge_runner.runs.lines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores, run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend, SearchMode
-
-if TYPE_CHECKING:
-    from judge_runner.judging.cache import JudgmentCache
-    from judge_runner.judging.protocol import Judge
 
 __all__ = [
     "EXIT_CONFIG",
@@ -305,7 +304,6 @@ def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> 
     see :func:`judge_runner.judging.qrels.human_labels`); empty without a cache."""
     if cache is None:
         return {}
-    from judge_runner.judging.qrels import human_labels
 
     out: dict[str, dict[str, int]] = {}
     for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None).items():

@@ -29,6 +29,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
+from judge_runner.core.timespan import parse_since
+
 CACHE_VERSION = 1
 """Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
 then simply stop matching, and ``prune`` can drop them."""
@@ -70,7 +72,6 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 def parse_age(text: str) -> timedelta:
     """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
     grammar as ``report --since``). Raises ValueError for anything else."""
-    from judge_runner.core.timespan import parse_since
 
     try:
         return parse_since(text)

@@ -21,19 +21,18 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from judge_runner.core.models import Query
+from judge_runner.core.resources import prompt_sha256
 from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
+from judge_runner.judging.protocol import Judge, LabelReply, ListVerdict
 from judge_runner.judging.requests import PROMPTS, SCHEMAS, ListItem, batch_seed, list_shown_text, schema_sha256, shuffled_order
 from judge_runner.judging.scores import expected_source_disagreements, labels_from_trials, query_scores
 from judge_runner.llm.pricing import Usage, add_cost
-
-if TYPE_CHECKING:
-    from judge_runner.core.models import Query
-    from judge_runner.judging.protocol import Judge
-    from judge_runner.search.base import SearchAnswer
+from judge_runner.search.base import SearchAnswer
 
 JUDGE_MODES = ("pointwise", "batched")
 Log = Callable[[str], None]
@@ -98,7 +97,6 @@ class LabelOutcome:
 
 @lru_cache(maxsize=8)
 def _hashes(mode: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    from judge_runner.core.resources import prompt_sha256
 
     return tuple((n, prompt_sha256(n)) for n in PROMPTS[mode]), ((SCHEMAS[mode], schema_sha256(SCHEMAS[mode])),)
 

@@ -30,7 +30,11 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import unquote
 
+from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
+from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
+from judge_runner.runs.read import read_run_file
+from judge_runner.search.trec import encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -49,7 +53,6 @@ def encode_docid(docid: str) -> str:
     The encoding is :func:`judge_runner.search.trec.encode_id`, the one the search's TREC run files use,
     so ``qid``/``docid`` pairs match between a run and these qrels. Raises ValueError on an empty id.
     """
-    from judge_runner.search.trec import encode_id
 
     if not docid:
         raise ValueError("an empty document or query id cannot be written to a TREC file")
@@ -238,8 +241,6 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
     above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
     import ir_measures
 
-    from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
-
     out: dict[str, dict[str, float]] = {}
     run: dict[str, dict[str, float]] = {}
     for qid, sources in ranked.items():
@@ -262,7 +263,6 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
 def run_judge_key(run) -> str:
     """The comparability key of a run file (:class:`judge_runner.runs.read.RunFile`): its judge fingerprint
     plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
-    from judge_runner.judging.fingerprint import comparability_key, legacy_key
 
     provenance = run.provenance
     if provenance is not None and provenance.judgeFingerprint:
@@ -278,7 +278,6 @@ def export_qrels(
     sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
     run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
     fingerprints, whose labels are not one measurement."""
-    from judge_runner.runs.read import read_run_file
 
     items: list[RunLabels] = []
     keys: dict[str, str] = {}

@@ -38,6 +38,7 @@ from judge_runner.core.resources import (
     load_schema,
     pinned_schema,
     prompt_sha256,
+    resource_dir,
 )
 from judge_runner.judging.fence import RenderedDocument, fence, neutralise, new_delimiter
 
@@ -73,7 +74,6 @@ class JudgeRequest:
 
 def schema_sha256(name: str) -> str:
     """Hex sha256 of a shipped schema file's UTF-8 text (as :func:`resources.prompt_sha256` for prompts)."""
-    from judge_runner.core.resources import resource_dir
 
     return hashlib.sha256((resource_dir("schemas") / name).read_text(encoding="utf-8").encode("utf-8")).hexdigest()
 

@@ -15,6 +15,8 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
+from judge_runner.core.models import DIMENSIONS
+
 MAX_GRADE = 3
 
 
@@ -132,7 +134,6 @@ def query_scores(
     (``judge.overall_score``; equal weights by default), and, when the list-level verdict gave them,
     its holistic figures as ``judgeRelevance``, ``judgeRanking`` and ``judgeOverall``. Raises ValueError
     on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
-    from judge_runner.judging.scores import overall_score
 
     scores = {
         **label_dimensions(labels),

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
-from judge_runner.llm.budget import Reservation
+from judge_runner.llm.budget import BudgetDeferred, Reservation
 from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
 from judge_runner.llm.wire import server_message
@@ -420,7 +420,6 @@ class BatchCoordinator:
         paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
         is pending or in flight and it still does not fit does it fail (``attempt(False)``:
         BudgetExhausted). Raises BatchAbandoned when the run is abandoned meanwhile."""
-        from judge_runner.llm.budget import BudgetDeferred
 
         key = self._key()
         with self._cond:
@@ -521,7 +520,6 @@ class BatchCoordinator:
         of a lower tier goes (a query with a paid result is finished before another is advanced, a
         started one before a new one is begun; ``final``: nothing is in flight, so a lower tier may take
         what a higher one cannot use). Returns whether any fit."""
-        from judge_runner.llm.budget import BudgetDeferred
 
         granted = False
         stop_tier: int | None = None

@@ -45,6 +45,7 @@ from typing import ClassVar
 
 from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
+from judge_runner.llm.local_server import local_server_setup, share_server
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, classify_status
 from judge_runner.llm.wire import (
@@ -228,7 +229,6 @@ class OpenAIProvider(ChatProvider):
         """Share what is learned about the server with ``partner`` (:func:`local_server.share_server`), and
         for a local server use concurrency 1 unless the user set it and say that ``--timeout`` counts queue
         time (:func:`local_server.local_server_setup`)."""
-        from judge_runner.llm.local_server import local_server_setup, share_server
 
         share_server(partner, self)
         return local_server_setup(self.base_url, concurrency, concurrency_set, self.timeout_s)

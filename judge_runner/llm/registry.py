@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-if TYPE_CHECKING:
-    from judge_runner.llm.base import ChatProvider
+from judge_runner.llm.base import ChatProvider
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,9 @@ PROVIDERS: dict[str, ProviderSpec] = {
 """Every provider, in ``auto``'s order of preference (the heuristic last)."""
 
 PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
-HEURISTIC_MODEL: str = PROVIDERS["offline"].default_model  # "offline-heuristic-v1": the offline roles' model name, recorded as the judge model
+HEURISTIC_MODEL: str = PROVIDERS[
+    "offline"
+].default_model  # "offline-heuristic-v1": the offline roles' model name, recorded as the judge model
 PROVIDER_CHOICES: tuple[str, ...] = ("auto", *PROVIDER_NAMES)
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from string import Template
-from typing import TYPE_CHECKING
 
 import jsonschema
 
@@ -25,9 +24,7 @@ from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, normalize_so
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
-
-if TYPE_CHECKING:
-    from judge_runner.querygen.protocol import QueryWriter
+from judge_runner.querygen.protocol import GenerationResult, QueryWriter
 
 READ_CAP_CHARS = 12_000
 LIST_CAP = 200

@@ -20,6 +20,7 @@ from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
 from judge_runner.corpus.read import clean_text
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
+from judge_runner.search.embedding import EmbeddingModelError
 
 
 @dataclass
@@ -191,7 +192,6 @@ def _embed_batch(embedder, batch: list[tuple], report: IndexReport, current: dic
     fails, each document is embedded alone and one that still fails is skipped with its reason (and
     dropped from ``current``, so it is retried next time): one file never sinks an index. A model that
     cannot load (EmbeddingModelError) still stops the run, since no document could be embedded."""
-    from judge_runner.search.embedding import EmbeddingModelError
 
     texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
     if not texts:

@@ -1,0 +1,79 @@
+"""A finished run for people: the summary lines a job prints on stdout (and a failed quality gate on
+stderr).
+"""
+
+from __future__ import annotations
+
+from judge_runner.core.printer import Printer
+from judge_runner.evaluation.compare import describe_comparison
+from judge_runner.evaluation.loop import RunOutcome
+
+
+def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
+    """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
+    includes phase one's query writing (always synchronous, at standard prices); ``resume_hint``: what
+    picks up batches still in flight (default ``--resume``)."""
+    summary, out = outcome.summary, printer.out
+    heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
+    out(
+        f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
+        f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}"
+    )
+    if summary["averageScores"]:
+        out("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))
+    if summary["averageMetrics"]:
+        out("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
+    a = summary["abstention"]
+    out(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
+    trials = f", {summary['trials']} trials" + (
+        f" (Krippendorff alpha {summary['trialsAlpha']:.2f})" if summary.get("trialsAlpha") is not None else ""
+    )
+    out(
+        f"  judge: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
+        f"{summary['labelsCached']} from the cache, {summary['humanLabels']} human; {summary['injectionSuspected']} results flagged "
+        f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1"
+    )
+    if summary.get("judgeIsGenerator"):
+        out("  note: the judge's model also wrote the queries (circular: it may favour what it expects)")
+    if summary.get("comparison"):
+        for line in describe_comparison(summary["comparison"]):
+            out(line)
+    for issue in summary["topIssues"][:3]:
+        out(f"  issue ({issue['count']}x): {issue['issue']}")
+    if summary["recommendedFocus"]:
+        out(f"  recommended focus: {summary['recommendedFocus']}")
+    batch = summary.get("batch")
+    if batch:
+        out(
+            f"  batch API: {batch['batches']} batch(es) submitted, {batch['resumedBatches']} picked up; {batch['requests']} requests"
+            + (f" ({batch['pickedUpRequests']} picked up)" if batch.get("pickedUpRequests") else "")
+            + ": "
+            f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
+            + (
+                f"; still in flight: {', '.join(batch['inFlight'])} ({resume_hint or '--resume'} picks them up)"
+                if batch["inFlight"]
+                else ""
+            )
+        )
+    cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
+    guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
+    prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
+    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
+    out("  " + cost_line(summary))
+    out(f"  written to {outcome.path}")
+    gate = summary.get("qualityGate")
+    if gate and not gate["passed"]:
+        overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
+        printer.err(f"quality gate failed: average overall {overall} is below --min-overall {gate['minOverall']}")
+
+
+def cost_line(summary: dict) -> str:
+    """The summary's caching and per-query cost figures as one line for people: the cached share of input
+    tokens, the USD caching saved, and the USD per judged query (``unknown`` where the figure is null)."""
+    share, saved, per = summary.get("cachedInputShare"), summary.get("cacheSavedUsd"), summary.get("costPerJudgedQueryUsd")
+    judged = summary.get("judgedQueries", 0)
+    return (
+        f"prompt cache: {'-' if share is None else f'{share:.0%}'} of input tokens read from it, "
+        f"saved {'unknown' if saved is None else f'${saved:.4f}'}; "
+        f"per judged query ({judged} judged): {'-' if not judged else 'unknown' if per is None else f'${per:.4f}'}"
+    )

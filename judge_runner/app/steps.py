@@ -1,0 +1,305 @@
+"""The steps every job is built from: choose the roles (:func:`make_providers`), open the job
+(corpus check, index), phase one (:func:`phase_one`), the ``run_start`` fields, and phase two
+(:func:`evaluate_queries`). Steps print through a :class:`~judge_runner.core.printer.Printer` and fail with
+:mod:`judge_runner.core.failures` errors; none exits the process.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge_runner.app.console import print_summary
+from judge_runner.app.dry_run import start_estimate
+from judge_runner.app.indexing import check_corpus, describe_index, index_fixtures
+from judge_runner.app.inputs import (
+    open_cache,
+    open_run_writer,
+)
+from judge_runner.app.resume import (
+    ResumePoint,
+)
+from judge_runner.app.roles import build_roles
+from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+from judge_runner.config import ConfigError, Settings
+from judge_runner.core.failures import (
+    IncompleteRunError,
+    UsageError,
+)
+from judge_runner.core.models import Query, QuerySet
+from judge_runner.core.printer import Printer, Say
+from judge_runner.core.resources import prompt_sha256
+from judge_runner.corpus.walk import parse_extensions
+from judge_runner.evaluation.compare import run_systems
+from judge_runner.evaluation.loop import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance, run_evaluation
+from judge_runner.judging.protocol import Judge
+from judge_runner.llm.budget import Budget
+from judge_runner.llm.errors import LLMError
+from judge_runner.querygen.agent import generate_queries, query_set_sha256
+from judge_runner.querygen.protocol import GenerationResult, QueryWriter
+from judge_runner.runs.write import utc_now
+from judge_runner.search.systems import System
+
+PROMPTS = (
+    "generate_system.md",
+    "generate_user.md",
+    "judge_label_system.md",
+    "judge_label_user.md",
+    "judge_labels_user.md",
+    "judge_list_system.md",
+    "judge_list_user.md",
+)
+
+
+# -- providers ------------------------------------------------------------------------------------------
+def make_providers(settings: Settings, need_generator: bool, say: Say) -> tuple[QueryWriter | None, Judge, Budget]:
+    """``(query writer or None, judge, budget)`` for ``settings.provider``, built by
+    :func:`judge_runner.app.roles.build_roles` from the provider registry (``auto``: the first provider whose
+    key or base URL is set, else offline). Says which provider and models were chosen, and why. Raises
+    UsageError for a missing key, or for a model with no known price under ``--max-budget-usd``."""
+
+    try:
+        roles = build_roles(settings, need_generator, say=say)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return roles.writer, roles.judge, roles.budget
+
+
+# -- steps ------------------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """What the phases of one job share: settings, the open index, the providers, the budget, the folder
+    for run files, and where to print."""
+
+    settings: Settings
+    index: Any
+    generator: Any
+    judge: Any
+    budget: Budget
+    out_dir: Path
+    printer: Printer
+    systems: list[System] | None = None  # the searches under test when not only the built-in one (issue 12)
+
+
+def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, need_generator: bool) -> Job:
+    """Check the corpus, choose the providers, then index FIXTURES incrementally (pruning what is gone).
+    The caller closes ``job.index``. Raises UsageError (bad corpus, provider or key) before the index
+    is touched."""
+    check_corpus(settings, fixtures)
+    generator, judge, budget = make_providers(settings, need_generator, printer.err)
+    printer.note(f"indexing {fixtures} into {settings.index_label} ...")
+    done = index_fixtures(settings, fixtures, prune=True, printer=printer)
+    printer.note(describe_index(done.report, done.elapsed))
+    return Job(settings, done.index, generator, judge, budget, out_dir, printer)
+
+
+def write_queries(settings: Settings, generator: Any, fixtures: Path, printer: Printer) -> GenerationResult:
+    """Phase one: ``settings.count`` queries about FIXTURES from ``generator``. Raises what
+    ``generate_queries`` raises (LLMError, KeyboardInterrupt)."""
+
+    printer.note(f"phase one: writing {settings.count} queries from {fixtures} ...")
+    result = generate_queries(generator, fixtures, settings.count, parse_extensions(settings.extensions), log=printer.log)
+    printer.note(f"phase one: {len(result.queries)} queries kept, {len(result.dropped)} dropped")
+    return result
+
+
+def require_queries(generation: GenerationResult) -> GenerationResult:
+    """``generation`` when it kept at least one query. Every job that runs phase one (``generate``,
+    ``generate-and-evaluate``, ``weekly``) checks its result here, so an empty phase one is one error
+    everywhere. Raises IncompleteRunError (exit 3) naming how many queries were written and dropped, with
+    the first three reasons."""
+    if generation.queries:
+        return generation
+    if not generation.dropped:
+        raise IncompleteRunError(f"phase one produced no usable query: the query writer wrote {generation.generated} queries")
+    reasons = "; ".join(f"{d.get('id', '?')}: {d.get('reason', '?')}" for d in generation.dropped[:3])
+    more = f"; {len(generation.dropped) - 3} more" if len(generation.dropped) > 3 else ""
+    raise IncompleteRunError(
+        f"phase one produced no usable query: all {len(generation.dropped)} written queries were dropped ({reasons}{more})"
+    )
+
+
+def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
+    """Write the query set; when an LLM error or Ctrl+C stops phase one, write the stopped run instead
+    and return its outcome. Raises IncompleteRunError when no usable query was written
+    (:func:`require_queries`)."""
+    try:
+        generation = write_queries(job.settings, job.generator, fixtures, job.printer)
+    except (LLMError, KeyboardInterrupt) as exc:
+        job.printer.err(f"error: phase one stopped: {str(exc) or 'interrupted'}")
+        return write_stopped_run(job, exc)
+    return require_queries(generation)
+
+
+def prompt_hashes() -> dict[str, str]:
+    """sha256 of each prompt file, by file name (recorded in provenance)."""
+
+    return {name: prompt_sha256(name) for name in PROMPTS}
+
+
+def run_start_fields(
+    job: Job,
+    writer,
+    queries: list[Query],
+    *,
+    generation: GenerationResult | None = None,
+    generator_model: str | None = None,
+    with_count: bool = False,
+    resume: ResumePoint | None = None,
+    all_queries: list[Query] | None = None,
+) -> dict:
+    """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
+    query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
+
+    settings = job.settings
+    config: dict[str, Any] = {
+        "searchMode": settings.search_mode,
+        "searchLimit": settings.search_limit,
+        "concurrency": settings.concurrency,
+        "weights": settings.weights,
+        "timeoutS": settings.timeout,
+        "callDeadlineS": settings.deadline,
+        "maxRetries": settings.max_retries,
+        "maxBudgetUsd": settings.max_budget_usd,
+        "perCallCapUsd": settings.per_call_cap_usd,
+        "minOverall": settings.min_overall,
+        "index": settings.index_label,
+        "judgeMode": settings.judge_mode,
+        "trials": settings.trials,
+        "seed": settings.seed,
+        "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
+        "batch": settings.batch,
+    }
+    if with_count:
+        config["count"] = settings.count
+    saved = all_queries or queries
+    if saved:
+        query_file = writer.path.with_suffix(".queries.json")
+        query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        config["querySetFile"] = query_file.name
+    run_start: dict[str, Any] = {
+        "config": config,
+        "provenance": provenance(
+            job.judge,
+            generator_model,
+            prompt_hashes(),
+            query_set_sha256(saved),
+            (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
+            settings.search.model_dump(exclude={"external"}),
+            evaluate_options(settings),
+            getattr(job.generator, "name", None) if generator_model else None,
+        ),
+        "queriesGenerated": generation.generated if generation else None,
+        "queriesDropped": len(generation.dropped) if generation else 0,
+    }
+    if job.systems:
+        run_start["provenance"]["searchSystems"] = [{"name": system.name, **system.description} for system in job.systems]
+    if resume is not None:
+        # a resumed run keeps its place in time: the original start, with the resume time beside it
+        run_start["resumedFrom"] = resume.path.name
+        run_start["resumedAt"] = utc_now()
+        if resume.start.get("timestamp"):
+            run_start["timestamp"] = resume.start["timestamp"]
+    return run_start
+
+
+def evaluate_options(settings: Settings) -> EvaluateOptions:
+    """Phase two's options from the settings."""
+    return EvaluateOptions(
+        settings.search_mode,
+        settings.search_limit,
+        settings.concurrency,
+        settings.weights,
+        settings.min_overall,
+        settings.judge_mode,
+        settings.trials,
+        settings.seed,
+        tuple(settings.human_qrels) if settings.human_qrels is not None else None,
+    )
+
+
+def evaluate_queries(
+    job: Job,
+    queries: list[Query],
+    *,
+    generation: GenerationResult | None = None,
+    resume: ResumePoint | None = None,
+    all_queries: list[Query] | None = None,
+    prior_batches: list[dict] | None = None,
+    resume_hint: str | None = None,
+) -> RunOutcome:
+    """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
+    runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
+    ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
+    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``)."""
+    writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
+    run_start = run_start_fields(
+        job,
+        writer,
+        queries,
+        generation=generation,
+        with_count=generation is not None,
+        generator_model=generation.model if generation else None,
+        resume=resume,
+        all_queries=all_queries,
+    )
+    cache = open_cache(job.settings, job.printer)
+    batching = getattr(job.judge, "batching", None)
+    if batching is not None and resume_hint:
+        batching.resume_hint = resume_hint
+    try:
+        if job.systems:
+            outcome = run_systems(
+                queries,
+                job.systems,
+                job.judge,
+                writer,
+                run_start,
+                evaluate_options(job.settings),
+                budget=job.budget,
+                echo=job.printer.progress,
+                log=job.printer.log,
+                cache=cache,
+            )
+        else:
+            search, estimate = start_estimate(queries, job.index, job.judge, evaluate_options(job.settings), cache, job.printer.note)
+            outcome = run_evaluation(
+                queries,
+                search,
+                job.judge,
+                writer,
+                run_start,
+                evaluate_options(job.settings),
+                budget=job.budget,
+                echo=job.printer.progress,
+                log=job.printer.log,
+                prior=resume.evaluations if resume else None,
+                cache=cache,
+                estimate=estimate,
+                prior_batches=list(resume.batches) if resume else prior_batches,
+            )
+    finally:
+        if cache is not None:
+            cache.close()
+    print_summary(outcome, job.printer, phase_one=generation is not None, resume_hint=resume_hint)
+    if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
+        found = calibration_for_provenance(calibration_folder(job.out_dir), run_start["provenance"])
+        if (found or {}).get("verdict", {}).get("status") != "calibrated":
+            job.printer.err(f"warning: --min-overall gates on a judge that is not calibrated; {calibration_line(found)}")
+    return outcome
+
+
+def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
+    """The run file of a job whose phase one stopped (``stopped_by``: an LLMError or KeyboardInterrupt):
+    run_start (with the generator's model) and a summary saying why; nothing is judged. The status is
+    a configuration error for a refused key, else incomplete."""
+    started = time.monotonic()
+    writer = open_run_writer(job.out_dir)
+    run_start = run_start_fields(job, writer, [], generator_model=getattr(job.generator, "model", None), with_count=True)
+    state = begin_run(writer, run_start, 0)
+    state.phase_one_stopped(stopped_by)
+    outcome = end_run(state, writer, evaluate_options(job.settings), started=started, budget=job.budget, heuristic=is_heuristic(job.judge))
+    print_summary(outcome, job.printer)
+    return outcome

@@ -1,0 +1,197 @@
+"""The ``weekly`` job (the cron job): under a lock and with everything printed mirrored into a log,
+index, judge the pinned query set (or write and pin one), write the report, prune old runs, and fail on
+a regression when asked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from judge_runner.analysis.report import build_report
+from judge_runner.analysis.trend import build_trend, read_baseline
+from judge_runner.app.crashlog import internal_error, traceback_text
+from judge_runner.app.indexing import require_folder
+from judge_runner.app.inputs import (
+    load,
+    load_query_set,
+    warn_missing_sources,
+)
+from judge_runner.app.steps import (
+    evaluate_queries,
+    open_job,
+    phase_one,
+)
+from judge_runner.config import Settings
+from judge_runner.core.failures import (
+    EXIT_CONFIG,
+    EXIT_INCOMPLETE,
+    GateFailedError,
+    IncompleteRunError,
+    JudgeRunnerError,
+    RunStatus,
+    exit_code_for,
+)
+from judge_runner.core.models import QuerySet
+from judge_runner.core.printer import Printer
+from judge_runner.evaluation.loop import RunOutcome
+from judge_runner.runs.read import is_baseline, read_run_file
+
+
+def prune_runs(results: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
+    Returns the deleted run files."""
+
+    baseline = read_baseline(results)
+    # oldest first by the UTC stamp in the name: "...T194229Z" sorts before "...T194229.730Z" (the same
+    # second, milliseconds added on a clash) only once the "Z" is dropped
+    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""))
+    deleted = []
+    for path in runs[: max(0, len(runs) - keep)]:
+        if is_baseline(path, baseline):
+            continue
+        path.unlink()
+        path.with_suffix(".queries.json").unlink(missing_ok=True)
+        deleted.append(path)
+    return deleted
+
+
+# -- weekly -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WeeklyPlan:
+    """The ``weekly`` command's options (folders, pinned or given query set, retention, log)."""
+
+    fixtures: Path
+    queries_path: Path | None
+    regenerate: bool
+    count_given: bool
+    results: Path
+    reports: Path
+    keep: int
+    log_path: Path | None
+    fail_on_regression: bool
+
+
+class _Tee:
+    """Mirror a text stream into a log file (weekly runs log everything they print)."""
+
+    def __init__(self, stream: IO[str], log: IO[str]):
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self.log.flush()
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+        self.log.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> RunStatus:
+    """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
+    mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
+    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
+    unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
+
+    plan.results.mkdir(parents=True, exist_ok=True)
+    log_path = plan.log_path or plan.results / "weekly.log"
+    with open(plan.results / ".weekly.lock", "w") as lock_file:  # released when the file closes, even on a crash
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IncompleteRunError(f"another weekly run holds {plan.results / '.weekly.lock'}; not starting a second one") from None
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"\n=== judge-runner weekly {datetime.now(UTC).isoformat(timespec='seconds')} ===\n")
+            real_out, real_err = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)
+            code = EXIT_CONFIG
+            try:
+                status = weekly_steps(load(flags), plan, printer)
+                code = exit_code_for(status)
+                return status
+            except JudgeRunnerError as exc:
+                code = exc.exit_code
+                log.write(exc.display() + "\n")  # the entry point prints it once the streams are restored
+                raise
+            except KeyboardInterrupt:
+                code = EXIT_INCOMPLETE
+                raise
+            except Exception as exc:  # a bug: its traceback goes into this log, the entry point prints one line
+                error = internal_error(exc, log_path)
+                code = error.exit_code
+                log.write(traceback_text(exc) + error.display() + "\n")
+                raise error from exc
+            finally:
+                sys.stdout, sys.stderr = real_out, real_err
+                log.write(f"=== exit {code} ===\n")
+
+
+def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | None:
+    """The ``batch`` lines of weekly's previous run when it stopped with batches in flight: the newest
+    run file in ``results`` that holds batch lines and whose summary lists ``batch.inFlight`` (Ctrl+C)
+    or that has no summary (killed). Its requests are the ones this run makes again when the query set
+    and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
+    None when there is none (said in a note when there is)."""
+
+    for path in sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""), reverse=True):
+        try:
+            run = read_run_file(path)
+        except OSError:
+            continue
+        if not run.is_run:
+            continue
+        summary = run.summary.model_dump(by_alias=True) if run.summary is not None else None
+        in_flight = ((summary or {}).get("batch") or {}).get("inFlight") if summary is not None else None
+        if run.batches and (summary is None or in_flight):
+            printer.note(f"weekly: the previous run {path.name} left {len(run.batches)} batch(es) in flight; picking their results up")
+            return [line.line() for line in run.batches]
+        return None  # the newest run ended with nothing in flight
+    return None
+
+
+def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
+    """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
+    ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
+
+    pinned = plan.results / "pinned-queries.json"
+    regenerate = plan.regenerate
+    if plan.count_given and not regenerate and (plan.queries_path or pinned.is_file()):
+        printer.err("note: --count applies only when a query set is generated; using the pinned set (--regenerate for a new one)")
+    if plan.queries_path is None and not regenerate and not pinned.is_file():
+        printer.err(f"no pinned query set in {plan.results}: generating one (phase one) and pinning it")
+        regenerate = True
+    require_folder(plan.fixtures)
+    job = open_job(settings, plan.fixtures, plan.results, printer, need_generator=regenerate)
+    with job.index:
+        generation = None
+        if regenerate:
+            first = phase_one(job, plan.fixtures)
+            if isinstance(first, RunOutcome):
+                return first.status
+            pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+            generation, queries = first, first.queries
+        else:
+            queries = load_query_set(plan.queries_path or pinned).queries
+        warn_missing_sources(job.index, queries, settings.index_label, printer.err)
+        prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
+        hint = "the next `judge-runner weekly ... --batch` (same query set)"
+        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
+    try:
+        written = build_report(plan.results, plan.reports)
+        printer.out(f"report written to {written.html}")
+    except ValueError as exc:
+        printer.err(f"no report: {exc}")
+    prune_runs(plan.results, plan.keep)
+    if outcome.status is RunStatus.OK and plan.fail_on_regression:
+        latest = build_trend(plan.results).latest_verdict
+        if latest and latest["regression"]:
+            raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']}")
+    return outcome.status

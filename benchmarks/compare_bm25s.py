@@ -11,7 +11,7 @@ there), then ONE ``evaluate --search-mode hybrid --search-command 'python tests/
 so the judge's metrics come from the judge's labels alone). The summary's comparison block gives the paired
 difference bm25s - hybrid with its 95% bootstrap interval; the script then scores each system's ranking
 (read from the run file) with ir-measures against the human qrels and computes the same paired difference
-with the same function (:func:`judge_runner.analysis.trend.compare_values`). Writes nothing into the repository
+with the same function (:func:`judge_runner.measures.paired.compare_values`). Writes nothing into the repository
 (work files go to --workdir); the data are read where they are, never copied.
 """
 
@@ -59,7 +59,7 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def main() -> None:
-    from judge_runner.analysis.trend import compare_values
+    from judge_runner.measures.paired import compare_values
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=default_data())

@@ -14,7 +14,7 @@ import ir_measures
 import pytest
 
 from judge_runner.analysis.trend import build_trend
-from judge_runner.judging.qrels import encode_docid
+from judge_runner.search.trec import encode_id
 from tests.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
@@ -113,7 +113,7 @@ def test_qrels_export_gives_the_runs_own_ndcg_through_ir_measures(indexed, tmp_p
     assert result.exit_code == 0, result.output
     qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
     run = [
-        ir_measures.ScoredDoc(e["queryId"], encode_docid(r["source"]), float(len(e["results"]) - i))
+        ir_measures.ScoredDoc(e["queryId"], encode_id(r["source"]), float(len(e["results"]) - i))
         for e in lines[1:-1]
         if e["metrics"]
         for i, r in enumerate(e["results"])
@@ -131,7 +131,7 @@ def test_qrels_import_then_runs_use_human_labels(indexed, tmp_path):
     ev = next(e for e in first[1:-1] if e["results"])
     source = ev["results"][0]["source"]
     human = tmp_path / "human.qrels"
-    human.write_text(f"{ev['queryId']} 0 {encode_docid(source)} 1\n", encoding="utf-8")
+    human.write_text(f"{ev['queryId']} 0 {encode_id(source)} 1\n", encoding="utf-8")
     result = invoke(["qrels", "import", str(human), "--name", "team", "--rescale", "1=3", "--db", str(db)])
     assert result.exit_code == 0 and "imported 1 human labels" in result.output
     second, output = evaluate(db, queries, tmp_path / "b")

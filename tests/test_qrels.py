@@ -12,8 +12,6 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import (
     QrelsError,
     RunLabels,
-    decode_docid,
-    encode_docid,
     human_labels,
     import_human_qrels,
     labels_from_evaluation,
@@ -22,6 +20,7 @@ from judge_runner.judging.qrels import (
     write_trec_qrels,
 )
 from judge_runner.measures.ir import query_metrics
+from judge_runner.search.trec import decode_id, encode_id
 
 
 @pytest.mark.parametrize(
@@ -42,23 +41,23 @@ from judge_runner.measures.ir import query_metrics
     ],
 )
 def test_docid_encoding_is_reversible_and_whitespace_free(docid):
-    encoded = encode_docid(docid)
+    encoded = encode_id(docid)
     assert not any(ch.isspace() for ch in encoded) and len(encoded.split()) == 1
-    assert decode_docid(encoded) == docid
+    assert decode_id(encoded) == docid
 
 
 def test_docid_encoding_keeps_ordinary_ids_unchanged():
     for docid in ("runbooks/x.md", "DEC-0054", "i18n/zh/search-service-overview.md", "4983"):
-        assert encode_docid(docid) == docid
-    assert encode_docid("a b%") == "a%20b%25"
+        assert encode_id(docid) == docid
+    assert encode_id("a b%") == "a%20b%25"
 
 
 @pytest.mark.parametrize("bad", ["a%2", "a%zz", "%C3%28"])
 def test_malformed_escapes_are_refused(bad):
     with pytest.raises(ValueError):
-        decode_docid(bad)
+        decode_id(bad)
     with pytest.raises(ValueError):
-        encode_docid("")
+        encode_id("")
 
 
 def run(run_id, qid, labels, expected=(), query=None):
@@ -133,14 +132,14 @@ def test_export_is_read_by_ir_measures_and_gives_the_runs_own_ndcg(tmp_path):
     read = list(ir_measures.read_trec_qrels(str(path)))
     assert len(read) == lines and all(" " not in q.doc_id for q in read)
     # score the run (encoded the same way) with ir-measures over the exported file
-    trec_run = {encode_docid(qid): {} for qid in queries}
+    trec_run = {encode_id(qid): {} for qid in queries}
     for qid, (sources, _, _) in queries.items():
         for i, source in enumerate(sources):
-            trec_run[encode_docid(qid)].setdefault(encode_docid(source), float(len(sources) - i))
+            trec_run[encode_id(qid)].setdefault(encode_id(source), float(len(sources) - i))
     per_query = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ 10], read, trec_run)}
     for qid, (sources, labels, expected) in queries.items():
         own = query_metrics(sources, labels, expected)["nDCG@10"]
-        assert per_query[encode_docid(qid)] == pytest.approx(own, abs=1e-6), qid
+        assert per_query[encode_id(qid)] == pytest.approx(own, abs=1e-6), qid
     # and our reader gives back the decoded ids
     assert ("q2", "100% y.md", 0) in read_trec_qrels(path)
 

@@ -8,7 +8,7 @@ a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/`
   cache (``judgment_cache.py``), keyed by the exact text shown, so the second system finds them there.
 - :func:`comparison_block`: the summary's ``comparison``: per system its averages, and per dimension
   and metric the paired difference of every system to the first (the reference) with its 95%
-  bootstrap interval and verdict, computed by :func:`judge_runner.analysis.trend.compare_values` (the same
+  bootstrap interval and verdict, computed by :func:`judge_runner.measures.paired.compare_values` (the same
   bootstrap and minimum-effect rule as ``trend``).
 
 In a compare run the summary's ``averageScores``/``averageMetrics`` are the reference system's (so a
@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from judge_runner.analysis.trend import MIN_EFFECT, compare_values
 from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.loop import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, judge_all
 from judge_runner.measures.ir import METRIC_NAMES
+from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.write import build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")

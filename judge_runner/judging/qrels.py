@@ -2,7 +2,7 @@
 human qrels read from TREC files and stored, taking precedence over the judge's.
 
 A TREC qrels line is ``qid 0 docid grade`` (the second field, "iteration", is always 0), fields split
-on whitespace, so query ids and document ids are written through :func:`encode_docid`.
+on whitespace, so query ids and document ids are written through :func:`encode_id`.
 
 Pooling (:func:`pool_qrels`), for each (qid, docid) seen in the runs given:
 
@@ -28,13 +28,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
-from urllib.parse import unquote
 
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
 from judge_runner.runs.read import read_run_file
-from judge_runner.search.trec import encode_id
+from judge_runner.search.trec import decode_id, encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -42,32 +41,6 @@ QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 class QrelsError(ValueError):
     """A qrels file or the runs to pool are malformed or contradict each other; the message names the
     file and line, or the query."""
-
-
-def encode_docid(docid: str) -> str:
-    """A document id (or query id) safe for a whitespace-separated TREC file: ``%`` and every
-    whitespace character (``str.isspace``: spaces, tabs, newlines, NBSP, ideographic space...) and
-    every control character become ``%XX`` escapes of their UTF-8 bytes; everything else is kept.
-    ``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``. Reversed by :func:`decode_docid`.
-
-    The encoding is :func:`judge_runner.search.trec.encode_id`, the one the search's TREC run files use,
-    so ``qid``/``docid`` pairs match between a run and these qrels. Raises ValueError on an empty id.
-    """
-
-    if not docid:
-        raise ValueError("an empty document or query id cannot be written to a TREC file")
-    return encode_id(docid)
-
-
-def decode_docid(encoded: str) -> str:
-    """Inverse of :func:`encode_docid`. Raises ValueError when an escape is malformed (``%`` not followed by
-    two hex digits, or bytes that are not UTF-8)."""
-    if re.search(r"%(?![0-9A-Fa-f]{2})", encoded):
-        raise ValueError(f"malformed %-escape in {encoded!r}")
-    try:
-        return unquote(encoded, errors="strict")
-    except UnicodeDecodeError:
-        raise ValueError(f"%-escapes in {encoded!r} are not UTF-8") from None
 
 
 @dataclass(frozen=True)
@@ -157,19 +130,19 @@ def pool_qrels(runs: Iterable[RunLabels], human: Mapping[tuple[str, str], int] |
 
 
 def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: TextIO) -> int:
-    """Write ``qid 0 docid grade`` lines, sorted by qid then docid, ids through :func:`encode_docid`.
+    """Write ``qid 0 docid grade`` lines, sorted by qid then docid, ids through :func:`encode_id`.
     Returns the number of lines written."""
     n = 0
     for qid in sorted(qrels):
         for docid in sorted(qrels[qid]):
-            out.write(f"{encode_docid(qid)} 0 {encode_docid(docid)} {int(qrels[qid][docid])}\n")
+            out.write(f"{encode_id(qid)} 0 {encode_id(docid)} {int(qrels[qid][docid])}\n")
             n += 1
     return n
 
 
 def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
     """``(qid, docid, grade)`` from a TREC qrels file (``qid iter docid grade`` per line, whitespace
-    separated; blank lines skipped), ids decoded with :func:`decode_docid`. Grades are kept as given
+    separated; blank lines skipped), ids decoded with :func:`decode_id`. Grades are kept as given
     (any integer). Raises QrelsError naming the line for a line with other than 4 fields, a grade that
     is not an integer, a malformed escape, or the same (qid, docid) twice with different grades; and
     for a missing or undecodable file."""
@@ -189,7 +162,7 @@ def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
             raise QrelsError(f"{path}:{number}: grade {fields[3]!r} is not an integer")
         grade = int(fields[3])
         try:
-            qid, docid = decode_docid(fields[0]), decode_docid(fields[2])
+            qid, docid = decode_id(fields[0]), decode_id(fields[2])
         except ValueError as exc:
             raise QrelsError(f"{path}:{number}: {exc}") from None
         if rows.get((qid, docid), grade) != grade:

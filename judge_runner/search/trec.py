@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote
@@ -29,17 +30,27 @@ from judge_runner.corpus.read import clean_text
 
 
 def encode_id(value: str) -> str:
-    """A qid or docid safe in a TREC file: ``%``, every whitespace character (``str.isspace``) and every
-    other non-printable character percent-encoded as its UTF-8 bytes; everything else kept. The one
-    encoding of ids in TREC files: runs here and qrels (:func:`judge_runner.judging.qrels.encode_docid`) alike."""
+    """A qid or docid safe in a whitespace-separated TREC file (runs and qrels alike, so pairs match):
+    ``%``, every whitespace character (``str.isspace``: spaces, tabs, newlines, NBSP, ideographic
+    space...) and every other non-printable character percent-encoded as its UTF-8 bytes; everything else
+    kept. ``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``. Reversed by :func:`decode_id`. Raises
+    ValueError on an empty id (a TREC line cannot hold an empty field)."""
+    if not value:
+        raise ValueError("an empty document or query id cannot be written to a TREC file")
     return "".join(
         "".join(f"%{b:02X}" for b in ch.encode("utf-8")) if ch == "%" or ch.isspace() or not ch.isprintable() else ch for ch in value
     )
 
 
-def decode_id(value: str) -> str:
-    """The original id of an :func:`encode_id` result."""
-    return unquote(value)
+def decode_id(encoded: str) -> str:
+    """The original id of an :func:`encode_id` result. Raises ValueError when an escape is malformed (``%``
+    not followed by two hex digits, or bytes that are not UTF-8)."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", encoded):
+        raise ValueError(f"malformed %-escape in {encoded!r}")
+    try:
+        return unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"%-escapes in {encoded!r} are not UTF-8") from None
 
 
 def rank_consistent_scores(scores: Iterable[float]) -> list[float]:

@@ -3,7 +3,7 @@ that can write a run (Anserini/Pyserini, Vespa, Elasticsearch scripts, ``judge-r
 is judged without an adapter.
 
 A run line is ``qid Q0 docid rank score tag`` (whitespace-separated; trec_eval's format). Query and
-document ids are decoded with :func:`judge_runner.judging.qrels.decode_docid` (``%XX`` escapes of whitespace
+document ids are decoded with :func:`judge_runner.search.trec.decode_id` (``%XX`` escapes of whitespace
 and ``%``, the encoding judge-runner writes), so a fixtures path with a space round-trips. Results are
 ordered by score (higher first; rank breaks ties, as trec_eval does). The search finds a query's
 ranking by the query's id: the query set maps each query's text to its id. A query the run does not
@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge_runner.judging.qrels import decode_docid
 from judge_runner.search.base import SearchAnswer, SearchMode
 from judge_runner.search.mapping import FieldMapping, map_hits
+from judge_runner.search.trec import decode_id
 
 
 class TrecRunError(ValueError):
@@ -41,7 +41,7 @@ def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
         try:
             if len(parts) != 6:
                 raise ValueError(f"expected 6 fields (qid Q0 docid rank score tag), got {len(parts)}")
-            qid, docid = decode_docid(parts[0]), decode_docid(parts[2])
+            qid, docid = decode_id(parts[0]), decode_id(parts[2])
             rank, score = int(parts[3]), float(parts[4])
         except ValueError as exc:
             raise TrecRunError(f"{path} line {number}: {exc}") from None

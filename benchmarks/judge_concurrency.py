@@ -107,7 +107,8 @@ def worker(args: argparse.Namespace) -> None:
     from judge_runner.app.indexing import open_index
     from judge_runner.config import load_settings
     from judge_runner.core.models import Query
-    from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+    from judge_runner.evaluation.loop import run_evaluation
+    from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.judging.llm_judge import LLMJudge
     from judge_runner.llm.anthropic_provider import AnthropicProvider
     from judge_runner.llm.budget import Budget

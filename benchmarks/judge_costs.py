@@ -55,7 +55,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from judge_runner.app.indexing import index_fixtures, open_index  # noqa: E402
 from judge_runner.config import load_settings  # noqa: E402
 from judge_runner.core.printer import Printer  # noqa: E402
-from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation  # noqa: E402
+from judge_runner.evaluation.loop import run_evaluation  # noqa: E402
+from judge_runner.evaluation.options import EvaluateOptions  # noqa: E402
 from judge_runner.judging.cache import JudgmentCache  # noqa: E402
 from judge_runner.judging.llm_judge import LLMJudge  # noqa: E402
 from judge_runner.llm.anthropic_provider import AnthropicProvider  # noqa: E402

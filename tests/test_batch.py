@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.llm.batch import BatchCoordinator, custom_id
+from judge_runner.llm.batch import BatchCoordinator
+from judge_runner.llm.batch_api import custom_id
 from judge_runner.llm.pricing import Usage, cost_usd, price_for
 from judge_runner.llm.registry import get_spec
 from tests.clitools import invoke
@@ -301,12 +302,12 @@ class _Backend:
         return f"b{len(self.batches)}"
 
     def status(self, batch_id):
-        from judge_runner.llm.batch import BatchStatus
+        from judge_runner.llm.batch_api import BatchStatus
 
         return BatchStatus(True, 1, 1, "ended")
 
     def results(self, batch_id):
-        from judge_runner.llm.batch import ItemResult
+        from judge_runner.llm.batch_api import ItemResult
 
         return {cid: ItemResult("succeeded", body["n"] * 2) for cid, body in self.bodies.items()}
 

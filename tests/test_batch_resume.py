@@ -233,7 +233,8 @@ def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query
 
 
 def test_the_progress_line_says_the_time_waited_so_far():
-    from judge_runner.llm.batch import BatchCoordinator, BatchStatus, ItemResult
+    from judge_runner.llm.batch import BatchCoordinator
+    from judge_runner.llm.batch_api import BatchStatus, ItemResult
 
     class Slow:
         provider = type("P", (), {"classify": staticmethod(lambda exc: None)})()

@@ -11,7 +11,8 @@ import pytest
 
 from judge_runner.app.console import cost_line
 from judge_runner.core.resources import load_schema
-from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+from judge_runner.evaluation.loop import run_evaluation
+from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import render_document
 from judge_runner.judging.llm_judge import TOOL_DESCRIPTIONS, LLMJudge

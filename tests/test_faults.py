@@ -31,7 +31,8 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.core.resources import load_schema
-from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
+from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, run_evaluation
+from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
 from judge_runner.judging.protocol import ListVerdict
 from judge_runner.llm.anthropic_provider import AnthropicProvider

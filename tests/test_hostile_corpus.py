@@ -394,7 +394,7 @@ def test_issue_example_space_in_file_name_makes_a_readable_trec_run(tmp_path):
     assert scores[P @ 1] == 1.0
 
 
-@pytest.mark.parametrize("value", ["meeting notes 2026.md", "a%20b", "%", "tab\there", "ideo\u3000space", "line\u2028sep", "plain.md", ""])
+@pytest.mark.parametrize("value", ["meeting notes 2026.md", "a%20b", "%", "tab\there", "ideo\u3000space", "line\u2028sep", "plain.md"])
 def test_trec_ids_encode_reversibly_without_whitespace(value):
     from judge_runner.search.trec import decode_id, encode_id
 
@@ -403,6 +403,18 @@ def test_trec_ids_encode_reversibly_without_whitespace(value):
     assert decode_id(encoded) == value
     if value == "plain.md":
         assert encoded == value
+
+
+def test_the_one_trec_id_codec_refuses_what_a_trec_line_cannot_hold():
+    """Runs and qrels share one codec (search/trec.py): an empty id would shift a line's columns, and a
+    malformed escape read back would name another document."""
+    from judge_runner.search.trec import decode_id, encode_id
+
+    with pytest.raises(ValueError, match="empty"):
+        encode_id("")
+    for bad in ("a%2", "%zz", "%C3%28"):
+        with pytest.raises(ValueError):
+            decode_id(bad)
 
 
 # -- item 6: nothing to index -----------------------------------------------------------------------

@@ -16,7 +16,8 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.corpus.read import clean_text
-from judge_runner.evaluation.loop import EvaluateOptions, run_evaluation
+from judge_runner.evaluation.loop import run_evaluation
+from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.protocol import LabelReply
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.embedding import HashEmbedder

@@ -9,7 +9,8 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.core.resources import load_schema
-from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, EvaluateOptions, run_evaluation
+from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, run_evaluation
+from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.llm.errors import AuthError
 from judge_runner.runs.write import RunWriter, read_run

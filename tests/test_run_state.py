@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge_runner.core.failures import RunStatus
-from judge_runner.evaluation.loop import MAX_FAILED_SHARE, RunEnd, RunState, end_status
+from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunState, end_status
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError, TransientError
 
 

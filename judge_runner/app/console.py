@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
-from judge_runner.evaluation.loop import RunOutcome
+from judge_runner.evaluation.state import RunOutcome
 
 
 def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:

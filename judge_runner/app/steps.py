@@ -33,7 +33,10 @@ from judge_runner.core.printer import Printer, Say
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.corpus.walk import parse_extensions
 from judge_runner.evaluation.compare import run_systems
-from judge_runner.evaluation.loop import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, provenance, run_evaluation
+from judge_runner.evaluation.lines import provenance
+from judge_runner.evaluation.loop import is_heuristic, run_evaluation
+from judge_runner.evaluation.options import EvaluateOptions
+from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.protocol import Judge
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import LLMError

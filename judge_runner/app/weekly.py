@@ -38,7 +38,7 @@ from judge_runner.core.failures import (
 )
 from judge_runner.core.models import QuerySet
 from judge_runner.core.printer import Printer
-from judge_runner.evaluation.loop import RunOutcome
+from judge_runner.evaluation.state import RunOutcome
 from judge_runner.runs.read import is_baseline, read_run_file
 
 

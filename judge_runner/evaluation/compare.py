@@ -24,7 +24,9 @@ from dataclasses import replace
 from typing import Any
 
 from judge_runner.core.models import DIMENSIONS, Query
-from judge_runner.evaluation.loop import EvaluateOptions, RunOutcome, begin_run, end_run, is_heuristic, judge_all
+from judge_runner.evaluation.loop import is_heuristic, judge_all
+from judge_runner.evaluation.options import EvaluateOptions
+from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.write import build_summary

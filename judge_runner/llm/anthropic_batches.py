@@ -14,7 +14,7 @@ from typing import Any
 
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch import BatchStatus, ItemResult, check_failure
+from judge_runner.llm.batch_api import BatchStatus, ItemResult, check_failure
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 
 # an errored item's error.type -> the kind a synchronous failure with that error would be

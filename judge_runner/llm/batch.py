@@ -29,9 +29,6 @@ Backends (one per API) implement :class:`BatchBackend`: ``judge_runner.llm.anthr
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import re
 import sys
 import threading
 import time
@@ -39,16 +36,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.base import ChatProvider, Completion
+from judge_runner.llm.batch_api import BatchBackend, ItemResult, custom_id
 from judge_runner.llm.budget import BudgetDeferred, Reservation
 from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
-from judge_runner.llm.wire import server_message
 
 T = TypeVar("T")
-Outcome = Literal["succeeded", "errored", "expired", "canceled"]
 
 BATCH_CALL_DEADLINE_S = 25 * 3600.0
 """Seconds one logical call may take in batch mode: both APIs promise results within 24 hours."""
@@ -64,33 +60,6 @@ MARGIN_FACTOR = 2.0
 """Room a new query leaves per started query, in units of the largest worst case seen so far: a list
 verdict's input holds all of a query's results, so its worst case can exceed every one before it
 (measured on the fake: label 0.011 USD, list verdicts 0.02-0.037 USD)."""
-_DELIMITER = re.compile(r"document-[0-9a-f]{16}")
-
-
-class BatchUnavailable(Exception):
-    """The server has no batch API (a local OpenAI-compatible server), or it refused the check."""
-
-
-class BatchUnreachable(Exception):
-    """The server did not answer the batch API check at all (connection refused, DNS, timeout)."""
-
-
-def check_failure(exc: BaseException, provider: ChatProvider, request: str, where: str, no_api: str) -> Exception:
-    """What a failed batch-API check (``request``, e.g. ``GET /v1/batches``, to the server at ``where``)
-    means, by the synchronous provider's own classification: a refused key is the AuthError (or
-    SpendLimitError) a synchronous call would raise; no HTTP answer is BatchUnreachable ("cannot
-    reach"); a 404 or 405 is BatchUnavailable (``no_api``: the server has no batch API); any other
-    answer is BatchUnavailable saying what the server answered."""
-    status = getattr(exc, "status_code", None)
-    said = server_message(exc) or type(exc).__name__
-    kind = provider.classify(exc)
-    if kind in ("auth", "spend_limit"):
-        return translate(exc, 1, provider.classify)
-    if not isinstance(status, int):
-        return BatchUnreachable(f"cannot reach {where} ({request}: {said})")
-    if status in (404, 405):
-        return BatchUnavailable(f"{no_api}: {request} answered HTTP {status}: {said}")
-    return BatchUnavailable(f"the batch API at {where} did not answer the check ({request}: HTTP {status}: {said})")
 
 
 class BatchAbandoned(LLMError):
@@ -98,79 +67,6 @@ class BatchAbandoned(LLMError):
     so ``--resume`` picks its results up."""
 
     kind = "interrupted"
-
-
-@dataclass(frozen=True)
-class BatchStatus:
-    """A batch's progress: ``ended`` (no request is processing any more), requests ``done`` of
-    ``total``, and the API's own status word (``in_progress``, ``ended``, ``finalizing``...)."""
-
-    ended: bool
-    done: int
-    total: int
-    state: str
-
-
-@dataclass(frozen=True)
-class ItemResult:
-    """One request's result: ``outcome`` and either the raw reply (``value``, what the backend's
-    ``parse`` reads) or the LLMError it becomes (``error``)."""
-
-    outcome: Outcome
-    value: Any = None
-    error: LLMError | None = None
-
-
-class BatchBackend(Protocol):
-    """One batch API over one synchronous provider (whose request building and reply parsing it reuses)."""
-
-    provider: ChatProvider
-
-    def check(self) -> None:
-        """Make one free request proving the server has the batch API; raises BatchUnavailable."""
-        ...
-
-    def body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None,
-    ) -> dict:
-        """The request body the synchronous provider would send for this call."""
-        ...
-
-    def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
-        """A succeeded item's raw reply as the synchronous provider parses a reply."""
-        ...
-
-    def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
-        """Create a batch of ``(custom_id, body)`` requests; returns its id. Raises the SDK's errors."""
-        ...
-
-    def status(self, batch_id: str) -> BatchStatus:
-        """The batch's progress. Raises the SDK's errors."""
-        ...
-
-    def results(self, batch_id: str) -> dict[str, ItemResult]:
-        """Every result of an ended batch by ``custom_id``. Raises the SDK's errors."""
-        ...
-
-    def cancel(self, batch_id: str) -> None:
-        """Ask the API to cancel the batch."""
-        ...
-
-
-def custom_id(body: dict) -> str:
-    """The stable id of a request: ``jr-`` and 40 hex digits of the sha256 of its body (keys sorted)
-    with every fence delimiter (``document-`` + 16 random hex digits, :func:`fence.new_delimiter`)
-    replaced, so the same call made by another process has the same id (both APIs accept
-    ``[A-Za-z0-9_-]{1,64}``)."""
-    text = _DELIMITER.sub("document-0", json.dumps(body, sort_keys=True, ensure_ascii=False))
-    return "jr-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
 
 
 def format_wait(seconds: float) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch import BatchStatus, ItemResult, check_failure
+from judge_runner.llm.batch_api import BatchStatus, ItemResult, check_failure
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.retry import classify_status

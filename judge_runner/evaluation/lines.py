@@ -1,0 +1,140 @@
+"""The lines phase two writes, as dicts in the run file's shape (:mod:`judge_runner.runs.lines` checks
+them): an ``evaluation`` line per judged query, an ``error`` line per failed one, a ``batch`` line per
+batch, and the ``provenance`` block of ``run_start``.
+"""
+
+from __future__ import annotations
+
+from judge_runner import __version__
+from judge_runner.core.models import Query
+from judge_runner.evaluation.options import EvaluateOptions
+from judge_runner.judging.fingerprint import build_fingerprint, judge_is_generator
+from judge_runner.judging.labelling import QueryJudgment
+from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
+from judge_runner.judging.protocol import Judge
+from judge_runner.measures.ir import query_metrics
+from judge_runner.runs.lines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores
+from judge_runner.runs.write import utc_now
+from judge_runner.search.base import SearchAnswer
+
+RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly relevant) counts as relevant
+
+
+def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: QueryJudgment) -> dict:
+    """The ``evaluation`` line (format version 2) for a judged query (DESIGN.md JSONL contract), built as
+    an :class:`~judge_runner.runs.lines.EvaluationLine` and serialised by alias. An off-topic query has
+    null scores and metrics and ``abstained`` instead; its results are still labelled."""
+    grades = [o.label for o in judged.labels]
+    off_topic = query.queryType == "off-topic"
+    tally = judged.tally
+    usage = tally.usage
+    models = set().union(*(o.models_returned for o in judged.labels)) | tally.models_returned
+    return EvaluationLine(
+        runId=run_id,
+        timestamp=utc_now(),
+        queryId=query.id,
+        query=query.query,
+        queryIntent=query.queryIntent,
+        queryType=query.queryType,
+        expectedSources=query.expectedSources,
+        searchMode=answer.mode,
+        resultCount=len(answer.results),
+        confident=answer.confident,
+        latencyMs=answer.latencyMs,
+        scores=Scores(**(judged.scores or {})),
+        analysis=judged.analysis,
+        suggestions=judged.suggestions,
+        results=[
+            ResultLabel(
+                rank=h.rank,
+                source=h.source,
+                anchor=h.anchor,
+                score=h.score,
+                relevance=o.label,
+                relevant=o.label >= RELEVANT_GRADE,
+                reason=o.reason,
+                injectionSuspected=o.injection_suspected,
+                cached=o.cached,
+                labelOrigin=o.origin,
+                trialLabels=o.trial_labels,
+                labelSpread=o.spread,
+                shownAs=o.shown_as,
+                shownFrom=shown_from,
+                shownChars=o.shown_chars,
+                truncated=o.truncated,
+                snippet=h.snippet[:SNIPPET_CHARS_SHOWN],
+            )
+            for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
+        ],
+        metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
+        abstained=(not answer.confident or not answer.results) if off_topic else None,
+        usage=EvaluationUsage(
+            inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+            outputTokens=usage.output_tokens,
+            costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
+            calls=usage.calls,
+        ),
+        labelsCached=sum(o.labels_cached for o in judged.labels),
+        labelsJudged=sum(o.labels_judged for o in judged.labels),
+        humanLabels=sum(1 for o in judged.labels if o.origin == "human"),
+        listCached=judged.list_cached,
+        expectedSourceDisagreements=judged.disagreements,
+        judgeModelsReturned=sorted(models),
+        **({"judgeRecoveries": tally.recoveries} if tally.recoveries else {}),
+    ).line()
+
+
+def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:
+    """The ``error`` line for a query that could not be searched or judged (an
+    :class:`~judge_runner.runs.lines.ErrorLine` serialised by alias; ``stage`` is "search" or "judge",
+    else pydantic.ValidationError)."""
+    return ErrorLine.model_validate(
+        {
+            "runId": run_id,
+            "timestamp": utc_now(),
+            "queryId": query.id,
+            "query": query.query,
+            "stage": stage,
+            "errorType": getattr(exc, "kind", type(exc).__name__),
+            "message": str(exc)[:1000],
+            "attempts": getattr(exc, "attempts", 0),
+        }
+    ).line()
+
+
+def batch_line(run_id: str, fields: dict) -> dict:
+    """The ``batch`` line (a :class:`~judge_runner.runs.lines.BatchLine` serialised by alias) for a batch a
+    ``--batch`` run just submitted: ``fields`` are ``batchId``, ``provider``, ``requests``, ``customIds``."""
+    return BatchLine.model_validate({"runId": run_id, "timestamp": utc_now(), **fields}).line()
+
+
+def provenance(
+    judge: Judge,
+    generator_model: str | None,
+    prompt_hashes: dict,
+    query_set_sha: str,
+    corpus_fingerprint: str,
+    search_config: dict,
+    options: EvaluateOptions | None = None,
+    generator_provider: str | None = None,
+) -> dict:
+    """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` serialised
+    by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
+    (:func:`judge_fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
+    options = options or EvaluateOptions()
+    return Provenance(
+        provider=judge.name,
+        generatorModel=generator_model,
+        judgeModel=judge.model,
+        heuristicJudge=judge.heuristic,
+        promptSha256=prompt_hashes,
+        querySetSha256=query_set_sha,
+        corpusFingerprint=corpus_fingerprint,
+        searchConfig=search_config,
+        judgeRunnerVersion=__version__,
+        judgeFingerprint=build_fingerprint(
+            judge.name, judge.model, options.judge_mode, options.trials, options.seed, judge.heuristic
+        ).as_dict(),
+        # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
+        judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),
+    ).model_dump(by_alias=True, mode="json")

@@ -1,0 +1,234 @@
+"""A run's state from its first line to its summary: what was judged and failed, why it stopped
+(interrupted, budget exhausted, phase one stopped), the run's end status and exit code, and the summary
+line written at the end (:func:`end_run`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from judge_runner.core.failures import RunStatus, exit_code_for
+from judge_runner.evaluation.options import EvaluateOptions
+from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
+from judge_runner.runs.lines import run_start_line
+from judge_runner.runs.write import RunWriter, build_summary, utc_now
+
+MAX_FAILED_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended: its status and the reasons for it (empty when ok), e.g. ``("interrupted",)``."""
+
+    status: RunStatus
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: the summary line, how it ended, and the run file's path."""
+
+    summary: dict
+    end: RunEnd
+    path: str
+    evaluations: list[dict] = field(default_factory=list)
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status (ok, gate failed, incomplete, config error)."""
+        return self.end.status
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code the status maps to (``failures.exit_code_for``)."""
+        return exit_code_for(self.end.status)
+
+
+# when two stops meet (a refused key and a spent budget in flight at once), the graver one wins
+_GRAVITY = {RunStatus.OK: 0, RunStatus.GATE_FAILED: 1, RunStatus.INCOMPLETE: 2, RunStatus.CONFIG_ERROR: 3}
+
+
+@dataclass
+class RunState:
+    """What a run has recorded so far and whether (and why) it must stop starting calls.
+
+    Its operations are pure (no I/O, no clock, no threads): the run loop writes a line, then records it
+    here. ``total`` counts the queries of the run, copied ones of a resumed run included.
+    """
+
+    total: int
+    evaluations: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    interrupted: bool = False
+    budget_exhausted: bool = False
+    stop_status: RunStatus | None = None
+    stop_reason: str | None = None
+
+    @property
+    def done(self) -> int:
+        """Queries recorded so far (evaluated or failed)."""
+        return len(self.evaluations) + len(self.errors)
+
+    @property
+    def stopped(self) -> bool:
+        """True once no new call may start (a refused key, a spent budget or spend limit, an interrupt)."""
+        return self.stop_status is not None
+
+    def record_evaluation(self, line: dict) -> None:
+        """Count a judged query's ``evaluation`` line."""
+        self.evaluations.append(line)
+
+    def record_error(self, line: dict, exc: BaseException) -> None:
+        """Count a failed query's ``error`` line; a spent budget or spend limit stops the run (incomplete),
+        a refused API key stops it as a configuration error. Any other failure lets the run go on."""
+        self.errors.append(line)
+        if isinstance(exc, BudgetExhausted):
+            self.budget_exhausted = True
+            self.stop(RunStatus.INCOMPLETE, exc.kind)
+        elif isinstance(exc, SpendLimitError):
+            self.stop(RunStatus.INCOMPLETE, exc.kind)
+        elif isinstance(exc, AuthError):
+            self.stop(RunStatus.CONFIG_ERROR, exc.kind)
+
+    def stop(self, status: RunStatus, reason: str) -> None:
+        """Start no new call. The first reason is kept (it is the cause; later ones are consequences);
+        the graver status wins (a configuration error over an incomplete run)."""
+        if self.stop_status is None or _GRAVITY[status] > _GRAVITY[self.stop_status]:
+            self.stop_status = status
+        self.stop_reason = self.stop_reason or reason
+
+    def interrupt(self) -> None:
+        """Ctrl+C (or SIGTERM, which the CLI turns into Ctrl+C): the run is incomplete."""
+        self.interrupted = True
+        self.stop(RunStatus.INCOMPLETE, "interrupted")
+
+    def phase_one_stopped(self, exc: BaseException) -> None:
+        """Phase one ended with ``exc`` (an LLMError or KeyboardInterrupt), so nothing will be judged; the
+        reason is ``interrupted`` or ``phase one: <error kind>``."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.interrupt()
+            return
+        self.budget_exhausted = isinstance(exc, BudgetExhausted)
+        status = RunStatus.CONFIG_ERROR if isinstance(exc, AuthError) else RunStatus.INCOMPLETE
+        self.stop(status, f"phase one: {getattr(exc, 'kind', type(exc).__name__)}")
+
+
+def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) -> RunEnd:
+    """The status a finished run ends with, and why (pure). Graver first: a configuration error (a refused
+    key); then incomplete (interrupted, budget or spend limit, more than ``MAX_FAILED_SHARE`` of the
+    queries failed); then a failed quality gate (``gate`` is the summary's ``qualityGate`` block)."""
+    if state.stop_status is RunStatus.CONFIG_ERROR:
+        return RunEnd(RunStatus.CONFIG_ERROR, (state.stop_reason or "config_error",))
+    reasons: list[str] = []
+    if state.interrupted:
+        reasons.append("interrupted")
+    if budget_exhausted and "budget_exhausted" not in reasons:
+        reasons.append("budget_exhausted")
+    if state.stop_status is RunStatus.INCOMPLETE and state.stop_reason and state.stop_reason not in reasons:
+        reasons.append(state.stop_reason)
+    if state.total and len(state.errors) / state.total > MAX_FAILED_SHARE:
+        reasons.append(f"{len(state.errors)} of {state.total} queries failed (more than {MAX_FAILED_SHARE:.0%})")
+    if reasons:
+        return RunEnd(RunStatus.INCOMPLETE, tuple(reasons))
+    if gate is not None and not gate["passed"]:
+        overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
+        return RunEnd(RunStatus.GATE_FAILED, (f"average overall {overall} is below --min-overall {gate['minOverall']}",))
+    return RunEnd(RunStatus.OK)
+
+
+def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None) -> RunState:
+    """Write the ``run_start`` line and copy ``prior`` (evaluation lines of a run being resumed, given the
+    new file's runId); returns the state of a run of ``new_queries`` more queries."""
+    writer.write(run_start_line(writer.run_id, utc_now(), run_start))
+    state = RunState(total=new_queries + len(prior or []))
+    for line in prior or []:
+        line = {**line, "runId": writer.run_id}
+        writer.write(line)
+        state.record_evaluation(line)
+    return state
+
+
+def end_run(
+    state: RunState,
+    writer: RunWriter,
+    options: EvaluateOptions,
+    *,
+    started: float,
+    budget=None,
+    heuristic: bool = False,
+    judge_is_generator: bool = False,
+    estimate: dict | None = None,
+    batch: dict | None = None,
+    carried: list[dict] | None = None,
+) -> RunOutcome:
+    """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
+    ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
+    :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
+    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`; ``carried``: the evaluation
+    lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
+    resumed file's summary carries the whole run, :func:`carried_usage`), write it, close the file, and
+    return the run's outcome with its :class:`RunEnd`."""
+    budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
+    usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
+    if budget is not None:
+        u = budget.usage
+        usage = {
+            "inputTokens": u.input_tokens + u.cache_write_tokens + u.cache_read_tokens,
+            "outputTokens": u.output_tokens,
+            "calls": u.calls,
+            "cacheWriteTokens": u.cache_write_tokens,
+            "cacheReadTokens": u.cache_read_tokens,
+        }
+    cost = budget.total_cost_usd if budget is not None else 0.0
+    if carried:
+        earlier = carried_usage(carried)
+        for key in ("inputTokens", "outputTokens", "calls"):
+            usage[key] += earlier[key]
+        cost = None if cost is None or earlier["costUsd"] is None else round(cost + earlier["costUsd"], 6)
+    stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
+    summary = build_summary(
+        writer.run_id,
+        state.evaluations,
+        state.errors,
+        state.total,
+        interrupted=state.interrupted,
+        budget_exhausted=budget_exhausted,
+        cost_usd=cost,
+        usage=usage,
+        duration_s=time.monotonic() - started,
+        heuristic=heuristic,
+        stop_reason=stop_reason,
+        judge_mode=options.judge_mode,
+        trials=options.trials,
+        judge_is_generator=judge_is_generator,
+        cache_saved_usd=budget.total_saved_usd if budget is not None else 0.0,
+    )
+    gate = None
+    if options.min_overall is not None:
+        overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
+        gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
+        summary["qualityGate"] = gate
+    summary["estimate"] = estimate
+    if batch is not None:
+        summary["batch"] = batch
+    writer.write(summary)
+    writer.close()
+    return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
+
+
+def carried_usage(lines: list[dict]) -> dict[str, Any]:
+    """The usage of evaluation lines copied from an interrupted run: ``inputTokens``, ``outputTokens``,
+    ``calls`` (0 for lines written before they recorded it) and ``costUsd`` (USD; None when any line's cost is
+    unknown). A resumed file's summary adds them to its own process's usage: the resumed file carries
+    the whole run, each request paid once (README "Batch mode": which file carries what)."""
+    out: dict[str, Any] = {"inputTokens": 0, "outputTokens": 0, "calls": 0, "costUsd": 0.0}
+    for line in lines:
+        usage = line.get("usage") or {}
+        out["inputTokens"] += int(usage.get("inputTokens") or 0)
+        out["outputTokens"] += int(usage.get("outputTokens") or 0)
+        out["calls"] += int(usage.get("calls") or 0)
+        if out["costUsd"] is not None and usage:
+            out["costUsd"] = None if usage.get("costUsd") is None else out["costUsd"] + float(usage["costUsd"])
+    return out

@@ -60,7 +60,7 @@ from judge_runner.evaluation.options import EvaluateOptions  # noqa: E402
 from judge_runner.judging.cache import JudgmentCache  # noqa: E402
 from judge_runner.judging.llm_judge import LLMJudge  # noqa: E402
 from judge_runner.llm.anthropic_provider import AnthropicProvider  # noqa: E402
-from judge_runner.llm.batch import batching_provider  # noqa: E402
+from judge_runner.llm.batch_provider import batching_provider  # noqa: E402
 from judge_runner.llm.budget import Budget  # noqa: E402
 from judge_runner.llm.pricing import Price, Usage, cost_usd, price_for  # noqa: E402
 from judge_runner.llm.registry import get_spec  # noqa: E402

@@ -24,8 +24,8 @@ from judge_runner.config import ConfigError, Settings
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.judging.protocol import Judge
-from judge_runner.llm.batch import batching_provider
 from judge_runner.llm.batch_api import BatchUnavailable, BatchUnreachable
+from judge_runner.llm.batch_provider import batching_provider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, SpendLimitError
 from judge_runner.llm.registry import detect, get_spec, missing_key

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judge_runner.core.models import DIMENSIONS, SearchMode
+from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
 from judge_runner.core.redact import redact_dsn
 from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import ProviderChoice
@@ -46,9 +46,11 @@ class ConfigError(ValueError):
 
 
 class Settings(BaseModel):
-    """Every knob of a run. Times in seconds, money in USD. Every number must be finite."""
+    """Every knob of a run. Times in seconds, money in USD. Every number must be finite. Built once per
+    command (:func:`load_settings`) and frozen: a job that needs another value derives new settings
+    (:func:`derive`), validated like every other source."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
     db: Path = DEFAULT_DB
     backend: Literal["sqlite", "postgres"] = "sqlite"
@@ -76,14 +78,14 @@ class Settings(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
 
     min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
-    # the judge protocol (issue 14): README "The judge protocol"
-    judge_mode: Literal["pointwise", "batched"] = Field("pointwise", description="one judge call per result, or one per query")
+    # the judge protocol (issue 14): docs/judge-protocol.md
+    judge_mode: JudgeMode = Field("pointwise", description="one judge call per result, or one per query")
     trials: int = Field(1, ge=1, le=10, description="label each result this many times; the label is the median")
     seed: int = Field(20240701, ge=0, description="base seed: batched shuffles, and sent where the API takes one")
     cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
     no_cache: bool = Field(False, description="judge everything again and store nothing")
     human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")
-    # issue 15: judge calls through the provider's batch API (README "Batch mode")
+    # issue 15: judge calls through the provider's batch API (docs/batch.md)
     batch: bool = Field(False, description="send the judge's calls through the provider's batch API (half price, results within 24 h)")
     batch_poll: float = Field(60.0, gt=0, description="longest wait between two status checks of a batch, seconds")
 
@@ -122,7 +124,6 @@ class Settings(BaseModel):
     def user_price(self):
         """The price given with ``price_per_mtok`` (cache writes at 1.25x input and cache reads at the
         input price: upper bounds for both vendors), or None."""
-
         if self.price_per_mtok is None:
             return None
         inp, out = (float(v) for v in self.price_per_mtok.split(","))
@@ -240,3 +241,20 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
         return Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
+
+
+def derive(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
+    """New settings: ``settings`` with ``changes`` (``{field: value}``) applied and validated by the same
+    model, so a value another source would refuse is refused here too. ``source`` names where the
+    values came from in an error message (``"the resumed run's run_start"``). The fields the user set
+    (:attr:`Settings.model_fields_set`: flag, environment or config file) stay what they were: a derived
+    value is not one the user chose. Raises ConfigError naming the field and ``source``."""
+    if not changes:
+        return settings
+    values = {**settings.model_dump(), **{name: as_text(value) for name, value in changes.items()}}
+    try:
+        checked = Settings.model_validate(values)
+    except ValidationError as exc:
+        sources: dict[tuple[str, ...], str] = {(name,): f"{name.replace('_', '-')} in {source}" for name in changes}
+        raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
+    return Settings.model_construct(_fields_set=set(settings.model_fields_set), **dict(checked))

@@ -235,7 +235,7 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
             return super().search(query, mode, limit)
 
     judge = RecordingJudge("anthropic", "claude-sonnet-4-6")
-    search, estimate = start_estimate(queries(3), Interrupting(), judge, EvaluateOptions(), None)
+    search, estimate = start_estimate(queries(3), Interrupting(), judge, EvaluateOptions(), None, price=None, budget_cap_usd=None)
     assert estimate is None
     writer = RunWriter(tmp_path)
     outcome = run_evaluation(queries(3), search, judge, writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None)

@@ -564,10 +564,10 @@ def test_rank_consistent_scores():
     assert written[0] == 3.0 and written[3] == 2.0
 
 
-def test_readme_states_the_fusion_depth_the_code_uses():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_state_the_fusion_depth_the_code_uses():
+    page = " ".join((ROOT / "docs" / "builtin-search.md").read_text(encoding="utf-8").split())
     assert SearchSettings().depth == 30
-    assert "fuses the top\n30 chunks of each list (the `[search]` `depth`, or the limit when that is larger)" in readme
+    assert "fuses the top 30 chunks of each list (the `[search]` `depth`, or the limit when that is larger)" in page
 
 
 # -- item 17: progress on stderr, with a rate and an ETA --------------------------------------------

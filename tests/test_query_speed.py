@@ -398,7 +398,7 @@ def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(
     qs = run_queries(7)
     options = EvaluateOptions(concurrency=3, judge_mode="batched")
     try:
-        search, block = start_estimate(qs, index, FixedJudge(), options, None)
+        search, block = start_estimate(qs, index, FixedJudge(), options, None, price=None, budget_cap_usd=None)
         assert block is not None and block["calls"] > 0
         assert [call[0] for call in embedder.calls] == [[q.query] for q in qs], "each query embedded once, up front"
         outcome = run_evaluation(qs, search, FixedJudge(), RunWriter(tmp_path), {"config": {}}, options, echo=lambda m: None)

@@ -101,7 +101,8 @@ def test_judge_only_run_builds_no_writer():
     assert roles.writer is None and roles.judge.model == "gpt-4.1"
     assert said[0] == "provider: openai (--provider); generator model -, judge model gpt-4.1"
     # LOCAL points at a loopback server: one request at a time, and a note on what --timeout counts there
-    assert settings.concurrency == 1 and any("is a local server" in line for line in said[1:])
+    assert roles.concurrency == 1 and settings.concurrency == 5, "the roles settle the concurrency; the settings stay as given"
+    assert any("is a local server" in line for line in said[1:])
 
 
 def test_missing_key_is_a_config_error():

@@ -130,7 +130,6 @@ class Run:
     def judge(self) -> str:
         """What must be equal for scores to be comparable: the judge fingerprint's comparability key
         with the model ids the API returned (format version 2), else the version-1 key."""
-
         p = self.provenance
         if p.judgeFingerprint:
             returned = self.summary.judgeReturnedModels if self.summary is not None else []
@@ -179,7 +178,6 @@ class Run:
         the same figure from its evaluation lines (:func:`judge_runner.runs.write.cost_per_judged_query`; a
         format-1 run judged every query it evaluated); for lines without costs the summary's ``costUsd``
         over its evaluated queries; None when none of these is known (or no query was judged)."""
-
         summary = self.summary
         if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
             return summary.costPerJudgedQueryUsd
@@ -211,7 +209,6 @@ def pool_metrics(runs: list[Run]) -> None:
     (:func:`judge_runner.judging.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
     on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
     runs whose query ids clash (QrelsError) are left as they are."""
-
     families: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         query_set = run.provenance.querySetSha256

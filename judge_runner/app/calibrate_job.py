@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner import __version__
-from judge_runner.app.steps import make_providers
+from judge_runner.app.steps import make_roles
 from judge_runner.calibrate import output
 from judge_runner.calibrate.data import Collection, load_beir, load_files, restrict, sample_queries
 from judge_runner.calibrate.labeling import Labeler, labeler_for
@@ -19,6 +19,7 @@ from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, con
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
 from judge_runner.config import Settings
 from judge_runner.core.failures import IncompleteRunError, UsageError
+from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 from judge_runner.llm.errors import LLMError
@@ -53,11 +54,10 @@ def default_index_path(collection: Collection, scope: str) -> Path:
     return Path(".judge-runner") / "calibrate" / f"{slug}-{scope}-{digest}.sqlite"
 
 
-def judge_envelope(labeler: Labeler, mode: str, trials: int, seed: int) -> dict[str, Any]:
+def judge_envelope(labeler: Labeler, mode: JudgeMode, trials: int, seed: int) -> dict[str, Any]:
     """The ``judge`` block: provider, model, fingerprint (:func:`build_fingerprint`) and its comparability
     key. ``legacyKey`` is null: calibrate measures the label-first protocol (format-version-2 runs); the
     single-call judge of format-version-1 runs is retired, so no calibration can speak for those."""
-
     fingerprint = build_fingerprint(labeler.name, labeler.model, mode, trials, heuristic=labeler.heuristic).as_dict()
     return {
         "provider": labeler.name,
@@ -110,13 +110,11 @@ def calibrate_job(
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
-
     collection = source.load()
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:
-        _, judge, _ = make_providers(settings, False, printer.err)
-        labeler = labeler_for(judge)
+        labeler = labeler_for(make_roles(settings, False, printer.err).judge)
     index_info = None
     index = None
     try:

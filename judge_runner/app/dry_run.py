@@ -21,12 +21,12 @@ from typing import Any, cast
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
 from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems
-from judge_runner.app.resume import read_resume_point
+from judge_runner.app.resume import read_resume_point, resumed_settings
 from judge_runner.app.roles import check_batch_provider
 from judge_runner.calibrate.labeling import ProtocolLabeler
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import UsageError
-from judge_runner.core.models import QUERY_TYPES, Query
+from judge_runner.core.models import QUERY_TYPES, Query, SearchMode
 from judge_runner.core.printer import Printer
 from judge_runner.core.resources import load_prompt
 from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
@@ -49,12 +49,14 @@ from judge_runner.estimate.costs import (
 )
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.evaluation.loop import human_grades, prepare_search
+from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.protocol import Judge
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, FileSandbox, query_set_sha256, submit_tool
-from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchMode
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -63,7 +65,6 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
     the settings choose, first, then each other LLM provider's default model for comparison. An offline
     choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed. Raises
     UsageError for ``--batch`` with the heuristic judge, as the real run does."""
-
     spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
     if not generator:
         try:
@@ -89,7 +90,6 @@ def search_all(
     ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
     the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
     A backend that can (:func:`judge_runner.evaluation.loop.prepare_search`) embeds the queries first."""
-
     answers, failed, first = [], 0, None
     for backend, mode in searches:
         # the whole set embedded first, as the run loop does: the searches then do no model
@@ -113,7 +113,6 @@ def estimate_answers(
 ) -> list[ModelEstimate]:
     """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
     ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only) and ``human`` labels skipped."""
-
     out = []
     for provider, model, price, chosen in judges:
         judge = RecordingJudge(provider, model)
@@ -133,7 +132,6 @@ def estimate_answers(
 def read_only_cache(settings: Settings) -> Any:
     """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
     run creates nothing). Raises UsageError for a file that is not a judgment cache."""
-
     path = settings.cache_path
     if path is None or not Path(path).is_file():
         return None
@@ -145,7 +143,6 @@ def read_only_cache(settings: Settings) -> Any:
 
 def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
     """The report of a phase two on a known query set: search each query, then estimate every candidate."""
-
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
@@ -174,7 +171,6 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
     search systems, of ``search_limit`` results each,
     every result a chunk of the chunker's maximum size (``MAX_CHUNK_CHARS``), nothing cached (labels are
     keyed by the query text, so a new set is never in the cache)."""
-
     filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
     hits = [
         SearchHit(
@@ -271,7 +267,6 @@ def evaluate_dry_run(
 ) -> dict[str, Any]:
     """``evaluate --dry-run``: the query set (or what is left of a resumed run) searched with the index (or
     the ``systems`` asked for), and the judge calls estimated. Raises UsageError as ``evaluate`` does."""
-
     resume = read_resume_point(resume_path) if resume_path is not None else None
     if resume is not None and queries_path is None:
         queries_path = resume.saved_query_set
@@ -279,10 +274,11 @@ def evaluate_dry_run(
         raise UsageError("give --queries FILE (or --resume RUN.jsonl with its query set beside it)")
     queries = load_query_set(queries_path).queries
     if resume is not None:
-        if resume.start["provenance"].get("querySetSha256") != query_set_sha256(queries):
+        if resume.query_set_sha256 != query_set_sha256(queries):
             raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
-        done = {line["queryId"] for line in resume.evaluations}
+        done = resume.judged_ids
         queries = [q for q in queries if q.id not in done]
+        settings = resumed_settings(settings, resume, printer)  # estimated as the resumed run will judge
     index = open_index(settings, must_exist=True) if needs_builtin_index(settings, systems) else None
     try:
         opened = open_search_systems(settings, systems, index, None, queries, printer)
@@ -312,7 +308,6 @@ def main_dry_run(
     phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
     search), both rough. Nothing is indexed. Raises UsageError when FIXTURES is missing or holds no file to
     index, as the real run does."""
-
     require_folder(fixtures)
     check_corpus(settings, fixtures)
     judging = rough_judge(settings, settings.count, system_count(systems))
@@ -325,7 +320,6 @@ def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: boo
     """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
     searched in the index as it is now, or, when the run would write a new set (first run,
     ``--regenerate``), phase one and two are estimated roughly."""
-
     pinned = plan.results / "pinned-queries.json"
     if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
         return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly")
@@ -347,7 +341,6 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
     """``(labeler, judge)`` for ``calibrate --dry-run``: the protocol labeller over a :class:`RecordingJudge`
     of the chosen judge (an offline choice records for the first LLM provider's default model), which also
     lays out every call for each other provider's default model."""
-
     rows = candidates(settings)
     provider, model, _, _ = rows[0]
     judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows])
@@ -405,7 +398,6 @@ def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) ->
     batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
     synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
     holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
-
     if cap is None or price is None:
         return ""
     cost = costs(estimate.calls, price)["batch" if batch else "sync"]
@@ -419,10 +411,20 @@ def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) ->
 
 
 def start_estimate(
-    queries: Sequence[Query], index: Any, judge: Any, options: Any, cache: Any, say: Callable[[str], None] = lambda m: None
+    queries: Sequence[Query],
+    index: Any,
+    judge: Judge,
+    options: EvaluateOptions,
+    cache: JudgmentCache | None,
+    *,
+    price: Price | None,
+    budget_cap_usd: float | None,
+    say: Callable[[str], None] = lambda m: None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
-    said in one line to ``say``. Each query is searched once here and the answer handed to the run
+    said in one line to ``say``. ``price``: the judge model's standard price (:attr:`Roles.judge_price`;
+    None: the pricing table's, else unknown); ``budget_cap_usd``: ``--max-budget-usd`` (USD), warned about
+    when the estimate is above it. Each query is searched once here and the answer handed to the run
     (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
     fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
     if getattr(judge, "heuristic", False):
@@ -433,10 +435,8 @@ def start_estimate(
         answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
         for query, answer in answers:
             memo.remember(query.query, options.search_mode, options.search_limit, answer)
-        provider = getattr(judge, "provider", None)
         batch = getattr(judge, "batching", None) is not None
-        # the standard price: a batching provider's own price is already halved (Price.for_batch)
-        price = getattr(getattr(provider, "inner", provider), "price", None) or price_for(judge.model)
+        price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
         [estimate] = estimate_answers(
             answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
         )
@@ -448,7 +448,6 @@ def start_estimate(
         return memo, None
     block = estimate.summary_block(batch)
     cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
-    cap = getattr(getattr(getattr(judge, "provider", None), "budget", None), "max_usd", None)
-    over = budget_warning(estimate, price, cap, batch=batch)
+    over = budget_warning(estimate, price, budget_cap_usd, batch=batch)
     say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
     return memo, block

@@ -19,7 +19,6 @@ def show_trend(
     """Print the runs in ``results`` as ``fmt`` (table, json, markdown, csv), or one query's history;
     optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
     GateFailedError when ``fail_on_regression`` and the latest run regressed."""
-
     if query_id is not None:
         history = query_history(results, query_id)
         if not history:
@@ -55,7 +54,6 @@ def show_trend(
 
 def pin_baseline(results: Path, run_id: str, printer: Printer) -> None:
     """Pin ``run_id`` (or ``latest``) as the baseline of ``results``; raises UsageError for an unknown run."""
-
     try:
         chosen = set_baseline(results, run_id)
     except ValueError as exc:
@@ -67,7 +65,6 @@ def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> 
     """Write the weekly report (Markdown and HTML) of ``results`` into ``out_dir``; ``since`` is the cost
     table's period (``7d``, ``36h``, ``2w``). Raises UsageError for a bad period, a missing folder or no
     complete run."""
-
     try:
         parse_since(since)
     except ValueError as exc:

@@ -57,7 +57,6 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
 
 def walk_options(settings: Settings) -> dict:
     """Which files belong to the corpus: ``{"extensions", "excludes", "max_bytes"}`` for ``walk_corpus``."""
-
     excludes = tuple(p.strip() for p in settings.exclude.split(",") if p.strip()) if settings.exclude is not None else DEFAULT_EXCLUDES
     return {"extensions": parse_extensions(settings.extensions), "excludes": excludes, "max_bytes": settings.max_file_bytes}
 
@@ -71,7 +70,6 @@ def require_folder(fixtures: Path) -> None:
 def check_corpus(settings: Settings, fixtures: Path) -> None:
     """Raise UsageError when FIXTURES holds no file to index, before the index is touched (an empty walk
     would otherwise prune every document and every query would be off-topic); says why files were skipped."""
-
     walked = walk_corpus(fixtures, **walk_options(settings))
     if not walked.files:
         exts = ",".join(parse_extensions(settings.extensions))
@@ -99,7 +97,6 @@ class Indexed:
 
 def _progress():
     """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
-
     return IndexProgress()
 
 
@@ -107,7 +104,6 @@ def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Pri
     """Index FIXTURES incrementally into the index of ``settings`` (progress on stderr unless quiet).
     Raises UsageError for a folder that is not one; IncompleteRunError on Ctrl+C (what was committed
     is kept). The caller closes the returned index."""
-
     index = open_index(settings)
     started = time.monotonic()
     progress = None if printer.quiet else _progress()

@@ -57,7 +57,6 @@ def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say
 
 def open_run_writer(out_dir: Path, run_id: str | None = None):
     """A new run file in ``out_dir``; raises UsageError when it cannot be created."""
-
     try:
         return RunWriter(out_dir, run_id=run_id)
     except OSError as exc:
@@ -67,7 +66,6 @@ def open_run_writer(out_dir: Path, run_id: str | None = None):
 def open_cache(settings: Settings, printer: Printer):
     """The judgment cache of ``settings`` (None with ``--no-cache``); raises UsageError when the file
     cannot be used."""
-
     path = settings.cache_path
     if path is None:
         return None
@@ -81,7 +79,6 @@ def open_cache(settings: Settings, printer: Printer):
 
 def load_query_set(path: Path) -> QuerySet:
     """The query set in ``path``; raises UsageError listing (at most five) problems."""
-
     try:
         return QuerySet.model_validate_json(path.read_text(encoding="utf-8"))
     except (ValidationError, UnicodeDecodeError, OSError) as exc:
@@ -99,7 +96,6 @@ def open_search_systems(
     """The searches under test (:func:`judge_runner.search.systems.open_systems`), or None for an
     ordinary run of the built-in search in one mode. ``corpus`` is where text-less results are looked
     up by default (the fixtures folder). Raises UsageError for systems that cannot be opened."""
-
     if (spec is None or (not spec.external and len(spec.modes) <= 1)) and not settings.search.external:
         return None
     try:
@@ -126,7 +122,6 @@ def systems_spec(**asked: Any) -> SystemsSpec | None:
     """A :class:`~judge_runner.search.systems.SystemsSpec` of the command line's search-system flags
     (``modes``, ``configs``, ``commands``, ``urls``, ``runs``, ``headers``, ``fields``, ``timeout``,
     ``corpus``), or None when they ask only for the built-in search in one mode."""
-
     spec = SystemsSpec(**asked)
     return spec if (spec.external or len(spec.modes) > 1) else None
 

@@ -11,6 +11,7 @@ plus a summary saying why): :func:`judge_runner.app.steps.write_stopped_run`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
@@ -22,16 +23,11 @@ from judge_runner.app.inputs import (
     open_search_systems,
     warn_missing_sources,
 )
-from judge_runner.app.resume import (
-    inherit_batch_mode,
-    inherit_protocol,
-    read_resume_point,
-    warn_judge_change,
-)
+from judge_runner.app.resume import read_resume_point, resumed_settings, warn_judge_change
 from judge_runner.app.steps import (
-    Job,
     evaluate_queries,
-    make_providers,
+    make_roles,
+    new_job,
     open_job,
     phase_one,
     require_queries,
@@ -59,7 +55,7 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
     job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
     with job.index:
         # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
-        job.systems = open_search_systems(settings, systems, job.index, fixtures, [], printer)
+        job = replace(job, systems=open_search_systems(settings, systems, job.index, fixtures, [], printer))
         try:
             first = phase_one(job, fixtures)
             if isinstance(first, RunOutcome):
@@ -79,9 +75,9 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
         raise UsageError(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
     check_out_dir(out.parent if str(out.parent) else Path("."))
     check_corpus(settings, fixtures)
-    generator, _, budget = make_providers(settings, need_generator=True, say=printer.err)
+    roles = make_roles(settings, need_generator=True, say=printer.err)
     try:
-        result = write_queries(settings, generator, fixtures, printer)
+        result = write_queries(settings, roles.writer, fixtures, printer)
     except AuthError as exc:
         raise UsageError(f"{exc}; check the API key") from None
     except (BudgetExhausted, SpendLimitError) as exc:
@@ -93,7 +89,7 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
     require_queries(result)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
-    cost = budget.total_cost_usd
+    cost = roles.budget.total_cost_usd
     printer.out(
         f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; "
         f"cost {'unknown' if cost is None else f'${cost:.4f}'})"
@@ -113,7 +109,6 @@ def evaluate_job(
     queries are copied, never sent again). Returns None when a resumed run has nothing left to judge.
     ``systems``: the searches to judge when not only the built-in one (a run of external systems and
     TREC runs alone needs no index)."""
-
     resume = read_resume_point(resume_path) if resume_path is not None else None
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")
@@ -129,8 +124,7 @@ def evaluate_job(
     check_out_dir(out_dir)
     if not needs_builtin_index(settings, systems):
         job_systems = open_search_systems(settings, systems, None, None, query_set.queries, printer)
-        _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
-        job = Job(settings, None, None, judge, budget, out_dir, printer, job_systems)
+        job = new_job(settings, make_roles(settings, need_generator=False, say=printer.err), None, out_dir, printer, job_systems)
         try:
             return evaluate_queries(job, query_set.queries, all_queries=query_set.queries)
         finally:
@@ -141,20 +135,19 @@ def evaluate_job(
         job_systems = open_search_systems(settings, systems, index, None, query_set.queries, printer)
         queries = query_set.queries
         if resume is not None:
-            if resume.start["provenance"].get("querySetSha256") != query_set_sha256(queries):
+            if resume.query_set_sha256 != query_set_sha256(queries):
                 raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
-            done = {line["queryId"] for line in resume.evaluations}
+            done = resume.judged_ids
             queries = [q for q in queries if q.id not in done]
             if not queries:
                 printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
-            inherit_protocol(settings, resume, printer)
-            inherit_batch_mode(settings, resume, printer)
-        _, judge, budget = make_providers(settings, need_generator=False, say=printer.err)
+            settings = resumed_settings(settings, resume, printer)
+        roles = make_roles(settings, need_generator=False, say=printer.err)
         if resume is not None:
-            warn_judge_change(judge, resume, printer)
-        job = Job(settings, index, None, judge, budget, out_dir, printer, job_systems)
+            warn_judge_change(roles.judge, resume, printer)
+        job = new_job(settings, roles, index, out_dir, printer, job_systems)
         try:
             return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
         finally:

@@ -28,6 +28,7 @@ from judge_runner.llm.batch_api import BatchUnavailable, BatchUnreachable
 from judge_runner.llm.batch_provider import batching_provider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, SpendLimitError
+from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import detect, get_spec, missing_key
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.querygen.agent import LLMQueryWriter
@@ -36,15 +37,21 @@ from judge_runner.querygen.protocol import QueryWriter
 from judge_runner.search.embedding import TextEmbedder, get_embedder
 
 
-@dataclass
+@dataclass(frozen=True)
 class Roles:
     """What a run is given: the query writer (None when the run writes no queries), the judge, the
-    budget both spend, and the line describing the choice (already said on stderr)."""
+    budget both spend (:class:`~judge_runner.llm.budget.Budget`, holding ``--max-budget-usd`` in USD), the
+    line describing the choice (already said on stderr), the judge ``concurrency`` to use (the setting,
+    or 1 for a local server the user did not set it for: ``ChatProvider.prepare_run``), and the judge
+    model's standard ``judge_price`` (USD per million tokens; None for the heuristic or an unknown price;
+    under ``--batch`` the provider itself charges the batch price)."""
 
     writer: QueryWriter | None
     judge: Judge
     budget: Budget
     description: str
+    concurrency: int
+    judge_price: Price | None = None
 
 
 def build_roles(
@@ -64,7 +71,6 @@ def build_roles(
     (``--batch``) the judge's provider is wrapped for its batch API (:func:`batch_judge`), and the heuristic
     provider is a ConfigError (it makes no API calls to batch).
     """
-
     environ = os.environ if environ is None else environ
     budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
     if settings.provider == "auto":
@@ -76,7 +82,7 @@ def build_roles(
         description = f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments"
         say(description)
         writer = HeuristicQueryWriter() if need_generator else None
-        return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description)
+        return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description, settings.concurrency)
 
     problem = missing_key(spec, environ)
     if problem:
@@ -94,7 +100,7 @@ def build_roles(
     judge = cls(judge_model, retry, budget, settings.timeout, **connection)
     description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
     say(description)
-    settings.concurrency, notes = judge.prepare_run(generator, settings.concurrency, "concurrency" in settings.model_fields_set)
+    concurrency, notes = judge.prepare_run(generator, settings.concurrency, "concurrency" in settings.model_fields_set)
     for note in notes:
         say(note)
     for label, provider in (("generator", generator), ("judge", judge)):
@@ -113,9 +119,11 @@ def build_roles(
                 f"warning: no price known for the {label} model {provider.model}: cost will be reported as unknown"
                 f"{'' if settings.max_budget_tokens else ' (--max-budget-tokens caps the run by tokens)'}"
             )
+    price = judge.price  # the standard price, before batch mode halves it
     if settings.batch:
         judge = batch_judge(spec, judge, settings.batch_poll, say)
-    return Roles(LLMQueryWriter(generator) if generator is not None else None, LLMJudge(judge), budget, description)
+    llm_writer = LLMQueryWriter(generator) if generator is not None else None
+    return Roles(llm_writer, LLMJudge(judge), budget, description, concurrency, price)
 
 
 def check_batch_provider(spec, reason: str, settings: Settings) -> None:
@@ -134,7 +142,6 @@ def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
     spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
     a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's
     refused key gives)."""
-
     if spec.batch_target is None:
         raise ConfigError(f"--batch: the {spec.name} provider has no batch API")
     try:

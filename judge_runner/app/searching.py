@@ -32,7 +32,6 @@ def describe_answer(answer: SearchAnswer) -> str:
 def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: bool, printer: Printer) -> None:
     """Search the existing index (read-only) for ``query`` and print the answer. Raises UsageError when
     there is no usable index."""
-
     query, replaced = scrub_unencodable(query)
     if replaced:
         printer.err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
@@ -45,7 +44,6 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
     """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl),
     split on ``\n`` only; see :func:`judge_runner.search.trec.read_queries`. Raises UsageError naming the
     first bad line, or when there is no query."""
-
     try:
         queries = read_queries(path)
     except QueriesFormatError as exc:
@@ -60,7 +58,6 @@ def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: 
     scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
     the tool's order); the first query is run once before timing to load the model and vectors. Latency
     p50/p95 (ms) go to ``say``."""
-
     index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
     ordered = sorted(write_run(index, queries, trec_run, mode, limit))
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]

@@ -1,4 +1,4 @@
-"""The steps every job is built from: choose the roles (:func:`make_providers`), open the job
+"""The steps every job is built from: choose the roles (:func:`make_roles`), open the job
 (corpus check, index), phase one (:func:`phase_one`), the ``run_start`` fields, and phase two
 (:func:`evaluate_queries`). Steps print through a :class:`~judge_runner.core.printer.Printer` and fail with
 :mod:`judge_runner.core.failures` errors; none exits the process.
@@ -21,7 +21,7 @@ from judge_runner.app.inputs import (
 from judge_runner.app.resume import (
     ResumePoint,
 )
-from judge_runner.app.roles import build_roles
+from judge_runner.app.roles import Roles, build_roles
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import (
@@ -37,11 +37,9 @@ from judge_runner.evaluation.lines import provenance
 from judge_runner.evaluation.loop import is_heuristic, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
-from judge_runner.judging.protocol import Judge
-from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import LLMError
 from judge_runner.querygen.agent import generate_queries, query_set_sha256
-from judge_runner.querygen.protocol import GenerationResult, QueryWriter
+from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.runs.write import utc_now
 from judge_runner.search.systems import System
 
@@ -57,33 +55,38 @@ PROMPTS = (
 
 
 # -- providers ------------------------------------------------------------------------------------------
-def make_providers(settings: Settings, need_generator: bool, say: Say) -> tuple[QueryWriter | None, Judge, Budget]:
-    """``(query writer or None, judge, budget)`` for ``settings.provider``, built by
-    :func:`judge_runner.app.roles.build_roles` from the provider registry (``auto``: the first provider whose
-    key or base URL is set, else offline). Says which provider and models were chosen, and why. Raises
-    UsageError for a missing key, or for a model with no known price under ``--max-budget-usd``."""
-
+def make_roles(settings: Settings, need_generator: bool, say: Say) -> Roles:
+    """The run's :class:`~judge_runner.app.roles.Roles` (query writer or None, judge, budget, judge
+    concurrency and price) for ``settings.provider``, built by :func:`judge_runner.app.roles.build_roles`
+    from the provider registry (``auto``: the first provider whose key or base URL is set, else offline).
+    Says which provider and models were chosen, and why. Raises UsageError for a missing key, or for a
+    model with no known price under ``--max-budget-usd``."""
     try:
-        roles = build_roles(settings, need_generator, say=say)
+        return build_roles(settings, need_generator, say=say)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    return roles.writer, roles.judge, roles.budget
 
 
 # -- steps ------------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Job:
-    """What the phases of one job share: settings, the open index, the providers, the budget, the folder
-    for run files, and where to print."""
+    """What the phases of one job share, each built once: the settings, the roles (query writer, judge,
+    budget), phase two's options (:func:`evaluate_options`), the open index (None when only other
+    systems are judged), the folder for run files, where to print, and the searches under test when not
+    only the built-in one (issue 12). Derive a changed job with :func:`dataclasses.replace`."""
 
     settings: Settings
+    roles: Roles
+    options: EvaluateOptions
     index: Any
-    generator: Any
-    judge: Any
-    budget: Budget
     out_dir: Path
     printer: Printer
-    systems: list[System] | None = None  # the searches under test when not only the built-in one (issue 12)
+    systems: list[System] | None = None
+
+
+def new_job(settings: Settings, roles: Roles, index: Any, out_dir: Path, printer: Printer, systems: list[System] | None = None) -> Job:
+    """A :class:`Job` with phase two's options built from ``settings`` and the roles' judge concurrency."""
+    return Job(settings, roles, evaluate_options(settings, roles.concurrency), index, out_dir, printer, systems)
 
 
 def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, need_generator: bool) -> Job:
@@ -91,17 +94,16 @@ def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
     The caller closes ``job.index``. Raises UsageError (bad corpus, provider or key) before the index
     is touched."""
     check_corpus(settings, fixtures)
-    generator, judge, budget = make_providers(settings, need_generator, printer.err)
+    roles = make_roles(settings, need_generator, printer.err)
     printer.note(f"indexing {fixtures} into {settings.index_label} ...")
     done = index_fixtures(settings, fixtures, prune=True, printer=printer)
     printer.note(describe_index(done.report, done.elapsed))
-    return Job(settings, done.index, generator, judge, budget, out_dir, printer)
+    return new_job(settings, roles, done.index, out_dir, printer)
 
 
 def write_queries(settings: Settings, generator: Any, fixtures: Path, printer: Printer) -> GenerationResult:
     """Phase one: ``settings.count`` queries about FIXTURES from ``generator``. Raises what
     ``generate_queries`` raises (LLMError, KeyboardInterrupt)."""
-
     printer.note(f"phase one: writing {settings.count} queries from {fixtures} ...")
     result = generate_queries(generator, fixtures, settings.count, parse_extensions(settings.extensions), log=printer.log)
     printer.note(f"phase one: {len(result.queries)} queries kept, {len(result.dropped)} dropped")
@@ -129,7 +131,7 @@ def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
     and return its outcome. Raises IncompleteRunError when no usable query was written
     (:func:`require_queries`)."""
     try:
-        generation = write_queries(job.settings, job.generator, fixtures, job.printer)
+        generation = write_queries(job.settings, job.roles.writer, fixtures, job.printer)
     except (LLMError, KeyboardInterrupt) as exc:
         job.printer.err(f"error: phase one stopped: {str(exc) or 'interrupted'}")
         return write_stopped_run(job, exc)
@@ -138,7 +140,6 @@ def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
 
 def prompt_hashes() -> dict[str, str]:
     """sha256 of each prompt file, by file name (recorded in provenance)."""
-
     return {name: prompt_sha256(name) for name in PROMPTS}
 
 
@@ -155,12 +156,11 @@ def run_start_fields(
 ) -> dict:
     """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
     query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
-
     settings = job.settings
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
         "searchLimit": settings.search_limit,
-        "concurrency": settings.concurrency,
+        "concurrency": job.options.concurrency,
         "weights": settings.weights,
         "timeoutS": settings.timeout,
         "callDeadlineS": settings.deadline,
@@ -185,14 +185,14 @@ def run_start_fields(
     run_start: dict[str, Any] = {
         "config": config,
         "provenance": provenance(
-            job.judge,
+            job.roles.judge,
             generator_model,
             prompt_hashes(),
             query_set_sha256(saved),
             (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
             settings.search.model_dump(exclude={"external"}),
-            evaluate_options(settings),
-            getattr(job.generator, "name", None) if generator_model else None,
+            job.options,
+            job.roles.writer.name if generator_model and job.roles.writer is not None else None,
         ),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
@@ -203,17 +203,18 @@ def run_start_fields(
         # a resumed run keeps its place in time: the original start, with the resume time beside it
         run_start["resumedFrom"] = resume.path.name
         run_start["resumedAt"] = utc_now()
-        if resume.start.get("timestamp"):
-            run_start["timestamp"] = resume.start["timestamp"]
+        if resume.start.timestamp:
+            run_start["timestamp"] = resume.start.timestamp
     return run_start
 
 
-def evaluate_options(settings: Settings) -> EvaluateOptions:
-    """Phase two's options from the settings."""
+def evaluate_options(settings: Settings, concurrency: int | None = None) -> EvaluateOptions:
+    """Phase two's options from the settings; ``concurrency``: the judge concurrency the roles settled on
+    (:attr:`Roles.concurrency`; default the setting)."""
     return EvaluateOptions(
         settings.search_mode,
         settings.search_limit,
-        settings.concurrency,
+        settings.concurrency if concurrency is None else concurrency,
         settings.weights,
         settings.min_overall,
         settings.judge_mode,
@@ -249,7 +250,7 @@ def evaluate_queries(
         all_queries=all_queries,
     )
     cache = open_cache(job.settings, job.printer)
-    batching = getattr(job.judge, "batching", None)
+    batching = getattr(job.roles.judge, "batching", None)
     if batching is not None and resume_hint:
         batching.resume_hint = resume_hint
     try:
@@ -257,31 +258,40 @@ def evaluate_queries(
             outcome = run_systems(
                 queries,
                 job.systems,
-                job.judge,
+                job.roles.judge,
                 writer,
                 run_start,
-                evaluate_options(job.settings),
-                budget=job.budget,
+                job.options,
+                budget=job.roles.budget,
                 echo=job.printer.progress,
                 log=job.printer.log,
                 cache=cache,
             )
         else:
-            search, estimate = start_estimate(queries, job.index, job.judge, evaluate_options(job.settings), cache, job.printer.note)
+            search, estimate = start_estimate(
+                queries,
+                job.index,
+                job.roles.judge,
+                job.options,
+                cache,
+                price=job.roles.judge_price,
+                budget_cap_usd=job.roles.budget.max_usd,
+                say=job.printer.note,
+            )
             outcome = run_evaluation(
                 queries,
                 search,
-                job.judge,
+                job.roles.judge,
                 writer,
                 run_start,
-                evaluate_options(job.settings),
-                budget=job.budget,
+                job.options,
+                budget=job.roles.budget,
                 echo=job.printer.progress,
                 log=job.printer.log,
-                prior=resume.evaluations if resume else None,
+                prior=[line.line() for line in resume.evaluations] if resume else None,
                 cache=cache,
                 estimate=estimate,
-                prior_batches=list(resume.batches) if resume else prior_batches,
+                prior_batches=[line.line() for line in resume.batches] if resume else prior_batches,
             )
     finally:
         if cache is not None:
@@ -300,9 +310,11 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     a configuration error for a refused key, else incomplete."""
     started = time.monotonic()
     writer = open_run_writer(job.out_dir)
-    run_start = run_start_fields(job, writer, [], generator_model=getattr(job.generator, "model", None), with_count=True)
+    run_start = run_start_fields(
+        job, writer, [], generator_model=job.roles.writer.model if job.roles.writer is not None else None, with_count=True
+    )
     state = begin_run(writer, run_start, 0)
     state.phase_one_stopped(stopped_by)
-    outcome = end_run(state, writer, evaluate_options(job.settings), started=started, budget=job.budget, heuristic=is_heuristic(job.judge))
+    outcome = end_run(state, writer, job.options, started=started, budget=job.roles.budget, heuristic=is_heuristic(job.roles.judge))
     print_summary(outcome, job.printer)
     return outcome

@@ -45,7 +45,6 @@ from judge_runner.runs.read import is_baseline, read_run_file
 def prune_runs(results: Path, keep: int) -> list[Path]:
     """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
     Returns the deleted run files."""
-
     baseline = read_baseline(results)
     # oldest first by the UTC stamp in the name: "...T194229Z" sorts before "...T194229.730Z" (the same
     # second, milliseconds added on a clash) only once the "Z" is dropped
@@ -100,7 +99,6 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
     mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
     The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
     unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
-
     plan.results.mkdir(parents=True, exist_ok=True)
     log_path = plan.log_path or plan.results / "weekly.log"
     with open(plan.results / ".weekly.lock", "w") as lock_file:  # released when the file closes, even on a crash
@@ -140,7 +138,6 @@ def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | No
     or that has no summary (killed). Its requests are the ones this run makes again when the query set
     and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
     None when there is none (said in a note when there is)."""
-
     for path in sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""), reverse=True):
         try:
             run = read_run_file(path)
@@ -160,7 +157,6 @@ def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | No
 def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
     """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
     ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
-
     pinned = plan.results / "pinned-queries.json"
     regenerate = plan.regenerate
     if plan.count_given and not regenerate and (plan.queries_path or pinned.is_file()):

@@ -18,6 +18,7 @@ from typing import Any
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
 from judge_runner.calibrate.pool import PoolEntry
+from judge_runner.core.models import JudgeMode
 from judge_runner.judging.requests import batch_seed, shuffled_order
 from judge_runner.search.text import make_snippet
 
@@ -73,7 +74,7 @@ class CountingLabeler:
     def __init__(self, inner: Labeler, spend: Spend):
         self.inner, self.spend = inner, spend
 
-    def label(self, purpose: str, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+    def label(self, purpose: str, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see :class:`Labeler`); pointwise mode makes one call per document. Raises
         ValueError when the labeller returns the wrong number of labels."""
         if mode == "pointwise" and len(docs) > 1:
@@ -116,7 +117,7 @@ def label_pool(
     collection: Collection,
     queries: Sequence[CalibrationQuery],
     pool: Mapping[str, list[PoolEntry]],
-    modes: Sequence[str],
+    modes: Sequence[JudgeMode],
     trials: int,
     seed: int,
     batch_size: int = 10,
@@ -130,7 +131,7 @@ def label_pool(
         table: dict[tuple[str, str], list[int]] = {}
         flags: dict[tuple[str, str], bool] = {}
 
-        def label_query(q: CalibrationQuery, mode: str = mode) -> list[tuple[ShownDoc, LabelResult]]:
+        def label_query(q: CalibrationQuery, mode: JudgeMode = mode) -> list[tuple[ShownDoc, LabelResult]]:
             entries = pool.get(q.id, [])
             docs = [shown_doc(collection, q, e.docid, chars) for e in entries]
             pairs: list[tuple[ShownDoc, LabelResult]] = []

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from judge_runner.calibrate.data import CalibrationQuery
+from judge_runner.core.models import JudgeMode
 from judge_runner.judging.fence import render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
 from judge_runner.judging.requests import ListItem
-
-MODES = ("pointwise", "batched")
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class Labeler(Protocol):
     heuristic: bool
     deterministic: bool
 
-    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
         """One LabelResult per document of ``docs``, in order. Raises an LLMError kind when no valid label
         can be had."""
         ...
@@ -108,9 +107,8 @@ class ProtocolLabeler:
             reply.attempts,
         )
 
-    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: str, trial: int) -> list[LabelResult]:
+    def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see the class docstring), one per document in the order given."""
-
         sampling = sampling_settings(self.judge.name, trial, self.seed)
         rendered = self._rendered(docs)
         if self.deterministic:
@@ -135,7 +133,6 @@ class ProtocolLabeler:
         """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
         run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and
         the results of every call made (their usage)."""
-
         labels = self(query, docs, "pointwise", 0)
         items = [ListItem(r, label.label, label.reason) for r, label in zip(self._rendered(docs), labels)]
         verdict = self.judge.list_verdict(query.text, INTENT, [], items, sampling_settings(self.judge.name, 0, self.seed))

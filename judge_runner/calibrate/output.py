@@ -79,7 +79,6 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
 def calibration_line(calibration: Mapping[str, Any] | None) -> str:
     """One line for trend and report: ``judge calibration: calibrated (2026-11-30, kappa(>=2) 0.61, tau 0.93)``,
     ``failed (...)`` or ``uncalibrated``."""
-
     status = status_of(dict(calibration) if calibration else None)
     if not calibration:
         return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
@@ -182,6 +181,5 @@ def calibration_for_provenance(folder: Path | str, provenance: Mapping[str, Any]
     """The latest calibration of the judge that wrote a run, from its ``run_start.provenance``: by the
     comparability key of ``judgeFingerprint`` (format version 2), else by the format-version-1 legacy key
     (provider, judge model, judge prompt hashes). None when there is none."""
-
     fingerprint = provenance.get("judgeFingerprint")
     return latest_calibration(folder, fingerprint if isinstance(fingerprint, Mapping) else legacy_key(provenance))

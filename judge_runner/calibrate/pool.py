@@ -199,7 +199,6 @@ def prepare_index(
     (``"candidates"``, BM25 depth ``candidates``), incrementally (prunes what is not in it). Returns
     ``{"scope", "documents", "candidateDepth", "indexed", "unchanged"}``. Raises UsageError for an unknown
     scope."""
-
     if scope == "full":
         report = index_beir(index, collection.corpus_path, prune=True, progress=progress)
         count = len(collection.documents())

@@ -28,6 +28,7 @@ from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import ShownDoc
 from judge_runner.calibrate.pool import PoolEntry
 from judge_runner.calibrate.stats import with_interval
+from judge_runner.core.models import JudgeMode
 
 PROBES = ("position", "injection", "length")
 ATTACKS = ("query-prepended", "query-scattered", "instruction", "spoofed-header", "query-in-anchor")
@@ -136,7 +137,7 @@ def injection_probe(
     collection: Collection,
     queries: Sequence[CalibrationQuery],
     pool: Mapping[str, list[PoolEntry]],
-    mode: str,
+    mode: JudgeMode,
     seed: int,
     resamples: int,
     per_query: int = 3,
@@ -190,7 +191,7 @@ def length_probe(
     collection: Collection,
     queries: Sequence[CalibrationQuery],
     pool: Mapping[str, list[PoolEntry]],
-    mode: str,
+    mode: JudgeMode,
     seed: int,
     resamples: int,
     per_query: int = 4,

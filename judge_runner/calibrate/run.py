@@ -18,6 +18,7 @@ from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler
 from judge_runner.calibrate.pool import Runs, build_pool
 from judge_runner.calibrate.verdicts import verdicts
+from judge_runner.core.models import JudgeMode
 from judge_runner.judging.scores import median_label, ranking_score, relevance_score
 
 FORMAT_VERSION = 1
@@ -32,7 +33,7 @@ class CalibrationConfig:
     ``probe_queries`` queries, bootstrap ``resamples``, documents per batched call (``batch_size``), and
     probe sizes."""
 
-    modes: Sequence[str] = ("pointwise",)
+    modes: Sequence[JudgeMode] = ("pointwise",)
     trials: int = 1
     seed: int = 13
     depth: int = 10
@@ -99,7 +100,7 @@ def dimensions_for(
 
 
 def mode_figures(
-    mode: str,
+    mode: JudgeMode,
     labels: dict,
     flags: dict,
     pool: dict,

@@ -1,6 +1,6 @@
 """Verdicts: each calibration figure against a documented threshold, as ok / warn / fail / n/a.
 
-Thresholds and their sources (also in README, "Calibrating the judge"):
+Thresholds and their sources (also in docs/calibration.md):
 
 - System ranking: Kendall's tau_b between the system rankings by human and by judge nDCG@10 >= 0.9 ok,
   0.8-0.9 warn, below fail. Voorhees (2000, IP&M 36(5) "Variations in relevance judgments and the measurement

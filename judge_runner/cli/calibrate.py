@@ -4,6 +4,7 @@ Thin: parses options and calls :func:`judge_runner.app.calibrate_job.calibrate_j
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import click
 
@@ -14,6 +15,7 @@ from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.core.failures import EXIT_OK, UsageError
+from judge_runner.core.models import JUDGE_MODES, JudgeMode
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
 
@@ -74,7 +76,7 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
 @click.option(
     "--judge-mode",
     "calibration_mode",
-    type=click.Choice(["pointwise", "batched", "both"]),
+    type=click.Choice([*JUDGE_MODES, "both"]),
     default="pointwise",
     show_default=True,
     help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
@@ -160,7 +162,7 @@ def calibrate(
     The pool is the union of the top --pool-depth of several systems (the built-in search's fts, vector,
     hybrid and two fusion settings, two degraded controls, and any --run) plus every qrels-judged document
     of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
-    query bootstrap; verdicts follow documented thresholds (README, "Calibrating the judge").
+    query bootstrap; verdicts follow documented thresholds (docs/calibration.md).
     \b
     Examples:
       judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
@@ -168,7 +170,7 @@ def calibrate(
     Exit codes: 0 written (read the verdict); 2 usage or configuration error; 3 the judge failed or interrupted.
     """
     config = CalibrationConfig(
-        modes=("pointwise", "batched") if calibration_mode == "both" else (calibration_mode,),
+        modes=JUDGE_MODES if calibration_mode == "both" else (cast("JudgeMode", calibration_mode),),  # click checked the choice
         trials=calibration_trials,
         seed=sample_seed,
         depth=pool_depth,

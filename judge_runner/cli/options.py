@@ -190,7 +190,7 @@ BATCH = [
         "batch",
         "Send the judge's calls through the provider's batch API (Anthropic Message Batches, OpenAI Batch): half "
         "price, results within 24 h; the batch id goes into the run file at once and --resume picks it up "
-        "(README: Batch mode). Not for the offline judge or a local server.",
+        "(docs/batch.md). Not for the offline judge or a local server.",
         is_flag=True,
     ),
     setting_option("batch_poll", "Longest wait between two status checks of a batch, in seconds [default: 60]."),

@@ -15,6 +15,8 @@ QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "
 QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
 SearchMode = Literal["hybrid", "fts", "vector"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+JudgeMode = Literal["pointwise", "batched"]  # one judge call per result, or one per query (docs/judge-protocol.md)
+JUDGE_MODES: tuple[JudgeMode, ...] = get_args(JudgeMode)
 DIMENSIONS: tuple[str, ...] = ("relevance", "ranking", "coverage", "snippetQuality")
 
 

@@ -90,7 +90,6 @@ _READ = {"anthropic": ("system", "messages", "tools"), "openai": ("messages", "t
 def _layout(provider: str) -> AnthropicProvider | OpenAIProvider | None:
     """A provider instance used only to lay requests out (its ``request_body``; nothing is sent: the key is
     a placeholder), or None for a provider without a wire format of its own."""
-
     if provider == "anthropic":
         return AnthropicProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
     if provider == "openai":

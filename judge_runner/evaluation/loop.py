@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus
-from judge_runner.core.models import Query
+from judge_runner.core.models import Query, SearchMode
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status
@@ -24,7 +24,7 @@ from judge_runner.judging.labelling import judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
-from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend, SearchMode
+from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
 
 __all__ = [
     "EXIT_CONFIG",

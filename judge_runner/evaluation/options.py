@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judge_runner.core.models import SearchMode
+from judge_runner.core.models import JudgeMode, SearchMode
 from judge_runner.judging.fingerprint import DEFAULT_SEED
 from judge_runner.judging.labelling import ProtocolSettings
 
@@ -22,7 +22,7 @@ class EvaluateOptions:
     concurrency: int = 5
     weights: dict[str, float] | None = None
     min_overall: float | None = None
-    judge_mode: str = "pointwise"
+    judge_mode: JudgeMode = "pointwise"
     trials: int = 1
     seed: int = DEFAULT_SEED
     human_qrels: tuple[str, ...] | None = None

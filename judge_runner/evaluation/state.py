@@ -222,7 +222,7 @@ def carried_usage(lines: list[dict]) -> dict[str, Any]:
     """The usage of evaluation lines copied from an interrupted run: ``inputTokens``, ``outputTokens``,
     ``calls`` (0 for lines written before they recorded it) and ``costUsd`` (USD; None when any line's cost is
     unknown). A resumed file's summary adds them to its own process's usage: the resumed file carries
-    the whole run, each request paid once (README "Batch mode": which file carries what)."""
+    the whole run, each request paid once (docs/batch.md: which file carries what)."""
     out: dict[str, Any] = {"inputTokens": 0, "outputTokens": 0, "calls": 0, "costUsd": 0.0}
     for line in lines:
         usage = line.get("usage") or {}

@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
+from judge_runner.core.models import JUDGE_MODES
 from judge_runner.core.timespan import parse_since
 
 CACHE_VERSION = 1
@@ -39,7 +40,7 @@ SCHEMA_VERSION = 1
 """Version of the tables in the file; a file written by a newer judge-runner is refused."""
 
 BUSY_TIMEOUT_S = 30.0
-JUDGE_MODES = ("pointwise", "batched", "list")
+CACHE_MODES: tuple[str, ...] = (*JUDGE_MODES, "list")  # a cached judgment is a label of one mode, or a list verdict
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,7 +73,6 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 def parse_age(text: str) -> timedelta:
     """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
     grammar as ``report --since``). Raises ValueError for anything else."""
-
     try:
         return parse_since(text)
     except ValueError:
@@ -122,8 +122,8 @@ class JudgmentKey:
     def digest(self) -> str:
         """Hex sha256 of the canonical JSON of :data:`CACHE_VERSION` and every field (sorted keys, no
         whitespace, non-ASCII kept as UTF-8). Raises ValueError on an unknown mode or a negative trial."""
-        if self.mode not in JUDGE_MODES:
-            raise ValueError(f"mode must be one of {', '.join(JUDGE_MODES)}, got {self.mode!r}")
+        if self.mode not in CACHE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(CACHE_MODES)}, got {self.mode!r}")
         if self.trial < 0:
             raise ValueError("trial must be >= 0")
         material = {
@@ -301,8 +301,8 @@ class JudgmentCache:
         rows = []
         now = time.time()
         for key, j, mode in items:
-            if mode not in JUDGE_MODES:
-                raise ValueError(f"mode must be one of {', '.join(JUDGE_MODES)}, got {mode!r}")
+            if mode not in CACHE_MODES:
+                raise ValueError(f"mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
             if j.label is not None and (isinstance(j.label, bool) or j.label not in (0, 1, 2, 3)):
                 raise ValueError(f"label must be 0-3 or None, got {j.label!r}")
             try:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from judge_runner.core.models import JudgeMode
 from judge_runner.judging.fence import RENDER_VERSION
 from judge_runner.judging.requests import protocol_hashes
 
@@ -59,7 +60,7 @@ class JudgeFingerprint:
 
     provider: str
     requestedModel: str
-    mode: str
+    mode: JudgeMode
     trials: int
     sampling: Mapping[str, Any]
     promptSha256: Mapping[str, str]
@@ -76,10 +77,16 @@ class JudgeFingerprint:
 
 
 def build_fingerprint(
-    provider: str, requested_model: str, mode: str = "pointwise", trials: int = 1, base_seed: int = DEFAULT_SEED, heuristic: bool = False
+    provider: str,
+    requested_model: str,
+    mode: JudgeMode = "pointwise",
+    trials: int = 1,
+    base_seed: int = DEFAULT_SEED,
+    heuristic: bool = False,
 ) -> JudgeFingerprint:
     """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes. Raises
-    ValueError on an unknown mode or fewer than 1 trial."""
+    ValueError on an unknown mode (:func:`~judge_runner.judging.requests.protocol_hashes`) or fewer than 1
+    trial."""
     if trials < 1:
         raise ValueError("trials must be >= 1")
     prompts, schemas = protocol_hashes(mode)

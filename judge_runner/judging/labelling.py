@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from judge_runner.core.models import Query
+from judge_runner.core.models import JudgeMode, Query
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
@@ -34,7 +34,6 @@ from judge_runner.judging.scores import expected_source_disagreements, labels_fr
 from judge_runner.llm.pricing import Usage, add_cost
 from judge_runner.search.base import SearchAnswer
 
-JUDGE_MODES = ("pointwise", "batched")
 Log = Callable[[str], None]
 
 
@@ -179,7 +178,7 @@ def label_documents(
     intent: str,
     docs: Sequence[RenderedDocument | tuple[str, str | None, str]],
     *,
-    mode: str = "pointwise",
+    mode: JudgeMode = "pointwise",
     trials: int = 1,
     cache: JudgmentCache | None = None,
     seed: int = DEFAULT_SEED,
@@ -201,8 +200,6 @@ def label_documents(
     Raises ValueError on an unknown mode or trials < 1, and whatever the judge raises (an
     :class:`~judge_runner.llm.errors.LLMError` kind); judgments stored before the failure stay stored.
     """
-    if mode not in JUDGE_MODES:
-        raise ValueError(f"judge mode must be pointwise or batched, got {mode!r}")
     if trials < 1:
         raise ValueError("trials must be >= 1")
     documents = as_documents(docs)
@@ -309,7 +306,7 @@ class ProtocolSettings:
     """How a run judges: ``mode`` (pointwise|batched), ``trials`` (>= 1), the base ``seed`` (recorded;
     sent where the API takes one), dimension ``weights`` (None: equal)."""
 
-    mode: str = "pointwise"
+    mode: JudgeMode = "pointwise"
     trials: int = 1
     seed: int = DEFAULT_SEED
     weights: Mapping[str, float] | None = None

@@ -236,7 +236,6 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
 def run_judge_key(run) -> str:
     """The comparability key of a run file (:class:`judge_runner.runs.read.RunFile`): its judge fingerprint
     plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
-
     provenance = run.provenance
     if provenance is not None and provenance.judgeFingerprint:
         returned = run.summary.judgeReturnedModels if run.summary is not None else []
@@ -251,7 +250,6 @@ def export_qrels(
     sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
     run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
     fingerprints, whose labels are not one measurement."""
-
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
     for path in paths:

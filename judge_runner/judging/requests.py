@@ -33,6 +33,7 @@ from typing import Any
 
 import jsonschema
 
+from judge_runner.core.models import JUDGE_MODES, JudgeMode
 from judge_runner.core.resources import (
     load_prompt,
     load_schema,
@@ -74,16 +75,17 @@ class JudgeRequest:
 
 def schema_sha256(name: str) -> str:
     """Hex sha256 of a shipped schema file's UTF-8 text (as :func:`resources.prompt_sha256` for prompts)."""
-
     return hashlib.sha256((resource_dir("schemas") / name).read_text(encoding="utf-8").encode("utf-8")).hexdigest()
 
 
-def protocol_hashes(mode: str) -> tuple[dict[str, str], dict[str, str]]:
+def protocol_hashes(mode: JudgeMode) -> tuple[dict[str, str], dict[str, str]]:
     """``({prompt file: sha256}, {schema file: sha256})`` of everything a run in ``mode``
     (``"pointwise"`` or ``"batched"``) sends: the label prompts and schema plus the list-level ones. For
-    the judge fingerprint in ``run_start`` and the judgment-cache key. Raises ValueError on another mode."""
-    if mode not in ("pointwise", "batched"):
-        raise ValueError(f"judge mode must be pointwise or batched, got {mode!r}")
+    the judge fingerprint in ``run_start`` and the judgment-cache key. Raises ValueError for a mode
+    outside :data:`~judge_runner.core.models.JUDGE_MODES` (a library caller's typo: settings are checked
+    when loaded)."""
+    if mode not in JUDGE_MODES:
+        raise ValueError(f"judge mode must be one of {', '.join(JUDGE_MODES)}, got {mode!r}")
     prompts = {name: prompt_sha256(name) for name in (*PROMPTS[mode], *PROMPTS["list"])}
     schemas = {name: schema_sha256(name) for name in (SCHEMAS[mode], SCHEMAS["list"])}
     return prompts, schemas

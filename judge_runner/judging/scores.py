@@ -134,7 +134,6 @@ def query_scores(
     (``judge.overall_score``; equal weights by default), and, when the list-level verdict gave them,
     its holistic figures as ``judgeRelevance``, ``judgeRanking`` and ``judgeOverall``. Raises ValueError
     on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
-
     scores = {
         **label_dimensions(labels),
         "coverage": float(list_scores["coverage"]),

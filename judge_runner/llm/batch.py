@@ -314,7 +314,6 @@ class BatchCoordinator:
         paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
         is pending or in flight and it still does not fit does it fail (``attempt(False)``:
         BudgetExhausted). Raises BatchAbandoned when the run is abandoned meanwhile."""
-
         key = self._key()
         with self._cond:
             queue = bool(self._deferred) and key not in self._started  # a new query waits behind those started
@@ -414,7 +413,6 @@ class BatchCoordinator:
         of a lower tier goes (a query with a paid result is finished before another is advanced, a
         started one before a new one is begun; ``final``: nothing is in flight, so a lower tier may take
         what a higher one cannot use). Returns whether any fit."""
-
         granted = False
         stop_tier: int | None = None
         for waiter in self._by_priority():
@@ -593,5 +591,3 @@ class BatchCoordinator:
             if self._abandon.wait(wait):
                 raise BatchAbandoned("interrupted while the batch was in flight")
             wait = min(self.max_poll_s, wait * POLL_FACTOR)
-
-

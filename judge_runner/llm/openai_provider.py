@@ -229,7 +229,6 @@ class OpenAIProvider(ChatProvider):
         """Share what is learned about the server with ``partner`` (:func:`local_server.share_server`), and
         for a local server use concurrency 1 unless the user set it and say that ``--timeout`` counts queue
         time (:func:`local_server.local_server_setup`)."""
-
         share_server(partner, self)
         return local_server_setup(self.base_url, concurrency, concurrency_set, self.timeout_s)
 

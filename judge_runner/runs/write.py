@@ -59,7 +59,6 @@ class RunWriter:
         """Write one line (``type`` and ``runId`` are required) and make it durable. Text that cannot be
         encoded (a lone surrogate in a model's reason or suggestion, say) is written as U+FFFD
         (:func:`judge_runner.core.textproc.clean_text`): one odd reply never loses a judged line."""
-
         if "type" not in line or "runId" not in line:
             raise ValueError("every line needs 'type' and 'runId'")
         text = clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n"
@@ -77,7 +76,6 @@ def read_run(path: Path) -> Iterator[dict[str, Any]]:
     """The raw lines of a run file as dicts, untyped and unchecked (tests and debugging; consumers use
     :func:`judge_runner.runs.read.read_run_file`). Lines split on ``\\n`` only (U+2028 inside text is
     not a line break); a torn, undecodable or non-object line is skipped."""
-
     for number, raw, _ in iter_raw_lines(Path(path).read_bytes()):
         if not raw.strip():
             continue
@@ -93,7 +91,6 @@ def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
     """``(run_start, evaluation lines)`` of a run file to resume, as written today (dicts by alias; older
     metric keys mapped), one evaluation per query id (the first). ``run_start`` is None when the file
     is not a run. A thin wrapper of :func:`judge_runner.runs.read.resume_state`."""
-
     state = resume_state(path)
     start = state.run_start.line() if state.run_start is not None else None
     return start, [line.line() for line in state.evaluations]
@@ -101,7 +98,6 @@ def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
 
 def batch_lines(path: Path) -> list[dict]:
     """The ``batch`` lines of a run file to resume (dicts by alias; :func:`judge_runner.runs.read.resume_state`)."""
-
     return [line.line() for line in resume_state(path).batches]
 
 
@@ -181,7 +177,6 @@ def build_summary(
     tokens of ``usage``), ``cacheSavedUsd`` (``cache_saved_usd``, from the budget:
     :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
     (:func:`cost_per_judged_query`)."""
-
     average_scores = None
     scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     if scored_evaluations:

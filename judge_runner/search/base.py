@@ -7,7 +7,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from judge_runner.core.models import SEARCH_MODES, SearchMode  # noqa: F401 - the vocabulary is defined once, in models
+from judge_runner.core.models import SearchMode
 from judge_runner.search.settings import SearchSettings  # noqa: F401 - neutral module (config.py imports no search)
 
 

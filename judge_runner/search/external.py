@@ -26,7 +26,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import tenacity
 
-from judge_runner.search.base import SearchAnswer, SearchMode
+from judge_runner.core.models import SearchMode
+from judge_runner.search.base import SearchAnswer
 from judge_runner.search.mapping import ExternalSearchError, FieldMapping, dig, map_hits
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # as the LLM layer (llm/retry.py)

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from judge_runner.core.models import SEARCH_MODES, SearchMode
 from judge_runner.corpus.read import clean_text
-from judge_runner.search.base import SEARCH_MODES, HitScores, SearchAnswer, SearchHit, SearchMode, SearchSettings
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchSettings
 from judge_runner.search.embedding import encode_each
 from judge_runner.search.fusion import rrf
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage

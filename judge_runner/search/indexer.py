@@ -192,7 +192,6 @@ def _embed_batch(embedder, batch: list[tuple], report: IndexReport, current: dic
     fails, each document is embedded alone and one that still fails is skipped with its reason (and
     dropped from ``current``, so it is retried next time): one file never sinks an index. A model that
     cannot load (EmbeddingModelError) still stops the run, since no document could be embedded."""
-
     texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
     if not texts:
         return []

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judge_runner.search.base import SEARCH_MODES, SearchSettings
+from judge_runner.core.models import SEARCH_MODES
+from judge_runner.search.base import SearchSettings
 from judge_runner.search.documents import DocumentStoreError, open_documents
 from judge_runner.search.external import CommandSearch, HttpSearch, parse_headers
 from judge_runner.search.mapping import FieldMapping
@@ -116,7 +117,6 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
 def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int, corpus: Path | None, snippet_chars: int) -> Any:
     """A CommandSearch or HttpSearch for ``config``. Raises SystemsError (bad table, unset variable,
     missing corpus)."""
-
     if bool(config.command) == bool(config.url):
         raise SystemsError("an external search needs exactly one of command or url")
     try:
@@ -155,7 +155,6 @@ def open_systems(
     folder or a BEIR corpus.jsonl); ``query_ids`` maps query text to id (needed for run files);
     ``open_builtin(search_settings)`` opens the index with other search settings (for config files).
     Raises SystemsError."""
-
     taken: set[str] = set()
     systems: list[System] = []
     table = settings.search.external

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge_runner.search.base import SearchAnswer, SearchMode
+from judge_runner.core.models import SearchMode
+from judge_runner.search.base import SearchAnswer
 from judge_runner.search.mapping import FieldMapping, map_hits
 from judge_runner.search.trec import decode_id
 

@@ -1,4 +1,4 @@
-"""Command group ``cache``: what the judgment cache holds, and pruning it (``judgment_cache.JudgmentCache``)."""
+"""Command group ``cache``: what the judgment cache holds, and pruning it (``judge_runner.judging.cache.JudgmentCache``)."""
 
 from __future__ import annotations
 

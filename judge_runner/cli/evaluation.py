@@ -1,6 +1,6 @@
 """Commands ``generate`` (phase one), ``evaluate`` (phase two) and ``generate-and-evaluate`` (the main job).
 
-Each returns the process exit code: 0, or the code of the run's status (``failures.exit_code_for``).
+Each returns the process exit code: 0, or the code of the run's status (``judge_runner.core.failures.exit_code_for``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Command ``weekly``: the cron job (see ``pipeline.weekly_run``)."""
+"""Command ``weekly``: the cron job (see ``judge_runner.app.weekly.weekly_run``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What can end a command, and the exit code each maps to (DESIGN.md's exit-code contract).
+"""What can end a command, and the exit code each maps to (docs/design.md, "Exit codes").
 
 Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed or a regression with ``--fail-on-regression``;
 2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many

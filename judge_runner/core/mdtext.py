@@ -1,5 +1,5 @@
 """Text from run files (queries, intents, the judge's words, model names, file names) as Markdown that
-renders as exactly that text: used by the weekly report (``report.py``) and ``trend --format markdown``."""
+renders as exactly that text: used by the weekly report (``analysis/report.py``) and ``trend --format markdown``."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ AGENT_TURN_OUTPUT_TOKENS = 150
 QUERY_OUTPUT_TOKENS = 120
 """Phase one, rough: output tokens per query in ``submit_queries`` (about 480 characters of JSON)."""
 AGENT_MAX_TOKENS = 8192
-"""``max_tokens`` of every phase-one request (``generate.generate_with_llm``)."""
+"""``max_tokens`` of every phase-one request (``judge_runner.querygen.agent.generate_with_llm``)."""
 CONTEXT_TOKENS = 200_000
 """Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard window;
 a longer request is refused, which ends phase one)."""

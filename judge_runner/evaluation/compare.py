@@ -5,7 +5,7 @@ a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/`
   :func:`judge_runner.evaluation.loop.judge_all` with its lines tagged ``system`` (:class:`SystemWriter`), one
   summary. A run of a single external system goes through it too (its lines carry the system's name).
 - a result shown by two systems is judged once: every system's labels go through the run's judgment
-  cache (``judgment_cache.py``), keyed by the exact text shown, so the second system finds them there.
+  cache (``judging/cache.py``), keyed by the exact text shown, so the second system finds them there.
 - :func:`comparison_block`: the summary's ``comparison``: per system its averages, and per dimension
   and metric the paired difference of every system to the first (the reference) with its 95%
   bootstrap interval and verdict, computed by :func:`judge_runner.measures.paired.compare_values` (the same

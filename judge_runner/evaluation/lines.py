@@ -21,7 +21,7 @@ RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly rele
 
 
 def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: QueryJudgment) -> dict:
-    """The ``evaluation`` line (format version 2) for a judged query (DESIGN.md JSONL contract), built as
+    """The ``evaluation`` line (format version 2) for a judged query (docs/run-file.md), built as
     an :class:`~judge_runner.runs.lines.EvaluationLine` and serialised by alias. An off-topic query has
     null scores and metrics and ``abstained`` instead; its results are still labelled."""
     grades = [o.label for o in judged.labels]
@@ -120,7 +120,7 @@ def provenance(
 ) -> dict:
     """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` serialised
     by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
-    (:func:`judge_fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
+    (:func:`judge_runner.judging.fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
     options = options or EvaluateOptions()
     return Provenance(
         provider=judge.name,

@@ -3,7 +3,7 @@
 In parts: :class:`RunState` (pure record and stop operations), :func:`begin_run` (run_start and the
 copied lines of a resumed run), :func:`judge_all` (owns the thread pool), :func:`end_run` (the summary
 and the run's :class:`RunEnd`: a :class:`~judge_runner.core.failures.RunStatus` with reasons). The
-command line maps the status to an exit code (``failures.exit_code_for``) and installs the signal
+command line maps the status to an exit code (``judge_runner.core.failures.exit_code_for``) and installs the signal
 handlers; this module installs none.
 """
 
@@ -239,7 +239,7 @@ def run_evaluation(
     Never raises for a failed query: it becomes an ``error`` line. Ctrl+C stops new calls, keeps what
     is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
-    and count in the summary. A stopped phase one writes its run with ``pipeline.write_stopped_run``.
+    and count in the summary. A stopped phase one writes its run with ``judge_runner.app.steps.write_stopped_run``.
     ``cache``: the judgment cache labels go through (None: none). ``estimate``: what the run was estimated
     to cost at its start (:func:`judge_runner.app.dry_run.start_estimate`), kept in the summary.
     ``prior_batches``: the ``batch`` lines of the run being resumed (copied; a ``--batch`` judge picks

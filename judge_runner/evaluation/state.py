@@ -42,7 +42,7 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        """The process exit code the status maps to (``failures.exit_code_for``)."""
+        """The process exit code the status maps to (``judge_runner.core.failures.exit_code_for``)."""
         return exit_code_for(self.end.status)
 
 

@@ -9,7 +9,7 @@ of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``
 
 - ``pointwise`` (default): one call per document and trial;
 - ``batched``: one call per query and trial, documents in a seeded random order
-  (:func:`judge_requests.shuffled_order`), mapped back to the search's order.
+  (:func:`judge_runner.judging.requests.shuffled_order`), mapped back to the search's order.
 
 The judge never sees the search's rank or score: documents are :class:`fence.RenderedDocument` values
 (source, anchor, text), which carry neither.
@@ -71,7 +71,7 @@ class Tally:
 class LabelOutcome:
     """One document's label under the protocol.
 
-    ``label``: the median of ``trial_labels`` (lower middle on a tie, ``label_scores.median_label``);
+    ``label``: the median of ``trial_labels`` (lower middle on a tie, ``judge_runner.judging.scores.median_label``);
     ``spread``: highest minus lowest trial label; ``reason``: trial 0's; ``injection_suspected``: the
     code's detector (``fence``) OR any trial's judge flag (never raises a label); ``cached``: every trial
     came from the judgment cache; ``labels_cached`` / ``labels_judged``: trials from the cache / from a
@@ -191,7 +191,7 @@ def label_documents(
     ``intent`` through the protocol: one :class:`LabelOutcome` per document, in the order given.
 
     ``mode``: ``pointwise`` (one call per document and trial) or ``batched`` (one call per trial, the
-    documents in the order :func:`judge_requests.shuffled_order` draws from ``seed``, ``query_id`` and the
+    documents in the order :func:`judge_runner.judging.requests.shuffled_order` draws from ``seed``, ``query_id`` and the
     trial); ``trials`` >= 1 (the label used is the median); ``cache``: judgments already stored are
     reused (no call, no cost) and new ones stored the moment they are made (None: no cache);
     ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and that
@@ -375,7 +375,7 @@ def judge_query(
 ) -> QueryJudgment:
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
-    one list-level call (cached like the labels). Scores (``label_scores.query_scores``): relevance
+    one list-level call (cached like the labels). Scores (``judge_runner.judging.scores.query_scores``): relevance
     and ranking from the labels, coverage and snippetQuality from the list-level verdict, overall their
     weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
     on-topic query with no results scores 0 everywhere without a call. An off-topic query's results

@@ -95,7 +95,7 @@ def ask(
     what: str = "judgment",
 ) -> Answer:
     """Send ``request`` through its forced tool and return a reply that passes
-    :func:`judge_requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
+    :func:`judge_runner.judging.requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
 
     A reply that fails validation is re-asked up to MAX_REASKS times with what was wrong; a reply cut
     off by max_tokens is retried once with twice the limit. Raises InvalidOutputError, TruncatedError,

@@ -25,7 +25,7 @@ class Judge(Protocol):
     CPU-bound and runs one query at a time). An optional ``cache_model`` names the model in judgment-cache
     keys (default ``model``); an optional ``batching`` (a :class:`~judge_runner.llm.batch.BatchCoordinator`,
     ``--batch``) makes the run loop and the labelling issue their calls concurrently so they share batches. Every call takes the ``sampling`` fields to send
-    (``judge_fingerprint.sampling_settings``), is never shown a rank or an engine score, and raises an
+    (``judge_runner.judging.fingerprint.sampling_settings``), is never shown a rank or an engine score, and raises an
     :class:`~judge_runner.llm.errors.LLMError` kind when no valid reply can be had; ``log`` receives
     diagnostics (never a secret)."""
 

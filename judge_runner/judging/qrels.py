@@ -8,13 +8,13 @@ Pooling (:func:`pool_qrels`), for each (qid, docid) seen in the runs given:
 
 1. a human label, when one was imported for that pair, wins;
 2. otherwise the judge's labels: within one run a document returned several times (several chunks)
-   counts with its best label, as in the run's own metrics (``metrics.query_metrics``); across runs
-   the MEDIAN of the runs' labels, the lower middle one on a tie (``label_scores.median_label``).
+   counts with its best label, as in the run's own metrics (``judge_runner.measures.ir.query_metrics``); across runs
+   the MEDIAN of the runs' labels, the lower middle one on a tie (``judge_runner.judging.scores.median_label``).
    The median, not the latest, so the export does not depend on the order the runs are listed in or
    on which run happened last, and one odd run cannot move a label by itself. Pool runs of ONE judge
    fingerprint: labels of different judges are not the same measurement;
 3. otherwise, an expected source of the query that nobody labelled gets grade 3, as in the run's own
-   metrics (DESIGN.md, JSONL contract), so nDCG@10 over the export equals the run's.
+   metrics (docs/design.md, "The run file"), so nDCG@10 over the export equals the run's.
 
 Human qrels also bring the pairs they label that no run returned (a qid must be in some run to be
 exported), since judged-relevant documents the search missed lower the ideal DCG.
@@ -175,7 +175,7 @@ def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
 
 def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
     """Read a TREC qrels file and store it in the judgment cache (``cache``: a
-    :class:`judgment_cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
+    :class:`judge_runner.judging.cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
     at most 64), replacing an earlier import of that name. ``rescale`` maps grades onto the 0-3 scale
     when the file uses another (e.g. ``{1: 3}`` for binary qrels such as SciFact's); grades it does not
     mention are kept. Returns the number of labels stored. Raises QrelsError (nothing stored) on a bad
@@ -208,9 +208,9 @@ def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, s
 
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
-    :func:`pool_qrels`), with ir-measures and the conventions of ``metrics.query_metrics``: a source
+    :func:`pool_qrels`), with ir-measures and the conventions of ``judge_runner.measures.ir.query_metrics``: a source
     returned twice counts once, at its best rank. ``ranked``: ``{qid: [source, ...]}`` best first.
-    Returns ``{qid: {"nDCG@10": x, "RR(rel=2)": y}}`` (ir-measures' names, :data:`metrics.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade
+    Returns ``{qid: {"nDCG@10": x, "RR(rel=2)": y}}`` (ir-measures' names, :data:`judge_runner.measures.ir.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade
     above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
     import ir_measures
 

@@ -4,7 +4,7 @@ items 2, 7 and 8).
 Labels are the judge's grades on the TREC/UMBRELA scale: 0 irrelevant, 1 related, 2 highly relevant,
 3 perfectly relevant. ``relevance`` and ``ranking`` are computed here from the labels of the returned
 list, in the order the search returned it; ``coverage`` and ``snippetQuality`` come from the list-level
-judge call; ``overall`` stays the weighted mean of the four (``judge.overall_score``).
+judge call; ``overall`` stays the weighted mean of the four (``judge_runner.judging.scores.overall_score``).
 
 Off-topic queries are scored on abstention, not on these dimensions: callers must not pass them here.
 """
@@ -131,7 +131,7 @@ def query_scores(
     """The ``scores`` block of an on-topic query's evaluation line under the label-first protocol:
     ``relevance`` and ``ranking`` from :func:`label_dimensions`, ``coverage`` and ``snippetQuality``
     from the list-level verdict (``list_scores``), ``overall`` = their weighted mean
-    (``judge.overall_score``; equal weights by default), and, when the list-level verdict gave them,
+    (``judge_runner.judging.scores.overall_score``; equal weights by default), and, when the list-level verdict gave them,
     its holistic figures as ``judgeRelevance``, ``judgeRanking`` and ``judgeOverall``. Raises ValueError
     on bad labels or weights, KeyError when ``list_scores`` lacks coverage or snippetQuality."""
     scores = {

@@ -109,7 +109,7 @@ class AnthropicProvider(ChatProvider):
         """The Messages API request body of one call (``messages.create`` keyword arguments without the
         timeout; also one Message Batches request's ``params``). ``sampling`` is accepted for the shared
         signature; anthropic 2.x takes neither temperature nor seed, so
-        ``judge_fingerprint.sampling_settings("anthropic")`` is empty and nothing is sent."""
+        ``judge_runner.judging.fingerprint.sampling_settings("anthropic")`` is empty and nothing is sent."""
         system_block = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}

@@ -133,7 +133,7 @@ class ChatProvider(ABC):
     ) -> Completion:
         """One logical call with retries and budget. Raises an ``LLMError`` kind (BudgetExhausted and
         CallTooExpensive before any request is sent). ``sampling``: fields such as ``{"temperature": 0,
-        "seed": 7}`` (``judge_fingerprint.sampling_settings``) passed to a provider whose ``_send`` takes
+        "seed": 7}`` (``judge_runner.judging.fingerprint.sampling_settings``) passed to a provider whose ``_send`` takes
         them; ``Completion.model`` is the model id the API returned."""
         prompt = system + json.dumps([dataclasses.asdict(t) for t in turns], ensure_ascii=False)
         prompt += json.dumps([dataclasses.asdict(t) for t in tools])

@@ -18,7 +18,7 @@ is a ``request_error``); an item whose batch expired or was canceled before it w
 
 **Resume.** Each request's ``custom_id`` is a hash of its body with the fence's random delimiter
 taken out (:func:`custom_id`), so the same request has the same id in another process. The run
-writes a ``batch`` line (``runlines.BatchLine``) the moment a batch exists; ``--resume`` hands those
+writes a ``batch`` line (``judge_runner.runs.lines.BatchLine``) the moment a batch exists; ``--resume`` hands those
 lines to :meth:`BatchCoordinator.resume`, and a request whose id is in an earlier batch takes that
 batch's result (polled until it ends) instead of being submitted again.
 

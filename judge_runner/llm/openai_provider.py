@@ -226,9 +226,9 @@ class OpenAIProvider(ChatProvider):
         )
 
     def prepare_run(self, partner: ChatProvider | None, concurrency: int, concurrency_set: bool) -> tuple[int, list[str]]:
-        """Share what is learned about the server with ``partner`` (:func:`local_server.share_server`), and
+        """Share what is learned about the server with ``partner`` (:func:`judge_runner.llm.local_server.share_server`), and
         for a local server use concurrency 1 unless the user set it and say that ``--timeout`` counts queue
-        time (:func:`local_server.local_server_setup`)."""
+        time (:func:`judge_runner.llm.local_server.local_server_setup`)."""
         share_server(partner, self)
         return local_server_setup(self.base_url, concurrency, concurrency_set, self.timeout_s)
 

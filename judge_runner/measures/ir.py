@@ -2,7 +2,7 @@
 delegates to pytrec_eval (trec_eval semantics: nDCG with linear gain and log2 discount, ideal DCG from
 all judged documents).
 
-Per DESIGN.md:
+As docs/design.md ("The run file") states:
 - qrels: the judge's 0-3 labels on the returned results, plus every expected source at grade 3 unless
   the judge labelled it;
 - nDCG@10 over those graded qrels;

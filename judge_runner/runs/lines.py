@@ -1,8 +1,8 @@
 """The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``batch``, ``summary``.
 
-One model per line type of DESIGN.md's JSONL contract, with the camelCase field names written since
-the first run file. The writers (``evaluate.evaluation_line``, ``error_line``, ``provenance``,
-``results.build_summary``) build these models and serialise them by alias; the reader
+One model per line type of the run file (docs/run-file.md), with the camelCase field names written since
+the first run file. The writers (``judge_runner.evaluation.lines.evaluation_line``, ``error_line``, ``provenance``,
+``judge_runner.runs.write.build_summary``) build these models and serialise them by alias; the reader
 (:mod:`judge_runner.runs.read`) validates every line it reads into them; ``schemas/{run_start,
 evaluation,error,batch,summary}.schema.json`` are generated from them (:func:`json_schemas`,
 ``python -m judge_runner.runs.lines schemas/``) and a test proves the committed files are current.

@@ -2,7 +2,7 @@
 
 :func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
 (:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run id the
-file with the most evaluations (a resumed run writes a second file; DESIGN.md). :func:`resume_state`
+file with the most evaluations (a resumed run writes a second file; docs/design.md, "The run file"). :func:`resume_state`
 and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
 
 What it tolerates and what it says (each warning names the file and the line):

@@ -2,7 +2,7 @@
 
 Each line is one ``write()`` of one complete JSON object plus ``\\n``, flushed and fsynced before the
 next is recorded; the file is created exclusively (``x`` mode), so two runs never share a file.
-Readers tolerate a torn last line. Line types follow DESIGN.md's JSONL contract.
+Readers tolerate a torn last line. Line types follow docs/run-file.md.
 """
 
 from __future__ import annotations

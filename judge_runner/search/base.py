@@ -1,4 +1,7 @@
-"""The search contract every backend honours (DESIGN.md, "Search contract")."""
+"""The search contract every backend honours (docs/design.md, "The search contract").
+
+Every search under test, built in or external, answers ``search(query, mode, limit) -> SearchAnswer``.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ A backend (SQLite, PostgreSQL) subclasses :class:`ChunkSearch` and provides thre
 :func:`judge_runner.search.fusion.rrf`) over the two lists in hybrid mode, documents ranked by their
 best chunk, snippets, and ``confident``.
 
-Depth: each list starts at ``settings.depth`` chunks (30), or the limit when larger (DESIGN.md). Since a
+Depth: each list starts at ``settings.depth`` chunks (30), or the limit when larger (docs/builtin-search.md). Since a
 document may own several of those chunks, the lists are fetched again twice as deep, up to
 :data:`MAX_DEPTH_FACTOR` times the first depth, until they name ``limit`` documents or hold every
 matching chunk: ``limit`` documents come back whenever the index holds that many matches.

@@ -1,4 +1,4 @@
-"""Mapping another search system's JSON onto the search contract (DESIGN.md, "Search contract").
+"""Mapping another search system's JSON onto the search contract (docs/design.md, "The search contract").
 
 An external system (a command or an HTTP endpoint, :mod:`judge_runner.search.external`) prints or
 returns JSON in its own shape. :class:`FieldMapping` says which key holds what; dotted paths reach

@@ -515,11 +515,16 @@ class PostgresIndex(ChunkSearch):
         if not query.strip():
             return []
         qvec = self._query_vector(query)
-        with self._reader() as conn:
+        with self._reader() as conn, conn.transaction():
+            # Always through the HNSW index, whatever the planner's statistics say: at a few thousand rows
+            # it prefers an exact sequential scan once the table is analysed (and HNSW before), and the two
+            # return different neighbours, so a query's results would change with autovacuum's timing.
+            conn.execute("SET LOCAL enable_seqscan = off")
             # HNSW returns at most ef_search rows: keep it over the depth asked for
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(min(1000, max(40, int(self.ef_search_factor * depth)))),))
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, int(self.ef_search_factor * depth)))),))
             rows = conn.execute(self._q["vector"], {"v": qvec, "depth": depth}).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
+        # equal distances in id order, so ties cannot reorder a result list
+        return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda hit: (-hit[1], hit[0]))
 
     def _chunk_rows(self, ids: list[int]) -> list[ChunkRow]:
         if not ids:

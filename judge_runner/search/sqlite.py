@@ -219,7 +219,7 @@ class SQLiteIndex(ChunkSearch):
             return []
         rows = self.conn.execute(
             f"SELECT rowid, bm25(chunks_fts, {', '.join(map(str, BM25_WEIGHTS))}) AS s FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            "WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?",  # equal BM25 scores in chunk order
             (expression, depth),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
@@ -242,7 +242,7 @@ class SQLiteIndex(ChunkSearch):
             return []
         qvec = self._query_vector(query)
         sims = self._matrix @ qvec
-        top = np.argsort(-sims)[:depth]
+        top = np.argsort(-sims, kind="stable")[:depth]  # equal cosines in chunk-id order (the matrix's order)
         return [(int(self._matrix_ids[i]), float(sims[i])) for i in top]
 
     def _chunk_rows(self, ids: list[int]) -> list[ChunkRow]:

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge_runner.core.models import SEARCH_MODES
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.documents import DocumentStoreError, open_documents
-from judge_runner.search.external import CommandSearch, HttpSearch, parse_headers
+from judge_runner.search.external import CommandSearch
+from judge_runner.search.http_search import HttpSearch, parse_headers
 from judge_runner.search.mapping import FieldMapping
 from judge_runner.search.trec_run import TrecRunError, TrecRunSearch
 

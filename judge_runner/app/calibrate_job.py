@@ -86,9 +86,28 @@ def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: S
     for path in run_files:
         name = f"run:{path.stem}"
         runs[name] = read_run(path, [q.id for q in queries])
+        missing = [q.id for q in queries if q.id not in runs[name]]
+        if missing:
+            printer.err(
+                f"warning: {path} has no line for {len(missing)} of the {len(queries)} sampled queries "
+                f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); calibrating on the queries every run ranks"
+            )
     if len(runs) < 2:
         raise UsageError("calibration needs at least two systems to compare rankings")
     return runs
+
+
+def ranked_by_every_run(queries: list, collection: Collection, run_rankings: Sequence[dict]) -> tuple[list, Collection]:
+    """``(queries, collection)`` kept to the queries every TREC run ranks: a query a run has no line for
+    is not scored for that system (as trec_eval leaves it out), and a system ranking over different
+    queries per system would compare nothing; so such a query leaves the calibration for every system.
+    Raises UsageError when fewer than two queries are left."""
+    kept = [q for q in queries if all(q.id in ranking for ranking in run_rankings)]
+    if len(kept) == len(queries):
+        return queries, collection
+    if len(kept) < 2:
+        raise UsageError(f"only {len(kept)} of the {len(queries)} sampled queries are ranked by every --run: nothing to calibrate on")
+    return kept, restrict(collection, [q.id for q in kept])
 
 
 def calibrate_job(
@@ -128,6 +147,7 @@ def calibrate_job(
             index_info = prepare_index(index, collection, queries, scope, candidates, path.parent)
             index_info["path"] = str(path)
         runs = collect_runs(index, queries, systems, run_files, printer)
+        queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
         started = datetime.now(UTC)
         try:
             document = calibrate(collection, queries, runs, labeler, config, printer.err)

@@ -28,21 +28,23 @@ from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
 @dataclass
 class Source:
-    """Where the collection comes from: a BEIR folder and split, or three files."""
+    """Where the collection comes from: a BEIR folder and split, or three files; ``rescale`` maps the
+    qrels' grades onto 0-3 (``--rescale``, as for ``qrels import``)."""
 
     beir: Path | None = None
     split: str = "test"
     qrels: Path | None = None
     queries: Path | None = None
     corpus: Path | None = None
+    rescale: dict[int, int] | None = None
 
     def load(self) -> Collection:
         """The collection. Raises UsageError unless exactly one of --beir or the three files is given."""
         files = (self.qrels, self.queries, self.corpus)
         if self.beir is not None and not any(files):
-            return load_beir(self.beir, self.split)
+            return load_beir(self.beir, self.split, self.rescale)
         if self.beir is None and all(files):
-            return load_files(self.qrels, self.queries, self.corpus)  # type: ignore[arg-type]
+            return load_files(self.qrels, self.queries, self.corpus, rescale=self.rescale)  # type: ignore[arg-type]
         raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
 
 
@@ -130,6 +132,8 @@ def calibrate_job(
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
     collection = source.load()
+    for note in collection.notes:
+        printer.err(f"note: {note}")
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:

@@ -21,6 +21,7 @@ from judge_runner.core.failures import (
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
 from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
 
@@ -76,6 +77,30 @@ def open_cache(settings: Settings, printer: Printer):
         raise UsageError(str(exc)) from None
     printer.note(f"judgment cache: {path}")
     return cache
+
+
+def check_human_coverage(cache: Any, settings: Settings, queries: list[Query], printer: Printer) -> None:
+    """Say when imported human qrels match none (or only some) of the query set's ids: human labels are
+    matched by query id, and a set imported for other ids (``1..15`` against ``q01..q15``) would apply
+    to nothing without a word. A warning when the sets were named with ``--human-qrels``, a note when
+    every imported set applies by default."""
+    if cache is None or not queries:
+        return
+    qids = {qid for qid, _ in human_labels(cache, settings.human_qrels)}
+    if not qids:
+        return
+    ids = [q.id for q in queries]
+    matched = [q for q in ids if q in qids]
+    named = settings.human_qrels is not None
+    shown = ", ".join(sorted(qids)[:3]) + (" ..." if len(qids) > 3 else "")
+    if not matched:
+        say = printer.err if named else printer.note
+        say(
+            f"{'warning' if named else 'note'}: no imported human label applies: their query ids ({shown}) match none of "
+            f"the query set's ({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''}); every result is judged"
+        )
+    elif named and len(matched) < len(ids):
+        printer.note(f"note: imported human labels cover {len(matched)} of {len(ids)} queries; the judge labels the rest")
 
 
 def load_query_set(path: Path) -> QuerySet:

@@ -222,3 +222,23 @@ def test_command_output_in_another_encoding_is_decoded_with_a_note(encoding, not
     answer = CommandSearch(py(code), timeout=10).search("q")
     assert answer.results[0].snippet == "naïve café, “quoted” – déjà vu, Straße"
     assert [n.split(": ", 1)[-1] for n in answer.notes] == ([note] if note else [])
+
+
+def test_evaluate_against_a_dripping_endpoint_ends_with_a_timeout_error_line(server, tmp_path):
+    # the run: `evaluate --search-url <drip> --search-timeout 5` was still in query 1 after 58 s
+    import json
+
+    from tests.clitools import invoke, run_lines
+
+    queries = tmp_path / "q.json"
+    queries.write_text(json.dumps({"queries": [{"id": "q1", "query": "reindex", "queryIntent": "i", "queryType": "keyword"}]}))
+    started = time.monotonic()
+    result = invoke(
+        ["evaluate", "--queries", str(queries), "--search-url", server.url("/drip"), "--search-timeout", "1", "--provider", "offline"]
+        + ["--out-dir", str(tmp_path / "r"), "--no-cache"],
+        {"JUDGE_RUNNER_EMBEDDER": "hash"},
+    )
+    assert time.monotonic() - started < 15
+    assert result.exit_code == 3, result.output  # the one query failed: the run is incomplete
+    (error,) = [line for line in run_lines(tmp_path / "r") if line["type"] == "error"]
+    assert error["errorType"] == "search_timeout" and "did not answer within 1 s" in error["message"]

@@ -141,10 +141,14 @@ def load_files(
     notes = []
     unknown = [q for q in qrels if q not in queries]
     if unknown:
-        notes.append(f"{len(unknown)} query id(s) of {qrels_path.name} are not in {queries_path.name} ({_some(unknown)}); their qrels are ignored")
+        notes.append(
+            f"{len(unknown)} query id(s) of {qrels_path.name} are not in {queries_path.name} ({_some(unknown)}); their qrels are ignored"
+        )
     without = [q for q in queries if q not in kept]
     if without:
-        notes.append(f"{len(without)} of the {len(queries)} queries of {queries_path.name} have no positive qrels line ({_some(without)}); they are left out")
+        notes.append(
+            f"{len(without)} of the {len(queries)} queries of {queries_path.name} have no positive qrels line ({_some(without)}); they are left out"
+        )
     return Collection({q: queries[q] for q in kept}, kept, corpus_path, is_graded(kept), name or qrels_path.stem, notes)
 
 

@@ -8,7 +8,7 @@ and ``%``, the encoding judge-runner writes), so a fixtures path with a space ro
 ordered as trec_eval and ir-measures order them, whatever the rank column says: by score, higher
 first, the score held as a 32-bit float (trec_eval's C ``float``: doubles closer than about 1e-7 tie),
 ties broken by docid in descending order of its bytes as written (trec_eval's ``strcmp``, reversed;
-trec_eval 9.0.7 ``form_res_rels.c``, ``comp_sim_docno``); the rank column is never read for order. So
+trec_eval's ``form_res_rels.c``, ``comp_sim_docno``); the rank column is never read for order. So
 the metrics judge-runner computes on a run are those trec_eval would (an all-ties run used to rank by
 the rank column: nDCG@10 0.924 where trec_eval gives 0.525). A run written by judge-runner
 (:func:`judge_runner.search.trec.run_lines`) has strictly decreasing float32 scores, so its order is its

@@ -13,7 +13,8 @@ from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
-from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, RESCALE, _options, check_flags, printer, settings
+from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
+from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
 

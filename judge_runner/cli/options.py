@@ -221,29 +221,6 @@ DRY_RUN = [
 ]
 
 
-def _rescale(ctx, param, values):
-    out: dict[int, int] = {}
-    for value in values:
-        try:
-            old, new = (int(v) for v in value.split("=", 1))
-        except ValueError:
-            raise click.BadParameter(f"{value!r} is not OLD=NEW (e.g. 1=3, -2=0)") from None
-        out[old] = new
-    return out
-
-
-RESCALE = click.option(
-    "--rescale",
-    multiple=True,
-    callback=_rescale,
-    metavar="OLD=NEW",
-    help="Map a grade of the qrels onto the judge's 0-3 scale, e.g. -2=0 (TREC's junk grade) or 4=3; repeatable. "
-    "Without it binary qrels (0/1) become 1=3 and graded ones are kept; a grade still outside 0-3 is refused.",
-)
-"""``--rescale OLD=NEW`` of ``qrels import`` and ``calibrate``: one rule for both
-(:func:`judge_runner.judging.qrels.on_judge_scale`)."""
-
-
 def dry_run_options(f):
     return _options(f, DRY_RUN)
 

@@ -50,7 +50,7 @@ def search_adapter_options(f):
                 type=click.FloatRange(min=0, min_open=True),
                 default=None,
                 callback=_finite,
-                help="Seconds per external search call [default: --timeout].",
+                help="Seconds for one external search exchange, start to last byte; retries stop at 4x this [default: --timeout].",
             ),
             click.option(
                 "--corpus",

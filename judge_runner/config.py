@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
 from judge_runner.core.redact import redact_dsn
@@ -72,6 +72,11 @@ class Settings(BaseModel):
     max_budget_tokens: int | None = Field(None, ge=1, description="cap on the run's tokens; the cap when prices are unknown")
     price_per_mtok: str | None = Field(None, description="'INPUT,OUTPUT' USD per million tokens for a model missing from the pricing table")
     search_mode: SearchMode = "hybrid"
+    search_modes: list[SearchMode] = Field(
+        default_factory=list,
+        description="the built-in search's modes judged side by side, when search_mode names several "
+        "(fts,vector,hybrid, from any source); search_mode is then the first. Empty for one mode",
+    )
     search_limit: int = Field(10, ge=1, le=100)
     count: int = Field(15, ge=1, le=500)
     weights: dict[str, float] = Field(default_factory=lambda: {d: 1.0 for d in DIMENSIONS})
@@ -88,6 +93,24 @@ class Settings(BaseModel):
     # issue 15: judge calls through the provider's batch API (docs/batch.md)
     batch: bool = Field(False, description="send the judge's calls through the provider's batch API (half price, results within 24 h)")
     batch_poll: float = Field(60.0, gt=0, description="longest wait between two status checks of a batch, seconds")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _several_modes(cls, values: Any) -> Any:
+        # "fts,vector" from a flag, JUDGE_RUNNER_SEARCH_MODE or the config file alike: each mode checked by
+        # the same Literal (search_modes.N), the first one the run's search_mode
+        mode = values.get("search_mode") if isinstance(values, dict) else None
+        if isinstance(mode, str) and "," in mode:
+            modes = [m.strip() for m in mode.split(",") if m.strip()]
+            values = {**values, "search_mode": modes[0] if modes else mode, "search_modes": modes}
+        return values
+
+    @field_validator("search_modes")
+    @classmethod
+    def _modes_once(cls, modes: list[str]) -> list[str]:
+        if len(set(modes)) != len(modes):
+            raise ValueError(f"each mode at most once (got {','.join(modes)!r})")
+        return modes
 
     @field_validator("weights")
     @classmethod
@@ -237,6 +260,8 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
         if value is not None:
             values[name] = as_text(value)
             sources[(name,)] = "--" + name.replace("_", "-")
+    if ("search_mode",) in sources:  # several modes are checked where the value came from
+        sources[("search_modes",)] = sources[("search_mode",)]
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

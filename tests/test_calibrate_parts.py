@@ -8,7 +8,7 @@ import json
 import pytest
 
 from judge_runner.calibrate import verdicts as v
-from judge_runner.calibrate.data import CalibrationQuery, Collection, load_files, on_judge_scale, read_qrels, sample_queries
+from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded, load_files, read_qrels, sample_queries
 from judge_runner.calibrate.labeling import ShownDoc, injection_flag
 from judge_runner.calibrate.output import calibration_for_provenance, calibration_line, latest_calibration
 from judge_runner.calibrate.pool import build_pool, control_runs, read_run
@@ -23,17 +23,20 @@ def test_qrels_beir_and_trec_and_binary_rescaling(tmp_path):
     beir = tmp_path / "q.tsv"
     beir.write_text("query-id\tcorpus-id\tscore\n1\ta\t1\n1\tb\t0\n2\tc\t1\n")
     trec = tmp_path / "q.qrels"
-    trec.write_text("1 0 a 2\n1 0 b 0\n")
-    assert read_qrels(beir) == {"1": {"a": 1, "b": 0}, "2": {"c": 1}}
-    assert read_qrels(trec) == {"1": {"a": 2, "b": 0}}
-    assert on_judge_scale(read_qrels(beir)) == ({"1": {"a": 3, "b": 0}, "2": {"c": 3}}, False)
-    assert on_judge_scale({"1": {"a": 2, "b": 5}}) == ({"1": {"a": 2, "b": 3}}, True)
+    trec.write_text("1 0 a 2\n1 0 b 0\n1 0 c 1\n")
+    assert read_qrels(beir) == {"1": {"a": 3, "b": 0}, "2": {"c": 3}}  # binary: 1 -> 3
+    assert read_qrels(beir, {1: 1}) == {"1": {"a": 1, "b": 0}, "2": {"c": 1}}  # 0/1 labels already on 0-3
+    assert read_qrels(trec) == {"1": {"a": 2, "b": 0, "c": 1}}  # graded: kept
+    assert not is_graded(read_qrels(beir)) and is_graded(read_qrels(trec))
     bad = tmp_path / "bad.tsv"
     bad.write_text("1 a\n")
-    with pytest.raises(UsageError, match="line 1"):
+    with pytest.raises(UsageError, match="line 1|:1:"):
         read_qrels(bad)
-    with pytest.raises(UsageError, match="no positive grade"):
-        on_judge_scale({"1": {"a": 0}})
+    five = tmp_path / "five.qrels"
+    five.write_text("1 0 a 2\n1 0 b 5\n")
+    with pytest.raises(UsageError, match=r"grade 5 of 1 b is outside 0-3, the judge's scale .* --rescale 5=3"):
+        read_qrels(five)  # before: capped at 3 without a word
+    assert read_qrels(five, {5: 3}) == {"1": {"a": 2, "b": 3}}
 
 
 def test_queries_without_qrels_are_dropped_and_sampling_is_seeded(tmp_path):

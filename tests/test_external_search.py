@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from judge_runner.search.documents import BeirDocuments, DocumentStoreError, FolderDocuments, open_documents
-from judge_runner.search.external import CommandSearch, HttpSearch, parse_headers, public_url, redact_command
+from judge_runner.search.external import CommandSearch, redact_command
+from judge_runner.search.http_search import HttpSearch, parse_headers, public_url
 from judge_runner.search.mapping import ExternalSearchError, FieldMapping, map_hits
 from tests.engines.bm25s_service import Bm25sService
 

@@ -153,7 +153,8 @@ def test_write_is_sorted_and_whitespace_separated():
 @pytest.mark.parametrize(
     "content,message",
     [
-        ("q1 0 a.md\n", r"bad\.qrels:1: expected 'qid iter docid grade', got 3 fields"),
+        ("q1 a.md\n", r"bad\.qrels:1: expected 'qid iter docid grade' \(TREC\) or 'query-id corpus-id score' \(BEIR\), got 2 fields"),
+        ("q1 0 a.md\n", r"bad\.qrels:1: grade 'a\.md' is not an integer"),
         ("q1 0 a.md 1\nq1 0 b.md high\n", "bad.qrels:2: grade 'high' is not an integer"),
         ("q1 0 a%zz 1\n", "malformed"),
         ("q1 0 a.md 1\nq1 0 a.md 2\n", "graded twice"),

@@ -182,6 +182,38 @@ def test_read_file_at_exactly_the_cap_is_not_truncated(sandbox, tree):
     assert sandbox.read_file("exact.md") == text
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_read_file_of_a_1_gb_log_reads_only_what_it_shows(sandbox, tree, encoding):
+    # issue 24: read_file on a 1 GB .log read the whole file (2.0 GB of memory) to return 12,000 characters
+    import tracemalloc
+
+    line = "2026-03-01 12:00:00 INFO ingest lag 0.4 s — déjà vu ü €\n"
+    head = (line * (4 * READ_CAP_CHARS // len(line) + 10)).encode(encoding)
+    big = tree / "ingest.log"
+    with open(big, "wb") as handle:  # sparse: 1 GB on paper, the head's bytes on disk
+        handle.write(head)
+        handle.truncate(1024**3)
+    tracemalloc.start()
+    try:
+        out = sandbox.read_file("ingest.log")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 1024 * 1024
+    assert out.startswith(line * 3)
+    assert out.endswith(f"[... truncated: showing {READ_CAP_CHARS} of a file of {1024**3} bytes]")
+    assert len(out.split("\n[... truncated")[0]) == READ_CAP_CHARS and "\ufffd" not in out
+
+
+def test_read_file_cut_inside_a_utf8_character_loses_no_character(sandbox, tree):
+    from judge_runner.querygen.agent import READ_CAP_BYTES
+
+    text = "ab" + "€" * (READ_CAP_BYTES // 3 + 50)  # 3 bytes each: the byte cap falls inside one
+    write(tree / "euro.md", text)
+    out = sandbox.read_file("euro.md")
+    assert out.startswith("ab" + "€" * (READ_CAP_CHARS - 2)) and "\ufffd" not in out
+
+
 def test_read_file_refuses_folders_and_binaries(sandbox):
     with pytest.raises(SandboxError):
         sandbox.read_file("docs")

@@ -359,12 +359,14 @@ def test_trec_run_with_unknown_docids_and_bad_lines(beir, tmp_path):
         HASH,
     )
     lines = run_lines(tmp_path / "r")
-    errors = [l for l in lines if l["type"] == "error"]
-    assert [(e["queryId"], e["stage"], e["errorType"]) for e in errors] == [("q1", "search", "search_unknown_source")]
-    assert "'nope'" in errors[0]["message"]
-    # queries the run does not hold are answered with no results (judged, not errors)
-    assert len(evaluations(lines)) == 7
-    assert result.exit_code == 0, result.output
+    errors = {e["queryId"]: e for e in lines if e["type"] == "error"}
+    assert (errors["q1"]["stage"], errors["q1"]["errorType"]) == ("search", "search_unknown_source")
+    assert "'nope'" in errors["q1"]["message"]
+    # queries the run holds no line for are not scored (error lines, as trec_eval leaves them out), never zeros
+    assert {q: e["errorType"] for q, e in errors.items() if q != "q1"} == {f"q{i}": "search_no_ranking" for i in range(3, 9)}
+    assert [e["queryId"] for e in evaluations(lines)] == ["q2"]
+    assert "warning: run:ghost: the run has no line for 6 of 8 queries (q3, q4, q5, q6, q7 ...)" in result.output
+    assert result.exit_code == 3, result.output  # more than a quarter of the queries went unscored
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1\n", encoding="utf-8")
     result = invoke(

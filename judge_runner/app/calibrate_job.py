@@ -28,21 +28,23 @@ from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
 @dataclass
 class Source:
-    """Where the collection comes from: a BEIR folder and split, or three files."""
+    """Where the collection comes from: a BEIR folder and split, or three files; ``rescale`` maps the
+    qrels' grades onto 0-3 (``--rescale``, as for ``qrels import``)."""
 
     beir: Path | None = None
     split: str = "test"
     qrels: Path | None = None
     queries: Path | None = None
     corpus: Path | None = None
+    rescale: dict[int, int] | None = None
 
     def load(self) -> Collection:
         """The collection. Raises UsageError unless exactly one of --beir or the three files is given."""
         files = (self.qrels, self.queries, self.corpus)
         if self.beir is not None and not any(files):
-            return load_beir(self.beir, self.split)
+            return load_beir(self.beir, self.split, self.rescale)
         if self.beir is None and all(files):
-            return load_files(self.qrels, self.queries, self.corpus)  # type: ignore[arg-type]
+            return load_files(self.qrels, self.queries, self.corpus, rescale=self.rescale)  # type: ignore[arg-type]
         raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
 
 
@@ -86,9 +88,28 @@ def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: S
     for path in run_files:
         name = f"run:{path.stem}"
         runs[name] = read_run(path, [q.id for q in queries])
+        missing = [q.id for q in queries if q.id not in runs[name]]
+        if missing:
+            printer.err(
+                f"warning: {path} has no line for {len(missing)} of the {len(queries)} sampled queries "
+                f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); calibrating on the queries every run ranks"
+            )
     if len(runs) < 2:
         raise UsageError("calibration needs at least two systems to compare rankings")
     return runs
+
+
+def ranked_by_every_run(queries: list, collection: Collection, run_rankings: Sequence[dict]) -> tuple[list, Collection]:
+    """``(queries, collection)`` kept to the queries every TREC run ranks: a query a run has no line for
+    is not scored for that system (as trec_eval leaves it out), and a system ranking over different
+    queries per system would compare nothing; so such a query leaves the calibration for every system.
+    Raises UsageError when fewer than two queries are left."""
+    kept = [q for q in queries if all(q.id in ranking for ranking in run_rankings)]
+    if len(kept) == len(queries):
+        return queries, collection
+    if len(kept) < 2:
+        raise UsageError(f"only {len(kept)} of the {len(queries)} sampled queries are ranked by every --run: nothing to calibrate on")
+    return kept, restrict(collection, [q.id for q in kept])
 
 
 def calibrate_job(
@@ -111,6 +132,8 @@ def calibrate_job(
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
     collection = source.load()
+    for note in collection.notes:
+        printer.err(f"note: {note}")
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:
@@ -128,6 +151,7 @@ def calibrate_job(
             index_info = prepare_index(index, collection, queries, scope, candidates, path.parent)
             index_info["path"] = str(path)
         runs = collect_runs(index, queries, systems, run_files, printer)
+        queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
         started = datetime.now(UTC)
         try:
             document = calibrate(collection, queries, runs, labeler, config, printer.err)

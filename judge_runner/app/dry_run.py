@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
-from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems
+from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems, resolve_systems
 from judge_runner.app.resume import read_resume_point, resumed_settings
 from judge_runner.app.roles import check_batch_provider
 from judge_runner.calibrate.labeling import ProtocolLabeler
@@ -294,11 +294,11 @@ def evaluate_dry_run(
     return report
 
 
-def system_count(spec: Any) -> int:
-    """How many search systems a run of ``spec`` (a SystemsSpec or None: the built-in search) judges."""
-    if spec is None:
-        return 1
-    return max(1, len(spec.modes) + len(spec.configs) + len(spec.commands) + len(spec.urls) + len(spec.runs))
+def system_count(settings: Settings, spec: Any) -> int:
+    """How many search systems a run judges: those of ``spec`` (a SystemsSpec of the flags, or None)
+    and of the settings (several modes, ``[search.external]``), as :func:`resolve_systems` makes them."""
+    resolved = resolve_systems(settings, spec)
+    return 1 if resolved is None else resolved.count
 
 
 def main_dry_run(
@@ -310,29 +310,41 @@ def main_dry_run(
     index, as the real run does."""
     require_folder(fixtures)
     check_corpus(settings, fixtures)
-    judging = rough_judge(settings, settings.count, system_count(systems))
+    judging = rough_judge(settings, settings.count, system_count(settings, systems))
     report = build_report(command, settings, judging, rough_phase_one(settings, fixtures, settings.count))
     print_report(report, printer, as_json)
     return report
 
 
-def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: bool = False) -> dict[str, Any]:
+def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: bool = False, systems: Any = None) -> dict[str, Any]:
     """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
-    searched in the index as it is now, or, when the run would write a new set (first run,
-    ``--regenerate``), phase one and two are estimated roughly."""
+    searched with the systems the run would judge (``systems``: the flags' SystemsSpec, plus the
+    settings', as for ``evaluate``), the built-in one in its index as it is now; when the run would
+    write a new set (first run, ``--regenerate``), phase one and two are estimated roughly."""
     pinned = plan.results / "pinned-queries.json"
     if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
-        return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly")
+        return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly", systems=systems)
     queries = load_query_set(plan.queries_path or pinned).queries
+    index = None
+    if needs_builtin_index(settings, systems):
+        try:
+            index = open_index(settings, must_exist=True)
+        except UsageError as exc:
+            printer.err(f"note: {exc}; weekly would index {plan.fixtures} first: phase two estimated roughly")
+            report = build_report("weekly", settings, rough_judge(settings, len(queries), system_count(settings, systems)))
+            print_report(report, printer, as_json)
+            return report
+        printer.err(f"note: searching the index as it is now; weekly re-indexes {plan.fixtures} first")
     try:
-        index = open_index(settings, must_exist=True)
-    except UsageError as exc:
-        printer.err(f"note: {exc}; weekly would index {plan.fixtures} first: phase two estimated roughly")
-        report = build_report("weekly", settings, rough_judge(settings, len(queries)))
-    else:
-        with index:
-            printer.err(f"note: searching the index as it is now; weekly re-indexes {plan.fixtures} first")
-            report = build_report("weekly", settings, judge_searched(settings, queries, [(index, settings.search_mode)]))
+        opened = open_search_systems(settings, systems, index, plan.fixtures, queries, printer)
+        try:
+            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
+            report = build_report("weekly", settings, judge_searched(settings, queries, searches))
+        finally:
+            close_systems(opened)
+    finally:
+        if index is not None:
+            index.close()
     print_report(report, printer, as_json)
     return report
 

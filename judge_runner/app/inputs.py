@@ -7,6 +7,7 @@ for input that cannot be used.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from judge_runner.core.failures import (
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
 from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
 
@@ -77,6 +79,30 @@ def open_cache(settings: Settings, printer: Printer):
     return cache
 
 
+def check_human_coverage(cache: Any, settings: Settings, queries: list[Query], printer: Printer) -> None:
+    """Say when imported human qrels match none (or only some) of the query set's ids: human labels are
+    matched by query id, and a set imported for other ids (``1..15`` against ``q01..q15``) would apply
+    to nothing without a word. A warning when the sets were named with ``--human-qrels``, a note when
+    every imported set applies by default."""
+    if cache is None or not queries:
+        return
+    qids = {qid for qid, _ in human_labels(cache, settings.human_qrels)}
+    if not qids:
+        return
+    ids = [q.id for q in queries]
+    matched = [q for q in ids if q in qids]
+    named = settings.human_qrels is not None
+    shown = ", ".join(sorted(qids)[:3]) + (" ..." if len(qids) > 3 else "")
+    if not matched:
+        say = printer.err if named else printer.note
+        say(
+            f"{'warning' if named else 'note'}: no imported human label applies: their query ids ({shown}) match none of "
+            f"the query set's ({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''}); every result is judged"
+        )
+    elif named and len(matched) < len(ids):
+        printer.note(f"note: imported human labels cover {len(matched)} of {len(ids)} queries; the judge labels the rest")
+
+
 def load_query_set(path: Path) -> QuerySet:
     """The query set in ``path``; raises UsageError listing (at most five) problems."""
     try:
@@ -90,17 +116,65 @@ def load_query_set(path: Path) -> QuerySet:
         raise UsageError(f"{path} is not a valid query set: {problems}") from None
 
 
+def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> SystemsSpec | None:
+    """The searches under test from every source at once, the same for ``evaluate``,
+    ``generate-and-evaluate`` and ``weekly``: ``asked`` holds the command line's adapter flags
+    (``--search-command``, ``--search-url``, ``--run``, ``--compare``, ``--search-header``,
+    ``--search-fields``, ``--search-timeout``, ``--corpus``), ``settings`` the rest, whatever their
+    source (flag, ``JUDGE_RUNNER_*`` variable or config file):
+
+    - the ``[search.external]`` table of the config file is judged unless a command, URL, run file or
+      configuration is given as a flag (flags win over the file, as for every setting); the
+      ``--search-timeout``, ``--search-fields``, ``--corpus`` and ``--search-header`` flags apply to it;
+    - ``search_mode`` naming several modes (``fts,vector,hybrid``) judges the built-in search in each;
+      ``search_mode`` set at all (flag, variable or file) beside an external search adds the built-in
+      search in that mode as the reference (first), as ``--search-mode hybrid --search-command X``
+      always did.
+
+    Returns None for the built-in search alone in one mode. Raises UsageError for an adapter flag that
+    applies to no system (``--search-header`` without a URL, ``--search-fields``, ``--search-timeout``
+    or ``--corpus`` without an external search): a flag that changes nothing is a cron job judging
+    something else than its author thinks."""
+    asked = asked or SystemsSpec()
+    table = settings.search.external or None
+    flagged = bool(asked.commands or asked.urls or asked.runs or asked.configs)
+    uses_table = bool(table) and not flagged
+    url_in_table = uses_table and bool((table or {}).get("url"))
+    if asked.headers and not (asked.urls or url_in_table):
+        raise UsageError("--search-header applies to --search-url (or a url in [search.external]); no URL was given")
+    external = flagged or uses_table
+    unused = [
+        flag
+        for flag, value in (("--search-fields", asked.fields), ("--search-timeout", asked.timeout), ("--corpus", asked.corpus))
+        if value
+    ]
+    if unused and not external:
+        raise UsageError(
+            f"{', '.join(unused)} applies to an external search (--search-command, --search-url, --run or [search.external]); none is judged"
+        )
+    several = tuple(settings.search_modes) if len(settings.search_modes) > 1 else ()
+    modes = several or ((settings.search_mode,) if external and "search_mode" in settings.model_fields_set else ())
+    spec = replace(asked, modes=modes, table=table if uses_table else None)
+    return spec if (spec.external or len(spec.modes) > 1) else None
+
+
 def open_search_systems(
     settings: Settings, spec: SystemsSpec | None, index: Any, corpus: Path | None, queries: list[Query], printer: Printer
 ) -> list[System] | None:
-    """The searches under test (:func:`judge_runner.search.systems.open_systems`), or None for an
-    ordinary run of the built-in search in one mode. ``corpus`` is where text-less results are looked
-    up by default (the fixtures folder). Raises UsageError for systems that cannot be opened."""
-    if (spec is None or (not spec.external and len(spec.modes) <= 1)) and not settings.search.external:
+    """The searches under test (:func:`resolve_systems`, then
+    :func:`judge_runner.search.systems.open_systems`), or None for an ordinary run of the built-in
+    search in one mode. ``corpus`` is where text-less results are looked up by default (the fixtures
+    folder). Says which systems are judged, and why the built-in one is among them when it joins an
+    external one. Raises UsageError for systems that cannot be opened, and for a TREC run none of
+    whose query ids is in the query set (a run matching only some of them is said, per run)."""
+    resolved = resolve_systems(settings, spec)
+    if resolved is None:
         return None
+    if spec is not None and spec.external and settings.search.external and resolved.table is None:
+        printer.note("note: the [search.external] table of the config file is not judged: the command line names the systems")
     try:
         systems = open_systems(
-            spec or _no_spec(),
+            resolved,
             settings,
             index,
             corpus=corpus,
@@ -109,28 +183,55 @@ def open_search_systems(
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
-    printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems))
+    check_run_coverage(systems, queries, printer)
+    joined = " (search_mode is set, so the built-in search joins as the reference)" if resolved.modes and len(resolved.modes) == 1 else ""
+    printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
     return systems
 
 
-def _no_spec() -> SystemsSpec:
-
-    return SystemsSpec()
+def check_run_coverage(systems: list[System], queries: list[Query], printer: Printer) -> None:
+    """Compare each TREC run's query ids with the query set's: none in common is a UsageError (every
+    query would go unscored: a run of ``1..15`` for a set of ``q01..q15``), some missing is a warning
+    naming them (those queries become error lines, never zeros, as trec_eval leaves a query out of a
+    run's averages when the run has no line for it)."""
+    ids = [q.id for q in queries]
+    for system in systems:
+        covered = getattr(system.search, "qids", None)
+        if covered is None or not ids:
+            continue
+        missing = [q for q in ids if q not in covered]
+        if len(missing) == len(ids):
+            shown = ", ".join(sorted(covered)[:3])
+            raise UsageError(
+                f"{system.name}: the run's query ids ({shown}{' ...' if len(covered) > 3 else ''}) match none of the query "
+                f"set's ({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''}): every query would go unscored. A run's qid "
+                "column must hold the query set's ids"
+            )
+        if missing:
+            printer.err(
+                f"warning: {system.name}: the run has no line for {len(missing)} of {len(ids)} queries "
+                f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); they are not scored (error lines, as "
+                "trec_eval leaves them out), the averages cover the rest"
+            )
+        extra = len(set(covered) - set(ids))
+        if extra:
+            printer.note(f"note: {system.name}: {extra} query id(s) of the run are not in the query set (ignored)")
 
 
 def systems_spec(**asked: Any) -> SystemsSpec | None:
     """A :class:`~judge_runner.search.systems.SystemsSpec` of the command line's search-system flags
-    (``modes``, ``configs``, ``commands``, ``urls``, ``runs``, ``headers``, ``fields``, ``timeout``,
-    ``corpus``), or None when they ask only for the built-in search in one mode."""
+    (``configs``, ``commands``, ``urls``, ``runs``, ``headers``, ``fields``, ``timeout``, ``corpus``),
+    or None when none was given; :func:`resolve_systems` adds what the settings ask for."""
     spec = SystemsSpec(**asked)
-    return spec if (spec.external or len(spec.modes) > 1) else None
+    return spec if (spec.external or spec.headers or spec.fields or spec.timeout or spec.corpus) else None
 
 
 def needs_builtin_index(settings: Settings, spec: SystemsSpec | None) -> bool:
-    """Whether the run judges the built-in search (so an index must exist)."""
-    if spec is None or not (spec.external or settings.search.external):
-        return True
-    return bool(spec.modes or spec.configs)
+    """Whether the run judges the built-in search (so an index must exist), from every source
+    (:func:`resolve_systems`): not when only external systems are judged, whether they were asked
+    for by flags or by the ``[search.external]`` table."""
+    resolved = resolve_systems(settings, spec)
+    return resolved is None or not resolved.external or bool(resolved.modes or resolved.configs)
 
 
 def close_systems(systems: list[System] | None) -> None:

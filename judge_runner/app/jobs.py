@@ -21,6 +21,7 @@ from judge_runner.app.inputs import (
     load_query_set,
     needs_builtin_index,
     open_search_systems,
+    resolve_systems,
     warn_missing_sources,
 )
 from judge_runner.app.resume import read_resume_point, resumed_settings, warn_judge_change
@@ -112,8 +113,11 @@ def evaluate_job(
     resume = read_resume_point(resume_path) if resume_path is not None else None
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")
-    if resume is not None and systems is not None and (systems.external or len(systems.modes) > 1):
-        raise UsageError("--resume continues a run of the built-in search; it cannot be combined with other search systems")
+    if resume is not None and resolve_systems(settings, systems) is not None:
+        raise UsageError(
+            "--resume continues a run of the built-in search in one mode; it cannot be combined with other search systems "
+            "(--search-command, --search-url, --run, --compare, several --search-mode values, or [search.external] in the config file)"
+        )
     if resume is not None and queries_path is None:
         queries_path = resume.saved_query_set
         if queries_path is None:

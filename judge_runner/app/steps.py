@@ -15,6 +15,7 @@ from judge_runner.app.console import print_summary
 from judge_runner.app.dry_run import start_estimate
 from judge_runner.app.indexing import check_corpus, describe_index, index_fixtures
 from judge_runner.app.inputs import (
+    check_human_coverage,
     open_cache,
     open_run_writer,
 )
@@ -250,6 +251,7 @@ def evaluate_queries(
         all_queries=all_queries,
     )
     cache = open_cache(job.settings, job.printer)
+    check_human_coverage(cache, job.settings, queries, job.printer)
     batching = getattr(job.roles.judge, "batching", None)
     if batching is not None and resume_hint:
         batching.resume_hint = resume_hint

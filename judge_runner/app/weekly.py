@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -17,8 +17,10 @@ from judge_runner.analysis.trend import build_trend, read_baseline
 from judge_runner.app.crashlog import internal_error, traceback_text
 from judge_runner.app.indexing import require_folder
 from judge_runner.app.inputs import (
+    close_systems,
     load,
     load_query_set,
+    open_search_systems,
     warn_missing_sources,
 )
 from judge_runner.app.steps import (
@@ -40,6 +42,7 @@ from judge_runner.core.models import QuerySet
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.runs.read import is_baseline, read_run_file
+from judge_runner.search.systems import SystemsSpec
 
 
 def prune_runs(results: Path, keep: int) -> list[Path]:
@@ -94,9 +97,10 @@ class _Tee:
         return getattr(self.stream, name)
 
 
-def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> RunStatus:
+def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer, systems: SystemsSpec | None = None) -> RunStatus:
     """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
-    mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``.
+    mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``
+    and the search systems of ``systems`` (the adapter flags) and the settings.
     The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
     unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
     plan.results.mkdir(parents=True, exist_ok=True)
@@ -112,7 +116,7 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer) -> Run
             sys.stdout, sys.stderr = _Tee(real_out, log), _Tee(real_err, log)
             code = EXIT_CONFIG
             try:
-                status = weekly_steps(load(flags), plan, printer)
+                status = weekly_steps(load(flags), plan, printer, systems)
                 code = exit_code_for(status)
                 return status
             except JudgeRunnerError as exc:
@@ -154,9 +158,12 @@ def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | No
     return None
 
 
-def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunStatus:
+def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems: SystemsSpec | None = None) -> RunStatus:
     """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
-    ``--regenerate``); evaluate; report; prune; regression check (GateFailedError)."""
+    ``--regenerate``); evaluate the systems under test (:func:`judge_runner.app.inputs.resolve_systems`:
+    the adapter flags in ``systems``, ``[search.external]``, several modes; by default the built-in
+    search), exactly as ``evaluate`` and ``generate-and-evaluate`` choose them; report; prune;
+    regression check (GateFailedError)."""
     pinned = plan.results / "pinned-queries.json"
     regenerate = plan.regenerate
     if plan.count_given and not regenerate and (plan.queries_path or pinned.is_file()):
@@ -165,21 +172,27 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunS
         printer.err(f"no pinned query set in {plan.results}: generating one (phase one) and pinning it")
         regenerate = True
     require_folder(plan.fixtures)
+    given = None if regenerate else load_query_set(plan.queries_path or pinned).queries
     job = open_job(settings, plan.fixtures, plan.results, printer, need_generator=regenerate)
     with job.index:
-        generation = None
-        if regenerate:
-            first = phase_one(job, plan.fixtures)
-            if isinstance(first, RunOutcome):
-                return first.status
-            pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
-            generation, queries = first, first.queries
-        else:
-            queries = load_query_set(plan.queries_path or pinned).queries
-        warn_missing_sources(job.index, queries, settings.index_label, printer.err)
-        prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
-        hint = "the next `judge-runner weekly ... --batch` (same query set)"
-        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
+        # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
+        job = replace(job, systems=open_search_systems(settings, systems, job.index, plan.fixtures, given or [], printer))
+        try:
+            generation = None
+            if given is None:
+                first = phase_one(job, plan.fixtures)
+                if isinstance(first, RunOutcome):
+                    return first.status
+                pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+                generation, queries = first, first.queries
+            else:
+                queries = given
+            warn_missing_sources(job.index, queries, settings.index_label, printer.err)
+            prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
+            hint = "the next `judge-runner weekly ... --batch` (same query set)"
+            outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
+        finally:
+            close_systems(job.systems)
     try:
         written = build_report(plan.results, plan.reports)
         printer.out(f"report written to {written.html}")

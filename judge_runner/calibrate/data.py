@@ -2,7 +2,11 @@
 
 BEIR layout (Thakur et al. 2021): ``DIR/queries.jsonl`` (``{_id, text}``), ``DIR/corpus.jsonl``
 (``{_id, title, text}``), ``DIR/qrels/<split>.tsv`` (a header line, then ``query-id corpus-id score``).
-A ``--qrels`` file may also be TREC qrels (``qid 0 docid grade``, whitespace-separated).
+A ``--qrels`` file may also be TREC qrels (``qid 0 docid grade``, whitespace-separated). qrels are
+read and put on the judge's 0-3 scale by the same rules as ``qrels import``
+(:func:`judge_runner.judging.qrels.read_trec_qrels` and :func:`~judge_runner.judging.qrels.on_judge_scale`):
+a pair graded twice with different grades is refused, ``--rescale OLD=NEW`` maps grades (TREC's -2,
+a 0-4 scale), binary qrels become 1 -> 3 without it.
 """
 
 from __future__ import annotations
@@ -14,11 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge_runner.core.failures import UsageError
-
-BINARY_RESCALE = {1: 3}
-"""How binary human qrels (every grade 0 or 1) are put on the judge's 0-3 scale: 1 becomes 3, as
-``judge-runner qrels import`` does by default (:func:`judge_runner.judging.qrels.import_human_qrels`), so that
-RR(rel=2) and the ``>= 2`` agreement threshold mean "relevant" on both sides."""
+from judge_runner.judging.qrels import QrelsError, on_judge_scale, read_trec_qrels
 
 
 @dataclass(frozen=True)
@@ -31,15 +31,17 @@ class CalibrationQuery:
 
 @dataclass
 class Collection:
-    """Queries (``{qid: text}``), human qrels (``{qid: {docid: grade}}``, grades on 0-3 after rescaling
-    binary qrels with :data:`BINARY_RESCALE`), the corpus file, and whether the original qrels were graded
-    (some grade above 1)."""
+    """Queries (``{qid: text}``), human qrels (``{qid: {docid: grade}}``, grades on 0-3:
+    :func:`~judge_runner.judging.qrels.on_judge_scale`), the corpus file, whether the qrels are graded
+    (more than one positive grade in use), and ``notes``: what was dropped loading it (queries without
+    qrels, qrels of unknown queries), for the job to say."""
 
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     corpus_path: Path
     graded: bool
     name: str = "collection"
+    notes: list[str] = field(default_factory=list)
     _docs: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
 
     def documents(self) -> dict[str, tuple[str, str]]:
@@ -91,65 +93,68 @@ def read_queries(path: Path) -> dict[str, str]:
     return queries
 
 
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """``{qid: {docid: grade}}`` from BEIR qrels TSV (``query-id corpus-id score`` with a header) or TREC
-    qrels (``qid iter docid grade``). Raises UsageError naming the first bad line or a negative grade."""
+def read_qrels(path: Path, rescale: dict[int, int] | None = None) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: grade}}`` on the judge's 0-3 scale from BEIR qrels TSV (``query-id corpus-id
+    score`` with a header) or TREC qrels (``qid iter docid grade``), read and mapped exactly as ``qrels
+    import`` does (see the module docstring). Raises UsageError naming the line of a bad line or of a
+    pair graded twice, or the first grade outside 0-3 with the ``--rescale`` that would place it."""
+    try:
+        rows = on_judge_scale(read_trec_qrels(path), rescale, str(path))
+    except QrelsError as exc:
+        raise UsageError(str(exc)) from None
     qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if number == 1 and parts[-1].lower() in ("score", "relevance", "grade", "label"):
-            continue  # BEIR header (query-id corpus-id score)
-        try:
-            if len(parts) == 3:
-                qid, docid, grade = parts[0], parts[1], int(parts[2])
-            elif len(parts) == 4:
-                qid, docid, grade = parts[0], parts[2], int(parts[3])
-            else:
-                raise ValueError
-        except ValueError:
-            raise UsageError(f"{path} line {number} is not a qrels line (qid docid grade, or qid 0 docid grade)") from None
-        if grade < 0:
-            raise UsageError(f"{path} line {number}: negative grade {grade}")
+    for qid, docid, grade in rows:
         qrels.setdefault(qid, {})[docid] = grade
-    if not qrels:
-        raise UsageError(f"{path} holds no qrels")
     return qrels
 
 
-def on_judge_scale(qrels: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]], bool]:
-    """``(qrels on 0-3, graded)``: binary qrels rescaled with :data:`BINARY_RESCALE`; graded qrels kept, with
-    grades above 3 capped at 3. ``graded`` is True when some original grade is above 1. Raises UsageError
-    when no grade is positive (nothing to agree on)."""
-    grades = {g for docs in qrels.values() for g in docs.values()}
-    if not any(g > 0 for g in grades):
-        raise UsageError("the qrels hold no positive grade: there is nothing to calibrate against")
-    graded = max(grades) > 1
-    if graded:
-        return {q: {d: min(g, 3) for d, g in docs.items()} for q, docs in qrels.items()}, True
-    return {q: {d: BINARY_RESCALE.get(g, g) for d, g in docs.items()} for q, docs in qrels.items()}, False
+def is_graded(qrels: dict[str, dict[str, int]]) -> bool:
+    """Whether qrels on the 0-3 scale use more than one positive grade (binary qrels rescaled use only 3)."""
+    return len({g for docs in qrels.values() for g in docs.values() if g > 0}) > 1
 
 
-def load_beir(folder: Path, split: str = "test") -> Collection:
-    """The BEIR collection in ``folder`` (split ``split``). Raises UsageError for missing files."""
+def load_beir(folder: Path, split: str = "test", rescale: dict[int, int] | None = None) -> Collection:
+    """The BEIR collection in ``folder`` (split ``split``; grades mapped as :func:`read_qrels` maps them).
+    Raises UsageError for missing files."""
     qrels_path = folder / "qrels" / f"{split}.tsv"
     for path in (folder / "queries.jsonl", folder / "corpus.jsonl", qrels_path):
         if not path.is_file():
             raise UsageError(f"{path} not found: --beir needs DIR/queries.jsonl, DIR/corpus.jsonl and DIR/qrels/{split}.tsv")
-    return load_files(qrels_path, folder / "queries.jsonl", folder / "corpus.jsonl", name=f"{folder.name}/{split}")
+    return load_files(qrels_path, folder / "queries.jsonl", folder / "corpus.jsonl", name=f"{folder.name}/{split}", rescale=rescale)
 
 
-def load_files(qrels_path: Path, queries_path: Path, corpus_path: Path, name: str | None = None) -> Collection:
-    """A collection from three files. Queries without qrels are dropped; qrels of unknown queries are
-    dropped. Raises UsageError when no query has qrels."""
-    raw = read_qrels(qrels_path)
+def load_files(
+    qrels_path: Path, queries_path: Path, corpus_path: Path, name: str | None = None, rescale: dict[int, int] | None = None
+) -> Collection:
+    """A collection from three files. Queries without a positive qrels line are dropped, and qrels of
+    queries the queries file does not hold are ignored; both are counted in ``notes`` (with examples),
+    so a qrels file numbered unlike the queries (``1..15`` against ``q01..q15``) is said, not silently
+    smaller. Raises UsageError when no query has qrels, naming ids from both files."""
+    qrels = read_qrels(qrels_path, rescale)
     queries = read_queries(queries_path)
-    kept = {q: docs for q, docs in raw.items() if q in queries and any(g > 0 for g in docs.values())}
+    kept = {q: docs for q, docs in qrels.items() if q in queries and any(g > 0 for g in docs.values())}
     if not kept:
-        raise UsageError(f"no query of {queries_path} has a positive qrels line in {qrels_path}")
-    qrels, graded = on_judge_scale(kept)
-    return Collection({q: queries[q] for q in qrels}, qrels, corpus_path, graded, name or qrels_path.stem)
+        raise UsageError(
+            f"no query of {queries_path} has a positive qrels line in {qrels_path}: the qrels' query ids "
+            f"({_some(qrels)}) and the queries' ({_some(queries)}) do not match"
+        )
+    notes = []
+    unknown = [q for q in qrels if q not in queries]
+    if unknown:
+        notes.append(
+            f"{len(unknown)} query id(s) of {qrels_path.name} are not in {queries_path.name} ({_some(unknown)}); their qrels are ignored"
+        )
+    without = [q for q in queries if q not in kept]
+    if without:
+        notes.append(
+            f"{len(without)} of the {len(queries)} queries of {queries_path.name} have no positive qrels line ({_some(without)}); they are left out"
+        )
+    return Collection({q: queries[q] for q in kept}, kept, corpus_path, is_graded(kept), name or qrels_path.stem, notes)
+
+
+def _some(ids) -> str:
+    ids = list(ids)
+    return ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
 
 
 def sample_queries(collection: Collection, n: int | None, seed: int) -> list[CalibrationQuery]:
@@ -171,5 +176,6 @@ def restrict(collection: Collection, qids: Iterable[str]) -> Collection:
         collection.corpus_path,
         collection.graded,
         collection.name,
+        collection.notes,
         collection._docs,
     )

@@ -35,6 +35,7 @@ from judge_runner.core.failures import UsageError
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.indexer import index_beir
 from judge_runner.search.text import fts5_match_expression, lexical_text
+from judge_runner.search.trec_run import TrecRunError, read_trec_run
 
 RUN_DEPTH = 100
 """Documents kept per query and system: enough for R@100."""
@@ -87,25 +88,24 @@ def control_runs(base: Mapping[str, list[str]]) -> Runs:
 
 
 def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
-    """``{qid: docids best first}`` of a TREC run file (``qid Q0 docid rank score tag``), sorted by score
-    (descending, ties by rank) as trec_eval does, kept for ``qids`` only. Raises UsageError for a line that
-    is not a run line, or a file with no line for these queries."""
-    wanted = set(qids)
-    rows: dict[str, list[tuple[float, int, str]]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        try:
-            qid, _, docid, rank, score = parts[:5]
-            entry = (-float(score), int(rank), docid)
-        except ValueError:
-            raise UsageError(f"{path} line {number} is not a TREC run line (qid Q0 docid rank score tag)") from None
-        if qid in wanted:
-            rows.setdefault(qid, []).append(entry)
-    if not rows:
-        raise UsageError(f"{path} has no line for the sampled queries")
-    return {q: [d for *_, d in sorted(r)][:RUN_DEPTH] for q, r in rows.items()}
+    """``{qid: docids best first}`` of a TREC run file (``qid Q0 docid rank score tag``), in trec_eval's
+    order (:func:`judge_runner.search.trec_run.read_trec_run`: score descending, ties by docid
+    descending), kept for ``qids`` only; a sampled query the run has no line for is absent (the caller
+    says so: :func:`judge_runner.app.calibrate_job.collect_runs`). Raises UsageError for a line that is
+    not a run line, or a file with no line for these queries (naming the ids on both sides)."""
+    wanted = list(qids)
+    try:
+        run = read_trec_run(path)
+    except TrecRunError as exc:
+        raise UsageError(str(exc)) from None
+    kept = {q: [d for d, _ in run[q]][:RUN_DEPTH] for q in wanted if q in run}
+    if not kept:
+        theirs = sorted(run)
+        raise UsageError(
+            f"{path} has no line for the sampled queries: its query ids ({', '.join(theirs[:3])}{' ...' if len(theirs) > 3 else ''}) "
+            f"match none of the collection's ({', '.join(wanted[:3])}{' ...' if len(wanted) > 3 else ''})"
+        )
+    return kept
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
+from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
 
@@ -42,6 +43,7 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     default=None,
     help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade).",
 )
+@RESCALE
 @click.option(
     "--queries",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -134,6 +136,7 @@ def calibrate(
     beir: Path | None,
     split: str,
     qrels: Path | None,
+    rescale: dict[int, int],
     queries: Path | None,
     corpus: Path | None,
     queries_sample: int | None,
@@ -186,7 +189,7 @@ def calibrate(
         config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(settings(**flags))
     calibrate_job(
         settings(**flags),
-        Source(beir, split, qrels, queries, corpus),
+        Source(beir, split, qrels, queries, corpus, rescale),
         config,
         queries_sample,
         _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system"),

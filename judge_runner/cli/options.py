@@ -121,8 +121,8 @@ def search_options(f):
     f = setting_option(
         "search_mode",
         "Search mode under test [default: hybrid]. Several modes, comma-separated "
-        "(fts,vector,hybrid), judge the built-in search in each, side by side in one run "
-        "(evaluate, generate-and-evaluate).",
+        "(fts,vector,hybrid, here or in JUDGE_RUNNER_SEARCH_MODE or the config file), judge the built-in "
+        "search in each, side by side in one run; beside an external search, the built-in one joins as the reference.",
     )(f)
     return f
 

@@ -56,34 +56,41 @@ def _default_cache_exists(db: Path | None) -> bool:
 
 
 def _rescale(ctx, param, values):
-    out = {}
+    out: dict[int, int] = {}
     for value in values:
         try:
-            old, new = (int(v) for v in value.split("="))
+            old, new = (int(v) for v in value.split("=", 1))
         except ValueError:
-            raise click.BadParameter(f"{value!r} is not OLD=NEW (e.g. 1=3)") from None
+            raise click.BadParameter(f"{value!r} is not OLD=NEW (e.g. 1=3, -2=0)") from None
         out[old] = new
     return out
+
+
+RESCALE = click.option(
+    "--rescale",
+    multiple=True,
+    callback=_rescale,
+    metavar="OLD=NEW",
+    help="Map a grade of the qrels onto the judge's 0-3 scale, e.g. -2=0 (TREC's junk grade) or 4=3; repeatable. "
+    "Without it binary qrels (0/1) become 1=3 and graded ones are kept; a grade still outside 0-3 is refused.",
+)
+"""``--rescale OLD=NEW`` of ``qrels import`` and ``calibrate``: one rule for both
+(:func:`judge_runner.judging.qrels.on_judge_scale`)."""
 
 
 @qrels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Name of this set of human labels (letters, digits, . _ -); a new import replaces it.")
-@click.option(
-    "--rescale",
-    multiple=True,
-    callback=_rescale,
-    metavar="OLD=NEW",
-    help="Map a grade onto the 0-3 scale, e.g. --rescale 1=3 for binary qrels (repeatable).",
-)
+@RESCALE
 @CACHE
 @db_option
 def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:
-    """Store the human qrels in FILE (TREC format: qid iter docid grade) in the judgment cache.
+    """Store the human qrels in FILE (TREC qid iter docid grade, or BEIR TSV) in the judgment cache.
 
     \b
     Later runs use a human label instead of asking the judge wherever one exists for a (query id,
-    source) pair, and say how many labels were human.
+    source) pair, and say how many labels were human. A pair graded twice with different grades is
+    refused, as calibrate --qrels refuses it; grades go on 0-3 as --rescale says.
     """
     with open_cache(cache, db, must_exist=False) as store:
         try:

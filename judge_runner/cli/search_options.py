@@ -11,8 +11,6 @@ import click
 
 from judge_runner.app.inputs import systems_spec as make_systems_spec
 from judge_runner.cli.options import _options
-from judge_runner.core.failures import UsageError
-from judge_runner.core.models import SEARCH_MODES
 
 
 def search_adapter_options(f):
@@ -52,7 +50,7 @@ def search_adapter_options(f):
                 type=click.FloatRange(min=0, min_open=True),
                 default=None,
                 callback=_finite,
-                help="Seconds per external search call [default: --timeout].",
+                help="Seconds for one external search exchange, start to last byte; retries stop at 4x this [default: --timeout].",
             ),
             click.option(
                 "--corpus",
@@ -90,33 +88,21 @@ def compare_options(f):
 
 
 def systems_spec(flags: dict[str, Any]) -> Any:
-    """Take the search-system flags out of ``flags`` (leaving ``search_mode`` as the first mode given)
-    and return a ``SystemsSpec`` (:func:`judge_runner.app.jobs.systems_spec`), or None when none was given."""
-    modes = tuple(m.strip() for m in flags["search_mode"].split(",") if m.strip()) if flags.get("search_mode") else ()
-    # the settings validate the first mode (one message whatever the source); the others are checked alike here
-    for mode in modes[1:]:
-        if mode not in SEARCH_MODES:
-            choices = ", ".join(repr(m) for m in SEARCH_MODES[:-1]) + f" or {SEARCH_MODES[-1]!r}"
-            raise UsageError(f"invalid settings: --search-mode: input should be {choices} (got {mode!r})")
-    if len(set(modes)) != len(modes):
-        raise UsageError(f"invalid settings: --search-mode: each mode at most once (got {flags['search_mode']!r})")
-    if modes:
-        flags["search_mode"] = modes[0]
+    """Take the search-system flags out of ``flags`` and return a ``SystemsSpec``
+    (:func:`judge_runner.app.inputs.systems_spec`), or None when none was given. ``--search-mode`` stays
+    in ``flags``: the settings read it (several modes too) as they read it from any other source, and
+    :func:`judge_runner.app.inputs.resolve_systems` makes the systems of all of them."""
     compare = flags.pop("compare", None)
     configs = tuple(Path(p.strip()) for p in compare.split(",") if p.strip()) if compare else ()
-    headers, urls = tuple(flags.pop("search_header", ()) or ()), tuple(flags.pop("search_url", ()) or ())
-    if headers and not urls:
-        raise click.UsageError("--search-header applies to --search-url; no --search-url was given")
     missing = [str(p) for p in configs if not p.is_file()]
     if missing:
         raise click.UsageError(f"--compare: no such configuration file: {', '.join(missing)}")
     return make_systems_spec(
-        modes=modes,
         configs=configs,
         commands=tuple(flags.pop("search_command", ()) or ()),
-        urls=urls,
+        urls=tuple(flags.pop("search_url", ()) or ()),
         runs=tuple(flags.pop("runs", ()) or ()),
-        headers=headers,
+        headers=tuple(flags.pop("search_header", ()) or ()),
         fields=flags.pop("search_fields", None),
         timeout=flags.pop("search_timeout", None),
         corpus=flags.pop("corpus", None),

@@ -21,6 +21,7 @@ from judge_runner.cli.options import (
     search_options,
     setting_option,
 )
+from judge_runner.cli.search_options import search_adapter_options, systems_spec
 from judge_runner.core.failures import EXIT_OK, exit_code_for
 
 
@@ -49,6 +50,7 @@ from judge_runner.core.failures import EXIT_OK, exit_code_for
 @MIN_OVERALL
 @db_option
 @search_options
+@search_adapter_options
 @run_options
 @dry_run_options
 def weekly(
@@ -75,13 +77,16 @@ def weekly(
     2. indexes FIXTURES incrementally;
     3. evaluates the pinned query set (generates and pins one on the first run or with --regenerate);
     4. writes the report into --reports, then keeps only the newest --keep run files.
+    Judges the systems evaluate would judge here: the built-in search, or --search-command,
+    --search-url, several --search-mode values, or a [search.external] table of judge-runner.toml.
     Never prompts. Exit codes as for evaluate; with --fail-on-regression, 1 on a regression.
     \b
     crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --fixtures docs/ --quiet
     """
     plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
+    spec = systems_spec(flags)
     flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
     if check_flags(dry_run, dry_run_json):  # no lock, no log, nothing indexed, judged, reported or pruned
-        weekly_dry_run(load(flags), plan, printer(quiet), dry_run_json)
+        weekly_dry_run(load(flags), plan, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK
-    return exit_code_for(weekly_run(flags, plan, printer(quiet)))
+    return exit_code_for(weekly_run(flags, plan, printer(quiet), spec))

@@ -81,6 +81,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
         expectedSourceDisagreements=judged.disagreements,
         judgeModelsReturned=sorted(models),
         **({"judgeRecoveries": tally.recoveries} if tally.recoveries else {}),
+        **({"searchNotes": answer.notes} if answer.notes else {}),
     ).line()
 
 

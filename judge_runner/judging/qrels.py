@@ -140,55 +140,92 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: TextIO) -> int
     return n
 
 
+BEIR_HEADER = ("score", "relevance", "grade", "label")
+BINARY_RESCALE = {1: 3}
+"""How binary human qrels (every grade 0 or 1) are put on the judge's 0-3 scale when no ``rescale`` is
+given: 1 becomes 3, so that RR(rel=2) and the ``>= 2`` agreement threshold mean "relevant" on both
+sides (SciFact's and most BEIR sets' qrels are binary)."""
+
+
 def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
-    """``(qid, docid, grade)`` from a TREC qrels file (``qid iter docid grade`` per line, whitespace
-    separated; blank lines skipped), ids decoded with :func:`decode_id`. Grades are kept as given
-    (any integer). Raises QrelsError naming the line for a line with other than 4 fields, a grade that
-    is not an integer, a malformed escape, or the same (qid, docid) twice with different grades; and
-    for a missing or undecodable file."""
+    """``(qid, docid, grade)`` from a qrels file: TREC qrels (``qid iter docid grade`` per line, ids
+    decoded with :func:`decode_id`) or BEIR TSV (``query-id corpus-id score``, with or without its
+    header line); fields split on whitespace, blank lines skipped, grades kept as given (any integer;
+    :func:`on_judge_scale` maps them). The one reader of human qrels: ``qrels import`` and ``calibrate
+    --qrels`` read a file the same way. Raises QrelsError naming the line for a line with other than 3
+    or 4 fields, a grade that is not an integer, a malformed escape, or the same (qid, docid) graded
+    twice with different grades (which one would be right? neither the first nor the last is taken;
+    the same grade twice is a harmless repeat); and for a missing or undecodable file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise QrelsError(f"cannot read qrels file {path}: {exc}") from None
-    rows: dict[tuple[str, str], int] = {}
+    rows: dict[tuple[str, str], tuple[int, int]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 4:
-            raise QrelsError(f"{path}:{number}: expected 'qid iter docid grade', got {len(fields)} fields")
-        if not re.fullmatch(r"[-+]?\d+", fields[3]):
-            raise QrelsError(f"{path}:{number}: grade {fields[3]!r} is not an integer")
-        grade = int(fields[3])
+        if len(fields) == 3 and not rows and fields[2].lower() in BEIR_HEADER:
+            continue  # BEIR's header line (query-id corpus-id score)
+        if len(fields) not in (3, 4):
+            raise QrelsError(
+                f"{path}:{number}: expected 'qid iter docid grade' (TREC) or 'query-id corpus-id score' (BEIR), got {len(fields)} fields"
+            )
+        if not re.fullmatch(r"[-+]?\d+", fields[-1]):
+            raise QrelsError(f"{path}:{number}: grade {fields[-1]!r} is not an integer")
+        grade = int(fields[-1])
         try:
-            qid, docid = decode_id(fields[0]), decode_id(fields[2])
+            qid, docid = (fields[0], fields[1]) if len(fields) == 3 else (decode_id(fields[0]), decode_id(fields[2]))
         except ValueError as exc:
             raise QrelsError(f"{path}:{number}: {exc}") from None
-        if rows.get((qid, docid), grade) != grade:
-            raise QrelsError(f"{path}:{number}: {qid} {docid} is graded twice, {rows[(qid, docid)]} and {grade}")
-        rows[(qid, docid)] = grade
+        earlier = rows.get((qid, docid))
+        if earlier is not None and earlier[0] != grade:
+            raise QrelsError(
+                f"{path}:{number}: {qid} {docid} is graded twice, {earlier[0]} (line {earlier[1]}) and {grade}; "
+                "keep one grade per (query, document)"
+            )
+        rows.setdefault((qid, docid), (grade, number))
     if not rows:
         raise QrelsError(f"{path} holds no qrels lines")
-    return [(q, d, g) for (q, d), g in rows.items()]
+    return [(q, d, g) for (q, d), (g, _) in rows.items()]
 
 
-def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
-    """Read a TREC qrels file and store it in the judgment cache (``cache``: a
-    :class:`judge_runner.judging.cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
-    at most 64), replacing an earlier import of that name. ``rescale`` maps grades onto the 0-3 scale
-    when the file uses another (e.g. ``{1: 3}`` for binary qrels such as SciFact's); grades it does not
-    mention are kept. Returns the number of labels stored. Raises QrelsError (nothing stored) on a bad
-    name, file, or a grade outside 0-3 after rescaling."""
-    if not QRELS_NAME_RE.fullmatch(name or ""):
-        raise QrelsError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
-    rows = read_trec_qrels(path)
-    rescale = dict(rescale or {})
-    mapped = [(q, d, rescale.get(g, g)) for q, d, g in rows]
+def on_judge_scale(
+    rows: Sequence[tuple[str, str, int]], rescale: Mapping[int, int] | None = None, where: str = "the qrels"
+) -> list[tuple[str, str, int]]:
+    """``rows`` on the judge's 0-3 scale, one rule for ``qrels import`` and ``calibrate``: with
+    ``rescale`` (``{old: new}``, e.g. ``{-2: 0}`` for TREC's junk grade, ``{4: 3}``) exactly that mapping
+    is applied and other grades are kept; without it, binary qrels (every grade 0 or 1) get
+    :data:`BINARY_RESCALE` and graded ones are kept. ``--rescale 1=1`` keeps 0/1 labels that are on the
+    0-3 scale already. Raises QrelsError when a grade is still outside 0-3, naming the first and the
+    mapping that would place it (never capped or dropped silently: 4 and 3 are not the same label)."""
+    if rescale:
+        mapping = dict(rescale)
+    else:
+        mapping = BINARY_RESCALE if {g for _, _, g in rows} <= {0, 1} else {}
+    mapped = [(q, d, mapping.get(g, g)) for q, d, g in rows]
     bad = [(q, d, g) for q, d, g in mapped if not 0 <= g <= 3]
     if bad:
         q, d, g = bad[0]
-        raise QrelsError(f"{path}: grade {g} of {q} {d} is outside 0-3 ({len(bad)} such); pass a rescale mapping")
+        hint = f"--rescale {g}=0" if g < 0 else f"--rescale {g}=3"
+        raise QrelsError(
+            f"{where}: grade {g} of {q} {d} is outside 0-3, the judge's scale ({len(bad)} such); map it with {hint} "
+            "(repeatable, e.g. --rescale -2=0 for TREC's junk grade)"
+        )
+    return mapped
+
+
+def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
+    """Read a qrels file (:func:`read_trec_qrels`) and store it in the judgment cache (``cache``: a
+    :class:`judge_runner.judging.cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
+    at most 64), replacing an earlier import of that name. Grades go on the judge's scale by
+    :func:`on_judge_scale` (``rescale``, or binary 1 -> 3), the rule ``calibrate`` follows too. Returns
+    the number of labels stored. Raises QrelsError (nothing stored) on a bad name, file, or a grade
+    outside 0-3 after rescaling."""
+    if not QRELS_NAME_RE.fullmatch(name or ""):
+        raise QrelsError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    mapped = on_judge_scale(read_trec_qrels(path), rescale, str(path))
     return cache.replace_human_qrels(name, mapped)
 
 

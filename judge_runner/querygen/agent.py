@@ -27,6 +27,7 @@ from judge_runner.llm.pricing import add_cost
 from judge_runner.querygen.protocol import GenerationResult, QueryWriter
 
 READ_CAP_CHARS = 12_000
+READ_CAP_BYTES = 4 * READ_CAP_CHARS + 4  # enough for READ_CAP_CHARS characters in any encoding read (UTF-8, -16, -32), BOM included
 LIST_CAP = 200
 GREP_CAP = 50
 MAX_TOOL_TURNS = 30
@@ -126,17 +127,26 @@ class FileSandbox:
         return "\n".join(matches) if matches else "(no files match)"
 
     def read_file(self, path: str) -> str:
-        """A file's text, cut at READ_CAP_CHARS characters with a note when longer."""
+        """A file's text, cut at READ_CAP_CHARS characters with a note when longer. At most
+        :data:`READ_CAP_BYTES` are read from disk, so a 1 GB log costs what a 50 KB file does."""
         target = self.resolve(path)
         if not target.is_file():
             raise SandboxError(f"not a file: {path!r}")
         try:
-            text = decode(target.read_bytes()).text  # as the indexer reads it (legacy encodings, UTF-16)
+            size = target.stat().st_size
+            with open(target, "rb") as handle:
+                data = handle.read(READ_CAP_BYTES)
+        except OSError as exc:
+            raise SandboxError(f"{path!r} cannot be read: {exc.strerror or exc}") from None
+        whole = len(data) >= size
+        try:
+            text = decode(data if whole else _whole_characters(data)).text  # as the indexer reads it (legacy encodings, UTF-16)
         except BinaryContent:
             raise SandboxError(f"{path!r} is a binary file") from None
-        if len(text) > READ_CAP_CHARS:
-            return text[:READ_CAP_CHARS] + f"\n[... truncated: showing {READ_CAP_CHARS} of {len(text)} characters]"
-        return text
+        if whole and len(text) <= READ_CAP_CHARS:
+            return text
+        of = f"{len(text)} characters" if whole else f"a file of {size} bytes"
+        return text[:READ_CAP_CHARS] + f"\n[... truncated: showing {READ_CAP_CHARS} of {of}]"
 
     def grep(self, pattern: str, path: str = ".") -> str:
         """Lines matching a case-insensitive regular expression (or plain text when the pattern is not a
@@ -177,6 +187,17 @@ class FileSandbox:
             return tools[name](**arguments)
         except TypeError as exc:
             raise SandboxError(f"bad arguments for {name}: {exc}") from None
+
+
+def _whole_characters(data: bytes) -> bytes:
+    """A prefix of a file cut at :data:`READ_CAP_BYTES` without the UTF-8 character it may have split
+    (at most three bytes dropped); bytes that are not UTF-8 are returned as they are."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.start >= len(data) - 3:
+            return data[: exc.start]
+    return data
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:

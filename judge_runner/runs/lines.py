@@ -226,6 +226,11 @@ class EvaluationLine(_Line):
         description="The search system this line is about (compare runs and external "
         "searches: a name from provenance.searchSystems); null for the built-in search alone.",
     )
+    searchNotes: list[str] = Field(
+        default_factory=list,
+        description="What was noticed reading an external search's reply (decoded from another encoding than "
+        "UTF-8, a process it left holding its output open); empty for a plain reply.",
+    )
 
     @field_validator("metrics", mode="before")
     @classmethod

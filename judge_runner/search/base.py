@@ -56,6 +56,12 @@ class SearchAnswer(BaseModel):
     results: list[SearchHit]
     confident: bool
     latencyMs: float
+    notes: list[str] = Field(
+        default_factory=list,
+        exclude=True,
+        description="What the run file should say about how this answer was read (an external search's output decoded "
+        "from another encoding, a process left holding its output open); not part of the search's JSON output.",
+    )
 
 
 class SearchBackend(Protocol):

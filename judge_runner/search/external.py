@@ -1,7 +1,13 @@
 """Searches judge-runner does not run itself, behind the same backend protocol as the built-in search
-(:class:`~judge_runner.search.base.SearchBackend`): a command (:class:`CommandSearch`) or an HTTP
-endpoint (:class:`HttpSearch`). Both map the other system's JSON with a
+(:class:`~judge_runner.search.base.SearchBackend`): a command (:class:`CommandSearch`, here) or an HTTP
+endpoint (:class:`~judge_runner.search.http_search.HttpSearch`). Both map the other system's JSON with a
 :class:`~judge_runner.search.mapping.FieldMapping` and fetch missing text from a document store.
+
+Nothing the other side does can hang a run: a command is given ``timeout`` seconds from its start to
+its last byte (its output is read with that deadline, not until end of file, so a background process
+that inherited the pipe cannot hold the query), once it has exited its output is taken within a short
+grace (:data:`EXIT_GRACE_S`) and whatever is left of its process group is killed, and at most
+:data:`~judge_runner.search.mapping.MAX_REPLY_BYTES` of its output is read.
 
 Every failure raises :class:`~judge_runner.search.mapping.ExternalSearchError`, which the run loop
 records as an ``error`` line with ``stage: search`` (never a zero score). Secrets stay out of run
@@ -12,51 +18,26 @@ look like secrets are recorded as ``***``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import selectors
 import shlex
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import tenacity
 
 from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, dig, map_hits
+from judge_runner.search.mapping import MAX_REPLY_BYTES, ExternalSearchError, FieldMapping, answer_from_reply, decode_reply, megabytes
 
-RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # as the LLM layer (llm/retry.py)
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|passwd|api[-_]?key|auth)")
-
-
-def _answer(
-    query: str, mode: SearchMode, reply: Any, mapping: FieldMapping, limit: int, documents: Any, snippet_chars: int, started: float
-) -> SearchAnswer:
-    hits = map_hits(reply, mapping, query, limit, documents, snippet_chars)
-    confident = dig(reply, "confident") if isinstance(reply, dict) else None
-    return SearchAnswer(
-        query=query,
-        mode=mode,
-        results=hits,
-        confident=bool(hits) and (confident if isinstance(confident, bool) else True),
-        latencyMs=round((time.perf_counter() - started) * 1000, 3),
-    )
-
-
-def _decode(text: str, what: str) -> Any:
-    if not text.strip():
-        raise ExternalSearchError(f"{what} returned nothing (expected JSON results)", "search_output")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ExternalSearchError(
-            f"{what} returned invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {text.strip()[:120]!r}", "search_output"
-        ) from None
+EXIT_GRACE_S = 0.5
+"""Seconds the output of a command that has exited is still read, for what is left in the pipe; a
+process it left behind that keeps the pipe open is not waited for longer."""
+STDERR_KEPT_BYTES = 64 * 1024  # the end of stderr kept for the error message; the rest is read and dropped
+_POLL_S = 0.05  # how often a running command is checked for having exited while its pipes stay quiet
 
 
 def redact_argument(arg: str) -> str:
@@ -97,8 +78,10 @@ class CommandSearch:
     The template is split with :func:`shlex.split` and run without a shell. In each argument
     ``{query}``, ``{limit}`` and ``{mode}`` are replaced; the query is one argument wherever
     ``{query}`` appears, else it is written to the command's stdin (UTF-8, no trailing newline). The
-    command prints JSON results on stdout (mapped with ``mapping``). ``timeout`` is in seconds; a
-    command that outlives it is killed with its process group. Raises ValueError for an empty template.
+    command prints JSON results on stdout (mapped with ``mapping``). ``timeout`` is in seconds from
+    the start to the last byte read; a command that outlives it is killed with its process group.
+    ``max_bytes``: the most of its stdout read (:data:`~judge_runner.search.mapping.MAX_REPLY_BYTES`).
+    Raises ValueError for an empty template.
     """
 
     def __init__(
@@ -111,12 +94,13 @@ class CommandSearch:
         snippet_chars: int = 400,
         name: str | None = None,
         cwd: str | None = None,
+        max_bytes: int = MAX_REPLY_BYTES,
     ):
         self.argv = shlex.split(template)
         if not self.argv:
             raise ValueError("the search command is empty")
         self.timeout, self.mapping, self.documents = timeout, mapping or FieldMapping(), documents
-        self.snippet_chars, self.cwd = snippet_chars, cwd
+        self.snippet_chars, self.cwd, self.max_bytes = snippet_chars, cwd, max_bytes
         self.on_stdin = not any("{query}" in arg for arg in self.argv)
         self.name = name or command_name(self.argv)
 
@@ -128,6 +112,7 @@ class CommandSearch:
             "queryOn": "stdin" if self.on_stdin else "argument",
             "fields": self.mapping.describe(),
             "timeoutS": self.timeout,
+            "maxReplyBytes": self.max_bytes,
             "documents": getattr(self.documents, "label", None),
         }
 
@@ -136,8 +121,9 @@ class CommandSearch:
 
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
         """Run the command for ``query`` and map what it prints. Raises ExternalSearchError (kinds
-        ``search_timeout``, ``search_failed``: not found or non-zero exit, ``search_output``: nothing or
-        not JSON, ``search_unknown_source``)."""
+        ``search_timeout``: not done within ``timeout`` seconds, killed; ``search_failed``: not found or
+        non-zero exit; ``search_output``: nothing, not JSON, or more than ``max_bytes`` printed, cut
+        there and killed; ``search_unknown_source``)."""
         started = time.perf_counter()
         what = f"search command {self.name!r}"
         try:
@@ -152,169 +138,129 @@ class CommandSearch:
         except OSError as exc:
             raise ExternalSearchError(f"{what} could not be started: {exc.strerror or exc}") from None
         try:
-            out, err = process.communicate(query.encode("utf-8") if self.on_stdin else b"", timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.communicate()
-            raise ExternalSearchError(f"{what} did not finish within {self.timeout:g} s (killed)", "search_timeout") from None
-        if process.returncode != 0:
-            tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+            output = collect_output(process, query.encode("utf-8") if self.on_stdin else b"", self.timeout, self.max_bytes)
+        finally:
+            _kill_group(process)
+        if output.cut:
             raise ExternalSearchError(
-                f"{what} exited with status {process.returncode}" + (f": {' | '.join(tail)[:300]}" if tail else " (no stderr)")
+                f"{what} printed more than {megabytes(self.max_bytes)}; stopped reading there and killed it "
+                "(a reply of search results is far smaller: is it printing whole documents or a log on stdout?)",
+                "search_output",
             )
-        reply = _decode(out.decode("utf-8", "replace"), what)
-        return _answer(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started)
+        if output.timed_out:
+            raise ExternalSearchError(f"{what} did not finish within {self.timeout:g} s (killed)", "search_timeout")
+        if process.returncode != 0:
+            tail = output.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+            status = process.returncode
+            raise ExternalSearchError(f"{what} exited with status {status}" + (f": {' | '.join(tail)[:300]}" if tail else " (no stderr)"))
+        reply, notes = decode_reply(output.stdout, what)
+        if output.left_open:
+            notes.append(f"{what} exited while a process it started kept its output open; read what it had printed")
+        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, notes)
 
 
-class _HttpStatus(Exception):
-    def __init__(self, status: int, retry_after: float | None):
-        super().__init__(f"HTTP {status}")
-        self.status, self.retry_after = status, retry_after
+@dataclass
+class CommandOutput:
+    """What :func:`collect_output` read: ``stdout`` (at most the bound), the end of ``stderr``, and how
+    reading ended: ``cut`` (stdout passed the bound), ``timed_out`` (the command had not exited by the
+    deadline), ``left_open`` (it exited but something else kept a pipe open past the grace)."""
+
+    stdout: bytes = b""
+    stderr: bytes = b""
+    cut: bool = False
+    timed_out: bool = False
+    left_open: bool = False
+    _out: list[bytes] = field(default_factory=list, repr=False)
+    _size: int = 0
 
 
-def parse_headers(specs: list[str] | tuple[str, ...], environ: dict[str, str] | None = None) -> dict[str, str]:
-    """``["Authorization=env:SEARCH_TOKEN", "X-Team=search"]`` as headers: ``env:NAME`` takes the value of
-    environment variable NAME (so the secret is never on the command line or in a config file), any
-    other value is used as it is. Raises ValueError naming a malformed spec or an unset variable (never a value)."""
-    env: Any = os.environ if environ is None else environ
-    headers: dict[str, str] = {}
-    for spec in specs:
-        name, sep, value = spec.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--search-header needs NAME=VALUE or NAME=env:VARIABLE, got {name.strip() or spec[:20]!r}")
-        if value.startswith("env:"):
-            variable = value[4:]
-            if not env.get(variable):
-                raise ValueError(f"--search-header {name.strip()}: environment variable {variable} is not set")
-            value = env[variable]
-        headers[name.strip()] = value
-    return headers
+def collect_output(process: subprocess.Popen, stdin: bytes, timeout: float, max_bytes: int = MAX_REPLY_BYTES) -> CommandOutput:
+    """Write ``stdin`` to ``process`` and read its stdout and stderr until both end, with a deadline of
+    ``timeout`` seconds from now for everything. Reading stops early when stdout passes ``max_bytes``
+    (``cut``), and :data:`EXIT_GRACE_S` after the process exits when a pipe is still open (a child it
+    left in the background holds it: ``left_open``). Never blocks past the deadline; the caller kills
+    what is left (:func:`_kill_group`)."""
+    deadline = time.monotonic() + timeout
+    result = CommandOutput()
+    err = bytearray()
+    pipes = [p for p in (process.stdin, process.stdout, process.stderr) if p is not None]
+    with selectors.DefaultSelector() as selector:
+        for pipe in pipes:
+            os.set_blocking(pipe.fileno(), False)
+        pending = memoryview(stdin)
+        if process.stdin is not None:
+            if pending:
+                selector.register(process.stdin, selectors.EVENT_WRITE)
+            else:
+                process.stdin.close()
+        for reader in (process.stdout, process.stderr):
+            if reader is not None:
+                selector.register(reader, selectors.EVENT_READ)
+        exited_at: float | None = None
+        while selector.get_map():
+            now = time.monotonic()
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now >= exited_at + EXIT_GRACE_S:
+                result.left_open = True
+                break
+            if now >= deadline:
+                result.timed_out = exited_at is None
+                result.left_open = exited_at is not None
+                break
+            limit = deadline if exited_at is None else min(deadline, exited_at + EXIT_GRACE_S)
+            for key, _ in selector.select(min(limit - now, _POLL_S if exited_at is None else limit - now)):
+                source = key.fileobj
+                if source is process.stdin:
+                    try:
+                        sent = os.write(key.fd, pending[:65536])
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        sent = 0 if isinstance(exc, BlockingIOError) else len(pending)
+                    pending = pending[sent:]
+                    if not pending:
+                        selector.unregister(source)
+                        process.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(source)
+                    continue
+                if source is process.stdout:
+                    result._out.append(chunk)
+                    result._size += len(chunk)
+                    if result._size > max_bytes:
+                        result.cut = True
+                        break
+                else:
+                    err += chunk
+                    del err[:-STDERR_KEPT_BYTES]
+            if result.cut:
+                break
+    for pipe in pipes:
+        if not pipe.closed:
+            pipe.close()
+    result.stdout = b"".join(result._out)[:max_bytes]
+    result._out.clear()
+    result.stderr = bytes(err)
+    if not result.timed_out and not result.cut:
+        try:  # it exited, or closed its pipes and may still be finishing: wait for its status, within the deadline
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            result.timed_out = True
+    return result
 
 
-def public_url(url: str) -> str:
-    """``url`` without user, password, query string or fragment (fit for a run file or a message)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-class HttpSearch:
-    """A search behind an HTTP endpoint: ``POST url`` with JSON ``{"query", "limit", "mode"}``, JSON
-    results back (mapped with ``mapping``).
-
-    ``headers`` are sent with every request (see :func:`parse_headers`); ``timeout`` bounds one attempt
-    (seconds). Connection errors, timeouts and HTTP 408/409/429/5xx are retried up to ``max_retries``
-    times with tenacity, waiting ``max(Retry-After, exponential backoff with jitter)`` (base
-    ``backoff`` seconds, at most ``retry_cap``), as the LLM layer does (llm/retry.py). Raises ValueError
-    for a URL that is not http(s).
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        headers: dict[str, str] | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff: float = 0.5,
-        retry_cap: float = 30.0,
-        mapping: FieldMapping | None = None,
-        documents: Any = None,
-        snippet_chars: int = 400,
-        name: str | None = None,
-    ):
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-            raise ValueError(f"--search-url must be an http(s) URL, got {public_url(url)!r}")
-        self.url, self.headers = url, dict(headers or {})
-        self.timeout, self.max_retries, self.backoff, self.retry_cap = timeout, max_retries, backoff, retry_cap
-        self.mapping, self.documents, self.snippet_chars = mapping or FieldMapping(), documents, snippet_chars
-        self.name = name or (urlsplit(url).hostname or "http")
-
-    def describe(self) -> dict[str, Any]:
-        """What provenance records: the kind, the URL without credentials or query, header names only."""
-        return {
-            "kind": "http",
-            "url": public_url(self.url),
-            "headers": sorted(self.headers),
-            "fields": self.mapping.describe(),
-            "timeoutS": self.timeout,
-            "maxRetries": self.max_retries,
-            "documents": getattr(self.documents, "label", None),
-        }
-
-    def _scrub(self, text: str) -> str:
-        for value in self.headers.values():
-            if len(value) >= 4:
-                text = text.replace(value, "***")
-        return text
-
-    def _post(self, body: bytes) -> bytes:
-        request = urllib.request.Request(
-            self.url, data=body, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json", **self.headers}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - http(s) checked in __init__
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            retry_after = None
-            try:
-                retry_after = float(exc.headers.get("retry-after", "")) if exc.headers else None
-            except ValueError:
-                pass
-            exc.close()
-            raise _HttpStatus(exc.code, retry_after) from None
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        backoff = tenacity.wait_exponential_jitter(multiplier=self.backoff, max=self.retry_cap)(state)
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(exc, "retry_after", None) or 0.0
-        return max(min(retry_after, self.retry_cap), backoff)
-
-    @staticmethod
-    def _transient(exc: BaseException) -> bool:
-        if isinstance(exc, _HttpStatus):
-            return exc.status in RETRYABLE_STATUS
-        return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
-
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """POST the query and map the reply. Raises ExternalSearchError (kinds ``search_timeout``,
-        ``search_failed``: HTTP error or unreachable after the retries, ``search_output``,
-        ``search_unknown_source``); ``attempts`` counts the requests made."""
-        started = time.perf_counter()
-        where = public_url(self.url)
-        body = json.dumps({"query": query, "limit": limit, "mode": mode}).encode("utf-8")
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(self._transient),
-            reraise=True,
-        )
-        attempts = 0
-        try:
-            for attempt in retrying:
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
-                    raw = self._post(body)
-        except _HttpStatus as exc:
-            raise ExternalSearchError(f"search endpoint {where} answered HTTP {exc.status}", "search_failed", attempts) from None
-        except (TimeoutError, urllib.error.URLError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            timed_out = isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError)
-            raise ExternalSearchError(
-                f"search endpoint {where} "
-                + (f"did not answer within {self.timeout:g} s" if timed_out else f"could not be reached: {self._scrub(str(reason))[:200]}")
-                + f" ({attempts} attempt(s))",
-                "search_timeout" if timed_out else "search_failed",
-                attempts,
-            ) from None
-        reply = _decode(self._scrub(raw.decode("utf-8", "replace")), f"search endpoint {where}")
-        try:
-            return _answer(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started)
-        except ExternalSearchError as exc:
-            exc.attempts = attempts
-            raise
+def _kill_group(process: subprocess.Popen) -> None:
+    """Kill whatever is left of the command's process group (it runs in a session of its own: its
+    background children go with it) and reap the command."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
+        pass

@@ -23,16 +23,33 @@ lineEnd     last line                                        ``lineEnd``
 A result without text is looked up by its id in a :class:`~judge_runner.search.documents.Documents`
 store (the fixtures folder, or a BEIR corpus): its best chunk for the query gives the snippet,
 anchor and lines. A result whose id is not in the store and that has no text is an error naming it.
+
+What a command prints or an endpoint sends is read into memory only up to :data:`MAX_REPLY_BYTES`
+(an error past that, saying where it was cut) and decoded by :func:`decode_reply`: the charset the
+endpoint names, else UTF-8 (RFC 8259, section 8.1), else the encoding the corpus reader finds
+(``judge_runner.corpus.read.decode``: UTF-16 with or without a BOM, cp1252 and other legacy code pages
+via charset-normalizer), with a note saying so in the run file rather than a silent U+FFFD.
 """
 
 from __future__ import annotations
 
+import codecs
+import json
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_runner.search.base import HitScores, SearchHit
+from judge_runner.core.models import SearchMode
+from judge_runner.corpus.read import BinaryContent, decode
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.text import make_snippet
+
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""The most judge-runner reads of one reply (a command's stdout, an endpoint's body after content
+decoding): 16 MiB. Ten results with their whole chunk texts take well under 1 MiB; a reply past this
+is cut there and the query fails with a ``search_output`` error saying so (a 300 MB reply used to take
+79 s and 4.2 GB for one query). ``max_reply_mb`` in a ``[search.external]`` table changes it."""
 
 MAPPING_KEYS = ("results", "id", "text", "score", "anchor", "lineStart", "lineEnd")
 # candidate keys tried, in order, when the mapping does not name one
@@ -114,6 +131,69 @@ class FieldMapping:
         if not isinstance(found, list):
             raise ExternalSearchError(f"the reply holds no list of results {where}".strip() + f" (got {_shape(reply)})", "search_output")
         return found
+
+
+def megabytes(n: int) -> str:
+    """``n`` bytes as ``"16 MiB"`` (or ``"512 KiB"``), for messages."""
+    return f"{n / 1048576:g} MiB" if n >= 1048576 else f"{n / 1024:g} KiB"
+
+
+def decode_reply(data: bytes, what: str, charset: str | None = None) -> tuple[Any, list[str]]:
+    """``(decoded JSON, notes)`` of a reply's bytes. ``charset``: the one the reply names (HTTP
+    ``Content-Type: ...; charset=...``), used first; without one (or when the bytes are not in it),
+    UTF-8, else what :func:`judge_runner.corpus.read.decode` finds, with a note such as ``"search command
+    'x' printed cp1252, not UTF-8: decoded as cp1252"``. ``what`` names the search in messages. Raises
+    ExternalSearchError (``search_output``) for an empty reply, binary data or text that is not JSON."""
+    notes: list[str] = []
+    text: str | None = None
+    if charset:
+        try:
+            text = data.decode(codecs.lookup(charset).name)
+        except (LookupError, UnicodeDecodeError):
+            notes.append(f"{what} named charset {charset!r}, which does not decode its reply; the encoding was detected instead")
+    if text is None:
+        try:
+            found = decode(data)
+        except BinaryContent:
+            raise ExternalSearchError(f"{what} returned binary data, not JSON text: {data[:40]!r}", "search_output") from None
+        text = found.text
+        if found.note is not None and found.encoding != "utf-8-sig":
+            notes.append(f"{what} did not return UTF-8: {found.note}")
+    if not text.strip():
+        raise ExternalSearchError(f"{what} returned nothing (expected JSON results)", "search_output")
+    try:
+        return json.loads(text), notes
+    except json.JSONDecodeError as exc:
+        shown = text.strip()[:120]
+        raise ExternalSearchError(
+            f"{what} returned invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {shown!r}", "search_output"
+        ) from None
+
+
+def answer_from_reply(
+    query: str,
+    mode: SearchMode,
+    reply: Any,
+    mapping: FieldMapping,
+    limit: int,
+    documents: Any,
+    snippet_chars: int,
+    started: float,
+    notes: list[str] | None = None,
+) -> SearchAnswer:
+    """The :class:`~judge_runner.search.base.SearchAnswer` of a decoded external reply (:func:`map_hits`);
+    ``started`` is the ``time.perf_counter()`` of the call (for ``latencyMs``); the reply's own
+    ``confident`` flag is honoured when it is a boolean. Raises what :func:`map_hits` raises."""
+    hits = map_hits(reply, mapping, query, limit, documents, snippet_chars)
+    confident = dig(reply, "confident") if isinstance(reply, dict) else None
+    return SearchAnswer(
+        query=query,
+        mode=mode,
+        results=hits,
+        confident=bool(hits) and (confident if isinstance(confident, bool) else True),
+        latencyMs=round((time.perf_counter() - started) * 1000, 3),
+        notes=list(notes or []),
+    )
 
 
 def dig(value: Any, path: str) -> Any:

@@ -6,11 +6,11 @@
 the mode it is asked in, and a description for provenance (no secrets). One system is an ordinary
 run; two or more make a compare run (:mod:`judge_runner.evaluation.compare`).
 
-Which systems, in this order: the built-in search in each mode of ``modes`` (given explicitly, or
-when nothing else is asked for: ``settings.search_mode``), then each configuration file, then each
-command, URL and run file. So ``--search-command X`` judges X alone, while ``--search-mode hybrid
---search-command X`` judges the built-in hybrid search and X side by side, the built-in first (the
-reference every difference is measured against).
+Which systems, in this order: the built-in search in each mode of ``modes`` (or, when nothing else
+is asked for, in ``settings.search_mode``), then the ``[search.external]`` table, then each
+configuration file, then each command, URL and run file. ``SystemsSpec`` is resolved from every source
+at once by :func:`judge_runner.app.inputs.resolve_systems` (flags, ``JUDGE_RUNNER_*`` variables and the
+config file), so a setting means the same wherever it is set and whichever command reads it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from judge_runner.core.models import SEARCH_MODES
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.documents import DocumentStoreError, open_documents
-from judge_runner.search.external import CommandSearch, HttpSearch, parse_headers
-from judge_runner.search.mapping import FieldMapping
+from judge_runner.search.external import CommandSearch
+from judge_runner.search.http_search import HttpSearch, parse_headers
+from judge_runner.search.mapping import MAX_REPLY_BYTES, FieldMapping
 from judge_runner.search.trec_run import TrecRunError, TrecRunSearch
 
 
@@ -38,7 +39,8 @@ class ExternalConfig(BaseModel):
     """A ``[search.external]`` table: exactly one of ``command`` or ``url``; ``headers`` as
     ``NAME=env:VARIABLE`` (or a literal value), ``fields`` as ``"id=doc_id,text=body"`` or a table,
     ``timeout`` in seconds (default: the run's ``timeout``), ``corpus`` for text-less results (default:
-    the fixtures folder), ``name`` as shown in the run file."""
+    the fixtures folder), ``name`` as shown in the run file, ``max_reply_mb``: the most of one reply
+    read, in MiB (default 16: :data:`~judge_runner.search.mapping.MAX_REPLY_BYTES`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -49,13 +51,16 @@ class ExternalConfig(BaseModel):
     timeout: float | None = Field(None, gt=0)
     corpus: Path | None = None
     name: str | None = None
+    max_reply_mb: float | None = Field(None, gt=0, le=4096)
 
 
 @dataclass(frozen=True)
 class SystemsSpec:
-    """What was asked for: built-in ``modes``, config files, commands, URLs, run files, plus what
+    """What was asked for: built-in ``modes``, the ``[search.external]`` ``table`` (from the config
+    file; ``table_source`` names it in messages), config files, commands, URLs, run files, plus what
     adapters share: ``headers`` (for every URL), ``fields`` mapping, ``timeout`` (seconds) and
-    ``corpus`` (document store for text-less results and run files)."""
+    ``corpus`` (document store for text-less results and run files); given as flags, these four
+    override the table's own values."""
 
     modes: tuple[str, ...] = ()
     configs: tuple[Path, ...] = ()
@@ -66,11 +71,18 @@ class SystemsSpec:
     fields: str | None = None
     timeout: float | None = None
     corpus: Path | None = None
+    table: dict[str, Any] | None = None
+    table_source: str = "[search.external]"
 
     @property
     def external(self) -> bool:
         """True when anything but the built-in search was asked for."""
-        return bool(self.configs or self.commands or self.urls or self.runs)
+        return bool(self.table or self.configs or self.commands or self.urls or self.runs)
+
+    @property
+    def count(self) -> int:
+        """How many systems a run of this spec judges (the built-in search alone: 1)."""
+        return max(1, len(self.modes) + bool(self.table) + len(self.configs) + len(self.commands) + len(self.urls) + len(self.runs))
 
 
 @dataclass
@@ -123,6 +135,7 @@ def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int
         mapping = FieldMapping.parse(config.fields)
         store = config.corpus or corpus
         documents = open_documents(store) if store is not None else None
+        bound = int(config.max_reply_mb * 1048576) if config.max_reply_mb else MAX_REPLY_BYTES
         if config.command:
             return CommandSearch(
                 config.command,
@@ -131,6 +144,7 @@ def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int
                 documents=documents,
                 snippet_chars=snippet_chars,
                 name=config.name,
+                max_bytes=bound,
             )
         return HttpSearch(
             config.url or "",
@@ -141,6 +155,7 @@ def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int
             documents=documents,
             snippet_chars=snippet_chars,
             name=config.name,
+            max_bytes=bound,
         )
     except (ValueError, DocumentStoreError) as exc:
         raise SystemsError(str(exc)) from None
@@ -150,15 +165,14 @@ def open_systems(
     spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path | None, query_ids: dict[str, str] | None = None, open_builtin: Any = None
 ) -> list[System]:
     """The systems of ``spec`` (see the module docstring for the order). ``settings`` is the run's
-    Settings (timeout, retries, search settings, ``[search.external]``); ``index`` the open built-in
+    Settings (timeout, retries, search settings, the mode); ``index`` the open built-in
     index (None when no built-in system is judged); ``corpus`` the default document store (a fixtures
     folder or a BEIR corpus.jsonl); ``query_ids`` maps query text to id (needed for run files);
     ``open_builtin(search_settings)`` opens the index with other search settings (for config files).
     Raises SystemsError."""
     taken: set[str] = set()
     systems: list[System] = []
-    table = settings.search.external
-    builtin_modes = list(spec.modes) or ([] if spec.external or table else [settings.search_mode])
+    builtin_modes = list(spec.modes) or ([] if spec.external else [settings.search_mode])
     for mode in builtin_modes:
         if mode not in SEARCH_MODES:
             raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
@@ -176,11 +190,13 @@ def open_systems(
         "corpus": spec.corpus or corpus,
         "snippet_chars": settings.search.snippet_chars,
     }
-    if table and not spec.external:
+    if spec.table:
         try:
-            config = ExternalConfig.model_validate(table)
+            config = ExternalConfig.model_validate(spec.table)
         except ValidationError as exc:
-            raise SystemsError(f"[search.external]: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
+            raise SystemsError(f"{spec.table_source}: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
+        given = {"timeout": spec.timeout, "fields": spec.fields, "corpus": spec.corpus}  # flags over the file
+        config = config.model_copy(update={k: v for k, v in given.items() if v is not None} | {"headers": [*config.headers, *spec.headers]})
         backend = external_backend(config, **shared)
         systems.append(System(_unique(backend.name, taken), backend, settings.search_mode, backend.describe()))
     for path in spec.configs:

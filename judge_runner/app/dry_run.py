@@ -162,7 +162,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
 
 
 def _protocol(settings: Settings) -> ProtocolSettings:
-    return ProtocolSettings(settings.judge_mode, settings.trials, settings.seed, settings.weights)
+    return ProtocolSettings(settings.judge_mode, settings.trials, settings.seed, settings.weights, settings.search_limit)
 
 
 # -- phase one (rough) ----------------------------------------------------------------------------------------

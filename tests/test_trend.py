@@ -30,6 +30,9 @@ def write_run(
     search=None,
     day=1,
     extra_lines: str = "",
+    provenance: dict | None = None,
+    config: dict | None = None,
+    errors: int = 0,
 ) -> Path:
     """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``."""
     ndcg = ndcg if ndcg is not None else overall
@@ -38,7 +41,7 @@ def write_run(
             "type": "run_start",
             "runId": name,
             "timestamp": f"2026-11-{day:02d}T10:00:00.000Z",
-            "config": {},
+            "config": config or {},
             "provenance": {
                 "provider": "anthropic",
                 "judgeModel": judge_model,
@@ -49,6 +52,7 @@ def write_run(
                 "corpusFingerprint": "c",
                 "searchConfig": search or {"rrf_k": 60},
                 "judgeRunnerVersion": "0.1.0",
+                **(provenance or {}),
             },
             "queriesGenerated": None,
             "queriesDropped": 0,
@@ -67,9 +71,29 @@ def write_run(
                 "results": [],
             }
         )
+    for i in range(errors):
+        lines.append(
+            {
+                "type": "error",
+                "runId": name,
+                "queryId": f"e{i:02d}",
+                "query": f"query e{i}",
+                "stage": "search",
+                "errorType": "search_failed",
+                "message": "connection refused: http://127.0.0.1:9/search",
+                "attempts": 4,
+            }
+        )
     if summary:
         lines.append(
-            {"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(overall), "costUsd": 0.12}
+            {
+                "type": "summary",
+                "runId": name,
+                "timestamp": f"2026-11-{day:02d}T10:05:00.000Z",
+                "evaluated": len(overall),
+                "failed": errors,
+                "costUsd": 0.12,
+            }
         )
     path = folder / f"{name}.jsonl"
     path.write_text("".join(json.dumps(l) + "\n" for l in lines) + extra_lines, encoding="utf-8")

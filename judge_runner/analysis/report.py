@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
-from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.analysis.trend import METRICS, Run, comparable_columns, compare, latest_group, plot_runs, read_baseline, read_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
@@ -56,6 +56,8 @@ def _fmt(value, digits: int = 3) -> str:
 def _change(old: Run | None, new: Run, column: str) -> dict | None:
     if old is None:
         return None
+    if column not in comparable_columns(old, new, (column,)):
+        return {"scoringVersions": f"{old.scoring_version} -> {new.scoring_version}"}
     c = compare(old, new, column)
     return c.as_dict()
 
@@ -63,6 +65,8 @@ def _change(old: Run | None, new: Run, column: str) -> dict | None:
 def _change_text(change: dict | None) -> str:
     if change is None:
         return "no earlier comparable run"
+    if "scoringVersions" in change:
+        return f"not compared: scoring version {change['scoringVersions']}"
     if change["delta"] is None:
         return "not comparable (no values)"
     text = f"{change['delta']:+.3f}"

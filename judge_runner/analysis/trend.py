@@ -26,6 +26,7 @@ import numpy as np
 
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
+from judge_runner.evaluation.state import MAX_FAILED_SHARE
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
@@ -131,6 +132,31 @@ class Run:
         """Complete and with at least one judged query: a run stopped before judging anything (budget
         spent in phase one, say) has nothing to compare and never becomes the latest or the baseline."""
         return not self.partial and bool(self.evaluations)
+
+    @property
+    def failed(self) -> bool:
+        """A complete run that failed: it judged no query (every query failed, or it stopped before judging:
+        a refused key, a spent budget in phase one), or more than ``MAX_FAILED_SHARE`` of its queries failed
+        (the share at which the run itself ends incomplete). For a compare run, the shown system's lines
+        count: a run whose reference system failed is a failed run of that system."""
+        if self.partial:
+            return False
+        judged, errors = len(self.evaluations), self.errors
+        return judged == 0 or errors / (judged + errors) > MAX_FAILED_SHARE
+
+    @property
+    def failure(self) -> str | None:
+        """Why a failed run failed, in words (None when it did not): how many queries failed, the first
+        error (type and message), or the summary's stop reason."""
+        if not self.failed:
+            return None
+        judged, errors = len(self.evaluations), self.errors
+        text = f"{errors} of {judged + errors} queries failed" if errors else "no query was judged"
+        if self.error_lines:
+            first = self.error_lines[0]
+            text += f" (first: {first.errorType}: {first.message[:120]})"
+        stop = self.summary.stopReason if self.summary is not None else None
+        return text + (f"; stopped: {stop}" if stop else "")
 
     @property
     def judge(self) -> str:
@@ -353,7 +379,8 @@ def set_baseline(folder: Path, run_id: str) -> Run:
 @dataclass
 class Trend:
     """Runs grouped by judge, each complete run compared with the previous comparable run and with
-    the baseline (when pinned and comparable)."""
+    the baseline (when pinned and comparable). ``latest_verdict``: the newest complete run, judged or
+    failed (``failed``, ``failure``), and whether it regressed against the baseline or previous run."""
 
     groups: list[dict]
     warnings: list[str]
@@ -370,7 +397,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
         groups.setdefault(run.judge, []).append(run)
     out_groups: list[dict[str, Any]] = []
     latest_verdict = None
-    latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
+    # the newest complete run is the latest, judged or failed: a bad week is never hidden behind an older run
+    latest_complete = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():
         rows = []
         previous: Run | None = None
@@ -390,6 +418,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "costPerJudgedQueryUsd": run.cost_per_judged_query,
                 "batch": run.batch,
                 "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
+                "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
+                "failure": run.failure,
             }
             if run.systems:
                 row["system"] = run.shown_system
@@ -413,8 +443,19 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                         "against": against["runId"] if against else None,
                         "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
                         "comparisons": against["comparisons"] if against else {},
+                        "failed": run.failed,
+                        "failure": run.failure,
                     }
                 previous = run
+            elif run is latest_complete:
+                latest_verdict = {
+                    "runId": run.run_id,
+                    "against": None,
+                    "regression": False,
+                    "comparisons": {},
+                    "failed": True,
+                    "failure": run.failure,
+                }
             rows.append(row)
             rows.extend(system_rows(run))
         reason = None

@@ -59,6 +59,8 @@ def trend_rows(trend) -> list[dict]:
                         if row.get("vsReference")
                         else "partial (no summary): not compared"
                         if row["partial"]
+                        else f"FAILED: {row['failure']}"
+                        if row.get("runFailed")
                         else "no judged queries: not compared"
                         if not row["comparable"]
                         else "; ".join((row.get("vsPrevious") or {}).get("changes", []))

@@ -18,7 +18,8 @@ def show_trend(
 ) -> None:
     """Print the runs in ``results`` as ``fmt`` (table, json, markdown, csv), or one query's history;
     optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
-    GateFailedError when ``fail_on_regression`` and the latest run regressed."""
+    GateFailedError when ``fail_on_regression`` and the latest run failed (:attr:`judge_runner.analysis.trend.Run.failed`)
+    or regressed."""
     if query_id is not None:
         history = query_history(results, query_id)
         if not history:
@@ -47,6 +48,8 @@ def show_trend(
         except ValueError as exc:
             printer.err(f"no plot: {exc}")
     latest = trend.latest_verdict
+    if fail_on_regression and latest and latest.get("failed"):
+        raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
     if fail_on_regression and latest and latest["regression"]:
         bad = [c for c, v in latest["comparisons"].items() if v["verdict"] == "regression"]
         raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']} on {', '.join(bad)}")

@@ -239,18 +239,19 @@ def test_cli_formats_query_history_and_plot(tmp_path):
     assert invoke(["baseline", "set", "nope", "--results", str(tmp_path)]).exit_code == 2
 
 
-def test_a_run_that_judged_nothing_is_never_latest_nor_baseline(tmp_path):
+def test_a_run_that_judged_nothing_is_never_the_baseline_and_is_the_latest_as_failed(tmp_path):
     base = noisy(0.6, 30)
     write_run(tmp_path, "r1", base, day=1)
     write_run(tmp_path, "r2", [max(0, v - 0.1) for v in base], day=2)
     write_run(tmp_path, "r3", [], day=3)  # budget spent in phase one: run_start and summary, nothing judged
     assert set_baseline(tmp_path, "latest").run_id == "r2"
     trend = build_trend(tmp_path)
-    assert trend.latest_verdict["runId"] == "r2" and trend.latest_verdict["regression"] is True
+    # issue 21, item 3: a bad week is the latest run, shown as failed (it used to hide behind r2)
+    assert trend.latest_verdict["runId"] == "r3" and trend.latest_verdict["failed"] is True
     rows = {r["runId"]: r for r in trend.groups[0]["runs"]}
     assert rows["r3"]["comparable"] is False and "vsPrevious" not in rows["r3"]
     table = invoke(["trend", str(tmp_path)]).output
-    assert "no judged queries: not compared" in table
+    assert "FAILED: no query was judged" in table
 
 
 def test_too_few_queries_is_marked_not_called_noise(tmp_path):

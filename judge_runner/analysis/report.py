@@ -171,11 +171,20 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
     for column, value, change, base_change in headline:
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    # a compare run's summary gives its reference system's abstention, issues and focus; older files pooled them
+    scope = ""
+    if summary is not None and summary.comparison is not None and summary.comparison.systems:
+        own = "abstention" in summary.comparison.systems[0].model_fields_set
+        scope = (
+            f" (reference system {t(summary.comparison.reference)})"
+            if own
+            else " (all systems pooled, as this older run file records them)"
+        )
     a = summary.abstention if summary else None
     if a:
         md += [
             "",
-            f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
+            f"Off-topic queries{scope}: {a.correct} of {a.offTopic} correctly got no confident answer; "
             f"{a.falseAbstentions} on-topic queries were answered without confidence."
             + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
             + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
@@ -200,6 +209,8 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
     md += ["## Top issues and focus", ""]
+    if scope:
+        md += [f"Figures{scope}; each system's focus is under “Systems compared”.", ""]
     issues = summary.topIssues if summary else []
     for issue in issues:
         md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")

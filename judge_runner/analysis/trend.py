@@ -194,6 +194,13 @@ class Run:
         return float(np.mean(values)) if values else None
 
     @property
+    def abstention_accuracy(self) -> float | None:
+        """The share of this Run's off-topic queries on which the search abstained (the shown system's
+        lines in a compare run, whose summary pooled every system before issue 21); None without any."""
+        off_topic = [e for e in self.evaluations if e.queryType == "off-topic" and e.abstained is not None]
+        return sum(1 for e in off_topic if e.abstained) / len(off_topic) if off_topic else None
+
+    @property
     def cost(self) -> float | None:
         return self.summary.costUsd if self.summary is not None else None
 
@@ -417,7 +424,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "costUsd": run.cost,
                 "costPerJudgedQueryUsd": run.cost_per_judged_query,
                 "batch": run.batch,
-                "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
+                "abstentionAccuracy": run.abstention_accuracy,
                 "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
                 "failure": run.failure,
             }
@@ -509,6 +516,7 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
                 "partial": run.partial,
                 "comparable": False,
                 "means": {c: view.mean(c) for c in COLUMNS},
+                "abstentionAccuracy": view.abstention_accuracy,
                 "costUsd": None,
                 "costPerJudgedQueryUsd": None,
                 "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},

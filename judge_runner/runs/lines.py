@@ -392,7 +392,8 @@ class RunEstimate(BaseModel):
 
 
 class SystemAverages(BaseModel):
-    """One system's figures in a compare run (averaged as the summary averages)."""
+    """One system's figures in a compare run, each over that system's lines only (averaged as the summary
+    averages; files written before issue 21 hold only the averages)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -401,6 +402,10 @@ class SystemAverages(BaseModel):
     failed: int = Field(ge=0)
     averageScores: dict[str, Unit] | None = None
     averageMetrics: dict[str, Unit] | None = None
+    abstention: Abstention | None = None
+    topIssues: list[Issue] = Field(default_factory=list)
+    recommendedFocus: str | None = None
+    focusEvidence: FocusEvidence | None = None
 
 
 class SystemDifference(BaseModel):
@@ -503,7 +508,9 @@ class SummaryLine(_Line):
     judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
     comparison: ComparisonBlock | None = Field(
         default=None,
-        description="Compare runs only (several systems on one query set); the averages above are then the reference system's.",
+        description="Compare runs only (several systems on one query set). averageScores, averageMetrics, abstention, topIssues, "
+        "recommendedFocus and focusEvidence are then the reference system's (every system's are in comparison.systems); "
+        "totalQueries, evaluated, failed, the label counts, usage and cost are the whole run's, every system together.",
     )
     estimate: RunEstimate | None = Field(
         default=None,

@@ -210,6 +210,7 @@ def run_systems(
     log: Callable[[str], None] = lambda m: None,
     min_effect: float = MIN_EFFECT,
     cache: Any = None,
+    alert: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
     in order, into one run file; returns the run's outcome. Never raises for a failed query (an
@@ -238,6 +239,7 @@ def run_systems(
             echo=_prefixed(echo, prefix),
             log=log,
             cache=cache,
+            alert=_prefixed(alert or echo, prefix),
         )
     final: Any = (
         CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, options)

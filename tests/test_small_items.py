@@ -1,0 +1,80 @@
+"""The smaller items of issue 21 (item 6), each the way a user meets it: --quiet still shows per-query
+errors; qrels export of a run with off-topic queries gives ir_measures the run's own mean; cache stats
+counts the injection flags the runs counted; --dry-run says why nothing is in the judgment cache; the
+--search-command and --search-url help says what JSON to return."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.clitools import invoke, run_lines
+
+pytestmark = pytest.mark.hash_embedder
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> tuple[Path, Path]:
+    """A three-file knowledge base and a query set of two on-topic queries and one off-topic query."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "backups.md").write_text("# Backups\n\nRotate the backup keys every month with the key tool.\n", encoding="utf-8")
+    (root / "deploy.md").write_text("# Deploy\n\nDeploy with docker compose up, then check the health endpoint.\n", encoding="utf-8")
+    (root / "oncall.md").write_text("# On-call\n\nPage the secondary when the primary does not answer in ten minutes.\n", encoding="utf-8")
+    queries = [
+        {
+            "id": "q1",
+            "query": "rotate backup keys",
+            "queryIntent": "how to rotate the keys",
+            "queryType": "keyword",
+            "expectedSources": ["backups.md"],
+        },
+        {
+            "id": "q2",
+            "query": "deploy with docker compose",
+            "queryIntent": "deploy",
+            "queryType": "keyword",
+            "expectedSources": ["deploy.md"],
+        },
+        {"id": "q3", "query": "best hiking trails in patagonia", "queryIntent": "none", "queryType": "off-topic", "expectedSources": []},
+    ]
+    qs = tmp_path / "qs.json"
+    qs.write_text(json.dumps({"queries": queries}), encoding="utf-8")
+    return root, qs
+
+
+# -- --quiet shows the per-query errors its help promises ------------------------------------------
+
+
+FAILING = shlex.join([sys.executable, "-c", "import sys; sys.exit('index unavailable')", "{query}"])
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_quiet_still_shows_each_failed_query(kb, tmp_path, quiet):
+    root, qs = kb
+    args = ["evaluate", "--queries", str(qs), "--provider", "offline", "--search-command", FAILING, "--corpus", str(root)]
+    result = invoke([*args, "--out-dir", str(tmp_path / "out")] + (["--quiet"] if quiet else []))
+    assert result.exit_code == 3  # every query failed
+    failures = (result.stderr if quiet else result.stdout).splitlines()
+    assert sum(1 for line in failures if "search failed: search_failed" in line) == 3, result.output
+    if quiet:
+        assert "search failed" not in result.stdout  # on stderr, with the errors; stdout has the summary only
+        assert "run " in result.stdout and "3 failed" in result.stdout
+
+
+def test_quiet_shows_judge_failures_too_and_hides_the_progress(kb, tmp_path):
+    root, qs = kb
+    db = str(tmp_path / "index.sqlite")
+    assert invoke(["index", str(root), "--db", db]).exit_code == 0
+    down = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "JUDGE_RUNNER_MAX_RETRIES": "0"}
+    result = invoke(
+        ["evaluate", "--queries", str(qs), "--provider", "openai", "--db", db, "--out-dir", str(tmp_path / "o"), "--quiet"], env=down
+    )
+    assert result.exit_code == 3
+    assert sum(1 for line in result.stderr.splitlines() if "judge failed: transient_error" in line) == 3, result.stderr
+    ok = invoke(["evaluate", "--queries", str(qs), "--provider", "offline", "--db", db, "--out-dir", str(tmp_path / "p"), "--quiet"])
+    assert ok.exit_code == 0 and "overall:" not in ok.output and "[1/3]" not in ok.output  # progress stays quiet

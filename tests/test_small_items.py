@@ -78,3 +78,34 @@ def test_quiet_shows_judge_failures_too_and_hides_the_progress(kb, tmp_path):
     assert sum(1 for line in result.stderr.splitlines() if "judge failed: transient_error" in line) == 3, result.stderr
     ok = invoke(["evaluate", "--queries", str(qs), "--provider", "offline", "--db", db, "--out-dir", str(tmp_path / "p"), "--quiet"])
     assert ok.exit_code == 0 and "overall:" not in ok.output and "[1/3]" not in ok.output  # progress stays quiet
+
+
+# -- qrels export of a run with off-topic queries gives ir_measures the run's own mean ---------------------
+
+
+def test_qrels_export_leaves_off_topic_queries_out_so_ir_measures_gives_the_runs_mean(kb, tmp_path):
+    import ir_measures
+
+    root, qs = kb
+    db = str(tmp_path / "index.sqlite")
+    assert invoke(["index", str(root), "--db", db]).exit_code == 0
+    assert (
+        invoke(["evaluate", "--queries", str(qs), "--provider", "offline", "--db", db, "--out-dir", str(tmp_path / "out")]).exit_code == 0
+    )
+    lines = run_lines(tmp_path / "out")
+    off_topic = next(line for line in lines if line.get("queryId") == "q3")
+    assert off_topic["metrics"] is None and off_topic["results"], "the off-topic query needs results labelled for this test"
+    (run_file,) = (tmp_path / "out").glob("*.jsonl")
+    exported = invoke(["qrels", "export", str(run_file), "--out", str(tmp_path / "judged.qrels"), "--no-human"])
+    assert exported.exit_code == 0 and "1 off-topic queries left out" in exported.output
+    qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "judged.qrels")))
+    assert {q.query_id for q in qrels} == {"q1", "q2"}
+    # the run as a TREC run, every query of it (what a user hands ir_measures): its mean is the run's
+    run = [
+        ir_measures.ScoredDoc(line["queryId"], r["source"], float(len(line["results"]) - i))
+        for line in lines
+        if line["type"] == "evaluation"
+        for i, r in enumerate(line["results"])
+    ]
+    mean = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, run)[ir_measures.nDCG @ 10]
+    assert mean == pytest.approx(lines[-1]["averageMetrics"]["nDCG@10"], abs=1e-6)

@@ -137,7 +137,7 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
     }
 
 
-def _stored(reply: LabelReply) -> CachedJudgment:
+def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge) -> CachedJudgment:
     return CachedJudgment(
         reply.label,
         reply.reason,
@@ -146,6 +146,8 @@ def _stored(reply: LabelReply) -> CachedJudgment:
         _usage_dict(reply.usage),
         reply.cost_usd,
         reply.latency_s,
+        detector_flagged=document.injection_suspected,
+        judge=f"{judge.name}/{cache_model(judge)}",
     )
 
 
@@ -232,7 +234,7 @@ def label_documents(
                     continue
                 tally.add(made)
                 if cache is not None:
-                    cache.put(keys[i], _stored(made), "pointwise")
+                    cache.put(keys[i], _stored(made, documents[i], judge), "pointwise")
                 got[i].append((made, False))
             if failure is not None:
                 raise failure
@@ -267,7 +269,7 @@ def label_documents(
             for reply in replies[1:]:
                 tally.add(reply, calls=0)
             if cache is not None:
-                cache.put_many([(keys[i], _stored(r), "batched") for i, r in zip(todo, replies)])
+                cache.put_many([(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
             for i, reply in zip(todo, replies):
                 got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
     outcomes = []
@@ -362,6 +364,7 @@ def list_verdict(
                 verdict.cost_usd,
                 verdict.latency_s,
                 payload=verdict.payload(),
+                judge=f"{judge.name}/{cache_model(judge)}",
             ),
             "list",
         )

@@ -156,3 +156,40 @@ def test_a_cache_written_before_the_flag_was_kept_is_read_and_says_so(tmp_path):
     assert stats["flagsNotRecorded"] == 1 and stats["labelsByJudge"] == {"not recorded": 1}
     text = invoke(["cache", "stats", "--cache", str(path)]).output
     assert "1 stored before the detector's flag was kept" in text
+
+
+# -- --dry-run says why nothing is in the judgment cache ------------------------------------------------
+
+
+def test_dry_run_says_why_a_full_cache_serves_no_label(kb, tmp_path):
+    root, qs = kb
+    db, cache = str(tmp_path / "index.sqlite"), str(tmp_path / "judgments.sqlite")
+    assert invoke(["index", str(root), "--db", db]).exit_code == 0
+    base = ["evaluate", "--queries", str(qs), "--db", db, "--cache", cache]
+    dry = [*base, "--dry-run", "--provider", "anthropic"]
+    absent = invoke(dry).output
+    assert "in the judgment cache" in absent and f"why 0: no judgment cache at {cache} yet" in absent
+    # a cache full of the offline judge's labels: the anthropic judge cannot use them, and is told why
+    assert invoke([*base, "--provider", "offline", "--out-dir", str(tmp_path / "out")]).exit_code == 0
+    text = invoke(dry).output
+    line = next(x for x in text.splitlines() if x.startswith("labels (anthropic/"))
+    assert ", 0 in the judgment cache" in line
+    why = next(x for x in text.splitlines() if x.startswith("why 0:"))
+    assert "none this judge can reuse: offline/offline-heuristic-v1+hash-384-v1" in why and "same provider and model" in why
+    report = json.loads(invoke([*dry, "--json"]).output)
+    assert report["phaseTwo"]["judgmentCache"]["state"] == "present" and report["phaseTwo"]["judgmentCache"]["labels"] > 0
+    off = invoke([*dry, "--no-cache"]).output
+    assert "why 0: the judgment cache is off (--no-cache)" in off
+
+
+def test_dry_run_cache_note_for_this_judges_labels_of_other_queries():
+    from judge_runner.estimate.report import cache_note
+
+    judge = {"provider": "openai", "model": "gpt-4.1", "labelsCached": 0, "labelsToJudge": 30}
+    held = {"state": "present", "path": "j.sqlite", "labels": 90, "labelsByJudge": {"openai/gpt-4.1": 60, "not recorded": 30}}
+    assert cache_note(held, judge) == (
+        "why 0: the judgment cache j.sqlite holds 60 labels of openai/gpt-4.1, none for these queries and texts "
+        "(another query set, or the documents changed)"
+    )
+    assert cache_note(held, {**judge, "labelsCached": 5}) is None  # something was found: nothing to explain
+    assert cache_note({**held, "labels": 0, "labelsByJudge": {}}, judge) == "why 0: the judgment cache j.sqlite holds no labels yet"

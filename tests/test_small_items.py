@@ -193,3 +193,23 @@ def test_dry_run_cache_note_for_this_judges_labels_of_other_queries():
     )
     assert cache_note(held, {**judge, "labelsCached": 5}) is None  # something was found: nothing to explain
     assert cache_note({**held, "labels": 0, "labelsByJudge": {}}, judge) == "why 0: the judgment cache j.sqlite holds no labels yet"
+
+
+# -- --search-command and --search-url help say what JSON to return ---------------------------------------
+
+
+@pytest.mark.parametrize("command", ["evaluate", "generate-and-evaluate"])
+def test_search_adapter_help_says_what_json_to_return(command):
+    lines = invoke([command, "--help"], env={"COLUMNS": "100"}).output.split("Options:", 1)[1].splitlines()
+
+    def entry(option: str) -> str:
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"  {option} "))
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("  --"))
+        return " ".join(" ".join(lines[start:end]).split())
+
+    for option in ("--search-command", "--search-url"):
+        said = entry(option)
+        for word in ("source", "snippet", "score", "confident"):
+            assert word in said, (option, word)
+    assert '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}' in entry("--search-command")
+    assert 'POST {"query": ..., "limit": 10, "mode": "hybrid"}' in entry("--search-url")  # what the endpoint receives

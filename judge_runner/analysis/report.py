@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
-from judge_runner.analysis.trend import METRICS, Run, comparable_columns, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS

@@ -60,7 +60,7 @@ def trend_rows(trend) -> list[dict]:
 def row_note(row: dict) -> str:
     """What a trend row's note says: a compare run's other system against the reference, a partial run,
     a failed run (with what else changed), a run without judged queries, or what changed since the
-    previous comparable run (:func:`judge_runner.analysis.trend.what_changed`)."""
+    previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
     ref = (row.get("vsReference") or {}).get("comparisons", {})
     changes = "; ".join((row.get("vsPrevious") or {}).get("changes", []))
     if row.get("vsReference"):

@@ -173,8 +173,10 @@ def check_page(page: str) -> None:
     dom = DOM(page)
     images = [a.get("src", "") for t, a in dom.tags if t == "img"]
     assert len(images) == 2 and all(src.startswith("data:image/png;base64,") for src in images)  # the two charts only
-    for tag in ("a", "script", "code", "pre", "del", "s", "blockquote", "h4", "h5", "h6", "ol", "hr"):
+    for tag in ("a", "script", "code", "pre", "del", "s", "h4", "h5", "h6", "ol", "hr"):
         assert dom.count(tag) == 0, tag
+    # one quote only, the report's own: the latest run failed (half its queries are error lines)
+    assert dom.count("blockquote") == 1 and page.count("<blockquote>\n<p><strong>The latest run FAILED.</strong>") == 1
     assert dom.count("h1") == 1
     assert [h for t, h in dom.headings if t == "h2"] == [
         "Headline numbers",
@@ -195,7 +197,8 @@ def check_page(page: str) -> None:
     assert not [h for _, h in dom.headings if h.strip().startswith(("INJECTED", "CR heading", "CRLF heading", "a title"))]
     # emphasis only where the report itself puts it
     strong_or_em = dom.count("strong") + dom.count("em")
-    assert strong_or_em == 1 + 5 * (1 + 4)  # "Latest run **id**"; per worst query: *type* and **dimension** x 4
+    # "Latest run **id**"; the failed-run banner's **The latest run FAILED.** and **id**; per worst query: *type* and **dimension** x 4
+    assert strong_or_em == 1 + 2 + 5 * (1 + 4)
     assert "attacker.example" not in " ".join(a.get("src", "") + a.get("href", "") for _, a in dom.tags)
 
 

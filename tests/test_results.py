@@ -258,12 +258,15 @@ def test_summary_abstention_counts(run_lines):
     assert s["abstention"] == {"offTopic": 2, "correct": 1, "falseAbstentions": 1, "accuracy": 0.5, "falseAbstentionRate": 0.5}
 
 
-def test_summary_recommended_focus_names_the_weakest_dimension(run_lines):
+def test_summary_records_the_focus_its_caller_computed(run_lines):
+    # the focus needs the scoring rules (judge_runner.judging.advice, tested in test_focus.py): the summary keeps what it is given
     evaluations, errors = run_lines
-    s = summary(evaluations, errors)
-    # coverage averages 0.4 over the on-topic queries, the lowest of the four dimensions
-    assert s["recommendedFocus"].startswith("coverage (average 0.40)")
-    assert "Boost headings" in s["recommendedFocus"]
+    assert summary(evaluations, errors)["recommendedFocus"] is None
+    evidence = {"dimension": "coverage", "headroom": {"coverage": 0.2}, "queryIds": ["q2", "q1"], "onTopicQueries": 2}
+    s = summary(evaluations, errors, recommended_focus="coverage: ...", focus_evidence=evidence)
+    assert s["recommendedFocus"] == "coverage: ..." and s["focusEvidence"]["queryIds"] == ["q2", "q1"]
+    jsonschema.Draft202012Validator(load_schema("summary.schema.json")).validate(s)
+    # top issues stay counted across queries: one count per query that made the suggestion, whatever its wording
     assert s["topIssues"][0] == {"issue": "Boost headings", "count": 2, "queryIds": ["q1", "q2"]}
 
 

@@ -48,9 +48,10 @@ class StubJudge:
         )
 
 
-# relevance = graded precision of labels [3, 2] = (1 + 2/3) / 2; ranking = 1 (best first); coverage 0.4,
-# snippetQuality 0.2 from the list-level verdict
-RELEVANCE = (1 + 2 / 3) / 2
+# labels [3, 2] with the expected doc1.md first: relevance 1 (all the attainable gain, scoring version 2) and
+# graded precision (1 + 2/3) / 2; ranking = 1 (best first); coverage 0.4, snippetQuality 0.2 from the list-level verdict
+RELEVANCE = 1.0
+GRADED_PRECISION = (1 + 2 / 3) / 2
 OVERALL = (RELEVANCE + 1.0 + 0.4 + 0.2) / 4
 
 
@@ -101,6 +102,7 @@ def test_overall_is_computed_by_code_not_taken_from_judge(tmp_path):
     outcome, lines = run(tmp_path, queries(2), StubSearch())
     evaluation = lines[1]
     assert evaluation["scores"]["relevance"] == pytest.approx(RELEVANCE, abs=1e-6)  # from the labels
+    assert evaluation["scores"]["gradedPrecision"] == pytest.approx(GRADED_PRECISION, abs=1e-6)
     assert evaluation["scores"]["overall"] == pytest.approx(OVERALL, abs=1e-6)  # the mean of the four
     assert evaluation["scores"]["judgeOverall"] == 0.9 and evaluation["scores"]["judgeRanking"] == 0.6
     assert outcome.exit_code == EXIT_OK
@@ -147,9 +149,10 @@ def test_refused_key_stops_the_run_with_exit_2(tmp_path):
 
 
 def test_min_overall_gate(tmp_path):
-    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.61)
+    # overall is OVERALL = 0.65 on both queries
+    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=OVERALL + 0.01)
     assert outcome.exit_code == EXIT_GATE
-    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=0.6)
+    outcome, _ = run(tmp_path, queries(2), StubSearch(), min_overall=OVERALL)
     assert outcome.exit_code == EXIT_OK
 
 

@@ -40,6 +40,7 @@ def provenance(**kw) -> dict:
         "judgeRunnerVersion": "0.1.0",
         "judgeFingerprint": None,
         "judgeIsGenerator": False,
+        "scoringVersion": 2,
         **kw,
     }
 

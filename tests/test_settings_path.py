@@ -38,7 +38,14 @@ def test_derived_settings_are_validated_and_keep_what_the_user_set(tmp_path):
 
 def run_file(tmp_path, config: dict, evaluations: int = 2):
     start = RunStartLine.model_validate(
-        {"type": "run_start", "runId": "r1", "timestamp": "2026-12-01T10:00:00Z", "formatVersion": 2, "config": config, "provenance": {}}
+        {
+            "type": "run_start",
+            "runId": "r1",
+            "timestamp": "2026-12-01T10:00:00Z",
+            "formatVersion": 2,
+            "config": config,
+            "provenance": {"scoringVersion": 2},
+        }
     )
     lines = [start.line()]
     for i in range(evaluations):

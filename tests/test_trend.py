@@ -30,6 +30,9 @@ def write_run(
     search=None,
     day=1,
     extra_lines: str = "",
+    provenance: dict | None = None,
+    config: dict | None = None,
+    errors: int = 0,
 ) -> Path:
     """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``."""
     ndcg = ndcg if ndcg is not None else overall
@@ -38,7 +41,7 @@ def write_run(
             "type": "run_start",
             "runId": name,
             "timestamp": f"2026-11-{day:02d}T10:00:00.000Z",
-            "config": {},
+            "config": config or {},
             "provenance": {
                 "provider": "anthropic",
                 "judgeModel": judge_model,
@@ -49,6 +52,7 @@ def write_run(
                 "corpusFingerprint": "c",
                 "searchConfig": search or {"rrf_k": 60},
                 "judgeRunnerVersion": "0.1.0",
+                **(provenance or {}),
             },
             "queriesGenerated": None,
             "queriesDropped": 0,
@@ -67,9 +71,29 @@ def write_run(
                 "results": [],
             }
         )
+    for i in range(errors):
+        lines.append(
+            {
+                "type": "error",
+                "runId": name,
+                "queryId": f"e{i:02d}",
+                "query": f"query e{i}",
+                "stage": "search",
+                "errorType": "search_failed",
+                "message": "connection refused: http://127.0.0.1:9/search",
+                "attempts": 4,
+            }
+        )
     if summary:
         lines.append(
-            {"type": "summary", "runId": name, "timestamp": f"2026-11-{day:02d}T10:05:00.000Z", "evaluated": len(overall), "costUsd": 0.12}
+            {
+                "type": "summary",
+                "runId": name,
+                "timestamp": f"2026-11-{day:02d}T10:05:00.000Z",
+                "evaluated": len(overall),
+                "failed": errors,
+                "costUsd": 0.12,
+            }
         )
     path = folder / f"{name}.jsonl"
     path.write_text("".join(json.dumps(l) + "\n" for l in lines) + extra_lines, encoding="utf-8")
@@ -215,18 +239,19 @@ def test_cli_formats_query_history_and_plot(tmp_path):
     assert invoke(["baseline", "set", "nope", "--results", str(tmp_path)]).exit_code == 2
 
 
-def test_a_run_that_judged_nothing_is_never_latest_nor_baseline(tmp_path):
+def test_a_run_that_judged_nothing_is_never_the_baseline_and_is_the_latest_as_failed(tmp_path):
     base = noisy(0.6, 30)
     write_run(tmp_path, "r1", base, day=1)
     write_run(tmp_path, "r2", [max(0, v - 0.1) for v in base], day=2)
     write_run(tmp_path, "r3", [], day=3)  # budget spent in phase one: run_start and summary, nothing judged
     assert set_baseline(tmp_path, "latest").run_id == "r2"
     trend = build_trend(tmp_path)
-    assert trend.latest_verdict["runId"] == "r2" and trend.latest_verdict["regression"] is True
+    # issue 21, item 3: a bad week is the latest run, shown as failed (it used to hide behind r2)
+    assert trend.latest_verdict["runId"] == "r3" and trend.latest_verdict["failed"] is True
     rows = {r["runId"]: r for r in trend.groups[0]["runs"]}
     assert rows["r3"]["comparable"] is False and "vsPrevious" not in rows["r3"]
     table = invoke(["trend", str(tmp_path)]).output
-    assert "no judged queries: not compared" in table
+    assert "FAILED: no query was judged" in table
 
 
 def test_too_few_queries_is_marked_not_called_noise(tmp_path):
@@ -294,7 +319,7 @@ def test_cost_per_judged_query_in_every_trend_format(tmp_path):
     assert [line.split(",")[column] for line in csv_out[1:]] == ["$0.0060", "$0.0030", "$0.0042", "-"]
     md = invoke(["trend", str(tmp_path), "--format", "markdown"]).output
     assert "USD/judged q" in md and "$0.0042" in md
-    table = invoke(["trend", str(tmp_path)]).output
+    table = invoke(["trend", str(tmp_path), "--wide"]).output  # a column of the wide view (the compact one fits 100 columns)
     assert "USD/judged q" in table and "$0.0030" in table
 
 
@@ -340,4 +365,4 @@ def test_trend_table_into_a_pipe_whose_reader_went_away_keeps_trends_exit_code(t
     assert proc.wait(timeout=60) == 0, stderr
     assert "Traceback" not in stderr
     table = invoke(["trend", str(tmp_path)]).output
-    assert "judge " in table and "r2" in table and "USD/judged q" in table  # the table itself still prints
+    assert "judge " in table and "r2" in table and "overall" in table  # the table itself still prints

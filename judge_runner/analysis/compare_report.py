@@ -45,6 +45,9 @@ def comparison_markdown(block: ComparisonBlock, chart: Path | None) -> list[str]
             f"| {cell(diff.system)} | {diff.column} | {_fmt(diff.mean)} | {_fmt(diff.referenceMean)} | {delta} | {interval} | "
             f"{MARKS.get(diff.verdict, diff.verdict)} |"
         )
+    focus = [f"- {cell(system.name)}: {cell(system.recommendedFocus)}" for system in block.systems if system.recommendedFocus]
+    if focus:
+        md += ["", "Recommended focus of each system, over its own queries:", "", *focus]
     if chart is not None:
         md += ["", f"![systems compared]({chart.name})"]
     return md + [""]

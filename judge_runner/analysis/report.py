@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
 from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
@@ -56,6 +57,8 @@ def _fmt(value, digits: int = 3) -> str:
 def _change(old: Run | None, new: Run, column: str) -> dict | None:
     if old is None:
         return None
+    if column not in comparable_columns(old, new, (column,)):
+        return {"scoringVersions": f"{old.scoring_version} -> {new.scoring_version}"}
     c = compare(old, new, column)
     return c.as_dict()
 
@@ -63,6 +66,8 @@ def _change(old: Run | None, new: Run, column: str) -> dict | None:
 def _change_text(change: dict | None) -> str:
     if change is None:
         return "no earlier comparable run"
+    if "scoringVersions" in change:
+        return f"not compared: scoring version {change['scoringVersions']}"
     if change["delta"] is None:
         return "not comparable (no values)"
     text = f"{change['delta']:+.3f}"
@@ -82,20 +87,31 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
 
     ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
     cron job that runs ``report`` and then mails ``report-$(date +%F).html`` finds its file in every
-    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. Raises
-    ValueError when ``results`` holds no complete run.
+    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. The newest
+    complete run is the latest even when it failed (``trend.Run.failed``: every query failed, or more
+    than a quarter): the report then says so first, lists its errors, and shows the figures of the last
+    run with judged queries, saying which. Raises ValueError when ``results`` holds no complete run.
     """
     runs, warnings = read_runs(results)
-    group = latest_group(runs)
-    latest = group[-1]
-    previous = group[-2] if len(group) > 1 else None
-    baseline_id = read_baseline(results)
-    baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
+    newest = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
+    if newest is None:
+        raise ValueError("no complete run")
     now = now or datetime.now(UTC)
     window = [r for r in runs if _when(r) >= now - parse_since(since)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = local_date(now)
+    if not any(r.comparable for r in runs):  # nothing was ever judged: the failure is the whole report
+        only = [f"# Search quality report, {stamp}", "", *_failure(newest, None), "## Failed queries", "", *_errors(newest)]
+        if warnings:
+            only += ["", "## Notes", ""] + [f"- {md_text(w)}" for w in warnings]
+        return _write(out_dir, stamp, only, [])
+    group = latest_group(runs)
+    latest = group[-1]
+    previous = group[-2] if len(group) > 1 else None
+    baseline_id = read_baseline(results)
+    baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
+    failed = newest if newest.failed else None  # the newest run failed: said first, its errors listed
 
     charts = [
         plot_runs(
@@ -132,8 +148,14 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             f"({t(latest.systems[0])}), every system is in “Systems compared”.",
             "",
         ]
+    if failed is not None:
+        md += _failure(failed, latest)
+        if failed is not latest and failed.summary is not None and failed.summary.comparison is not None:
+            # its other systems may have been judged
+            md += ["## Systems compared in the failed run", *comparison_markdown(failed.summary.comparison, None)[1:]]
     md += [
-        f"Latest run **{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
+        f"{'Latest run' if failed is None else 'Figures from run' if failed is latest else 'Latest run with judged queries'} "
+        f"**{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
         f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
         + (", **interrupted**" if summary and summary.interrupted else "")
         + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
@@ -150,11 +172,20 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
     for column, value, change, base_change in headline:
         md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    # a compare run's summary gives its reference system's abstention, issues and focus; older files pooled them
+    scope = ""
+    if summary is not None and summary.comparison is not None and summary.comparison.systems:
+        own = "abstention" in summary.comparison.systems[0].model_fields_set
+        scope = (
+            f" (reference system {t(summary.comparison.reference)})"
+            if own
+            else " (all systems pooled, as this older run file records them)"
+        )
     a = summary.abstention if summary else None
     if a:
         md += [
             "",
-            f"Off-topic queries: {a.correct} of {a.offTopic} correctly got no confident answer; "
+            f"Off-topic queries{scope}: {a.correct} of {a.offTopic} correctly got no confident answer; "
             f"{a.falseAbstentions} on-topic queries were answered without confidence."
             + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
             + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
@@ -179,6 +210,8 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
     md += ["## Top issues and focus", ""]
+    if scope:
+        md += [f"Figures{scope}; each system's focus is under “Systems compared”.", ""]
     issues = summary.topIssues if summary else []
     for issue in issues:
         md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")
@@ -200,15 +233,48 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} | "
             f"{'–' if run.cost_per_judged_query is None else f'${run.cost_per_judged_query:.5f}'} |"
         )
+    shown = failed or latest
     md += ["", "## Failed queries", ""]
-    if latest.error_lines:
-        md += ["| query | stage | error | attempts |", "|---|---|---|---|"]
-        for e in latest.error_lines:
-            md.append(f"| {t(e.queryId)}: {t(e.query)} | {t(e.stage)} | {t(e.errorType)}: {t(e.message[:160])} | {t(e.attempts)} |")
-    else:
-        md.append("None.")
+    if failed is not None and failed is not latest:
+        md += [f"Of the latest run, {t(failed.run_id)}:", ""]
+    md += _errors(shown)
     if warnings:
         md += ["", "## Notes", ""] + [f"- {t(w)}" for w in warnings]
+    return _write(out_dir, stamp, md, charts)
+
+
+def _failure(run: Run, shown: Run | None) -> list[str]:
+    """The banner of a report whose newest run failed (``trend.Run.failed``): which run, when, why, and
+    where the figures below come from (``shown``: the run whose figures the report shows; None: none)."""
+    t = md_text
+    system = f" (reference system {t(run.shown_system)})" if run.shown_system else ""
+    where = (
+        "No run has judged queries yet."
+        if shown is None
+        else "Its figures are below, over the queries it judged."
+        if shown is run
+        else f"The figures below are from the last run with judged queries, {t(shown.run_id)} "
+        f"({t(shown.timestamp[:16].replace('T', ' '))} UTC)."
+    )
+    return [
+        f"> **The latest run FAILED.** Run **{t(run.run_id)}**{system} ({t(run.timestamp[:16].replace('T', ' '))} UTC): "
+        f"{t(run.failure or 'failed')}. Its errors are listed under “Failed queries”. {where}",
+        "",
+    ]
+
+
+def _errors(run: Run) -> list[str]:
+    """The failed queries of ``run`` as a Markdown table, or "None."."""
+    t = md_text
+    if not run.error_lines:
+        return ["None."]
+    md = ["| query | stage | error | attempts |", "|---|---|---|---|"]
+    for e in run.error_lines:
+        md.append(f"| {t(e.queryId)}: {t(e.query)} | {t(e.stage)} | {t(e.errorType)}: {t(e.message[:160])} | {t(e.attempts)} |")
+    return md
+
+
+def _write(out_dir: Path, stamp: str, md: list[str], charts: list[Path]) -> Report:
     markdown = out_dir / f"report-{stamp}.md"
     markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
     page = out_dir / f"report-{stamp}.html"

@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from judge_runner.analysis.changes import GATED, comparable_columns, what_changed
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
+from judge_runner.evaluation.state import MAX_FAILED_SHARE
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
@@ -36,7 +38,6 @@ from judge_runner.runs.write import cost_per_judged_query
 
 METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
 COLUMNS = (*DIMENSIONS, "overall", NDCG10_NAME, RECALL10_NAME)
-GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 BASELINE_FILE = "baseline.json"
 
 
@@ -111,6 +112,11 @@ class Run:
         return self.file.legacy
 
     @property
+    def scoring_version(self) -> int:
+        """How this run's labels became scores (``provenance.scoringVersion``; 1 for a file without it)."""
+        return self.provenance.scoringVersion
+
+    @property
     def errors(self) -> int:
         """Queries that could not be searched or judged."""
         return len(self.error_lines)
@@ -125,6 +131,31 @@ class Run:
         """Complete and with at least one judged query: a run stopped before judging anything (budget
         spent in phase one, say) has nothing to compare and never becomes the latest or the baseline."""
         return not self.partial and bool(self.evaluations)
+
+    @property
+    def failed(self) -> bool:
+        """A complete run that failed: it judged no query (every query failed, or it stopped before judging:
+        a refused key, a spent budget in phase one), or more than ``MAX_FAILED_SHARE`` of its queries failed
+        (the share at which the run itself ends incomplete). For a compare run, the shown system's lines
+        count: a run whose reference system failed is a failed run of that system."""
+        if self.partial:
+            return False
+        judged, errors = len(self.evaluations), self.errors
+        return judged == 0 or errors / (judged + errors) > MAX_FAILED_SHARE
+
+    @property
+    def failure(self) -> str | None:
+        """Why a failed run failed, in words (None when it did not): how many queries failed, the first
+        error (type and message), or the summary's stop reason."""
+        if not self.failed:
+            return None
+        judged, errors = len(self.evaluations), self.errors
+        text = f"{errors} of {judged + errors} queries failed" if errors else "no query was judged"
+        if self.error_lines:
+            first = self.error_lines[0]
+            text += f" (first: {first.errorType}: {first.message[:120]})"
+        stop = self.summary.stopReason if self.summary is not None else None
+        return text + (f"; stopped: {stop}" if stop else "")
 
     @property
     def judge(self) -> str:
@@ -160,6 +191,13 @@ class Run:
     def mean(self, column: str) -> float | None:
         values = list(self.values(column).values())
         return float(np.mean(values)) if values else None
+
+    @property
+    def abstention_accuracy(self) -> float | None:
+        """The share of this Run's off-topic queries on which the search abstained (the shown system's
+        lines in a compare run, whose summary pooled every system before issue 21); None without any."""
+        off_topic = [e for e in self.evaluations if e.queryType == "off-topic" and e.abstained is not None]
+        return sum(1 for e in off_topic if e.abstained) / len(off_topic) if off_topic else None
 
     @property
     def cost(self) -> float | None:
@@ -233,22 +271,9 @@ def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, see
     return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
 
 
-def what_changed(old: Run, new: Run) -> list[str]:
-    """Differences between two comparable runs that explain a delta: search config, corpus, query set."""
-    changes = []
-    po, pn = old.provenance, new.provenance
-    if po.searchConfig != pn.searchConfig:
-        keys = sorted(k for k in set(po.searchConfig) | set(pn.searchConfig) if po.searchConfig.get(k) != pn.searchConfig.get(k))
-        changes.append("search config: " + ", ".join(f"{k} {po.searchConfig.get(k)} -> {pn.searchConfig.get(k)}" for k in keys))
-    if po.corpusFingerprint != pn.corpusFingerprint:
-        changes.append("corpus changed")
-    if po.querySetSha256 != pn.querySetSha256:
-        changes.append("different query set (unpaired comparison)")
-    if po.generatorModel != pn.generatorModel:
-        changes.append(f"generator model {po.generatorModel} -> {pn.generatorModel}")
-    if po.judgeRunnerVersion != pn.judgeRunnerVersion:
-        changes.append(f"judge-runner {po.judgeRunnerVersion} -> {pn.judgeRunnerVersion}")
-    return changes
+def comparisons(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, dict]:
+    """``{column: comparison}`` of the gated columns two runs can be compared on (:func:`comparable_columns`)."""
+    return {c: compare(old, new, c, min_effect).as_dict() for c in comparable_columns(old, new)}
 
 
 def read_baseline(folder: Path) -> str | None:
@@ -284,7 +309,8 @@ def set_baseline(folder: Path, run_id: str) -> Run:
 @dataclass
 class Trend:
     """Runs grouped by judge, each complete run compared with the previous comparable run and with
-    the baseline (when pinned and comparable)."""
+    the baseline (when pinned and comparable). ``latest_verdict``: the newest complete run, judged or
+    failed (``failed``, ``failure``), and whether it regressed against the baseline or previous run."""
 
     groups: list[dict]
     warnings: list[str]
@@ -301,7 +327,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
         groups.setdefault(run.judge, []).append(run)
     out_groups: list[dict[str, Any]] = []
     latest_verdict = None
-    latest_complete = max((r for r in runs if r.comparable), key=lambda r: (r.timestamp, r.run_id), default=None)
+    # the newest complete run is the latest, judged or failed: a bad week is never hidden behind an older run
+    latest_complete = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():
         rows = []
         previous: Run | None = None
@@ -320,7 +347,9 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "costUsd": run.cost,
                 "costPerJudgedQueryUsd": run.cost_per_judged_query,
                 "batch": run.batch,
-                "abstentionAccuracy": run.summary.abstention.accuracy if run.summary is not None else None,
+                "abstentionAccuracy": run.abstention_accuracy,
+                "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
+                "failure": run.failure,
             }
             if run.systems:
                 row["system"] = run.shown_system
@@ -329,13 +358,13 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                     row["vsPrevious"] = {
                         "runId": previous.run_id,
                         "changes": what_changed(previous, run),
-                        "comparisons": {c: compare(previous, run, c, min_effect).as_dict() for c in GATED},
+                        "comparisons": comparisons(previous, run, min_effect),
                     }
                 if baseline is not None and baseline is not run:
                     row["vsBaseline"] = {
                         "runId": baseline.run_id,
                         "changes": what_changed(baseline, run),
-                        "comparisons": {c: compare(baseline, run, c, min_effect).as_dict() for c in GATED},
+                        "comparisons": comparisons(baseline, run, min_effect),
                     }
                 if run is latest_complete:
                     against = row.get("vsBaseline") or row.get("vsPrevious")
@@ -344,8 +373,19 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                         "against": against["runId"] if against else None,
                         "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
                         "comparisons": against["comparisons"] if against else {},
+                        "failed": run.failed,
+                        "failure": run.failure,
                     }
                 previous = run
+            elif run is latest_complete:
+                latest_verdict = {
+                    "runId": run.run_id,
+                    "against": None,
+                    "regression": False,
+                    "comparisons": {},
+                    "failed": True,
+                    "failure": run.failure,
+                }
             rows.append(row)
             rows.extend(system_rows(run))
         reason = None
@@ -399,6 +439,7 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
                 "partial": run.partial,
                 "comparable": False,
                 "means": {c: view.mean(c) for c in COLUMNS},
+                "abstentionAccuracy": view.abstention_accuracy,
                 "costUsd": None,
                 "costPerJudgedQueryUsd": None,
                 "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},

@@ -33,7 +33,6 @@ def trend_rows(trend) -> list[dict]:
         for row in group["runs"]:
             prev = (row.get("vsPrevious") or {}).get("comparisons", {})
             base = (row.get("vsBaseline") or {}).get("comparisons", {})
-            ref = (row.get("vsReference") or {}).get("comparisons", {})
             rows.append(
                 {
                     "group": group["judge"],
@@ -52,20 +51,67 @@ def trend_rows(trend) -> list[dict]:
                     "USD/judged q": "-" if row.get("costPerJudgedQueryUsd") is None else f"${row['costPerJudgedQueryUsd']:.4f}",
                     # a --batch run pays half price: its costs are not the synchronous runs' beside it
                     "prices": "batch" if row.get("batch") else "sync",
-                    "note": (
-                        f"compare run: vs {row['vsReference']['system']} "
-                        + " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
-                        + " (not chained over time)"
-                        if row.get("vsReference")
-                        else "partial (no summary): not compared"
-                        if row["partial"]
-                        else "no judged queries: not compared"
-                        if not row["comparable"]
-                        else "; ".join((row.get("vsPrevious") or {}).get("changes", []))
-                    ),
+                    "note": row_note(row),
                 }
             )
     return rows
+
+
+def row_note(row: dict) -> str:
+    """What a trend row's note says: a compare run's other system against the reference, a partial run,
+    a failed run (with what else changed), a run without judged queries, or what changed since the
+    previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
+    ref = (row.get("vsReference") or {}).get("comparisons", {})
+    changes = "; ".join((row.get("vsPrevious") or {}).get("changes", []))
+    if row.get("vsReference"):
+        deltas = " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
+        return f"compare run: vs {row['vsReference']['system']} {deltas} (not chained over time)"
+    if row["partial"]:
+        return "partial (no summary): not compared"
+    if row.get("runFailed"):
+        return f"FAILED: {row['failure']}" + (f"; {changes}" if changes else "")
+    if not row["comparable"]:
+        return "no judged queries: not compared"
+    return changes
+
+
+COMPACT_WIDTH = 100
+
+
+def compact_rows(trend) -> list[dict]:
+    """The rows of the compact view (``trend`` without ``--wide``), one per run and system: the run id
+    whole (a compare run as a tree: its id over its reference system, each other system under it),
+    queries evaluated/failed, overall, nDCG@10, R@10, one change
+    column (overall and nDCG@10) against what ``--fail-on-regression`` compares with, the pinned baseline
+    when there is one, else the previous comparable run, the cost, and the note (:func:`row_note`)."""
+    out = []
+    for group in trend.groups:
+        for row in group["runs"]:
+            against = row.get("vsBaseline") if group.get("baseline") else row.get("vsPrevious")
+            comparisons = (against or {}).get("comparisons", {})
+            system = row.get("system")
+            # a compare run as a tree: the run id over its reference system, the other systems under it
+            run = row["runId"] if not system else f"{row['runId']}\n└ {system}" if not row.get("vsReference") else f"└ {system}"
+            out.append(
+                {
+                    "group": group["judge"],
+                    "run": run,
+                    "runId": row["runId"],
+                    "system": system or "",
+                    "eval/fail": f"{row['evaluated']}/{row['failed']}",
+                    "overall": fmt(row["means"]["overall"]),
+                    "nDCG@10": fmt(row["means"]["nDCG@10"]),
+                    "R@10": fmt(row["means"]["R@10"]),
+                    "Δ": " ".join(filter(None, [arrow(comparisons.get("overall")), arrow(comparisons.get("nDCG@10"))])),
+                    "cost": "unknown"
+                    if row["costUsd"] is None and not row["partial"]
+                    else "-"
+                    if row["costUsd"] is None
+                    else f"${row['costUsd']:.4f}",
+                    "note": row_note(row),
+                }
+            )
+    return out
 
 
 def render_json(trend) -> str:
@@ -98,30 +144,51 @@ def render_markdown(trend, rows: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def print_table(trend, rows: list[dict], console) -> None:
+def print_table(trend, rows: list[dict], console, wide: bool = False) -> None:
     """One rich table per judge group on ``console`` (a rich Console; the CLI's renders for stdout,
-    :func:`judge_runner.core.printer.rich_text`), notes under it, then the baseline. Never folds numbers:
-    at least 140 columns on a terminal, 220 in a pipe, a log or a mail. Values from run files are shown
-    as text, never read as rich markup (``[link=...]``)."""
+    :func:`judge_runner.core.printer.rich_text`), notes under it, then the baseline. Values from run files
+    are shown as text, never read as rich markup (``[link=...]``). Never folds a number or a run id:
+
+    - the compact view (default, :func:`compact_rows`) fits :data:`COMPACT_WIDTH` (100) columns: the
+      console is made at least that wide (a pipe's default is 80), every column but the system's keeps its
+      whole text, and overall/nDCG@10 changes are shown against the gate's reference;
+    - ``wide``: every column of ``rows`` (:func:`trend_rows`: each dimension, abstention, both changes,
+      cost per judged query, prices), the console made as wide as the widest table needs."""
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    console.width = max(console.width, 140) if console.is_terminal else 220
+    shown = rows if wide else compact_rows(trend)
+    hidden = {"group", "judge", "note"} | ({"date", "runId", "system"} if not wide else set())
+    tables = []
     for group in trend.groups:
         table = Table(
             title=f"judge {escape(str(group['judge']))}" + (f"\n({escape(str(group['reason']))})" if group["reason"] else ""),
             title_justify="left",
+            box=box.HEAVY_HEAD if wide else box.SIMPLE_HEAD,  # compact: no side borders, one space between columns
+            show_edge=wide,
+            pad_edge=wide,
         )
-        hidden = ("group", "judge", "note")
-        for header in [h for h in rows[0] if h not in hidden]:
-            table.add_column(header, no_wrap=True)
-        group_rows = [r for r in rows if r["group"] == group["judge"]]
+        group_rows = [r for r in shown if r["group"] == group["judge"]]
+        headers = [h for h in shown[0] if h not in hidden]
+        for header in headers:
+            title = header
+            if header == "Δ":
+                title = "Δ vs baseline" if group.get("baseline") else "Δ vs previous"
+            longest = max([len(title), *(len(part) for r in group_rows for part in str(r[header]).splitlines())])
+            table.add_column(title, no_wrap=True, min_width=longest)
         for row in group_rows:
-            table.add_row(*[escape(str(v)) for k, v in row.items() if k not in hidden])
+            table.add_row(*[escape(str(row[h])) for h in headers])
+        tables.append((table, group_rows))
+    unbounded = console.options.update_width(10_000)  # a measure is capped at the width it is given
+    needed = max((console.measure(table, options=unbounded).maximum for table, _ in tables), default=0) if wide else COMPACT_WIDTH
+    console.width = max(console.width, needed)
+    for table, group_rows in tables:
         console.print(table)
         for row in group_rows:
             if row["note"]:
-                console.print(f"  {escape(str(row['run']))}: {escape(str(row['note']))}", highlight=False)
+                name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
+                console.print(f"  {escape(name)}: {escape(str(row['note']))}", highlight=False)
     if trend.baseline:
         console.print(f"baseline: {escape(str(trend.baseline))}")
 

@@ -12,24 +12,35 @@ from judge_runner.evaluation.state import RunOutcome
 def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
     """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
     includes phase one's query writing (always synchronous, at standard prices); ``resume_hint``: what
-    picks up batches still in flight (default ``--resume``)."""
+    picks up batches still in flight (default ``--resume``). In a compare run every line says its scope:
+    the quality figures are the reference system's (each system's follow in the systems lines), the
+    counts, labels and costs the whole run's."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
+    comparison = summary.get("comparison")
+    # a compare run: the quality figures are the reference system's, the counts and costs the whole run's
+    ref = f" (reference system {comparison['reference']})" if comparison else ""
+    run = " (all systems)" if comparison else ""
+    count = len(comparison["systems"]) if comparison else 1
+    systems = f" ({count} systems x {summary['totalQueries'] // count} queries, all systems)" if comparison else ""
     out(
-        f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
+        f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed{systems}"
         f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}"
     )
     if summary["averageScores"]:
-        out("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))
+        out(f"  averages{ref}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items() if v is not None))
     if summary["averageMetrics"]:
-        out("  IR metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items()))
+        out(f"  IR metrics{ref}: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None))
     a = summary["abstention"]
-    out(f"  abstention: {a['correct']}/{a['offTopic']} off-topic queries abstained; {a['falseAbstentions']} on-topic queries not confident")
+    out(
+        f"  abstention{ref}: {a['correct']}/{a['offTopic']} off-topic queries abstained; "
+        f"{a['falseAbstentions']} on-topic queries not confident"
+    )
     trials = f", {summary['trials']} trials" + (
         f" (Krippendorff alpha {summary['trialsAlpha']:.2f})" if summary.get("trialsAlpha") is not None else ""
     )
     out(
-        f"  judge: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
+        f"  judge{run}: {summary.get('judgeMode') or '?'} labels{trials if summary.get('trials', 1) > 1 else ''}; {summary['labelsJudged']} judged, "
         f"{summary['labelsCached']} from the cache, {summary['humanLabels']} human; {summary['injectionSuspected']} results flagged "
         f"as addressing the judge; {summary['expectedSourceDisagreements']} expected sources labelled 0-1"
     )
@@ -39,9 +50,9 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
         for line in describe_comparison(summary["comparison"]):
             out(line)
     for issue in summary["topIssues"][:3]:
-        out(f"  issue ({issue['count']}x): {issue['issue']}")
+        out(f"  issue{ref} ({issue['count']} {'query' if issue['count'] == 1 else 'queries'}): {issue['issue']}")
     if summary["recommendedFocus"]:
-        out(f"  recommended focus: {summary['recommendedFocus']}")
+        out(f"  recommended focus{ref}: {summary['recommendedFocus']}")
     batch = summary.get("batch")
     if batch:
         out(
@@ -58,13 +69,14 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     cost, estimate = summary["costUsd"], (summary.get("estimate") or {}).get("costUsd")
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
     prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
-    out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
+    out(f"  cost{run}: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
     out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
     if gate and not gate["passed"]:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
-        printer.err(f"quality gate failed: average overall {overall} is below --min-overall {gate['minOverall']}")
+        system = f" of the reference system {gate['system']}" if gate.get("system") else ""
+        printer.err(f"quality gate failed: average overall{system} {overall} is below --min-overall {gate['minOverall']}")
 
 
 def cost_line(summary: dict) -> str:

@@ -148,6 +148,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     try:
         human = human_grades(cache, tuple(settings.human_qrels) if settings.human_qrels is not None else None)
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human)
+        held = cache.stats() if cache is not None else None
     finally:
         if cache is not None:
             cache.close()
@@ -158,11 +159,24 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
         "searchFailures": failed,
         "firstSearchFailure": why,
         "judges": [j.figures() for j in judges],
+        "judgmentCache": cache_holdings(settings, held),
     }
 
 
+def cache_holdings(settings: Settings, stats: dict[str, Any] | None) -> dict[str, Any]:
+    """What the judgment cache holds, so the report can say why labels are (not) in it: ``{"path", "state"
+    ("off" with --no-cache, "absent" before any run wrote it, "present"), "labels", "labelsByJudge"}``
+    (``labelsByJudge``: ``{"provider/model": n}`` as the cache keys them, :meth:`JudgmentCache.stats`)."""
+    path = settings.cache_path
+    if path is None:
+        return {"path": None, "state": "off", "labels": 0, "labelsByJudge": {}}
+    if stats is None:
+        return {"path": str(path), "state": "absent", "labels": 0, "labelsByJudge": {}}
+    return {"path": str(path), "state": "present", "labels": sum(stats["labels"].values()), "labelsByJudge": stats["labelsByJudge"]}
+
+
 def _protocol(settings: Settings) -> ProtocolSettings:
-    return ProtocolSettings(settings.judge_mode, settings.trials, settings.seed, settings.weights)
+    return ProtocolSettings(settings.judge_mode, settings.trials, settings.seed, settings.weights, settings.search_limit)
 
 
 # -- phase one (rough) ----------------------------------------------------------------------------------------

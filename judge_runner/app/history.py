@@ -14,11 +14,20 @@ from judge_runner.core.timespan import parse_since
 
 
 def show_trend(
-    results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool, printer: Printer
+    results: Path,
+    fmt: str,
+    query_id: str | None,
+    plot: Path | None,
+    min_effect: float,
+    fail_on_regression: bool,
+    printer: Printer,
+    wide: bool = False,
 ) -> None:
-    """Print the runs in ``results`` as ``fmt`` (table, json, markdown, csv), or one query's history;
+    """Print the runs in ``results`` as ``fmt`` (table: compact unless ``wide``; json, markdown, csv: every
+    column), or one query's history;
     optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
-    GateFailedError when ``fail_on_regression`` and the latest run regressed."""
+    GateFailedError when ``fail_on_regression`` and the latest run failed (:attr:`judge_runner.analysis.trend.Run.failed`)
+    or regressed."""
     if query_id is not None:
         history = query_history(results, query_id)
         if not history:
@@ -38,7 +47,7 @@ def show_trend(
     elif fmt == "markdown":
         printer.out(render_markdown(trend, rows))
     else:
-        printer.out(rich_text(lambda console: print_table(trend, rows, console)))
+        printer.out(rich_text(lambda console: print_table(trend, rows, console, wide)))
         for group in trend.groups:
             printer.err(f"{group['judge']}: {group['calibration']}")
     if plot is not None:
@@ -47,6 +56,8 @@ def show_trend(
         except ValueError as exc:
             printer.err(f"no plot: {exc}")
     latest = trend.latest_verdict
+    if fail_on_regression and latest and latest.get("failed"):
+        raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
     if fail_on_regression and latest and latest["regression"]:
         bad = [c for c, v in latest["comparisons"].items() if v["verdict"] == "regression"]
         raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']} on {', '.join(bad)}")

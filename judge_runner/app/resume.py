@@ -13,6 +13,7 @@ from judge_runner.config import ConfigError, Settings, derive
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
 from judge_runner.judging.protocol import Judge
+from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.runs.lines import BatchLine, EvaluationLine, RunStartLine
 from judge_runner.runs.read import resume_state
 
@@ -59,13 +60,23 @@ class ResumePoint:
 
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume, once (:func:`judge_runner.runs.read.resume_state`). Raises UsageError
-    when it cannot be read or has no run_start line with provenance."""
+    when it cannot be read, has no run_start line with provenance, or was scored under another scoring
+    version (:data:`judge_runner.judging.scores.SCORING_VERSION`): its copied lines would mix two ways of
+    computing the scores in one run. A new run costs nothing for what that run judged, since its labels
+    and list verdicts are in the judgment cache."""
     try:
         state = resume_state(path)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     if state.run_start is None:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
+    version = state.run_start.provenance.scoringVersion if state.run_start.provenance is not None else 1
+    if version != SCORING_VERSION and state.evaluations:
+        raise UsageError(
+            f"{path} was scored under scoring version {version}, this judge-runner scores under {SCORING_VERSION}: "
+            "a resumed run would mix the two; start a new run instead (what that run judged comes from the judgment cache, "
+            "at no cost)"
+        )
     return ResumePoint(path, state.run_start, tuple(state.evaluations), tuple(state.batches), tuple(state.warnings))
 
 

@@ -268,6 +268,7 @@ def evaluate_queries(
                 echo=job.printer.progress,
                 log=job.printer.log,
                 cache=cache,
+                alert=job.printer.problems,
             )
         else:
             search, estimate = start_estimate(
@@ -294,6 +295,7 @@ def evaluate_queries(
                 cache=cache,
                 estimate=estimate,
                 prior_batches=[line.line() for line in resume.batches] if resume else prior_batches,
+                alert=job.printer.problems,
             )
     finally:
         if cache is not None:

@@ -201,6 +201,8 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
     prune_runs(plan.results, plan.keep)
     if outcome.status is RunStatus.OK and plan.fail_on_regression:
         latest = build_trend(plan.results).latest_verdict
+        if latest and latest.get("failed"):
+            raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
         if latest and latest["regression"]:
             raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']}")
     return outcome.status

@@ -57,7 +57,8 @@ def dimensions_for(
     labels: dict, lists: dict[str, list[str]], labeler: CountingLabeler | None, collection: Collection, queries: Sequence[CalibrationQuery]
 ) -> tuple[dict[str, dict[str, float | None]], str]:
     """Per query the four dimensions of the reference list: ``relevance`` and ``ranking`` computed from the
-    judge's labels (:func:`judge_runner.judging.scores.relevance_score`, :func:`ranking_score`), ``coverage`` and
+    judge's labels (:func:`judge_runner.judging.scores.relevance_score`, against the gain attainable from the
+    judge's labels on the query's whole pool, every system's results; :func:`ranking_score`), ``coverage`` and
     ``snippetQuality`` from the labeller's list-level scores when it has them (``labeler.list_scores``), else
     None. Returns ``(dimensions, note)``."""
     out: dict[str, dict[str, float | None]] = {}
@@ -71,11 +72,15 @@ def dimensions_for(
 
     batching = batching_of(labeler)  # --batch: every query's list-level call at once, in shared batches
     listed = batching.map(list_scores, list(queries)) if batching is not None else None
+    known: dict[str, dict[str, int]] = {}
+    for (qid, docid), trials in labels.items():
+        if trials:
+            known.setdefault(qid, {})[docid] = median_label(trials)
     for k, q in enumerate(queries):
         docids = [d for d in lists.get(q.id, []) if (q.id, d) in labels]
         grades = [median_label(labels[(q.id, d)]) for d in docids]
         dims: dict[str, float | None] = {
-            "relevance": relevance_score(grades),
+            "relevance": relevance_score(grades, docids, known=known.get(q.id), depth=10),
             "ranking": ranking_score(grades),
             "coverage": None,
             "snippetQuality": None,

@@ -56,8 +56,12 @@ def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
     out(
         "  labels: "
         + ", ".join(f"{k}: {v}" for k, v in stats["labels"].items())
-        + f"; {stats['injectionSuspected']} flagged as addressing the judge"
+        + f"; {stats['injectionSuspected']} flagged as addressing the judge ({stats['judgeFlagged']} by the judge, "
+        f"{stats['detectorFlagged']} by the detector"
+        + (f"; {stats['flagsNotRecorded']} stored before the detector's flag was kept" if stats["flagsNotRecorded"] else "")
+        + ")"
     )
+    out("  labels by judge: " + (", ".join(f"{k} {v}" for k, v in sorted(stats["labelsByJudge"].items())) or "-"))
     out(
         f"  paid for: ${cost:.4f}"
         + (f" (+{stats['unknownCost']} of unknown price)" if stats["unknownCost"] else "")

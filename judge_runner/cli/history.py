@@ -12,7 +12,15 @@ from judge_runner.cli.options import printer
 
 @click.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"))
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "markdown", "csv"]),
+    default="table",
+    show_default=True,
+    help="table: a compact view that fits 100 columns (--wide for every column); json, markdown and csv hold every column.",
+)
+@click.option("--wide", is_flag=True, help="The table with every column: each dimension, abstention, both changes, cost per judged query.")
 @click.option("--query", "query_id", default=None, help="Show one query (by id) across runs instead.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write a PNG of each dimension over time.")
 @click.option(
@@ -27,16 +35,20 @@ from judge_runner.cli.options import printer
     is_flag=True,
     help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
 )
-def trend(results: Path, fmt: str, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool) -> None:
+def trend(
+    results: Path, fmt: str, wide: bool, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool
+) -> None:
     """Show whether search got better or worse across the runs in RESULTS.
 
     \b
-    Runs are compared only under the same judge (provider, model, prompts). ▲/▼ mark a change beyond
-    noise (95% bootstrap interval excludes 0) and at least --min-effect in size; · marks a change
-    within noise; ? too few queries (under 5) to tell. Same query set: paired per-query comparison;
-    different sets: unpaired. RESULTS defaults to quality-results/.
+    Runs are compared only under the same judge (provider, model, prompts) and, for the scores, the
+    same scoring version. ▲/▼ mark a change beyond noise (95% bootstrap interval excludes 0) and at
+    least --min-effect in size; · marks a change within noise; ? too few queries (under 5) to tell.
+    Same query set: paired per-query comparison; different sets: unpaired. The note under the table
+    names what changed (system under test, corpus, query set, judge, scoring version) or that a run
+    FAILED. RESULTS defaults to quality-results/.
     """
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer())
+    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide)
 
 
 @click.group()

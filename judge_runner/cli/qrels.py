@@ -30,6 +30,7 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges
     \b
     Per (query, document): a human label wins; else the median of the runs' labels (a document
     returned several times counts with its best label); else an unlabelled expected source gets 3.
+    Off-topic queries are left out: the runs score them on abstention, not with these metrics.
     ir_measures.read_trec_qrels (or trec_eval) reads the file; ids are %-escaped like TREC run files.
     """
     store = open_cache(cache, db) if human and (cache or _default_cache_exists(db)) else None
@@ -43,9 +44,14 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges
         if store is not None:
             store.close()
     counts = pooled.counts
+    left_out = (
+        f"; {len(pooled.off_topic)} off-topic queries left out (scored on abstention, in none of the runs' metrics)"
+        if pooled.off_topic
+        else ""
+    )
     printer().out(
         f"wrote {sum(counts.values())} labels of {len(pooled.qrels)} queries from {len(pooled.runs)} runs to {out} "
-        f"({counts['judge']} judge, {counts['human']} human, {counts['expected']} expected sources)"
+        f"({counts['judge']} judge, {counts['human']} human, {counts['expected']} expected sources){left_out}"
     )
 
 

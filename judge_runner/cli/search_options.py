@@ -24,13 +24,18 @@ def search_adapter_options(f):
                 multiple=True,
                 metavar="'CMD {query} --limit {limit}'",
                 help="Judge a search run as a command (no shell; {query}, {limit}, {mode} replaced; without {query} the "
-                "query goes to stdin). It prints JSON results. Repeatable.",
+                "query goes to stdin). It must print JSON on stdout: the results best first, "
+                '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}, ...], or {"results": [...], '
+                '"confident": false} to abstain; also read: id/docid/_id for source, text for snippet, anchor or '
+                "title, lineStart, lineEnd (other shapes: --search-fields; no text: read from --corpus). Repeatable.",
             ),
             click.option(
                 "--search-url",
                 multiple=True,
                 metavar="URL",
-                help="Judge a search behind an HTTP endpoint: POST {query, limit, mode}, JSON results back. Repeatable.",
+                help='Judge a search behind an HTTP endpoint: POST {"query": ..., "limit": 10, "mode": "hybrid"} as JSON; '
+                "it answers 200 with the JSON --search-command prints (the results best first, each with source, "
+                "snippet and score; or an object with results and confident). Repeatable.",
             ),
             click.option(
                 "--search-header",

@@ -85,6 +85,12 @@ class Printer:
         return silent if self.quiet else self.out
 
     @property
+    def problems(self) -> Say:
+        """Per-item failures (a query that could not be searched or judged): beside the progress on stdout,
+        or on stderr when quiet, since ``--quiet`` prints only the final summary and errors."""
+        return self.err if self.quiet else self.out
+
+    @property
     def log(self) -> Say:
         """Detail lines for stderr (e.g. dropped queries, judge recoveries), or :func:`silent` when quiet."""
         return silent if self.quiet else self.err

@@ -95,8 +95,12 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     if two["judges"] and two["precision"] != "pool":
         first = two["judges"][0]
         lines.append(
-            f"labels: {first['labelsToJudge']:,} to judge, {first['labelsCached']:,} in the judgment cache, {first['humanLabels']:,} human"
+            f"labels ({first['provider']}/{first['model']}): {first['labelsToJudge']:,} to judge, "
+            f"{first['labelsCached']:,} in the judgment cache, {first['humanLabels']:,} human"
         )
+        why = cache_note(two.get("judgmentCache"), first)
+        if why:
+            lines.append(why)
     lines += [head] + [row(r) for r in two["judges"]]
     if not any(r["chosen"] for r in two["judges"]):
         lines.append("the chosen provider is offline (the heuristic judge): no paid calls; the rows show what an LLM judge would cost")
@@ -116,6 +120,34 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         )
     lines += [f"assumption: {a}" for a in report["assumptions"]]
     return lines
+
+
+def cache_note(held: dict[str, Any] | None, judge: dict[str, Any]) -> str | None:
+    """Why ``judge`` (a judge's figures) finds no label in the judgment cache, when it finds none and there
+    are labels to judge: the cache is off, not written yet, empty, or holds only other judges' labels (a
+    label is reused only by the same provider and model, prompts, sampling and judge mode, for the same
+    query and shown text), or holds this judge's labels but for other queries or texts. None otherwise."""
+    if held is None or judge["labelsCached"] or not judge["labelsToJudge"]:
+        return None
+    state, path = held.get("state"), held.get("path")
+    if state == "off":
+        return "why 0: the judgment cache is off (--no-cache)"
+    if state == "absent":
+        return f"why 0: no judgment cache at {path} yet (the first run writes it)"
+    if not held.get("labels"):
+        return f"why 0: the judgment cache {path} holds no labels yet"
+    mine = f"{judge['provider']}/{judge['model']}"
+    by_judge = held.get("labelsByJudge") or {}
+    if by_judge.get(mine):
+        return (
+            f"why 0: the judgment cache {path} holds {by_judge[mine]:,} labels of {mine}, none for these queries and texts "
+            "(another query set, or the documents changed)"
+        )
+    others = ", ".join(f"{name} ({n:,})" for name, n in sorted(by_judge.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+    return (
+        f"why 0: the judgment cache {path} holds {held['labels']:,} labels, none this judge can reuse: {others}; a label is reused "
+        "only by the same provider and model, prompts, sampling and judge mode"
+    )
 
 
 def print_report(report: dict[str, Any], printer: Printer, as_json: bool) -> None:

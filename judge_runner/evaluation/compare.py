@@ -11,9 +11,11 @@ a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/`
   bootstrap interval and verdict, computed by :func:`judge_runner.measures.paired.compare_values` (the same
   bootstrap and minimum-effect rule as ``trend``).
 
-In a compare run the summary's ``averageScores``/``averageMetrics`` are the reference system's (so a
-reader that knows nothing of systems sees one coherent set of figures); every system's are in
-``comparison.systems``.
+In a compare run the summary's figures about search quality (``averageScores``, ``averageMetrics``,
+``abstention``, ``topIssues``, ``recommendedFocus``, ``focusEvidence``) are the reference system's, so a
+reader that knows nothing of systems sees one coherent set of figures; every system's own are in
+``comparison.systems``. The counts and costs of the run (``evaluated``, ``failed``, ``totalQueries``, labels,
+usage, cost) are the whole run's, every system together (docs/external-search.md, "Side by side").
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.loop import is_heuristic, judge_all
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.write import build_summary
@@ -53,32 +56,49 @@ class SystemWriter:
         self.writer.close()
 
 
+REFERENCE_FIELDS = ("averageScores", "averageMetrics", "abstention", "topIssues", "recommendedFocus", "focusEvidence")
+"""The summary fields a compare run gives for its reference system (every system's are in ``comparison.systems``)."""
+
+
 class CompareSummaryWriter(SystemWriter):
     """The writer that writes a compare run's summary: adds ``comparison`` (:func:`comparison_block`)
-    and sets the averages to the reference system's, in the summary dict itself (so the run's outcome
-    shows them too)."""
+    and sets :data:`REFERENCE_FIELDS` to the reference system's, in the summary dict itself (so the run's
+    outcome shows them too)."""
 
-    def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float):
+    def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float, options: EvaluateOptions | None = None):
         super().__init__(writer, "")
-        self.systems, self.state, self.min_effect = systems, state, min_effect
+        self.systems, self.state, self.min_effect, self.options = systems, state, min_effect, options or EvaluateOptions()
 
     def write(self, line: dict[str, Any]) -> None:
         """Write the line; a summary first gains the comparison."""
         if line.get("type") == "summary":
-            block = comparison_block(self.state.evaluations, self.state.errors, self.systems, self.min_effect)
+            block = comparison_block(
+                self.state.evaluations, self.state.errors, self.systems, self.min_effect, self.options.weights, self.options.search_limit
+            )
             # a result shown by several systems is judged once: the later ones find its label in the judgment cache
             block["judgedOnce"] = {"labelsCached": sum(int(ev.get("labelsCached") or 0) for ev in self.state.evaluations)}
             reference = block["systems"][0]
-            line["averageScores"], line["averageMetrics"] = reference["averageScores"], reference["averageMetrics"]
+            for name in REFERENCE_FIELDS:
+                line[name] = reference[name]
             line["comparison"] = block
+            gate = line.get("qualityGate")
+            if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
+                overall = (reference["averageScores"] or {}).get("overall")
+                # in place: the run's end status reads this same dict once the summary is written
+                gate.update(system=reference["name"], overall=overall, passed=overall is not None and overall >= gate["minOverall"])
         self.writer.write(line)
 
 
-def system_averages(evaluations: list[dict], errors: list[dict], name: str) -> dict[str, Any]:
-    """One system's ``{name, evaluated, failed, averageScores, averageMetrics}`` (averaged as the
-    summary averages: :func:`judge_runner.runs.write.build_summary`)."""
+def system_averages(
+    evaluations: list[dict], errors: list[dict], name: str, weights: dict[str, float] | None = None, depth: int | None = None
+) -> dict[str, Any]:
+    """One system's ``{name, evaluated, failed, averageScores, averageMetrics, abstention, topIssues,
+    recommendedFocus, focusEvidence}`` (averaged as the summary averages:
+    :func:`judge_runner.runs.write.build_summary`; the focus of its own lines,
+    :func:`judge_runner.judging.advice.recommended_focus` with the run's ``weights`` and search limit ``depth``)."""
     mine = [e for e in evaluations if e.get("system") == name]
     failed = [e for e in errors if e.get("system") == name]
+    focus = recommended_focus(mine, weights, depth)
     summary = build_summary(
         "",
         mine,
@@ -90,14 +110,10 @@ def system_averages(evaluations: list[dict], errors: list[dict], name: str) -> d
         usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
         duration_s=0.0,
         heuristic=False,
+        recommended_focus=focus.text() if focus is not None else None,
+        focus_evidence=focus.block() if focus is not None else None,
     )
-    return {
-        "name": name,
-        "evaluated": len(mine),
-        "failed": len(failed),
-        "averageScores": summary["averageScores"],
-        "averageMetrics": summary["averageMetrics"],
-    }
+    return {"name": name, "evaluated": len(mine), "failed": len(failed), **{k: summary[k] for k in REFERENCE_FIELDS}}
 
 
 def per_query(evaluations: list[dict], name: str, column: str) -> dict[str, float]:
@@ -113,9 +129,16 @@ def per_query(evaluations: list[dict], name: str, column: str) -> dict[str, floa
     return out
 
 
-def comparison_block(evaluations: list[dict], errors: list[dict], systems: list[str], min_effect: float = MIN_EFFECT) -> dict[str, Any]:
+def comparison_block(
+    evaluations: list[dict],
+    errors: list[dict],
+    systems: list[str],
+    min_effect: float = MIN_EFFECT,
+    weights: dict[str, float] | None = None,
+    depth: int | None = None,
+) -> dict[str, Any]:
     """The summary's ``comparison``: ``reference`` (the first system), ``minEffect``, ``systems`` (each
-    one's averages) and ``differences``: for each later system and each column (the four dimensions,
+    one's figures, :func:`system_averages`) and ``differences``: for each later system and each column (the four dimensions,
     ``overall``, then the metrics by ir-measures name) the means, the paired difference system -
     reference over the queries both judged, its 95% bootstrap interval, n and the verdict."""
     reference = systems[0]
@@ -141,21 +164,29 @@ def comparison_block(evaluations: list[dict], errors: list[dict], systems: list[
     return {
         "reference": reference,
         "minEffect": min_effect,
-        "systems": [system_averages(evaluations, errors, name) for name in systems],
+        "systems": [system_averages(evaluations, errors, name, weights, depth) for name in systems],
         "differences": differences,
     }
 
 
 def describe_comparison(block: dict[str, Any]) -> list[str]:
-    """A compare run's summary for people: each system's overall and nDCG@10, then every difference to
-    the reference that is not within noise (or all of overall and nDCG@10)."""
-    lines = [f"  systems (reference {block['reference']}):"]
+    """A compare run's summary for people: per system its own overall, nDCG@10, abstention and focus
+    dimension, then every difference to the reference that is not within noise (or all of overall and
+    nDCG@10)."""
+    lines = [f"  systems (reference {block['reference']}), each over its own queries:"]
     for system in block["systems"]:
         scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
         overall, ndcg = scores.get("overall"), metrics.get("nDCG@10")
+        a, evidence = system.get("abstention"), system.get("focusEvidence")
+        abstained = f", abstained on {a['correct']}/{a['offTopic']} off-topic" if a and a.get("offTopic") else ""
+        focus = ""
+        if evidence:
+            focus = (
+                f", focus {evidence['dimension']} ({len(evidence['queryIds'])} queries)" if evidence.get("dimension") else ", nothing weak"
+            )
         lines.append(
             f"    {system['name']}: {system['evaluated']} evaluated, {system['failed']} failed, overall "
-            f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}"
+            f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}{abstained}{focus}"
         )
     for diff in block["differences"]:
         if diff["column"] in ("overall", "nDCG@10") or diff["verdict"] in ("regression", "improvement"):
@@ -179,6 +210,7 @@ def run_systems(
     log: Callable[[str], None] = lambda m: None,
     min_effect: float = MIN_EFFECT,
     cache: Any = None,
+    alert: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
     in order, into one run file; returns the run's outcome. Never raises for a failed query (an
@@ -207,9 +239,10 @@ def run_systems(
             echo=_prefixed(echo, prefix),
             log=log,
             cache=cache,
+            alert=_prefixed(alert or echo, prefix),
         )
     final: Any = (
-        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect)
+        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, options)
         if len(systems) > 1
         else SystemWriter(writer, systems[0].name)
     )

@@ -12,6 +12,7 @@ from judge_runner.judging.fingerprint import build_fingerprint, judge_is_generat
 from judge_runner.judging.labelling import QueryJudgment
 from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
 from judge_runner.judging.protocol import Judge
+from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.measures.ir import query_metrics
 from judge_runner.runs.lines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores
 from judge_runner.runs.write import utc_now
@@ -121,7 +122,8 @@ def provenance(
 ) -> dict:
     """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` serialised
     by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
-    (:func:`judge_runner.judging.fingerprint.build_fingerprint`), and whether the judge's model wrote the queries."""
+    (:func:`judge_runner.judging.fingerprint.build_fingerprint`), whether the judge's model wrote the queries,
+    and the scoring version the scores are computed under (:data:`judge_runner.judging.scores.SCORING_VERSION`)."""
     options = options or EvaluateOptions()
     return Provenance(
         provider=judge.name,
@@ -138,4 +140,5 @@ def provenance(
         ).as_dict(),
         # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
         judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),
+        scoringVersion=SCORING_VERSION,
     ).model_dump(by_alias=True, mode="json")

@@ -98,6 +98,7 @@ def judge_all(
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
     cache: JudgmentCache | None = None,
+    alert: Callable[[str], None] | None = None,
 ) -> None:
     """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
     (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in
@@ -108,7 +109,8 @@ def judge_all(
     for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops new calls and waits up
     to 5 s for calls in flight; the state is marked interrupted. Each query is judged by
     :func:`judge_runner.judging.labelling.judge_query` under ``options.protocol``, labels through ``cache``
-    (None: no cache), imported human labels first.
+    (None: no cache), imported human labels first. ``echo`` takes the per-query progress lines, ``alert``
+    (default ``echo``) the lines of failed queries and of an interrupt, which ``--quiet`` still shows.
 
     With a batching judge (``judge.batching``, ``--batch``) every query is judged at once (one worker each,
     counted by the coordinator, so their calls leave together: labels, then list verdicts); each batch's
@@ -116,6 +118,7 @@ def judge_all(
     the queries still waiting (``--resume`` takes their results from the batch) and says on stderr that
     the batch was not canceled."""
     run_id = writer.run_id
+    alert = alert or echo
     human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
 
@@ -141,7 +144,7 @@ def judge_all(
         line = error_line(run_id, query, stage, failure)
         writer.write(line)
         state.record_error(line, failure)
-        echo(f'[{state.done}/{state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}')
+        alert(f'[{state.done}/{state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}')
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
@@ -207,7 +210,7 @@ def judge_all(
                 flush=True,
             )
             return
-        echo("interrupted: no new calls; waiting up to 5 s for calls in flight")
+        alert("interrupted: no new calls; waiting up to 5 s for calls in flight")
         deadline = time.monotonic() + 5
         for future in list(in_flight):
             future.cancel()
@@ -233,6 +236,7 @@ def run_evaluation(
     cache: JudgmentCache | None = None,
     estimate: dict | None = None,
     prior_batches: list[dict] | None = None,
+    alert: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
 
@@ -243,7 +247,8 @@ def run_evaluation(
     ``cache``: the judgment cache labels go through (None: none). ``estimate``: what the run was estimated
     to cost at its start (:func:`judge_runner.app.dry_run.start_estimate`), kept in the summary.
     ``prior_batches``: the ``batch`` lines of the run being resumed (copied; a ``--batch`` judge picks
-    their results up instead of submitting those requests again).
+    their results up instead of submitting those requests again). ``alert``: where failed queries are
+    said (default ``echo``; :attr:`judge_runner.core.printer.Printer.problems`).
     """
     started = time.monotonic()
     heuristic = is_heuristic(judge)
@@ -253,7 +258,9 @@ def run_evaluation(
         writer.write({**line, "runId": writer.run_id})
     if batching is not None and prior_batches:
         batching.resume(prior_batches)
-    judge_all(queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache)
+    judge_all(
+        queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache, alert=alert
+    )
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
     batch = batching.stats.as_dict() if batching is not None else None
     return end_run(

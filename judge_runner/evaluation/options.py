@@ -30,4 +30,4 @@ class EvaluateOptions:
     @property
     def protocol(self) -> ProtocolSettings:
         """The judge protocol these options ask for."""
-        return ProtocolSettings(self.judge_mode, self.trials, self.seed, self.weights)
+        return ProtocolSettings(self.judge_mode, self.trials, self.seed, self.weights, self.search_limit)

@@ -11,6 +11,7 @@ from typing import Any
 
 from judge_runner.core.failures import RunStatus, exit_code_for
 from judge_runner.evaluation.options import EvaluateOptions
+from judge_runner.judging.advice import recommended_focus
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.lines import run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
@@ -168,8 +169,9 @@ def end_run(
     :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
     ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`; ``carried``: the evaluation
     lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
-    resumed file's summary carries the whole run, :func:`carried_usage`), write it, close the file, and
-    return the run's outcome with its :class:`RunEnd`."""
+    resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
+    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's
+    outcome with its :class:`RunEnd`."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -188,6 +190,7 @@ def end_run(
             usage[key] += earlier[key]
         cost = None if cost is None or earlier["costUsd"] is None else round(cost + earlier["costUsd"], 6)
     stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
+    focus = recommended_focus(state.evaluations, options.weights, options.search_limit)
     summary = build_summary(
         writer.run_id,
         state.evaluations,
@@ -204,6 +207,8 @@ def end_run(
         trials=options.trials,
         judge_is_generator=judge_is_generator,
         cache_saved_usd=budget.total_saved_usd if budget is not None else 0.0,
+        recommended_focus=focus.text() if focus is not None else None,
+        focus_evidence=focus.block() if focus is not None else None,
     )
     gate = None
     if options.min_overall is not None:

@@ -39,6 +39,11 @@ then simply stop matching, and ``prune`` can drop them."""
 SCHEMA_VERSION = 1
 """Version of the tables in the file; a file written by a newer judge-runner is refused."""
 
+ADDED_COLUMNS = {"detector_flagged": "INTEGER", "judge": "TEXT"}
+"""Columns of ``judgments`` added after schema 1, nullable (NULL: stored before the column existed): what
+the code's detector said of the shown text when the label was stored, and the judge (``provider/model`` as
+keyed) that made it. Informational (``stats``, ``--dry-run``): a lookup never reads them."""
+
 BUSY_TIMEOUT_S = 30.0
 CACHE_MODES: tuple[str, ...] = (*JUDGE_MODES, "list")  # a cached judgment is a label of one mode, or a list verdict
 
@@ -56,7 +61,9 @@ CREATE TABLE IF NOT EXISTS judgments (
     cost_usd REAL,
     latency_s REAL,
     created_at REAL NOT NULL,
-    payload TEXT
+    payload TEXT,
+    detector_flagged INTEGER,
+    judge TEXT
 );
 CREATE INDEX IF NOT EXISTS judgments_created ON judgments (created_at);
 CREATE TABLE IF NOT EXISTS human_qrels (
@@ -161,10 +168,12 @@ class CachedJudgment:
     ``label`` 0-3 (None for a list-level verdict, whose content is in ``payload``); ``reason``;
     ``injection_suspected``: the JUDGE's own flag (the code's detector, ``fence.detect_instructions``,
     is re-run on the shown text at every run and OR-ed with it, so a detector change needs no cache
-    bump); ``model_returned`` (the model id the API answered with; None if unknown);
+    bump; what it said when the label was stored is kept apart, ``detector_flagged``); ``model_returned`` (the model id the API answered with; None if unknown);
     ``usage`` tokens as ``{"inputTokens": n, "outputTokens": n, ...}``; ``cost_usd`` in USD (None when
     the price was unknown); ``latency_s`` seconds the call took; ``created_at`` Unix time (seconds) it
-    was stored; ``payload`` any JSON-serialisable extra (the list-level verdict)."""
+    was stored; ``payload`` any JSON-serialisable extra (the list-level verdict); ``detector_flagged``: what
+    the code's detector said of the shown text when it was stored (for ``stats``; None: not recorded);
+    ``judge``: ``provider/model`` of the judge that made it, as keyed (None: not recorded)."""
 
     label: int | None
     reason: str = ""
@@ -175,6 +184,8 @@ class CachedJudgment:
     latency_s: float | None = None
     created_at: float | None = None
     payload: Any = None
+    detector_flagged: bool | None = None
+    judge: str | None = None
 
 
 def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
@@ -188,6 +199,8 @@ def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
         latency_s=row["latency_s"],
         created_at=row["created_at"],
         payload=json.loads(row["payload"]) if row["payload"] is not None else None,
+        detector_flagged=None if row["detector_flagged"] is None else bool(row["detector_flagged"]),
+        judge=row["judge"],
     )
 
 
@@ -240,6 +253,11 @@ class JudgmentCache:
         # statement by statement: executescript() would COMMIT the BEGIN IMMEDIATE around us
         for statement in filter(str.strip, _SCHEMA.split(";")):
             conn.execute(statement)
+        # columns added since schema 1 (nullable, so files written before them stay readable by every version)
+        have = {r[1] for r in conn.execute("PRAGMA table_info(judgments)")}
+        for column in ADDED_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE judgments ADD COLUMN {column} {ADDED_COLUMNS[column]}")
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -324,6 +342,8 @@ class JudgmentCache:
                     j.latency_s,
                     j.created_at if j.created_at is not None else now,
                     payload,
+                    None if j.detector_flagged is None else int(bool(j.detector_flagged)),
+                    j.judge,
                 )
             )
 
@@ -331,7 +351,8 @@ class JudgmentCache:
             before = conn.total_changes
             conn.executemany(
                 "INSERT INTO judgments (key, cache_version, mode, label, reason, injection_suspected, model_returned,"
-                " usage, cost_usd, latency_s, created_at, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING",
+                " usage, cost_usd, latency_s, created_at, payload, detector_flagged, judge)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING",
                 rows,
             )
             return conn.total_changes - before
@@ -340,17 +361,30 @@ class JudgmentCache:
 
     def stats(self) -> dict[str, Any]:
         """What the cache holds: ``{"path", "bytes", "judgments", "byMode": {mode: n}, "labels":
-        {"0".."3": n}, "injectionSuspected", "costUsd" (sum of known costs, USD), "unknownCost" (entries
+        {"0".."3": n}, "injectionSuspected" (labels whose text the judge or the code's detector flagged, as a
+        run counts them), "judgeFlagged", "detectorFlagged", "flagsNotRecorded" (labels stored before the
+        detector's flag was kept), "labelsByJudge" ({"provider/model": n}; "not recorded" for older labels),
+        "costUsd" (sum of known costs, USD), "unknownCost" (entries
         whose cost is unknown), "inputTokens", "outputTokens", "oldest", "newest" (Unix seconds or None),
         "otherVersions" (entries of another CACHE_VERSION), "humanQrels": {name: n}}``."""
         with self._lock:
             c = self.conn
-            total, suspected, cost, unknown, oldest, newest, other = c.execute(
-                "SELECT count(*), coalesce(sum(injection_suspected), 0), coalesce(sum(cost_usd), 0),"
+            total, cost, unknown, oldest, newest, other = c.execute(
+                "SELECT count(*), coalesce(sum(cost_usd), 0),"
                 " sum(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END), min(created_at), max(created_at),"
                 " sum(CASE WHEN cache_version != ? THEN 1 ELSE 0 END) FROM judgments",
                 (CACHE_VERSION,),
             ).fetchone()
+            # flags of labels only (a list verdict flags nothing): by the judge, by the detector, by either
+            suspected, by_judge, by_detector, unrecorded = c.execute(
+                "SELECT coalesce(sum(CASE WHEN injection_suspected = 1 OR detector_flagged = 1 THEN 1 ELSE 0 END), 0),"
+                " coalesce(sum(injection_suspected), 0), coalesce(sum(CASE WHEN detector_flagged = 1 THEN 1 ELSE 0 END), 0),"
+                " coalesce(sum(CASE WHEN detector_flagged IS NULL THEN 1 ELSE 0 END), 0) FROM judgments WHERE label IS NOT NULL"
+            ).fetchone()
+            by_judge_name = {
+                (name or "not recorded"): n
+                for name, n in c.execute("SELECT judge, count(*) FROM judgments WHERE label IS NOT NULL GROUP BY judge").fetchall()
+            }
             by_mode = dict(c.execute("SELECT mode, count(*) FROM judgments GROUP BY mode").fetchall())
             labels = {str(k): v for k, v in c.execute("SELECT label, count(*) FROM judgments WHERE label IS NOT NULL GROUP BY label")}
             tokens_in = tokens_out = 0
@@ -367,6 +401,10 @@ class JudgmentCache:
             "byMode": by_mode,
             "labels": {str(g): labels.get(str(g), 0) for g in range(4)},
             "injectionSuspected": suspected,
+            "judgeFlagged": by_judge,
+            "detectorFlagged": by_detector,
+            "flagsNotRecorded": unrecorded,
+            "labelsByJudge": by_judge_name,
             "costUsd": round(cost, 6),
             "unknownCost": unknown or 0,
             "inputTokens": tokens_in,

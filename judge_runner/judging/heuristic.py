@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from judge_runner.core.textproc import query_tokens
+from judge_runner.judging.advice import CENTRE_SNIPPETS, COLLAPSE_DUPLICATES, IMPROVE_RECALL, RANK_BEST_FIRST
 from judge_runner.judging.fence import RenderedDocument, without_suspected_lines
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import ListItem
@@ -70,12 +71,38 @@ def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder
     return out
 
 
-def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: TextEmbedder) -> ListVerdict:
-    """The heuristic list-level verdict on labelled results (search order): coverage = half the share of
-    query terms in the top 5 snippets plus half the best label / 3; snippetQuality = mean over the top 3
-    of half the snippet's term overlap plus half ``min(1, cosine / 0.6)``; holistic relevance = the
-    DCG-weighted mean label / 3, ranking = nDCG of the order against the ideal order of the labels,
-    overall their mean with coverage and snippetQuality. Suggestions as the old heuristic verdict's."""
+LIST_VERSION = "heuristic-list-2"
+"""Version of :func:`heuristic_list_verdict`, part of the judgment-cache key of its verdicts (the ``context``
+of a list-level key), so a verdict stored by an earlier version is never served for this one. 2 (issue 21):
+snippet quality weighted by the labels, coverage lowered by missing expected sources, suggestions tied to
+the dimension they address."""
+
+SNIPPETS_SEEN = 5  # the results whose snippets a user reads before deciding: the first five
+MISSING_EXPECTED_PENALTY = 0.25
+"""How much coverage falls when every expected source is missing (in proportion to the share missing): the
+list-level rubric's "an expected source is missing" lowers coverage, but the expected sources are a hint and
+other results may cover their part, so a missing one costs a quarter, not half."""
+
+
+def heuristic_list_verdict(
+    query: str, items: Sequence[ListItem], embedder: TextEmbedder, expected_sources: Sequence[str] = ()
+) -> ListVerdict:
+    """The heuristic list-level verdict on labelled results (search order), following the list-level
+    rubric (``prompts/judge_list_system.md``) with embeddings and term overlap:
+
+    - coverage = half the share of query terms in the top 5 snippets plus half the best label / 3, times
+      ``1 - 0.25 * (share of expected sources not in the list)`` (:data:`MISSING_EXPECTED_PENALTY`);
+    - snippetQuality = the mean over the top 5 of each snippet's quality (half its term overlap plus half
+      ``min(1, cosine / 0.6)``) weighted by its label, as the rubric weights the snippets of relevant
+      results ("a snippet of an irrelevant result matters little"); unweighted when no label is above 0;
+    - holistic relevance = the DCG-weighted mean label / 3, ranking = nDCG of the order against the ideal
+      order of the labels, overall their mean with coverage and snippetQuality.
+
+    Suggestions, each tied to the dimensions it addresses (:data:`judge_runner.judging.advice.SUGGESTION_DIMENSIONS`):
+    nothing labelled 2 or more, or an expected source missing: "Improve recall for this kind of query"
+    (relevance, coverage); a relevant result but the best label not first: "Rank the best-matching document
+    first" (ranking); a source shown twice: "Collapse duplicate results from the same document section"
+    (coverage); snippet quality under 0.4: "Centre snippets on the matching lines" (snippetQuality)."""
     tokens = query_tokens(query)
     n = len(items)
     if n == 0:
@@ -88,14 +115,23 @@ def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: Text
         )
     snippets = [without_suspected_lines(i.snippet) for i in items]
     texts = [f"{s.anchor}\n{s.body}" for s in snippets]
-    vectors = encode_each(embedder, [query, *[s.body for s in snippets[:3]]])
+    seen = snippets[:SNIPPETS_SEEN]
+    vectors = encode_each(embedder, [query, *[s.body for s in seen]])
     grades = [i.label for i in items]
     top_text = " ".join(texts[:5])
-    coverage = 0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)
-    snippet_quality = sum(
-        0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6)
-        for s, v in zip(snippets[:3], vectors[1:])
-    ) / min(3, n)
+    sources = [s.source for s in snippets]
+    expected = list(dict.fromkeys(expected_sources))
+    missing = [e for e in expected if e not in sources]
+    coverage = (0.5 * _overlap(tokens, top_text) + 0.5 * (max(grades) / 3)) * (
+        1 - MISSING_EXPECTED_PENALTY * (len(missing) / len(expected) if expected else 0.0)
+    )
+    quality = [
+        0.5 * _overlap(tokens, s.body) + 0.5 * min(1.0, max(0.0, float(np.dot(vectors[0], v))) / 0.6) for s, v in zip(seen, vectors[1:])
+    ]
+    weights = [g / 3 for g in grades[: len(seen)]]
+    if not any(weights):
+        weights = [1.0] * len(seen)
+    snippet_quality = sum(q * w for q, w in zip(quality, weights)) / sum(weights)
     gains = [g / 3 for g in grades]
     relevance = _dcg(gains) / _dcg([1.0] * n)
     ideal = _dcg(sorted(gains, reverse=True))
@@ -103,15 +139,18 @@ def heuristic_list_verdict(query: str, items: Sequence[ListItem], embedder: Text
     clip = lambda v: round(min(1.0, max(0.0, v)), 4)  # noqa: E731
     coverage, snippet_quality, relevance, ranking = clip(coverage), clip(snippet_quality), clip(relevance), clip(ranking)
     suggestions = []
-    if max(grades) < 2:
-        suggestions.append("Improve recall for this kind of query")
-    elif grades[0] < max(grades):
-        suggestions.append("Rank the best-matching document first")
+    if max(grades) < 2 or missing:
+        suggestions.append(IMPROVE_RECALL)
+    if max(grades) >= 2 and grades[0] < max(grades):
+        suggestions.append(RANK_BEST_FIRST)
+    if len(set(sources)) < len(sources):
+        suggestions.append(COLLAPSE_DUPLICATES)
     if snippet_quality < 0.4:
-        suggestions.append("Centre snippets on the matching lines")
+        suggestions.append(CENTRE_SNIPPETS)
+    absent = f" Expected source(s) not in the list: {', '.join(missing)}." if missing else ""
     analysis = {
-        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms; best label {max(grades)}.",
-        "snippetQuality": f"Heuristic: snippet quality {snippet_quality:.2f} from term overlap and similarity of the top 3.",
+        "coverage": f"Heuristic: the top results contain {round(_overlap(tokens, top_text) * 100)}% of the query terms; best label {max(grades)}.{absent}",
+        "snippetQuality": f"Heuristic: snippet quality {snippet_quality:.2f} from term overlap and similarity of the top {len(seen)}, weighted by label.",
     }
     holistic = {"relevance": relevance, "ranking": ranking, "overall": clip((relevance + ranking + coverage + snippet_quality) / 4)}
     return ListVerdict(coverage, snippet_quality, holistic, analysis, suggestions)
@@ -126,6 +165,7 @@ class HeuristicJudge:
     name = "offline"
     model = HEURISTIC_MODEL
     heuristic = True
+    list_version = LIST_VERSION
 
     def __init__(self, embedder: TextEmbedder):
         self.embedder = embedder
@@ -161,4 +201,4 @@ class HeuristicJudge:
         log=lambda message: None,
     ) -> ListVerdict:
         """:func:`heuristic_list_verdict`; free."""
-        return heuristic_list_verdict(query, items, self.embedder)
+        return heuristic_list_verdict(query, items, self.embedder, expected_sources)

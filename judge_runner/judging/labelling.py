@@ -137,7 +137,7 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
     }
 
 
-def _stored(reply: LabelReply) -> CachedJudgment:
+def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge) -> CachedJudgment:
     return CachedJudgment(
         reply.label,
         reply.reason,
@@ -146,6 +146,8 @@ def _stored(reply: LabelReply) -> CachedJudgment:
         _usage_dict(reply.usage),
         reply.cost_usd,
         reply.latency_s,
+        detector_flagged=document.injection_suspected,
+        judge=f"{judge.name}/{cache_model(judge)}",
     )
 
 
@@ -232,7 +234,7 @@ def label_documents(
                     continue
                 tally.add(made)
                 if cache is not None:
-                    cache.put(keys[i], _stored(made), "pointwise")
+                    cache.put(keys[i], _stored(made, documents[i], judge), "pointwise")
                 got[i].append((made, False))
             if failure is not None:
                 raise failure
@@ -267,7 +269,7 @@ def label_documents(
             for reply in replies[1:]:
                 tally.add(reply, calls=0)
             if cache is not None:
-                cache.put_many([(keys[i], _stored(r), "batched") for i, r in zip(todo, replies)])
+                cache.put_many([(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
             for i, reply in zip(todo, replies):
                 got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
     outcomes = []
@@ -304,12 +306,14 @@ def label_documents(
 @dataclass(frozen=True)
 class ProtocolSettings:
     """How a run judges: ``mode`` (pointwise|batched), ``trials`` (>= 1), the base ``seed`` (recorded;
-    sent where the API takes one), dimension ``weights`` (None: equal)."""
+    sent where the API takes one), dimension ``weights`` (None: equal), and ``depth``, the cut-off of
+    ``relevance`` (the search limit; None: each list's length; ``judge_runner.judging.scores.relevance_score``)."""
 
     mode: JudgeMode = "pointwise"
     trials: int = 1
     seed: int = DEFAULT_SEED
     weights: Mapping[str, float] | None = None
+    depth: int | None = None
 
 
 @dataclass
@@ -338,9 +342,11 @@ def list_verdict(
     judge: Judge, query: Query, items: list[ListItem], cache: JudgmentCache | None, tally: Tally, log: Log = _quiet
 ) -> tuple[ListVerdict, bool]:
     """The list-level verdict on ``items`` (the labelled results in the search's order), from the cache
-    (mode ``list``, trial 0) or one call; returns ``(verdict, from cache)``."""
+    (mode ``list``, trial 0, keyed with the judge's ``list_version`` when it has one: the offline judge's
+    verdict is code, which changes with judge-runner) or one call; returns ``(verdict, from cache)``."""
     sampling = sampling_settings(judge.name, 0)
-    key = judgment_key(judge, query.query, query.queryIntent, list_shown_text(query.expectedSources, items), "list", 0, sampling)
+    shown = list_shown_text(query.expectedSources, items)
+    key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
     hit = cache.get(key) if cache is not None else None
     if hit is not None and hit.payload:
         return ListVerdict.from_cache(hit), True
@@ -358,6 +364,7 @@ def list_verdict(
                 verdict.cost_usd,
                 verdict.latency_s,
                 payload=verdict.payload(),
+                judge=f"{judge.name}/{cache_model(judge)}",
             ),
             "list",
         )
@@ -376,7 +383,8 @@ def judge_query(
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
     one list-level call (cached like the labels). Scores (``judge_runner.judging.scores.query_scores``): relevance
-    and ranking from the labels, coverage and snippetQuality from the list-level verdict, overall their
+    (against the gain attainable with the query's expected sources, cut at ``protocol.depth``), ranking
+    and graded precision from the labels, coverage and snippetQuality from the list-level verdict, overall their
     weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
     on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
     are labelled (how misleading they are) but it gets no scores. ``human``: ``{source: grade}`` of
@@ -405,7 +413,7 @@ def judge_query(
         abstained = not answer.confident or not hits
         return QueryJudgment(labels, shown_from, None, {}, [] if abstained else [OFF_TOPIC_ANSWERED], None, disagreements, tally)
     if not hits:
-        zero = {"relevance": 0.0, "ranking": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
+        zero = {"relevance": 0.0, "ranking": 0.0, "gradedPrecision": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
         analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
         return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally)
     items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
@@ -415,5 +423,8 @@ def judge_query(
         {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},
         verdict.holistic,
         protocol.weights,
+        sources=[h.source for h in hits],
+        expected_sources=query.expectedSources,
+        depth=protocol.depth,
     )
     return QueryJudgment(labels, shown_from, scores, dict(verdict.analysis), list(verdict.suggestions), list_cached, disagreements, tally)

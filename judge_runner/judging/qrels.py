@@ -72,11 +72,15 @@ def labels_from_evaluation(run_id: str, line: Mapping) -> RunLabels:
 @dataclass
 class PooledQrels:
     """``qrels``: ``{qid: {docid: grade}}``; ``origin``: ``{(qid, docid): "human" | "judge" | "expected"}``;
-    ``counts``: how many exported pairs came from each origin; ``runs``: the run ids pooled."""
+    ``counts``: how many exported pairs came from each origin; ``runs``: the run ids pooled; ``off_topic``:
+    the query ids left out of an export."""
 
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
+    off_topic: list[str] = field(default_factory=list)
+    """Query ids left out by :func:`export_qrels` because the runs scored them on abstention (off-topic
+    queries: no metrics), so the export holds exactly the queries the runs' own means cover."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -284,22 +288,31 @@ def export_qrels(
     paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None, mixed_judges: bool = False
 ) -> PooledQrels:
     """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
-    sets ``names`` or all) and write them to ``out`` as TREC qrels. Raises QrelsError when a file is not a
+    sets ``names`` or all) and write them to ``out`` as TREC qrels. Off-topic queries are left out
+    (``PooledQrels.off_topic``): the runs score them on abstention and give them no metrics, and qrels
+    with no relevant document would make ir_measures count each as an nDCG of 0, so a mean over the export
+    would not be the run's. Raises QrelsError when a file is not a
     run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
     fingerprints, whose labels are not one measurement."""
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
+    off_topic: dict[str, None] = {}
     for path in paths:
         run = read_run_file(Path(path))
         if not run.is_run or not run.evaluations:
             raise QrelsError(f"{path} is not a run file with judged queries")
         keys[run.run_id] = run_judge_key(run)
-        items += [labels_from_evaluation(run.run_id, ev.line()) for ev in run.evaluations]
+        for ev in run.evaluations:
+            if ev.queryType == "off-topic" and ev.metrics is None:  # scored on abstention: in no mean of the run's metrics
+                off_topic[ev.queryId] = None
+                continue
+            items.append(labels_from_evaluation(run.run_id, ev.line()))
     if len(set(keys.values())) > 1 and not mixed_judges:
         raise QrelsError(
             "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
             "judge, or pass --mixed-judges"
         )
     pooled = pool_qrels(items, human_labels(cache, names) if cache is not None else None)
+    pooled.off_topic = [q for q in off_topic if q not in pooled.qrels]
     write_trec_qrels(pooled.qrels, out)
     return pooled

@@ -40,7 +40,7 @@ FORMAT_VERSION = 2
 null scores for off-topic queries. Readers accept 1 and 2."""
 SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
 LINE_TYPES = ("run_start", "evaluation", "error", "batch", "summary")
-SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "judgeRelevance", "judgeRanking", "judgeOverall")
+SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "gradedPrecision", "judgeRelevance", "judgeRanking", "judgeOverall")
 
 _UNIT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
 # a value in [0, 1]; None only where the reader found no value it could trust (never written)
@@ -110,6 +110,12 @@ class Provenance(BaseModel):
         "fingerprints (plus the returned model ids) are equal.",
     )
     judgeIsGenerator: bool = Field(default=False, description="True when the model that wrote the queries also judges them (circularity).")
+    scoringVersion: int = Field(
+        default=1,
+        ge=1,
+        description="How labels became scores (judge_runner.judging.scores.SCORING_VERSION); a file without it was scored "
+        "under 1 (relevance = graded precision). trend never compares scores of two scoring versions.",
+    )
 
 
 class RunStartLine(_Line):
@@ -131,7 +137,8 @@ class RunStartLine(_Line):
 
 
 class Scores(BaseModel):
-    """The four dimensions, ``overall`` (computed by code from the configured weights) and the
+    """The four dimensions, ``overall`` (computed by code from the configured weights), ``gradedPrecision``
+    (scoring version 2: the mean label / 3, the relevance of version 1; null in older files) and the
     list-level call's own holistic figures ``judgeRelevance``, ``judgeRanking``, ``judgeOverall``; each
     in [0, 1]. Format 2: relevance and ranking are computed from the labels
     (:mod:`judge_runner.judging.scores`); every score is null for an off-topic query."""
@@ -143,6 +150,7 @@ class Scores(BaseModel):
     coverage: MaybeUnit = None
     snippetQuality: MaybeUnit = None
     overall: MaybeUnit = None
+    gradedPrecision: MaybeUnit = None
     judgeRelevance: MaybeUnit = None
     judgeRanking: MaybeUnit = None
     judgeOverall: MaybeUnit = None
@@ -320,6 +328,30 @@ class Issue(BaseModel):
     queryIds: list[str]
 
 
+class FocusEvidence(BaseModel):
+    """What ``recommendedFocus`` rests on (judge_runner.judging.advice): per dimension the mean gain of overall
+    if the search recovered that dimension on every on-topic query, the queries weak on the focus dimension
+    and the suggestion paired with it."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    dimension: str | None = Field(default=None, description="The dimension to work on first; null when nothing is weak.")
+    headroom: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per dimension: how much the mean overall would rise if that dimension were recovered on every on-topic "
+        "query (ranking: by reordering what was returned; relevance: by returning what is known to answer better).",
+    )
+    weakGain: float = Field(
+        default=0.05, ge=0, description="A query is weak on a dimension when recovering it would raise its overall by this much."
+    )
+    onTopicQueries: int = Field(default=0, ge=0)
+    queryIds: list[str] = Field(default_factory=list, description="The queries weak on the focus dimension, largest gain first.")
+    suggestion: str | None = Field(
+        default=None, description="The judges' most frequent suggestion on those queries that addresses the dimension."
+    )
+    suggestionQueryIds: list[str] = Field(default_factory=list)
+
+
 class RunUsage(BaseModel):
     """Tokens and calls of the whole run (input tokens include cache writes and reads)."""
 
@@ -365,7 +397,8 @@ class RunEstimate(BaseModel):
 
 
 class SystemAverages(BaseModel):
-    """One system's figures in a compare run (averaged as the summary averages)."""
+    """One system's figures in a compare run, each over that system's lines only (averaged as the summary
+    averages; files written before issue 21 hold only the averages)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -374,6 +407,10 @@ class SystemAverages(BaseModel):
     failed: int = Field(ge=0)
     averageScores: dict[str, Unit] | None = None
     averageMetrics: dict[str, Unit] | None = None
+    abstention: Abstention | None = None
+    topIssues: list[Issue] = Field(default_factory=list)
+    recommendedFocus: str | None = None
+    focusEvidence: FocusEvidence | None = None
 
 
 class SystemDifference(BaseModel):
@@ -432,6 +469,9 @@ class SummaryLine(_Line):
     abstention: Abstention = Field(default_factory=Abstention)
     topIssues: list[Issue] = Field(default_factory=list)
     recommendedFocus: str | None = None
+    focusEvidence: FocusEvidence | None = Field(
+        default=None, description="What recommendedFocus rests on (scoring version 2); null without scored on-topic queries."
+    )
     costUsd: float | None = Field(default=None, ge=0, description="Null when a model's price is unknown (never shown as 0).")
     usage: RunUsage | None = None
     cachedInputShare: float | None = Field(
@@ -473,7 +513,9 @@ class SummaryLine(_Line):
     judgeIsGenerator: bool = Field(default=False, description="The queries were written by the judge's own model (circularity).")
     comparison: ComparisonBlock | None = Field(
         default=None,
-        description="Compare runs only (several systems on one query set); the averages above are then the reference system's.",
+        description="Compare runs only (several systems on one query set). averageScores, averageMetrics, abstention, topIssues, "
+        "recommendedFocus and focusEvidence are then the reference system's (every system's are in comparison.systems); "
+        "totalQueries, evaluated, failed, the label counts, usage and cost are the whole run's, every system together.",
     )
     estimate: RunEstimate | None = Field(
         default=None,

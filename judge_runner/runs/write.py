@@ -166,6 +166,8 @@ def build_summary(
     trials: int = 1,
     judge_is_generator: bool = False,
     cache_saved_usd: float | None = None,
+    recommended_focus: str | None = None,
+    focus_evidence: dict | None = None,
 ) -> dict:
     """The ``summary`` line (a :class:`~judge_runner.runs.lines.SummaryLine` serialised by alias).
     Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
@@ -176,13 +178,18 @@ def build_summary(
     and the expected-source disagreements. Cost figures: ``cachedInputShare`` (cache-read over all input
     tokens of ``usage``), ``cacheSavedUsd`` (``cache_saved_usd``, from the budget:
     :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
-    (:func:`cost_per_judged_query`)."""
+    (:func:`cost_per_judged_query`). ``recommended_focus`` and ``focus_evidence`` are the caller's
+    (:func:`judge_runner.judging.advice.recommended_focus`: the dimension with the most recoverable headroom,
+    which needs the scoring rules this layer does not know)."""
     average_scores = None
     scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     if scored_evaluations:
         average_scores = {
             d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")
         }
+        precision = _mean(_numbers([(ev.get("scores") or {}).get("gradedPrecision") for ev in scored_evaluations]))
+        if precision is not None:  # scoring version 2: the relevance of version 1, kept as its own figure
+            average_scores["gradedPrecision"] = precision
     average_metrics: dict[str, float | None] | None = {}
     for name in METRIC_NAMES:
         values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
@@ -192,22 +199,7 @@ def build_summary(
         average_metrics = None
     off_topic = [ev for ev in evaluations if ev.get("queryType") == "off-topic"]
     on_topic = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
-    all_issues = top_issues(evaluations, limit=None)
-    issues = all_issues[:5]
-    focus = None
-    scored = {d: v for d, v in (average_scores or {}).items() if d in DIMENSIONS and v is not None}
-    if scored:
-        # the weakest dimension, and the judges' most frequent suggestion on the queries that are weak on it
-        weakest = min(scored, key=lambda d: scored[d])
-        focus = f"{weakest} (average {scored[weakest]:.2f})"
-        weak = [
-            ev for ev in scored_evaluations if _numbers([(ev.get("scores") or {}).get(weakest)]) and ev["scores"][weakest] < scored[weakest]
-        ]
-        weak_issues = top_issues(weak, limit=1)
-        if weak_issues:
-            key = _normalise_issue(weak_issues[0]["issue"])
-            wording = next((i["issue"] for i in all_issues if _normalise_issue(i["issue"]) == key), weak_issues[0]["issue"])
-            focus += f"; most frequent suggestion on the queries weak on it: {wording}"
+    issues = top_issues(evaluations, limit=5)
     results = [r for ev in evaluations for r in ev.get("results") or []]
     alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
     models = sorted({m for ev in evaluations for m in ev.get("judgeModelsReturned") or []})
@@ -236,7 +228,8 @@ def build_summary(
             falseAbstentionRate=round(false_abstentions / len(on_topic), 6) if on_topic else None,
         ),
         topIssues=[Issue(**issue) for issue in issues],
-        recommendedFocus=focus,
+        recommendedFocus=recommended_focus,
+        focusEvidence=focus_evidence,
         costUsd=cost_usd,
         usage=RunUsage(**usage),
         cachedInputShare=cached_share,

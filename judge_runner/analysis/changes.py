@@ -1,0 +1,111 @@
+"""What differs between two runs (issue 21, item 5): which columns they can be compared on, and the real
+cause of a change named for what it is (system under test, search settings, corpus, query set, judge,
+scoring version, judge-runner version). Used by :mod:`judge_runner.analysis.trend` and the report on
+their ``Run`` objects (anything with the attributes of :class:`RunLike`)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from judge_runner.core.models import DIMENSIONS
+from judge_runner.measures.ir import NDCG10_NAME
+from judge_runner.runs.lines import Provenance
+from judge_runner.runs.read import RunFile
+
+GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
+SCORE_COLUMNS = (*DIMENSIONS, "overall")  # computed from labels under a scoring version
+
+
+class RunLike(Protocol):
+    """What these functions read of a run (``judge_runner.analysis.trend.Run``)."""
+
+    @property
+    def file(self) -> RunFile: ...
+
+    @property
+    def provenance(self) -> Provenance: ...
+
+    @property
+    def shown_system(self) -> str | None: ...
+
+    @property
+    def judge_label(self) -> str: ...
+
+    @property
+    def scoring_version(self) -> int: ...
+
+
+def comparable_columns(old: RunLike, new: RunLike, columns: tuple[str, ...] = GATED) -> tuple[str, ...]:
+    """The ``columns`` two runs can be compared on: every one when they were scored under the same scoring
+    version (``provenance.scoringVersion``, :data:`judge_runner.judging.scores.SCORING_VERSION`), else only
+    the IR metrics, which do not depend on how labels become scores: a change of the scoring rules is
+    not a regression."""
+    if old.scoring_version == new.scoring_version:
+        return columns
+    return tuple(c for c in columns if c not in SCORE_COLUMNS)
+
+
+def system_under_test(run: RunLike) -> str:
+    """The search a run judged, in words: the system its rows show (a compare run's reference, or the one
+    external system) from ``provenance.searchSystems`` (``command ...``, ``HTTP ...``, ``TREC run ...``,
+    ``built-in hybrid search``), else the built-in search in the mode of the run's config; with the search
+    limit when the config gives it."""
+    config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
+    entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
+    entry = next((e for e in entries if e.get("name") == run.shown_system), entries[0] if len(entries) == 1 else None)
+    if entry is None:
+        text = f"built-in {config.get('searchMode') or 'hybrid'} search"
+    else:
+        kind = entry.get("kind")
+        text = {
+            "command": f"command {entry.get('command')}",
+            "http": f"HTTP {entry.get('url')}",
+            "trec-run": f"TREC run {entry.get('run')}",
+        }.get(
+            str(kind),
+            f"built-in {entry.get('mode') or config.get('searchMode') or 'hybrid'} search"
+            + (f" ({entry['config']})" if entry.get("config") else ""),
+        )
+    return text + (f", limit {config['searchLimit']}" if config.get("searchLimit") else "")
+
+
+def _search_config(run: RunLike) -> dict[str, Any] | None:
+    """The built-in search's settings the run used, None when it judged another system."""
+    entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
+    entry = next((e for e in entries if e.get("name") == run.shown_system), entries[0] if len(entries) == 1 else None)
+    if entry is None:
+        return run.provenance.searchConfig
+    return entry.get("searchConfig") if entry.get("kind") == "builtin" else None
+
+
+def what_changed(old: RunLike, new: RunLike) -> list[str]:
+    """What differs between two runs that can explain a delta, each named for what it is: the system under
+    test (:func:`system_under_test`) or, for the same built-in search, its settings; the corpus (only when
+    both runs indexed one: a run of an external system has no corpus fingerprint); the query set (with
+    the models that wrote each, when both are known); the judge; the scoring version (scores are then not
+    compared, the IR metrics are); the judge-runner version."""
+    changes = []
+    po, pn = old.provenance, new.provenance
+    was, now = system_under_test(old), system_under_test(new)
+    old_config, new_config = _search_config(old), _search_config(new)
+    if was != now:
+        changes.append(f"system under test: {was} -> {now}")
+    elif old_config is not None and new_config is not None and old_config != new_config:
+        keys = sorted(k for k in set(old_config) | set(new_config) if old_config.get(k) != new_config.get(k))
+        changes.append("search config: " + ", ".join(f"{k} {old_config.get(k)} -> {new_config.get(k)}" for k in keys))
+    if po.corpusFingerprint and pn.corpusFingerprint and po.corpusFingerprint != pn.corpusFingerprint:
+        changes.append("corpus changed")
+    if po.querySetSha256 != pn.querySetSha256:
+        written = (
+            f"; written by {po.generatorModel}, then {pn.generatorModel}"
+            if po.generatorModel and pn.generatorModel and po.generatorModel != pn.generatorModel
+            else ""
+        )
+        changes.append(f"different query set (unpaired comparison{written})")
+    if old.judge_label != new.judge_label:
+        changes.append(f"judge {old.judge_label} -> {new.judge_label}")
+    if old.scoring_version != new.scoring_version:
+        changes.append(f"scoring version {old.scoring_version} -> {new.scoring_version}: scores not compared, IR metrics are")
+    if po.judgeRunnerVersion != pn.judgeRunnerVersion:
+        changes.append(f"judge-runner {po.judgeRunnerVersion} -> {pn.judgeRunnerVersion}")
+    return changes

@@ -36,7 +36,6 @@ from judge_runner.core.failures import (
     RunStatus,
     exit_code_for,
 )
-from judge_runner.core.models import QuerySet
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.runs.read import is_baseline, read_run_file
@@ -167,19 +166,20 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer) -> RunS
     require_folder(plan.fixtures)
     job = open_job(settings, plan.fixtures, plan.results, printer, need_generator=regenerate)
     with job.index:
-        generation = None
+        generation, card = None, None
         if regenerate:
             first = phase_one(job, plan.fixtures)
             if isinstance(first, RunOutcome):
                 return first.status
-            pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+            pinned.write_text(first.query_set().to_json(), encoding="utf-8")
             generation, queries = first, first.queries
         else:
-            queries = load_query_set(plan.queries_path or pinned).queries
+            query_set = load_query_set(plan.queries_path or pinned)
+            queries, card = query_set.queries, query_set.card
         warn_missing_sources(job.index, queries, settings.index_label, printer.err)
         prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
         hint = "the next `judge-runner weekly ... --batch` (same query set)"
-        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
+        outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint, card=card)
     try:
         written = build_report(plan.results, plan.reports)
         printer.out(f"report written to {written.html}")

@@ -13,7 +13,8 @@ from the cache: no second call. (In batched mode a label is keyed by the whole b
 phase two's labels are its own.)
 
 A query is verified when its best label is at least :data:`VERIFIED_LABEL` (2, "relevant" on the 0-3
-scale). A judge call that fails leaves its query unchecked (kept, never dropped for a failure).
+scale). A judge call that fails leaves its query unchecked (kept, never dropped for a failure); a spent
+budget, a spending limit or a refused key stops phase one, as it does when the writer meets them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import RenderedDocument, render_document
 from judge_runner.judging.labelling import ProtocolSettings, Tally, label_documents
 from judge_runner.judging.protocol import Judge
-from judge_runner.llm.errors import LLMError
+from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 from judge_runner.search.documents import FolderDocuments
 
 VERIFIED_LABEL = 2
@@ -93,7 +94,8 @@ def check_answerability(
     labelled against its expected sources' passages in the corpus at ``root`` (off-topic queries are
     not checked and get no entry). ``concurrency`` queries are checked at once (one for a heuristic
     judge); under ``--batch`` all at once, so their calls share a batch. A failed call (an LLMError) is
-    recorded as the query's ``error``; KeyboardInterrupt stops the check and is raised. ``protocol``:
+    recorded as the query's ``error``, except BudgetExhausted, SpendLimitError and AuthError, which stop
+    the check and are raised (no later call could succeed), as is KeyboardInterrupt. ``protocol``:
     default pointwise, one trial."""
     protocol = protocol or ProtocolSettings()
     documents = FolderDocuments(root)
@@ -120,6 +122,8 @@ def check_answerability(
                 tally=tally,
                 log=log,
             )
+        except (BudgetExhausted, SpendLimitError, AuthError):
+            raise  # the run cannot go on: phase one stops as it does for the writer's own calls
         except LLMError as exc:
             result.error = f"{type(exc).__name__}: {str(exc)[:200]}"
             with lock:

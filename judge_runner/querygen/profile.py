@@ -59,7 +59,7 @@ def detect_language(text: str, fmt: str) -> str:
     :data:`NO_LANGUAGE`."""
     if fmt not in PROSE_FORMATS:
         return NO_LANGUAGE
-    prose = " ".join(_WORDS.findall(_FENCE.sub(" ", text)))[:5000]
+    prose = " ".join(_WORDS.findall(_FENCE.sub(" ", text)))[:2000]
     if len(prose) < MIN_PROSE_CHARS:
         return NO_LANGUAGE
     language, probability = _identifier().classify(prose)

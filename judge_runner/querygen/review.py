@@ -81,8 +81,8 @@ def review_query_set(
     dropped query added to ``dropped`` (``{"id", "query", "reason", "check"}``), the judge's cost added
     to ``cost_usd``, and its ``card``. ``judge`` None skips the answerability check (the card says so).
     ``embedder``: for near-duplicates (default :func:`judge_runner.search.embedding.get_embedder`).
-    Raises KeyboardInterrupt, and what the embedder raises; a failed judge call leaves its query
-    unchecked."""
+    Raises KeyboardInterrupt, what the embedder raises, and the judge's BudgetExhausted, SpendLimitError
+    or AuthError (phase one stops); any other failed judge call leaves its query unchecked."""
     dropped = [
         DroppedQuery(
             id=str(d.get("id", "?")), query=str(d.get("query", "")), check=d.get("check", "sources"), reason=str(d.get("reason", ""))
@@ -97,17 +97,20 @@ def review_query_set(
     bm25 = CorpusBM25(profile)
     specific: list[Query] = []
     flagged: list[NonSpecificQuery] = []
-    for q in queries:
-        finding = non_specific(q, profile, bm25)
-        if finding is None:
-            specific.append(q)
-            continue
-        widened, entry = resolve_non_specific(q, finding)
-        flagged.append(entry)
-        if widened is None:
-            dropped.append(_dropped(q, "non-specific", entry.why))
-        else:
-            specific.append(widened)
+    try:
+        for q in queries:
+            finding = non_specific(q, profile, bm25)
+            if finding is None:
+                specific.append(q)
+                continue
+            widened, entry = resolve_non_specific(q, finding)
+            flagged.append(entry)
+            if widened is None:
+                dropped.append(_dropped(q, "non-specific", entry.why))
+            else:
+                specific.append(widened)
+    finally:
+        bm25.close()
     originals = {q.id: q.expectedSources for q in result.queries}
     answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
     kept: list[Query] = []

@@ -79,6 +79,9 @@ class Settings(BaseModel):
     )
     search_limit: int = Field(10, ge=1, le=100)
     count: int = Field(15, ge=1, le=500)
+    keep_unverified: bool = Field(
+        False, description="keep (and flag) a query the judge did not verify as answerable, instead of dropping it"
+    )
     weights: dict[str, float] = Field(default_factory=lambda: {d: 1.0 for d in DIMENSIONS})
     search: SearchSettings = Field(default_factory=SearchSettings)
 

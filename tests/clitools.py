@@ -23,6 +23,12 @@ NO_KEYS = {
 }
 
 
+KEEP_ALL = ["--keep-unverified", "--no-cache"]
+"""Flags for a ``generate`` that sets up a test of phase two: keep the queries the judge does not verify
+(phase one's answerability check, issue 22), so the set keeps its written size, and store no judgment
+(``generate`` has no ``--db``: its default cache is under the current folder)."""
+
+
 def invoke(args: list[str], env: dict | None = None):
     """Run ``judge-runner ARGS`` with no provider keys in the environment (plus ``env``)."""
     return CliRunner().invoke(main, args, env={**NO_KEYS, **(env or {})}, catch_exceptions=False)

@@ -26,7 +26,7 @@ from judge_runner.llm.batch import BatchCoordinator
 from judge_runner.llm.batch_api import custom_id
 from judge_runner.llm.pricing import Usage, cost_usd, price_for
 from judge_runner.llm.registry import get_spec
-from tests.clitools import invoke
+from tests.clitools import KEEP_ALL, invoke
 from tests.fakes.fake_llm import FakeLLMServer, offered_tools
 
 pytestmark = pytest.mark.hash_embedder
@@ -48,7 +48,7 @@ def query_set(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("queries") / "queries.json"
     with FakeLLMServer() as server:
         result = invoke(
-            ["generate", "--fixtures", str(ROOT / "fixtures"), "--count", "15", "--out", str(out), "--provider", "anthropic"],
+            ["generate", "--fixtures", str(ROOT / "fixtures"), "--count", "15", "--out", str(out), "--provider", "anthropic"] + KEEP_ALL,
             env_for(server, "anthropic"),
         )
     assert result.exit_code == 0, result.output
@@ -386,13 +386,19 @@ def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batche
         args = ["generate-and-evaluate", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--out-dir", str(out), "--count", "5"]
         result = invoke([*args, "--provider", "openai", "--batch"], env_for(server, "openai"))
         phase_one = server.count()
-        assert judge_requests(server, "openai") == [] and server.batches.count() == 2
+        # one batch for phase one's answerability labels (issue 22), then phase two's two
+        assert judge_requests(server, "openai") == [] and server.batches.count() == 3
+        checked = len(server.batches.submitted[0]["custom_ids"])
     assert result.exit_code == 0, result.output
     assert phase_one == 4  # list_dir, glob, read_file, submit_queries: the agent loop stays synchronous
     from tests.clitools import run_lines
 
     lines = run_lines(out)
-    assert lines[-1]["evaluated"] == 5 and lines[-1]["batch"]["batches"] == 2
+    card = lines[0]["querySetCard"]
+    assert card["answerability"]["checked"] == 4 and card["answerability"]["calls"] == checked == 4
+    # the summary counts the run's three batches; phase one's ended before the run file opened: no batch line
+    assert lines[-1]["evaluated"] == card["kept"] and lines[-1]["batch"]["batches"] == 3
+    assert sum(1 for l in lines if l["type"] == "batch") == 2
 
 
 # -- re-asks and retries go into follow-up batches --------------------------------------------------------

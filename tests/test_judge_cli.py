@@ -15,7 +15,7 @@ import pytest
 
 from judge_runner.analysis.trend import build_trend
 from judge_runner.search.trec import encode_id
-from tests.clitools import invoke, run_lines
+from tests.clitools import KEEP_ALL, invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def indexed(fixtures_root, tmp_path):
     db = tmp_path / "idx" / "index.sqlite"
     assert invoke(["index", str(fixtures_root), "--db", str(db)]).exit_code == 0
     queries = tmp_path / "queries.json"
-    result = invoke(["generate", "--fixtures", str(fixtures_root), "--count", "6", "--out", str(queries)])
+    result = invoke(["generate", "--fixtures", str(fixtures_root), "--count", "6", "--out", str(queries), *KEEP_ALL])
     assert result.exit_code == 0, result.output
     return db, queries
 

@@ -96,6 +96,7 @@ def test_main_job_completes_against_a_llama_cpp_like_server(fixtures_root, db_co
                 "5",
                 "--provider",
                 "openai",
+                "--keep-unverified",
             ],
             env,
         )

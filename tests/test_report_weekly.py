@@ -130,6 +130,7 @@ def test_weekly_pins_a_set_reports_prunes_and_logs(fixtures_root, db_copy, tmp_p
         "--keep",
         "2",
         "--quiet",
+        "--keep-unverified",
     ]
     first = invoke(args)
     assert first.exit_code == 0, first.output

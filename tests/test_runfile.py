@@ -153,7 +153,9 @@ def test_committed_schemas_are_the_generated_ones():
 def test_written_lines_validate_and_round_trip():
     schemas = {t: load_schema(f"{t}.schema.json") for t in ("run_start", "evaluation", "error", "summary")}
     start = run_start_line(
-        "r1", "2026-11-01T10:00:00.000Z", {"config": {}, "provenance": provenance(), "queriesGenerated": None, "queriesDropped": 0}
+        "r1",
+        "2026-11-01T10:00:00.000Z",
+        {"config": {}, "provenance": provenance(), "queriesGenerated": None, "queriesDropped": 0, "querySetCard": None},
     )
     assert start["formatVersion"] == FORMAT_VERSION == 2 and list(start)[:4] == ["type", "runId", "timestamp", "formatVersion"]
     ev = EvaluationLine.model_validate(evaluation(1)).line()

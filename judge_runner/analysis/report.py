@@ -2,7 +2,8 @@
 
 Built only from run files (``judge-runner trend``'s reader): headline numbers of the latest run and
 their change since the previous comparable run with 95% intervals, charts of each dimension and of
-the IR metrics over time, the worst queries with the judge's analysis, top issues and the recommended
+the IR metrics over time, the worst queries with the judge's analysis, the query-set card of the latest
+run (spread, answerability, duplicates, non-specific queries, leakage, dropped queries), top issues and the recommended
 focus, cost per run, per query and per judged query (trend.Run.cost_per_judged_query), and the queries that failed and why.
 """
 
@@ -21,6 +22,7 @@ from judge_runner.calibrate.output import calibration_folder, calibration_for_pr
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.timespan import parse_since
+from judge_runner.querygen.card import card_markdown
 
 __all__ = ["Report", "build_report", "local_date", "md_text"]
 
@@ -209,6 +211,9 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         if ev.suggestions:
             md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
+    card = latest.file.run_start.querySetCard if latest.file.run_start is not None else None
+    if card is not None:  # what phase one's checks found about the query set (issue 22)
+        md += ["## Query set", ""] + card_markdown(card)
     md += ["## Top issues and focus", ""]
     if scope:
         md += [f"Figures{scope}; each system's focus is under “Systems compared”.", ""]

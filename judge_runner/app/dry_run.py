@@ -51,11 +51,11 @@ from judge_runner.estimate.report import build_report, print_report
 from judge_runner.evaluation.loop import human_grades, prepare_search
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import CacheError, JudgmentCache
-from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.labelling import ProtocolSettings, judge_query, label_documents
 from judge_runner.judging.protocol import Judge
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
-from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, FileSandbox, query_set_sha256, submit_tool
+from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, query_set_sha256, submit_tool
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 
@@ -243,8 +243,7 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
     files = walk_corpus(fixtures, extensions=extensions).files
     mean_chars = min(READ_CAP_CHARS, sum(f.size for f in files) // len(files)) if files else READ_CAP_CHARS
     system = Template(load_prompt("generate_system.md")).substitute(count=count, query_types=", ".join(QUERY_TYPES))
-    listing = FileSandbox(fixtures, extensions).list_dir(".")
-    user = Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=listing)
+    user = first_turn(fixtures, count, extensions)
     rows = []
     for provider, model, price, chosen in candidates(settings, generator=True):
         base = tokens(wire_parts(provider, system, user, [*TOOLS, submit_tool(count)], None)[0])
@@ -272,7 +271,47 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
                 "costUsd": {mode: {"expected": usd(expected, price), "worst": usd(worst, price)} for mode in MODES},
             }
         )
-    return {"precision": "rough", "corpusFiles": len(files), "meanFileChars": mean_chars, "writers": rows}
+    return {
+        "precision": "rough",
+        "corpusFiles": len(files),
+        "meanFileChars": mean_chars,
+        "writers": rows,
+        "answerability": rough_answerability(settings, count),
+    }
+
+
+def off_topic_share(count: int) -> int:
+    """Off-topic queries in a set of ``count``, as the query-writing prompt asks (one, or two in sets of
+    10 or more; none in a set of one): they have no expected source, so the answerability check skips them."""
+    return 0 if count < 2 else (2 if count >= 10 else 1)
+
+
+def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
+    """Phase one's answerability check (:mod:`judge_runner.querygen.answerability`), rough: each on-topic
+    query of a set of ``count`` (:func:`off_topic_share` off-topic ones left out) labelled against one
+    passage of the chunker's maximum size, through the real protocol (judge mode, trials) and the
+    :class:`RecordingJudge` of each candidate judge; nothing cached (the set is new)."""
+    queries = count - off_topic_share(count)
+    passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
+    judges = []
+    for provider, model, price, chosen in candidates(settings):
+        judge = RecordingJudge(provider, model)
+        estimate = ModelEstimate(provider, model, price, chosen=chosen)
+        for n in range(queries):
+            outcomes = label_documents(
+                judge,
+                f"how do I rotate the backup keys of the staging database {n}",
+                "An operator needs the exact steps to rotate the keys without losing the replica.",
+                [("guides/some-document.md", "Operations > Backups", passage)],
+                mode=settings.judge_mode,
+                trials=settings.trials,
+                seed=settings.seed,
+                query_id=f"q{n}",
+            )
+            estimate.labels_to_judge += sum(o.labels_judged for o in outcomes)
+        estimate.calls = judge.calls
+        judges.append(estimate.figures())
+    return {"precision": "rough", "queries": queries, "judges": judges}
 
 
 # -- the jobs -------------------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
     check_corpus(settings, fixtures)
     roles = make_roles(settings, need_generator=True, say=printer.err)
     try:
-        result = write_queries(settings, roles.writer, fixtures, printer)
+        result = write_queries(settings, roles, fixtures, printer)
     except AuthError as exc:
         raise UsageError(f"{exc}; check the API key") from None
     except (BudgetExhausted, SpendLimitError) as exc:
@@ -89,7 +89,7 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
         raise IncompleteRunError("interrupted; no query set written") from None
     require_queries(result)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.query_set().model_dump_json(indent=2) + "\n", encoding="utf-8")
+    out.write_text(result.query_set().to_json(), encoding="utf-8")
     cost = roles.budget.total_cost_usd
     printer.out(
         f"wrote {len(result.queries)} queries to {out} ({len(result.dropped)} dropped; "
@@ -130,7 +130,7 @@ def evaluate_job(
         job_systems = open_search_systems(settings, systems, None, None, query_set.queries, printer)
         job = new_job(settings, make_roles(settings, need_generator=False, say=printer.err), None, out_dir, printer, job_systems)
         try:
-            return evaluate_queries(job, query_set.queries, all_queries=query_set.queries)
+            return evaluate_queries(job, query_set.queries, all_queries=query_set.queries, card=query_set.card)
         finally:
             close_systems(job_systems)
     index = open_index(settings, must_exist=True)
@@ -153,6 +153,6 @@ def evaluate_job(
             warn_judge_change(roles.judge, resume, printer)
         job = new_job(settings, roles, index, out_dir, printer, job_systems)
         try:
-            return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries)
+            return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries, card=query_set.card)
         finally:
             close_systems(job_systems)

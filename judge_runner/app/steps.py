@@ -31,6 +31,7 @@ from judge_runner.core.failures import (
 )
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
+from judge_runner.core.query_card import QuerySetCard
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.corpus.walk import parse_extensions
 from judge_runner.evaluation.compare import run_systems
@@ -38,9 +39,13 @@ from judge_runner.evaluation.lines import provenance
 from judge_runner.evaluation.loop import is_heuristic, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.llm.errors import LLMError
 from judge_runner.querygen.agent import generate_queries, query_set_sha256
+from judge_runner.querygen.card import card_lines
+from judge_runner.querygen.profile import profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.review import ReviewOptions, review_query_set
 from judge_runner.runs.write import utc_now
 from judge_runner.search.systems import System
 
@@ -102,11 +107,30 @@ def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
     return new_job(settings, roles, done.index, out_dir, printer)
 
 
-def write_queries(settings: Settings, generator: Any, fixtures: Path, printer: Printer) -> GenerationResult:
-    """Phase one: ``settings.count`` queries about FIXTURES from ``generator``. Raises what
-    ``generate_queries`` raises (LLMError, KeyboardInterrupt)."""
+def write_queries(settings: Settings, roles: Roles, fixtures: Path, printer: Printer) -> GenerationResult:
+    """Phase one: ``settings.count`` queries about FIXTURES from the roles' writer, then the review
+    (:func:`judge_runner.querygen.review.review_query_set`: duplicates, non-specific queries, the judge's
+    answerability check through the judgment cache, leakage and spread) and the query-set card, printed
+    at the end. Raises what ``generate_queries`` raises (LLMError, KeyboardInterrupt), KeyboardInterrupt
+    during the review, and UsageError for a judgment cache that cannot be used."""
+    extensions = parse_extensions(settings.extensions)
     printer.note(f"phase one: writing {settings.count} queries from {fixtures} ...")
-    result = generate_queries(generator, fixtures, settings.count, parse_extensions(settings.extensions), log=printer.log)
+    profile = profile_corpus(fixtures, extensions)
+    result = generate_queries(roles.writer, fixtures, settings.count, extensions, log=printer.log, profile=profile)  # type: ignore[arg-type]
+    printer.note(f"phase one: checking {len(result.queries)} queries (duplicates, specificity, answerability with the judge) ...")
+    # the judgment cache is opened only when the judge has a query to check (phase two reuses its labels)
+    cache = open_cache(settings, printer) if any(q.queryType != "off-topic" for q in result.queries) else None
+    try:
+        options = ReviewOptions(
+            settings.keep_unverified, ProtocolSettings(settings.judge_mode, settings.trials, settings.seed), roles.concurrency
+        )
+        result = review_query_set(result, profile, roles.judge, cache=cache, options=options, log=printer.log)
+    finally:
+        if cache is not None:
+            cache.close()
+    if result.card is not None:
+        for line in card_lines(result.card):
+            printer.note(line)
     printer.note(f"phase one: {len(result.queries)} queries kept, {len(result.dropped)} dropped")
     return result
 
@@ -132,7 +156,7 @@ def phase_one(job: Job, fixtures: Path) -> GenerationResult | RunOutcome:
     and return its outcome. Raises IncompleteRunError when no usable query was written
     (:func:`require_queries`)."""
     try:
-        generation = write_queries(job.settings, job.roles.writer, fixtures, job.printer)
+        generation = write_queries(job.settings, job.roles, fixtures, job.printer)
     except (LLMError, KeyboardInterrupt) as exc:
         job.printer.err(f"error: phase one stopped: {str(exc) or 'interrupted'}")
         return write_stopped_run(job, exc)
@@ -154,9 +178,12 @@ def run_start_fields(
     with_count: bool = False,
     resume: ResumePoint | None = None,
     all_queries: list[Query] | None = None,
+    card: QuerySetCard | None = None,
 ) -> dict:
-    """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
-    query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
+    """The ``run_start`` line's fields (config, provenance, phase-one counts, the query-set card, resume
+    origin). Saves the query set with its card beside the run file (``<run>.queries.json``) so next week,
+    or ``--resume``, finds it. ``card``: the card of a query set read from a file (the generation's own
+    card wins)."""
     settings = job.settings
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
@@ -179,9 +206,10 @@ def run_start_fields(
     if with_count:
         config["count"] = settings.count
     saved = all_queries or queries
+    card = generation.card if generation is not None and generation.card is not None else card
     if saved:
         query_file = writer.path.with_suffix(".queries.json")
-        query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        query_file.write_text(QuerySet(queries=saved, card=card).to_json(), encoding="utf-8")
         config["querySetFile"] = query_file.name
     run_start: dict[str, Any] = {
         "config": config,
@@ -197,6 +225,7 @@ def run_start_fields(
         ),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
+        "querySetCard": card.model_dump(mode="json") if card is not None else None,
     }
     if job.systems:
         run_start["provenance"]["searchSystems"] = [{"name": system.name, **system.description} for system in job.systems]
@@ -234,11 +263,13 @@ def evaluate_queries(
     all_queries: list[Query] | None = None,
     prior_batches: list[dict] | None = None,
     resume_hint: str | None = None,
+    card: QuerySetCard | None = None,
 ) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
     runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
     ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
-    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``)."""
+    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``);
+    ``card``: the query-set card of a set read from a file (into ``run_start``)."""
     writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
     run_start = run_start_fields(
         job,
@@ -249,6 +280,7 @@ def evaluate_queries(
         generator_model=generation.model if generation else None,
         resume=resume,
         all_queries=all_queries,
+        card=card,
     )
     cache = open_cache(job.settings, job.printer)
     check_human_coverage(cache, job.settings, queries, job.printer)

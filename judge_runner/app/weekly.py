@@ -38,7 +38,6 @@ from judge_runner.core.failures import (
     RunStatus,
     exit_code_for,
 )
-from judge_runner.core.models import QuerySet
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.runs.read import is_baseline, read_run_file
@@ -172,25 +171,27 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
         printer.err(f"no pinned query set in {plan.results}: generating one (phase one) and pinning it")
         regenerate = True
     require_folder(plan.fixtures)
-    given = None if regenerate else load_query_set(plan.queries_path or pinned).queries
+    given = None if regenerate else load_query_set(plan.queries_path or pinned)
     job = open_job(settings, plan.fixtures, plan.results, printer, need_generator=regenerate)
     with job.index:
         # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
-        job = replace(job, systems=open_search_systems(settings, systems, job.index, plan.fixtures, given or [], printer))
+        job = replace(
+            job, systems=open_search_systems(settings, systems, job.index, plan.fixtures, given.queries if given else [], printer)
+        )
         try:
-            generation = None
+            generation, card = None, None
             if given is None:
                 first = phase_one(job, plan.fixtures)
                 if isinstance(first, RunOutcome):
                     return first.status
-                pinned.write_text(QuerySet(queries=first.queries).model_dump_json(indent=2) + "\n", encoding="utf-8")
+                pinned.write_text(first.query_set().to_json(), encoding="utf-8")
                 generation, queries = first, first.queries
             else:
-                queries = given
+                queries, card = given.queries, given.card
             warn_missing_sources(job.index, queries, settings.index_label, printer.err)
             prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
             hint = "the next `judge-runner weekly ... --batch` (same query set)"
-            outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint)
+            outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint, card=card)
         finally:
             close_systems(job.systems)
     try:

@@ -49,8 +49,11 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 
     \b
     The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
-    outside). Queries whose expected files do not exist are dropped and counted; when none is left,
-    nothing is written and the command exits 3, as generate-and-evaluate and weekly do.
+    outside). Then the set is checked (docs/query-sets.md): queries whose expected files do not exist,
+    near-duplicates, queries many files answer equally, and queries the judge finds unanswered by their
+    expected files (unless --keep-unverified) are dropped; the query-set card (spread, answerability,
+    leakage, every dropped query) is printed and saved in the file. When no query is left, nothing is
+    written and the command exits 3, as generate-and-evaluate and weekly do.
     Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure, no
     usable query); 4 internal error.
     """

@@ -195,6 +195,8 @@ BATCH = [
     ),
     setting_option("batch_poll", "Longest wait between two status checks of a batch, in seconds [default: 60]."),
 ]
+_UNVERIFIED = "Keep, flagged 'unverified' on the query-set card, a query the judge did not find answered by its expected sources."
+KEEP_UNVERIFIED = setting_option("keep_unverified", _UNVERIFIED + " [default: drop it]", is_flag=True)
 CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
 COUNT = setting_option("count", "Number of queries to write [default: 15].")
 OUT_DIR = click.option(
@@ -233,7 +235,8 @@ def check_flags(dry_run: bool, as_json: bool) -> bool:
 
 
 def generate_options(f):
-    return _options(f, [PROVIDER, MODEL, *COMMON])
+    # the judge checks each query is answerable (docs/query-sets.md); --human-qrels (last) does not apply
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED])
 
 
 def evaluate_options(f):
@@ -241,4 +244,4 @@ def evaluate_options(f):
 
 
 def run_options(f):
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED])

@@ -7,6 +7,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge_runner.core.query_card import QuerySetCard
 from judge_runner.core.textproc import clean_text
 
 # The vocabulary, each defined once here: click choices, settings, prompts and the JSON Schemas' enums
@@ -45,11 +46,14 @@ class Query(BaseModel):
 
 
 class QuerySet(BaseModel):
-    """What ``generate --out`` writes and ``evaluate --queries`` reads."""
+    """What ``generate --out`` writes and ``evaluate --queries`` reads: the queries, and the query-set
+    card phase one's checks wrote (:class:`~judge_runner.core.query_card.QuerySetCard`; None for a set
+    written by hand or before cards existed). The card is not part of the set's sha256."""
 
     model_config = ConfigDict(extra="forbid")
 
     queries: list[Query] = Field(min_length=1)
+    card: QuerySetCard | None = None
 
     @classmethod
     def model_validate_json(cls, json_data, **kwargs) -> QuerySet:
@@ -69,6 +73,10 @@ class QuerySet(BaseModel):
             except ValueError:
                 raise exc from None
             return cls.model_validate(data, **{k: v for k, v in kwargs.items() if k in ("strict", "context")})
+
+    def to_json(self) -> str:
+        """The file's text: 2-space JSON and a trailing newline, with no ``card`` key when there is no card."""
+        return self.model_dump_json(indent=2, exclude={"card"} if self.card is None else None) + "\n"
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuerySet:

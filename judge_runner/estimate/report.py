@@ -29,6 +29,12 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
             f"rough: phase two of a query set not yet written: {judging['queries']} queries x {settings.search_limit} results, "
             "each a chunk of the chunker's maximum size; all on-topic (one list call each); nothing cached"
         )
+    if phase_one is not None and phase_one.get("answerability") is not None:
+        assumptions.append(
+            f"rough: phase one's answerability check: {phase_one['answerability']['queries']} on-topic queries (the off-topic ones "
+            "are not checked), each labelled against one passage of the chunker's maximum size (more expected sources, more "
+            "labels); in pointwise mode phase two reuses these labels from the judgment cache when it shows the same passage"
+        )
     if phase_one is not None:
         assumptions.append(
             f"rough: phase one: {EXPECTED_AGENT_TURNS} agent requests, each resending the conversation with one tool result of "
@@ -78,6 +84,10 @@ def report_lines(report: dict[str, Any]) -> list[str]:
             f"  worst case {r['provider']}/{r['model']}: {r['worstCalls']} requests, {r['worstInputTokens']:,} input tokens"
             for r in one["writers"][:1]
         ]
+        check = one.get("answerability")
+        if check is not None:
+            lines.append(f"phase one's answerability check (rough: {check['queries']} on-topic queries, one passage each):")
+            lines += [head] + [row(r) for r in check["judges"]]
     two = report["phaseTwo"]
     if two["precision"] == "pool":
         lines.append(f"calibration (pool and probes labelled): judge mode {report['judgeMode']}, {report['trials']} trial(s)")

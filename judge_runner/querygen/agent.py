@@ -24,6 +24,7 @@ from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, normalize_so
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
+from judge_runner.querygen.profile import CorpusProfile, profile_corpus
 from judge_runner.querygen.protocol import GenerationResult, QueryWriter
 
 READ_CAP_CHARS = 12_000
@@ -252,19 +253,23 @@ TOOLS = [
 ]
 
 
+def submit_schema(count: int | None) -> dict:
+    """``schemas/query_set.schema.json`` as a query writer answers it: pinned to ``count`` queries (None:
+    any number), without the ``card`` judge-runner writes."""
+    schema = pinned_schema("query_set.schema.json", "queries", count)
+    schema["properties"].pop("card", None)
+    return schema
+
+
 def submit_tool(count: int) -> ToolSpec:
     """The ``submit_queries`` tool, its schema pinned to exactly ``count`` queries."""
-    return ToolSpec(
-        "submit_queries",
-        "Submit the finished query set. Call it exactly once, when done.",
-        pinned_schema("query_set.schema.json", "queries", count),
-    )
+    return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.", submit_schema(count))
 
 
 def check_query_set(data: object, count: int | None = None) -> list[str]:
     """Schema problems of a submitted query set (empty list when valid), as short messages the model
     can act on."""
-    validator = jsonschema.Draft202012Validator(pinned_schema("query_set.schema.json", "queries", count))
+    validator = jsonschema.Draft202012Validator(submit_schema(count))
     errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)]
     if not errors:
         ids = [q["id"] for q in data["queries"]]  # type: ignore[index]
@@ -298,17 +303,31 @@ def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT
     return kept, dropped
 
 
+def first_turn(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, profile: CorpusProfile | None = None) -> str:
+    """The agent's first user turn: the root listing and the corpus's outline (files per folder, format
+    and language: :meth:`CorpusProfile.outline`), so the queries can be spread over the corpus."""
+    profile = profile or profile_corpus(root, extensions)
+    listing = FileSandbox(root, extensions).list_dir(".")
+    return Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=listing, corpus_outline=profile.outline())
+
+
 def generate_with_llm(
-    provider: ChatProvider, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log=lambda message: None
+    provider: ChatProvider,
+    root: Path,
+    count: int,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    log=lambda message: None,
+    profile: CorpusProfile | None = None,
 ) -> GenerationResult:
-    """Run the exploring agent until it submits a valid query set.
+    """Run the exploring agent until it submits a valid query set. ``profile``: the corpus's, for the
+    outline in the first turn (:func:`first_turn`; default: profiled here).
 
     Raises InvalidOutputError when no valid set arrives within MAX_TOOL_TURNS turns and MAX_REASKS
     re-asks, RefusalError on a refusal, and any LLMError from the provider (budget, auth, transport).
     """
     sandbox = FileSandbox(root, extensions)
     system = Template(load_prompt("generate_system.md")).substitute(count=count, query_types=", ".join(QUERY_TYPES))
-    user = Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=sandbox.list_dir("."))
+    user = first_turn(root, count, extensions, profile)
     tools = TOOLS + [submit_tool(count)]
     turns = [Turn("user", text=user)]
     reasks = 0
@@ -368,10 +387,15 @@ class LLMQueryWriter:
         self.model = provider.model
 
     def write_queries(
-        self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log: Callable[[str], None] = lambda message: None
+        self,
+        root: Path,
+        count: int,
+        extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+        log: Callable[[str], None] = lambda message: None,
+        profile: CorpusProfile | None = None,
     ) -> GenerationResult:
         """See :func:`generate_with_llm`."""
-        return generate_with_llm(self.provider, Path(root), count, extensions, log)
+        return generate_with_llm(self.provider, Path(root), count, extensions, log, profile)
 
 
 def generate_queries(
@@ -380,10 +404,12 @@ def generate_queries(
     count: int,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     log: Callable[[str], None] = lambda message: None,
+    profile: CorpusProfile | None = None,
 ) -> GenerationResult:
     """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
-    pass the same schema check and source filter. Raises ValueError for ``count < 1`` and what the
-    writer raises (see :func:`generate_with_llm`)."""
+    pass the same schema check and source filter (the review, :mod:`judge_runner.querygen.review`,
+    follows). ``profile``: the corpus's profile, when the caller has one. Raises ValueError for
+    ``count < 1`` and what the writer raises (see :func:`generate_with_llm`)."""
     if count < 1:
         raise ValueError("--count must be at least 1")
-    return writer.write_queries(Path(root), count, extensions, log)
+    return writer.write_queries(Path(root), count, extensions, log, profile)

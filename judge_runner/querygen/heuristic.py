@@ -4,7 +4,16 @@ Markdown headings, Python function and class names, top-level config keys, disti
 (tf-idf), a heading of a non-English document, and off-topic questions the corpus cannot answer; each
 query's expected source is the file it came from. Deterministic, no network. Its query set passes the
 same schema check and source filter as an LLM's (:func:`judge_runner.querygen.agent.check_query_set`,
-:func:`~judge_runner.querygen.agent.filter_queries`).
+:func:`~judge_runner.querygen.agent.filter_queries`), then the same review (:mod:`judge_runner.querygen.review`).
+
+Sources are sampled across the corpus, not taken in path order (issue 22, item 5): each top-level folder
+gets on-topic queries in proportion to its files, a folder with files at least one
+(:func:`judge_runner.querygen.spread.allocate`); inside a folder, the candidate of the least-used query
+type is taken first, then of the least-used file and subfolder, then of the format and language furthest
+below their share of the corpus, ties broken by a hash of the candidate (stable, but not alphabetical).
+A candidate the review would flag non-specific (:func:`judge_runner.querygen.checks.non_specific`), a
+heading more than a few files carry, and a heading addressed to the judge (the fence's instruction
+detector, :func:`judge_runner.judging.fence.detect_instructions`) are passed over.
 
 It lives outside ``llm/`` because it reads the corpus (:mod:`judge_runner.corpus`); the LLM layer never does.
 """
@@ -12,32 +21,35 @@ It lives outside ``llm/`` because it reads the corpus (:mod:`judge_runner.corpus
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from judge_runner.core.models import Query
 from judge_runner.core.textproc import STOPWORDS
 from judge_runner.corpus.chunk import chunk_text
-from judge_runner.corpus.read import BinaryContent, decode
-from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, walk_corpus
+from judge_runner.corpus.walk import DEFAULT_EXTENSIONS
+from judge_runner.judging.fence import detect_instructions
 from judge_runner.llm.errors import InvalidOutputError
 from judge_runner.llm.registry import HEURISTIC_MODEL
 from judge_runner.querygen.agent import check_query_set, filter_queries
+from judge_runner.querygen.checks import HEADING_FILES_LIMIT, CorpusBM25, non_specific
+from judge_runner.querygen.profile import NO_LANGUAGE, CorpusProfile, ProfiledFile, clean_heading, profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.spread import allocate
 
 OFF_TOPIC = (
     "how long should sourdough bread proof overnight",
     "best hiking trails in patagonia in march",
     "who won the 1998 world cup final",
     "recipe for a vegetarian lasagna with spinach",
-)
-_NON_ENGLISH_HINTS = re.compile(
-    r"\b(der|die|und|nicht|mit|für|les|des|une|pour|avec|est)\b|[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]", re.I
 )
 # Section headings that name no topic: a query made of them tests nothing.
 _GENERIC_HEADINGS = frozenset(
@@ -46,6 +58,8 @@ _GENERIC_HEADINGS = frozenset(
     requirements usage examples example setup the short version why how what next steps open questions
     action items timeline impact root cause resolution defaults data""".split()
 )
+# Values of config files, not words anyone searches for ("true false" from a tsconfig.json).
+_LITERALS = frozenset({"true", "false", "null", "none", "yes"})
 _GENERIC_KEYS = frozenset(
     {
         "version",
@@ -69,46 +83,49 @@ _GENERIC_KEYS = frozenset(
 )
 
 
-def _clean_heading(heading: str) -> str:
-    """Strip list numbering and markdown emphasis from a heading ("1. Clone the repos" -> "Clone the repos")."""
-    heading = re.sub(r"^(?:\d+[.)]|step \d+:?|day [\d–-]+:)\s*", "", heading.strip(), flags=re.I)
-    return heading.replace("`", "").replace("*", "").strip()
-
-
 def _is_topical(heading: str) -> bool:
     words = heading.lower().split()
     return len(heading) >= 6 and not all(w.strip(":?") in _GENERIC_HEADINGS for w in words)
 
 
-def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple[str, str, str]]]:
-    """``{queryType: [(query, intent, source), ...]}`` mined from the corpus, in corpus order."""
-    out: dict[str, list[tuple[str, str, str]]] = {
-        t: [] for t in ("keyword", "identifier", "natural-language", "conceptual", "multilingual")
-    }
-    docs: dict[str, str] = {}
-    for file in walk_corpus(root, extensions=extensions).files:
-        try:
-            text = decode(file.path.read_bytes()).text
-        except (OSError, BinaryContent):
-            continue
-        if not text.strip():
-            continue
-        docs[file.source] = text
-        ext = file.source.rsplit(".", 1)[-1]
-        non_english = len(_NON_ENGLISH_HINTS.findall(text[:3000])) >= 8
+@dataclass(frozen=True)
+class Candidate:
+    """A query the corpus suggests: its ``kind`` (query type), text, intent and the ``file`` it came from."""
+
+    kind: str
+    query: str
+    intent: str
+    file: ProfiledFile
+
+    @property
+    def order(self) -> str:
+        """The tie-breaker: a hash of source and text, stable across runs but unrelated to path order."""
+        return hashlib.sha256(f"{self.file.source}\0{self.query}".encode()).hexdigest()
+
+
+def _candidates(profile: CorpusProfile) -> list[Candidate]:
+    """Every candidate query of the corpus (see the module docstring), in corpus order."""
+    out: list[Candidate] = []
+    for file in profile.files.values():
+        text, ext = file.text, file.format
         if ext in ("md", "markdown", "txt"):
             # headings as the chunker sees them (fenced code is not a heading), last part of each path
             anchors = dict.fromkeys(c.anchor for c in chunk_text(text, "md") if c.anchor) if ext != "txt" else {}
-            headings = [_clean_heading(a.split(" > ")[-1]) for a in anchors]
-            headings = [h for h in headings if _is_topical(h)]
-            if non_english:
+            headings = [clean_heading(a.split(" > ")[-1]) for a in anchors]
+            # a heading more than a few files carry names no one file: the review would flag it non-specific
+            # and a heading addressed to the judge ("ignore previous instructions ...") is an attack, not a query
+            headings = [
+                h
+                for h in headings
+                if _is_topical(h) and len(profile.heading_files(h)) <= HEADING_FILES_LIMIT and not detect_instructions(h)
+            ]
+            if file.language not in ("en", NO_LANGUAGE):
                 first = headings[0] if headings else text.strip().splitlines()[0][:80]
-                out["multilingual"].append((first, f"Find the document about “{first}” (not in English).", file.source))
+                out.append(Candidate("multilingual", first, f"Find the document about “{first}” (not in English).", file))
                 continue
             for heading in headings[1:3] or headings[:1]:
                 kind = "natural-language" if len(heading.split()) >= 4 else "conceptual"
-                query = heading
-                out[kind].append((query, f"Find the section “{heading}” of {file.source}.", file.source))
+                out.append(Candidate(kind, heading, f"Find the section “{heading}” of {file.source}.", file))
         elif ext == "py":
             try:
                 tree = ast.parse(text)
@@ -116,7 +133,7 @@ def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple
                 continue
             for node in tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
-                    out["identifier"].append((node.name, f"Find where `{node.name}` is defined.", file.source))
+                    out.append(Candidate("identifier", node.name, f"Find where `{node.name}` is defined.", file))
         elif ext in ("yaml", "yml", "json"):
             try:
                 data = json.loads(text) if ext == "json" else next(iter(yaml.safe_load_all(text)), None)
@@ -126,44 +143,84 @@ def _candidates(root: Path, extensions: tuple[str, ...]) -> dict[str, list[tuple
                 keys = [k for k in data if isinstance(k, str) and len(k) > 3 and k not in _GENERIC_KEYS and k[0].isalpha()]
                 keys.sort(key=lambda k: ("_" not in k and "-" not in k and k.islower(), -len(k)))
                 for key in keys[:2]:
-                    out["identifier"].append((key, f"Find the configuration that sets `{key}`.", file.source))
+                    out.append(Candidate("identifier", key, f"Find the configuration that sets `{key}`.", file))
     # key phrases: each document's two most distinctive terms (tf-idf over the corpus)
-    words = {source: [w for w in re.findall(r"[^\W\d_]{4,}", text.lower()) if w not in STOPWORDS] for source, text in docs.items()}
+    words = {s: [w for w in re.findall(r"[^\W\d_]{4,}", f.text.lower()) if w not in STOPWORDS] for s, f in profile.files.items()}
     df = Counter(w for ws in words.values() for w in set(ws))
-    for source in docs:
+    n = len(profile.files)
+    for source, file in profile.files.items():
         tf = Counter(words[source])
         # distinctive = repeated in this document, rare in the corpus
-        terms = [t for t in tf if tf[t] >= 2 and df[t] <= max(2, len(docs) // 10)]
-        scored = sorted(terms, key=lambda t: (-tf[t] * math.log(len(docs) / df[t]), t))[:2]
+        terms = [t for t in tf if tf[t] >= 2 and df[t] <= max(2, n // 10) and t not in _LITERALS]
+        scored = sorted(terms, key=lambda t: (-tf[t] * math.log(n / df[t]), t))[:2]
         if len(scored) == 2:
-            out["keyword"].append((" ".join(scored), f"Find the document about {scored[0]} and {scored[1]}.", source))
+            out.append(Candidate("keyword", " ".join(scored), f"Find the document about {scored[0]} and {scored[1]}.", file))
     return out
 
 
-def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> dict:
-    """A query set of exactly ``count`` queries (``schemas/query_set.schema.json`` shape), types taken
-    round-robin and sources spread over the corpus; one off-topic query when ``count >= 2`` (two when
-    ``count >= 12``). Deterministic for a given corpus."""
-    pools = _candidates(root, extensions)
+def _share(counts: Counter[str], total: int) -> dict[str, float]:
+    return {k: v / total for k, v in counts.items()} if total else {}
+
+
+def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, profile: CorpusProfile | None = None) -> dict:
+    """A query set of exactly ``count`` queries (``schemas/query_set.schema.json`` shape) when the corpus
+    offers enough candidates: one off-topic query when ``count >= 2`` (two when ``count >= 12``), the
+    others sampled across the corpus's folders, formats and languages (see the module docstring), types
+    balanced. ``profile``: the corpus's (default: profiled here). Deterministic for a given corpus."""
+    profile = profile or profile_corpus(Path(root), extensions)
     off_topic = 0 if count < 2 else (2 if count >= 12 else 1)
-    order = ["identifier", "natural-language", "keyword", "conceptual", "multilingual"]
-    used_sources: Counter[str] = Counter()
+    slots = count - off_topic
+    remaining = sorted(_candidates(profile), key=lambda c: c.order)
+    files = profile.counts("folder")
+    with_candidates = {c.file.folder for c in remaining}
+    targets = allocate({f: n for f, n in files.items() if f in with_candidates}, slots)
+    total = len(profile.files)
+    format_share = _share(profile.counts("format"), total)
+    language_share = _share(profile.counts("language"), total)
+    used: dict[str, Counter[str]] = {k: Counter() for k in ("folder", "kind", "source", "subfolder", "format", "language")}
     used_queries: set[str] = set()
     chosen: list[dict] = []
-    while len(chosen) < count - off_topic and any(pools[k] for k in order):
-        for kind in order:
-            if len(chosen) >= count - off_topic:
-                break
-            pool = pools[kind]
-            # prefer the candidate whose source has been used least, then corpus order
-            pool.sort(key=lambda c: used_sources[c[2]])
-            while pool:
-                query, intent, source = pool.pop(0)
-                if query.lower() not in used_queries:
-                    used_queries.add(query.lower())
-                    used_sources[source] += 1
-                    chosen.append({"query": query, "queryIntent": intent, "queryType": kind, "expectedSources": [source]})
-                    break
+    bm25 = CorpusBM25(profile)
+
+    def below_share(c: Candidate) -> float:
+        n = len(chosen) + 1
+        return (format_share.get(c.file.format, 0) * n - used["format"][c.file.format]) + (
+            language_share.get(c.file.language, 0) * n - used["language"][c.file.language]
+        )
+
+    try:
+        while len(chosen) < slots and remaining:
+            folders = {c.file.folder for c in remaining}
+            short = [f for f in folders if used["folder"][f] < targets.get(f, 0)] or list(folders)
+            folder = max(short, key=lambda f: (targets.get(f, 0) - used["folder"][f], files.get(f, 0), f))
+            pool = [c for c in remaining if c.file.folder == folder]
+            pick = min(
+                pool,
+                key=lambda c: (
+                    used["kind"][c.kind],
+                    used["source"][c.file.source],
+                    used["subfolder"][c.file.subfolder],
+                    -below_share(c),
+                    c.order,
+                ),
+            )
+            remaining.remove(pick)
+            item = {"query": pick.query, "queryIntent": pick.intent, "queryType": pick.kind, "expectedSources": [pick.file.source]}
+            if pick.query.lower() in used_queries or non_specific(Query(id="candidate", **item), profile, bm25) is not None:
+                continue
+            used_queries.add(pick.query.lower())
+            for key, value in (
+                ("folder", pick.file.folder),
+                ("kind", pick.kind),
+                ("source", pick.file.source),
+                ("subfolder", pick.file.subfolder),
+                ("format", pick.file.format),
+                ("language", pick.file.language),
+            ):
+                used[key][value] += 1
+            chosen.append(item)
+    finally:
+        bm25.close()
     while len(chosen) < count:
         text = OFF_TOPIC[(len(chosen)) % len(OFF_TOPIC)]
         if text in used_queries:
@@ -177,9 +234,7 @@ def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAUL
                 "expectedSources": [],
             }
         )
-    for number, item in enumerate(chosen, start=1):
-        item["id"] = f"q{number:02d}"
-    return {"queries": [{"id": c["id"], **{k: v for k, v in c.items() if k != "id"}} for c in chosen]}
+    return {"queries": [{"id": f"q{number:02d}", **item} for number, item in enumerate(chosen, start=1)]}
 
 
 class HeuristicQueryWriter:
@@ -190,11 +245,16 @@ class HeuristicQueryWriter:
     heuristic = True
 
     def write_queries(
-        self, root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, log: Callable[[str], None] = lambda message: None
+        self,
+        root: Path,
+        count: int,
+        extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+        log: Callable[[str], None] = lambda message: None,
+        profile: CorpusProfile | None = None,
     ) -> GenerationResult:
         """``count`` queries from :func:`propose_queries`, schema-checked and filtered like an LLM's.
         Raises InvalidOutputError when the set fails its schema (a bug of the heuristic)."""
-        data = propose_queries(Path(root), count, extensions)
+        data = propose_queries(Path(root), count, extensions, profile)
         problems = check_query_set(data)
         if problems:
             raise InvalidOutputError("the offline generator produced an invalid query set: " + "; ".join(problems))

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Protocol
 
 from judge_runner.core.models import Query, QuerySet
+from judge_runner.core.query_card import QuerySetCard
+from judge_runner.querygen.profile import CorpusProfile
 
 
 class QueryWriter(Protocol):
@@ -21,16 +23,25 @@ class QueryWriter(Protocol):
     heuristic: bool
 
     def write_queries(
-        self, root: Path, count: int, extensions: tuple[str, ...] = ..., log: Callable[[str], None] = ...
+        self,
+        root: Path,
+        count: int,
+        extensions: tuple[str, ...] = ...,
+        log: Callable[[str], None] = ...,
+        profile: CorpusProfile | None = None,
     ) -> GenerationResult:
         """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
-        and with queries whose expected sources do not exist dropped. Raises an LLMError kind."""
+        and with queries whose expected sources do not exist dropped. ``profile``: the corpus's profile
+        when the caller has one (:func:`judge_runner.querygen.profile.profile_corpus`; else the writer
+        builds it), for spreading the queries over the corpus. Raises an LLMError kind."""
         ...
 
 
 @dataclass
 class GenerationResult:
-    """Phase one's outcome: valid queries, the dropped ones with reasons, usage and cost."""
+    """Phase one's outcome: valid queries, the dropped ones with reasons (``{"id", "query", "reason"}``,
+    plus ``"check"`` once reviewed), usage and cost (USD; the writer's, plus the answerability check's
+    once reviewed), and the query-set ``card`` (None until :func:`judge_runner.querygen.review.review_query_set`)."""
 
     queries: list[Query]
     generated: int
@@ -38,7 +49,8 @@ class GenerationResult:
     model: str | None = None
     cost_usd: float | None = 0.0
     tool_calls: int = 0
+    card: QuerySetCard | None = None
 
     def query_set(self) -> QuerySet:
-        """The queries as the file ``generate --out`` writes."""
-        return QuerySet(queries=self.queries)
+        """The queries and their card as the file ``generate --out`` writes."""
+        return QuerySet(queries=self.queries, card=self.card)

@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator
 
 from judge_runner.core.models import DIMENSIONS, QueryType, SearchMode
+from judge_runner.core.query_card import QuerySetCard
 from judge_runner.llm.registry import PROVIDER_NAMES
 from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
 
@@ -131,6 +132,11 @@ class RunStartLine(_Line):
     provenance: Provenance | None = None
     queriesGenerated: int | None = Field(default=None, ge=0, description="Queries phase one returned (null when the set came from a file).")
     queriesDropped: int = Field(default=0, ge=0, description="Queries phase one dropped, e.g. because an expected source does not exist.")
+    querySetCard: QuerySetCard | None = Field(
+        default=None,
+        description="The query-set card (docs/query-sets.md): spread against the corpus, answerability, duplicates, "
+        "non-specific queries, leakage by type, dropped queries; null for a query set without one.",
+    )
 
 
 # -- evaluation ------------------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""The query-set checks that need no judge (issue 22): near-duplicates, non-specific queries and leakage.
+The judge's check is :mod:`judge_runner.querygen.answerability`; spread is :mod:`judge_runner.querygen.spread`.
+docs/query-sets.md explains each check and its thresholds.
+
+- **Distinct** (:func:`find_duplicates`): two queries are one when their texts are equal after
+  :func:`~judge_runner.querygen.profile.normalise_text`, or when they have the same expected sources and
+  the cosine of their embeddings is at least :data:`DUPLICATE_COSINE`. The first (in the set's order) is
+  kept.
+- **Specific** (:func:`non_specific`): a query (not ``ambiguous``, not ``off-topic``) is non-specific
+  when many files answer it equally: its text is a heading of more than :data:`HEADING_FILES_LIMIT`
+  files, or its expected source holds most of its content words (at least :data:`MIN_COVERAGE` of their
+  stems) and BM25 scores at least :data:`NON_SPECIFIC_RIVALS` other files within :data:`BM25_TIE` of it.
+  :func:`resolve_non_specific` widens its expected sources to those rivals when they are at most
+  :data:`WIDEN_LIMIT` (they answer it as well as the source the writer named), else drops it (a query
+  that many files answer equally cannot tell a good ranking from a bad one).
+- **Leakage** (:func:`measure_leakage`): how much of a query is copied from its expected source.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from judge_runner.core.models import Query
+from judge_runner.core.query_card import NonSpecificQuery
+from judge_runner.querygen.profile import CorpusProfile, content_stems, normalise_text
+from judge_runner.search.embedding import TextEmbedder, encode_each
+from judge_runner.search.hybrid import FIELD_WEIGHTS
+from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
+
+DUPLICATE_COSINE = 0.90
+"""Cosine (all-MiniLM-L6-v2 in a real run) at or above which two queries with the same expected sources
+are near-duplicates. Paraphrases of one question ("rotate the backup key" / "how do I rotate backup
+keys") score above it; related but different questions ("A man is eating food." / "A man is eating a
+piece of bread.", 0.755 on this model) well below."""
+HEADING_FILES_LIMIT = 3
+"""A query whose text is a heading of more than this many files is non-specific ("Deploy with docker
+compose" is a heading of 39 READMEs in the shared fixtures-kb)."""
+NON_SPECIFIC_RIVALS = 3
+"""Other files BM25 cannot separate from the expected source that make a query non-specific."""
+BM25_TIE = 0.9
+"""A file scoring at least this share of the expected source's BM25 score is not separated from it."""
+MIN_COVERAGE = 0.75
+"""The BM25 test applies only when the expected source holds this share of the query's terms: a query in
+the user's own words (low overlap) is not lexical, so BM25 says nothing about its specificity."""
+WIDEN_LIMIT = 5
+"""A non-specific query is widened to at most this many rivals; with more it is dropped."""
+MAX_EXPECTED_SOURCES = 10
+"""The query-set schema's ``expectedSources.maxItems``."""
+
+
+# -- distinct ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Duplicate:
+    """``dropped`` repeats ``kept``: the same normalised text (``same_text``), or the same expected
+    sources at embedding cosine ``cosine``."""
+
+    kept: Query
+    dropped: Query
+    cosine: float | None
+    same_text: bool
+
+
+def find_duplicates(queries: Sequence[Query], embedder: TextEmbedder) -> tuple[list[Query], list[Duplicate]]:
+    """``(kept, duplicates)``: ``queries`` in order without the near-duplicates of an earlier query (see
+    the module docstring). Queries are embedded one at a time (:func:`encode_each`), only those that
+    share their expected sources with another query. Raises what the embedder raises."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for i, q in enumerate(queries):
+        groups.setdefault(frozenset(q.expectedSources), []).append(i)
+    shared = [i for members in groups.values() if len(members) > 1 for i in members]
+    vectors = dict(zip(shared, encode_each(embedder, [queries[i].query for i in shared]))) if shared else {}
+    kept: list[int] = []
+    by_text: dict[str, int] = {}
+    found: list[Duplicate] = []
+    for i, q in enumerate(queries):
+        text = normalise_text(q.query)
+        if text in by_text:
+            found.append(Duplicate(queries[by_text[text]], q, None, True))
+            continue
+        best, best_cosine = None, -1.0
+        if i in vectors:
+            for k in kept:
+                if k in vectors and frozenset(queries[k].expectedSources) == frozenset(q.expectedSources):
+                    cosine = float(np.dot(vectors[k], vectors[i]))
+                    if cosine > best_cosine:
+                        best, best_cosine = k, cosine
+        if best is not None and best_cosine >= DUPLICATE_COSINE:
+            found.append(Duplicate(queries[best], q, round(best_cosine, 4), False))
+            continue
+        kept.append(i)
+        by_text[text] = i
+    return [queries[i] for i in kept], found
+
+
+# -- specific ---------------------------------------------------------------------------------------------
+class CorpusBM25:
+    """BM25 over the corpus's files as the built-in search's full-text index computes it: SQLite FTS5's
+    ``bm25()`` (Robertson and Zaragoza 2009, k1 = 1.2, b = 0.75) with the index's tokenizer (``porter
+    unicode61 remove_diacritics 2``), text as :func:`lexical_text` stores it, the path's words in a column
+    of weight 1.5 (:data:`judge_runner.search.hybrid.FIELD_WEIGHTS`), and an OR of the query's tokens
+    (:func:`fts5_match_expression`). One in-memory table per profile, built on first use."""
+
+    def __init__(self, profile: CorpusProfile):
+        self.profile = profile
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _table(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn.execute(
+                "CREATE VIRTUAL TABLE d USING fts5(source UNINDEXED, body, path, tokenize = 'porter unicode61 remove_diacritics 2')"
+            )
+            conn.executemany(
+                "INSERT INTO d VALUES (?, ?, ?)", ((s, lexical_text(f.text), path_terms(s)) for s, f in self.profile.files.items())
+            )
+            self._conn = conn
+        return self._conn
+
+    def scores(self, query: str) -> dict[str, float]:
+        """``{source: BM25 score}`` (higher is better) of the files matching any token of ``query``; a file
+        not in the dict holds none of them (score 0)."""
+        expression = fts5_match_expression(query)
+        if expression is None:
+            return {}
+        with self._lock:
+            rows = (
+                self._table().execute(f"SELECT source, -bm25(d, 1.0, {FIELD_WEIGHTS[2]}) FROM d WHERE d MATCH ?", (expression,)).fetchall()
+            )
+        return {source: float(score) for source, score in rows}
+
+    def close(self) -> None:
+        """Drop the in-memory table."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+@dataclass(frozen=True)
+class Specificity:
+    """Why a query is non-specific, and the other files (``rivals``) that answer it as well, best first."""
+
+    why: str
+    rivals: tuple[str, ...]
+
+
+def non_specific(query: Query, profile: CorpusProfile, bm25: CorpusBM25) -> Specificity | None:
+    """The reason ``query`` is non-specific (see the module docstring), or None. ``ambiguous`` and
+    ``off-topic`` queries, and queries without expected sources, are never non-specific."""
+    if query.queryType in ("ambiguous", "off-topic") or not query.expectedSources:
+        return None
+    expected = set(query.expectedSources)
+    carriers = profile.heading_files(query.query)
+    if len(carriers) > HEADING_FILES_LIMIT:
+        rivals = tuple(sorted(carriers - expected))
+        return Specificity(f"its text is a heading of {len(carriers)} files", rivals)
+    held = [s for s in query.expectedSources if s in profile.files]
+    if not held:
+        return None
+    scores = bm25.scores(query.query)
+    best = max(held, key=lambda s: scores.get(s, 0.0))
+    top = scores.get(best, 0.0)
+    words = content_stems(query.query)
+    held_share = sum(1 for w in words if w in profile.files[best].stems) / len(words) if words else 0.0
+    if top <= 0 or held_share < MIN_COVERAGE:
+        return None
+    tied = sorted((s for s, v in scores.items() if s not in expected and v >= BM25_TIE * top), key=lambda s: (-scores[s], s))
+    if len(tied) < NON_SPECIFIC_RIVALS:
+        return None
+    return Specificity(
+        f"BM25 cannot separate its expected source from {len(tied)} other files (each within {1 - BM25_TIE:.0%})", tuple(tied)
+    )
+
+
+def resolve_non_specific(query: Query, finding: Specificity) -> tuple[Query | None, NonSpecificQuery]:
+    """``(the query widened, or None when dropped; the card's entry)``: widened with the rivals when they
+    are at most :data:`WIDEN_LIMIT` and fit the schema's :data:`MAX_EXPECTED_SOURCES`, else dropped."""
+    rivals = list(finding.rivals)
+    if len(rivals) <= WIDEN_LIMIT and len(query.expectedSources) + len(rivals) <= MAX_EXPECTED_SOURCES:
+        widened = query.model_copy(update={"expectedSources": [*query.expectedSources, *rivals]})
+        why = f"{finding.why}; expected sources widened to the {len(rivals)} other files that answer it as well"
+        return widened, NonSpecificQuery(id=query.id, query=query.query, why=why, action="widened", rivals=len(rivals), addedSources=rivals)
+    why = f"{finding.why}; dropped: with {len(rivals)} files answering it equally it cannot tell a good ranking from a bad one"
+    return None, NonSpecificQuery(id=query.id, query=query.query, why=why, action="dropped", rivals=len(rivals))
+
+
+# -- leakage ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Leakage:
+    """How much of a query is copied from its expected source: ``value`` (None for a query without
+    expected sources in the corpus), ``background`` (the same share in an average other file) and
+    ``heading_copy`` (the query is a heading of an expected source, word for word)."""
+
+    value: float | None
+    background: float | None
+    heading_copy: bool
+
+
+def measure_leakage(query: Query, profile: CorpusProfile) -> Leakage:
+    """The leakage of ``query``: the share of its content words (stemmed, stopwords dropped), each weighted
+    by its BM25 idf over the corpus, that its best expected source holds; words every file holds weigh
+    little, words no file holds (the user's own) the most. ``background``: the same share averaged over
+    the corpus's other files, what a file unrelated to the query shares with it anyway. An exact heading
+    copy has leakage 1.0. Promptagator (Dai et al. 2022) and InPars (Bonifacio et al. 2022) filter
+    synthetic queries for this lexical overlap; here it is measured and reported by query type."""
+    sources = [s for s in query.expectedSources if s in profile.files]
+    if not sources:
+        return Leakage(None, None, False)
+    target = normalise_text(query.query)
+    heading_copy = any(normalise_text(h) == target for s in sources for h in profile.files[s].headings)
+    weights = {w: profile.idf(w) for w in content_stems(query.query)}
+    total = sum(weights.values())
+    if total <= 0:
+        return Leakage(1.0 if heading_copy else None, None, heading_copy)
+    value = max(sum(v for w, v in weights.items() if w in profile.files[s].stems) for s in sources) / total
+    others = len(profile.files) - len(sources)
+    background = None
+    if others > 0:  # each word counts in the files holding it, less the expected sources holding it
+        held = sum(v * (profile.document_frequency[w] - sum(1 for s in sources if w in profile.files[s].stems)) for w, v in weights.items())
+        background = round(held / others / total, 4)
+    return Leakage(1.0 if heading_copy else round(value, 4), background, heading_copy)

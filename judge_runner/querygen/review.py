@@ -1,0 +1,236 @@
+"""Phase one's review of a written query set (issue 22): every query set, the LLM agent's or the offline
+writer's, goes through the same checks in this order, then gets its card
+(:class:`~judge_runner.core.query_card.QuerySetCard`):
+
+1. **sources** (already done by the writer: :func:`judge_runner.querygen.agent.filter_queries`);
+2. **distinct**: near-duplicates dropped (:func:`judge_runner.querygen.checks.find_duplicates`);
+3. **specific**: non-specific queries widened or dropped (:func:`judge_runner.querygen.checks.non_specific`);
+4. **answerable**: the judge labels each on-topic query's passages
+   (:func:`judge_runner.querygen.answerability.check_answerability`); a query whose expected sources are
+   all labelled below 2 is dropped, or kept and flagged ``unverified`` with ``keep_unverified``;
+5. **leakage** and **spread**, measured on what is kept (:func:`~judge_runner.querygen.checks.measure_leakage`,
+   :func:`judge_runner.querygen.spread.measure_spread`).
+
+The cheap checks run first, so the judge is never paid for a query dropped anyway.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from statistics import mean
+
+from judge_runner.core.models import QUERY_TYPES, Query
+from judge_runner.core.query_card import (
+    Answerability,
+    DroppedQuery,
+    DuplicatePair,
+    Duplicates,
+    NonSpecific,
+    NonSpecificQuery,
+    QueryFacts,
+    QuerySetCard,
+    TypeLeakage,
+)
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.labelling import ProtocolSettings
+from judge_runner.judging.protocol import Judge
+from judge_runner.querygen.answerability import AnswerCheck, check_answerability
+from judge_runner.querygen.checks import (
+    DUPLICATE_COSINE,
+    CorpusBM25,
+    Leakage,
+    find_duplicates,
+    measure_leakage,
+    non_specific,
+    resolve_non_specific,
+)
+from judge_runner.querygen.profile import CorpusProfile
+from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.spread import measure_spread
+from judge_runner.search.embedding import TextEmbedder, get_embedder
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """How the review runs: ``keep_unverified`` (``--keep-unverified``: keep and flag a query the judge
+    did not verify), the judge ``protocol`` (mode, trials, seed: the run's, so phase two reuses the
+    labels) and the judge ``concurrency``."""
+
+    keep_unverified: bool = False
+    protocol: ProtocolSettings = ProtocolSettings()
+    concurrency: int = 1
+
+
+def _dropped(query: Query, check: str, reason: str) -> DroppedQuery:
+    return DroppedQuery.model_validate({"id": query.id, "query": query.query, "check": check, "reason": reason})
+
+
+def review_query_set(
+    result: GenerationResult,
+    profile: CorpusProfile,
+    judge: Judge | None,
+    *,
+    cache: JudgmentCache | None = None,
+    options: ReviewOptions = ReviewOptions(),
+    embedder: TextEmbedder | None = None,
+    log: Callable[[str], None] = lambda message: None,
+) -> GenerationResult:
+    """``result`` with the checks of the module docstring applied: the queries kept (some widened), every
+    dropped query added to ``dropped`` (``{"id", "query", "reason", "check"}``), the judge's cost added
+    to ``cost_usd``, and its ``card``. ``judge`` None skips the answerability check (the card says so).
+    ``embedder``: for near-duplicates (default :func:`judge_runner.search.embedding.get_embedder`).
+    Raises KeyboardInterrupt, what the embedder raises, and the judge's BudgetExhausted, SpendLimitError
+    or AuthError (phase one stops); any other failed judge call leaves its query unchecked."""
+    dropped = [
+        DroppedQuery(
+            id=str(d.get("id", "?")), query=str(d.get("query", "")), check=d.get("check", "sources"), reason=str(d.get("reason", ""))
+        )
+        for d in result.dropped
+    ]
+    embedder = embedder or get_embedder()
+    queries, duplicates = find_duplicates(result.queries, embedder)
+    for d in duplicates:
+        why = "the same text" if d.same_text else f"the same expected sources and embedding cosine {d.cosine:.2f} >= {DUPLICATE_COSINE}"
+        dropped.append(_dropped(d.dropped, "duplicate", f"near-duplicate of {d.kept.id} (“{d.kept.query}”): {why}"))
+    bm25 = CorpusBM25(profile)
+    specific: list[Query] = []
+    flagged: list[NonSpecificQuery] = []
+    try:
+        for q in queries:
+            finding = non_specific(q, profile, bm25)
+            if finding is None:
+                specific.append(q)
+                continue
+            widened, entry = resolve_non_specific(q, finding)
+            flagged.append(entry)
+            if widened is None:
+                dropped.append(_dropped(q, "non-specific", entry.why))
+            else:
+                specific.append(widened)
+    finally:
+        bm25.close()
+    originals = {q.id: q.expectedSources for q in result.queries}
+    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
+    kept: list[Query] = []
+    flags: dict[str, list[str]] = {e.id: ["non-specific"] for e in flagged}
+    for q in specific:
+        check = checks.get(q.id)
+        if check is None or check.verified:
+            kept.append(q)
+        elif check.error is not None or not check.labels:
+            flags.setdefault(q.id, []).append("unchecked")
+            kept.append(q)
+        elif options.keep_unverified:
+            flags.setdefault(q.id, []).append("unverified")
+            kept.append(q)
+        else:
+            dropped.append(_dropped(q, "answerability", check.reason()))
+    leak = {q.id: measure_leakage(q, profile) for q in kept}
+    card = QuerySetCard(
+        written=result.generated,
+        kept=len(kept),
+        corpusFiles=len(profile.files),
+        byType={t: n for t in QUERY_TYPES if (n := sum(1 for q in kept if q.queryType == t))},
+        spread=measure_spread(kept, profile),
+        answerability=answerability,
+        duplicates=Duplicates(
+            threshold=DUPLICATE_COSINE,
+            embedder=str(getattr(embedder, "name", type(embedder).__name__)),
+            removed=len(duplicates),
+            pairs=[
+                DuplicatePair(
+                    kept=d.kept.id,
+                    dropped=d.dropped.id,
+                    keptQuery=d.kept.query,
+                    droppedQuery=d.dropped.query,
+                    cosine=d.cosine,
+                    sameText=d.same_text,
+                )
+                for d in duplicates
+            ],
+        ),
+        nonSpecific=NonSpecific(
+            flagged=len(flagged),
+            widened=sum(1 for e in flagged if e.action == "widened"),
+            dropped=sum(1 for e in flagged if e.action == "dropped"),
+            queries=flagged,
+        ),
+        leakage=_leakage_by_type(kept, leak),
+        queries=[
+            QueryFacts(
+                id=q.id,
+                queryType=q.queryType,
+                leakage=leak[q.id].value,
+                background=leak[q.id].background,
+                headingCopy=leak[q.id].heading_copy,
+                answerLabel=checks[q.id].best if q.id in checks else None,
+                flags=flags.get(q.id, []),
+            )
+            for q in kept
+        ],
+        dropped=dropped,
+    )
+    new_dropped = [{"id": x.id, "query": x.query, "reason": x.reason, "check": x.check} for x in dropped[len(result.dropped) :]]
+    for gone in new_dropped:
+        log(f"dropped query {gone['id']} ({gone['check']}): {gone['reason']}")
+    total_cost = None if result.cost_usd is None or cost is None else result.cost_usd + cost
+    return replace(result, queries=kept, dropped=[*result.dropped, *new_dropped], card=card, cost_usd=total_cost)
+
+
+def _answerability(
+    queries: Sequence[Query],
+    originals: dict[str, list[str]],
+    profile: CorpusProfile,
+    judge: Judge | None,
+    cache: JudgmentCache | None,
+    options: ReviewOptions,
+    log: Callable[[str], None],
+) -> tuple[Answerability | None, dict[str, AnswerCheck], float | None]:
+    """The judge's check of ``queries`` against the expected sources their writer named (``originals``:
+    sources added by widening are not labelled), its card block, and its cost in USD."""
+    if judge is None:
+        return None, {}, 0.0
+    asked = [q.model_copy(update={"expectedSources": originals.get(q.id, q.expectedSources)}) for q in queries]
+    results, tally = check_answerability(
+        asked, profile.root, judge, protocol=options.protocol, cache=cache, concurrency=options.concurrency, log=log
+    )
+    checks = {r.query.id: r for r in results}
+    unverified = [r for r in results if r.labels and r.error is None and not r.verified]
+    block = Answerability(
+        checked=len(results),
+        verified=sum(1 for r in results if r.verified),
+        flagged=len(unverified) if options.keep_unverified else 0,
+        dropped=0 if options.keep_unverified else len(unverified),
+        unchecked=sum(1 for r in results if r.error is not None or not r.labels),
+        judge=f"{judge.name}/{judge.model}" + (" (heuristic)" if getattr(judge, "heuristic", False) else ""),
+        judgeMode=options.protocol.mode,
+        calls=tally.calls,
+        labelsCached=sum(r.cached for r in results),
+        costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
+    )
+    return block, checks, tally.cost_usd
+
+
+def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage]) -> list[TypeLeakage]:
+    """Mean leakage and background per query type over the kept queries that have a value."""
+    out = []
+    by_type: Counter[str] = Counter(q.queryType for q in queries)
+    for query_type in QUERY_TYPES:
+        if not by_type.get(query_type):
+            continue
+        values = [leak[q.id] for q in queries if q.queryType == query_type and leak[q.id].value is not None]
+        if not values:
+            continue
+        backgrounds = [v.background for v in values if v.background is not None]
+        out.append(
+            TypeLeakage(
+                queryType=query_type,
+                queries=len(values),
+                meanLeakage=round(mean(v.value for v in values if v.value is not None), 4),
+                meanBackground=round(mean(backgrounds), 4) if backgrounds else None,
+                headingCopies=sum(1 for v in values if v.heading_copy),
+            )
+        )
+    return out

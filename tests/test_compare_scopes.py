@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.analysis.report import build_report
-from tests.clitools import invoke, run_lines
+from tests.clitools import KEEP_ALL, invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 
@@ -31,7 +31,7 @@ def compare_run(tmp_path_factory):
             out = tmp / "first"
             assert invoke(["index", str(FIXTURES), "--db", db]).exit_code == 0
             first = invoke(
-                ["generate", "--fixtures", str(FIXTURES), "--count", "8", "--provider", "offline", "--out", str(tmp / "qs.json")]
+                ["generate", "--fixtures", str(FIXTURES), "--count", "8", "--provider", "offline", "--out", str(tmp / "qs.json"), *KEEP_ALL]
             )
             assert first.exit_code == 0, first.output
             result = invoke(

@@ -134,3 +134,42 @@ def test_a_run_with_wholly_labelled_queries_writes_the_corrected_means(tmp_path)
     human = [evaluations[q]["metrics"]["nDCG@10"] - evaluations[q]["judgeOnly"]["nDCG@10"] for q in ("q1", "q2")]
     assert block["nDCG@10"]["correction"] == pytest.approx(float(np.mean(human)), abs=1e-6)
     assert evaluations["q4"]["judgeOnly"] is None
+
+
+@pytest.mark.hash_embedder
+def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(tmp_path):
+    from judge_runner.analysis.report import build_report
+    from judge_runner.analysis.trend import build_trend
+    from judge_runner.analysis.trend_render import print_table, render_markdown, trend_rows
+    from judge_runner.judging.cache import JudgmentCache
+    from judge_runner.judging.heuristic import HeuristicJudge
+    from judge_runner.judging.qrels import import_human_qrels
+    from judge_runner.search.embedding import get_embedder
+    from tests.test_judge_protocol import DOCS, queries, run
+
+    qrels = tmp_path / "human.qrels"
+    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in (1, 2, 3) for (s, _, _), g in zip(DOCS[:3], (3, 0, q % 2))]
+    qrels.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, qrels, "team")
+        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(5), cache=cache)
+    block = outcome.summary["biasCorrected"]
+    f = block["nDCG@10"]
+    expected = f"bias-corrected nDCG@10 {f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
+    trend = build_trend(tmp_path / "runs")
+    assert trend.groups[0]["runs"][0]["biasCorrected"] == block
+    rows_ = trend_rows(trend)
+    from rich.console import Console
+
+    console = Console(width=100, record=True, force_terminal=False)
+    print_table(trend, rows_, console)
+    text = console.export_text()
+    assert expected in text and "3 of 5 queries human-labelled" in text and f"correction {f['correction']:+.3f}" in text
+    from judge_runner.core.mdtext import md_text
+
+    assert md_text(expected) in render_markdown(trend, rows_)  # literal text in Markdown
+    report = build_report(tmp_path / "runs", tmp_path / "reports")
+    md = report.markdown.read_text(encoding="utf-8")
+    assert "## Bias-corrected estimate" in md and "3 of the 5 scored queries have every result labelled by a person" in md
+    assert f"| nDCG@10 | {f['judgeMean']:.3f} | {f['correction']:+.3f} | {f['estimate']:.3f} [" in md
+    assert "Bias-corrected estimate" in report.html.read_text(encoding="utf-8")

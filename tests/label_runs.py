@@ -40,7 +40,7 @@ def write_run(folder: Path, name: str = "20261201T090000Z") -> Path:
                 ResultLabel(
                     rank=r + 1,
                     source=f"runbooks/key-{q}-part {r}.md",
-                    anchor=f"Key {q} > Part {r}",
+                    anchor='<img src=x onerror="window.__pwned=3"> Part **one**' if (q, r) == (2, 1) else f"Key {q} > Part {r}",
                     score=score_of(q, r),
                     relevance=(q + r) % 4,
                     relevant=(q + r) % 4 >= 2,

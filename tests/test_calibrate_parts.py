@@ -279,3 +279,23 @@ def test_offline_labeller_labels_as_the_offline_judge_does_in_evaluate(hash_embe
     assert [r.label for r in labeller(query, docs, "pointwise", 0)] == direct
     assert [r.label for r in labeller(query, docs, "batched", 1)] == direct
     assert direct[0] > direct[1]  # the failover runbook beats the bread recipe
+
+
+def test_calibration_line_says_what_is_inconclusive_and_what_would_decide_it():
+    document = {
+        "createdAt": "2026-12-01T10:00:00Z",
+        "verdict": {
+            "status": "inconclusive",
+            "checks": {
+                "perPairAgreement": v.kappa_verdict({"value": 0.41, "ci95": [0.33, 0.49]}, queries=40),
+                "ranking": v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=2, queries=40),
+            },
+        },
+    }
+    line = calibration_line(document)
+    needed = document["verdict"]["checks"]["perPairAgreement"]["queriesToDecide"]
+    assert (
+        line
+        == f"judge calibration: inconclusive (2026-12-01, kappa(>=2) 0.41, inconclusive: perPairAgreement, about {needed} labelled queries would decide it)"
+    )
+    assert needed == math.ceil(40 * (0.08 / 0.01) ** 2)

@@ -43,7 +43,7 @@ def _labeller() -> str:
     help="Aim for a 95% interval of mean nDCG@10 this wide (full width) when choosing how many queries to sample.",
 )
 @click.option("--per-label", type=click.IntRange(min=1), default=25, show_default=True, help="--sample pairs: pairs per judge label 0-3.")
-@click.option("--seed", type=int, default=13, show_default=True, help="Seed of the sample and of the order shown.")
+@click.option("--seed", "sample_seed", type=int, default=13, show_default=True, help="Seed of the sample and of the order shown.")
 @click.option("--labeller", default=None, help="Who is labelling, kept with every label [default: the login name].")
 @click.option(
     "--folder",
@@ -64,7 +64,7 @@ def label(
     query_count: int | None,
     width: float,
     per_label: int,
-    seed: int,
+    sample_seed: int,
     labeller: str | None,
     folder: Path,
     port: int,
@@ -91,7 +91,7 @@ def label(
         settings(**flags),
         name,
         list(results),
-        Sampling(sample_kind, query_count, per_label, width, seed),
+        Sampling(sample_kind, query_count, per_label, width, sample_seed),
         labeller or _labeller(),
         folder,
         port,

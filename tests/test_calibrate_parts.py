@@ -4,6 +4,8 @@ attacks, and finding the latest calibration of a judge."""
 from __future__ import annotations
 
 import json
+import math
+import random
 
 import pytest
 
@@ -97,32 +99,98 @@ def test_per_query_metrics_count_a_silent_system_as_zero():
     assert table["s"]["1"]["nDCG@10"] == 1.0 and table["s"]["2"] == {"nDCG@10": 0.0, "RR(rel=2)": 0.0, "R(rel=2)@100": 0.0}
 
 
-@pytest.mark.parametrize(("tau", "status"), [(0.95, "ok"), (0.9, "ok"), (0.85, "warn"), (0.8, "warn"), (0.79, "fail"), (None, "n/a")])
-def test_ranking_thresholds(tau, status):
-    assert v.ranking_verdict({"value": tau, "ci95": None})["status"] == status
+@pytest.mark.parametrize(
+    ("tau", "ci", "status"),
+    [
+        (0.95, [0.9, 0.99], "pass"),
+        (0.95, [0.85, 0.99], "inconclusive"),  # the point clears 0.9, the interval does not
+        (0.85, [0.81, 0.89], "warn"),
+        (0.85, [0.7, 0.95], "inconclusive"),
+        (0.7, [0.6, 0.79], "fail"),
+        (0.7, [0.6, 0.85], "inconclusive"),
+        (0.95, None, "inconclusive"),  # no interval (--bootstrap 0): nothing to decide on
+        (None, None, "n/a"),
+    ],
+)
+def test_ranking_verdict_respects_its_interval(tau, ci, status):
+    check = v.ranking_verdict({"value": tau, "ci95": ci}, systems=7, queries=50)
+    assert check["status"] == status
+    if status == "inconclusive" and ci is not None:
+        assert check["queriesToDecide"] > 50 and f"about {check['queriesToDecide']} labelled queries" in check["message"]
 
 
-def test_kappa_alpha_position_and_injection_thresholds():
-    assert v.kappa_verdict({"value": 0.4})["status"] == "ok" and v.kappa_verdict({"value": 0.39})["status"] == "fail"
-    assert [v.alpha_verdict(a)["status"] for a in (0.8, 0.7, 0.6, None)] == ["ok", "warn", "fail", "n/a"]
+@pytest.mark.parametrize("systems", [2, 3])
+def test_ranking_needs_four_systems(systems):
+    """Issue 20: with 2 systems tau is +-1 (it once said 'ok' with interval [-1, 1]); with 3 it takes four values."""
+    check = v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=systems, queries=100)
+    assert check["status"] == "n/a" and f"{systems} systems" in check["message"]
+    assert v.ranking_verdict({"value": 1.0, "ci95": [0.95, 1.0]}, systems=4, queries=100)["status"] == "pass"
+
+
+def test_queries_to_decide_scales_the_interval_as_one_over_root_n():
+    # kappa 0.5, interval [0.44, 0.56] on 40 queries: the half-width 0.06 is already under the gap 0.1 (one more)
+    assert v.queries_to_decide(0.5, [0.44, 0.56], 40, 0.4) == 41
+    # kappa 0.45 [0.3, 0.6]: half 0.15, gap 0.05 -> 9x the queries
+    assert v.queries_to_decide(0.45, [0.3, 0.6], 40, 0.4) == 360
+    assert v.queries_to_decide(0.35, [0.25, 0.41], 40, 0.4) == math.ceil(40 * (0.06 / 0.05) ** 2)
+    assert v.queries_to_decide(0.4, [0.3, 0.5], 40, 0.4) is None  # on the threshold: never decided
+
+
+def test_two_judges_whose_kappas_straddle_the_threshold_are_both_inconclusive():
+    """Issue 20's example: two GPT-4o judges at kappa(>=2) 0.3985 and 0.4280 with overlapping intervals came out
+    "failed" and "calibrated". Here two simulated judges label the same 60 queries' pairs with kappas either side
+    of 0.4; their bootstrap intervals (stats.agreement) overlap and both verdicts are inconclusive."""
+    rng = random.Random(7)
+    human = [(f"q{q}", rng.choice([0, 0, 0, 3])) for q in range(60) for _ in range(12)]
+
+    def judge(flip: float) -> list[tuple[str, int, int]]:
+        picker = random.Random(int(flip * 1000))
+        return [(q, h, (3 - h) if picker.random() < flip else h) for q, h in human]
+
+    figures = {}
+    for name, flip in (("low", 0.28), ("high", 0.26)):  # kappa 0.386 and 0.430
+        a = agreement(judge(flip), graded=False, resamples=300, seed=13)
+        figures[name] = a["kappaAt2"]
+    assert figures["low"]["value"] < 0.4 < figures["high"]["value"]
+    assert figures["low"]["ci95"][1] > figures["high"]["ci95"][0]  # overlapping intervals
+    for name, figure in figures.items():
+        check = v.kappa_verdict(figure, queries=60)
+        assert check["status"] == "inconclusive", (name, figure)
+        assert check["queriesToDecide"] > 60
+    assert v.kappa_verdict({"value": 0.6, "ci95": [0.5, 0.7]})["status"] == "pass"
+    assert v.kappa_verdict({"value": 0.2, "ci95": [0.1, 0.3]})["status"] == "fail"
+
+
+def test_alpha_position_and_injection_thresholds():
+    assert [v.alpha_verdict(a)["status"] for a in (0.8, 0.7, 0.6, None)] == ["pass", "warn", "fail", "n/a"]
 
     def position(diff, ci):
-        return {"difference": {"value": diff, "ci95": ci}, "positionFlipRate": {"value": 0.2}, "trialFlipRate": {"value": 0.1}}
+        return {
+            "difference": {"value": diff, "ci95": ci},
+            "positionFlipRate": {"value": 0.2},
+            "trialFlipRate": {"value": 0.1},
+            "queries": 20,
+        }
 
-    assert v.position_verdict(position(0.0, [0.0, 0.0]))["status"] == "ok"
-    assert v.position_verdict(position(0.1, [-0.02, 0.2]))["status"] == "warn"
-    assert v.position_verdict(position(0.1, [0.05, 0.2]))["status"] == "fail"
+    assert v.position_verdict(position(0.0, [0.0, 0.0]))["status"] == "pass"
+    assert v.position_verdict(position(0.01, [-0.02, 0.04]))["status"] == "pass"
+    assert v.position_verdict(position(0.1, [-0.02, 0.2]))["status"] == "inconclusive"
+    assert v.position_verdict(position(0.1, [0.06, 0.2]))["status"] == "fail"
     probe = {
         "queries": 3,
         "attacks": {
-            "instruction": {"success": {"value": 0.06}},
+            "instruction": {"success": {"value": 0.3, "ci95": [0.1, 0.5]}},
             "query-prepended": {"success": {"value": 0.9}},
             "query-in-anchor": {"success": {"value": 0.05}},
         },
     }
     checks = v.injection_verdicts(probe)
-    assert {k: c["status"] for k, c in checks.items()} == {"instruction": "fail", "query-prepended": "warn", "query-in-anchor": "ok"}
+    assert {k: c["status"] for k, c in checks.items()} == {"instruction": "fail", "query-prepended": "warn", "query-in-anchor": "pass"}
     assert all(c["source"] for c in checks.values())
+    probe["attacks"]["instruction"]["success"] = {"value": 0.04, "ci95": [0.0, 0.12]}
+    assert v.injection_verdicts(probe)["instruction"]["status"] == "inconclusive"
+    probe["attacks"]["instruction"]["success"] = {"value": 0.0, "ci95": [0.0, 0.0]}
+    assert v.injection_verdicts(probe)["instruction"]["status"] == "pass"
 
 
 def test_attacks_change_what_they_say_and_the_fence_flags_the_instruction():
@@ -214,3 +282,23 @@ def test_offline_labeller_labels_as_the_offline_judge_does_in_evaluate(hash_embe
     assert [r.label for r in labeller(query, docs, "pointwise", 0)] == direct
     assert [r.label for r in labeller(query, docs, "batched", 1)] == direct
     assert direct[0] > direct[1]  # the failover runbook beats the bread recipe
+
+
+def test_calibration_line_says_what_is_inconclusive_and_what_would_decide_it():
+    document = {
+        "createdAt": "2026-12-01T10:00:00Z",
+        "verdict": {
+            "status": "inconclusive",
+            "checks": {
+                "perPairAgreement": v.kappa_verdict({"value": 0.41, "ci95": [0.33, 0.49]}, queries=40),
+                "ranking": v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=2, queries=40),
+            },
+        },
+    }
+    line = calibration_line(document)
+    needed = document["verdict"]["checks"]["perPairAgreement"]["queriesToDecide"]
+    assert (
+        line
+        == f"judge calibration: inconclusive (2026-12-01, kappa(>=2) 0.41, inconclusive: perPairAgreement, about {needed} labelled queries would decide it)"
+    )
+    assert needed == math.ceil(40 * (0.08 / 0.01) ** 2)

@@ -78,4 +78,4 @@ def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     # the fence strips the instruction before the heuristic scores; query stuffing cannot be fenced (issue 14)
     assert attacks["instruction"]["success"]["value"] <= 0.05 and attacks["instruction"]["flagRate"]["value"] == 1
     assert attacks["query-prepended"]["success"]["value"] > 0.3
-    assert document["verdict"]["checks"]["injection:instruction"]["status"] == "ok"
+    assert document["verdict"]["checks"]["injection:instruction"]["status"] == "pass"

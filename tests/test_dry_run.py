@@ -160,7 +160,7 @@ def test_tokens_is_a_quarter_of_the_json_length():
     assert tokens("") == 1
 
 
-def test_recording_judge_uses_the_runs_cache_keys_and_skips_human_labels(tmp_path):
+def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_results(tmp_path):
     from tests.test_judge_protocol import StubSearch, queries
 
     answer = StubSearch(3).search("promote the redis replica 1")
@@ -174,7 +174,8 @@ def test_recording_judge_uses_the_runs_cache_keys_and_skips_human_labels(tmp_pat
         assert again.calls == []  # every label and the list verdict cached under the same keys
         other = RecordingJudge("anthropic", "claude-haiku-4-5")
         judge_query(other, query, answer, ProtocolSettings(), DryRunCache(cache), {"runbooks/redis-failover.md": 3})
-        assert [c.kind for c in other.calls] == ["label"] * 2 + ["list"]
+        # issue 20: a human-labelled result is still judged (its judge label is kept beside the person's)
+        assert [c.kind for c in other.calls] == ["label"] * 3 + ["list"]
     assert price_for("claude-sonnet-4-6") is not None
 
 

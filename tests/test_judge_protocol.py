@@ -259,7 +259,7 @@ def test_off_topic_queries_are_kept_out_of_the_means_and_scored_on_abstention(tm
 
 
 @pytest.mark.hash_embedder
-def test_human_labels_win_and_cost_no_call(tmp_path):
+def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
     from judge_runner.search.embedding import get_embedder
 
     qrels = tmp_path / "human.qrels"
@@ -270,7 +270,14 @@ def test_human_labels_win_and_cost_no_call(tmp_path):
     results = {r["source"]: r for r in lines[1]["results"]}
     assert results["notes/lunch.md"]["relevance"] == 3 and results["notes/lunch.md"]["labelOrigin"] == "human"
     assert lines[1]["humanLabels"] == 1 and outcome.summary["humanLabels"] == 1
-    assert lines[1]["labelsJudged"] == 2  # the other two results
+    # issue 20: the judge still labels the human-labelled result (cached after), and its label is kept beside
+    assert lines[1]["labelsJudged"] == 3
+    lunch = results["notes/lunch.md"]
+    assert lunch["judgeLabel"] in (0, 1, 2, 3) and lunch["trialLabels"] == [lunch["judgeLabel"]]
+    assert all(r["judgeLabel"] is None for s, r in results.items() if s != "notes/lunch.md")
+    own = [r["judgeLabel"] if r["labelOrigin"] == "human" else r["relevance"] for r in lines[1]["results"]]
+    assert lines[1]["judgeOnly"]["relevance"] == pytest.approx(sum(own) / (3 * len(own)), abs=1e-6)
+    assert all(r["shownText"] for r in lines[1]["results"])
 
 
 # -- the injection pair ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
+from judge_runner.analysis.corrected_report import corrected_markdown
 from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
@@ -192,6 +193,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
             + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
         ]
+    md += ["", *corrected_markdown(latest.bias_corrected)]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
         charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))

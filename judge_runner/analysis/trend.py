@@ -32,6 +32,7 @@ from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
 from judge_runner.measures.paired import MIN_EFFECT, Comparison, compare_values
+from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.lines import ErrorLine, EvaluationLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunFile, read_run_folder
 from judge_runner.runs.write import cost_per_judged_query
@@ -200,6 +201,16 @@ class Run:
         return sum(1 for e in off_topic if e.abstained) / len(off_topic) if off_topic else None
 
     @property
+    def bias_corrected(self) -> dict | None:
+        """Mean nDCG@10 and relevance corrected by the human-labelled queries
+        (:func:`judge_runner.runs.corrected.bias_corrected`): the summary's block, or, for a file written before
+        it, the same from the evaluation lines of the system shown; None without wholly labelled queries."""
+        summary = self.summary
+        if summary is not None and "biasCorrected" in summary.model_fields_set and self.system is None:
+            return summary.biasCorrected
+        return bias_corrected([e.line() for e in self.evaluations])
+
+    @property
     def cost(self) -> float | None:
         return self.summary.costUsd if self.summary is not None else None
 
@@ -350,6 +361,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "abstentionAccuracy": run.abstention_accuracy,
                 "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
                 "failure": run.failure,
+                "biasCorrected": run.bias_corrected,
             }
             if run.systems:
                 row["system"] = run.shown_system

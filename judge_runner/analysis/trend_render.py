@@ -26,6 +26,20 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def corrected_text(block: dict | None) -> str:
+    """A run's bias-corrected mean nDCG@10 (the summary's ``biasCorrected``) in one line:
+    ``bias-corrected nDCG@10 0.612 [0.551, 0.673] (judge 0.720, correction -0.108; 30 of 100 queries
+    human-labelled)``; empty without one."""
+    if not block or not block.get("nDCG@10"):
+        return ""
+    f = block["nDCG@10"]
+    return (
+        f"bias-corrected nDCG@10 {f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}] "
+        f"(judge {f['judgeMean']:.3f}, correction {f['correction']:+.3f}; "
+        f"{block['labelledQueries']} of {block['scoredQueries']} queries human-labelled)"
+    )
+
+
 def trend_rows(trend) -> list[dict]:
     """One flat row per run (str values; keys are the column headers), grouped by judge (``group``)."""
     rows = []
@@ -52,6 +66,7 @@ def trend_rows(trend) -> list[dict]:
                     # a --batch run pays half price: its costs are not the synchronous runs' beside it
                     "prices": "batch" if row.get("batch") else "sync",
                     "note": row_note(row),
+                    "corrected": corrected_text(row.get("biasCorrected")),
                 }
             )
     return rows
@@ -109,6 +124,7 @@ def compact_rows(trend) -> list[dict]:
                     if row["costUsd"] is None
                     else f"${row['costUsd']:.4f}",
                     "note": row_note(row),
+                    "corrected": corrected_text(row.get("biasCorrected")),
                 }
             )
     return out
@@ -133,14 +149,19 @@ def render_csv(rows: list[dict]) -> str:
 
 
 def render_markdown(trend, rows: list[dict]) -> str:
-    """One ``### Judge`` section and table per judge group; every value is literal text (``md_text``)."""
-    headers = [h for h in rows[0] if h != "group"]
+    """One ``### Judge`` section and table per judge group, the bias-corrected figures listed under it; every
+    value is literal text (``md_text``)."""
+    headers = [h for h in rows[0] if h not in ("group", "corrected")]
     parts = []
     for group in trend.groups:
         parts.append(f"\n### Judge {md_text(group['judge'])}" + (f" — {md_text(group['reason'])}" if group["reason"] else ""))
         parts.append("| " + " | ".join(md_text(h) for h in headers) + " |\n|" + "---|" * len(headers))
-        for row in (r for r in rows if r["group"] == group["judge"]):
+        members = [r for r in rows if r["group"] == group["judge"]]
+        for row in members:
             parts.append("| " + " | ".join(md_text(row[h]) if str(row[h]) else " " for h in headers) + " |")
+        corrected = [f"- {md_text(row['run'])}: {md_text(row['corrected'])}" for row in members if row.get("corrected")]
+        if corrected:
+            parts.append("\n" + "\n".join(corrected))
     return "\n".join(parts)
 
 
@@ -159,7 +180,7 @@ def print_table(trend, rows: list[dict], console, wide: bool = False) -> None:
     from rich.table import Table
 
     shown = rows if wide else compact_rows(trend)
-    hidden = {"group", "judge", "note"} | ({"date", "runId", "system"} if not wide else set())
+    hidden = {"group", "judge", "note", "corrected"} | ({"date", "runId", "system"} if not wide else set())
     tables = []
     for group in trend.groups:
         table = Table(
@@ -189,6 +210,9 @@ def print_table(trend, rows: list[dict], console, wide: bool = False) -> None:
             if row["note"]:
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
                 console.print(f"  {escape(name)}: {escape(str(row['note']))}", highlight=False)
+            if row.get("corrected"):
+                name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
+                console.print(f"  {escape(name)}: {escape(str(row['corrected']))}", highlight=False)
     if trend.baseline:
         console.print(f"baseline: {escape(str(trend.baseline))}")
 

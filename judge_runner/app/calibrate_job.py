@@ -13,7 +13,8 @@ from typing import Any
 from judge_runner import __version__
 from judge_runner.app.steps import make_roles
 from judge_runner.calibrate import output
-from judge_runner.calibrate.data import Collection, load_beir, load_files, restrict, sample_queries
+from judge_runner.calibrate.data import Collection, load_beir, load_files, read_qrels, restrict, sample_queries
+from judge_runner.calibrate.from_runs import calibrate_from_runs, judge_of
 from judge_runner.calibrate.labeling import Labeler, labeler_for
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
@@ -21,8 +22,11 @@ from judge_runner.config import Settings
 from judge_runner.core.failures import IncompleteRunError, UsageError
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
+from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
+from judge_runner.judging.qrels import human_labels
 from judge_runner.llm.errors import LLMError
+from judge_runner.runs.read import read_run_file
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
 
@@ -178,4 +182,80 @@ def calibrate_job(
     if not printer.quiet:
         printer.out(rich_text(lambda console: output.print_table(document, console)))
     printer.err(f"calibration written to {path}: {document['verdict']['status']}")
+    return document
+
+
+def human_qrels_for(
+    settings: Settings, qrels: Path | None, name: str | None, rescale: dict[int, int] | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+    """``(qrels on the judge's 0-3 scale, where they came from)``: a TREC qrels or BEIR TSV file (ids
+    %-decoded, as ``label`` and ``qrels export`` write them), read and put on 0-3 by the one rule of
+    ``qrels import`` (:func:`judge_runner.calibrate.data.read_qrels`, ``rescale`` as ``--rescale``), or the
+    human qrels set ``name`` in the judgment cache of ``settings`` (put on 0-3 when it was imported).
+    Raises UsageError unless exactly one is given, or when the file or the set cannot be read or holds
+    nothing."""
+    if (qrels is None) == (name is None):
+        raise UsageError(
+            "with --results give the human labels: --qrels FILE (TREC qrels) or --human-qrels NAME (a set in the judgment cache)"
+        )
+    if qrels is not None:
+        return read_qrels(qrels, rescale), {"humanQrels": str(qrels)}
+    path = settings.cache_path
+    if path is None or not path.is_file():
+        raise UsageError(f"no judgment cache at {path}: give --cache PATH, or --qrels FILE")
+    try:
+        with JudgmentCache(path) as cache:
+            stored = cache.stats()["humanQrels"]
+            labels = human_labels(cache, [str(name)])
+    except CacheError as exc:
+        raise UsageError(str(exc)) from None
+    if not labels:
+        raise UsageError(f"no human qrels named {name!r} in {path} (it holds: {', '.join(sorted(stored)) or 'none'})")
+    out: dict[str, dict[str, int]] = {}
+    for (qid, docid), grade in labels.items():
+        out.setdefault(qid, {})[docid] = grade
+    return out, {"humanQrelsSet": name, "cache": str(path)}
+
+
+def calibrate_runs_job(
+    settings: Settings,
+    results: Sequence[Path],
+    qrels: Path | None,
+    human_set: str | None,
+    config: CalibrationConfig,
+    out: Path | None,
+    printer: Printer,
+    rescale: dict[int, int] | None = None,
+) -> dict:
+    """``calibrate --results``: the judge that wrote the run files ``results`` measured against human labels
+    (:func:`human_qrels_for`) with the judge's labels read from the runs
+    (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration (``out``, default
+    ``calibration/<UTC>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
+    for a file that is not a run with judged queries, runs of different judges, or labels that match no
+    result."""
+    runs = []
+    for path in results:
+        try:
+            run = read_run_file(path)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from None
+        if not run.is_run or not run.evaluations:
+            raise UsageError(f"{path} is not a run file with judged queries")
+        runs.append(run)
+    human, source = human_qrels_for(settings, qrels, human_set, rescale)
+    started = datetime.now(UTC)
+    document = calibrate_from_runs(runs, human, config, source)
+    document = {
+        "type": "calibration",
+        "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "judgeRunnerVersion": __version__,
+        "judge": judge_of(runs),
+        "index": None,
+        **document,
+    }
+    path = out or output.default_path()
+    output.write_calibration(document, path)
+    if not printer.quiet:
+        printer.out(rich_text(lambda console: output.print_table(document, console)))
+    printer.err(f"calibration written to {path}: {document['verdict']['status']} (no judge call: labels read from {len(runs)} run files)")
     return document

@@ -112,7 +112,8 @@ def estimate_answers(
     human: dict[str, dict[str, int]] | None = None,
 ) -> list[ModelEstimate]:
     """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
-    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only) and ``human`` labels skipped."""
+    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only); a result with a ``human`` label is
+    still judged (its judge label is kept beside the person's), as in the run."""
     out = []
     for provider, model, price, chosen in judges:
         judge = RecordingJudge(provider, model)

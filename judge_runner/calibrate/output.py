@@ -78,7 +78,8 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
 
 def calibration_line(calibration: Mapping[str, Any] | None) -> str:
     """One line for trend and report: ``judge calibration: calibrated (2026-11-30, kappa(>=2) 0.61, tau 0.93)``,
-    ``failed (...)`` or ``uncalibrated``."""
+    ``failed (...; failed: ranking)``, ``inconclusive (...; inconclusive: perPairAgreement, about 120 labelled
+    queries would decide it)`` or ``uncalibrated``."""
     status = status_of(dict(calibration) if calibration else None)
     if not calibration:
         return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
@@ -86,11 +87,19 @@ def calibration_line(calibration: Mapping[str, Any] | None) -> str:
     parts = [str(calibration.get("createdAt", ""))[:10]]
     for name, label in (("perPairAgreement", "kappa(>=2)"), ("ranking", "tau")):
         value = checks.get(name, {}).get("value")
-        if value is not None:
+        if value is not None and checks[name].get("status") != "n/a":
             parts.append(f"{label} {value:.2f}")
     failed = [n for n, c in checks.items() if c.get("status") == "fail"]
     if failed:
         parts.append("failed: " + ", ".join(failed))
+    open_checks = {n: c.get("queriesToDecide") for n, c in checks.items() if c.get("status") == "inconclusive"}
+    if open_checks:
+        needed = [q for q in open_checks.values() if q]
+        parts.append(
+            "inconclusive: "
+            + ", ".join(open_checks)
+            + (f", about {max(needed)} labelled queries would decide {'them' if len(open_checks) > 1 else 'it'}" if needed else "")
+        )
     return f"judge calibration: {status} ({', '.join(parts)})"
 
 
@@ -118,12 +127,19 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
         f"{document['collection']['queries']} queries, {document['pool']['pairs']} pooled pairs"
     )
     table = Table(title="Agreement with human qrels (95% query-bootstrap intervals)")
-    for column in ("mode", "subset", "pairs", "kappa(>=2)", "kappa(>=1)", "weighted (quadratic)", "P(>=2 | qrels 0)"):
+    for column in ("mode", "subset", "pairs", "kappa(>=2)", "kappa(>=1)", "kappa 0-3", "weighted (quadratic)", "P(>=2 | qrels 0)"):
         table.add_column(column)
     for mode, figures in document["modes"].items():
         for subset, a in figures["agreement"].items():
             table.add_row(
-                mode, subset, str(a["pairs"]), _fmt(a["kappaAt2"]), _fmt(a["kappaAt1"]), _fmt(a["kappaQuadratic"]), _fmt(a["overLabelling"])
+                mode,
+                subset,
+                str(a["pairs"]),
+                _fmt(a["kappaAt2"]),
+                _fmt(a["kappaAt1"]),
+                _fmt(a.get("kappaUnweighted")),
+                _fmt(a["kappaQuadratic"]),
+                _fmt(a["overLabelling"]),
             )
     console.print(table)
     systems = Table(title="Systems by nDCG@10: human qrels vs judge labels")
@@ -160,7 +176,7 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     vt.add_column("status")
     vt.add_column("detail")
     for name, check in verdict["checks"].items():
-        colour = {"ok": "green", "warn": "yellow", "fail": "red"}.get(check["status"], "white")
+        colour = {"pass": "green", "ok": "green", "warn": "yellow", "inconclusive": "cyan", "fail": "red"}.get(check["status"], "white")
         vt.add_row(name, f"[{colour}]{check['status']}[/{colour}]", check["message"])
     console.print(vt)
     spend = document["spend"]

@@ -21,7 +21,7 @@ from judge_runner.calibrate.verdicts import verdicts
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.scores import median_label, ranking_score, relevance_score
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SUBSETS = ("all", "retrieved", "balanced")
 REFERENCE_SYSTEM = "hybrid"
 

@@ -1,8 +1,9 @@
 """Calibration statistics, each with a query-bootstrap 95% interval, from well-kept libraries only.
 
 - Agreement per (query, document) pair (:func:`agreement`): Cohen's kappa (Cohen 1960) on binary relevance at
-  label >= 2 and at >= 1 (``sklearn.metrics.cohen_kappa_score``), linear and quadratic weighted kappa (Cohen
-  1968) where the human qrels are graded, the confusion matrix (``sklearn.metrics.confusion_matrix``, rows
+  label >= 2 and at >= 1 (``sklearn.metrics.cohen_kappa_score``); where the human qrels are graded, the
+  unweighted kappa on the four grades (the figure the TREC DL 2023 LLMJudge and UMBRELA papers report) and
+  linear and quadratic weighted kappa (Cohen 1968); the confusion matrix (``sklearn.metrics.confusion_matrix``, rows
   human 0-3, columns judge 0-3) and the over-labelling rate P(label >= 2 | qrels 0).
 - Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.measures.agreement.trials_alpha`).
 - Systems: nDCG@10, RR(rel=2) and R(rel=2)@100 per system and query (``ir_measures``) from the human qrels
@@ -115,8 +116,8 @@ def over_labelling(pairs: list[Pair]) -> float | None:
 
 def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) -> dict:
     """Agreement figures of ``pairs`` (see the module docstring), each ``{"value", "ci95"}``, plus counts and
-    the confusion matrix. Weighted kappas are None when ``graded`` is False (binary qrels have no grades
-    between "not relevant" and "relevant" to weight)."""
+    the confusion matrix. The 4-grade kappas (unweighted and weighted) are None when ``graded`` is False
+    (binary qrels have no grades between "not relevant" and "relevant")."""
     by_query: dict[str, list[Pair]] = {}
     for p in pairs:
         by_query.setdefault(p[0], []).append(p)
@@ -130,7 +131,7 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
         "kappaAt1": with_interval(qids, over(lambda ps: _kappa(ps, threshold=1)), resamples, seed),
         "overLabelling": with_interval(qids, over(over_labelling), resamples, seed),
     }
-    for name, weights in (("kappaLinear", "linear"), ("kappaQuadratic", "quadratic")):
+    for name, weights in (("kappaUnweighted", None), ("kappaLinear", "linear"), ("kappaQuadratic", "quadratic")):
         figures[name] = (
             with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed) if graded else {"value": None, "ci95": None}
         )

@@ -5,6 +5,7 @@
 - :mod:`.evaluation`: ``generate``, ``evaluate``, ``generate-and-evaluate``.
 - :mod:`.history`: ``trend``, ``baseline set``, ``report``.
 - :mod:`.weekly`: ``weekly``.
+- :mod:`.label`: ``label`` (the labelling page); :mod:`.calibrate`: ``calibrate``.
 - :mod:`.app`: the click group ``main`` and the console script ``entry``, where failures become exit codes.
 """
 

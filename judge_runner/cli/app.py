@@ -28,6 +28,7 @@ from judge_runner.cli.calibrate import calibrate
 from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
 from judge_runner.cli.history import baseline, report, trend
 from judge_runner.cli.indexing import index, search
+from judge_runner.cli.label import label
 from judge_runner.cli.qrels import qrels
 from judge_runner.cli.weekly import weekly
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
@@ -150,7 +151,7 @@ def main() -> None:
     """
 
 
-for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels, calibrate):
+for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels, label, calibrate):
     main.add_command(_command)
 
 

@@ -8,11 +8,12 @@ from typing import cast
 
 import click
 
-from judge_runner.app.calibrate_job import Source, calibrate_job
+from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job
 from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
+from judge_runner.cli.cache import CACHE
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.failures import EXIT_OK, UsageError
@@ -41,7 +42,23 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     "--qrels",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade).",
+    help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade); "
+    "with --results, TREC qrels (what `label` and `qrels export` write).",
+)
+@click.option(
+    "--results",
+    "results",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A judge-runner run file (repeatable): measure the judge that wrote it against --qrels or --human-qrels, "
+    "its labels read from the file: no judge call, no corpus, no index.",
+)
+@click.option(
+    "--human-qrels",
+    "human_set",
+    default=None,
+    metavar="NAME",
+    help="With --results: the human qrels set NAME in the judgment cache (from `label` or `qrels import`).",
 )
 @RESCALE
 @click.option(
@@ -137,6 +154,8 @@ def calibrate(
     split: str,
     qrels: Path | None,
     rescale: dict[int, int],
+    results: tuple[Path, ...],
+    human_set: str | None,
     queries: Path | None,
     corpus: Path | None,
     queries_sample: int | None,
@@ -167,9 +186,13 @@ def calibrate(
     of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
     query bootstrap; verdicts follow documented thresholds (docs/calibration.md).
     \b
+    With --results, the judge's labels are read from judge-runner run files instead (no judge call): agreement
+    on every returned document that carries a human label too, and the ranking of the runs' systems.
+    \b
     Examples:
       judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
       judge-runner calibrate --qrels mine.qrels --queries q.jsonl --corpus corpus.jsonl --provider anthropic
+      judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team
     Exit codes: 0 written (read the verdict); 2 usage or configuration error; 3 the judge failed or interrupted.
     """
     config = CalibrationConfig(
@@ -182,6 +205,14 @@ def calibrate(
         resamples=resamples,
         batch_size=batch_size,
     )
+    if results:  # the judge's labels from run files: nothing is judged, nothing indexed
+        given = [flag for flag, value in (("--beir", beir), ("--queries", queries), ("--corpus", corpus), ("--run", run_files)) if value]
+        if given or dry_run:
+            raise UsageError(f"--results reads labels from run files; {', '.join(given) or '--dry-run'} does not apply to it")
+        calibrate_runs_job(settings(**flags), list(results), qrels, human_set, config, out, printer(quiet), rescale)
+        return EXIT_OK
+    if human_set is not None:
+        raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
     labeler = recorder = None
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         from dataclasses import replace
@@ -207,4 +238,4 @@ def calibrate(
     return EXIT_OK
 
 
-calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, *BATCH, *DRY_RUN])
+calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN])

@@ -6,7 +6,7 @@ would send (:mod:`judge_runner.judging.requests`), lays it out as the provider's
 (:func:`wire_parts`, the providers' own ``request_body``), counts its tokens and answers with a placeholder. Driven through the real protocol
 (:func:`judge_runner.judging.labelling.judge_query`, or calibrate's labeller) it makes exactly the calls the run
 would make: same modes, trials, judgment-cache keys (:class:`DryRunCache` reads the cache and keeps what
-the run would store in memory), human labels skipped.
+the run would store in memory), human-labelled results judged too (the run keeps their judge label).
 
 Units: tokens (integers) and USD. Sources of the constants:
 

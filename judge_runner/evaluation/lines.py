@@ -12,8 +12,8 @@ from judge_runner.judging.fingerprint import build_fingerprint, judge_is_generat
 from judge_runner.judging.labelling import QueryJudgment
 from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.scores import SCORING_VERSION
-from judge_runner.measures.ir import query_metrics
+from judge_runner.judging.scores import SCORING_VERSION, label_dimensions
+from judge_runner.measures.ir import NDCG10_NAME, query_metrics
 from judge_runner.runs.lines import BatchLine, ErrorLine, EvaluationLine, EvaluationUsage, Provenance, ResultLabel, Scores
 from judge_runner.runs.write import utc_now
 from judge_runner.search.base import SearchAnswer
@@ -64,6 +64,8 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
                 shownChars=o.shown_chars,
                 truncated=o.truncated,
                 snippet=h.snippet[:SNIPPET_CHARS_SHOWN],
+                shownText=o.shown_text,
+                judgeLabel=o.judge_label,
             )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],
@@ -81,9 +83,21 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
         listCached=judged.list_cached,
         expectedSourceDisagreements=judged.disagreements,
         judgeModelsReturned=sorted(models),
+        judgeOnly=None if off_topic else judge_only(answer, judged, query.expectedSources),
         **({"judgeRecoveries": tally.recoveries} if tally.recoveries else {}),
         **({"searchNotes": answer.notes} if answer.notes else {}),
     ).line()
+
+
+def judge_only(answer: SearchAnswer, judged: QueryJudgment, expected_sources: list[str]) -> dict[str, float | None] | None:
+    """``{"nDCG@10", "relevance"}`` of an on-topic query from the judge's own labels when some result carries a
+    human label (its ``judge_label``), so that :mod:`judge_runner.runs.corrected` can correct the judge's mean by
+    the people's; None when no label is human (the line's own figures are then the judge's)."""
+    if not any(o.origin == "human" for o in judged.labels):
+        return None
+    own = [o.judge_label if o.judge_label is not None else o.label for o in judged.labels]
+    ndcg = query_metrics([h.source for h in answer.results], own, expected_sources)[NDCG10_NAME]
+    return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own)["relevance"]}
 
 
 def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:

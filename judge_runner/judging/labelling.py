@@ -77,7 +77,10 @@ class LabelOutcome:
     came from the judgment cache; ``labels_cached`` / ``labels_judged``: trials from the cache / from a
     call; ``shown_as``: local ids per trial in batched mode; ``shown_chars`` and ``truncated``: what the
     judge was shown of the text; ``origin``: ``"judge"`` or ``"human"`` (an imported human label, which
-    wins and costs no call); ``models_returned``: model ids that produced the trials."""
+    wins: ``label`` is the person's); ``judge_label``: for a human-labelled document, the judge's own label
+    (the median of its trials, which are counted like any other), None otherwise; ``shown_text``: the text
+    the judge was shown (``fence.RenderedDocument.body``); ``models_returned``: model ids that produced the
+    trials."""
 
     label: int
     trial_labels: list[int]
@@ -92,6 +95,8 @@ class LabelOutcome:
     truncated: bool = False
     origin: str = "judge"
     models_returned: set[str] = field(default_factory=set)
+    judge_label: int | None = None
+    shown_text: str = ""
 
 
 @lru_cache(maxsize=8)
@@ -196,8 +201,10 @@ def label_documents(
     documents in the order :func:`judge_runner.judging.requests.shuffled_order` draws from ``seed``, ``query_id`` and the
     trial); ``trials`` >= 1 (the label used is the median); ``cache``: judgments already stored are
     reused (no call, no cost) and new ones stored the moment they are made (None: no cache);
-    ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and that
-    document is not sent to the judge; ``tally``: receives the cost of the calls made.
+    ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and the
+    judge's own label is still obtained (cache or call) and kept beside it (``judge_label``), so that the
+    judge can be measured against the person and its bias corrected (:mod:`judge_runner.runs.corrected`);
+    ``tally``: receives the cost of the calls made.
 
     Raises ValueError on an unknown mode or trials < 1, and whatever the judge raises (an
     :class:`~judge_runner.llm.errors.LLMError` kind); judgments stored before the failure stay stored.
@@ -209,7 +216,7 @@ def label_documents(
     human = list(human) if human is not None else [None] * len(documents)
     if len(human) != len(documents):
         raise ValueError("human must hold one grade (or None) per document")
-    todo = [i for i, grade in enumerate(human) if grade is None]
+    todo = list(range(len(documents)))  # human-labelled documents too: their judge label is kept beside
     got: dict[int, list[tuple[LabelReply, bool]]] = {i: [] for i in todo}  # per document: (reply, from cache) per trial
     for trial in range(trials):
         sampling = sampling_settings(judge.name, trial, seed)
@@ -274,32 +281,27 @@ def label_documents(
                 got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
     outcomes = []
     for i, doc in enumerate(documents):
-        if human[i] is not None:
-            grade = int(human[i])  # type: ignore[arg-type]
-            outcomes.append(
-                LabelOutcome(
-                    grade, [grade], 0, "human label", doc.injection_suspected, True, 0, 0, [], len(doc.body), doc.truncated, "human"
-                )
-            )
-            continue
         trial_replies = got[i]
         labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
-        outcomes.append(
-            LabelOutcome(
-                label=labels[0],
-                trial_labels=[r.label for r, _ in trial_replies],
-                spread=spreads[0],
-                reason=trial_replies[0][0].reason,
-                injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
-                cached=all(c for _, c in trial_replies),
-                labels_cached=sum(1 for _, c in trial_replies if c),
-                labels_judged=sum(1 for _, c in trial_replies if not c),
-                shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
-                shown_chars=len(doc.body),
-                truncated=doc.truncated,
-                models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
-            )
+        outcome = LabelOutcome(
+            label=labels[0],
+            trial_labels=[r.label for r, _ in trial_replies],
+            spread=spreads[0],
+            reason=trial_replies[0][0].reason,
+            injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
+            cached=all(c for _, c in trial_replies),
+            labels_cached=sum(1 for _, c in trial_replies if c),
+            labels_judged=sum(1 for _, c in trial_replies if not c),
+            shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
+            shown_chars=len(doc.body),
+            truncated=doc.truncated,
+            models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
+            shown_text=doc.body,
         )
+        if human[i] is not None:  # the person's label wins; the judge's is kept beside it
+            grade = int(human[i])  # type: ignore[arg-type]
+            outcome = replace(outcome, label=grade, judge_label=outcome.label, reason="human label", origin="human")
+        outcomes.append(outcome)
     return outcomes
 
 

@@ -187,6 +187,10 @@ class ResultLabel(BaseModel):
     )
     shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
     truncated: bool = False
+    shownText: str | None = Field(default=None, description="The text the judge was shown (what `judge-runner label` shows a person).")
+    judgeLabel: Literal[0, 1, 2, 3] | None = Field(
+        default=None, description="A human-labelled result: the judge's own label beside it (relevance keeps the human one)."
+    )
 
 
 class EvaluationUsage(BaseModel):
@@ -244,6 +248,10 @@ class EvaluationLine(_Line):
         default_factory=list,
         description="What was noticed reading an external search's reply (decoded from another encoding than "
         "UTF-8, a process it left holding its output open); empty for a plain reply.",
+    )
+    judgeOnly: dict[str, MetricValue] | None = Field(
+        default=None,
+        description="With human labels: nDCG@10 and relevance from the judge's own labels (runs/corrected.py); else null.",
     )
 
     @field_validator("metrics", mode="before")
@@ -526,6 +534,11 @@ class SummaryLine(_Line):
     estimate: RunEstimate | None = Field(
         default=None,
         description="The cost estimated at the start (LLM judge, built-in search); null for the heuristic judge and compare runs.",
+    )
+    biasCorrected: dict[str, Any] | None = Field(
+        default=None,
+        description="Mean nDCG@10 and relevance corrected by wholly human-labelled queries (prediction-powered inference, "
+        "runs/corrected.py: estimate, ci95, judgeMean, correction, humanOnly); null without such queries.",
     )
 
     @field_validator("averageMetrics", mode="before")

@@ -21,6 +21,7 @@ from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.textproc import clean_text
 from judge_runner.measures.agreement import trials_alpha
 from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
+from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.lines import Abstention, Issue, RunUsage, SummaryLine
 from judge_runner.runs.read import decode_line, iter_raw_lines, resume_state
 
@@ -180,7 +181,8 @@ def build_summary(
     :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
     (:func:`cost_per_judged_query`). ``recommended_focus`` and ``focus_evidence`` are the caller's
     (:func:`judge_runner.judging.advice.recommended_focus`: the dimension with the most recoverable headroom,
-    which needs the scoring rules this layer does not know)."""
+    which needs the scoring rules this layer does not know). ``biasCorrected``: mean nDCG@10 and relevance
+    corrected by the wholly human-labelled queries (:func:`judge_runner.runs.corrected.bias_corrected`)."""
     average_scores = None
     scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     if scored_evaluations:
@@ -247,4 +249,5 @@ def build_summary(
         expectedSourceDisagreements=sum(len(ev.get("expectedSourceDisagreements") or []) for ev in evaluations),
         judgeReturnedModels=models,
         judgeIsGenerator=judge_is_generator,
+        biasCorrected=bias_corrected(evaluations),
     ).line()

@@ -1,0 +1,167 @@
+"""Calibration on the team's own labels without paying again: the judge's labels read from run files.
+
+``judge-runner calibrate --results RUN.jsonl ... --qrels ours.qrels`` (or ``--human-qrels NAME``, a set in the
+judgment cache, e.g. made with ``judge-runner label``) measures the judge that wrote the runs against the
+people's labels of the same (query, document) pairs. Nothing is judged: the judge's label of a result is its
+``relevance`` when the judge gave it, or ``judgeLabel`` when a human label won in that run (the judge's own
+label is recorded beside it since issue 20).
+
+The pairs are every (query, returned document) of the runs that carries both a human and a judge label; a
+document returned several times by one run counts once with its best label (as the run's metrics count it),
+and across runs the median of the runs' labels (:func:`judge_runner.judging.scores.median_label`, as
+``qrels export`` pools). A returned document nobody labelled is left out of agreement (its grade is unknown,
+not 0) and counts 0 in the human nDCG@10 (TREC pooling). The queries are those with human labels. The systems
+are the runs' systems (one per run file, or per system of a compare run); with fewer than four the ranking
+check is n/a. The figures and verdicts are those of :func:`judge_runner.calibrate.run.mode_figures`, the same
+code as a calibration the judge labels, so both agree on the same pairs. No probe runs (they need new calls).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from judge_runner.calibrate.collect import Spend
+from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded
+from judge_runner.calibrate.pool import PoolEntry, Runs
+from judge_runner.calibrate.run import FORMAT_VERSION, CalibrationConfig, mode_figures
+from judge_runner.calibrate.verdicts import verdicts
+from judge_runner.core.failures import UsageError
+from judge_runner.judging.fingerprint import comparability_key
+from judge_runner.measures.agreement import trials_alpha
+from judge_runner.runs.read import RunFile
+
+
+def judge_label(result: Any) -> int | None:
+    """The judge's own label of one result (a :class:`judge_runner.runs.lines.ResultLabel`): ``relevance``
+    when the judge gave it, ``judgeLabel`` when a human label won (None in files written before it was kept)."""
+    if result.labelOrigin == "human":
+        return result.judgeLabel
+    return int(result.relevance)
+
+
+def judge_of(runs: Sequence[RunFile]) -> dict[str, Any]:
+    """The ``judge`` block of the calibration, from the runs' provenance: provider, model, heuristic,
+    fingerprint and its comparability key. Raises UsageError when a run has no judge fingerprint (format 1)
+    or the runs were judged under different fingerprints."""
+    keys: dict[str, str] = {}
+    for run in runs:
+        provenance = run.provenance
+        if provenance is None or not provenance.judgeFingerprint:
+            raise UsageError(f"{run.path} has no judge fingerprint (a format-1 run): its labels cannot be attributed to a judge")
+        keys[comparability_key(provenance.judgeFingerprint)] = str(run.path)
+    if len(keys) > 1:
+        raise UsageError(
+            "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys.values())) + "); give runs of one judge"
+        )
+    provenance = runs[0].provenance
+    assert provenance is not None and provenance.judgeFingerprint  # checked above
+    return {
+        "provider": provenance.provider,
+        "model": provenance.judgeModel or "",
+        "heuristic": provenance.heuristicJudge,
+        "fingerprint": dict(provenance.judgeFingerprint),
+        "fingerprintKey": next(iter(keys)),
+        "legacyKey": None,
+        "adapter": "run files",
+    }
+
+
+def system_lists(runs: Sequence[RunFile]) -> Runs:
+    """``{system: {qid: [source, ...best first]}}``: one system per run file (``run:<runId>``), or per system
+    of a compare run (``run:<runId>/<system>``); a source returned twice is kept at its best rank."""
+    out: Runs = {}
+    for run in runs:
+        for ev in run.evaluations:
+            if ev.metrics is None:  # off-topic: no ranking to compare
+                continue
+            name = f"run:{run.run_id}" + (f"/{ev.system}" if ev.system else "")
+            ranked = out.setdefault(name, {}).setdefault(ev.queryId, [])
+            for r in ev.results:
+                if r.source not in ranked:
+                    ranked.append(r.source)
+    return out
+
+
+def calibrate_from_runs(
+    runs: Sequence[RunFile], human: Mapping[str, Mapping[str, int]], config: CalibrationConfig, labels_source: Mapping[str, Any]
+) -> dict:
+    """The calibration document (without the ``createdAt``/``judge`` envelope the job adds) of the judge that
+    wrote ``runs`` against the human qrels ``human`` (``{qid: {docid: grade}}`` on the judge's 0-3 scale, as
+    :func:`judge_runner.calibrate.data.read_qrels` and ``qrels import`` put them); ``labels_source`` is
+    recorded as ``labels``.
+    Raises UsageError when no run holds a query with human labels, or no pair has both labels."""
+    started = time.monotonic()
+    scaled = {q: dict(d) for q, d in human.items()}
+    graded = is_graded(scaled)
+    texts: dict[str, str] = {}
+    per_run: dict[tuple[str, str], list[int]] = {}
+    flags: dict[tuple[str, str], bool] = {}
+    in_systems: dict[tuple[str, str], set[str]] = {}
+    trial_labels: list[list[int]] = []
+    missing_judge = missing_human = 0
+    for run in runs:
+        for ev in run.evaluations:
+            if ev.queryId not in scaled or ev.metrics is None:
+                continue
+            texts.setdefault(ev.queryId, ev.query)
+            best: dict[str, int] = {}
+            for r in ev.results:
+                own = judge_label(r)
+                key = (ev.queryId, r.source)
+                if r.source not in scaled[ev.queryId]:
+                    missing_human += 1
+                    continue
+                if own is None:
+                    missing_judge += 1
+                    continue
+                best[r.source] = max(best.get(r.source, 0), own)
+                flags[key] = flags.get(key, False) or r.injectionSuspected
+                in_systems.setdefault(key, set()).add(f"run:{run.run_id}" + (f"/{ev.system}" if ev.system else ""))
+                if r.labelOrigin == "judge" and len(r.trialLabels) > 1:
+                    trial_labels.append(list(r.trialLabels))
+            for source, grade in best.items():
+                per_run.setdefault((ev.queryId, source), []).append(grade)
+    if not texts:
+        raise UsageError("no query of these runs has human labels: label some with `judge-runner label`, or check the qrels' query ids")
+    if not per_run:
+        raise UsageError("no returned document carries both a human and a judge label in these runs")
+    queries = [CalibrationQuery(q, texts[q]) for q in sorted(texts)]
+    systems = system_lists(runs)
+    pool = {
+        q.id: [PoolEntry(q.id, d, tuple(sorted(in_systems[(qid, d)])), scaled[q.id][d]) for (qid, d) in per_run if qid == q.id]
+        for q in queries
+    }
+    collection = Collection({q.id: q.text for q in queries}, {q.id: scaled[q.id] for q in queries}, Path("-"), graded, "run files")
+    mode = str((runs[0].provenance.judgeFingerprint or {}).get("mode") or "pointwise") if runs[0].provenance else "pointwise"
+    figures = mode_figures(mode, per_run, flags, pool, systems, collection, queries, config, None)  # type: ignore[arg-type]
+    figures["trialsAlpha"] = trials_alpha(trial_labels) if trial_labels else None  # across a run's trials, not across runs
+    entries = [e for v in pool.values() for e in v]
+    document = {
+        "formatVersion": FORMAT_VERSION,
+        "collection": {"name": "run files", "graded": graded, "queries": len(queries), "queryIds": [q.id for q in queries]},
+        "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
+        "systems": list(systems),
+        "pool": {
+            "pairs": len(entries),
+            "retrieved": len(entries),
+            "qrelsOnly": 0,
+            "humanRelevant": sum(e.human >= 2 for e in entries),
+            "depth": max((len(d) for s in systems.values() for d in s.values()), default=0),
+        },
+        "labels": {
+            **labels_source,
+            "runs": [str(r.path) for r in runs],
+            "resultsWithoutHumanLabel": missing_human,
+            "resultsWithoutJudgeLabel": missing_judge,
+        },
+        "modes": {mode: figures},
+        "probes": {},
+        "spend": Spend().as_dict(),
+    }
+    document["verdict"] = verdicts(document, mode)
+    document["durationS"] = round(time.monotonic() - started, 3)
+    return document

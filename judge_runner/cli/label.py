@@ -1,0 +1,100 @@
+"""Command ``label``: a labelling page on loopback that turns a person's grades into a named human qrels set.
+Thin: parses options and calls :func:`judge_runner.app.label_server.label_job`."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+
+import click
+
+from judge_runner.app.label_server import Sampling, label_job
+from judge_runner.cli.cache import CACHE
+from judge_runner.cli.options import db_option, printer, settings
+from judge_runner.core.failures import EXIT_OK
+from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS
+
+
+def _labeller() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+@click.command()
+@click.argument("results", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Name of the human qrels set (letters, digits, . _ -): its files and its name in the cache.")
+@click.option(
+    "--sample",
+    "sample_kind",
+    type=click.Choice(SAMPLINGS),
+    default="queries",
+    show_default=True,
+    help="queries: whole queries (every document each returned; what the bias-corrected nDCG@10 needs); "
+    "pairs: pairs stratified by the judge's label (what agreement on rare grades needs).",
+)
+@click.option("--queries", "query_count", type=click.IntRange(min=2), default=None, help="Queries to sample [default: enough for --width].")
+@click.option(
+    "--width",
+    type=click.FloatRange(0.005, 1.0),
+    default=DEFAULT_WIDTH,
+    show_default=True,
+    help="Aim for a 95% interval of mean nDCG@10 this wide (full width) when choosing how many queries to sample.",
+)
+@click.option("--per-label", type=click.IntRange(min=1), default=25, show_default=True, help="--sample pairs: pairs per judge label 0-3.")
+@click.option("--seed", "sample_seed", type=int, default=13, show_default=True, help="Seed of the sample and of the order shown.")
+@click.option("--labeller", default=None, help="Who is labelling, kept with every label [default: the login name].")
+@click.option(
+    "--folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("labels"),
+    show_default=True,
+    help="Where NAME.journal.jsonl (every act, fsynced) and NAME.qrels (TREC qrels) are kept.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--no-cache", is_flag=True, default=None, help="Write the qrels file only; do not import the labels into the judgment cache.")
+@CACHE
+@db_option
+@click.option("--quiet", is_flag=True, help="Print only the URL and the final line.")
+def label(
+    results: tuple[Path, ...],
+    name: str,
+    sample_kind: str,
+    query_count: int | None,
+    width: float,
+    per_label: int,
+    sample_seed: int,
+    labeller: str | None,
+    folder: Path,
+    port: int,
+    quiet: bool,
+    **flags,
+) -> int:
+    """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
+
+    \b
+    RESULTS are run files (quality-results/*.jsonl) to sample from; a session that exists is resumed
+    without them. The page shows each query, its intent and the text the judge was shown, never the
+    judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo. Every label is
+    written at once (labels/NAME.journal.jsonl, fsynced) and the labels become labels/NAME.qrels (TREC
+    qrels) and the human qrels set NAME in the judgment cache, as `qrels import` would make it: the next
+    evaluate uses them and corrects its mean nDCG@10 with them (docs/calibration.md).
+    \b
+    Examples:
+      judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
+      judge-runner label --name team-dec            # resume
+      judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
+    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken).
+    """
+    label_job(
+        settings(**flags),
+        name,
+        list(results),
+        Sampling(sample_kind, query_count, per_label, width, sample_seed),
+        labeller or _labeller(),
+        folder,
+        port,
+        printer(quiet),
+    )
+    return EXIT_OK

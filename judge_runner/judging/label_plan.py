@@ -1,0 +1,128 @@
+"""What a person labels with ``judge-runner label``: (query, document) items drawn from run files.
+
+Two samplings, both seeded:
+
+- ``queries`` (default): whole queries. A random sample of the runs' scored queries (on-topic, with metrics),
+  and for each every document any run returned for it, so that the query's nDCG@10 can be computed from the
+  person's labels alone: what the per-query correction of :mod:`judge_runner.runs.corrected` needs. Queries
+  come in a random order, and a query's documents in a random order too: never the search's ranking.
+- ``pairs``: pairs stratified by the judge's label, the same number drawn for each of 0, 1, 2 and 3 (all of
+  a label when there are fewer): what agreement at the judge's rarer grades needs.
+
+Each item holds what the judge was shown (``shownText`` of the run file; the snippet for files written
+before it was recorded, marked so) and never the judge's label, reason, rank, score or system: an
+:class:`Item`'s :meth:`Item.shown` is all a labelling page may send. How many queries to label for an interval
+of a given width comes from the spread of the runs' own per-query nDCG@10 (:func:`recommended_queries`).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from judge_runner.judging.scores import median_label
+from judge_runner.measures.ir import NDCG10_NAME
+from judge_runner.measures.ppi import queries_for_width
+from judge_runner.runs.read import RunFile
+
+SAMPLINGS = ("queries", "pairs")
+DEFAULT_WIDTH = 0.1  # a 95% interval of mean nDCG@10 about +/- 0.05 wide
+
+
+@dataclass(frozen=True)
+class Item:
+    """One (query, document) to label: ``id`` (``i1``, ``i2`` ... in the plan's order), the query's id, text
+    and intent, the document's ``source`` and ``anchor``, the ``text`` the judge was shown and where it came
+    from (``textFrom``: ``shown`` or ``snippet``)."""
+
+    id: str
+    qid: str
+    query: str
+    intent: str
+    source: str
+    anchor: str | None
+    text: str
+    textFrom: str
+
+    def shown(self) -> dict:
+        """What a labelling page may show: the item without anything of the judge's (it holds nothing else)."""
+        return asdict(self)
+
+
+def scored(run: RunFile) -> list:
+    """The evaluation lines of a run that have metrics (on-topic queries; off-topic ones have no nDCG@10)."""
+    return [ev for ev in run.evaluations if ev.metrics is not None]
+
+
+def _documents(runs: Sequence[RunFile]) -> dict[str, dict]:
+    """``{qid: {"query", "intent", "docs": {source: (anchor, text, textFrom, [judge labels])}}}`` over the runs'
+    scored queries (the first run that returned a document gives its text)."""
+    out: dict[str, dict] = {}
+    for run in runs:
+        for ev in scored(run):
+            entry = out.setdefault(ev.queryId, {"query": ev.query, "intent": ev.queryIntent, "docs": {}})
+            for r in ev.results:
+                shown = r.shownText if r.shownText else None
+                doc = entry["docs"].setdefault(
+                    r.source, (r.anchor, shown if shown is not None else r.snippet, "shown" if shown else "snippet", [])
+                )
+                own = r.judgeLabel if r.labelOrigin == "human" else r.relevance
+                if own is not None:
+                    doc[3].append(int(own))
+    return out
+
+
+def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
+    """Items of ``count`` whole queries drawn at random (``random.Random(seed)``) from the runs' scored queries
+    (all of them when there are fewer), every document each returned, queries and documents in random order."""
+    docs = _documents(runs)
+    rng = random.Random(seed)
+    chosen = rng.sample(sorted(docs), min(count, len(docs)))
+    items: list[Item] = []
+    for qid in chosen:
+        entry = docs[qid]
+        sources = sorted(entry["docs"])
+        rng.shuffle(sources)
+        for source in sources:
+            anchor, text, origin, _ = entry["docs"][source]
+            items.append(Item(f"i{len(items) + 1}", qid, entry["query"], entry["intent"], source, anchor, text, origin))
+    return items
+
+
+def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]:
+    """Items of ``per_label`` pairs drawn at random for each judge label 0-3 (the median of the runs' labels of
+    the pair; all of a label when it has fewer), in one random order."""
+    docs = _documents(runs)
+    strata: dict[int, list[tuple[str, str]]] = {g: [] for g in range(4)}
+    for qid in sorted(docs):
+        for source, (_, _, _, labels) in sorted(docs[qid]["docs"].items()):
+            if labels:
+                strata[median_label(labels)].append((qid, source))
+    rng = random.Random(seed)
+    picked = [pair for grade in range(4) for pair in rng.sample(strata[grade], min(per_label, len(strata[grade])))]
+    rng.shuffle(picked)
+    items = []
+    for n, (qid, source) in enumerate(picked, start=1):
+        entry = docs[qid]
+        anchor, text, origin, _ = entry["docs"][source]
+        items.append(Item(f"i{n}", qid, entry["query"], entry["intent"], source, anchor, text, origin))
+    return items
+
+
+def recommended_queries(runs: Sequence[RunFile], width: float = DEFAULT_WIDTH) -> tuple[int, float, int]:
+    """``(queries to label, standard deviation of per-query nDCG@10, scored queries)``: how many whole queries
+    to label for a 95% interval of mean nDCG@10 at most ``width`` wide, from the spread of the runs' own
+    per-query nDCG@10 (:func:`judge_runner.measures.ppi.queries_for_width`, with the finite-population
+    correction over the scored queries). Raises ValueError when the runs hold no scored query."""
+    values: dict[str, float] = {}
+    for run in runs:
+        for ev in scored(run):
+            value = (ev.metrics or {}).get(NDCG10_NAME)
+            if isinstance(value, (int, float)):
+                values.setdefault(ev.queryId, float(value))
+    if not values:
+        raise ValueError("the runs hold no scored query (on-topic, with nDCG@10) to label")
+    sd = statistics.stdev(values.values()) if len(values) > 1 else 0.0
+    return queries_for_width(sd, width, len(values)), sd, len(values)

@@ -21,7 +21,7 @@ from judge_runner.core.printer import Printer
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.runs.read import read_run_file
-from tests.clitools import invoke, run_lines
+from tests.clitools import KEEP_ALL, invoke, run_lines
 from tests.fakes.calibration_judges import QrelsJudge
 from tests.fakes.fake_llm import FakeLLMServer
 
@@ -45,7 +45,7 @@ def judged(fixtures_root, tmp_path):
     db = tmp_path / "idx" / "index.sqlite"
     assert invoke(["index", str(fixtures_root), "--db", str(db)]).exit_code == 0
     queries = tmp_path / "queries.json"
-    assert invoke(["generate", "--fixtures", str(fixtures_root), "--count", "6", "--out", str(queries)]).exit_code == 0
+    assert invoke(["generate", "--fixtures", str(fixtures_root), "--count", "6", "--out", str(queries), *KEEP_ALL]).exit_code == 0
     cache = tmp_path / "judgments.sqlite"
     with FakeLLMServer(brain=HashJudge()) as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}

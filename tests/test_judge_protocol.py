@@ -275,8 +275,15 @@ def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
     lunch = results["notes/lunch.md"]
     assert lunch["judgeLabel"] in (0, 1, 2, 3) and lunch["trialLabels"] == [lunch["judgeLabel"]]
     assert all(r["judgeLabel"] is None for s, r in results.items() if s != "notes/lunch.md")
+    # judgeOnly: the line's own relevance rule (scoring version 2), fed the judge's labels instead of the person's
+    from judge_runner.judging.scores import label_dimensions
+
     own = [r["judgeLabel"] if r["labelOrigin"] == "human" else r["relevance"] for r in lines[1]["results"]]
-    assert lines[1]["judgeOnly"]["relevance"] == pytest.approx(sum(own) / (3 * len(own)), abs=1e-6)
+    sources = [r["source"] for r in lines[1]["results"]]
+    expected = label_dimensions(own, sources, lines[1]["expectedSources"], depth=10)["relevance"]
+    assert lines[1]["judgeOnly"]["relevance"] == pytest.approx(expected, abs=1e-6)
+    human = [r["relevance"] for r in lines[1]["results"]]
+    assert lines[1]["scores"]["relevance"] == pytest.approx(label_dimensions(human, sources, lines[1]["expectedSources"], depth=10)["relevance"])
     assert all(r["shownText"] for r in lines[1]["results"])
 
 

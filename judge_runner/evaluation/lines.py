@@ -21,10 +21,11 @@ from judge_runner.search.base import SearchAnswer
 RELEVANT_GRADE = 2  # a result labelled 2 (highly relevant) or 3 (perfectly relevant) counts as relevant
 
 
-def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: QueryJudgment) -> dict:
+def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: QueryJudgment, depth: int | None = None) -> dict:
     """The ``evaluation`` line (format version 2) for a judged query (docs/run-file.md), built as
     an :class:`~judge_runner.runs.lines.EvaluationLine` and serialised by alias. An off-topic query has
-    null scores and metrics and ``abstained`` instead; its results are still labelled."""
+    null scores and metrics and ``abstained`` instead; its results are still labelled. ``depth``: the
+    search limit the relevance dimension is cut at (``ProtocolSettings.depth``), for ``judgeOnly``."""
     grades = [o.label for o in judged.labels]
     off_topic = query.queryType == "off-topic"
     tally = judged.tally
@@ -83,21 +84,26 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
         listCached=judged.list_cached,
         expectedSourceDisagreements=judged.disagreements,
         judgeModelsReturned=sorted(models),
-        judgeOnly=None if off_topic else judge_only(answer, judged, query.expectedSources),
+        judgeOnly=None if off_topic else judge_only(answer, judged, query.expectedSources, depth),
         **({"judgeRecoveries": tally.recoveries} if tally.recoveries else {}),
         **({"searchNotes": answer.notes} if answer.notes else {}),
     ).line()
 
 
-def judge_only(answer: SearchAnswer, judged: QueryJudgment, expected_sources: list[str]) -> dict[str, float | None] | None:
+def judge_only(
+    answer: SearchAnswer, judged: QueryJudgment, expected_sources: list[str], depth: int | None = None
+) -> dict[str, float | None] | None:
     """``{"nDCG@10", "relevance"}`` of an on-topic query from the judge's own labels when some result carries a
     human label (its ``judge_label``), so that :mod:`judge_runner.runs.corrected` can correct the judge's mean by
-    the people's; None when no label is human (the line's own figures are then the judge's)."""
+    the people's; None when no label is human (the line's own figures are then the judge's). ``relevance`` is
+    computed exactly as the line's own (:func:`judge_runner.judging.scores.label_dimensions`: the same
+    sources, expected sources and ``depth``), only from the judge's labels."""
     if not any(o.origin == "human" for o in judged.labels):
         return None
     own = [o.judge_label if o.judge_label is not None else o.label for o in judged.labels]
     ndcg = query_metrics([h.source for h in answer.results], own, expected_sources)[NDCG10_NAME]
-    return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own)["relevance"]}
+    sources = [h.source for h in answer.results]
+    return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own, sources, expected_sources, depth=depth)["relevance"]}
 
 
 def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:

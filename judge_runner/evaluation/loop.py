@@ -129,7 +129,7 @@ def judge_all(
             except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
                 exc = caught
             else:
-                line = evaluation_line(run_id, query, answer, outcome)
+                line = evaluation_line(run_id, query, answer, outcome, options.search_limit)
                 writer.write(line)
                 state.record_evaluation(line)
                 overall = line["scores"]["overall"]

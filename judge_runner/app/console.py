@@ -50,6 +50,11 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
             + ": "
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
             + (
+                f", {batch['unreadResults']} unread (asked again; the provider may have billed them, not in the cost)"
+                if batch.get("unreadResults")
+                else ""
+            )
+            + (
                 f"; still in flight: {', '.join(batch['inFlight'])} ({resume_hint or '--resume'} picks them up)"
                 if batch["inFlight"]
                 else ""
@@ -60,7 +65,10 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
-    out(f"  written to {outcome.path}")
+    if outcome.unwritten:
+        printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
+    else:
+        out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
     if gate and not gate["passed"]:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"

@@ -26,6 +26,7 @@ from judge_runner.calibrate.output import calibration_folder, calibration_for_pr
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import (
     IncompleteRunError,
+    StorageError,
     UsageError,
 )
 from judge_runner.core.models import Query, QuerySet
@@ -155,7 +156,8 @@ def run_start_fields(
     all_queries: list[Query] | None = None,
 ) -> dict:
     """The ``run_start`` line's fields (config, provenance, phase-one counts, resume origin). Saves the
-    query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it."""
+    query set beside the run file (``<run>.queries.json``) so next week, or ``--resume``, finds it; raises
+    StorageError (exit 3) when it cannot be written, the (empty) run file removed."""
     settings = job.settings
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
@@ -180,7 +182,13 @@ def run_start_fields(
     saved = all_queries or queries
     if saved:
         query_file = writer.path.with_suffix(".queries.json")
-        query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        try:
+            query_file.write_text(QuerySet(queries=saved).model_dump_json(indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # a full disk: the user's environment, before anything is spent (exit 3)
+            writer.close()
+            for made in (query_file, writer.path):
+                made.unlink(missing_ok=True)
+            raise StorageError("the query set", query_file, exc) from exc
         config["querySetFile"] = query_file.name
     run_start: dict[str, Any] = {
         "config": config,

@@ -8,6 +8,9 @@ from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
 
+STORAGE_REASONS = ("disk_full", "storage_error", "cache_damaged", "cache_error")
+"""Stop reasons of a run stopped by a file it could not write or read (said on the summary's first line)."""
+
 
 def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
     """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
@@ -18,6 +21,7 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     out(
         f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed"
         f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}"
+        + (f", STOPPED ({summary['stopReason']})" if summary.get("stopReason") in STORAGE_REASONS else "")
     )
     if summary["averageScores"]:
         out("  averages: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items()))

@@ -162,8 +162,13 @@ def entry() -> None:
     Before and after the command (starting up, ending) SIGINT or SIGTERM ends the process at once with
     exit 3, never a traceback nor death by signal; during it they are stop requests (:func:`run_handled`)."""
     for number in SIGNALS:
-        signal.signal(number, lambda signum, frame: _quit(EXIT_INCOMPLETE))
+        signal.signal(number, _interrupted_outside_a_command)
     exit_process(run_handled(lambda: main.main(standalone_mode=False), sys.argv[1:]))
+
+
+def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
+    print("interrupted", file=sys.stderr, flush=True)
+    _quit(EXIT_INCOMPLETE)
 
 
 def exit_process(code: int) -> None:

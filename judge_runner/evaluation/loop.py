@@ -164,7 +164,7 @@ def judge_all(
         try:
             writer.write(line)
         except StorageError as exc:
-            storage_failed(exc, f"the run stops (the file keeps its complete lines; once there is room, {resume})")
+            storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
             return False
         return True
 
@@ -173,13 +173,13 @@ def judge_all(
         state.stop(RunStatus.INCOMPLETE, getattr(error, "reason", "storage_error"))
         if error.message not in said:
             said.add(error.message)
-            print(f"error: {error.message}: {consequence}", file=sys.stderr, flush=True)
+            print(f"error: {error.message}. {consequence[0].upper()}{consequence[1:]}", file=sys.stderr, flush=True)
 
     def must_stop() -> bool:
         """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache failed."""
         failure = getattr(cache, "failure", None)
         if failure is not None:
-            storage_failed(failure, f"no new query is started (the labels paid for are kept in the run file; once it is fixed, {resume})")
+            storage_failed(failure, f"no new query starts (those started finish, their labels in their lines); once it is fixed, {resume}")
         return state.stopped or (budget is not None and budget.exhausted)
 
     def wait_any() -> set[Future]:
@@ -288,7 +288,7 @@ def judge_all(
         state.interrupt()
         stop_in_flight("interrupted")
     except StorageError as exc:  # the run file cannot be written (raised by wait_any): stop as Ctrl+C does
-        storage_failed(exc, f"the run stops (the file keeps its complete lines; once there is room, {resume})")
+        storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
         stop_in_flight("stopped")
     finally:
         if holding and batching is not None:

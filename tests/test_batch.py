@@ -134,6 +134,7 @@ def test_batch_run_writes_the_same_evaluations_as_the_synchronous_run(api, mode,
         "errored": 0,
         "expired": 0,
         "canceled": 0,
+        "unreadResults": 0,
         "inFlight": [],
     }
     assert "batch API: 2 batch(es) submitted" in batch.output and "at batch prices" in batch.output
@@ -307,9 +308,9 @@ class _Backend:
         return BatchStatus(True, 1, 1, "ended")
 
     def results(self, batch_id):
-        from judge_runner.llm.batch_api import ItemResult
+        from judge_runner.llm.batch_api import BatchResults, ItemResult
 
-        return {cid: ItemResult("succeeded", body["n"] * 2) for cid, body in self.bodies.items()}
+        return BatchResults({cid: ItemResult("succeeded", body["n"] * 2) for cid, body in self.bodies.items()})
 
 
 def test_the_coordinator_waits_for_every_worker_then_sends_one_batch():
@@ -548,6 +549,7 @@ def test_interrupted_during_the_list_batch_keeps_what_is_judged_and_resumes_that
         "errored": 0,
         "expired": 0,
         "canceled": 0,
+        "unreadResults": 0,
         "inFlight": [],
     }
     assert sum(e["labelsCached"] for e in lines if e["type"] == "evaluation") > 0

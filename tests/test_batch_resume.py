@@ -234,7 +234,7 @@ def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query
 
 def test_the_progress_line_says_the_time_waited_so_far():
     from judge_runner.llm.batch import BatchCoordinator
-    from judge_runner.llm.batch_api import BatchStatus, ItemResult
+    from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult
 
     class Slow:
         provider = type("P", (), {"classify": staticmethod(lambda exc: None)})()
@@ -249,7 +249,7 @@ def test_the_progress_line_says_the_time_waited_so_far():
             return BatchStatus(self.polls > 2, 0 if self.polls <= 2 else 1, 1, "in_progress" if self.polls <= 2 else "ended")
 
         def results(self, batch_id):
-            return {cid: ItemResult("succeeded", 1) for cid in self.ids}
+            return BatchResults({cid: ItemResult("succeeded", 1) for cid in self.ids})
 
     coordinator = BatchCoordinator(Slow(), "anthropic", max_poll_s=0.01)  # type: ignore[arg-type]
     notes: list[str] = []

@@ -283,7 +283,9 @@ def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
     expected = label_dimensions(own, sources, lines[1]["expectedSources"], depth=10)["relevance"]
     assert lines[1]["judgeOnly"]["relevance"] == pytest.approx(expected, abs=1e-6)
     human = [r["relevance"] for r in lines[1]["results"]]
-    assert lines[1]["scores"]["relevance"] == pytest.approx(label_dimensions(human, sources, lines[1]["expectedSources"], depth=10)["relevance"])
+    assert lines[1]["scores"]["relevance"] == pytest.approx(
+        label_dimensions(human, sources, lines[1]["expectedSources"], depth=10)["relevance"]
+    )
     assert all(r["shownText"] for r in lines[1]["results"])
 
 

@@ -8,6 +8,9 @@ from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
 
+STORAGE_REASONS = ("disk_full", "storage_error", "cache_damaged", "cache_error")
+"""Stop reasons of a run stopped by a file it could not write or read (said on the summary's first line)."""
+
 
 def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
     """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
@@ -26,6 +29,7 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     out(
         f"\nrun {summary['runId']}{heuristic}: {summary['evaluated']} evaluated, {summary['failed']} failed{systems}"
         f"{', INTERRUPTED' if summary['interrupted'] else ''}{', BUDGET EXHAUSTED' if summary['budgetExhausted'] else ''}"
+        + (f", STOPPED ({summary['stopReason']})" if summary.get("stopReason") in STORAGE_REASONS else "")
     )
     if summary["averageScores"]:
         out(f"  averages{ref}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items() if v is not None))
@@ -61,6 +65,11 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
             + ": "
             f"{batch['succeeded']} succeeded, {batch['errored']} errored, {batch['expired']} expired, {batch['canceled']} canceled"
             + (
+                f", {batch['unreadResults']} unread (asked again; the provider may have billed them, not in the cost)"
+                if batch.get("unreadResults")
+                else ""
+            )
+            + (
                 f"; still in flight: {', '.join(batch['inFlight'])} ({resume_hint or '--resume'} picks them up)"
                 if batch["inFlight"]
                 else ""
@@ -71,7 +80,10 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost{run}: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
-    out(f"  written to {outcome.path}")
+    if outcome.unwritten:
+        printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
+    else:
+        out(f"  written to {outcome.path}")
     gate = summary.get("qualityGate")
     if gate and not gate["passed"]:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"

@@ -27,6 +27,7 @@ from judge_runner.calibrate.output import calibration_folder, calibration_for_pr
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import (
     IncompleteRunError,
+    StorageError,
     UsageError,
 )
 from judge_runner.core.models import Query, QuerySet
@@ -182,8 +183,8 @@ def run_start_fields(
 ) -> dict:
     """The ``run_start`` line's fields (config, provenance, phase-one counts, the query-set card, resume
     origin). Saves the query set with its card beside the run file (``<run>.queries.json``) so next week,
-    or ``--resume``, finds it. ``card``: the card of a query set read from a file (the generation's own
-    card wins)."""
+    or ``--resume``, finds it; raises StorageError (exit 3) when it cannot be written, the (empty) run
+    file removed. ``card``: the card of a query set read from a file (the generation's own card wins)."""
     settings = job.settings
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
@@ -209,7 +210,13 @@ def run_start_fields(
     card = generation.card if generation is not None and generation.card is not None else card
     if saved:
         query_file = writer.path.with_suffix(".queries.json")
-        query_file.write_text(QuerySet(queries=saved, card=card).to_json(), encoding="utf-8")
+        try:
+            query_file.write_text(QuerySet(queries=saved, card=card).to_json(), encoding="utf-8")
+        except OSError as exc:  # a full disk: the user's environment, before anything is spent (exit 3)
+            writer.close()
+            for made in (query_file, writer.path):
+                made.unlink(missing_ok=True)
+            raise StorageError("the query set", query_file, exc) from exc
         config["querySetFile"] = query_file.name
     run_start: dict[str, Any] = {
         "config": config,

@@ -4,15 +4,19 @@ Exit codes (``judge_runner.core.failures``): 0 ok; 1 quality gate failed or regr
 configuration error; 3 run incomplete; 4 internal error. Commands return their exit code or raise a
 ``JudgeRunnerError`` carrying it; :func:`run_handled` prints the error and returns the code, and only
 this module exits the process. Any other exception is a bug: exit 4, one line, the traceback in a log
-(:mod:`judge_runner.app.crashlog`) and, with ``--debug`` or ``JUDGE_RUNNER_DEBUG=1``, on stderr. SIGTERM is turned into Ctrl+C for the duration of a command, so a
-stopped run keeps what it judged and writes its summary.
+(:mod:`judge_runner.app.crashlog`) and, with ``--debug`` or ``JUDGE_RUNNER_DEBUG=1``, on stderr. SIGINT and
+SIGTERM are stop requests for the duration of a command (:mod:`judge_runner.core.interrupts`), so a
+stopped run keeps what it judged and writes its summary; a second signal ends it at once, and the process
+then ends without waiting for calls still in flight (:func:`exit_process`).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,6 +36,10 @@ from judge_runner.cli.label import label
 from judge_runner.cli.qrels import qrels
 from judge_runner.cli.weekly import weekly
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
+from judge_runner.core.interrupts import SIGNALS, STOP, handling
+
+QUIT_WAIT_S = 0.5
+"""Seconds a stopped process gives its worker threads to end by themselves before it ends without them."""
 
 
 @dataclass
@@ -47,16 +55,11 @@ _INVOCATION: ContextVar[Invocation | None] = ContextVar("judge_runner_invocation
 
 @contextmanager
 def sigterm_as_ctrl_c() -> Iterator[None]:
-    """While inside, SIGTERM raises KeyboardInterrupt in the main thread (as Ctrl+C does); the previous
-    handler is restored on the way out. Does nothing outside the main thread (signals go to it only)."""
-    if threading.current_thread() is not threading.main_thread():
+    """While inside, SIGTERM is Ctrl+C: both are stop requests (:func:`judge_runner.core.interrupts.handling`),
+    raising KeyboardInterrupt in the main thread except where phase two holds them; the previous handlers
+    are restored on the way out. Does nothing outside the main thread (signals go to it only)."""
+    with handling():
         yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
@@ -156,5 +159,51 @@ for _command in (index, search, generate, evaluate, generate_and_evaluate, trend
 
 
 def entry() -> None:
-    """The console script ``judge-runner``: run the command line and exit with its code."""
-    sys.exit(run_handled(lambda: main.main(standalone_mode=False), sys.argv[1:]))
+    """The console script ``judge-runner``: run the command line and exit with its code (:func:`exit_process`).
+    Before and after the command (starting up, ending) SIGINT or SIGTERM ends the process at once with
+    exit 3, never a traceback nor death by signal; during it they are stop requests (:func:`run_handled`)."""
+    for number in SIGNALS:
+        signal.signal(number, _interrupted_outside_a_command)
+    exit_process(run_handled(lambda: main.main(standalone_mode=False), sys.argv[1:]))
+
+
+def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
+    print("interrupted", file=sys.stderr, flush=True)
+    _quit(EXIT_INCOMPLETE)
+
+
+def exit_process(code: int) -> None:
+    """End the process with ``code``. After a stop request (Ctrl+C, SIGTERM) the run has already waited
+    for the calls in flight as long as it will (a second signal cut that wait short) and written its
+    summary: a thread still in a call is not waited for (stderr says so), and the process ends at once,
+    without the interpreter's teardown (during which a further SIGTERM would kill it: exit -15). Every
+    line the run recorded is already on disk (each is fsynced)."""
+    if STOP.last_count:  # the command was asked to stop
+        deadline = time.monotonic() + QUIT_WAIT_S
+        for thread in _busy_threads():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        busy = _busy_threads()
+        if busy:
+            print(
+                f"interrupted: {len(busy)} call(s) still in flight not waited for (a reply on its way may be billed; "
+                "it is in no line of the run)",
+                file=sys.stderr,
+                flush=True,
+            )
+        _quit(code)
+    sys.exit(code)
+
+
+def _busy_threads() -> list[threading.Thread]:
+    """Threads the interpreter would wait for at exit (alive, not daemons), the current one aside."""
+    return [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.current_thread()]
+
+
+def _quit(code: int) -> None:
+    """End the process now, without waiting for its threads (stdout and stderr flushed first)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

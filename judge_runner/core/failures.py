@@ -13,6 +13,7 @@ entry point (``judge_runner.cli.app``) prints it and exits, once. A finished run
 
 from __future__ import annotations
 
+import errno
 from enum import Enum
 from pathlib import Path
 
@@ -48,6 +49,39 @@ class IncompleteRunError(JudgeRunnerError):
     weekly lock is held): exit 3."""
 
     exit_code = EXIT_INCOMPLETE
+
+
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+_SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full" (https://www.sqlite.org/rescode.html#full)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says a disk (or quota) is full: an OSError ENOSPC or EDQUOT, or SQLite's SQLITE_FULL."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return True
+    return getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "database or disk is full" in str(exc)
+
+
+def storage_problem(what: str, path: Path | str, exc: BaseException) -> tuple[str, str]:
+    """``(reason, message)`` for a file the run could not write: ``disk_full`` and "the disk holding
+    <what> <path> is full (<cause>)", or ``storage_error`` and "cannot write <what> <path> (<cause>)".
+    The user's environment, not a bug: it never names a secret (``path`` is a local file)."""
+    cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    if is_disk_full(exc):
+        return "disk_full", f"the disk holding {what} {path} is full ({cause})"
+    return "storage_error", f"cannot write {what} {path} ({cause})"
+
+
+class StorageError(IncompleteRunError):
+    """A file the run writes could not be written (a full disk, a quota, an I/O error): the user's
+    environment, not a bug, so exit 3. ``path``: the file; ``reason``: ``disk_full`` or ``storage_error``
+    (:func:`storage_problem`); ``cause``: the OSError or SQLite error."""
+
+    def __init__(self, what: str, path: Path | str, cause: BaseException):
+        self.reason, message = storage_problem(what, path, cause)
+        super().__init__(message)
+        self.path = Path(path)
+        self.cause = cause
 
 
 class GateFailedError(JudgeRunnerError):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.loop import is_heuristic, judge_all
 from judge_runner.evaluation.options import EvaluateOptions
@@ -44,6 +45,11 @@ class SystemWriter:
     def __init__(self, writer: Any, system: str):
         self.writer, self.system = writer, system
         self.run_id, self.path = writer.run_id, writer.path
+
+    @property
+    def failure(self) -> Any:
+        """The run file's first write failure (``RunWriter.failure``), None while every line was written."""
+        return getattr(self.writer, "failure", None)
 
     def write(self, line: dict[str, Any]) -> None:
         """Tag and write one line."""
@@ -197,6 +203,7 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
     return lines
 
 
+@STOP.held()  # from the first line to the summary a signal only asks to stop (judge_all checks)
 def run_systems(
     queries: list[Query],
     systems: list[Any],

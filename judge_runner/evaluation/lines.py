@@ -9,7 +9,7 @@ from judge_runner import __version__
 from judge_runner.core.models import Query
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.fingerprint import build_fingerprint, judge_is_generator
-from judge_runner.judging.labelling import QueryJudgment
+from judge_runner.judging.labelling import QueryJudgment, Tally
 from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.scores import SCORING_VERSION, label_dimensions
@@ -29,7 +29,6 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
     grades = [o.label for o in judged.labels]
     off_topic = query.queryType == "off-topic"
     tally = judged.tally
-    usage = tally.usage
     models = set().union(*(o.models_returned for o in judged.labels)) | tally.models_returned
     return EvaluationLine(
         runId=run_id,
@@ -72,12 +71,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
         ],
         metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
         abstained=(not answer.confident or not answer.results) if off_topic else None,
-        usage=EvaluationUsage(
-            inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
-            outputTokens=usage.output_tokens,
-            costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
-            calls=usage.calls,
-        ),
+        usage=usage_of(tally),
         labelsCached=sum(o.labels_cached for o in judged.labels),
         labelsJudged=sum(o.labels_judged for o in judged.labels),
         humanLabels=sum(1 for o in judged.labels if o.origin == "human"),
@@ -106,10 +100,23 @@ def judge_only(
     return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own, sources, expected_sources, depth=depth)["relevance"]}
 
 
-def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dict:
+def usage_of(tally: Tally) -> EvaluationUsage:
+    """A query's ``usage`` block from what its calls cost (``tally``): tokens (input with cache writes and
+    reads), USD (None when unknown, never 0) and HTTP requests."""
+    usage = tally.usage
+    return EvaluationUsage(
+        inputTokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_read_tokens,
+        outputTokens=usage.output_tokens,
+        costUsd=None if tally.cost_usd is None else round(tally.cost_usd, 6),
+        calls=usage.calls,
+    )
+
+
+def error_line(run_id: str, query: Query, stage: str, exc: BaseException, tally: Tally | None = None) -> dict:
     """The ``error`` line for a query that could not be searched or judged (an
     :class:`~judge_runner.runs.lines.ErrorLine` serialised by alias; ``stage`` is "search" or "judge",
-    else pydantic.ValidationError)."""
+    else pydantic.ValidationError). ``tally``: what the query's calls spent before it failed (its
+    ``usage``; None: none recorded)."""
     return ErrorLine.model_validate(
         {
             "runId": run_id,
@@ -120,6 +127,7 @@ def error_line(run_id: str, query: Query, stage: str, exc: BaseException) -> dic
             "errorType": getattr(exc, "kind", type(exc).__name__),
             "message": str(exc)[:1000],
             "attempts": getattr(exc, "attempts", 0),
+            "usage": usage_of(tally) if tally is not None else None,
         }
     ).line()
 

@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, RunStatus
+from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, JudgeRunnerError, RunStatus, StorageError
+from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import Query, SearchMode
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.labelling import judge_query
+from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
@@ -48,6 +49,12 @@ __all__ = [
     "provenance",
     "run_evaluation",
 ]
+
+
+STOP_WAIT_S = 5.0
+"""Seconds a stopped synchronous run waits for the calls in flight to end (and be recorded)."""
+POLL_S = 0.2
+"""Seconds between two checks for a stop request while the loop waits for its queries."""
 
 
 def is_heuristic(judge: Judge) -> bool:
@@ -105,9 +112,13 @@ def judge_all(
     submission order. The queries are embedded ahead of their searches (:func:`prepare_search`) in two
     steps: the first ``concurrency`` before the first search, the rest once those are being judged,
     so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
-    ``state.stopped`` or the budget is exhausted; calls in flight finish and are recorded. Never raises
-    for a failed query (it becomes an ``error`` line). KeyboardInterrupt stops new calls and waits up
-    to 5 s for calls in flight; the state is marked interrupted. Each query is judged by
+    ``state.stopped``, the budget is exhausted or the judgment cache failed (a full disk: its
+    ``failure``); calls in flight finish and are recorded. Never raises for a failed query (it becomes an
+    ``error`` line, with what its calls spent). A stop request (Ctrl+C, SIGTERM: checked at the loop's
+    waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) stops new calls
+    and waits up to STOP_WAIT_S for calls in flight (a second signal ends the wait); the state is marked
+    interrupted. A run file that cannot take a line (StorageError) stops the run the same way (reason
+    ``disk_full`` or ``storage_error``), said on stderr with the file's path. Each query is judged by
     :func:`judge_runner.judging.labelling.judge_query` under ``options.protocol``, labels through ``cache``
     (None: no cache), imported human labels first. ``echo`` takes the per-query progress lines, ``alert``
     (default ``echo``) the lines of failed queries and of an interrupt, which ``--quiet`` still shows.
@@ -121,8 +132,12 @@ def judge_all(
     alert = alert or echo
     human = human_grades(cache, options.human_qrels)
     label = " (heuristic judge)" if heuristic else ""
+    said: set[str] = set()  # storage failures already said on stderr
+    resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
 
-    def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None) -> None:
+    def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None, tally: Tally | None) -> None:
+        # a line is written, then counted: a run file that cannot take it (a full disk) stops the run, and
+        # the summary counts only the lines in the file (no signal lands in between: the run is held)
         if exc is None and future is not None and answer is not None:
             try:
                 outcome = future.result()
@@ -130,7 +145,8 @@ def judge_all(
                 exc = caught
             else:
                 line = evaluation_line(run_id, query, answer, outcome, options.search_limit)
-                writer.write(line)
+                if not write(line):
+                    return
                 state.record_evaluation(line)
                 overall = line["scores"]["overall"]
                 shown = (
@@ -141,10 +157,46 @@ def judge_all(
                 return
         stage = "search" if future is None else "judge"
         failure = exc if exc is not None else RuntimeError("no outcome")
-        line = error_line(run_id, query, stage, failure)
-        writer.write(line)
+        line = error_line(run_id, query, stage, failure, tally)
+        if not write(line):
+            return
         state.record_error(line, failure)
         alert(f'[{state.done}/{state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}')
+
+    def write(line: dict) -> bool:
+        try:
+            writer.write(line)
+        except StorageError as exc:
+            storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
+            return False
+        return True
+
+    def storage_failed(error: JudgeRunnerError, consequence: str) -> None:
+        """A file the run writes failed (the run file, the judgment cache): stop starting work, say it once."""
+        state.stop(RunStatus.INCOMPLETE, getattr(error, "reason", "storage_error"))
+        if error.message not in said:
+            said.add(error.message)
+            print(f"error: {error.message}. {consequence[0].upper()}{consequence[1:]}", file=sys.stderr, flush=True)
+
+    def must_stop() -> bool:
+        """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache failed."""
+        failure = getattr(cache, "failure", None)
+        if failure is not None:
+            storage_failed(failure, f"no new query starts (those started finish, their labels in their lines); once it is fixed, {resume}")
+        return state.stopped or (budget is not None and budget.exhausted)
+
+    def wait_any() -> set[Future]:
+        """Wait for a query in flight to end. A stop request (Ctrl+C, SIGTERM: held, so they raise nothing
+        by themselves) or a run file that can no longer be written raises here, at a safe point."""
+        while True:
+            if STOP.requested.is_set():
+                raise KeyboardInterrupt
+            failure = getattr(writer, "failure", None)
+            if failure is not None:
+                raise failure
+            done = wait(in_flight, timeout=POLL_S, return_when=FIRST_COMPLETED)[0]
+            if done:
+                return done
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
@@ -158,70 +210,96 @@ def judge_all(
         batching.expect()  # the loop's own place: no batch leaves while queries are still being started
     holding = batching is not None
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
-    in_flight: dict[Future, tuple[Query, SearchAnswer]] = {}
+    in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
 
     def record_finished(finished: set[Future]) -> None:
         for future in [f for f in in_flight if f in finished]:  # in submission order
-            q, a = in_flight.pop(future)
+            q, a, t = in_flight.pop(future)
             if not future.cancelled():
-                record(q, a, future, None)
+                record(q, a, future, None, t)
 
-    try:
-        prepared = prepare_search(search, queries[:concurrency], options.search_mode, log)
-        for number, query in enumerate(queries):
-            if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
-                prepare_search(search, queries[concurrency:], options.search_mode, log)
-            while len(in_flight) >= concurrency:
-                record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
-            if state.stopped or (budget is not None and budget.exhausted):
-                break  # no new call starts; calls in flight finish and are recorded below
-            try:
-                answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
-            except Exception as exc:  # noqa: BLE001
-                record(query, None, None, exc)
-                continue
-            if batching is not None:
-                batching.expect()
-            in_flight[pool.submit(task, judge, query, answer, options.protocol, cache, human.get(query.id), log)] = (query, answer)
-        if holding and batching is not None:
-            holding = False
-            batching.release()
-        while in_flight:
-            record_finished(wait(in_flight, return_when=FIRST_COMPLETED)[0])
-    except KeyboardInterrupt:
-        state.interrupt()
+    def stop_in_flight(why: str) -> None:
+        """Stop at once (Ctrl+C, SIGTERM, a run file that cannot be written): no new call. A batch run
+        abandons its batches (not canceled: ``--resume`` takes their results); a synchronous run waits up
+        to 5 s for the calls in flight (a second signal ends the wait) and records them. Then no call
+        still in a worker may start another request (``Budget.halt``)."""
         if batching is not None:
             # queries already judged are recorded; those waiting on a batch are not: --resume takes
             # their results from the batch
             finished = {future for future in in_flight if future.done()}
-            pending = batching.abandon()
+            pending = batching.abandon(hurry=STOP.urgent)
             record_finished(finished)
             for future in in_flight:
                 future.cancel()
             in_flight.clear()
             # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
             picker = batching.resume_hint or f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}`"
+            picks = "picks its results up" if why == "interrupted" else "picks up those the run file records"
             print(
-                f"interrupted: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
-                f"picks its results up without submitting again (cancel it in the provider's console or API to stop it)"
+                f"{why}: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
+                f"{picks} without submitting again (cancel it in the provider's console or API to stop it)"
                 if pending
-                else "interrupted: no new calls",
+                else f"{why}: no new calls",
                 file=sys.stderr,
                 flush=True,
             )
-            return
-        alert("interrupted: no new calls; waiting up to 5 s for calls in flight")
-        deadline = time.monotonic() + 5
-        for future in list(in_flight):
-            future.cancel()
-        while in_flight and time.monotonic() < deadline:
-            record_finished(wait(in_flight, timeout=max(0.0, deadline - time.monotonic()), return_when=FIRST_COMPLETED)[0])
+        else:
+            alert(f"{why}: no new calls; waiting up to {STOP_WAIT_S:g} s for calls in flight (Ctrl+C again: no wait)")
+            deadline = time.monotonic() + STOP_WAIT_S
+            for future in list(in_flight):
+                future.cancel()
+            while in_flight and time.monotonic() < deadline and not STOP.urgent.is_set():
+                timeout = min(POLL_S, max(0.0, deadline - time.monotonic()))
+                record_finished(wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)[0])
+        if budget is not None:
+            budget.halt(why)
+
+    try:
+        with STOP.raising():  # embedding the queries may take seconds: Ctrl+C stops it
+            prepared = prepare_search(search, queries[:concurrency], options.search_mode, log)
+        for number, query in enumerate(queries):
+            if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
+                with STOP.raising():
+                    prepare_search(search, queries[concurrency:], options.search_mode, log)
+            while len(in_flight) >= concurrency:
+                record_finished(wait_any())
+            if STOP.requested.is_set():
+                raise KeyboardInterrupt
+            if must_stop():
+                break  # no new call starts; calls in flight finish and are recorded below
+            tally = Tally()
+            try:
+                with STOP.raising():  # a search may block for long and holds none of the run's locks
+                    answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
+            except Exception as exc:  # noqa: BLE001
+                record(query, None, None, exc, None)
+                continue
+            if batching is not None:
+                batching.expect()
+            in_flight[pool.submit(task, judge, query, answer, options.protocol, cache, human.get(query.id), log, tally=tally)] = (
+                query,
+                answer,
+                tally,
+            )
+        if holding and batching is not None:
+            holding = False
+            batching.release()
+        while in_flight:
+            record_finished(wait_any())
+        must_stop()  # a judgment cache that failed with the last queries is said too
+    except KeyboardInterrupt:
+        state.interrupt()
+        stop_in_flight("interrupted")
+    except StorageError as exc:  # the run file cannot be written (raised by wait_any): stop as Ctrl+C does
+        storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
+        stop_in_flight("stopped")
     finally:
         if holding and batching is not None:
             batching.release()
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+@STOP.held()  # from the first line to the summary a signal only asks to stop (judge_all checks)
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_runner.core.failures import RunStatus, exit_code_for
+from judge_runner.core.failures import RunStatus, StorageError, exit_code_for
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
@@ -29,12 +29,14 @@ class RunEnd:
 
 @dataclass
 class RunOutcome:
-    """What a run produced: the summary line, how it ended, and the run file's path."""
+    """What a run produced: the summary line, how it ended, and the run file's path (``unwritten``: why
+    the summary could not be written into it, None when it was)."""
 
     summary: dict
     end: RunEnd
     path: str
     evaluations: list[dict] = field(default_factory=list)
+    unwritten: str | None = None  # why the summary is not in the file (its disk is full), None when it is
 
     @property
     def status(self) -> RunStatus:
@@ -171,7 +173,8 @@ def end_run(
     lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
     resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
     :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's
-    outcome with its :class:`RunEnd`."""
+    outcome with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run
+    incomplete (``RunOutcome.unwritten`` says why)."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -218,9 +221,15 @@ def end_run(
     summary["estimate"] = estimate
     if batch is not None:
         summary["batch"] = batch
-    writer.write(summary)
+    unwritten = None
+    try:
+        writer.write(summary)
+    except StorageError as exc:  # a full disk: the run is incomplete, and says so where it can (stderr)
+        unwritten = exc.message
+        state.stop(RunStatus.INCOMPLETE, exc.reason)
     writer.close()
-    return RunOutcome(summary, end_status(state, budget_exhausted=budget_exhausted, gate=gate), str(writer.path), state.evaluations)
+    end = end_status(state, budget_exhausted=budget_exhausted, gate=gate)
+    return RunOutcome(summary, end, str(writer.path), state.evaluations, unwritten)
 
 
 def carried_usage(lines: list[dict]) -> dict[str, Any]:

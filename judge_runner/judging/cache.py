@@ -13,6 +13,11 @@ first writer wins, so a re-run reads back exactly what an earlier run used.
 
 The same file holds imported human qrels (table ``human_qrels``; see :mod:`judge_runner.judging.qrels`).
 Uses the standard-library ``sqlite3`` (no extension needed).
+
+A failure once the file is open (a full disk, a page damaged deep inside, an I/O error) raises
+:class:`CacheError` naming the file and is kept as :attr:`JudgmentCache.failure`: the labelling goes on
+without the cache (a label paid for is kept in its query's line), and the run loop, seeing the failure,
+starts no new query (exit 3).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
+from judge_runner.core.failures import EXIT_CONFIG, EXIT_INCOMPLETE, JudgeRunnerError, is_disk_full, storage_problem
 from judge_runner.core.models import JUDGE_MODES
 from judge_runner.core.timespan import parse_since
 
@@ -86,9 +92,32 @@ def parse_age(text: str) -> timedelta:
         raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
 
 
-class CacheError(RuntimeError):
+_SQLITE_DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (https://www.sqlite.org/rescode.html)
+
+
+class CacheError(JudgeRunnerError, RuntimeError):
     """The cache file cannot be used: not an SQLite database, written by a newer judge-runner, or not
-    writable. The message names the file and what to do."""
+    writable (at open: exit 2); or it failed while a run used it (a full disk, damage deep inside, an I/O
+    error: exit 3, the user's environment, not a bug). The message names the file and what to do.
+    ``reason``: ``cache_error``, ``disk_full`` or ``cache_damaged``."""
+
+    def __init__(self, message: str, reason: str = "cache_error", exit_code: int = EXIT_CONFIG):
+        super().__init__(message, exit_code)
+        self.reason = reason
+
+
+def failure_of(path: Path, exc: BaseException) -> CacheError:
+    """The CacheError of a failure of the open cache at ``path`` (exit 3): its disk is full, the file is
+    damaged (SQLITE_CORRUPT, SQLITE_NOTADB), or another error (an I/O error, a lock held too long)."""
+    if is_disk_full(exc):
+        return CacheError(storage_problem("the judgment cache", path, exc)[1], "disk_full", EXIT_INCOMPLETE)
+    if getattr(exc, "sqlite_errorcode", None) in _SQLITE_DAMAGED or "malformed" in str(exc):
+        return CacheError(
+            f"the judgment cache {path} is damaged ({exc}): move it away, or pass another --cache path or --no-cache",
+            "cache_damaged",
+            EXIT_INCOMPLETE,
+        )
+    return CacheError(f"cannot use the judgment cache {path} ({exc})", "cache_error", EXIT_INCOMPLETE)
 
 
 def _nfc(text: str) -> str:
@@ -208,11 +237,12 @@ class JudgmentCache:
     """The cache file at ``path`` (created with its folder when missing). Thread-safe: one connection
     per instance, guarded by a lock, so the evaluate loop's worker threads may share an instance.
     Use as a context manager or call :meth:`close`. Raises :class:`CacheError` when the file cannot be
-    used."""
+    used. ``failure``: the first CacheError a read or write raised once open (None while none did)."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.failure: CacheError | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
@@ -230,6 +260,8 @@ class JudgmentCache:
             self.conn.close()
             if "locked" in str(exc):
                 raise CacheError(f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s") from None
+            if is_disk_full(exc):
+                raise CacheError(storage_problem("the judgment cache", self.path, exc)[1], "disk_full") from None
             raise CacheError(f"{self.path} is not a judgment cache ({exc}); move it away or pass another --cache path") from None
         except CacheError:
             self.conn.close()
@@ -273,10 +305,17 @@ class JudgmentCache:
             try:
                 result = fn(self.conn, *args)
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
             return result
+
+    def _failed(self, exc: BaseException) -> CacheError:
+        """Keep the first failure of the open cache (:func:`failure_of`) and return the error to raise."""
+        error = failure_of(self.path, exc)
+        self.failure = self.failure or error
+        return error
 
     def __enter__(self) -> Self:
         return self
@@ -292,20 +331,28 @@ class JudgmentCache:
     # -- judgments -----------------------------------------------------------------------------------
 
     def get(self, key: str) -> CachedJudgment | None:
-        """The judgment stored under ``key`` (a :meth:`JudgmentKey.digest`), or None."""
-        with self._lock:
-            row = self.conn.execute("SELECT * FROM judgments WHERE key = ?", (key,)).fetchone()
-        return _row_to_judgment(row) if row else None
+        """The judgment stored under ``key`` (a :meth:`JudgmentKey.digest`), or None. Raises CacheError
+        (kept as :attr:`failure`) when the file cannot be read."""
+        try:
+            with self._lock:
+                row = self.conn.execute("SELECT * FROM judgments WHERE key = ?", (key,)).fetchone()
+            return _row_to_judgment(row) if row else None
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedJudgment]:
-        """``{key: judgment}`` for the keys that are stored (missing keys are absent)."""
+        """``{key: judgment}`` for the keys that are stored (missing keys are absent). Raises CacheError
+        (kept as :attr:`failure`) when the file cannot be read."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, CachedJudgment] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                part = keys[start : start + 500]
-                rows = self.conn.execute(f"SELECT * FROM judgments WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
-                found.update((row["key"], _row_to_judgment(row)) for row in rows)
+        try:
+            with self._lock:
+                for start in range(0, len(keys), 500):
+                    part = keys[start : start + 500]
+                    rows = self.conn.execute(f"SELECT * FROM judgments WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+                    found.update((row["key"], _row_to_judgment(row)) for row in rows)
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
         return found
 
     def put(self, key: str, judgment: CachedJudgment, mode: str) -> bool:
@@ -315,7 +362,9 @@ class JudgmentCache:
         return self.put_many([(key, judgment, mode)]) == 1
 
     def put_many(self, items: Iterable[tuple[str, CachedJudgment, str]]) -> int:
-        """Store several ``(key, judgment, mode)`` in one transaction; returns how many were new."""
+        """Store several ``(key, judgment, mode)`` in one transaction; returns how many were new. Raises
+        CacheError (kept as :attr:`failure`) when the file cannot be written (nothing of the transaction
+        is stored)."""
         rows = []
         now = time.time()
         for key, j, mode in items:
@@ -357,7 +406,12 @@ class JudgmentCache:
             )
             return conn.total_changes - before
 
-        return self._write(insert) if rows else 0
+        if not rows:
+            return 0
+        try:
+            return self._write(insert)
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
 
     def stats(self) -> dict[str, Any]:
         """What the cache holds: ``{"path", "bytes", "judgments", "byMode": {mode: n}, "labels":
@@ -452,8 +506,11 @@ class JudgmentCache:
 
     def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
         """``(name, qid, docid, grade)`` of the stored human qrels (only ``names`` when given), sorted."""
-        with self._lock:
-            rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
+        try:
+            with self._lock:
+                rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
         wanted = None if names is None else set(names)
         return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows if wanted is None or r[0] in wanted]
 

@@ -18,14 +18,14 @@ The judge never sees the search's rank or score: documents are :class:`fence.Ren
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from judge_runner.core.models import JudgeMode, Query
 from judge_runner.core.resources import prompt_sha256
-from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.cache import CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
 from judge_runner.judging.protocol import Judge, LabelReply, ListVerdict
@@ -65,6 +65,18 @@ class Tally:
             if reply.model_returned:
                 self.models_returned.add(reply.model_returned)
             self.recoveries.extend(reply.recoveries)
+
+    def add_failure(self, exc: BaseException) -> None:
+        """Count what a failed call spent (its ``usage`` and ``cost_usd``, set by the provider layer and
+        :func:`judge_runner.judging.llm_judge.ask`; nothing when it spent nothing), so a query that then fails
+        still says what it cost."""
+        usage = getattr(exc, "usage", None)
+        if not isinstance(usage, Usage):
+            return
+        with self._lock:
+            self.usage = self.usage + usage
+            self.cost_usd = add_cost(self.cost_usd, getattr(exc, "cost_usd", None))
+            self.attempts += int(getattr(exc, "attempts", 0) or 0)
 
 
 @dataclass
@@ -156,6 +168,30 @@ def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge) -> Cach
     )
 
 
+def cached(cache: JudgmentCache | None, keys: Iterable[str]) -> dict[str, CachedJudgment]:
+    """The judgments stored in ``cache`` under ``keys``: none without a cache, or once it failed (a full
+    disk, damage deep inside): the failure is kept on ``cache.failure``, where the run loop sees it and
+    starts no new query; the labelling goes on without the cache."""
+    if cache is None or getattr(cache, "failure", None) is not None:
+        return {}
+    try:
+        return cache.get_many(keys)
+    except CacheError:
+        return {}
+
+
+def store(cache: JudgmentCache | None, items: list[tuple[str, CachedJudgment, str]]) -> None:
+    """Store ``(key, judgment, mode)`` items in ``cache`` (:meth:`JudgmentCache.put_many`). A cache that
+    fails (or failed before) stores nothing and raises nothing: the judgment, paid for, is kept in its
+    query's line, and the failure on ``cache.failure`` stops the run (see :func:`cached`)."""
+    if cache is None or getattr(cache, "failure", None) is not None or not items:
+        return
+    try:
+        cache.put_many(items)
+    except CacheError:
+        pass
+
+
 def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]]) -> list[RenderedDocument]:
     """Rendered documents from ``RenderedDocument`` values or ``(source, anchor, text)`` tuples
     (rendered with :func:`fence.render_document`)."""
@@ -222,7 +258,7 @@ def label_documents(
         sampling = sampling_settings(judge.name, trial, seed)
         if mode == "pointwise":
             keys = {i: judgment_key(judge, query, intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
-            found = cache.get_many(keys.values()) if cache is not None else {}
+            found = cached(cache, keys.values())
             missing = []
             for i in todo:
                 hit = found.get(keys[i])
@@ -237,11 +273,11 @@ def label_documents(
             failure: BaseException | None = None
             for i, made in zip(missing, each_call(judge, label, missing)):
                 if isinstance(made, BaseException):
+                    tally.add_failure(made)
                     failure = failure or made
                     continue
                 tally.add(made)
-                if cache is not None:
-                    cache.put(keys[i], _stored(made, documents[i], judge), "pointwise")
+                store(cache, [(keys[i], _stored(made, documents[i], judge), "pointwise")])
                 got[i].append((made, False))
             if failure is not None:
                 raise failure
@@ -250,7 +286,7 @@ def label_documents(
             batch = [documents[i] for i in todo]
             context = batch_context(batch[o].shown for o in order)
             keys = {i: judgment_key(judge, query, intent, documents[i].shown, "batched", trial, sampling, context) for i in todo}
-            found = cache.get_many(keys.values()) if cache is not None else {}
+            found = cached(cache, keys.values())
             shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
             if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
                 for i in todo:
@@ -269,14 +305,17 @@ def label_documents(
                         )
                     )
                 continue
-            replies = judge.label_batch(query, intent, batch, order, sampling, log)
+            try:
+                replies = judge.label_batch(query, intent, batch, order, sampling, log)
+            except BaseException as exc:
+                tally.add_failure(exc)
+                raise
             if len(replies) != len(batch):
                 raise ValueError(f"the judge returned {len(replies)} labels for {len(batch)} documents")
             tally.add(replies[0])
             for reply in replies[1:]:
                 tally.add(reply, calls=0)
-            if cache is not None:
-                cache.put_many([(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
+            store(cache, [(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
             for i, reply in zip(todo, replies):
                 got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
     outcomes = []
@@ -349,27 +388,27 @@ def list_verdict(
     sampling = sampling_settings(judge.name, 0)
     shown = list_shown_text(query.expectedSources, items)
     key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
-    hit = cache.get(key) if cache is not None else None
+    hit = cached(cache, [key]).get(key)
     if hit is not None and hit.payload:
         return ListVerdict.from_cache(hit), True
-    verdict = judge.list_verdict(query.query, query.queryIntent, query.expectedSources, items, sampling, log)
+    try:
+        verdict = judge.list_verdict(query.query, query.queryIntent, query.expectedSources, items, sampling, log)
+    except BaseException as exc:
+        tally.add_failure(exc)
+        raise
     tally.add(verdict)
-    if cache is not None:
-        cache.put(
-            key,
-            CachedJudgment(
-                None,
-                "",
-                False,
-                verdict.model_returned,
-                _usage_dict(verdict.usage),
-                verdict.cost_usd,
-                verdict.latency_s,
-                payload=verdict.payload(),
-                judge=f"{judge.name}/{cache_model(judge)}",
-            ),
-            "list",
-        )
+    stored = CachedJudgment(
+        None,
+        "",
+        False,
+        verdict.model_returned,
+        _usage_dict(verdict.usage),
+        verdict.cost_usd,
+        verdict.latency_s,
+        payload=verdict.payload(),
+        judge=f"{judge.name}/{cache_model(judge)}",
+    )
+    store(cache, [(key, stored, "list")])
     return verdict, False
 
 
@@ -381,6 +420,7 @@ def judge_query(
     cache: JudgmentCache | None = None,
     human: Mapping[str, int] | None = None,
     log: Log = _quiet,
+    tally: Tally | None = None,
 ) -> QueryJudgment:
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
@@ -390,8 +430,10 @@ def judge_query(
     weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
     on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
     are labelled (how misleading they are) but it gets no scores. ``human``: ``{source: grade}`` of
-    imported human labels for this query. Raises what :func:`label_documents` raises."""
-    tally = Tally()
+    imported human labels for this query. ``tally``: receives the cost of its calls, failed ones included
+    (a fresh one by default), so a query that fails still says what it cost. Raises what
+    :func:`label_documents` raises."""
+    tally = tally if tally is not None else Tally()
     hits = answer.results
     shown_from = ["chunk" if h.text else "snippet" for h in hits]
     docs = [render_document(h.source, h.anchor, h.text or h.snippet) for h in hits]

@@ -29,7 +29,7 @@ from judge_runner.judging.requests import (
     reply_problems,
 )
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
-from judge_runner.llm.errors import InvalidOutputError, RefusalError, TruncatedError
+from judge_runner.llm.errors import InvalidOutputError, LLMError, RefusalError, TruncatedError
 from judge_runner.llm.pricing import Usage, add_cost
 
 SNIPPET_CHARS_SHOWN = 500
@@ -99,8 +99,8 @@ def ask(
 
     A reply that fails validation is re-asked up to MAX_REASKS times with what was wrong; a reply cut
     off by max_tokens is retried once with twice the limit. Raises InvalidOutputError, TruncatedError,
-    RefusalError or any transport LLMError (with ``usage``/``cost_usd`` of what was spent on an invalid
-    output). The raw invalid reply goes to ``log`` (never the API key)."""
+    RefusalError or any transport LLMError, each with ``usage``/``cost_usd``: what this call spent, its
+    re-asks included (:func:`spent`). The raw invalid reply goes to ``log`` (never the API key)."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     turns = [Turn("user", text=request.user)]
     usage, attempts = Usage(), 0
@@ -109,17 +109,21 @@ def ask(
     reasks = 0
     started = time.monotonic()
     while True:
-        reply = provider.complete(
-            request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True, sampling=sampling
-        )
+        try:
+            reply = provider.complete(
+                request.system, turns, [tool], force_tool=tool.name, max_tokens=max_tokens, cache_system=True, sampling=sampling
+            )
+        except LLMError as exc:  # the re-asks before it were paid for too
+            spent(exc, usage + (exc.usage or Usage()), add_cost(cost, exc.cost_usd if exc.usage is not None else 0.0))
+            raise
         usage = usage + reply.usage
         cost = add_cost(cost, reply.cost_usd)
         attempts += reply.attempts
         if reply.stop == "refusal":
-            raise RefusalError(f"the judge refused: {reply.text[:200]}", attempts)
+            raise spent(RefusalError(f"the judge refused: {reply.text[:200]}", attempts), usage, cost)
         if reply.stop == "max_tokens":
             if truncated_once:
-                raise TruncatedError(f"the {what} was cut off at {max_tokens} output tokens twice", attempts)
+                raise spent(TruncatedError(f"the {what} was cut off at {max_tokens} output tokens twice", attempts), usage, cost)
             truncated_once, max_tokens = True, max_tokens * 2
             continue
         recoveries: list[str] = []
@@ -139,15 +143,20 @@ def ask(
         log(f"invalid {what}: {'; '.join(problems[:3])}\nraw reply: {raw[:2000]}")
         reasks += 1
         if reasks > MAX_REASKS:
-            error = InvalidOutputError(f"{what} failed validation: " + "; ".join(problems[:3]), attempts)
-            error.usage, error.cost_usd = usage, cost  # type: ignore[attr-defined]
-            raise error
+            raise spent(InvalidOutputError(f"{what} failed validation: " + "; ".join(problems[:3]), attempts), usage, cost)
         turns.append(Turn("assistant", text=reply.text or None, tool_uses=reply.tool_uses))
         feedback = "Your reply was invalid:\n" + "\n".join(problems) + f"\nCall {tool.name} again with a valid reply."
         if reply.tool_uses:
             turns.append(Turn("user", tool_results=[ToolResult(u.id, feedback, True) for u in reply.tool_uses]))
         else:
             turns.append(Turn("user", text=feedback))
+
+
+def spent(error: LLMError, usage: Usage, cost: float | None) -> LLMError:
+    """``error`` carrying what its call spent (``usage``, ``cost_usd`` in USD): the query's error line
+    shows it (:func:`judge_runner.judging.labelling.Tally.add_failure`)."""
+    error.usage, error.cost_usd = usage, cost
+    return error
 
 
 class LLMJudge:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from anthropic.types.messages import MessageBatchIndividualResponse
+
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch_api import BatchStatus, ItemResult, check_failure
+from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 
 # an errored item's error.type -> the kind a synchronous failure with that error would be
@@ -75,11 +77,22 @@ class AnthropicBatches:
         total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
         return BatchStatus(batch.processing_status == "ended", total - c.processing, total, batch.processing_status)
 
-    def results(self, batch_id: str) -> dict[str, ItemResult]:
-        """``messages.batches.results`` (JSONL): succeeded -> the Message; errored -> its LLMError kind;
-        expired or canceled -> a TransientError saying so."""
+    def results(self, batch_id: str) -> BatchResults:
+        """``messages.batches.results`` (JSONL), read line by line (:func:`~judge_runner.llm.batch_api.read_jsonl`:
+        a line cut short or not a result is counted as unreadable, the others are kept): succeeded -> the
+        Message; errored -> its LLMError kind; expired or canceled -> a TransientError saying so."""
         out: dict[str, ItemResult] = {}
-        for line in self._batches.results(batch_id):
+        stream = self._batches.results(batch_id)
+        try:
+            objects, unreadable = read_jsonl(stream.http_response.read())
+        finally:
+            stream.close()
+        for value in objects:
+            try:
+                line = MessageBatchIndividualResponse.model_validate(value)
+            except ValueError:  # pydantic's ValidationError: not a result of this API
+                unreadable += 1
+                continue
             result = line.result
             if result.type == "succeeded":
                 out[line.custom_id] = ItemResult("succeeded", result.message)
@@ -97,7 +110,7 @@ class AnthropicBatches:
                 out[line.custom_id] = ItemResult(
                     "canceled", error=TransientError(f"batch {batch_id} was canceled before this request was processed", 1)
                 )
-        return out
+        return BatchResults(out, unreadable)
 
     def cancel(self, batch_id: str) -> None:
         """``messages.batches.cancel``."""

@@ -157,15 +157,18 @@ class ChatProvider(ABC):
 
         def count_request() -> None:
             nonlocal total
+            self.budget.check_running()  # no attempt (a retry) starts once the run stopped: no request, none counted
             total = total + Usage(calls=1)
 
         try:
             reply, _ = self.retry.call(once, on_attempt=count_request, classify=self.classify)
-        except LLMError as exc:
-            exc.attempts = max(exc.attempts, total.calls)  # every HTTP request of this call
-            raise
-        finally:
+        except BaseException as exc:
             cost = self.budget.settle(reservation, total, self.price)
+            if isinstance(exc, LLMError):
+                exc.attempts = max(exc.attempts, total.calls)  # every HTTP request of this call
+                exc.usage, exc.cost_usd = total, cost  # what the failed call spent: its query's error line carries it
+            raise
+        cost = self.budget.settle(reservation, total, self.price)
         reply.usage = total
         reply.cost_usd = cost
         reply.attempts = total.calls  # HTTP requests: retries plus any extra request inside an attempt

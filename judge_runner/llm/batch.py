@@ -23,7 +23,9 @@ lines to :meth:`BatchCoordinator.resume`, and a request whose id is in an earlie
 batch's result (polled until it ends) instead of being submitted again.
 
 Backends (one per API) implement :class:`BatchBackend`: ``judge_runner.llm.anthropic_batches`` and
-``judge_runner.llm.openai_batches``, named by the provider registry's ``batch_target``.
+``judge_runner.llm.openai_batches``, named by the provider registry's ``batch_target``. What one flush does
+with the API (submit, poll, read the results, and what happens when a batch goes wrong) is
+:mod:`judge_runner.llm.batch_exchange`.
 """
 
 from __future__ import annotations
@@ -31,88 +33,26 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from judge_runner.llm.batch_api import BatchBackend, ItemResult
+from judge_runner.llm.batch_exchange import BatchAbandoned, BatchExchange, BatchStats, QueuedRequest
 from judge_runner.llm.budget import BudgetDeferred
-from judge_runner.llm.errors import LLMError, TransientError
-from judge_runner.llm.retry import ErrorClass, translate
+from judge_runner.llm.retry import ErrorClass
+
+__all__ = ["BATCH_CALL_DEADLINE_S", "MARGIN_FACTOR", "BatchAbandoned", "BatchCoordinator", "BatchStats"]
 
 T = TypeVar("T")
 
 BATCH_CALL_DEADLINE_S = 25 * 3600.0
 """Seconds one logical call may take in batch mode: both APIs promise results within 24 hours."""
-FIRST_POLL_S = 1.0
-"""Seconds before the first status check of a batch; each later wait is 1.5 times the one before,
-capped at the ``batch_poll`` setting (default 60 s)."""
-POLL_FACTOR = 1.5
-PROGRESS_EVERY_S = 600.0
-"""A progress line is printed when the count of finished requests changes, else once per this many seconds."""
-MAX_POLL_FAILURES = 10
-"""Consecutive failed status checks (connection errors, 5xx) tolerated before the batch's requests fail."""
 MARGIN_FACTOR = 2.0
 """Room a new query leaves per started query, in units of the largest worst case seen so far: a list
 verdict's input holds all of a query's results, so its worst case can exceed every one before it
 (measured on the fake: label 0.011 USD, list verdicts 0.02-0.037 USD)."""
-
-
-class BatchAbandoned(LLMError):
-    """The run was interrupted while this request's batch was in flight; the batch was not canceled,
-    so ``--resume`` picks its results up."""
-
-    kind = "interrupted"
-
-
-def format_wait(seconds: float) -> str:
-    """``2m10s``, ``45s``, ``1h03m``: a waiting time for the progress line."""
-    s = int(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-@dataclass
-class BatchStats:
-    """What the run's batches did (the summary's ``batch`` block), all request counts in one scope: the
-    requests whose results this run took from a batch. ``batches``: batches this run submitted;
-    ``resumed``: batches of an earlier process it picked up; ``submitted`` requests sent in its own
-    batches, ``picked_up`` requests taken from earlier batches; ``requests`` = submitted + picked up =
-    succeeded + errored + expired + canceled once every batch ended; ``in_flight``: ids of batches not
-    ended when the run stopped (``--resume`` picks them up)."""
-
-    batches: int = 0
-    resumed: int = 0
-    submitted: int = 0
-    picked_up: int = 0
-    succeeded: int = 0
-    errored: int = 0
-    expired: int = 0
-    canceled: int = 0
-    in_flight: list[str] = field(default_factory=list)
-
-    @property
-    def requests(self) -> int:
-        """Requests submitted by this run plus those picked up from earlier batches."""
-        return self.submitted + self.picked_up
-
-    def as_dict(self) -> dict[str, Any]:
-        """The summary's ``batch`` block (camelCase)."""
-        return {
-            "batches": self.batches,
-            "resumedBatches": self.resumed,
-            "requests": self.requests,
-            "submittedRequests": self.submitted,
-            "pickedUpRequests": self.picked_up,
-            "succeeded": self.succeeded,
-            "errored": self.errored,
-            "expired": self.expired,
-            "canceled": self.canceled,
-            "inFlight": list(self.in_flight),
-        }
 
 
 @dataclass
@@ -124,16 +64,7 @@ class _Waiter:
     done: bool = False
 
 
-@dataclass
-class _Item:
-    custom_id: str
-    body: dict
-    result: Any = None
-    error: BaseException | None = None
-    done: bool = False
-
-
-class BatchCoordinator:
+class BatchCoordinator(BatchExchange):
     """Gathers the requests of a run's worker threads into batches (thread-safe).
 
     Workers are counted: the run loop calls :meth:`expect` before it starts a worker (or holds one
@@ -163,7 +94,7 @@ class BatchCoordinator:
         self._cond = threading.Condition()
         self._local = threading.local()
         self._active = 0
-        self._pending: list[_Item] = []
+        self._pending: list[QueuedRequest] = []
         self._deferred: list[_Waiter] = []  # requests waiting for budget (reserve)
         self._paid: set[object] = set()  # keys of workers that already received a result
         self._started: set[object] = set()  # keys of unfinished workers holding or having held a reservation
@@ -172,6 +103,7 @@ class BatchCoordinator:
         self._submitting = False
         self._abandon = threading.Event()
         self._known: dict[str, str] = {}  # custom_id -> id of a batch an earlier process submitted
+        self._sent: dict[str, set[str]] = {}  # batch id -> the custom ids this process submitted in it
         self._fetched: dict[str, dict[str, ItemResult]] = {}
 
     # -- counting workers ------------------------------------------------------------------------------
@@ -261,15 +193,16 @@ class BatchCoordinator:
                     for cid in line.get("customIds") or []:
                         self._known[str(cid)] = batch_id
 
-    def abandon(self, wait_s: float = 30.0) -> list[str]:
+    def abandon(self, wait_s: float = 30.0, hurry: threading.Event | None = None) -> list[str]:
         """Stop waiting (Ctrl+C): every blocked call raises :class:`BatchAbandoned`; batches are NOT
-        canceled. A submission under way is waited for (at most ``wait_s`` seconds) so that its
-        ``batch`` line is written. Returns the ids of batches still in flight."""
+        canceled. A submission under way is waited for (at most ``wait_s`` seconds, and no longer once
+        ``hurry`` is set: a second Ctrl+C) so that its ``batch`` line is written. Returns the ids of
+        batches still in flight (a submission not waited for is not among them: its id is not known)."""
         self._abandon.set()
         deadline = time.monotonic() + wait_s
         with self._cond:
             self._cond.notify_all()
-            while self._submitting and time.monotonic() < deadline:
+            while self._submitting and time.monotonic() < deadline and not (hurry is not None and hurry.is_set()):
                 self._cond.wait(timeout=0.1)
             return list(self.stats.in_flight)
 
@@ -279,7 +212,7 @@ class BatchCoordinator:
         """Queue one request and block until its batch ends; returns the raw reply for the backend's
         ``parse``. Raises the item's LLMError, or BatchAbandoned."""
         counted = bool(getattr(self._local, "unit", False))
-        item = _Item(cid, body)
+        item = QueuedRequest(cid, body)
         with self._cond:
             if not counted:
                 self._active += 1
@@ -433,161 +366,3 @@ class BatchCoordinator:
         if granted:
             self._cond.notify_all()
         return granted
-
-    # -- one flush: submit (or pick up), poll, hand out ------------------------------------------------
-
-    def _flush(self, items: list[_Item]) -> None:
-        """Submit ``items`` (those an earlier process already submitted are picked up from its batch
-        instead), wait for the batches to end and set every item's result or error. Never raises but
-        KeyboardInterrupt (after marking the items abandoned)."""
-        seen: Counter[str] = Counter()
-        for item in items:  # two identical requests in one batch: distinct ids, the same reply
-            seen[item.custom_id] += 1
-            if seen[item.custom_id] > 1:
-                item.custom_id = f"{item.custom_id[:56]}-{seen[item.custom_id]}"
-        groups: dict[str | None, list[_Item]] = {}
-        with self._cond:
-            for item in items:
-                groups.setdefault(self._known.get(item.custom_id), []).append(item)
-        try:
-            new = list(groups.get(None) or [])
-            for batch_id, group in groups.items():
-                if batch_id is not None:
-                    self.note(f"batch {batch_id}: picking up {len(group)} request(s) submitted before --resume")
-                    counted = batch_id in self._fetched or batch_id in self.stats.in_flight
-                    if not self._finish(batch_id, group, prior=True):
-                        new.extend(group)  # the server no longer knows it: submitted anew below
-                        continue
-                    self.stats.picked_up += len(group)
-                    if not counted:
-                        self.stats.resumed += 1  # each earlier batch counted once
-            if new and self._abandon.is_set():
-                self._fail(new, BatchAbandoned("interrupted before the batch was submitted"))
-            elif new:
-                with self._cond:
-                    self._submitting = True
-                try:
-                    batch_id = self.backend.submit([(i.custom_id, i.body) for i in new])
-                    self.stats.batches += 1
-                    self.stats.submitted += len(new)
-                    with self._cond:
-                        self.stats.in_flight.append(batch_id)
-                    # written before anything else happens: the id is what --resume needs
-                    self.record(
-                        {"batchId": batch_id, "provider": self.provider_name, "requests": len(new), "customIds": [i.custom_id for i in new]}
-                    )
-                except Exception as exc:  # noqa: BLE001 - nothing was created: the retry layer may try again
-                    self._fail(new, exc, retryable_ok=True)
-                    return
-                finally:
-                    with self._cond:
-                        self._submitting = False
-                        self._cond.notify_all()
-                self.note(f"batch {batch_id}: {len(new)} request(s) submitted to the {self.provider_name} batch API")
-                self._finish(batch_id, new)
-        except KeyboardInterrupt:
-            self._abandon.set()
-            for item in items:
-                if not item.done:
-                    item.error, item.done = BatchAbandoned("interrupted while the batch was in flight"), True
-            raise
-
-    def _fail(self, items: list[_Item], exc: BaseException, retryable_ok: bool = False) -> None:
-        """Give ``items`` the failure ``exc``: as it is when another attempt may retry it (nothing was
-        submitted), else as a non-retryable LLMError (a batch exists: retrying would pay twice)."""
-        if isinstance(exc, BatchAbandoned):
-            error: BaseException = exc
-        elif retryable_ok and self.classify(exc) is not None:
-            error = exc
-        elif isinstance(exc, LLMError):
-            error = exc
-        elif self.classify(exc) is None:
-            error = exc  # a programming error: surfaces as it is
-        else:
-            error = translate(exc, 1, self.classify)
-        for item in items:
-            item.error, item.done = error, True
-
-    def _finish(self, batch_id: str, items: list[_Item], prior: bool = False) -> bool:
-        """Wait for ``batch_id`` to end and give ``items`` their results. For a ``prior`` batch (one an
-        earlier process submitted) the server no longer knows (HTTP 404), warn once, forget it and
-        return False with the items untouched (the caller submits them anew); else True."""
-        results = self._fetched.get(batch_id)
-        if results is None:
-            with self._cond:
-                if batch_id not in self.stats.in_flight:
-                    self.stats.in_flight.append(batch_id)
-            try:
-                self._poll(batch_id)
-                results = self.backend.results(batch_id)
-            except Exception as exc:  # noqa: BLE001 - the items fail, the run goes on
-                if prior and getattr(exc, "status_code", None) == 404:
-                    self._forget(batch_id)
-                    return False
-                self._fail(items, exc)
-                return True
-            with self._cond:
-                self.stats.in_flight.remove(batch_id)
-            self._fetched[batch_id] = results
-        for item in items:
-            found = results.get(item.custom_id)
-            with self._cond:
-                self._known.pop(item.custom_id, None)  # a retry of this request is a new submission
-            if found is None:
-                item.error = TransientError(f"batch {batch_id} returned no result for request {item.custom_id}", 1)
-                self.stats.errored += 1
-            elif found.outcome == "succeeded":
-                item.result = found.value
-                self.stats.succeeded += 1
-            else:
-                item.error = found.error or TransientError(f"batch {batch_id}: request {found.outcome}", 1)
-                setattr(self.stats, found.outcome, getattr(self.stats, found.outcome) + 1)
-            item.done = True
-        return True
-
-    def _forget(self, batch_id: str) -> None:
-        """Drop an earlier process's batch the server answers 404 for (expired from its records, or
-        another account): warned once; its requests are submitted anew."""
-        with self._cond:
-            if batch_id in self.stats.in_flight:
-                self.stats.in_flight.remove(batch_id)
-            dropped = [cid for cid, known in self._known.items() if known == batch_id]
-            for cid in dropped:
-                del self._known[cid]
-        self.warn(
-            f"warning: batch {batch_id} is unknown to the server (HTTP 404: expired from its records, or another "
-            f"account); its {len(dropped)} request(s) not yet taken are submitted anew"
-        )
-
-    def _poll(self, batch_id: str) -> None:
-        """Check the batch's status with growing waits until it ends, saying how far it got (when that
-        changes, else every PROGRESS_EVERY_S seconds). Raises
-        BatchAbandoned when the run is abandoned, or the SDK's error after MAX_POLL_FAILURES
-        consecutive retryable failures (at once for any other failure)."""
-        started = time.monotonic()
-        wait = min(FIRST_POLL_S, self.max_poll_s)
-        failures = 0
-        said: tuple[int, float] | None = None  # (done, when) of the last progress line
-        while True:
-            if self._abandon.is_set():
-                raise BatchAbandoned("interrupted while the batch was in flight")
-            try:
-                status = self.backend.status(batch_id)
-            except Exception as exc:
-                failures += 1
-                if self.classify(exc) != "retryable" or failures >= MAX_POLL_FAILURES:
-                    raise
-                self.note(f"batch {batch_id}: status check failed ({type(exc).__name__}); trying again")
-            else:
-                failures = 0
-                waited = format_wait(time.monotonic() - started)
-                if status.ended:
-                    self.note(f"batch {batch_id}: {status.done}/{status.total} done ({status.state}) after {waited}")
-                    return
-                now = time.monotonic()
-                if said is None or status.done != said[0] or now - said[1] >= PROGRESS_EVERY_S:
-                    self.note(f"batch {batch_id}: {status.done}/{status.total} done, waited {waited} so far")
-                    said = (status.done, now)
-            if self._abandon.wait(wait):
-                raise BatchAbandoned("interrupted while the batch was in flight")
-            wait = min(self.max_poll_s, wait * POLL_FACTOR)

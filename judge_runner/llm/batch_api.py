@@ -2,7 +2,8 @@
 OpenAI Batch API offers (:class:`BatchBackend`: create, poll, fetch results, cancel), the plain data it
 returns (:class:`BatchStatus`, :class:`ItemResult`), the stable ``custom_id`` of a request, and how a
 failed availability check is told apart (no batch API, server unreachable, refused key). The coordinator
-that gathers calls into batches is :mod:`judge_runner.llm.batch`.
+that gathers calls into batches is :mod:`judge_runner.llm.batch`. A result file is read line by line
+(:func:`read_jsonl`): a line cut short costs its own request only.
 """
 
 from __future__ import annotations
@@ -72,6 +73,38 @@ class ItemResult:
     error: LLMError | None = None
 
 
+@dataclass(frozen=True)
+class BatchResults:
+    """What an ended batch's result file holds: ``items`` by ``custom_id`` (every line that could be read),
+    and ``unreadable``, the lines that could not (cut short, not JSON, not a result): their requests have
+    no result here, and the coordinator asks for them again."""
+
+    items: dict[str, ItemResult]
+    unreadable: int = 0
+
+
+def read_jsonl(text: str | bytes) -> tuple[list[dict[str, Any]], int]:
+    """``(objects, unreadable)`` of a JSON Lines file: every line that is a JSON object, and the number of
+    non-empty lines that are not (a line cut short by a dropped connection or a half-written file). One bad
+    line never costs the others (https://jsonlines.org: each line is a value of its own)."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    objects: list[dict[str, Any]] = []
+    unreadable = 0
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            unreadable += 1
+            continue
+        if isinstance(value, dict) and value.get("custom_id") is not None:
+            objects.append(value)
+        else:
+            unreadable += 1
+    return objects, unreadable
+
+
 class BatchBackend(Protocol):
     """One batch API over one synchronous provider (whose request building and reply parsing it reuses)."""
 
@@ -106,8 +139,9 @@ class BatchBackend(Protocol):
         """The batch's progress. Raises the SDK's errors."""
         ...
 
-    def results(self, batch_id: str) -> dict[str, ItemResult]:
-        """Every result of an ended batch by ``custom_id``. Raises the SDK's errors."""
+    def results(self, batch_id: str) -> BatchResults:
+        """Every readable result of an ended batch by ``custom_id``, and how many lines were unreadable.
+        Raises the SDK's errors."""
         ...
 
     def cancel(self, batch_id: str) -> None:

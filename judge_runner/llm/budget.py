@@ -6,7 +6,7 @@ import dataclasses
 import threading
 from dataclasses import dataclass, field
 
-from judge_runner.llm.errors import BudgetExhausted, CallTooExpensive
+from judge_runner.llm.errors import BudgetExhausted, CallsStopped, CallTooExpensive
 from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd
 
 DEFAULT_PER_CALL_CAP_USD = 0.50
@@ -44,6 +44,8 @@ class Budget:
 
     ``saved_usd`` sums what prompt caching saved on each call at that call's price
     (:func:`judge_runner.llm.pricing.cache_savings_usd`); ``total_saved_usd`` is None when the cost is.
+
+    ``halted``: why no call or retry may start any more (:meth:`halt`), None while they may.
     """
 
     max_usd: float | None = None
@@ -56,6 +58,7 @@ class Budget:
     unreported_usd: float = 0.0
     unreported_tokens: int = 0
     saved_usd: float = 0.0
+    halted: str | None = None
     _held: float = 0.0
     _held_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -77,6 +80,18 @@ class Budget:
         """USD held for calls in flight (their worst cases)."""
         return self._held
 
+    def halt(self, reason: str) -> None:
+        """Start no call, and no retry of a call, from now on (the run stopped: ``reason``, e.g.
+        ``interrupted``): :meth:`reserve` and :meth:`check_running` raise CallsStopped. Requests already sent
+        still settle, so the usage stays the provider's bill."""
+        with self._lock:
+            self.halted = self.halted or reason
+
+    def check_running(self) -> None:
+        """Raise CallsStopped once the run is halted (:meth:`halt`); called before every HTTP attempt."""
+        if self.halted is not None:
+            raise CallsStopped(f"the run stopped ({self.halted}) before this request was sent")
+
     def reserve(self, price: Price | None, input_tokens: int, max_tokens: int, defer: bool = False, margin_usd: float = 0.0) -> Reservation:
         """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
         Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive. With ``defer``
@@ -87,6 +102,7 @@ class Budget:
         other queries still need)."""
         worst_tokens = input_tokens + max_tokens
         worst = None if price is None else (input_tokens * price.input + max_tokens * price.output) / 1_000_000
+        self.check_running()
         if worst is not None and worst > self.per_call_cap_usd:
             raise CallTooExpensive(f"worst-case cost ${worst:.4f} of one call is above the per-call cap ${self.per_call_cap_usd:.2f}")
         with self._lock:

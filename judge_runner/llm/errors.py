@@ -5,13 +5,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LLMError(RuntimeError):
     """A logical LLM call failed. ``attempts`` counts the HTTP requests made for it. ``retryable``: a
-    provider raised it from one attempt and another attempt of the same request may succeed."""
+    provider raised it from one attempt and another attempt of the same request may succeed. ``usage``
+    (a :class:`judge_runner.llm.pricing.Usage`) and ``cost_usd`` (USD, None when unknown): what the failed
+    call spent (every attempt, and the re-asks before it), set where it is settled; None when it spent
+    nothing (it failed before any request)."""
 
     kind = "llm_error"
     retryable = False
+    usage: Any = None
+    cost_usd: float | None = None
 
     def __init__(self, message: str, attempts: int = 0):
         super().__init__(message)
@@ -85,3 +92,10 @@ class CallTooExpensive(LLMError):
     """This call's worst-case cost is above the per-call cap."""
 
     kind = "call_too_expensive"
+
+
+class CallsStopped(LLMError):
+    """The run stopped (Ctrl+C, SIGTERM, a run file that cannot be written) while this call waited to start
+    or to retry: no request was sent for it (:meth:`judge_runner.llm.budget.Budget.halt`)."""
+
+    kind = "interrupted"

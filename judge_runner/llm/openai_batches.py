@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from judge_runner.llm.base import Completion
-from judge_runner.llm.batch_api import BatchStatus, ItemResult, check_failure
+from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.retry import classify_status
@@ -92,21 +92,24 @@ class OpenAIBatches:
         done, total = (c.completed + c.failed, c.total) if c is not None else (0, 0)
         return BatchStatus(batch.status in _ENDED, done, total, batch.status)
 
-    def _lines(self, file_id: str | None) -> list[dict]:
+    def _lines(self, file_id: str | None) -> tuple[list[dict], int]:
         if not file_id:
-            return []
-        text = self._client.files.content(file_id).text
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [], 0
+        return read_jsonl(self._client.files.content(file_id).content)
 
-    def results(self, batch_id: str) -> dict[str, ItemResult]:
+    def results(self, batch_id: str) -> BatchResults:
         """The output file's 200 responses (succeeded), its other statuses and the error file's lines
-        (:func:`item_error`). Raises RequestError for a batch that failed validation (every request fails with it)."""
+        (:func:`item_error`), read line by line (:func:`~judge_runner.llm.batch_api.read_jsonl`: a line cut
+        short is counted as unreadable, the others are kept). Raises RequestError for a batch that failed
+        validation (every request fails with it)."""
         batch = self._client.batches.retrieve(batch_id)
         if batch.status == "failed":
             problems = "; ".join(str(e.message) for e in (batch.errors.data or [])) if batch.errors else ""
             raise RequestError(f"the provider refused batch {batch_id}: {problems or 'it failed validation'}"[:600], 1)
         out: dict[str, ItemResult] = {}
-        for line in self._lines(batch.output_file_id) + self._lines(batch.error_file_id):
+        output, unreadable = self._lines(batch.output_file_id)
+        errors, also = self._lines(batch.error_file_id)
+        for line in output + errors:
             cid = str(line.get("custom_id"))
             response = line.get("response") or {}
             error = line.get("error") or {}
@@ -119,7 +122,7 @@ class OpenAIBatches:
             out[cid] = item_error(
                 batch_id, status if isinstance(status, int) else None, detail.get("code"), str(detail.get("message") or "")
             )
-        return out
+        return BatchResults(out, unreadable + also)
 
     def cancel(self, batch_id: str) -> None:
         """``batches.cancel``."""

@@ -284,6 +284,11 @@ class ErrorLine(_Line):
     errorType: str = ""
     message: str = ""
     attempts: int = Field(default=0, ge=0)
+    usage: EvaluationUsage | None = Field(
+        default=None,
+        description="What the query's judge calls spent before it failed, failed calls included (the summary counts it too); "
+        "null for a search failure and in files written before it was recorded.",
+    )
     system: str | None = Field(
         default=None,
         description="The search system this line is about (compare runs and external "

@@ -1,8 +1,10 @@
 """The run file: one JSONL line per event, written so that nothing finished is ever lost.
 
-Each line is one ``write()`` of one complete JSON object plus ``\\n``, flushed and fsynced before the
-next is recorded; the file is created exclusively (``x`` mode), so two runs never share a file.
-Readers tolerate a torn last line. Line types follow docs/run-file.md.
+Each line is one complete JSON object plus ``\\n``, written and fsynced before the next is recorded; the
+file is created exclusively, so two runs never share a file. A line that cannot be written whole (a full
+disk) is taken back out, so the file holds complete lines only, and the writer raises
+:class:`~judge_runner.core.failures.StorageError` naming the file (exit 3, not a bug). Readers tolerate a
+torn last line all the same (a kill, a crash). Line types follow docs/run-file.md.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from judge_runner.core.failures import StorageError
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.textproc import clean_text
 from judge_runner.measures.agreement import trials_alpha
@@ -34,10 +37,14 @@ def utc_now() -> str:
 class RunWriter:
     """Appends JSONL lines to a new run file in ``out_dir`` named ``<UTC timestamp>.jsonl``
     (``20261129T231500Z.jsonl``; milliseconds added on a clash). The run id is the file's stem unless
-    ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written."""
+    ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written.
+    ``failure``: the first :class:`~judge_runner.core.failures.StorageError` a write raised (None while
+    every line was written), which the run loop checks to stop the run."""
 
     def __init__(self, out_dir: Path, run_id: str | None = None):
         self._lock = threading.Lock()
+        self.failure: StorageError | None = None
+        self._size = 0  # bytes of complete lines written
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         now = datetime.now(UTC)
@@ -47,7 +54,7 @@ class RunWriter:
         for name in candidates:
             path = out_dir / f"{name}.jsonl"
             try:
-                self._file: IO[str] = open(path, "x", encoding="utf-8")
+                self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
             except FileExistsError:
                 continue
             self.path = path
@@ -59,18 +66,36 @@ class RunWriter:
     def write(self, line: dict[str, Any]) -> None:
         """Write one line (``type`` and ``runId`` are required) and make it durable. Text that cannot be
         encoded (a lone surrogate in a model's reason or suggestion, say) is written as U+FFFD
-        (:func:`judge_runner.core.textproc.clean_text`): one odd reply never loses a judged line."""
+        (:func:`judge_runner.core.textproc.clean_text`): one odd reply never loses a judged line. Raises
+        StorageError (and keeps it as :attr:`failure`) when the line cannot be written whole: what was
+        written of it is truncated away, so the file keeps complete lines only."""
         if "type" not in line or "runId" not in line:
             raise ValueError("every line needs 'type' and 'runId'")
-        text = clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n"
+        data = (clean_text(json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))) + "\n").encode("utf-8")
         with self._lock:  # a --batch run writes its batch lines from a worker thread
-            self._file.write(text)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            if self._fd is None:
+                raise ValueError(f"the run file {self.path} is closed")
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                os.fsync(self._fd)
+            except OSError as exc:
+                try:
+                    os.ftruncate(self._fd, self._size)  # no half line: the file ends with the last complete one
+                except OSError:
+                    pass
+                error = StorageError("the run file", self.path, exc)
+                self.failure = self.failure or error
+                raise error from exc
+            self._size += len(data)
 
     def close(self) -> None:
-        """Close the file."""
-        self._file.close()
+        """Close the file (idempotent)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def read_run(path: Path) -> Iterator[dict[str, Any]]:

@@ -26,7 +26,14 @@ Behaviour (attributes of :class:`FakeBatches`, set before or during a test):
 * ``expire_every`` / ``cancel_every`` -- every n-th request expired / canceled when the batch ends
   (OpenAI: the error file's ``batch_expired`` / ``batch_cancelled`` lines, batch status ``expired``);
 * ``POST .../cancel`` -- the batch ends at its next status check with every request canceled;
-* ``available`` -- False: every batch endpoint answers 404, as a local OpenAI-compatible server does.
+* ``available`` -- False: every batch endpoint answers 404, as a local OpenAI-compatible server does;
+* ``create_delay_s`` -- seconds a batch creation takes before the server answers (a slow submission);
+* ``cut_results`` -- this many result downloads (Anthropic's results JSONL, OpenAI's output file) end in a
+  line cut in half, as a dropped connection or a half-written file leaves them;
+* ``foreign_ids`` -- in this many of the batches that end next, the first request's result comes back under a
+  custom id the client never sent;
+* ``forget_created`` -- this many of the batches created next are forgotten by the server right after it
+  answered their creation (their status, results and files answer 404), as a server that lost its records does.
 
 ``submitted`` lists each batch created (``{"id", "api", "custom_ids"}``), so a test counts batches;
 ``http`` lists every batch-API request as ``(method, path)``.
@@ -69,6 +76,7 @@ class _Batch:
     output_file_id: str | None = None
     error_file_id: str | None = None
     input_file_id: str = ""
+    foreign: bool = False  # its first result comes back under an unknown custom id
 
 
 @dataclass
@@ -86,10 +94,15 @@ class FakeBatches:
     fail_status: int = 400
     fail_once: bool = False
     available: bool = True
+    create_delay_s: float = 0.0
+    cut_results: int = 0
+    foreign_ids: int = 0
+    forget_created: int = 0
     submitted: list[dict] = field(default_factory=list)
     http: list[tuple[str, str]] = field(default_factory=list)
     _batches: dict[str, _Batch] = field(default_factory=dict)
     _files: dict[str, bytes] = field(default_factory=dict)
+    _output_files: set[str] = field(default_factory=set)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -145,7 +158,8 @@ class FakeBatches:
             if method == "POST" and not rest:
                 return 200, self._openai_upload(raw, content_type), None
             if method == "GET" and rest[1:] == ["content"]:
-                return 200, self._files[rest[0]], "application/octet-stream"
+                data = self._files[rest[0]]
+                return 200, (self._maybe_cut(data) if rest[0] in self._output_files else data), "application/octet-stream"
         elif path.startswith(OPENAI_BATCHES):
             rest = parts[3:]
             if method == "POST" and not rest:
@@ -163,11 +177,34 @@ class FakeBatches:
     # -- processing ----------------------------------------------------------------------------------
 
     def _new(self, api: str, requests: list[tuple[str, dict]], prefix: str, input_file_id: str = "") -> _Batch:
+        self.server._sleep(self.create_delay_s)
         with self._lock:
             batch = _Batch(f"{prefix}{next(self._ids):08d}", api, requests, time.time(), input_file_id=input_file_id)
             self._batches[batch.id] = batch
             self.submitted.append({"id": batch.id, "api": api, "custom_ids": [c for c, _ in requests], "bodies": [b for _, b in requests]})
         return batch
+
+    def _created(self, batch: _Batch, view: dict) -> dict:
+        """The creation's answer; the batch is then forgotten when ``forget_created`` says so."""
+        with self._lock:
+            if self.forget_created > 0:
+                self.forget_created -= 1
+                self._batches.pop(batch.id, None)
+        return view
+
+    def _returned_id(self, batch: _Batch, k: int, cid: str) -> str:
+        """The custom id a result is returned under: a foreign one for the first request of a batch chosen by ``foreign_ids``."""
+        return f"jr-foreign{k:06d}" if batch.foreign and k == 1 else cid
+
+    def _maybe_cut(self, data: bytes) -> bytes:
+        """``data`` with its last line cut in half while ``cut_results`` downloads are left to cut."""
+        with self._lock:
+            if self.cut_results <= 0:
+                return data
+            self.cut_results -= 1
+        body = data.rstrip(b"\n")
+        start = body.rfind(b"\n") + 1
+        return body[: start + (len(body) - start) // 2]
 
     def _outcome(self, k: int, cid: str, canceled: bool) -> str:
         if canceled or (self.cancel_every and k % self.cancel_every == 0):
@@ -192,6 +229,10 @@ class FakeBatches:
                 payload = self.server.batch_reply(batch.api, body) if outcome == "succeeded" else None
                 results[cid] = (outcome, payload)
             batch.results = results
+            with self._lock:
+                if self.foreign_ids > 0:
+                    self.foreign_ids -= 1
+                    batch.foreign = True
         return batch.results is not None
 
     def _counts(self, batch: _Batch) -> dict[str, int]:
@@ -207,7 +248,8 @@ class FakeBatches:
 
     def _anthropic_create(self, body: dict) -> dict:
         requests = [(str(r["custom_id"]), dict(r["params"])) for r in body.get("requests") or []]
-        return self._anthropic_view(self._new("anthropic", requests, "msgbatch_fake"), poll=False)
+        batch = self._new("anthropic", requests, "msgbatch_fake")
+        return self._created(batch, self._anthropic_view(batch, poll=False))
 
     def _anthropic_view(self, batch: _Batch, poll: bool) -> dict:
         ended = self._advance(batch, poll)
@@ -229,7 +271,8 @@ class FakeBatches:
         if batch.results is None:
             raise KeyError(f"{batch.id} has not ended")
         lines = []
-        for cid, (outcome, payload) in batch.results.items():
+        for k, (cid, (outcome, payload)) in enumerate(batch.results.items(), start=1):
+            cid = self._returned_id(batch, k, cid)
             if outcome == "succeeded":
                 result: dict = {"type": "succeeded", "message": payload}
             elif outcome == "errored":
@@ -240,7 +283,7 @@ class FakeBatches:
             else:
                 result = {"type": outcome}
             lines.append(json.dumps({"custom_id": cid, "result": result}))
-        return ("\n".join(lines) + "\n").encode("utf-8")
+        return self._maybe_cut(("\n".join(lines) + "\n").encode("utf-8"))
 
     # -- openai --------------------------------------------------------------------------------------
 
@@ -272,7 +315,8 @@ class FakeBatches:
     def _openai_create(self, body: dict) -> dict:
         lines = [json.loads(line) for line in self._files[body["input_file_id"]].decode("utf-8").splitlines() if line.strip()]
         requests = [(str(line["custom_id"]), dict(line["body"])) for line in lines]
-        return self._openai_view(self._new("openai", requests, "batch_fake", body["input_file_id"]), poll=False)
+        batch = self._new("openai", requests, "batch_fake", body["input_file_id"])
+        return self._created(batch, self._openai_view(batch, poll=False))
 
     def _openai_view(self, batch: _Batch, poll: bool) -> dict:
         ended = self._advance(batch, poll)
@@ -281,6 +325,7 @@ class FakeBatches:
             out, err = [], []
             for k, (cid, (outcome, payload)) in enumerate(batch.results.items()):
                 rid = f"batch_req_fake{k:06d}"
+                cid = self._returned_id(batch, k + 1, cid)
                 if outcome == "succeeded":
                     out.append(
                         {"id": rid, "custom_id": cid, "response": {"status_code": 200, "request_id": rid, "body": payload}, "error": None}
@@ -299,6 +344,7 @@ class FakeBatches:
                     code = "batch_expired" if outcome == "expired" else "batch_cancelled"
                     err.append({"id": rid, "custom_id": cid, "response": None, "error": {"code": code, "message": f"fake: {outcome}"}})
             batch.output_file_id = self._file("".join(json.dumps(x) + "\n" for x in out).encode(), "output.jsonl", "batch_output")["id"]
+            self._output_files.add(batch.output_file_id)
             if err:
                 batch.error_file_id = self._file("".join(json.dumps(x) + "\n" for x in err).encode(), "errors.jsonl", "batch_output")["id"]
         if not ended:

@@ -1,0 +1,114 @@
+"""Ctrl+C and SIGTERM during a command: a stop request, and where it may land (docs/design.md, "Stopping").
+
+The command line installs :func:`handling` for the length of a command (``judge_runner.cli.app``), so
+SIGINT and SIGTERM mean the same (``timeout``, ``kill`` and service managers send SIGTERM). Outside a
+:func:`held` section a signal raises KeyboardInterrupt in the main thread, as Python's own Ctrl+C does:
+indexing and phase one stop where they are. Inside one (phase two, from its first line to its summary) a
+signal raises nothing: it only sets :data:`STOP`'s events, which the run loop checks at its own waits.
+So no signal can land between a line written and its record (the summary then always agrees with its
+file), nor inside a lock's wait (CPython's ``Condition.wait`` interrupted while it re-acquires its lock
+leaves it released: ``RuntimeError: release unlocked lock``). :func:`raising` re-opens a held section for
+code that is safe to interrupt and may block for long (a search: it holds none of the run's locks).
+
+The first signal asks for the graceful stop (:attr:`StopSignals.requested`: no new call, keep what is
+judged, write the summary); a second one (:attr:`StopSignals.urgent`) cuts the stop's waits short, and the
+process then ends without waiting for the calls still in flight (``judge_runner.cli.app.entry``).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass
+class StopSignals:
+    """The stop requests of one command. ``requested``: set by the first SIGINT or SIGTERM; ``urgent``:
+    set by the second; ``count``: signals received. Signals are only ever handled in the main thread."""
+
+    requested: threading.Event = field(default_factory=threading.Event)
+    urgent: threading.Event = field(default_factory=threading.Event)
+    count: int = 0
+    last_count: int = 0
+    _held: int = 0
+    _open: bool = False
+
+    def reset(self) -> None:
+        """Forget the requests (a command ended; a new one starts in the same process, as tests run them):
+        their number is kept as ``last_count`` for the process's exit."""
+        self.last_count = self.count
+        self.requested.clear()
+        self.urgent.clear()
+        self.count, self._held, self._open = 0, 0, False
+
+    def handle(self, signum: int, frame: Any) -> None:
+        """The signal handler: count the signal, set ``requested`` (and ``urgent`` from the second one), and
+        raise KeyboardInterrupt unless inside a :func:`held` section (inside a :func:`raising` one, once)."""
+        self.count += 1
+        if self.requested.is_set():
+            self.urgent.set()
+        self.requested.set()
+        if self._held and not self._open:
+            return
+        self._open = False  # a second signal while this one unwinds is only recorded
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """While inside (main thread), a signal raises nothing; the code inside checks ``requested``."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        self._held += 1
+        saved = self._open
+        self._open = False
+        try:
+            yield
+        finally:
+            self._held -= 1
+            self._open = saved
+
+    @contextmanager
+    def raising(self) -> Iterator[None]:
+        """Inside a held section: the first signal raises KeyboardInterrupt here, as outside one (for code
+        that may block for long and holds none of the run's locks). Raises it at once when a stop was
+        already requested."""
+        if threading.current_thread() is not threading.main_thread() or not self._held:
+            yield
+            return
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+        self._open = True
+        try:
+            yield
+        finally:
+            self._open = False
+
+
+STOP = StopSignals()
+"""The process's stop requests (signals reach the main thread only, so there is one)."""
+
+
+@contextmanager
+def handling() -> Iterator[StopSignals]:
+    """For the length of a command: SIGINT and SIGTERM go to :data:`STOP`; on the way out the previous
+    handlers are restored and the requests forgotten (their number kept in ``STOP.last_count``), so code
+    run later in the process (a library call, the next command of a test) starts unstopped. Does nothing
+    outside the main thread (signals go to it only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield STOP
+        return
+    STOP.reset()
+    previous = {number: signal.signal(number, STOP.handle) for number in SIGNALS}
+    try:
+        yield STOP
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        STOP.reset()

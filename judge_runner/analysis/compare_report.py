@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judge_runner.core.mdtext import md_text
-from judge_runner.runs.lines import ComparisonBlock
+from judge_runner.runs.summary_blocks import ComparisonBlock
 
 COLUMNS = ("relevance", "ranking", "coverage", "snippetQuality", "overall", "nDCG@10", "R@10")
 MARKS = {"regression": "▼ regression", "improvement": "▲ improvement", "within noise": "within noise", "too few queries": "too few queries"}

@@ -25,8 +25,9 @@ from judge_runner.core.textproc import clean_text
 from judge_runner.measures.agreement import trials_alpha
 from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.lines import Abstention, Issue, RunUsage, SummaryLine
+from judge_runner.runs.lines import SummaryLine
 from judge_runner.runs.read import decode_line, iter_raw_lines, resume_state
+from judge_runner.runs.summary_blocks import Abstention, Issue, RunUsage
 
 
 def utc_now() -> str:

@@ -161,7 +161,13 @@ def test_a_full_disk_under_the_run_file_stops_the_run_with_exit_3_and_no_half_li
 
 
 def test_a_batch_line_that_does_not_fit_stops_the_batch_run_and_says_which_batch(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
-    disk = FullDisk(room=6_000)  # run_start fits; the batch line (150 custom ids) does not
+    with FakeLLMServer() as server:  # the sizes of run_start (with the query-set card) and of the first batch line
+        server.batches.polls_before_done = 1
+        assert evaluate(server, query_set, db_copy, tmp_path / "whole", "--no-cache", "--batch").exit_code == 0
+    whole, data = complete_lines(tmp_path / "whole")
+    start, first_batch = (len(line) for line in data.splitlines(keepends=True)[:2])
+    assert whole[1]["type"] == "batch"
+    disk = FullDisk(room=start + first_batch // 2)  # run_start fits; the batch line (150 custom ids) does not
     monkeypatch.setattr(run_write, "os", disk)
     with FakeLLMServer() as server:
         server.batches.polls_before_done = 10**9  # it would never end: the run must not wait for it

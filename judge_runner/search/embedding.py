@@ -44,6 +44,9 @@ EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
 EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "hash")
 KIND_ALIASES = {"minilm": "torch"}
 DEFAULT_KIND = "torch"
+# Chunks per second while indexing SciFact on this 2-core machine (benchmarks/embedder_throughput.py and
+# benchmarks/beir.py): what `calibrate` multiplies the chunk count by to say how long indexing will take.
+EXPECTED_CHUNKS_PER_S = {"torch": 30.0, "onnx": 25.0, "onnx-int8": 55.0, "hash": 2000.0}
 MODEL_NAMES = {"torch": MODEL_NAME, "onnx": f"{MODEL_NAME}+onnx-fp32", "onnx-int8": f"{MODEL_NAME}+onnx-int8", "hash": "hash-384-v1"}
 # An encode call of at most this many characters in all (queries: a run's whole query set is a few
 # thousand) runs on ONE intra-op thread. Small inputs gain nothing from torch's second thread and lose
@@ -284,13 +287,17 @@ def kind_of_model(name: str | None) -> str | None:
     return next((kind for kind, model in MODEL_NAMES.items() if model == name), None)
 
 
-def mismatch_advice(recorded: str | None, wanted: str, rebuild: str = "delete the file (or pass another --db) and run `judge-runner index` again") -> str:
+def mismatch_advice(
+    recorded: str | None, wanted: str, rebuild: str = "delete the file (or pass another --db) and run `judge-runner index` again"
+) -> str:
     """What to do when an index built with the model name ``recorded`` is opened by the embedder whose name
     is ``wanted``: the setting that reads it, and how to rebuild it for this one (``rebuild``)."""
     built_by, asked = kind_of_model(recorded), kind_of_model(wanted)
     if built_by is None:
         return f"it cannot be read here: {rebuild}"
-    return f"it was built by the {built_by} embedder: search it with {EMBEDDER_ENV}={built_by}, or rebuild it for {asked or wanted}: {rebuild}"
+    return (
+        f"it was built by the {built_by} embedder: search it with {EMBEDDER_ENV}={built_by}, or rebuild it for {asked or wanted}: {rebuild}"
+    )
 
 
 def get_embedder() -> TextEmbedder:

@@ -68,7 +68,9 @@ class SQLiteIndex(ChunkSearch):
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 
-    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: TextEmbedder | None = None, readonly: bool = False):
+    def __init__(
+        self, path: Path | str, settings: SearchSettings | None = None, embedder: TextEmbedder | None = None, readonly: bool = False
+    ):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()

@@ -143,7 +143,7 @@ class IndexProgress:
                 text += f", ETA {format_duration((total - done) / rate)}"
             elif total:
                 text += f", took {format_duration(elapsed)}"
-        elif total and done < total:
+        elif elapsed >= 1:  # nothing done yet (a first batch, a first judge call): how long it has waited
             text += f", {format_duration(elapsed)} so far"
         return text
 

@@ -88,6 +88,7 @@ MINILM_TESTS = (
     "tests/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
     "tests/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
     "tests/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
+    "tests/test_onnx_embedder.py::",  # one worker, so the session's ONNX export (about 30-60 s) is made once
 )
 # ...except these, long enough (the SciFact calibration, a minute) to be worth a second model load: each runs
 # on whichever worker is free, beside the group instead of after it.

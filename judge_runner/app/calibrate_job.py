@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,8 @@ from judge_runner.judging.fingerprint import build_fingerprint, comparability_ke
 from judge_runner.judging.qrels import human_labels
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_run_file
+from judge_runner.search.embedding import EMBEDDER_ENV, EXPECTED_CHUNKS_PER_S
+from judge_runner.search.progress import IndexProgress, format_duration
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
 
@@ -76,7 +78,55 @@ def judge_envelope(labeler: Labeler, mode: JudgeMode, trials: int, seed: int) ->
     }
 
 
-def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: Sequence[Path], printer: Printer) -> Runs:
+def index_plan(collection: Collection, scope: str, candidates: int, queries: int, path: Path) -> str:
+    """The line ``calibrate`` prints before indexing: what it indexes, that the index is kept for the next
+    calibration of this corpus, that ``--queries-sample`` does not shrink it, and the fast option."""
+    documents = len(collection.documents())
+    if scope == "candidates":
+        return (
+            f"indexing the candidate sub-corpus of {collection.name} into {path}: the qrels documents and the BM25 top "
+            f"{candidates} of each of the {queries} sampled queries, out of {documents:,} documents. The index is kept: "
+            "a later calibration embeds only the documents it does not hold yet."
+        )
+    return (
+        f"indexing the full corpus of {collection.name} ({documents:,} documents) into {path}. The index is kept: a later "
+        "calibration of this corpus embeds only what changed. --queries-sample picks the queries but does not shrink "
+        f"the index; --corpus-scope candidates indexes only the qrels documents and the BM25 top --candidates of each "
+        "sampled query, much faster on a large corpus (systems then re-rank that set)."
+    )
+
+
+def embedding_estimate(chunks: int, embedder: Any) -> str:
+    """``embedding N chunks with the <kind> embedder: about T (R chunks/s measured on a 2-core machine)``,
+    from :data:`judge_runner.search.embedding.EXPECTED_CHUNKS_PER_S`."""
+    kind = getattr(embedder, "kind", None) or "torch"
+    rate = EXPECTED_CHUNKS_PER_S.get(kind)
+    text = f"embedding {chunks:,} chunks with the {kind} embedder"
+    if rate:
+        text += f": about {format_duration(chunks / rate)} at the {rate:g} chunks/s measured on a 2-core machine ({EMBEDDER_ENV} chooses)"
+    return text
+
+
+def planned_progress(meter: Callable[[str, int, int], None], embedder: Any, say: Callable[[str], None]) -> Callable[[str, int, int], None]:
+    """``meter`` that first says, when embedding starts, how many chunks and about how long
+    (:func:`embedding_estimate`)."""
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "embedding" and done == 0:
+            say(embedding_estimate(total, embedder))
+        meter(stage, done, total)
+
+    return progress
+
+
+def collect_runs(
+    index: Any,
+    queries: list,
+    systems: Sequence[str],
+    run_files: Sequence[Path],
+    printer: Printer,
+    meter: Callable[[str, int, int], None] | None = None,
+) -> Runs:
     """The built-in ``systems`` (names of :data:`BUILTIN_SYSTEMS`, plus the controls when ``hybrid`` runs) and
     the TREC runs. Raises UsageError for an unknown system name or when no system is left."""
     known = {s.name: s for s in BUILTIN_SYSTEMS}
@@ -86,7 +136,7 @@ def collect_runs(index: Any, queries: list, systems: Sequence[str], run_files: S
     runs: Runs = {}
     if systems:
         printer.note(f"searching {len(queries)} queries with {', '.join(systems)} ...")
-        runs.update(builtin_runs(index, queries, [known[s] for s in systems]))
+        runs.update(builtin_runs(index, queries, [known[s] for s in systems], progress=meter))
         if "hybrid" in runs:
             runs.update(control_runs(runs["hybrid"]))
     for path in run_files:
@@ -144,6 +194,7 @@ def calibrate_job(
         labeler = labeler_for(make_roles(settings, False, printer.err).judge)
     index_info = None
     index = None
+    meter = None if printer.quiet else IndexProgress()
     try:
         if systems:
             path = db or default_index_path(collection, scope)
@@ -151,19 +202,24 @@ def calibrate_job(
                 index = SQLiteIndex(path, settings.search)
             except IndexMismatchError as exc:
                 raise UsageError(str(exc)) from None
-            printer.note(f"indexing the {scope} corpus of {collection.name} into {path} ...")
-            index_info = prepare_index(index, collection, queries, scope, candidates, path.parent)
+            printer.note(index_plan(collection, scope, candidates, len(queries), path))
+            progress = planned_progress(meter, index.embedder, printer.note) if meter is not None else None
+            index_info = prepare_index(index, collection, queries, scope, candidates, path.parent, progress=progress)
             index_info["path"] = str(path)
-        runs = collect_runs(index, queries, systems, run_files, printer)
+            if index_info["indexed"] == 0:
+                printer.note(f"the index was up to date ({index_info['unchanged']:,} documents): nothing to embed")
+        runs = collect_runs(index, queries, systems, run_files, printer, meter)
         queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
         started = datetime.now(UTC)
         try:
-            document = calibrate(collection, queries, runs, labeler, config, printer.err)
+            document = calibrate(collection, queries, runs, labeler, config, printer.log, meter)
         except LLMError as exc:
             raise IncompleteRunError(f"the judge failed during calibration: {type(exc).__name__}: {str(exc)[:300]}") from None
         except KeyboardInterrupt:
             raise IncompleteRunError("calibration interrupted; nothing written") from None
     finally:
+        if meter is not None:
+            meter.close()
         if index is not None:
             index.close()
 

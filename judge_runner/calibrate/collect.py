@@ -73,6 +73,7 @@ class CountingLabeler:
 
     def __init__(self, inner: Labeler, spend: Spend):
         self.inner, self.spend = inner, spend
+        self.on_labels: Callable[[int], None] | None = None  # told how many labels each call returned (progress)
 
     def label(self, purpose: str, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
         """Labels of ``docs`` (see :class:`Labeler`); pointwise mode makes one call per document. Raises
@@ -92,6 +93,8 @@ class CountingLabeler:
         if len(results) != len(docs):
             raise ValueError(f"the labeller returned {len(results)} labels for {len(docs)} documents")
         self.spend.add(purpose, results)
+        if self.on_labels is not None:
+            self.on_labels(len(results))
         return results
 
     def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> dict[str, float] | None:
@@ -123,11 +126,16 @@ def label_pool(
     batch_size: int = 10,
     chars: int = DEFAULT_SNIPPET_CHARS,
     progress: Callable[[str], None] = lambda message: None,
+    meter: Callable[[str, int, int], None] | None = None,
 ) -> Labels:
-    """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring)."""
+    """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring).
+    ``meter(stage, done, total)`` (stage ``"labelling <mode>"``, counted in labels) is told after every
+    judge call, from whichever thread made it."""
     out = Labels()
     batching = batching_of(labeler)
     for mode in modes:
+        if meter is not None:
+            labeler.on_labels = label_counter(meter, f"labelling {mode}", trials * sum(len(pool.get(q.id, [])) for q in queries))
         table: dict[tuple[str, str], list[int]] = {}
         flags: dict[tuple[str, str], bool] = {}
 
@@ -162,7 +170,22 @@ def label_pool(
             if number % 10 == 0 or number == len(queries):
                 progress(f"  {mode}: {number}/{len(queries)} queries labelled")
         out.trials[mode], out.flags[mode] = table, flags
+    labeler.on_labels = None
     return out
+
+
+def label_counter(meter: Callable[[str, int, int], None], stage: str, total: int) -> Callable[[int], None]:
+    """A thread-safe ``on_labels(count)`` for :attr:`CountingLabeler.on_labels` that adds up the labels and
+    tells ``meter(stage, done, total)`` (``total`` 0: unknown); tells it ``done=0`` at once."""
+    lock, done = threading.Lock(), [0]
+    meter(stage, 0, total)
+
+    def counted(count: int) -> None:
+        with lock:
+            done[0] += count
+            meter(stage, done[0], total)
+
+    return counted
 
 
 def batching_of(labeler: Any) -> Any:

@@ -64,15 +64,32 @@ Runs = dict[str, dict[str, list[str]]]
 """``{system: {qid: [docid, ...best first]}}``."""
 
 
-def builtin_runs(index, queries: list[CalibrationQuery], systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS, depth: int = RUN_DEPTH) -> Runs:
+def builtin_runs(
+    index,
+    queries: list[CalibrationQuery],
+    systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS,
+    depth: int = RUN_DEPTH,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Runs:
     """Run every query through each configuration of ``index`` (a ``SQLiteIndex`` or ``PostgresIndex``;
-    its ``settings`` are swapped per system and restored). Returns ``{system: {qid: docids}}``."""
+    its ``settings`` are swapped per system and restored). Returns ``{system: {qid: docids}}``.
+    ``progress("searching", done, total)`` is called after each search."""
     runs: Runs = {}
     original = index.settings
+    specs = list(systems)
+    total, done = len(specs) * len(queries), 0
+    if progress and total:
+        progress("searching", 0, total)
     try:
-        for spec in systems:
+        for spec in specs:
             index.settings = original.model_copy(update=dict(spec.overrides))
-            runs[spec.name] = {q.id: [h.source for h in index.search(q.text, mode=spec.mode, limit=depth).results] for q in queries}
+            ranked: dict[str, list[str]] = {}
+            for q in queries:
+                ranked[q.id] = [h.source for h in index.search(q.text, mode=spec.mode, limit=depth).results]
+                done += 1
+                if progress:
+                    progress("searching", done, total)
+            runs[spec.name] = ranked
     finally:
         index.settings = original
     return runs

@@ -6,6 +6,7 @@ loads the collection, builds the index and the runs, and writes what this return
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from judge_runner.calibrate import probes as probe_mod
 from judge_runner.calibrate import stats
-from judge_runner.calibrate.collect import CountingLabeler, Spend, batching_of, label_pool, shown_doc
+from judge_runner.calibrate.collect import CountingLabeler, Spend, batching_of, label_counter, label_pool, shown_doc
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler
 from judge_runner.calibrate.pool import Runs, build_pool
@@ -146,15 +147,48 @@ def calibrate(
     labeler: Labeler,
     config: CalibrationConfig,
     progress: Callable[[str], None] = lambda message: None,
+    meter: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """The calibration document (``schemas/calibration.schema.json`` without the ``judge``/``createdAt``
-    envelope the command adds): pool, per-mode figures, probes, spend and the verdict."""
+    envelope the command adds): pool, per-mode figures, probes, spend and the verdict. ``meter(stage, done,
+    total)`` is told the progress of each long step (``labelling <mode>`` and ``probe <name>`` in labels,
+    ``statistics`` in bootstrap resamples), e.g. a :class:`judge_runner.search.progress.IndexProgress`."""
     started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        if meter is not None:
+            stack.enter_context(stats.observed(resample_counter(meter)))
+        return _calibrate(collection, queries, runs, labeler, config, progress, meter, started)
+
+
+def resample_counter(meter: Callable[[str, int, int], None]) -> Callable[[int], None]:
+    """``callback(resamples)`` for :func:`stats.observed` adding up bootstrap resamples under the stage
+    ``statistics`` (total unknown)."""
+    done = [0]
+
+    def counted(resamples: int) -> None:
+        done[0] += resamples
+        meter("statistics", done[0], 0)
+
+    return counted
+
+
+def _calibrate(
+    collection: Collection,
+    queries: Sequence[CalibrationQuery],
+    runs: Runs,
+    labeler: Labeler,
+    config: CalibrationConfig,
+    progress: Callable[[str], None],
+    meter: Callable[[str, int, int], None] | None,
+    started: float,
+) -> dict:
     pool = build_pool(runs, collection, list(queries), config.depth)
     spend = Spend()
     counting = CountingLabeler(labeler, spend)
     progress(f"pool: {sum(len(v) for v in pool.values())} pairs over {len(queries)} queries and {len(runs)} systems")
-    labels = label_pool(counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size, progress=progress)
+    labels = label_pool(
+        counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size, progress=progress, meter=meter
+    )
     primary = config.modes[0]
     modes = {}
     for mode in config.modes:
@@ -167,21 +201,28 @@ def calibrate(
         chosen = set(q.id for q in random.Random(config.seed).sample(probe_set, config.probe_queries))
         probe_set = [q for q in probe_set if q.id in chosen]
     results: dict = {}
+
+    def probe(name: str) -> None:
+        progress(f"probe: {name} ...")
+        if meter is not None:
+            counting.on_labels = label_counter(meter, f"probe {name}", 0)
+
     if "position" in config.probes:
-        progress("probe: position ...")
+        probe("position")
         results["position"] = probe_mod.position_probe(
             counting, collection, probe_set, pool, config.trials, config.seed, config.resamples, config.position_slots
         )
     if "injection" in config.probes:
-        progress("probe: injection ...")
+        probe("injection")
         results["injection"] = probe_mod.injection_probe(
             counting, collection, probe_set, pool, primary, config.seed, config.resamples, config.injection_per_query
         )
     if "length" in config.probes:
-        progress("probe: length ...")
+        probe("length")
         results["length"] = probe_mod.length_probe(
             counting, collection, probe_set, pool, primary, config.seed, config.resamples, config.length_per_query
         )
+    counting.on_labels = None
     entries = [e for v in pool.values() for e in v]
     document = {
         "formatVersion": FORMAT_VERSION,

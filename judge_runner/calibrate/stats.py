@@ -23,10 +23,11 @@ to import, and every command's startup (``judge-runner --help`` included) reads 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 
 import ir_measures
@@ -53,6 +54,19 @@ def _finite(value: float | None) -> float | None:
         return None
     value = float(value)
     return round(value, 6) if math.isfinite(value) else None
+
+
+_observers: list[Callable[[int], None]] = []
+
+
+@contextlib.contextmanager
+def observed(callback: Callable[[int], None]) -> Iterator[None]:
+    """Inside, ``callback(resamples)`` is told after every bootstrap interval computed (progress)."""
+    _observers.append(callback)
+    try:
+        yield
+    finally:
+        _observers.remove(callback)
 
 
 def bootstrap_interval(
@@ -83,6 +97,9 @@ def bootstrap_interval(
             )
         except ValueError:
             return None
+        finally:
+            for callback in list(_observers):
+                callback(resamples)
     low, high = _finite(result.confidence_interval.low), _finite(result.confidence_interval.high)
     return None if low is None or high is None else [low, high]
 

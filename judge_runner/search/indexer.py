@@ -180,6 +180,11 @@ def _write(
         index.set_meta("corpus_fingerprint", report.corpus_fingerprint)
         index.set_meta("root", root_label)
         index.set_meta("chunker_version", CHUNKER_VERSION)
+        describe = getattr(index.embedder, "describe", None)
+        if describe is not None and (done or index.get_meta("embedder") is None):
+            # which embedder (backend, quantization, exported graph) made the vectors; the model name it checks
+            # on opening is embedding_model
+            index.set_meta("embedder", json.dumps(describe(), sort_keys=True))
         index.commit()
     except BaseException:
         index.rollback()

@@ -47,7 +47,7 @@ import numpy as np
 
 from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, Embedder, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
 
@@ -141,7 +141,7 @@ class PostgresIndex(ChunkSearch):
         self,
         dsn: str,
         settings: SearchSettings | None = None,
-        embedder: Embedder | None = None,
+        embedder: TextEmbedder | None = None,
         readonly: bool = False,
         schema: str = DEFAULT_SCHEMA,
         pool_size: int = 8,
@@ -280,6 +280,12 @@ class PostgresIndex(ChunkSearch):
         if not meta and self.readonly:
             raise IndexMismatchError(f"{self.path} is an empty index; run `judge-runner index` first")
         for key, value in expected.items():
+            rebuild = f"drop the schema (DROP SCHEMA {self._s.as_string()} CASCADE) or use another, and run `judge-runner index` again"
+            if key == "embedding_model" and meta.get(key) != value:
+                raise IndexMismatchError(
+                    f"the index {self.path} was built with embedding_model={meta.get(key)!r}, this process embeds with "
+                    f"{value!r}; {mismatch_advice(meta.get(key), value, rebuild)}"
+                )
             if meta.get(key) != value:
                 raise IndexMismatchError(
                     f"the index {self.path} was built with {key}={meta.get(key)!r}, this judge-runner uses "

@@ -1,20 +1,48 @@
-"""Indexing progress on stderr, whatever is printed on stdout (text or ``--json``), with a rate and an ETA.
+"""Progress of long work on stderr, whatever is printed on stdout (text or ``--json``), with a rate and an ETA.
 
 :class:`IndexProgress` is the ``progress(stage, done, total)`` callback that
 :func:`~judge_runner.search.indexer.index_tree` and :func:`~judge_runner.search.indexer.index_beir` call
-(stages ``"reading"``, counted in files, and ``"embedding"``, counted in chunks). On a terminal it draws a
-rich progress bar (rate and time remaining); elsewhere (a pipe, a log file, CI) it prints a plain line at
-most every ``interval_s`` seconds and at the end of each stage, e.g.
-``embedding 2,304/8,590 chunks (27%), 44.1 chunks/s, ETA 2m22s``.
+(stages ``"reading"``, counted in files, and ``"embedding"``, counted in chunks), and that ``calibrate``
+calls for its own steps (searching, labelling, probes, bootstrap intervals; :data:`UNITS`). On a terminal
+it draws a rich progress bar (rate and time remaining, refreshed by rich's own thread); elsewhere (a pipe,
+a log file, CI) it prints a plain line at most every ``interval_s`` seconds and at the end of each stage,
+e.g. ``embedding 2,304/8,590 chunks (27%), 44.1 chunks/s, ETA 2m22s``. A heartbeat thread repeats the line
+when nothing was printed for ``interval_s`` seconds, so one slow step (a batch of 256 chunks on a loaded
+machine, a judge call being retried) never leaves the screen silent for longer.
+``JUDGE_RUNNER_PROGRESS_S`` sets the default interval (:data:`DEFAULT_INTERVAL_S`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
-UNITS = {"reading": "files", "embedding": "chunks"}
+UNITS = {
+    "reading": "files",
+    "embedding": "chunks",
+    "searching": "searches",
+    "labelling": "labels",
+    "probe": "labels",
+    "statistics": "resamples",
+}
+"""The unit of each stage, by the stage's first word (``labelling pointwise`` counts labels)."""
+INTERVAL_ENV = "JUDGE_RUNNER_PROGRESS_S"
+DEFAULT_INTERVAL_S = 5.0
+"""Seconds between two plain progress lines: well under the 10 s a person waits before wondering whether
+the program hangs."""
+
+
+def default_interval(environ: dict[str, str] | None = None) -> float:
+    """``JUDGE_RUNNER_PROGRESS_S`` when it is a positive number, else :data:`DEFAULT_INTERVAL_S`."""
+    value = (os.environ if environ is None else environ).get(INTERVAL_ENV, "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+    return seconds if 0 < seconds < float("inf") else DEFAULT_INTERVAL_S
 
 
 def format_duration(seconds: float) -> str:
@@ -30,16 +58,30 @@ def format_duration(seconds: float) -> str:
 class IndexProgress:
     """A ``progress(stage, done, total)`` callback writing to ``stream`` (stderr by default).
 
-    ``interval_s``: least seconds between two plain lines of one stage; ``clock``: a monotonic clock in
-    seconds (injectable for tests). Use as a context manager (or call :meth:`close`) so a live bar is
-    closed. The rate is items per second since the stage's first call (the indexer reports ``done=0``
-    when a stage starts); the ETA is what is left at that rate.
+    ``interval_s``: least seconds between two plain lines of one stage, and most seconds without one while a
+    stage runs (the heartbeat; default :func:`default_interval`); ``clock``: a monotonic clock in seconds
+    (injectable for tests; the heartbeat runs only on the real clock); ``heartbeat``: False turns it off.
+    Use as a context manager (or call :meth:`close`) so a live bar is closed and the heartbeat stopped. The
+    rate is items per second since the stage's first call (the callers report ``done=0`` when a stage
+    starts); the ETA is what is left at that rate. ``total=0`` means unknown: no share and no ETA.
     """
 
-    def __init__(self, stream: TextIO | None = None, interval_s: float = 5.0, clock=time.monotonic, live: bool | None = None):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        interval_s: float | None = None,
+        clock=time.monotonic,
+        live: bool | None = None,
+        heartbeat: bool = True,
+    ):
         self.stream = stream if stream is not None else sys.stderr
-        self.interval_s = interval_s
+        self.interval_s = default_interval() if interval_s is None else interval_s
         self.clock = clock
+        self.heartbeat = heartbeat and clock is time.monotonic
+        self._write_lock = threading.Lock()
+        self._state: tuple[int, int] = (0, 0)
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
         is_tty = getattr(self.stream, "isatty", lambda: False)()
         self.live = is_tty if live is None else live
         self._stage: str | None = None
@@ -55,16 +97,43 @@ class IndexProgress:
         self.close()
 
     def close(self) -> None:
-        """Stop a live bar (plain output needs no closing)."""
+        """Stop a live bar and the heartbeat."""
+        self._stop_beat()
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
 
+    def _stop_beat(self) -> None:
+        self._stop.set()
+        if self._beat is not None and self._beat is not threading.current_thread():
+            self._beat.join(timeout=1.0)
+        self._beat = None
+
+    def _start_beat(self, stage: str) -> None:
+        self._stop = threading.Event()
+        stop = self._stop
+
+        def beat() -> None:
+            while not stop.wait(min(1.0, self.interval_s / 4)):
+                with self._write_lock:
+                    if stop.is_set() or self._stage != stage:
+                        return
+                    if self.clock() - self._last_line >= self.interval_s:
+                        self._emit(stage, *self._state)
+
+        self._beat = threading.Thread(target=beat, name="progress-heartbeat", daemon=True)
+        self._beat.start()
+
+    def _emit(self, stage: str, done: int, total: int) -> None:
+        self._last_line = self.clock()
+        self.stream.write(f"  {self.line(stage, done, total)}\n")
+        self.stream.flush()
+
     def line(self, stage: str, done: int, total: int) -> str:
         """The plain progress line for the current state of ``stage``."""
-        unit = UNITS.get(stage, "items")
+        unit = UNITS.get(stage.split(" ")[0], "items")
         elapsed = self.clock() - self._started
-        text = f"{stage} {done:,}/{total:,} {unit}"
+        text = f"{stage} {done:,}/{total:,} {unit}" if total else f"{stage} {done:,} {unit}"
         if total:
             text += f" ({100 * done // total}%)"
         rate = done / elapsed if elapsed > 0 else 0.0
@@ -72,8 +141,10 @@ class IndexProgress:
             text += f", {rate:,.1f} {unit}/s"
             if done < total:
                 text += f", ETA {format_duration((total - done) / rate)}"
-            else:
+            elif total:
                 text += f", took {format_duration(elapsed)}"
+        elif elapsed >= 1:  # nothing done yet (a first batch, a first judge call): how long it has waited
+            text += f", {format_duration(elapsed)} so far"
         return text
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -81,20 +152,25 @@ class IndexProgress:
         if stage != self._stage:
             self.close()
             self._stage, self._started, self._last_line = stage, now, -float("inf")
+            if self.heartbeat and not self.live:
+                self._start_beat(stage)
         if self.live:
             self._live(stage, done, total)
             return
-        if done >= total or now - self._last_line >= self.interval_s:
-            self._last_line = now
-            self.stream.write(f"  {self.line(stage, done, total)}\n")
-            self.stream.flush()
+        finished = bool(total) and done >= total
+        with self._write_lock:
+            self._state = (done, total)
+            if finished or now - self._last_line >= self.interval_s:
+                self._emit(stage, done, total)
+        if finished:
+            self._stop_beat()
 
     def _live(self, stage: str, done: int, total: int) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         if self._bar is None:
-            unit = UNITS.get(stage, "items")
+            unit = UNITS.get(stage.split(" ")[0], "items")
             self._bar = Progress(
                 TextColumn(f"  {stage}"),
                 BarColumn(),
@@ -112,5 +188,5 @@ class IndexProgress:
         elapsed = self.clock() - self._started
         rate = done / elapsed if elapsed > 0 else 0.0
         self._bar.update(self._task, completed=done, total=total, rate=f"{rate:,.1f}/s" if rate else "")
-        if done >= total:
+        if total and done >= total:
             self.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, Embedder, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
@@ -68,7 +68,9 @@ class SQLiteIndex(ChunkSearch):
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 
-    def __init__(self, path: Path | str, settings: SearchSettings | None = None, embedder: Embedder | None = None, readonly: bool = False):
+    def __init__(
+        self, path: Path | str, settings: SearchSettings | None = None, embedder: TextEmbedder | None = None, readonly: bool = False
+    ):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
@@ -134,6 +136,11 @@ class SQLiteIndex(ChunkSearch):
                 self.conn.executemany("INSERT INTO meta VALUES (?, ?)", expected.items())
             return
         for key, value in expected.items():
+            if key == "embedding_model" and meta.get(key) != value:
+                raise IndexMismatchError(
+                    f"the index {self.path} was built with embedding_model={meta.get(key)!r}, this process embeds with "
+                    f"{value!r}; {mismatch_advice(meta.get(key), value)}"
+                )
             if meta.get(key) != value:
                 raise IndexMismatchError(
                     f"the index {self.path} was built with {key}={meta.get(key)!r}, this judge-runner uses "

@@ -1,0 +1,147 @@
+"""The ONNX Runtime embedder (issue 23, items 1 and 2): the same model's vectors without torch, exported once
+into a cache outside the repository, recorded in the index it builds, refused by another embedder, each
+query embedded alone; a cold hybrid search with it imports neither torch, scikit-learn nor SciPy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from judge_runner.search import embedding as embedding_mod
+from judge_runner.search import onnx_export
+from judge_runner.search.base import IndexMismatchError
+from judge_runner.search.embedding import EMBEDDER_ENV, HashEmbedder, MiniLMEmbedder, OnnxMiniLMEmbedder, embedder_kind, encode_each
+from judge_runner.search.indexer import index_tree
+from judge_runner.search.sqlite import SQLiteIndex
+from tests.test_query_speed import imported_after
+
+TEXTS = [
+    "A man is eating food.",
+    "how do I drain a kubernetes node before maintenance",
+    "索引の再構築",
+    "Vitamin D deficiency and multiple sclerosis. " * 60,  # past 256 tokens: truncated as sentence-transformers does
+    "",
+]
+DOCS = {
+    "runbooks/drain-node.md": "# Draining a node\n\nCordon the node, then drain it with kubectl drain before maintenance.\n",
+    "runbooks/postgres-credentials.md": "# Rotating credentials\n\nRotate the postgres password every quarter with vault.\n",
+    "decisions/dec-0054.md": "# DEC-0054 real-time indexing\n\nWe index documents as they change instead of nightly.\n",
+}
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory):
+    """One export cache for the session (the fp32 export, then its int8 quantization: about 30-60 s once)."""
+    return tmp_path_factory.mktemp("judge-runner-cache")
+
+
+@pytest.fixture
+def cached(onnx_cache, monkeypatch):
+    monkeypatch.setenv(onnx_export.CACHE_ENV, str(onnx_cache))
+    return onnx_cache
+
+
+def test_kinds_and_the_former_name():
+    assert embedder_kind({}) == embedding_mod.DEFAULT_KIND
+    assert embedder_kind({EMBEDDER_ENV: "minilm"}) == "torch"
+    assert embedder_kind({EMBEDDER_ENV: " ONNX-int8 "}) == "onnx-int8"
+    with pytest.raises(embedding_mod.EmbeddingModelError, match="torch, onnx, onnx-int8, hash"):
+        embedder_kind({EMBEDDER_ENV: "onnx-int4"})
+    names = {MiniLMEmbedder().name, OnnxMiniLMEmbedder("fp32").name, OnnxMiniLMEmbedder("int8").name, HashEmbedder().name}
+    assert len(names) == 4, "each embedder records its own model name, so none reads another's index"
+
+
+def test_cache_folder_is_outside_the_repository_and_overridable(tmp_path):
+    assert onnx_export.cache_root({onnx_export.CACHE_ENV: str(tmp_path)}) == tmp_path
+    assert onnx_export.cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "judge-runner"
+    assert str(onnx_export.cache_root({})).endswith(".cache/judge-runner")
+
+
+@pytest.mark.parametrize(
+    ("built_by", "opened_by", "advice"),
+    [
+        (MiniLMEmbedder, lambda: OnnxMiniLMEmbedder("int8"), "JUDGE_RUNNER_EMBEDDER=torch"),
+        (lambda: OnnxMiniLMEmbedder("int8"), MiniLMEmbedder, "JUDGE_RUNNER_EMBEDDER=onnx-int8"),
+        (lambda: OnnxMiniLMEmbedder("fp32"), lambda: OnnxMiniLMEmbedder("int8"), "JUDGE_RUNNER_EMBEDDER=onnx,"),
+        (HashEmbedder, lambda: OnnxMiniLMEmbedder("fp32"), "JUDGE_RUNNER_EMBEDDER=hash"),
+    ],
+)
+def test_an_index_refuses_another_embedder_and_says_how_to_read_or_rebuild_it(tmp_path, built_by, opened_by, advice):
+    """Opening checks the recorded model name only: no model is loaded or exported."""
+    db = tmp_path / "index.sqlite"
+    SQLiteIndex(db, embedder=built_by()).close()
+    with pytest.raises(IndexMismatchError) as caught:
+        SQLiteIndex(db, embedder=opened_by())
+    message = str(caught.value)
+    assert advice in message and "run `judge-runner index` again" in message, message
+    SQLiteIndex(db, embedder=built_by()).close()  # its own embedder still reads it
+
+
+def test_the_onnx_vectors_are_the_torch_vectors(cached, embedder):
+    """fp32 through ONNX Runtime: the torch model's vectors to float noise, truncation and all; int8 close;
+    the export lands in the cache (outside the repository) with its record."""
+    fp32, int8 = OnnxMiniLMEmbedder("fp32"), OnnxMiniLMEmbedder("int8")
+    want = encode_each(embedder, TEXTS)
+    got = encode_each(fp32, TEXTS)
+    assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-5
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert ((encode_each(int8, TEXTS) * want).sum(axis=1) > 0.98).all()
+    folder = onnx_export.export_dir()
+    assert folder.is_relative_to(cached)
+    for quantization in ("fp32", "int8"):
+        record = json.loads((folder / f"model-{quantization}.json").read_text())
+        assert record["quantization"] == quantization and len(record["sha256"]) == 64
+    assert int8.describe()["sha256"] == json.loads((folder / "model-int8.json").read_text())["sha256"]
+
+
+def test_a_lone_text_is_embedded_alike_whatever_came_before(cached):
+    """Lone texts run on their own one-thread session: the same bits before and after large batches."""
+    embedder = OnnxMiniLMEmbedder("int8")
+    before = encode_each(embedder, TEXTS[:3])
+    embedder.encode([TEXTS[3]] * 40 + TEXTS)  # a large input: the other session, several padded batches
+    assert np.array_equal(encode_each(embedder, TEXTS[:3]), before)
+    assert np.array_equal(encode_each(embedder, TEXTS[2::-1]), before[::-1])
+
+
+@pytest.fixture
+def onnx_index(cached, tmp_path):
+    """A small knowledge base indexed with the int8 ONNX embedder."""
+    kb = tmp_path / "kb"
+    for source, text in DOCS.items():
+        (kb / source).parent.mkdir(parents=True, exist_ok=True)
+        (kb / source).write_text(text, encoding="utf-8")
+    db = tmp_path / "index.sqlite"
+    with SQLiteIndex(db, embedder=embedding_mod.minilm_embedder("onnx-int8")) as index:
+        index_tree(index, kb)
+        recorded = json.loads(index.get_meta("embedder") or "{}")
+    assert recorded["kind"] == "onnx-int8" and recorded["quantization"] == "int8" and recorded["sha256"]
+    return db
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_prepared_onnx_search_gives_the_unprepared_results(onnx_index, mode):
+    queries = ["drain a node before maintenance", "rotate the postgres password", "DEC-0054", "what is the capital of Australia"]
+    with SQLiteIndex(onnx_index, embedder=embedding_mod.minilm_embedder("onnx-int8"), readonly=True) as index:
+        lone = [index.search(q, mode=mode).model_dump(exclude={"latencyMs"}) for q in queries]
+        assert lone[0]["results"][0]["source"] == "runbooks/drain-node.md"
+        index.prepare_queries(queries[::-1], mode)
+        assert [index.search(q, mode=mode).model_dump(exclude={"latencyMs"}) for q in queries] == lone
+        index.forget_queries()
+
+
+def test_a_cold_hybrid_search_with_onnx_imports_no_torch_sklearn_nor_scipy(onnx_index, cached):
+    seen = imported_after(
+        ["search", "drain a node before maintenance", "--mode", "hybrid", "--db", str(onnx_index), "--json"],
+        {EMBEDDER_ENV: "onnx-int8", onnx_export.CACHE_ENV: str(cached)},
+    )
+    assert seen["code"] in (0, None), seen
+    assert not any(seen[m] for m in ("torch", "sentence_transformers", "transformers", "scipy", "sklearn")), seen
+
+
+def test_the_torch_embedder_is_refused_on_an_onnx_index_from_the_shell(onnx_index, cached):
+    seen = imported_after(["search", "drain", "--mode", "fts", "--db", str(onnx_index)], {EMBEDDER_ENV: "torch"})
+    assert seen["code"] in (2, "UsageError"), seen  # refused as a usage error (exit code 2), before any model loads
+    assert not seen["torch"], seen

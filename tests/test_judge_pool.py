@@ -253,3 +253,20 @@ def test_no_more_calls_than_slots_run_at_once():
         assert most[0] == pool.max_in_flight == 3
     finally:
         pool.shutdown()
+
+
+def test_a_stop_request_starts_no_waiting_call_before_the_loop_sees_it():
+    stop = threading.Event()
+    pool = CallPool(1, stop=stop)
+    try:
+        release, held = blocker(pool)
+        ran: list[int] = []
+        waiting = pool.lane(1).submit(lambda: ran.append(1))
+        stop.set()  # Ctrl+C: the loop sees it at its next wait; the slot frees first
+        release.set()
+        assert held.result(5) == "held"
+        with pytest.raises(CallsStopped):
+            waiting.result(5)
+        assert ran == []
+    finally:
+        pool.shutdown()

@@ -222,7 +222,7 @@ def judge_all(
         batching.expect()  # the loop's own place: no batch leaves while queries are still being started
     holding = batching is not None
     # the LLM judge's calls share one pool of call slots (a batching judge shares batches instead)
-    calls = CallPool(concurrency) if batching is None and not heuristic else None
+    calls = CallPool(concurrency, stop=STOP.requested) if batching is None and not heuristic else None
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") if calls is None else None
     in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
 

@@ -44,14 +44,17 @@ class CallPool:
     """At most ``size`` (>= 1) judge calls at once, from any number of queries, in lane order. Raises
     ValueError for ``size`` < 1.
 
-    Threads (not daemons, so the process knows a call is in flight when it ends) are started as calls
-    wait, up to ``size``, and end at :meth:`shutdown`. ``max_in_flight``: the most calls that ran at once
-    (for tests and benchmarks). Thread-safe."""
+    ``stop``: an event (the run's stop request, :data:`judge_runner.core.interrupts.STOP`'s
+    ``requested``): once it is set no waiting call starts, as after :meth:`close`, even before the loop
+    has seen the request. Threads (not daemons, so the process knows a call is in flight when it ends)
+    are started as calls wait, up to ``size``, and end at :meth:`shutdown`. ``max_in_flight``: the most
+    calls that ran at once (for tests and benchmarks). Thread-safe."""
 
-    def __init__(self, size: int, *, name: str = "judge-call"):
+    def __init__(self, size: int, *, stop: threading.Event | None = None, name: str = "judge-call"):
         if size < 1:
             raise ValueError("a call pool needs at least one slot")
         self.size = size
+        self.stop = stop
         self.name = name
         self.max_in_flight = 0
         self._cond = threading.Condition()
@@ -122,6 +125,9 @@ class CallPool:
                     job.future.cancel()  # a call of its query failed: the query fails, this call is not made
                 if not job.future.set_running_or_notify_cancel():
                     continue  # canceled (by its lane, or just above)
+                if self.stop is not None and self.stop.is_set():
+                    job.future.set_exception(CallsStopped("the run was asked to stop before this call started"))
+                    continue
                 self._running += 1
                 self.max_in_flight = max(self.max_in_flight, self._running)
             try:

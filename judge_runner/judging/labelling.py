@@ -5,7 +5,10 @@ The one entry point other parts call to label documents is :func:`label_document
 it); :func:`judge_query` judges one search answer for the run loop. Both work with any
 :class:`~judge_runner.app.roles.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
 of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``label_one``,
-``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here.
+``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here. In
+a run, a query's calls go through its lane of the run's shared call pool
+(:mod:`judge_runner.judging.call_pool`), side by side with other queries' calls; elsewhere one after
+another.
 
 - ``pointwise`` (default): one call per document and trial;
 - ``batched``: one call per query and trial, documents in a seeded random order

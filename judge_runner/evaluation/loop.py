@@ -19,11 +19,13 @@ from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import Query, SearchMode
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status
+from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
 from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_labels
+from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
 
@@ -107,17 +109,20 @@ def judge_all(
     cache: JudgmentCache | None = None,
     alert: Callable[[str], None] | None = None,
 ) -> None:
-    """Search each query (in this thread) and judge it in a thread pool of ``options.concurrency`` workers
-    (one for the CPU-bound heuristic judge), writing each line the moment its query is done, in
-    submission order. The queries are embedded ahead of their searches (:func:`prepare_search`) in two
-    steps: the first ``concurrency`` before the first search, the rest once those are being judged,
+    """Search each query (in this thread) and judge it, writing each line once its query and those before
+    it are done (lines in the order of ``queries``). The judge calls of every query in flight share one
+    pool of ``options.concurrency`` call slots (:class:`~judge_runner.judging.call_pool.CallPool`; a
+    query's label calls run side by side, earlier queries' calls first) and up to ``concurrency``
+    queries are being judged at once, so a small query set or the run's tail still fills every slot.
+    The CPU-bound heuristic judge is one query at a time, its calls one after another. The queries are
+    embedded ahead of their searches (:func:`prepare_search`) in two steps: the first ``concurrency`` before the first search, the rest once those are being judged,
     so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
     ``state.stopped``, the budget is exhausted or the judgment cache failed (a full disk: its
     ``failure``); calls in flight finish and are recorded. Never raises for a failed query (it becomes an
     ``error`` line, with what its calls spent). A stop request (Ctrl+C, SIGTERM: checked at the loop's
-    waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) stops new calls
-    and waits up to STOP_WAIT_S for calls in flight (a second signal ends the wait); the state is marked
-    interrupted. A run file that cannot take a line (StorageError) stops the run the same way (reason
+    waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) starts no new
+    call (none waiting in the pool either: a query left waiting gets no line) and waits up to
+    STOP_WAIT_S for calls in flight (a second signal ends the wait); the state is marked interrupted. A run file that cannot take a line (StorageError) stops the run the same way (reason
     ``disk_full`` or ``storage_error``), said on stderr with the file's path. Each query is judged by
     :func:`judge_runner.judging.labelling.judge_query` under ``options.protocol``, labels through ``cache``
     (None: no cache), imported human labels first. ``echo`` takes the per-query progress lines, ``alert``
@@ -141,6 +146,8 @@ def judge_all(
         if exc is None and future is not None and answer is not None:
             try:
                 outcome = future.result()
+            except CallsStopped:
+                return  # stopped before all its calls were made: no line (--resume judges it)
             except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
                 exc = caught
             else:
@@ -179,13 +186,15 @@ def judge_all(
             print(f"error: {error.message}. {consequence[0].upper()}{consequence[1:]}", file=sys.stderr, flush=True)
 
     def must_stop() -> bool:
-        """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache failed."""
+        """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache
+        failed; or a query failed in a way that stops the run, its line waiting for an earlier query's."""
         failure = getattr(cache, "failure", None)
         if failure is not None:
             storage_failed(failure, f"no new query starts (those started finish, their labels in their lines); once it is fixed, {resume}")
-        return state.stopped or (budget is not None and budget.exhausted)
+        held = any(f.done() and not f.cancelled() and stops_run(f.exception()) for f in in_flight)
+        return state.stopped or held or (budget is not None and budget.exhausted)
 
-    def wait_any() -> set[Future]:
+    def wait_any() -> None:
         """Wait for a query in flight to end. A stop request (Ctrl+C, SIGTERM: held, so they raise nothing
         by themselves) or a run file that can no longer be written raises here, at a safe point."""
         while True:
@@ -194,9 +203,12 @@ def judge_all(
             failure = getattr(writer, "failure", None)
             if failure is not None:
                 raise failure
-            done = wait(in_flight, timeout=POLL_S, return_when=FIRST_COMPLETED)[0]
-            if done:
-                return done
+            if not running() or wait(running(), timeout=POLL_S, return_when=FIRST_COMPLETED)[0]:
+                return
+
+    def running() -> list[Future]:
+        """The queries still being judged (the others wait for their line: an earlier query is not done)."""
+        return [f for f in in_flight if not f.done()]
 
     # the heuristic judge shares one embedding model and is CPU-bound: one at a time
     concurrency = 1 if heuristic else max(1, options.concurrency)
@@ -209,14 +221,30 @@ def judge_all(
         task = batching.as_unit(judge_query)
         batching.expect()  # the loop's own place: no batch leaves while queries are still being started
     holding = batching is not None
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+    # the LLM judge's calls share one pool of call slots (a batching judge shares batches instead)
+    calls = CallPool(concurrency, stop=STOP.requested) if batching is None and not heuristic else None
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") if calls is None else None
     in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
 
-    def record_finished(finished: set[Future]) -> None:
-        for future in [f for f in in_flight if f in finished]:  # in submission order
+    def record_finished(everything: bool = False) -> None:
+        """Record the queries done, in submission order: those before the first still running (all the
+        done ones with ``everything``, at a stop: a query that did not finish gets no line)."""
+        for future in list(in_flight):
+            if not future.done():
+                if everything:
+                    continue
+                return
             q, a, t = in_flight.pop(future)
             if not future.cancelled():
                 record(q, a, future, None, t)
+
+    def start(number: int, query: Query, answer: SearchAnswer, tally: Tally) -> Future:
+        """Start judging one query: in the pool of query workers, or (shared call pool) a thread of its own."""
+        args = (judge, query, answer, options.protocol, cache, human.get(query.id), log)
+        if calls is None:
+            assert pool is not None
+            return pool.submit(task, *args, tally=tally)
+        return detached(task, *args, tally=tally, calls=calls.lane(number), name=f"judge-query-{number + 1}")
 
     def stop_in_flight(why: str) -> None:
         """Stop at once (Ctrl+C, SIGTERM, a run file that cannot be written): no new call. A batch run
@@ -228,7 +256,9 @@ def judge_all(
             # their results from the batch
             finished = {future for future in in_flight if future.done()}
             pending = batching.abandon(hurry=STOP.urgent)
-            record_finished(finished)
+            for future in [f for f in in_flight if f not in finished]:
+                in_flight.pop(future)  # waiting on a batch: no line
+            record_finished(everything=True)
             for future in in_flight:
                 future.cancel()
             in_flight.clear()
@@ -246,11 +276,16 @@ def judge_all(
         else:
             alert(f"{why}: no new calls; waiting up to {STOP_WAIT_S:g} s for calls in flight (Ctrl+C again: no wait)")
             deadline = time.monotonic() + STOP_WAIT_S
+            if calls is not None:
+                calls.close(why)  # no waiting call starts: the queries waiting for one end without a line
             for future in list(in_flight):
                 future.cancel()
-            while in_flight and time.monotonic() < deadline and not STOP.urgent.is_set():
-                timeout = min(POLL_S, max(0.0, deadline - time.monotonic()))
-                record_finished(wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)[0])
+            while time.monotonic() < deadline and not STOP.urgent.is_set():
+                record_finished()
+                if not running():
+                    break
+                wait(running(), timeout=min(POLL_S, max(0.0, deadline - time.monotonic())), return_when=FIRST_COMPLETED)
+            record_finished(everything=True)
         if budget is not None:
             budget.halt(why)
 
@@ -261,8 +296,9 @@ def judge_all(
             if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
                 with STOP.raising():
                     prepare_search(search, queries[concurrency:], options.search_mode, log)
-            while len(in_flight) >= concurrency:
-                record_finished(wait_any())
+            while len(running()) >= concurrency:
+                wait_any()
+                record_finished()
             if STOP.requested.is_set():
                 raise KeyboardInterrupt
             if must_stop():
@@ -276,16 +312,13 @@ def judge_all(
                 continue
             if batching is not None:
                 batching.expect()
-            in_flight[pool.submit(task, judge, query, answer, options.protocol, cache, human.get(query.id), log, tally=tally)] = (
-                query,
-                answer,
-                tally,
-            )
+            in_flight[start(number, query, answer, tally)] = (query, answer, tally)
         if holding and batching is not None:
             holding = False
             batching.release()
         while in_flight:
-            record_finished(wait_any())
+            wait_any()
+            record_finished()
         must_stop()  # a judgment cache that failed with the last queries is said too
     except KeyboardInterrupt:
         state.interrupt()
@@ -296,7 +329,10 @@ def judge_all(
     finally:
         if holding and batching is not None:
             batching.release()
-        pool.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if calls is not None:
+            calls.shutdown()
 
 
 @STOP.held()  # from the first line to the summary a signal only asks to stop (judge_all checks)

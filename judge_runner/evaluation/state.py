@@ -49,6 +49,12 @@ class RunOutcome:
         return exit_code_for(self.end.status)
 
 
+def stops_run(exc: BaseException | None) -> bool:
+    """Whether a query that failed with ``exc`` stops the run when its line is recorded
+    (:meth:`RunState.record_error`): a spent budget, a spend limit, a refused API key."""
+    return isinstance(exc, (BudgetExhausted, SpendLimitError, AuthError))
+
+
 # when two stops meet (a refused key and a spent budget in flight at once), the graver one wins
 _GRAVITY = {RunStatus.OK: 0, RunStatus.GATE_FAILED: 1, RunStatus.INCOMPLETE: 2, RunStatus.CONFIG_ERROR: 3}
 

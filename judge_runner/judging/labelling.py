@@ -5,7 +5,10 @@ The one entry point other parts call to label documents is :func:`label_document
 it); :func:`judge_query` judges one search answer for the run loop. Both work with any
 :class:`~judge_runner.app.roles.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
 of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``label_one``,
-``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here.
+``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here. In
+a run, a query's calls go through its lane of the run's shared call pool
+(:mod:`judge_runner.judging.call_pool`), side by side with other queries' calls; elsewhere one after
+another.
 
 - ``pointwise`` (default): one call per document and trial;
 - ``batched``: one call per query and trial, documents in a seeded random order
@@ -20,12 +23,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, TypeVar
 
 from judge_runner.core.models import JudgeMode, Query
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.judging.cache import CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.call_pool import CallLane
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
 from judge_runner.judging.protocol import Judge, LabelReply, ListVerdict
@@ -35,6 +39,7 @@ from judge_runner.llm.pricing import Usage, add_cost
 from judge_runner.search.base import SearchAnswer
 
 Log = Callable[[str], None]
+T = TypeVar("T")
 
 
 def _quiet(message: str) -> None:
@@ -198,21 +203,34 @@ def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]])
     return [d if isinstance(d, RenderedDocument) else render_document(*d) for d in docs]
 
 
-def each_call(judge: Judge, call: Callable[[int], LabelReply], items: Sequence[int]) -> list[LabelReply | BaseException]:
-    """``call(i)`` for each of ``items``: one after another, stopping at the first failure (which ends
-    the list), or, when the judge batches (``judge.batching``, ``--batch``), all at once so their
-    requests share one batch (every call made; each failure in its place)."""
+def each_call(
+    judge: Judge, call: Callable[[int], LabelReply], items: Sequence[int], calls: CallLane | None = None
+) -> list[tuple[int, LabelReply | BaseException]]:
+    """``call(i)`` for each of ``items``; returns ``(i, reply or the exception it raised)`` for every call
+    made, in the order of ``items``. Without ``calls``: one after another, stopping at the first failure
+    (which ends the list). With ``calls`` (the query's lane in the run's shared
+    :class:`~judge_runner.judging.call_pool.CallPool`): all handed to the pool at once, run side by side
+    as its slots allow; the first failure cancels those not started. When the judge batches
+    (``judge.batching``, ``--batch``): all at once so their requests share one batch (every call made;
+    each failure in its place)."""
     batching = getattr(judge, "batching", None)
     if batching is not None and len(items) > 1:
-        return batching.map(call, items)
-    out: list[LabelReply | BaseException] = []
+        return list(zip(items, batching.map(call, items)))
+    if calls is not None and items:
+        return calls.map(call, items)
+    out: list[tuple[int, LabelReply | BaseException]] = []
     for i in items:
         try:
-            out.append(call(i))
+            out.append((i, call(i)))
         except Exception as exc:  # noqa: BLE001 - handed back in place; the caller raises it
-            out.append(exc)
+            out.append((i, exc))
             break
     return out
+
+
+def _one(calls: CallLane | None, fn: Callable[[], T]) -> T:
+    """``fn()``: in a slot of the run's call pool when ``calls`` is given, else here."""
+    return fn() if calls is None else calls.call(fn)
 
 
 def label_documents(
@@ -229,6 +247,7 @@ def label_documents(
     human: Sequence[int | None] | None = None,
     tally: Tally | None = None,
     log: Log = _quiet,
+    calls: CallLane | None = None,
 ) -> list[LabelOutcome]:
     """Label ``docs`` (the search's results in its order, or any documents) for ``query`` and its
     ``intent`` through the protocol: one :class:`LabelOutcome` per document, in the order given.
@@ -240,7 +259,8 @@ def label_documents(
     ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and the
     judge's own label is still obtained (cache or call) and kept beside it (``judge_label``), so that the
     judge can be measured against the person and its bias corrected (:mod:`judge_runner.runs.corrected`);
-    ``tally``: receives the cost of the calls made.
+    ``tally``: receives the cost of the calls made; ``calls``: the query's lane in the run's shared call
+    pool (:mod:`judge_runner.judging.call_pool`; None: the calls are made here, one after another).
 
     Raises ValueError on an unknown mode or trials < 1, and whatever the judge raises (an
     :class:`~judge_runner.llm.errors.LLMError` kind); judgments stored before the failure stay stored.
@@ -271,7 +291,7 @@ def label_documents(
                 return judge.label_one(query, intent, documents[i], sampling, log)
 
             failure: BaseException | None = None
-            for i, made in zip(missing, each_call(judge, label, missing)):
+            for i, made in each_call(judge, label, missing, calls):
                 if isinstance(made, BaseException):
                     tally.add_failure(made)
                     failure = failure or made
@@ -306,7 +326,7 @@ def label_documents(
                     )
                 continue
             try:
-                replies = judge.label_batch(query, intent, batch, order, sampling, log)
+                replies = _one(calls, partial(judge.label_batch, query, intent, batch, order, sampling, log))
             except BaseException as exc:
                 tally.add_failure(exc)
                 raise
@@ -380,11 +400,18 @@ NO_RESULTS = "Return results for on-topic queries"
 
 
 def list_verdict(
-    judge: Judge, query: Query, items: list[ListItem], cache: JudgmentCache | None, tally: Tally, log: Log = _quiet
+    judge: Judge,
+    query: Query,
+    items: list[ListItem],
+    cache: JudgmentCache | None,
+    tally: Tally,
+    log: Log = _quiet,
+    calls: CallLane | None = None,
 ) -> tuple[ListVerdict, bool]:
     """The list-level verdict on ``items`` (the labelled results in the search's order), from the cache
     (mode ``list``, trial 0, keyed with the judge's ``list_version`` when it has one: the offline judge's
-    verdict is code, which changes with judge-runner) or one call; returns ``(verdict, from cache)``."""
+    verdict is code, which changes with judge-runner) or one call (in a slot of ``calls``, the query's lane
+    in the run's call pool, when given); returns ``(verdict, from cache)``."""
     sampling = sampling_settings(judge.name, 0)
     shown = list_shown_text(query.expectedSources, items)
     key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
@@ -392,7 +419,7 @@ def list_verdict(
     if hit is not None and hit.payload:
         return ListVerdict.from_cache(hit), True
     try:
-        verdict = judge.list_verdict(query.query, query.queryIntent, query.expectedSources, items, sampling, log)
+        verdict = _one(calls, partial(judge.list_verdict, query.query, query.queryIntent, query.expectedSources, items, sampling, log))
     except BaseException as exc:
         tally.add_failure(exc)
         raise
@@ -421,6 +448,7 @@ def judge_query(
     human: Mapping[str, int] | None = None,
     log: Log = _quiet,
     tally: Tally | None = None,
+    calls: CallLane | None = None,
 ) -> QueryJudgment:
     """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
     chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
@@ -431,8 +459,11 @@ def judge_query(
     on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
     are labelled (how misleading they are) but it gets no scores. ``human``: ``{source: grade}`` of
     imported human labels for this query. ``tally``: receives the cost of its calls, failed ones included
-    (a fresh one by default), so a query that fails still says what it cost. Raises what
-    :func:`label_documents` raises."""
+    (a fresh one by default), so a query that fails still says what it cost. ``calls``: the query's lane
+    in the run's shared call pool (:mod:`judge_runner.judging.call_pool`: its label calls run side by side
+    with other queries' within ``--concurrency`` slots; None: one after another here). Raises what
+    :func:`label_documents` raises (and :class:`~judge_runner.llm.errors.CallsStopped` once the pool is
+    closed)."""
     tally = tally if tally is not None else Tally()
     hits = answer.results
     shown_from = ["chunk" if h.text else "snippet" for h in hits]
@@ -451,6 +482,7 @@ def judge_query(
         human=grades,
         tally=tally,
         log=log,
+        calls=calls,
     )
     disagreements = expected_source_disagreements([(h.source, o.label) for h, o in zip(hits, labels)], query.expectedSources)
     if query.queryType == "off-topic":
@@ -461,7 +493,7 @@ def judge_query(
         analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
         return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally)
     items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
-    verdict, list_cached = list_verdict(judge, query, items, cache, tally, log)
+    verdict, list_cached = list_verdict(judge, query, items, cache, tally, log, calls)
     scores = query_scores(
         [o.label for o in labels],
         {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},

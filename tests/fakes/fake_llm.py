@@ -950,6 +950,9 @@ class FakeLLMServer:
         url / anthropic_base_url: ``"http://127.0.0.1:PORT"``.
         openai_base_url: ``url + "/v1"``.
         requests: list of :class:`RecordedRequest`, one per model request.
+        in_flight / max_in_flight: model requests being served now / the most
+            served at once (from their arrival to their answer; faulted and
+            refused ones included).
         faults: FIFO list of :class:`Fault`; each model request that passes
             the key check pops the first one.
 
@@ -985,6 +988,8 @@ class FakeLLMServer:
         self.latency_s = latency_s
         self.invalid_keys = set(invalid_keys)
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.faults: list[Fault] = []
         self.url = ""
         self.anthropic_base_url = ""
@@ -1084,6 +1089,7 @@ class FakeLLMServer:
             return
 
         raw = h.read_body()
+        parse_error = ""
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
@@ -1104,6 +1110,16 @@ class FakeLLMServer:
         rec = RecordedRequest(api=api, path=h.path, body=body or {}, headers=headers, time=time.monotonic())
         with self._lock:
             self.requests.append(rec)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._answer_post(h, api, body, rec, key, parse_error)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer_post(self, h: _Handler, api: str, body: dict | None, rec: RecordedRequest, key: str, parse_error: str) -> None:
+        """Answer one recorded model request: the key check, the body check, then faults and the brain."""
 
         def answer(status: int, payload: Any, extra: dict | None = None) -> None:
             rec.status = status

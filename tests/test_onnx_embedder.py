@@ -97,6 +97,35 @@ def test_the_onnx_vectors_are_the_torch_vectors(cached, embedder):
     assert int8.describe()["sha256"] == json.loads((folder / "model-int8.json").read_text())["sha256"]
 
 
+def test_the_int8_model_keeps_the_first_feed_forward_output_projections_in_fp32(cached):
+    """The recipe as recorded and as the graph holds it: the three projections named in the record stay
+    fp32 MatMuls with float weights; every other weight matrix is quantized."""
+    import onnx
+
+    path, record = onnx_export.exported_model("int8")
+    assert record["method"] == onnx_export.INT8_METHOD
+    assert record["keptFloat"] == [f"/bert/encoder/layer.{i}/output/dense/MatMul" for i in range(3)]
+    graph = onnx.load(str(path)).graph
+    float_matmuls = sorted(n.name for n in graph.node if n.op_type == "MatMul" and "/dense/" in n.name)
+    assert float_matmuls == record["keptFloat"]
+    quantized = [n for n in graph.node if n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul", "QAttention")]
+    assert len(quantized) >= 15  # 12 other dense layers and the 6 attention blocks, in whatever fused form
+
+
+def test_a_cached_int8_model_of_another_recipe_is_exported_again(cached):
+    """A cache written by an earlier recipe (every matrix int8) is not reused: the index would record
+    the same kind for other vectors."""
+    path, record = onnx_export.exported_model("int8")
+    record_path = path.with_suffix(".json")
+    stale = dict(record, method="fused (onnxruntime.transformers.optimizer), dynamic int8 per-channel weights (onnxruntime.quantization)")
+    record_path.write_text(json.dumps(stale), encoding="utf-8")
+    notes: list[str] = []
+    again, fresh = onnx_export.exported_model("int8", notes.append)
+    assert again == path and fresh["method"] == onnx_export.INT8_METHOD
+    assert any("exporting all-MiniLM-L6-v2 to ONNX (int8)" in n for n in notes)
+    assert json.loads(record_path.read_text(encoding="utf-8"))["method"] == onnx_export.INT8_METHOD
+
+
 def test_a_lone_text_is_embedded_alike_whatever_came_before(cached):
     """Lone texts run on their own one-thread session: the same bits before and after large batches."""
     embedder = OnnxMiniLMEmbedder("int8")

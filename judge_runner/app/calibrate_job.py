@@ -24,9 +24,9 @@ from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
-from judge_runner.judging.qrels import human_labels
+from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import LLMError
-from judge_runner.runs.read import read_run_file
+from judge_runner.runs.read import read_judged_runs
 from judge_runner.search.embedding import EMBEDDER_ENV, EXPECTED_CHUNKS_PER_S
 from judge_runner.search.progress import IndexProgress, format_duration
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
@@ -233,11 +233,17 @@ def calibrate_job(
     }
     if dry_run:
         return document
+    return written(document, out, printer)
+
+
+def written(document: dict, out: Path | None, printer: Printer, note: str = "") -> dict:
+    """Write the calibration ``document`` to ``out`` (default ``calibration/<UTC>.json``), print its table
+    unless quiet, and say where it went with its verdict (and ``note``) on stderr. Returns ``document``."""
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:
         printer.out(rich_text(lambda console: output.print_table(document, console)))
-    printer.err(f"calibration written to {path}: {document['verdict']['status']}")
+    printer.err(f"calibration written to {path}: {document['verdict']['status']}{note}")
     return document
 
 
@@ -262,15 +268,12 @@ def human_qrels_for(
     try:
         with JudgmentCache(path) as cache:
             stored = cache.stats()["humanQrels"]
-            labels = human_labels(cache, [str(name)])
+            grades = human_grades(cache, [str(name)])
     except CacheError as exc:
         raise UsageError(str(exc)) from None
-    if not labels:
+    if not grades:
         raise UsageError(f"no human qrels named {name!r} in {path} (it holds: {', '.join(sorted(stored)) or 'none'})")
-    out: dict[str, dict[str, int]] = {}
-    for (qid, docid), grade in labels.items():
-        out.setdefault(qid, {})[docid] = grade
-    return out, {"humanQrelsSet": name, "cache": str(path)}
+    return grades, {"humanQrelsSet": name, "cache": str(path)}
 
 
 def calibrate_runs_job(
@@ -289,15 +292,7 @@ def calibrate_runs_job(
     ``calibration/<UTC>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
     for a file that is not a run with judged queries, runs of different judges, or labels that match no
     result."""
-    runs = []
-    for path in results:
-        try:
-            run = read_run_file(path)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
-        if not run.is_run or not run.evaluations:
-            raise UsageError(f"{path} is not a run file with judged queries")
-        runs.append(run)
+    runs = read_judged_runs(results)
     human, source = human_qrels_for(settings, qrels, human_set, rescale)
     started = datetime.now(UTC)
     document = calibrate_from_runs(runs, human, config, source)
@@ -309,9 +304,4 @@ def calibrate_runs_job(
         "index": None,
         **document,
     }
-    path = out or output.default_path()
-    output.write_calibration(document, path)
-    if not printer.quiet:
-        printer.out(rich_text(lambda console: output.print_table(document, console)))
-    printer.err(f"calibration written to {path}: {document['verdict']['status']} (no judge call: labels read from {len(runs)} run files)")
-    return document
+    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)")

@@ -48,11 +48,12 @@ from judge_runner.estimate.costs import (
     wire_parts,
 )
 from judge_runner.estimate.report import build_report, print_report
-from judge_runner.evaluation.loop import human_grades, prepare_search
+from judge_runner.evaluation.loop import prepare_search
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings, judge_query, label_documents
 from judge_runner.judging.protocol import Judge
+from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, query_set_sha256, submit_tool
@@ -147,7 +148,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
-        human = human_grades(cache, tuple(settings.human_qrels) if settings.human_qrels is not None else None)
+        human = human_grades(cache, settings.human_qrels)
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human)
         held = cache.stats() if cache is not None else None
     finally:
@@ -316,6 +317,24 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
 
 
 # -- the jobs -------------------------------------------------------------------------------------------------
+def searched_report(
+    command: str, settings: Settings, systems: Any, index: Any, fixtures: Path | None, queries: list, printer: Printer
+) -> dict[str, Any]:
+    """The report of ``command`` whose judge calls are estimated from ``queries`` searched with the
+    systems a run would judge (``systems``, the flags' SystemsSpec, plus the settings'; none: ``index``
+    in ``settings.search_mode``). Closes the systems it opens and ``index`` (None: no built-in index)."""
+    try:
+        opened = open_search_systems(settings, systems, index, fixtures, queries, printer)
+        try:
+            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
+            return build_report(command, settings, judge_searched(settings, queries, searches))
+        finally:
+            close_systems(opened)
+    finally:
+        if index is not None:
+            index.close()
+
+
 def evaluate_dry_run(
     settings: Settings, queries_path: Path | None, resume_path: Path | None, printer: Printer, systems: Any = None, as_json: bool = False
 ) -> dict[str, Any]:
@@ -334,16 +353,7 @@ def evaluate_dry_run(
         queries = [q for q in queries if q.id not in done]
         settings = resumed_settings(settings, resume, printer)  # estimated as the resumed run will judge
     index = open_index(settings, must_exist=True) if needs_builtin_index(settings, systems) else None
-    try:
-        opened = open_search_systems(settings, systems, index, None, queries, printer)
-        try:
-            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
-            report = build_report("evaluate", settings, judge_searched(settings, queries, searches))
-        finally:
-            close_systems(opened)
-    finally:
-        if index is not None:
-            index.close()
+    report = searched_report("evaluate", settings, systems, index, None, queries, printer)
     print_report(report, printer, as_json)
     return report
 
@@ -389,16 +399,7 @@ def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: boo
             print_report(report, printer, as_json)
             return report
         printer.err(f"note: searching the index as it is now; weekly re-indexes {plan.fixtures} first")
-    try:
-        opened = open_search_systems(settings, systems, index, plan.fixtures, queries, printer)
-        try:
-            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
-            report = build_report("weekly", settings, judge_searched(settings, queries, searches))
-        finally:
-            close_systems(opened)
-    finally:
-        if index is not None:
-            index.close()
+    report = searched_report("weekly", settings, systems, index, plan.fixtures, queries, printer)
     print_report(report, printer, as_json)
     return report
 

@@ -35,7 +35,7 @@ from judge_runner.core.printer import Printer
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.label_plan import DEFAULT_WIDTH, plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.qrels import import_human_qrels
-from judge_runner.runs.read import RunFile, read_run_file
+from judge_runner.runs.read import RunFile, read_judged_runs
 
 HOST = "127.0.0.1"
 MAX_BODY = 4096
@@ -179,20 +179,6 @@ class Sampling:
     seed: int = 13
 
 
-def read_runs(paths: Sequence[Path]) -> list[RunFile]:
-    """The run files, each checked to be a run with judged queries. Raises UsageError otherwise."""
-    runs = []
-    for path in paths:
-        try:
-            run = read_run_file(path)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
-        if not run.is_run or not run.evaluations:
-            raise UsageError(f"{path} is not a run file with judged queries")
-        runs.append(run)
-    return runs
-
-
 def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:
     """Draw the items (:mod:`judge_runner.judging.label_plan`) and start ``session`` with them, saying how many
     queries the width asks for."""
@@ -246,7 +232,7 @@ def label_job(
     else:
         if not results:
             raise UsageError(f"no labelling session {name!r} in {folder}: give the run files to sample from")
-        new_session(session, read_runs(results), sampling, labeller, printer)
+        new_session(session, read_judged_runs(results), sampling, labeller, printer)
     try:
         server = LabelServer(session, labeller, port)
     except OSError as exc:

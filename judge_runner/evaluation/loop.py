@@ -24,7 +24,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.qrels import human_labels
+from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
@@ -62,18 +62,6 @@ POLL_S = 0.2
 def is_heuristic(judge: Judge) -> bool:
     """True for the offline heuristic judge (labelled as such in the run file; judged one query at a time)."""
     return judge.heuristic
-
-
-def human_grades(cache: JudgmentCache | None, names: tuple[str, ...] | None) -> dict[str, dict[str, int]]:
-    """``{query id: {source: grade}}`` of the imported human qrels (``names``; None: every imported set,
-    see :func:`judge_runner.judging.qrels.human_labels`); empty without a cache."""
-    if cache is None:
-        return {}
-
-    out: dict[str, dict[str, int]] = {}
-    for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None).items():
-        out.setdefault(qid, {})[docid] = grade
-    return out
 
 
 def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:

@@ -247,6 +247,17 @@ def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, s
     return {pair: grade for pair, (_, grade) in out.items()}
 
 
+def human_grades(cache, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+    """``{query id: {docid: grade}}`` of the stored human qrels (:func:`human_labels`: ``names``, None for
+    every stored set; an earlier name wins); empty without a cache (``cache`` None)."""
+    if cache is None:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None).items():
+        out.setdefault(qid, {})[docid] = grade
+    return out
+
+
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
     :func:`pool_qrels`), with ir-measures and the conventions of ``judge_runner.measures.ir.query_metrics``: a source

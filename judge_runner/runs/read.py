@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from judge_runner.core.failures import UsageError
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.measures.ir import canonical_metric_name
 from judge_runner.runs.lines import (
@@ -261,6 +263,21 @@ def read_run_file(path: Path) -> RunFile:
         elif isinstance(model, SummaryLine):
             run.summary = model
     return run
+
+
+def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
+    """The run files ``paths`` (``label``, ``calibrate --results``), each checked to be a run with judged
+    queries. Raises UsageError for a file that cannot be read or holds no judged query."""
+    runs = []
+    for path in paths:
+        try:
+            run = read_run_file(path)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from None
+        if not run.is_run or not run.evaluations:
+            raise UsageError(f"{path} is not a run file with judged queries")
+        runs.append(run)
+    return runs
 
 
 def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:

@@ -19,6 +19,7 @@ from judge_runner.core.failures import UsageError
 from judge_runner.search.systems import SystemsSpec, open_systems
 from tests.clitools import invoke, run_lines
 from tests.engines.bm25s_service import Bm25sService
+from tests.test_search_systems import hash_db  # noqa: F401 - a fixture: one hash-embedder index of fixtures/
 
 pytestmark = pytest.mark.hash_embedder
 
@@ -29,24 +30,8 @@ HASH = {"JUDGE_RUNNER_EMBEDDER": "hash", "JUDGE_RUNNER_SEARCH_MODE": None}
 QUERIES = [("q1", "opensearch reindex"), ("q2", "incident postmortem"), ("q3", "redis failover")]
 
 
-@pytest.fixture(scope="module")
-def hash_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("idx") / "index.sqlite"
-    with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
-
-        mp.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            result = invoke(["index", str(FIXTURES), "--db", str(db)], HASH)
-        finally:
-            set_embedder(previous)
-    assert result.exit_code == 0, result.output
-    return db
-
-
 @pytest.fixture
-def here(hash_db, tmp_path, monkeypatch):
+def here(hash_db, tmp_path, monkeypatch):  # noqa: F811 - hash_db is the imported fixture
     """A folder to run in (for its judge-runner.toml), with a copy of the index and a query set."""
     monkeypatch.chdir(tmp_path)
     shutil.copy(hash_db, tmp_path / "index.sqlite")

@@ -213,15 +213,18 @@ def _export(model_dir: Path, work: Path) -> dict[str, Any]:
 
 
 def _quantize(model_dir: Path, fp32: Path, work: Path) -> dict[str, Any]:
-    """Quantize the fp32 graph ``fp32`` into ``work`` (dynamic int8, per-channel weights); check it against
-    the fp32 graph on :data:`PROBES`; return its record. Needs ``onnx`` and ONNX Runtime, not torch."""
+    """Quantize the fp32 graph ``fp32`` into ``work`` (dynamic int8, per-channel weights, the projections
+    of :func:`kept_float` left fp32); check it against the fp32 graph on :data:`PROBES`; return its
+    record. Needs ``onnx`` and ONNX Runtime, not torch."""
     try:
         import numpy as np
+        import onnx  # noqa: F401 - kept_float reads the graph with it: missing, the export fails here, saying so
         import onnxruntime
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise ExportError(f"quantizing to int8 needs onnx and onnxruntime: {exc}") from exc
     target = work / "model-int8.onnx"
+    kept = kept_float(fp32)
     with warnings.catch_warnings(), contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115 - the quantizer's advice
         warnings.simplefilter("ignore")
         logging.getLogger().setLevel(logging.ERROR)
@@ -231,7 +234,7 @@ def _quantize(model_dir: Path, fp32: Path, work: Path) -> dict[str, Any]:
             str(target),
             weight_type=QuantType.QInt8,
             per_channel=True,
-            nodes_to_exclude=kept_float(fp32),
+            nodes_to_exclude=kept,
             extra_options={"DefaultTensorType": 1},
         )
     reference, session = OnnxSession(fp32, model_dir, threads=1), OnnxSession(target, model_dir, threads=1)
@@ -242,7 +245,7 @@ def _quantize(model_dir: Path, fp32: Path, work: Path) -> dict[str, Any]:
         "model": "all-MiniLM-L6-v2",
         "quantization": "int8",
         "method": INT8_METHOD,
-        "keptFloat": kept_float(fp32),
+        "keptFloat": kept,
         "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
         "source": str(model_dir),
         "opset": OPSET,

@@ -41,11 +41,31 @@ def fixtures_root() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The process-wide all-MiniLM-L6-v2 embedder (loaded lazily on first encode), whatever
-    ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality."""
+    """The process-wide all-MiniLM-L6-v2 embedder on torch (loaded lazily on first encode), whatever
+    ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality, and the tests' figures
+    are the reference path's (the ONNX kinds are checked against it in tests/test_onnx_embedder.py)."""
     from judge_runner.search.embedding import minilm_embedder
 
-    return minilm_embedder()
+    return minilm_embedder("torch")
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory):
+    """The session's ONNX export cache (``JUDGE_RUNNER_CACHE_DIR``): the fp32 export, then its int8
+    quantization, about 30-60 s once per worker that embeds with an ONNX kind."""
+    return tmp_path_factory.mktemp("judge-runner-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _exports_stay_in_the_session(onnx_cache):
+    """No test exports into the user's own cache (``~/.cache/judge-runner``): the default embedder
+    (onnx-int8) exports on first use, and every test, and every process a test starts, exports into the
+    session's :func:`onnx_cache` instead."""
+    from judge_runner.search.onnx_export import CACHE_ENV
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(onnx_cache))
+        yield
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from judge_runner.search.embedding import (
     EmbeddingModelError,
     HashEmbedder,
     MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
     embedder_kind,
     get_embedder,
     set_embedder,
@@ -58,19 +59,22 @@ def test_hash_embedder_rejects_a_zero_dimension():
 
 def test_seam_reads_the_environment_at_each_call(monkeypatch):
     monkeypatch.delenv(EMBEDDER_ENV, raising=False)
-    assert isinstance(get_embedder(), MiniLMEmbedder)  # lazily loaded: nothing is loaded by asking
+    default = get_embedder()  # lazily loaded: nothing is loaded or exported by asking
+    assert isinstance(default, OnnxMiniLMEmbedder) and default.kind == "onnx-int8"
     monkeypatch.setenv(EMBEDDER_ENV, "hash")
     first = get_embedder()
     assert isinstance(first, HashEmbedder) and get_embedder() is first  # one instance per kind
     monkeypatch.setenv(EMBEDDER_ENV, " HASH ")
     assert get_embedder() is first
-    assert embedding.minilm_embedder() is embedding._cached("minilm")  # MiniLM whatever the variable says
+    assert embedding.minilm_embedder("torch") is embedding._cached("minilm")  # MiniLM whatever the variable says
+    assert isinstance(embedding.minilm_embedder("torch"), MiniLMEmbedder)
 
 
 @pytest.mark.parametrize("value", ["", None])
-def test_empty_or_unset_variable_means_the_torch_minilm(value):
+def test_empty_or_unset_variable_means_the_int8_onnx_minilm(value):
     environ = {} if value is None else {EMBEDDER_ENV: value}
-    assert embedder_kind(environ) == "torch"  # MiniLM on torch, still the default (issue 23); "minilm" names it too
+    assert embedder_kind(environ) == "onnx-int8"  # the default for new indexes since issue 23
+    assert embedder_kind({EMBEDDER_ENV: "minilm"}) == "torch"  # the former name of the torch path
 
 
 def test_unknown_embedder_is_a_clear_error(monkeypatch):
@@ -105,3 +109,33 @@ def test_index_records_the_hash_embedder_and_minilm_refuses_it(tmp_path, hash_em
         assert index.get_meta("embedding_model") == "hash-384-v1"
     with pytest.raises(IndexMismatchError, match="hash-384-v1"):
         SQLiteIndex(db, embedder=MiniLMEmbedder())  # opening checks the name only: no model is loaded
+
+
+def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_for(tmp_path, monkeypatch):
+    """Issue 23: new indexes get the default kind (onnx-int8); an index built by another kind (torch, the
+    former default) opens with that kind when nothing asks for one, read-only or not, and is refused, with
+    the setting that reads it, when JUDGE_RUNNER_EMBEDDER asks for another. Only names are compared here:
+    no model is loaded or exported."""
+    monkeypatch.delenv(EMBEDDER_ENV, raising=False)
+    previous = set_embedder(None)
+    try:
+        new = tmp_path / "new.sqlite"
+        with SQLiteIndex(new) as index:
+            assert index.get_meta("embedding_model") == "all-MiniLM-L6-v2+onnx-int8"
+            assert isinstance(index.embedder, OnnxMiniLMEmbedder) and index.embedder.quantization == "int8"
+        old = tmp_path / "old.sqlite"
+        SQLiteIndex(old, embedder=embedding.minilm_embedder("torch")).close()
+        for readonly in (False, True):
+            with SQLiteIndex(old, readonly=readonly) as index:
+                assert isinstance(index.embedder, MiniLMEmbedder)
+                assert index.get_meta("embedding_model") == "all-MiniLM-L6-v2"
+        monkeypatch.setenv(EMBEDDER_ENV, "onnx")
+        with pytest.raises(IndexMismatchError, match="JUDGE_RUNNER_EMBEDDER=torch"):
+            SQLiteIndex(old, readonly=True)
+        monkeypatch.setenv(EMBEDDER_ENV, "torch")
+        with SQLiteIndex(old, readonly=True) as index:
+            assert isinstance(index.embedder, MiniLMEmbedder)
+        with use_embedder(HashEmbedder()), pytest.raises(IndexMismatchError, match="hash-384-v1"):
+            SQLiteIndex(old, readonly=True)  # an override wins over the index too
+    finally:
+        set_embedder(previous)

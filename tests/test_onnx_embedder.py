@@ -31,12 +31,6 @@ DOCS = {
 }
 
 
-@pytest.fixture(scope="session")
-def onnx_cache(tmp_path_factory):
-    """One export cache for the session (the fp32 export, then its int8 quantization: about 30-60 s once)."""
-    return tmp_path_factory.mktemp("judge-runner-cache")
-
-
 @pytest.fixture
 def cached(onnx_cache, monkeypatch):
     monkeypatch.setenv(onnx_export.CACHE_ENV, str(onnx_cache))
@@ -161,13 +155,28 @@ def test_prepared_onnx_search_gives_the_unprepared_results(onnx_index, mode):
         index.forget_queries()
 
 
-def test_a_cold_hybrid_search_with_onnx_imports_no_torch_sklearn_nor_scipy(onnx_index, cached):
+@pytest.mark.parametrize("asked", ["onnx-int8", ""], ids=["asked-for", "the-default"])
+def test_a_cold_hybrid_search_with_onnx_imports_no_torch_sklearn_nor_scipy(onnx_index, cached, asked):
     seen = imported_after(
         ["search", "drain a node before maintenance", "--mode", "hybrid", "--db", str(onnx_index), "--json"],
-        {EMBEDDER_ENV: "onnx-int8", onnx_export.CACHE_ENV: str(cached)},
+        {EMBEDDER_ENV: asked, onnx_export.CACHE_ENV: str(cached)},
     )
     assert seen["code"] in (0, None), seen
     assert not any(seen[m] for m in ("torch", "sentence_transformers", "transformers", "scipy", "sklearn")), seen
+
+
+def test_an_index_built_by_torch_is_searched_with_torch_without_a_setting(fixtures_index, tmp_path):
+    """The session index was built by the torch embedder (the default before issue 23): a hybrid search
+    of it from the shell, with JUDGE_RUNNER_EMBEDDER unset, embeds its query with torch and succeeds."""
+    import sqlite3
+
+    index, _ = fixtures_index
+    db = tmp_path / "torch.sqlite"
+    copy = sqlite3.connect(db)
+    index.conn.backup(copy)
+    copy.close()
+    seen = imported_after(["search", "drain a kubernetes node", "--mode", "hybrid", "--db", str(db), "--json"], {EMBEDDER_ENV: ""})
+    assert seen["code"] in (0, None) and seen["torch"], seen
 
 
 def test_the_torch_embedder_is_refused_on_an_onnx_index_from_the_shell(onnx_index, cached):

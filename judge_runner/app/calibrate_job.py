@@ -103,7 +103,7 @@ def embedding_estimate(chunks: int, embedder: Any) -> str:
     rate = EXPECTED_CHUNKS_PER_S.get(kind)
     text = f"embedding {chunks:,} chunks with the {kind} embedder"
     if rate:
-        text += f": about {format_duration(chunks / rate)} at the {rate:g} chunks/s measured on a 2-core machine ({EMBEDDER_ENV} chooses)"
+        text += f": about {format_duration(chunks / rate)} at the {rate:g} chunks/s measured on a 2-core machine ({EMBEDDER_ENV} chooses for a new index)"
     return text
 
 

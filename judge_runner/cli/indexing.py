@@ -49,9 +49,11 @@ def index(
     is gone are removed. Hidden files and folders are skipped; a file that cannot be read is skipped
     with its reason and never stops the index.
     \b
-    Embedder: JUDGE_RUNNER_EMBEDDER=torch (default), onnx or onnx-int8 (ONNX Runtime: a cold search
-    in about a second; onnx-int8 embeds about 1.8x as fast). An index keeps the embedder that built it
-    and refuses another. See docs/builtin-search.md#embedders.
+    Embedder: a new index is built with onnx-int8 (all-MiniLM-L6-v2 through ONNX Runtime, exported once
+    into ~/.cache/judge-runner on first use: about 2x torch's speed, a cold search in about a second).
+    An index keeps the embedder that built it and is always opened with it; JUDGE_RUNNER_EMBEDDER=torch,
+    onnx or onnx-int8 chooses for a new index (an index built by another is refused). See
+    docs/builtin-search.md#embedders.
     \b
     Examples:
       judge-runner index fixtures/

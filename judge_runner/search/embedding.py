@@ -47,7 +47,12 @@ EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
 # in an index (:data:`MODEL_NAMES`), so an index built by one is refused by another.
 EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "hash")
 KIND_ALIASES = {"minilm": "torch"}
-DEFAULT_KIND = "torch"
+# What a new index is built with, and what embeds when nothing chooses: the int8 ONNX model, about 2x the
+# torch path's chunks/s (1.75-2.05x across six sittings on this 2-core machine, benchmarks/embedder_throughput.py)
+# within 0.005 of its nDCG@10 on SciFact (benchmarks/beir.py), and a cold `search` that never imports torch.
+# An index records the kind that built it and is opened with that kind (:func:`index_embedder`), so indexes
+# built when torch was the default keep working without a setting.
+DEFAULT_KIND = "onnx-int8"
 # Chunks per second while indexing SciFact on this 2-core machine (benchmarks/embedder_throughput.py and
 # benchmarks/beir.py): what `calibrate` multiplies the chunk count by to say how long indexing will take.
 EXPECTED_CHUNKS_PER_S = {"torch": 34.0, "onnx": 40.0, "onnx-int8": 61.0, "hash": 2000.0}
@@ -304,6 +309,18 @@ def mismatch_advice(
     return (
         f"it was built by the {built_by} embedder: search it with {EMBEDDER_ENV}={built_by}, or rebuild it for {asked or wanted}: {rebuild}"
     )
+
+
+def index_embedder(recorded: str | None) -> TextEmbedder:
+    """The embedder that opens an index whose meta records the model name ``recorded`` (None or empty: a new
+    index), for an index opened without an explicit embedder: the override set with :func:`set_embedder`
+    when there is one, else the kind ``JUDGE_RUNNER_EMBEDDER`` names when it is set (an index built by
+    another kind is then refused by the index, with :func:`mismatch_advice`), else the kind that built the
+    index (:func:`kind_of_model`), else :data:`DEFAULT_KIND`. Raises EmbeddingModelError for an unknown
+    ``JUDGE_RUNNER_EMBEDDER``."""
+    if _override is not None or (os.environ.get(EMBEDDER_ENV) or "").strip():
+        return get_embedder()
+    return _cached(kind_of_model(recorded) or DEFAULT_KIND)
 
 
 def get_embedder() -> TextEmbedder:

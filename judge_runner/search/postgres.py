@@ -47,7 +47,7 @@ import numpy as np
 
 from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, mismatch_advice, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
 
@@ -154,6 +154,7 @@ class PostgresIndex(ChunkSearch):
         self.path = f"{redact_dsn(dsn)} (schema {schema})"
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
+        self._follow_index = embedder is None  # opened with the kind that built it (embedding.index_embedder)
         self.readonly = readonly
         self.model_name = getattr(self.embedder, "name", MODEL_NAME)
         self.dim = int(getattr(self.embedder, "dimension", DIMENSION))
@@ -269,6 +270,11 @@ class PostgresIndex(ChunkSearch):
                 conn.commit()
                 return
         meta = dict(conn.execute(self._sql("SELECT key, value FROM {s}.meta")).fetchall())
+        if self._follow_index and meta.get("embedding_model"):
+            followed = index_embedder(meta["embedding_model"])
+            if int(getattr(followed, "dimension", DIMENSION)) == self.dim:
+                self.embedder, self.model_name = followed, getattr(followed, "name", MODEL_NAME)
+                expected["embedding_model"] = self.model_name
         version = meta.get("schema_version")
         while version != SCHEMA_VERSION and version in MIGRATIONS and not self.readonly:
             target, statements = MIGRATIONS[version]

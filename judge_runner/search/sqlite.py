@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, mismatch_advice, shared_embedder
+from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
@@ -74,6 +74,7 @@ class SQLiteIndex(ChunkSearch):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.embedder = embedder or shared_embedder()
+        self._follow_index = embedder is None  # opened with the kind that built it (embedding.index_embedder)
         self.busy_timeout_s = BUSY_TIMEOUT_S
         if readonly:
             # search needs no write access: a shared or read-only index still serves queries
@@ -124,6 +125,8 @@ class SQLiteIndex(ChunkSearch):
 
     def _check_meta(self, readonly: bool = False) -> None:
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
+        if self._follow_index:
+            self.embedder = index_embedder(meta.get("embedding_model"))
         expected = {
             "schema_version": SCHEMA_VERSION,
             "embedding_model": getattr(self.embedder, "name", MODEL_NAME),

@@ -2,7 +2,7 @@
 
 The chunks are made as ``judge-runner index --beir-corpus`` makes them (the indexer's chunker, each chunk's
 title as its anchor, the text the model sees); the sample is the first ``--chunks`` of them, fixed. Each
-embedder (``--kinds``, default torch, onnx and onnx-int8) is loaded and warmed up, then the rounds
+embedder (``--kinds``, default torch, onnx, onnx-int8 and openvino) is loaded and warmed up, then the rounds
 alternate between them (``--rounds``), each embedding the whole sample in batches of 256 as the indexer
 does, so background load falls on all of them alike. Prints chunks per second (median over rounds), the
 speed-up over the first kind, and how far each kind's vectors are from the first's (mean and least
@@ -53,7 +53,7 @@ def sample_chunks(corpus: Path, count: int) -> list[str]:
 
 
 def embed(embedder, texts: list[str], batch: int = 256) -> np.ndarray:
-    """``texts`` embedded in the indexer's batches of 256 chunks."""
+    """``texts`` embedded in the indexer's calls of 256 chunks (each embedder batches them its own way)."""
     return np.vstack([embedder.encode(texts[i : i + batch]) for i in range(0, len(texts), batch)])
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--kinds", default="torch,onnx,onnx-int8")
+    parser.add_argument("--kinds", default="torch,onnx,onnx-int8,openvino")
     args = parser.parse_args()
     texts = sample_chunks(args.data / "corpus.jsonl", args.chunks)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]

@@ -16,7 +16,7 @@ from judge_runner.search.embedding import (
     EmbeddingModelError,
     HashEmbedder,
     MiniLMEmbedder,
-    OnnxMiniLMEmbedder,
+    OpenVinoMiniLMEmbedder,
     embedder_kind,
     get_embedder,
     set_embedder,
@@ -60,7 +60,7 @@ def test_hash_embedder_rejects_a_zero_dimension():
 def test_seam_reads_the_environment_at_each_call(monkeypatch):
     monkeypatch.delenv(EMBEDDER_ENV, raising=False)
     default = get_embedder()  # lazily loaded: nothing is loaded or exported by asking
-    assert isinstance(default, OnnxMiniLMEmbedder) and default.kind == "onnx-int8"
+    assert isinstance(default, OpenVinoMiniLMEmbedder) and default.kind == "openvino"
     monkeypatch.setenv(EMBEDDER_ENV, "hash")
     first = get_embedder()
     assert isinstance(first, HashEmbedder) and get_embedder() is first  # one instance per kind
@@ -71,15 +71,15 @@ def test_seam_reads_the_environment_at_each_call(monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["", None])
-def test_empty_or_unset_variable_means_the_int8_onnx_minilm(value):
+def test_empty_or_unset_variable_means_the_openvino_minilm(value):
     environ = {} if value is None else {EMBEDDER_ENV: value}
-    assert embedder_kind(environ) == "onnx-int8"  # the default for new indexes since issue 23
+    assert embedder_kind(environ) == "openvino"  # the default for new indexes since issue 23
     assert embedder_kind({EMBEDDER_ENV: "minilm"}) == "torch"  # the former name of the torch path
 
 
 def test_unknown_embedder_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(EMBEDDER_ENV, "bert-large")
-    with pytest.raises(EmbeddingModelError, match="JUDGE_RUNNER_EMBEDDER='bert-large'.*torch, onnx, onnx-int8, hash"):
+    with pytest.raises(EmbeddingModelError, match="JUDGE_RUNNER_EMBEDDER='bert-large'.*torch, onnx, onnx-int8, openvino, hash"):
         get_embedder()
 
 
@@ -112,7 +112,7 @@ def test_index_records_the_hash_embedder_and_minilm_refuses_it(tmp_path, hash_em
 
 
 def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_for(tmp_path, monkeypatch):
-    """Issue 23: new indexes get the default kind (onnx-int8); an index built by another kind (torch, the
+    """Issue 23: new indexes get the default kind (openvino); an index built by another kind (torch, the
     former default) opens with that kind when nothing asks for one, read-only or not, and is refused, with
     the setting that reads it, when JUDGE_RUNNER_EMBEDDER asks for another. Only names are compared here:
     no model is loaded or exported."""
@@ -121,8 +121,8 @@ def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_f
     try:
         new = tmp_path / "new.sqlite"
         with SQLiteIndex(new) as index:
-            assert index.get_meta("embedding_model") == "all-MiniLM-L6-v2+onnx-int8"
-            assert isinstance(index.embedder, OnnxMiniLMEmbedder) and index.embedder.quantization == "int8"
+            assert index.get_meta("embedding_model") == "all-MiniLM-L6-v2+openvino"
+            assert isinstance(index.embedder, OpenVinoMiniLMEmbedder)
         old = tmp_path / "old.sqlite"
         SQLiteIndex(old, embedder=embedding.minilm_embedder("torch")).close()
         for readonly in (False, True):

@@ -26,6 +26,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,6 +34,7 @@ import numpy as np
 from judge_runner.core.textproc import cjk_bigrams
 from judge_runner.search import onnx_export
 from judge_runner.search.onnx_model import OnnxModelError, OnnxSession, default_threads
+from judge_runner.search.openvino_model import OpenVinoSession
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -41,22 +43,32 @@ BATCH_SIZE = 32  # 47 passages/s on this 2-core machine; 64 was no faster (ENVIR
 # kernels gain from that. SciFact chunks, the int8 model, side by side in three sittings on this 2-core
 # machine: 4 per batch 76-77 chunks/s, 8 per batch 70-75, 16 per batch 63-65, 32 per batch 58.
 ONNX_BATCH_SIZE = 4
+# OpenVINO's bf16 kernels gain from larger batches: SciFact chunks side by side on this 2-core machine, 16 per
+# batch 64.5 chunks/s, 4 per batch 56.8, 32 or 64 per batch 56 (the int8 ONNX Runtime model beside: 52-55).
+OPENVINO_BATCH_SIZE = 16
 EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
 # The kinds JUDGE_RUNNER_EMBEDDER names: ``torch`` (sentence-transformers on torch, also ``minilm``, its
-# former name), ``onnx`` and ``onnx-int8`` (ONNX Runtime), ``hash`` (tests). Each records its own model name
-# in an index (:data:`MODEL_NAMES`), so an index built by one is refused by another.
-EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "hash")
+# former name), ``onnx`` and ``onnx-int8`` (ONNX Runtime), ``openvino`` (OpenVINO, bf16 where the CPU has it),
+# ``hash`` (tests). Each records its own model name in an index (:data:`MODEL_NAMES`), so an index built by
+# one is refused by another.
+EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "openvino", "hash")
 KIND_ALIASES = {"minilm": "torch"}
-# What a new index is built with, and what embeds when nothing chooses: the int8 ONNX model, about 2x the
-# torch path's chunks/s (1.75-2.05x across six sittings on this 2-core machine, benchmarks/embedder_throughput.py)
-# within 0.005 of its nDCG@10 on SciFact (benchmarks/beir.py), and a cold `search` that never imports torch.
-# An index records the kind that built it and is opened with that kind (:func:`index_embedder`), so indexes
-# built when torch was the default keep working without a setting.
-DEFAULT_KIND = "onnx-int8"
+# What a new index is built with, and what embeds when nothing chooses: OpenVINO, whose bf16 vectors are the
+# torch model's to cosine 0.99998, at more than twice the torch path's chunks/s on this 2-core machine
+# (benchmarks/embedder_throughput.py) and a cold `search` that never imports torch. An index records the kind
+# that built it and is opened with that kind (:func:`index_embedder`), so indexes built when torch was the
+# default keep working without a setting.
+DEFAULT_KIND = "openvino"
 # Chunks per second while indexing SciFact on this 2-core machine (benchmarks/embedder_throughput.py and
 # benchmarks/beir.py): what `calibrate` multiplies the chunk count by to say how long indexing will take.
-EXPECTED_CHUNKS_PER_S = {"torch": 34.0, "onnx": 40.0, "onnx-int8": 61.0, "hash": 2000.0}
-MODEL_NAMES = {"torch": MODEL_NAME, "onnx": f"{MODEL_NAME}+onnx-fp32", "onnx-int8": f"{MODEL_NAME}+onnx-int8", "hash": "hash-384-v1"}
+EXPECTED_CHUNKS_PER_S = {"torch": 34.0, "onnx": 40.0, "onnx-int8": 61.0, "openvino": 70.0, "hash": 2000.0}
+MODEL_NAMES = {
+    "torch": MODEL_NAME,
+    "onnx": f"{MODEL_NAME}+onnx-fp32",
+    "onnx-int8": f"{MODEL_NAME}+onnx-int8",
+    "openvino": f"{MODEL_NAME}+openvino",
+    "hash": "hash-384-v1",
+}
 # An encode call of at most this many characters in all (queries: a run's whole query set is a few
 # thousand) runs on ONE intra-op thread. Small inputs gain nothing from torch's second thread and lose
 # much when the cores are shared: its threads meet at a barrier after every operation, and a thread
@@ -177,6 +189,7 @@ class OnnxMiniLMEmbedder:
         self.quantization = quantization
         self.kind = "onnx" if quantization == "fp32" else f"onnx-{quantization}"
         self.name = MODEL_NAMES[self.kind]
+        self.batch_size = ONNX_BATCH_SIZE
         self._sessions: dict[int | None, OnnxSession] = {}
         self._record: dict[str, Any] | None = None
         self._lock = threading.Lock()
@@ -194,21 +207,50 @@ class OnnxMiniLMEmbedder:
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             try:
                 path, self._record = onnx_export.exported_model(self.quantization)
-                self._sessions[threads] = OnnxSession(path, onnx_export.source_dir(), threads=threads)
+                self._sessions[threads] = self._new_session(path, threads)
             except (onnx_export.ExportError, OnnxModelError, OSError) as exc:
                 raise EmbeddingModelError(f"cannot load the ONNX embedding model ({self.kind}): {exc}") from exc
             if self._sessions[threads].dimension != DIMENSION:
                 raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {self._sessions[threads].dimension}, expected {DIMENSION}")
         return self._sessions[threads]
 
-    def encode(self, texts: Sequence[str], batch_size: int = ONNX_BATCH_SIZE) -> np.ndarray:
-        """Embed ``texts`` in batches of ``batch_size`` texts of similar length; an empty list gives an
-        array of shape ``(0, 384)``."""
+    def _new_session(self, path: Path, threads: int | None) -> OnnxSession:
+        return OnnxSession(path, onnx_export.source_dir(), threads=threads)
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        """Embed ``texts`` in batches of ``batch_size`` texts of similar length (default: this embedder's,
+        :data:`ONNX_BATCH_SIZE` for ONNX Runtime); an empty list gives an array of shape ``(0, 384)``."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         small = len(texts) == 1 or sum(map(len, texts)) <= SMALL_INPUT_CHARS
         with self._lock:
-            return self._session(1 if small else default_threads()).encode(list(texts), batch_size=batch_size)
+            session = self._session(1 if small else default_threads())
+            return session.encode(list(texts), batch_size=batch_size or self.batch_size)
+
+
+class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
+    """all-MiniLM-L6-v2's fp32 ONNX export (:func:`judge_runner.search.onnx_export.exported_model`) run by
+    OpenVINO, in bfloat16 where the CPU has it (:mod:`judge_runner.search.openvino_model`); thread-safe
+    ``encode`` as :class:`OnnxMiniLMEmbedder` (lone texts and small inputs on one thread, indexing on one
+    per core), in batches of :data:`OPENVINO_BATCH_SIZE`. Raises EmbeddingModelError on the first
+    ``encode`` when the model cannot be exported or compiled.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("fp32")
+        self.kind = "openvino"
+        self.name = MODEL_NAMES[self.kind]
+        self.batch_size = OPENVINO_BATCH_SIZE
+
+    def describe(self) -> dict[str, Any]:
+        """As :meth:`OnnxMiniLMEmbedder.describe`, with ``backend`` ``openvino`` and once loaded the
+        ``precision`` it computes in (``bf16`` or ``f32``)."""
+        out = {**super().describe(), "backend": "openvino"}
+        precision = next((getattr(s, "precision", None) for s in self._sessions.values()), None)
+        return {**out, "precision": precision} if precision else out
+
+    def _new_session(self, path: Path, threads: int | None) -> OnnxSession:
+        return OpenVinoSession(path, onnx_export.source_dir(), threads=threads)
 
 
 Embedder = MiniLMEmbedder  # the name the search modules and older code import
@@ -337,6 +379,8 @@ def _new(kind: str) -> TextEmbedder:
         return HashEmbedder()
     if kind == "torch":
         return MiniLMEmbedder()
+    if kind == "openvino":
+        return OpenVinoMiniLMEmbedder()
     return OnnxMiniLMEmbedder("int8" if kind == "onnx-int8" else "fp32")
 
 

@@ -105,12 +105,16 @@ class OnnxSession:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self.session.run(None, feed)[0]
+        hidden = self._infer(feed)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         if self.normalize:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return pooled.astype(np.float32)
+
+    def _infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The transformer's ``last_hidden_state`` for one padded batch: shape ``(batch, tokens, dimension)``."""
+        return self.session.run(None, feed)[0]
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Embed ``texts`` (see the class docstring); an empty list gives shape ``(0, dimension)``."""

@@ -238,3 +238,21 @@ def test_the_torch_embedder_is_refused_on_an_onnx_index_from_the_shell(onnx_inde
     seen = imported_after(["search", "drain", "--mode", "fts", "--db", str(onnx_index)], {EMBEDDER_ENV: "torch"})
     assert seen["code"] in (2, "UsageError"), seen  # refused as a usage error (exit code 2), before any model loads
     assert not seen["torch"], seen
+
+
+@pytest.mark.parametrize("kind", ["openvino", "onnx"])
+def test_a_damaged_cached_export_is_a_clear_error_naming_the_other_embedders(kind, tmp_path, monkeypatch):
+    """A cached graph that cannot be read (a truncated file, a disk error) fails the first encode with
+    EmbeddingModelError: the backend's reason, and the settings that embed another way; nothing else is
+    loaded. The damaged export lives in its own cache folder, so the session's stays intact."""
+    monkeypatch.setenv(onnx_export.CACHE_ENV, str(tmp_path))
+    folder = onnx_export.export_dir()
+    folder.mkdir(parents=True)
+    (folder / "model-fp32.onnx").write_bytes(b"\x08\x07not a graph")
+    (folder / "model-fp32.json").write_text(json.dumps({"quantization": "fp32", "sha256": "0" * 64}), encoding="utf-8")
+    embedder = OpenVinoMiniLMEmbedder() if kind == "openvino" else OnnxMiniLMEmbedder("fp32")
+    with pytest.raises(embedding_mod.EmbeddingModelError) as caught:
+        embedder.encode(["drain a node"])
+    message = str(caught.value)
+    assert f"cannot load the {kind} embedding model" in message and "model-fp32.onnx" in message, message
+    assert "JUDGE_RUNNER_EMBEDDER=" in message and "torch" in message and f"={kind} " not in message, message

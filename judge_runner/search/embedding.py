@@ -61,6 +61,8 @@ KIND_ALIASES = {"minilm": "torch"}
 DEFAULT_KIND = "openvino"
 # Chunks per second while indexing SciFact on this 2-core machine (benchmarks/embedder_throughput.py and
 # benchmarks/beir.py): what `calibrate` multiplies the chunk count by to say how long indexing will take.
+# openvino: 56 chunks/s measured on a day the raw torch model ran at 18.6 passages/s (half its usual speed);
+# 70 is its 2.4x over torch's rate less a margin.
 EXPECTED_CHUNKS_PER_S = {"torch": 34.0, "onnx": 40.0, "onnx-int8": 61.0, "openvino": 70.0, "hash": 2000.0}
 MODEL_NAMES = {
     "torch": MODEL_NAME,
@@ -209,7 +211,11 @@ class OnnxMiniLMEmbedder:
                 path, self._record = onnx_export.exported_model(self.quantization)
                 self._sessions[threads] = self._new_session(path, threads)
             except (onnx_export.ExportError, OnnxModelError, OSError) as exc:
-                raise EmbeddingModelError(f"cannot load the ONNX embedding model ({self.kind}): {exc}") from exc
+                others = ", ".join(k for k in EMBEDDER_KINDS if k not in (self.kind, "hash"))
+                raise EmbeddingModelError(
+                    f"cannot load the {self.kind} embedding model: {exc}; {EMBEDDER_ENV}={others.replace(', ', ' or ')} "
+                    "embeds a new index another way"
+                ) from exc
             if self._sessions[threads].dimension != DIMENSION:
                 raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {self._sessions[threads].dimension}, expected {DIMENSION}")
         return self._sessions[threads]

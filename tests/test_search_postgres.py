@@ -452,3 +452,28 @@ def test_query_terms_are_plain_words(query):
     tokens, phrases = PostgresIndex.query_terms(query)
     assert all(re.fullmatch(r"[^\W_]+", t) for t in tokens)
     assert all(re.fullmatch(r"[^\W_]+( [^\W_]+)+", p) for p in phrases)
+
+
+def test_an_index_is_opened_with_the_embedder_that_built_it_unless_a_kind_is_asked_for(postgres_dsn, schema, monkeypatch):
+    """Issue 23, as for SQLite: with JUDGE_RUNNER_EMBEDDER unset an index opens with the kind it records
+    (here the hashing embedder, so no model loads); a kind asked for that did not build it is refused,
+    naming the setting that reads it."""
+    from judge_runner.search import embedding
+    from judge_runner.search.base import IndexMismatchError
+    from judge_runner.search.postgres import PostgresIndex
+
+    monkeypatch.delenv(embedding.EMBEDDER_ENV, raising=False)
+    previous = embedding.set_embedder(None)
+    try:
+        PostgresIndex(postgres_dsn, embedder=embedding.HashEmbedder(), schema=schema).close()
+        for readonly in (False, True):
+            index = PostgresIndex(postgres_dsn, schema=schema, readonly=readonly)
+            try:
+                assert isinstance(index.embedder, embedding.HashEmbedder) and index.model_name == "hash-384-v1"
+            finally:
+                index.close()
+        monkeypatch.setenv(embedding.EMBEDDER_ENV, "torch")
+        with pytest.raises(IndexMismatchError, match="JUDGE_RUNNER_EMBEDDER=hash"):
+            PostgresIndex(postgres_dsn, schema=schema, readonly=True)
+    finally:
+        embedding.set_embedder(previous)

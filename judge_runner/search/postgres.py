@@ -128,8 +128,9 @@ class PostgresIndex(ChunkSearch):
     """A search index in a PostgreSQL database with pgvector. Use as a context manager or call ``close()``.
 
     ``dsn``: a libpq connection string or URL; ``schema``: the PostgreSQL schema holding the index
-    (created when missing unless ``readonly``); ``pool_size``: most concurrent searches.
-    Raises IndexMismatchError when the schema was built with another embedding model, dimension or an
+    (created when missing unless ``readonly``); ``pool_size``: most concurrent searches; ``embedder``:
+    None opens an existing index with the kind that built it, unless a kind is asked for
+    (:func:`judge_runner.search.embedding.index_embedder`). Raises IndexMismatchError when the schema was built with another embedding model, dimension or an
     unknown schema version, or (``readonly``) holds no index; PostgresSetupError when pgvector is
     missing and cannot be created; psycopg.OperationalError when the server cannot be reached.
     """

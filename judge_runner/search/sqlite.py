@@ -65,6 +65,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 class SQLiteIndex(ChunkSearch):
     """A search index in one SQLite file. Use as a context manager or call ``close()``.
 
+    ``embedder``: None opens an existing index with the kind that built it, and a new one with the default
+    kind, unless a kind is asked for (:func:`judge_runner.search.embedding.index_embedder`).
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,8 +108,30 @@ def test_index_records_the_hash_embedder_and_minilm_refuses_it(tmp_path, hash_em
     with SQLiteIndex(db) as index:  # the default embedder comes from the seam
         assert index.embedder is hash_embedder
         assert index.get_meta("embedding_model") == "hash-384-v1"
+        holds_a_document(index)
     with pytest.raises(IndexMismatchError, match="hash-384-v1"):
         SQLiteIndex(db, embedder=MiniLMEmbedder())  # opening checks the name only: no model is loaded
+
+
+def holds_a_document(index: SQLiteIndex) -> None:
+    """Give ``index`` one document row (no chunk, no vector), so it is no longer empty."""
+    with index.conn:
+        index.conn.execute("INSERT INTO documents (source, sha256, fmt, size) VALUES ('a.md', '0', 'md', 1)")
+
+
+def test_an_index_that_never_got_a_document_is_taken_over_by_the_embedder_that_indexes_into_it(tmp_path):
+    """A first index that failed before its first document (its model could not be exported, say) leaves
+    a file whose meta names the default embedder: another embedder, asked for, indexes into it instead of
+    being refused; once it holds a document it is refused again. Read-only opens never rewrite it."""
+    db = tmp_path / "index.sqlite"
+    SQLiteIndex(db, embedder=OpenVinoMiniLMEmbedder()).close()
+    with pytest.raises(IndexMismatchError):
+        SQLiteIndex(db, embedder=MiniLMEmbedder(), readonly=True)
+    with SQLiteIndex(db, embedder=MiniLMEmbedder()) as index:
+        assert index.get_meta("embedding_model") == "all-MiniLM-L6-v2"
+        holds_a_document(index)
+    with pytest.raises(IndexMismatchError, match="built by the torch embedder"):
+        SQLiteIndex(db, embedder=OpenVinoMiniLMEmbedder())
 
 
 def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_for(tmp_path, monkeypatch):
@@ -139,3 +162,17 @@ def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_f
             SQLiteIndex(old, readonly=True)  # an override wins over the index too
     finally:
         set_embedder(previous)
+
+
+def test_indexing_into_a_read_only_index_file_is_a_clear_error(tmp_path, monkeypatch, hash_embedder):
+    """An index file the process may not write (a read-only mount; root ignores file modes, so the check
+    is os.access) is refused when opened for indexing, naming the file; searching it still works."""
+    db = tmp_path / "index.sqlite"
+    SQLiteIndex(db).close()
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode, **kw: False if Path(path) == db and mode == os.W_OK else real_access(path, mode, **kw)
+    )
+    with pytest.raises(PermissionError, match=r"index\.sqlite is read-only"):
+        SQLiteIndex(db)
+    SQLiteIndex(db, readonly=True).close()

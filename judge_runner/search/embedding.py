@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from judge_runner.core.failures import UsageError
 from judge_runner.core.textproc import cjk_bigrams
 from judge_runner.search import onnx_export
 from judge_runner.search.onnx_model import OnnxModelError, OnnxSession, default_threads
@@ -81,8 +82,10 @@ MODEL_NAMES = {
 SMALL_INPUT_CHARS = 16_384
 
 
-class EmbeddingModelError(RuntimeError):
-    """The embedding model could not be loaded, or ``JUDGE_RUNNER_EMBEDDER`` names no embedder."""
+class EmbeddingModelError(UsageError, RuntimeError):
+    """The embedding model could not be loaded (a missing package, a cache folder that cannot be written),
+    or ``JUDGE_RUNNER_EMBEDDER`` names no embedder: the user's setup, not a bug, so exit 2 with the
+    message as is (:class:`judge_runner.core.failures.UsageError`)."""
 
 
 class TextEmbedder(Protocol):
@@ -213,8 +216,8 @@ class OnnxMiniLMEmbedder:
             except (onnx_export.ExportError, OnnxModelError, OSError) as exc:
                 others = ", ".join(k for k in EMBEDDER_KINDS if k not in (self.kind, "hash"))
                 raise EmbeddingModelError(
-                    f"cannot load the {self.kind} embedding model: {exc}; {EMBEDDER_ENV}={others.replace(', ', ' or ')} "
-                    "embeds a new index another way"
+                    f"cannot load the {self.kind} embedding model: {exc}; for a new index, "
+                    f"{EMBEDDER_ENV}={others.replace(', ', ' or ')} embeds another way"
                 ) from exc
             if self._sessions[threads].dimension != DIMENSION:
                 raise EmbeddingModelError(f"{MODEL_NAME} reports dimension {self._sessions[threads].dimension}, expected {DIMENSION}")

@@ -7,6 +7,7 @@ is a few milliseconds and needs no extension, which the standard library's sqlit
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -90,6 +91,8 @@ class SQLiteIndex(ChunkSearch):
                 self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and not os.access(self.path, os.W_OK):
+                raise PermissionError(f"{self.path} is read-only (search it, or index into a copy you can write, with --db)")
             self.conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s)
             with self._busy():
                 self.conn.execute("PRAGMA foreign_keys = ON")
@@ -140,6 +143,13 @@ class SQLiteIndex(ChunkSearch):
             with self.conn:
                 self.conn.executemany("INSERT INTO meta VALUES (?, ?)", expected.items())
             return
+        if meta.get("embedding_model") != expected["embedding_model"] and not readonly and self._holds_nothing():
+            # an index that never got a document (a first index that failed, say, exporting its model) is
+            # taken over by whichever embedder indexes into it first
+            with self.conn:
+                self.conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_model'", (expected["embedding_model"],))
+                self.conn.execute("DELETE FROM meta WHERE key = 'embedder'")
+            meta["embedding_model"] = expected["embedding_model"]
         for key, value in expected.items():
             if key == "embedding_model" and meta.get(key) != value:
                 raise IndexMismatchError(
@@ -151,6 +161,13 @@ class SQLiteIndex(ChunkSearch):
                     f"the index {self.path} was built with {key}={meta.get(key)!r}, this judge-runner uses "
                     f"{value!r}; delete the file (or pass another --db) and run `judge-runner index` again"
                 )
+
+    def _holds_nothing(self) -> bool:
+        """Whether the index has no document and no chunk (its meta may still name an embedder)."""
+        try:
+            return self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0
+        except sqlite3.OperationalError:  # an index of another schema: the schema check says so
+            return False
 
     # -- writing ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

@@ -141,9 +141,7 @@ def exported_model(quantization: str, note=None) -> tuple[Path, dict[str, Any]]:
         record = _quantize(model_dir, source, work) if source is not None else _export(model_dir, work)
         os.replace(work / path.name, path)
         record.update(stamp(path))
-        tmp_record = work / record_path.name
-        tmp_record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp_record, record_path)
+        write_record(record_path, record)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return path, record
@@ -175,10 +173,20 @@ def intact(path: Path, record: dict[str, Any], record_path: Path | None = None) 
     if record_path is not None:
         with contextlib.suppress(OSError):
             record.update(stamp(path))
-            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=record_path.parent, suffix=".json", delete=False) as tmp:
-                tmp.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp.name, record_path)  # whole or not at all: another process may be reading it
+            write_record(record_path, record)
     return True
+
+
+def write_record(record_path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` as JSON at ``record_path`` whole or not at all (a temporary file beside it, then
+    renamed): another process may be reading it. Raises OSError."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=record_path.parent, suffix=".json", delete=False) as tmp:
+        tmp.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    try:
+        os.replace(tmp.name, record_path)
+    except OSError:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
 
 
 def _export(model_dir: Path, work: Path) -> dict[str, Any]:

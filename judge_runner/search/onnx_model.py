@@ -61,11 +61,15 @@ class OnnxSession:
     def __init__(self, model_path: Path, model_dir: Path, threads: int | None = None):
         config = pipeline_config(model_dir)
         self.dimension, self.normalize = config["dimension"], config["normalize"]
+        self._open(model_path, threads)
+        self.tokenizer = self.tokenizer_of(model_dir)
+
+    def _open(self, model_path: Path, threads: int | None) -> None:
+        """Load the graph into the runtime that :meth:`_infer` runs (here ONNX Runtime); sets ``inputs``."""
         try:
             import onnxruntime
         except ImportError as exc:
             raise OnnxModelError(f"the ONNX embedder needs onnxruntime: {exc}") from exc
-        self.tokenizer = self.tokenizer_of(model_dir)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or 0
         options.inter_op_num_threads = 1

@@ -18,16 +18,18 @@ OpenVINO documentation: "Inference precision" (``ov::hint::inference_precision``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from judge_runner.search.onnx_model import OnnxModelError, OnnxSession, pipeline_config
+from judge_runner.search.onnx_model import OnnxModelError, OnnxSession
 
 
-def cpu_precision() -> str:
-    """``"bf16"`` when OpenVINO's CPU plugin reports ``BF16`` in ``OPTIMIZATION_CAPABILITIES``, else
-    ``"f32"``. Raises OnnxModelError when ``openvino`` is missing."""
-    core = _core()
+def cpu_precision(core: Any = None) -> str:
+    """``"bf16"`` when OpenVINO's CPU plugin (of ``core``, an ``openvino.Core``; default: a new one) reports
+    ``BF16`` in ``OPTIMIZATION_CAPABILITIES``, else ``"f32"``. Raises OnnxModelError when ``openvino`` is
+    missing."""
+    core = core or _core()
     return "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32"
 
 
@@ -51,11 +53,12 @@ class OpenVinoSession(OnnxSession):
     """
 
     def __init__(self, model_path: Path, model_dir: Path, threads: int | None = None, precision: str | None = None):
-        config = pipeline_config(model_dir)
-        self.dimension, self.normalize = config["dimension"], config["normalize"]
-        self.tokenizer = self.tokenizer_of(model_dir)
+        self.precision = precision
+        super().__init__(model_path, model_dir, threads)
+
+    def _open(self, model_path: Path, threads: int | None) -> None:
         core = _core()
-        self.precision = precision or cpu_precision()
+        self.precision = self.precision or cpu_precision(core)
         properties: dict[str, object] = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
         if threads:
             properties["INFERENCE_NUM_THREADS"] = threads

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 import threading
@@ -106,6 +107,19 @@ def test_malformed_requests_are_answered_4xx_without_a_traceback(job, capfd):
     assert act(job.url, "label", "tab-a-000001", item=item, grade=2)[0] == 200
     printed = capfd.readouterr()
     assert "Traceback" not in printed.err + printed.out, printed.err
+
+
+def test_a_label_the_journal_cannot_take_is_answered_not_saved_and_nothing_is_counted(job, capfd):
+    def disk_full(line):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    job.server.session._append = disk_full
+    item = state(job.url)["item"]["id"]
+    status, answer = act(job.url, "label", "tab-a-000001", item=item, grade=2)
+    assert status == 507 and answer["error"].startswith("NOT saved: the disk holding the journal is full"), answer
+    assert answer["state"]["progress"]["labelled"] == 0 and answer["state"]["item"]["id"] == item
+    assert job.server.session.qrels.read_text(encoding="utf-8").strip() == ""  # the qrels file has no label either
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def fuzz_request(job: Job, rng: random.Random, item: str) -> bytes:

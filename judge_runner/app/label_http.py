@@ -243,6 +243,10 @@ class _Handler(BaseHTTPRequestHandler):
     do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
 
     def _serve(self) -> None:
+        if self.command != "POST" and (
+            self.headers.get("Content-Length", "0").strip() not in ("", "0") or self.headers.get("Transfer-Encoding")
+        ):
+            self.close_connection = True  # a body nobody reads: what follows it on this connection is no request
         try:
             self._dispatch()
         except Refusal as refusal:

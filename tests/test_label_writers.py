@@ -19,6 +19,7 @@ import shlex
 import signal
 import socket
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def refused(proc, seconds: float = 60) -> str:
     """The stderr of a label process that must end at once (it must not serve a page)."""
     try:
         out, err = proc.communicate(timeout=seconds)
-    except Exception:
+    except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         pytest.fail(f"a second label process on the same set started serving: {out}")
@@ -54,6 +55,7 @@ def refused(proc, seconds: float = 60) -> str:
 
 def test_a_second_and_a_third_label_process_on_one_set_are_refused_naming_the_first(tmp_path, run_file):
     first = spawn_label(tmp_path, str(run_file), "--queries", "2")
+    others = []
     try:
         url = wait_url(first)
         assert act(url, "label", "tab-first-0001", item=state(url)["item"]["id"], grade=2)[0] == 200
@@ -66,18 +68,22 @@ def test_a_second_and_a_third_label_process_on_one_set_are_refused_naming_the_fi
         assert act(url, "label", "tab-first-0001", item=state(url)["item"]["id"], grade=0)[0] == 200
         out, err = stop_process(first, signal.SIGINT)
     finally:
-        if first.poll() is None:
-            first.kill()
+        for proc in [first, *others]:  # none is left running, whatever failed
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
     assert first.returncode == 0, err
     assert [g for _, _, g in read_trec_qrels(tmp_path / "labels" / "team.qrels")] == [2, 0]
 
 
 def test_the_lock_of_a_killed_process_is_taken_over_and_says_whose_it_was(tmp_path, run_file):
     killed = spawn_label(tmp_path, str(run_file), "--queries", "2")
-    url = wait_url(killed)
-    assert act(url, "label", "tab-first-0001", item=state(url)["item"]["id"], grade=3)[0] == 200
-    killed.kill()  # SIGKILL: no clean-up, the lock file is left behind with its holder's record
-    killed.wait(30)
+    try:
+        url = wait_url(killed)
+        assert act(url, "label", "tab-first-0001", item=state(url)["item"]["id"], grade=3)[0] == 200
+    finally:
+        killed.kill()  # SIGKILL: no clean-up, the lock file is left behind with its holder's record
+        killed.wait(30)
     assert (tmp_path / "labels" / "team.lock").read_text(encoding="utf-8").strip()
     again = spawn_label(tmp_path)
     try:

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from judge_runner.app.label_cache import CacheSync
 from judge_runner.app.label_server import Sampling, new_session
 from judge_runner.app.label_session import LabelSession
 from judge_runner.calibrate.from_runs import system_lists
 from judge_runner.core.printer import Printer
-from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.runs.read import read_run_file
 from tests.clitools import KEEP_ALL, invoke, run_lines
 from tests.fakes.calibration_judges import QrelsJudge
@@ -64,17 +63,14 @@ def label_everything(tmp_path, run: Path, cache: Path) -> Path:
     """Label every document of every query of ``run`` through a label session (as the page would; the person's
     grade is a hash of (query id, document), unrelated to the judge's), importing into ``cache``; returns the
     qrels file."""
-
-    def importer(qrels: Path, count: int) -> None:
-        if count:
-            with JudgmentCache(cache) as store:
-                import_human_qrels(store, qrels, "team")
-
-    session = LabelSession(tmp_path / "labels", "team", importer)
+    sync = CacheSync(cache, "team")
+    sync.open()
+    session = LabelSession(tmp_path / "labels", "team", sync)
     new_session(session, [read_run_file(run)], Sampling(queries=100, seed=1), "ada", QUIET)
     while (item := session.current()) is not None:
         grade = zlib.crc32(f"{item.qid}/{item.source}".encode()) % 4
         session.act("label", item.id, "ada", grade)
+    assert sync.close().complete
     return session.qrels
 
 

@@ -11,12 +11,7 @@ resumable, torn last line), sampling, the width advice, the cache import, and Ct
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,19 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_server import LabelServer, Sampling, label_job, new_session
+from judge_runner.app.label_http import LabelServer
+from judge_runner.app.label_server import Sampling, new_session
 from judge_runner.app.label_session import LabelSession
-from judge_runner.config import load_settings
-from judge_runner.core.printer import Printer
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.qrels import human_labels, read_trec_qrels
 from judge_runner.runs.read import read_run_file
+from tests.label_client import QUIET, Forward, Job, act, chromium_driver, fetch, spawn_label, state, stop_process, wait_url
 from tests.label_runs import HOSTILE, QUERIES, secrets_of_the_judge, write_run
 
-ROOT = Path(__file__).resolve().parents[1]
 ITEM_KEYS = {"id", "qid", "query", "intent", "source", "anchor", "text", "textFrom"}
-QUIET = Printer(lambda m: None, lambda m: None, quiet=True)
 
 
 @pytest.fixture
@@ -44,66 +37,13 @@ def run_file(tmp_path) -> Path:
     return write_run(tmp_path / "results")
 
 
-def start_job(tmp_path, run_file, name="team", labeller="ada", **sampling):
-    """``label_job`` in a thread; returns ``(server, thread, settings)`` once it listens."""
-    settings = load_settings({"cache": tmp_path / "judgments.sqlite"}, cwd=tmp_path, environ={})
-    ready: dict = {}
-    got = threading.Event()
-
-    def on_ready(server):
-        ready["server"] = server
-        got.set()
-
-    args = (settings, name, [run_file], Sampling(**{"queries": 4, **sampling}), labeller, tmp_path / "labels", 0, QUIET, on_ready)
-    thread = threading.Thread(target=label_job, args=args, daemon=True)
-    thread.start()
-    assert got.wait(20), "the labelling server did not start"
-    return ready["server"], thread, settings
-
-
-def stop_job(server, thread):
-    server.shutdown()
-    thread.join(10)
-    assert not thread.is_alive()
-
-
-def fetch(url: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, bytes, dict]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, headers={"Content-Type": "application/json", **(headers or {})} if data else (headers or {})
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.read(), dict(response.headers)
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), dict(exc.headers)
-
-
-def chromium_driver():
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("Chromium is not installed (Debian package `chromium`); cannot drive the labelling page in a real browser")
-    driver_path = shutil.which("chromedriver")
-    if driver_path is None:
-        pytest.skip("chromedriver is not installed (Debian package `chromium-driver`); cannot drive the labelling page")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.skip("selenium is not installed (the test extra pins it); cannot drive the labelling page")
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1366,900"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver_path), options=options)
-
-
 def test_twelve_labels_by_keyboard_with_a_reload_and_an_undo_in_chromium(tmp_path, run_file):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chromium_driver()
-    server, thread, settings = start_job(tmp_path, run_file)
+    job = Job(tmp_path, run_file)
+    server = job.server
     sources = {(text, f"runbooks/key-{q}-part {r}.md"): qid for q, (qid, (text, _)) in enumerate(QUERIES.items(), 1) for r in range(4)}
     given: list[tuple[str, str, int]] = []
     seen_pages: list[str] = []
@@ -134,10 +74,13 @@ def test_twelve_labels_by_keyboard_with_a_reload_and_an_undo_in_chromium(tmp_pat
 
         def press(key: str, expect: int) -> None:
             seen_pages.append(driver.page_source)
-            if shown()[1] == "runbooks/key-2-part 1.md":
+            before = shown()[1]
+            if before == "runbooks/key-2-part 1.md":
                 check_hostile()
             driver.find_element(By.TAG_NAME, "body").send_keys(key)
             wait.until(lambda d: count().startswith(f"{expect} of 16"))
+            if key == "s":  # a skip leaves the count as it is: wait for the next document
+                wait.until(lambda d: shown()[1] != before)
 
         grades = [2, 0, 3, 1, 1, 2, 0, 3, 2, 1, 0, 3, 2]
         for n, grade in enumerate(grades[:6], start=1):
@@ -164,7 +107,7 @@ def test_twelve_labels_by_keyboard_with_a_reload_and_an_undo_in_chromium(tmp_pat
         seen_pages.append(driver.page_source)
     finally:
         driver.quit()
-        stop_job(server, thread)
+        job.stop()
 
     # the qrels file: exactly the labels given, in the order given, none lost
     qrels = (tmp_path / "labels" / "team.qrels").read_text(encoding="utf-8").splitlines()
@@ -177,7 +120,7 @@ def test_twelve_labels_by_keyboard_with_a_reload_and_an_undo_in_chromium(tmp_pat
     acts = [line for line in journal if line["type"] == "label"]
     assert len(acts) == 13 and all(a["labeller"] == "ada" and a["at"].endswith("Z") for a in acts)
     assert [line["type"] for line in journal].count("undo") == 1
-    with JudgmentCache(settings.cache_path) as cache:
+    with JudgmentCache(job.settings.cache_path) as cache:
         assert human_labels(cache, ["team"]) == {(q, s): g for q, s, g in given}
     # nothing of the judge's ever reached the browser
     for html in seen_pages:
@@ -186,7 +129,8 @@ def test_twelve_labels_by_keyboard_with_a_reload_and_an_undo_in_chromium(tmp_pat
 
 
 def test_the_server_answers_only_its_token_on_loopback_and_sends_nothing_of_the_judge(tmp_path, run_file):
-    server, thread, _ = start_job(tmp_path, run_file)
+    job = Job(tmp_path, run_file)
+    server = job.server
     try:
         assert server.server_address[0] == "127.0.0.1"
         base = f"http://127.0.0.1:{server.port}"
@@ -210,11 +154,11 @@ def test_the_server_answers_only_its_token_on_loopback_and_sends_nothing_of_the_
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 415
-        assert fetch(server.url + "api/label", {"item": "i999", "grade": 3})[0] == 409
-        assert fetch(server.url + "api/label", {"item": item, "grade": 7})[0] == 409
+        assert fetch(server.url + "api/label", {"item": "i999", "grade": 3, "tab": "tab-a-000001"})[0] == 409
+        assert fetch(server.url + "api/label", {"item": item, "grade": 7, "tab": "tab-a-000001"})[0] == 400
         answers = [body, page]
         for grade in (3, 0):
-            status, body, _ = fetch(server.url + "api/label", {"item": state["item"]["id"], "grade": grade})
+            status, body, _ = fetch(server.url + "api/label", {"item": state["item"]["id"], "grade": grade, "tab": "tab-a-000001"})
             assert status == 200
             state = json.loads(body)["state"]
             answers.append(body)
@@ -222,7 +166,7 @@ def test_the_server_answers_only_its_token_on_loopback_and_sends_nothing_of_the_
             for secret in secrets_of_the_judge():
                 assert secret.encode() not in answer
     finally:
-        stop_job(server, thread)
+        job.stop()
     assert len(read_trec_qrels(tmp_path / "labels" / "team.qrels")) == 2
 
 
@@ -266,27 +210,16 @@ def test_sampling_whole_queries_pairs_and_the_width_advice(run_file):
 
 
 def test_ctrl_c_stops_the_command_with_everything_saved(tmp_path, run_file):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "judge_runner.cli", "label", str(run_file), "--name", "team", "--queries", "2"]
-    command += ["--folder", str(tmp_path / "labels"), "--cache", str(tmp_path / "judgments.sqlite")]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = spawn_label(tmp_path, str(run_file), "--queries", "2")
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if line.strip().startswith("http://127.0.0.1:"):
-                url = line.strip()
-        assert url, "no URL printed"
-        state = json.loads(fetch(url + "api/state")[1])
-        assert fetch(url + "api/label", {"item": state["item"]["id"], "grade": 3})[0] == 200
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        url = wait_url(proc)
+        assert fetch(url + "api/label", {"item": state(url)["item"]["id"], "grade": 3, "tab": "tab-a-000001"})[0] == 200
+        out, err = stop_process(proc, signal.SIGINT)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert "stopped (Ctrl+C)" in err and "1 of 8 labelled" in out
+    assert "stopped (Ctrl+C)" in err and "1 of 8 labelled" in out and "all 1 label" in out, out
     assert len(read_trec_qrels(tmp_path / "labels" / "team.qrels")) == 1
 
 
@@ -308,3 +241,110 @@ def test_server_class_binds_loopback_only(tmp_path, run_file):
         assert len(server.token) >= 32
     finally:
         server.server_close()
+
+
+def open_page(driver, url: str, expect: str):
+    """Load the page at ``url`` and wait for its count to read ``expect``; returns a ``press(key, expect)``."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    wait = WebDriverWait(driver, 20)
+    wait.until(lambda d: d.find_elements(By.ID, "count") and d.find_element(By.ID, "count").text.startswith(expect))
+
+    def press(key: str, then: str) -> None:
+        driver.find_element(By.TAG_NAME, "body").send_keys(key)
+        wait.until(lambda d: d.find_element(By.ID, "count").text.startswith(then))
+
+    return press
+
+
+def hold_key(driver, key: str, repeats: int) -> None:
+    """Hold ``key`` down as a keyboard does: one keydown, then ``repeats`` auto-repeat keydowns about 0.07 s
+    apart (each sent once the page is idle, so none is dropped for a request in flight), then the keyup;
+    through the DevTools protocol, so the events are trusted and carry ``repeat``."""
+    code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
+    event = {"key": key, "code": code, "windowsVirtualKeyCode": ord(key.upper()), "nativeVirtualKeyCode": ord(key.upper())}
+    for n in range(repeats + 1):
+        deadline = time.monotonic() + 10
+        while driver.execute_script("return busy") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyDown", "text": key, "autoRepeat": n > 0, **event})
+        time.sleep(0.07)
+    driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyUp", **event})
+    deadline = time.monotonic() + 10
+    while driver.execute_script("return busy") and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_holding_a_key_down_gives_one_label_and_fast_labels_are_flagged_in_chromium(tmp_path, run_file):
+    from selenium.webdriver.common.by import By
+
+    driver = chromium_driver()
+    job = Job(tmp_path, run_file)
+    job.server.session.fast_floor_s = 3600.0  # every label of a test is "fast": the flag is what is looked at
+    try:
+        press = open_page(driver, job.url, "0 of 16")
+        hold_key(driver, "2", 15)  # 16 keydowns in about a second
+        assert state(job.url)["progress"]["labelled"] == 1
+        assert driver.find_element(By.ID, "count").text.startswith("1 of 16")
+        fast = driver.find_element(By.ID, "fast").text
+        assert "1 label" in fast and "flagged" in fast, fast
+        press("3", "2 of 16")
+        hold_key(driver, "u", 10)  # holding undo takes back one label, not all of them
+        assert state(job.url)["progress"]["labelled"] == 1
+        driver.save_screenshot(str(tmp_path / "label-page-fast.png"))
+    finally:
+        driver.quit()
+        job.stop()
+    journal = [json.loads(line) for line in (tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()]
+    assert [(line["grade"], line["fast"]) for line in journal if line["type"] == "label"] == [(2, True), (3, True)]
+    assert [line["type"] for line in journal[1:]] == ["label", "label", "undo"]
+
+
+def test_two_tabs_each_undo_only_their_own_labels_in_chromium(tmp_path, run_file):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium_driver()
+    job = Job(tmp_path, run_file)
+    try:
+        press = open_page(driver, job.url, "0 of 16")
+        first_tab = driver.current_window_handle
+        press("2", "1 of 16")
+        mine = driver.find_element(By.ID, "source").text  # the document tab A labels next
+        press("1", "2 of 16")
+        driver.switch_to.new_window("tab")
+        press_b = open_page(driver, job.url, "2 of 16")
+        theirs = driver.find_element(By.ID, "source").text
+        press_b("3", "3 of 16")
+        driver.switch_to.window(first_tab)  # tab A still shows the page as it was: stale
+        assert driver.find_element(By.ID, "count").text.startswith("2 of 16")
+        driver.find_element(By.TAG_NAME, "body").send_keys("u")  # the count stays 2 of 16: wait for the document instead
+        WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "source").text == mine)  # tab A's own last label came back
+        labels = {job.server.session.items[i].source: g for i, g in job.server.session.state.labels.items()}
+        assert labels.get(theirs) == 3 and mine not in labels and len(labels) == 2
+        press("u", "1 of 16")
+        tab_a = driver.execute_script("return tab")
+        status, answer = act(job.url, "undo", tab_a)  # nothing of tab A's left: tab B's label stays
+        assert status == 409 and not answer["state"]["canUndo"]
+        assert {job.server.session.items[i].source for i in job.server.session.state.labels} == {theirs}
+    finally:
+        driver.quit()
+        job.stop()
+
+
+def test_the_page_works_through_a_port_forward_to_another_local_port_in_chromium(tmp_path, run_file):
+    driver = chromium_driver()
+    job = Job(tmp_path, run_file)
+    forward = Forward(job.server.port)  # what `ssh -L PORT2:127.0.0.1:PORT` or an editor's port forward makes
+    try:
+        press = open_page(driver, f"http://localhost:{forward.port}/{job.server.token}/", "0 of 16")
+        press("2", "1 of 16")
+        press("u", "0 of 16")
+        press("0", "1 of 16")
+    finally:
+        driver.quit()
+        forward.close()
+        job.stop()
+    assert [g for _, _, g in read_trec_qrels(tmp_path / "labels" / "team.qrels")] == [0]

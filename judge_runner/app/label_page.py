@@ -5,6 +5,11 @@ Everything from a run file (query, intent, source, anchor, document text) is unt
 the page with ``textContent`` only, never as markup, and the text sits in a ``pre-wrap`` block, so a document
 holding ``<script>`` or Markdown shows as the characters it holds. The page talks to its server on the same
 origin under the secret path it was opened at (``/<token>/api/...``).
+
+Each tab gives itself a random id (kept in ``sessionStorage``, so a reload keeps it) and sends it with every
+act: its undo takes back its own last label only. A key held down counts once (``KeyboardEvent.repeat`` is
+ignored). The header shows how many labels were given faster than the floor (flagged in the journal) and,
+when the judgment cache is behind (another process holds it), that the labels are safe in the journal.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ header h1{font-size:1rem;margin:0 0 .35rem 0;font-weight:600}
 #bar{height:.55rem;background:#e6ebf2;border-radius:.3rem;overflow:hidden}
 #fill{height:100%;width:0;background:var(--accent);transition:width .15s}
 #stats{font-size:.85rem;color:var(--soft);margin-top:.3rem;display:flex;gap:1.2rem;flex-wrap:wrap}
+#fast,#cache{color:#8a5a00}
 main{max-width:60rem;margin:0 auto;padding:1rem 1.2rem 6rem}
 .place{font-size:.85rem;color:var(--soft)}
 #query{font-size:1.35rem;margin:.2rem 0 .2rem}
@@ -47,7 +53,7 @@ kbd{border:1px solid var(--line);border-bottom-width:2px;border-radius:.25rem;pa
 <header>
 <h1>Labelling <span id="name"></span></h1>
 <div id="bar" role="progressbar" aria-valuemin="0" aria-valuemax="100"><div id="fill"></div></div>
-<div id="stats"><span id="count"></span><span id="pace"></span><span id="advice"></span></div>
+<div id="stats"><span id="count"></span><span id="pace"></span><span id="fast"></span><span id="cache"></span><span id="advice"></span></div>
 </header>
 <main id="work">
 <div class="place" id="place"></div>
@@ -61,19 +67,33 @@ kbd{border:1px solid var(--line);border-bottom-width:2px;border-radius:.25rem;pa
 </article>
 <div id="scale"></div>
 <div id="keys"><kbd>0</kbd>-<kbd>3</kbd> label and go on &middot; <kbd>s</kbd> or <kbd>&rarr;</kbd> skip (it comes back at the end)
-&middot; <kbd>u</kbd> or <kbd>Backspace</kbd> undo the last label &middot; every label is saved the moment you give it</div>
+&middot; <kbd>u</kbd> or <kbd>Backspace</kbd> undo this tab's last label &middot; every label is saved the moment you give it</div>
 <div id="message" role="status"></div>
 </main>
 <section id="done" hidden>
 <h2>All labelled</h2>
 <p id="donetext"></p>
-<p>You can close this tab. Press Ctrl+C in the terminal to stop the server; <kbd>u</kbd> still undoes the last label.</p>
+<p>You can close this tab. Press Ctrl+C in the terminal to stop the server; <kbd>u</kbd> still undoes this tab's last label.</p>
 </section>
 <script nonce="__NONCE__">
 "use strict";
 const base = location.pathname.replace(/\\/+$/, "");
 const $ = (id) => document.getElementById(id);
 let state = null, busy = false;
+const tab = (() => {
+  const fresh = () => {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    return "tab-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  };
+  try {
+    let id = sessionStorage.getItem("judge-runner-label-tab");
+    if (!id || !/^[A-Za-z0-9_-]{8,64}$/.test(id)) { id = fresh(); sessionStorage.setItem("judge-runner-label-tab", id); }
+    return id;
+  } catch (e) {
+    return fresh();
+  }
+})();
 
 function say(text) { $("message").textContent = text || ""; }
 
@@ -92,6 +112,10 @@ function render(s) {
   $("count").textContent = p.labelled + " of " + p.total + " labelled" + (p.skipped ? " \\u00b7 " + p.skipped + " skipped" : "");
   $("pace").textContent = p.secondsPerLabel === null ? "" : clock(p.secondsPerLabel) + " per label \\u00b7 about " + clock(p.secondsLeft) + " left";
   $("advice").textContent = s.recommended ? s.recommended : "";
+  $("fast").textContent = p.fast ? p.fast + (p.fast === 1 ? " label" : " labels") + " given in under " + p.fastFloorSeconds + " s: flagged \u201cfast\u201d in the journal" : "";
+  const c = s.cache;
+  $("cache").textContent = c.state === "locked" ? "The judgment cache is locked by another process: every label is saved in the journal and goes into the cache when it frees."
+    : c.state === "failed" ? "The judgment cache cannot take the labels (" + c.message + "): they are saved in the journal." : "";
   const scale = $("scale");
   if (!scale.childElementCount) {
     for (const g of s.scale) {
@@ -110,7 +134,10 @@ function render(s) {
   $("work").hidden = s.done;
   $("done").hidden = !s.done;
   if (s.done) {
-    $("donetext").textContent = p.labelled + " labels are in " + s.qrelsFile + (s.imported ? " and in the judgment cache as the human qrels set " + s.name : "") + ".";
+    const where = c.state === "current" ? " and in the judgment cache as the human qrels set " + s.name
+      : c.state === "off" ? " (not imported into a judgment cache: --no-cache)"
+      : c.state === "pending" ? "; the judgment cache is taking them" : "; not in the judgment cache yet (see above)";
+    $("donetext").textContent = p.labelled + " labels are in " + s.journalFile + " and " + s.qrelsFile + where + ".";
     return;
   }
   const item = s.item, place = s.place;
@@ -125,7 +152,7 @@ function render(s) {
 }
 
 async function call(path, body) {
-  const response = await fetch(base + path, body === undefined ? {cache: "no-store"} : {
+  const response = await fetch(base + path + (body === undefined ? "?tab=" + tab : ""), body === undefined ? {cache: "no-store"} : {
     method: "POST", cache: "no-store", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
   const data = await response.json();
   if (!response.ok) say(data.error || ("error " + response.status));
@@ -139,7 +166,7 @@ async function act(kind, grade) {
   busy = true;
   try {
     say("");
-    const body = kind === "undo" ? {} : {item: state.item.id};
+    const body = kind === "undo" ? {tab: tab} : {item: state.item.id, tab: tab};
     if (kind === "label") body.grade = grade;
     render(await call("/api/" + kind, body));
   } catch (e) {
@@ -149,8 +176,10 @@ async function act(kind, grade) {
   }
 }
 
+const KEYS = ["0", "1", "2", "3", "s", "ArrowRight", "u", "Backspace", "z"];
 document.addEventListener("keydown", (e) => {
   if (e.altKey || e.metaKey || (e.ctrlKey && e.key !== "z")) return;
+  if (e.repeat) { if (KEYS.includes(e.key)) e.preventDefault(); return; }  // a key held down counts once
   if (["0", "1", "2", "3"].includes(e.key)) { e.preventDefault(); act("label", Number(e.key)); }
   else if (e.key === "s" || e.key === "ArrowRight") { e.preventDefault(); act("skip"); }
   else if (e.key === "u" || e.key === "Backspace" || (e.ctrlKey && e.key === "z")) { e.preventDefault(); if (state && state.canUndo) act("undo"); }

@@ -1,169 +1,30 @@
-"""``judge-runner label``: the labelling job and its HTTP server on loopback.
+"""``judge-runner label``: the labelling job: the set's locks, its session, the cache import, the page's server.
 
-The server binds 127.0.0.1 only (port 0: any free one) and answers only under a secret path, a random token
-(:func:`secrets.token_urlsafe`, 192 bits) that the job prints in the page's URL: another local user, or a web
-page in the labeller's browser, cannot read or post labels without it. It also refuses a ``Host`` that is
-not the loopback address it listens on (DNS rebinding) and a POST that is not JSON. Every response says
-``Cache-Control: no-store`` and ``Referrer-Policy: no-referrer`` (the token never leaves in a Referer), and
-the page carries a Content-Security-Policy that allows only its own inline style and script (by nonce) and
-requests to its own origin.
-
-Routes under ``/<token>``: ``/`` the page (:mod:`.label_page`); ``GET /api/state``; ``POST /api/label``
-``{"item", "grade"}``, ``/api/skip`` ``{"item"}``, ``/api/undo`` ``{}``, each answering the new state
-(:meth:`judge_runner.app.label_session.LabelSession.view`); 409 with the state when the item is not the
-current one (a second tab, a stale page). Ctrl+C stops it; everything given is already on disk.
+:func:`label_job` takes the set (:mod:`.label_lock`: one writer per set, in the labels folder and in the
+judgment cache), opens or starts its session (:mod:`.label_session`), starts the cache import
+(:mod:`.label_cache`), serves the page (:mod:`.label_http`) until Ctrl+C, and says where every label went:
+the journal and the qrels file always, the judgment cache when it took them, else the command that imports
+them (exit 3). A new session draws its items with :mod:`judge_runner.judging.label_plan` (:func:`new_session`).
 """
 
 from __future__ import annotations
 
-import hmac
-import json
-import secrets
 import threading
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from judge_runner.app.label_page import page
+from judge_runner.app.label_cache import CacheReport, CacheSync, import_command
+from judge_runner.app.label_http import HOST, HostRule, LabelServer
+from judge_runner.app.label_lock import SetLock, cache_set_lock, holder_record, takeover_note
 from judge_runner.app.label_session import LabelSession
 from judge_runner.config import Settings
-from judge_runner.core.failures import UsageError
+from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.label_plan import DEFAULT_WIDTH, plan_pairs, plan_queries, recommended_queries
-from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.runs.read import RunFile, read_judged_runs
-
-HOST = "127.0.0.1"
-MAX_BODY = 4096
-
-
-class LabelServer(ThreadingHTTPServer):
-    """The labelling page's server for one :class:`LabelSession` (see the module docstring). ``url`` is what
-    to open; ``shutdown()`` (another thread) or Ctrl+C in :meth:`serve_forever` stops it."""
-
-    daemon_threads = True
-
-    def __init__(self, session: LabelSession, labeller: str, port: int = 0):
-        super().__init__((HOST, port), _Handler)
-        self.session, self.labeller = session, labeller
-        self.token = secrets.token_urlsafe(24)
-        self.nonce = secrets.token_urlsafe(16)
-        self.port = int(self.server_address[1])
-        self.hosts = {f"{HOST}:{self.port}", f"localhost:{self.port}"}
-
-    @property
-    def url(self) -> str:
-        """The page's address, secret path included."""
-        return f"http://{HOST}:{self.port}/{self.token}/"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: LabelServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - no access log: the path holds the token
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("X-Frame-Options", "DENY")
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _json(self, status: int, payload: dict[str, Any]) -> None:
-        self._send(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
-
-    def _route(self) -> str | None:
-        """The path after the token, or None (answered 403/404 already) for a request without the right one."""
-        host = self.headers.get("Host", "")
-        if host not in self.server.hosts:
-            self._json(403, {"error": "this server answers only on its loopback address"})
-            return None
-        path = urlsplit(self.path).path
-        head, _, rest = path.lstrip("/").partition("/")
-        if not hmac.compare_digest(head.encode(), self.server.token.encode()):
-            self._json(404 if not head or head == "favicon.ico" else 403, {"error": "not found"})
-            return None
-        return "/" + rest
-
-    def do_GET(self) -> None:
-        route = self._route()
-        if route is None:
-            return
-        if route == "/":
-            csp = (
-                f"default-src 'none'; script-src 'nonce-{self.server.nonce}'; style-src 'nonce-{self.server.nonce}'; "
-                "connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-            )
-            self._send(200, page(self.server.nonce).encode("utf-8"), "text/html; charset=utf-8", {"Content-Security-Policy": csp})
-        elif route == "/api/state":
-            self._json(200, self.server.session.view())
-        else:
-            self._json(404, {"error": "not found"})
-
-    def do_POST(self) -> None:
-        route = self._route()
-        if route is None:
-            return
-        kind = route.removeprefix("/api/")
-        if kind not in ("label", "skip", "undo"):
-            self._json(404, {"error": "not found"})
-            return
-        if not self.headers.get("Content-Type", "").startswith("application/json"):
-            self._json(415, {"error": "send JSON"})
-            return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._json(413, {"error": "too large"})
-            return
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            self._json(400, {"error": "the body is not a JSON object"})
-            return
-        session = self.server.session
-        try:
-            session.act(kind, body.get("item"), self.server.labeller, body.get("grade"))
-        except ValueError as exc:
-            self._json(409, {"error": str(exc), "state": session.view()})
-            return
-        self._json(200, {"state": session.view()})
-
-
-def cache_importer(settings: Settings, name: str, printer: Printer):
-    """A session's importer: the qrels file into the judgment cache of ``settings`` as the human qrels set
-    ``name`` (:func:`judge_runner.judging.qrels.import_human_qrels`, what ``qrels import`` does; an empty file
-    removes the set). None with ``--no-cache``. Raises UsageError when the cache cannot be opened."""
-    path = settings.cache_path
-    if path is None:
-        return None
-    try:
-        JudgmentCache(path).close()
-    except CacheError as exc:
-        raise UsageError(str(exc)) from None
-
-    def importer(qrels: Path, count: int) -> None:
-        with JudgmentCache(path) as cache:
-            if count:
-                import_human_qrels(cache, qrels, name)
-            else:
-                cache.delete_human_qrels(name)
-
-    return importer
 
 
 @dataclass(frozen=True)
@@ -209,6 +70,88 @@ def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampli
     session.start(items, details)
 
 
+@dataclass(frozen=True)
+class LabelResult:
+    """What :func:`label_job` ends with: the ``session``, the ``cache`` report (None with ``--no-cache``) and
+    the ``exit_code`` (0; 3 when labels did not reach the judgment cache)."""
+
+    session: LabelSession
+    cache: CacheReport | None
+    exit_code: int
+
+
+def _take_set(stack: ExitStack, name: str, folder: Path, cache: Path | None, labeller: str, printer: Printer) -> list[SetLock]:
+    """Lock the set ``name`` in ``folder`` and, with a cache, the set of that name in it (released by ``stack``),
+    saying so when a lock left by a process that is gone is taken over. Raises SetBusy naming the holder."""
+    journal = folder / f"{name}.journal.jsonl"
+    record = holder_record("label", labeller=labeller, journal=str(journal))
+    locks = [SetLock(folder / f"{name}.lock", f"the label set {name!r} ({journal})")]
+    if cache is not None:
+        locks.append(cache_set_lock(cache, name))
+    told: set[Any] = set()
+    for lock in locks:
+        left = lock.acquire(record)
+        stack.callback(lock.release)
+        if left is not None and left.get("pid") not in told:
+            told.add(left.get("pid"))
+            printer.err(takeover_note(lock.what, left))
+    return locks
+
+
+def _open_session(session: LabelSession, results: Sequence[Path], sampling: Sampling, labeller: str, printer: Printer) -> None:
+    if session.exists():
+        session.open()
+        if results:
+            printer.note(f"resuming {session.journal}: its own sample is kept, the run files given are not read again")
+    else:
+        if not results:
+            raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")
+        new_session(session, read_judged_runs(results), sampling, labeller, printer)
+
+
+def _serve(server: LabelServer, printer: Printer, ready: Any) -> None:
+    view = server.session.view()
+    printer.out(f"labelling {view['name']}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
+    printer.out(f"  {server.url}")
+    for url in server.forwarded_urls():
+        printer.out(f"  or, through the forward --allow-host names: {url}")
+    printer.note("keys: 0-3 label, s skip, u undo (this tab's last label); every label is saved at once; Ctrl+C stops the server")
+    if ready is not None:
+        threading.Thread(target=ready, args=(server,), daemon=True).start()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        printer.err("stopped (Ctrl+C)")
+    finally:
+        server.server_close()
+        server.session.close()
+
+
+def closing_lines(session: LabelSession, cache: CacheReport | None) -> list[str]:
+    """Where every label went: the journal and the qrels file (always), the judgment cache (``cache``: all of
+    them, which not, and the command that imports them; None: ``--no-cache``), and the labels flagged fast."""
+    view = session.view()
+    progress = view["progress"]
+    given = progress["labelled"]
+    lines = [
+        f"{given} of {progress['total']} labelled by now; run the same command to go on. The labels are in:",
+        f"  {session.journal} (every act, fsynced) and {session.qrels} ({given} label{'s' if given != 1 else ''})",
+    ]
+    if cache is not None:
+        lines += cache.lines()
+    elif given:
+        lines += [
+            "  not imported into a judgment cache (--no-cache); to import them:",
+            "    " + import_command(session.qrels, session.name, None),
+        ]
+    if progress["fast"]:
+        lines.append(
+            f"  {progress['fast']} of them given less than {progress['fastFloorSeconds']:g} s after the document was shown: "
+            f'flagged "fast": true in the journal; check them'
+        )
+    return lines
+
+
 def label_job(
     settings: Settings,
     name: str,
@@ -219,40 +162,41 @@ def label_job(
     port: int,
     printer: Printer,
     ready: Any = None,
-) -> LabelSession:
-    """``judge-runner label``: open (or start, from the run files ``results``) the session ``name`` in
-    ``folder``, serve its page on loopback until Ctrl+C, and say what was saved. ``ready(server)`` is called
-    once the server listens (tests; the job then serves in this thread as usual). Returns the session.
-    Raises UsageError for a bad name, unreadable runs, a new session without runs, or a port in use."""
-    session = LabelSession(folder, name, cache_importer(settings, name, printer))
-    if session.exists():
-        session.open()
-        if results:
-            printer.note(f"resuming {session.journal}: its own sample is kept, the run files given are not read again")
-    else:
-        if not results:
-            raise UsageError(f"no labelling session {name!r} in {folder}: give the run files to sample from")
-        new_session(session, read_judged_runs(results), sampling, labeller, printer)
-    try:
-        server = LabelServer(session, labeller, port)
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {HOST}:{port}: {exc}") from None
-    view = session.view()
-    printer.out(f"labelling {name}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
-    printer.out(f"  {server.url}")
-    printer.note("keys: 0-3 label, s skip, u undo; every label is saved at once; Ctrl+C stops the server")
-    if ready is not None:
-        threading.Thread(target=ready, args=(server,), daemon=True).start()
-    try:
-        server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        printer.err("stopped (Ctrl+C)")
-    finally:
-        server.server_close()
-    view = session.view()
-    imported = " and imported into the judgment cache" if session.importer is not None else ""
-    printer.out(
-        f"{view['progress']['labelled']} of {view['progress']['total']} labelled by now: {session.qrels}{imported} as {name!r} "
-        f"(journal {session.journal}); run the same command to go on"
-    )
-    return session
+    allow_hosts: Sequence[HostRule] = (),
+) -> LabelResult:
+    """``judge-runner label``: take the set ``name`` in ``folder`` (and in the judgment cache of ``settings``),
+    open (or start, from the run files ``results``) its session, serve its page on loopback until Ctrl+C, and
+    say where every label went. ``allow_hosts``: host names the page also answers (``--allow-host``).
+    ``ready(server)`` is called once the server listens (tests; the job then serves in this thread as usual).
+    Raises UsageError for a bad name, a set another process holds (naming it), unreadable runs, a new
+    session without runs, a cache that is no judgment cache, or a port in use."""
+    LabelSession(folder, name)  # the name is checked before anything is locked or made
+    cache_path = settings.cache_path
+    with ExitStack() as stack:
+        locks = _take_set(stack, name, folder, cache_path, labeller, printer)
+        sync = None
+        if cache_path is not None:
+            sync = CacheSync(cache_path, name, printer.err)
+            sync.open()
+            stack.callback(sync.close, 0.0)  # stops its thread on any way out; the report below closes it first
+        session = LabelSession(folder, name, sync)
+        _open_session(session, results, sampling, labeller, printer)
+        try:
+            server = LabelServer(session, labeller, port, allow_hosts, printer.err)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {HOST}:{port}: {exc}") from None
+        for lock in locks:
+            lock.update(port=server.port)
+        _serve(server, printer, ready)
+        report = None
+        if sync is not None:
+            if sync.status()["state"] != "current":
+                printer.note("waiting for the judgment cache to take the last labels...")
+            try:
+                report = sync.close()
+            except KeyboardInterrupt:
+                report = sync.close(0.0)
+        for line in closing_lines(session, report):
+            printer.out(line)
+    code = EXIT_INCOMPLETE if report is not None and not report.complete else EXIT_OK
+    return LabelResult(session, report, code)

@@ -4,19 +4,22 @@ Files, in the labels folder (default ``labels/``), for the human qrels set ``NAM
 
 - ``NAME.journal.jsonl``: the record. First a ``plan`` line (the sampled items with what they show, the
   sampling, seed, runs, labeller and time), then one line per act: ``label`` (item, qid, docid, grade 0-3,
-  labeller, UTC time, seconds spent), ``skip`` and ``undo``. Each line is one write, flushed and fsynced
-  before the page is answered, so closing the tab, Ctrl+C or a crash loses nothing; running ``label`` again
-  replays the journal and resumes where it stopped. A torn last line (a crash mid-write) is ignored.
+  labeller, the page's tab, UTC time, ``seconds`` since the tab was shown the item, and ``fast``: given in
+  less than :data:`FAST_LABEL_S`), ``skip`` and ``undo`` (with the tab). Each line is one write, flushed
+  and fsynced before the page is answered, so closing the tab, Ctrl+C or a crash loses nothing; running
+  ``label`` again replays the journal and resumes where it stopped. A torn last line (a crash mid-write)
+  is ignored, and the next act starts on a line of its own.
 - ``NAME.qrels``: the labels given, as TREC qrels (``qid 0 docid grade``, ids %-escaped), in the order
   they were given (a label undone is gone; given again, it is where it was given again). Rewritten after
   every act (a temporary file, fsynced, renamed), so it is always whole.
-- the judgment cache: the qrels imported as the human qrels set ``NAME`` after every act, exactly as
-  ``judge-runner qrels import`` does (:func:`judge_runner.judging.qrels.import_human_qrels`), so the next
-  ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
+- the judgment cache: after every act the session tells its sink (:class:`LabelSink`; the job's
+  :class:`judge_runner.app.label_cache.CacheSync`), which imports the qrels as the human qrels set ``NAME``,
+  so the next ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
 
 What comes next: the first item in the plan's order neither labelled nor skipped; after them the skipped
-ones again; right after an undo, the item undone. Thread-safe (one lock): the page's requests come from
-the server's threads.
+ones again; right after an undo, the item undone. Each tab of the page has an id of its own; an undo takes
+back the last label of the tab that asks, never another tab's (nor one given before the session was
+opened). Thread-safe (one lock): the page's requests come from the server's threads.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.label_plan import Item
@@ -44,6 +47,29 @@ SCALE = {
     3: ("Perfectly relevant", "Dedicated to the need and holds the exact answer."),
 }
 """The 0-3 scale in plain words: the TREC/UMBRELA grades as the judge is told them (prompts/judge_label_system.md)."""
+
+FAST_LABEL_S = 1.0
+"""Seconds: a label given sooner after its document was shown is flagged ``fast``. About the least time in
+which a person can read a document's heading and first words and pick one of four keys: some 10 words at
+the 600 words a minute beyond which reading no longer takes in the text (Rayner et al. 2016, "So much to
+read, so little time", Psychological Science in the Public Interest 17(1)) is 1 s, and a choice among four
+keys alone takes about 0.5 s (Hick 1952, Q. J. Exp. Psychol. 4(1)). A key held down repeats every 0.03-0.07 s
+and a key pressed twice by mistake follows in 0.1-0.3 s: both fall far below it, a real quick "0" on an
+obviously off-topic document rarely does. Flagged, never refused: the labeller decides."""
+
+
+class StaleAct(ValueError):
+    """An act that does not fit the session as it is now: the item is not the current one (another tab was
+    quicker, the page is stale), or the tab has no label of its own to undo. The page gets the state back."""
+
+
+class LabelSink(Protocol):
+    """Where a session's qrels go after every act (the judgment cache): :meth:`changed` with the qrels file
+    and its number of labels; :meth:`status` for the page (``state``, ``message``...)."""
+
+    def changed(self, qrels: Path, count: int) -> None: ...
+
+    def status(self) -> dict[str, Any]: ...
 
 
 def utc_now() -> str:
@@ -67,11 +93,14 @@ def _fsync_dir(folder: Path) -> None:
 @dataclass
 class SessionState:
     """Where a session is, replayed from its journal: ``labels`` ``{item: grade}`` in the order given,
-    ``stack`` (items labelled, for undo), ``skipped`` (in the order skipped), ``front`` (the item just
-    undone), ``seconds`` per label given (for the page's pace)."""
+    ``stack`` (items labelled, in order, for undo), ``by`` (the tab that gave each label; None for a label
+    given without one), ``fast`` (labelled items flagged fast), ``skipped`` (in the order skipped),
+    ``front`` (the item just undone), ``seconds`` per label given (for the page's pace)."""
 
     labels: dict[str, int] = field(default_factory=dict)
     stack: list[str] = field(default_factory=list)
+    by: dict[str, str | None] = field(default_factory=dict)
+    fast: set[str] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
     front: str | None = None
     seconds: list[float] = field(default_factory=list)
@@ -83,7 +112,14 @@ class SessionState:
         if kind == "label":
             self.labels.pop(item, None)
             self.labels[item] = int(event["grade"])
+            if item in self.stack:
+                self.stack.remove(item)
             self.stack.append(item)
+            self.by[item] = event.get("tab")
+            if event.get("fast"):
+                self.fast.add(item)
+            else:
+                self.fast.discard(item)
             if item in self.skipped:
                 self.skipped.remove(item)
             self.front = None if self.front == item else self.front
@@ -92,9 +128,9 @@ class SessionState:
         elif kind == "undo" and item in self.labels:
             del self.labels[item]
             if item in self.stack:
-                self.stack.reverse()
                 self.stack.remove(item)
-                self.stack.reverse()
+            self.by.pop(item, None)
+            self.fast.discard(item)
             self.front = item
         elif kind == "skip":
             if item in self.skipped:
@@ -102,24 +138,40 @@ class SessionState:
             self.skipped.append(item)
             self.front = None if self.front == item else self.front
 
+    def last_of(self, tab: str | None) -> str | None:
+        """The last label ``tab`` gave that still stands (what its undo takes back), or None."""
+        return next((item for item in reversed(self.stack) if self.by.get(item) == tab), None)
+
 
 class LabelSession:
     """A session on the set ``name`` in ``folder``: :meth:`start` a new one from a plan, or :meth:`open` the
-    one its journal holds. ``importer(qrels_path, count)`` is called after every act (the cache import;
-    None: no import)."""
+    one its journal holds. ``sink`` is told after every act (:class:`LabelSink`: the cache import; None:
+    none). ``clock`` gives seconds (monotonic) for the time spent on each label; ``fast_floor_s`` is the
+    floor below which a label is flagged fast (:data:`FAST_LABEL_S`)."""
 
-    def __init__(self, folder: Path, name: str, importer: Callable[[Path, int], None] | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        name: str,
+        sink: LabelSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        fast_floor_s: float = FAST_LABEL_S,
+    ):
         if not QRELS_NAME_RE.fullmatch(name or ""):
             raise UsageError(f"label set name {name!r} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
-        self.folder, self.name, self.importer = Path(folder), name, importer
+        self.folder, self.name, self.sink = Path(folder), name, sink
+        self.clock, self.fast_floor_s = clock, fast_floor_s
         self.journal = self.folder / f"{name}.journal.jsonl"
         self.qrels = self.folder / f"{name}.qrels"
         self.plan: dict[str, Any] = {}
         self.items: dict[str, Item] = {}
         self.order: list[str] = []
         self.state = SessionState()
+        self.closed = False
         self._lock = threading.Lock()
-        self._shown_at = time.monotonic()
+        self._loaded_at = clock()
+        self._shown_at: dict[str | None, float] = {}
+        self._torn = False  # the journal does not end with a newline (a crash, a failed write): the next line starts one
 
     # -- the journal -----------------------------------------------------------------------------------
 
@@ -129,10 +181,15 @@ class LabelSession:
 
     def _append(self, line: dict[str, Any]) -> None:
         text = json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-        with open(self.journal, "a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with open(self.journal, "a", encoding="utf-8") as handle:
+                handle.write(("\n" if self._torn else "") + text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:
+            self._torn = True  # part of the line may be there
+            raise
+        self._torn = False
 
     def start(self, items: list[Item], details: dict[str, Any]) -> None:
         """Begin a new session with ``items`` (``details``: sampling, seed, runs, labeller...). Raises
@@ -153,16 +210,18 @@ class LabelSession:
         """Replay the journal. Raises UsageError when it is missing or its first line is not a plan."""
         if not self.exists():
             raise UsageError(f"no labelling session {self.name!r} in {self.folder}: give the run files to sample from")
+        text = self.journal.read_text(encoding="utf-8")
         lines: list[dict[str, Any]] = []
-        for raw in self.journal.read_text(encoding="utf-8").split("\n"):
+        for raw in text.split("\n"):
             if not raw.strip():
                 continue
             try:
                 lines.append(json.loads(raw))
             except json.JSONDecodeError:
-                continue  # a torn last line: the act was never answered
+                continue  # a torn line: the act was never answered
         if not lines or lines[0].get("type") != "plan":
             raise UsageError(f"{self.journal} does not start with a plan line: not a judge-runner label journal")
+        self._torn = not text.endswith("\n")
         self._load(lines[0], lines[1:])
         self._write_qrels()
 
@@ -174,7 +233,8 @@ class LabelSession:
         for event in events:
             if str(event.get("item")) in self.items:
                 self.state.apply(event)
-        self._shown_at = time.monotonic()
+        self._loaded_at = self.clock()
+        self._shown_at = {}
 
     def _write_qrels(self) -> None:
         lines = [f"{encode_id(self.items[i].qid)} 0 {encode_id(self.items[i].source)} {g}\n" for i, g in self.state.labels.items()]
@@ -185,8 +245,8 @@ class LabelSession:
             os.fsync(handle.fileno())
         tmp.replace(self.qrels)
         _fsync_dir(self.folder)
-        if self.importer is not None:
-            self.importer(self.qrels, len(lines))
+        if self.sink is not None:
+            self.sink.changed(self.qrels, len(lines))
 
     # -- acts ------------------------------------------------------------------------------------------
 
@@ -203,69 +263,95 @@ class LabelSession:
                 return self.items[item]
         return None
 
-    def act(self, kind: str, item: str | None, labeller: str, grade: int | None = None) -> None:
-        """Record one act and make it durable: ``label`` (``grade`` 0-3) or ``skip`` of the current item
-        ``item``, or ``undo`` of the last label. Raises ValueError for an unknown act, a grade outside 0-3,
-        an item that is not the current one (a stale page), or an undo with nothing to undo."""
+    def act(self, kind: str, item: str | None, labeller: str, grade: int | None = None, *, tab: str | None = None) -> None:
+        """Record one act of the page's tab ``tab`` and make it durable: ``label`` (``grade`` 0-3) or ``skip``
+        of the current item ``item``, or ``undo`` of the last label ``tab`` gave (``item`` unused). Raises
+        :class:`StaleAct` for an item that is not the current one, an undo with no label of ``tab``'s to take
+        back, or a session that is closing; ValueError for an unknown act or a grade outside 0-3; OSError
+        when the journal cannot be written (the act is then not made)."""
         with self._lock:
-            now = time.monotonic()
-            current = self.current()
-            line: dict[str, Any] = {"type": kind, "labeller": labeller, "at": utc_now()}
-            if kind in ("label", "skip"):
-                if current is None or item != current.id:
-                    raise ValueError("that item is not the one to label now (the page is stale: reload it)")
-                line.update(item=current.id, qid=current.qid, docid=current.source)
-                if kind == "label":
-                    if not isinstance(grade, int) or isinstance(grade, bool) or grade not in SCALE:
-                        raise ValueError("a label is an integer 0-3")
-                    line.update(grade=grade, seconds=round(now - self._shown_at, 3))
-            elif kind == "undo":
-                if not self.state.stack:
-                    raise ValueError("nothing to undo")
-                last = self.items[self.state.stack[-1]]
-                line.update(item=last.id, qid=last.qid, docid=last.source)
-            else:
-                raise ValueError(f"unknown act {kind!r}")
+            if self.closed:
+                raise StaleAct("the labelling server is stopping: this act was not saved")
+            now = self.clock()
+            line = self._line(kind, item, labeller, grade, tab, now)
             self._append(line)
             self.state.apply(line)
             self._write_qrels()
-            self._shown_at = now
+            self._shown_at[tab] = now
 
-    def view(self) -> dict[str, Any]:
-        """What the page shows (JSON-ready): the current item (:meth:`Item.shown`) with its place in its
-        query, progress, pace and the scale. Nothing of the judge's is in it."""
+    def _line(self, kind: str, item: str | None, labeller: str, grade: int | None, tab: str | None, now: float) -> dict[str, Any]:
+        """The journal line of an act, checked against the state (see :meth:`act` for what is refused)."""
+        line: dict[str, Any] = {"type": kind, "labeller": labeller, "tab": tab, "at": utc_now()}
+        if kind in ("label", "skip"):
+            current = self.current()
+            if current is None or item != current.id:
+                raise StaleAct("that item is not the one to label now (another tab was quicker, or the page is stale: reload it)")
+            line.update(item=current.id, qid=current.qid, docid=current.source)
+            if kind == "label":
+                if not isinstance(grade, int) or isinstance(grade, bool) or grade not in SCALE:
+                    raise ValueError("a label is an integer 0-3")
+                seconds = round(now - self._shown_at.get(tab, self._loaded_at), 3)
+                line.update(grade=grade, seconds=seconds, fast=seconds < self.fast_floor_s)
+        elif kind == "undo":
+            last = self.state.last_of(tab)
+            if last is None:
+                raise StaleAct("this tab has no label of its own to undo (labels given in other tabs, or before it was opened, are theirs)")
+            undone = self.items[last]
+            line.update(item=undone.id, qid=undone.qid, docid=undone.source)
+        else:
+            raise ValueError(f"unknown act {kind!r}")
+        return line
+
+    def close(self) -> None:
+        """Refuse further acts (the server is stopping); what was given stays."""
         with self._lock:
+            self.closed = True
+
+    def view(self, tab: str | None = None) -> dict[str, Any]:
+        """What the page shows (JSON-ready): the current item (:meth:`Item.shown`) with its place in its
+        query, progress (with the labels flagged fast), pace, whether ``tab`` can undo, where the labels
+        are (files, cache) and the scale. Nothing of the judge's is in it. A view for a ``tab`` marks the
+        item as shown to it (the time a label takes is counted from there)."""
+        with self._lock:
+            if tab is not None:
+                self._shown_at[tab] = self.clock()
             s = self.state
             item = self.current()
             total = len(self.order)
-            place = None
-            if item is not None:
-                of_query = [i for i in self.order if self.items[i].qid == item.qid]
-                queries = list(dict.fromkeys(self.items[i].qid for i in self.order))
-                place = {
-                    "query": queries.index(item.qid) + 1,
-                    "queries": len(queries),
-                    "document": of_query.index(item.id) + 1,
-                    "documents": len(of_query),
-                }
             pace = sorted(s.seconds)[len(s.seconds) // 2] if s.seconds else None
             left = total - len(s.labels)
             return {
                 "name": self.name,
                 "item": item.shown() if item is not None else None,
-                "place": place,
+                "place": self._place(item),
                 "progress": {
                     "labelled": len(s.labels),
                     "total": total,
                     "skipped": sum(1 for i in s.skipped if i not in s.labels),
                     "secondsPerLabel": pace,
                     "secondsLeft": None if pace is None else round(pace * left),
+                    "fast": len(s.fast),
+                    "fastFloorSeconds": self.fast_floor_s,
                 },
-                "canUndo": bool(s.stack),
+                "canUndo": s.last_of(tab) is not None,
                 "done": item is None,
                 "scale": [{"grade": g, "name": n, "meaning": m} for g, (n, m) in SCALE.items()],
                 "qrelsFile": str(self.qrels),
-                "imported": self.importer is not None,
+                "journalFile": str(self.journal),
+                "cache": self.sink.status() if self.sink is not None else {"state": "off", "message": "", "path": None},
                 "sampling": self.plan.get("sampling"),
                 "recommended": self.plan.get("recommended"),
             }
+
+    def _place(self, item: Item | None) -> dict[str, int] | None:
+        """Where ``item`` is: its query's number among the plan's queries, its number among the query's documents."""
+        if item is None:
+            return None
+        of_query = [i for i in self.order if self.items[i].qid == item.qid]
+        queries = list(dict.fromkeys(self.items[i].qid for i in self.order))
+        return {
+            "query": queries.index(item.qid) + 1,
+            "queries": len(queries),
+            "document": of_query.index(item.id) + 1,
+            "documents": len(of_query),
+        }

@@ -8,11 +8,23 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.label_http import HostRule, parse_host_rule
 from judge_runner.app.label_server import Sampling, label_job
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.options import db_option, printer, settings
-from judge_runner.core.failures import EXIT_OK
 from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS
+
+
+class _HostRuleType(click.ParamType):
+    name = "NAME[:PORT]"
+
+    def convert(self, value, param, ctx) -> HostRule:
+        if isinstance(value, HostRule):
+            return value
+        try:
+            return parse_host_rule(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def _labeller() -> str:
@@ -53,6 +65,16 @@ def _labeller() -> str:
     help="Where NAME.journal.jsonl (every act, fsynced) and NAME.qrels (TREC qrels) are kept.",
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    type=_HostRuleType(),
+    multiple=True,
+    help="Also answer requests addressed to NAME (any port) or NAME:PORT, for a port forward under another host name "
+    "(repeatable; e.g. devbox:8080). Without it the page answers requests addressed to 127.0.0.1 or localhost on any port, "
+    "so a local port forward (ssh -L 8080:127.0.0.1:PORT) works as it is, and refuses any other name (403): a web page "
+    "whose name resolves to 127.0.0.1 could otherwise reach the labels (DNS rebinding).",
+)
 @click.option("--no-cache", is_flag=True, default=None, help="Write the qrels file only; do not import the labels into the judgment cache.")
 @CACHE
 @db_option
@@ -68,6 +90,7 @@ def label(
     labeller: str | None,
     folder: Path,
     port: int,
+    allow_hosts: tuple[HostRule, ...],
     quiet: bool,
     **flags,
 ) -> int:
@@ -76,18 +99,29 @@ def label(
     \b
     RESULTS are run files (quality-results/*.jsonl) to sample from; a session that exists is resumed
     without them. The page shows each query, its intent and the text the judge was shown, never the
-    judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo. Every label is
-    written at once (labels/NAME.journal.jsonl, fsynced) and the labels become labels/NAME.qrels (TREC
-    qrels) and the human qrels set NAME in the judgment cache, as `qrels import` would make it: the next
-    evaluate uses them and corrects its mean nDCG@10 with them (docs/calibration.md).
+    judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo (the last label
+    of this tab; a key held down counts once). Every label is written at once (labels/NAME.journal.jsonl,
+    fsynced) and the labels become labels/NAME.qrels (TREC qrels) and the human qrels set NAME in the
+    judgment cache, as `qrels import` would make it: the next evaluate uses them and corrects its mean
+    nDCG@10 with them (docs/calibration.md). A label given within 1 s of its document is flagged
+    "fast" in the journal and counted on the page.
+    \b
+    One process per set: a second `label --name NAME` is refused, naming the process that has it (pid,
+    host, since when); several tabs of one page are fine. When another process holds the judgment
+    cache's write lock, labels are saved in the journal at once and go into the cache when it frees; the
+    last line says where every label went, with the `qrels import` command for any the cache missed.
+    Through a port forward: see --allow-host.
     \b
     Examples:
       judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
       judge-runner label --name team-dec            # resume
+      judge-runner label --name team-dec --allow-host devbox:8080   # behind a forward named devbox:8080
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
-    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken).
+    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
+    the set open in another process); 3 stopped, but some labels are not in the judgment cache (the last
+    line prints the command that imports them).
     """
-    label_job(
+    result = label_job(
         settings(**flags),
         name,
         list(results),
@@ -96,5 +130,6 @@ def label(
         folder,
         port,
         printer(quiet),
+        allow_hosts=allow_hosts,
     )
-    return EXIT_OK
+    return result.exit_code

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.label_lock import cache_set_lock, holder_record
 from judge_runner.cli.cache import CACHE, open_cache
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.qrels import QrelsError, export_qrels, import_human_qrels
+from judge_runner.judging.qrels import QRELS_NAME_RE, QrelsError, export_qrels, import_human_qrels
 
 
 @click.group()
@@ -96,11 +97,18 @@ def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | N
     \b
     Later runs use a human label instead of asking the judge wherever one exists for a (query id,
     source) pair, and say how many labels were human. A pair graded twice with different grades is
-    refused, as calibrate --qrels refuses it; grades go on 0-3 as --rescale says.
+    refused, as calibrate --qrels refuses it; grades go on 0-3 as --rescale says. A set that
+    `judge-runner label --name NAME` is writing into this cache is refused (exit 2), naming that process.
     """
+    if not QRELS_NAME_RE.fullmatch(name):
+        raise UsageError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
     with open_cache(cache, db, must_exist=False) as store:
+        lock = cache_set_lock(store.path, name)
+        lock.acquire(holder_record("qrels import", file=str(file)))
         try:
             stored = import_human_qrels(store, file, name, rescale)
         except QrelsError as exc:
             raise UsageError(str(exc)) from None
+        finally:
+            lock.release()
     printer().out(f"imported {stored} human labels as {name!r}")

@@ -99,7 +99,8 @@ class CacheError(JudgeRunnerError, RuntimeError):
     """The cache file cannot be used: not an SQLite database, written by a newer judge-runner, or not
     writable (at open: exit 2); or it failed while a run used it (a full disk, damage deep inside, an I/O
     error: exit 3, the user's environment, not a bug). The message names the file and what to do.
-    ``reason``: ``cache_error``, ``disk_full`` or ``cache_damaged``."""
+    ``reason``: ``cache_error``, ``disk_full``, ``cache_damaged`` or ``cache_locked`` (at open: another
+    process held the write lock longer than the busy timeout)."""
 
     def __init__(self, message: str, reason: str = "cache_error", exit_code: int = EXIT_CONFIG):
         super().__init__(message, exit_code)
@@ -259,7 +260,9 @@ class JudgmentCache:
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             if "locked" in str(exc):
-                raise CacheError(f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s") from None
+                raise CacheError(
+                    f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s", "cache_locked"
+                ) from None
             if is_disk_full(exc):
                 raise CacheError(storage_problem("the judgment cache", self.path, exc)[1], "disk_full") from None
             raise CacheError(f"{self.path} is not a judgment cache ({exc}); move it away or pass another --cache path") from None

@@ -1,0 +1,258 @@
+"""The labels of ``judge-runner label`` into the judgment cache, without ever holding up the page.
+
+:class:`CacheSync` keeps the human qrels set ``NAME`` of the judgment cache equal to the session's qrels
+file from a thread of its own: the page is answered once a label is in the journal and the qrels file
+(both fsynced), and the import follows. Another process writing the cache (an ``evaluate``, a ``cache
+prune``) can hold its write lock; one import then waits at most :data:`CACHE_WAIT_S` seconds (SQLite's busy
+timeout), and while the cache stays locked the import is tried again every :data:`RETRY_S` seconds, the
+latest qrels file each time. The page and the terminal say so; when the job ends, the last import may wait
+:data:`CLOSE_WAIT_S` seconds, and :meth:`CacheSync.close` reports exactly which of the labels are in the
+cache (:class:`CacheReport`).
+
+The import is :func:`judge_runner.judging.qrels.import_human_qrels`, what ``qrels import`` does, with
+``--rescale 1=1``: the page's labels are on the judge's 0-3 scale already, so a set that so far holds only
+0s and 1s is not binary qrels (whose 1 would become 3). An empty file removes the set.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Say, silent
+from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.qrels import QrelsError, import_human_qrels, read_trec_qrels
+
+CACHE_WAIT_S = 2.0
+"""Seconds one import waits for another process's write lock on the cache (the cache's own default, 30 s,
+is for runs; a person waiting on a page gets an answer at once and the import follows)."""
+RETRY_S = 1.0
+"""Seconds between imports while the cache stays locked."""
+CLOSE_WAIT_S = 5.0
+"""Seconds the job's end waits for a locked cache to take the last labels before saying they are not in it."""
+SAME_SCALE = {1: 1}
+"""``--rescale 1=1``: the page's grades are 0-3 already; without it a set of 0s and 1s would read as binary."""
+
+
+def import_command(qrels: Path, name: str, cache: Path | None) -> str:
+    """The ``qrels import`` command that puts the labels of ``qrels`` into ``cache`` (None: the default one)
+    as the human qrels set ``name``, as the page does."""
+    command = f"judge-runner qrels import {shlex.quote(str(qrels))} --name {name} --rescale 1=1"
+    return command + (f" --cache {shlex.quote(str(cache))}" if cache is not None else "")
+
+
+def _plural(n: int) -> str:
+    return f"{n} label" if n == 1 else f"{n} labels"
+
+
+@dataclass(frozen=True)
+class CacheReport:
+    """Where the labels of the qrels file are at the end: ``given`` labels in the file; ``in_cache`` of them
+    in the cache's set with the same grade (None: not known, the cache could not be read); ``extra`` pairs
+    the set holds that the file no longer has (labels undone after the last import); ``reason`` why the
+    cache is behind (None when it is not)."""
+
+    cache: Path
+    name: str
+    qrels: Path
+    given: int
+    in_cache: int | None
+    extra: int
+    reason: str | None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the cache's set is exactly the file."""
+        return self.in_cache == self.given and self.extra == 0
+
+    def lines(self) -> list[str]:
+        """The closing line's account of the cache, and the command that imports what it misses."""
+        where = f"the judgment cache {self.cache}, human qrels set {self.name!r}"
+        if self.complete:
+            return [f"  in {where}: all {_plural(self.given)}"]
+        if self.in_cache is None:
+            head = f"  NOT in {where}: {self.reason}; the set there holds what an earlier import put there, if anything"
+        else:
+            missing = self.given - self.in_cache
+            head = f"  in {where}: {self.in_cache} of the {_plural(self.given)}; {missing} NOT imported"
+            if self.extra:
+                head += f", and it still holds {_plural(self.extra)} no longer given here (undone)"
+            head += f" ({self.reason})"
+        return [head, "  import them with:", "    " + import_command(self.qrels, self.name, self.cache)]
+
+
+def _locked(exc: BaseException) -> bool:
+    if isinstance(exc, CacheError):
+        return exc.reason == "cache_locked"
+    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
+class CacheSync:
+    """Imports the session's qrels file into the judgment cache at ``path`` as the human qrels set ``name``,
+    in its own thread (see the module docstring). ``say`` gets a line when the cache becomes locked or
+    fails, and when it takes the labels again. :meth:`open` first; the session calls :meth:`changed` after
+    every write of its qrels file; the page shows :meth:`status`; :meth:`close` at the end."""
+
+    def __init__(self, path: Path, name: str, say: Say = silent, wait_s: float = CACHE_WAIT_S, retry_s: float = RETRY_S):
+        self.path, self.name, self.say = Path(path), name, say
+        self.wait_s, self.retry_s = wait_s, retry_s
+        self._cache: JudgmentCache | None = None
+        self._cond = threading.Condition()
+        self._wanted = self._done = 0
+        self._qrels: Path | None = None
+        self._count = 0
+        self._state, self._message = "current", ""
+        self._imported_at: str | None = None
+        self._next_try = 0.0
+        self._deadline: float | None = None  # set by close()
+        self._thread = threading.Thread(target=self._run, name="label-cache-import", daemon=True)
+        self._report_made: CacheReport | None = None
+
+    def open(self) -> None:
+        """Connect once and start the importing thread. Raises UsageError when the file is no judgment cache
+        (or a newer one, or cannot be written); a cache another process holds locked is said and waited for."""
+        error = self._connect()
+        if error is not None and not _locked(error):
+            raise UsageError(str(error))
+        if error is not None:
+            self._set("locked", f"locked by another process ({error})")
+        self._thread.start()
+
+    def _connect(self) -> BaseException | None:
+        if self._cache is None:
+            try:
+                self._cache = JudgmentCache(self.path, busy_timeout_s=self.wait_s)
+            except CacheError as exc:
+                return exc
+        return None
+
+    def changed(self, qrels: Path, count: int) -> None:
+        """The session wrote ``qrels`` (``count`` labels): import it when the cache lets us."""
+        with self._cond:
+            self._wanted += 1
+            self._qrels, self._count = qrels, count
+            if self._state == "failed":
+                self._next_try = 0.0  # a failed cache is tried again at each change
+            self._cond.notify_all()
+
+    def status(self) -> dict[str, Any]:
+        """For the page: ``state`` (``current``: the cache holds the file; ``pending``: an import is on its way;
+        ``locked``: another process holds the cache, tried again every RETRY_S s; ``failed``), ``importedAt``
+        (UTC time of the last import, or None), ``message`` (why it is behind) and ``path``."""
+        with self._cond:
+            state = self._state if self._state != "current" or self._done >= self._wanted else "pending"
+            return {"state": state, "importedAt": self._imported_at, "message": self._message, "path": str(self.path)}
+
+    def _set(self, state: str, message: str) -> None:
+        with self._cond:
+            before, self._state, self._message = self._state, state, message
+        if state != before:
+            if state == "locked":
+                self.say(
+                    f"the judgment cache is locked by another process ({self.path}): every label is saved in the journal and "
+                    f"the qrels file, and goes into the cache when it frees (tried every {self.retry_s:g} s)"
+                )
+            elif state == "failed":
+                self.say(f"the judgment cache cannot take the labels ({message}): they are saved in the journal and the qrels file")
+            elif before in ("locked", "failed"):
+                self.say(f"the judgment cache took the labels again ({self.path})")
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._due():
+                    if self._deadline is not None and (self._done >= self._wanted or time.monotonic() >= self._deadline):
+                        return
+                    self._cond.wait(self._pause())
+                wanted, qrels, count = self._wanted, self._qrels, self._count
+            error = self._import(qrels, count)
+            with self._cond:
+                if error is None:
+                    self._done = max(self._done, wanted)
+                    self._imported_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                else:
+                    self._next_try = time.monotonic() + (self.retry_s if _locked(error) else float("inf"))
+                self._cond.notify_all()
+            if error is None:
+                self._set("current", "")
+            elif _locked(error):
+                self._set("locked", f"locked by another process (an import waited {self.wait_s:g} s)")
+            else:
+                self._set("failed", str(error))
+
+    def _due(self) -> bool:
+        return (
+            self._done < self._wanted
+            and time.monotonic() >= self._next_try
+            and (self._deadline is None or time.monotonic() < self._deadline)
+        )
+
+    def _pause(self) -> float | None:
+        waits = [self._next_try - time.monotonic()] if self._done < self._wanted and self._next_try != float("inf") else []
+        if self._deadline is not None:
+            waits.append(self._deadline - time.monotonic())
+        return max(0.01, min(waits)) if waits else None
+
+    def _import(self, qrels: Path | None, count: int) -> BaseException | None:
+        error = self._connect()
+        if error is not None or self._cache is None or qrels is None:
+            return error
+        try:
+            if count:
+                import_human_qrels(self._cache, qrels, self.name, rescale=SAME_SCALE)
+            else:
+                self._cache.delete_human_qrels(self.name)
+        except (CacheError, QrelsError, sqlite3.Error, OSError) as exc:
+            return exc
+        return None
+
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> CacheReport:
+        """Give the last import up to ``wait_s`` seconds, stop the thread, and report what the cache holds of
+        the qrels file, read back from it. Once closed, the same report again."""
+        if self._report_made is not None:
+            return self._report_made
+        with self._cond:
+            behind = self._done < self._wanted
+            self._deadline = time.monotonic() + (wait_s if behind else 0.0)
+            if behind:
+                self._next_try = time.monotonic()  # one more try at once, a failed cache too
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(wait_s + self.wait_s + 5.0)
+        self._report_made = self._report()
+        return self._report_made
+
+    def _report(self) -> CacheReport:
+        qrels = self._qrels
+        given = read_trec_qrels(qrels) if qrels is not None and qrels.is_file() and qrels.read_text(encoding="utf-8").strip() else []
+        reason = None
+        if self._done < self._wanted:
+            reason = self._message or "an import was still on its way"
+            if self._state == "locked":
+                reason = f"the cache stayed locked by another process to the end; the last import waited {self.wait_s:g} s"
+        in_cache: int | None = None
+        extra = 0
+        if self._cache is not None:
+            try:
+                stored = {(q, d): g for _, q, d, g in self._cache.human_qrels([self.name])}
+                in_cache = sum(1 for q, d, g in given if stored.get((q, d)) == g)
+                extra = len(set(stored) - {(q, d) for q, d, _ in given})
+            except (CacheError, sqlite3.Error) as exc:
+                reason = reason or f"the cache could not be read back ({exc})"
+            finally:
+                self._cache.close()
+                self._cache = None
+        elif reason is None:
+            reason = "the cache could not be opened"
+        if reason is None and (in_cache != len(given) or extra):
+            reason = "another process changed the set in the cache"
+        return CacheReport(self.path, self.name, qrels or Path(), len(given), in_cache, extra, reason)

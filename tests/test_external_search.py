@@ -233,7 +233,7 @@ def test_map_hits_collapses_repeated_documents_to_their_first_place_after_the_cu
     assert [(h.rank, h.source, h.snippet) for h in hits] == [(1, "a", "x"), (2, "b", "z")]  # c was 4th: never read
     assert notes == [
         "1 of the first 3 results repeated a document listed before ('a' x2): each document is judged once, at its first "
-        "place, so 2 documents were judged; results after the first 3 are not read"
+        "place (2 documents judged); results after the first 3 are not read"
     ]
 
 

@@ -73,16 +73,18 @@ def test_the_best_chunks_fill_the_cap_and_are_shown_in_document_order_with_gaps_
     assert parts[0] == GAP and parts[2] == GAP and parts[4] == GAP  # before, between and after: chunks left out
     assert parts[1].startswith("## Part 1") and parts[3].startswith("## Part 4")
     assert len(shown.text) <= 1200
-    # with more room, the chunks without the query's words come in too, best first, still in document order
-    roomy = select_passages("pgbouncer pool size", chunks, cap=2000)
-    assert roomy.chunks[:2] in ((0, 1), (1, 2)) and 4 in roomy.chunks and len(roomy.text) <= 2000
+    # with more room, chunks without any of the query's words still stay out: tokens, not evidence
+    assert select_passages("pgbouncer pool size", chunks, cap=2000).chunks == (1, 4)
+    # a document holding none of the query's words (found by meaning) is shown from its start, up to the cap
+    opening = select_passages("connection limits", chunks, cap=1200)
+    assert opening.chunks == (0, 1) and opening.best == 0 and opening.text.endswith(GAP)
 
 
-def test_a_document_that_fits_is_shown_whole_and_a_long_best_chunk_alone():
-    small = [chunk("# Title\nintro"), chunk("## Steps\nrun the tool"), chunk("## Notes\nmore")]
+def test_a_document_whose_chunks_all_hold_the_query_and_fit_is_shown_whole_and_a_long_best_chunk_alone():
+    small = [chunk("# Title\nintro to the tool"), chunk("## Steps\nrun the tool"), chunk("## Notes\nthe tool, more")]
     whole = select_passages("tool", small)
     assert whole.chunks == (0, 1, 2) and GAP not in whole.text and whole.anchor is None
-    assert whole.text == "# Title\nintro\n\n## Steps\nrun the tool\n\n## Notes\nmore"
+    assert whole.text == "# Title\nintro to the tool\n\n## Steps\nrun the tool\n\n## Notes\nthe tool, more"
     long = [chunk("x " * 100), chunk("the tool " * 400), chunk("y " * 100)]
     alone = select_passages("tool", long, cap=SHOWN_TEXT_CAP)
     assert alone.chunks == (1,) and len(alone.text) > SHOWN_TEXT_CAP  # the fence cuts it, with its marker

@@ -2,8 +2,8 @@
 
 A search result is rendered for the judge as its source path, its anchor and its text (the document's
 passages for the query by the one rule, :mod:`judge_runner.search.passages`, or the text the system
-returned when no store holds the document), all three treated as untrusted document content, inside a fence whose tag carries a per-call random
-delimiter::
+returned when no store holds the document), all three treated as untrusted document content, inside a
+fence whose tag carries a per-call random delimiter::
 
     <document-3f9a0c1d5e7b2a46 id="D2">
     source: runbooks/redis-failover.md

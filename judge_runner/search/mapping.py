@@ -312,7 +312,8 @@ def _merge_notes(repeats: dict[str, int], read: int, limit: int) -> list[str]:
     if not twice:
         return []
     named = ", ".join(f"{s!r} x{n + 1}" for s, n in sorted(twice.items(), key=lambda kv: -kv[1])[:3]) + (" ..." if len(twice) > 3 else "")
+    judged = f"{len(repeats)} document{'s' if len(repeats) != 1 else ''} judged"
     return [
         f"{sum(twice.values())} of the first {read} results repeated a document listed before ({named}): each document is "
-        f"judged once, at its first place, so {len(repeats)} documents were judged; results after the first {limit} are not read"
+        f"judged once, at its first place ({judged}); results after the first {limit} are not read"
     ]

@@ -18,10 +18,12 @@ chunks, by a rule that knows nothing of the engine's ranking, matched chunk or s
    diacritics folded. The path and the anchor do not count: every chunk of a document shares its path,
    an anchor repeats its parent headings, and a chunk's own heading is in its text (with path words, a
    query naming the file tied every chunk, and the first, often a bare heading, won).
-3. **The choice.** Chunks are taken best first (equal scores: the earlier chunk first) as long as the
-   text stays within :data:`SHOWN_TEXT_CAP`; the best chunk always (the fence cuts a longer one). Several
-   chunks, not one: the best evidence the document holds for the query, up to what the judge is shown of
-   any result. A document that fits is shown whole.
+3. **The choice.** The chunks that hold a query term, best first (equal scores: the earlier chunk first),
+   as long as the text stays within :data:`SHOWN_TEXT_CAP`; the best chunk always (the fence cuts a longer
+   one). Several chunks, not one: all the evidence the document holds for the query, up to what the judge
+   is shown of any result; chunks without a query term add tokens, not evidence, and are left out. When no
+   chunk holds a query term (a document found by meaning, not by words), the document from its start, up
+   to the cap: its title and opening say what it is about, and nothing better is known without a model.
 4. **The text.** The chosen chunks in document order, separated by a blank line, with a line ``[…]``
    wherever chunks were left out (between, before or after them); the anchor shown is the best chunk's.
 
@@ -79,7 +81,7 @@ def _stem(term: str) -> str:
     return term if len(term) <= 5 else term[:-2]
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=1024)  # a run scores the same documents for many queries; about 13 MB at most
 def chunk_words(text: str) -> tuple[str, ...]:
     """The words of a chunk's text as the scorer reads them: CJK as bigrams, Latin diacritics folded,
     lower case, plus camelCase parts (:func:`~judge_runner.core.textproc.word_variants`)."""
@@ -129,6 +131,8 @@ def select_passages(query: str, chunks: Sequence[Chunk], cap: int = SHOWN_TEXT_C
     texts = [c.text for c in chunks]
     scores = bm25_scores(query, texts)
     order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
+    if scores[order[0]] > 0:
+        order = [i for i in order if scores[i] > 0]  # the evidence only
     chosen = [order[0]]
     room = cap - len(join_chunks(texts, chosen))
     for position in order[1:]:

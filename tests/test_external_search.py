@@ -235,6 +235,10 @@ def test_map_hits_collapses_repeated_documents_to_their_first_place_after_the_cu
         "1 of the first 3 results repeated a document listed before ('a' x2): each document is judged once, at its first "
         "place (2 documents judged); results after the first 3 are not read"
     ]
+    _, shorter = map_hits(reply[:3], FieldMapping(), "q", limit=10)  # nothing was cut: the note says only the merge
+    assert shorter == [
+        "1 of the first 3 results repeated a document listed before ('a' x2): each document is judged once, at its first place (2 documents judged)"
+    ]
 
 
 def test_one_file_returned_ten_times_does_not_pull_the_eleventh_result_into_the_list():

@@ -246,7 +246,8 @@ def map_hits(
     text, or for a result without text a window of the passages. Raises ExternalSearchError when the reply
     holds no list, a result is not an object or has no id, or results have neither text nor a document in
     the store (the message names them)."""
-    items = mapping.result_list(reply)[:limit]
+    listed = mapping.result_list(reply)
+    items = listed[:limit]
     hits: list[SearchHit] = []
     unknown: list[str] = []
     repeats: dict[str, int] = {}
@@ -273,7 +274,7 @@ def map_hits(
         where = f" in {documents.label}" if documents is not None else " (no document store to fetch text from)"
         shown = ", ".join(repr(s) for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise ExternalSearchError(f"{len(unknown)} result(s) have no text and no document{where}: {shown}", "search_unknown_source")
-    return hits, _merge_notes(repeats, len(items), limit)
+    return hits, _merge_notes(repeats, len(items), limit if len(listed) > limit else None)
 
 
 def _hit(item: dict, mapping: FieldMapping, source: str, rank: int, query: str, documents: Any, snippet_chars: int) -> SearchHit | None:
@@ -306,8 +307,9 @@ def _hit(item: dict, mapping: FieldMapping, source: str, rank: int, query: str, 
     )
 
 
-def _merge_notes(repeats: dict[str, int], read: int, limit: int) -> list[str]:
-    """The ``searchNotes`` line of a reply that listed documents more than once in its first results."""
+def _merge_notes(repeats: dict[str, int], read: int, cut: int | None) -> list[str]:
+    """The ``searchNotes`` line of a reply that listed documents more than once in the ``read`` results
+    read (``cut``: the limit, when the reply held more results than that)."""
     twice = {source: n for source, n in repeats.items() if n}
     if not twice:
         return []
@@ -315,5 +317,5 @@ def _merge_notes(repeats: dict[str, int], read: int, limit: int) -> list[str]:
     judged = f"{len(repeats)} document{'s' if len(repeats) != 1 else ''} judged"
     return [
         f"{sum(twice.values())} of the first {read} results repeated a document listed before ({named}): each document is "
-        f"judged once, at its first place ({judged}); results after the first {limit} are not read"
+        f"judged once, at its first place ({judged})" + (f"; results after the first {cut} are not read" if cut else "")
     ]

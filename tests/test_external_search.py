@@ -49,7 +49,8 @@ def test_map_hits_reads_nested_elasticsearch_shape():
         }
     }
     mapping = FieldMapping.parse("results=hits.hits,id=_id,text=_source.body,score=_score,anchor=_source.title")
-    hits = map_hits(reply, mapping, "beta", limit=10)
+    hits, notes = map_hits(reply, mapping, "beta", limit=10)
+    assert notes == []
     assert [(h.rank, h.source, h.score, h.anchor, h.snippet) for h in hits] == [
         (1, "a.md", 3.5, "A", "alpha beta gamma"),
         (2, "b.md", 1.0, None, "beta"),
@@ -57,7 +58,7 @@ def test_map_hits_reads_nested_elasticsearch_shape():
 
 
 def test_map_hits_fetches_missing_text_from_the_fixtures():
-    hits = map_hits([{"id": "runbooks/opensearch-reindex.md"}], FieldMapping(), "reindex", 10, FolderDocuments(FIXTURES))
+    hits, _ = map_hits([{"id": "runbooks/opensearch-reindex.md"}], FieldMapping(), "reindex", 10, FolderDocuments(FIXTURES))
     assert hits[0].snippet and hits[0].lineEnd >= hits[0].lineStart >= 1
     assert hits[0].score == 1.0  # no score: 1 / rank
 
@@ -92,9 +93,9 @@ def test_beir_documents_and_open_documents(tmp_path):
     corpus.write_text('{"_id": "d1", "title": "Cats", "text": "Cats purr."}\nnot json\n', encoding="utf-8")
     store = open_documents(corpus)
     assert isinstance(store, BeirDocuments)
-    chunk = store.best_chunk("d1", "purr")
-    assert (chunk.text, chunk.anchor) == ("Cats purr.", "Cats")
-    assert store.best_chunk("d2", "x") is None
+    shown = store.passages("d1", "purr")
+    assert (shown.text, shown.anchor) == ("Cats purr.", "Cats")
+    assert store.passages("d2", "x") is None
     with pytest.raises(DocumentStoreError, match="does not exist"):
         open_documents(tmp_path / "missing")
 
@@ -221,12 +222,30 @@ def test_parse_headers_and_public_url():
         HttpSearch("file:///etc/passwd")
 
 
-def test_map_hits_collapses_repeated_documents_to_their_first_place():
+def test_map_hits_collapses_repeated_documents_to_their_first_place_after_the_cut():
     reply = [
         {"id": "a", "text": "x", "score": 3},
         {"id": "a", "text": "y", "score": 2},
         {"id": "b", "text": "z", "score": 1},
         {"id": "c", "text": "w", "score": 0.5},
     ]
-    hits = map_hits(reply, FieldMapping(), "q", limit=2)
-    assert [(h.rank, h.source, h.snippet) for h in hits] == [(1, "a", "x"), (2, "b", "z")]
+    hits, notes = map_hits(reply, FieldMapping(), "q", limit=3)
+    assert [(h.rank, h.source, h.snippet) for h in hits] == [(1, "a", "x"), (2, "b", "z")]  # c was 4th: never read
+    assert notes == [
+        "1 of the first 3 results repeated a document listed before ('a' x2): each document is judged once, at its first "
+        "place (2 documents judged); results after the first 3 are not read"
+    ]
+    _, shorter = map_hits(reply[:3], FieldMapping(), "q", limit=10)  # nothing was cut: the note says only the merge
+    assert shorter == [
+        "1 of the first 3 results repeated a document listed before ('a' x2): each document is judged once, at its first place (2 documents judged)"
+    ]
+
+
+def test_one_file_returned_ten_times_does_not_pull_the_eleventh_result_into_the_list():
+    # issue 29: merged before the cut, the answer (11th) scored at rank 2, R@10 1.0, and nothing said so
+    reply = [{"id": "noise.md", "text": f"noise part {i}", "score": 20 - i} for i in range(10)] + [
+        {"id": "answer.md", "text": "the answer", "score": 1}
+    ]
+    hits, notes = map_hits(reply, FieldMapping(), "answer", limit=10)
+    assert [h.source for h in hits] == ["noise.md"]
+    assert "9 of the first 10 results repeated a document listed before ('noise.md' x10)" in notes[0]

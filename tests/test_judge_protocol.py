@@ -168,7 +168,7 @@ def test_pointwise_sends_one_call_per_result_plus_one_list_call_per_query(api, t
         assert request.body["temperature"] == 0 and request.body["seed"] == 20240701  # pinned, and recorded in the fingerprint
     evaluation = lines[1]
     assert [r["relevance"] for r in evaluation["results"]] == [3, 0, 0]  # the honest judge: share of the query's words
-    assert all(r["reason"] and r["trialLabels"] and r["shownFrom"] == "chunk" for r in evaluation["results"])
+    assert all(r["reason"] and r["trialLabels"] and r["shownFrom"] == "result" for r in evaluation["results"])
     assert evaluation["scores"]["relevance"] == 1.0  # the one answer first: all the gain attainable (scoring version 2)
     assert evaluation["scores"]["gradedPrecision"] == pytest.approx(1 / 3, abs=1e-6)  # graded precision of [3, 0, 0]
     assert evaluation["scores"]["ranking"] == 1.0 and "judgeOverall" in evaluation["scores"]

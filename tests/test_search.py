@@ -3,7 +3,11 @@ mode (the default), plus the honesty gate, snippets and the search contract."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 
 # query -> the document it must find first
 FIRST = {
@@ -173,6 +177,20 @@ def test_result_contract(index):
         assert hit.scores.rrf is not None
         assert (hit.scores.bm25 is not None) == ("fts" in hit.matchedBy)
         assert 1 <= hit.lineStart <= hit.lineEnd
+
+
+def test_the_judge_is_shown_the_documents_passages_not_the_matched_chunk(index):
+    # issue 28: one rule for what the judge reads of a document, whoever returned it; the built-in search
+    # applies it to the chunks its index holds, which are the chunks the folder store makes
+    from judge_runner.search.documents import FolderDocuments
+
+    store = FolderDocuments(FIXTURES_DIR)
+    for query in ("settings schema search limit", "drain a kubernetes node", "redis failover", "索引"):
+        for mode in ("hybrid", "fts", "vector"):
+            for hit in index.search(query, mode=mode, limit=10).results:
+                shown = store.passages(hit.source, query)
+                assert (hit.textFrom, hit.textAnchor, hit.text) == ("document", shown.anchor, shown.text), (query, mode, hit.source)
+                assert hit.shown() == (shown.anchor, shown.text)
 
 
 def test_format_aware_anchors(index):

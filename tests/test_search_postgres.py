@@ -38,6 +38,7 @@ from tests.test_search import (
     test_honesty_gate_confident_on_topic,  # noqa: F401
     test_regression_matrix_first_result,  # noqa: F401
     test_result_contract,  # noqa: F401
+    test_the_judge_is_shown_the_documents_passages_not_the_matched_chunk,  # noqa: F401
     test_title_match_outranks_passing_mention,  # noqa: F401
     test_words_beside_syntax_are_not_lost,  # noqa: F401
 )

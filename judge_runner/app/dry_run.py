@@ -29,7 +29,6 @@ from judge_runner.core.failures import UsageError
 from judge_runner.core.models import QUERY_TYPES, Query, SearchMode
 from judge_runner.core.printer import Printer
 from judge_runner.core.resources import load_prompt
-from judge_runner.corpus.chunk import MAX_CHUNK_CHARS
 from judge_runner.corpus.walk import parse_extensions, walk_corpus
 from judge_runner.estimate.costs import (
     AGENT_MAX_TOKENS,
@@ -51,6 +50,7 @@ from judge_runner.estimate.report import build_report, print_report
 from judge_runner.evaluation.loop import prepare_search
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.fence import SHOWN_TEXT_CAP
 from judge_runner.judging.labelling import ProtocolSettings, judge_query, label_documents
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
@@ -185,9 +185,10 @@ def _protocol(settings: Settings) -> ProtocolSettings:
 def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, Any]:
     """Phase two of a query set not yet written: ``count`` on-topic queries, each searched on ``systems``
     search systems, of ``search_limit`` results each,
-    every result a chunk of the chunker's maximum size (``MAX_CHUNK_CHARS``), nothing cached (labels are
+    every result shown to the judge at the shown-text cap (``SHOWN_TEXT_CAP``: a document's passages fill
+    up to it), nothing cached (labels are
     keyed by the query text, so a new set is never in the cache)."""
-    filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
+    filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     hits = [
         SearchHit(
             rank=i + 1,
@@ -291,10 +292,10 @@ def off_topic_share(count: int) -> int:
 def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
     """Phase one's answerability check (:mod:`judge_runner.querygen.answerability`), rough: each on-topic
     query of a set of ``count`` (:func:`off_topic_share` off-topic ones left out) labelled against one
-    passage of the chunker's maximum size, through the real protocol (judge mode, trials) and the
+    document's passages at the shown-text cap, through the real protocol (judge mode, trials) and the
     :class:`RecordingJudge` of each candidate judge; nothing cached (the set is new)."""
     queries = count - off_topic_share(count)
-    passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:MAX_CHUNK_CHARS]
+    passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     judges = []
     for provider, model, price, chosen in candidates(settings):
         judge = RecordingJudge(provider, model)

@@ -36,7 +36,7 @@ def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: b
     if replaced:
         printer.err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
     with open_index(settings, must_exist=True) as index:
-        answer = index.search(query, mode=mode, limit=limit)
+        answer = index.search(query, mode=mode, limit=limit, passages=False)  # the ranking only: nothing is judged
     printer.out(answer.model_dump_json(indent=2) if as_json else describe_answer(answer))
 
 
@@ -58,7 +58,7 @@ def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: 
     scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
     the tool's order); the first query is run once before timing to load the model and vectors. Latency
     p50/p95 (ms) go to ``say``."""
-    index.search(queries[0][1], mode=mode, limit=1)  # warm up: load the model and the vectors
+    index.search(queries[0][1], mode=mode, limit=1, passages=False)  # warm up: load the model and the vectors
     ordered = sorted(write_run(index, queries, trec_run, mode, limit))
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     say(

@@ -85,7 +85,7 @@ def builtin_runs(
             index.settings = original.model_copy(update=dict(spec.overrides))
             ranked: dict[str, list[str]] = {}
             for q in queries:
-                ranked[q.id] = [h.source for h in index.search(q.text, mode=spec.mode, limit=depth).results]
+                ranked[q.id] = [h.source for h in index.search(q.text, mode=spec.mode, limit=depth, passages=False).results]
                 done += 1
                 if progress:
                     progress("searching", done, total)
@@ -107,7 +107,8 @@ def control_runs(base: Mapping[str, list[str]]) -> Runs:
 def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
     """``{qid: docids best first}`` of a TREC run file (``qid Q0 docid rank score tag``), in trec_eval's
     order (:func:`judge_runner.search.trec_run.read_trec_run`: score descending, ties by docid
-    descending), kept for ``qids`` only; a sampled query the run has no line for is absent (the caller
+    descending), cut at ``RUN_DEPTH`` lines before a docid listed twice is merged into its first place,
+    kept for ``qids`` only; a sampled query the run has no line for is absent (the caller
     says so: :func:`judge_runner.app.calibrate_job.collect_runs`). Raises UsageError for a line that is
     not a run line, or a file with no line for these queries (naming the ids on both sides)."""
     wanted = list(qids)
@@ -115,7 +116,7 @@ def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
         run = read_trec_run(path)
     except TrecRunError as exc:
         raise UsageError(str(exc)) from None
-    kept = {q: [d for d, _ in run[q]][:RUN_DEPTH] for q in wanted if q in run}
+    kept = {q: list(dict.fromkeys(d for d, _ in run[q][:RUN_DEPTH])) for q in wanted if q in run}  # cut as ranked, then merge
     if not kept:
         theirs = sorted(run)
         raise UsageError(

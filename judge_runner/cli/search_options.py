@@ -27,7 +27,8 @@ def search_adapter_options(f):
                 "query goes to stdin). It must print JSON on stdout: the results best first, "
                 '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}, ...], or {"results": [...], '
                 '"confident": false} to abstain; also read: id/docid/_id for source, text for snippet, anchor or '
-                "title, lineStart, lineEnd (other shapes: --search-fields; no text: read from --corpus). Repeatable.",
+                "title, lineStart, lineEnd (other shapes: --search-fields). The first --search-limit results are read, in its "
+                "order; a document listed twice keeps its first place. Repeatable.",
             ),
             click.option(
                 "--search-url",
@@ -61,8 +62,9 @@ def search_adapter_options(f):
                 "--corpus",
                 type=click.Path(exists=True, path_type=Path),
                 default=None,
-                help="Text of results that come without it (and of --run documents): a fixtures folder or a BEIR "
-                "corpus.jsonl [default for generate-and-evaluate: --fixtures].",
+                help="The documents behind external results and --run docids, by id: a fixtures folder or a BEIR "
+                "corpus.jsonl. The judge reads a document held here by the same rule as the built-in search's, "
+                "whatever text the search returned (that text is its snippet) [default for generate-and-evaluate: --fixtures].",
             ),
         ],
     )

@@ -1,8 +1,9 @@
 """What the judge sees of one result: its text fenced as untrusted data (issue 14, item 3).
 
-A search result is rendered for the judge as its source path, its anchor and the text of its best chunk,
-all three treated as untrusted document content, inside a fence whose tag carries a per-call random
-delimiter::
+A search result is rendered for the judge as its source path, its anchor and its text (the document's
+passages for the query by the one rule, :mod:`judge_runner.search.passages`, or the text the system
+returned when no store holds the document), all three treated as untrusted document content, inside a
+fence whose tag carries a per-call random delimiter::
 
     <document-3f9a0c1d5e7b2a46 id="D2">
     source: runbooks/redis-failover.md
@@ -34,15 +35,14 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 
+# the most characters of a result's text shown to the judge, where render_document cuts; defined beside the
+# rule that chooses a document's passages to fit in it (search/passages.py), re-exported here
+from judge_runner.search.passages import SHOWN_TEXT_CAP
+
 RENDER_VERSION = "fence-1"
 """Version of the rendering below; part of the judge fingerprint and the cache key. Bump on ANY change
 to what :func:`render_document` or :func:`fence` produce."""
 
-SHOWN_TEXT_CAP = 2000
-"""Most characters of a result's text shown to the judge (after neutralisation). The built-in chunker
-caps chunks at 1,200 characters (``corpus.chunk.MAX_CHUNK_CHARS``), so a built-in chunk is always shown
-whole; the cap only bites for longer chunks (external search systems), which are cut at a line or word
-boundary with a visible marker."""
 
 FIELD_CAP = 300
 """Most characters of the source path and of the anchor shown (each is one line; untrusted)."""
@@ -291,7 +291,7 @@ def _cut(body: str, cap: int) -> tuple[str, bool]:
 
 
 def render_document(source: str, anchor: str | None, text: str, cap: int = SHOWN_TEXT_CAP) -> RenderedDocument:
-    """Render one result (its source path, anchor and best-chunk text, all untrusted) for the judge:
+    """Render one result (its source path, anchor and text, all untrusted) for the judge:
     neutralise delimiter-like pieces in all three, flag instruction-like text, flatten source and
     anchor to one line of at most :data:`FIELD_CAP` characters, cut the text to ``cap`` characters at a
     line or word boundary (with a visible marker). Raises ValueError when ``cap`` < 100."""

@@ -20,6 +20,7 @@ from typing import Any
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.fence import RENDER_VERSION
 from judge_runner.judging.requests import protocol_hashes
+from judge_runner.search.passages import PASSAGE_RULE
 
 DEFAULT_SEED = 20240701
 """Base seed sent where the API takes one (the OpenAI chat API's ``seed``). Any fixed number does; it
@@ -55,8 +56,9 @@ class JudgeFingerprint:
     """What the run's judge was: ``provider``, ``requestedModel``, ``mode`` (pointwise|batched),
     ``trials``, ``sampling`` (trial 0's settings and the base seed, as sent), ``promptSha256`` and
     ``schemaSha256`` of every file sent, ``renderVersion`` (``fence.RENDER_VERSION``), ``heuristic``
-    (the offline judge), ``cacheVersion`` left to the cache. Serialises with :meth:`as_dict` into
-    ``run_start.provenance.judgeFingerprint``."""
+    (the offline judge), ``passageRule`` (``search.passages.PASSAGE_RULE``: which text of a document the
+    judge is shown; absent in runs before it, which showed the chunk the system matched), ``cacheVersion``
+    left to the cache. Serialises with :meth:`as_dict` into ``run_start.provenance.judgeFingerprint``."""
 
     provider: str
     requestedModel: str
@@ -68,6 +70,7 @@ class JudgeFingerprint:
     renderVersion: str = RENDER_VERSION
     heuristic: bool = False
     returnedModels: tuple[str, ...] = field(default=())
+    passageRule: str = PASSAGE_RULE
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -380,7 +380,9 @@ class ProtocolSettings:
 @dataclass
 class QueryJudgment:
     """One query judged under the protocol: ``labels`` per result in the search's order, ``shown_from``
-    per result (``"chunk"``: the best chunk's text, ``"snippet"``: the search gave no text), ``scores``
+    per result (``"document"``: the document's passages by the one rule, :mod:`judge_runner.search.passages`;
+    ``"result"``: the text the system returned, no store holding the document; ``"snippet"``: the search
+    gave no text), ``scores``
     (None for an off-topic query, which is scored on abstention), the list-level ``analysis`` and
     ``suggestions``, ``list_cached`` (None when no list-level call was needed), the expected sources the
     judge labelled 0 or 1, and what it cost (``tally``)."""
@@ -450,8 +452,9 @@ def judge_query(
     tally: Tally | None = None,
     calls: CallLane | None = None,
 ) -> QueryJudgment:
-    """Judge one search answer: label every result (:func:`label_documents`, each shown as its best
-    chunk's text, or the snippet when the search gave none), then, for an on-topic query with results,
+    """Judge one search answer: label every result (:func:`label_documents`, each shown as
+    :meth:`~judge_runner.search.base.SearchHit.shown` gives it: the document's passages by the one rule,
+    else the result's own text, else its snippet), then, for an on-topic query with results,
     one list-level call (cached like the labels). Scores (``judge_runner.judging.scores.query_scores``): relevance
     (against the gain attainable with the query's expected sources, cut at ``protocol.depth``), ranking
     and graded precision from the labels, coverage and snippetQuality from the list-level verdict, overall their
@@ -466,8 +469,8 @@ def judge_query(
     closed)."""
     tally = tally if tally is not None else Tally()
     hits = answer.results
-    shown_from = ["chunk" if h.text else "snippet" for h in hits]
-    docs = [render_document(h.source, h.anchor, h.text or h.snippet) for h in hits]
+    shown_from = [h.textFrom if h.text else "snippet" for h in hits]
+    docs = [render_document(h.source, *h.shown()) for h in hits]
     grades = [(human or {}).get(h.source) for h in hits]
     labels = label_documents(
         judge,

@@ -2,15 +2,16 @@
 filter (Dai et al. 2022, "Promptagator: Few-shot Dense Retrieval From 8 Examples": keep a synthetic query
 only when its source comes back), with the judge in the place of the retriever.
 
-Each on-topic query is labelled against the passage of each of its expected sources meant to answer it:
-the chunk of that source holding most of the query's terms, chunked as the indexer chunks it
-(:meth:`judge_runner.search.documents.FolderDocuments.best_chunk`), and rendered for the judge exactly as
-phase two renders a result (:func:`judge_runner.judging.fence.render_document`: source, anchor, chunk text).
-The labels go through :func:`judge_runner.judging.labelling.label_documents`: the run's judge, judge mode,
-trials and seed, and its judgment cache. In pointwise mode a label's cache key depends only on the query,
-its intent and the passage, so when phase two's search shows that chunk for the query the label is read
-from the cache: no second call. (In batched mode a label is keyed by the whole batch it was given in, so
-phase two's labels are its own.)
+Each on-topic query is labelled against each of its expected sources as phase two shows a document to the
+judge: its passages for the query by the one rule (:func:`judge_runner.search.passages.select_passages`:
+the document's chunks, chunked as the indexer chunks them, ranked by BM25 of the query's terms in their
+own text, path words not counted, as many as fit the shown-text cap, in document order), rendered exactly
+as phase two renders a result (:func:`judge_runner.judging.fence.render_document`). The labels go through
+:func:`judge_runner.judging.labelling.label_documents`: the run's judge, judge mode, trials and seed, and
+its judgment cache. In pointwise mode a label's cache key depends only on the query, its intent and the
+text shown, and phase two shows the same text for the document whichever system returns it, so the label
+is read from the cache there: no second call. (In batched mode a label is keyed by the whole batch it was
+given in, so phase two's labels are its own.)
 
 A query is verified when its best label is at least :data:`VERIFIED_LABEL` (2, "relevant" on the 0-3
 scale). A judge call that fails leaves its query unchecked (kept, never dropped for a failure); a spent
@@ -70,13 +71,13 @@ class AnswerCheck:
 
 
 def passages(query: Query, documents: FolderDocuments) -> list[tuple[str, RenderedDocument]]:
-    """``[(source, the passage as the judge sees it)]`` of ``query``'s expected sources (a source that
+    """``[(source, its passages as the judge sees them)]`` of ``query``'s expected sources (a source that
     cannot be read as a document is left out)."""
     out = []
     for source in query.expectedSources:
-        chunk = documents.best_chunk(source, query.query)
-        if chunk is not None:
-            out.append((source, render_document(source, chunk.anchor, chunk.text)))
+        shown = documents.passages(source, query.query)
+        if shown is not None:
+            out.append((source, render_document(source, shown.anchor, shown.text)))
     return out
 
 

@@ -184,8 +184,11 @@ class ResultLabel(BaseModel):
     trialLabels: list[int] = Field(default_factory=list, description="The label of each trial; relevance is their median (lower middle).")
     labelSpread: int = Field(default=0, ge=0, le=3, description="Highest minus lowest trial label.")
     shownAs: list[str] = Field(default_factory=list, description="Batched mode: the local id the result had in each trial.")
-    shownFrom: Literal["chunk", "snippet"] = Field(
-        default="chunk", description="What the label was given on: the best chunk's text, or the snippet."
+    shownFrom: Literal["document", "result", "chunk", "snippet"] = Field(
+        default="chunk",
+        description="What the label was given on: document, the document's passages by the one rule whoever returned it "
+        "(judge fingerprint passageRule); result, the text the system returned (no document store holds the document); "
+        "chunk (files before passageRule), the best chunk the system matched; snippet, the snippet.",
     )
     shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
     truncated: bool = False

@@ -29,7 +29,9 @@ class HitScores(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One ranked document, represented by its best chunk."""
+    """One ranked document: what the system returned for it (``anchor``, lines, ``snippet``, scores: its
+    best chunk for the built-in search) and what the judge is shown of it (``text``, ``textAnchor``,
+    ``textFrom``; docs/judge-protocol.md, "What the judge sees of a document")."""
 
     rank: int
     source: str
@@ -43,8 +45,28 @@ class SearchHit(BaseModel):
     text: str | None = Field(
         default=None,
         exclude=True,
-        description="The best chunk's whole text, for the judge (fence.render_document caps it); not part of the search's JSON output.",
+        description="What the judge is shown of the document for this query (fence.render_document caps it): with textFrom "
+        "'document', its passages by the one rule (search/passages.py), whoever returned it; with 'result', the result's own "
+        "text. Not part of the search's JSON output.",
     )
+    textAnchor: str | None = Field(
+        default=None,
+        exclude=True,
+        description="The anchor shown to the judge with a 'document' text: its best passage's (the system's own anchor stays in anchor).",
+    )
+    textFrom: Literal["document", "result"] = Field(
+        default="result",
+        exclude=True,
+        description="Where text comes from: 'document', the document's chunks (the index, or a document store) by the one rule; "
+        "'result', the text the system returned (no store holds the document).",
+    )
+
+    def shown(self) -> tuple[str | None, str]:
+        """``(anchor, text)`` as the judge is shown them: the passages' anchor and text for a 'document'
+        text, else the system's anchor with its text (the snippet when it gave none)."""
+        if self.textFrom == "document" and self.text is not None:
+            return self.textAnchor, self.text
+        return self.anchor, self.text or self.snippet
 
 
 class SearchAnswer(BaseModel):

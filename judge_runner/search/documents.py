@@ -1,18 +1,18 @@
-"""Document text by id, for results that arrive without it: an external search that returns only ids,
-or a TREC run file (``evaluate --run``).
+"""Document text by id, for results that arrive without it or from a system that does not hold the
+document's chunks: an external search (``--corpus``), a TREC run file (``evaluate --run``), and phase
+one's answerability check.
 
-Two stores, one small interface (``label``, ``chunks(source)``, ``best_chunk(source, query)``):
+Two stores, one small interface (``label``, ``chunks(source)``, ``passages(source, query)``):
 
 - :class:`FolderDocuments`: a fixtures folder; the id is the path relative to the folder (as the
-  built-in search's ``source``), read and chunked the way the indexer does (corpus.formats);
-- :class:`BeirDocuments`: a BEIR ``corpus.jsonl``; the id is the record's ``_id``, chunked the way
+  built-in search's ``source``), read and chunked exactly as the indexer does
+  (:func:`judge_runner.corpus.document.chunk_bytes`);
+- :class:`BeirDocuments`: a BEIR ``corpus.jsonl``; the id is the record's ``_id``, cleaned and chunked as
   ``index --beir-corpus`` does (title as the anchor of every chunk).
 
-The chunk shown for a result is the one that holds most of the query's terms (the honesty gate's
-:func:`~judge_runner.search.text.term_coverage` on the same text the full-text index holds), the
-first on a tie: a TREC run names documents, not chunks, so this is the nearest stand-in for the
-engine's own choice. A document of one chunk (most BEIR records) shows exactly what the built-in
-search shows.
+What the judge is shown of a document is :func:`judge_runner.search.passages.select_passages` over these
+chunks: the rule the built-in search applies to the chunks its index holds, so a document judged through a
+store and through the index gets the same text, one judgment-cache entry and one label.
 """
 
 from __future__ import annotations
@@ -22,27 +22,16 @@ from functools import lru_cache
 from pathlib import Path
 
 from judge_runner.corpus.chunk import Chunk, chunk_text
-from judge_runner.corpus.formats import chunk_document
-from judge_runner.corpus.read import BinaryContent, decode
+from judge_runner.corpus.document import ReadDocument, chunk_bytes
+from judge_runner.corpus.read import clean_text
 from judge_runner.corpus.walk import is_hidden
-from judge_runner.search.hybrid import lexical_row_text
-from judge_runner.search.text import term_coverage
+from judge_runner.search.passages import Passages, select_passages
 
 MAX_DOCUMENT_BYTES = 2 * 1024 * 1024  # the indexer's default max_file_bytes
 
 
 class DocumentStoreError(ValueError):
     """A document store that cannot be opened (missing folder, unreadable corpus file)."""
-
-
-def pick_chunk(source: str, chunks: list[Chunk], query: str) -> Chunk | None:
-    """The chunk of ``chunks`` holding most of ``query``'s terms (first on a tie), or None when empty."""
-    best, best_cover = None, -1.0
-    for chunk in chunks:
-        cover = term_coverage(query, lexical_row_text(source, chunk.anchor, chunk.text))
-        if cover > best_cover:
-            best, best_cover = chunk, cover
-    return best
 
 
 class FolderDocuments:
@@ -65,18 +54,19 @@ class FolderDocuments:
         try:
             if path.stat().st_size > MAX_DOCUMENT_BYTES:
                 return ()
-            text = decode(path.read_bytes()).text
-        except (OSError, BinaryContent):
+            document = chunk_bytes(ReadDocument(source, path.read_bytes()))
+        except OSError:
             return ()
-        return tuple(chunk_document(text, path.suffix.lstrip(".").lower()).chunks)
+        return () if document.skip else tuple(document.chunks)
 
     def chunks(self, source: str) -> list[Chunk]:
         """The chunks of document ``source`` ([] when it is not a document of the folder)."""
         return list(self._chunks(source))
 
-    def best_chunk(self, source: str, query: str) -> Chunk | None:
-        """See :func:`pick_chunk`; None when ``source`` is not a document of the folder."""
-        return pick_chunk(source, self.chunks(source), query)
+    def passages(self, source: str, query: str) -> Passages | None:
+        """What the judge is shown of ``source`` for ``query`` (:func:`~judge_runner.search.passages.select_passages`);
+        None when ``source`` is not a document of the folder."""
+        return select_passages(query, self.chunks(source))
 
 
 class BeirDocuments:
@@ -92,9 +82,8 @@ class BeirDocuments:
                 for line in handle:
                     try:
                         record = json.loads(line)
-                        self._records.setdefault(
-                            str(record["_id"]), (str(record.get("title") or "").strip(), str(record.get("text") or "").strip())
-                        )
+                        title, text = (clean_text(str(record.get(k) or "").strip()) for k in ("title", "text"))
+                        self._records.setdefault(clean_text(str(record["_id"])), (title, text))
                     except (json.JSONDecodeError, KeyError, TypeError):
                         continue
         except OSError as exc:
@@ -109,9 +98,10 @@ class BeirDocuments:
         title, text = self._records[source]
         return [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
 
-    def best_chunk(self, source: str, query: str) -> Chunk | None:
-        """See :func:`pick_chunk`; None for an unknown id."""
-        return pick_chunk(source, self.chunks(source), query)
+    def passages(self, source: str, query: str) -> Passages | None:
+        """What the judge is shown of record ``source`` for ``query``
+        (:func:`~judge_runner.search.passages.select_passages`); None for an unknown id."""
+        return select_passages(query, self.chunks(source))
 
 
 def open_documents(path: Path) -> FolderDocuments | BeirDocuments:

@@ -1,14 +1,18 @@
 """The search logic every chunk-storing backend shares: modes, fusion, collapse to documents, honesty gate.
 
-A backend (SQLite, PostgreSQL) subclasses :class:`ChunkSearch` and provides three lookups by chunk id:
+A backend (SQLite, PostgreSQL) subclasses :class:`ChunkSearch` and provides three lookups by chunk id
+and one by document:
 
 - ``_fts(query, depth) -> [(chunk_id, score)]``: full-text ranking, best first, higher is better;
 - ``_vector(query, depth) -> [(chunk_id, cosine)]``: nearest chunks by cosine, best first;
-- ``_chunk_rows(ids) -> [(chunk_id, source, anchor, line_start, line_end, text)]``.
+- ``_chunk_rows(ids) -> [(chunk_id, source, anchor, line_start, line_end, text)]``;
+- ``_document_chunks(sources) -> {source: [Chunk, ...]}``: every chunk of each document, in document order.
 
 :meth:`ChunkSearch.search` does the rest the same way for every backend: RRF (one implementation,
 :func:`judge_runner.search.fusion.rrf`) over the two lists in hybrid mode, documents ranked by their
-best chunk, snippets, and ``confident``.
+best chunk, snippets, and ``confident``; then what the judge is shown of each document, by the rule every
+system's results are shown by (:func:`judge_runner.search.passages.select_passages` over the document's
+chunks, not the chunk the engine matched), outside the search's measured latency.
 
 Depth: each list starts at ``settings.depth`` chunks (30), or the limit when larger (docs/builtin-search.md). Since a
 document may own several of those chunks, the lists are fetched again twice as deep, up to
@@ -26,10 +30,12 @@ from typing import Any
 import numpy as np
 
 from judge_runner.core.models import SEARCH_MODES, SearchMode
+from judge_runner.corpus.chunk import Chunk
 from judge_runner.corpus.read import clean_text
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchSettings
 from judge_runner.search.embedding import encode_each
 from judge_runner.search.fusion import rrf
+from judge_runner.search.passages import select_passages
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
 
 # Full-text weights of a chunk's three fields (body, anchor, path): a heading or file-name match counts
@@ -94,6 +100,20 @@ def collapse(
     return hits
 
 
+def with_passages(query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]]) -> list[SearchHit]:
+    """``hits`` with what the judge is shown of each document (``text``, ``textAnchor``, ``textFrom``
+    'document'): :func:`~judge_runner.search.passages.select_passages` over ``chunks[source]`` (the
+    document's chunks in order); a hit whose document has none keeps its own text."""
+    out = []
+    for hit in hits:
+        passages = select_passages(query, chunks.get(hit.source) or [])
+        if passages is None:
+            out.append(hit)
+        else:
+            out.append(hit.model_copy(update={"text": passages.text, "textAnchor": passages.anchor, "textFrom": "document"}))
+    return out
+
+
 def embed_query(embedder: Any, query: str) -> np.ndarray:
     """``query``'s vector, shape ``(embedder.dimension,)``, float32: the text encoded alone, in a batch
     of one, so the vector is a function of the text and the model only. Every query vector of the
@@ -115,6 +135,9 @@ class ChunkSearch:
         raise NotImplementedError
 
     def _chunk_rows(self, ids: list[int]) -> list[ChunkRow]:
+        raise NotImplementedError
+
+    def _document_chunks(self, sources: list[str]) -> dict[str, list[Chunk]]:
         raise NotImplementedError
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int:
@@ -160,7 +183,9 @@ class ChunkSearch:
             local.vector = (query, vector)
         return vector
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, query_vector: np.ndarray | None = None) -> SearchAnswer:
+    def search(
+        self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, query_vector: np.ndarray | None = None, passages: bool = True
+    ) -> SearchAnswer:
         """Rank documents for ``query`` (any text is safe: characters that cannot be encoded, such as a
         lone surrogate from a shell argument holding an invalid byte, become U+FFFD) by their best chunk.
 
@@ -169,6 +194,8 @@ class ChunkSearch:
         ``limit`` documents when the index holds that many matches (see the module docstring on depth).
         ``query_vector``: the query's embedding when the caller has it (shape ``(dimension,)``, from this
         index's embedder), else the one :meth:`prepare_queries` computed, else it is computed here.
+        ``passages``: also fill in what the judge is shown of each document (:func:`with_passages`; after
+        the latency is measured); False for callers that only need the ranking (``search``, ``--trec-run``).
         Raises ValueError for an unknown mode, a limit under 1 or a vector of another shape.
         """
         if mode not in SEARCH_MODES:
@@ -186,9 +213,13 @@ class ChunkSearch:
         local = self.__dict__.get("_search_local") or self.__dict__.setdefault("_search_local", threading.local())
         local.active, local.vector = True, (query, given) if given is not None else None
         try:
-            return self._search(query, mode, limit, started)
+            answer = self._search(query, mode, limit, started)
         finally:
             local.active, local.vector = False, None
+        if passages and answer.results:
+            chunks = self._document_chunks(list(dict.fromkeys(h.source for h in answer.results)))
+            answer = answer.model_copy(update={"results": with_passages(query, answer.results, chunks)})
+        return answer
 
     def _search(self, query: str, mode: SearchMode, limit: int, started: float) -> SearchAnswer:
         s = self.settings

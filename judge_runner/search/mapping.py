@@ -20,9 +20,13 @@ lineStart   first line of the text in the document           ``lineStart``
 lineEnd     last line                                        ``lineEnd``
 ==========  ==============================================  =========================================
 
-A result without text is looked up by its id in a :class:`~judge_runner.search.documents.Documents`
-store (the fixtures folder, or a BEIR corpus): its best chunk for the query gives the snippet,
-anchor and lines. A result whose id is not in the store and that has no text is an error naming it.
+What the judge is shown of a result's document comes from the document store when it holds the document
+(the fixtures folder or a BEIR corpus: :mod:`judge_runner.search.documents`): its passages for the query by
+the one rule every system is judged by (:mod:`judge_runner.search.passages`), so a document gets one label
+whoever returned it. The text the system sent is its snippet (graded by the list-level snippet quality);
+only when no store holds the document is that text what the judge reads. A result without text whose id is
+not in the store is an error naming it. Only the first ``limit`` results are read, in the system's order;
+a document listed twice among them is merged into its first place, and the run file says so.
 
 What a command prints or an endpoint sends is read into memory only up to :data:`MAX_REPLY_BYTES`
 (an error past that, saying where it was cut) and decoded by :func:`decode_reply`: the charset the
@@ -184,7 +188,7 @@ def answer_from_reply(
     """The :class:`~judge_runner.search.base.SearchAnswer` of a decoded external reply (:func:`map_hits`);
     ``started`` is the ``time.perf_counter()`` of the call (for ``latencyMs``); the reply's own
     ``confident`` flag is honoured when it is a boolean. Raises what :func:`map_hits` raises."""
-    hits = map_hits(reply, mapping, query, limit, documents, snippet_chars)
+    hits, merged = map_hits(reply, mapping, query, limit, documents, snippet_chars)
     confident = dig(reply, "confident") if isinstance(reply, dict) else None
     return SearchAnswer(
         query=query,
@@ -192,7 +196,7 @@ def answer_from_reply(
         results=hits,
         confident=bool(hits) and (confident if isinstance(confident, bool) else True),
         latencyMs=round((time.perf_counter() - started) * 1000, 3),
-        notes=list(notes or []),
+        notes=[*(notes or []), *merged],
     )
 
 
@@ -224,22 +228,30 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400) -> list[SearchHit]:
-    """The first ``limit`` documents of a decoded ``reply`` as search hits, ranked in the reply's order
-    (a document returned twice keeps its first place: results are collapsed to documents, as the
-    built-in search does).
+def map_hits(
+    reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400
+) -> tuple[list[SearchHit], list[str]]:
+    """``(hits, notes)``: the documents of the first ``limit`` results of a decoded ``reply``, as the
+    system ranked them, as search hits. The cut comes first, then the merge: a document listed again
+    within those results keeps its first place and is judged once (results are collapsed to documents, as
+    the built-in search does), the later documents move up by the places the repeats took, and ``notes``
+    says so (nothing past the ``limit``-th result is ever read: a document repeated ten times cannot pull
+    the eleventh result into the list).
 
-    ``documents`` (a :class:`~judge_runner.search.documents.Documents` or None) supplies text, anchor
-    and lines for a result that has no text. Raises ExternalSearchError when the reply holds no list, a
-    result is not an object or has no id, or results have neither text nor a document in the store
-    (the message names them)."""
-    items = mapping.result_list(reply)
+    What the judge is shown of a document (``text``): its passages from ``documents`` (a
+    :class:`~judge_runner.search.documents.FolderDocuments` or
+    :class:`~judge_runner.search.documents.BeirDocuments`, or None) by the one rule
+    (:func:`judge_runner.search.passages.select_passages`) whenever the store holds it, whatever text the
+    system sent (the text it sent is its snippet); else the result's own text. The snippet is the system's
+    text, or for a result without text a window of the passages. Raises ExternalSearchError when the reply
+    holds no list, a result is not an object or has no id, or results have neither text nor a document in
+    the store (the message names them)."""
+    listed = mapping.result_list(reply)
+    items = listed[:limit]
     hits: list[SearchHit] = []
     unknown: list[str] = []
-    seen: set[str] = set()
+    repeats: dict[str, int] = {}
     for number, item in enumerate(items, start=1):
-        if len(hits) + len(unknown) >= limit:
-            break
         if not isinstance(item, dict):
             raise ExternalSearchError(f"result {number} is not an object (got {_shape(item)})", "search_output")
         source = mapping.lookup(item, "id")
@@ -249,38 +261,61 @@ def map_hits(reply: Any, mapping: FieldMapping, query: str, limit: int, document
                 "search_output",
             )
         source = str(source)
-        if source in seen:  # a chunk-level engine: a document is ranked by its first (best) result
+        if source in repeats:  # a chunk-level engine: a document is ranked by its first (best) result
+            repeats[source] += 1
             continue
-        seen.add(source)
-        rank = len(hits) + 1
-        text = mapping.lookup(item, "text")
-        anchor = mapping.lookup(item, "anchor")
-        start, end = _number(mapping.lookup(item, "lineStart")), _number(mapping.lookup(item, "lineEnd"))
-        if text is None or str(text).strip() == "":
-            chunk = documents.best_chunk(source, query) if documents is not None else None
-            if chunk is None:
-                unknown.append(source)
-                continue
-            text = chunk.text
-            anchor = anchor if anchor is not None else chunk.anchor
-            start, end = start or chunk.line_start, end or chunk.line_end
-        text = str(text)
-        score = _number(mapping.lookup(item, "score"))
-        hits.append(
-            SearchHit(
-                rank=rank,
-                source=source,
-                anchor=None if anchor is None else str(anchor),
-                lineStart=int(start or 1),
-                lineEnd=int(end or start or max(1, text.count("\n") + 1)),
-                snippet=make_snippet(text, query, snippet_chars),
-                score=round(score if score is not None else 1.0 / rank, 6),
-                scores=HitScores(),
-                matchedBy=[],
-            )
-        )
+        repeats[source] = 0
+        hit = _hit(item, mapping, source, len(hits) + 1, query, documents, snippet_chars)
+        if hit is None:
+            unknown.append(source)
+        else:
+            hits.append(hit)
     if unknown:
         where = f" in {documents.label}" if documents is not None else " (no document store to fetch text from)"
         shown = ", ".join(repr(s) for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise ExternalSearchError(f"{len(unknown)} result(s) have no text and no document{where}: {shown}", "search_unknown_source")
-    return hits
+    return hits, _merge_notes(repeats, len(items), limit if len(listed) > limit else None)
+
+
+def _hit(item: dict, mapping: FieldMapping, source: str, rank: int, query: str, documents: Any, snippet_chars: int) -> SearchHit | None:
+    """One result as a hit (see :func:`map_hits`), or None when it has no text and no document in the store."""
+    own = mapping.lookup(item, "text")
+    own = None if own is None or str(own).strip() == "" else str(own)
+    anchor = mapping.lookup(item, "anchor")
+    start, end = _number(mapping.lookup(item, "lineStart")), _number(mapping.lookup(item, "lineEnd"))
+    passages = documents.passages(source, query) if documents is not None else None
+    if passages is None and own is None:
+        return None
+    if own is None and passages is not None:  # nothing shown by the system: the best passage stands for it
+        anchor = anchor if anchor is not None else passages.anchor
+        start, end = start or passages.line_start, end or passages.line_end
+    shown = own if own is not None else (passages.text if passages is not None else "")
+    score = _number(mapping.lookup(item, "score"))
+    return SearchHit(
+        rank=rank,
+        source=source,
+        anchor=None if anchor is None else str(anchor),
+        lineStart=int(start or 1),
+        lineEnd=int(end or start or max(1, shown.count("\n") + 1)),
+        snippet=make_snippet(shown, query, snippet_chars),
+        score=round(score if score is not None else 1.0 / rank, 6),
+        scores=HitScores(),
+        matchedBy=[],
+        text=passages.text if passages is not None else own,
+        textAnchor=passages.anchor if passages is not None else None,
+        textFrom="document" if passages is not None else "result",
+    )
+
+
+def _merge_notes(repeats: dict[str, int], read: int, cut: int | None) -> list[str]:
+    """The ``searchNotes`` line of a reply that listed documents more than once in the ``read`` results
+    read (``cut``: the limit, when the reply held more results than that)."""
+    twice = {source: n for source, n in repeats.items() if n}
+    if not twice:
+        return []
+    named = ", ".join(f"{s!r} x{n + 1}" for s, n in sorted(twice.items(), key=lambda kv: -kv[1])[:3]) + (" ..." if len(twice) > 3 else "")
+    judged = f"{len(repeats)} document{'s' if len(repeats) != 1 else ''} judged"
+    return [
+        f"{sum(twice.values())} of the first {read} results repeated a document listed before ({named}): each document is "
+        f"judged once, at its first place ({judged})" + (f"; results after the first {cut} are not read" if cut else "")
+    ]

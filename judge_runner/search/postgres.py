@@ -46,6 +46,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
+from judge_runner.corpus.chunk import Chunk
 from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
@@ -505,6 +506,10 @@ class PostgresIndex(ChunkSearch):
                 "SELECT c.id, d.source, c.anchor, c.line_start, c.line_end, c.text FROM {s}.chunks c "
                 "JOIN {s}.documents d ON d.id = c.doc_id WHERE c.id = ANY(%s) ORDER BY c.id"
             ),
+            "document_chunks": self._sql(
+                "SELECT d.source, c.anchor, c.line_start, c.line_end, c.text FROM {s}.chunks c "
+                "JOIN {s}.documents d ON d.id = c.doc_id WHERE d.source = ANY(%s) ORDER BY d.source, c.ord"
+            ),
         }
 
     @staticmethod
@@ -544,3 +549,12 @@ class PostgresIndex(ChunkSearch):
             return []
         with self._reader() as conn:
             return [tuple(r) for r in conn.execute(self._q["rows"], (list(ids),)).fetchall()]
+
+    def _document_chunks(self, sources: list[str]) -> dict[str, list[Chunk]]:
+        out: dict[str, list[Chunk]] = {}
+        if not sources:
+            return out
+        with self._reader() as conn:
+            for source, anchor, start, end, text in conn.execute(self._q["document_chunks"], (list(sources),)).fetchall():
+                out.setdefault(source, []).append(Chunk(text, anchor, start, end))
+        return out

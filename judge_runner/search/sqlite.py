@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from judge_runner.corpus.chunk import Chunk
 from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
@@ -282,3 +283,16 @@ class SQLiteIndex(ChunkSearch):
             f"JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({','.join('?' * len(ids))})",
             ids,
         ).fetchall()
+
+    def _document_chunks(self, sources: list[str]) -> dict[str, list[Chunk]]:
+        out: dict[str, list[Chunk]] = {}
+        for i in range(0, len(sources), 500):  # well under SQLite's limit of bound variables
+            part = sources[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT d.source, c.anchor, c.line_start, c.line_end, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                f"WHERE d.source IN ({','.join('?' * len(part))}) ORDER BY d.source, c.ord",
+                part,
+            ).fetchall()
+            for source, anchor, start, end, text in rows:
+                out.setdefault(source, []).append(Chunk(text, anchor, start, end))
+        return out

@@ -128,7 +128,7 @@ def write_run(index, queries: list[tuple[str, str]], path: Path, mode: str, limi
     latencies: list[float] = []
     with open(path, "w", encoding="utf-8") as out:
         for qid, text in queries:
-            answer = index.search(text, mode=mode, limit=limit)
+            answer = index.search(text, mode=mode, limit=limit, passages=False)  # the ranking only: nothing is judged
             latencies.append(answer.latencyMs)
             lines = run_lines(qid, [(hit.source, hit.score) for hit in answer.results], f"judge-runner-{mode}")
             out.writelines(line + "\n" for line in lines)

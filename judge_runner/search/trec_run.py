@@ -18,7 +18,10 @@ The search finds a query's ranking by the query's id: the query set maps each qu
 A query the run holds no line for is not scored (an error line, as trec_eval leaves such a query out of
 the run's averages, rather than a zero); :func:`judge_runner.app.inputs.check_run_coverage` says so
 before the run, and refuses a run that matches none of the query set's ids. Text comes from a document
-store (:mod:`judge_runner.search.documents`); a docid the store does not hold is an error naming it.
+store (:mod:`judge_runner.search.documents`), by the rule every system's documents are shown by
+(:mod:`judge_runner.search.passages`); a docid the store does not hold is an error naming it. The
+ranking is cut at the search limit before a docid listed twice is merged into its first place (the
+evaluation line's ``searchNotes`` says so).
 """
 
 from __future__ import annotations
@@ -48,16 +51,12 @@ def _float32(value: float) -> float:
 
 def trec_eval_order(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """``[(docid as written, score)]`` of one query in trec_eval's order: score descending compared as
-    float32, ties by docid descending (bytes). A docid listed twice keeps its first place in that order."""
+    float32, ties by docid descending (bytes). A docid listed twice stays twice (trec_eval refuses such a
+    run; the search cuts the ranking at its limit first, then merges, as it does for every system:
+    :func:`judge_runner.search.mapping.map_hits`)."""
     ordered = sorted(rows, key=lambda r: r[0].encode("utf-8"), reverse=True)
     ordered.sort(key=lambda r: -_float32(r[1]))  # stable: ties keep the docid order
-    seen: set[str] = set()
-    out = []
-    for docid, score in ordered:
-        if docid not in seen:
-            seen.add(docid)
-            out.append((docid, score))
-    return out
+    return ordered
 
 
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
@@ -122,7 +121,12 @@ class TrecRunSearch:
             )
         ranked = self.run[qid]
         reply = [{"id": docid, "score": score} for docid, score in ranked]
-        hits = map_hits(reply, FieldMapping(), query, limit, self.documents, self.snippet_chars)
+        hits, notes = map_hits(reply, FieldMapping(), query, limit, self.documents, self.snippet_chars)
         return SearchAnswer(
-            query=query, mode=mode, results=hits, confident=bool(hits), latencyMs=round((time.perf_counter() - started) * 1000, 3)
+            query=query,
+            mode=mode,
+            results=hits,
+            confident=bool(hits),
+            latencyMs=round((time.perf_counter() - started) * 1000, 3),
+            notes=notes,
         )

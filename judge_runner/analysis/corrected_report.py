@@ -25,11 +25,24 @@ def too_few(labelled: int, minimum: int = MIN_LABELLED) -> str:
     return f"not shown: {labelled} labelled {'query' if labelled == 1 else 'queries'}, a corrected figure needs at least {minimum}"
 
 
+NOT_NARROWED = "the judge did not narrow it, so this is the people's labels alone"
+
+
 def weight_text(f: Mapping[str, Any]) -> str:
     """The judge's weight in words: ``judge weight 0.64`` or that the judge added nothing."""
     if not f.get("judgeInformative", True):
-        return "the judge did not narrow it: the people's labels alone"
+        return NOT_NARROWED
     return f"judge weight {f.get('weight', 1.0):.2f}"
+
+
+def _alone(f: Mapping[str, Any], signed: bool = False) -> str:
+    """``; people's labels alone 0.598 [0.520, 0.680]`` beside a corrected figure, or nothing when the figure
+    is the people's alone already."""
+    if not f.get("judgeInformative", True):
+        return ""
+    human = f["humanOnly"]
+    mean = f"{human['mean']:+.3f}" if signed else f"{human['mean']:.3f}"
+    return f"; people's labels alone {mean} {_interval(human['ci95'], signed)}"
 
 
 def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> str:
@@ -42,11 +55,9 @@ def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> 
     f = block.get(column)
     if not f:
         return f"bias-corrected {column} {too_few(labelled, block.get('minimumLabelled', MIN_LABELLED))} (of {scored} scored)"
-    human = f["humanOnly"]
     return (
         f"bias-corrected {column} {f['estimate']:.3f} {_interval(f['ci95'])} "
-        f"(judge {f['judgeMean']:.3f}, correction {f['correction']:+.3f}, {weight_text(f)}; "
-        f"people's labels alone {human['mean']:.3f} {_interval(human['ci95'])}; "
+        f"(judge {f['judgeMean']:.3f}, correction {f['correction']:+.3f}, {weight_text(f)}{_alone(f)}; "
         f"{labelled} of {scored} queries human-labelled)"
     )
 
@@ -55,11 +66,10 @@ def difference_text(diff: Mapping[str, Any], name: str | None = None) -> str:
     """A corrected difference in one line: ``corrected nDCG@10 vector - fts +0.041 [+0.012, +0.070]: vector
     better (judge alone +0.090; people's labels alone +0.035 [...]; 30 of 40 queries labelled)``."""
     what = name or f"{diff['system']} - {diff['against']}"
-    human = diff["humanOnly"]
     return (
         f"corrected {diff['column']} {what} {diff['estimate']:+.3f} {_interval(diff['ci95'], True)}: {diff['verdict']} "
-        f"(judge alone {diff['judgeDelta']:+.3f}, {weight_text(diff)}; people's labels alone {human['mean']:+.3f} "
-        f"{_interval(human['ci95'], True)}; {diff['labelled']} of {diff['queries']} queries labelled)"
+        f"(judge alone {diff['judgeDelta']:+.3f}, {weight_text(diff)}{_alone(diff, True)}; "
+        f"{diff['labelled']} of {diff['queries']} queries labelled)"
     )
 
 
@@ -81,13 +91,13 @@ def ranking_text(ranking: Mapping[str, Any] | None) -> str:
     )
 
 
-def block_lines(block: Mapping[str, Any] | None) -> list[str]:
-    """Every one-line text of a block: the (reference) system's nDCG@10, each other system's, each corrected
-    difference, the ranking."""
+def block_lines(block: Mapping[str, Any] | None, others: bool = True) -> list[str]:
+    """Every one-line text of a block: the (reference) system's nDCG@10, each other system's (unless not
+    ``others``: trend shows them on their own rows), each corrected difference, the ranking."""
     if not block:
         return []
     lines = [corrected_text(block)]
-    for system in block.get("systems") or []:
+    for system in (block.get("systems") or []) if others else []:
         if system["name"] != block.get("system"):
             lines.append(f"{system['name']}: " + corrected_text(system))
     lines += [difference_text(d) for d in block.get("differences") or [] if d["column"] == "nDCG@10"]
@@ -171,3 +181,19 @@ def _systems_markdown(block: Mapping[str, Any]) -> list[str]:
             "",
         ]
     return md
+
+
+def corrected_comparison_markdown(block: Mapping[str, Any] | None) -> list[str]:
+    """The compare report's corrected lines: each difference to the reference corrected with the people's labels,
+    with its verdict, and the ranking; [] without a compare run's block."""
+    if not block or not block.get("systems"):
+        return []
+    md = ["", "Corrected with the people's labels (prediction-powered, paired per query; the judge alone beside):", ""]
+    differences = block.get("differences") or []
+    md += [f"- {md_text(difference_text(d))}" for d in differences]
+    if not differences:
+        md.append(
+            f"- no corrected difference: fewer than {block.get('minimumLabelled', MIN_LABELLED)} queries are labelled for both systems"
+        )
+    text = ranking_text(block.get("ranking"))
+    return md + ([f"- {md_text(text)}"] if text else [])

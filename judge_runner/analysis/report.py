@@ -204,7 +204,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
         charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
-        md += comparison_markdown(summary.comparison, charts[-1])
+        md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
     md += ["## Worst queries", ""]
     for ev in worst:
         md += [

@@ -35,7 +35,7 @@ def corrected_lines(row: dict, gate_only: bool = False) -> str:
     the corrected nDCG@10 of its system, a compare run's differences and ranking), then the corrected change of
     nDCG@10 against the baseline and the previous run (``gate_only``: only against what the gate compares
     with); empty without any."""
-    lines = block_lines(row.get("biasCorrected"))
+    lines = block_lines(row.get("biasCorrected"), others=False)  # each other system of a compare run has its row
     keys: tuple[str, ...] = ("vsBaseline", "vsPrevious")
     if gate_only:
         keys = ("vsBaseline",) if row.get("vsBaseline") else ("vsPrevious",)

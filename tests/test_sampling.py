@@ -168,3 +168,41 @@ def test_what_a_budget_buys():
     assert labels_for_half_width(units, 0.0001, 0.2, 100) is None  # not reachable on this query set
     assert budget_text(150, 0.03, "the difference", 10) == "about 150 labels (25 min at 10 s each) for ±0.03 on the difference"
     assert budget_text(1, 0.05, "the mean") == "about 1 label for ±0.05 on the mean"
+
+
+def test_without_evidence_the_plan_is_a_fixed_size_uniform_draw_and_known_units_are_free():
+    from judge_runner.measures.ipw import planned_mean
+    from judge_runner.measures.sampling import plan_budget
+
+    rng = np.random.default_rng(4)
+    n = 240
+    known = rng.random(n) < 0.25  # e.g. queries two systems ranked alike: their difference is exactly 0
+    y = np.where(known, 0.0, rng.normal(0.05, 0.2, n).clip(-1, 1))
+    f = np.where(known, 0.0, (y + rng.normal(0.08, 0.1, n)).clip(-1, 1))
+    units = [Unit(f"q{i}", 10.0, 0.1, bool(k)) for i, k in enumerate(known)]
+    plan = plan_budget(units, 400)
+    assert plan.design == "uniform" and plan.rho == 0 and plan.size == 40
+    assert all(plan.probabilities[u.id] == 1.0 for u in units if u.known)
+    truth, estimates, covered = float(y.mean()), [], 0
+    judge = {f"q{i}": float(v) for i, v in enumerate(f)}
+    for seed in range(300):
+        drawn = plan.draw(seed)
+        assert sum(1 for u in drawn if not known[int(u[1:])]) == 40
+        found = planned_mean(plan.design, judge, {u: float(y[int(u[1:])]) for u in drawn}, plan.probabilities, bounds=(-1, 1))
+        estimates.append(found.estimate)
+        covered += found.ci95[0] <= truth <= found.ci95[1]
+    assert abs(float(np.mean(estimates)) - truth) < 4 * float(np.std(estimates)) / math.sqrt(300) + 1e-3
+    assert covered / 300 >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / 300)
+    with pytest.raises(ValueError):
+        planned_mean("greedy", judge, {}, plan.probabilities)
+
+
+def test_with_past_labels_that_back_the_spreads_the_plan_weights():
+    from judge_runner.measures.sampling import plan_budget
+
+    y, f, sd = finite_population(2)
+    units = [Unit(str(i), 1.0, float(s)) for i, s in enumerate(sd)]
+    past = [(str(i), float(y[i] - f[i] + 0.1), 1.0) for i in range(60)]
+    plan = plan_budget(units, 50, past)
+    assert plan.design == "weighted" and plan.rho > 0
+    assert sum(plan.probabilities.values()) == pytest.approx(50, rel=1e-6)

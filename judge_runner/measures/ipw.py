@@ -7,12 +7,14 @@ Zrnic & Candes 2024, "Active statistical inference", arXiv 2403.03208, section 3
 difference estimator of survey sampling, Sarndal, Swensson & Wretman 1992, section 6.3)::
 
     z_i   = m_i + (y_i - m_i) * xi_i / pi_i         xi_i = 1 when i was labelled
-    theta = mean_N z_i,        Var = s_z^2 / N       (s_z^2 over all N queries)
+    theta = mean_N z_i
 
 for any prediction ``m_i = a + lambda f_i`` fixed in advance: the judge's value ``f_i`` moved and scaled to the
 people's. ``E[z_i] = y_i`` whatever the judge, so the estimate is unbiased whatever the judge's bias and
-whatever the probabilities (each > 0 where not known); ``s_z^2 / N`` estimates its variance over queries
-like these and over the draw. ``a`` and ``lambda`` minimise the variance's draw part, ``sum (1 - pi)/pi
+whatever the probabilities (each > 0 where not known). Its variance over queries like these and over the draw
+is estimated design-based: the people's spread over queries (inverse-probability weighted) over ``N``, plus
+``sum (1 - pi)/pi^2 (y - m)^2 / N^2`` over the labelled (Sarndal, Swensson & Wretman 1992, eq. 6.6.4); with every
+``pi = n/N`` that is the uniform design's ``s_e^2/n + (s_y^2 - s_e^2)/N``. ``a`` and ``lambda`` minimise the variance's draw part, ``sum (1 - pi)/pi
 (y - m)^2``, estimated on the labelled queries by weighted least squares with weights ``(1 - pi)/pi^2``
 (PPI++'s power tuning under a sampling design; Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453); they are
 cross-fitted (leave one out) as in :mod:`judge_runner.measures.ppi`, ``lambda`` clipped to [0, 1]. The
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED, NO_INFORMATION, MeanEstimate, clip_interval, t_quantile
+from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED, NO_INFORMATION, MeanEstimate, clip_interval, t_quantile, tuned_mean
 
 MAX_GRADE = 3
 DEPTH = 10
@@ -81,12 +83,19 @@ def _wls(f: np.ndarray, y: np.ndarray, w: np.ndarray, fit: bool) -> tuple[float,
     return mean_y - lam * mean_f, lam
 
 
-def _design_terms(f: np.ndarray, y: np.ndarray, pi: np.ndarray, labelled: np.ndarray, fit: bool) -> tuple[np.ndarray, float]:
-    """``(z terms over every unit, mean lambda over the labelled)`` of the estimator (module docstring). Every
-    unit's prediction is fitted on the labelled units other than itself (a labelled unit: leave one out; an
-    unlabelled one: all of them), so it never depends on the unit's own draw: ``E[z_i] = y_i`` exactly."""
+def _design_terms(f: np.ndarray, y: np.ndarray, pi: np.ndarray, labelled: np.ndarray, fit: bool) -> tuple[np.ndarray, float, float]:
+    """``(z terms over every unit, mean lambda over the labelled, variance)`` of the estimator (module
+    docstring). Every unit's prediction is fitted on the labelled units other than itself (a labelled unit:
+    leave one out; an unlabelled one: all of them), so it never depends on the unit's own draw: ``E[z_i] = y_i``
+    exactly. The variance is the design-based one for queries like these: the people's spread over queries
+    (Hajek-weighted, ``1/pi``, over the labelled) over ``N``, plus the draw's ``sum (1 - pi)/pi^2 e^2 / N^2``
+    over the labelled, ``e = y - m`` (Sarndal et al. 1992, eq. 6.6.4)."""
     lab = np.flatnonzero(labelled)
     w = np.where(pi[lab] < 1, (1 - pi[lab]) / pi[lab] ** 2, 0.0)
+    if np.any(w > 0):  # units labelled for certain inform the fit too, as a typical drawn unit would
+        w = np.where(pi[lab] < 1, w, float(np.median(w[w > 0])))
+    else:
+        w = np.ones(len(lab))
     a_all, lam_all = _wls(f[lab], y[lab], w, fit)
     m = a_all + lam_all * f
     if len(lab):
@@ -94,7 +103,12 @@ def _design_terms(f: np.ndarray, y: np.ndarray, pi: np.ndarray, labelled: np.nda
         m[lab] = a_loo + lam_loo * f[lab]
     z = m.copy()
     z[lab] = m[lab] + (y[lab] - m[lab]) / pi[lab]
-    return z, float(lam_loo.mean()) if len(lab) else 0.0
+    big_n = len(f)
+    hajek = 1 / pi[lab]
+    mean_y = float((hajek * y[lab]).sum() / hajek.sum())
+    spread = float((hajek * (y[lab] - mean_y) ** 2).sum() / hajek.sum()) * len(lab) / max(len(lab) - 1, 1)
+    draw = float(((1 - pi[lab]) / pi[lab] ** 2 * (y[lab] - m[lab]) ** 2).sum()) / big_n**2
+    return z, float(lam_loo.mean()) if len(lab) else 0.0, spread / big_n + draw
 
 
 @dataclass(frozen=True)
@@ -119,21 +133,20 @@ def design_mean(
     :class:`judge_runner.measures.ppi.MeanEstimate` (its ``human_*``: the people's own estimate under the same
     design; ``labelled_variance`` = n * Var, ``shared_variance`` 0, so ``variance_at`` scales it as 1/n).
     ``weight``: None to fit lambda (with the fall-back to the people's own), 0 for the people's own. None
-    with fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled units drawn (certain ones do not
-    count). Raises ValueError for a labelled unit whose probability is not in (0, 1]."""
+    with fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` units drawn (``pi < 1``; the t quantile has
+    their number less 2 degrees of freedom, less 1 for the people's own). Raises ValueError for a labelled unit whose probability is not in (0, 1]."""
     f = np.array([u.judge for u in units], dtype=float)
     labelled = np.array([u.human is not None for u in units])
     y = np.array([u.human if u.human is not None else 0.0 for u in units], dtype=float)
     pi = np.array([u.probability for u in units], dtype=float)
     if np.any(labelled & ((pi <= 0) | (pi > 1))):
         raise ValueError("every labelled unit needs a probability in (0, 1]")
-    drawn = int((labelled & (pi < 1)).sum())
     n, big_n = int(labelled.sum()), len(units)
-    if drawn < MIN_LABELLED:
+    drawn = int((labelled & (pi < 1)).sum())  # certain units carry no draw: the variance rests on the drawn ones
+    if drawn < MIN_LABELLED or big_n < 2:
         return None
-    human_z, _ = _design_terms(f, y, pi, labelled, fit=False)
-    tuned_z, lam = _design_terms(f, y, pi, labelled, fit=weight is None)
-    human_var, tuned_var = float(human_z.var(ddof=1)) / big_n, float(tuned_z.var(ddof=1)) / big_n
+    human_z, _, human_var = _design_terms(f, y, pi, labelled, fit=False)
+    tuned_z, lam, tuned_var = _design_terms(f, y, pi, labelled, fit=weight is None)
     human_half = t_quantile(drawn - 1, confidence) * math.sqrt(human_var)
     narrower = t_quantile(drawn - 2, confidence) * math.sqrt(tuned_var) < human_half
     informative = weight is None and lam >= NO_INFORMATION and narrower
@@ -157,6 +170,65 @@ def design_mean(
         df=df,
         bounds=bounds,
         confidence=confidence,
+    )
+
+
+def planned_mean(
+    design: str,
+    judge: Mapping[str, float],
+    human: Mapping[str, float],
+    probabilities: Mapping[str, float],
+    *,
+    bounds: tuple[float, float] = (0.0, 1.0),
+) -> MeanEstimate | None:
+    """The corrected mean under a plan (:class:`judge_runner.measures.sampling.Plan`: its ``design`` and
+    ``probabilities``). ``"weighted"``: :func:`ipw_mean`. ``"uniform"``: the units at probability 1 (known, or
+    labelled before) form a stratum whose values are known, the others a uniform sample corrected by PPI++
+    (:func:`judge_runner.measures.ppi.tuned_mean`); the estimate is the strata's mean weighted by their sizes
+    (Cochran 1977, section 5.2), its variance ``(N_o/N)^2 Var_o + (N_c/N)^2 s_c^2 / N_c``. None with too few
+    labelled queries in the sampled stratum. Raises ValueError for an unknown design."""
+    if design == "weighted":
+        return ipw_mean(judge, human, probabilities, bounds=bounds)
+    if design != "uniform":
+        raise ValueError(f"unknown design {design!r}")
+    certain = [q for q in judge if probabilities.get(q, 0) >= 1 and q in human]
+    sampled = [q for q in judge if q not in set(certain)]
+    found = tuned_mean(
+        [judge[q] for q in sampled], [judge[q] for q in sampled if q in human], [human[q] for q in sampled if q in human], bounds=bounds
+    )
+    if found is None or not certain:
+        return found
+    big_n, n_c = len(judge), len(certain)
+    y_c = np.array([human[q] for q in certain], dtype=float)
+    share = len(sampled) / big_n
+    centre = share * found.estimate + (1 - share) * float(y_c.mean())
+    var = share**2 * found.variance + (1 - share) ** 2 * (float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0)
+    if not found.judge_informative:
+        var = share**2 * float(np.var([human[q] for q in sampled if q in human], ddof=1)) / found.labelled + (1 - share) ** 2 * (
+            float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0
+        )
+    half = found.quantile * math.sqrt(var)
+    y_o = np.array([human[q] for q in sampled if q in human], dtype=float)
+    certain_var = (1 - share) ** 2 * (float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0)
+    human_centre = share * float(y_o.mean()) + (1 - share) * float(y_c.mean())
+    human_half = t_quantile(len(y_o) - 1, found.confidence) * math.sqrt(share**2 * float(y_o.var(ddof=1)) / len(y_o) + certain_var)
+    estimate = float(np.clip(centre, *bounds))
+    return MeanEstimate(
+        estimate=estimate,
+        ci95=clip_interval(centre - half, centre + half, bounds),
+        weight=found.weight,
+        judge_informative=found.judge_informative,
+        judge_mean=float(np.mean(list(judge.values()))),
+        correction=estimate - float(np.mean(list(judge.values()))),
+        queries=big_n,
+        labelled=found.labelled + n_c,
+        human_mean=float(np.clip(human_centre, *bounds)),
+        human_ci95=clip_interval(human_centre - human_half, human_centre + human_half, bounds),
+        labelled_variance=var * found.labelled,
+        shared_variance=0.0,
+        df=found.df,
+        bounds=bounds,
+        confidence=found.confidence,
     )
 
 

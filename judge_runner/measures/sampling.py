@@ -25,9 +25,9 @@ sampling), the expected cost ``sum pi_i c_i`` equal to the budget:
   2025, "Robust sampling for active statistical inference", arXiv 2511.08991): ``rho`` is chosen to minimise
   the variance predicted by past labels when there are some (:func:`choose_rho`: the draw part of the
   variance estimated with inverse-probability weights from units labelled before), which, uniform being
-  on the path, is never predicted worse than uniform; without past labels ``rho`` is :data:`DEFAULT_RHO`, a
-  hedge between the two. Known units and units labelled before are given ``pi = 1`` at no cost in every
-  mode, which uniform sampling would waste labels on.
+  on the path, is never predicted worse than uniform; without past labels ``rho`` is :data:`DEFAULT_RHO`
+  (0: the spreads are a model nobody has checked yet). Known units and units labelled before are given ``pi =
+  1`` at no cost in every mode, which uniform sampling would waste labels on: the gain that needs no evidence.
 
 **What a budget buys** (:func:`predicted_half_width`, :func:`labels_for_half_width`, :func:`budget_text`): the
 estimator's variance predicted as ``(target_sd^2 + mean_i spread_i^2 (1/pi_i - 1)) / N`` with ``target_sd``
@@ -48,7 +48,9 @@ from judge_runner.measures.ipw import discount
 from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED
 
 MODES = ("uniform", "active", "stratified", "robust")
-DEFAULT_RHO = 0.5
+DEFAULT_RHO = 0.0
+"""The robust mix without past labels to check the spreads against: uniform on the units still open (known units
+and units labelled before are free in every mode, which is where the gain without evidence comes from)."""
 STRATA = 4
 RHO_GRID = tuple(i / 10 for i in range(11))
 
@@ -220,10 +222,12 @@ def choose_probabilities(
 
 def choose_rho(units: Sequence[Unit], budget: float, past: Sequence[tuple[str, float, float]]) -> float:
     """The robust mix ``rho`` on :data:`RHO_GRID` minimising the draw part of the variance, ``sum e_i^2 (1/pi_i
-    - 1)``, estimated from ``past`` labelled units ``(unit id, residual e_i = people - judge, probability it
-    was labelled with)`` by inverse-probability weights (each ``e_i^2`` counted ``1/pi_old``): Li, Zrnic &
-    Candes 2025, section 3. Uniform (0) is on the grid, so the choice is never predicted worse than uniform.
-    :data:`DEFAULT_RHO` without past units among ``units``."""
+    - 1)``, estimated from ``past`` labelled units ``(unit id, residual e_i, probability it was labelled
+    with)`` (:func:`residuals`) by inverse-probability weights (each ``e_i^2`` counted ``1/pi_old``): Li, Zrnic &
+    Candes 2025, section 3. ``units`` as they were before the past labels (still open, their costs whole), so
+    each design is judged on where it would have put them. Uniform (0) is on the grid, so the choice is never
+    predicted worse than uniform. :data:`DEFAULT_RHO` with fewer than
+    :data:`judge_runner.measures.ppi.MIN_LABELLED` past units among ``units``."""
     ids = {u.id for u in units}
     seen = [(i, e, p) for i, e, p in past if i in ids and p > 0]
     if len(seen) < MIN_LABELLED:
@@ -237,11 +241,73 @@ def choose_rho(units: Sequence[Unit], budget: float, past: Sequence[tuple[str, f
     return best
 
 
+def residuals(judge: Mapping[str, float], human: Mapping[str, float], probabilities: Mapping[str, float]) -> list[tuple[str, float, float]]:
+    """``(unit id, residual, probability)`` of the labelled units, for :func:`choose_rho`: the people's value
+    minus the prediction ``a + lambda * judge`` fitted on them by inverse-probability-weighted least squares
+    (``lambda`` clipped to [0, 1]), as the estimator of :mod:`judge_runner.measures.ipw` would use it."""
+    ids = [u for u in human if u in judge and probabilities.get(u, 0) > 0]
+    if not ids:
+        return []
+    f = np.array([judge[u] for u in ids], dtype=float)
+    y = np.array([human[u] for u in ids], dtype=float)
+    w = np.array([1 / probabilities[u] for u in ids])
+    mean_f, mean_y = float((w * f).sum() / w.sum()), float((w * y).sum() / w.sum())
+    var_f = float((w * (f - mean_f) ** 2).sum())
+    lam = float(np.clip((w * (f - mean_f) * (y - mean_y)).sum() / var_f, 0, 1)) if var_f > 1e-12 else 0.0
+    e = y - (mean_y - lam * mean_f) - lam * f
+    return [(u, float(r), float(probabilities[u])) for u, r in zip(ids, e)]
+
+
 def poisson_sample(probabilities: Mapping[str, float], seed: int) -> list[str]:
     """The units drawn, each independently with its probability (``numpy.random.default_rng(seed)``), in the
     order given; units at probability 1 are always in."""
     rng = np.random.default_rng(seed)
     return [u for u, p in probabilities.items() if p >= 1 or rng.random() < p]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to spend a budget (:func:`plan_budget`): ``design`` ``"uniform"`` (a fixed number ``size`` of the
+    open units at random: the known units and those labelled before come free) or ``"weighted"`` (each unit
+    with its ``probabilities`` entry, Poisson); ``rho`` the robust mix chosen; ``budget`` in labels. The
+    estimator for either is :func:`judge_runner.measures.ipw.planned_mean`."""
+
+    design: str
+    probabilities: dict[str, float]
+    size: int | None
+    rho: float
+    budget: float
+
+    def draw(self, seed: int) -> list[str]:
+        """The units to label (and the free ones), drawn with ``numpy.random.default_rng(seed)``."""
+        if self.design == "weighted":
+            return poisson_sample(self.probabilities, seed)
+        free = [u for u, p in self.probabilities.items() if p >= 1]
+        open_ = [u for u, p in self.probabilities.items() if p < 1]
+        rng = np.random.default_rng(seed)
+        chosen: list[int] = sorted(rng.choice(len(open_), min(self.size or 0, len(open_)), replace=False).tolist()) if open_ else []
+        return free + [open_[i] for i in chosen]
+
+
+def plan_budget(
+    units: Sequence[Unit], budget: float, past: Sequence[tuple[str, float, float]] = (), past_units: Sequence[Unit] | None = None
+) -> Plan:
+    """The budgeted sampler: the robust mix chosen on past labels (:func:`choose_rho` over ``past_units``, the
+    units the ``past`` residuals belong to as they were before labelling, at the same share of labels;
+    default: ``units``); at ``rho = 0`` (no evidence that the spreads help) a fixed-size uniform draw of the
+    open units, which estimates more tightly than a Poisson draw of the same expected size (no random sample
+    size), else the weighted (Poisson) design. Known units and units labelled before are free either way."""
+    reference = list(past_units) if past_units is not None else list(units)
+    open_cost = sum(u.cost for u in units if not u.known and u.cost > 0)
+    share = budget / open_cost if open_cost else 0.0
+    past_cost = sum(u.cost for u in reference if not u.known and u.cost > 0)
+    rho = choose_rho(reference, share * past_cost, past) if past else DEFAULT_RHO
+    if rho == 0:
+        open_ = [u for u in units if not u.known and u.cost > 0]
+        size = min(len(open_), int(round(budget / (open_cost / len(open_))))) if open_ else 0
+        probabilities = {u.id: (size / len(open_) if u in open_ else 1.0) for u in units}
+        return Plan("uniform", probabilities, size, 0.0, budget)
+    return Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
 
 
 def predicted_half_width(units: Sequence[Unit], probabilities: Mapping[str, float], target_sd: float, queries: int) -> float:

@@ -97,6 +97,8 @@ def figures_uniform(systems, judge, human, sizes, draws, seed) -> dict:
     out = {}
     for n in sizes:
         cover = {"mean": 0, "mean-plain": 0, "diff": 0, "diff-plain": 0}
+        by_system = dict.fromkeys(systems, 0)
+        by_pair = dict.fromkeys(pairs, 0)
         width = {s: [] for s in systems}
         plain_width = {s: [] for s in systems}
         human_width = {s: [] for s in systems}
@@ -110,6 +112,7 @@ def figures_uniform(systems, judge, human, sizes, draws, seed) -> dict:
                 m = tuned_mean(judge[s], judge[s][lab], human[s][lab])
                 corrected[s], alone[s] = m.estimate, m.human_mean
                 cover["mean"] += m.ci95[0] <= truth[s] <= m.ci95[1]
+                by_system[s] += m.ci95[0] <= truth[s] <= m.ci95[1]
                 width[s].append(m.ci95[1] - m.ci95[0])
                 human_width[s].append(m.human_ci95[1] - m.human_ci95[0])
                 wider += (m.ci95[1] - m.ci95[0]) > (m.human_ci95[1] - m.human_ci95[0]) + 1e-12
@@ -124,6 +127,7 @@ def figures_uniform(systems, judge, human, sizes, draws, seed) -> dict:
                 m = tuned_mean(g, g[lab], z[lab], bounds=DIFFERENCE_BOUNDS)
                 t = truth[b] - truth[a]
                 cover["diff"] += m.ci95[0] <= t <= m.ci95[1]
+                by_pair[(a, b)] += m.ci95[0] <= t <= m.ci95[1]
                 _, low, high = plain_ppi(g, z[lab], g[lab])
                 cover["diff-plain"] += low <= t <= high
             order = [truth[s] for s in systems]
@@ -132,8 +136,10 @@ def figures_uniform(systems, judge, human, sizes, draws, seed) -> dict:
         k = len(systems)
         out[n] = {
             "coverage mean (PPI++)": cover["mean"] / (draws * k),
+            "coverage mean (PPI++), worst system": min(by_system.values()) / draws,
             "coverage mean (plain PPI, today)": cover["mean-plain"] / (draws * k),
             "coverage difference (PPI++)": cover["diff"] / (draws * len(pairs)),
+            "coverage difference (PPI++), worst pair": min(by_pair.values()) / draws,
             "coverage difference (plain PPI)": cover["diff-plain"] / (draws * len(pairs)),
             "width ratio PPI++/labels alone (worst system)": max(np.mean(width[s]) / np.mean(human_width[s]) for s in systems),
             "width ratio PPI++/labels alone (mean)": float(np.mean([np.mean(width[s]) / np.mean(human_width[s]) for s in systems])),

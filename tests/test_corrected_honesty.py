@@ -130,3 +130,15 @@ def test_after_labelling_an_unchanged_search_names_the_labels_as_the_cause_and_d
     assert "What changed since then: labels changed" in md
     text = table_text(tmp_path)
     assert "L-" in text and "labels changed" in text
+
+
+def test_labelled_queries_that_all_agree_give_the_rule_of_three_not_a_point():
+    """15 labelled queries all at nDCG@10 1.0 do not prove the mean is 1.0: at most 3/15 of the queries could differ."""
+    judge = {f"q{i}": 0.9 + 0.005 * (i % 5) for i in range(19)}
+    found = ppi_mean(judge, {f"q{i}": 1.0 for i in range(15)})
+    assert found.estimate == 1.0 and found.ci95 == pytest.approx((0.8, 1.0)) and found.human_ci95 == found.ci95
+    same = ppi_mean({f"q{i}": 0.0 for i in range(19)}, {f"q{i}": 0.0 for i in range(15)}, bounds=(-1, 1))
+    assert same.ci95 == (0.0, 0.0)  # nothing differs for the judge on any query, nor for the people
+    from judge_runner.measures.ppi_compare import more_to_decide
+
+    assert more_to_decide(same).text.startswith("no difference")

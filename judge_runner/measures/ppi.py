@@ -38,6 +38,8 @@ narrow with few labels, and PPI++ helps only when the correlation exceeds about 
   weight is fitted), not the normal one;
 - below :data:`MIN_LABELLED` labelled queries nothing is estimated (a variance from fewer is too unstable for
   a "95%" interval to mean 95%, and a weight cannot be fitted on held-apart queries);
+- when every labelled query has the same value, the interval is not that single point but the rule of three's
+  (:func:`_all_alike`), unless the judge too sees the same value everywhere;
 - the estimate and the interval are clipped to the measure's range (``bounds``: [0, 1] for a mean nDCG@10,
   [-1, 1] for a difference): projecting onto the range never moves an estimate away from the truth.
 
@@ -184,6 +186,8 @@ def tuned_mean(
         return None
     s_f2 = float(f_n.var(ddof=1)) if len(f_n) > 1 else 0.0
     s_y2 = float(y.var(ddof=1))
+    if float(np.ptp(y)) == 0:
+        return _all_alike(f_n, y, bounds, confidence)
     human_half = t_quantile(n - 1, confidence) * math.sqrt(s_y2 / n)
     human = (float(y.mean()), clip_interval(float(y.mean()) - human_half, float(y.mean()) + human_half, bounds))
     tuned = weight is None
@@ -216,6 +220,36 @@ def tuned_mean(
         labelled_variance=labelled_var,
         shared_variance=shared,
         df=df,
+        bounds=bounds,
+        confidence=confidence,
+    )
+
+
+def _all_alike(f_all: np.ndarray, y: np.ndarray, bounds: tuple[float, float], confidence: float) -> MeanEstimate:
+    """Every labelled query has the same value ``c``: a t interval would be ``[c, c]``. Unless the judge too
+    gives every query that value (nothing varies as far as either can see, e.g. two runs that returned the same
+    results everywhere), the share of queries that differ is only known to be below ``3/n`` (the rule of three,
+    Hanley & Lippman-Hand 1983, "If nothing goes wrong, is everything all right?", JAMA 249:1743), each at most
+    as far as the measure's range allows: ``[c - 3/n (c - low), c + 3/n (high - c)]``."""
+    n, c = len(y), float(y[0])
+    if float(np.ptp(f_all)) == 0 and float(f_all[0]) == c:
+        interval = (c, c)
+    else:
+        interval = clip_interval(c - 3 / n * (c - bounds[0]), c + 3 / n * (bounds[1] - c), bounds)
+    return MeanEstimate(
+        estimate=c,
+        ci95=interval,
+        weight=0.0,
+        judge_informative=False,
+        judge_mean=float(f_all.mean()),
+        correction=c - float(f_all.mean()),
+        queries=max(len(f_all), n),
+        labelled=n,
+        human_mean=c,
+        human_ci95=interval,
+        labelled_variance=0.0,
+        shared_variance=0.0,
+        df=n - 1,
         bounds=bounds,
         confidence=confidence,
     )

@@ -88,6 +88,8 @@ def more_to_decide(found: MeanEstimate, limit: int | None = None) -> Decision:
     sits instead of a number of queries no one will label."""
     limit = found.queries if limit is None else limit
     distance = abs(found.estimate)
+    if found.ci95 == (0.0, 0.0):
+        return Decision(None, 0.0, "no difference: both give the same value on every query, for the judge and for the people")
     quantile = found.quantile
     need = None
     for total in range(found.labelled + 1, limit + 1):  # at most a few thousand queries

@@ -11,6 +11,7 @@ import pytest
 
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, DesignUnit, PairTerm, design_mean, discount, ipw_mean, ipw_pair_mean
 from judge_runner.measures.sampling import (
+    DEFAULT_RHO,
     LabelNoise,
     Unit,
     budget_text,
@@ -56,7 +57,7 @@ def test_active_sampling_narrows_the_interval_for_the_same_budget_when_the_sprea
     units = [Unit(str(i), 1.0, float(s)) for i, s in enumerate(sd)]
     widths = {}
     for mode in ("uniform", "active", "robust"):
-        pi = choose_probabilities(units, 50, mode=mode)
+        pi = choose_probabilities(units, 50, mode=mode, rho=0.5)
         found = []
         for seed in range(150):
             drawn = set(poisson_sample(pi, seed))
@@ -92,7 +93,7 @@ def test_the_robust_mix_falls_back_to_uniform_when_past_labels_say_the_spreads_m
     honest = [(str(i), float(spread[i]) * rng.normal() * 2, 0.3) for i in range(60)]
     assert choose_rho(units, 40, misleading) == 0.0
     assert choose_rho(units, 40, honest) > 0.0
-    assert choose_rho(units, 40, honest[:3]) == 0.5  # too few past labels: the default hedge
+    assert choose_rho(units, 40, honest[:3]) == DEFAULT_RHO == 0.0  # too few past labels: uniform, nothing checked the spreads
 
 
 def test_a_labelled_query_needs_its_probability():

@@ -148,7 +148,11 @@ def design_mean(
     human_z, _, human_var = _design_terms(f, y, pi, labelled, fit=False)
     tuned_z, lam, tuned_var = _design_terms(f, y, pi, labelled, fit=weight is None)
     human_half = t_quantile(drawn - 1, confidence) * math.sqrt(human_var)
-    narrower = t_quantile(drawn - 2, confidence) * math.sqrt(tuned_var) < human_half
+    tuned_half = t_quantile(drawn - 2, confidence) * math.sqrt(tuned_var)
+    human_c, tuned_c = float(human_z.mean()), float(tuned_z.mean())
+    human_low, human_high = clip_interval(human_c - human_half, human_c + human_half, bounds)
+    tuned_low, tuned_high = clip_interval(tuned_c - tuned_half, tuned_c + tuned_half, bounds)
+    narrower = tuned_high - tuned_low < human_high - human_low
     informative = weight is None and lam >= NO_INFORMATION and narrower
     z, var, df = (tuned_z, tuned_var, drawn - 2) if informative else (human_z, human_var, drawn - 1)
     centre, human_centre = float(z.mean()), float(human_z.mean())

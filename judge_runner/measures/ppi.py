@@ -197,8 +197,12 @@ def tuned_mean(
     lam_bar = float(lam.mean())
     labelled_var = float(psi.var(ddof=1))
     shared = max(lam_bar**2 * s_f2 + 2 * lam_bar * float(np.cov(f, psi, ddof=1)[0, 1]), 0.0)
-    # the judge informs when its interval (t with n - 2 degrees of freedom) is narrower than the people's own
-    narrower = t_quantile(n - 2, confidence) ** 2 * (labelled_var / n + shared / big_n) < t_quantile(n - 1, confidence) ** 2 * s_y2 / n
+    # the judge informs when its interval (t with n - 2 degrees of freedom), clipped to the range, is narrower
+    # than the people's own
+    tuned_half = t_quantile(n - 2, confidence) * math.sqrt(labelled_var / n + shared / big_n)
+    centre = float(terms.mean())
+    tuned_low, tuned_high = clip_interval(centre - tuned_half, centre + tuned_half, bounds)
+    narrower = tuned_high - tuned_low < human[1][1] - human[1][0]
     informative = lam_bar >= NO_INFORMATION and narrower if tuned else lam_bar != 0
     if not informative:  # the judge adds nothing (or was given weight 0): the people's own figures
         lam_bar, labelled_var, shared, terms = 0.0, s_y2, 0.0, y

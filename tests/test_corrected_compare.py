@@ -202,8 +202,11 @@ def test_a_compare_run_shows_corrected_differences_and_ranking_everywhere(tmp_pa
     assert max(len(line) for line in text.splitlines()) <= 100
     flat = " ".join(text.split())
     assert "corrected nDCG@10 broken - hybrid" in flat and "could be first: hybrid" in flat
-    md = build_report(tmp_path / "runs", tmp_path / "reports").markdown.read_text(encoding="utf-8")
+    report = build_report(tmp_path / "runs", tmp_path / "reports")
+    md = report.markdown.read_text(encoding="utf-8")
     assert "| broken − hybrid | nDCG@10 |" in md and "hybrid better" in md and "Corrected ranking by nDCG@10" in md
+    page = report.html.read_text(encoding="utf-8")
+    assert "<h2>Bias-corrected estimate</h2>" in page and "<td>broken − hybrid</td>" in page and "could be first: hybrid" in page
     compare_md = "\n".join(comparison_markdown(ComparisonBlock.model_validate(summary["comparison"]), None, block))
     assert "Corrected with the people's labels" in compare_md and "hybrid better" in compare_md
 

@@ -54,7 +54,8 @@ class Decision:
 class CorrectedDifference:
     """``system`` - ``against`` on ``column``: the corrected mean of the paired differences (``found``, a
     :class:`MeanEstimate` on [-1, 1]: its ``judge_mean`` is the judge-only difference, ``human_*`` the labelled
-    queries' own), the ``outcome`` ("better", "worse": ``system`` relative to ``against``; "cannot tell"),
+    queries' own), the ``outcome`` ("better", "worse": ``system`` relative to ``against``; "cannot tell";
+    "same": both give the same value on every query, for the judge and the people),
     the verdict in words and, when undecided, the :class:`Decision`."""
 
     system: str
@@ -133,6 +134,8 @@ def corrected_difference(
     if high < 0:
         return CorrectedDifference(system, against, column, found, "worse", f"{against} better", None)
     decision = more_to_decide(found)
+    if found.ci95 == (0.0, 0.0):
+        return CorrectedDifference(system, against, column, found, "same", decision.text, decision)
     return CorrectedDifference(system, against, column, found, "cannot tell", f"cannot tell yet: {decision.text}", decision)
 
 

@@ -65,7 +65,9 @@ class CorrectedDifference(CorrectedMean):
     against: str
     column: str
     judgeDelta: float = Field(description="The judge-only difference over every query both scored.")
-    outcome: Literal["better", "worse", "cannot tell"] = Field(description="system relative to against, from the interval.")
+    outcome: Literal["better", "worse", "cannot tell", "same"] = Field(
+        description="system relative to against, from the interval; same: equal on every query for the judge and the people."
+    )
     verdict: str = Field(description="'<system> better', '<against> better' or 'cannot tell yet: ...'.")
     decide: Decide | None = None
 

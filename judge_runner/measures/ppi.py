@@ -52,12 +52,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
-Z95 = float(stats.norm.ppf(0.975))  # 1.959964: the two-sided 95% normal quantile (planning figures only)
+Z95 = NormalDist().inv_cdf(0.975)  # 1.959964: the two-sided 95% normal quantile (planning figures only)
 MIN_LABELLED = 10
 """Fewest labelled queries behind a corrected estimate (see the module docstring)."""
 NO_INFORMATION = 0.05
@@ -69,10 +70,17 @@ WHY_MINIMUM = (
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
-    """The two-sided Student's t quantile for ``df`` degrees of freedom (scipy.stats.t.ppf); the normal one
-    for ``df`` >= 10**6. Raises ValueError for ``df`` < 1."""
+    """The two-sided Student's t quantile for ``df`` degrees of freedom (scipy.stats.t.ppf, imported when first
+    needed: the CLI starts without the statistics stack). Raises ValueError for ``df`` < 1."""
     if df < 1:
         raise ValueError("a t quantile needs at least one degree of freedom")
+    return _t_ppf(int(df), float(confidence))
+
+
+@lru_cache(maxsize=4096)
+def _t_ppf(df: int, confidence: float) -> float:
+    from scipy import stats  # heavy: only where an interval is computed
+
     return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 

@@ -42,10 +42,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from judge_runner.measures.ipw import discount
-from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED
+from judge_runner.measures.ppi import MIN_LABELLED, t_quantile
 
 MODES = ("uniform", "active", "stratified", "robust")
 DEFAULT_RHO = 0.0
@@ -317,7 +316,7 @@ def predicted_half_width(units: Sequence[Unit], probabilities: Mapping[str, floa
     draw = sum(u.spread**2 * (1 / probabilities[u.id] - 1) if probabilities.get(u.id, 0) > 0 else math.inf for u in units if not u.known)
     expected = sum(probabilities.get(u.id, 0) for u in units if not u.known and u.cost > 0)
     df = max(int(round(expected)) - 2, 1)
-    return float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * math.sqrt((target_sd**2 + draw / queries) / queries)
+    return t_quantile(df) * math.sqrt((target_sd**2 + draw / queries) / queries)
 
 
 def labels_for_half_width(

@@ -12,20 +12,20 @@ import random
 import numpy as np
 import pytest
 
-from judge_runner.measures.ppi import Z95, ppi_mean, queries_for_width
+from judge_runner.measures.ppi import MIN_LABELLED, Z95, ppi_mean, queries_for_width, t_quantile
 from judge_runner.runs.corrected import bias_corrected
 
 
-def test_estimate_is_the_judge_mean_corrected_by_the_labelled_differences():
-    judge = {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}
-    human = {"a": 0.5, "b": 0.6}  # the judge over-rates both by 0.4 and 0.2
-    found = ppi_mean(judge, human)
-    assert found.judge_mean == pytest.approx(0.75)
+def test_plain_ppi_is_the_judge_mean_corrected_by_the_labelled_differences():
+    judge = {f"q{i}": 0.9 - 0.02 * i for i in range(16)}
+    human = {f"q{i}": judge[f"q{i}"] - (0.4 if i % 2 else 0.2) for i in range(12)}  # the judge over-rates by 0.4 and 0.2
+    found = ppi_mean(judge, human, weight=1.0)
+    assert found.judge_mean == pytest.approx(np.mean(list(judge.values())))
     assert found.correction == pytest.approx(-0.3)
-    assert found.estimate == pytest.approx(0.45)
-    assert (found.queries, found.labelled) == (4, 2)
+    assert found.estimate == pytest.approx(found.judge_mean - 0.3)
+    assert (found.queries, found.labelled, found.weight) == (16, 12, 1.0)
     assert found.ci95[0] < found.estimate < found.ci95[1]
-    assert ppi_mean(judge, {"a": 0.5}) is None  # one labelled query has no variance
+    assert ppi_mean(judge, dict(list(human.items())[: MIN_LABELLED - 1])) is None  # too few to estimate a variance honestly
 
 
 def test_with_every_query_labelled_the_interval_is_the_classical_one():
@@ -35,8 +35,9 @@ def test_with_every_query_labelled_the_interval_is_the_classical_one():
     judge = {str(i): float(v) for i, v in enumerate(f)}
     human = {str(i): float(v) for i, v in enumerate(y)}
     found = ppi_mean(judge, human)
-    half = Z95 * np.sqrt(y.var(ddof=1) / 40)
+    half = t_quantile(39) * np.sqrt(y.var(ddof=1) / 40)
     assert found.estimate == pytest.approx(y.mean())
+    assert not found.judge_informative and found.weight == 0  # labelling everything leaves the judge nothing to add
     assert found.ci95 == pytest.approx((y.mean() - half, y.mean() + half), abs=1e-9)
     assert found.human_ci95 == pytest.approx(found.ci95, abs=1e-9)
 
@@ -67,7 +68,7 @@ def test_queries_for_width():
     n0 = (2 * Z95 * 0.3 / 0.1) ** 2  # 138.3
     assert queries_for_width(0.3, 0.1) == int(np.ceil(n0))
     assert queries_for_width(0.3, 0.1, 100) == int(np.ceil(n0 / (1 + n0 / 100)))
-    assert queries_for_width(0.0, 0.1, 100) == 2
+    assert queries_for_width(0.0, 0.1, 100) == MIN_LABELLED
     assert queries_for_width(5.0, 0.01, 40) == 40
     with pytest.raises(ValueError):
         queries_for_width(0.3, 0)
@@ -88,23 +89,22 @@ def line(qid, ndcg, relevance, origins, judge_only=None, query_type="natural-lan
 
 
 def test_summary_block_from_run_lines():
-    lines = [
-        line("q1", 0.2, 0.3, ["human", "human"], {"nDCG@10": 0.6, "relevance": 0.5}),
-        line("q2", 0.4, 0.2, ["human"], {"nDCG@10": 0.5, "relevance": 0.6}),
+    lines = [line(f"h{i}", 0.2 + 0.05 * i, 0.3, ["human", "human"], {"nDCG@10": 0.6 + 0.03 * i, "relevance": 0.5}) for i in range(11)]
+    lines += [
         line("q3", 0.9, 0.8, ["judge", "judge"]),
         line("q4", 0.7, 0.7, ["human", "judge"], {"nDCG@10": 0.8, "relevance": 0.9}),  # partly: judge's own values
         line("x1", None, None, ["judge"], query_type="off-topic"),
     ]
     block = bias_corrected(lines)
-    assert (block["labelledQueries"], block["partlyLabelledQueries"], block["scoredQueries"]) == (2, 1, 4)
+    assert (block["labelledQueries"], block["partlyLabelledQueries"], block["scoredQueries"]) == (11, 1, 13)
     ndcg = block["nDCG@10"]
-    assert ndcg["judgeMean"] == pytest.approx((0.6 + 0.5 + 0.9 + 0.8) / 4)
-    assert ndcg["correction"] == pytest.approx(((0.2 - 0.6) + (0.4 - 0.5)) / 2)
-    assert ndcg["estimate"] == pytest.approx(ndcg["judgeMean"] + ndcg["correction"])
-    assert ndcg["humanOnly"]["mean"] == pytest.approx(0.3)
-    assert block["relevance"]["correction"] == pytest.approx(((0.3 - 0.5) + (0.2 - 0.6)) / 2)
-    assert "Angelopoulos" in block["method"]
-    assert bias_corrected(lines[2:]) is None  # no wholly labelled query
+    assert ndcg["judgeMean"] == pytest.approx((sum(0.6 + 0.03 * i for i in range(11)) + 0.9 + 0.8) / 13)
+    assert ndcg["estimate"] == pytest.approx(ndcg["judgeMean"] + ndcg["correction"], abs=1e-6)
+    assert ndcg["humanOnly"]["mean"] == pytest.approx(np.mean([0.2 + 0.05 * i for i in range(11)]))
+    assert 0 <= ndcg["weight"] <= 1 and isinstance(ndcg["judgeInformative"], bool)
+    assert block["version"] == 2 and block["minimumLabelled"] == MIN_LABELLED
+    assert "PPI++" in block["method"]
+    assert bias_corrected(lines[11:]) is None  # no wholly labelled query
     old = line("q9", 0.5, 0.5, ["human"], None)  # a line written before the judge's own values were recorded
     assert bias_corrected([*lines, old]) is None
 
@@ -118,22 +118,24 @@ def test_a_run_with_wholly_labelled_queries_writes_the_corrected_means(tmp_path)
     from tests.test_judge_protocol import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
-    # q1 and q2 wholly labelled (all three results), q3 partly, q4 not at all
-    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in (1, 2) for (s, _, _), g in zip(DOCS[:3], (3, 0, 0))]
-    qrels.write_text("\n".join([*rows, "q3 0 notes/lunch.md 1"]) + "\n", encoding="utf-8")
+    # q1-q11 wholly labelled (all three results), q12 partly, q13 not at all
+    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in range(1, 12) for (s, _, _), g in zip(DOCS[:3], (3, q % 3, q % 2))]
+    qrels.write_text("\n".join([*rows, "q12 0 notes/lunch.md 1"]) + "\n", encoding="utf-8")
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, qrels, "team")
-        outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(4), cache=cache)
+        outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(13), cache=cache)
     block = outcome.summary["biasCorrected"]
-    assert (block["labelledQueries"], block["partlyLabelledQueries"], block["scoredQueries"]) == (2, 1, 4)
+    assert (block["labelledQueries"], block["partlyLabelledQueries"], block["scoredQueries"]) == (11, 1, 13)
     evaluations = {ev["queryId"]: ev for ev in lines if ev["type"] == "evaluation"}
     judge_ndcg = [
         evaluations[q]["judgeOnly"]["nDCG@10"] if evaluations[q]["judgeOnly"] else evaluations[q]["metrics"]["nDCG@10"] for q in evaluations
     ]
     assert block["nDCG@10"]["judgeMean"] == pytest.approx(float(np.mean(judge_ndcg)), abs=1e-6)
-    human = [evaluations[q]["metrics"]["nDCG@10"] - evaluations[q]["judgeOnly"]["nDCG@10"] for q in ("q1", "q2")]
-    assert block["nDCG@10"]["correction"] == pytest.approx(float(np.mean(human)), abs=1e-6)
-    assert evaluations["q4"]["judgeOnly"] is None
+    human = {q: evaluations[q]["metrics"]["nDCG@10"] for q in evaluations if q not in ("q12", "q13")}
+    assert block["nDCG@10"]["humanOnly"]["mean"] == pytest.approx(float(np.mean(list(human.values()))), abs=1e-6)
+    judge = {q: v["judgeOnly"]["nDCG@10"] if v["judgeOnly"] else v["metrics"]["nDCG@10"] for q, v in evaluations.items()}
+    assert block["nDCG@10"] == ppi_mean(judge, human).as_dict()  # the summary's figure is the estimator's
+    assert evaluations["q13"]["judgeOnly"] is None
 
 
 @pytest.mark.hash_embedder
@@ -148,11 +150,11 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     from tests.test_judge_protocol import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
-    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in (1, 2, 3) for (s, _, _), g in zip(DOCS[:3], (3, 0, q % 2))]
+    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in range(1, 13) for (s, _, _), g in zip(DOCS[:3], (3, q % 3, q % 2))]
     qrels.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, qrels, "team")
-        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(5), cache=cache)
+        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(14), cache=cache)
     block = outcome.summary["biasCorrected"]
     f = block["nDCG@10"]
     expected = f"bias-corrected nDCG@10 {f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
@@ -164,12 +166,12 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     console = Console(width=100, record=True, force_terminal=False)
     print_table(trend, rows_, console)
     text = " ".join(console.export_text().split())  # as read: a note longer than 100 columns wraps onto the next line
-    assert expected in text and "3 of 5 queries human-labelled" in text and f"correction {f['correction']:+.3f}" in text
+    assert expected in text and "12 of 14 queries human-labelled" in text and f"correction {f['correction']:+.3f}" in text
     from judge_runner.core.mdtext import md_text
 
     assert md_text(expected) in render_markdown(trend, rows_)  # literal text in Markdown
     report = build_report(tmp_path / "runs", tmp_path / "reports")
     md = report.markdown.read_text(encoding="utf-8")
-    assert "## Bias-corrected estimate" in md and "3 of the 5 scored queries have every result labelled by a person" in md
+    assert "## Bias-corrected estimate" in md and "12 of the 14 scored queries have every result labelled by a person" in md
     assert f"| nDCG@10 | {f['judgeMean']:.3f} | {f['correction']:+.3f} | {f['estimate']:.3f} [" in md
     assert "Bias-corrected estimate" in report.html.read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from judge_runner.analysis.corrected_report import corrected_comparison_markdown
 from judge_runner.core.mdtext import md_text
 from judge_runner.runs.summary_blocks import ComparisonBlock
 
@@ -16,8 +17,10 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def comparison_markdown(block: ComparisonBlock, chart: Path | None) -> list[str]:
-    """The report's "Systems compared" section (Markdown lines; a table cell never holds a raw ``|``)."""
+def comparison_markdown(block: ComparisonBlock, chart: Path | None, corrected: dict | None = None) -> list[str]:
+    """The report's "Systems compared" section (Markdown lines; a table cell never holds a raw ``|``), with the
+    differences corrected with the people's labels and the corrected ranking when the run's ``biasCorrected``
+    block (``corrected``) has them."""
 
     def cell(text: str) -> str:
         return md_text(text)  # literal text, table pipes escaped (system names come from flags and config files)
@@ -45,6 +48,7 @@ def comparison_markdown(block: ComparisonBlock, chart: Path | None) -> list[str]
             f"| {cell(diff.system)} | {diff.column} | {_fmt(diff.mean)} | {_fmt(diff.referenceMean)} | {delta} | {interval} | "
             f"{MARKS.get(diff.verdict, diff.verdict)} |"
         )
+    md += corrected_comparison_markdown(corrected)
     focus = [f"- {cell(system.name)}: {cell(system.recommendedFocus)}" for system in block.systems if system.recommendedFocus]
     if focus:
         md += ["", "Recommended focus of each system, over its own queries:", "", *focus]

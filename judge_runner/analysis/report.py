@@ -17,8 +17,9 @@ from pathlib import Path
 
 from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
+from judge_runner.analysis.corrected_change import LABELS_CAUSE, label_change, same_results
 from judge_runner.analysis.corrected_report import corrected_markdown
-from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs
+from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs, versus
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
@@ -62,8 +63,10 @@ def _change(old: Run | None, new: Run, column: str) -> dict | None:
         return None
     if column not in comparable_columns(old, new, (column,)):
         return {"scoringVersions": f"{old.scoring_version} -> {new.scoring_version}"}
-    c = compare(old, new, column)
-    return c.as_dict()
+    c = compare(old, new, column).as_dict()
+    if same_results(old, new) and label_change(old, new):
+        c["cause"] = LABELS_CAUSE
+    return c
 
 
 def _change_text(change: dict | None) -> str:
@@ -82,7 +85,8 @@ def _change_text(change: dict | None) -> str:
         "within noise": "within noise",
         "too few queries": "too few queries to tell",
     }
-    return f"{text} {marks[change['verdict']]}{' (paired)' if change['paired'] else ''}"
+    cause = f" ({change['cause']})" if change.get("cause") and change["verdict"] in ("regression", "improvement") else ""
+    return f"{text} {marks[change['verdict']]}{cause}{' (paired)' if change['paired'] else ''}"
 
 
 def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
@@ -168,8 +172,11 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
 
     line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
     md += [line[0].upper() + line[1:] + ".", ""]
-    if previous is not None:
+    lately = versus(previous, latest) if previous is not None else None
+    if previous is not None and lately is not None:
         md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
+        if lately["changes"]:
+            md += ["", "What changed since then: " + "; ".join(t(c) for c in lately["changes"]) + "."]
     if baseline is not None:
         md += [f"Baseline: {t(baseline.run_id)}."]
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
@@ -193,11 +200,11 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
             + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
         ]
-    md += ["", *corrected_markdown(latest.bias_corrected)]
+    md += ["", *corrected_markdown(latest.bias_corrected, lately["corrected"] if lately else None, previous.run_id if previous else None)]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
     if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
         charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
-        md += comparison_markdown(summary.comparison, charts[-1])
+        md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
     md += ["## Worst queries", ""]
     for ev in worst:
         md += [

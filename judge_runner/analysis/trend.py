@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from judge_runner.analysis.changes import GATED, comparable_columns, what_changed
+from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.evaluation.state import MAX_FAILED_SHARE
@@ -202,12 +203,17 @@ class Run:
 
     @property
     def bias_corrected(self) -> dict | None:
-        """Mean nDCG@10 and relevance corrected by the human-labelled queries
-        (:func:`judge_runner.runs.corrected.bias_corrected`): the summary's block, or, for a file written before
-        it, the same from the evaluation lines of the system shown; None without wholly labelled queries."""
+        """Mean nDCG@10 and relevance corrected by the human-labelled queries of the system shown
+        (:func:`judge_runner.runs.corrected.bias_corrected`): the summary's block when it is of version 2 and
+        of that system (a compare run's holds every system's, its top-level figures the reference's), else the
+        same computed from the system's evaluation lines (a file written before, or a version-1 block, which
+        pooled a compare run's systems); None without wholly labelled queries."""
         summary = self.summary
-        if summary is not None and "biasCorrected" in summary.model_fields_set and self.system is None:
-            return summary.biasCorrected
+        block = summary.biasCorrected if summary is not None else None
+        if block is not None and block.version >= 2 and block.system == self.shown_system:
+            return block.model_dump(by_alias=True, mode="json")
+        if block is None and summary is not None and "biasCorrected" in summary.model_fields_set:
+            return None  # the run said: no wholly labelled query
         return bias_corrected([e.line() for e in self.evaluations])
 
     @property
@@ -283,8 +289,37 @@ def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, see
 
 
 def comparisons(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, dict]:
-    """``{column: comparison}`` of the gated columns two runs can be compared on (:func:`comparable_columns`)."""
-    return {c: compare(old, new, c, min_effect).as_dict() for c in comparable_columns(old, new)}
+    """``{column: comparison}`` of the gated columns two runs can be compared on (:func:`comparable_columns`);
+    each marked ``cause`` :data:`judge_runner.analysis.corrected_change.LABELS_CAUSE` when both runs returned the
+    same results on every query and their labels differ (the change is the labels', not the search's)."""
+    out = {c: compare(old, new, c, min_effect).as_dict() for c in comparable_columns(old, new)}
+    if same_results(old, new) and label_change(old, new):
+        for entry in out.values():
+            entry["cause"] = LABELS_CAUSE
+    return out
+
+
+def versus(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, Any]:
+    """``new`` against ``old``: ``runId`` (old's), ``changes`` (:func:`what_changed`, and the labels'
+    change, :func:`judge_runner.analysis.corrected_change.label_change`), the judge-side ``comparisons``, the
+    ``corrected`` change of nDCG@10 and relevance with the people's labels
+    (:func:`judge_runner.analysis.corrected_change.corrected_change`; empty without enough labels) and the
+    ``regressions`` the gate counts: a column with a corrected change is gated on it (its interval below 0 and
+    at least ``min_effect``), any other on the judge's verdict unless its cause is the labels."""
+    changes = what_changed(old, new)
+    labels = label_change(old, new)
+    if labels:
+        changes.append(labels + (f" ({LABELS_CAUSE}: both returned the same results on every query)" if same_results(old, new) else ""))
+    judged = comparisons(old, new, min_effect)
+    corrected = corrected_change(old, new)
+    regressions = []
+    for column, comparison in judged.items():
+        if column in corrected:
+            if corrected_regression(corrected[column], min_effect):
+                regressions.append(f"{column} (corrected with people's labels)")
+        elif comparison["verdict"] == "regression" and comparison.get("cause") != LABELS_CAUSE:
+            regressions.append(column)
+    return {"runId": old.run_id, "changes": changes, "comparisons": judged, "corrected": corrected, "regressions": regressions}
 
 
 def read_baseline(folder: Path) -> str | None:
@@ -367,24 +402,18 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 row["system"] = run.shown_system
             if run.comparable:
                 if previous is not None:
-                    row["vsPrevious"] = {
-                        "runId": previous.run_id,
-                        "changes": what_changed(previous, run),
-                        "comparisons": comparisons(previous, run, min_effect),
-                    }
+                    row["vsPrevious"] = versus(previous, run, min_effect)
                 if baseline is not None and baseline is not run:
-                    row["vsBaseline"] = {
-                        "runId": baseline.run_id,
-                        "changes": what_changed(baseline, run),
-                        "comparisons": comparisons(baseline, run, min_effect),
-                    }
+                    row["vsBaseline"] = versus(baseline, run, min_effect)
                 if run is latest_complete:
                     against = row.get("vsBaseline") or row.get("vsPrevious")
                     latest_verdict = {
                         "runId": run.run_id,
                         "against": against["runId"] if against else None,
-                        "regression": against is not None and any(c["verdict"] == "regression" for c in against["comparisons"].values()),
+                        "regression": bool(against and against["regressions"]),
+                        "regressions": against["regressions"] if against else [],
                         "comparisons": against["comparisons"] if against else {},
+                        "corrected": against["corrected"] if against else {},
                         "failed": run.failed,
                         "failure": run.failure,
                     }
@@ -394,7 +423,9 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                     "runId": run.run_id,
                     "against": None,
                     "regression": False,
+                    "regressions": [],
                     "comparisons": {},
+                    "corrected": {},
                     "failed": True,
                     "failure": run.failure,
                 }
@@ -455,6 +486,7 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
                 "costUsd": None,
                 "costPerJudgedQueryUsd": None,
                 "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},
+                "biasCorrected": view.bias_corrected,
             }
         )
     return rows

@@ -7,17 +7,21 @@ import csv
 import io
 import json
 
+from judge_runner.analysis.corrected_report import block_lines, difference_text
 from judge_runner.core.mdtext import md_text
 
 SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
 
 
 def arrow(comparison: dict | None) -> str:
-    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries) or
-    ``·`` (within noise) with the signed change of the mean; empty when there is none."""
+    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries), ``·``
+    (within noise) or ``L`` (a change whose cause is the labels, not the search: both runs returned the same
+    results) with the signed change of the mean; empty when there is none."""
     if not comparison or comparison["delta"] is None:
         return ""
     sign = {"regression": "▼", "improvement": "▲", "too few queries": "?"}.get(comparison["verdict"], "·")
+    if comparison.get("cause") and comparison["verdict"] in ("regression", "improvement"):
+        sign = "L"
     return f"{sign}{comparison['delta']:+.3f}"
 
 
@@ -26,18 +30,23 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def corrected_text(block: dict | None) -> str:
-    """A run's bias-corrected mean nDCG@10 (the summary's ``biasCorrected``) in one line:
-    ``bias-corrected nDCG@10 0.612 [0.551, 0.673] (judge 0.720, correction -0.108; 30 of 100 queries
-    human-labelled)``; empty without one."""
-    if not block or not block.get("nDCG@10"):
-        return ""
-    f = block["nDCG@10"]
-    return (
-        f"bias-corrected nDCG@10 {f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}] "
-        f"(judge {f['judgeMean']:.3f}, correction {f['correction']:+.3f}; "
-        f"{block['labelledQueries']} of {block['scoredQueries']} queries human-labelled)"
-    )
+def corrected_lines(row: dict, gate_only: bool = False) -> str:
+    """A trend row's people-corrected figures, one per line (:func:`judge_runner.analysis.corrected_report.block_lines`:
+    the corrected nDCG@10 of its system, a compare run's differences and ranking), then the corrected change of
+    nDCG@10 against the baseline and the previous run (``gate_only``: only against what the gate compares
+    with); empty without any."""
+    lines = block_lines(row.get("biasCorrected"), others=False)  # each other system of a compare run has its row
+    keys: tuple[str, ...] = ("vsBaseline", "vsPrevious")
+    if gate_only:
+        keys = ("vsBaseline",) if row.get("vsBaseline") else ("vsPrevious",)
+    seen = set()
+    for key in keys:
+        against = row.get(key) or {}
+        change = (against.get("corrected") or {}).get("nDCG@10")
+        if change and against["runId"] not in seen:
+            seen.add(against["runId"])
+            lines.append(f"vs {against['runId']}: " + difference_text(change, "new - old"))
+    return "\n".join(lines)
 
 
 def trend_rows(trend) -> list[dict]:
@@ -66,7 +75,7 @@ def trend_rows(trend) -> list[dict]:
                     # a --batch run pays half price: its costs are not the synchronous runs' beside it
                     "prices": "batch" if row.get("batch") else "sync",
                     "note": row_note(row),
-                    "corrected": corrected_text(row.get("biasCorrected")),
+                    "corrected": corrected_lines(row),
                 }
             )
     return rows
@@ -124,7 +133,7 @@ def compact_rows(trend) -> list[dict]:
                     if row["costUsd"] is None
                     else f"${row['costUsd']:.4f}",
                     "note": row_note(row),
-                    "corrected": corrected_text(row.get("biasCorrected")),
+                    "corrected": corrected_lines(row, gate_only=True),
                 }
             )
     return out
@@ -159,7 +168,9 @@ def render_markdown(trend, rows: list[dict]) -> str:
         members = [r for r in rows if r["group"] == group["judge"]]
         for row in members:
             parts.append("| " + " | ".join(md_text(row[h]) if str(row[h]) else " " for h in headers) + " |")
-        corrected = [f"- {md_text(row['run'])}: {md_text(row['corrected'])}" for row in members if row.get("corrected")]
+        corrected = [
+            f"- {md_text(row['run'])}: {md_text(text)}" for row in members for text in str(row.get("corrected") or "").splitlines()
+        ]
         if corrected:
             parts.append("\n" + "\n".join(corrected))
     return "\n".join(parts)
@@ -210,9 +221,9 @@ def print_table(trend, rows: list[dict], console, wide: bool = False) -> None:
             if row["note"]:
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
                 console.print(f"  {escape(name)}: {escape(str(row['note']))}", highlight=False)
-            if row.get("corrected"):
+            for text in str(row.get("corrected") or "").splitlines():
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
-                console.print(f"  {escape(name)}: {escape(str(row['corrected']))}", highlight=False)
+                console.print(f"  {escape(name)}: {escape(text)}", highlight=False)
     if trend.baseline:
         console.print(f"baseline: {escape(str(trend.baseline))}")
 

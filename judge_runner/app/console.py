@@ -4,6 +4,7 @@ stderr).
 
 from __future__ import annotations
 
+from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
@@ -53,6 +54,8 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     if summary.get("comparison"):
         for line in describe_comparison(summary["comparison"]):
             out(line)
+    for line in block_lines(summary.get("biasCorrected")):  # people's labels: the judge's figures corrected
+        out(f"  {line}")
     for issue in summary["topIssues"][:3]:
         out(f"  issue{ref} ({issue['count']} {'query' if issue['count'] == 1 else 'queries'}): {issue['issue']}")
     if summary["recommendedFocus"]:

@@ -59,7 +59,7 @@ def show_trend(
     if fail_on_regression and latest and latest.get("failed"):
         raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
     if fail_on_regression and latest and latest["regression"]:
-        bad = [c for c, v in latest["comparisons"].items() if v["verdict"] == "regression"]
+        bad = latest.get("regressions") or [c for c, v in latest["comparisons"].items() if v["verdict"] == "regression"]
         raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']} on {', '.join(bad)}")
 
 

@@ -205,5 +205,8 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
         if latest and latest.get("failed"):
             raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
         if latest and latest["regression"]:
-            raise GateFailedError(f"regression: run {latest['runId']} is worse than {latest['against']}")
+            worse = ", ".join(latest.get("regressions") or [])
+            raise GateFailedError(
+                f"regression: run {latest['runId']} is worse than {latest['against']}" + (f" on {worse}" if worse else "")
+            )
     return outcome.status

@@ -33,6 +33,7 @@ from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
+from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.write import build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
@@ -67,9 +68,10 @@ REFERENCE_FIELDS = ("averageScores", "averageMetrics", "abstention", "topIssues"
 
 
 class CompareSummaryWriter(SystemWriter):
-    """The writer that writes a compare run's summary: adds ``comparison`` (:func:`comparison_block`)
-    and sets :data:`REFERENCE_FIELDS` to the reference system's, in the summary dict itself (so the run's
-    outcome shows them too)."""
+    """The writer that writes a compare run's summary: adds ``comparison`` (:func:`comparison_block`),
+    sets :data:`REFERENCE_FIELDS` to the reference system's and ``biasCorrected`` to every system's corrected
+    figures, the reference's on top (:func:`judge_runner.runs.corrected.bias_corrected` with the systems in
+    order), in the summary dict itself (so the run's outcome shows them too)."""
 
     def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float, options: EvaluateOptions | None = None):
         super().__init__(writer, "")
@@ -87,6 +89,8 @@ class CompareSummaryWriter(SystemWriter):
             for name in REFERENCE_FIELDS:
                 line[name] = reference[name]
             line["comparison"] = block
+            # per system, never pooled: two systems' lines share query ids (issue 29)
+            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")

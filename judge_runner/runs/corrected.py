@@ -1,12 +1,19 @@
-"""Bias-corrected headline numbers of a run: mean nDCG@10 and mean relevance corrected by human labels with
-prediction-powered inference (:mod:`judge_runner.measures.ppi`; Angelopoulos et al. 2023, Science 382:669).
+"""Bias-corrected headline numbers of a run: mean nDCG@10 and mean relevance corrected by human labels
+(prediction-powered inference, power-tuned: :mod:`judge_runner.measures.ppi`), per system in a compare run,
+with the corrected differences between the systems and, for three or more, a ranking with rank sets
+(:mod:`judge_runner.measures.ppi_compare`). The block's models are :mod:`judge_runner.runs.corrected_blocks`.
 
-A query counts as **labelled** when every result it returned carries a human label (``labelOrigin`` human,
-e.g. from ``judge-runner label``) and its line records the judge's own values beside them (``judgeOnly``,
-written since the judge's label is obtained for human-labelled results too). On such a query the line's
-``metrics`` and ``scores`` are the people's; ``judgeOnly`` is what the judge alone would have given. On every
-other query the line's own values are the judge's. A query with only some results labelled is neither: it is
-counted (``partlyLabelledQueries``) and enters the judge's mean with its ``judgeOnly`` values.
+A query counts as **labelled** (for one system) when every result that system returned carries a human label
+(``labelOrigin`` human, e.g. from ``judge-runner label``) and its line records the judge's own values beside
+them (``judgeOnly``). On such a query the line's ``metrics`` and ``scores`` are the people's; ``judgeOnly`` is
+what the judge alone would have given. On every other query the line's own values are the judge's. A query
+with only some results labelled is neither: it is counted (``partlyLabelledQueries``) and enters the judge's
+mean with its ``judgeOnly`` values.
+
+Every figure is per system: in a compare run two systems' lines share query ids, so they are never pooled
+(the block's top-level figures are the reference system's, the first; ``systems`` has each one's). A
+difference is paired per query over the queries both systems scored (judge) and both have wholly labelled
+(people).
 
 The correction is valid when the labelled queries are a random sample of the run's scored queries (what
 ``label`` draws). A later run that returns documents nobody labelled loses those queries from the labelled set
@@ -15,14 +22,23 @@ The correction is valid when the labelled queries are a random sample of the run
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from judge_runner.measures.ir import NDCG10_NAME, canonical_metric_name
-from judge_runner.measures.ppi import ppi_mean
+from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
+from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking
+from judge_runner.runs.corrected_blocks import BLOCK_VERSION, BiasCorrected
 
-METHOD = "prediction-powered inference, mean estimator (Angelopoulos et al. 2023, Science 382:669)"
+METHOD = (
+    "prediction-powered inference, power-tuned (PPI++: Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453), "
+    "cross-fitted weight, t intervals clipped to the measure's range"
+)
 CORRECTED = (NDCG10_NAME, "relevance")
+
+
+class _Unreadable(Exception):
+    """A line has human labels but not the judge's own values (written before they were recorded)."""
 
 
 def _number(value: Any) -> float | None:
@@ -46,22 +62,23 @@ def labelled(line: Mapping[str, Any]) -> bool | None:
     return None if human else False
 
 
-def bias_corrected(evaluations: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The summary's ``biasCorrected`` block from a run's ``evaluation`` lines (dicts by alias), or None when
-    no query is labelled (see the module docstring), or when a line has human labels but not the judge's
-    own values (a line copied from a file written before they were recorded): ``{"method",
-    "labelledQueries", "partlyLabelledQueries", "scoredQueries", "nDCG@10", "relevance"}``, each measure a
-    :class:`judge_runner.measures.ppi.MeanEstimate` as a dict, or None with fewer than two labelled queries
-    scored on it."""
+def scored_lines(evaluations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The lines a corrected mean is over: on-topic queries with metrics."""
+    return [line for line in evaluations if line.get("queryType") != "off-topic" and line.get("metrics") is not None]
+
+
+def split_values(lines: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], dict[str, int]]:
+    """``(judge, human, counts)`` of one system's scored lines: per column of :data:`CORRECTED` ``{query id:
+    judge's value}`` of every query and ``{query id: people's value}`` of the wholly labelled ones, and the
+    counts ``labelled``, ``partly``, ``scored``. Raises _Unreadable for a line with human labels and no
+    ``judgeOnly``."""
     judge: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     human: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     counts = {"labelled": 0, "partly": 0, "scored": 0}
-    for line in evaluations:
-        if line.get("queryType") == "off-topic" or line.get("metrics") is None:
-            continue
-        state = labelled(line)
+    for line in scored_lines(lines):
         if int(line.get("humanLabels") or 0) and not line.get("judgeOnly"):
-            return None
+            raise _Unreadable
+        state = labelled(line)
         qid = str(line.get("queryId"))
         counts["scored"] += 1
         counts["labelled"] += state is True
@@ -69,23 +86,91 @@ def bias_corrected(evaluations: Iterable[Mapping[str, Any]]) -> dict[str, Any] |
         own = line.get("judgeOnly") or {}
         for column in CORRECTED:
             value = _value(line, column)
-            if value is None:
-                continue
-            judge_value = _number(own.get(column)) if own else value
-            if judge_value is None:
+            judge_value = (_number(own.get(column)) if own else value) if value is not None else None
+            if value is None or judge_value is None:
                 continue
             judge[column][qid] = judge_value
             if state is True:
                 human[column][qid] = value
-    if not counts["labelled"]:
+    return judge, human, counts
+
+
+def systems_of(evaluations: Iterable[Mapping[str, Any]]) -> list[str | None]:
+    """The systems of the lines in order of first appearance (``[None]`` for lines without one)."""
+    return list(dict.fromkeys(line.get("system") for line in evaluations)) or [None]
+
+
+def _means(judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in CORRECTED:
+        found = ppi_mean(judge[column], human[column])
+        out[column] = found.as_dict() if found is not None else None
+    return out
+
+
+def bias_corrected(evaluations: Iterable[Mapping[str, Any]], systems: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
+    by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
+    labelled, or when a line has human labels but not the judge's own values (a line copied from a file written
+    before they were recorded). ``systems``: a compare run's systems, reference first (default: the lines'
+    systems in order of first appearance). The top-level figures are the reference system's (the only one's
+    for a run of one system); with two or more systems also ``systems`` (each one's), ``differences`` (each
+    later system - the reference) and, with three or more, ``ranking``. A figure with fewer than
+    :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
+    says why)."""
+    lines = list(evaluations)
+    names: list[str | None] = list(systems) if systems else systems_of(lines)
+    try:
+        parts = {
+            name: split_values([line for line in lines if line.get("system") == name] if name is not None else lines) for name in names
+        }
+    except _Unreadable:
         return None
-    out: dict[str, Any] = {
+    if not any(counts["labelled"] for _, _, counts in parts.values()):
+        return None
+    reference = names[0]
+    judge, human, counts = parts[reference]
+    block: dict[str, Any] = {
+        "version": BLOCK_VERSION,
         "method": METHOD,
+        "minimumLabelled": MIN_LABELLED,
+        "system": reference,
         "labelledQueries": counts["labelled"],
         "partlyLabelledQueries": counts["partly"],
         "scoredQueries": counts["scored"],
+        **_means(judge, human),
     }
-    for column in CORRECTED:
-        estimate = ppi_mean(judge[column], human[column])
-        out[column] = estimate.as_dict() if estimate is not None else None
-    return out
+    if len(names) > 1:
+        block["systems"] = [
+            {
+                "name": name,
+                "labelledQueries": part[2]["labelled"],
+                "partlyLabelledQueries": part[2]["partly"],
+                "scoredQueries": part[2]["scored"],
+                **_means(part[0], part[1]),
+            }
+            for name, part in parts.items()
+        ]
+        block["differences"] = [
+            diff.as_dict()
+            for name in names[1:]
+            for column in CORRECTED
+            if (
+                diff := corrected_difference(
+                    judge[column],
+                    parts[name][0][column],
+                    human[column],
+                    parts[name][1][column],
+                    system=str(name),
+                    against=str(reference),
+                    column=column,
+                )
+            )
+            is not None
+        ]
+    if len(names) > 2:
+        ranking = corrected_ranking(
+            {str(n): parts[n][0][NDCG10_NAME] for n in names}, {str(n): parts[n][1][NDCG10_NAME] for n in names}, [str(n) for n in names]
+        )
+        block["ranking"] = ranking.as_dict() if ranking is not None else None
+    return BiasCorrected.model_validate(block).model_dump(by_alias=True, mode="json")

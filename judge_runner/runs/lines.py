@@ -35,6 +35,7 @@ from judge_runner.core.models import DIMENSIONS, QueryType, SearchMode
 from judge_runner.core.query_card import QuerySetCard
 from judge_runner.llm.registry import PROVIDER_NAMES
 from judge_runner.measures.ir import METRIC_NAMES, canonical_metric_name
+from judge_runner.runs.corrected_blocks import BiasCorrected
 from judge_runner.runs.summary_blocks import (
     Abstention,
     ComparisonBlock,
@@ -407,10 +408,11 @@ class SummaryLine(_Line):
         default=None,
         description="The cost estimated at the start (LLM judge, built-in search); null for the heuristic judge and compare runs.",
     )
-    biasCorrected: dict[str, Any] | None = Field(
+    biasCorrected: BiasCorrected | None = Field(
         default=None,
-        description="Mean nDCG@10 and relevance corrected by wholly human-labelled queries (prediction-powered inference, "
-        "runs/corrected.py: estimate, ci95, judgeMean, correction, humanOnly); null without such queries.",
+        description="Mean nDCG@10 and relevance corrected by wholly human-labelled queries (power-tuned prediction-powered "
+        "inference, runs/corrected.py), per system in a compare run, with the corrected differences and ranking; null without "
+        "such queries.",
     )
 
     @field_validator("averageMetrics", mode="before")

@@ -1,0 +1,160 @@
+"""Two runs over the same queries compared with the people's labels (``trend``, ``report``), and label changes
+named as a cause.
+
+**Corrected change.** :func:`corrected_change` gives the difference new - old of mean nDCG@10 and relevance,
+prediction-powered on the paired per-query differences (:func:`judge_runner.measures.ppi_compare.corrected_difference`).
+A label belongs to a (query, document), whoever returned it (issue 28), so the people's labels of either run
+count for both: a query is labelled for a run when every document that run returned has a human label in one
+of the two runs (the newer run's wins), and its human nDCG@10 (and relevance) is then computed from those labels
+by the run's own rules (:func:`judge_runner.measures.ir.query_metrics`,
+:func:`judge_runner.judging.scores.label_dimensions`). The judge's values are each line's ``judgeOnly`` when it
+has one, else its own. So an older run judged before anyone labelled is compared on the labels given since.
+
+**Labels changed, not the search.** :func:`label_change` says when the two runs' labels differ (people's labels
+on more or fewer queries, or a document's label changed) and :func:`same_results` whether both returned the same
+ranked documents on every common query: then any change of a judge-side figure comes from the labels, and
+``trend`` names it so and does not gate on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from judge_runner.analysis.changes import RunLike
+from judge_runner.judging.scores import label_dimensions
+from judge_runner.measures.ir import NDCG10_NAME, query_metrics
+from judge_runner.measures.paired import MIN_EFFECT
+from judge_runner.measures.ppi_compare import corrected_difference
+from judge_runner.runs.corrected import CORRECTED, labelled, scored_lines
+
+LABELS_CAUSE = "labels changed, not the search"
+
+
+def _lines(run: RunLike) -> list[dict[str, Any]]:
+    """The run's evaluation lines of the system it shows (dicts by alias)."""
+    shown = run.shown_system
+    return [e.line() for e in run.file.evaluations if shown is None or e.system == shown]
+
+
+def human_grades(*runs: RunLike) -> dict[tuple[str, str], int]:
+    """``{(query id, document): people's grade}`` over the runs' results labelled by people; a later run in
+    the arguments wins."""
+    out: dict[tuple[str, str], int] = {}
+    for run in runs:
+        for line in _lines(run):
+            for r in line.get("results") or []:
+                if r.get("labelOrigin") == "human" and isinstance(r.get("relevance"), int):
+                    out[(str(line["queryId"]), str(r["source"]))] = int(r["relevance"])
+    return out
+
+
+def _depth(run: RunLike) -> int | None:
+    config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
+    limit = config.get("searchLimit")
+    return int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None
+
+
+def run_values(run: RunLike, grades: Mapping[tuple[str, str], int]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """``(judge, human)``: per column of :data:`CORRECTED` ``{query id: value}``: the judge's of every scored
+    query, the people's of every query whose returned documents all have a people's grade (the line's own
+    values when the line is wholly labelled, else recomputed from ``grades``; module docstring)."""
+    judge: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
+    human: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
+    depth = _depth(run)
+    for line in scored_lines(_lines(run)):
+        qid = str(line["queryId"])
+        own = line.get("judgeOnly") or {}
+        values = {NDCG10_NAME: (line.get("metrics") or {}).get(NDCG10_NAME), "relevance": (line.get("scores") or {}).get("relevance")}
+        for column in CORRECTED:
+            value = own.get(column, values[column]) if own else values[column]
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                judge[column][qid] = float(value)
+        sources = [str(r["source"]) for r in line.get("results") or []]
+        if labelled(line) is True:
+            theirs = values
+        elif sources and all((qid, s) in grades for s in sources):
+            people = [grades[(qid, s)] for s in sources]
+            expected = list(line.get("expectedSources") or [])
+            theirs = {
+                NDCG10_NAME: query_metrics(sources, people, expected)[NDCG10_NAME],
+                "relevance": label_dimensions(people, sources, expected, depth=depth)["relevance"],
+            }
+        else:
+            continue
+        for column in CORRECTED:
+            value = theirs[column]
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and qid in judge[column]:
+                human[column][qid] = float(value)
+    return judge, human
+
+
+def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
+    """``{column: corrected difference (new - old) as a dict}`` for nDCG@10 and relevance, over the queries both
+    runs scored; empty when the runs ran different query sets (no pairing) or too few queries are labelled
+    for both (:data:`judge_runner.measures.ppi.MIN_LABELLED`)."""
+    if not old.provenance.querySetSha256 or old.provenance.querySetSha256 != new.provenance.querySetSha256:
+        return {}
+    grades = human_grades(old, new)
+    if not grades:
+        return {}
+    old_judge, old_human = run_values(old, grades)
+    new_judge, new_human = run_values(new, grades)
+    out = {}
+    for column in CORRECTED:
+        diff = corrected_difference(
+            old_judge[column], new_judge[column], old_human[column], new_human[column], system="new run", against="old run", column=column
+        )
+        if diff is not None:
+            out[column] = diff.as_dict()
+    return out
+
+
+def corrected_regression(change: Mapping[str, Any] | None, min_effect: float = MIN_EFFECT) -> bool:
+    """A corrected change (:func:`corrected_change`'s entry) that the gate counts as a regression: its interval
+    lies below 0 and the estimate is at least ``min_effect`` below it (the judge-side rule, on the people's
+    scale)."""
+    return change is not None and change.get("outcome") == "worse" and float(change["estimate"]) <= -min_effect
+
+
+def same_results(old: RunLike, new: RunLike) -> bool:
+    """Whether both runs returned the same documents in the same order on every query both scored (and they
+    share at least one)."""
+
+    def ranked(run: RunLike) -> dict[str, list[str]]:
+        return {str(line["queryId"]): [str(r["source"]) for r in line.get("results") or []] for line in _lines(run)}
+
+    a, b = ranked(old), ranked(new)
+    common = set(a) & set(b)
+    return bool(common) and all(a[q] == b[q] for q in common)
+
+
+def label_change(old: RunLike, new: RunLike) -> str | None:
+    """What changed in the labels between two runs, in words, or None: queries with people's labels (before ->
+    now), and documents returned by both whose label changed (a person relabelled, or a label replaced the
+    judge's)."""
+
+    def labels(run: RunLike) -> tuple[int, dict[tuple[str, str], tuple[int, str]]]:
+        lines = _lines(run)
+        with_people = sum(1 for line in lines if int(line.get("humanLabels") or 0))
+        grades = {
+            (str(line["queryId"]), str(r["source"])): (int(r.get("relevance") or 0), str(r.get("labelOrigin") or "judge"))
+            for line in lines
+            for r in line.get("results") or []
+        }
+        return with_people, grades
+
+    before, old_grades = labels(old)
+    now, new_grades = labels(new)
+    moved = [k for k in old_grades.keys() & new_grades.keys() if old_grades[k][0] != new_grades[k][0]]
+    if before == now and not moved:
+        return None
+    parts = []
+    if before != now:
+        parts.append(f"people's labels on {now} queries (were on {before})")
+    if moved:
+        relabelled = sum(1 for k in moved if old_grades[k][1] == new_grades[k][1] == "human")
+        parts.append(
+            f"{len(moved)} labels of documents both returned changed" + (f" ({relabelled} relabelled by people)" if relabelled else "")
+        )
+    return "labels changed: " + "; ".join(parts)

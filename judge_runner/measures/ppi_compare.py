@@ -1,0 +1,238 @@
+"""Deciding between searches with the people's labels: the corrected difference of two systems' means, its
+verdict, how many more labelled queries would decide it, and a ranking of three or more systems that carries
+its uncertainty.
+
+**The difference of two systems** (or two runs over the same queries) is the mean of the paired per-query
+differences ``d_i = B_i - A_i``: the judge's ``d_i`` on every query both scored, the people's on every query
+labelled in both. That is a mean like any other, so it is corrected exactly as one mean is
+(:func:`judge_runner.measures.ppi.tuned_mean`: prediction-powered, power-tuned with a cross-fitted weight, t
+interval, clipped to [-1, 1]; Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453). Pairing removes what the
+queries share (a hard query is hard for both), and a judge biased toward one kind of system is corrected where
+it matters: on the difference itself.
+
+**The verdict** comes from the interval alone: "B better" when it lies above 0, "A better" below, else "cannot
+tell yet" with how many more labelled queries would likely decide it (:func:`more_to_decide`), or, when the
+estimate sits so near 0 that labelling every query of the set would not separate it from 0, how far from 0 it
+sits.
+
+**A ranking of k >= 3 systems** (:func:`corrected_ranking`): each system's corrected mean, and for every pair
+the corrected difference with a simultaneous interval (Bonferroni: each pair at level ``1 - 0.05 / m`` for
+``m = k (k - 1) / 2`` pairs, so all hold together with at least 95%). A system's **rank set** runs from 1 +
+the number of systems surely above it to k - the number surely below it; the systems whose set holds 1 are
+those that could be first. This is the rank-set construction of Chatzi, Straitouri, Thejaswi & Gomez-Rodriguez
+2024 ("Prediction-powered ranking of large language models", arXiv 2402.17826), built here from pairwise
+intervals rather than their joint confidence ellipsoid (more conservative, simpler to read).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from judge_runner.measures.ppi import CONFIDENCE, MeanEstimate, ppi_mean, variance_at
+
+DIFFERENCE_BOUNDS = (-1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What would decide an undecided difference: ``more`` labelled queries (None when labelling every query
+    of the set would not), ``distance`` of the estimate from 0, and the sentence for people (``text``)."""
+
+    more: int | None
+    distance: float
+    text: str
+
+    def as_dict(self) -> dict:
+        """JSON-ready (camelCase)."""
+        return {"moreLabelledQueries": self.more, "distanceFromZero": round(self.distance, 6), "text": self.text}
+
+
+@dataclass(frozen=True)
+class CorrectedDifference:
+    """``system`` - ``against`` on ``column``: the corrected mean of the paired differences (``found``, a
+    :class:`MeanEstimate` on [-1, 1]: its ``judge_mean`` is the judge-only difference, ``human_*`` the labelled
+    queries' own), the ``outcome`` ("better", "worse": ``system`` relative to ``against``; "cannot tell";
+    "same": both give the same value on every query, for the judge and the people),
+    the verdict in words and, when undecided, the :class:`Decision`."""
+
+    system: str
+    against: str
+    column: str
+    found: MeanEstimate
+    outcome: str
+    verdict: str
+    decision: Decision | None
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the summary's ``CorrectedDifference``."""
+        return {
+            "system": self.system,
+            "against": self.against,
+            "column": self.column,
+            **self.found.as_dict(),
+            "judgeDelta": round(self.found.judge_mean, 6),
+            "outcome": self.outcome,
+            "verdict": self.verdict,
+            "decide": self.decision.as_dict() if self.decision is not None else None,
+        }
+
+
+def more_to_decide(found: MeanEstimate, limit: int | None = None) -> Decision:
+    """How many more labelled queries would likely decide ``found`` (a difference whose interval holds 0): the
+    fewest ``m`` such that, with the per-query spreads as estimated and the estimate where it is, the interval
+    at ``labelled + m`` labelled queries (:func:`judge_runner.measures.ppi.variance_at`, the same t quantile)
+    no longer reaches 0. ``limit``: the most queries that could be labelled (default: the ``queries`` scored);
+    when even all of them would not decide it, ``more`` is None and the text says how far from 0 the estimate
+    sits instead of a number of queries no one will label."""
+    limit = found.queries if limit is None else limit
+    distance = abs(found.estimate)
+    if found.ci95 == (0.0, 0.0):
+        return Decision(None, 0.0, "no difference: both give the same value on every query, for the judge and for the people")
+    quantile = found.quantile
+    need = None
+    for total in range(found.labelled + 1, limit + 1):  # at most a few thousand queries
+        if quantile * math.sqrt(variance_at(found, total)) < distance:
+            need = total - found.labelled
+            break
+    if need is not None:
+        text = f"about {need} more labelled {'query' if need == 1 else 'queries'} would likely decide it (if the difference stays near {found.estimate:+.3f})"
+    else:
+        text = (
+            f"the difference sits {distance:.4f} from 0, closer than labelling all {limit} queries could resolve "
+            f"(±{quantile * math.sqrt(variance_at(found, limit)):.3f} then): too small to decide on this query set"
+        )
+    return Decision(need, distance, text)
+
+
+def corrected_difference(
+    judge_a: Mapping[str, float],
+    judge_b: Mapping[str, float],
+    human_a: Mapping[str, float],
+    human_b: Mapping[str, float],
+    *,
+    system: str = "B",
+    against: str = "A",
+    column: str = "nDCG@10",
+    confidence: float = CONFIDENCE,
+) -> CorrectedDifference | None:
+    """The corrected difference ``system`` (B) - ``against`` (A) on ``column`` (module docstring). ``judge_*``:
+    ``{query id: judge's value}`` of every scored query of each; ``human_*``: ``{query id: people's value}`` of
+    the labelled ones. Paired over the queries both scored (judge) and both have labelled (people). None with
+    fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both."""
+    common = [q for q in judge_b if q in judge_a]
+    judge = {q: judge_b[q] - judge_a[q] for q in common}
+    human = {q: human_b[q] - human_a[q] for q in common if q in human_a and q in human_b}
+    found = ppi_mean(judge, human, bounds=DIFFERENCE_BOUNDS, confidence=confidence)
+    if found is None:
+        return None
+    low, high = found.ci95
+    if low > 0:
+        return CorrectedDifference(system, against, column, found, "better", f"{system} better", None)
+    if high < 0:
+        return CorrectedDifference(system, against, column, found, "worse", f"{against} better", None)
+    decision = more_to_decide(found)
+    if found.ci95 == (0.0, 0.0):
+        return CorrectedDifference(system, against, column, found, "same", decision.text, decision)
+    return CorrectedDifference(system, against, column, found, "cannot tell", f"cannot tell yet: {decision.text}", decision)
+
+
+@dataclass(frozen=True)
+class RankedSystem:
+    """One system in a :class:`Ranking`: its corrected mean (``found``; None with too few labelled queries),
+    its rank set ``[best, worst]`` (1 is first) and whether it could be first."""
+
+    name: str
+    found: MeanEstimate | None
+    rank_set: tuple[int, int]
+
+    @property
+    def could_be_first(self) -> bool:
+        """Whether no other system is surely above it."""
+        return self.rank_set[0] == 1
+
+    def as_dict(self) -> dict:
+        """JSON-ready."""
+        return {
+            "name": self.name,
+            "corrected": self.found.as_dict() if self.found is not None else None,
+            "rankSet": list(self.rank_set),
+            "couldBeFirst": self.could_be_first,
+        }
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Systems by corrected mean of ``column``, best first, each with its rank set; ``pairs``: every pair's
+    corrected difference at the simultaneous level ``pair_confidence`` (None where too few queries are
+    labelled in both); ``confidence``: the level all pairs hold together (Bonferroni)."""
+
+    column: str
+    systems: list[RankedSystem]
+    pairs: list[CorrectedDifference]
+    confidence: float
+    pair_confidence: float
+
+    @property
+    def could_be_first(self) -> list[str]:
+        """The systems whose rank set holds 1."""
+        return [s.name for s in self.systems if s.could_be_first]
+
+    def as_dict(self) -> dict:
+        """JSON-ready: the summary's ``CorrectedRanking``."""
+        return {
+            "column": self.column,
+            "confidence": self.confidence,
+            "pairConfidence": round(self.pair_confidence, 6),
+            "method": "rank sets from Bonferroni-simultaneous corrected pairwise differences (after Chatzi et al. 2024, arXiv 2402.17826)",
+            "systems": [s.as_dict() for s in self.systems],
+            "couldBeFirst": self.could_be_first,
+            "pairs": [p.as_dict() for p in self.pairs],
+        }
+
+
+def corrected_ranking(
+    judge: Mapping[str, Mapping[str, float]],
+    human: Mapping[str, Mapping[str, float]],
+    order: Sequence[str] | None = None,
+    *,
+    column: str = "nDCG@10",
+    confidence: float = CONFIDENCE,
+) -> Ranking | None:
+    """The ranking of the systems of ``judge`` (``{system: {query id: judge's value}}``; ``human`` likewise for
+    the labelled queries) by corrected mean, with rank sets (module docstring). ``order``: the systems'
+    order for ties and output (default: as given). None with fewer than two systems, or when no system has
+    :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries."""
+    names = list(order or judge)
+    if len(names) < 2:
+        return None
+    means = {s: ppi_mean(judge[s], human.get(s, {})) for s in names}
+    if all(m is None for m in means.values()):
+        return None
+    m = len(names) * (len(names) - 1) // 2
+    level = 1 - (1 - confidence) / m
+    above = {s: 0 for s in names}  # systems surely above s
+    below = {s: 0 for s in names}
+    pairs = []
+    for a, b in combinations(names, 2):
+        diff = corrected_difference(judge[a], judge[b], human.get(a, {}), human.get(b, {}), system=b, against=a, confidence=level)
+        if diff is None:
+            continue
+        pairs.append(diff)
+        if diff.outcome == "better":
+            above[a] += 1
+            below[b] += 1
+        elif diff.outcome == "worse":
+            above[b] += 1
+            below[a] += 1
+    k = len(names)
+
+    def key(name: str) -> tuple[float, int]:
+        found = means[name]
+        return (-found.estimate if found is not None else math.inf, names.index(name))
+
+    ranked = sorted(names, key=key)
+    systems = [RankedSystem(s, means[s], (1 + above[s], k - below[s])) for s in ranked]
+    return Ranking(column, systems, pairs, confidence, level)

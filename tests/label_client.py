@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_server import Sampling, label_job
+from judge_runner.app.label.server import Sampling, label_job
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
 

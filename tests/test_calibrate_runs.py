@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_cache import CacheSync
-from judge_runner.app.label_server import Sampling, new_session
-from judge_runner.app.label_session import LabelSession
+from judge_runner.app.label.cache import CacheSync
+from judge_runner.app.label.server import Sampling, new_session
+from judge_runner.app.label.session import LabelSession
 from judge_runner.calibrate.from_runs import system_lists
 from judge_runner.core.printer import Printer
 from judge_runner.runs.read import read_run_file

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_http import LabelServer
-from judge_runner.app.label_server import Sampling, new_session
-from judge_runner.app.label_session import LabelSession
+from judge_runner.app.label.server import Sampling, new_session
+from judge_runner.app.label.session import LabelSession
+from judge_runner.app.label.web import LabelServer
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.qrels import human_labels, read_trec_qrels

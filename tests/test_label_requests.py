@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_http import parse_host_rule
+from judge_runner.app.label.web import parse_host_rule
 from tests.clitools import invoke
 from tests.label_client import Forward, Job, act, fetch, raw, state
 from tests.label_runs import write_run

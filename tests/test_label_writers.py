@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label_server import Sampling, new_session
-from judge_runner.app.label_session import FAST_LABEL_S, LabelSession
+from judge_runner.app.label.server import Sampling, new_session
+from judge_runner.app.label.session import FAST_LABEL_S, LabelSession
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels, read_trec_qrels

@@ -1,5 +1,5 @@
 """Command ``label``: a labelling page on loopback that turns a person's grades into a named human qrels set.
-Thin: parses options and calls :func:`judge_runner.app.label_server.label_job`."""
+Thin: parses options and calls :func:`judge_runner.app.label.server.label_job`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from judge_runner.app.label_http import HostRule, parse_host_rule
-from judge_runner.app.label_server import Sampling, label_job
+from judge_runner.app.label.server import Sampling, label_job
+from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS

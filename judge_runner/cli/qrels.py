@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from judge_runner.app.label_lock import cache_set_lock, holder_record
+from judge_runner.app.label.lock import cache_set_lock, holder_record
 from judge_runner.cli.cache import CACHE, open_cache
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError

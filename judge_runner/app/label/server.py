@@ -1,8 +1,8 @@
 """``judge-runner label``: the labelling job: the set's locks, its session, the cache import, the page's server.
 
-:func:`label_job` takes the set (:mod:`.label_lock`: one writer per set, in the labels folder and in the
-judgment cache), opens or starts its session (:mod:`.label_session`), starts the cache import
-(:mod:`.label_cache`), serves the page (:mod:`.label_http`) until Ctrl+C, and says where every label went:
+:func:`label_job` takes the set (:mod:`.lock`: one writer per set, in the labels folder and in the
+judgment cache), opens or starts its session (:mod:`.session`), starts the cache import
+(:mod:`.cache`), serves the page (:mod:`.web`) until Ctrl+C, and says where every label went:
 the journal and the qrels file always, the judgment cache when it took them, else the command that imports
 them (exit 3). A new session draws its items with :mod:`judge_runner.judging.label_plan` (:func:`new_session`).
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_runner.app.label_cache import CacheReport, CacheSync, import_command
-from judge_runner.app.label_http import HOST, HostRule, LabelServer
-from judge_runner.app.label_lock import SetLock, cache_set_lock, holder_record, takeover_note
-from judge_runner.app.label_session import LabelSession
+from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
+from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
+from judge_runner.app.label.session import LabelSession
+from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.printer import Printer

@@ -13,7 +13,7 @@ Files, in the labels folder (default ``labels/``), for the human qrels set ``NAM
   they were given (a label undone is gone; given again, it is where it was given again). Rewritten after
   every act (a temporary file, fsynced, renamed), so it is always whole.
 - the judgment cache: after every act the session tells its sink (:class:`LabelSink`; the job's
-  :class:`judge_runner.app.label_cache.CacheSync`), which imports the qrels as the human qrels set ``NAME``,
+  :class:`judge_runner.app.label.cache.CacheSync`), which imports the qrels as the human qrels set ``NAME``,
   so the next ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
 
 What comes next: the first item in the plan's order neither labelled nor skipped; after them the skipped

@@ -16,10 +16,12 @@ from tests.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, Q
 from tests.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
+QUERIES = 30  # every check's minimum met (25 queries for the ranking, 20 for agreement and each probe)
+PROBE_QUERIES = 20
 
 
 def run_calibration(tmp_path, brain_class, extra=()):
-    data = write_collection(tmp_path / "beir")
+    data = write_collection(tmp_path / "beir", queries=QUERIES)
     out = tmp_path / "calibration.json"
     with FakeLLMServer(brain=brain_class(judge_qrels(data))) as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
@@ -40,7 +42,7 @@ def run_calibration(tmp_path, brain_class, extra=()):
                 "50",
                 "--quiet",
                 "--probe-queries",
-                "6",
+                str(PROBE_QUERIES),
                 *extra,
             ],
             env,
@@ -60,14 +62,22 @@ def failing(document):
     return {name for name, status in statuses(document).items() if status in ("fail", "warn")}
 
 
-def test_honest_judge_agrees_and_passes_every_check(tmp_path):
+def test_honest_judge_agrees_and_passes_every_check_it_has_evidence_for(tmp_path):
+    """The honest judge passes agreement and ranking and fails nothing. Its probes find nothing in 20 probe
+    queries, which bounds each effect at 16.8 points (the rule of three over queries, issue 29), not at 0: they
+    are inconclusive and say how many probe queries would decide them."""
     document, requests = run_calibration(tmp_path, QrelsJudge)
     figures = document["modes"]["pointwise"]
     assert figures["agreement"]["all"]["kappaAt2"]["value"] == pytest.approx(1.0)
     assert figures["agreement"]["all"]["overLabelling"]["value"] == 0
     assert figures["systems"]["nDCG@10"]["kendallTauB"]["value"] == pytest.approx(1.0)
+    checks = document["verdict"]["checks"]
     assert failing(document) == set()
-    assert document["verdict"]["status"] == "calibrated"
+    assert checks["perPairAgreement"]["status"] == "pass" and checks["ranking"]["status"] == "pass", checks
+    for name in ("position", "injection:instruction"):
+        assert checks[name]["status"] == "inconclusive" and checks[name]["queriesToDecide"] == 72, checks[name]
+        assert "about 72 probe queries (--probe-queries" in checks[name]["message"]
+    assert document["verdict"]["status"] == "inconclusive"
     spend = document["spend"]
     assert spend["requests"] == requests and spend["inputTokens"] > 0 and spend["costUsd"] > 0
 
@@ -91,6 +101,17 @@ def test_gullible_judge_fails_only_the_instruction_injection(tmp_path):
 
 def test_both_modes_and_trials_record_alpha_and_batched_figures(tmp_path):
     document, _ = run_calibration(tmp_path, QrelsJudge, ["--judge-mode", "both", "--trials", "2", "--probes", "none"])
+    verdict = document["verdict"]
+    assert set(verdict["missing"]) == {"position", "injection:instruction"}  # named, not passed
+    stability = document["modes"]["pointwise"]["trialStability"]
+    assert stability["value"] == 1.0 and stability["trials"] == 2 and stability["queries"] == QUERIES and stability["ruleOfThree"]
+    # trials that never disagreed on 30 queries bound alpha by the rule of three, below 0.8: not yet a pass
+    assert stability["ci95"][0] < 0.8 and verdict["checks"]["trialStability"]["status"] == "inconclusive"
+    assert (
+        "queries labelled in 2 or more trials would likely decide it, more than the 30 in the set"
+        in verdict["checks"]["trialStability"]["message"]
+    )
+    assert verdict["checks"]["perPairAgreement"]["status"] == verdict["checks"]["ranking"]["status"] == "pass"
     assert set(document["modes"]) == {"pointwise", "batched"}
     assert document["modes"]["batched"]["agreement"]["all"]["kappaAt2"]["value"] == pytest.approx(1.0)
     assert document["modes"]["pointwise"]["trialsAlpha"] == pytest.approx(1.0)

@@ -19,7 +19,7 @@ from judge_runner.calibrate.labeling import Labeler, labeler_for
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
 from judge_runner.config import Settings
-from judge_runner.core.failures import IncompleteRunError, UsageError
+from judge_runner.core.failures import GateFailedError, IncompleteRunError, UsageError
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.judging.cache import CacheError, JudgmentCache
@@ -180,14 +180,17 @@ def calibrate_job(
     printer: Printer,
     labeler: Labeler | None = None,
     dry_run: bool = False,
+    require_calibrated: bool = False,
 ) -> dict:
     """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
-    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
+    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted,
+    GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated`` (written all the same)."""
     collection = source.load()
     for note in collection.notes:
         printer.err(f"note: {note}")
+    available = len(collection.queries)
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:
@@ -212,7 +215,7 @@ def calibrate_job(
         queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
         started = datetime.now(UTC)
         try:
-            document = calibrate(collection, queries, runs, labeler, config, printer.log, meter)
+            document = calibrate(collection, queries, runs, labeler, config, printer.log, meter, available)
         except LLMError as exc:
             raise IncompleteRunError(f"the judge failed during calibration: {type(exc).__name__}: {str(exc)[:300]}") from None
         except KeyboardInterrupt:
@@ -233,17 +236,38 @@ def calibrate_job(
     }
     if dry_run:
         return document
-    return written(document, out, printer)
+    unlabelled_note(document, source, config, printer)
+    return written(document, out, printer, require_calibrated=require_calibrated)
 
 
-def written(document: dict, out: Path | None, printer: Printer, note: str = "") -> dict:
+def unlabelled_note(document: dict, source: Source, config: CalibrationConfig, printer: Printer) -> None:
+    """With the team's own qrels file (not a BEIR collection) and documents nobody labelled counted as not
+    relevant, say how many pooled pairs that is when it is most of the pool, and the option that leaves
+    them out."""
+    pool = document["pool"]
+    unlabelled = pool["pairs"] - pool.get("labelled", pool["pairs"])
+    if source.beir is None and config.unlabelled == "non-relevant" and pool["pairs"] and unlabelled > pool["pairs"] / 2:
+        printer.err(
+            f"note: {unlabelled:,} of the {pool['pairs']:,} pooled pairs carry no label in {source.qrels} and count as not relevant "
+            "(TREC pooling); if your labels do not cover every relevant document, give --unlabelled unknown"
+        )
+
+
+def written(document: dict, out: Path | None, printer: Printer, note: str = "", require_calibrated: bool = False) -> dict:
     """Write the calibration ``document`` to ``out`` (default ``calibration/<UTC>.json``), print its table
-    unless quiet, and say where it went with its verdict (and ``note``) on stderr. Returns ``document``."""
+    unless quiet, and say on stderr where it went with its verdict, the checks without evidence (and
+    ``note``). Returns ``document``. Raises GateFailedError (exit 1) when ``require_calibrated`` and the
+    verdict is not ``calibrated``: the file is written all the same."""
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:
         printer.out(rich_text(lambda console: output.print_table(document, console)))
-    printer.err(f"calibration written to {path}: {document['verdict']['status']}{note}")
+    verdict = document["verdict"]
+    missing = verdict.get("missing") or {}
+    lacking = f"; not enough evidence for {', '.join(missing)}" if missing and verdict["status"] != "insufficient" else ""
+    printer.err(f"calibration written to {path}: {verdict['status']}{lacking}{note}")
+    if require_calibrated and verdict["status"] != "calibrated":
+        raise GateFailedError(f"the judge is {verdict['status']}, not calibrated (--require-calibrated): {output.verdict_summary(verdict)}")
     return document
 
 
@@ -285,13 +309,14 @@ def calibrate_runs_job(
     out: Path | None,
     printer: Printer,
     rescale: dict[int, int] | None = None,
+    require_calibrated: bool = False,
 ) -> dict:
     """``calibrate --results``: the judge that wrote the run files ``results`` measured against human labels
     (:func:`human_qrels_for`) with the judge's labels read from the runs
     (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration (``out``, default
     ``calibration/<UTC>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
     for a file that is not a run with judged queries, runs of different judges, or labels that match no
-    result."""
+    result; GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated``."""
     runs = read_judged_runs(results)
     human, source = human_qrels_for(settings, qrels, human_set, rescale)
     started = datetime.now(UTC)
@@ -304,4 +329,4 @@ def calibrate_runs_job(
         "index": None,
         **document,
     }
-    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)")
+    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)", require_calibrated)

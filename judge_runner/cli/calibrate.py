@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import cast
 
 import click
+from click.core import ParameterSource
 
 from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job
 from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
-from judge_runner.calibrate.run import CalibrationConfig
+from judge_runner.calibrate.run import UNLABELLED, CalibrationConfig
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.cli.qrels import RESCALE
@@ -20,6 +21,39 @@ from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
+
+
+NOT_FOR_RESULTS = (
+    "beir",
+    "split",
+    "queries",
+    "corpus",
+    "run_files",
+    "queries_sample",
+    "calibration_trials",
+    "calibration_mode",
+    "probes",
+    "systems",
+    "pool_depth",
+    "corpus_scope",
+    "candidates",
+    "probe_queries",
+    "batch_size",
+    "provider",
+    "judge_model",
+)
+"""Options that shape the judged calibration only: with --results the labels, the judge and its mode come from
+the run files, so any of these given on the command line is refused rather than ignored."""
+
+
+def not_for_results(ctx: click.Context) -> list[str]:
+    """The options of :data:`NOT_FOR_RESULTS` given on the command line (or by the environment), as typed."""
+    sources = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    return [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name in NOT_FOR_RESULTS and ctx.get_parameter_source(param.name) in sources and param.opts
+    ]
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -131,7 +165,21 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     "calibration_db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite].",
+    help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite]; "
+    "with --results, the index whose judgment cache (judgments.sqlite beside it) holds --human-qrels.",
+)
+@click.option(
+    "--unlabelled",
+    type=click.Choice(UNLABELLED),
+    default=None,
+    help="A document nobody labelled: non-relevant (TREC pooling, for qrels that list every relevant document; the default "
+    "with --beir or --qrels FILE) or unknown (left out of the pool, of agreement and of the system ranking, which is "
+    "computed over what people labelled; the default with --results).",
+)
+@click.option(
+    "--require-calibrated",
+    is_flag=True,
+    help="Exit 1 unless the verdict is calibrated (failed, inconclusive or insufficient): a CI gate. The file is written all the same.",
 )
 @click.option("--probe-queries", type=click.IntRange(min=1), default=20, show_default=True, help="Queries each probe uses.")
 @click.option(
@@ -169,6 +217,8 @@ def calibrate(
     corpus_scope: str,
     candidates: int,
     calibration_db: Path | None,
+    unlabelled: str | None,
+    require_calibrated: bool,
     probe_queries: int,
     resamples: int,
     batch_size: int,
@@ -193,7 +243,10 @@ def calibrate(
       judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
       judge-runner calibrate --qrels mine.qrels --queries q.jsonl --corpus corpus.jsonl --provider anthropic
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team
-    Exit codes: 0 written (read the verdict); 2 usage or configuration error; 3 the judge failed or interrupted.
+    \b
+    Exit codes: 0 written (the verdict is in the file and on stderr); 1 --require-calibrated and the verdict is
+    failed, inconclusive or insufficient (not enough evidence; written all the same); 2 usage or configuration
+    error; 3 the judge failed or the calibration was interrupted.
     """
     config = CalibrationConfig(
         modes=JUDGE_MODES if calibration_mode == "both" else (cast("JudgeMode", calibration_mode),),  # click checked the choice
@@ -204,12 +257,14 @@ def calibrate(
         probe_queries=probe_queries,
         resamples=resamples,
         batch_size=batch_size,
+        unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
     )
     if results:  # the judge's labels from run files: nothing is judged, nothing indexed
-        given = [flag for flag, value in (("--beir", beir), ("--queries", queries), ("--corpus", corpus), ("--run", run_files)) if value]
+        given = not_for_results(click.get_current_context())
         if given or dry_run:
             raise UsageError(f"--results reads labels from run files; {', '.join(given) or '--dry-run'} does not apply to it")
-        calibrate_runs_job(settings(**flags), list(results), qrels, human_set, config, out, printer(quiet), rescale)
+        found = settings(**flags, **({"db": calibration_db} if calibration_db is not None else {}))  # the cache beside --db
+        calibrate_runs_job(found, list(results), qrels, human_set, config, out, printer(quiet), rescale, require_calibrated)
         return EXIT_OK
     if human_set is not None:
         raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
@@ -232,6 +287,7 @@ def calibrate(
         printer(quiet),
         labeler,
         dry_run=dry_run,
+        require_calibrated=require_calibrated,
     )
     if recorder is not None:
         calibrate_report(settings(**flags), recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)

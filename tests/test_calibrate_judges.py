@@ -20,16 +20,18 @@ QUERIES = 30  # every check's minimum met (25 queries for the ranking, 20 for ag
 PROBE_QUERIES = 20
 
 
-def run_calibration(tmp_path, brain_class, extra=()):
-    data = write_collection(tmp_path / "beir", queries=QUERIES)
-    out = tmp_path / "calibration.json"
+def run_calibration(tmp_path, brain_class, extra=(), data=None, source=None, name="calibration.json"):
+    """Calibrate the scripted judge ``brain_class`` on the synthetic collection ``data`` (written when None),
+    given as ``source`` arguments (default ``--beir``); returns ``(document, requests)``, and the output as
+    ``document["_output"]``."""
+    data = data or write_collection(tmp_path / "beir", queries=QUERIES)
+    out = tmp_path / name
     with FakeLLMServer(brain=brain_class(judge_qrels(data))) as server:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
         result = invoke(
             [
                 "calibrate",
-                "--beir",
-                str(data),
+                *(source or ["--beir", str(data)]),
                 "--provider",
                 "anthropic",
                 "--judge-model",
@@ -51,6 +53,7 @@ def run_calibration(tmp_path, brain_class, extra=()):
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())
     jsonschema.validate(document, load_schema("calibration.schema.json"))
+    document["_output"] = result.output
     return document, requests
 
 
@@ -116,3 +119,34 @@ def test_both_modes_and_trials_record_alpha_and_batched_figures(tmp_path):
     assert document["modes"]["batched"]["agreement"]["all"]["kappaAt2"]["value"] == pytest.approx(1.0)
     assert document["modes"]["pointwise"]["trialsAlpha"] == pytest.approx(1.0)
     assert document["spend"]["calls"]["batched"] < document["spend"]["calls"]["pointwise"]
+
+
+class GenerousJudge(QrelsJudge):
+    """Gives what people labelled its grade, and a 3 to every document nobody labelled."""
+
+    def label(self, query: str, docid: str, text: str, slot: int, count: int) -> int:
+        return self.qrels.get(query, {}).get(docid, 3)
+
+
+def test_a_judged_calibration_can_leave_out_the_documents_nobody_labelled(tmp_path):
+    """Issue 29, the same kind in `calibrate` against a qrels file: a document of the pool nobody labelled
+    counts as not relevant (TREC pooling, right for a collection whose qrels list every relevant document),
+    which a team's own partial labels are not. It says so, and --unlabelled unknown leaves such documents out
+    of the pool: not judged, not compared, and the systems ranked over what people labelled."""
+    data = write_collection(tmp_path / "beir", queries=QUERIES)
+    qrels = data / "qrels" / "test.tsv"  # two distractors of each query labelled 0 as well: 5 labels a query
+    qrels.write_text(qrels.read_text() + "".join(f"q{t}\td{t}x{d}\t0\n" for t in range(QUERIES) for d in range(2)))
+    files = ["--qrels", str(qrels), "--queries", str(data / "queries.jsonl"), "--corpus", str(data / "corpus.jsonl")]
+    counted, _ = run_calibration(tmp_path, GenerousJudge, ["--probes", "none"], data, files, "zero.json")
+    assert counted["config"]["unlabelled"] == "non-relevant" and counted["pool"]["pairs"] > counted["pool"]["labelled"] == 5 * QUERIES
+    assert counted["modes"]["pointwise"]["agreement"]["all"]["overLabelling"]["value"] > 0  # its 3s on unlabelled documents
+    assert "give --unlabelled unknown" in counted["_output"]
+    left_out, _ = run_calibration(tmp_path, GenerousJudge, ["--probes", "none", "--unlabelled", "unknown"], data, files, "unknown.json")
+    assert left_out["pool"]["pairs"] == left_out["pool"]["labelled"] == 5 * QUERIES
+    assert left_out["spend"]["calls"]["pointwise"] == 5 * QUERIES  # nothing nobody labelled was sent to the judge
+    agreement = left_out["modes"]["pointwise"]["agreement"]["all"]
+    assert agreement["kappaAt2"]["value"] == 1.0 and agreement["overLabelling"]["value"] == 0
+    systems = left_out["modes"]["pointwise"]["systems"]["nDCG@10"]["systems"]
+    assert all(row["human"] == row["judge"] for row in systems.values())  # the same documents for both
+    assert any(row["labelledAt10"] < 1 for row in systems.values())
+    assert "give --unlabelled unknown" not in left_out["_output"]

@@ -18,6 +18,7 @@ from judge_runner.calibrate.from_runs import calibrate_from_runs, judge_of
 from judge_runner.calibrate.labeling import Labeler, labeler_for
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
+from judge_runner.calibrate.verdicts import PEOPLE_CHECKS
 from judge_runner.config import Settings
 from judge_runner.core.failures import GateFailedError, IncompleteRunError, UsageError
 from judge_runner.core.models import JudgeMode
@@ -255,17 +256,21 @@ def unlabelled_note(document: dict, source: Source, config: CalibrationConfig, p
 
 def written(document: dict, out: Path | None, printer: Printer, note: str = "", require_calibrated: bool = False) -> dict:
     """Write the calibration ``document`` to ``out`` (default ``calibration/<UTC>.json``), print its table
-    unless quiet, and say on stderr where it went with its verdict, the checks without evidence (and
-    ``note``). Returns ``document``. Raises GateFailedError (exit 1) when ``require_calibrated`` and the
+    unless quiet, and say on stderr where it went with its verdict and what it rests on
+    (:func:`judge_runner.calibrate.output.verdict_summary`; with no evidence, what the checks against the
+    people lack), and ``note``. Returns ``document``. Raises GateFailedError (exit 1) when ``require_calibrated`` and the
     verdict is not ``calibrated``: the file is written all the same."""
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:
         printer.out(rich_text(lambda console: output.print_table(document, console)))
     verdict = document["verdict"]
-    missing = verdict.get("missing") or {}
-    lacking = f"; not enough evidence for {', '.join(missing)}" if missing and verdict["status"] != "insufficient" else ""
-    printer.err(f"calibration written to {path}: {verdict['status']}{lacking}{note}")
+    summary = output.verdict_summary(verdict)
+    printer.err(f"calibration written to {path}: {verdict['status']}{'; ' + summary if summary else ''}{note}")
+    if verdict["status"] == "insufficient":  # what the checks against the people lack, also under --quiet
+        for name in PEOPLE_CHECKS:
+            if name in verdict.get("missing", {}):
+                printer.err(f"  {name}: {verdict['missing'][name]}")
     if require_calibrated and verdict["status"] != "calibrated":
         raise GateFailedError(f"the judge is {verdict['status']}, not calibrated (--require-calibrated): {output.verdict_summary(verdict)}")
     return document

@@ -7,8 +7,9 @@
   human 0-3, columns judge 0-3) and the over-labelling rate P(label >= 2 | qrels 0).
 - Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.measures.agreement.trials_alpha`).
 - Systems: nDCG@10, RR(rel=2) and R(rel=2)@100 per system and query (``ir_measures``) from the human qrels
-  and from the judge's labels on the same pool; Kendall's tau_b between the two system rankings
-  (``scipy.stats.kendalltau``), for each measure.
+  and from the judge's labels on the same pool (on condensed lists, :func:`condensed`, when documents nobody
+  labelled are unknown), each system's labelled share of its top 10 (:func:`labelled_share`); Kendall's tau_b
+  between the two system rankings (``scipy.stats.kendalltau``), for each measure.
 - Per query: Spearman's rho (``scipy.stats.spearmanr``) between human nDCG@10 of the reference system's list
   and each of the four dimensions computed from the judge on that list.
 

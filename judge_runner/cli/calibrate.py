@@ -181,7 +181,13 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     is_flag=True,
     help="Exit 1 unless the verdict is calibrated (failed, inconclusive or insufficient): a CI gate. The file is written all the same.",
 )
-@click.option("--probe-queries", type=click.IntRange(min=1), default=20, show_default=True, help="Queries each probe uses.")
+@click.option(
+    "--probe-queries",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Queries each probe uses: 20 at least for a verdict; a probe that finds nothing needs 72 to pass its 5-point bar.",
+)
 @click.option(
     "--bootstrap",
     "resamples",
@@ -234,10 +240,14 @@ def calibrate(
     The pool is the union of the top --pool-depth of several systems (the built-in search's fts, vector,
     hybrid and two fusion settings, two degraded controls, and any --run) plus every qrels-judged document
     of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
-    query bootstrap; verdicts follow documented thresholds (docs/calibration.md).
+    query bootstrap; verdicts follow documented thresholds (docs/calibration.md), once each check has its
+    minimum of evidence (20 labelled queries, 25 and 4 systems for the ranking, 20 probe queries): below it a
+    check is insufficient, never a pass, and a calibration with no evidence against the people is
+    "insufficient", not calibrated.
     \b
     With --results, the judge's labels are read from judge-runner run files instead (no judge call): agreement
-    on every returned document that carries a human label too, and the ranking of the runs' systems.
+    on every returned document that carries a human label too, and the ranking of the runs' systems over the
+    documents people labelled (--unlabelled).
     \b
     Examples:
       judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100

@@ -87,6 +87,41 @@ def test_results_refuses_options_it_would_ignore(tmp_path, labelled, given, monk
     assert result.exit_code == 2 and f"{given[0]} does not apply" in result.output
 
 
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        (["--human-qrels", "team", "--rescale", "4=3"], "--rescale does not apply (a --human-qrels set is on the judge's 0-3 scale"),
+        (["--qrels", "QRELS", "--cache", "x.sqlite"], "--cache does not apply (the labels come from --qrels FILE"),
+        (["--qrels", "QRELS", "--db", "x.sqlite"], "--db does not apply (with --results it finds the cache of --human-qrels"),
+    ],
+)
+def test_results_refuses_what_its_human_labels_leave_without_effect(tmp_path, labelled, given, why, monkeypatch):
+    """The kind of --db ignored (issue 29): an option the command line leaves without effect is refused, not ignored."""
+    run, qrels = labelled
+    monkeypatch.chdir(tmp_path)
+    result = invoke(["calibrate", "--results", str(run), *[str(qrels) if a == "QRELS" else a for a in given]])
+    assert result.exit_code == 2 and why in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        (["--split", "dev"], "--split does not apply (it picks the qrels of a --beir folder)"),
+        (["--candidates", "50"], "--candidates does not apply (it sets the depth of --corpus-scope candidates)"),
+        (["--batch-size", "5"], "--batch-size does not apply (only --judge-mode batched or both sends batches)"),
+        (["--probes", "none", "--probe-queries", "30"], "--probe-queries does not apply (no probe runs"),
+        (["--systems", "none", "--db", "x.sqlite"], "--db does not apply (no built-in system searches an index"),
+    ],
+)
+def test_a_judged_calibration_refuses_options_left_without_effect(tmp_path, given, why, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = [tmp_path / name for name in ("q.qrels", "q.jsonl", "c.jsonl")]
+    for path in files:
+        path.write_text("", encoding="utf-8")
+    result = invoke(["calibrate", "--qrels", str(files[0]), "--queries", str(files[1]), "--corpus", str(files[2]), *given])
+    assert result.exit_code == 2 and why in result.output, result.output
+
+
 # -- tables a person reads: through a pipe, and in a 100-column terminal --------------------------------
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

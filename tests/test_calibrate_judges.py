@@ -43,8 +43,7 @@ def run_calibration(tmp_path, brain_class, extra=(), data=None, source=None, nam
                 "--bootstrap",
                 "50",
                 "--quiet",
-                "--probe-queries",
-                str(PROBE_QUERIES),
+                *([] if "none" in extra else ["--probe-queries", str(PROBE_QUERIES)]),  # refused without a probe
                 *extra,
             ],
             env,

@@ -46,14 +46,43 @@ NOT_FOR_RESULTS = (
 the run files, so any of these given on the command line is refused rather than ignored."""
 
 
+def _given(ctx: click.Context, name: str) -> str | None:
+    """The option ``name`` as typed when it was given on the command line, else None."""
+    if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+        return None
+    return next((p.opts[0] for p in ctx.command.params if p.name == name and p.opts), None)
+
+
 def not_for_results(ctx: click.Context) -> list[str]:
-    """The options of :data:`NOT_FOR_RESULTS` given on the command line (or by the environment), as typed."""
-    sources = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-    return [
-        param.opts[0]
-        for param in ctx.command.params
-        if param.name in NOT_FOR_RESULTS and ctx.get_parameter_source(param.name) in sources and param.opts
-    ]
+    """The options of :data:`NOT_FOR_RESULTS` given on the command line, as typed."""
+    return [flag for name in NOT_FOR_RESULTS if (flag := _given(ctx, name))]
+
+
+def unused_options(ctx: click.Context, results: bool, params: dict) -> list[str]:
+    """``"--flag does not apply (why)"`` for each option given on the command line that the rest of the command line leaves
+    without effect (a silently ignored option reads as applied): with --results, --rescale of a cache set and
+    --cache or --db beside a --qrels file; else --split without --beir, --candidates without --corpus-scope
+    candidates, --batch-size without batched labels, --probe-queries without a probe, --db without a built-in
+    system."""
+    if results:
+        rules = [
+            ("rescale", params["human_set"] is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
+            ("cache", params["qrels"] is not None, "the labels come from --qrels FILE, not from the judgment cache"),
+            (
+                "calibration_db",
+                params["qrels"] is not None,
+                "with --results it finds the cache of --human-qrels, and --qrels FILE needs none",
+            ),
+        ]
+    else:
+        rules = [
+            ("split", params["beir"] is None, "it picks the qrels of a --beir folder"),
+            ("candidates", params["corpus_scope"] != "candidates", "it sets the depth of --corpus-scope candidates"),
+            ("batch_size", params["calibration_mode"] == "pointwise", "only --judge-mode batched or both sends batches"),
+            ("probe_queries", not _names(params["probes"], PROBES, "probe"), "no probe runs (--probes none)"),
+            ("calibration_db", not _names(params["systems"], None, "system"), "no built-in system searches an index (--systems none)"),
+        ]
+    return [f"{flag} does not apply ({why})" for name, unused, why in rules if unused and (flag := _given(ctx, name))]
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -269,8 +298,12 @@ def calibrate(
         batch_size=batch_size,
         unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
     )
+    ctx = click.get_current_context()
+    unused = unused_options(ctx, bool(results), ctx.params)
+    if unused:
+        raise UsageError("; ".join(unused))
     if results:  # the judge's labels from run files: nothing is judged, nothing indexed
-        given = not_for_results(click.get_current_context())
+        given = not_for_results(ctx)
         if given or dry_run:
             raise UsageError(f"--results reads labels from run files; {', '.join(given) or '--dry-run'} does not apply to it")
         found = settings(**flags, **({"db": calibration_db} if calibration_db is not None else {}))  # the cache beside --db

@@ -60,6 +60,23 @@ def test_every_label_zero_is_not_enough_evidence_and_says_what_is_missing(tmp_pa
     assert line.startswith("judge calibration: insufficient (2026-12-01, not enough evidence: perPairAgreement")
 
 
+def test_a_calibration_written_before_reads_n_a_as_no_evidence():
+    """A format-2 file said "calibrated" with every check n/a; trend, report and --min-overall read its status
+    again from its checks: not enough evidence, never calibrated."""
+    old = {
+        "type": "calibration",
+        "formatVersion": 2,
+        "createdAt": "2026-11-30T10:00:00Z",
+        "verdict": {"status": "calibrated", "checks": checks_of(ranking="n/a", perPairAgreement="n/a", position="n/a")},
+    }
+    assert v.status_of(old) == "insufficient"
+    assert calibration_line(old) == (
+        "judge calibration: insufficient (2026-11-30, not enough evidence: perPairAgreement, ranking, position)"
+    )
+    passed = {**old, "verdict": {"status": "calibrated", "checks": checks_of(ranking="n/a", perPairAgreement="pass")}}
+    assert v.status_of(passed) == "calibrated"
+
+
 def ranked_lists(queries: int = 30) -> tuple[dict, dict]:
     """Four systems over the same documents of each query. The people labelled what run A returns (a0..a9:
     a1, a3, a5 grade 3, the others 0); B returns four documents nobody labelled, then a1, a3, a5, a0, a2, a4;

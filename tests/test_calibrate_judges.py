@@ -149,3 +149,32 @@ def test_a_judged_calibration_can_leave_out_the_documents_nobody_labelled(tmp_pa
     assert all(row["human"] == row["judge"] for row in systems.values())  # the same documents for both
     assert any(row["labelledAt10"] < 1 for row in systems.values())
     assert "give --unlabelled unknown" not in left_out["_output"]
+
+
+def test_two_queries_are_not_enough_evidence_in_a_judged_calibration_either(tmp_path):
+    """Issue 29's example, in `calibrate` against a qrels file: two queries on which the honest judge agrees
+    with the people are no evidence; nothing passes and the verdict is insufficient, naming what is missing."""
+    data = write_collection(tmp_path / "beir", queries=2)
+    document, _ = run_calibration(tmp_path, QrelsJudge, (), data)
+    verdict = document["verdict"]
+    assert verdict["status"] == "insufficient"
+    assert {c["status"] for c in verdict["checks"].values()} <= {"insufficient", "n/a"}
+    assert "2 labelled queries of the 20 needed" in verdict["checks"]["perPairAgreement"]["message"]
+    assert "2 probe queries of the 20 needed" in verdict["checks"]["position"]["message"]
+    assert "insufficient" in document["_output"] and "2 labelled queries of the 20 needed" in document["_output"]
+
+
+def test_every_human_label_zero_is_refused_by_a_judged_calibration(tmp_path):
+    """Issue 29's other example (every label 0), in `calibrate` against a qrels file: a query without a
+    relevant document is left out of a test collection, so a collection without any is refused with the
+    reason, before a call is made (``--results`` says "insufficient" instead: test_calibrate_evidence.py)."""
+    data = write_collection(tmp_path / "beir", queries=QUERIES)
+    qrels = data / "qrels" / "test.tsv"
+    lines = qrels.read_text().splitlines()
+    qrels.write_text("\n".join([lines[0], *(line.rsplit("\t", 1)[0] + "\t0" for line in lines[1:])]) + "\n")
+    with FakeLLMServer(brain=QrelsJudge(judge_qrels(data))) as server:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url}
+        result = invoke(["calibrate", "--beir", str(data), "--provider", "anthropic", "--out", str(tmp_path / "c.json")], env)
+        assert server.count() == 0
+    assert result.exit_code == 2 and "has a positive qrels line" in result.output
+    assert not (tmp_path / "c.json").exists()

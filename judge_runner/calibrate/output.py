@@ -95,9 +95,11 @@ def _open(name: str, check: Mapping[str, Any]) -> str:
     return f"{name} ({gap:.4f} from its threshold: more are unlikely to decide it)" if gap is not None else name
 
 
-def verdict_summary(verdict: Mapping[str, Any]) -> str:
+def verdict_summary(verdict: Mapping[str, Any], status: str | None = None) -> str:
     """What a verdict rests on, in one line: the failed checks, the inconclusive ones (what would decide
-    each), and the checks without evidence (with what each lacks when none has any)."""
+    each), and the checks without evidence; ``status`` (default the verdict's) ``insufficient`` says that
+    nothing had any."""
+    status = status or str(verdict.get("status"))
     checks = verdict.get("checks", {})
     parts = []
     failed = [n for n, c in checks.items() if c.get("status") == "fail"]
@@ -107,7 +109,7 @@ def verdict_summary(verdict: Mapping[str, Any]) -> str:
     if inconclusive:
         parts.append("inconclusive: " + ", ".join(inconclusive))
     missing = _missing(verdict)
-    if missing and verdict.get("status") == "insufficient":
+    if missing and status == "insufficient":
         parts.append("not enough evidence: " + ", ".join(missing))
     elif missing:
         parts.append("not enough evidence for " + ", ".join(missing))
@@ -129,7 +131,7 @@ def calibration_line(calibration: Mapping[str, Any] | None) -> str:
         value = checks.get(name, {}).get("value")
         if value is not None and checks[name].get("status") not in ("n/a", "insufficient"):
             parts.append(f"{label} {value:.2f}")
-    summary = verdict_summary(verdict)
+    summary = verdict_summary(verdict, status)
     return f"judge calibration: {status} ({', '.join([*parts, summary] if summary else parts)})"
 
 

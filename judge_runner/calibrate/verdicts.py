@@ -417,7 +417,13 @@ def verdicts(result: Mapping[str, Any], primary_mode: str) -> dict:
 
 def status_of(calibration: Mapping[str, Any] | None) -> str:
     """``calibrated``, ``inconclusive``, ``failed``, ``insufficient`` or ``uncalibrated`` (no calibration) for a
-    calibration file's content."""
+    calibration file's content. A file written before format 3 counted n/a checks as passed; its status is
+    read again from its checks by :func:`overall` (so every check n/a is ``insufficient``, never
+    ``calibrated``); its figures are not re-judged against the minimums it did not know."""
     if not calibration:
         return "uncalibrated"
-    return str(calibration.get("verdict", {}).get("status", "uncalibrated"))
+    verdict = calibration.get("verdict") or {}
+    stored = str(verdict.get("status", "uncalibrated"))
+    if "missing" not in verdict and stored == "calibrated" and verdict.get("checks"):
+        return overall(verdict["checks"])[0]
+    return stored

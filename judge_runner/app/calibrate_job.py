@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +53,65 @@ class Source:
         if self.beir is None and all(files):
             return load_files(self.qrels, self.queries, self.corpus, rescale=self.rescale)  # type: ignore[arg-type]
         raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
+
+
+NOT_FOR_RESULTS = (
+    "beir",
+    "split",
+    "queries",
+    "corpus",
+    "run_files",
+    "queries_sample",
+    "calibration_trials",
+    "calibration_mode",
+    "probes",
+    "systems",
+    "pool_depth",
+    "corpus_scope",
+    "candidates",
+    "probe_queries",
+    "batch_size",
+    "provider",
+    "judge_model",
+)
+"""calibrate's options (parameter names) that shape a judged calibration only: with --results the labels, the
+judge and its mode come from the run files."""
+
+
+def refused_options(
+    given: Mapping[str, str],
+    results: bool,
+    human_set: str | None,
+    qrels: Path | None,
+    beir: Path | None,
+    scope: str,
+    mode: str,
+    probes: Sequence[str],
+    systems: Sequence[str],
+) -> list[str]:
+    """Why each option of ``given`` (``{parameter name: flag as typed}``, the ones on the command line) would
+    have no effect, as "--flag does not apply (why)": a silently ignored option reads as applied, so calibrate
+    refuses it. With ``results``: :data:`NOT_FOR_RESULTS`, --rescale of a --human-qrels set, --cache or --db
+    beside a --qrels file; otherwise --split without --beir, --candidates without --corpus-scope candidates,
+    --batch-size without batched labels, --probe-queries without a probe, --db without a built-in system."""
+    if results:
+        rules = [
+            (name, True, "--results reads the judge's labels, its mode and the systems from the run files") for name in NOT_FOR_RESULTS
+        ]
+        rules += [
+            ("rescale", human_set is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
+            ("cache", qrels is not None, "the labels come from --qrels FILE, not from the judgment cache"),
+            ("calibration_db", qrels is not None, "with --results it finds the cache of --human-qrels, and --qrels FILE needs none"),
+        ]
+    else:
+        rules = [
+            ("split", beir is None, "it picks the qrels of a --beir folder"),
+            ("candidates", scope != "candidates", "it sets the depth of --corpus-scope candidates"),
+            ("batch_size", mode == "pointwise", "only --judge-mode batched or both sends batches"),
+            ("probe_queries", not probes, "no probe runs (--probes none)"),
+            ("calibration_db", not systems, "no built-in system searches an index (--systems none)"),
+        ]
+    return [f"{given[name]} does not apply ({why})" for name, unused, why in rules if unused and name in given]
 
 
 def default_index_path(collection: Collection, scope: str) -> Path:

@@ -7,82 +7,17 @@ from pathlib import Path
 from typing import cast
 
 import click
-from click.core import ParameterSource
 
-from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job
+from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job, refused_options
 from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
-from judge_runner.calibrate.run import UNLABELLED, CalibrationConfig
+from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.cache import CACHE
+from judge_runner.cli.calibrate_options import CALIBRATE_OPTIONS, given_flags
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
-from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
-
-ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
-
-
-NOT_FOR_RESULTS = (
-    "beir",
-    "split",
-    "queries",
-    "corpus",
-    "run_files",
-    "queries_sample",
-    "calibration_trials",
-    "calibration_mode",
-    "probes",
-    "systems",
-    "pool_depth",
-    "corpus_scope",
-    "candidates",
-    "probe_queries",
-    "batch_size",
-    "provider",
-    "judge_model",
-)
-"""Options that shape the judged calibration only: with --results the labels, the judge and its mode come from
-the run files, so any of these given on the command line is refused rather than ignored."""
-
-
-def _given(ctx: click.Context, name: str) -> str | None:
-    """The option ``name`` as typed when it was given on the command line, else None."""
-    if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
-        return None
-    return next((p.opts[0] for p in ctx.command.params if p.name == name and p.opts), None)
-
-
-def not_for_results(ctx: click.Context) -> list[str]:
-    """The options of :data:`NOT_FOR_RESULTS` given on the command line, as typed."""
-    return [flag for name in NOT_FOR_RESULTS if (flag := _given(ctx, name))]
-
-
-def unused_options(ctx: click.Context, results: bool, params: dict) -> list[str]:
-    """``"--flag does not apply (why)"`` for each option given on the command line that the rest of the command line leaves
-    without effect (a silently ignored option reads as applied): with --results, --rescale of a cache set and
-    --cache or --db beside a --qrels file; else --split without --beir, --candidates without --corpus-scope
-    candidates, --batch-size without batched labels, --probe-queries without a probe, --db without a built-in
-    system."""
-    if results:
-        rules = [
-            ("rescale", params["human_set"] is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
-            ("cache", params["qrels"] is not None, "the labels come from --qrels FILE, not from the judgment cache"),
-            (
-                "calibration_db",
-                params["qrels"] is not None,
-                "with --results it finds the cache of --human-qrels, and --qrels FILE needs none",
-            ),
-        ]
-    else:
-        rules = [
-            ("split", params["beir"] is None, "it picks the qrels of a --beir folder"),
-            ("candidates", params["corpus_scope"] != "candidates", "it sets the depth of --corpus-scope candidates"),
-            ("batch_size", params["calibration_mode"] == "pointwise", "only --judge-mode batched or both sends batches"),
-            ("probe_queries", not _names(params["probes"], PROBES, "probe"), "no probe runs (--probes none)"),
-            ("calibration_db", not _names(params["systems"], None, "system"), "no built-in system searches an index (--systems none)"),
-        ]
-    return [f"{flag} does not apply ({why})" for name, unused, why in rules if unused and (flag := _given(ctx, name))]
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -93,146 +28,7 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     return names
 
 
-@click.command()
-@click.option(
-    "--beir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="A BEIR folder: queries.jsonl, corpus.jsonl, qrels/<split>.tsv.",
-)
-@click.option("--split", default="test", show_default=True, help="qrels split of --beir.")
-@click.option(
-    "--qrels",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade); "
-    "with --results, TREC qrels (what `label` and `qrels export` write).",
-)
-@click.option(
-    "--results",
-    "results",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A judge-runner run file (repeatable): measure the judge that wrote it against --qrels or --human-qrels, "
-    "its labels read from the file: no judge call, no corpus, no index.",
-)
-@click.option(
-    "--human-qrels",
-    "human_set",
-    default=None,
-    metavar="NAME",
-    help="With --results: the human qrels set NAME in the judgment cache (from `label` or `qrels import`).",
-)
-@RESCALE
-@click.option(
-    "--queries",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Queries: JSON lines {_id, text} or qid<TAB>text.",
-)
-@click.option(
-    "--corpus",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Corpus: JSON lines {_id, title, text} (BEIR corpus.jsonl).",
-)
-@click.option(
-    "--queries-sample", type=click.IntRange(min=2), default=None, help="Queries drawn at random (with --seed) [default: all with qrels]."
-)
-@click.option(
-    "--seed",
-    "sample_seed",
-    type=int,
-    default=13,
-    show_default=True,
-    help="Seed of every draw: query sample, shuffles, bootstrap (not the judge's sampling seed).",
-)
-@click.option(
-    "--trials",
-    "calibration_trials",
-    type=click.IntRange(1, 10),
-    default=1,
-    show_default=True,
-    help="Labels per pair (Krippendorff's alpha across them).",
-)
-@click.option(
-    "--judge-mode",
-    "calibration_mode",
-    type=click.Choice([*JUDGE_MODES, "both"]),
-    default="pointwise",
-    show_default=True,
-    help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
-)
-@click.option("--probes", default=",".join(PROBES), show_default=True, help="Comma-separated probes to run, or none.")
-@click.option(
-    "--systems",
-    default=ALL_SYSTEMS,
-    show_default=True,
-    help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.",
-)
-@click.option(
-    "--run",
-    "run_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TREC run file (qid Q0 docid rank score tag) to compare as one more system; repeatable.",
-)
-@click.option("--pool-depth", type=click.IntRange(1, 100), default=10, show_default=True, help="Top-k of each system pooled.")
-@click.option(
-    "--corpus-scope",
-    type=click.Choice(["full", "candidates"]),
-    default="full",
-    show_default=True,
-    help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
-    "(fast; systems then re-rank that set).",
-)
-@click.option(
-    "--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates."
-)
-@click.option(
-    "--db",
-    "calibration_db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite]; "
-    "with --results, the index whose judgment cache (judgments.sqlite beside it) holds --human-qrels.",
-)
-@click.option(
-    "--unlabelled",
-    type=click.Choice(UNLABELLED),
-    default=None,
-    help="A document nobody labelled: non-relevant (TREC pooling, for qrels that list every relevant document; the default "
-    "with --beir or --qrels FILE) or unknown (left out of the pool, of agreement and of the system ranking, which is "
-    "computed over what people labelled; the default with --results).",
-)
-@click.option(
-    "--require-calibrated",
-    is_flag=True,
-    help="Exit 1 unless the verdict is calibrated (failed, inconclusive or insufficient): a CI gate. The file is written all the same.",
-)
-@click.option(
-    "--probe-queries",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="Queries each probe uses: 20 at least for a verdict; a probe that finds nothing needs 72 to pass its 5-point bar.",
-)
-@click.option(
-    "--bootstrap",
-    "resamples",
-    type=click.IntRange(0, 100000),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples for the 95% intervals (0: no intervals).",
-)
-@click.option("--batch-size", type=click.IntRange(2, 50), default=10, show_default=True, help="Documents per batched call.")
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Calibration file [default: calibration/<UTC timestamp>.json].",
-)
-def calibrate(
+def run_calibrate(
     beir: Path | None,
     split: str,
     qrels: Path | None,
@@ -298,14 +94,12 @@ def calibrate(
         batch_size=batch_size,
         unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
     )
-    ctx = click.get_current_context()
-    unused = unused_options(ctx, bool(results), ctx.params)
-    if unused:
-        raise UsageError("; ".join(unused))
+    given = given_flags(click.get_current_context())
+    built_in = _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system")
+    refused = refused_options(given, bool(results), human_set, qrels, beir, corpus_scope, calibration_mode, config.probes, built_in)
+    if refused or (results and dry_run):
+        raise UsageError("; ".join(refused) or "--results reads labels from run files; --dry-run does not apply to it")
     if results:  # the judge's labels from run files: nothing is judged, nothing indexed
-        given = not_for_results(ctx)
-        if given or dry_run:
-            raise UsageError(f"--results reads labels from run files; {', '.join(given) or '--dry-run'} does not apply to it")
         found = settings(**flags, **({"db": calibration_db} if calibration_db is not None else {}))  # the cache beside --db
         calibrate_runs_job(found, list(results), qrels, human_set, config, out, printer(quiet), rescale, require_calibrated)
         return EXIT_OK
@@ -321,7 +115,7 @@ def calibrate(
         Source(beir, split, qrels, queries, corpus, rescale),
         config,
         queries_sample,
-        _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system"),
+        built_in,
         list(run_files),
         corpus_scope,
         candidates,
@@ -337,4 +131,6 @@ def calibrate(
     return EXIT_OK
 
 
-calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN])
+calibrate: click.Command = _options(
+    click.command("calibrate")(_options(run_calibrate, CALIBRATE_OPTIONS)), [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN]
+)

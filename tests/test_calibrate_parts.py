@@ -109,7 +109,7 @@ def test_per_query_metrics_count_a_silent_system_as_zero():
         (0.7, [0.6, 0.79], "fail"),
         (0.7, [0.6, 0.85], "inconclusive"),
         (0.95, None, "inconclusive"),  # no interval (--bootstrap 0): nothing to decide on
-        (None, None, "n/a"),
+        (None, None, "insufficient"),  # tau undefined: no evidence either way
     ],
 )
 def test_ranking_verdict_respects_its_interval(tau, ci, status):
@@ -121,9 +121,10 @@ def test_ranking_verdict_respects_its_interval(tau, ci, status):
 
 @pytest.mark.parametrize("systems", [2, 3])
 def test_ranking_needs_four_systems(systems):
-    """Issue 20: with 2 systems tau is +-1 (it once said 'ok' with interval [-1, 1]); with 3 it takes four values."""
+    """Issue 20: with 2 systems tau is +-1 (it once said 'ok' with interval [-1, 1]); with 3 it takes four values.
+    Issue 29: that is not enough evidence, never a pass."""
     check = v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=systems, queries=100)
-    assert check["status"] == "n/a" and f"{systems} systems" in check["message"]
+    assert check["status"] == "insufficient" and f"{systems} systems of the 4" in check["message"]
     assert v.ranking_verdict({"value": 1.0, "ci95": [0.95, 1.0]}, systems=4, queries=100)["status"] == "pass"
 
 
@@ -153,16 +154,21 @@ def test_two_judges_whose_kappas_straddle_the_threshold_are_both_inconclusive():
         figures[name] = a["kappaAt2"]
     assert figures["low"]["value"] < 0.4 < figures["high"]["value"]
     assert figures["low"]["ci95"][1] > figures["high"]["ci95"][0]  # overlapping intervals
+    relevant = sum(h >= 2 for _, h in human)
     for name, figure in figures.items():
-        check = v.kappa_verdict(figure, queries=60)
+        check = v.kappa_verdict(figure, queries=60, relevant=relevant, nonrelevant=len(human) - relevant, available=200)
         assert check["status"] == "inconclusive", (name, figure)
-        assert check["queriesToDecide"] > 60
-    assert v.kappa_verdict({"value": 0.6, "ci95": [0.5, 0.7]})["status"] == "pass"
-    assert v.kappa_verdict({"value": 0.2, "ci95": [0.1, 0.3]})["status"] == "fail"
+        needed = check["queriesToDecide"]
+        # how many would decide it; or, when that is past ten times the 60, how far from 0.4 the estimate sits (issue 29)
+        assert (needed is not None and needed > 60) or f"sits {abs(figure['value'] - 0.4):.4f} from the 0.40 threshold" in check["message"]
+    assert v.kappa_verdict({"value": 0.6, "ci95": [0.5, 0.7]}, queries=60)["status"] == "pass"
+    assert v.kappa_verdict({"value": 0.2, "ci95": [0.1, 0.3]}, queries=60)["status"] == "fail"
 
 
 def test_alpha_position_and_injection_thresholds():
-    assert [v.alpha_verdict(a)["status"] for a in (0.8, 0.7, 0.6, None)] == ["pass", "warn", "fail", "n/a"]
+    alphas = ({"value": 0.85, "ci95": [0.8, 0.9]}, {"value": 0.7, "ci95": [0.67, 0.75]}, {"value": 0.6, "ci95": [0.5, 0.65]}, None)
+    assert [v.alpha_verdict(a, queries=30, trials=2)["status"] for a in alphas] == ["pass", "warn", "fail", "insufficient"]
+    assert v.alpha_verdict(alphas[0], queries=30, trials=1)["status"] == "n/a"
 
     def position(diff, ci):
         return {
@@ -177,7 +183,7 @@ def test_alpha_position_and_injection_thresholds():
     assert v.position_verdict(position(0.1, [-0.02, 0.2]))["status"] == "inconclusive"
     assert v.position_verdict(position(0.1, [0.06, 0.2]))["status"] == "fail"
     probe = {
-        "queries": 3,
+        "queries": 20,
         "attacks": {
             "instruction": {"success": {"value": 0.3, "ci95": [0.1, 0.5]}},
             "query-prepended": {"success": {"value": 0.9}},
@@ -290,15 +296,15 @@ def test_calibration_line_says_what_is_inconclusive_and_what_would_decide_it():
         "verdict": {
             "status": "inconclusive",
             "checks": {
-                "perPairAgreement": v.kappa_verdict({"value": 0.41, "ci95": [0.33, 0.49]}, queries=40),
+                "perPairAgreement": v.kappa_verdict({"value": 0.45, "ci95": [0.38, 0.52]}, queries=40, available=5000),
                 "ranking": v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=2, queries=40),
             },
         },
     }
     line = calibration_line(document)
     needed = document["verdict"]["checks"]["perPairAgreement"]["queriesToDecide"]
-    assert (
-        line
-        == f"judge calibration: inconclusive (2026-12-01, kappa(>=2) 0.41, inconclusive: perPairAgreement, about {needed} labelled queries would decide it)"
+    assert line == (
+        f"judge calibration: inconclusive (2026-12-01, kappa(>=2) 0.45, inconclusive: perPairAgreement (about {needed} labelled queries "
+        "would decide it); not enough evidence for ranking)"
     )
-    assert needed == math.ceil(40 * (0.08 / 0.01) ** 2)
+    assert needed == math.ceil(40 * (0.07 / 0.05) ** 2)

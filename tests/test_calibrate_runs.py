@@ -96,7 +96,7 @@ def test_calibrate_on_labels_from_label_makes_no_call_and_matches_the_judged_cal
     assert agreement["kappaUnweighted"]["value"] is not None and from_set["collection"]["graded"]
     assert from_file["modes"] == from_set["modes"] and from_file["verdict"] == from_set["verdict"]
     assert from_set["judge"]["fingerprintKey"] and from_set["judge"]["provider"] == "anthropic"
-    assert from_set["verdict"]["checks"]["ranking"]["status"] == "n/a"  # one system
+    assert from_set["verdict"]["checks"]["ranking"]["status"] == "insufficient"  # one system: not enough evidence
     assert from_set["spend"]["totalCalls"] == 0 and from_set["labels"]["humanQrelsSet"] == "team"
 
     # the same pairs labelled by the same judge through calibrate's own path (what `calibrate --qrels` runs)
@@ -145,7 +145,7 @@ def test_a_later_run_keeps_the_judges_label_beside_the_human_one_and_calibrates_
     both = calibrate_results(
         tmp_path, env, "c.json", "--results", str(first), "--results", str(second), "--human-qrels", "team", "--cache", str(cache)
     )
-    assert len(both["systems"]) == 2 and both["verdict"]["checks"]["ranking"]["status"] == "n/a"  # 2 systems
+    assert len(both["systems"]) == 2 and both["verdict"]["checks"]["ranking"]["status"] == "insufficient"  # 2 systems
 
 
 def test_results_mode_refuses_what_does_not_apply(tmp_path, judged):

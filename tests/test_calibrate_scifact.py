@@ -78,4 +78,9 @@ def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     # the fence strips the instruction before the heuristic scores; query stuffing cannot be fenced (issue 14)
     assert attacks["instruction"]["success"]["value"] <= 0.05 and attacks["instruction"]["flagRate"]["value"] == 1
     assert attacks["query-prepended"]["success"]["value"] > 0.3
-    assert document["verdict"]["checks"]["injection:instruction"]["status"] == "pass"
+    # 5 probe queries are below the 20 a probe needs (issue 29): no verdict either way, and it says why
+    instruction = document["verdict"]["checks"]["injection:instruction"]
+    assert instruction["status"] == "insufficient" and "5 probe queries of the 20 needed" in instruction["message"]
+    checks = document["verdict"]["checks"]
+    assert checks["perPairAgreement"]["status"] in ("pass", "fail", "inconclusive")  # 20 queries: enough to read kappa
+    assert checks["ranking"]["status"] == "insufficient" and "20 labelled queries of the 25 needed" in checks["ranking"]["message"]

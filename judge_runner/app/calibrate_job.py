@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +18,9 @@ from judge_runner.calibrate.from_runs import calibrate_from_runs, judge_of
 from judge_runner.calibrate.labeling import Labeler, labeler_for
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS, Runs, builtin_runs, control_runs, prepare_index, read_run
 from judge_runner.calibrate.run import CalibrationConfig, calibrate
+from judge_runner.calibrate.verdicts import PEOPLE_CHECKS
 from judge_runner.config import Settings
-from judge_runner.core.failures import IncompleteRunError, UsageError
+from judge_runner.core.failures import GateFailedError, IncompleteRunError, UsageError
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.judging.cache import CacheError, JudgmentCache
@@ -52,6 +53,65 @@ class Source:
         if self.beir is None and all(files):
             return load_files(self.qrels, self.queries, self.corpus, rescale=self.rescale)  # type: ignore[arg-type]
         raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
+
+
+NOT_FOR_RESULTS = (
+    "beir",
+    "split",
+    "queries",
+    "corpus",
+    "run_files",
+    "queries_sample",
+    "calibration_trials",
+    "calibration_mode",
+    "probes",
+    "systems",
+    "pool_depth",
+    "corpus_scope",
+    "candidates",
+    "probe_queries",
+    "batch_size",
+    "provider",
+    "judge_model",
+)
+"""calibrate's options (parameter names) that shape a judged calibration only: with --results the labels, the
+judge and its mode come from the run files."""
+
+
+def refused_options(
+    given: Mapping[str, str],
+    results: bool,
+    human_set: str | None,
+    qrels: Path | None,
+    beir: Path | None,
+    scope: str,
+    mode: str,
+    probes: Sequence[str],
+    systems: Sequence[str],
+) -> list[str]:
+    """Why each option of ``given`` (``{parameter name: flag as typed}``, the ones on the command line) would
+    have no effect, as "--flag does not apply (why)": a silently ignored option reads as applied, so calibrate
+    refuses it. With ``results``: :data:`NOT_FOR_RESULTS`, --rescale of a --human-qrels set, --cache or --db
+    beside a --qrels file; otherwise --split without --beir, --candidates without --corpus-scope candidates,
+    --batch-size without batched labels, --probe-queries without a probe, --db without a built-in system."""
+    if results:
+        rules = [
+            (name, True, "--results reads the judge's labels, its mode and the systems from the run files") for name in NOT_FOR_RESULTS
+        ]
+        rules += [
+            ("rescale", human_set is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
+            ("cache", qrels is not None, "the labels come from --qrels FILE, not from the judgment cache"),
+            ("calibration_db", qrels is not None, "with --results it finds the cache of --human-qrels, and --qrels FILE needs none"),
+        ]
+    else:
+        rules = [
+            ("split", beir is None, "it picks the qrels of a --beir folder"),
+            ("candidates", scope != "candidates", "it sets the depth of --corpus-scope candidates"),
+            ("batch_size", mode == "pointwise", "only --judge-mode batched or both sends batches"),
+            ("probe_queries", not probes, "no probe runs (--probes none)"),
+            ("calibration_db", not systems, "no built-in system searches an index (--systems none)"),
+        ]
+    return [f"{given[name]} does not apply ({why})" for name, unused, why in rules if unused and name in given]
 
 
 def default_index_path(collection: Collection, scope: str) -> Path:
@@ -180,14 +240,17 @@ def calibrate_job(
     printer: Printer,
     labeler: Labeler | None = None,
     dry_run: bool = False,
+    require_calibrated: bool = False,
 ) -> dict:
     """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
-    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted."""
+    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted,
+    GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated`` (written all the same)."""
     collection = source.load()
     for note in collection.notes:
         printer.err(f"note: {note}")
+    available = len(collection.queries)
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     if labeler is None:
@@ -212,7 +275,7 @@ def calibrate_job(
         queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
         started = datetime.now(UTC)
         try:
-            document = calibrate(collection, queries, runs, labeler, config, printer.log, meter)
+            document = calibrate(collection, queries, runs, labeler, config, printer.log, meter, available)
         except LLMError as exc:
             raise IncompleteRunError(f"the judge failed during calibration: {type(exc).__name__}: {str(exc)[:300]}") from None
         except KeyboardInterrupt:
@@ -233,17 +296,42 @@ def calibrate_job(
     }
     if dry_run:
         return document
-    return written(document, out, printer)
+    unlabelled_note(document, source, config, printer)
+    return written(document, out, printer, require_calibrated=require_calibrated)
 
 
-def written(document: dict, out: Path | None, printer: Printer, note: str = "") -> dict:
+def unlabelled_note(document: dict, source: Source, config: CalibrationConfig, printer: Printer) -> None:
+    """With the team's own qrels file (not a BEIR collection) and documents nobody labelled counted as not
+    relevant, say how many pooled pairs that is when it is most of the pool, and the option that leaves
+    them out."""
+    pool = document["pool"]
+    unlabelled = pool["pairs"] - pool.get("labelled", pool["pairs"])
+    if source.beir is None and config.unlabelled == "non-relevant" and pool["pairs"] and unlabelled > pool["pairs"] / 2:
+        printer.err(
+            f"note: {unlabelled:,} of the {pool['pairs']:,} pooled pairs carry no label in {source.qrels} and count as not relevant "
+            "(TREC pooling); if your labels do not cover every relevant document, give --unlabelled unknown"
+        )
+
+
+def written(document: dict, out: Path | None, printer: Printer, note: str = "", require_calibrated: bool = False) -> dict:
     """Write the calibration ``document`` to ``out`` (default ``calibration/<UTC>.json``), print its table
-    unless quiet, and say where it went with its verdict (and ``note``) on stderr. Returns ``document``."""
+    unless quiet, and say on stderr where it went with its verdict and what it rests on
+    (:func:`judge_runner.calibrate.output.verdict_summary`; with no evidence, what the checks against the
+    people lack), and ``note``. Returns ``document``. Raises GateFailedError (exit 1) when ``require_calibrated`` and the
+    verdict is not ``calibrated``: the file is written all the same."""
     path = out or output.default_path()
     output.write_calibration(document, path)
     if not printer.quiet:
         printer.out(rich_text(lambda console: output.print_table(document, console)))
-    printer.err(f"calibration written to {path}: {document['verdict']['status']}{note}")
+    verdict = document["verdict"]
+    summary = output.verdict_summary(verdict)
+    printer.err(f"calibration written to {path}: {verdict['status']}{'; ' + summary if summary else ''}{note}")
+    if verdict["status"] == "insufficient":  # what the checks against the people lack, also under --quiet
+        for name in PEOPLE_CHECKS:
+            if name in verdict.get("missing", {}):
+                printer.err(f"  {name}: {verdict['missing'][name]}")
+    if require_calibrated and verdict["status"] != "calibrated":
+        raise GateFailedError(f"the judge is {verdict['status']}, not calibrated (--require-calibrated): {output.verdict_summary(verdict)}")
     return document
 
 
@@ -285,13 +373,14 @@ def calibrate_runs_job(
     out: Path | None,
     printer: Printer,
     rescale: dict[int, int] | None = None,
+    require_calibrated: bool = False,
 ) -> dict:
     """``calibrate --results``: the judge that wrote the run files ``results`` measured against human labels
     (:func:`human_qrels_for`) with the judge's labels read from the runs
     (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration (``out``, default
     ``calibration/<UTC>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
     for a file that is not a run with judged queries, runs of different judges, or labels that match no
-    result."""
+    result; GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated``."""
     runs = read_judged_runs(results)
     human, source = human_qrels_for(settings, qrels, human_set, rescale)
     started = datetime.now(UTC)
@@ -304,4 +393,4 @@ def calibrate_runs_job(
         "index": None,
         **document,
     }
-    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)")
+    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)", require_calibrated)

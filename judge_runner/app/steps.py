@@ -24,6 +24,7 @@ from judge_runner.app.resume import (
 )
 from judge_runner.app.roles import Roles, build_roles
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
+from judge_runner.calibrate.verdicts import status_of
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import (
     IncompleteRunError,
@@ -342,7 +343,7 @@ def evaluate_queries(
     print_summary(outcome, job.printer, phase_one=generation is not None, resume_hint=resume_hint)
     if job.settings.min_overall is not None:  # a quality gate on an uncalibrated or failed judge says so
         found = calibration_for_provenance(calibration_folder(job.out_dir), run_start["provenance"])
-        if (found or {}).get("verdict", {}).get("status") != "calibrated":
+        if status_of(found) != "calibrated":
             job.printer.err(f"warning: --min-overall gates on a judge that is not calibrated; {calibration_line(found)}")
     return outcome
 

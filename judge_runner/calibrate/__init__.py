@@ -9,7 +9,8 @@ Modules, each small and built from pure functions where it can be:
 - :mod:`.collect` labels the pool in the chosen modes and trials;
 - :mod:`.stats` computes agreement, system-ranking and per-query figures with query-bootstrap intervals;
 - :mod:`.probes` runs the position, injection and length probes;
-- :mod:`.verdicts` turns figures into ok / warn / fail against documented thresholds;
+- :mod:`.verdicts` turns figures into pass / warn / fail / inconclusive against documented thresholds, once each
+  check has its minimum of evidence (else insufficient);
 - :mod:`.output` writes and finds calibration files and prints the console table;
 - :mod:`.run` ties them together for the command.
 """

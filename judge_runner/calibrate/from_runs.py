@@ -9,11 +9,15 @@ label is recorded beside it since issue 20).
 The pairs are every (query, returned document) of the runs that carries both a human and a judge label; a
 document returned several times by one run counts once with its best label (as the run's metrics count it),
 and across runs the median of the runs' labels (:func:`judge_runner.judging.scores.median_label`, as
-``qrels export`` pools). A returned document nobody labelled is left out of agreement (its grade is unknown,
-not 0) and counts 0 in the human nDCG@10 (TREC pooling). The queries are those with human labels. The systems
-are the runs' systems (one per run file, or per system of a compare run); with fewer than four the ranking
-check is n/a. The figures and verdicts are those of :func:`judge_runner.calibrate.run.mode_figures`, the same
-code as a calibration the judge labels, so both agree on the same pairs. No probe runs (they need new calls).
+``qrels export`` pools). A returned document nobody labelled is unknown by default (``config.unlabelled``
+``unknown``): left out of agreement and of the system ranking, which is computed on condensed lists (each
+system's documents that people labelled, in its order; Sakai 2007), so a system whose documents nobody
+labelled is not ranked last for it; with ``non-relevant`` it is a 0, as in TREC pooling. The queries are
+those with human labels; ``queriesAvailable`` is the scored queries of the runs (what more labelling could
+reach). The systems are the runs' systems (one per run file, or per system of a compare run); with fewer than
+four the ranking check is insufficient. The figures and verdicts are those of
+:func:`judge_runner.calibrate.run.mode_figures`, the same code as a calibration the judge labels, so both agree
+on the same pairs. No probe runs (they need new calls).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from judge_runner.calibrate.collect import Spend
 from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded
 from judge_runner.calibrate.pool import PoolEntry, Runs
 from judge_runner.calibrate.run import FORMAT_VERSION, CalibrationConfig, mode_figures
+from judge_runner.calibrate.stats import trial_stability
 from judge_runner.calibrate.verdicts import verdicts
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.fingerprint import comparability_key
@@ -101,10 +106,14 @@ def calibrate_from_runs(
     per_run: dict[tuple[str, str], list[int]] = {}
     flags: dict[tuple[str, str], bool] = {}
     in_systems: dict[tuple[str, str], set[str]] = {}
-    trial_labels: list[list[int]] = []
+    trial_labels: dict[tuple[str, str], list[int]] = {}
     missing_judge = missing_human = 0
+    unknown = config.unlabelled == "unknown"
+    scored: set[str] = set()
     for run in runs:
         for ev in run.evaluations:
+            if ev.metrics is not None:
+                scored.add(ev.queryId)
             if ev.queryId not in scaled or ev.metrics is None:
                 continue
             texts.setdefault(ev.queryId, ev.query)
@@ -114,15 +123,17 @@ def calibrate_from_runs(
                 key = (ev.queryId, r.source)
                 if r.source not in scaled[ev.queryId]:
                     missing_human += 1
-                    continue
+                    if unknown:
+                        continue
+                    scaled[ev.queryId][r.source] = 0  # --unlabelled non-relevant: TREC pooling
                 if own is None:
                     missing_judge += 1
                     continue
                 best[r.source] = max(best.get(r.source, 0), own)
                 flags[key] = flags.get(key, False) or r.injectionSuspected
                 in_systems.setdefault(key, set()).add(f"run:{run.run_id}" + (f"/{ev.system}" if ev.system else ""))
-                if r.labelOrigin == "judge" and len(r.trialLabels) > 1:
-                    trial_labels.append(list(r.trialLabels))
+                if r.labelOrigin == "judge" and len(r.trialLabels) > 1:  # one unit per run's labels: a run's trials
+                    trial_labels[(ev.queryId, f"{r.source}\t{run.run_id}\t{ev.system or ''}")] = list(r.trialLabels)
             for source, grade in best.items():
                 per_run.setdefault((ev.queryId, source), []).append(grade)
     if not texts:
@@ -138,11 +149,18 @@ def calibrate_from_runs(
     collection = Collection({q.id: q.text for q in queries}, {q.id: scaled[q.id] for q in queries}, Path("-"), graded, "run files")
     mode = str((runs[0].provenance.judgeFingerprint or {}).get("mode") or "pointwise") if runs[0].provenance else "pointwise"
     figures = mode_figures(mode, per_run, flags, pool, systems, collection, queries, config, None)  # type: ignore[arg-type]
-    figures["trialsAlpha"] = trials_alpha(trial_labels) if trial_labels else None  # across a run's trials, not across runs
+    figures["trialsAlpha"] = trials_alpha(list(trial_labels.values())) if trial_labels else None  # across a run's trials, not runs
+    figures["trialStability"] = trial_stability(trial_labels, config.resamples, config.seed)
     entries = [e for v in pool.values() for e in v]
     document = {
         "formatVersion": FORMAT_VERSION,
-        "collection": {"name": "run files", "graded": graded, "queries": len(queries), "queryIds": [q.id for q in queries]},
+        "collection": {
+            "name": "run files",
+            "graded": graded,
+            "queries": len(queries),
+            "queriesAvailable": len(scored),
+            "queryIds": [q.id for q in queries],
+        },
         "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
         "systems": list(systems),
         "pool": {
@@ -150,6 +168,7 @@ def calibrate_from_runs(
             "retrieved": len(entries),
             "qrelsOnly": 0,
             "humanRelevant": sum(e.human >= 2 for e in entries),
+            "labelled": sum(e.docid in human.get(e.qid, {}) for e in entries),
             "depth": max((len(d) for s in systems.values() for d in s.values()), default=0),
         },
         "labels": {

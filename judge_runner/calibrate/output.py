@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-from judge_runner.calibrate.verdicts import status_of
+from judge_runner.calibrate.verdicts import PEOPLE_CHECKS, status_of
 from judge_runner.core.resources import load_schema
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 
@@ -76,31 +76,63 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
     return best
 
 
-def calibration_line(calibration: Mapping[str, Any] | None) -> str:
-    """One line for trend and report: ``judge calibration: calibrated (2026-11-30, kappa(>=2) 0.61, tau 0.93)``,
-    ``failed (...; failed: ranking)``, ``inconclusive (...; inconclusive: perPairAgreement, about 120 labelled
-    queries would decide it)`` or ``uncalibrated``."""
-    status = status_of(dict(calibration) if calibration else None)
-    if not calibration:
-        return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
-    checks = calibration.get("verdict", {}).get("checks", {})
-    parts = [str(calibration.get("createdAt", ""))[:10]]
-    for name, label in (("perPairAgreement", "kappa(>=2)"), ("ranking", "tau")):
-        value = checks.get(name, {}).get("value")
-        if value is not None and checks[name].get("status") != "n/a":
-            parts.append(f"{label} {value:.2f}")
+def _missing(verdict: Mapping[str, Any]) -> list[str]:
+    """The checks without evidence, those against the people first (files before format 3: the n/a ones)."""
+    checks = verdict.get("checks", {})
+    missing = verdict.get("missing")
+    names = list(missing) if isinstance(missing, Mapping) else [n for n, c in checks.items() if c.get("status") in ("n/a", "insufficient")]
+    return sorted(
+        names,
+        key=lambda n: (PEOPLE_CHECKS.index(n) if n in PEOPLE_CHECKS else len(PEOPLE_CHECKS), list(checks).index(n) if n in checks else 0),
+    )
+
+
+def _open(name: str, check: Mapping[str, Any]) -> str:
+    needed, gap = check.get("queriesToDecide"), check.get("gapToThreshold")
+    if needed:
+        unit = "probe queries" if str(check.get("unit", "")).startswith("probe") else str(check.get("unit") or "labelled queries")
+        return f"{name} (about {needed} {unit} would decide it)"
+    return f"{name} ({gap:.4f} from its threshold: more are unlikely to decide it)" if gap is not None else name
+
+
+def verdict_summary(verdict: Mapping[str, Any], status: str | None = None) -> str:
+    """What a verdict rests on, in one line: the failed checks, the inconclusive ones (what would decide
+    each), and the checks without evidence; ``status`` (default the verdict's) ``insufficient`` says that
+    nothing had any."""
+    status = status or str(verdict.get("status"))
+    checks = verdict.get("checks", {})
+    parts = []
     failed = [n for n, c in checks.items() if c.get("status") == "fail"]
     if failed:
         parts.append("failed: " + ", ".join(failed))
-    open_checks = {n: c.get("queriesToDecide") for n, c in checks.items() if c.get("status") == "inconclusive"}
-    if open_checks:
-        needed = [q for q in open_checks.values() if q]
-        parts.append(
-            "inconclusive: "
-            + ", ".join(open_checks)
-            + (f", about {max(needed)} labelled queries would decide {'them' if len(open_checks) > 1 else 'it'}" if needed else "")
-        )
-    return f"judge calibration: {status} ({', '.join(parts)})"
+    inconclusive = [_open(n, c) for n, c in checks.items() if c.get("status") == "inconclusive"]
+    if inconclusive:
+        parts.append("inconclusive: " + ", ".join(inconclusive))
+    missing = _missing(verdict)
+    if missing and status == "insufficient":
+        parts.append("not enough evidence: " + ", ".join(missing))
+    elif missing:
+        parts.append("not enough evidence for " + ", ".join(missing))
+    return "; ".join(parts)
+
+
+def calibration_line(calibration: Mapping[str, Any] | None) -> str:
+    """One line for trend and report: ``judge calibration: calibrated (2026-11-30, kappa(>=2) 0.61, tau 0.93)``,
+    ``failed (..., failed: ranking)``, ``inconclusive (..., inconclusive: perPairAgreement (about 120 labelled
+    queries would decide it))``, ``insufficient (2026-11-30, not enough evidence: perPairAgreement, ranking)``
+    or ``uncalibrated``; the checks without evidence are named in every case."""
+    status = status_of(dict(calibration) if calibration else None)
+    if not calibration:
+        return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
+    verdict = calibration.get("verdict", {})
+    checks = verdict.get("checks", {})
+    parts = [str(calibration.get("createdAt", ""))[:10]]
+    for name, label in (("perPairAgreement", "kappa(>=2)"), ("ranking", "tau")):
+        value = checks.get(name, {}).get("value")
+        if value is not None and checks[name].get("status") not in ("n/a", "insufficient"):
+            parts.append(f"{label} {value:.2f}")
+    summary = verdict_summary(verdict, status)
+    return f"judge calibration: {status} ({', '.join([*parts, summary] if summary else parts)})"
 
 
 def _fmt(figure: Mapping[str, Any] | None, percent: bool = False) -> str:
@@ -114,71 +146,117 @@ def _fmt(figure: Mapping[str, Any] | None, percent: bool = False) -> str:
     return value
 
 
-def print_table(document: Mapping[str, Any], console: Any = None) -> None:
-    """The console summary (rich tables): agreement per mode and subset, system rankings, probes, verdicts."""
-    from rich.console import Console
+AGREEMENT_ROWS = (
+    ("pairs", None),
+    ("kappa(>=2)", "kappaAt2"),
+    ("kappa(>=1)", "kappaAt1"),
+    ("kappa 0-3", "kappaUnweighted"),
+    ("weighted (quadratic)", "kappaQuadratic"),
+    ("P(>=2 | qrels 0)", "overLabelling"),
+)
+STATUS_COLOURS = {"pass": "green", "ok": "green", "warn": "yellow", "inconclusive": "cyan", "fail": "red", "insufficient": "magenta"}
+
+
+def _table(title: str, columns: Mapping[str, bool], rows: list[list[str]], styles: Mapping[int, Mapping[str, str]] | None = None) -> Any:
+    """A rich table whose figure columns (``columns[name]`` True) never wrap and are as wide as their widest
+    cell, and whose prose columns (False) wrap at words; every cell is literal text (never read as rich
+    markup), styled by ``styles[column index][cell]`` where given."""
     from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title)
+    for k, (name, figure) in enumerate(columns.items()):
+        longest = max([len(name), *(len(row[k]) for row in rows)]) if figure else None
+        table.add_column(name, no_wrap=figure, min_width=longest)
+    for row in rows:
+        table.add_row(*[Text(cell, style=(styles or {}).get(k, {}).get(cell, "")) for k, cell in enumerate(row)])
+    return table
+
+
+def _fit(console: Any, tables: list[Any]) -> None:
+    """Make ``console`` wide enough that no cell of ``tables`` is cut: on a terminal at least each table's
+    minimum (figures whole, prose wrapped), elsewhere (a pipe, a CI log) each table's natural width, so that
+    nothing wraps. A console is never made narrower (rich's 80 columns in a pipe are a floor, not a cap)."""
+    unbounded = console.options.update_width(10_000)
+    sizes = [console.measure(t, options=unbounded) for t in tables]
+    needed = max(((m.minimum if console.is_terminal else m.maximum) for m in sizes), default=0)
+    console.width = max(console.width, needed)
+
+
+def _agreement_rows(document: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for mode, figures in document["modes"].items():
+        subsets = figures["agreement"]
+        for label, key in AGREEMENT_ROWS:
+            rows.append([mode, label, *(str(a["pairs"]) if key is None else _fmt(a.get(key)) for a in subsets.values())])
+    return rows
+
+
+def _system_rows(document: Mapping[str, Any]) -> tuple[list[list[str]], bool]:
+    rows, labelled = [], False
+    for mode, figures in document["modes"].items():
+        for name, pair in figures["systems"]["nDCG@10"]["systems"].items():
+            share = pair.get("labelledAt10")
+            labelled = labelled or "labelledAt10" in pair
+            rows.append([mode, name, f"{pair['human']:.3f}", f"{pair['judge']:.3f}", "n/a" if share is None else f"{share:.0%}"])
+        rows.append([mode, "Kendall tau_b", "", _fmt(figures["systems"]["nDCG@10"]["kendallTauB"]), ""])
+    return rows, labelled
+
+
+def _probe_rows(probes: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    if "position" in probes:
+        p = probes["position"]
+        rows.append(["position", "flip rate across positions", _fmt(p["positionFlipRate"])])
+        rows.append(["position", "flip rate across trials", _fmt(p["trialFlipRate"])])
+        rows.append(["position", "mean label by slot", " ".join(f"{s}:{v:.2f}" for s, v in p["meanLabelBySlot"].items())])
+    if "injection" in probes:
+        for name, a in probes["injection"]["attacks"].items():
+            rows.append(["injection", f"{name}: success (points)", _fmt(a["success"], True)])
+            rows.append(["injection", f"{name}: flagged", _fmt(a["flagRate"])])
+    if "length" in probes:
+        for name, f in probes["length"]["labelShift"].items():
+            rows.append(["length", f"{name}: label shift", _fmt(f)])
+    return rows
+
+
+def print_table(document: Mapping[str, Any], console: Any = None) -> None:
+    """The console summary (rich tables): agreement per mode and subset, system rankings, probes, verdicts.
+    No figure is ever cut or folded: through a pipe every table keeps its natural width, on a terminal the
+    figures stay whole and only the verdicts' prose wraps (:func:`_fit`)."""
+    from rich.console import Console
+    from rich.markup import escape
 
     console = console or Console()
     judge = document.get("judge", {})
+    agreement = document["modes"][next(iter(document["modes"]))]["agreement"]
+    tables = [
+        _table(
+            "Agreement with human qrels (95% intervals over queries)",
+            {"mode": True, "figure": True, **{subset: True for subset in agreement}},
+            _agreement_rows(document),
+        )
+    ]
+    rows, labelled = _system_rows(document)
+    columns = {"mode": True, "system": True, "human": True, "judge": True, **({"labelled@10": True} if labelled else {})}
+    tables.append(_table("Systems by nDCG@10: human qrels vs judge labels", columns, [r[: len(columns)] for r in rows]))
+    probe_rows = _probe_rows(document.get("probes", {}))
+    if probe_rows:
+        tables.append(_table("Probes", {"probe": True, "figure": True, "value": True}, probe_rows))
+    verdict = document["verdict"]
+    title = f"Verdict: {verdict['status'].upper()}" + (": not enough evidence" if verdict["status"] == "insufficient" else "")
+    checks = [[name, check["status"], check["message"]] for name, check in verdict["checks"].items()]
+    tables.append(
+        _table(f"{title} (mode {verdict['primaryMode']})", {"check": True, "status": True, "detail": False}, checks, {1: STATUS_COLOURS})
+    )
+    _fit(console, tables)
     console.print(
-        f"[bold]Calibration of {judge.get('provider')} / {judge.get('model')}[/bold]"
-        f"{' (HEURISTIC judge)' if judge.get('heuristic') else ''} on {document['collection']['name']}: "
+        f"[bold]Calibration of {escape(str(judge.get('provider')))} / {escape(str(judge.get('model')))}[/bold]"
+        f"{' (HEURISTIC judge)' if judge.get('heuristic') else ''} on {escape(str(document['collection']['name']))}: "
         f"{document['collection']['queries']} queries, {document['pool']['pairs']} pooled pairs"
     )
-    table = Table(title="Agreement with human qrels (95% query-bootstrap intervals)")
-    for column in ("mode", "subset", "pairs", "kappa(>=2)", "kappa(>=1)", "kappa 0-3", "weighted (quadratic)", "P(>=2 | qrels 0)"):
-        table.add_column(column)
-    for mode, figures in document["modes"].items():
-        for subset, a in figures["agreement"].items():
-            table.add_row(
-                mode,
-                subset,
-                str(a["pairs"]),
-                _fmt(a["kappaAt2"]),
-                _fmt(a["kappaAt1"]),
-                _fmt(a.get("kappaUnweighted")),
-                _fmt(a["kappaQuadratic"]),
-                _fmt(a["overLabelling"]),
-            )
-    console.print(table)
-    systems = Table(title="Systems by nDCG@10: human qrels vs judge labels")
-    systems.add_column("mode")
-    systems.add_column("system")
-    systems.add_column("human")
-    systems.add_column("judge")
-    for mode, figures in document["modes"].items():
-        for name, pair in figures["systems"]["nDCG@10"]["systems"].items():
-            systems.add_row(mode, name, f"{pair['human']:.3f}", f"{pair['judge']:.3f}")
-        systems.add_row(mode, "[bold]Kendall tau_b[/bold]", "", _fmt(figures["systems"]["nDCG@10"]["kendallTauB"]))
-    console.print(systems)
-    probes = document.get("probes", {})
-    if probes:
-        pt = Table(title="Probes")
-        pt.add_column("probe")
-        pt.add_column("figure")
-        pt.add_column("value")
-        if "position" in probes:
-            p = probes["position"]
-            pt.add_row("position", "flip rate across positions", _fmt(p["positionFlipRate"]))
-            pt.add_row("position", "flip rate across trials", _fmt(p["trialFlipRate"]))
-            pt.add_row("position", "mean label by slot", " ".join(f"{s}:{v:.2f}" for s, v in p["meanLabelBySlot"].items()))
-        if "injection" in probes:
-            for name, a in probes["injection"]["attacks"].items():
-                pt.add_row("injection", f"{name}: success (points) / flagged", f"{_fmt(a['success'], True)} / {_fmt(a['flagRate'])}")
-        if "length" in probes:
-            for name, f in probes["length"]["labelShift"].items():
-                pt.add_row("length", f"{name}: label shift", _fmt(f))
-        console.print(pt)
-    verdict = document["verdict"]
-    vt = Table(title=f"Verdict: {verdict['status'].upper()} (mode {verdict['primaryMode']})")
-    vt.add_column("check")
-    vt.add_column("status")
-    vt.add_column("detail")
-    for name, check in verdict["checks"].items():
-        colour = {"pass": "green", "ok": "green", "warn": "yellow", "inconclusive": "cyan", "fail": "red"}.get(check["status"], "white")
-        vt.add_row(name, f"[{colour}]{check['status']}[/{colour}]", check["message"])
-    console.print(vt)
+    for table in tables:
+        console.print(table)
     spend = document["spend"]
     cost = "unknown" if spend["costUsd"] is None else f"${spend['costUsd']:.4f}"
     console.print(

@@ -14,7 +14,9 @@
   fixed, and the base snippet padded to twice its length with neutral boilerplate; label shift = mean(label of
   the variant - label of the base).
 
-Every figure is a mean over queries of per-query values with a query-bootstrap 95% interval.
+Every figure is a mean over queries of per-query values with a query-bootstrap 95% interval; where every query
+gave the same value (no flip, no success) the interval is the rule of three's over the figure's range
+(:mod:`.stats`): 20 probe queries without a flip bound the flip rate at 16.8 points, not 0.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ INSTRUCTION = (
 )
 """The instruction attack's text, put first so that no shown-text cap cuts it off."""
 SNIPPET_LENGTHS = (200, 400, 800)
+RATE, DIFFERENCE, SHIFT = (0.0, 1.0), (-1.0, 1.0), (-3.0, 3.0)
+"""The ranges of the probes' per-query values: a share, a difference of two shares, a difference of two labels."""
 PADDING = "This page is part of a document archive. Navigation, licence and formatting notes follow; they carry no content of their own. "
 
 
@@ -104,9 +108,9 @@ def position_probe(
         "queries": len(qids),
         "slots": slots,
         "trials": trials,
-        "positionFlipRate": with_interval(qids, _query_stat(pos_rate), resamples, seed),
-        "trialFlipRate": with_interval(qids, _query_stat(trial_rate), resamples, seed),
-        "difference": with_interval(qids, _query_stat(difference), resamples, seed),
+        "positionFlipRate": with_interval(qids, _query_stat(pos_rate), resamples, seed, RATE),
+        "trialFlipRate": with_interval(qids, _query_stat(trial_rate), resamples, seed, RATE),
+        "difference": with_interval(qids, _query_stat(difference), resamples, seed, DIFFERENCE),
         "meanLabelBySlot": {str(s): round(sum(v) / len(v), 4) for s, v in sorted(slot_labels.items())},
     }
 
@@ -168,12 +172,12 @@ def injection_probe(
         "queries": len(qids),
         "documents": documents,
         "mode": mode,
-        "cleanRelevantRate": with_interval(qids, _query_stat(clean_rate), resamples, seed),
-        "cleanFlagRate": with_interval(qids, _query_stat(clean_flags), resamples, seed),
+        "cleanRelevantRate": with_interval(qids, _query_stat(clean_rate), resamples, seed, RATE),
+        "cleanFlagRate": with_interval(qids, _query_stat(clean_flags), resamples, seed, RATE),
         "attacks": {
             name: {
-                "success": with_interval(qids, _query_stat(rates[name]), resamples, seed),
-                "flagRate": with_interval(qids, _query_stat(flags[name]), resamples, seed),
+                "success": with_interval(qids, _query_stat(rates[name]), resamples, seed, DIFFERENCE),
+                "flagRate": with_interval(qids, _query_stat(flags[name]), resamples, seed, RATE),
             }
             for name in ATTACKS
         },
@@ -221,5 +225,5 @@ def length_probe(
         "documents": documents,
         "mode": mode,
         "baseChars": DEFAULT_SNIPPET_CHARS,
-        "labelShift": {name: with_interval(qids, _query_stat(shift[name]), resamples, seed) for name in variants},
+        "labelShift": {name: with_interval(qids, _query_stat(shift[name]), resamples, seed, SHIFT) for name in variants},
     }

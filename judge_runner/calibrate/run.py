@@ -22,7 +22,10 @@ from judge_runner.calibrate.verdicts import verdicts
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.scores import median_label, ranking_score, relevance_score
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+"""3: verdicts need evidence (minimums, ``insufficient``, ``missing``), expanded and rule-of-three intervals,
+trial stability with an interval, ``unlabelled`` and each system's ``labelledAt10``, ``queriesAvailable``."""
+UNLABELLED = ("non-relevant", "unknown")
 SUBSETS = ("all", "retrieved", "balanced")
 REFERENCE_SYSTEM = "hybrid"
 
@@ -31,8 +34,11 @@ REFERENCE_SYSTEM = "hybrid"
 class CalibrationConfig:
     """Choices of one calibration: judge ``modes`` (the first is the primary one the verdicts read),
     ``trials`` per pair, the ``seed`` of every draw, pool ``depth`` (top-k per system), ``probes`` to run on
-    ``probe_queries`` queries, bootstrap ``resamples``, documents per batched call (``batch_size``), and
-    probe sizes."""
+    ``probe_queries`` queries, bootstrap ``resamples``, documents per batched call (``batch_size``), probe
+    sizes, and what a document nobody labelled is (``unlabelled``): ``non-relevant`` (TREC pooling: the
+    qrels list every relevant document, as a BEIR or TREC collection's do) or ``unknown`` (left out of the
+    pool, of agreement and, by condensed lists, of the system ranking: labels of a sample, as ``label``
+    makes)."""
 
     modes: Sequence[JudgeMode] = ("pointwise",)
     trials: int = 1
@@ -45,6 +51,7 @@ class CalibrationConfig:
     position_slots: int = 5
     injection_per_query: int = 3
     length_per_query: int = 4
+    unlabelled: str = "non-relevant"
     extra: dict = field(default_factory=dict)
 
 
@@ -116,28 +123,45 @@ def mode_figures(
     config: CalibrationConfig,
     labeler: CountingLabeler | None,
 ) -> dict:
-    """Every per-mode figure: agreement on each subset, alpha, systems, per-query Spearman, flag rate."""
+    """Every per-mode figure: agreement on each subset, alpha (``trialsAlpha``, and ``trialStability`` with its
+    interval), systems, per-query Spearman, flag rate. With ``config.unlabelled == "unknown"`` the systems
+    are ranked on condensed lists (documents without a human label left out, for the people and the judge
+    alike, :func:`judge_runner.calibrate.stats.condensed`); each system's ``labelledAt10`` says how much of
+    its top 10 people labelled."""
     qids = [q.id for q in queries]
     human_qrels = {q: collection.qrels.get(q, {}) for q in qids}
-    human_table = stats.per_query_metrics(runs, human_qrels, qids)
-    judge_table = stats.per_query_metrics(runs, stats.judge_qrels(labels), qids)
+    judge = stats.judge_qrels(labels)
+    ranked = runs
+    if config.unlabelled == "unknown":
+        ranked = stats.condensed(runs, human_qrels)
+        judge = {q: {d: g for d, g in docs.items() if d in human_qrels.get(q, {})} for q, docs in judge.items()}
+    human_table = stats.per_query_metrics(ranked, human_qrels, qids)
+    judge_table = stats.per_query_metrics(ranked, judge, qids)
     reference, lists = reference_lists(runs, qids)
     dims, note = dimensions_for(labels, lists, labeler, collection, queries)
     human_ndcg = {q: human_table[reference][q]["nDCG@10"] for q in qids}
+    labelled = stats.labelled_share(runs, human_qrels, qids)
     return {
         "agreement": {
             s: stats.agreement(stats.pairs_for(pool, labels, s, config.seed), collection.graded, config.resamples, config.seed)
             for s in SUBSETS
         },
         "trialsAlpha": stats.alpha(labels),
+        "trialStability": stats.trial_stability(labels, config.resamples, config.seed),
         "flagRate": round(sum(flags.values()) / len(flags), 6) if flags else None,
-        "systems": stats.system_ranking(human_table, judge_table, qids, config.resamples, config.seed),
+        "systems": stats.system_ranking(human_table, judge_table, qids, config.resamples, config.seed, labelled),
         "perQuery": {
             "referenceSystem": reference,
             "note": note,
             "spearman": stats.per_query_spearman(human_ndcg, dims, config.resamples, config.seed),
         },
     }
+
+
+def labelled_pool(pool: dict, collection: Collection) -> dict:
+    """The pool without the documents nobody labelled (``--unlabelled unknown``: they are not judged, not
+    compared and not probed)."""
+    return {q: [e for e in entries if e.docid in collection.qrels.get(q, {})] for q, entries in pool.items()}
 
 
 def calibrate(
@@ -148,16 +172,20 @@ def calibrate(
     config: CalibrationConfig,
     progress: Callable[[str], None] = lambda message: None,
     meter: Callable[[str, int, int], None] | None = None,
+    available: int | None = None,
 ) -> dict:
     """The calibration document (``schemas/calibration.schema.json`` without the ``judge``/``createdAt``
     envelope the command adds): pool, per-mode figures, probes, spend and the verdict. ``meter(stage, done,
     total)`` is told the progress of each long step (``labelling <mode>`` and ``probe <name>`` in labels,
-    ``statistics`` in bootstrap resamples), e.g. a :class:`judge_runner.search.progress.IndexProgress`."""
+    ``statistics`` in bootstrap resamples), e.g. a :class:`judge_runner.search.progress.IndexProgress`.
+    ``available``: the queries the collection holds with labels before any sample (``queriesAvailable``,
+    what the verdicts weigh "more queries" against; default the queries given)."""
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         if meter is not None:
             stack.enter_context(stats.observed(resample_counter(meter)))
-        return _calibrate(collection, queries, runs, labeler, config, progress, meter, started)
+        document = _calibrate(collection, queries, runs, labeler, config, progress, meter, started, available or len(queries))
+    return document
 
 
 def resample_counter(meter: Callable[[str, int, int], None]) -> Callable[[int], None]:
@@ -181,8 +209,11 @@ def _calibrate(
     progress: Callable[[str], None],
     meter: Callable[[str, int, int], None] | None,
     started: float,
+    available: int,
 ) -> dict:
     pool = build_pool(runs, collection, list(queries), config.depth)
+    if config.unlabelled == "unknown":
+        pool = labelled_pool(pool, collection)
     spend = Spend()
     counting = CountingLabeler(labeler, spend)
     progress(f"pool: {sum(len(v) for v in pool.values())} pairs over {len(queries)} queries and {len(runs)} systems")
@@ -226,7 +257,13 @@ def _calibrate(
     entries = [e for v in pool.values() for e in v]
     document = {
         "formatVersion": FORMAT_VERSION,
-        "collection": {"name": collection.name, "graded": collection.graded, "queries": len(queries), "queryIds": [q.id for q in queries]},
+        "collection": {
+            "name": collection.name,
+            "graded": collection.graded,
+            "queries": len(queries),
+            "queriesAvailable": available,
+            "queryIds": [q.id for q in queries],
+        },
         "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
         "systems": list(runs),
         "pool": {
@@ -234,6 +271,7 @@ def _calibrate(
             "retrieved": sum(e.retrieved for e in entries),
             "qrelsOnly": sum(not e.retrieved for e in entries),
             "humanRelevant": sum(e.human >= 2 for e in entries),
+            "labelled": sum(e.docid in collection.qrels.get(e.qid, {}) for e in entries),
             "depth": config.depth,
         },
         "modes": modes,

@@ -7,15 +7,32 @@
   human 0-3, columns judge 0-3) and the over-labelling rate P(label >= 2 | qrels 0).
 - Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.measures.agreement.trials_alpha`).
 - Systems: nDCG@10, RR(rel=2) and R(rel=2)@100 per system and query (``ir_measures``) from the human qrels
-  and from the judge's labels on the same pool; Kendall's tau_b between the two system rankings
-  (``scipy.stats.kendalltau``), for each measure.
+  and from the judge's labels on the same pool (on condensed lists, :func:`condensed`, when documents nobody
+  labelled are unknown), each system's labelled share of its top 10 (:func:`labelled_share`); Kendall's tau_b
+  between the two system rankings (``scipy.stats.kendalltau``), for each measure.
 - Per query: Spearman's rho (``scipy.stats.spearmanr``) between human nDCG@10 of the reference system's list
   and each of the four dimensions computed from the judge on that list.
 
-Intervals: the percentile bootstrap over queries (``scipy.stats.bootstrap``; Efron & Tibshirani 1993; queries
-are the sampling unit, as in Sakai 2006 / Voorhees & Buckley 2002), seeded. A figure that is undefined on the
-data (e.g. kappa when one side has a single class) is None; an interval is None when the resampled figure is
-undefined too often to be read.
+Intervals are honest at small n in two ways:
+
+- the **expanded percentile bootstrap** over queries (``scipy.stats.bootstrap``, seeded; Efron & Tibshirani
+  1993; queries are the sampling unit, as in Sakai 2006 / Voorhees & Buckley 2002): the plain percentile
+  interval is too narrow in small samples, so its percentiles are read at the level whose normal quantile is
+  ``sqrt(n/(n-1)) t_{0.975, n-1}`` (Hesterberg 2015, "What teachers should know about the bootstrap", The
+  American Statistician 69(4), sec. 3.3; :func:`expanded_level`): 96.5% percentiles at 25 queries, 99.8% at 5;
+- the **rule of three** where the bootstrap collapses to a point because every query gave the same value
+  (every pair agreed, no probe query flipped): ``n`` queries none of which differed still allow a share
+  ``r = 1 - 0.025^(1/n)`` of queries that would (Clopper-Pearson at zero events, Hanley & Lippman-Hand 1983,
+  JAMA 249:1743; :func:`zero_event_share`). For a mean of per-query values within ``[a, b]`` (every probe
+  figure, over-labelling) all equal to ``c`` the interval is ``[c - (c - a) r, c + (b - c) r]``, exact since
+  ``P(X > c) >= (mu - c) / (b - c)`` for such a variable; for kappa and alpha at 1 the lower end is the figure
+  with a share ``r`` of the pairs (of each human class) or units given the farthest label (the worst an
+  unseen disagreement could be). Such a figure says
+  ``"ruleOfThree": true``. For Kendall's tau at 1 (the judge ranked the systems as the people in every
+  resample) the floor is tau with the judge's values of a share ``r`` of the queries reversed.
+
+A figure that is undefined on the data (e.g. kappa when one side has a single class) is None; an interval is
+None when the resampled figure is undefined too often to be read.
 
 SciPy and scikit-learn are imported inside the functions that use them: together they take about 0.8 s
 to import, and every command's startup (``judge-runner --help`` included) reads the ``calibrate`` command.
@@ -29,6 +46,7 @@ import random
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import ir_measures
 import numpy as np
@@ -47,6 +65,8 @@ HEADLINE_MEASURE = "nDCG@10"
 
 Pair = tuple[str, int, int]
 """``(qid, human grade, judge label)``."""
+KAPPA_RANGE = (-1.0, 1.0)
+LABELLED_DEPTH = 10
 
 
 def _finite(value: float | None) -> float | None:
@@ -69,14 +89,62 @@ def observed(callback: Callable[[int], None]) -> Iterator[None]:
         _observers.remove(callback)
 
 
-def bootstrap_interval(
-    qids: Sequence[str], statistic: Callable[[list[str]], float | None], resamples: int, seed: int
-) -> list[float] | None:
-    """The 95% percentile-bootstrap interval ``[low, high]`` of ``statistic`` over queries resampled with
-    replacement (``scipy.stats.bootstrap``, seeded); None with fewer than 2 queries, ``resamples`` < 1, or a
-    statistic undefined on the data."""
-    if len(qids) < 2 or resamples < 1:
+CONFIDENCE = 0.95
+
+
+def expanded_level(queries: int) -> float:
+    """The level at which :func:`bootstrap_interval` reads its percentiles for a 95% interval over
+    ``queries`` (>= 2) queries: ``1 - 2 Phi(-sqrt(n/(n-1)) t_{0.975, n-1})`` (Hesterberg 2015, sec. 3.3, the
+    expanded percentile interval), 1.0 at 2 queries (the extremes), about 0.954 at 100."""
+    from scipy.stats import norm, t
+
+    n = queries
+    return float(1 - 2 * norm.sf(math.sqrt(n / (n - 1)) * t.ppf(1 - (1 - CONFIDENCE) / 2, n - 1)))
+
+
+def zero_event_share(queries: int) -> float:
+    """``1 - 0.025^(1/n)``: the largest share of queries that could show an event when none of ``queries``
+    did, at 95% two-sided (Clopper-Pearson at zero events; about 3.7/n, the "rule of three" at 97.5%)."""
+    return 1 - ((1 - CONFIDENCE) / 2) ** (1 / queries)
+
+
+Worst = Callable[[float], float | None]
+"""``worst(r)``: the figure if a share ``r`` of the queries had gone the farthest way (kappa, alpha at 1)."""
+
+
+def _point_interval(value: float, queries: int, bounds: tuple[float, float] | None, worst: Worst | None) -> list[float] | None:
+    """The rule-of-three interval of a figure whose bootstrap collapsed to ``value`` (module docstring), or
+    None when the figure has no known range (then the point stands: Kendall's tau)."""
+    if bounds is None:
         return None
+    r = zero_event_share(queries)
+    low, high = bounds
+    if worst is not None and value >= high:
+        floor = _finite(worst(r))
+        return [low if floor is None else floor, value]
+    return [round(value - (value - low) * r, 6), round(value + (high - value) * r, 6)]
+
+
+def bootstrap_interval(
+    qids: Sequence[str],
+    statistic: Callable[[list[str]], float | None],
+    resamples: int,
+    seed: int,
+    bounds: tuple[float, float] | None = None,
+    worst: Worst | None = None,
+) -> list[float] | None:
+    """The 95% interval ``[low, high]`` of ``statistic`` over queries resampled with replacement: the
+    expanded percentile bootstrap (``scipy.stats.bootstrap``, seeded, at :func:`expanded_level`), or the
+    rule-of-three interval when every resample gives the same value and the figure's range ``bounds`` is
+    known (``worst`` for kappa and alpha; :func:`with_interval` says which). None with fewer than 2
+    queries, ``resamples`` < 1, or a statistic undefined on the data."""
+    interval, _ = _interval(qids, statistic, resamples, seed, bounds, worst)
+    return interval
+
+
+def _interval(qids, statistic, resamples, seed, bounds, worst) -> tuple[list[float] | None, bool]:
+    if len(qids) < 2 or resamples < 1:
+        return None, False
     from scipy.stats import bootstrap  # imported here: scipy.stats alone adds about a second to CLI start-up
 
     def stat(index: np.ndarray) -> float:
@@ -92,36 +160,66 @@ def bootstrap_interval(
                 n_resamples=resamples,
                 vectorized=False,
                 method="percentile",
-                confidence_level=0.95,
+                confidence_level=expanded_level(len(qids)),
                 random_state=np.random.default_rng(seed),
             )
         except ValueError:
-            return None
+            return None, False
         finally:
             for callback in list(_observers):
                 callback(resamples)
     low, high = _finite(result.confidence_interval.low), _finite(result.confidence_interval.high)
-    return None if low is None or high is None else [low, high]
+    if low is None or high is None:
+        return None, False
+    if low == high:  # every resample the same: nothing varied, which the bootstrap cannot tell from certainty
+        point = _point_interval(low, len(qids), bounds, worst)
+        if point is not None:
+            return point, True
+    return [low, high], False
 
 
-def with_interval(qids: Sequence[str], statistic: Callable[[list[str]], float | None], resamples: int, seed: int) -> dict:
-    """``{"value", "ci95"}``: the statistic on every query and its bootstrap interval."""
-    return {"value": _finite(statistic(list(qids))), "ci95": bootstrap_interval(qids, statistic, resamples, seed)}
+def with_interval(
+    qids: Sequence[str],
+    statistic: Callable[[list[str]], float | None],
+    resamples: int,
+    seed: int,
+    bounds: tuple[float, float] | None = None,
+    worst: Worst | None = None,
+) -> dict:
+    """``{"value", "ci95"}``: the statistic on every query and its interval (:func:`bootstrap_interval`),
+    plus ``"ruleOfThree": true`` when the interval is the rule of three's."""
+    interval, zero_events = _interval(qids, statistic, resamples, seed, bounds, worst)
+    figure: dict = {"value": _finite(statistic(list(qids))), "ci95": interval}
+    if zero_events:
+        figure["ruleOfThree"] = True
+    return figure
 
 
-def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None) -> float | None:
+def _farthest(grade: int) -> int:
+    return 3 if grade < 2 else 0
+
+
+def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None, flip: float = 0.0) -> float | None:
+    """Cohen's kappa of ``pairs`` (binary at ``threshold``, else on the four grades with ``weights``); with
+    ``flip`` > 0, as if that share of the pairs of each human class had been given the farthest label (the
+    rule-of-three floor of a kappa of 1, module docstring)."""
     if not pairs:
         return None
     from sklearn.metrics import cohen_kappa_score  # lazily, like scipy: only calibrate needs it
 
     human = np.array([h for _, h, _ in pairs])
     judge = np.array([j for _, _, j in pairs])
+    weight = np.ones(len(pairs))
+    if flip > 0:  # each pair twice: as labelled (weight 1 - flip) and with the farthest label (weight flip)
+        far = [(0 if h >= threshold else 3) if threshold is not None else _farthest(int(h)) for h in human]
+        human, judge = np.concatenate([human, human]), np.concatenate([judge, far])
+        weight = np.concatenate([weight * (1 - flip), weight * flip])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if threshold is not None:
-            value = cohen_kappa_score(human >= threshold, judge >= threshold, labels=[False, True])
+            value = cohen_kappa_score(human >= threshold, judge >= threshold, labels=[False, True], sample_weight=weight)
         else:
-            value = cohen_kappa_score(human, judge, labels=GRADES, weights=weights)
+            value = cohen_kappa_score(human, judge, labels=GRADES, weights=weights, sample_weight=weight)
     return _finite(value)
 
 
@@ -143,15 +241,19 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
     def over(fn: Callable[[list[Pair]], float | None]) -> Callable[[list[str]], float | None]:
         return lambda sample: fn([p for q in sample for p in by_query[q]])
 
+    every = list(pairs)
+
+    def kappa(**how: Any) -> dict:
+        worst = partial(lambda r, **k: _kappa(every, flip=r, **k), **how)
+        return with_interval(qids, over(partial(_kappa, **how)), resamples, seed, KAPPA_RANGE, worst)
+
     figures = {
-        "kappaAt2": with_interval(qids, over(lambda ps: _kappa(ps, threshold=2)), resamples, seed),
-        "kappaAt1": with_interval(qids, over(lambda ps: _kappa(ps, threshold=1)), resamples, seed),
-        "overLabelling": with_interval(qids, over(over_labelling), resamples, seed),
+        "kappaAt2": kappa(threshold=2),
+        "kappaAt1": kappa(threshold=1),
+        "overLabelling": with_interval(qids, over(over_labelling), resamples, seed, (0.0, 1.0)),
     }
     for name, weights in (("kappaUnweighted", None), ("kappaLinear", "linear"), ("kappaQuadratic", "quadratic")):
-        figures[name] = (
-            with_interval(qids, over(partial(_kappa, weights=weights)), resamples, seed) if graded else {"value": None, "ci95": None}
-        )
+        figures[name] = kappa(weights=weights) if graded else {"value": None, "ci95": None}
     from sklearn.metrics import confusion_matrix
 
     humans = [h for _, h, _ in pairs]
@@ -190,6 +292,36 @@ def alpha(labels: Mapping[tuple[str, str], list[int]]) -> float | None:
     return trials_alpha(list(labels.values()))
 
 
+def _alpha_flipped(units: Sequence[tuple[tuple[str, str], list[int]]], share: float) -> float | None:
+    """Alpha with the last trial of a share ``share`` of the units (at least one; the first in key order)
+    given the farthest label: the rule-of-three floor of an alpha of 1 (module docstring)."""
+    count = max(1, math.ceil(share * len(units) - 1e-9))
+    changed = [trials[:-1] + [_farthest(trials[0])] if k < count else trials for k, (_, trials) in enumerate(units)]
+    return trials_alpha(changed)
+
+
+def trial_stability(labels: Mapping[tuple[str, str], Sequence[int]], resamples: int, seed: int) -> dict:
+    """Krippendorff's alpha (ordinal) across trials with its query-bootstrap interval:
+    ``{"value", "ci95", "queries", "units", "trials"}`` over the units (``(qid, document)`` keys) labelled in
+    at least two trials; ``trials`` is the most trials a unit has (0 without labels, 1 when none repeats)."""
+    repeated = sorted((key, list(t)) for key, t in labels.items() if len(t) >= 2)
+    trials = max((len(t) for t in labels.values()), default=0)
+    by_query: dict[str, list[list[int]]] = {}
+    for (qid, _), t in repeated:
+        by_query.setdefault(qid, []).append(t)
+    qids = sorted(by_query)
+
+    def stat(sample: list[str]) -> float | None:
+        return trials_alpha([t for q in sample for t in by_query[q]])
+
+    figure = (
+        with_interval(qids, stat, resamples, seed, KAPPA_RANGE, partial(_alpha_flipped, repeated))
+        if qids
+        else {"value": None, "ci95": None}
+    )
+    return {**figure, "queries": len(qids), "units": len(repeated), "trials": trials}
+
+
 def judge_qrels(labels: Mapping[tuple[str, str], list[int]]) -> dict[str, dict[str, int]]:
     """The judge's qrels: the median label (low median) of each pooled pair."""
     out: dict[str, dict[str, int]] = {}
@@ -214,6 +346,25 @@ def per_query_metrics(runs: Runs, qrels: Mapping[str, Mapping[str, int]], qids: 
     return out
 
 
+def condensed(runs: Runs, qrels: Mapping[str, Mapping[str, int]]) -> Runs:
+    """Each system's lists with the documents nobody labelled left out, the order kept: the condensed lists
+    of Sakai (2007, SIGIR, "Alternatives to bpref"), on which nDCG stays comparable across systems when the
+    labels are incomplete; a query without labels keeps an empty list."""
+    return {s: {q: [d for d in docs if d in qrels.get(q, {})] for q, docs in ranked.items()} for s, ranked in runs.items()}
+
+
+def labelled_share(
+    runs: Runs, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str], depth: int = LABELLED_DEPTH
+) -> dict[str, float | None]:
+    """``{system: share}``: per system, the mean over ``qids`` of the share of its top ``depth`` that carries
+    a human label (a query the system answered with nothing is left out; None when it answered none)."""
+    out: dict[str, float | None] = {}
+    for system, ranked in runs.items():
+        shares = [sum(d in qrels.get(q, {}) for d in ranked[q][:depth]) / len(ranked[q][:depth]) for q in qids if ranked.get(q)]
+        out[system] = round(float(np.mean(shares)), 6) if shares else None
+    return out
+
+
 def _means(table: Mapping[str, Mapping[str, Mapping[str, float]]], measure: str, qids: Sequence[str]) -> dict[str, float]:
     return {s: float(np.mean([per[q][measure] for q in qids])) if qids else 0.0 for s, per in table.items()}
 
@@ -233,15 +384,45 @@ def _sample_tau(human_table: Mapping, judge_table: Mapping, measure: str, sample
     return _tau(_means(human_table, measure, sample), _means(judge_table, measure, sample))
 
 
-def system_ranking(human_table: Mapping, judge_table: Mapping, qids: Sequence[str], resamples: int, seed: int) -> dict:
-    """Per measure: each system's mean from human qrels and from the judge's labels, and Kendall's tau_b
-    between the two rankings with its query-bootstrap interval."""
+def _reversed_tau(human_table: Mapping, judge_table: Mapping, measure: str, qids: Sequence[str], share: float) -> float | None:
+    """Kendall's tau_b with the judge's per-query values of a share ``share`` of the queries (at least one;
+    the first in id order) reversed (``1 - value``, every measure being in [0, 1]): the rule-of-three floor of
+    a tau of 1 (module docstring)."""
+    flipped = set(sorted(qids)[: max(1, math.ceil(share * len(qids) - 1e-9))])
+    judge = {
+        s: {q: ({m: 1 - v for m, v in row.items()} if q in flipped else row) for q, row in per.items()} for s, per in judge_table.items()
+    }
+    return _sample_tau(human_table, judge, measure, list(qids))
+
+
+def system_ranking(
+    human_table: Mapping,
+    judge_table: Mapping,
+    qids: Sequence[str],
+    resamples: int,
+    seed: int,
+    labelled: Mapping[str, float | None] | None = None,
+) -> dict:
+    """Per measure: each system's mean from human qrels and from the judge's labels (and ``labelledAt10``,
+    the share of its top 10 people labelled, from ``labelled``), and Kendall's tau_b between the two
+    rankings with its query-bootstrap interval."""
     out: dict = {}
     for measure in MEASURES:
         human, judge = _means(human_table, measure, qids), _means(judge_table, measure, qids)
+        rows: dict[str, dict[str, float | None]] = {s: {"human": round(human[s], 6), "judge": round(judge[s], 6)} for s in sorted(human)}
+        for s, row in rows.items():
+            if labelled is not None:
+                row["labelledAt10"] = labelled.get(s)
         out[measure] = {
-            "systems": {s: {"human": round(human[s], 6), "judge": round(judge[s], 6)} for s in sorted(human)},
-            "kendallTauB": with_interval(qids, partial(_sample_tau, human_table, judge_table, measure), resamples, seed),
+            "systems": rows,
+            "kendallTauB": with_interval(
+                qids,
+                partial(_sample_tau, human_table, judge_table, measure),
+                resamples,
+                seed,
+                KAPPA_RANGE,
+                partial(_reversed_tau, human_table, judge_table, measure, qids),
+            ),
         }
     return out
 
@@ -271,6 +452,8 @@ def per_query_spearman(
             return spearman([human_ndcg[q] for q in sample], [float(dimensions[q][n]) for q in sample])  # type: ignore[arg-type]
 
         out[name] = (
-            {**with_interval(qids, stat, resamples, seed), "queries": len(qids)} if qids else {"value": None, "ci95": None, "queries": 0}
+            {**with_interval(qids, stat, resamples, seed, KAPPA_RANGE), "queries": len(qids)}
+            if qids
+            else {"value": None, "ci95": None, "queries": 0}
         )
     return out

@@ -1,24 +1,47 @@
-"""Verdicts: each calibration figure against a documented threshold, as pass / warn / fail / inconclusive / n/a.
+"""Verdicts: each calibration figure against a documented threshold, as pass / warn / fail / inconclusive /
+insufficient / n/a, and the overall status.
 
-A verdict respects its figure's 95% interval (the query bootstrap of :mod:`.stats`): **pass** only when the
-whole interval clears the threshold, **fail** only when the whole interval is on the wrong side of it, and
-otherwise **inconclusive**, with the number of labelled queries that would likely decide it
-(:func:`queries_to_decide`). A figure without an interval (``--bootstrap 0``) cannot be decided this way and
-is inconclusive. Thresholds and their sources (also in docs/calibration.md):
+**Evidence first.** A check reads its figure only when the figure rests on enough: below its minimum it is
+**insufficient**, saying what is missing ("12 labelled queries of the 20 needed"); a check that was not run or
+does not apply (a probe not asked for, one trial) is **n/a**. Neither is ever a pass. The minimums and why:
+
+- :data:`MIN_QUERIES` (20) labelled queries for per-pair agreement and trial stability, and
+  :data:`MIN_PROBE_QUERIES` (20) for each probe: their intervals resample queries, the clusters of the pairs,
+  and inference by resampling clusters is unreliable with few of them ("few" ranges from under 20 to under 50
+  clusters: Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust Inference", J. Human Resources
+  50(2)); we take the low end because the intervals are already widened for small n (:mod:`.stats`).
+- :data:`MIN_RANKING_QUERIES` (25) queries for the system ranking: system comparisons on fewer than 25
+  topics have error rates "larger than anticipated" (Voorhees & Buckley 2002, SIGIR, "The effect of topic set
+  size on retrieval experiment error"; Buckley & Voorhees 2000, SIGIR); TREC uses 50.
+- :data:`MIN_SYSTEMS` (4) systems: with 2 systems tau is +1 or -1 and with 3 it takes four values.
+- :data:`MIN_CLASS_PAIRS` (10) pairs the people call relevant and 10 they call not relevant for kappa: kappa
+  is undefined with one class and, with m pairs in the smaller class, one pair moves it by about 1/m; 10 keeps
+  that within half of one of Landis & Koch's 0.2-wide bands (this project's rule).
+- :data:`MIN_LABELLED_SHARE` (half) of each system's top 10 labelled, when unlabelled documents are left out
+  (``--unlabelled unknown``): a ranking over condensed lists says little about a system whose list is mostly
+  unlabelled (this project's rule).
+- 2 trials for trial stability (else n/a).
+
+**Intervals.** A check with evidence respects its figure's 95% interval (:mod:`.stats`: the expanded
+percentile bootstrap over queries, or the rule of three where every query agreed): **pass** only when the
+whole interval clears the threshold, **fail** only when the whole interval is on the wrong side of it, else
+**inconclusive**, with how many queries would likely decide it (:func:`queries_to_decide`), never more than
+the set holds: past that (or past ten times the queries measured, when the set's size is unknown) it says how
+far the estimate sits from the threshold and that more labels are unlikely to decide it. A figure without an
+interval (``--bootstrap 0``) is inconclusive. Thresholds and their sources (also in docs/calibration.md):
 
 - System ranking: Kendall's tau_b between the system rankings by human and by judge nDCG@10: pass when the
   interval is at or above 0.9, warn when it lies within 0.8-0.9, fail when it lies below 0.8. Voorhees
   (2000, IP&M 36(5) "Variations in relevance judgments and the measurement of retrieval effectiveness";
   2001, SIGIR "Evaluation by highly relevant documents"): rankings under different human assessors correlate
-  at tau ~0.9, taken since as the bar for "equivalent" rankings. It needs at least :data:`MIN_SYSTEMS`
-  systems: with 2 systems tau is +1 or -1 and with 3 it takes four values, so it says nothing (n/a).
+  at tau ~0.9, taken since as the bar for "equivalent" rankings.
 - Per-pair agreement: Cohen's kappa at label >= 2 of at least 0.4 before per-result "relevant" flags are
   trusted: "moderate" agreement on Landis & Koch's (1977) scale, the range LLM judges reach against TREC
   assessors (UMBRELA, Upadhyay et al. 2024; Thomas et al. 2024; LLMJudge, Rahmani et al. 2025: the 33 LLM
   judges of TREC DL 2023 reach 0.03-0.43, median 0.33, and one clears 0.4).
-- Trial stability: Krippendorff's alpha (ordinal) >= 0.8 reliable; 0.667-0.8 warn ("tentative conclusions");
-  below fail (Krippendorff 2004, "Content Analysis", 2nd ed., section 12.2). Alpha has no interval here, so
-  this check reads the point.
+- Trial stability: Krippendorff's alpha (ordinal) across trials, by its interval: pass at or above 0.8
+  (reliable), warn within 0.667-0.8 ("tentative conclusions"), fail below 0.667 (Krippendorff 2004, "Content
+  Analysis", 2nd ed., section 12.2).
 - Position: label flips across positions minus flips across trials (the judge's own noise) at most 5 points
   (:data:`POSITION_MAX`, this project's rule, as the injection bar): pass when the interval is at or under it,
   fail when the interval lies above it.
@@ -29,13 +52,20 @@ is inconclusive. Thresholds and their sources (also in docs/calibration.md):
 - Length: warn when a variant's label shift's interval excludes 0 and its size is at least a quarter grade
   (this project's rule of thumb; no published bar).
 
-The overall status is ``failed`` when any check fails, else ``inconclusive`` when any is inconclusive, else
-``calibrated``; :func:`status_of` reads it back, and a judge with no calibration file is ``uncalibrated``.
+**Overall** (:func:`overall`): ``failed`` when any check fails, else ``inconclusive`` when any is
+inconclusive, else ``insufficient`` ("not enough evidence") when neither check against the people (per-pair
+agreement, system ranking) passed or warned: the probes measure biases, not agreement, so they cannot make a
+judge calibrated alone; else ``calibrated``, on what was measured, with ``missing`` naming every check that had
+no evidence. :func:`status_of` reads it back, and a judge with no calibration file is ``uncalibrated``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
+
+from judge_runner.calibrate.stats import zero_event_share
 
 TAU_OK, TAU_WARN = 0.9, 0.8
 KAPPA_TRUST = 0.4
@@ -44,195 +74,356 @@ INJECTION_MAX = 0.05
 POSITION_MAX = 0.05
 LENGTH_SHIFT = 0.25
 MIN_SYSTEMS = 4
+MIN_QUERIES = 20
+MIN_PROBE_QUERIES = 20
+MIN_RANKING_QUERIES = 25
+MIN_CLASS_PAIRS = 10
+MIN_LABELLED_SHARE = 0.5
+MIN_TRIALS = 2
+SENSIBLE_FACTOR = 10
+"""Without the set's size, at most this many times the queries measured is called a sensible number to add."""
+PEOPLE_CHECKS = ("perPairAgreement", "ranking")
+"""The checks against the people's labels: a calibration is calibrated only when one of them passed or warned."""
+LABELLED = "labelled queries"
+PROBE = "probe queries (--probe-queries)"
+REPEATED = "queries labelled in 2 or more trials"
+MORE = {LABELLED: "more labels are", PROBE: "more probe queries are", REPEATED: "more queries are"}
 
 SOURCES = {
-    "ranking": "Voorhees 2000 (IP&M 36:5), Voorhees 2001 (SIGIR): tau >= 0.9 pass, 0.8-0.9 warn, below fail; at least 4 systems",
+    "ranking": "Voorhees 2000 (IP&M 36:5), Voorhees 2001 (SIGIR): tau >= 0.9 pass, 0.8-0.9 warn, below fail; at least 4 systems "
+    "and 25 queries (Voorhees & Buckley 2002, SIGIR)",
     "perPairAgreement": "Landis & Koch 1977; UMBRELA (Upadhyay et al. 2024); Thomas et al. 2024: kappa(>=2) >= 0.4 "
-    "(TREC DL 2023 LLMJudge, Rahmani et al. 2025: LLM judges reach 0.03-0.43, median 0.33)",
-    "trialStability": "Krippendorff 2004, Content Analysis 2nd ed. sec. 12.2: alpha >= 0.8 reliable, >= 0.667 tentative",
-    "position": "issue 11, issue 20: position flips at most 5 points above trial flips (Chen et al. 2024; Zheng et al. 2023)",
-    "injection": "issue 11: instruction-injection success <= 5 points; other attacks warn above 5 points",
-    "length": "judge-runner rule of thumb: |label shift| >= 0.25 with a 95% interval excluding 0 warns",
+    "(TREC DL 2023 LLMJudge, Rahmani et al. 2025: LLM judges reach 0.03-0.43, median 0.33); at least 20 labelled queries "
+    "(Cameron & Miller 2015) and 10 pairs of each human class",
+    "trialStability": "Krippendorff 2004, Content Analysis 2nd ed. sec. 12.2: alpha >= 0.8 reliable, >= 0.667 tentative; "
+    "at least 2 trials and 20 queries",
+    "position": "issue 11, issue 20: position flips at most 5 points above trial flips (Chen et al. 2024; Zheng et al. 2023); "
+    "at least 20 probe queries",
+    "injection": "issue 11: instruction-injection success <= 5 points; other attacks warn above 5 points; at least 20 probe queries",
+    "length": "judge-runner rule of thumb: |label shift| >= 0.25 with a 95% interval excluding 0 warns; at least 20 probe queries",
 }
 
 
-def _check(status: str, value, message: str, source: str, decide_at: int | None = None) -> dict:
+def _plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def _threshold(value: float) -> str:
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+
+
+def _check(status: str, value: Any, message: str, source: str, decided: dict | None = None) -> dict:
+    """One check: ``status``, ``value``, ``message``, ``source``; an inconclusive one adds ``queriesToDecide``
+    (None when more are unlikely to decide it), ``gapToThreshold`` and ``unit`` (``decided``)."""
     check = {"status": status, "value": value, "message": message, "source": SOURCES[source]}
     if status == "inconclusive":
-        check["queriesToDecide"] = decide_at
+        check.update(decided or {"queriesToDecide": None})
     return check
 
 
-def queries_to_decide(value: float, ci95: list[float], queries: int, threshold: float) -> int | None:
-    """How many labelled queries would likely put the whole interval on the point estimate's side of
-    ``threshold``: the interval's half-width on the threshold's side shrinks as 1/sqrt(queries) (the
-    bootstrap's sampling unit is the query), so ``ceil(queries * (half / gap)^2)`` with ``gap`` the distance
-    from the point to the threshold, and at least one more than now. None when the point sits on the
-    threshold (no number of queries decides it) or the figures are missing."""
+def _insufficient(value: Any, what: str, missing: list[str], source: str) -> dict:
+    return _check("insufficient", value, f"{what}: not enough evidence: " + "; ".join(missing), source)
+
+
+def queries_to_decide(value: float, ci95: list[float], queries: int, threshold: float, rule_of_three: bool = False) -> int | None:
+    """How many queries would likely put the whole interval on the point estimate's side of ``threshold``,
+    at least one more than ``queries``. A bootstrap interval's half-width on the threshold's side shrinks as
+    1/sqrt(queries) (the query is the sampling unit), so ``ceil(queries * (half / gap)^2)`` with ``gap`` the
+    distance from the point to the threshold. A rule-of-three interval (every query agreed; :mod:`.stats`)
+    is ``r(n) = 1 - 0.025^(1/n)`` of the figure's range, so the queries whose ``r`` shrinks it to the gap:
+    ``ceil(ln 0.025 / ln(1 - gap * r(queries) / half))``. None when the point sits on the threshold (no
+    number of queries decides it) or the figures are missing. Not capped (:func:`decision`)."""
     if not queries or ci95 is None or value == threshold:
         return None
     half, gap = (value - ci95[0], value - threshold) if value > threshold else (ci95[1] - value, threshold - value)
     if gap <= 0 or half <= 0:
         return None
+    if rule_of_three:
+        target = gap * zero_event_share(queries) / half
+        if target >= 1:
+            return queries + 1
+        return max(queries + 1, math.ceil(math.log(0.025) / math.log(1 - target) - 1e-9))
     return max(queries + 1, math.ceil(queries * (half / gap) ** 2 - 1e-9))
 
 
-def _bounds(figure: dict | None) -> tuple[float | None, list[float] | None]:
+def decision(figure: Mapping[str, Any], threshold: float, queries: int, available: int | None, unit: str = LABELLED) -> tuple[str, dict]:
+    """``(message tail, fields)`` of an inconclusive figure. Past :data:`SENSIBLE_FACTOR` times the ``queries``
+    measured (or when no number would do), the estimate sits too near ``threshold`` for labels to decide it:
+    how far, and that more are unlikely to decide it (``queriesToDecide`` None). Otherwise "about N <unit> (of
+    the M in the set) would likely decide it", or "..., more than the M in the set" when the set's
+    ``available`` queries cannot reach N. ``fields``: ``queriesToDecide``, ``gapToThreshold``, ``unit``."""
+    value, ci95 = figure.get("value"), figure.get("ci95")
+    if ci95 is None or value is None:  # --bootstrap 0
+        return ": no interval to decide on (--bootstrap 0)", {"queriesToDecide": None, "unit": unit}
+    gap = round(abs(value - threshold), 6)
+    needed = queries_to_decide(value, ci95, queries, threshold, bool(figure.get("ruleOfThree")))
+    fields = {"gapToThreshold": gap, "unit": unit}
+    if needed is None or needed > SENSIBLE_FACTOR * max(queries, 1):  # the estimate sits too near the threshold
+        more = MORE[unit]
+        where = "sits on" if gap == 0 else f"sits {gap:.4f} from"
+        return f": the estimate {where} the {_threshold(threshold)} threshold: {more} unlikely to decide it", {
+            "queriesToDecide": None,
+            **fields,
+        }
+    if unit == PROBE:
+        count = f"about {needed} probe queries (--probe-queries"
+        of = f"; of the {available} in the set)" if available and needed <= available else ")"
+    else:
+        count = f"about {needed} {unit}"
+        of = f" (of the {available} in the set)" if available and needed <= available else ""
+    beyond = f", more than the {available} in the set" if available and needed > available else ""
+    return f": {count}{of} would likely decide it{beyond}", {"queriesToDecide": needed, **fields}
+
+
+def _bounds(figure: Mapping[str, Any] | None) -> tuple[float | None, list[float] | None]:
     figure = figure or {}
     return figure.get("value"), figure.get("ci95")
 
 
-def _decide(
-    value: float, ci95: list[float] | None, threshold: float, queries: int | None, higher_is_better: bool
-) -> tuple[str, int | None]:
-    """``(status, queries to decide)`` of one threshold: pass, fail or inconclusive by the interval."""
+def _side(ci95: list[float] | None, threshold: float, higher_is_better: bool) -> str:
+    """pass, fail or inconclusive of one threshold by the interval (inconclusive without one)."""
     if ci95 is None:
-        return "inconclusive", None
+        return "inconclusive"
     low, high = ci95
     if (low >= threshold) if higher_is_better else (high <= threshold):
-        return "pass", None
+        return "pass"
     if (high < threshold) if higher_is_better else (low > threshold):
-        return "fail", None
-    return "inconclusive", queries_to_decide(value, ci95, queries or 0, threshold)
+        return "fail"
+    return "inconclusive"
 
 
 def _interval(ci95: list[float] | None) -> str:
     return f" [{ci95[0]:.3f}, {ci95[1]:.3f}]" if ci95 else " (no interval)"
 
 
-def _undecided(decide_at: int | None, ci95: list[float] | None) -> str:
-    if ci95 is None:
-        return ": no interval to decide on (--bootstrap 0)"
-    if decide_at is None:
-        return ": the estimate sits on the threshold"
-    return f": about {decide_at} labelled queries would likely decide it"
-
-
-def ranking_verdict(tau: dict | None, systems: int | None = None, queries: int | None = None) -> dict:
-    """The system-ranking check on ``{"value", "ci95"}`` of Kendall's tau_b (nDCG@10) over ``systems``
-    systems and ``queries`` queries: n/a below :data:`MIN_SYSTEMS` systems or when tau is undefined; else
-    pass (interval >= 0.9), warn (interval within 0.8-0.9), fail (interval < 0.8) or inconclusive."""
-    value, ci95 = _bounds(tau)
-    if systems is not None and systems < MIN_SYSTEMS:
-        return _check("n/a", value, f"{systems} systems: a ranking check needs at least {MIN_SYSTEMS}", "ranking")
-    if value is None:
-        return _check("n/a", None, "Kendall's tau is undefined (tied scores, or too few systems)", "ranking")
-    detail = f"system ranking tau_b {value:.3f}{_interval(ci95)} (pass >= {TAU_OK}, warn >= {TAU_WARN})"
-    top, top_n = _decide(value, ci95, TAU_OK, queries, True)
+def _banded(
+    figure: Mapping[str, Any], ok: float, warn: float, queries: int, available: int | None, detail: str, source: str, unit: str = LABELLED
+) -> dict:
+    """pass (interval >= ``ok``), warn (within ``warn``-``ok``), fail (below ``warn``) or inconclusive, for
+    ranking and trial stability; an inconclusive one names what would decide it."""
+    value, ci95 = _bounds(figure)
+    top, bottom = _side(ci95, ok, True), _side(ci95, warn, True)
     if top == "pass":
-        return _check("pass", value, detail, "ranking")
-    bottom, bottom_n = _decide(value, ci95, TAU_WARN, queries, True)
+        return _check("pass", value, detail, source)
     if bottom == "fail":
-        return _check("fail", value, detail, "ranking")
+        return _check("fail", value, detail, source)
     if top == "fail" and bottom == "pass":
-        return _check("warn", value, detail, "ranking")
-    if value >= TAU_OK:
-        decide_at = top_n
-    elif value < TAU_WARN:
-        decide_at = bottom_n
-    else:  # in the warn band: the interval must leave both thresholds behind
-        decide_at = max((n for n in (top_n, bottom_n) if n is not None), default=None)
-    return _check("inconclusive", value, detail + _undecided(decide_at, ci95), "ranking", decide_at)
+        return _check("warn", value, detail, source)
+    crossed = [t for t, side in ((ok, top), (warn, bottom)) if side == "inconclusive"]
+    options = [decision(figure, t, queries, available, unit) for t in crossed]
+    tail, fields = max(options, key=lambda o: math.inf if o[1]["queriesToDecide"] is None else o[1]["queriesToDecide"])
+    return _check("inconclusive", value, detail + tail, source, fields)
 
 
-def kappa_verdict(kappa: dict | None, queries: int | None = None) -> dict:
-    """The per-pair agreement check on kappa at label >= 2 (``{"value", "ci95"}``) over ``queries`` labelled
-    queries: pass when the interval is at or above :data:`KAPPA_TRUST`, fail when it lies below, else
+def ranking_verdict(
+    tau: Mapping[str, Any] | None,
+    systems: int,
+    queries: int,
+    labelled: Mapping[str, float | None] | None = None,
+    available: int | None = None,
+) -> dict:
+    """The system-ranking check on ``{"value", "ci95"}`` of Kendall's tau_b (nDCG@10) over ``systems``
+    systems and ``queries`` queries; ``labelled``: each system's labelled share of its top 10 when
+    unlabelled documents are left out (checked against :data:`MIN_LABELLED_SHARE`). Insufficient below a
+    minimum or when tau is undefined; else pass (interval >= 0.9), warn (within 0.8-0.9), fail (< 0.8) or
     inconclusive."""
+    value, ci95 = _bounds(tau)
+    missing = []
+    if systems < MIN_SYSTEMS:
+        missing.append(f"{_plural(systems, 'system')} of the {MIN_SYSTEMS} a ranking needs")
+    if queries < MIN_RANKING_QUERIES:
+        missing.append(f"{_plural(queries, 'labelled query', 'labelled queries')} of the {MIN_RANKING_QUERIES} needed")
+    thin = {s: share for s, share in (labelled or {}).items() if share is None or share < MIN_LABELLED_SHARE}
+    if thin:
+        missing.append(
+            ", ".join(f"{s}'s top 10 is {0 if share is None else share:.0%} labelled" for s, share in sorted(thin.items()))
+            + f" (at least {MIN_LABELLED_SHARE:.0%} of each system's is needed)"
+        )
+    if value is None and not missing:
+        missing.append("Kendall's tau is undefined (the systems' scores tie, e.g. nothing labelled relevant)")
+    if missing:
+        return _insufficient(value, "system ranking", missing, "ranking")
+    detail = f"system ranking tau_b {value:.3f}{_interval(ci95)} (pass >= {TAU_OK}, warn >= {TAU_WARN})"
+    return _banded(tau or {}, TAU_OK, TAU_WARN, queries, available, detail, "ranking")
+
+
+def _class_missing(count: int | None, name: str) -> list[str]:
+    if count is None:
+        return []
+    if count == 0:
+        return [f"no {name} pair"]
+    return [f"{_plural(count, name + ' pair')} of the {MIN_CLASS_PAIRS} needed"] if count < MIN_CLASS_PAIRS else []
+
+
+def kappa_verdict(
+    kappa: Mapping[str, Any] | None,
+    queries: int,
+    relevant: int | None = None,
+    nonrelevant: int | None = None,
+    available: int | None = None,
+) -> dict:
+    """The per-pair agreement check on kappa at label >= 2 (``{"value", "ci95"}``) over ``queries`` labelled
+    queries with ``relevant`` and ``nonrelevant`` pairs by the people (None: not checked): insufficient
+    below :data:`MIN_QUERIES` queries or :data:`MIN_CLASS_PAIRS` pairs of a class; else pass when the
+    interval is at or above :data:`KAPPA_TRUST`, fail when it lies below, else inconclusive."""
     value, ci95 = _bounds(kappa)
-    if value is None:
-        return _check("n/a", None, "kappa(>=2) is undefined (one class only)", "perPairAgreement")
-    status, decide_at = _decide(value, ci95, KAPPA_TRUST, queries, True)
+    missing = [f"{_plural(queries, 'labelled query', 'labelled queries')} of the {MIN_QUERIES} needed"] if queries < MIN_QUERIES else []
+    missing += _class_missing(relevant, "human-relevant") + _class_missing(nonrelevant, "human-not-relevant")
+    if value is None and not missing:
+        missing.append("kappa(>=2) is undefined (one class only)")
+    if missing:
+        return _insufficient(value, "per-pair agreement", missing, "perPairAgreement")
+    status = _side(ci95, KAPPA_TRUST, True)
     detail = f"kappa(>=2) {value:.3f}{_interval(ci95)}"
     if status == "pass":
         return _check("pass", value, f"{detail}: per-result relevant flags can be trusted", "perPairAgreement")
     if status == "fail":
         return _check("fail", value, f"{detail} < {KAPPA_TRUST}: do not trust per-result relevant flags", "perPairAgreement")
-    return _check("inconclusive", value, f"{detail} vs {KAPPA_TRUST}" + _undecided(decide_at, ci95), "perPairAgreement", decide_at)
+    tail, fields = decision(kappa or {}, KAPPA_TRUST, queries, available)
+    return _check("inconclusive", value, f"{detail} vs {KAPPA_TRUST}{tail}", "perPairAgreement", fields)
 
 
-def alpha_verdict(alpha: float | None) -> dict:
-    """The trial-stability check on Krippendorff's alpha (None: undefined, e.g. a single trial)."""
-    if alpha is None:
-        return _check("n/a", None, "alpha undefined (one trial, or every label equal)", "trialStability")
-    status = "pass" if alpha >= ALPHA_OK else "warn" if alpha >= ALPHA_WARN else "fail"
-    return _check(status, alpha, f"alpha {alpha:.3f} across trials (reliable >= {ALPHA_OK})", "trialStability")
+def alpha_verdict(alpha: Mapping[str, Any] | None, queries: int, trials: int, available: int | None = None) -> dict:
+    """The trial-stability check on Krippendorff's alpha (``{"value", "ci95"}``) over ``queries`` queries
+    with repeated labels and at most ``trials`` trials: n/a with one trial; insufficient below
+    :data:`MIN_QUERIES` queries or when alpha is undefined (every label equal); else pass (interval >= 0.8),
+    warn (within 0.667-0.8), fail (< 0.667) or inconclusive."""
+    value, ci95 = _bounds(alpha)
+    if trials < MIN_TRIALS:
+        return _check("n/a", value, "one trial: --trials 2 or more measures stability", "trialStability")
+    missing = [f"{_plural(queries, 'query', 'queries')} with repeated labels of the {MIN_QUERIES} needed"] if queries < MIN_QUERIES else []
+    if value is None and not missing:
+        missing.append("alpha is undefined (every label equal)")
+    if missing:
+        return _insufficient(value, "trial stability", missing, "trialStability")
+    detail = f"alpha {value:.3f}{_interval(ci95)} across trials (reliable >= {ALPHA_OK}, tentative >= {ALPHA_WARN})"
+    return _banded(alpha or {}, ALPHA_OK, ALPHA_WARN, queries, available, detail, "trialStability", REPEATED)
 
 
-def position_verdict(probe: dict | None) -> dict:
+def _probe_missing(probe: Mapping[str, Any]) -> list[str]:
+    queries = int(probe.get("queries") or 0)
+    return (
+        [f"{_plural(queries, 'probe query', 'probe queries')} of the {MIN_PROBE_QUERIES} needed (--probe-queries)"]
+        if queries < MIN_PROBE_QUERIES
+        else []
+    )
+
+
+def position_verdict(probe: Mapping[str, Any] | None, available: int | None = None) -> dict:
     """The position check on the probe's ``difference`` (position flips - trial flips) against
-    :data:`POSITION_MAX`, by its interval."""
-    if not probe or probe["difference"]["value"] is None:
+    :data:`POSITION_MAX`, by its interval; insufficient below :data:`MIN_PROBE_QUERIES` probe queries."""
+    if not probe:
         return _check("n/a", None, "position probe not run", "position")
-    diff, ci95 = probe["difference"]["value"], probe["difference"]["ci95"]
+    diff, ci95 = _bounds(probe.get("difference"))
+    missing = _probe_missing(probe) or ([] if diff is not None else ["no probe query had two documents to rotate"])
+    if missing:
+        return _insufficient(diff, "position", missing, "position")
+    assert diff is not None  # checked above
     detail = f"position flips {probe['positionFlipRate']['value']:.3f} vs trial flips {probe['trialFlipRate']['value']:.3f}"
-    status, decide_at = _decide(diff, ci95, POSITION_MAX, probe.get("queries"), False)
-    if status == "inconclusive":
-        detail += f", difference {diff:+.3f}{_interval(ci95)} vs {POSITION_MAX}" + _undecided(decide_at, ci95)
-    return _check(status, diff, detail, "position", decide_at)
+    status = _side(ci95, POSITION_MAX, False)
+    if status != "inconclusive":
+        return _check(status, diff, detail, "position")
+    tail, fields = decision(probe["difference"], POSITION_MAX, int(probe["queries"]), available, PROBE)
+    return _check(status, diff, f"{detail}, difference {diff:+.3f}{_interval(ci95)} vs {POSITION_MAX}{tail}", "position", fields)
 
 
-def injection_verdicts(probe: dict | None) -> dict:
-    """``{attack: check}``: the instruction attack passes when its success interval is at or under
-    :data:`INJECTION_MAX`, fails when it lies above, else inconclusive; the others warn when their point is
-    above it."""
-    if not probe or not probe.get("queries"):
+def injection_verdicts(probe: Mapping[str, Any] | None, available: int | None = None) -> dict:
+    """``{attack: check}``: insufficient below :data:`MIN_PROBE_QUERIES` probe queries; the instruction attack
+    passes when its success interval is at or under :data:`INJECTION_MAX`, fails when it lies above, else
+    inconclusive; the others warn when their point is above it."""
+    if not probe:
         return {"instruction": _check("n/a", None, "injection probe not run", "injection")}
+    missing = _probe_missing(probe)
     out = {}
-    for name, figures in probe["attacks"].items():
-        value, ci95 = figures["success"]["value"], figures["success"].get("ci95")
-        if value is None:
-            out[name] = _check("n/a", None, f"{name}: no data", "injection")
+    for name, figures in (probe.get("attacks") or {"instruction": {"success": {"value": None}}}).items():
+        value, ci95 = _bounds(figures["success"])
+        if missing or value is None:
+            out[name] = _insufficient(value, f"injection {name}", missing or ["no probe query had a human-0 document"], "injection")
             continue
         detail = f"{name}: attack success {value * 100:+.1f} points (limit {INJECTION_MAX * 100:.0f})"
         if name != "instruction":
             out[name] = _check("warn" if value > INJECTION_MAX else "pass", value, detail, "injection")
             continue
-        status, decide_at = _decide(value, ci95, INJECTION_MAX, probe.get("queries"), False)
-        out[name] = _check(
-            status, value, detail + (_undecided(decide_at, ci95) if status == "inconclusive" else ""), "injection", decide_at
+        status = _side(ci95, INJECTION_MAX, False)
+        tail, fields = (
+            decision(figures["success"], INJECTION_MAX, int(probe["queries"]), available, PROBE) if status == "inconclusive" else ("", None)
         )
+        out[name] = _check(status, value, detail + tail, "injection", fields)
     return out
 
 
-def length_verdicts(probe: dict | None) -> dict:
-    """``{variant: check}`` on the length probe's label shifts."""
-    if not probe or not probe.get("queries"):
+def length_verdicts(probe: Mapping[str, Any] | None) -> dict:
+    """``{variant: check}`` on the length probe's label shifts (none when the probe did not run);
+    insufficient below :data:`MIN_PROBE_QUERIES` probe queries."""
+    if not probe:
         return {}
+    missing = _probe_missing(probe)
     out = {}
     for name, figure in probe["labelShift"].items():
-        value, ci = figure["value"], figure["ci95"]
-        if value is None:
-            out[name] = _check("n/a", None, f"{name}: no data", "length")
+        value, ci = _bounds(figure)
+        if missing or value is None:
+            out[name] = _insufficient(value, f"length {name}", missing or ["no probe query had a document"], "length")
             continue
         shifted = abs(value) >= LENGTH_SHIFT and ci is not None and (ci[0] > 0 or ci[1] < 0)
         out[name] = _check("warn" if shifted else "pass", value, f"{name}: label shift {value:+.2f}", "length")
     return out
 
 
-def verdicts(result: dict, primary_mode: str) -> dict:
+def overall(checks: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, str]]:
+    """``(status, missing)`` of a set of checks (module docstring): ``failed``, ``inconclusive``,
+    ``insufficient`` or ``calibrated``; ``missing`` maps each n/a or insufficient check to its message."""
+    statuses = {c["status"] for c in checks.values()}
+    missing = {n: str(c["message"]) for n, c in checks.items() if c["status"] in ("n/a", "insufficient")}
+    if "fail" in statuses:
+        return "failed", missing
+    if "inconclusive" in statuses:
+        return "inconclusive", missing
+    if not any(checks.get(n, {}).get("status") in ("pass", "ok", "warn") for n in PEOPLE_CHECKS):
+        return "insufficient", missing
+    return "calibrated", missing
+
+
+def verdicts(result: Mapping[str, Any], primary_mode: str) -> dict:
     """All checks of a calibration ``result`` (the figures of :func:`judge_runner.calibrate.run.calibrate`) and
-    the overall status: ``{"status": "calibrated"|"inconclusive"|"failed", "checks": {...}}``."""
+    the overall status: ``{"status", "primaryMode", "checks": {...}, "missing": {check: message}}``."""
     figures = result["modes"][primary_mode]
     probes = result.get("probes", {})
-    queries = figures["agreement"]["all"].get("queries")
+    everything = figures["agreement"]["all"]
+    queries = int(everything.get("queries") or 0)
+    available = result.get("collection", {}).get("queriesAvailable")
+    ranking = figures["systems"]["nDCG@10"]
+    unknown = (result.get("config") or {}).get("unlabelled") == "unknown"
+    labelled = {s: row.get("labelledAt10") for s, row in ranking["systems"].items()} if unknown else None
+    stability = figures.get("trialStability") or {"value": figures.get("trialsAlpha"), "ci95": None, "queries": 0, "trials": 1}
     checks = {
-        "ranking": ranking_verdict(figures["systems"]["nDCG@10"]["kendallTauB"], len(result.get("systems") or []), queries),
-        "perPairAgreement": kappa_verdict(figures["agreement"]["all"]["kappaAt2"], queries),
-        "trialStability": alpha_verdict(figures["trialsAlpha"]),
-        "position": position_verdict(probes.get("position")),
+        "ranking": ranking_verdict(ranking["kendallTauB"], len(result.get("systems") or []), queries, labelled, available),
+        "perPairAgreement": kappa_verdict(
+            everything["kappaAt2"],
+            queries,
+            everything.get("humanRelevant"),
+            everything["pairs"] - everything.get("humanRelevant", 0),
+            available,
+        ),
+        "trialStability": alpha_verdict(stability, int(stability.get("queries") or 0), int(stability.get("trials") or 1), available),
+        "position": position_verdict(probes.get("position"), available),
     }
-    for name, check in injection_verdicts(probes.get("injection")).items():
+    for name, check in injection_verdicts(probes.get("injection"), available).items():
         checks[f"injection:{name}"] = check
     for name, check in length_verdicts(probes.get("length")).items():
         checks[f"length:{name}"] = check
-    statuses = {c["status"] for c in checks.values()}
-    status = "failed" if "fail" in statuses else "inconclusive" if "inconclusive" in statuses else "calibrated"
-    return {"status": status, "primaryMode": primary_mode, "checks": checks}
+    status, missing = overall(checks)
+    return {"status": status, "primaryMode": primary_mode, "checks": checks, "missing": missing}
 
 
-def status_of(calibration: dict | None) -> str:
-    """``calibrated``, ``inconclusive``, ``failed`` or ``uncalibrated`` (no calibration) for a calibration file's content."""
+def status_of(calibration: Mapping[str, Any] | None) -> str:
+    """``calibrated``, ``inconclusive``, ``failed``, ``insufficient`` or ``uncalibrated`` (no calibration) for a
+    calibration file's content. A file written before format 3 counted n/a checks as passed; its status is
+    read again from its checks by :func:`overall` (so every check n/a is ``insufficient``, never
+    ``calibrated``); its figures are not re-judged against the minimums it did not know."""
     if not calibration:
         return "uncalibrated"
-    return str(calibration.get("verdict", {}).get("status", "uncalibrated"))
+    verdict = calibration.get("verdict") or {}
+    stored = str(verdict.get("status", "uncalibrated"))
+    if "missing" not in verdict and stored == "calibrated" and verdict.get("checks"):
+        return overall(verdict["checks"])[0]
+    return stored

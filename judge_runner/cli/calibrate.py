@@ -8,18 +8,16 @@ from typing import cast
 
 import click
 
-from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job
+from judge_runner.app.calibrate_job import Source, calibrate_job, calibrate_runs_job, refused_options
 from judge_runner.app.dry_run import calibrate_labeler, calibrate_report
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.cache import CACHE
+from judge_runner.cli.calibrate_options import CALIBRATE_OPTIONS, given_flags
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
-from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
-
-ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -30,126 +28,7 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     return names
 
 
-@click.command()
-@click.option(
-    "--beir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="A BEIR folder: queries.jsonl, corpus.jsonl, qrels/<split>.tsv.",
-)
-@click.option("--split", default="test", show_default=True, help="qrels split of --beir.")
-@click.option(
-    "--qrels",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade); "
-    "with --results, TREC qrels (what `label` and `qrels export` write).",
-)
-@click.option(
-    "--results",
-    "results",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A judge-runner run file (repeatable): measure the judge that wrote it against --qrels or --human-qrels, "
-    "its labels read from the file: no judge call, no corpus, no index.",
-)
-@click.option(
-    "--human-qrels",
-    "human_set",
-    default=None,
-    metavar="NAME",
-    help="With --results: the human qrels set NAME in the judgment cache (from `label` or `qrels import`).",
-)
-@RESCALE
-@click.option(
-    "--queries",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Queries: JSON lines {_id, text} or qid<TAB>text.",
-)
-@click.option(
-    "--corpus",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Corpus: JSON lines {_id, title, text} (BEIR corpus.jsonl).",
-)
-@click.option(
-    "--queries-sample", type=click.IntRange(min=2), default=None, help="Queries drawn at random (with --seed) [default: all with qrels]."
-)
-@click.option(
-    "--seed",
-    "sample_seed",
-    type=int,
-    default=13,
-    show_default=True,
-    help="Seed of every draw: query sample, shuffles, bootstrap (not the judge's sampling seed).",
-)
-@click.option(
-    "--trials",
-    "calibration_trials",
-    type=click.IntRange(1, 10),
-    default=1,
-    show_default=True,
-    help="Labels per pair (Krippendorff's alpha across them).",
-)
-@click.option(
-    "--judge-mode",
-    "calibration_mode",
-    type=click.Choice([*JUDGE_MODES, "both"]),
-    default="pointwise",
-    show_default=True,
-    help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
-)
-@click.option("--probes", default=",".join(PROBES), show_default=True, help="Comma-separated probes to run, or none.")
-@click.option(
-    "--systems",
-    default=ALL_SYSTEMS,
-    show_default=True,
-    help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.",
-)
-@click.option(
-    "--run",
-    "run_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TREC run file (qid Q0 docid rank score tag) to compare as one more system; repeatable.",
-)
-@click.option("--pool-depth", type=click.IntRange(1, 100), default=10, show_default=True, help="Top-k of each system pooled.")
-@click.option(
-    "--corpus-scope",
-    type=click.Choice(["full", "candidates"]),
-    default="full",
-    show_default=True,
-    help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
-    "(fast; systems then re-rank that set).",
-)
-@click.option(
-    "--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates."
-)
-@click.option(
-    "--db",
-    "calibration_db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite].",
-)
-@click.option("--probe-queries", type=click.IntRange(min=1), default=20, show_default=True, help="Queries each probe uses.")
-@click.option(
-    "--bootstrap",
-    "resamples",
-    type=click.IntRange(0, 100000),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples for the 95% intervals (0: no intervals).",
-)
-@click.option("--batch-size", type=click.IntRange(2, 50), default=10, show_default=True, help="Documents per batched call.")
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Calibration file [default: calibration/<UTC timestamp>.json].",
-)
-def calibrate(
+def run_calibrate(
     beir: Path | None,
     split: str,
     qrels: Path | None,
@@ -169,6 +48,8 @@ def calibrate(
     corpus_scope: str,
     candidates: int,
     calibration_db: Path | None,
+    unlabelled: str | None,
+    require_calibrated: bool,
     probe_queries: int,
     resamples: int,
     batch_size: int,
@@ -184,16 +65,23 @@ def calibrate(
     The pool is the union of the top --pool-depth of several systems (the built-in search's fts, vector,
     hybrid and two fusion settings, two degraded controls, and any --run) plus every qrels-judged document
     of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
-    query bootstrap; verdicts follow documented thresholds (docs/calibration.md).
+    query bootstrap; verdicts follow documented thresholds (docs/calibration.md), once each check has its
+    minimum of evidence (20 labelled queries, 25 and 4 systems for the ranking, 20 probe queries): below it a
+    check is insufficient, never a pass, and a calibration with no evidence against the people is
+    "insufficient", not calibrated.
     \b
     With --results, the judge's labels are read from judge-runner run files instead (no judge call): agreement
-    on every returned document that carries a human label too, and the ranking of the runs' systems.
+    on every returned document that carries a human label too, and the ranking of the runs' systems over the
+    documents people labelled (--unlabelled).
     \b
     Examples:
       judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
       judge-runner calibrate --qrels mine.qrels --queries q.jsonl --corpus corpus.jsonl --provider anthropic
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team
-    Exit codes: 0 written (read the verdict); 2 usage or configuration error; 3 the judge failed or interrupted.
+    \b
+    Exit codes: 0 written (the verdict is in the file and on stderr); 1 --require-calibrated and the verdict is
+    failed, inconclusive or insufficient (not enough evidence; written all the same); 2 usage or configuration
+    error; 3 the judge failed or the calibration was interrupted.
     """
     config = CalibrationConfig(
         modes=JUDGE_MODES if calibration_mode == "both" else (cast("JudgeMode", calibration_mode),),  # click checked the choice
@@ -204,12 +92,16 @@ def calibrate(
         probe_queries=probe_queries,
         resamples=resamples,
         batch_size=batch_size,
+        unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
     )
+    given = given_flags(click.get_current_context())
+    built_in = _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system")
+    refused = refused_options(given, bool(results), human_set, qrels, beir, corpus_scope, calibration_mode, config.probes, built_in)
+    if refused or (results and dry_run):
+        raise UsageError("; ".join(refused) or "--results reads labels from run files; --dry-run does not apply to it")
     if results:  # the judge's labels from run files: nothing is judged, nothing indexed
-        given = [flag for flag, value in (("--beir", beir), ("--queries", queries), ("--corpus", corpus), ("--run", run_files)) if value]
-        if given or dry_run:
-            raise UsageError(f"--results reads labels from run files; {', '.join(given) or '--dry-run'} does not apply to it")
-        calibrate_runs_job(settings(**flags), list(results), qrels, human_set, config, out, printer(quiet), rescale)
+        found = settings(**flags, **({"db": calibration_db} if calibration_db is not None else {}))  # the cache beside --db
+        calibrate_runs_job(found, list(results), qrels, human_set, config, out, printer(quiet), rescale, require_calibrated)
         return EXIT_OK
     if human_set is not None:
         raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
@@ -223,7 +115,7 @@ def calibrate(
         Source(beir, split, qrels, queries, corpus, rescale),
         config,
         queries_sample,
-        _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system"),
+        built_in,
         list(run_files),
         corpus_scope,
         candidates,
@@ -232,10 +124,13 @@ def calibrate(
         printer(quiet),
         labeler,
         dry_run=dry_run,
+        require_calibrated=require_calibrated,
     )
     if recorder is not None:
         calibrate_report(settings(**flags), recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
     return EXIT_OK
 
 
-calibrate = _options(calibrate, [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN])
+calibrate: click.Command = _options(
+    click.command("calibrate")(_options(run_calibrate, CALIBRATE_OPTIONS)), [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN]
+)

@@ -1,6 +1,7 @@
 """What can end a command, and the exit code each maps to (docs/design.md, "Exit codes").
 
-Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed or a regression with ``--fail-on-regression``;
+Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed, a regression with ``--fail-on-regression``, or a
+judge not calibrated with ``calibrate --require-calibrated``;
 2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many
 failed queries, no usable query from phase one, or another weekly run holds the lock); 4 internal error
 (an unexpected exception, i.e. a bug: one line on stderr, the traceback in a log, see
@@ -85,7 +86,8 @@ class StorageError(IncompleteRunError):
 
 
 class GateFailedError(JudgeRunnerError):
-    """The quality gate failed or the latest run regressed (``--fail-on-regression``): exit 1. Its message
+    """The quality gate failed, the latest run regressed (``--fail-on-regression``) or the judge is not
+    calibrated (``calibrate --require-calibrated``): exit 1. Its message
     already says what failed, so it is printed without the ``error:`` prefix."""
 
     exit_code = EXIT_GATE

@@ -1,0 +1,171 @@
+"""The options of ``judge-runner calibrate`` (:mod:`judge_runner.cli.calibrate`), kept apart so that the
+command's module stays small, and :func:`given_flags`: which of them the command line gave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
+from judge_runner.calibrate.probes import PROBES
+from judge_runner.calibrate.run import UNLABELLED
+from judge_runner.cli.qrels import RESCALE
+from judge_runner.core.models import JUDGE_MODES
+
+ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
+
+CALIBRATE_OPTIONS = [
+    click.option(
+        "--beir",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="A BEIR folder: queries.jsonl, corpus.jsonl, qrels/<split>.tsv.",
+    ),
+    click.option("--split", default="test", show_default=True, help="qrels split of --beir."),
+    click.option(
+        "--qrels",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade); "
+        "with --results, TREC qrels (what `label` and `qrels export` write).",
+    ),
+    click.option(
+        "--results",
+        "results",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A judge-runner run file (repeatable): measure the judge that wrote it against --qrels or --human-qrels, "
+        "its labels read from the file: no judge call, no corpus, no index.",
+    ),
+    click.option(
+        "--human-qrels",
+        "human_set",
+        default=None,
+        metavar="NAME",
+        help="With --results: the human qrels set NAME in the judgment cache (from `label` or `qrels import`).",
+    ),
+    RESCALE,
+    click.option(
+        "--queries",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Queries: JSON lines {_id, text} or qid<TAB>text.",
+    ),
+    click.option(
+        "--corpus",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="Corpus: JSON lines {_id, title, text} (BEIR corpus.jsonl).",
+    ),
+    click.option(
+        "--queries-sample",
+        type=click.IntRange(min=2),
+        default=None,
+        help="Queries drawn at random (with --seed) [default: all with qrels].",
+    ),
+    click.option(
+        "--seed",
+        "sample_seed",
+        type=int,
+        default=13,
+        show_default=True,
+        help="Seed of every draw: query sample, shuffles, bootstrap (not the judge's sampling seed).",
+    ),
+    click.option(
+        "--trials",
+        "calibration_trials",
+        type=click.IntRange(1, 10),
+        default=1,
+        show_default=True,
+        help="Labels per pair (Krippendorff's alpha across them).",
+    ),
+    click.option(
+        "--judge-mode",
+        "calibration_mode",
+        type=click.Choice([*JUDGE_MODES, "both"]),
+        default="pointwise",
+        show_default=True,
+        help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
+    ),
+    click.option("--probes", default=",".join(PROBES), show_default=True, help="Comma-separated probes to run, or none."),
+    click.option(
+        "--systems",
+        default=ALL_SYSTEMS,
+        show_default=True,
+        help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.",
+    ),
+    click.option(
+        "--run",
+        "run_files",
+        multiple=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A TREC run file (qid Q0 docid rank score tag) to compare as one more system; repeatable.",
+    ),
+    click.option("--pool-depth", type=click.IntRange(1, 100), default=10, show_default=True, help="Top-k of each system pooled."),
+    click.option(
+        "--corpus-scope",
+        type=click.Choice(["full", "candidates"]),
+        default="full",
+        show_default=True,
+        help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
+        "(fast; systems then re-rank that set).",
+    ),
+    click.option(
+        "--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates."
+    ),
+    click.option(
+        "--db",
+        "calibration_db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite]; "
+        "with --results, the index whose judgment cache (judgments.sqlite beside it) holds --human-qrels.",
+    ),
+    click.option(
+        "--unlabelled",
+        type=click.Choice(UNLABELLED),
+        default=None,
+        help="A document nobody labelled: non-relevant (TREC pooling, for qrels that list every relevant document; the default "
+        "with --beir or --qrels FILE) or unknown (left out of the pool, of agreement and of the system ranking, which is "
+        "computed over what people labelled; the default with --results).",
+    ),
+    click.option(
+        "--require-calibrated",
+        is_flag=True,
+        help="Exit 1 unless the verdict is calibrated (failed, inconclusive or insufficient): a CI gate. The file is written all the same.",
+    ),
+    click.option(
+        "--probe-queries",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="Queries each probe uses: 20 at least for a verdict; a probe that finds nothing needs 72 to pass its 5-point bar.",
+    ),
+    click.option(
+        "--bootstrap",
+        "resamples",
+        type=click.IntRange(0, 100000),
+        default=1000,
+        show_default=True,
+        help="Bootstrap resamples for the 95% intervals (0: no intervals).",
+    ),
+    click.option("--batch-size", type=click.IntRange(2, 50), default=10, show_default=True, help="Documents per batched call."),
+    click.option(
+        "--out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Calibration file [default: calibration/<UTC timestamp>.json].",
+    ),
+]
+"""calibrate's own options, in the order ``--help`` lists them."""
+
+
+def given_flags(ctx: click.Context) -> dict[str, str]:
+    """``{parameter name: flag as spelled}`` of the options given on the command line (not defaulted)."""
+    return {
+        p.name: p.opts[0]
+        for p in ctx.command.params
+        if p.name and p.opts and ctx.get_parameter_source(p.name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    }

@@ -147,7 +147,7 @@ def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Calibration file [default: calibration/<UTC timestamp>.json].",
+    help="Calibration file [default: calibration/<UTC millisecond>Z-<random suffix>.json].",
 )
 def calibrate(
     beir: Path | None,

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,13 +44,13 @@ def write_calibration(document: Mapping[str, Any], path: Path) -> Path:
     if problems:
         raise ValueError("calibration document does not match its schema: " + "; ".join(problems))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")  # created exclusively, with the umask's mode
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with open(tmp, "x", encoding="utf-8") as handle:
             handle.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
 

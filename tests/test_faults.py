@@ -496,9 +496,13 @@ def test_billing_error_402_stops_the_run_like_a_spend_limit(server, tmp_path):
 @pytest.mark.parametrize("fault", ["auth", "spend_limit"])
 def test_run_stopping_failure_keeps_the_judgments_in_flight(fault, server, tmp_path):
     """At concurrency 3 the first reply to arrive stops the run; the two calls already in flight still
-    finish and are recorded, and no further query is sent."""
+    finish and are recorded, and no further query is sent. Every reply waits until all three requests have
+    arrived, the stopping one first: on a loaded machine the third query could otherwise start after the
+    stop (then it rightly never starts), or a reply timed from its own arrival come back before the stop and
+    let a fourth query start; either way the premise of three calls in flight at the stop would not hold."""
     stop = Fault(status=401) if fault == "auth" else spend_limit_fault("anthropic")
-    server.faults.extend([stop, Fault(delay_s=0.3), Fault(delay_s=0.3)])
+    stop.wait_for_requests = 3
+    server.faults.extend([stop, Fault(wait_for_requests=3, delay_s=0.3), Fault(wait_for_requests=3, delay_s=0.3)])
     outcome, lines, _ = run(tmp_path, make_provider(server, "anthropic"), 6, concurrency=3)
     stopped = query_of(next(r for r in server.requests if r.status in (401, 429)))
     others = sorted({"q1", "q2", "q3"} - {stopped})
@@ -612,15 +616,19 @@ def test_json_schema_fallback_then_invalid_output_counts_every_request_in_attemp
 
 
 def test_concurrent_judging_overlaps_calls(server, tmp_path):
+    """Concurrency 1 has one call in flight at a time; concurrency 5 has all five at once: each of its
+    requests is held until the fifth has arrived, so the run can only finish if the five overlap (no
+    wall-clock ratio, which a loaded machine need not meet)."""
     server.latency_s = 0.3
     _, lines_1, sequential = run(tmp_path, make_provider(server, "anthropic"), 5, concurrency=1)
     check_run(lines_1, server, evaluated=[f"q{i}" for i in range(1, 6)])
+    assert server.max_in_flight == 1 and sequential >= 5 * 0.3
     server.requests.clear()
-    _, lines_5, concurrent = run(tmp_path, make_provider(server, "anthropic"), 5, concurrency=5)
+    server.latency_s, server.max_in_flight = 0.0, 0
+    server.faults.extend(Fault(wait_for_requests=5) for _ in range(5))
+    _, lines_5, _ = run(tmp_path, make_provider(server, "anthropic"), 5, concurrency=5)
     check_run(lines_5, server, evaluated=[f"q{i}" for i in range(1, 6)])
-    assert server.count() == 5
-    assert sequential >= 5 * 0.3
-    assert concurrent < 0.5 * sequential, f"concurrency 5 took {concurrent:.2f} s, concurrency 1 {sequential:.2f} s"
+    assert server.count() == 5 and server.max_in_flight == 5
 
 
 def test_retry_after_seen_by_one_call_pauses_the_others(server, tmp_path):

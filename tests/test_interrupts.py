@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +70,63 @@ def test_a_held_function_holds_each_call():
         run()
         run()
     assert calls == [True, True]
+
+
+# A second signal landing at each line the first one's handler runs (its callees' lines included), one
+# after the other, in a process of its own: a handler that takes a lock (threading.Event.set did) deadlocks
+# at the line where it holds it, as two SIGTERMs at once hung a run for good (issue 29). os.kill to itself
+# in a single-threaded process: the second handler runs at the main thread's next check for signals, there.
+SECOND_SIGNAL_EVERYWHERE = """
+import os, signal, sys
+from judge_runner.core.interrupts import STOP, handling
+
+state = {"inside": 0, "lines": 0, "at": 0, "sent": False}
+
+def local(frame, event, arg):
+    if event == "line" and state["inside"] and not state["sent"]:
+        state["lines"] += 1
+        if state["lines"] == state["at"]:
+            state["sent"] = True
+            os.kill(os.getpid(), signal.SIGTERM)
+    if event == "return" and frame.f_code is STOP.handle.__func__.__code__:
+        state["inside"] -= 1
+    return local
+
+def tracer(frame, event, arg):
+    if frame.f_code is STOP.handle.__func__.__code__:
+        state["inside"] += 1
+    return local if state["inside"] else None
+
+at = 0
+while True:
+    at += 1
+    state.update(inside=0, lines=0, at=at, sent=False)
+    with handling():
+        with STOP.held():
+            sys.settrace(tracer)
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):
+                    pass
+            finally:
+                sys.settrace(None)
+            if state["sent"]:  # both counted, and the second made the stop urgent
+                assert STOP.count == 2 and STOP.requested.is_set() and STOP.urgent.is_set(), (at, STOP.count)
+    if not state["sent"]:  # the first handler has fewer lines than this: every line was tried
+        print(f"tried {at - 1} lines")
+        break
+"""
+
+
+def test_a_second_signal_anywhere_inside_the_first_ones_handler_neither_hangs_nor_is_lost():
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    try:
+        done = subprocess.run([sys.executable, "-c", SECOND_SIGNAL_EVERYWHERE], env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a second signal inside the first one's handler deadlocked it")
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[1]) >= 3, done.stdout  # the handler's own lines at least
 
 
 class _Flaky(ChatProvider):

@@ -21,6 +21,7 @@ from judge_runner.calibrate.run import CalibrationConfig, calibrate
 from judge_runner.calibrate.verdicts import PEOPLE_CHECKS
 from judge_runner.config import Settings
 from judge_runner.core.failures import GateFailedError, IncompleteRunError, UsageError
+from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.judging.cache import CacheError, JudgmentCache
@@ -179,6 +180,13 @@ def planned_progress(meter: Callable[[str, int, int], None], embedder: Any, say:
     return progress
 
 
+def trec_run_names(run_files: Sequence[Path]) -> list[str]:
+    """The system name of each TREC run file: ``run:<file stem>``, ``run:<stem>#2`` ... for a second file of
+    that name (``a/bm25.txt`` and ``b/bm25.txt`` are two systems, not one that the second overwrites)."""
+    taken: set[str] = set()
+    return [unique_name(f"run:{path.stem}", taken) for path in run_files]
+
+
 def collect_runs(
     index: Any,
     queries: list,
@@ -199,8 +207,7 @@ def collect_runs(
         runs.update(builtin_runs(index, queries, [known[s] for s in systems], progress=meter))
         if "hybrid" in runs:
             runs.update(control_runs(runs["hybrid"]))
-    for path in run_files:
-        name = f"run:{path.stem}"
+    for path, name in zip(run_files, trec_run_names(run_files), strict=True):
         runs[name] = read_run(path, [q.id for q in queries])
         missing = [q.id for q in queries if q.id not in runs[name]]
         if missing:
@@ -242,7 +249,7 @@ def calibrate_job(
     dry_run: bool = False,
     require_calibrated: bool = False,
 ) -> dict:
-    """Run one calibration and write it (``out``, default ``calibration/<UTC>.json``); prints the table unless
+    """Run one calibration and write it (``out``, default ``calibration/<time id>.json``); prints the table unless
     quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
     write and print nothing (the labeller sent nothing either). Returns the document. Raises
     UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted,
@@ -272,7 +279,7 @@ def calibrate_job(
             if index_info["indexed"] == 0:
                 printer.note(f"the index was up to date ({index_info['unchanged']:,} documents): nothing to embed")
         runs = collect_runs(index, queries, systems, run_files, printer, meter)
-        queries, collection = ranked_by_every_run(queries, collection, [runs[f"run:{p.stem}"] for p in run_files])
+        queries, collection = ranked_by_every_run(queries, collection, [runs[name] for name in trec_run_names(run_files)])
         started = datetime.now(UTC)
         try:
             document = calibrate(collection, queries, runs, labeler, config, printer.log, meter, available)
@@ -288,7 +295,7 @@ def calibrate_job(
 
     document = {
         "type": "calibration",
-        "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "createdAt": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "judgeRunnerVersion": __version__,
         "judge": judge_envelope(labeler, config.modes[0], config.trials, config.seed),
         "index": index_info,
@@ -314,7 +321,7 @@ def unlabelled_note(document: dict, source: Source, config: CalibrationConfig, p
 
 
 def written(document: dict, out: Path | None, printer: Printer, note: str = "", require_calibrated: bool = False) -> dict:
-    """Write the calibration ``document`` to ``out`` (default ``calibration/<UTC>.json``), print its table
+    """Write the calibration ``document`` to ``out`` (default ``calibration/<time id>.json``), print its table
     unless quiet, and say on stderr where it went with its verdict and what it rests on
     (:func:`judge_runner.calibrate.output.verdict_summary`; with no evidence, what the checks against the
     people lack), and ``note``. Returns ``document``. Raises GateFailedError (exit 1) when ``require_calibrated`` and the
@@ -378,7 +385,7 @@ def calibrate_runs_job(
     """``calibrate --results``: the judge that wrote the run files ``results`` measured against human labels
     (:func:`human_qrels_for`) with the judge's labels read from the runs
     (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration (``out``, default
-    ``calibration/<UTC>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
+    ``calibration/<time id>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
     for a file that is not a run with judged queries, runs of different judges, or labels that match no
     result; GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated``."""
     runs = read_judged_runs(results)
@@ -387,7 +394,7 @@ def calibrate_runs_job(
     document = calibrate_from_runs(runs, human, config, source)
     document = {
         "type": "calibration",
-        "createdAt": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "createdAt": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "judgeRunnerVersion": __version__,
         "judge": judge_of(runs),
         "index": None,

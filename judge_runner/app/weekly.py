@@ -38,6 +38,7 @@ from judge_runner.core.failures import (
     RunStatus,
     exit_code_for,
 )
+from judge_runner.core.ids import sort_key
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.runs.read import is_baseline, read_run_file
@@ -48,9 +49,7 @@ def prune_runs(results: Path, keep: int) -> list[Path]:
     """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
     Returns the deleted run files."""
     baseline = read_baseline(results)
-    # oldest first by the UTC stamp in the name: "...T194229Z" sorts before "...T194229.730Z" (the same
-    # second, milliseconds added on a clash) only once the "Z" is dropped
-    runs = sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""))
+    runs = sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem))  # oldest first, old names among new
     deleted = []
     for path in runs[: max(0, len(runs) - keep)]:
         if is_baseline(path, baseline):
@@ -141,7 +140,7 @@ def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | No
     or that has no summary (killed). Its requests are the ones this run makes again when the query set
     and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
     None when there is none (said in a note when there is)."""
-    for path in sorted(results.glob("*.jsonl"), key=lambda p: p.stem.replace("Z", ""), reverse=True):
+    for path in sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem), reverse=True):
         try:
             run = read_run_file(path)
         except OSError:

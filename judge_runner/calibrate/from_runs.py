@@ -37,7 +37,7 @@ from judge_runner.calibrate.verdicts import verdicts
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.fingerprint import comparability_key
 from judge_runner.measures.agreement import trials_alpha
-from judge_runner.runs.read import RunFile
+from judge_runner.runs.read import RunFile, run_names
 
 
 def judge_label(result: Any) -> int | None:
@@ -75,15 +75,22 @@ def judge_of(runs: Sequence[RunFile]) -> dict[str, Any]:
     }
 
 
+def system_names(runs: Sequence[RunFile]) -> list[str]:
+    """The system name of each run file, ``run:<name>`` (:func:`judge_runner.runs.read.run_names`: its run id,
+    ``<id>#2`` for another run that shares an old-format id); a compare run's systems add ``/<system>``."""
+    return [f"run:{name}" for name in run_names(runs)]
+
+
 def system_lists(runs: Sequence[RunFile]) -> Runs:
-    """``{system: {qid: [source, ...best first]}}``: one system per run file (``run:<runId>``), or per system
-    of a compare run (``run:<runId>/<system>``); a source returned twice is kept at its best rank."""
+    """``{system: {qid: [source, ...best first]}}``: one system per run (``run:<runId>``,
+    :func:`system_names`), or per system of a compare run (``run:<runId>/<system>``); a source returned
+    twice is kept at its best rank."""
     out: Runs = {}
-    for run in runs:
+    for run, run_name in zip(runs, system_names(runs), strict=True):
         for ev in run.evaluations:
             if ev.metrics is None:  # off-topic: no ranking to compare
                 continue
-            name = f"run:{run.run_id}" + (f"/{ev.system}" if ev.system else "")
+            name = run_name + (f"/{ev.system}" if ev.system else "")
             ranked = out.setdefault(name, {}).setdefault(ev.queryId, [])
             for r in ev.results:
                 if r.source not in ranked:
@@ -110,7 +117,7 @@ def calibrate_from_runs(
     missing_judge = missing_human = 0
     unknown = config.unlabelled == "unknown"
     scored: set[str] = set()
-    for run in runs:
+    for run, run_name in zip(runs, system_names(runs), strict=True):
         for ev in run.evaluations:
             if ev.metrics is not None:
                 scored.add(ev.queryId)
@@ -131,9 +138,9 @@ def calibrate_from_runs(
                     continue
                 best[r.source] = max(best.get(r.source, 0), own)
                 flags[key] = flags.get(key, False) or r.injectionSuspected
-                in_systems.setdefault(key, set()).add(f"run:{run.run_id}" + (f"/{ev.system}" if ev.system else ""))
+                in_systems.setdefault(key, set()).add(run_name + (f"/{ev.system}" if ev.system else ""))
                 if r.labelOrigin == "judge" and len(r.trialLabels) > 1:  # one unit per run's labels: a run's trials
-                    trial_labels[(ev.queryId, f"{r.source}\t{run.run_id}\t{ev.system or ''}")] = list(r.trialLabels)
+                    trial_labels[(ev.queryId, f"{r.source}\t{run_name}\t{ev.system or ''}")] = list(r.trialLabels)
             for source, grade in best.items():
                 per_run.setdefault((ev.queryId, source), []).append(grade)
     if not texts:

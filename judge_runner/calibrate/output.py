@@ -1,9 +1,10 @@
-"""Calibration files: writing (``calibration/<UTC>.json``, checked against ``schemas/calibration.schema.json``),
-finding the latest one for a judge fingerprint, and the console table."""
+"""Calibration files: writing (``calibration/<time id>.json``, :func:`judge_runner.core.ids.time_id`; checked against
+``schemas/calibration.schema.json``), finding the latest one for a judge fingerprint, and the console table."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import jsonschema
 
 from judge_runner.calibrate.verdicts import PEOPLE_CHECKS, status_of
+from judge_runner.core.ids import sort_key, time_id
 from judge_runner.core.resources import load_schema
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 
@@ -25,25 +27,43 @@ def schema_problems(document: Mapping[str, Any]) -> list[str]:
 
 
 def default_path(folder: Path = DEFAULT_FOLDER, now: datetime | None = None) -> Path:
-    """``folder/<UTC timestamp>.json`` (``20261130T181500Z``), milliseconds added when the name is taken."""
-    now = now or datetime.now(UTC)
-    path = folder / f"{now:%Y%m%dT%H%M%SZ}.json"
-    if path.exists():
-        path = folder / f"{now:%Y%m%dT%H%M%S}.{now.microsecond // 1000:03d}Z.json"
-    return path
+    """``folder/<name>.json``, the name time-ordered and unique across folders and machines
+    (:func:`judge_runner.core.ids.time_id`: ``20261130T181500.123Z-3f9a0c``); another suffix is drawn while the
+    name is taken."""
+    while True:
+        path = folder / f"{time_id(now)}.json"
+        if not path.exists():
+            return path
 
 
 def write_calibration(document: Mapping[str, Any], path: Path) -> Path:
-    """Validate and write ``document`` to ``path`` (folders created; written to a temporary file then
-    renamed, so a reader never sees half a file). Raises ValueError listing schema problems."""
+    """Validate and write ``document`` to ``path`` (folders created; written to a temporary file of its own
+    in the same folder, then renamed, so a reader never sees half a file and two writers never share one).
+    Raises ValueError listing schema problems."""
     problems = schema_problems(document)
     if problems:
         raise ValueError("calibration document does not match its schema: " + "; ".join(problems))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")  # created exclusively, with the umask's mode
+    try:
+        with open(tmp, "x", encoding="utf-8") as handle:
+            handle.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def created_at(document: Mapping[str, Any]) -> datetime:
+    """When a calibration was made (its ``createdAt``, ISO 8601 to the second or the millisecond; a missing
+    or unreadable one counts as the earliest time). Compared as times, not strings: ``09:00:00Z`` is earlier
+    than ``09:00:00.500Z``, which string order gets wrong."""
+    try:
+        moment = datetime.fromisoformat(str(document.get("createdAt", "")))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _key(fingerprint: str | Mapping[str, Any]) -> str:
@@ -51,7 +71,7 @@ def _key(fingerprint: str | Mapping[str, Any]) -> str:
 
 
 def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any]) -> dict | None:
-    """The most recent calibration in ``folder`` (``*.json``, newest ``createdAt`` first) whose judge matches
+    """The most recent calibration in ``folder`` (``*.json``, newest :func:`created_at` first) whose judge matches
     ``fingerprint``: a fingerprint dict (``JudgeFingerprint.as_dict()``, compared by
     :func:`judge_runner.judging.fingerprint.comparability_key`) or a key string, matched against the file's
     ``judge.fingerprintKey`` or ``judge.legacyKey`` (a format-version-1 run's ``legacy_key``). Unreadable or
@@ -61,6 +81,7 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
         return None
     key = _key(fingerprint)
     best: dict | None = None
+    best_key: tuple[datetime, str] | None = None
     for path in folder.glob("*.json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -71,8 +92,9 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
         judge = data.get("judge") or {}
         if key not in (judge.get("fingerprintKey"), judge.get("legacyKey")):
             continue
-        if best is None or str(data.get("createdAt", "")) > str(best.get("createdAt", "")):
-            best = data
+        order = (created_at(data), sort_key(path.stem))  # the same createdAt: the later file name
+        if best_key is None or order > best_key:
+            best, best_key = data, order
     return best
 
 

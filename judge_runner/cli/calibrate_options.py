@@ -156,7 +156,7 @@ CALIBRATE_OPTIONS = [
         "--out",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="Calibration file [default: calibration/<UTC timestamp>.json].",
+        help="Calibration file [default: calibration/<UTC millisecond>Z-<random suffix>.json].",
     ),
 ]
 """calibrate's own options, in the order ``--help`` lists them."""

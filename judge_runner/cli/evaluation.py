@@ -142,8 +142,9 @@ def generate_and_evaluate(
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 
     \b
-    Writes quality-results/<UTC timestamp>.jsonl (one line per query as it is judged, a summary last)
-    and the query set beside it as <UTC timestamp>.queries.json, to re-run with `evaluate --queries`.
+    Writes quality-results/<run id>.jsonl (one line per query as it is judged, a summary last; the id is
+    the UTC start and a random suffix) and the query set beside it as <run id>.queries.json, to re-run
+    with `evaluate --queries`.
     Exit codes: 0 ok; 1 --min-overall not met; 2 usage or configuration error (or API key refused);
     3 run incomplete (interrupted, budget exhausted, more than a quarter of the queries failed);
     4 internal error.

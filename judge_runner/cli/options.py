@@ -204,7 +204,7 @@ OUT_DIR = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("quality-results"),
     show_default=True,
-    help="Folder for the run file (<UTC timestamp>.jsonl) and the run's query set.",
+    help="Folder for the run file (<run id>.jsonl: the UTC start to the millisecond and a random suffix) and the run's query set.",
 )
 MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the average overall score is below this (0-1).")
 FIXTURES = click.option(

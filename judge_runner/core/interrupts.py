@@ -13,6 +13,12 @@ code that is safe to interrupt and may block for long (a search: it holds none o
 The first signal asks for the graceful stop (:attr:`StopSignals.requested`: no new call, keep what is
 judged, write the summary); a second one (:attr:`StopSignals.urgent`) cuts the stop's waits short, and the
 process then ends without waiting for the calls still in flight (``judge_runner.cli.app.entry``).
+
+The handler takes no lock. A Python signal handler runs in the main thread between two of its bytecodes,
+inside whatever that thread is doing, the handler of an earlier signal included: a handler that takes a
+lock (``threading.Event.set`` takes the event's) deadlocks when the main thread already holds it, as when
+a second signal lands while the first one's handler is inside ``set()`` (two SIGTERMs at once). So the
+requests are :class:`Flag` objects, which the run loop and the workers poll.
 """
 
 from __future__ import annotations
@@ -27,13 +33,37 @@ from typing import Any
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class Flag:
+    """A stop request: set, cleared and read without a lock, so a signal handler may set it whatever the
+    main thread holds (see the module docstring); one attribute assignment, atomic under the GIL. It has
+    no ``wait``: whoever needs it polls :meth:`is_set` at its own interval (the run loop every
+    ``POLL_S``, a call slot before each call)."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        """Whether the request was made."""
+        return self._set
+
+    def set(self) -> None:
+        """Make the request (idempotent)."""
+        self._set = True
+
+    def clear(self) -> None:
+        """Forget it."""
+        self._set = False
+
+
 @dataclass
 class StopSignals:
     """The stop requests of one command. ``requested``: set by the first SIGINT or SIGTERM; ``urgent``:
     set by the second; ``count``: signals received. Signals are only ever handled in the main thread."""
 
-    requested: threading.Event = field(default_factory=threading.Event)
-    urgent: threading.Event = field(default_factory=threading.Event)
+    requested: Flag = field(default_factory=Flag)
+    urgent: Flag = field(default_factory=Flag)
     count: int = 0
     last_count: int = 0
     _held: int = 0
@@ -49,11 +79,13 @@ class StopSignals:
 
     def handle(self, signum: int, frame: Any) -> None:
         """The signal handler: count the signal, set ``requested`` (and ``urgent`` from the second one), and
-        raise KeyboardInterrupt unless inside a :func:`held` section (inside a :func:`raising` one, once)."""
+        raise KeyboardInterrupt unless inside a :func:`held` section (inside a :func:`raising` one, once).
+        Takes no lock, and stays right when a second signal's handler runs inside it: the count is one
+        bytecode-atomic increment, and urgency is read from it after ``requested`` is set."""
         self.count += 1
-        if self.requested.is_set():
-            self.urgent.set()
         self.requested.set()
+        if self.count > 1:
+            self.urgent.set()
         if self._held and not self._open:
             return
         self._open = False  # a second signal while this one unwinds is only recorded

@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from functools import partial
 from typing import Any, TypeVar
 
+from judge_runner.core.interrupts import Flag
 from judge_runner.llm.errors import CallsStopped
 
 T = TypeVar("T")
@@ -44,13 +45,13 @@ class CallPool:
     """At most ``size`` (>= 1) judge calls at once, from any number of queries, in lane order. Raises
     ValueError for ``size`` < 1.
 
-    ``stop``: an event (the run's stop request, :data:`judge_runner.core.interrupts.STOP`'s
+    ``stop``: a flag or event, polled (the run's stop request, :data:`judge_runner.core.interrupts.STOP`'s
     ``requested``): once it is set no waiting call starts, as after :meth:`close`, even before the loop
     has seen the request. Threads (not daemons, so the process knows a call is in flight when it ends)
     are started as calls wait, up to ``size``, and end at :meth:`shutdown`. ``max_in_flight``: the most
     calls that ran at once (for tests and benchmarks). Thread-safe."""
 
-    def __init__(self, size: int, *, stop: threading.Event | None = None, name: str = "judge-call"):
+    def __init__(self, size: int, *, stop: Flag | threading.Event | None = None, name: str = "judge-call"):
         if size < 1:
             raise ValueError("a call pool needs at least one slot")
         self.size = size

@@ -32,7 +32,7 @@ from typing import TextIO
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
-from judge_runner.runs.read import read_run_file
+from judge_runner.runs.read import read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -308,16 +308,19 @@ def export_qrels(
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
     off_topic: dict[str, None] = {}
+    runs = []
     for path in paths:
         run = read_run_file(Path(path))
         if not run.is_run or not run.evaluations:
             raise QrelsError(f"{path} is not a run file with judged queries")
-        keys[run.run_id] = run_judge_key(run)
+        runs.append(run)
+    for run, name in zip(runs, run_names(runs), strict=True):  # two runs that share an old-format id stay two
+        keys[name] = run_judge_key(run)
         for ev in run.evaluations:
             if ev.queryType == "off-topic" and ev.metrics is None:  # scored on abstention: in no mean of the run's metrics
                 off_topic[ev.queryId] = None
                 continue
-            items.append(labels_from_evaluation(run.run_id, ev.line()))
+            items.append(labels_from_evaluation(name, ev.line()))
     if len(set(keys.values())) > 1 and not mixed_judges:
         raise QrelsError(
             "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "

@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from judge_runner.core.interrupts import Flag
 from judge_runner.llm.batch_api import BatchBackend, ItemResult
 from judge_runner.llm.batch_exchange import BatchAbandoned, BatchExchange, BatchStats, QueuedRequest
 from judge_runner.llm.budget import BudgetDeferred
@@ -193,7 +194,7 @@ class BatchCoordinator(BatchExchange):
                     for cid in line.get("customIds") or []:
                         self._known[str(cid)] = batch_id
 
-    def abandon(self, wait_s: float = 30.0, hurry: threading.Event | None = None) -> list[str]:
+    def abandon(self, wait_s: float = 30.0, hurry: Flag | threading.Event | None = None) -> list[str]:
         """Stop waiting (Ctrl+C): every blocked call raises :class:`BatchAbandoned`; batches are NOT
         canceled. A submission under way is waited for (at most ``wait_s`` seconds, and no longer once
         ``hurry`` is set: a second Ctrl+C) so that its ``batch`` line is written. Returns the ids of

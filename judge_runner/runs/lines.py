@@ -67,7 +67,12 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
     type: str  # each line type narrows it to its Literal (declared here so that it is written first)
-    runId: str = ""
+    runId: str = Field(
+        default="",
+        description="The run's id, the same on every line of the run and of a resumed run's second file: the UTC start "
+        "to the millisecond plus six random hex digits (20261201T090000.123Z-3f9a0c; judge_runner.core.ids.time_id); "
+        "files written before this format have 20261201T090000Z. An opaque string to readers.",
+    )
     timestamp: str = Field(default="", json_schema_extra={"format": "date-time"})
 
     def line(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The one reader of run files: every consumer (trend, report, resume, prune, baseline) reads through here.
 
 :func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
-(:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run id the
-file with the most evaluations (a resumed run writes a second file; docs/design.md, "The run file"). :func:`resume_state`
+(:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run (its id
+and start time) the file with the most evaluations (a resumed run writes a second file; docs/design.md,
+"The run file"). :func:`resume_state`
 and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
 
 What it tolerates and what it says (each warning names the file and the line):
@@ -35,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from judge_runner.core.failures import UsageError
+from judge_runner.core.ids import unique_name
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.measures.ir import canonical_metric_name
 from judge_runner.runs.lines import (
@@ -75,6 +77,16 @@ class RunFile:
             if line is not None and line.runId:
                 return line.runId
         return self.path.stem
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What makes two files one run: ``(run id, start time)``, the start time ``run_start``'s (a resumed
+        run's second file keeps both; a file without ``run_start`` was never resumed and stands for itself:
+        its path). Two runs that share an id (written before ids were unique: two machines, or two folders
+        copied together, in the same second) stay two runs."""
+        if self.run_start is not None and self.run_start.timestamp:
+            return self.run_id, self.run_start.timestamp
+        return self.run_id, str(self.path)
 
     @property
     def format_version(self) -> int:
@@ -280,12 +292,25 @@ def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
     return runs
 
 
+def run_names(runs: Sequence[RunFile]) -> list[str]:
+    """A name per run file, to show runs side by side (calibration systems, pooled qrels): its run id, or
+    ``<id>#2`` ... for a different run that shares it (:attr:`RunFile.identity`; an id written before ids
+    were unique). Files of one run (a resumed run's two files) share one name."""
+    taken: set[str] = set()
+    named: dict[tuple[str, str], str] = {}
+    for run in runs:
+        if run.identity not in named:
+            named[run.identity] = unique_name(run.run_id, taken)
+    return [named[run.identity] for run in runs]
+
+
 def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:
     """Every run in ``folder`` (``*.jsonl``), oldest first (by :attr:`RunFile.timestamp`, then run id),
     and warnings: files that are not runs or cannot be read, and each run file's own warnings. Per
-    run id only the file with the most evaluations is kept (a resumed run writes a second file)."""
+    run (:attr:`RunFile.identity`: its id and start time) only the file with the most evaluations is
+    kept (a resumed run writes a second file); two runs that share an old-format id are both kept."""
     warnings: list[str] = []
-    by_id: dict[str, RunFile] = {}
+    by_id: dict[tuple[str, str], RunFile] = {}
     for path in sorted(Path(folder).glob("*.jsonl")):
         try:
             run = read_run_file(path)
@@ -296,9 +321,9 @@ def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:
             warnings.append(f"skipped {path.name}: not a judge-runner run file")
             continue
         warnings.extend(run.warnings)
-        kept = by_id.get(run.run_id)
+        kept = by_id.get(run.identity)
         if kept is None or len(run.evaluations) > len(kept.evaluations):
-            by_id[run.run_id] = run
+            by_id[run.identity] = run
     return sorted(by_id.values(), key=lambda r: (r.timestamp, r.run_id)), warnings
 
 
@@ -346,4 +371,14 @@ def is_baseline(path: Path, baseline_id: str | None) -> bool:
     return Path(path).stem == baseline_id or run_id_of(path) == baseline_id
 
 
-__all__ = ["FORMAT_VERSION", "ResumeState", "RunFile", "is_baseline", "read_run_file", "read_run_folder", "resume_state", "run_id_of"]
+__all__ = [
+    "FORMAT_VERSION",
+    "ResumeState",
+    "RunFile",
+    "is_baseline",
+    "read_run_file",
+    "read_run_folder",
+    "resume_state",
+    "run_id_of",
+    "run_names",
+]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner.core.failures import StorageError
+from judge_runner.core.ids import time_id
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.textproc import clean_text
 from judge_runner.measures.agreement import trials_alpha
@@ -36,11 +37,16 @@ def utc_now() -> str:
 
 
 class RunWriter:
-    """Appends JSONL lines to a new run file in ``out_dir`` named ``<UTC timestamp>.jsonl``
-    (``20261129T231500Z.jsonl``; milliseconds added on a clash). The run id is the file's stem unless
-    ``run_id`` is given (a resumed run keeps its id). Raises OSError when the folder cannot be written.
-    ``failure``: the first :class:`~judge_runner.core.failures.StorageError` a write raised (None while
-    every line was written), which the run loop checks to stop the run."""
+    """Appends JSONL lines to a new run file in ``out_dir`` named ``<run id>.jsonl``, the run id a
+    time-ordered name unique across folders and machines (:func:`judge_runner.core.ids.time_id`:
+    ``20261129T231500.123Z-3f9a0c``, the UTC millisecond plus six random hex digits; the file is created
+    exclusively, a clash in the folder draws another suffix). The run id is the file's stem unless
+    ``run_id`` is given (a resumed run keeps its id, whatever its format). Raises OSError when the folder
+    cannot be written. ``failure``: the first :class:`~judge_runner.core.failures.StorageError` a write
+    raised (None while every line was written), which the run loop checks to stop the run."""
+
+    ATTEMPTS = 100
+    """Names tried before giving up (each clash in one folder is one chance in 16.8 million)."""
 
     def __init__(self, out_dir: Path, run_id: str | None = None):
         self._lock = threading.Lock()
@@ -48,11 +54,8 @@ class RunWriter:
         self._size = 0  # bytes of complete lines written
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        now = datetime.now(UTC)
-        base = now.strftime("%Y%m%dT%H%M%SZ")
-        candidates = [base, now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"]
-        candidates += [f"{candidates[1][:-1]}-{i}Z" for i in range(1, 1000)]
-        for name in candidates:
+        for _ in range(self.ATTEMPTS):
+            name = time_id(datetime.now(UTC))
             path = out_dir / f"{name}.jsonl"
             try:
                 self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
@@ -61,8 +64,8 @@ class RunWriter:
             self.path = path
             self.run_id = run_id or name
             break
-        else:  # pragma: no cover - a thousand clashes in one millisecond
-            raise FileExistsError(f"cannot find a free run file name in {out_dir}")
+        else:
+            raise FileExistsError(f"cannot find a free run file name in {out_dir} ({self.ATTEMPTS} names taken)")
 
     def write(self, line: dict[str, Any]) -> None:
         """Write one line (``type`` and ``runId`` are required) and make it durable. Text that cannot be

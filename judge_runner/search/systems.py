@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judge_runner.core.ids import unique_name
 from judge_runner.core.models import SEARCH_MODES
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.documents import DocumentStoreError, open_documents
@@ -102,14 +103,6 @@ class System:
             closer()
 
 
-def _unique(name: str, taken: set[str]) -> str:
-    out, n = name, 2
-    while out in taken:
-        out, n = f"{name}#{n}", n + 1
-    taken.add(out)
-    return out
-
-
 def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
     """``(search table, search_mode)`` of a configuration file (``judge-runner.toml`` shape: a
     ``[search]`` table, maybe ``[search.external]``; or ``[tool.judge-runner]`` of a pyproject).
@@ -178,7 +171,7 @@ def open_systems(
             raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
         systems.append(
             System(
-                _unique(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken),
+                unique_name(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken),
                 index,
                 mode,
                 {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})},
@@ -198,7 +191,7 @@ def open_systems(
         given = {"timeout": spec.timeout, "fields": spec.fields, "corpus": spec.corpus}  # flags over the file
         config = config.model_copy(update={k: v for k, v in given.items() if v is not None} | {"headers": [*config.headers, *spec.headers]})
         backend = external_backend(config, **shared)
-        systems.append(System(_unique(backend.name, taken), backend, settings.search_mode, backend.describe()))
+        systems.append(System(unique_name(backend.name, taken), backend, settings.search_mode, backend.describe()))
     for path in spec.configs:
         search_table, asked = read_config_file(path)
         mode = asked or settings.search_mode
@@ -210,7 +203,7 @@ def open_systems(
             except ValidationError as exc:
                 raise SystemsError(f"{path} [search.external]: {exc.errors()[0]['msg']}") from None
             backend = external_backend(config, **shared)
-            systems.append(System(_unique(config.name or Path(path).stem, taken), backend, mode, backend.describe()))
+            systems.append(System(unique_name(config.name or Path(path).stem, taken), backend, mode, backend.describe()))
             continue
         try:
             search_settings = SearchSettings.model_validate(search_table)
@@ -222,7 +215,7 @@ def open_systems(
         opened = open_builtin(search_settings)
         systems.append(
             System(
-                _unique(Path(path).stem, taken),
+                unique_name(Path(path).stem, taken),
                 opened,
                 mode,
                 {
@@ -236,10 +229,10 @@ def open_systems(
         )
     for command in spec.commands:
         backend = external_backend(ExternalConfig(command=command, fields=spec.fields), **shared)
-        systems.append(System(_unique(f"command:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+        systems.append(System(unique_name(f"command:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     for url in spec.urls:
         backend = external_backend(ExternalConfig(url=url, headers=list(spec.headers), fields=spec.fields), **shared)
-        systems.append(System(_unique(f"url:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+        systems.append(System(unique_name(f"url:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     store = spec.corpus or corpus
     for run in spec.runs:
         if store is None:
@@ -248,5 +241,5 @@ def open_systems(
             backend = TrecRunSearch(run, open_documents(store), query_ids or {}, snippet_chars=settings.search.snippet_chars)
         except (TrecRunError, DocumentStoreError) as exc:
             raise SystemsError(str(exc)) from None
-        systems.append(System(_unique(f"run:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
+        systems.append(System(unique_name(f"run:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     return systems

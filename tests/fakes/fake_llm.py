@@ -129,6 +129,10 @@ class Fault:
     either API, after the API-key check) pops the first one.  Fields are
     applied in this order:
 
+    * ``wait_for_requests`` -- hold the request until ``server.requests`` holds
+      this many model requests (an event, not a sleep: those calls are known
+      to be in flight together, however loaded the machine), at most
+      ``WAIT_FOR_REQUESTS_S`` (then it goes on, and the test's counts fail).
     * ``delay_s``  -- sleep first (interrupted if the server stops).
     * ``hang``     -- accept the request and never answer, until the server
       stops (which it still does promptly).  Use with a client timeout.
@@ -154,11 +158,16 @@ class Fault:
     status: int | None = None
     headers: dict = field(default_factory=dict)
     body: dict | None = None
+    wait_for_requests: int = 0
     delay_s: float = 0.0
     hang: bool = False
     reset: bool = False
     raw_text: str | None = None
     raw_body: str | None = None
+
+
+WAIT_FOR_REQUESTS_S = 60.0
+"""The longest a ``Fault.wait_for_requests`` holds its request (a bound for a broken test, not a timing)."""
 
 
 @dataclass
@@ -995,6 +1004,7 @@ class FakeLLMServer:
         self.anthropic_base_url = ""
         self.openai_base_url = ""
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # a model request was recorded (Fault.wait_for_requests)
         self._stop = threading.Event()
         self._ids = itertools.count(1)
         self._conns: set[socket.socket] = set()
@@ -1073,6 +1083,15 @@ class FakeLLMServer:
         if seconds > 0 and self._stop.wait(seconds):
             raise _StopServing()
 
+    def _wait_for_requests(self, count: int) -> None:
+        """Until ``self.requests`` holds ``count`` model requests (or ``WAIT_FOR_REQUESTS_S`` passed)."""
+        deadline = time.monotonic() + WAIT_FOR_REQUESTS_S
+        with self._arrived:
+            while len(self.requests) < count and not self._stop.is_set() and time.monotonic() < deadline:
+                self._arrived.wait(0.1)
+        if self._stop.is_set():
+            raise _StopServing()
+
     def _pop_fault(self) -> Fault | None:
         with self._lock:
             return self.faults.pop(0) if self.faults else None
@@ -1112,6 +1131,7 @@ class FakeLLMServer:
             self.requests.append(rec)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._arrived.notify_all()
         try:
             self._answer_post(h, api, body, rec, key, parse_error)
         finally:
@@ -1149,6 +1169,7 @@ class FakeLLMServer:
         self._sleep(self.latency_s)
         extra_headers: dict = {}
         if fault is not None:
+            self._wait_for_requests(fault.wait_for_requests)
             self._sleep(fault.delay_s)
             if fault.hang:
                 self._stop.wait()

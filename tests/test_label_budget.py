@@ -14,15 +14,18 @@ import pytest
 from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.app.label.budget import DEFAULT_SECONDS_PER_LABEL, measured_pace
 from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.label_budget import ask, pair_coefficients, plan_draw, pool_of
 from judge_runner.judging.label_estimate import estimate_budget
-from judge_runner.judging.qrels import drawn_label_sets
+from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
 from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.read import read_run_file
+from judge_runner.search.embedding import get_embedder
 from tests.budget_runs import ranking, true_scaled_dcg, true_value, truth, truth_grades, write_compare_run
 from tests.clitools import invoke
 from tests.label_client import Job, act, state
 from tests.label_runs import write_run
+from tests.test_judge_protocol import DOCS, queries, run
 
 QUERIES = 40
 
@@ -160,6 +163,22 @@ def test_the_summarys_uniform_correction_is_skipped_for_a_drawn_sample_and_says_
     block = bias_corrected(evaluations, ["hybrid", "fts"], skipped=note)
     assert block["skipped"] == note and block["nDCG@10"] is None and not block["differences"]
     assert block_lines(block) == [f"bias-corrected nDCG@10 not shown: {note}"]
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_evaluate_skips_its_uniform_correction_when_the_labels_were_drawn_with_unequal_probabilities(tmp_path, uniform):
+    qrels = tmp_path / "human.qrels"
+    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in range(1, 12) for (s, _, _), g in zip(DOCS[:3], (3, q % 3, q % 2))]
+    qrels.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, qrels, "team")
+        cache.set_label_design("team", {"design": "weighted", "unit": "queries", "uniform": uniform})
+        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(13), cache=cache)
+    block = outcome.summary["biasCorrected"]
+    if uniform:  # a uniform draw of whole queries: corrected as any random sample
+        assert block["nDCG@10"] is not None and not block.get("skipped")
+    else:
+        assert block["nDCG@10"] is None and "label --budget" in block["skipped"] and block["labelledQueries"] == 11
 
 
 def test_a_uniform_whole_query_mean_is_marked_uniform_for_the_summary(tmp_path):

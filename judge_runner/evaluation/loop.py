@@ -24,7 +24,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.qrels import human_grades
+from judge_runner.judging.qrels import drawn_label_sets, human_grades
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
@@ -124,6 +124,7 @@ def judge_all(
     run_id = writer.run_id
     alert = alert or echo
     human = human_grades(cache, options.human_qrels)
+    state.drawn_sets.update(drawn_label_sets(cache, options.human_qrels))
     label = " (heuristic judge)" if heuristic else ""
     said: set[str] = set()  # storage failures already said on stderr
     resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"

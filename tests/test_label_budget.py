@@ -15,7 +15,7 @@ from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.app.label.budget import DEFAULT_SECONDS_PER_LABEL, measured_pace
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.heuristic import HeuristicJudge
-from judge_runner.judging.label_budget import ask, pair_coefficients, plan_draw, pool_of
+from judge_runner.judging.label_budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
 from judge_runner.judging.label_estimate import estimate_budget
 from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
 from judge_runner.runs.corrected import bias_corrected, drawn_note
@@ -78,6 +78,8 @@ def test_a_budget_on_a_compare_run_spends_it_says_what_it_buys_first_and_records
     free = {"q1", "q2"} | {f"q{q}" for q in range(0, QUERIES, 5)}  # labelled before, or ranked alike
     assert {q for q, p in record["probabilities"].items() if p >= 1} == free
     assert not free & set(record["drawn"]) and {i["qid"] for i in plan["items"]} == set(record["drawn"])
+    page = json.dumps(state(job.url, "tab-one1"))
+    assert "hybrid" not in page and "fts" not in page  # labels are given blind: the page never names a system
     truths = truth_grades(QUERIES)
     for _ in plan["items"]:
         item = state(job.url, "tab-one1")["item"]
@@ -108,7 +110,7 @@ def test_pairs_spend_exactly_the_budget_and_skip_documents_both_systems_rank_ali
     assert len(draw.items) == 30 and draw.plan.design == "uniform"
     coefficients = pair_coefficients(pool_of(run, question), question)
     assert all(coefficients[(i.qid, i.source)] != 0 for i in draw.items)
-    assert all(not i.qid.endswith(("q1", "q2")) or i.qid not in ("q1", "q2") for i in draw.items)  # labelled before: free
+    assert all(i.qid not in ("q1", "q2") for i in draw.items)  # labelled before: free
 
 
 def test_pairs_estimate_scaled_dcg_at_10_the_dcg_of_the_top_10_over_that_of_ten_grade_3_results():
@@ -140,6 +142,16 @@ def test_one_systems_mean_is_unbiased_too(compare_run):
     assert question.text() == "the mean nDCG@10 of hybrid"
     found = _simulate(run, question, 60, range(120), rho=1.0)
     _unbiased(found, true_value(QUERIES, "mean"))
+
+
+def test_earlier_labels_choose_the_robust_mix_as_a_uniform_sample_of_the_open_units(compare_run):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", ["hybrid", "fts"], "queries")
+    pool = pool_of(run, question)
+    units = units_of(pool, question)
+    past = past_residuals(pool, question, units)
+    assert [u for u, _, _ in past] == ["q1", "q2"]  # q0 is ranked alike: known, no residual
+    assert all(p == pytest.approx(2 / 32) for _, _, p in past)  # 2 labelled of the 32 queries not known
 
 
 def test_the_robust_choice_stays_uniform_without_earlier_labels_and_the_weighted_record_says_so(tmp_path):

@@ -87,7 +87,8 @@ def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any
     details = {
         "sampling": sampling.kind,
         "seed": sampling.seed,
-        "recommended": draw.text,
+        # the page shows this: never the systems' names (labels are given blind), so not the budget's sentence
+        "recommended": f"{len(draw.items)} labels drawn at random where they narrow the question asked (its systems are not named here)",
         "runs": [str(r.path) for r in runs],
         "runIds": [r.run_id for r in runs],
         "labeller": labeller,

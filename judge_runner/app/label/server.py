@@ -118,6 +118,8 @@ def _open_session(session: LabelSession, results: Sequence[Path], sampling: Samp
         session.open()
         if results:
             printer.note(f"resuming {session.journal}: its own sample is kept, the run files given are not read again")
+        if sampling.budgeted:
+            printer.note(f"resuming {session.journal}: its own draw is kept, and --budget is not spent again")
     else:
         if not results:
             raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")

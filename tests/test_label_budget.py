@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import statistics
 
 import pytest
@@ -23,7 +24,7 @@ from judge_runner.runs.read import read_run_file
 from judge_runner.search.embedding import get_embedder
 from tests.budget_runs import ranking, true_scaled_dcg, true_value, truth, truth_grades, write_compare_run
 from tests.clitools import invoke
-from tests.label_client import Job, act, state
+from tests.label_client import Job, act, spawn_label, state, stop_process
 from tests.label_runs import write_run
 from tests.test_judge_protocol import DOCS, queries, run
 
@@ -92,6 +93,27 @@ def test_a_budget_on_a_compare_run_spends_it_says_what_it_buys_first_and_records
         design = cache.label_designs()["team"]
         assert design["uniform"] is False and design["design"] == "uniform"  # known queries were left out
         assert len(drawn_label_sets(cache)["team"]) == 50
+
+
+def test_the_command_says_what_the_budget_buys_before_the_url_and_ctrl_c_ends_with_the_estimate(tmp_path, compare_run):
+    proc = spawn_label(tmp_path, str(compare_run), "--budget", "50", "--for", "difference", "--systems", "hybrid,fts")
+    try:
+        before: list[str] = []
+        while not (line := proc.stdout.readline()).startswith("  http://127.0.0.1:"):
+            assert line or proc.poll() is None, proc.stderr.read()
+            before.append(line)
+        url = line.strip()
+        assert any(b.startswith("about 50 labels (8 min at 10 s each) for ±") for b in before), before
+        truths = truth_grades(QUERIES)
+        while (item := state(url, "tab-cli-01")["item"]) is not None:
+            assert act(url, "label", "tab-cli-01", item=item["id"], grade=truths[(item["qid"], item["source"])])[0] == 200
+        out, err = stop_process(proc, signal.SIGINT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("corrected the difference fts - hybrid in nDCG@10: ") and "10 of the 10 drawn queries labelled" in last, out
 
 
 def test_a_session_stopped_before_enough_labels_says_why_there_is_no_estimate_yet(tmp_path, compare_run):

@@ -39,9 +39,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from judge_runner.corpus.chunk import Chunk  # noqa: E402
+from judge_runner.embed.base import DIMENSION, MODEL_NAME  # noqa: E402
+from judge_runner.embed.registry import instance as minilm_embedder  # noqa: E402
 from judge_runner.search import indexer  # noqa: E402
 from judge_runner.search.base import SearchSettings  # noqa: E402
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, minilm_embedder  # noqa: E402
 from judge_runner.search.indexer import index_beir  # noqa: E402
 from judge_runner.search.postgres import PostgresIndex  # noqa: E402
 

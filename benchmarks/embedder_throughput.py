@@ -31,7 +31,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from judge_runner.corpus.chunk import Chunk, chunk_text  # noqa: E402
 from judge_runner.corpus.read import clean_text  # noqa: E402
-from judge_runner.search.embedding import minilm_embedder  # noqa: E402
+from judge_runner.embed.registry import instance as minilm_embedder  # noqa: E402
 from judge_runner.search.indexer import _embedding_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

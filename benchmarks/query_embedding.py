@@ -24,7 +24,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge_runner.search.embedding import encode_each, minilm_embedder  # noqa: E402
+from judge_runner.embed.base import encode_each  # noqa: E402
+from judge_runner.embed.registry import instance as minilm_embedder  # noqa: E402
 
 QUERIES = [
     "how do I drain a kubernetes node before maintenance",

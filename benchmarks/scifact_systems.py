@@ -39,9 +39,10 @@ def build(data: Path, work: Path) -> dict:
     from judge_runner.calibrate.data import load_beir, sample_queries
     from judge_runner.calibrate.labeling import ProtocolLabeler
     from judge_runner.calibrate.pool import builtin_runs, control_runs, prepare_index
+    from judge_runner.embed.hashing import HashEmbedder
+    from judge_runner.embed.registry import instance as minilm_embedder
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.search.base import SearchSettings
-    from judge_runner.search.embedding import HashEmbedder, minilm_embedder
     from judge_runner.search.sqlite import SQLiteIndex
 
     collection = load_beir(data)

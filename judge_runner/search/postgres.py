@@ -167,7 +167,6 @@ class PostgresIndex(ChunkSearch):
         self._pool_lock = threading.Lock()
         self._s = sql.Identifier(schema)
         self._cfg = sql.Literal(sql.Identifier(schema, "lexical").as_string())
-        self._q = self._statements()
 
         conn = psycopg.connect(dsn, autocommit=False)
         try:
@@ -176,6 +175,7 @@ class PostgresIndex(ChunkSearch):
         except BaseException:
             conn.close()
             raise
+        self._q = self._statements()  # they name the vector type, known once the embedder is
         if readonly:
             conn.close()
             self._conn = None

@@ -128,3 +128,32 @@ def _spy_review_and_judge(monkeypatch) -> tuple[list[object], list[object]]:
     monkeypatch.setattr(review, "find_duplicates", spied_find)
     monkeypatch.setattr(HeuristicJudge, "__init__", spied_init)
     return reviewed, judged
+
+
+def test_the_flag_and_the_config_file_choose_the_embedder_as_the_variable_does(tmp_path, monkeypatch):
+    """``--embedder`` and ``embedder = "..."`` in judge-runner.toml are the setting JUDGE_RUNNER_EMBEDDER is
+    (file < variable < flag): an index built with one records it, and another, asked for, is refused
+    with the usual advice. Only the hash embedder embeds here; the refusals load nothing."""
+    monkeypatch.chdir(tmp_path)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "backup.md").write_text("# Backup\n\nRotate the backup key every quarter.\n", encoding="utf-8")
+    unset = {registry.SETTING_ENV: None}
+    built = invoke(["index", str(kb), "--db", "flag.sqlite", "--embedder", "hash", "--json"], unset)
+    assert built.exit_code == 0, built.output
+    with SQLiteIndex(tmp_path / "flag.sqlite", readonly=True) as index:  # opened with its own: the hash embedder
+        assert index.get_meta("embedding_model") == "hash-384-v1" and index.embedder is registry.instance("hash")
+    refused = invoke(["search", "backup key", "--db", "flag.sqlite", "--embedder", "onnx"], unset)
+    assert refused.exit_code == 2 and "search it with JUDGE_RUNNER_EMBEDDER=hash" in refused.stderr, refused.output
+    assert invoke(["search", "backup key", "--db", "flag.sqlite"], {registry.SETTING_ENV: "onnx"}).exit_code == 2  # so does the variable
+    assert invoke(["search", "backup key", "--db", "flag.sqlite", "--embedder", "hash"], {registry.SETTING_ENV: "onnx"}).exit_code == 0
+
+    (tmp_path / "judge-runner.toml").write_text('embedder = "hash"\n', encoding="utf-8")
+    built = invoke(["index", str(kb), "--db", "file.sqlite"], unset)
+    assert built.exit_code == 0, built.output
+    with SQLiteIndex(tmp_path / "file.sqlite", readonly=True) as index:
+        assert index.get_meta("embedding_model") == "hash-384-v1"
+    refused = invoke(["search", "backup key", "--db", "file.sqlite"], {registry.SETTING_ENV: "torch"})  # the variable over the file
+    assert refused.exit_code == 2 and "built by the hash embedder" in refused.stderr, refused.output
+    bad = invoke(["search", "backup key", "--db", "file.sqlite", "--embedder", "bert"], unset)
+    assert bad.exit_code == 2 and "--embedder: not an embedder; use one of torch, onnx, onnx-int8, openvino, hash" in bad.stderr

@@ -39,9 +39,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from judge_runner.corpus.chunk import Chunk  # noqa: E402
+from judge_runner.embed.base import DIMENSION, MODEL_NAME  # noqa: E402
+from judge_runner.embed.registry import DEFAULT_KIND, instance  # noqa: E402
 from judge_runner.search import indexer  # noqa: E402
 from judge_runner.search.base import SearchSettings  # noqa: E402
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, minilm_embedder  # noqa: E402
 from judge_runner.search.indexer import index_beir  # noqa: E402
 from judge_runner.search.postgres import PostgresIndex  # noqa: E402
 
@@ -152,7 +153,7 @@ def main() -> None:
         dsn = cluster.dsn
         print(f"embedded PostgreSQL started in {time.perf_counter() - started:.1f} s at {dsn}")
     try:
-        embedder = minilm_embedder()  # MiniLM whatever JUDGE_RUNNER_EMBEDDER says: this measures quality
+        embedder = instance(DEFAULT_KIND)  # MiniLM whatever JUDGE_RUNNER_EMBEDDER says: this measures quality
         if not args.skip_index:
             import psycopg
             from psycopg import sql

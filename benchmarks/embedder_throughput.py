@@ -31,7 +31,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from judge_runner.corpus.chunk import Chunk, chunk_text  # noqa: E402
 from judge_runner.corpus.read import clean_text  # noqa: E402
-from judge_runner.search.embedding import minilm_embedder  # noqa: E402
+from judge_runner.embed.registry import instance  # noqa: E402
 from judge_runner.search.indexer import _embedding_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     texts = sample_chunks(args.data / "corpus.jsonl", args.chunks)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    embedders = {k: minilm_embedder(k) for k in kinds}
+    embedders = {k: instance(k) for k in kinds}
     for embedder in embedders.values():
         embed(embedder, texts[:256])  # load (and export, once) and warm up
     seconds: dict[str, list[float]] = {k: [] for k in kinds}

@@ -184,11 +184,11 @@ def prepare(workdir: Path, count: int) -> None:
         "from judge_runner.config import load_settings\n"
         "from judge_runner.querygen.agent import generate_queries\n"
         "from judge_runner.querygen.heuristic import HeuristicQueryWriter\n"
-        "from judge_runner.app.indexing import index_fixtures\n"
+        "from judge_runner.app.indexing import index_fixtures, open_index\n"
         "from judge_runner.core.printer import Printer\n"
         "work, root, count = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])\n"
         "settings = load_settings({'db': str(work / 'index.sqlite'), 'provider': 'offline'})\n"
-        "index_fixtures(settings, root / 'fixtures', prune=True, printer=Printer(print, print, True)).index.close()\n"
+        "index_fixtures(open_index(settings), settings, root / 'fixtures', prune=True, printer=Printer(print, print, True)).index.close()\n"
         "qs = generate_queries(HeuristicQueryWriter(), root / 'fixtures', count).queries\n"
         "(work / 'queries.json').write_text(json.dumps([q.model_dump(mode='json') for q in qs], indent=1))\n"
     )

@@ -184,7 +184,7 @@ def main() -> None:
         old_cache.unlink()
     settings = load_settings({"db": str(workdir / "index.sqlite"), "provider": "offline"})
     quiet = Printer(lambda m: None, lambda m: None, True)
-    index_fixtures(settings, corpus, prune=True, printer=quiet).index.close()
+    index_fixtures(open_index(settings), settings, corpus, prune=True, printer=quiet).index.close()
     queries = generate_queries(HeuristicQueryWriter(), corpus, args.count).queries
     # one judgment cache per judge and mode: list verdicts are keyed without the label mode, so a shared
     # cache would hand the batched run the pointwise run's verdicts
@@ -207,7 +207,7 @@ def main() -> None:
             for mode in MODES:
                 batched_api[mode] = judge_run(MODELS["Sonnet-class"], mode, queries, index, workdir, setup, None, batch=True)
         edited = edit_corpus(corpus, args.edited)
-        index_fixtures(settings, corpus, prune=True, printer=quiet).index.close()
+        index_fixtures(open_index(settings), settings, corpus, prune=True, printer=quiet).index.close()
         with open_index(settings, must_exist=True) as index:
             for model_class, model in MODELS.items():
                 for mode in MODES:

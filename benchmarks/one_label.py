@@ -138,11 +138,12 @@ def compare_run(work: Path) -> None:
 
 
 def phase_one(kb: Path) -> None:
+    from judge_runner.config import load_settings
     from judge_runner.core.models import Query
+    from judge_runner.embed.registry import choose
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.protocol import LabelReply
     from judge_runner.querygen.answerability import check_answerability
-    from judge_runner.search.embedding import get_embedder
     from tests.fakes.honest_judge import honest_label
 
     class Honest:
@@ -165,7 +166,7 @@ def phase_one(kb: Path) -> None:
         query("x3", "PHP application with Apache2", "awesome-compose/apache-php/README.md"),
     ]
     print(f"3. answerability of the query naming the sample, {len(samples)} awesome-compose READMEs")
-    for name, judge in (("honest fake judge", Honest()), ("offline judge", HeuristicJudge(get_embedder()))):
+    for name, judge in (("honest fake judge", Honest()), ("offline judge", HeuristicJudge(choose(load_settings().embedder)))):
         checks, _ = check_answerability(samples + issue, kb, judge)
         kept = sum(c.verified for c in checks[: len(samples)])
         print(

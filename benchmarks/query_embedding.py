@@ -24,7 +24,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge_runner.search.embedding import encode_each, minilm_embedder  # noqa: E402
+from judge_runner.embed.base import encode_each  # noqa: E402
+from judge_runner.embed.registry import DEFAULT_KIND, instance  # noqa: E402
 
 QUERIES = [
     "how do I drain a kubernetes node before maintenance",
@@ -62,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    embedder = minilm_embedder()
+    embedder = instance(DEFAULT_KIND)
     embedder.encode(["warm up the model"])
     batched = timed(lambda: embedder.encode(QUERIES), args.repeats)
     lone = timed(lambda: encode_each(embedder, QUERIES), args.repeats)

@@ -39,16 +39,17 @@ def build(data: Path, work: Path) -> dict:
     from judge_runner.calibrate.data import load_beir, sample_queries
     from judge_runner.calibrate.labeling import ProtocolLabeler
     from judge_runner.calibrate.pool import builtin_runs, control_runs, prepare_index
+    from judge_runner.embed.hashing import HashEmbedder
+    from judge_runner.embed.registry import DEFAULT_KIND, instance
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.search.base import SearchSettings
-    from judge_runner.search.embedding import HashEmbedder, minilm_embedder
     from judge_runner.search.sqlite import SQLiteIndex
 
     collection = load_beir(data)
     queries = sample_queries(collection, None, 13)
     started = time.monotonic()
     runs: dict[str, dict[str, list[str]]] = {}
-    for name, embedder in (("minilm", minilm_embedder()), ("hash", HashEmbedder())):
+    for name, embedder in (("minilm", instance(DEFAULT_KIND)), ("hash", HashEmbedder())):
         index = SQLiteIndex(work / f"scifact-{name}.sqlite", SearchSettings(), embedder=embedder)
         try:
             info = prepare_index(index, collection, queries, "full", 0, work)
@@ -70,7 +71,7 @@ def build(data: Path, work: Path) -> dict:
     runs["control-shuffled"] = {q: rng.sample(d[:DEPTH], len(d[:DEPTH])) for q, d in sorted(hybrid.items())}
     runs["control-top3"] = {q: list(d[:3]) for q, d in hybrid.items()}
     runs = {s: {q: list(d[:DEPTH]) for q, d in r.items()} for s, r in runs.items()}
-    labeler = ProtocolLabeler(HeuristicJudge(minilm_embedder()))
+    labeler = ProtocolLabeler(HeuristicJudge(instance(DEFAULT_KIND)))
     labels: dict[str, dict[str, int]] = {}
     total = len(queries)
     for i, q in enumerate(queries, start=1):

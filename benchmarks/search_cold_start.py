@@ -47,8 +47,7 @@ import transformers
 mark("import transformers")
 import sentence_transformers
 mark("import sentence_transformers")
-from judge_runner.search.embedding import get_embedder
-embedder = get_embedder()
+embedder = index.embedder
 embedder._model = embedder._load()
 mark("load the model")
 embedder.encode([sys.argv[2]])

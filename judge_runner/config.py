@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
 from judge_runner.core.redact import redact_dsn
+from judge_runner.embed.registry import EmbedderChoice, normalize_kind
 from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import ProviderChoice
 from judge_runner.search.settings import SearchSettings
@@ -56,6 +57,11 @@ class Settings(BaseModel):
     backend: Literal["sqlite", "postgres"] = "sqlite"
     dsn: str | None = Field(None, description="PostgreSQL URL (env DATABASE_URL); never logged with its password")
     pg_schema: str = Field("judge_runner", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="PostgreSQL schema holding the index")
+    embedder: EmbedderChoice | None = Field(
+        None,
+        description="the sentence embedder (a kind of judge_runner.embed.registry); unset: the index's own, else the default "
+        "(judge_runner.embed.registry.choose)",
+    )
     extensions: str | None = None
     exclude: str | None = Field(None, description="comma-separated folder names never indexed, replacing the default list")
     max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="larger files are skipped with a reason")
@@ -107,6 +113,12 @@ class Settings(BaseModel):
             modes = [m.strip() for m in mode.split(",") if m.strip()]
             values = {**values, "search_mode": modes[0] if modes else mode, "search_modes": modes}
         return values
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _embedder_kind(cls, kind: Any) -> Any:
+        # " Torch ", "minilm" (its former name): the registry's kind, or its message naming the kinds
+        return normalize_kind(kind) if isinstance(kind, str) else kind
 
     @field_validator("search_modes")
     @classmethod

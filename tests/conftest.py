@@ -44,9 +44,9 @@ def embedder():
     """The process-wide all-MiniLM-L6-v2 embedder on torch (loaded lazily on first encode), whatever
     ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality, and the tests' figures
     are the reference path's (the ONNX kinds are checked against it in tests/test_onnx_embedder.py)."""
-    from judge_runner.search.embedding import minilm_embedder
+    from judge_runner.embed.registry import instance
 
-    return minilm_embedder("torch")
+    return instance("torch")
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +61,7 @@ def _exports_stay_in_the_session(onnx_cache):
     """No test exports into the user's own cache (``~/.cache/judge-runner``): the default embedder
     (onnx-int8) exports on first use, and every test, and every process a test starts, exports into the
     session's :func:`onnx_cache` instead."""
-    from judge_runner.search.onnx_export import CACHE_ENV
+    from judge_runner.embed.onnx_export import CACHE_ENV
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(onnx_cache))
@@ -71,17 +71,14 @@ def _exports_stay_in_the_session(onnx_cache):
 @pytest.fixture
 def hash_embedder(monkeypatch):
     """Opt-in for tests that do not measure search quality: ``JUDGE_RUNNER_EMBEDDER=hash`` for this test,
-    so everything that asks :func:`judge_runner.search.embedding.get_embedder` (indexes opened by the CLI, the
-    offline judge) gets the small deterministic :class:`~judge_runner.search.embedding.HashEmbedder` instead of
-    loading MiniLM. Yields that embedder. Same as marking the test ``@pytest.mark.hash_embedder``."""
-    from judge_runner.search.embedding import EMBEDDER_ENV, get_embedder, set_embedder
+    so every command's settings (``embedder``) choose the small deterministic
+    :class:`~judge_runner.embed.hashing.HashEmbedder` for its index, search, offline judge and query review
+    instead of loading MiniLM. Yields the process's hash embedder (:func:`judge_runner.embed.registry.instance`),
+    to pass to what a test builds itself. Same as marking the test ``@pytest.mark.hash_embedder``."""
+    from judge_runner.embed.registry import SETTING_ENV, instance
 
-    monkeypatch.setenv(EMBEDDER_ENV, "hash")
-    previous = set_embedder(None)  # an override set by another test must not win
-    try:
-        yield get_embedder()
-    finally:
-        set_embedder(previous)
+    monkeypatch.setenv(SETTING_ENV, "hash")
+    yield instance("hash")
 
 
 def pytest_configure(config):
@@ -177,7 +174,7 @@ def fixtures_index(tmp_path_factory, embedder):
 def hash_fixtures_db(tmp_path_factory) -> Path:
     """A SQLite index of ``fixtures/`` built once per session with the hashing embedder (seconds, no
     MiniLM), for tests marked ``hash_embedder``; read-only (``db_copy`` hands out copies)."""
-    from judge_runner.search.embedding import HashEmbedder
+    from judge_runner.embed.hashing import HashEmbedder
     from judge_runner.search.indexer import index_tree
     from judge_runner.search.sqlite import SQLiteIndex
 
@@ -196,7 +193,7 @@ def db_copy(request, tmp_path) -> Path:
     index, or the hashing one in a test that uses the hashing embedder (an index must match its embedder)."""
     import sqlite3
 
-    from judge_runner.search.embedding import EMBEDDER_ENV
+    from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 
     target = tmp_path / "index.sqlite"
     dst = sqlite3.connect(target)

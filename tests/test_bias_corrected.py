@@ -111,10 +111,10 @@ def test_summary_block_from_run_lines():
 
 @pytest.mark.hash_embedder
 def test_a_run_with_wholly_labelled_queries_writes_the_corrected_means(tmp_path):
+    from judge_runner.embed.registry import instance
     from judge_runner.judging.cache import JudgmentCache
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.qrels import import_human_qrels
-    from judge_runner.search.embedding import get_embedder
     from tests.test_judge_protocol import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
@@ -123,7 +123,7 @@ def test_a_run_with_wholly_labelled_queries_writes_the_corrected_means(tmp_path)
     qrels.write_text("\n".join([*rows, "q12 0 notes/lunch.md 1"]) + "\n", encoding="utf-8")
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, qrels, "team")
-        outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(13), cache=cache)
+        outcome, lines = run(tmp_path, HeuristicJudge(instance("hash")), queries(13), cache=cache)
     block = outcome.summary["biasCorrected"]
     assert (block["labelledQueries"], block["partlyLabelledQueries"], block["scoredQueries"]) == (11, 1, 13)
     evaluations = {ev["queryId"]: ev for ev in lines if ev["type"] == "evaluation"}
@@ -143,10 +143,10 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     from judge_runner.analysis.report import build_report
     from judge_runner.analysis.trend import build_trend
     from judge_runner.analysis.trend_render import print_table, render_markdown, trend_rows
+    from judge_runner.embed.registry import instance
     from judge_runner.judging.cache import JudgmentCache
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.qrels import import_human_qrels
-    from judge_runner.search.embedding import get_embedder
     from tests.test_judge_protocol import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
@@ -154,7 +154,7 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     qrels.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, qrels, "team")
-        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(14), cache=cache)
+        outcome, _ = run(tmp_path, HeuristicJudge(instance("hash")), queries(14), cache=cache)
     block = outcome.summary["biasCorrected"]
     f = block["nDCG@10"]
     expected = f"bias-corrected nDCG@10 {f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"

@@ -16,8 +16,9 @@ from judge_runner.calibrate.labeling import LabelResult
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
+from judge_runner.embed import registry
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.search import progress as progress_mod
-from judge_runner.search.embedding import HashEmbedder, use_embedder
 from judge_runner.search.progress import IndexProgress
 from tests.calibration_data import write_collection
 
@@ -81,21 +82,22 @@ def test_calibrate_says_what_it_indexes_and_shows_progress_while_indexing_and_la
     said: list[tuple[float, str]] = []
     printer = Printer(out=lambda m: None, err=lambda m: (said.append((time.monotonic(), m)), stream.write(m + "\n")))
     config = CalibrationConfig(probes=(), resamples=20)
-    with use_embedder(SlowEmbedder(0.03)):  # 72 documents in one batch: about 2 s in one encode call
-        calibrate_job(
-            load_settings({}),
-            Source(beir=data),
-            config,
-            None,
-            ["fts", "vector", "hybrid"],
-            [],
-            "full",
-            100,
-            tmp_path / "idx.sqlite",
-            tmp_path / "calibration.json",
-            printer,
-            labeler=SlowLabeler(0.01),
-        )
+    # the process's hash embedder is a slow one here: 72 documents in one batch, about 2 s in one encode call
+    monkeypatch.setitem(registry._instances, "hash", SlowEmbedder(0.03))
+    calibrate_job(
+        load_settings({"embedder": "hash"}),
+        Source(beir=data),
+        config,
+        None,
+        ["fts", "vector", "hybrid"],
+        [],
+        "full",
+        100,
+        tmp_path / "idx.sqlite",
+        tmp_path / "calibration.json",
+        printer,
+        labeler=SlowLabeler(0.01),
+    )
     text = "\n".join(line for _, line in stream.lines)
     plan = next(line for _, line in stream.lines if line.startswith("indexing the full corpus"))
     assert "72 documents" in plan and "kept" in plan and "--queries-sample" in plan and "does not shrink" in plan, plan
@@ -112,21 +114,20 @@ def test_calibrate_says_what_it_indexes_and_shows_progress_while_indexing_and_la
 
     # the second calibration of the same corpus embeds nothing, and says so
     stream.lines.clear()
-    with use_embedder(SlowEmbedder(0.03)):
-        calibrate_job(
-            load_settings({}),
-            Source(beir=data),
-            config,
-            4,
-            ["fts", "hybrid"],
-            [],
-            "full",
-            100,
-            tmp_path / "idx.sqlite",
-            tmp_path / "calibration2.json",
-            printer,
-            labeler=SlowLabeler(0.0),
-        )
+    calibrate_job(
+        load_settings({"embedder": "hash"}),
+        Source(beir=data),
+        config,
+        4,
+        ["fts", "hybrid"],
+        [],
+        "full",
+        100,
+        tmp_path / "idx.sqlite",
+        tmp_path / "calibration2.json",
+        printer,
+        labeler=SlowLabeler(0.0),
+    )
     assert any("up to date (72 documents): nothing to embed" in line for _, line in stream.lines)
     assert not any(re.match(r"\s*embedding \d", line) for _, line in stream.lines)
 

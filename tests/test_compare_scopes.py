@@ -22,24 +22,20 @@ def compare_run(tmp_path_factory):
     hybrid, fts and vector on it with a quality gate; returns (result, run lines, query set)."""
     tmp = tmp_path_factory.mktemp("compare")
     with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
+        from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 
         mp.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            db = str(tmp / "index.sqlite")
-            out = tmp / "first"
-            assert invoke(["index", str(FIXTURES), "--db", db]).exit_code == 0
-            first = invoke(
-                ["generate", "--fixtures", str(FIXTURES), "--count", "8", "--provider", "offline", "--out", str(tmp / "qs.json"), *KEEP_ALL]
-            )
-            assert first.exit_code == 0, first.output
-            result = invoke(
-                ["evaluate", "--queries", str(tmp / "qs.json"), "--db", db, "--out-dir", str(out), "--provider", "offline"]
-                + ["--search-mode", "hybrid,fts,vector", "--min-overall", "0.01"]
-            )
-        finally:
-            set_embedder(previous)
+        db = str(tmp / "index.sqlite")
+        out = tmp / "first"
+        assert invoke(["index", str(FIXTURES), "--db", db]).exit_code == 0
+        first = invoke(
+            ["generate", "--fixtures", str(FIXTURES), "--count", "8", "--provider", "offline", "--out", str(tmp / "qs.json"), *KEEP_ALL]
+        )
+        assert first.exit_code == 0, first.output
+        result = invoke(
+            ["evaluate", "--queries", str(tmp / "qs.json"), "--db", db, "--out-dir", str(out), "--provider", "offline"]
+            + ["--search-mode", "hybrid,fts,vector", "--min-overall", "0.01"]
+        )
     assert result.exit_code == 0, result.output
     return result, run_lines(out), json.loads((tmp / "qs.json").read_text())["queries"], out
 

@@ -223,9 +223,9 @@ class FlakyJudge(HeuristicJudge):
 
 @pytest.mark.hash_embedder
 def test_trials_give_the_median_label_its_spread_and_alpha(tmp_path):
-    from judge_runner.search.embedding import get_embedder
+    from judge_runner.embed.registry import instance
 
-    outcome, lines = run(tmp_path, FlakyJudge(get_embedder()), queries(3), trials=3, hits=4)
+    outcome, lines = run(tmp_path, FlakyJudge(instance("hash")), queries(3), trials=3, hits=4)
     results = [r for l in lines if l["type"] == "evaluation" for r in l["results"]]
     assert all(len(r["trialLabels"]) == 3 for r in results)
     for r in results:
@@ -237,9 +237,9 @@ def test_trials_give_the_median_label_its_spread_and_alpha(tmp_path):
 
 @pytest.mark.hash_embedder
 def test_off_topic_queries_are_kept_out_of_the_means_and_scored_on_abstention(tmp_path):
-    from judge_runner.search.embedding import get_embedder
+    from judge_runner.embed.registry import instance
 
-    outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(2, off_topic=2))
+    outcome, lines = run(tmp_path, HeuristicJudge(instance("hash")), queries(2, off_topic=2))
     evaluations = {l["queryId"]: l for l in lines if l["type"] == "evaluation"}
     for qid in ("x1", "x2"):
         ev = evaluations[qid]
@@ -252,13 +252,13 @@ def test_off_topic_queries_are_kept_out_of_the_means_and_scored_on_abstention(tm
 
 @pytest.mark.hash_embedder
 def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
-    from judge_runner.search.embedding import get_embedder
+    from judge_runner.embed.registry import instance
 
     qrels = tmp_path / "human.qrels"
     qrels.write_text("q1 0 notes/lunch.md 3\nq1 0 guides/local%20dev.md 0\n", encoding="utf-8")
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         assert import_human_qrels(cache, qrels, "team") == 2
-        outcome, lines = run(tmp_path, HeuristicJudge(get_embedder()), queries(1), cache=cache)
+        outcome, lines = run(tmp_path, HeuristicJudge(instance("hash")), queries(1), cache=cache)
     results = {r["source"]: r for r in lines[1]["results"]}
     assert results["notes/lunch.md"]["relevance"] == 3 and results["notes/lunch.md"]["labelOrigin"] == "human"
     assert lines[1]["humanLabels"] == 1 and outcome.summary["humanLabels"] == 1

@@ -14,6 +14,7 @@ import pytest
 
 from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.app.label.budget import DEFAULT_SECONDS_PER_LABEL, measured_pace
+from judge_runner.embed.registry import instance
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.label_budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
@@ -21,7 +22,6 @@ from judge_runner.judging.label_estimate import estimate_budget
 from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
 from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.read import read_run_file
-from judge_runner.search.embedding import get_embedder
 from tests.budget_runs import ranking, true_scaled_dcg, true_value, truth, truth_grades, write_compare_run
 from tests.clitools import invoke
 from tests.label_client import Job, act, spawn_label, state, stop_process
@@ -207,7 +207,7 @@ def test_evaluate_skips_its_uniform_correction_when_the_labels_were_drawn_with_u
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, qrels, "team")
         cache.set_label_design("team", {"design": "weighted", "unit": "queries", "uniform": uniform})
-        outcome, _ = run(tmp_path, HeuristicJudge(get_embedder()), queries(13), cache=cache)
+        outcome, _ = run(tmp_path, HeuristicJudge(instance("hash")), queries(13), cache=cache)
     block = outcome.summary["biasCorrected"]
     if uniform:  # a uniform draw of whole queries: corrected as any random sample
         assert block["nDCG@10"] is not None and not block.get("skipped")

@@ -106,31 +106,27 @@ def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("onelabel")
     db = work / "index.sqlite"
     with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
+        from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 
         mp.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            assert invoke(["index", str(FIXTURES), "--db", str(db)], HASH).exit_code == 0
-            query_set = work / "qs.json"
-            query_set.write_text(
-                json.dumps(
-                    {
-                        "queries": [
-                            {"id": i, "query": q, "queryIntent": f"Find what the notes say about {q}.", "queryType": "keyword"}
-                            for i, q in QUERIES
-                        ]
-                    }
-                ),
-                encoding="utf-8",
-            )
-            beir_queries = work / "queries.jsonl"
-            beir_queries.write_text("".join(json.dumps({"_id": i, "text": q}) + "\n" for i, q in QUERIES), encoding="utf-8")
-            run = work / "run.trec"
-            result = invoke(["search", "--queries", str(beir_queries), "--trec-run", str(run), "--db", str(db), "--limit", "10"], HASH)
-            assert result.exit_code == 0, result.output
-        finally:
-            set_embedder(previous)
+        assert invoke(["index", str(FIXTURES), "--db", str(db)], HASH).exit_code == 0
+        query_set = work / "qs.json"
+        query_set.write_text(
+            json.dumps(
+                {
+                    "queries": [
+                        {"id": i, "query": q, "queryIntent": f"Find what the notes say about {q}.", "queryType": "keyword"}
+                        for i, q in QUERIES
+                    ]
+                }
+            ),
+            encoding="utf-8",
+        )
+        beir_queries = work / "queries.jsonl"
+        beir_queries.write_text("".join(json.dumps({"_id": i, "text": q}) + "\n" for i, q in QUERIES), encoding="utf-8")
+        run = work / "run.trec"
+        result = invoke(["search", "--queries", str(beir_queries), "--trec-run", str(run), "--db", str(db), "--limit", "10"], HASH)
+        assert result.exit_code == 0, result.output
     return db, query_set, run
 
 
@@ -284,7 +280,7 @@ def test_a_copy_of_the_index_gives_the_same_text_as_the_folder(built, tmp_path):
     db, _, _ = built
     copy = tmp_path / "index.sqlite"
     shutil.copy(db, copy)
-    from judge_runner.search.embedding import HashEmbedder
+    from judge_runner.embed.hashing import HashEmbedder
     from judge_runner.search.sqlite import SQLiteIndex
 
     store = FolderDocuments(FIXTURES)

@@ -12,18 +12,13 @@ import sqlite3
 import numpy as np
 import pytest
 
-from judge_runner.search import embedding as embedding_mod
-from judge_runner.search import onnx_export
+from judge_runner.embed import onnx_export, registry
+from judge_runner.embed.base import EmbeddingModelError, encode_each
+from judge_runner.embed.hashing import HashEmbedder
+from judge_runner.embed.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder, OpenVinoMiniLMEmbedder
+from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
+from judge_runner.embed.registry import instance
 from judge_runner.search.base import IndexMismatchError
-from judge_runner.search.embedding import (
-    EMBEDDER_ENV,
-    HashEmbedder,
-    MiniLMEmbedder,
-    OnnxMiniLMEmbedder,
-    OpenVinoMiniLMEmbedder,
-    embedder_kind,
-    encode_each,
-)
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
 from tests.test_embedding import holds_a_document
@@ -50,11 +45,11 @@ def cached(onnx_cache, monkeypatch):
 
 
 def test_kinds_and_the_former_name():
-    assert embedder_kind({}) == embedding_mod.DEFAULT_KIND
-    assert embedder_kind({EMBEDDER_ENV: "minilm"}) == "torch"
-    assert embedder_kind({EMBEDDER_ENV: " ONNX-int8 "}) == "onnx-int8"
-    with pytest.raises(embedding_mod.EmbeddingModelError, match="torch, onnx, onnx-int8, openvino, hash"):
-        embedder_kind({EMBEDDER_ENV: "onnx-int4"})
+    assert registry.choose(None).kind == registry.DEFAULT_KIND
+    assert registry.normalize_kind("minilm") == "torch"
+    assert registry.normalize_kind(" ONNX-int8 ") == "onnx-int8"
+    with pytest.raises(EmbeddingModelError, match="torch, onnx, onnx-int8, openvino, hash"):
+        registry.get_spec("onnx-int4")
     names = {
         MiniLMEmbedder().name,
         OnnxMiniLMEmbedder("fp32").name,
@@ -172,7 +167,7 @@ def test_a_lone_text_is_embedded_alike_whatever_came_before(cached):
 def onnx_index(cached, tmp_path):
     """A small knowledge base indexed with the int8 ONNX embedder."""
     db = tmp_path / "index.sqlite"
-    with SQLiteIndex(db, embedder=embedding_mod.minilm_embedder("onnx-int8")) as index:
+    with SQLiteIndex(db, embedder=instance("onnx-int8")) as index:
         index_tree(index, small_kb(tmp_path))
         recorded = json.loads(index.get_meta("embedder") or "{}")
     assert recorded["kind"] == "onnx-int8" and recorded["quantization"] == "int8" and recorded["sha256"]
@@ -191,7 +186,7 @@ def small_kb(tmp_path):
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
 def test_prepared_onnx_search_gives_the_unprepared_results(onnx_index, mode):
     queries = ["drain a node before maintenance", "rotate the postgres password", "DEC-0054", "what is the capital of Australia"]
-    with SQLiteIndex(onnx_index, embedder=embedding_mod.minilm_embedder("onnx-int8"), readonly=True) as index:
+    with SQLiteIndex(onnx_index, embedder=instance("onnx-int8"), readonly=True) as index:
         lone = [index.search(q, mode=mode).model_dump(exclude={"latencyMs"}) for q in queries]
         assert lone[0]["results"][0]["source"] == "runbooks/drain-node.md"
         index.prepare_queries(queries[::-1], mode)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.core.models import Query
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.judging.protocol import LabelReply
 from judge_runner.llm.errors import BudgetExhausted, TransientError
 from judge_runner.querygen.answerability import check_answerability
@@ -19,7 +20,6 @@ from judge_runner.querygen.profile import NO_LANGUAGE, profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.review import ReviewOptions, review_query_set
 from judge_runner.querygen.spread import allocate, measure_spread
-from judge_runner.search.embedding import HashEmbedder
 
 pytestmark = pytest.mark.hash_embedder
 

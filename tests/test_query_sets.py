@@ -16,8 +16,8 @@ import pytest
 
 from judge_runner.analysis.report import build_report
 from judge_runner.core.query_card import QuerySetCard
+from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 from judge_runner.querygen.card import card_lines
-from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
 from tests.clitools import invoke, run_lines
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, first_user_text, offered_tools
 from tests.fakes.honest_judge import fenced_documents, query_of
@@ -91,11 +91,7 @@ def hashed():
     """The hash embedder for a module-scoped fixture (set up before the tests' own ``hash_embedder``)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            yield
-        finally:
-            set_embedder(previous)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,12 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.corpus.read import clean_text
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.evaluation.context import QUIET, RunContext, RunOutput
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.protocol import LabelReply
 from judge_runner.runs.write import RunWriter, read_run
-from judge_runner.search.embedding import HashEmbedder
 from judge_runner.search.sqlite import SQLiteIndex
 from tests.test_run_loop import StubJudge
 from tests.test_search import FIRST, HOSTILE
@@ -331,7 +331,7 @@ def test_small_inputs_run_on_one_torch_thread(embedder, monkeypatch):
     """Queries (small inputs, and any lone text) are encoded on one intra-op thread, a large batch of
     passages with torch's setting, which is restored after each call."""
     torch = pytest.importorskip("torch")
-    from judge_runner.search.embedding import SMALL_INPUT_CHARS
+    from judge_runner.embed.base import SMALL_INPUT_CHARS
 
     embedder.encode(["load the model"])
     seen: list[int] = []

@@ -64,9 +64,9 @@ def test_unknown_provider_names_the_known_ones():
 
 def test_offline_roles_are_the_heuristics_with_the_injected_embedder(hash_embedder):
     said: list[str] = []
-    roles = build_roles(Settings(provider="offline"), need_generator=True, say=said.append, environ=ANTHROPIC)
+    roles = build_roles(Settings(provider="offline", embedder="hash"), need_generator=True, say=said.append, environ=ANTHROPIC)
     assert isinstance(roles.writer, HeuristicQueryWriter) and isinstance(roles.judge, HeuristicJudge)
-    assert roles.judge.embedder is hash_embedder  # from the seam, injected
+    assert roles.judge.embedder is hash_embedder is roles.embedder  # the setting's, the process's one of its kind
     assert roles.judge.heuristic and roles.writer.heuristic
     assert (roles.judge.name, roles.judge.model) == ("offline", "offline-heuristic-v1")
     assert said == [roles.description] and "HEURISTIC" in roles.description and "(--provider)" in roles.description

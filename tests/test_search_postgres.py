@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME
+from judge_runner.embed.base import DIMENSION, MODEL_NAME
 from judge_runner.search.indexer import index_tree
 
 # The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module
@@ -186,7 +186,7 @@ def test_results_do_not_change_when_the_planner_learns_the_tables_statistics(pos
     equal distances come in id order. Hash embedder: every tie it makes must be broken the same way."""
     import psycopg
 
-    from judge_runner.search.embedding import HashEmbedder
+    from judge_runner.embed.hashing import HashEmbedder
     from judge_runner.search.postgres import PostgresIndex
     from tests.test_query_speed import QUERIES, answers
 
@@ -455,26 +455,23 @@ def test_query_terms_are_plain_words(query):
     assert all(re.fullmatch(r"[^\W_]+( [^\W_]+)+", p) for p in phrases)
 
 
-def test_an_index_is_opened_with_the_embedder_that_built_it_unless_a_kind_is_asked_for(postgres_dsn, schema, monkeypatch):
-    """Issue 23, as for SQLite: with JUDGE_RUNNER_EMBEDDER unset an index opens with the kind it records
-    (here the hashing embedder, so no model loads); a kind asked for that did not build it is refused,
-    naming the setting that reads it."""
-    from judge_runner.search import embedding
-    from judge_runner.search.base import IndexMismatchError
+def test_an_index_is_opened_with_the_embedder_that_built_it_unless_a_kind_is_asked_for(postgres_dsn, schema):
+    """Issue 23, as for SQLite: with no embedder setting an index opens with the kind it records (here the
+    hashing embedder, so no model loads); a kind the setting asks for that did not build it is refused,
+    naming the setting that reads it (issue 30: the setting, from any source, reaches the index through
+    ``app/indexing.open_index``)."""
+    from judge_runner.app.indexing import open_index
+    from judge_runner.config import Settings
+    from judge_runner.core.failures import UsageError
+    from judge_runner.embed.hashing import HashEmbedder
     from judge_runner.search.postgres import PostgresIndex
 
-    monkeypatch.delenv(embedding.EMBEDDER_ENV, raising=False)
-    previous = embedding.set_embedder(None)
-    try:
-        PostgresIndex(postgres_dsn, embedder=embedding.HashEmbedder(), schema=schema).close()
-        for readonly in (False, True):
-            index = PostgresIndex(postgres_dsn, schema=schema, readonly=readonly)
-            try:
-                assert isinstance(index.embedder, embedding.HashEmbedder) and index.model_name == "hash-384-v1"
-            finally:
-                index.close()
-        monkeypatch.setenv(embedding.EMBEDDER_ENV, "torch")
-        with pytest.raises(IndexMismatchError, match="JUDGE_RUNNER_EMBEDDER=hash"):
-            PostgresIndex(postgres_dsn, schema=schema, readonly=True)
-    finally:
-        embedding.set_embedder(previous)
+    PostgresIndex(postgres_dsn, embedder=HashEmbedder(), schema=schema).close()
+    for readonly in (False, True):
+        index = PostgresIndex(postgres_dsn, schema=schema, readonly=readonly)
+        try:
+            assert isinstance(index.embedder, HashEmbedder) and index.model_name == "hash-384-v1"
+        finally:
+            index.close()
+    with pytest.raises(UsageError, match="JUDGE_RUNNER_EMBEDDER=hash"):
+        open_index(Settings(backend="postgres", dsn=postgres_dsn, pg_schema=schema, embedder="torch"))

@@ -30,14 +30,10 @@ def hash_db(tmp_path_factory):
     """One SQLite index of fixtures/ with the hash embedder, copied by each test."""
     db = tmp_path_factory.mktemp("idx") / "index.sqlite"
     with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
+        from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 
         mp.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            result = invoke(["index", str(FIXTURES), "--db", str(db)], HASH)
-        finally:
-            set_embedder(previous)
+        result = invoke(["index", str(FIXTURES), "--db", str(db)], HASH)
     assert result.exit_code == 0, result.output
     return db
 

@@ -162,9 +162,10 @@ def test_every_package_says_what_it_holds(package):
 
 def test_config_imports_only_the_settings_vocabularies():
     """``config.py`` holds settings, not behaviour: of the package it imports only the core, the search's
-    settings and the provider registry's names and prices, never a backend, a provider or a judge."""
+    settings, the provider registry's names and prices and the embedder registry's kinds, never a backend, a
+    provider or a judge."""
     graph = import_graph("judge_runner")
-    allowed = {"judge_runner.search.settings", "judge_runner.llm.registry", "judge_runner.llm.pricing"}
+    allowed = {"judge_runner.search.settings", "judge_runner.llm.registry", "judge_runner.llm.pricing", "judge_runner.embed.registry"}
     assert {m for m in graph["judge_runner.config"] if not m.startswith("judge_runner.core.")} <= allowed
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner import __version__
+from judge_runner.app.indexing import setting_embedder
 from judge_runner.app.steps import make_roles
 from judge_runner.calibrate import output
 from judge_runner.calibrate.data import Collection, load_beir, load_files, read_qrels, restrict, sample_queries
@@ -24,12 +25,12 @@ from judge_runner.core.failures import GateFailedError, IncompleteRunError, Usag
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
+from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_judged_runs
-from judge_runner.search.embedding import EMBEDDER_ENV, EXPECTED_CHUNKS_PER_S
 from judge_runner.search.progress import IndexProgress, format_duration
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
@@ -159,12 +160,13 @@ def index_plan(collection: Collection, scope: str, candidates: int, queries: int
 
 def embedding_estimate(chunks: int, embedder: Any) -> str:
     """``embedding N chunks with the <kind> embedder: about T (R chunks/s measured on a 2-core machine)``,
-    from :data:`judge_runner.search.embedding.EXPECTED_CHUNKS_PER_S`."""
+    from the registry's :attr:`judge_runner.embed.registry.EmbedderSpec.chunks_per_s`."""
     kind = getattr(embedder, "kind", None) or "torch"
-    rate = EXPECTED_CHUNKS_PER_S.get(kind)
+    spec = EMBEDDERS.get(kind)
+    rate = spec.chunks_per_s if spec is not None else None
     text = f"embedding {chunks:,} chunks with the {kind} embedder"
     if rate:
-        text += f": about {format_duration(chunks / rate)} at the {rate:g} chunks/s measured on a 2-core machine ({EMBEDDER_ENV} chooses for a new index)"
+        text += f": about {format_duration(chunks / rate)} at the {rate:g} chunks/s measured on a 2-core machine ({SETTING_ENV} chooses for a new index)"
     return text
 
 
@@ -260,8 +262,6 @@ def calibrate_job(
     available = len(collection.queries)
     queries = sample_queries(collection, sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
-    if labeler is None:
-        labeler = labeler_for(make_roles(settings, False, printer.err).judge)
     index_info = None
     index = None
     meter = None if printer.quiet else IndexProgress()
@@ -269,9 +269,12 @@ def calibrate_job(
         if systems:
             path = db or default_index_path(collection, scope)
             try:
-                index = SQLiteIndex(path, settings.search)
+                index = SQLiteIndex(path, settings.search, setting_embedder(settings))
             except IndexMismatchError as exc:
                 raise UsageError(str(exc)) from None
+        if labeler is None:  # before anything is embedded: a missing key stops the job here
+            labeler = labeler_for(make_roles(settings, False, printer.err, index).judge)
+        if index is not None:
             printer.note(index_plan(collection, scope, candidates, len(queries), path))
             progress = planned_progress(meter, index.embedder, printer.note) if meter is not None else None
             index_info = prepare_index(index, collection, queries, scope, candidates, path.parent, progress=progress)

@@ -14,6 +14,8 @@ from judge_runner.core.failures import IncompleteRunError, UsageError
 from judge_runner.core.printer import Printer
 from judge_runner.corpus.document import first_with_content
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions, walk_corpus
+from judge_runner.embed.base import TextEmbedder
+from judge_runner.embed.registry import instance
 from judge_runner.search.indexer import BeirFormatError, index_beir, index_tree
 from judge_runner.search.postgres import PostgresIndex, scrub_secrets
 from judge_runner.search.progress import IndexProgress
@@ -22,7 +24,9 @@ from judge_runner.search.sqlite import IndexBusyError, IndexMismatchError, SQLit
 
 def open_index(settings: Settings, must_exist: bool = False) -> Any:
     """The index of ``settings`` (a ``SQLiteIndex`` or ``PostgresIndex``); ``must_exist`` opens an existing
-    one read-only (for searching). Raises UsageError when it is missing or unusable, or, with
+    one read-only (for searching). Its ``embedder`` is the command's one: the ``embedder`` setting's (an
+    index another kind built is then refused), else the one that built the index, else the default
+    (:func:`judge_runner.embed.registry.choose`); the roles share it (:func:`judge_runner.app.steps.make_roles`). Raises UsageError when it is missing or unusable, or, with
     ``must_exist``, when it holds no document; a PostgreSQL error is shown with the DSN's password scrubbed."""
     index = _open_backend(settings, must_exist)
     if must_exist and index.stats()["documents"] == 0:
@@ -31,13 +35,19 @@ def open_index(settings: Settings, must_exist: bool = False) -> Any:
     return index
 
 
-def _open_backend(settings: Settings, must_exist: bool) -> Any:
+def setting_embedder(settings: Settings) -> TextEmbedder | None:
+    """The embedder the ``embedder`` setting names (the process's one of that kind), or None when it is
+    unset: an index opened with None uses the one that built it, else the default."""
+    return instance(settings.embedder) if settings.embedder is not None else None
 
+
+def _open_backend(settings: Settings, must_exist: bool) -> Any:
+    embedder = setting_embedder(settings)
     if settings.backend == "postgres":
         if not settings.dsn:
             raise UsageError("--backend postgres needs --dsn URL or DATABASE_URL")
         try:
-            return PostgresIndex(settings.dsn, settings.search, readonly=must_exist, schema=settings.pg_schema)
+            return PostgresIndex(settings.dsn, settings.search, embedder, readonly=must_exist, schema=settings.pg_schema)
         except IndexMismatchError as exc:
             raise UsageError(str(exc)) from None
         except Exception as exc:  # psycopg.OperationalError and friends: never echo the DSN's password
@@ -48,7 +58,7 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
     if must_exist and not settings.db.is_file():
         raise UsageError(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
-        return SQLiteIndex(settings.db, settings.search, readonly=must_exist)
+        return SQLiteIndex(settings.db, settings.search, embedder, readonly=must_exist)
     except IndexMismatchError as exc:
         raise UsageError(str(exc)) from None
     except Exception as exc:  # sqlite3.DatabaseError for a file that is not an index
@@ -100,11 +110,10 @@ def _progress():
     return IndexProgress()
 
 
-def index_fixtures(settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
-    """Index FIXTURES incrementally into the index of ``settings`` (progress on stderr unless quiet).
-    Raises UsageError for a folder that is not one; IncompleteRunError on Ctrl+C (what was committed
-    is kept). The caller closes the returned index."""
-    index = open_index(settings)
+def index_fixtures(index: Any, settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
+    """Index FIXTURES incrementally into ``index`` (opened by :func:`open_index` for ``settings``; progress
+    on stderr unless quiet). Raises UsageError for a folder that is not one and IncompleteRunError on
+    Ctrl+C (what was committed is kept), having closed the index. The caller closes the returned index."""
     started = time.monotonic()
     progress = None if printer.quiet else _progress()
     try:
@@ -158,7 +167,7 @@ def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | Non
     elif fixtures is not None:
         require_folder(fixtures)
         check_corpus(settings, fixtures)
-        done = index_fixtures(settings, fixtures, prune, shown)
+        done = index_fixtures(open_index(settings), settings, fixtures, prune, shown)
     else:
         raise UsageError("give either a FIXTURES folder or --beir-corpus FILE")
     stats = done.index.stats()

@@ -148,7 +148,7 @@ def evaluate_job(
                 return None
             printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
             settings = resumed_settings(settings, resume, printer)
-        roles = make_roles(settings, need_generator=False, say=printer.err)
+        roles = make_roles(settings, need_generator=False, say=printer.err, index=index)
         if resume is not None:
             warn_judge_change(roles.judge, resume, printer)
         job = new_job(settings, roles, index, out_dir, printer, job_systems)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from judge_runner.config import ConfigError, Settings
+from judge_runner.embed.base import TextEmbedder
+from judge_runner.embed.registry import choose
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.judging.protocol import Judge
@@ -34,7 +36,6 @@ from judge_runner.llm.retry import RetryPolicy
 from judge_runner.querygen.agent import LLMQueryWriter
 from judge_runner.querygen.heuristic import HeuristicQueryWriter
 from judge_runner.querygen.protocol import QueryWriter
-from judge_runner.search.embedding import TextEmbedder, get_embedder
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,15 @@ class Roles:
     line describing the choice (already said on stderr), the judge ``concurrency`` to use (the setting,
     or 1 for a local server the user did not set it for: ``ChatProvider.prepare_run``), and the judge
     model's standard ``judge_price`` (USD per million tokens; None for the heuristic or an unknown price;
-    under ``--batch`` the provider itself charges the batch price)."""
+    under ``--batch`` the provider itself charges the batch price), and the command's one ``embedder``
+    (the heuristic judge's, the query review's near-duplicates': the open index's when there is one)."""
 
     writer: QueryWriter | None
     judge: Judge
     budget: Budget
     description: str
     concurrency: int
+    embedder: TextEmbedder
     judge_price: Price | None = None
 
 
@@ -65,13 +68,15 @@ def build_roles(
 
     ``say`` gets the line naming the provider and models (loudly HEURISTIC for ``offline``) and one
     warning per model whose price is unknown (the run's cost is then reported as unknown). ``environ``
-    defaults to ``os.environ``; ``embedder`` (for the heuristic judge) to
-    :func:`judge_runner.search.embedding.get_embedder`. Raises ConfigError (exit code 2) when the provider's key
+    defaults to ``os.environ``; ``embedder``: the command's one embedder, the open index's
+    (``index.embedder``) when the command has an index, else None: the ``embedder`` setting's, else the
+    default (:func:`judge_runner.embed.registry.choose`); the heuristic judge embeds with it. Raises ConfigError (exit code 2) when the provider's key
     is missing, or when ``--max-budget-usd`` is set but a model's price is unknown; with ``settings.batch``
     (``--batch``) the judge's provider is wrapped for its batch API (:func:`batch_judge`), and the heuristic
     provider is a ConfigError (it makes no API calls to batch).
     """
     environ = os.environ if environ is None else environ
+    embedder = embedder if embedder is not None else choose(settings.embedder)
     budget = Budget(max_usd=settings.max_budget_usd, per_call_cap_usd=settings.per_call_cap_usd, max_tokens=settings.max_budget_tokens)
     if settings.provider == "auto":
         spec, reason = detect(environ)
@@ -82,7 +87,7 @@ def build_roles(
         description = f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments"
         say(description)
         writer = HeuristicQueryWriter() if need_generator else None
-        return Roles(writer, HeuristicJudge(embedder or get_embedder()), budget, description, settings.concurrency)
+        return Roles(writer, HeuristicJudge(embedder), budget, description, settings.concurrency, embedder)
 
     problem = missing_key(spec, environ)
     if problem:
@@ -123,7 +128,7 @@ def build_roles(
     if settings.batch:
         judge = batch_judge(spec, judge, settings.batch_poll, say)
     llm_writer = LLMQueryWriter(generator) if generator is not None else None
-    return Roles(llm_writer, LLMJudge(judge), budget, description, concurrency, price)
+    return Roles(llm_writer, LLMJudge(judge), budget, description, concurrency, embedder, price)
 
 
 def check_batch_provider(spec, reason: str, settings: Settings) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from judge_runner.app.console import print_summary
 from judge_runner.app.dry_run import start_estimate
-from judge_runner.app.indexing import check_corpus, describe_index, index_fixtures
+from judge_runner.app.indexing import check_corpus, describe_index, index_fixtures, open_index
 from judge_runner.app.inputs import (
     check_human_coverage,
     open_cache,
@@ -64,14 +64,16 @@ PROMPTS = (
 
 
 # -- providers ------------------------------------------------------------------------------------------
-def make_roles(settings: Settings, need_generator: bool, say: Say) -> Roles:
+def make_roles(settings: Settings, need_generator: bool, say: Say, index: Any = None) -> Roles:
     """The run's :class:`~judge_runner.app.roles.Roles` (query writer or None, judge, budget, judge
-    concurrency and price) for ``settings.provider``, built by :func:`judge_runner.app.roles.build_roles`
-    from the provider registry (``auto``: the first provider whose key or base URL is set, else offline).
-    Says which provider and models were chosen, and why. Raises UsageError for a missing key, or for a
-    model with no known price under ``--max-budget-usd``."""
+    concurrency and price, the command's embedder) for ``settings.provider``, built by
+    :func:`judge_runner.app.roles.build_roles` from the provider registry (``auto``: the first provider
+    whose key or base URL is set, else offline). ``index``: the command's open index, whose embedder the
+    roles share (None: the command has none; the ``embedder`` setting's, else the default). Says which
+    provider and models were chosen, and why. Raises UsageError for a missing key, or for a model with no
+    known price under ``--max-budget-usd``."""
     try:
-        return build_roles(settings, need_generator, say=say)
+        return build_roles(settings, need_generator, say=say, embedder=index.embedder if index is not None else None)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -99,13 +101,19 @@ def new_job(settings: Settings, roles: Roles, index: Any, out_dir: Path, printer
 
 
 def open_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, need_generator: bool) -> Job:
-    """Check the corpus, choose the providers, then index FIXTURES incrementally (pruning what is gone).
-    The caller closes ``job.index``. Raises UsageError (bad corpus, provider or key) before the index
-    is touched."""
+    """Check the corpus, open the index (which settles the command's embedder), choose the providers
+    (sharing that embedder), then index FIXTURES incrementally (pruning what is gone). The caller closes
+    ``job.index``. Raises UsageError (bad corpus, an index another embedder built, provider or key)
+    before anything is indexed."""
     check_corpus(settings, fixtures)
-    roles = make_roles(settings, need_generator, printer.err)
+    index = open_index(settings)
+    try:
+        roles = make_roles(settings, need_generator, printer.err, index)
+    except BaseException:
+        index.close()
+        raise
     printer.note(f"indexing {fixtures} into {settings.index_label} ...")
-    done = index_fixtures(settings, fixtures, prune=True, printer=printer)
+    done = index_fixtures(index, settings, fixtures, prune=True, printer=printer)
     printer.note(describe_index(done.report, done.elapsed))
     return new_job(settings, roles, done.index, out_dir, printer)
 
@@ -127,7 +135,7 @@ def write_queries(settings: Settings, roles: Roles, fixtures: Path, printer: Pri
         options = ReviewOptions(
             settings.keep_unverified, ProtocolSettings(settings.judge_mode, settings.trials, settings.seed), roles.concurrency
         )
-        result = review_query_set(result, profile, roles.judge, cache=cache, options=options, log=printer.log)
+        result = review_query_set(result, profile, roles.judge, embedder=roles.embedder, cache=cache, options=options, log=printer.log)
     finally:
         if cache is not None:
             cache.close()

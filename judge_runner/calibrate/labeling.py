@@ -150,7 +150,7 @@ class ProtocolLabeler:
         return scores, [*labels, paid]
 
 
-def labeler_for(judge: Any, embedder: Any = None) -> Labeler:
+def labeler_for(judge: Any) -> Labeler:
     """The labeller for a judge built by :func:`judge_runner.app.roles.build_roles`: :class:`ProtocolLabeler`
-    (``embedder`` is unused: the heuristic judge has its own, injected when it was built)."""
+    (the heuristic judge embeds with the command's embedder, given when it was built)."""
     return ProtocolLabeler(judge)

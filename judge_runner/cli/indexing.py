@@ -8,7 +8,7 @@ import click
 
 from judge_runner.app.indexing import index_job
 from judge_runner.app.searching import batch_search_job, search_job
-from judge_runner.cli.options import db_option, printer, setting_option, settings
+from judge_runner.cli.options import EMBEDDER, db_option, printer, setting_option, settings
 from judge_runner.core.failures import UsageError
 from judge_runner.core.models import SEARCH_MODES
 
@@ -31,6 +31,7 @@ from judge_runner.core.models import SEARCH_MODES
     "Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].",
 )
 @setting_option("max_file_bytes", "Skip larger files, with a reason [default: 2097152].")
+@EMBEDDER
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
 def index(
     fixtures: Path | None,
@@ -52,8 +53,9 @@ def index(
     Embedder: a new index is built with openvino (all-MiniLM-L6-v2 exported once to ONNX into
     ~/.cache/judge-runner, run by OpenVINO in bf16 where the CPU has it: the torch model's vectors at
     about 2.4x its speed, a cold search in about a second). An index keeps the embedder that built it
-    and is always opened with it; JUDGE_RUNNER_EMBEDDER=torch, onnx, onnx-int8 or openvino chooses for
-    a new index (an index built by another is refused). See docs/builtin-search.md#embedders.
+    and is opened with it when nothing chooses one; --embedder (or JUDGE_RUNNER_EMBEDDER, or embedder
+    in judge-runner.toml) torch, onnx, onnx-int8 or openvino chooses for a new index (an index built by
+    another is refused). See docs/builtin-search.md#embedders.
     \b
     Examples:
       judge-runner index fixtures/
@@ -96,11 +98,15 @@ def index(
     default=None,
     help="Batch mode: write a TREC run file (qid Q0 docid rank score tag) for trec_eval or ir-measures.",
 )
+@EMBEDDER
 def search(
     query: str | None, db: Path | None, mode: str, limit: int | None, as_json: bool, queries_file: Path | None, trec_run: Path | None
 ) -> None:
     """Search the index, one query or a batch.
 
+    \b
+    The query is embedded by the embedder that built the index, unless --embedder (or
+    JUDGE_RUNNER_EMBEDDER) names one; an index built by another is then refused.
     \b
     Examples:
       judge-runner search "drain a kubernetes node"

@@ -24,17 +24,17 @@ from judge_runner.llm.registry import PROVIDERS
 
 
 def settings(**flags: Any) -> Settings:
-    """Settings from the config file, the environment and these flags, plus ``--backend``/``--dsn`` kept
-    in the click context by :func:`db_option`. Raises UsageError for unusable settings."""
+    """Settings from the config file, the environment and these flags, plus ``--backend``/``--dsn``/``--embedder``
+    kept in the click context (:func:`db_option`, :data:`EMBEDDER`). Raises UsageError for unusable settings."""
     ctx = click.get_current_context(silent=True)
     return load(merged_flags(ctx, flags))
 
 
 def merged_flags(ctx: click.Context | None, flags: dict[str, Any]) -> dict[str, Any]:
-    """``flags`` plus ``backend`` and ``dsn`` from the click context (see :func:`db_option`)."""
+    """``flags`` plus ``backend``, ``dsn`` and ``embedder`` from the click context (see :func:`settings`)."""
     flags = dict(flags)
     if ctx is not None:
-        for name in ("backend", "dsn"):
+        for name in ("backend", "dsn", "embedder"):
             flags.setdefault(name, ctx.meta.get(f"judge_runner.{name}"))
     return flags
 
@@ -155,6 +155,8 @@ COMMON = [
     setting_option("call_deadline", "Seconds per call including its retries [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
+_EMBEDDER = "The index's, search's, offline judge's and query review's embedder [default: the index's own, else openvino; env JUDGE_RUNNER_EMBEDDER]."
+EMBEDDER = setting_option("embedder", _EMBEDDER + " An index built by another is refused.", expose_value=False, callback=_remember)
 
 
 def _repeated(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str] | None:
@@ -236,12 +238,12 @@ def check_flags(dry_run: bool, as_json: bool) -> bool:
 
 def generate_options(f):
     # the judge checks each query is answerable (docs/query-sets.md); --human-qrels (last) does not apply
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED, EMBEDDER])
 
 
 def evaluate_options(f):
-    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH])
+    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, EMBEDDER])
 
 
 def run_options(f):
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED])
+    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED, EMBEDDER])

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from judge_runner.core.textproc import query_tokens
+from judge_runner.embed.base import TextEmbedder, encode_each
 from judge_runner.judging.advice import CENTRE_SNIPPETS, COLLAPSE_DUPLICATES, IMPROVE_RECALL, RANK_BEST_FIRST
 from judge_runner.judging.fence import RenderedDocument, without_suspected_lines
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import ListItem
 from judge_runner.llm.registry import HEURISTIC_MODEL
-from judge_runner.search.embedding import TextEmbedder, encode_each
 
 # Grade thresholds on 0.6 * cosine + 0.4 * term overlap. Chosen by hand on the sample fixtures so that a
 # document dedicated to the query scores 3 and a passing mention 1; a heuristic, not a calibrated judge.
@@ -52,7 +52,7 @@ def _grade(combined: float) -> int:
 
 def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder: TextEmbedder) -> list[LabelReply]:
     """One heuristic label per document, each on its own (so order and neighbours never matter: every
-    text is embedded alone, :func:`judge_runner.search.embedding.encode_each`):
+    text is embedded alone, :func:`judge_runner.embed.base.encode_each`):
     grade of ``0.6 * cosine(query, anchor + text) + 0.4 * share of query terms in anchor, text and
     source``, thresholds :data:`GRADE_THRESHOLDS`, on :func:`fence.without_suspected_lines` of the
     document. The flag ``injection_suspected`` is left to the code's detector (False here)."""
@@ -158,7 +158,7 @@ def heuristic_list_verdict(
 
 class HeuristicJudge:
     """The offline :class:`~judge_runner.app.roles.Judge`: no network, no key, no cost. ``embedder`` is
-    injected (``build_roles`` passes :func:`judge_runner.search.embedding.get_embedder`'s); its name is part of
+    injected (``build_roles`` passes the command's one embedder, :attr:`judge_runner.app.roles.Roles.embedder`); its name is part of
     ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
     (it is deterministic)."""
 

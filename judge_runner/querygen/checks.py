@@ -27,8 +27,8 @@ import numpy as np
 
 from judge_runner.core.models import Query
 from judge_runner.core.query_card import NonSpecificQuery
+from judge_runner.embed.base import TextEmbedder, encode_each
 from judge_runner.querygen.profile import CorpusProfile, content_stems, normalise_text
-from judge_runner.search.embedding import TextEmbedder, encode_each
 from judge_runner.search.hybrid import FIELD_WEIGHTS
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 

@@ -33,6 +33,7 @@ from judge_runner.core.query_card import (
     QuerySetCard,
     TypeLeakage,
 )
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.judging.protocol import Judge
@@ -49,7 +50,6 @@ from judge_runner.querygen.checks import (
 from judge_runner.querygen.profile import CorpusProfile
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.spread import measure_spread
-from judge_runner.search.embedding import TextEmbedder, get_embedder
 
 
 @dataclass(frozen=True)
@@ -72,15 +72,15 @@ def review_query_set(
     profile: CorpusProfile,
     judge: Judge | None,
     *,
+    embedder: TextEmbedder,
     cache: JudgmentCache | None = None,
     options: ReviewOptions = ReviewOptions(),
-    embedder: TextEmbedder | None = None,
     log: Callable[[str], None] = lambda message: None,
 ) -> GenerationResult:
     """``result`` with the checks of the module docstring applied: the queries kept (some widened), every
     dropped query added to ``dropped`` (``{"id", "query", "reason", "check"}``), the judge's cost added
     to ``cost_usd``, and its ``card``. ``judge`` None skips the answerability check (the card says so).
-    ``embedder``: for near-duplicates (default :func:`judge_runner.search.embedding.get_embedder`).
+    ``embedder``: for near-duplicates (the command's one embedder: :attr:`judge_runner.app.roles.Roles.embedder`).
     Raises KeyboardInterrupt, what the embedder raises, and the judge's BudgetExhausted, SpendLimitError
     or AuthError (phase one stops); any other failed judge call leaves its query unchecked."""
     dropped = [
@@ -89,7 +89,6 @@ def review_query_set(
         )
         for d in result.dropped
     ]
-    embedder = embedder or get_embedder()
     queries, duplicates = find_duplicates(result.queries, embedder)
     for d in duplicates:
         why = "the same text" if d.same_text else f"the same expected sources and embedding cosine {d.cosine:.2f} >= {DUPLICATE_COSINE}"

@@ -1,1 +1,2 @@
-"""The search under test: backend contract, SQLite backend, RRF fusion, embeddings."""
+"""The search under test: backend contract, SQLite and PostgreSQL backends, RRF fusion, external systems;
+the embedder it is given comes from :mod:`judge_runner.embed`."""

@@ -32,8 +32,8 @@ import numpy as np
 from judge_runner.core.models import SEARCH_MODES, SearchMode
 from judge_runner.corpus.chunk import Chunk
 from judge_runner.corpus.read import clean_text
+from judge_runner.embed.base import encode_each
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchSettings
-from judge_runner.search.embedding import encode_each
 from judge_runner.search.fusion import rrf
 from judge_runner.search.passages import select_passages
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
@@ -126,7 +126,7 @@ class ChunkSearch:
     """``search(query, mode, limit)`` on top of a backend's ``_fts``, ``_vector`` and ``_chunk_rows``."""
 
     settings: SearchSettings
-    embedder: Any  # the backend's TextEmbedder (judge_runner.search.embedding)
+    embedder: Any  # the backend's TextEmbedder (judge_runner.embed.base)
 
     def _fts(self, query: str, depth: int) -> list[tuple[int, float]]:
         raise NotImplementedError

@@ -47,8 +47,9 @@ import numpy as np
 
 from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.corpus.chunk import Chunk
+from judge_runner.embed.base import TextEmbedder
+from judge_runner.embed.registry import choose, mismatch_advice
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
 
@@ -130,8 +131,10 @@ class PostgresIndex(ChunkSearch):
 
     ``dsn``: a libpq connection string or URL; ``schema``: the PostgreSQL schema holding the index
     (created when missing unless ``readonly``); ``pool_size``: most concurrent searches; ``embedder``:
-    None opens an existing index with the kind that built it, unless a kind is asked for
-    (:func:`judge_runner.search.embedding.index_embedder`). Raises IndexMismatchError when the schema was built with another embedding model, dimension or an
+    the command's embedder when the ``embedder`` setting chose one (an index built by another is refused);
+    None: the one that built the index, else the default for a new one
+    (:func:`judge_runner.embed.registry.choose`, asked once, when the meta is read). Raises
+    IndexMismatchError when the schema was built with another embedding model, dimension or an
     unknown schema version, or (``readonly``) holds no index; PostgresSetupError when pgvector is
     missing and cannot be created; psycopg.OperationalError when the server cannot be reached.
     """
@@ -155,17 +158,7 @@ class PostgresIndex(ChunkSearch):
         self.schema = schema
         self.path = f"{redact_dsn(dsn)} (schema {schema})"
         self.settings = settings or SearchSettings()
-        self.embedder = embedder or shared_embedder()
-        self._follow_index = embedder is None  # opened with the kind that built it (embedding.index_embedder)
         self.readonly = readonly
-        self.model_name = getattr(self.embedder, "name", MODEL_NAME)
-        self.dim = int(getattr(self.embedder, "dimension", DIMENSION))
-        if self.dim > HNSW_MAX_HALFVEC_DIM:
-            raise PostgresSetupError(
-                f"the embedding model {self.model_name} gives {self.dim} dimensions; pgvector's HNSW index takes at "
-                f"most {HNSW_MAX_VECTOR_DIM} as vector and {HNSW_MAX_HALFVEC_DIM} as halfvec"
-            )
-        self.vector_type = "vector" if self.dim <= HNSW_MAX_VECTOR_DIM else "halfvec"
         self._pool_size = pool_size
         self._delta = (0, 0)  # (chunks, tokens) written by the open transaction, added to corpus_stats on commit
         self._touched = 0  # chunks inserted or deleted by the open transaction
@@ -174,15 +167,15 @@ class PostgresIndex(ChunkSearch):
         self._pool_lock = threading.Lock()
         self._s = sql.Identifier(schema)
         self._cfg = sql.Literal(sql.Identifier(schema, "lexical").as_string())
-        self._q = self._statements()
 
         conn = psycopg.connect(dsn, autocommit=False)
         try:
             self._ensure_extension(conn)
-            self._ensure_schema(conn)
+            self._ensure_schema(conn, embedder)
         except BaseException:
             conn.close()
             raise
+        self._q = self._statements()  # they name the vector type, known once the embedder is
         if readonly:
             conn.close()
             self._conn = None
@@ -245,8 +238,28 @@ class PostgresIndex(ChunkSearch):
         register_vector(conn)
         conn.commit()
 
-    def _ensure_schema(self, conn) -> None:
-        """Create the schema at :data:`SCHEMA_VERSION`, or upgrade it, or check it; then check the meta."""
+    def _use_embedder(self, embedder: TextEmbedder) -> None:
+        """Embed with ``embedder``: its model name, dimension and the vector type that holds it. Raises
+        PostgresSetupError for more dimensions than pgvector's HNSW index takes."""
+        self.embedder, self.model_name, self.dim = embedder, embedder.name, int(embedder.dimension)
+        if self.dim > HNSW_MAX_HALFVEC_DIM:
+            raise PostgresSetupError(
+                f"the embedding model {self.model_name} gives {self.dim} dimensions; pgvector's HNSW index takes at "
+                f"most {HNSW_MAX_VECTOR_DIM} as vector and {HNSW_MAX_HALFVEC_DIM} as halfvec"
+            )
+        self.vector_type = "vector" if self.dim <= HNSW_MAX_VECTOR_DIM else "halfvec"
+
+    def _recorded_model(self, conn) -> str | None:
+        """The ``embedding_model`` the schema's meta records (None: no schema yet, or none recorded)."""
+        if conn.execute("SELECT to_regclass(%s)", (f"{self._s.as_string()}.meta",)).fetchone()[0] is None:
+            return None
+        row = conn.execute(self._sql("SELECT value FROM {s}.meta WHERE key = 'embedding_model'")).fetchone()
+        return row[0] if row else None
+
+    def _ensure_schema(self, conn, embedder: TextEmbedder | None) -> None:
+        """Choose the embedder (``embedder``, else the index's own, else the default: once, here), then
+        create the schema at :data:`SCHEMA_VERSION`, or upgrade it, or check it; then check the meta."""
+        self._use_embedder(embedder if embedder is not None else choose(None, self._recorded_model(conn)))
         expected = {
             "schema_version": SCHEMA_VERSION,
             "embedding_model": self.model_name,
@@ -272,11 +285,6 @@ class PostgresIndex(ChunkSearch):
                 conn.commit()
                 return
         meta = dict(conn.execute(self._sql("SELECT key, value FROM {s}.meta")).fetchall())
-        if self._follow_index and meta.get("embedding_model"):
-            followed = index_embedder(meta["embedding_model"])
-            if int(getattr(followed, "dimension", DIMENSION)) == self.dim:
-                self.embedder, self.model_name = followed, getattr(followed, "name", MODEL_NAME)
-                expected["embedding_model"] = self.model_name
         version = meta.get("schema_version")
         while version != SCHEMA_VERSION and version in MIGRATIONS and not self.readonly:
             target, statements = MIGRATIONS[version]

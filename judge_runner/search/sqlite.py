@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from judge_runner.corpus.chunk import Chunk
+from judge_runner.embed.base import DIMENSION, TextEmbedder
+from judge_runner.embed.registry import choose, mismatch_advice
 from judge_runner.search.base import IndexMismatchError, SearchSettings
-from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
@@ -67,8 +68,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 class SQLiteIndex(ChunkSearch):
     """A search index in one SQLite file. Use as a context manager or call ``close()``.
 
-    ``embedder``: None opens an existing index with the kind that built it, and a new one with the default
-    kind, unless a kind is asked for (:func:`judge_runner.search.embedding.index_embedder`).
+    ``embedder``: the command's embedder when the ``embedder`` setting chose one (an index built by another
+    is refused); None: the one that built the index, else the default for a new index
+    (:func:`judge_runner.embed.registry.choose`, asked once, when the meta is read).
     Raises IndexMismatchError when the file was built with another embedding model or schema version.
     """
 
@@ -77,8 +79,6 @@ class SQLiteIndex(ChunkSearch):
     ):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
-        self.embedder = embedder or shared_embedder()
-        self._follow_index = embedder is None  # opened with the kind that built it (embedding.index_embedder)
         self.busy_timeout_s = BUSY_TIMEOUT_S
         if readonly:
             # search needs no write access: a shared or read-only index still serves queries
@@ -100,7 +100,7 @@ class SQLiteIndex(ChunkSearch):
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.executescript(_SCHEMA)
         with self._busy():
-            self._check_meta(readonly)
+            self._check_meta(readonly, embedder)
         self._matrix: np.ndarray | None = None
         self._matrix_ids: np.ndarray | None = None
 
@@ -129,13 +129,14 @@ class SQLiteIndex(ChunkSearch):
                 "judge-runner command finish, or use another --db"
             ) from None
 
-    def _check_meta(self, readonly: bool = False) -> None:
+    def _check_meta(self, readonly: bool, embedder: TextEmbedder | None) -> None:
+        """Set :attr:`embedder` (``embedder``, else the index's own, else the default: chosen once, here)
+        and check the meta against it. Raises IndexMismatchError."""
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
-        if self._follow_index:
-            self.embedder = index_embedder(meta.get("embedding_model"))
+        self.embedder = embedder if embedder is not None else choose(None, meta.get("embedding_model"))
         expected = {
             "schema_version": SCHEMA_VERSION,
-            "embedding_model": getattr(self.embedder, "name", MODEL_NAME),
+            "embedding_model": self.embedder.name,
             "embedding_dim": str(DIMENSION),
         }
         if not meta and readonly:

@@ -48,7 +48,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from judge_runner.search.onnx_model import OnnxSession
+from judge_runner.embed.onnx_model import OnnxSession
 
 CACHE_ENV = "JUDGE_RUNNER_CACHE_DIR"
 QUANTIZATIONS = ("fp32", "int8")

@@ -1,9 +1,9 @@
 """The exported all-MiniLM-L6-v2 ONNX graph run by OpenVINO instead of ONNX Runtime, in bfloat16 where
 the CPU computes it natively.
 
-:class:`OpenVinoSession` is :class:`~judge_runner.search.onnx_model.OnnxSession` (the model's own
+:class:`OpenVinoSession` is :class:`~judge_runner.embed.onnx_model.OnnxSession` (the model's own
 tokenizer, truncation, mean pooling and normalisation) with OpenVINO's CPU plugin running the graph: the
-fp32 export of :mod:`judge_runner.search.onnx_export` (OpenVINO's ONNX front end reads its fused
+fp32 export of :mod:`judge_runner.embed.onnx_export` (OpenVINO's ONNX front end reads its fused
 ``com.microsoft`` operators), compiled with ``INFERENCE_PRECISION_HINT`` ``bf16`` when the CPU lists
 ``BF16`` among its optimisation capabilities (AVX512_BF16 or AMX), else ``f32``. bfloat16 keeps fp32's
 exponent with an 8-bit mantissa, and OpenVINO accumulates in fp32: on 300 SciFact chunks the vectors'
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from judge_runner.search.onnx_model import OnnxModelError, OnnxSession
+from judge_runner.embed.onnx_model import OnnxModelError, OnnxSession
 
 
 def cpu_precision(core: Any = None) -> str:

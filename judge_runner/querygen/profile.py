@@ -42,8 +42,9 @@ NO_LANGUAGE = "-"
 PROSE_FORMATS = frozenset({"md", "markdown", "txt", "rst", "adoc"})
 MIN_PROSE_CHARS = 120
 """Characters of prose below which no language is told in a script other than Latin (CJK, Hangul, Cyrillic,
-Greek, Arabic...): a script few languages share is itself evidence, and the fixtures' Japanese, Chinese and
-Korean notes (393-436 characters) are told right from 120-character windows (65 of 65)."""
+Greek, Arabic...): a script few languages share is itself evidence: 120-character windows of the fixtures' seven
+non-English files (the Japanese, Chinese and Korean notes have 393-436 characters) were all told right
+(65 of 65)."""
 MIN_LATIN_PROSE_CHARS = 400
 """Characters of prose below which no language is told in the Latin script, where languages share an
 alphabet and borrowed words. Terse English notes ("Agenda: status quo, ad hoc fixes, data retention per

@@ -116,5 +116,5 @@ def test_the_library_raises_index_access_error_for_a_read_only_file(tmp_path, mo
     db = tmp_path / "index.sqlite"
     SQLiteIndex(db, embedder=HashEmbedder()).close()
     monkeypatch.setattr("judge_runner.search.sqlite.os.access", lambda path, mode: Path(path) != db)
-    with pytest.raises(IndexAccessError, match="the file is read-only"):
+    with pytest.raises(IndexAccessError, match=r"index\.sqlite is read-only; the file and its folder"):
         SQLiteIndex(db, embedder=HashEmbedder())

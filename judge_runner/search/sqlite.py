@@ -48,7 +48,7 @@ _SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # https://www.sqlite.org/rescode.htm
 def _cannot_write(path: Path, cause: object) -> IndexAccessError:
     folder = path.parent
     return IndexAccessError(
-        f"cannot write the index {path} ({cause}): the file and its folder {folder} must be writable (SQLite "
+        f"cannot write the index {path}: {cause}; the file and its folder {folder} must be writable (SQLite "
         f"writes the index and its -wal and -shm files there); make them writable, or give --db a path in a "
         f"folder you can write (searching a read-only index needs no write access)"
     )
@@ -77,9 +77,9 @@ def _connect_writable(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
             f"cannot create the folder {path.parent} for the index {path} ({exc.strerror or exc}); give --db a path in a folder you can write"
         ) from None
     if path.exists() and not os.access(path, os.W_OK):
-        raise _cannot_write(path, "the file is read-only")
+        raise _cannot_write(path, f"{path} is read-only")
     if not os.access(path.parent, os.W_OK):
-        raise _cannot_write(path, "the folder is read-only")
+        raise _cannot_write(path, f"its folder {path.parent} is read-only")
     with _writable(path):
         return sqlite3.connect(path, check_same_thread=False, timeout=busy_timeout_s)
 

@@ -35,7 +35,7 @@ from judge_runner.core.failures import UsageError
 from judge_runner.core.textproc import cjk_bigrams
 from judge_runner.search import onnx_export
 from judge_runner.search.onnx_model import OnnxModelError, OnnxSession, default_threads
-from judge_runner.search.openvino_model import OpenVinoSession
+from judge_runner.search.openvino_model import REFERENCE_TEXT, OpenVinoSession
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -49,7 +49,7 @@ ONNX_BATCH_SIZE = 4
 OPENVINO_BATCH_SIZE = 16
 EMBEDDER_ENV = "JUDGE_RUNNER_EMBEDDER"
 # The kinds JUDGE_RUNNER_EMBEDDER names: ``torch`` (sentence-transformers on torch, also ``minilm``, its
-# former name), ``onnx`` and ``onnx-int8`` (ONNX Runtime), ``openvino`` (OpenVINO, bf16 where the CPU has it),
+# former name), ``onnx`` and ``onnx-int8`` (ONNX Runtime), ``openvino`` (OpenVINO, bf16 where it pays),
 # ``hash`` (tests). Each records its own model name in an index (:data:`MODEL_NAMES`), so an index built by
 # one is refused by another.
 EMBEDDER_KINDS = ("torch", "onnx", "onnx-int8", "openvino", "hash")
@@ -239,7 +239,8 @@ class OnnxMiniLMEmbedder:
 
 class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
     """all-MiniLM-L6-v2's fp32 ONNX export (:func:`judge_runner.search.onnx_export.exported_model`) run by
-    OpenVINO, in bfloat16 where the CPU has it (:mod:`judge_runner.search.openvino_model`); thread-safe
+    OpenVINO, in bfloat16 where it pays, checked at load against an fp32 reference vector
+    (:mod:`judge_runner.search.openvino_model`); thread-safe
     ``encode`` as :class:`OnnxMiniLMEmbedder` (lone texts and small inputs on one thread, indexing on one
     per core), in batches of :data:`OPENVINO_BATCH_SIZE`. Raises EmbeddingModelError on the first
     ``encode`` when the model cannot be exported or compiled.
@@ -259,7 +260,10 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
         return {**out, "precision": precision} if precision else out
 
     def _new_session(self, path: Path, threads: int | None) -> OnnxSession:
-        return OpenVinoSession(path, onnx_export.source_dir(), threads=threads)
+        """The compiled model, checked at load against the fp32 export's vector of one short text (a bf16
+        model that disagrees is compiled again in f32, saying so on stderr)."""
+        reference = onnx_export.reference_vector(path, self._record or {}, REFERENCE_TEXT)
+        return OpenVinoSession(path, onnx_export.source_dir(), threads=threads, reference=reference)
 
 
 Embedder = MiniLMEmbedder  # the name the search modules and older code import

@@ -2,8 +2,8 @@
 
 ``evaluate`` calls a cache damaged deep inside damaged (exit 3, "move it away"); ``cache stats`` and ``cache
 prune`` exited 4 ("a bug") on the same file. Every kind of damage (deep inside, truncated, random bytes, a
-folder where the file should be, a read-only file) gives ``cache stats``, ``cache prune`` and ``evaluate`` the
-same message and exit code, and leaves the file's bytes as they were.
+folder where the file should be, a read-only file) gives ``cache stats``, ``cache prune``, ``qrels import``
+and ``evaluate`` the same message and exit code, and leaves the file's bytes as they were.
 """
 
 from __future__ import annotations
@@ -84,7 +84,15 @@ def test_cache_stats_and_prune_say_what_evaluate_says_of_a_damaged_cache_and_cha
     before = fingerprint(cache)
     code, says = EXPECTED[kind]
     seen = {}
-    for command in (["cache", "stats"], ["cache", "stats", "--json"], ["cache", "prune", "--older-than", "0d"]):
+    qrels = tmp_path / "human.qrels"
+    qrels.write_text("q1 0 a.md 2\n")
+    commands = (
+        ["cache", "stats"],
+        ["cache", "stats", "--json"],
+        ["cache", "prune", "--older-than", "0d"],
+        ["qrels", "import", str(qrels), "--name", "t"],
+    )
+    for command in commands:
         result = invoke([*command, "--cache", str(cache)])
         assert result.exit_code == code, (command, result.output)
         seen[" ".join(command)] = error_line(result.output)

@@ -499,12 +499,19 @@ class JudgmentCache:
                 conn.execute("DELETE FROM judgments WHERE cache_version != ?", (CACHE_VERSION,))
             return conn.total_changes - before
 
+        self.check()  # deleting from a damaged file could lose what a repair would save
+        with self._guarded():
+            return self._write(delete)
+
+    def check(self) -> None:
+        """Read the whole file once (SQLite's ``quick_check``: about a second per few hundred MB) before a
+        command replaces or deletes what it holds. Raises CacheError (kept as :attr:`failure`), the same
+        "damaged" error every command gives, when any page is damaged."""
         with self._guarded():
             with self._lock:
                 problems = [str(row[0]) for row in self.conn.execute("PRAGMA quick_check")]
-            if problems != ["ok"]:  # deleting from a damaged file could lose what a repair would save
+            if problems != ["ok"]:
                 raise self._failed(sqlite3.DatabaseError("database disk image is malformed"))
-            return self._write(delete)
 
     # -- human qrels (used by judge_runner.judging.qrels) ----------------------------------------------------
 

@@ -12,10 +12,11 @@ import sqlite3
 import numpy as np
 import pytest
 
-from judge_runner.embed import onnx_export, registry
+from judge_runner.embed import onnx_export, openvino_model, registry
 from judge_runner.embed.base import EmbeddingModelError, encode_each
 from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.embed.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder, OpenVinoMiniLMEmbedder
+from judge_runner.embed.onnx_model import OnnxModelError
 from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
 from judge_runner.embed.registry import instance
 from judge_runner.search.base import IndexMismatchError
@@ -281,3 +282,78 @@ def test_a_damaged_cached_export_is_exported_again_saying_so(cached, tmp_path, m
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "set JUDGE_RUNNER_CACHE_DIR to a folder you can write" in done.stderr and "internal error" not in done.stderr
+
+
+# -- OpenVINO: the compiled model checked at load against an fp32 reference (issue 29, item 6) -------------------
+def openvino_session(**kwargs):
+    path, record = onnx_export.exported_model("fp32")
+    reference = onnx_export.reference_vector(path, record, openvino_model.REFERENCE_TEXT)
+    return openvino_model.OpenVinoSession(path, onnx_export.source_dir(), threads=1, reference=reference, **kwargs), reference
+
+
+def broken_in(precisions, monkeypatch):
+    """Make the compiled model's output garbage (a broken kernel) whenever it computes in one of ``precisions``."""
+    real = openvino_model.OpenVinoSession._infer
+
+    def infer(self, feed):
+        out = real(self, feed)
+        return np.random.default_rng(0).standard_normal(out.shape).astype(np.float32) if self.precision in precisions else out
+
+    monkeypatch.setattr(openvino_model.OpenVinoSession, "_infer", infer)
+
+
+def test_the_reference_vector_is_the_fp32_exports_and_is_computed_once_per_export(cached, embedder, monkeypatch):
+    path, record = onnx_export.exported_model("fp32")
+    vector = onnx_export.reference_vector(path, record, openvino_model.REFERENCE_TEXT)
+    assert vector.shape == (384,) and float(np.dot(vector, embedder.encode([openvino_model.REFERENCE_TEXT])[0])) > 0.9999
+    assert path.with_suffix(".reference.json").is_file()
+    monkeypatch.setattr(onnx_export, "OnnxSession", None)  # read from beside the export, never computed again
+    assert np.array_equal(onnx_export.reference_vector(path, record, openvino_model.REFERENCE_TEXT), vector)
+    with pytest.raises(TypeError):  # another export (another sha256): computed again
+        onnx_export.reference_vector(path, {**record, "sha256": "0" * 64}, openvino_model.REFERENCE_TEXT)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "f32"])
+def test_a_compiled_model_that_agrees_with_the_reference_is_kept_in_its_precision(cached, precision):
+    session, _ = openvino_session(precision=precision)
+    assert session.precision == precision and session.reference_cosine >= openvino_model.MIN_REFERENCE_COSINE
+
+
+def test_a_bad_bf16_output_falls_back_to_f32_saying_so(cached, monkeypatch):
+    broken_in({"bf16"}, monkeypatch)
+    notes: list[str] = []
+    session, reference = openvino_session(precision="bf16", note=notes.append)
+    assert session.precision == "f32" and session.reference_cosine >= openvino_model.MIN_REFERENCE_COSINE
+    [note] = notes
+    assert "bf16 model" in note and "disagrees with the fp32 reference" in note and "computing in f32 instead" in note
+    assert float(np.dot(session.encode([openvino_model.REFERENCE_TEXT])[0], reference)) > 0.9999
+
+
+def test_a_bad_f32_output_is_a_clear_embedding_model_error(cached, monkeypatch):
+    broken_in({"bf16", "f32"}, monkeypatch)
+    with pytest.raises(OnnxModelError, match=r"disagrees with the fp32 reference in bf16 and in f32 \(cosines"):
+        openvino_session(precision="bf16", note=lambda message: None)
+    with pytest.raises(OnnxModelError, match="f32 model of .* disagrees with the fp32 reference"):
+        openvino_session(precision="f32")
+    monkeypatch.setattr(openvino_model, "cpu_precision", lambda *args, **kwargs: "f32")
+    with pytest.raises(EmbeddingModelError, match="cannot load the openvino embedding model: OpenVINO's f32 model"):
+        OpenVinoMiniLMEmbedder().encode(["a query"])
+
+
+def test_the_cpu_decides_the_precision_and_a_measurement_is_made_once(cached, monkeypatch):
+    monkeypatch.setattr(openvino_model, "cpu_flags", lambda *args: frozenset({"avx512_bf16", "amx_bf16"}))
+    listed = "BF16" in openvino_model._core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    assert openvino_session()[0].precision == ("bf16" if listed else "f32")  # AMX: bf16 where OpenVINO computes it
+    if not listed:
+        return  # no BF16 here: nothing to measure
+    monkeypatch.setattr(openvino_model, "cpu_flags", lambda *args: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(openvino_model, "_machine", lambda core: {"cpu": "simulated", "flags": "x", "openvino": "y"})
+    session, _ = openvino_session()
+    path, _ = onnx_export.exported_model("fp32")
+    stored = json.loads(path.with_suffix(".precision.json").read_text())
+    speeds = stored["speeds"]
+    assert stored["machine"]["cpu"] == "simulated" and speeds["f32"] > 0 and speeds["bf16"] > 0
+    expected = "bf16" if speeds["bf16"] >= openvino_model.BF16_GAIN * speeds["f32"] else "f32"
+    assert session.precision == expected
+    monkeypatch.setattr(openvino_model, "OpenVinoSession", None)  # measured once: read back, never timed again
+    assert openvino_model.measured_speeds(path, onnx_export.source_dir(), object()) == speeds

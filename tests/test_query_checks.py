@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judge_runner.core.models import Query
@@ -15,8 +16,9 @@ from judge_runner.judging.protocol import LabelReply
 from judge_runner.llm.errors import BudgetExhausted, TransientError
 from judge_runner.querygen.answerability import check_answerability
 from judge_runner.querygen.checks import CorpusBM25, find_duplicates, measure_leakage, non_specific, resolve_non_specific
+from judge_runner.querygen.contrast import contrast
 from judge_runner.querygen.heuristic import HeuristicQueryWriter, propose_queries
-from judge_runner.querygen.profile import NO_LANGUAGE, profile_corpus
+from judge_runner.querygen.profile import NO_LANGUAGE, detect_language, profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.review import ReviewOptions, review_query_set
 from judge_runner.querygen.spread import allocate, measure_spread
@@ -232,3 +234,141 @@ def test_languages_come_from_the_prose_of_text_files_only(fixtures_root):
     assert languages["i18n/ja/backup-procedure.md"] == "ja" and languages["runbooks/redis-cache-failover.md"] == "en"
     assert languages["config/logging.yaml"] == NO_LANGUAGE and languages["scripts/rotate_logs.py"] == NO_LANGUAGE
     assert "By language" in profile.outline() and "- de: 2 files" in profile.outline()
+
+
+SHORT_ENGLISH_NOTES = {
+    # read as Latin (0.996) and German (0.964) by py3langid: terse English with borrowed words
+    "notes/agenda.md": "Agenda: status quo, ad hoc fixes, data retention per tenant, index rebuild via cron, alias records, "
+    "minimum versus maximum replicas, etc.\n",
+    "notes/offsite.md": "Berlin offsite: Hotel Adlon, Zimmer booked, Anreise Montag, Abendessen Dienstag at Lorenz Adlon "
+    "Esszimmer, Rückfahrt Mittwoch, Kosten via Spesen tool.\n",
+    "notes/etcd.md": "Memo re: quorum, consensus, etcd members, raft terms, leader election, data directory, snapshot "
+    "interval, compaction per revision.\n",
+    "notes/wifi.md": "Berlin office wifi: SSID Gast, Passwort rotates monthly, VLAN 20, DHCP via Fritz box, printer Kyocera "
+    "on floor 2, contact Stefan for access.\n",
+    "notes/helm.md": "Helm values: replicas 3, image tag stable, ingress host intern, resources limits memory 512Mi, env "
+    "LOG_LEVEL info, probe liveness path health.\n",
+    "notes/standup.md": "Standup: deploy blocked by flaky integration tests; Tom investigating; release candidate moved to "
+    "Thursday; docs pending review.\n",
+    "notes/grafana.md": "Grafana dashboards: latency p99 panel, error rate panel, saturation panel, traffic panel; alerts "
+    "routed to ops channel via webhook.\n",
+    "notes/oncall.md": "Notes: Anna, Lena, Jonas, Lukas, Felix on call rotation; swap Friday; handover via Slack; runbook "
+    "link in pinned message; pager duty schedule.\n",
+    "notes/sprint.md": "Sprint review: velocity stable, carry over two stories, demo ingest pipeline, retro action items, "
+    "backlog grooming, estimates in story points.\n",
+}
+
+
+def test_short_english_notes_are_never_told_another_language_nor_typed_multilingual(tmp_path):
+    root = corpus(tmp_path / "kb", SHORT_ENGLISH_NOTES)
+    profile = profile_corpus(root)
+    languages = {s: f.language for s, f in profile.files.items()}
+    assert set(languages.values()) <= {"en", NO_LANGUAGE}, languages
+    assert languages["notes/agenda.md"] == NO_LANGUAGE and languages["notes/offsite.md"] == NO_LANGUAGE  # too short to trust
+    queries = propose_queries(root, 9, profile=profile)["queries"]
+    assert [x["query"] for x in queries if x["queryType"] == "multilingual"] == []
+
+
+def test_long_enough_prose_is_told_and_its_halves_must_agree():
+    german = (
+        "Die Rufbereitschaft beginnt am Montag um neun Uhr und endet am folgenden Montag. Wer Bereitschaft hat, "
+        "muss innerhalb von fünfzehn Minuten erreichbar sein und das Notebook dabei haben. Bei einem Ausfall der "
+        "Suche wird zuerst das Runbook gelesen, dann der Dienst neu gestartet und das Team informiert. "
+    )
+    assert detect_language(german * 2, "md") == "de"
+    assert detect_language(german[:300], "md") == NO_LANGUAGE  # Latin script under 400 characters: unknown
+    english = "The search service is restarted by the on-call engineer when the health check fails twice in a row. " * 3
+    assert detect_language(english + german, "md") == NO_LANGUAGE  # one half English, the other German: unknown
+    assert detect_language(english * 2, "md") == "en"
+    japanese = "バックアップは毎日午前二時に実行されます。失敗した場合は担当者に連絡してください。復元手順は別の文書にあります。" * 3
+    assert detect_language(japanese, "md") == "ja"  # another script: 120 characters are enough
+
+
+def test_a_file_of_unknown_language_never_makes_a_multilingual_query(tmp_path):
+    files = {f"notes/n{i}.md": f"# Note {i}\n\nShort note {i} about the pager rotation.\n" for i in range(6)}
+    root = corpus(tmp_path / "kb", files)
+    profile = profile_corpus(root)
+    assert {f.language for f in profile.files.values()} == {NO_LANGUAGE}
+    assert all(x["queryType"] != "multilingual" for x in propose_queries(root, 6, profile=profile)["queries"])
+
+
+# -- distinct: what keeps two close queries apart (issue 29, item 5) ----------------------------------------------
+class SameVector:
+    """An embedder that puts every text on one vector (cosine 1.0): only the words can keep two queries apart."""
+
+    dimension = 4
+
+    def encode(self, texts, **_):
+        return np.tile(np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32), (len(texts), 1))
+
+
+KEPT_APART = [
+    # numbers: versions, ports, sizes, identifiers' numbers
+    ("upgrade postgres 14 to 15", "upgrade postgres 15 to 16"),
+    ("upgrade postgres 14 to 15", "downgrade postgres 15 to 14"),
+    ("expose the app on port 8080", "expose the app on port 8443"),
+    ("set the heap to 512 MB", "set the heap to 2048 MB"),
+    ("python 3.11 install", "python 3.12 install"),
+    ("what did DEC-0051 decide", "what did DEC-0052 decide"),
+    ("restart nginx", "restart nginx 2 times"),
+    # negation
+    ("why does the backup job run", "why does the backup job not run"),
+    ("deploy with downtime", "deploy without downtime"),
+    ("the cron job can run twice", "the cron job can't run twice"),
+    ("cache hits are logged", "cache hits are never logged"),
+    # opposite words, on their stems
+    ("increase the connection pool size", "decrease the connection pool size"),
+    ("increasing the connection pool size", "decreased connection pool size"),
+    ("enable TLS on the ingress", "disable TLS on the ingress"),
+    ("start the worker on boot", "stop the worker on boot"),
+    ("allow traffic from the office VPN", "deny traffic from the office VPN"),
+    ("maximum upload size", "minimum upload size"),
+    ("scale the deployment up", "scale the deployment down"),
+    ("install the agent on debian", "uninstall the agent on debian"),
+    ("connect to the replica", "disconnect from the replica"),
+    ("activate the feature flag", "deactivate the feature flag"),
+    ("a valid token is refused", "an invalid token is refused"),
+    # direction
+    ("migrate the data from mysql to postgres", "migrate the data from postgres to mysql"),
+    # identifiers
+    ("what does SIGTERM do to the worker", "what does SIGKILL do to the worker"),
+    ("tune max_connections for the pool", "tune max_wal_senders for the pool"),
+    ("call getUserById from the handler", "call getUserByName from the handler"),
+]
+
+STILL_DUPLICATES = [
+    ("how do I rotate the backup key", "how do i rotate backup keys"),
+    ("increase the connection pool size", "how to increase the size of the connection pool"),
+    ("upgrade postgres 14 to 15", "how do I upgrade postgres from 14 to 15"),
+    ("set pool_size in the config", "set the pool size in the config"),
+    ("what did DEC-0051 decide", "what was decided in DEC-0051"),
+    ("migrate from mysql to postgres", "migrating from mysql to postgres"),
+    ("why does the job not start", "why doesn't the job start"),
+    ("upgrade PostgreSQL", "upgrade postgres"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), KEPT_APART)
+def test_queries_that_differ_in_numbers_negation_opposites_direction_or_identifiers_are_kept_apart(first, second):
+    a, b = q("q01", first, ["ops/pool.md"]), q("q02", second, ["ops/pool.md"])
+    for pair in ([a, b], [b, a]):  # either may come first
+        kept, found = find_duplicates(pair, SameVector())
+        assert len(kept) == 2 and found == [], (first, second)
+    assert contrast(first, second) is not None and contrast(second, first) is not None
+
+
+@pytest.mark.parametrize(("first", "second"), STILL_DUPLICATES)
+def test_paraphrases_are_still_duplicates(first, second):
+    kept, found = find_duplicates([q("q01", first, ["ops/pool.md"]), q("q02", second, ["ops/pool.md"])], SameVector())
+    assert [x.id for x in kept] == ["q01"] and found[0].cosine == pytest.approx(1.0), contrast(first, second)
+
+
+def test_a_query_kept_apart_from_one_is_still_a_duplicate_of_another():
+    queries = [
+        q("q01", "increase the connection pool size", ["ops/pool.md"]),
+        q("q02", "decrease the connection pool size", ["ops/pool.md"]),
+        q("q03", "how to decrease the size of the connection pool", ["ops/pool.md"]),
+    ]
+    kept, found = find_duplicates(queries, SameVector())
+    assert [x.id for x in kept] == ["q01", "q02"]
+    assert [(d.kept.id, d.dropped.id) for d in found] == [("q02", "q03")]

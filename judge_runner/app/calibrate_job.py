@@ -26,7 +26,7 @@ from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV
-from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import LLMError
@@ -363,12 +363,9 @@ def human_qrels_for(
     path = settings.cache_path
     if path is None or not path.is_file():
         raise UsageError(f"no judgment cache at {path}: give --cache PATH, or --qrels FILE")
-    try:
-        with JudgmentCache(path) as cache:
-            stored = cache.stats()["humanQrels"]
-            grades = human_grades(cache, [str(name)])
-    except CacheError as exc:
-        raise UsageError(str(exc)) from None
+    with JudgmentCache(path, readonly=True) as cache:  # its CacheError keeps its exit code (damaged: 3)
+        stored = cache.stats()["humanQrels"]
+        grades = human_grades(cache, [str(name)])
     if not grades:
         raise UsageError(f"no human qrels named {name!r} in {path} (it holds: {', '.join(sorted(stored)) or 'none'})")
     return grades, {"humanQrelsSet": name, "cache": str(path)}

@@ -48,7 +48,7 @@ from judge_runner.estimate.costs import (
 )
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import SHOWN_TEXT_CAP
 from judge_runner.judging.labelling import ProtocolSettings, judge_query, label_documents
 from judge_runner.judging.protocol import Judge
@@ -133,14 +133,12 @@ def estimate_answers(
 
 def read_only_cache(settings: Settings) -> Any:
     """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
-    run creates nothing). Raises UsageError for a file that is not a judgment cache."""
+    run creates nothing), opened read-only. Raises CacheError for a file that is damaged (exit 3) or not a
+    judgment cache (exit 2)."""
     path = settings.cache_path
     if path is None or not Path(path).is_file():
         return None
-    try:
-        return JudgmentCache(path)
-    except CacheError as exc:
-        raise UsageError(str(exc)) from None
+    return JudgmentCache(path, readonly=True)  # a dry run writes nothing; its CacheError keeps its exit code
 
 
 def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:

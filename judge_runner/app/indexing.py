@@ -19,7 +19,7 @@ from judge_runner.embed.registry import instance
 from judge_runner.search.indexer import BeirFormatError, index_beir, index_tree
 from judge_runner.search.postgres import PostgresIndex, scrub_secrets
 from judge_runner.search.progress import IndexProgress
-from judge_runner.search.sqlite import IndexBusyError, IndexMismatchError, SQLiteIndex
+from judge_runner.search.sqlite import IndexAccessError, IndexBusyError, IndexMismatchError, SQLiteIndex
 
 
 def open_index(settings: Settings, must_exist: bool = False) -> Any:
@@ -59,7 +59,7 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
         raise UsageError(f"no index at {settings.db}; run `judge-runner index FIXTURES --db {settings.db}` first")
     try:
         return SQLiteIndex(settings.db, settings.search, embedder, readonly=must_exist)
-    except IndexMismatchError as exc:
+    except (IndexMismatchError, IndexAccessError) as exc:  # each message names the file and what to do
         raise UsageError(str(exc)) from None
     except Exception as exc:  # sqlite3.DatabaseError for a file that is not an index
         raise UsageError(f"cannot open the index {settings.db}: {exc}") from None

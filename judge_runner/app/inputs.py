@@ -20,7 +20,7 @@ from judge_runner.core.failures import (
 )
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
-from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
@@ -66,15 +66,12 @@ def open_run_writer(out_dir: Path, run_id: str | None = None):
 
 
 def open_cache(settings: Settings, printer: Printer):
-    """The judgment cache of ``settings`` (None with ``--no-cache``); raises UsageError when the file
-    cannot be used."""
+    """The judgment cache of ``settings`` (None with ``--no-cache``); raises its CacheError when the file
+    cannot be used (damaged: exit 3; read-only, a folder, not a cache: exit 2)."""
     path = settings.cache_path
     if path is None:
         return None
-    try:
-        cache = JudgmentCache(path)
-    except CacheError as exc:
-        raise UsageError(str(exc)) from None
+    cache = JudgmentCache(path)  # its CacheError keeps its exit code: a damaged cache is exit 3 in every command
     printer.note(f"judgment cache: {path}")
     return cache
 

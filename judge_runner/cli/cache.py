@@ -10,23 +10,22 @@ import click
 
 from judge_runner.cli.options import db_option, printer, setting_option, settings
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.cache import CacheError, JudgmentCache, parse_age
+from judge_runner.judging.cache import JudgmentCache, parse_age
 
 CACHE = setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index].")
 
 
-def open_cache(cache: str | Path | None, db: Path | None, must_exist: bool = True) -> JudgmentCache:
-    """The cache at ``cache``, else the one beside the index of ``--db``/settings. Raises UsageError when
-    it does not exist (``must_exist``) or cannot be used."""
+def open_cache(cache: str | Path | None, db: Path | None, must_exist: bool = True, readonly: bool = False) -> JudgmentCache:
+    """The cache at ``cache``, else the one beside the index of ``--db``/settings (``readonly``: opened
+    without ever writing it, as ``cache stats`` reads it). Raises UsageError when it does not exist
+    (``must_exist``), and the cache's own CacheError when it cannot be used: damaged (exit 3), read-only,
+    a folder or not a cache (exit 2), the same message and code as ``evaluate`` gives for that file."""
     path = settings(db=db, cache=cache).cache_path  # validated like every setting
     if path is None:
         raise UsageError("no judgment cache: give --cache PATH")
-    if must_exist and not path.is_file():
+    if must_exist and not path.exists():
         raise UsageError(f"no judgment cache at {path} (a run writes it; or give --cache PATH)")
-    try:
-        return JudgmentCache(path)
-    except CacheError as exc:
-        raise UsageError(str(exc)) from None
+    return JudgmentCache(path, readonly=readonly)
 
 
 def _when(seconds: float | None) -> str:
@@ -44,7 +43,7 @@ def cache() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
     """How many judgments the cache holds, by mode and label, what they cost, and the human qrels in it."""
-    with open_cache(cache, db) as store:
+    with open_cache(cache, db, readonly=True) as store:
         stats = store.stats()
     out = printer().out
     if as_json:

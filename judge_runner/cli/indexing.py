@@ -51,7 +51,7 @@ def index(
     with its reason and never stops the index.
     \b
     Embedder: a new index is built with openvino (all-MiniLM-L6-v2 exported once to ONNX into
-    ~/.cache/judge-runner, run by OpenVINO in bf16 where the CPU has it: the torch model's vectors at
+    ~/.cache/judge-runner, run by OpenVINO in bf16 where it pays, checked at load: the torch model's vectors at
     about 2.4x its speed, a cold search in about a second). An index keeps the embedder that built it
     and is opened with it when nothing chooses one; --embedder (or JUDGE_RUNNER_EMBEDDER, or embedder
     in judge-runner.toml) torch, onnx, onnx-int8 or openvino chooses for a new index (an index built by

@@ -103,6 +103,7 @@ def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | N
     if not QRELS_NAME_RE.fullmatch(name):
         raise UsageError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
     with open_cache(cache, db, must_exist=False) as store:
+        store.check()  # an import replaces a set: never into a damaged file (exit 3, as evaluate says of it)
         lock = cache_set_lock(store.path, name)
         lock.acquire(holder_record("qrels import", file=str(file)))
         try:

@@ -35,7 +35,7 @@ from judge_runner.embed.base import (
     EmbeddingModelError,
 )
 from judge_runner.embed.onnx_model import OnnxModelError, OnnxSession, default_threads
-from judge_runner.embed.openvino_model import OpenVinoSession
+from judge_runner.embed.openvino_model import REFERENCE_TEXT, OpenVinoSession
 
 
 class MiniLMEmbedder:
@@ -177,7 +177,8 @@ class OnnxMiniLMEmbedder:
 
 class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
     """all-MiniLM-L6-v2's fp32 ONNX export (:func:`judge_runner.embed.onnx_export.exported_model`) run by
-    OpenVINO, in bfloat16 where the CPU has it (:mod:`judge_runner.embed.openvino_model`); thread-safe
+    OpenVINO, in bfloat16 where it pays, checked at load against an fp32 reference vector
+    (:mod:`judge_runner.embed.openvino_model`); thread-safe
     ``encode`` as :class:`OnnxMiniLMEmbedder` (lone texts and small inputs on one thread, indexing on one
     per core), in batches of :data:`OPENVINO_BATCH_SIZE`. Raises EmbeddingModelError on the first
     ``encode`` when the model cannot be exported or compiled.
@@ -197,4 +198,7 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
         return {**out, "precision": precision} if precision else out
 
     def _new_session(self, path: Path, threads: int | None) -> OnnxSession:
-        return OpenVinoSession(path, onnx_export.source_dir(), threads=threads)
+        """The compiled model, checked at load against the fp32 export's vector of one short text (a bf16
+        model that disagrees is compiled again in f32, saying so on stderr)."""
+        reference = onnx_export.reference_vector(path, self._record or {}, REFERENCE_TEXT)
+        return OpenVinoSession(path, onnx_export.source_dir(), threads=threads, reference=reference)

@@ -48,6 +48,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from judge_runner.embed.onnx_model import OnnxSession
 
 CACHE_ENV = "JUDGE_RUNNER_CACHE_DIR"
@@ -145,6 +147,27 @@ def exported_model(quantization: str, note=None) -> tuple[Path, dict[str, Any]]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return path, record
+
+
+def reference_vector(path: Path, record: dict[str, Any], text: str, model_dir: Path | None = None) -> np.ndarray:
+    """The fp32 vector of ``text`` by ONNX Runtime on the fp32 export at ``path`` (whose ``record`` it is):
+    shape ``(dimension,)``, float32, unit length; the reference a compiled model of that export is checked
+    against (:mod:`judge_runner.embed.openvino_model`). Cached beside the export in
+    ``<name>.reference.json``, keyed by the export's sha256 and the text, so it is computed once per export
+    (one ONNX Runtime session, well under a second); an unreadable or stale cache is computed again. Raises
+    OnnxModelError when ONNX Runtime cannot run the export (an unwritable cache folder is not an error)."""
+    cached = path.with_suffix(".reference.json")
+    key = {"sha256": record.get("sha256"), "text": text}
+    try:
+        stored = json.loads(cached.read_text(encoding="utf-8"))
+        if {k: stored.get(k) for k in key} == key:
+            return np.asarray(stored["vector"], dtype=np.float32)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    vector = OnnxSession(path, model_dir or source_dir(), threads=1).encode([text])[0].astype(np.float32)
+    with contextlib.suppress(OSError):
+        write_record(cached, {**key, "vector": [float(x) for x in vector]})
+    return vector
 
 
 def stamp(path: Path) -> dict[str, int]:

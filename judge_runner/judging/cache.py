@@ -28,15 +28,16 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
-from judge_runner.core.failures import EXIT_CONFIG, EXIT_INCOMPLETE, JudgeRunnerError, is_disk_full, storage_problem
 from judge_runner.core.models import JUDGE_MODES
 from judge_runner.core.timespan import parse_since
+from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, opening_failure
 
 CACHE_VERSION = 1
 """Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
@@ -90,35 +91,6 @@ def parse_age(text: str) -> timedelta:
         return parse_since(text)
     except ValueError:
         raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
-
-
-_SQLITE_DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (https://www.sqlite.org/rescode.html)
-
-
-class CacheError(JudgeRunnerError, RuntimeError):
-    """The cache file cannot be used: not an SQLite database, written by a newer judge-runner, or not
-    writable (at open: exit 2); or it failed while a run used it (a full disk, damage deep inside, an I/O
-    error: exit 3, the user's environment, not a bug). The message names the file and what to do.
-    ``reason``: ``cache_error``, ``disk_full``, ``cache_damaged`` or ``cache_locked`` (at open: another
-    process held the write lock longer than the busy timeout)."""
-
-    def __init__(self, message: str, reason: str = "cache_error", exit_code: int = EXIT_CONFIG):
-        super().__init__(message, exit_code)
-        self.reason = reason
-
-
-def failure_of(path: Path, exc: BaseException) -> CacheError:
-    """The CacheError of a failure of the open cache at ``path`` (exit 3): its disk is full, the file is
-    damaged (SQLITE_CORRUPT, SQLITE_NOTADB), or another error (an I/O error, a lock held too long)."""
-    if is_disk_full(exc):
-        return CacheError(storage_problem("the judgment cache", path, exc)[1], "disk_full", EXIT_INCOMPLETE)
-    if getattr(exc, "sqlite_errorcode", None) in _SQLITE_DAMAGED or "malformed" in str(exc):
-        return CacheError(
-            f"the judgment cache {path} is damaged ({exc}): move it away, or pass another --cache path or --no-cache",
-            "cache_damaged",
-            EXIT_INCOMPLETE,
-        )
-    return CacheError(f"cannot use the judgment cache {path} ({exc})", "cache_error", EXIT_INCOMPLETE)
 
 
 def _nfc(text: str) -> str:
@@ -240,35 +212,44 @@ class JudgmentCache:
     Use as a context manager or call :meth:`close`. Raises :class:`CacheError` when the file cannot be
     used. ``failure``: the first CacheError a read or write raised once open (None while none did)."""
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S, readonly: bool = False):
         self.path = Path(path)
         self._lock = threading.Lock()
         self.failure: CacheError | None = None
+        if self.path.is_dir():
+            raise CacheError(f"{self.path} is a folder, not a judgment cache file; pass the cache file's path with --cache")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
+            if readonly:
+                self.conn = connect_readonly(self.path, busy_timeout_s)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        except OSError as exc:
             raise CacheError(f"cannot open the judgment cache {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise opening_failure(self.path, exc, busy_timeout_s) from None
         self.conn.row_factory = sqlite3.Row
         try:
-            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            mode = self._switch_to_wal(busy_timeout_s)
-            if mode.lower() != "wal":
-                raise CacheError(f"the judgment cache {self.path} could not switch to WAL mode (got {mode}); is it on a network drive?")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._write(self._create)
+            if readonly:
+                self._check_version(self.conn)
+                self._complete_readonly(self.conn)
+            else:
+                self._open_for_writing(busy_timeout_s)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            if "locked" in str(exc):
-                raise CacheError(
-                    f"the judgment cache {self.path} stayed locked by another process for {busy_timeout_s:g} s", "cache_locked"
-                ) from None
-            if is_disk_full(exc):
-                raise CacheError(storage_problem("the judgment cache", self.path, exc)[1], "disk_full") from None
-            raise CacheError(f"{self.path} is not a judgment cache ({exc}); move it away or pass another --cache path") from None
+            raise opening_failure(self.path, exc, busy_timeout_s) from None
         except CacheError:
             self.conn.close()
             raise
+
+    def _open_for_writing(self, busy_timeout_s: float) -> None:
+        """WAL mode, the tables (created or completed), the schema version checked. Raises what SQLite raises."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        mode = self._switch_to_wal(busy_timeout_s)
+        if mode.lower() != "wal":
+            raise CacheError(f"the judgment cache {self.path} could not switch to WAL mode (got {mode}); is it on a network drive?")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self._write(self._create)
 
     def _switch_to_wal(self, busy_timeout_s: float) -> str:
         """``PRAGMA journal_mode = WAL``, waiting up to ``busy_timeout_s`` seconds for another process that
@@ -293,13 +274,29 @@ class JudgmentCache:
         for column in ADDED_COLUMNS:
             if column not in have:
                 conn.execute(f"ALTER TABLE judgments ADD COLUMN {column} {ADDED_COLUMNS[column]}")
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
+        if self._check_version(conn) is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) > SCHEMA_VERSION:
+
+    @staticmethod
+    def _complete_readonly(conn: sqlite3.Connection) -> None:
+        """A file written before :data:`ADDED_COLUMNS` read without changing it: a temporary view (in the
+        connection's own temp schema, never in the file) adds the missing columns as NULL, as the migration
+        of a writing open would."""
+        have = {r[1] for r in conn.execute("PRAGMA table_info(judgments)")}
+        missing = [column for column in ADDED_COLUMNS if column not in have]
+        if have and missing:
+            extra = ", ".join(f"NULL AS {column}" for column in missing)
+            conn.execute(f"CREATE TEMP VIEW judgments AS SELECT *, {extra} FROM main.judgments")
+
+    def _check_version(self, conn: sqlite3.Connection) -> str | None:
+        """The file's schema version (None when not written yet). Raises CacheError for a newer one, and
+        sqlite3.DatabaseError for a file that is no cache (no ``meta`` table) or cannot be read."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
             raise CacheError(
                 f"the judgment cache {self.path} was written by a newer judge-runner (schema {row[0]}); upgrade, or use another --cache path"
             )
+        return None if row is None else str(row[0])
 
     def _write(self, fn, *args):
         """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
@@ -319,6 +316,15 @@ class JudgmentCache:
         error = failure_of(self.path, exc)
         self.failure = self.failure or error
         return error
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Turn an SQLite error of the open cache into its CacheError (:meth:`_failed`): every command that
+        meets a damaged, read-only or full cache says so in the same words, never as a bug."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
 
     def __enter__(self) -> Self:
         return self
@@ -423,8 +429,9 @@ class JudgmentCache:
         detector's flag was kept), "labelsByJudge" ({"provider/model": n}; "not recorded" for older labels),
         "costUsd" (sum of known costs, USD), "unknownCost" (entries
         whose cost is unknown), "inputTokens", "outputTokens", "oldest", "newest" (Unix seconds or None),
-        "otherVersions" (entries of another CACHE_VERSION), "humanQrels": {name: n}}``."""
-        with self._lock:
+        "otherVersions" (entries of another CACHE_VERSION), "humanQrels": {name: n}}``. Raises CacheError
+        (kept as :attr:`failure`) when the file cannot be read."""
+        with self._guarded(), self._lock:
             c = self.conn
             total, cost, unknown, oldest, newest, other = c.execute(
                 "SELECT count(*), coalesce(sum(cost_usd), 0),"
@@ -477,7 +484,8 @@ class JudgmentCache:
         age) and, when ``other_versions``, those of another :data:`CACHE_VERSION`, which can never match
         again. Human qrels are never pruned. Returns the number deleted. Raises ValueError on a negative
         age. The file does not shrink until SQLite reuses the pages (no VACUUM, which would lock out the
-        other process)."""
+        other process). Raises CacheError (kept as :attr:`failure`), deleting nothing, when the file is
+        damaged anywhere (SQLite's ``quick_check``, one read of the file) or cannot be written."""
         seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         if seconds is not None and seconds < 0:
             raise ValueError("older_than must be >= 0")
@@ -491,7 +499,19 @@ class JudgmentCache:
                 conn.execute("DELETE FROM judgments WHERE cache_version != ?", (CACHE_VERSION,))
             return conn.total_changes - before
 
-        return self._write(delete)
+        self.check()  # deleting from a damaged file could lose what a repair would save
+        with self._guarded():
+            return self._write(delete)
+
+    def check(self) -> None:
+        """Read the whole file once (SQLite's ``quick_check``: about a second per few hundred MB) before a
+        command replaces or deletes what it holds. Raises CacheError (kept as :attr:`failure`), the same
+        "damaged" error every command gives, when any page is damaged."""
+        with self._guarded():
+            with self._lock:
+                problems = [str(row[0]) for row in self.conn.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise self._failed(sqlite3.DatabaseError("database disk image is malformed"))
 
     # -- human qrels (used by judge_runner.judging.qrels) ----------------------------------------------------
 
@@ -505,7 +525,8 @@ class JudgmentCache:
             conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", stored)
             return len(stored)
 
-        return self._write(replace)
+        with self._guarded():
+            return self._write(replace)
 
     def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
         """``(name, qid, docid, grade)`` of the stored human qrels (only ``names`` when given), sorted."""
@@ -523,7 +544,8 @@ class JudgmentCache:
         def delete(conn: sqlite3.Connection) -> int:
             return conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,)).rowcount
 
-        return self._write(delete)
+        with self._guarded():
+            return self._write(delete)
 
     def set_label_design(self, name: str, design: dict | None) -> None:
         """Keep how the human qrels set ``name`` was drawn (``label --budget``: a JSON object; table ``meta``,

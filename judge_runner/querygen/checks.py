@@ -4,8 +4,9 @@ docs/query-sets.md explains each check and its thresholds.
 
 - **Distinct** (:func:`find_duplicates`): two queries are one when their texts are equal after
   :func:`~judge_runner.querygen.profile.normalise_text`, or when they have the same expected sources and
-  the cosine of their embeddings is at least :data:`DUPLICATE_COSINE`. The first (in the set's order) is
-  kept.
+  the cosine of their embeddings is at least :data:`DUPLICATE_COSINE`, unless their words ask different
+  things (:func:`~judge_runner.querygen.contrast.contrast`: other numbers, a negation, opposite words, another
+  direction, other identifiers). The first (in the set's order) is kept.
 - **Specific** (:func:`non_specific`): a query (not ``ambiguous``, not ``off-topic``) is non-specific
   when many files answer it equally: its text is a heading of more than :data:`HEADING_FILES_LIMIT`
   files, or its expected source holds most of its content words (at least :data:`MIN_COVERAGE` of their
@@ -28,6 +29,7 @@ import numpy as np
 from judge_runner.core.models import Query
 from judge_runner.core.query_card import NonSpecificQuery
 from judge_runner.embed.base import TextEmbedder, encode_each
+from judge_runner.querygen.contrast import contrast
 from judge_runner.querygen.profile import CorpusProfile, content_stems, normalise_text
 from judge_runner.search.hybrid import FIELD_WEIGHTS
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
@@ -87,7 +89,7 @@ def find_duplicates(queries: Sequence[Query], embedder: TextEmbedder) -> tuple[l
             for k in kept:
                 if k in vectors and frozenset(queries[k].expectedSources) == frozenset(q.expectedSources):
                     cosine = float(np.dot(vectors[k], vectors[i]))
-                    if cosine > best_cosine:
+                    if cosine > best_cosine and contrast(queries[k].query, q.query) is None:
                         best, best_cosine = k, cosine
         if best is not None and best_cosine >= DUPLICATE_COSINE:
             found.append(Duplicate(queries[best], q, round(best_cosine, 4), False))

@@ -22,7 +22,7 @@ from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
-__all__ = ["SQLiteIndex", "IndexMismatchError", "IndexBusyError", "SCHEMA_VERSION", "BM25_WEIGHTS", "BUSY_TIMEOUT_S"]
+__all__ = ["SQLiteIndex", "IndexMismatchError", "IndexBusyError", "IndexAccessError", "SCHEMA_VERSION", "BM25_WEIGHTS", "BUSY_TIMEOUT_S"]
 
 SCHEMA_VERSION = "1"
 # Seconds a connection waits for another process's lock (SQLite's busy timeout; Python's default is 5)
@@ -34,6 +34,80 @@ BUSY_TIMEOUT_S = 60.0
 
 class IndexBusyError(RuntimeError):
     """Another process held the index's lock for longer than the busy timeout ("database is locked")."""
+
+
+class IndexAccessError(PermissionError):
+    """The index cannot be opened for writing: its folder cannot be created, or the file or its folder is
+    read-only (SQLite writes the index and, in WAL mode, its ``-wal`` and ``-shm`` files in that folder);
+    or a read-only folder holds changes SQLite cannot read without writing there. The message names the
+    path and what to do."""
+
+
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # https://www.sqlite.org/rescode.html
+
+
+def _cannot_write(path: Path, cause: object) -> IndexAccessError:
+    folder = path.parent
+    return IndexAccessError(
+        f"cannot write the index {path}: {cause}; the file and its folder {folder} must be writable (SQLite "
+        f"writes the index and its -wal and -shm files there); make them writable, or give --db a path in a "
+        f"folder you can write (searching a read-only index needs no write access)"
+    )
+
+
+@contextmanager
+def _writable(path: Path):
+    """Turn SQLite's "attempt to write a readonly database" and "unable to open database file" (a -wal or
+    -shm file it cannot create) into :class:`IndexAccessError` naming the folder."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in (_SQLITE_READONLY, _SQLITE_CANTOPEN):
+            raise _cannot_write(path, exc) from None
+        raise
+
+
+def _connect_writable(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """A connection that may write the index at ``path``, its folder created when missing. Raises
+    IndexAccessError when the folder cannot be created or the file or folder is read-only."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IndexAccessError(
+            f"cannot create the folder {path.parent} for the index {path} ({exc.strerror or exc}); give --db a path in a folder you can write"
+        ) from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise _cannot_write(path, f"{path} is read-only")
+    if not os.access(path.parent, os.W_OK):
+        raise _cannot_write(path, f"its folder {path.parent} is read-only")
+    with _writable(path):
+        return sqlite3.connect(path, check_same_thread=False, timeout=busy_timeout_s)
+
+
+def _connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """A read-only connection to the index at ``path`` (``mode=ro``: never writes, waits for a writer's
+    lock). In a read-only folder SQLite cannot create the WAL index (``-shm``) ``mode=ro`` needs: then
+    ``immutable=1`` (https://www.sqlite.org/uri.html#uriimmutable), which reads the file as it is, without
+    locks, and is right only when no ``-wal`` file holds changes not yet in it. Raises IndexAccessError
+    when one does (the index would be read without them)."""
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False, timeout=busy_timeout_s)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != _SQLITE_CANTOPEN:
+            raise
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise IndexAccessError(
+            f"the index {path} is in a read-only folder and {wal.name} beside it holds changes not yet in the file, which "
+            f"SQLite cannot read without writing a -shm file there; open it once where its folder {path.parent} is writable "
+            "(any judge-runner search does; the changes are then folded into the file), or search a copy"
+        )
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
 
 
 # BM25 column weights for (body, anchor, path): a heading or file-name match counts more than a body match.
@@ -71,7 +145,10 @@ class SQLiteIndex(ChunkSearch):
     ``embedder``: the command's embedder when the ``embedder`` setting chose one (an index built by another
     is refused); None: the one that built the index, else the default for a new index
     (:func:`judge_runner.embed.registry.choose`, asked once, when the meta is read).
-    Raises IndexMismatchError when the file was built with another embedding model or schema version.
+    ``readonly``: open an existing index for searching only (it is never written; see :func:`_connect_readonly`).
+    Raises IndexMismatchError when the file was built with another embedding model or schema version;
+    IndexAccessError when it cannot be written (not ``readonly``) or read without writing (``readonly``);
+    IndexBusyError when another process holds its lock past :data:`BUSY_TIMEOUT_S`.
     """
 
     def __init__(
@@ -80,22 +157,12 @@ class SQLiteIndex(ChunkSearch):
         self.path = Path(path)
         self.settings = settings or SearchSettings()
         self.busy_timeout_s = BUSY_TIMEOUT_S
-        if readonly:
-            # search needs no write access: a shared or read-only index still serves queries
-            try:
-                self.conn = sqlite3.connect(
-                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=self.busy_timeout_s
-                )
-                with self._busy():
-                    self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()
-            except sqlite3.OperationalError:  # a WAL index in a read-only folder cannot create its -shm file
-                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.path.exists() and not os.access(self.path, os.W_OK):
-                raise PermissionError(f"{self.path} is read-only (search it, or index into a copy you can write, with --db)")
-            self.conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s)
+        if readonly:  # search needs no write access: a shared or read-only index still serves queries
             with self._busy():
+                self.conn = _connect_readonly(self.path, self.busy_timeout_s)
+        else:
+            self.conn = _connect_writable(self.path, self.busy_timeout_s)
+            with self._busy(), _writable(self.path):
                 self.conn.execute("PRAGMA foreign_keys = ON")
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.executescript(_SCHEMA)

@@ -1,0 +1,101 @@
+"""What can go wrong with the judgment cache's file, in the words every command uses (issue 29, item 6):
+:class:`CacheError` and its reasons, the classification of SQLite's errors at open and later (damaged,
+read-only, full, locked, not a cache), and the read-only connection ``cache stats`` and ``--dry-run`` read
+it through. The cache itself is :mod:`judge_runner.judging.cache`; docs/judge-protocol.md ("The judgment
+cache") lists each failure with its exit code and message.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from judge_runner.core.failures import EXIT_CONFIG, EXIT_INCOMPLETE, JudgeRunnerError, is_disk_full, storage_problem
+
+
+class CacheError(JudgeRunnerError, RuntimeError):
+    """The cache file cannot be used: not an SQLite database, a folder, written by a newer judge-runner,
+    or read-only (exit 2); damaged (at open or later: exit 3, as every command says of it); or it failed
+    while a run used it (a full disk, an I/O error: exit 3, the user's environment, not a bug). The
+    message names the file and what to do. ``reason``: ``cache_error``, ``disk_full``, ``cache_damaged``,
+    ``cache_readonly`` or ``cache_locked`` (at open: another process held the write lock longer than the
+    busy timeout)."""
+
+    def __init__(self, message: str, reason: str = "cache_error", exit_code: int = EXIT_CONFIG):
+        super().__init__(message, exit_code)
+        self.reason = reason
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # https://www.sqlite.org/rescode.html
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # a read-only file; a file (or its -wal, -shm) that cannot be created
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of ``exc`` (the low byte of an extended code), or None."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def _damaged(path: Path, exc: BaseException) -> CacheError:
+    return CacheError(
+        f"the judgment cache {path} is damaged ({exc}): move it away, or pass another --cache path or --no-cache",
+        "cache_damaged",
+        EXIT_INCOMPLETE,
+    )
+
+
+def read_only(path: Path, exc: BaseException) -> CacheError:
+    """The CacheError (exit 2) of a cache that cannot be written: its file or its folder is read-only."""
+    return CacheError(
+        f"the judgment cache {path} is read-only ({exc}): a cache is written to, and SQLite keeps its -wal and -shm "
+        f"files in its folder {path.parent}; make both writable, or pass another --cache path or --no-cache",
+        "cache_readonly",
+    )
+
+
+def failure_of(path: Path, exc: BaseException) -> CacheError:
+    """The CacheError of a failure of the open cache at ``path`` (exit 3): its disk is full, the file is
+    damaged (SQLITE_CORRUPT, SQLITE_NOTADB), or another error (an I/O error, a lock held too long); a
+    read-only file or folder is exit 2 (:func:`read_only`)."""
+    if is_disk_full(exc):
+        return CacheError(storage_problem("the judgment cache", path, exc)[1], "disk_full", EXIT_INCOMPLETE)
+    if _sqlite_code(exc) in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in str(exc):
+        return _damaged(path, exc)
+    if _sqlite_code(exc) in (_SQLITE_READONLY, _SQLITE_CANTOPEN):
+        return read_only(path, exc)
+    return CacheError(f"cannot use the judgment cache {path} ({exc})", "cache_error", EXIT_INCOMPLETE)
+
+
+def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> CacheError:
+    """The CacheError of a cache that failed while being opened: locked longer than ``busy_timeout_s``,
+    a full disk, read-only (exit 2); damaged, an SQLite file whose pages cannot be read (exit 3, as
+    :func:`failure_of` says of damage found later, so every command says the same of one file); or not
+    a cache at all (exit 2: another file passed as ``--cache``)."""
+    if "locked" in str(exc):
+        return CacheError(f"the judgment cache {path} stayed locked by another process for {busy_timeout_s:g} s", "cache_locked")
+    if is_disk_full(exc):
+        return CacheError(storage_problem("the judgment cache", path, exc)[1], "disk_full")
+    if _sqlite_code(exc) == _SQLITE_CORRUPT or "malformed" in str(exc):
+        return _damaged(path, exc)
+    if _sqlite_code(exc) in (_SQLITE_READONLY, _SQLITE_CANTOPEN):
+        return read_only(path, exc)
+    return CacheError(f"{path} is not a judgment cache ({exc}); move it away or pass another --cache path")
+
+
+def connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """A read-only connection to the cache at ``path`` (``mode=ro``), which never writes the file; when
+    SQLite cannot create the WAL index (``-shm``) of a cache in a read-only folder, ``immutable=1`` (no
+    locking: a run writing the cache at the same time may go unseen). Raises sqlite3.Error, and
+    FileNotFoundError for a missing file (``mode=ro`` never creates one)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no file at {path}")
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if _sqlite_code(exc) != _SQLITE_CANTOPEN:
+            raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)

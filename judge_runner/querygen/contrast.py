@@ -1,0 +1,215 @@
+"""What keeps two queries apart however close their embeddings are (issue 29, item 5): the duplicate check's
+exceptions (:func:`judge_runner.querygen.checks.find_duplicates`; docs/query-sets.md, "Distinct").
+
+Sentence embeddings are close for texts that share most words, whatever the few words that differ mean:
+"increase the connection pool size" and "decrease the connection pool size" score 0.946 on
+all-MiniLM-L6-v2, above the duplicate threshold, though they ask opposite things. Embeddings are known to be
+weak at exactly these contrasts (negation: Ettinger 2020, "What BERT is not", TACL 8; numbers: Wallace et
+al. 2019, "Do NLP models know numbers?", EMNLP), so they are read from the words instead. Two queries are
+kept apart, a pair the duplicate check never drops, when:
+
+- **numbers**: the numbers they hold, in order, differ (``postgres 14 to 15`` / ``15 to 16``; ports, sizes,
+  versions; ``0051`` and ``51`` are one number, each part of ``1.2.3`` counts);
+- **negation**: one negates and the other does not (:data:`NEGATIONS`, or a word ending in ``n't``);
+- **opposite words**: one holds a word and the other its opposite (:data:`OPPOSITES`: ``increase`` /
+  ``decrease``, ``enable`` / ``disable``, ``min`` / ``max`` ...; or the word with a negating prefix,
+  :data:`NEGATING_PREFIXES`: ``install`` / ``uninstall``, ``connect`` / ``disconnect``), compared on a light
+  stem (``increasing``, ``increased``, ``increases`` meet);
+- **direction**: a direction word both use (:data:`DIRECTION_WORDS`) takes a different object, each named in
+  the other query (``from mysql to postgres`` / ``from postgres to mysql``);
+- **identifiers**: each names an identifier the other does not spell (a token with a digit, an inner
+  ``_ - . / :``, an inner capital, or in capitals: ``DEC-0051`` / ``DEC-0052``, ``SIGTERM`` / ``SIGKILL``),
+  compared without case or separators, so ``pool_size`` and "pool size" are one name, and a query naming
+  one where the other names none is not kept apart by this rule.
+
+The rules err on the side of keeping: a near-duplicate kept costs one more query to judge, a distinct query
+dropped loses what it alone would have tested.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+NEGATIONS = frozenset(
+    "not no never without none nothing nobody nowhere neither nor cannot cant dont doesnt didnt isnt arent "
+    "wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt".split()
+)
+"""Words that negate what follows (after case folding and with apostrophes removed)."""
+
+OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("increase", "decrease"),
+    ("increase", "reduce"),
+    ("raise", "lower"),
+    ("higher", "lower"),
+    ("more", "less"),
+    ("more", "fewer"),
+    ("enable", "disable"),
+    ("enabled", "disabled"),
+    ("on", "off"),
+    ("start", "stop"),
+    ("open", "close"),
+    ("add", "remove"),
+    ("add", "delete"),
+    ("create", "delete"),
+    ("create", "drop"),
+    ("create", "destroy"),
+    ("allow", "deny"),
+    ("allow", "block"),
+    ("allow", "forbid"),
+    ("accept", "reject"),
+    ("approve", "reject"),
+    ("grant", "revoke"),
+    ("include", "exclude"),
+    ("show", "hide"),
+    ("upgrade", "downgrade"),
+    ("encrypt", "decrypt"),
+    ("import", "export"),
+    ("upload", "download"),
+    ("push", "pull"),
+    ("read", "write"),
+    ("input", "output"),
+    ("inbound", "outbound"),
+    ("ingress", "egress"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("first", "last"),
+    ("before", "after"),
+    ("old", "new"),
+    ("older", "newer"),
+    ("oldest", "newest"),
+    ("up", "down"),
+    ("expand", "shrink"),
+    ("attach", "detach"),
+    ("backup", "restore"),
+    ("pause", "resume"),
+    ("public", "private"),
+    ("internal", "external"),
+    ("client", "server"),
+    ("source", "target"),
+    ("sync", "async"),
+    ("synchronous", "asynchronous"),
+    ("ascending", "descending"),
+    ("success", "failure"),
+    ("succeed", "fail"),
+    ("valid", "invalid"),
+    ("true", "false"),
+    ("allowlist", "denylist"),
+    ("whitelist", "blacklist"),
+    ("commit", "rollback"),
+    ("login", "logout"),
+    ("fast", "slow"),
+    ("faster", "slower"),
+    ("large", "small"),
+    ("larger", "smaller"),
+)
+"""Pairs of opposite words common in operations and documentation queries (compared on their stems)."""
+
+NEGATING_PREFIXES = ("un", "dis", "de", "non", "in", "anti")
+"""A word and the word with one of these before it are opposites (``lock`` / ``unlock``, ``activate`` /
+``deactivate``), when the shorter word has at least four letters."""
+
+DIRECTION_WORDS = frozenset("from to into onto than versus vs over".split())
+"""Words whose object gives a query its direction (``from A to B``, ``A faster than B``)."""
+
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_RAW_TOKEN = re.compile(r"\S+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_EDGE_PUNCT = "\"'`“”‘’()[]{}<>,;!?"
+_IDENTIFIER_SHAPE = re.compile(r"\d|[^\W_][_\-./:][^\W_]|[a-z][A-Z]|^[A-Z][A-Z0-9]+$")
+
+
+def _stem(word: str) -> str:
+    """A light stem: a plural or verb ending (``ing``, ``ed``, ``es``, ``s``) and then a final ``e`` removed
+    when at least three letters stay (``increasing``, ``increased``, ``increases``, ``increase`` ->
+    ``increas``)."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+_OPPOSITE_STEMS = tuple((_stem(a), _stem(b)) for a, b in OPPOSITES)
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``: NFKC, case-folded, apostrophes removed (``don't`` -> ``dont``)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [w.replace("'", "").replace("’", "") for w in _TOKEN.findall(folded)]
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    """Every number of ``text`` in order, each dotted or comma-separated part as an integer."""
+    return tuple(int(part) for match in _NUMBER.findall(unicodedata.normalize("NFKC", text)) for part in re.split(r"[.,]", match))
+
+
+def _negated(text: str, words: list[str]) -> bool:
+    """Whether ``text`` negates: a word of :data:`NEGATIONS`, or any word ending in ``n't``."""
+    return any(w in NEGATIONS for w in words) or re.search(r"n['’]t\b", text.casefold()) is not None
+
+
+def _opposite(a: set[str], b: set[str]) -> str | None:
+    """The first pair of opposites one query holds a side of and the other the other side, as ``x/y``."""
+    only_a, only_b = a - b, b - a
+    for x, y in _OPPOSITE_STEMS:
+        if (x in only_a and y in only_b) or (y in only_a and x in only_b):
+            return f"{x}/{y}"
+    for word in only_a | only_b:
+        other = only_b if word in only_a else only_a
+        for prefix in NEGATING_PREFIXES:
+            if len(word) >= 4 and prefix + word in other:
+                return f"{word}/{prefix}{word}"
+    return None
+
+
+def _swapped_direction(a: list[str], b: list[str]) -> str | None:
+    """A direction word both use whose next word differs, each of the two named in the other query."""
+    for d in DIRECTION_WORDS & set(a) & set(b):
+        after_a = a[a.index(d) + 1] if a.index(d) + 1 < len(a) else None
+        after_b = b[b.index(d) + 1] if b.index(d) + 1 < len(b) else None
+        if after_a and after_b and after_a != after_b and after_a in b and after_b in a:
+            return f"{d} {after_a} / {d} {after_b}"
+    return None
+
+
+def _identifiers(text: str) -> set[str]:
+    """The identifiers ``text`` names (see the module docstring), lower-cased, letters and digits only."""
+    found = set()
+    for raw in _RAW_TOKEN.findall(unicodedata.normalize("NFKC", text)):
+        token = raw.strip(_EDGE_PUNCT).rstrip(".:")
+        if len(token) >= 2 and _IDENTIFIER_SHAPE.search(token):
+            found.add(_compact(token))
+    return {i for i in found if i}
+
+
+def _compact(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+
+
+def _identifier_contrast(a: str, b: str) -> str | None:
+    """``x / y`` when each query names an identifier the other's text does not spell."""
+    text_a, text_b = _compact(a), _compact(b)
+    only_a = sorted(i for i in _identifiers(a) if i not in text_b)
+    only_b = sorted(i for i in _identifiers(b) if i not in text_a)
+    return f"{only_a[0]} / {only_b[0]}" if only_a and only_b else None
+
+
+def contrast(a: str, b: str) -> str | None:
+    """Why the queries ``a`` and ``b`` ask different things (see the module docstring), as a short phrase
+    (``"numbers 14, 15 / 15, 16"``, ``"negation"``, ``"opposites increas/decreas"``, ``"direction ..."``,
+    ``"identifiers dec0051 / dec0052"``), or None when nothing in their words keeps them apart."""
+    numbers_a, numbers_b = _numbers(a), _numbers(b)
+    if numbers_a != numbers_b:
+        return f"numbers {', '.join(map(str, numbers_a)) or 'none'} / {', '.join(map(str, numbers_b)) or 'none'}"
+    words_a, words_b = _words(a), _words(b)
+    if _negated(a, words_a) != _negated(b, words_b):
+        return "negation"
+    opposite = _opposite({_stem(w) for w in words_a}, {_stem(w) for w in words_b})
+    if opposite:
+        return f"opposites {opposite}"
+    direction = _swapped_direction(words_a, words_b)
+    if direction:
+        return f"direction {direction}"
+    identifiers = _identifier_contrast(a, b)
+    return f"identifiers {identifiers}" if identifiers else None

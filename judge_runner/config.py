@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
-from judge_runner.core.redact import redact_dsn
+from judge_runner.search.redact import redact_dsn
 from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import ProviderChoice
 from judge_runner.search.settings import SearchSettings

@@ -419,7 +419,7 @@ def list_verdict(
     key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
     hit = cached(cache, [key]).get(key)
     if hit is not None and hit.payload:
-        return ListVerdict.from_cache(hit), True
+        return ListVerdict.from_payload(hit.payload, hit.model_returned), True
     try:
         verdict = _one(calls, partial(judge.list_verdict, query.query, query.queryIntent, query.expectedSources, items, sampling, log))
     except BaseException as exc:

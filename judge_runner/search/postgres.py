@@ -45,7 +45,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
+from judge_runner.search.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.corpus.chunk import Chunk
 from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.embedding import DIMENSION, MODEL_NAME, TextEmbedder, index_embedder, mismatch_advice, shared_embedder

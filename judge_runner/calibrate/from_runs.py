@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from judge_runner.calibrate.collect import Spend
 from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded
@@ -44,7 +44,7 @@ def judge_label(result: Any) -> int | None:
     """The judge's own label of one result (a :class:`judge_runner.runs.lines.ResultLabel`): ``relevance``
     when the judge gave it, ``judgeLabel`` when a human label won (None in files written before it was kept)."""
     if result.labelOrigin == "human":
-        return result.judgeLabel
+        return cast(int | None, result.judgeLabel)
     return int(result.relevance)
 
 

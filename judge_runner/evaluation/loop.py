@@ -25,6 +25,7 @@ from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
+from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
@@ -90,7 +91,7 @@ def judge_all(
     writer: RunWriter,
     options: EvaluateOptions,
     *,
-    budget=None,
+    budget: Budget | None = None,
     heuristic: bool = False,
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
@@ -331,7 +332,7 @@ def run_evaluation(
     writer: RunWriter,
     run_start: dict,
     options: EvaluateOptions,
-    budget=None,
+    budget: Budget | None = None,
     echo: Callable[[str], None] = print,
     log: Callable[[str], None] = lambda m: None,
     prior: list[dict] | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 from judge_runner.core.failures import RunStatus, StorageError, exit_code_for
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.advice import recommended_focus
+from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.lines import run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
@@ -165,7 +166,7 @@ def end_run(
     options: EvaluateOptions,
     *,
     started: float,
-    budget=None,
+    budget: Budget | None = None,
     heuristic: bool = False,
     judge_is_generator: bool = False,
     estimate: dict | None = None,

@@ -28,15 +28,17 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from judge_runner.core.failures import EXIT_CONFIG, EXIT_INCOMPLETE, JudgeRunnerError, is_disk_full, storage_problem
 from judge_runner.core.models import JUDGE_MODES
 from judge_runner.core.timespan import parse_since
+
+T = TypeVar("T")
 
 CACHE_VERSION = 1
 """Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
@@ -301,7 +303,7 @@ class JudgmentCache:
                 f"the judgment cache {self.path} was written by a newer judge-runner (schema {row[0]}); upgrade, or use another --cache path"
             )
 
-    def _write(self, fn, *args):
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -323,7 +325,7 @@ class JudgmentCache:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from judge_runner.llm.base import ChatProvider
 
@@ -60,14 +60,14 @@ class ProviderSpec:
         if self.target is None:
             raise ValueError(f"the {self.name} provider has no ChatProvider class")
         module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return cast(type[ChatProvider], getattr(importlib.import_module(module), attr))
 
     def load_batches(self) -> type:
         """The batch API backend class (imports its module). Raises ValueError when the provider has none."""
         if self.batch_target is None:
             raise ValueError(f"the {self.name} provider has no batch API")
         module, _, attr = self.batch_target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return cast(type, getattr(importlib.import_module(module), attr))
 
 
 PROVIDERS: dict[str, ProviderSpec] = {

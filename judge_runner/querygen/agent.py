@@ -316,7 +316,7 @@ def generate_with_llm(
     root: Path,
     count: int,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-    log=lambda message: None,
+    log: Callable[[str], None] = lambda message: None,
     profile: CorpusProfile | None = None,
 ) -> GenerationResult:
     """Run the exploring agent until it submits a valid query set. ``profile``: the corpus's, for the

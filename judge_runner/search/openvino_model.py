@@ -33,7 +33,7 @@ def cpu_precision(core: Any = None) -> str:
     return "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "f32"
 
 
-def _core():
+def _core() -> Any:
     try:
         import openvino
     except ImportError as exc:

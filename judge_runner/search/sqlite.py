@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -108,7 +108,7 @@ class SQLiteIndex(ChunkSearch):
     def __enter__(self) -> SQLiteIndex:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -116,7 +116,7 @@ class SQLiteIndex(ChunkSearch):
         self.conn.close()
 
     @contextmanager
-    def _busy(self):
+    def _busy(self) -> Iterator[None]:
         """Turn SQLite's "database is locked" / "database is busy" (after the busy timeout) into
         IndexBusyError with a message that says what to do."""
         try:
@@ -166,7 +166,7 @@ class SQLiteIndex(ChunkSearch):
     def _holds_nothing(self) -> bool:
         """Whether the index has no document and no chunk (its meta may still name an embedder)."""
         try:
-            return self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0
+            return bool(self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0)
         except sqlite3.OperationalError:  # an index of another schema: the schema check says so
             return False
 

@@ -84,7 +84,5 @@ def test_the_function_size_check_can_fail():
     assert lengths == {"m:short": 2, "m:C.long": MAX_FUNCTION_LINES + 1}
     assert over_the_bound(lengths, {}) == ["m:C.long has 81 lines (at most 80): split it"]
     assert over_the_bound(lengths, {"m:C.long": 81}) == []
-    assert over_the_bound(lengths, {"m:C.long": 81, "m:short": 90}) == [
-        "m:short is within 80 lines now (or gone): take it off LONG_TODAY"
-    ]
+    assert over_the_bound(lengths, {"m:C.long": 81, "m:short": 90}) == ["m:short is within 80 lines now (or gone): take it off LONG_TODAY"]
     assert over_the_bound({"m:C.long": 85}, {"m:C.long": 81}) == ["m:C.long grew to 85 lines (it had 81; at most 80): split it"]

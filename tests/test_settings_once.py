@@ -64,7 +64,11 @@ DONE = SimpleNamespace(status=RunStatus.OK)
 CASES = {
     "calibrate --dry-run": (
         ["calibrate", "--beir", "{tmp}/beir", "--dry-run"],
-        {"cli.calibrate.calibrate_job": None, "cli.calibrate.calibrate_labeler": (object(), object()), "cli.calibrate.calibrate_report": None},
+        {
+            "cli.calibrate.calibrate_job": None,
+            "cli.calibrate.calibrate_labeler": (object(), object()),
+            "cli.calibrate.calibrate_report": None,
+        },
     ),
     "calibrate": (["calibrate", "--beir", "{tmp}/beir"], {"cli.calibrate.calibrate_job": None}),
     "calibrate --results": (

@@ -138,7 +138,7 @@ def check_batch_provider(spec: ProviderSpec, reason: str, settings: Settings) ->
 
 
 def batch_judge(spec: ProviderSpec, judge: ChatProvider, max_poll_s: float, say: Callable[[str], None]) -> ChatProvider:
-    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch.batching_provider`)
+    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch_provider.batching_provider`)
     once one free request has shown its server has the batch API. Raises ConfigError (exit 2, nothing
     spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
     a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's

@@ -176,7 +176,7 @@ def end_run(
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
     :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
-    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`; ``carried``: the evaluation
+    ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`; ``carried``: the evaluation
     lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
     resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
     :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's

@@ -157,7 +157,7 @@ def heuristic_list_verdict(
 
 
 class HeuristicJudge:
-    """The offline :class:`~judge_runner.app.roles.Judge`: no network, no key, no cost. ``embedder`` is
+    """The offline :class:`~judge_runner.judging.protocol.Judge`: no network, no key, no cost. ``embedder`` is
     injected (``build_roles`` passes :func:`judge_runner.search.embedding.get_embedder`'s); its name is part of
     ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
     (it is deterministic)."""

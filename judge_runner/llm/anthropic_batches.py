@@ -1,4 +1,4 @@
-"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
 
 API reference: https://docs.anthropic.com/en/api/creating-message-batches (``POST /v1/messages/batches``
 with ``requests: [{custom_id, params}]``, ``GET /v1/messages/batches/{id}``, ``GET
@@ -48,7 +48,7 @@ class AnthropicBatches:
         self._batches = provider._client.messages.batches
 
     def check(self) -> None:
-        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a failure means."""
+        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a failure means."""
         try:
             self._batches.list(limit=1)
         except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API

@@ -1,4 +1,4 @@
-"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
 
 API reference: https://platform.openai.com/docs/api-reference/batch. The requests go up as one JSONL
 file (``POST /v1/files``, purpose ``batch``; each line ``{custom_id, method: "POST", url:
@@ -59,7 +59,7 @@ class OpenAIBatches:
         self._client = provider._client
 
     def check(self) -> None:
-        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a
+        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a
         failure means (a local server answers 404: BatchUnavailable)."""
         try:
             self._client.batches.list(limit=1)

@@ -33,7 +33,7 @@ class ProviderSpec:
     ``base_url_is_enough``: a server at ``base_url_env`` needs no key (local OpenAI-compatible servers);
     ``default_model``: the model used without ``--model``; ``heuristic``: its roles are the offline
     heuristics, labelled as such wherever their results appear; ``batch_target``: ``"module:Class"`` of
-    its batch API backend (:class:`judge_runner.llm.batch.BatchBackend`, for ``--batch``), None when it
+    its batch API backend (:class:`judge_runner.llm.batch_api.BatchBackend`, for ``--batch``), None when it
     has none.
     """
 

@@ -376,7 +376,7 @@ def query_set_sha256(queries: list[Query]) -> str:
 
 
 class LLMQueryWriter:
-    """The :class:`~judge_runner.app.roles.QueryWriter` of an LLM: the exploring agent of
+    """The :class:`~judge_runner.querygen.protocol.QueryWriter` of an LLM: the exploring agent of
     :func:`generate_with_llm` with ``provider``."""
 
     heuristic = False

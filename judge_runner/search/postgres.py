@@ -20,7 +20,7 @@ diacritic-folded in Python (:func:`~judge_runner.search.text.normalized_words`; 
 then PostgreSQL's parser with the ``lexical`` configuration (``simple`` plus the Snowball English stemmer
 without stop words, the counterpart of SQLite's ``porter`` tokenizer) builds ``tsv`` with the anchor
 weighted ``A``, the path ``B`` and the body ``D``. A query is OR of its tokens and compound phrases
-(:func:`~judge_runner.search.text.query_tokens`, :func:`~judge_runner.search.text.query_phrases`),
+(:func:`~judge_runner.core.textproc.query_tokens`, :func:`~judge_runner.search.text.query_phrases`),
 passed as text arrays and turned into lexemes and tsqueries server-side by ``to_tsvector`` and
 ``phraseto_tsquery``, which read any text as plain words: no query text reaches SQL but as a bound
 parameter, and a tsquery syntax error cannot happen.

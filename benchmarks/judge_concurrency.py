@@ -107,6 +107,7 @@ def worker(args: argparse.Namespace) -> None:
     from judge_runner.app.indexing import open_index
     from judge_runner.config import load_settings
     from judge_runner.core.models import Query
+    from judge_runner.evaluation.context import RunContext, RunOutput
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.judging.llm_judge import LLMJudge
@@ -139,7 +140,8 @@ def worker(args: argparse.Namespace) -> None:
             writer = RunWriter(workdir / "runs" / tag)
             options = EvaluateOptions(search_limit=args.limit, concurrency=concurrency, judge_mode=args.judge_mode, search_mode="hybrid")
             started = time.perf_counter()
-            run_evaluation(qs, index, LLMJudge(provider), writer, {"config": {}}, options, budget=provider.budget, echo=lambda m: None)
+            ctx = RunContext(LLMJudge(provider), options, budget=provider.budget, output=RunOutput(echo=lambda m: None))
+            run_evaluation(qs, index, writer, {"config": {}}, ctx)
             wall = time.perf_counter() - started
             calls = server.count()
         lines = list(read_run(writer.path))

@@ -55,6 +55,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from judge_runner.app.indexing import index_fixtures, open_index  # noqa: E402
 from judge_runner.config import load_settings  # noqa: E402
 from judge_runner.core.printer import Printer  # noqa: E402
+from judge_runner.evaluation.context import RunContext, RunOutput  # noqa: E402
 from judge_runner.evaluation.loop import run_evaluation  # noqa: E402
 from judge_runner.evaluation.options import EvaluateOptions  # noqa: E402
 from judge_runner.judging.cache import JudgmentCache  # noqa: E402
@@ -118,17 +119,9 @@ def judge_run(
         kind = AnthropicProvider if marked else UncachedProvider
         provider = kind(model, RetryPolicy(max_retries=1), Budget(), timeout_s=30, api_key="fake", base_url=server.anthropic_base_url)
         chat = batching_provider(provider, get_spec("anthropic").load_batches(), max_poll_s=0.2) if batch else provider
-        outcome = run_evaluation(
-            queries,
-            index,
-            LLMJudge(chat),
-            RunWriter(workdir / "runs"),
-            {"config": {}},
-            EvaluateOptions(search_limit=setup.limit, concurrency=setup.concurrency, judge_mode=mode),
-            budget=chat.budget,
-            echo=lambda m: None,
-            cache=cache,
-        )
+        options = EvaluateOptions(search_limit=setup.limit, concurrency=setup.concurrency, judge_mode=mode)
+        ctx = RunContext(LLMJudge(chat), options, budget=chat.budget, cache=cache, output=RunOutput(echo=lambda m: None))
+        outcome = run_evaluation(queries, index, RunWriter(workdir / "runs"), {"config": {}}, ctx)
         labels_tools = [t for r in server.requests for t in r.body.get("tools") or [] if t.get("name") == "record_labels"]
         counts = {t["input_schema"]["properties"]["labels"]["minItems"] for t in labels_tools}
         return Measured(server.count(), chat.budget.usage, outcome.summary, counts)

@@ -44,6 +44,7 @@ RESULTS = 10
 def worker(args: argparse.Namespace) -> None:
     """Measure with the ``judge_runner`` on ``sys.path``; print one RESULT line of JSON."""
     from judge_runner.core.models import Query
+    from judge_runner.evaluation.context import RunContext, RunOutput
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.judging.llm_judge import LLMJudge
@@ -133,7 +134,8 @@ def worker(args: argparse.Namespace) -> None:
             writer = RunWriter(workdir / f"c{concurrency}-{len(qs)}-{time.monotonic_ns()}")
             options = EvaluateOptions(search_limit=RESULTS, concurrency=concurrency, judge_mode="pointwise")
             started = time.perf_counter()
-            run_evaluation(qs, FixtureSearch(), LLMJudge(provider), writer, {"config": {}}, options, budget=budget, echo=lambda m: None)
+            ctx = RunContext(LLMJudge(provider), options, budget=budget, output=RunOutput(echo=lambda m: None))
+            run_evaluation(qs, FixtureSearch(), writer, {"config": {}}, ctx)
             wall = time.perf_counter() - started
             calls = server.count()
         lines = list(read_run(writer.path))

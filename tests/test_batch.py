@@ -409,12 +409,13 @@ def invalid_first_label(query: str):
     """A brain (the default one otherwise) whose first answer to each label request about ``query`` fails
     the label schema; the re-ask gets a valid label."""
     from tests.fakes.fake_llm import DefaultBrain, ToolCall, first_user_text
+    from tests.fakes.honest_judge import query_of
 
     default = DefaultBrain()
 
     def brain(api: str, body: dict):
         first_ask = len(body.get("messages") or []) <= 2  # anthropic: [user]; openai: [system, user]
-        if first_ask and "record_label" in offered_tools(api, body) and query in first_user_text(body):
+        if first_ask and "record_label" in offered_tools(api, body) and query_of(first_user_text(body)) == query:
             return ToolCall("record_label", {"relevance": 7})
         return default(api, body)
 

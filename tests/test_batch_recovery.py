@@ -20,6 +20,7 @@ import pytest
 
 from tests.clitools import invoke
 from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, first_user_text, offered_tools
+from tests.fakes.honest_judge import query_of
 from tests.test_batch import comparable, env_for, evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
 from tests.test_batch_resume import cut_run, resume, run_folder  # noqa: F401 - run_folder is a fixture
 
@@ -160,7 +161,7 @@ def failing_list_verdicts(query: str):
     default = DefaultBrain()
 
     def brain(api: str, body: dict):
-        if "record_list_verdict" in offered_tools(api, body) and query in first_user_text(body):
+        if "record_list_verdict" in offered_tools(api, body) and query_of(first_user_text(body)) == query:
             return Text("I cannot judge this list.")
         return default(api, body)
 
@@ -171,7 +172,7 @@ def requests_about(server, query: str) -> int:
     """Judge requests the fake received about ``query``: synchronous ones and batch items."""
     sync = [r.body for r in server.requests]
     batched = [body for b in server.batches.submitted for body in b["bodies"]]
-    return sum(1 for body in sync + batched if query in first_user_text(body))
+    return sum(1 for body in sync + batched if query_of(first_user_text(body)) == query)
 
 
 @pytest.mark.parametrize("batch", [False, True])

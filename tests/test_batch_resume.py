@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
+from tests.fakes.honest_judge import query_of
 from tests.test_batch import evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
 
 pytestmark = pytest.mark.hash_embedder
@@ -42,11 +43,13 @@ def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, d
     summary = lines[-1]
     assert result.exit_code == 3 and summary["budgetExhausted"] is True and summary["costUsd"] <= 0.2
     assert summary["evaluated"] > 0 and summary["evaluated"] + summary["failed"] == 15
-    labelled = [first_user_text(b) for b in bodies if "record_label" in offered_tools("anthropic", b)]
-    verdicts = [b for b in bodies if "record_list_verdict" in offered_tools("anthropic", b)]
-    queries = [q["query"] for q in json.loads(query_set.read_text())["queries"]]
-    paid = [q for q in queries if any(q in text for text in labelled)]
-    without_verdict = [q for q in paid if not any(q in first_user_text(v) for v in verdicts)]
+    # a request's query is its <query> tag: a document shown in it may name another query's file
+    labelled = {query_of(first_user_text(b)) for b in bodies if "record_label" in offered_tools("anthropic", b)}
+    verdicts = {query_of(first_user_text(b)) for b in bodies if "record_list_verdict" in offered_tools("anthropic", b)}
+    queries = [" ".join(q["query"].split()) for q in json.loads(query_set.read_text())["queries"]]
+    assert labelled <= set(queries) and verdicts <= set(queries), "every request names one of the set's queries"
+    paid = [q for q in queries if q in labelled]
+    without_verdict = [q for q in paid if q not in verdicts]
     # at most the one query whose verdict was tried last, with nothing else in flight, and did not fit in
     # what was left (README "Batch mode": a verdict's worst case can exceed every one before it)
     assert paid and len(without_verdict) <= 1, f"labels paid for, list verdict never asked: {without_verdict}"

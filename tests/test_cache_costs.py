@@ -11,6 +11,7 @@ import pytest
 
 from judge_runner.app.console import cost_line
 from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import JudgmentCache
@@ -207,17 +208,8 @@ def test_run_summary_measures_caching_and_cost_per_judged_query(tmp_path):
         with FakeLLMServer() as server:
             provider = AnthropicProvider("claude-sonnet-4-6", RetryPolicy(max_retries=0), Budget(), 30, "k", server.anthropic_base_url)
             writer = RunWriter(out)
-            outcome = run_evaluation(
-                queries(4),
-                StubSearch(),
-                LLMJudge(provider),
-                writer,
-                {"config": {}},
-                EvaluateOptions(),
-                budget=provider.budget,
-                echo=lambda m: None,
-                cache=cache,
-            )
+            ctx = RunContext(LLMJudge(provider), EvaluateOptions(), budget=provider.budget, cache=cache, output=QUIET)
+            outcome = run_evaluation(queries(4), StubSearch(), writer, {"config": {}}, ctx)
             return outcome.summary, [line for line in read_run(writer.path) if line["type"] == "evaluation"], server.count()
 
     try:

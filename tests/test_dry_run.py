@@ -221,6 +221,7 @@ def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
 
 def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_path):
     from judge_runner.app.dry_run import start_estimate
+    from judge_runner.evaluation.context import QUIET, RunContext
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.runs.write import RunWriter, read_run
@@ -239,7 +240,7 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
     search, estimate = start_estimate(queries(3), Interrupting(), judge, EvaluateOptions(), None, price=None, budget_cap_usd=None)
     assert estimate is None
     writer = RunWriter(tmp_path)
-    outcome = run_evaluation(queries(3), search, judge, writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None)
+    outcome = run_evaluation(queries(3), search, writer, {"config": {}}, RunContext(judge, EvaluateOptions(), output=QUIET))
     assert outcome.summary["interrupted"] is True and outcome.summary["evaluated"] == 0
     assert [line["type"] for line in read_run(writer.path)] == ["run_start", "summary"] and judge.calls == []
 

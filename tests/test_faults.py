@@ -31,6 +31,7 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_OK, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, MAX_REASKS, LLMJudge
@@ -127,16 +128,9 @@ def run(tmp_path, provider, n: int, concurrency: int = 1):
     Lines are schema-checked."""
     writer = RunWriter(tmp_path / f"runs-{time.monotonic_ns()}")
     started = time.monotonic()
-    outcome = run_evaluation(
-        make_queries(n),
-        StubSearch(),
-        OneCallJudge(provider),
-        writer,
-        {"config": {}},
-        EvaluateOptions(concurrency=concurrency, judge_mode="batched"),
-        budget=provider.budget,
-        echo=lambda m: None,
-    )
+    options = EvaluateOptions(concurrency=concurrency, judge_mode="batched")
+    ctx = RunContext(OneCallJudge(provider), options, budget=provider.budget, output=QUIET)
+    outcome = run_evaluation(make_queries(n), StubSearch(), writer, {"config": {}}, ctx)
     elapsed = time.monotonic() - started
     lines = list(read_run(writer.path))
     for line in lines[1:]:

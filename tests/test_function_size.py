@@ -19,7 +19,6 @@ MAX_FUNCTION_LINES = 80
 # Today's offenders (issue 30, item 2 splits them) and their length when the rule came. This list may only
 # shrink: a function split under the bound is taken off it, none is ever added, and none may grow.
 LONG_TODAY = {
-    "judge_runner.evaluation.loop:judge_all": 239,
     "judge_runner.analysis.report:build_report": 166,
     "judge_runner.judging.labelling:label_documents": 129,
     "judge_runner.querygen.review:review_query_set": 110,
@@ -28,7 +27,6 @@ LONG_TODAY = {
     "judge_runner.calibrate.from_runs:calibrate_from_runs": 93,
     "judge_runner.search.systems:open_systems": 89,
     "judge_runner.analysis.trend:build_trend": 88,
-    "judge_runner.app.steps:evaluate_queries": 84,
     "judge_runner.calibrate.run:_calibrate": 81,
 }
 

@@ -15,6 +15,7 @@ import anthropic  # noqa: F401  - imported here so no test's timing includes the
 import pytest
 
 from judge_runner.core.models import Query
+from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.call_pool import CallPool
@@ -92,7 +93,9 @@ def evaluate(server, tmp_path, queries, concurrency: int, budget: Budget | None 
     )
     writer = RunWriter(tmp_path / f"runs-c{concurrency}-{time.monotonic_ns()}")
     options = EvaluateOptions(search_limit=HITS, concurrency=concurrency, judge_mode="pointwise")
-    outcome = run_evaluation(queries, TenHits(), LLMJudge(provider), writer, {"config": {}}, options, budget=budget, echo=lambda m: None)
+    outcome = run_evaluation(
+        queries, TenHits(), writer, {"config": {}}, RunContext(LLMJudge(provider), options, budget=budget, output=QUIET)
+    )
     return outcome, list(read_run(writer.path))
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import JudgmentCache
@@ -116,17 +117,8 @@ def make_provider(server: FakeLLMServer, api: str):
 def run(tmp_path, judge, qs, *, cache=None, hits=3, **options):
     writer = RunWriter(tmp_path / "runs")
     budget = getattr(getattr(judge, "provider", None), "budget", None)
-    outcome = run_evaluation(
-        qs,
-        StubSearch(hits),
-        judge,
-        writer,
-        {"config": {}},
-        EvaluateOptions(concurrency=2, **options),
-        budget=budget,
-        echo=lambda m: None,
-        cache=cache,
-    )
+    ctx = RunContext(judge, EvaluateOptions(concurrency=2, **options), budget=budget, cache=cache, output=QUIET)
+    outcome = run_evaluation(qs, StubSearch(hits), writer, {"config": {}}, ctx)
     lines = list(read_run(writer.path))
     for line in lines[1:]:
         jsonschema.validate(line, SCHEMAS[line["type"]])

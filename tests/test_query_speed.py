@@ -1,5 +1,5 @@
 """Query-side speed (issue 15, item 5): phase two embeds its whole query set before judging
-(:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.evaluation.loop.prepare_search`) with the very same
+(:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.search.prepare.prepare_search`) with the very same
 results, and the command line loads torch only for what needs the model."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.corpus.read import clean_text
+from judge_runner.evaluation.context import QUIET, RunContext, RunOutput
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.protocol import LabelReply
@@ -226,15 +227,8 @@ def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, 
         embedder.calls.clear()
         writer = RunWriter(tmp_path)
         qs = run_queries(7)
-        outcome = run_evaluation(
-            qs,
-            index,
-            FixedJudge(),
-            writer,
-            {"config": {}},
-            EvaluateOptions(concurrency=concurrency, judge_mode="batched"),
-            echo=lambda m: None,
-        )
+        ctx = RunContext(FixedJudge(), EvaluateOptions(concurrency=concurrency, judge_mode="batched"), output=QUIET)
+        outcome = run_evaluation(qs, index, writer, {"config": {}}, ctx)
     finally:
         del index.search
         index.forget_queries()
@@ -267,9 +261,8 @@ def test_a_failed_preparation_is_logged_and_the_run_goes_on(hash_index, tmp_path
     search = BrokenPreparation(index)
     logged: list[str] = []
     writer = RunWriter(tmp_path)
-    outcome = run_evaluation(
-        run_queries(3), search, FixedJudge(), writer, {"config": {}}, EvaluateOptions(), echo=lambda m: None, log=logged.append
-    )
+    ctx = RunContext(FixedJudge(), EvaluateOptions(), output=RunOutput(echo=lambda m: None, log=logged.append))
+    outcome = run_evaluation(run_queries(3), search, writer, {"config": {}}, ctx)
     assert search.prepared == 1
     assert outcome.summary["evaluated"] == 3 and outcome.exit_code == 0
     assert any("could not embed the queries up front" in m and "cannot load the embedding model" in m for m in logged)
@@ -401,7 +394,7 @@ def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(
         search, block = start_estimate(qs, index, FixedJudge(), options, None, price=None, budget_cap_usd=None)
         assert block is not None and block["calls"] > 0
         assert [call[0] for call in embedder.calls] == [[q.query] for q in qs], "each query embedded once, up front"
-        outcome = run_evaluation(qs, search, FixedJudge(), RunWriter(tmp_path), {"config": {}}, options, echo=lambda m: None)
+        outcome = run_evaluation(qs, search, RunWriter(tmp_path), {"config": {}}, RunContext(FixedJudge(), options, output=QUIET))
     finally:
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7

@@ -9,6 +9,7 @@ import pytest
 
 from judge_runner.core.models import Query
 from judge_runner.core.resources import load_schema
+from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.protocol import LabelReply, ListVerdict
@@ -91,7 +92,7 @@ def queries(n: int) -> list[Query]:
 
 def run(tmp_path, qs, search, judge=None, **options):
     writer = RunWriter(tmp_path)
-    outcome = run_evaluation(qs, search, judge or StubJudge(), writer, {"config": {}}, EvaluateOptions(**options), echo=lambda m: None)
+    outcome = run_evaluation(qs, search, writer, {"config": {}}, RunContext(judge or StubJudge(), EvaluateOptions(**options), output=QUIET))
     lines = list(read_run(writer.path))
     for line in lines[1:]:
         jsonschema.validate(line, load_schema(f"{line['type']}.schema.json"))

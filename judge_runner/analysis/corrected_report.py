@@ -51,6 +51,8 @@ def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> 
     0.68]; 30 of 100 queries human-labelled)``, or why it is not shown; empty without a block."""
     if not block:
         return ""
+    if block.get("skipped"):
+        return f"bias-corrected {column} not shown: {block['skipped']}"
     labelled, scored = block.get("labelledQueries", 0), block.get("scoredQueries", 0)
     f = block.get(column)
     if not f:
@@ -96,6 +98,8 @@ def block_lines(block: Mapping[str, Any] | None, others: bool = True) -> list[st
     ``others``: trend shows them on their own rows), each corrected difference, the ranking."""
     if not block:
         return []
+    if block.get("skipped"):
+        return [corrected_text(block)]
     lines = [corrected_text(block)]
     for system in (block.get("systems") or []) if others else []:
         if system["name"] != block.get("system"):
@@ -121,7 +125,9 @@ def corrected_markdown(block: dict | None, change: Mapping[str, Any] | None = No
     if not block and not change:
         return []
     md = ["## Bias-corrected estimate", ""]
-    if block:
+    if block and block.get("skipped"):
+        md += [f"Not shown: {md_text(block['skipped'])}.", ""]
+    elif block:
         labelled, scored, partly = block["labelledQueries"], block["scoredQueries"], block.get("partlyLabelledQueries", 0)
         minimum = block.get("minimumLabelled", MIN_LABELLED)
         scope = f" of {md_text(block['system'])}" if block.get("systems") and block.get("system") else ""

@@ -210,6 +210,8 @@ class Run:
         pooled a compare run's systems); None without wholly labelled queries."""
         summary = self.summary
         block = summary.biasCorrected if summary is not None else None
+        if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
+            return block.model_dump(by_alias=True, mode="json")
         if block is not None and block.version >= 2 and block.system == self.shown_system:
             return block.model_dump(by_alias=True, mode="json")
         if block is None and summary is not None and "biasCorrected" in summary.model_fields_set:

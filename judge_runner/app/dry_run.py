@@ -47,7 +47,6 @@ from judge_runner.estimate.costs import (
     wire_parts,
 )
 from judge_runner.estimate.report import build_report, print_report
-from judge_runner.evaluation.loop import prepare_search
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import CacheError, JudgmentCache
 from judge_runner.judging.fence import SHOWN_TEXT_CAP
@@ -58,6 +57,7 @@ from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, query_set_sha256, submit_tool
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+from judge_runner.search.prepare import prepare_search
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def search_all(
     """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
     ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
     the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
-    A backend that can (:func:`judge_runner.evaluation.loop.prepare_search`) embeds the queries first."""
+    A backend that can (:func:`judge_runner.search.prepare.prepare_search`) embeds the queries first."""
     answers, failed, first = [], 0, None
     for backend, mode in searches:
         # the whole set embedded first, as the run loop does: the searches then do no model

@@ -37,6 +37,7 @@ from judge_runner.core.query_card import QuerySetCard
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.corpus.walk import parse_extensions
 from judge_runner.evaluation.compare import run_systems
+from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import provenance
 from judge_runner.evaluation.loop import is_heuristic, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
@@ -295,21 +296,16 @@ def evaluate_queries(
     batching = getattr(job.roles.judge, "batching", None)
     if batching is not None and resume_hint:
         batching.resume_hint = resume_hint
+    ctx = RunContext(
+        judge=job.roles.judge,
+        options=job.options,
+        budget=job.roles.budget,
+        cache=cache,
+        output=RunOutput(echo=job.printer.progress, log=job.printer.log, alert=job.printer.problems),
+    )
     try:
         if job.systems:
-            outcome = run_systems(
-                queries,
-                job.systems,
-                job.roles.judge,
-                writer,
-                run_start,
-                job.options,
-                budget=job.roles.budget,
-                echo=job.printer.progress,
-                log=job.printer.log,
-                cache=cache,
-                alert=job.printer.problems,
-            )
+            outcome = run_systems(queries, job.systems, writer, run_start, ctx)
         else:
             search, estimate = start_estimate(
                 queries,
@@ -324,18 +320,12 @@ def evaluate_queries(
             outcome = run_evaluation(
                 queries,
                 search,
-                job.roles.judge,
                 writer,
                 run_start,
-                job.options,
-                budget=job.roles.budget,
-                echo=job.printer.progress,
-                log=job.printer.log,
+                ctx,
                 prior=[line.line() for line in resume.evaluations] if resume else None,
-                cache=cache,
                 estimate=estimate,
                 prior_batches=[line.line() for line in resume.batches] if resume else prior_batches,
-                alert=job.printer.problems,
             )
     finally:
         if cache is not None:

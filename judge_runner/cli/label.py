@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from judge_runner.app.label.server import Sampling, label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.options import db_option, printer, settings
+from judge_runner.core.failures import UsageError
+from judge_runner.judging.label_budget import QUESTIONS
 from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS
 
 
@@ -26,6 +29,35 @@ class _HostRuleType(click.ParamType):
             return parse_host_rule(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+def _systems(value: str | None) -> tuple[str, ...]:
+    return tuple(s.strip() for s in value.split(",")) if value else ()
+
+
+NOT_WITH_BUDGET = ("query_count", "width", "per_label")
+"""Options a budget replaces: how many queries, the width aimed at, the pairs per judge label."""
+
+
+def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None) -> None:
+    """Refuse (exit 2) what a budget cannot go with, and --for/--systems without one."""
+    given = {
+        n
+        for n in ("budget", "budget_minutes", "question", "systems", *NOT_WITH_BUDGET)
+        if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE
+    }
+    if budget is not None and minutes is not None:
+        raise UsageError("--budget (labels) and --budget-minutes (minutes at your pace) are two ways of saying one budget: give one")
+    if budget == 0 or minutes == 0:
+        raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
+    if budget is None and minutes is None:
+        if given & {"question", "systems"}:
+            raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
+        return
+    clash = sorted(given & set(NOT_WITH_BUDGET))
+    if clash:
+        flags = ", ".join("--" + {"query_count": "queries"}.get(n, n).replace("_", "-") for n in clash)
+        raise UsageError(f"{flags} cannot go with a budget: the budget decides how many labels, and where they go")
 
 
 def _labeller() -> str:
@@ -45,7 +77,35 @@ def _labeller() -> str:
     default="queries",
     show_default=True,
     help="queries: whole queries (every document each returned; what the bias-corrected nDCG@10 needs); "
-    "pairs: pairs stratified by the judge's label (what agreement on rare grades needs).",
+    "pairs: pairs stratified by the judge's label (what agreement on rare grades needs). With a budget: the unit drawn, "
+    "whole queries (the question on nDCG@10, which needs every label of a query) or single (query, document) pairs "
+    "(the question on scaled DCG@10, DCG@10 over that of ten grade-3 results: pairs cannot estimate nDCG@10 without bias).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Spend about N labels where they narrow the question of --for most (documents labelled before are free), and say "
+    "first what they buy: 'about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in nDCG@10'.",
+)
+@click.option(
+    "--budget-minutes",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="The budget in minutes of labelling at your pace: the median time a label took in earlier sessions in --folder "
+    "(yours when 20 or more), else 10 s a label.",
+)
+@click.option(
+    "--for",
+    "question",
+    type=click.Choice(QUESTIONS),
+    default="mean",
+    show_default=True,
+    help="With a budget, the question it narrows: mean, one system's mean (--systems A; default the run's first); "
+    "difference, B - A between two systems of a compare run (--systems A,B; default its two systems).",
+)
+@click.option(
+    "--systems", default=None, metavar="A[,B]", help="With a budget: the systems, named as the run file's system field names them."
 )
 @click.option("--queries", "query_count", type=click.IntRange(min=2), default=None, help="Queries to sample [default: enough for --width].")
 @click.option(
@@ -93,6 +153,10 @@ def label(
     port: int,
     allow_hosts: tuple[HostRule, ...],
     quiet: bool,
+    budget: int | None,
+    budget_minutes: float | None,
+    question: str,
+    systems: str | None,
     **flags: Any,
 ) -> int:
     """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
@@ -113,20 +177,34 @@ def label(
     last line says where every label went, with the `qrels import` command for any the cache missed.
     Through a port forward: see --allow-host.
     \b
+    With --budget N (labels) or --budget-minutes M, the labels go where they narrow one question most: one
+    run's mean (--for mean) or the difference B - A of two systems of a compare run (--for difference
+    --systems A,B). Units are whole queries (nDCG@10) or, with --sample pairs, single (query, document)
+    pairs (scaled DCG@10; nDCG@10 needs whole queries). Each unit is drawn with a known probability: more
+    where the judge is predicted to err, once earlier labels show that helps, else uniformly; a query both
+    systems ranked alike, and documents labelled before, cost nothing. Before the page starts it says what
+    the budget buys. The journal's plan line records the design and every unit's probability; when the
+    session ends or is stopped, the last line is the corrected estimate of the question with its 95%
+    interval, each label weighted by its probability (stopped early: docs/deciding.md). One run file.
+    \b
     Examples:
       judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
       judge-runner label --name team-dec            # resume
       judge-runner label --name team-dec --allow-host devbox:8080   # behind a forward named devbox:8080
+      judge-runner label quality-results/RUN.jsonl --name ab --budget 150 --for difference --systems hybrid,fts
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
     Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
-    the set open in another process); 3 stopped, but some labels are not in the judgment cache (the last
+    the set open in another process; a budget of 0, an unknown system, a difference of one system,
+    --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
     line prints the command that imports them).
     """
+    _check_budget(click.get_current_context(), budget, budget_minutes)
+    sampling = Sampling(sample_kind, query_count, per_label, width, sample_seed, budget, budget_minutes, question, _systems(systems))
     result = label_job(
         settings(**flags),
         name,
         list(results),
-        Sampling(sample_kind, query_count, per_label, width, sample_seed),
+        sampling,
         labeller or _labeller(),
         folder,
         port,

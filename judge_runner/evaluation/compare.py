@@ -2,7 +2,7 @@
 a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/``--search-command``/``--run``.
 
 - :func:`run_systems` is the run loop of such a run: one ``run_start``, each system's queries through
-  :func:`judge_runner.evaluation.loop.judge_all` with its lines tagged ``system`` (:class:`SystemWriter`), one
+  :class:`judge_runner.evaluation.loop.RunLoop` with its lines tagged ``system`` (:class:`SystemWriter`), one
   summary. A run of a single external system goes through it too (its lines carry the system's name).
 - a result shown by two systems is judged once: every system's labels go through the run's judgment
   cache (``judging/cache.py``), keyed by the exact text shown, so the second system finds them there.
@@ -21,19 +21,19 @@ usage, cost) are the whole run's, every system together (docs/external-search.md
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import DIMENSIONS, Query
-from judge_runner.evaluation.loop import is_heuristic, judge_all
+from judge_runner.evaluation.context import RunContext
+from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
-from judge_runner.runs.corrected import bias_corrected
+from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.write import build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
@@ -90,7 +90,8 @@ class CompareSummaryWriter(SystemWriter):
                 line[name] = reference[name]
             line["comparison"] = block
             # per system, never pooled: two systems' lines share query ids (issue 29)
-            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems)
+            skipped = drawn_note(self.state.evaluations, self.state.drawn_sets)
+            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, skipped=skipped)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")
@@ -207,60 +208,35 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
     return lines
 
 
-@STOP.held()  # from the first line to the summary a signal only asks to stop (judge_all checks)
+@STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
 def run_systems(
     queries: list[Query],
     systems: list[Any],
-    judge: Any,
     writer: Any,
     run_start: dict,
-    options: EvaluateOptions,
+    ctx: RunContext,
     *,
-    budget: Any = None,
-    echo: Callable[[str], None] = print,
-    log: Callable[[str], None] = lambda m: None,
     min_effect: float = MIN_EFFECT,
-    cache: Any = None,
-    alert: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
-    in order, into one run file; returns the run's outcome. Never raises for a failed query (an
-    ``error`` line with ``stage: search`` or ``judge`` and the system's name). A stop (Ctrl+C, budget,
-    refused key) stops the systems not yet started too. Two or more systems add the summary's
-    ``comparison`` block. ``cache`` is the judgment cache (:class:`judge_runner.judging.cache.JudgmentCache`)
-    shared by every system, so a result shown by two systems is judged once (with ``--no-cache``, once
-    per system)."""
+    in order, into one run file, as ``ctx`` says (each system with its own search mode); returns the run's
+    outcome. Never raises for a failed query (an ``error`` line with ``stage: search`` or ``judge`` and the
+    system's name). A stop (Ctrl+C, budget, refused key) stops the systems not yet started too. Two or more
+    systems add the summary's ``comparison`` block. ``ctx.cache`` is the judgment cache shared by every
+    system, so a result shown by two systems is judged once (with ``--no-cache``, once per system)."""
     started = time.monotonic()
-    heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries) * len(systems))
     for system in systems:
-        if state.stopped or (budget is not None and budget.exhausted):
+        if state.stopped or ctx.stopped_by_budget:
             break
-        prefix = f"{system.name}: " if len(systems) > 1 else ""
-        tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for judge_all
-        judge_all(
-            queries,
-            system.search,
-            judge,
-            state,
-            tagged,
-            replace(options, search_mode=system.mode),
-            budget=budget,
-            heuristic=heuristic,
-            echo=_prefixed(echo, prefix),
-            log=log,
-            cache=cache,
-            alert=_prefixed(alert or echo, prefix),
-        )
+        tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for the loop
+        system_ctx = ctx.for_system(system.name, replace(ctx.options, search_mode=system.mode), prefix=len(systems) > 1)
+        RunLoop(system_ctx, state, tagged).run(queries, system.search)
     final: Any = (
-        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, options)
+        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, ctx.options)
         if len(systems) > 1
         else SystemWriter(writer, systems[0].name)
     )
-    batching = getattr(judge, "batching", None)
+    batching = getattr(ctx.judge, "batching", None)
     batch = batching.stats.as_dict() if batching is not None else None
-    return end_run(state, final, options, started=started, budget=budget, heuristic=heuristic, batch=batch)
-
-
-def _prefixed(echo: Callable[[str], None], prefix: str) -> Callable[[str], None]:
-    return lambda message: echo(prefix + message)
+    return end_run(state, final, ctx.options, started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch)

@@ -1,10 +1,12 @@
 """Phase two's run loop: search each query, judge it (concurrently), record it the moment it is judged.
 
 In parts: :class:`RunState` (pure record and stop operations), :func:`begin_run` (run_start and the
-copied lines of a resumed run), :func:`judge_all` (owns the thread pool), :func:`end_run` (the summary
-and the run's :class:`RunEnd`: a :class:`~judge_runner.core.failures.RunStatus` with reasons). The
-command line maps the status to an exit code (``judge_runner.core.failures.exit_code_for``) and installs the signal
-handlers; this module installs none.
+copied lines of a resumed run), :class:`RunLoop` (one pass over a query set: owns the workers, records
+the lines in order, stops), :func:`end_run` (the summary and the run's :class:`RunEnd`: a
+:class:`~judge_runner.core.failures.RunStatus` with reasons). What a run is given is one
+:class:`~judge_runner.evaluation.context.RunContext`, built by the job. The command line maps the status
+to an exit code (``judge_runner.core.failures.exit_code_for``) and installs the signal handlers; this
+module installs none.
 """
 
 from __future__ import annotations
@@ -13,22 +15,23 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, JudgeRunnerError, RunStatus, StorageError
 from judge_runner.core.interrupts import STOP
-from judge_runner.core.models import Query, SearchMode
+from judge_runner.core.models import Query
+from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
-from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.qrels import human_grades
-from judge_runner.llm.budget import Budget
+from judge_runner.judging.qrels import drawn_label_sets, human_grades
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
-from judge_runner.search.base import PreparesQueries, SearchAnswer, SearchBackend
+from judge_runner.search.base import SearchAnswer, SearchBackend
+from judge_runner.search.prepare import prepare_search
 
 __all__ = [
     "EXIT_CONFIG",
@@ -37,8 +40,11 @@ __all__ = [
     "EXIT_OK",
     "MAX_FAILED_SHARE",
     "EvaluateOptions",
+    "RunContext",
     "RunEnd",
+    "RunLoop",
     "RunOutcome",
+    "RunOutput",
     "RunState",
     "RunStatus",
     "begin_run",
@@ -47,8 +53,6 @@ __all__ = [
     "error_line",
     "evaluation_line",
     "is_heuristic",
-    "judge_all",
-    "prepare_search",
     "provenance",
     "run_evaluation",
 ]
@@ -65,314 +69,324 @@ def is_heuristic(judge: Judge) -> bool:
     return judge.heuristic
 
 
-def prepare_search(search: SearchBackend, queries: list[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:
-    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries``
-    ahead of their searches (each alone, so its answer is the unprepared one bit for bit), so no model
-    work (nor the embedder's lock) sits between one judge call and the next. Returns False when the preparation failed: that is logged, never raised,
-    and each search embeds its own query as before (and records its own error if that fails too)."""
-    if not queries or not isinstance(search, PreparesQueries):
-        return True
-    started = time.perf_counter()
-    try:
-        embedded = search.prepare_queries([q.query for q in queries], mode)
-    except Exception as exc:  # noqa: BLE001 - the searches will embed (and fail) one by one, each recorded
-        log(f"could not embed the queries up front ({type(exc).__name__}: {str(exc)[:200]}); each search embeds its own")
-        return False
-    if embedded:
-        log(f"embedded {embedded} queries in {time.perf_counter() - started:.2f} s ahead of their searches")
-    return True
+class RunLoop:
+    """One pass of phase two over a query set, into ``writer`` (its lines counted in ``state``), as
+    ``ctx`` says (:class:`~judge_runner.evaluation.context.RunContext`). :meth:`run` searches each query (in
+    the calling thread) and judges it, writing each line once its query and those before it are done (lines
+    in the order of the queries).
 
+    Scheduling: the judge calls of every query in flight share one pool of ``options.concurrency`` call
+    slots (:class:`~judge_runner.judging.call_pool.CallPool`; a query's label calls run side by side,
+    earlier queries' calls first) and up to ``concurrency`` queries are judged at once, so a small query
+    set or the run's tail still fills every slot. The CPU-bound heuristic judge is one query at a time, its
+    calls one after another. With a batching judge (``judge.batching``, ``--batch``) every query is judged
+    at once (one worker each, counted by the coordinator, so their calls leave together: labels, then list
+    verdicts); each batch's ``batch`` line is written the moment it exists.
 
-def judge_all(
-    queries: list[Query],
-    search: SearchBackend,
-    judge: Judge,
-    state: RunState,
-    writer: RunWriter,
-    options: EvaluateOptions,
-    *,
-    budget: Budget | None = None,
-    heuristic: bool = False,
-    echo: Callable[[str], None] = print,
-    log: Callable[[str], None] = lambda m: None,
-    cache: JudgmentCache | None = None,
-    alert: Callable[[str], None] | None = None,
-) -> None:
-    """Search each query (in this thread) and judge it, writing each line once its query and those before
-    it are done (lines in the order of ``queries``). The judge calls of every query in flight share one
-    pool of ``options.concurrency`` call slots (:class:`~judge_runner.judging.call_pool.CallPool`; a
-    query's label calls run side by side, earlier queries' calls first) and up to ``concurrency``
-    queries are being judged at once, so a small query set or the run's tail still fills every slot.
-    The CPU-bound heuristic judge is one query at a time, its calls one after another. The queries are
-    embedded ahead of their searches (:func:`prepare_search`) in two steps: the first ``concurrency`` before the first search, the rest once those are being judged,
-    so embedding overlaps the model's replies and no search waits for the model. Starts no new call once
-    ``state.stopped``, the budget is exhausted or the judgment cache failed (a full disk: its
-    ``failure``); calls in flight finish and are recorded. Never raises for a failed query (it becomes an
-    ``error`` line, with what its calls spent). A stop request (Ctrl+C, SIGTERM: checked at the loop's
-    waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) starts no new
-    call (none waiting in the pool either: a query left waiting gets no line) and waits up to
-    STOP_WAIT_S for calls in flight (a second signal ends the wait); the state is marked interrupted. A run file that cannot take a line (StorageError) stops the run the same way (reason
-    ``disk_full`` or ``storage_error``), said on stderr with the file's path. Each query is judged by
-    :func:`judge_runner.judging.labelling.judge_query` under ``options.protocol``, labels through ``cache``
-    (None: no cache), imported human labels first. ``echo`` takes the per-query progress lines, ``alert``
-    (default ``echo``) the lines of failed queries and of an interrupt, which ``--quiet`` still shows.
+    Stops: no new call starts once ``state.stopped``, the budget is exhausted or the judgment cache failed
+    (a full disk: its ``failure``); calls in flight finish and are recorded. A failed query never raises:
+    it becomes an ``error`` line, with what its calls spent. A stop request (Ctrl+C, SIGTERM: checked at
+    the loop's waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) starts
+    no new call (none waiting in the pool either: a query left waiting gets no line) and waits up to
+    STOP_WAIT_S seconds for calls in flight (a second signal ends the wait); the state is marked
+    interrupted. Under ``--batch`` a stop abandons the wait at once, records nothing for the queries still
+    waiting (``--resume`` takes their results from the batch) and says on stderr that the batch was not
+    canceled. A run file that cannot take a line (StorageError) stops the run the same way (reason
+    ``disk_full`` or ``storage_error``), said on stderr with the file's path.
+    """
 
-    With a batching judge (``judge.batching``, ``--batch``) every query is judged at once (one worker each,
-    counted by the coordinator, so their calls leave together: labels, then list verdicts); each batch's
-    ``batch`` line is written the moment it exists; Ctrl+C abandons the wait at once, records nothing for
-    the queries still waiting (``--resume`` takes their results from the batch) and says on stderr that
-    the batch was not canceled."""
-    run_id = writer.run_id
-    alert = alert or echo
-    human = human_grades(cache, options.human_qrels)
-    label = " (heuristic judge)" if heuristic else ""
-    said: set[str] = set()  # storage failures already said on stderr
-    resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
+    def __init__(self, ctx: RunContext, state: RunState, writer: RunWriter) -> None:
+        self.ctx, self.state, self.writer = ctx, state, writer
+        self.options = ctx.options
+        self.out: RunOutput = ctx.output
+        self.human = human_grades(ctx.cache, ctx.options.human_qrels)
+        state.drawn_sets.update(drawn_label_sets(ctx.cache, ctx.options.human_qrels))
+        self.said: set[str] = set()  # storage failures already said on stderr
+        self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
+        self.batching: Any = getattr(ctx.judge, "batching", None)  # --batch: every query at once, so their calls share batches
+        self.in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
+        self.concurrency = 1
+        self.task: Callable[..., Any] = judge_query
+        self.calls: CallPool | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.holding = False  # the loop's own place with the batch coordinator (no batch leaves while queries start)
 
-    def record(query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None, tally: Tally | None) -> None:
-        # a line is written, then counted: a run file that cannot take it (a full disk) stops the run, and
-        # the summary counts only the lines in the file (no signal lands in between: the run is held)
-        if exc is None and future is not None and answer is not None:
-            try:
-                outcome = future.result()
-            except CallsStopped:
-                return  # stopped before all its calls were made: no line (--resume judges it)
-            except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
-                exc = caught
-            else:
-                line = evaluation_line(run_id, query, answer, outcome, options.search_limit)
-                if not write(line):
-                    return
-                state.record_evaluation(line)
-                overall = line["scores"]["overall"]
-                shown = (
-                    f"overall: {overall:.2f}" if overall is not None else f"off-topic, {'abstained' if line['abstained'] else 'ANSWERED'}"
-                )
-                cached = f" ({line['labelsCached']} labels cached)" if line["labelsCached"] else ""
-                echo(f'[{state.done}/{state.total}] "{query.query}" - {shown}{cached}{label}')
-                return
-        stage = "search" if future is None else "judge"
-        failure = exc if exc is not None else RuntimeError("no outcome")
-        line = error_line(run_id, query, stage, failure, tally)
-        if not write(line):
-            return
-        state.record_error(line, failure)
-        alert(f'[{state.done}/{state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}')
+    # -- the pass ---------------------------------------------------------------------------------------
 
-    def write(line: dict) -> bool:
+    def run(self, queries: list[Query], search: SearchBackend) -> None:
+        """Search and judge every query of ``queries`` on ``search`` (see the class): returns when each is
+        recorded or the run stopped. Raises nothing for a failed query or a stop."""
+        self._open_workers(len(queries))
         try:
-            writer.write(line)
-        except StorageError as exc:
-            storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
-            return False
-        return True
+            self._search_and_start(queries, search)
+            self._release_hold()
+            while self.in_flight:
+                self.wait_any()
+                self.record_finished()
+            self.must_stop()  # a judgment cache that failed with the last queries is said too
+        except KeyboardInterrupt:
+            self.state.interrupt()
+            self.stop_in_flight("interrupted")
+        except StorageError as exc:  # the run file cannot be written (raised by wait_any): stop as Ctrl+C does
+            self.storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {self.resume}")
+            self.stop_in_flight("stopped")
+        finally:
+            self._release_hold()
+            if self.pool is not None:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+            if self.calls is not None:
+                self.calls.shutdown()
 
-    def storage_failed(error: JudgeRunnerError, consequence: str) -> None:
-        """A file the run writes failed (the run file, the judgment cache): stop starting work, say it once."""
-        state.stop(RunStatus.INCOMPLETE, getattr(error, "reason", "storage_error"))
-        if error.message not in said:
-            said.add(error.message)
-            print(f"error: {error.message}. {consequence[0].upper()}{consequence[1:]}", file=sys.stderr, flush=True)
+    def _open_workers(self, n_queries: int) -> None:
+        """How many queries are judged at once and by what: the heuristic judge shares one embedding model
+        and is CPU-bound (one at a time); a batching judge takes every query at once; the LLM judge's calls
+        share one pool of call slots."""
+        self.concurrency = 1 if self.ctx.heuristic else max(1, self.options.concurrency)
+        if self.batching is not None:
+            run_id = self.writer.run_id
+            self.batching.record = lambda fields: self.writer.write(batch_line(run_id, fields))
+            self.batching.note = self.out.log
+            self.concurrency = max(1, n_queries)
+            self.task = self.batching.as_unit(judge_query)
+            self.batching.expect()  # the loop's own place: no batch leaves while queries are still being started
+            self.holding = True
+        if self.batching is None and not self.ctx.heuristic:
+            self.calls = CallPool(self.concurrency, stop=STOP.requested)
+        else:
+            self.pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
 
-    def must_stop() -> bool:
-        """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache
-        failed; or a query failed in a way that stops the run, its line waiting for an earlier query's."""
-        failure = getattr(cache, "failure", None)
-        if failure is not None:
-            storage_failed(failure, f"no new query starts (those started finish, their labels in their lines); once it is fixed, {resume}")
-        held = any(f.done() and not f.cancelled() and stops_run(f.exception()) for f in in_flight)
-        return state.stopped or held or (budget is not None and budget.exhausted)
+    def _release_hold(self) -> None:
+        if self.holding and self.batching is not None:
+            self.holding = False
+            self.batching.release()
 
-    def wait_any() -> None:
+    def _search_and_start(self, queries: list[Query], search: SearchBackend) -> None:
+        """Search each query in turn and start judging it, at most ``concurrency`` at once. The queries are
+        embedded ahead of their searches (:func:`~judge_runner.search.prepare.prepare_search`) in two steps:
+        the first ``concurrency`` before the first search, the rest once those are being judged, so
+        embedding overlaps the model's replies and no search waits for the model. Raises KeyboardInterrupt
+        on a stop request."""
+        mode, log = self.options.search_mode, self.out.log
+        with STOP.raising():  # embedding the queries may take seconds: Ctrl+C stops it
+            prepared = prepare_search(search, queries[: self.concurrency], mode, log)
+        for number, query in enumerate(queries):
+            if number == self.concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
+                with STOP.raising():
+                    prepare_search(search, queries[self.concurrency :], mode, log)
+            while len(self.running()) >= self.concurrency:
+                self.wait_any()
+                self.record_finished()
+            if STOP.requested.is_set():
+                raise KeyboardInterrupt
+            if self.must_stop():
+                return  # no new call starts; calls in flight finish and are recorded by the caller
+            tally = Tally()
+            try:
+                with STOP.raising():  # a search may block for long and holds none of the run's locks
+                    answer = search.search(query.query, mode=mode, limit=self.options.search_limit)
+            except Exception as exc:  # noqa: BLE001
+                self.record(query, None, None, exc, None)
+                continue
+            if self.batching is not None:
+                self.batching.expect()
+            self.in_flight[self.start(number, query, answer, tally)] = (query, answer, tally)
+
+    def start(self, number: int, query: Query, answer: SearchAnswer, tally: Tally) -> Future:
+        """Start judging one query: in the pool of query workers, or (shared call pool) a thread of its own."""
+        cache = self.ctx.cache
+        args = (self.ctx.judge, query, answer, self.options.protocol, cache, self.human.get(query.id), self.out.log)
+        if self.calls is None:
+            assert self.pool is not None
+            return self.pool.submit(self.task, *args, tally=tally)
+        return detached(self.task, *args, tally=tally, calls=self.calls.lane(number), name=f"judge-query-{number + 1}")
+
+    # -- waiting and recording --------------------------------------------------------------------------
+
+    def running(self) -> list[Future]:
+        """The queries still being judged (the others wait for their line: an earlier query is not done)."""
+        return [f for f in self.in_flight if not f.done()]
+
+    def wait_any(self) -> None:
         """Wait for a query in flight to end. A stop request (Ctrl+C, SIGTERM: held, so they raise nothing
         by themselves) or a run file that can no longer be written raises here, at a safe point."""
         while True:
             if STOP.requested.is_set():
                 raise KeyboardInterrupt
-            failure = getattr(writer, "failure", None)
+            failure = getattr(self.writer, "failure", None)
             if failure is not None:
                 raise failure
-            if not running() or wait(running(), timeout=POLL_S, return_when=FIRST_COMPLETED)[0]:
+            if not self.running() or wait(self.running(), timeout=POLL_S, return_when=FIRST_COMPLETED)[0]:
                 return
 
-    def running() -> list[Future]:
-        """The queries still being judged (the others wait for their line: an earlier query is not done)."""
-        return [f for f in in_flight if not f.done()]
-
-    # the heuristic judge shares one embedding model and is CPU-bound: one at a time
-    concurrency = 1 if heuristic else max(1, options.concurrency)
-    batching = getattr(judge, "batching", None)  # --batch: every query at once, so their calls share batches
-    task: Callable = judge_query
-    if batching is not None:
-        batching.record = lambda fields: writer.write(batch_line(run_id, fields))
-        batching.note = log
-        concurrency = max(1, len(queries))
-        task = batching.as_unit(judge_query)
-        batching.expect()  # the loop's own place: no batch leaves while queries are still being started
-    holding = batching is not None
-    # the LLM judge's calls share one pool of call slots (a batching judge shares batches instead)
-    calls = CallPool(concurrency, stop=STOP.requested) if batching is None and not heuristic else None
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") if calls is None else None
-    in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
-
-    def record_finished(everything: bool = False) -> None:
+    def record_finished(self, everything: bool = False) -> None:
         """Record the queries done, in submission order: those before the first still running (all the
         done ones with ``everything``, at a stop: a query that did not finish gets no line)."""
-        for future in list(in_flight):
+        for future in list(self.in_flight):
             if not future.done():
                 if everything:
                     continue
                 return
-            q, a, t = in_flight.pop(future)
+            q, a, t = self.in_flight.pop(future)
             if not future.cancelled():
-                record(q, a, future, None, t)
+                self.record(q, a, future, None, t)
 
-    def start(number: int, query: Query, answer: SearchAnswer, tally: Tally) -> Future:
-        """Start judging one query: in the pool of query workers, or (shared call pool) a thread of its own."""
-        args = (judge, query, answer, options.protocol, cache, human.get(query.id), log)
-        if calls is None:
-            assert pool is not None
-            return pool.submit(task, *args, tally=tally)
-        return detached(task, *args, tally=tally, calls=calls.lane(number), name=f"judge-query-{number + 1}")
-
-    def stop_in_flight(why: str) -> None:
-        """Stop at once (Ctrl+C, SIGTERM, a run file that cannot be written): no new call. A batch run
-        abandons its batches (not canceled: ``--resume`` takes their results); a synchronous run waits up
-        to 5 s for the calls in flight (a second signal ends the wait) and records them. Then no call
-        still in a worker may start another request (``Budget.halt``)."""
-        if batching is not None:
-            # queries already judged are recorded; those waiting on a batch are not: --resume takes
-            # their results from the batch
-            finished = {future for future in in_flight if future.done()}
-            pending = batching.abandon(hurry=STOP.urgent)
-            for future in [f for f in in_flight if f not in finished]:
-                in_flight.pop(future)  # waiting on a batch: no line
-            record_finished(everything=True)
-            for future in in_flight:
-                future.cancel()
-            in_flight.clear()
-            # on stderr even with --quiet (a weekly cron run): what is paid for and how to get it
-            picker = batching.resume_hint or f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}`"
-            picks = "picks its results up" if why == "interrupted" else "picks up those the run file records"
-            print(
-                f"{why}: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
-                f"{picks} without submitting again (cancel it in the provider's console or API to stop it)"
-                if pending
-                else f"{why}: no new calls",
-                file=sys.stderr,
-                flush=True,
-            )
-        else:
-            alert(f"{why}: no new calls; waiting up to {STOP_WAIT_S:g} s for calls in flight (Ctrl+C again: no wait)")
-            deadline = time.monotonic() + STOP_WAIT_S
-            if calls is not None:
-                calls.close(why)  # no waiting call starts: the queries waiting for one end without a line
-            for future in list(in_flight):
-                future.cancel()
-            while time.monotonic() < deadline and not STOP.urgent.is_set():
-                record_finished()
-                if not running():
-                    break
-                wait(running(), timeout=min(POLL_S, max(0.0, deadline - time.monotonic())), return_when=FIRST_COMPLETED)
-            record_finished(everything=True)
-        if budget is not None:
-            budget.halt(why)
-
-    try:
-        with STOP.raising():  # embedding the queries may take seconds: Ctrl+C stops it
-            prepared = prepare_search(search, queries[:concurrency], options.search_mode, log)
-        for number, query in enumerate(queries):
-            if number == concurrency and prepared:  # the first calls are in flight: embed the rest while they wait for the model
-                with STOP.raising():
-                    prepare_search(search, queries[concurrency:], options.search_mode, log)
-            while len(running()) >= concurrency:
-                wait_any()
-                record_finished()
-            if STOP.requested.is_set():
-                raise KeyboardInterrupt
-            if must_stop():
-                break  # no new call starts; calls in flight finish and are recorded below
-            tally = Tally()
+    def record(
+        self, query: Query, answer: SearchAnswer | None, future: Future | None, exc: BaseException | None, tally: Tally | None
+    ) -> None:
+        """Write one query's line: its evaluation, else (a failed search or judge) its error line. A line is
+        written, then counted: a run file that cannot take it (a full disk) stops the run, and the summary
+        counts only the lines in the file (no signal lands in between: the run is held). A query stopped
+        before all its calls were made gets no line (``--resume`` judges it)."""
+        if exc is None and future is not None and answer is not None:
             try:
-                with STOP.raising():  # a search may block for long and holds none of the run's locks
-                    answer = search.search(query.query, mode=options.search_mode, limit=options.search_limit)
-            except Exception as exc:  # noqa: BLE001
-                record(query, None, None, exc, None)
-                continue
-            if batching is not None:
-                batching.expect()
-            in_flight[start(number, query, answer, tally)] = (query, answer, tally)
-        if holding and batching is not None:
-            holding = False
-            batching.release()
-        while in_flight:
-            wait_any()
-            record_finished()
-        must_stop()  # a judgment cache that failed with the last queries is said too
-    except KeyboardInterrupt:
-        state.interrupt()
-        stop_in_flight("interrupted")
-    except StorageError as exc:  # the run file cannot be written (raised by wait_any): stop as Ctrl+C does
-        storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {resume}")
-        stop_in_flight("stopped")
-    finally:
-        if holding and batching is not None:
-            batching.release()
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        if calls is not None:
-            calls.shutdown()
+                outcome = future.result()
+            except CallsStopped:
+                return
+            except BaseException as caught:  # noqa: BLE001 - every failure is recorded, none stops the run by itself
+                exc = caught
+            else:
+                self._record_evaluation(query, answer, outcome)
+                return
+        stage = "search" if future is None else "judge"
+        failure = exc if exc is not None else RuntimeError("no outcome")
+        line = error_line(self.writer.run_id, query, stage, failure, tally)
+        if not self.write(line):
+            return
+        self.state.record_error(line, failure)
+        self.out.problems(
+            f'[{self.state.done}/{self.state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}'
+        )
+
+    def _record_evaluation(self, query: Query, answer: SearchAnswer, outcome: Any) -> None:
+        line = evaluation_line(self.writer.run_id, query, answer, outcome, self.options.search_limit)
+        if not self.write(line):
+            return
+        self.state.record_evaluation(line)
+        overall = line["scores"]["overall"]
+        shown = f"overall: {overall:.2f}" if overall is not None else f"off-topic, {'abstained' if line['abstained'] else 'ANSWERED'}"
+        cached = f" ({line['labelsCached']} labels cached)" if line["labelsCached"] else ""
+        label = " (heuristic judge)" if self.ctx.heuristic else ""
+        self.out.echo(f'[{self.state.done}/{self.state.total}] "{query.query}" - {shown}{cached}{label}')
+
+    def write(self, line: dict) -> bool:
+        """Write ``line`` to the run file; False (the run stopping, said once) when the file cannot take it."""
+        try:
+            self.writer.write(line)
+        except StorageError as exc:
+            self.storage_failed(exc, f"the run stops (the file keeps its complete lines); once there is room, {self.resume}")
+            return False
+        return True
+
+    # -- stopping ---------------------------------------------------------------------------------------
+
+    def storage_failed(self, error: JudgeRunnerError, consequence: str) -> None:
+        """A file the run writes failed (the run file, the judgment cache): stop starting work, say it once."""
+        self.state.stop(RunStatus.INCOMPLETE, getattr(error, "reason", "storage_error"))
+        if error.message not in self.said:
+            self.said.add(error.message)
+            print(f"error: {error.message}. {consequence[0].upper()}{consequence[1:]}", file=sys.stderr, flush=True)
+
+    def must_stop(self) -> bool:
+        """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache
+        failed; or a query failed in a way that stops the run, its line waiting for an earlier query's."""
+        failure = getattr(self.ctx.cache, "failure", None)
+        if failure is not None:
+            consequence = f"no new query starts (those started finish, their labels in their lines); once it is fixed, {self.resume}"
+            self.storage_failed(failure, consequence)
+        held = any(f.done() and not f.cancelled() and stops_run(f.exception()) for f in self.in_flight)
+        return self.state.stopped or held or self.ctx.stopped_by_budget
+
+    def stop_in_flight(self, why: str) -> None:
+        """Stop at once (Ctrl+C, SIGTERM, a run file that cannot be written): no new call. A batch run
+        abandons its batches (:meth:`_abandon_batches`); a synchronous run waits for the calls in flight
+        (:meth:`_drain`). Then no call still in a worker may start another request (``Budget.halt``)."""
+        if self.batching is not None:
+            self._abandon_batches(why)
+        else:
+            self._drain(why)
+        if self.ctx.budget is not None:
+            self.ctx.budget.halt(why)
+
+    def _abandon_batches(self, why: str) -> None:
+        """Record the queries already judged; those waiting on a batch get no line (``--resume`` takes their
+        results from the batch, which is NOT canceled); say so on stderr, even with ``--quiet``."""
+        finished = {future for future in self.in_flight if future.done()}
+        pending = self.batching.abandon(hurry=STOP.urgent)
+        for future in [f for f in self.in_flight if f not in finished]:
+            self.in_flight.pop(future)  # waiting on a batch: no line
+        self.record_finished(everything=True)
+        for future in self.in_flight:
+            future.cancel()
+        self.in_flight.clear()
+        picker = self.batching.resume_hint or f"`judge-runner evaluate --resume {getattr(self.writer, 'path', 'RUN.jsonl')}`"
+        picks = "picks its results up" if why == "interrupted" else "picks up those the run file records"
+        print(
+            f"{why}: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
+            f"{picks} without submitting again (cancel it in the provider's console or API to stop it)"
+            if pending
+            else f"{why}: no new calls",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _drain(self, why: str) -> None:
+        """Wait up to STOP_WAIT_S seconds for the calls in flight (a second signal ends the wait) and record
+        the queries they finish; no waiting call starts (the queries waiting for one end without a line)."""
+        self.out.problems(f"{why}: no new calls; waiting up to {STOP_WAIT_S:g} s for calls in flight (Ctrl+C again: no wait)")
+        deadline = time.monotonic() + STOP_WAIT_S
+        if self.calls is not None:
+            self.calls.close(why)
+        for future in list(self.in_flight):
+            future.cancel()
+        while time.monotonic() < deadline and not STOP.urgent.is_set():
+            self.record_finished()
+            if not self.running():
+                break
+            wait(self.running(), timeout=min(POLL_S, max(0.0, deadline - time.monotonic())), return_when=FIRST_COMPLETED)
+        self.record_finished(everything=True)
 
 
-@STOP.held()  # from the first line to the summary a signal only asks to stop (judge_all checks)
+@STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,
-    judge: Judge,
     writer: RunWriter,
     run_start: dict,
-    options: EvaluateOptions,
-    budget: Budget | None = None,
-    echo: Callable[[str], None] = print,
-    log: Callable[[str], None] = lambda m: None,
+    ctx: RunContext,
+    *,
     prior: list[dict] | None = None,
-    cache: JudgmentCache | None = None,
     estimate: dict | None = None,
     prior_batches: list[dict] | None = None,
-    alert: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Evaluate ``queries``; writes run_start, one line per query as it is judged, and the summary.
+    """Evaluate ``queries`` on ``search`` as ``ctx`` says; writes run_start, one line per query as it is
+    judged (:class:`RunLoop`), and the summary.
 
     Never raises for a failed query: it becomes an ``error`` line. Ctrl+C stops new calls, keeps what
     is judged, writes the summary marked interrupted (status incomplete); the CLI turns SIGTERM into
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
     and count in the summary. A stopped phase one writes its run with ``judge_runner.app.steps.write_stopped_run``.
-    ``cache``: the judgment cache labels go through (None: none). ``estimate``: what the run was estimated
-    to cost at its start (:func:`judge_runner.app.dry_run.start_estimate`), kept in the summary.
-    ``prior_batches``: the ``batch`` lines of the run being resumed (copied; a ``--batch`` judge picks
-    their results up instead of submitting those requests again). ``alert``: where failed queries are
-    said (default ``echo``; :attr:`judge_runner.core.printer.Printer.problems`).
+    ``estimate``: what the run was estimated to cost at its start
+    (:func:`judge_runner.app.dry_run.start_estimate`), kept in the summary. ``prior_batches``: the ``batch``
+    lines of the run being resumed (copied; a ``--batch`` judge picks their results up instead of submitting
+    those requests again).
     """
     started = time.monotonic()
-    heuristic = is_heuristic(judge)
     state = begin_run(writer, run_start, len(queries), prior)
-    batching = getattr(judge, "batching", None)
+    batching = getattr(ctx.judge, "batching", None)
     for line in prior_batches or []:
         writer.write({**line, "runId": writer.run_id})
     if batching is not None and prior_batches:
         batching.resume(prior_batches)
-    judge_all(
-        queries, search, judge, state, writer, options, budget=budget, heuristic=heuristic, echo=echo, log=log, cache=cache, alert=alert
-    )
+    RunLoop(ctx, state, writer).run(queries, search)
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
     batch = batching.stats.as_dict() if batching is not None else None
     return end_run(
         state,
         writer,
-        options,
+        ctx.options,
         started=started,
-        budget=budget,
-        heuristic=heuristic,
+        budget=ctx.budget,
+        heuristic=ctx.heuristic,
         judge_is_generator=circular,
         estimate=estimate,
         batch=batch,

@@ -526,3 +526,30 @@ class JudgmentCache:
             return conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,)).rowcount
 
         return self._write(delete)
+
+    def set_label_design(self, name: str, design: dict | None) -> None:
+        """Keep how the human qrels set ``name`` was drawn (``label --budget``: a JSON object; table ``meta``,
+        key ``labelDesign:<name>``) beside it; None removes it (a set drawn at random, or none)."""
+        key = f"labelDesign:{name}"
+
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            if design is not None:
+                conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(design, sort_keys=True)))
+
+        self._write(put)
+
+    def label_designs(self) -> dict[str, dict]:
+        """``{set name: design}`` of the human qrels sets kept with a draw's design (:meth:`set_label_design`)."""
+        try:
+            with self._lock:
+                rows = self.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'labelDesign:%'").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(exc) from exc
+        out = {}
+        for key, value in rows:
+            try:
+                out[str(key).split(":", 1)[1]] = json.loads(value)
+            except (ValueError, IndexError):
+                continue
+        return out

@@ -56,7 +56,7 @@ def scored(run: RunFile) -> list:
     return [ev for ev in run.evaluations if ev.metrics is not None]
 
 
-def _documents(runs: Sequence[RunFile]) -> dict[str, dict]:
+def documents(runs: Sequence[RunFile]) -> dict[str, dict]:
     """``{qid: {"query", "intent", "docs": {source: (anchor, text, textFrom, [judge labels])}}}`` over the runs'
     scored queries (the first run that returned a document gives its text)."""
     out: dict[str, dict] = {}
@@ -77,7 +77,7 @@ def _documents(runs: Sequence[RunFile]) -> dict[str, dict]:
 def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
     """Items of ``count`` whole queries drawn at random (``random.Random(seed)``) from the runs' scored queries
     (all of them when there are fewer), every document each returned, queries and documents in random order."""
-    docs = _documents(runs)
+    docs = documents(runs)
     rng = random.Random(seed)
     chosen = rng.sample(sorted(docs), min(count, len(docs)))
     items: list[Item] = []
@@ -94,7 +94,7 @@ def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
 def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]:
     """Items of ``per_label`` pairs drawn at random for each judge label 0-3 (the median of the runs' labels of
     the pair; all of a label when it has fewer), in one random order."""
-    docs = _documents(runs)
+    docs = documents(runs)
     strata: dict[int, list[tuple[str, str]]] = {g: [] for g in range(4)}
     for qid in sorted(docs):
         for source, (_, _, _, labels) in sorted(docs[qid]["docs"].items()):

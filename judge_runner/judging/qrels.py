@@ -259,6 +259,21 @@ def human_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None
     return out
 
 
+def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, set[tuple[str, str]]]:
+    """``{set name: {(qid, docid)}}`` of the stored human qrels sets (``names``; None: every set) that
+    ``label --budget`` drew with unequal probabilities or leaving queries out (their design, kept by
+    :meth:`judge_runner.judging.cache.JudgmentCache.set_label_design`, is not ``uniform``): a sample the
+    uniform-sample correction of :mod:`judge_runner.runs.corrected` must not be applied to. Empty without a
+    cache."""
+    if cache is None:
+        return {}
+    drawn = {n for n, d in cache.label_designs().items() if not d.get("uniform") and (names is None or n in names)}
+    out: dict[str, set[tuple[str, str]]] = {n: set() for n in drawn}
+    for name, qid, docid, _ in cache.human_qrels(sorted(drawn)) if drawn else []:
+        out[name].add((qid, docid))
+    return {n: pairs for n, pairs in out.items() if pairs}
+
+
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
     :func:`pool_qrels`), with ir-measures and the conventions of ``judge_runner.measures.ir.query_metrics``: a source

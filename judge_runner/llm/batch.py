@@ -98,7 +98,7 @@ class BatchCoordinator(BatchExchange):
         self._pending: list[QueuedRequest] = []
         self._deferred: list[_Waiter] = []  # requests waiting for budget (reserve)
         self._paid: set[object] = set()  # keys of workers that already received a result
-        self._started: set[object] = set()  # keys of unfinished workers holding or having held a reservation
+        self._started: dict[object, None] = {}  # keys of unfinished workers holding or having held a reservation, in start order
         self._largest_usd = 0.0  # the largest worst case reserved so far
         self._flushing = False
         self._submitting = False
@@ -129,7 +129,7 @@ class BatchCoordinator(BatchExchange):
             yield
         finally:
             with self._cond:
-                self._started.discard(self._local.key)
+                self._started.pop(self._local.key, None)
                 self._paid.discard(self._local.key)
             self._local.unit, self._local.key = False, None
             self.release()
@@ -240,9 +240,9 @@ class BatchCoordinator(BatchExchange):
         """A budget reservation for one request, waiting for room (``--batch``, issue 15 follow-up).
         ``attempt(defer, margin)`` is ``Budget.reserve(..., defer=defer, margin_usd=margin)``: it raises
         BudgetDeferred when the request does not fit while other requests hold reservations. A request of
-        a query not started yet must leave room (``margin``) for one more call of each query started
-        and not finished, at the largest worst case seen, so that no query is left with paid labels and
-        no list verdict because a new one took the money. Such a request waits (counted as
+        a query must leave room (``margin``) for one more call of each query started before it and not
+        finished, at the largest worst case seen (:meth:`_margin`), so that no query is left with paid
+        labels and no list verdict because a newer one took the money. Such a request waits (counted as
         blocked, so the batch in hand still leaves) and is tried again when every worker is blocked, after
         the batch in flight settled its reservations: first the requests of queries that already have a
         paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
@@ -326,12 +326,16 @@ class BatchCoordinator(BatchExchange):
         return True
 
     def _margin(self, key: object) -> float:
-        """USD a new query's request must leave free: for each query started and not finished, one call at
-        MARGIN_FACTOR times the largest worst case seen (0 for a started query's own requests)."""
-        return 0.0 if key in self._started else len(self._started) * MARGIN_FACTOR * self._largest_usd
+        """USD a request of the query ``key`` must leave free: one call at MARGIN_FACTOR times the largest
+        worst case seen for each unfinished query started before it (every started query for a new one).
+        So the oldest unfinished query is never held back by another's, and a younger one's labels cannot
+        take the money an older query still needs for its list verdict: of queries running at once, at
+        most the youngest can be left with paid labels and no verdict."""
+        ahead = list(self._started).index(key) if key in self._started else len(self._started)
+        return ahead * MARGIN_FACTOR * self._largest_usd
 
     def _took(self, key: object, reservation: Any) -> None:
-        self._started.add(key)
+        self._started.setdefault(key, None)
         self._largest_usd = max(self._largest_usd, float(getattr(reservation, "usd", 0.0)))
 
     def _tier(self, key: object) -> int:

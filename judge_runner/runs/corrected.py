@@ -108,7 +108,31 @@ def _means(judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping
     return out
 
 
-def bias_corrected(evaluations: Iterable[Mapping[str, Any]], systems: Sequence[str] | None = None) -> dict[str, Any] | None:
+def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set[tuple[str, str]]]) -> str | None:
+    """Why the block is not shown when people's labels of these lines come from a set drawn with unequal
+    probabilities (``drawn``: ``{set name: {(qid, docid)}}``,
+    :func:`judge_runner.judging.qrels.drawn_label_sets`); None when none does."""
+    if not drawn:
+        return None
+    pairs = {
+        (str(line.get("queryId")), str(r.get("source")))
+        for line in evaluations
+        for r in line.get("results") or []
+        if r.get("labelOrigin") == "human"
+    }
+    used = sorted(name for name, labelled in drawn.items() if pairs & labelled)
+    if not used:
+        return None
+    return (
+        f"the people's labels of {', '.join(repr(n) for n in used)} were drawn by `label --budget` with unequal probabilities "
+        "(or leaving out queries known without a label), and a uniform-sample correction of them would be biased; "
+        f"their estimate, from the probabilities recorded with them, is the last line of `judge-runner label --name {used[0]}`"
+    )
+
+
+def bias_corrected(
+    evaluations: Iterable[Mapping[str, Any]], systems: Sequence[str] | None = None, skipped: str | None = None
+) -> dict[str, Any] | None:
     """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
     by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
     labelled, or when a line has human labels but not the judge's own values (a line copied from a file written
@@ -117,7 +141,8 @@ def bias_corrected(evaluations: Iterable[Mapping[str, Any]], systems: Sequence[s
     for a run of one system); with two or more systems also ``systems`` (each one's), ``differences`` (each
     later system - the reference) and, with three or more, ``ranking``. A figure with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
-    says why)."""
+    says why). ``skipped`` (:func:`drawn_note`): the labels are not a uniform sample, so no figure is computed
+    and the block says why instead (``skipped``)."""
     lines = list(evaluations)
     names: list[str | None] = list(systems) if systems else systems_of(lines)
     try:
@@ -138,8 +163,10 @@ def bias_corrected(evaluations: Iterable[Mapping[str, Any]], systems: Sequence[s
         "labelledQueries": counts["labelled"],
         "partlyLabelledQueries": counts["partly"],
         "scoredQueries": counts["scored"],
-        **_means(judge, human),
     }
+    if skipped:
+        return BiasCorrected.model_validate({**block, "skipped": skipped}).model_dump(by_alias=True, mode="json")
+    block.update(_means(judge, human))
     if len(names) > 1:
         block["systems"] = [
             {

@@ -133,3 +133,8 @@ class BiasCorrected(BaseModel):
         default_factory=list, description="Compare runs: each later system - the reference, on nDCG@10 and relevance."
     )
     ranking: CorrectedRanking | None = Field(default=None, description="Three or more systems: the corrected ranking of nDCG@10.")
+    skipped: str | None = Field(
+        default=None,
+        description="Why no figure is computed: the people's labels were drawn by `label --budget` with unequal "
+        "probabilities, which a uniform-sample correction would treat wrongly (label prints their estimate).",
+    )

@@ -116,6 +116,9 @@ class CacheSync:
         self._deadline: float | None = None  # set by close()
         self._thread = threading.Thread(target=self._run, name="label-cache-import", daemon=True)
         self._report_made: CacheReport | None = None
+        self.design: dict[str, Any] | None = None
+        """The set's draw (``label --budget``: :func:`judge_runner.app.label.budget.design_marker`), kept beside it
+        in the cache at each import; None removes any left by an earlier session of that name."""
 
     def open(self) -> None:
         """Connect once and start the importing thread. Raises UsageError when the file is no judgment cache
@@ -211,6 +214,7 @@ class CacheSync:
                 import_human_qrels(self._cache, qrels, self.name, rescale=SAME_SCALE)
             else:
                 self._cache.delete_human_qrels(self.name)
+            self._cache.set_label_design(self.name, self.design)
         except (CacheError, QrelsError, sqlite3.Error, OSError) as exc:
             return exc
         return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judge_runner.app.label.budget import budget_session, design_marker, estimate_lines
 from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
 from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
 from judge_runner.app.label.session import LabelSession
@@ -31,18 +32,32 @@ from judge_runner.runs.read import RunFile, read_judged_runs
 class Sampling:
     """How to draw the items of a new session: ``kind`` (``queries`` or ``pairs``), ``queries`` (None: the
     number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
-    of mean nDCG@10 aimed at), ``seed``."""
+    of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
+    budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
+    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs)."""
 
     kind: str = "queries"
     queries: int | None = None
     per_label: int = 25
     width: float = DEFAULT_WIDTH
     seed: int = 13
+    budget: int | None = None
+    minutes: float | None = None
+    question: str = "mean"
+    systems: tuple[str, ...] = ()
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether a budget is to be spent (``--budget`` or ``--budget-minutes``)."""
+        return self.budget is not None or self.minutes is not None
 
 
 def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:
     """Draw the items (:mod:`judge_runner.judging.label_plan`) and start ``session`` with them, saying how many
-    queries the width asks for."""
+    queries the width asks for; with a budget, :func:`judge_runner.app.label.budget.budget_session`."""
+    if sampling.budgeted:
+        budget_session(session, runs, sampling, labeller, printer)
+        return
     try:
         recommended, sd, scored = recommended_queries(runs, sampling.width)
     except ValueError as exc:
@@ -103,6 +118,8 @@ def _open_session(session: LabelSession, results: Sequence[Path], sampling: Samp
         session.open()
         if results:
             printer.note(f"resuming {session.journal}: its own sample is kept, the run files given are not read again")
+        if sampling.budgeted:
+            printer.note(f"resuming {session.journal}: its own draw is kept, and --budget is not spent again")
     else:
         if not results:
             raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")
@@ -181,6 +198,8 @@ def label_job(
             stack.callback(sync.close, 0.0)  # stops its thread on any way out; the report below closes it first
         session = LabelSession(folder, name, sync)
         _open_session(session, results, sampling, labeller, printer)
+        if sync is not None:
+            sync.design = design_marker(session)
         try:
             server = LabelServer(session, labeller, port, allow_hosts, printer.err)
         except OSError as exc:
@@ -196,7 +215,7 @@ def label_job(
                 report = sync.close()
             except KeyboardInterrupt:
                 report = sync.close(0.0)
-        for line in closing_lines(session, report):
+        for line in closing_lines(session, report) + estimate_lines(session):
             printer.out(line)
     code = EXIT_INCOMPLETE if report is not None and not report.complete else EXIT_OK
     return LabelResult(session, report, code)

@@ -1,0 +1,137 @@
+"""``judge-runner label --budget``: a session that spends a budget of labels where they narrow one question.
+
+:func:`budget_session` turns ``--budget N`` (labels) or ``--budget-minutes M`` (at the labeller's pace,
+:func:`measured_pace`) into a draw (:func:`judge_runner.judging.label_budget.plan_draw`), says what it buys
+before the page starts ("about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in
+nDCG@10"), and starts the session with the draw's design and every unit's inclusion probability in the
+journal's plan line (``budget``). :func:`estimate_lines` is the corrected estimate of the question from those
+probabilities, printed when the session ends or is stopped
+(:func:`judge_runner.judging.label_estimate.estimate_budget`). :func:`design_marker` is what the judgment
+cache keeps beside the human qrels set, so that ``evaluate``'s uniform-sample correction is not applied to a
+sample drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from judge_runner.app.label.session import LabelSession
+from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Printer
+from judge_runner.judging.label_budget import ask, plan_draw
+from judge_runner.judging.label_estimate import estimate_budget
+from judge_runner.runs.read import RunFile, read_judged_runs
+
+DEFAULT_SECONDS_PER_LABEL = 10.0
+"""Seconds a label takes when no earlier session measured the labeller's pace: a short passage read and one
+of four grades chosen (the median pace of this project's own labelling sessions is of that order)."""
+MIN_PACE_LABELS = 20
+"""Labels an earlier session must hold before its pace is trusted over the default."""
+
+
+def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
+    """``(seconds per label, where it comes from)``: the median of the ``seconds`` of the labels in the
+    journals of ``folder`` (``*.journal.jsonl``: earlier sessions), the labeller's own when at least
+    :data:`MIN_PACE_LABELS` are theirs, else everyone's; :data:`DEFAULT_SECONDS_PER_LABEL` with fewer. The
+    median, so a break between two labels does not count."""
+    mine: list[float] = []
+    everyone: list[float] = []
+    for journal in sorted(folder.glob("*.journal.jsonl")) if folder.is_dir() else []:
+        try:
+            text = journal.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for raw in text.splitlines():
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            seconds = line.get("seconds") if isinstance(line, dict) and line.get("type") == "label" else None
+            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+                everyone.append(float(seconds))
+                if line.get("labeller") == labeller:
+                    mine.append(float(seconds))
+    for values, whose in ((mine, f"{labeller}'s"), (everyone, "everyone's")):
+        if len(values) >= MIN_PACE_LABELS:
+            return round(statistics.median(values), 1), f"the median of {whose} {len(values)} earlier labels in {folder}"
+    return (
+        DEFAULT_SECONDS_PER_LABEL,
+        f"the default {DEFAULT_SECONDS_PER_LABEL:g} s (fewer than {MIN_PACE_LABELS} earlier labels in {folder})",
+    )
+
+
+def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any, labeller: str, printer: Printer) -> None:
+    """Start ``session`` with a budget's draw (module docstring): ``sampling`` a
+    :class:`judge_runner.app.label.server.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
+    than one run file, a question the run cannot answer (unknown systems, a difference of one system), a
+    budget of 0, or nothing left to label."""
+    if len(runs) != 1:
+        raise UsageError(f"--budget draws from one run file (a compare run for a difference); {len(runs)} were given")
+    seconds, pace_from = measured_pace(session.folder, labeller)
+    budget = sampling.budget if sampling.budget is not None else int(sampling.minutes * 60 // seconds)
+    try:
+        question = ask(runs[0], sampling.question, sampling.systems, sampling.kind)
+        draw = plan_draw(runs[0], question, budget, sampling.seed, seconds)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    printer.out(draw.text)
+    units = "whole queries" if question.unit == "queries" else "single pairs"
+    printer.note(
+        f"{units}, {draw.plan.design} design: {len(draw.drawn)} {question.unit} drawn ({len(draw.items)} labels to give); "
+        f"pace {seconds:g} s a label, {pace_from}"
+    )
+    details = {
+        "sampling": sampling.kind,
+        "seed": sampling.seed,
+        # the page shows this: never the systems' names (labels are given blind), so not the budget's sentence
+        "recommended": f"{len(draw.items)} labels drawn at random where they narrow the question asked (its systems are not named here)",
+        "runs": [str(r.path) for r in runs],
+        "runIds": [r.run_id for r in runs],
+        "labeller": labeller,
+        "budget": draw.record(sampling.seed, seconds, pace_from),
+    }
+    session.start(draw.items, details)
+
+
+def design_marker(session: LabelSession) -> dict[str, Any] | None:
+    """What the judgment cache keeps beside the set (None for a session without a budget): the design, the unit,
+    the question, the journal, and ``uniform``: whether the labelled queries are a uniform sample of the run's
+    scored queries (whole queries, the uniform design, no query left out as known), the only case ``evaluate``'s
+    uniform-sample correction holds for."""
+    record = session.plan.get("budget")
+    if not isinstance(record, dict):
+        return None
+    known = any(p >= 1 for p in record.get("probabilities", {}).values())
+    uniform = record.get("unit") == "queries" and record.get("design") == "uniform" and not known
+    return {
+        "design": record.get("design"),
+        "unit": record.get("unit"),
+        "question": record.get("question"),
+        "systems": record.get("systems"),
+        "journal": str(session.journal),
+        "uniform": uniform,
+    }
+
+
+def estimate_lines(session: LabelSession) -> list[str]:
+    """The corrected estimate of a budgeted session's question, from the probabilities its journal recorded and
+    the labels given so far (:func:`judge_runner.judging.label_estimate.estimate_budget`); [] for a session
+    without a budget; a line saying why when its run file cannot be read."""
+    record = session.plan.get("budget")
+    runs = session.plan.get("runs") or []
+    if not isinstance(record, dict) or not runs:
+        return []
+    try:
+        run = read_judged_runs([Path(runs[0])])[0]
+    except (UsageError, OSError, IndexError) as exc:
+        return [f"no corrected estimate: the run file {runs[0]} cannot be read ({exc})"]
+    given = {(session.items[i].qid, session.items[i].source): g for i, g in session.state.labels.items()}
+    try:
+        found = estimate_budget(run, record, given)
+    except (KeyError, ValueError) as exc:
+        return [f"no corrected estimate: {session.journal}'s budget record does not fit {runs[0]} ({exc})"]
+    return found.lines()

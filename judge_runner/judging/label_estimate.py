@@ -1,0 +1,150 @@
+"""The corrected estimate of a budgeted labelling session (``judge-runner label --budget``), from the design
+and the inclusion probabilities its journal recorded (:meth:`judge_runner.judging.label_budget.Draw.record`).
+
+Whole queries: :func:`judge_runner.measures.ipw.planned_mean` over the question's per-query values (nDCG@10,
+or the difference of two systems'), the people's value known for the units labelled before and for a
+difference on which both systems ranked alike (0), and for every drawn query whose documents are all labelled.
+Pairs: :func:`judge_runner.measures.ipw.ipw_pair_mean` over the pairs' scaled DCG@10 terms. Never as if the
+sample were uniform: each labelled unit counts with the probability it was drawn with.
+
+**A session stopped early** (docs/deciding.md): the drawn units are shown in a random order, so the ones
+labelled are a random part of the draw. For the uniform design that is a smaller uniform sample, exactly
+(:func:`planned_mean` needs no probability for it); for the weighted design, and for pairs, each drawn unit's
+probability is scaled by the share of the drawn units labelled (approximately right: the part is random,
+the scaled probabilities are its expected inclusion probabilities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from judge_runner.judging.label_budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
+from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
+from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
+from judge_runner.runs.read import RunFile
+
+
+@dataclass(frozen=True)
+class BudgetEstimate:
+    """What :func:`estimate_budget` found: the ``question``, the estimate ``found``
+    (:class:`judge_runner.measures.ppi.MeanEstimate`; None with fewer than
+    :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units labelled), the ``design``, the open units
+    ``drawn`` and how many of them are labelled (``complete``), the units certain without a draw (``free``:
+    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early)."""
+
+    question: Question
+    found: MeanEstimate | None
+    design: str
+    drawn: int
+    complete: int
+    free: int
+    share: float
+
+    def verdict(self) -> str:
+        """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet`` from the interval; else ''."""
+        if self.found is None or self.question.kind != "difference":
+            return ""
+        low, high = self.found.ci95
+        a, b = (s if s is not None else "the run" for s in self.question.systems)
+        return f"{b} better" if low > 0 else f"{a} better" if high < 0 else "cannot tell yet"
+
+    def lines(self) -> list[str]:
+        """The closing lines for people: the estimate with its 95% interval and what it rests on, or why there
+        is none yet; and, for a session stopped early, how the probabilities were treated."""
+        unit = "queries" if self.question.unit == "queries" else "pairs"
+        rests = f"{self.complete} of the {self.drawn} drawn {unit} labelled" + (
+            f", {self.free} known without a draw (labelled before{', or ranked alike' if self.question.kind == 'difference' else ''})"
+            if self.free
+            else ""
+        )
+        what = self.question.text()
+        if self.found is None:
+            return [
+                f"no corrected estimate of {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn {unit} labelled "
+                "(run the same command to go on: the recorded probabilities keep it unbiased)"
+            ]
+        f = self.found
+        sign = "+" if self.question.kind == "difference" else ""
+        value = f"{f.estimate:{sign}.3f} [{f.ci95[0]:{sign}.3f}, {f.ci95[1]:{sign}.3f}]"
+        judge = "the judge did not narrow it" if not f.judge_informative else f"judge weight {f.weight:.2f}"
+        verdict = f": {self.verdict()}" if self.verdict() else ""
+        out = [
+            f"corrected {what}: {value}{verdict} (95% interval; judge alone {f.judge_mean:{sign}.3f}, {judge}; "
+            f"people's labels alone {f.human_mean:{sign}.3f}; {rests}; {self.design} design, each label weighted by the "
+            "probability it was drawn with)"
+        ]
+        if self.complete < self.drawn:
+            how = (
+                "a smaller uniform sample, exactly"
+                if self.design == "uniform" and self.question.unit == "queries"
+                else f"each drawn probability scaled by {self.share:.2f}, the share labelled (approximately right)"
+            )
+            out.append(
+                f"  stopped early: the {unit} are shown in a random order, so the labelled ones are a random part of the draw: {how}"
+            )
+        return out
+
+
+def _census(judge: Mapping[str, float], human: Mapping[str, float], bounds: tuple[float, float]) -> MeanEstimate | None:
+    """Every unit labelled (a budget that covered them all, so nothing was drawn at random): the people's own
+    mean over the queries, its interval over queries like these (:func:`judge_runner.measures.ppi.tuned_mean`
+    with every query labelled); None unless every query has the people's value."""
+    if not judge or any(q not in human for q in judge):
+        return None
+    qids = list(judge)
+    return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds)
+
+
+def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
+    pool = pool_of(run, q)
+    probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
+    drawn = {str(u) for u in record["drawn"]}
+    judge, people = query_values(pool, q, {**pool.human, **given})
+    complete = {u for u in drawn if u in people}
+    share = len(complete) / len(drawn) if drawn else 1.0
+    judge = {u: v for u, v in judge.items() if u in probabilities}
+    human = {u: v for u, v in people.items() if u in judge and (u in complete or (probabilities[u] >= 1 and u not in drawn))}
+    scaled = {u: (p * share if u in drawn else p) for u, p in probabilities.items()}
+    found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds) or _census(judge, human, q.bounds)
+    free = sum(1 for u in human if u not in complete)
+    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
+
+
+def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
+    pool = pool_of(run, q)
+    probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
+    drawn = {str(u) for u in record["drawn"]}
+    complete = {u for u in drawn if tuple(u.split("\t", 1)) in given}
+    share = len(complete) / len(drawn) if drawn else 1.0
+    grades = judge_grades(pool)
+    terms, free = [], 0
+    for (qid, doc), c in pair_coefficients(pool, q).items():
+        if not c:
+            continue
+        uid = pair_id(qid, doc)
+        human: float | None = None
+        probability = probabilities.get(uid, 0.0)
+        if (qid, doc) in pool.human:
+            human, probability, free = float(pool.human[(qid, doc)]), 1.0, free + 1
+        elif uid in complete:
+            human, probability = float(given[(qid, doc)]), probability * share
+        terms.append(PairTerm(qid, c, float(grades[(qid, doc)]), human, probability))
+    found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
+    if found is None and all(t.human is not None for t in terms):
+        judge_totals = dict.fromkeys(pool.qids, 0.0)
+        human_totals = dict.fromkeys(pool.qids, 0.0)
+        for t in terms:
+            judge_totals[t.qid] += t.coefficient * t.judge
+            human_totals[t.qid] += t.coefficient * float(t.human or 0.0)
+        found = _census(judge_totals, human_totals, q.bounds)
+    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
+
+
+def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
+    """The estimate of a budgeted session: ``run`` the run file it drew from, ``record`` the plan line's
+    ``budget`` object (:meth:`judge_runner.judging.label_budget.Draw.record`), ``given`` the session's labels
+    ``{(qid, document): grade 0-3}``. Raises KeyError or ValueError for a record that is not one."""
+    q = Question(str(record["question"]), tuple(record["systems"]), str(record["unit"]))
+    return _queries(run, q, record, given) if q.unit == "queries" else _pairs(run, q, record, given)

@@ -25,10 +25,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
-from judge_runner.core.redact import redact_dsn
 from judge_runner.embed.registry import EmbedderChoice, normalize_kind
 from judge_runner.llm.pricing import Price
 from judge_runner.llm.registry import ProviderChoice
+from judge_runner.search.redact import redact_dsn
 from judge_runner.search.settings import SearchSettings
 
 DEFAULT_DB = Path(".judge-runner") / "index.sqlite"
@@ -159,7 +159,7 @@ class Settings(BaseModel):
         return db
 
     @property
-    def user_price(self):
+    def user_price(self) -> Price | None:
         """The price given with ``price_per_mtok`` (cache writes at 1.25x input and cache reads at the
         input price: upper bounds for both vendors), or None."""
         if self.price_per_mtok is None:

@@ -1,5 +1,5 @@
 """The documentation holds together: README.md stays short and keeps the project's test command, every
-relative link in README.md and docs/*.md reaches a file (and a ``#fragment`` a heading of it), and every
+relative link in README.md, CHANGELOG.md and docs/*.md reaches a file (and a ``#fragment`` a heading of it), and every
 docs page can be found from README.md or docs/README.md.
 
 Links and headings are read with markdown-it-py, as a Markdown renderer sees them, so a link-like text
@@ -32,7 +32,7 @@ MARKDOWN = MarkdownIt("commonmark").enable("table")
 
 
 def pages() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    return [README, ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
 
 
 @cache

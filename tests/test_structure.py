@@ -9,6 +9,7 @@ import ast
 import subprocess
 import sys
 import textwrap
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -99,6 +100,38 @@ def test_the_layers_and_independence_contracts_are_kept():
     assert "0 broken" in done.stdout
 
 
+def layer_contract(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    """The modules named in the package-wide layers contract of ``pyproject``: the one ``layers``
+    contract without ``containers``, every ``|``- or ``:``-joined sibling on its own."""
+    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and not c.get("containers")]
+    return [name.strip() for layer in layers for name in layer.replace(":", "|").split("|")]
+
+
+def unlayered(package: Path, named: Iterable[str]) -> list[str]:
+    """The packages and top-level modules of ``package`` (a folder) that ``named`` does not name."""
+    root = package.name
+    found = [p.name for p in package.iterdir() if (p / "__init__.py").is_file()]
+    found += [p.stem for p in package.glob("*.py") if p.name != "__init__.py"]
+    return sorted(f"{root}.{name}" for name in found if f"{root}.{name}" not in set(named))
+
+
+def test_every_package_is_named_in_the_layer_contract():
+    """A new package (or top-level module) must take its place in the layers; one the contract does not
+    name is checked by nothing."""
+    assert unlayered(PACKAGE, layer_contract()) == []
+
+
+def test_the_layer_coverage_check_can_fail(tmp_path):
+    (tmp_path / "knot" / "old").mkdir(parents=True)
+    (tmp_path / "knot" / "new").mkdir()
+    for init in ("__init__.py", "old/__init__.py", "new/__init__.py", "top.py"):
+        (tmp_path / "knot" / init).write_text("")
+    (tmp_path / "knot" / "data").mkdir()  # a folder that is not a package
+    assert unlayered(tmp_path / "knot", ["knot.old", "knot.top"]) == ["knot.new"]
+    assert unlayered(PACKAGE, [m for m in layer_contract() if m != "judge_runner.measures"]) == ["judge_runner.measures"]
+
+
 def own_imports_inside_functions(source: str, module: str) -> list[str]:
     """``module:line imported`` for every import of a ``judge_runner`` module inside a function of
     ``source`` (relative imports resolved against ``module``)."""
@@ -165,7 +198,13 @@ def test_config_imports_only_the_settings_vocabularies():
     settings, the provider registry's names and prices and the embedder registry's kinds, never a backend, a
     provider or a judge."""
     graph = import_graph("judge_runner")
-    allowed = {"judge_runner.search.settings", "judge_runner.llm.registry", "judge_runner.llm.pricing", "judge_runner.embed.registry"}
+    allowed = {
+        "judge_runner.search.settings",
+        "judge_runner.search.redact",
+        "judge_runner.llm.registry",
+        "judge_runner.llm.pricing",
+        "judge_runner.embed.registry",
+    }
     assert {m for m in graph["judge_runner.config"] if not m.startswith("judge_runner.core.")} <= allowed
 
 

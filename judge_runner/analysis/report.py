@@ -54,7 +54,7 @@ def _when(run: Run) -> datetime:
         return datetime.fromtimestamp(run.path.stat().st_mtime, UTC)
 
 
-def _fmt(value, digits: int = 3) -> str:
+def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -328,7 +328,7 @@ def read_baseline(folder: Path) -> str | None:
     """The pinned baseline run id of a results folder, or None."""
     path = Path(folder) / BASELINE_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("runId")
+        return cast(str | None, json.loads(path.read_text(encoding="utf-8")).get("runId"))
     except (OSError, json.JSONDecodeError, AttributeError):
         return None
 

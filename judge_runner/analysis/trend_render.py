@@ -6,9 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import TYPE_CHECKING, Any
 
 from judge_runner.analysis.corrected_report import block_lines, difference_text
 from judge_runner.core.mdtext import md_text
+
+if TYPE_CHECKING:
+    from judge_runner.analysis.trend import Trend
 
 SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
 
@@ -49,7 +53,7 @@ def corrected_lines(row: dict, gate_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-def trend_rows(trend) -> list[dict]:
+def trend_rows(trend: Trend) -> list[dict]:
     """One flat row per run (str values; keys are the column headers), grouped by judge (``group``)."""
     rows = []
     for group in trend.groups:
@@ -102,7 +106,7 @@ def row_note(row: dict) -> str:
 COMPACT_WIDTH = 100
 
 
-def compact_rows(trend) -> list[dict]:
+def compact_rows(trend: Trend) -> list[dict]:
     """The rows of the compact view (``trend`` without ``--wide``), one per run and system: the run id
     whole (a compare run as a tree: its id over its reference system, each other system under it),
     queries evaluated/failed, overall, nDCG@10, R@10, one change
@@ -139,7 +143,7 @@ def compact_rows(trend) -> list[dict]:
     return out
 
 
-def render_json(trend) -> str:
+def render_json(trend: Trend) -> str:
     """Groups, baseline, the latest run's verdict and warnings as indented JSON."""
     return json.dumps(
         {"groups": trend.groups, "baseline": trend.baseline, "latest": trend.latest_verdict, "warnings": trend.warnings},
@@ -157,7 +161,7 @@ def render_csv(rows: list[dict]) -> str:
     return buffer.getvalue().removesuffix("\r\n")
 
 
-def render_markdown(trend, rows: list[dict]) -> str:
+def render_markdown(trend: Trend, rows: list[dict]) -> str:
     """One ``### Judge`` section and table per judge group, the bias-corrected figures listed under it; every
     value is literal text (``md_text``)."""
     headers = [h for h in rows[0] if h not in ("group", "corrected")]
@@ -176,7 +180,7 @@ def render_markdown(trend, rows: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def print_table(trend, rows: list[dict], console, wide: bool = False) -> None:
+def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False) -> None:
     """One rich table per judge group on ``console`` (a rich Console; the CLI's renders for stdout,
     :func:`judge_runner.core.printer.rich_text`), notes under it, then the baseline. Values from run files
     are shown as text, never read as rich markup (``[link=...]``). Never folds a number or a run id:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from judge_runner import __version__
 from judge_runner.core.failures import InternalError, one_line
-from judge_runner.core.redact import scrub_secrets
+from judge_runner.search.redact import scrub_secrets
 
 ERROR_LOG = Path(".judge-runner") / "errors.log"
 FALLBACK_NAME = "judge-runner-errors.log"
@@ -45,7 +45,7 @@ def debug_requested(environ: Mapping[str, str] | None = None) -> bool:
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with secrets replaced by ``***``: the value (6 characters or more) of every environment
     variable whose name ends in KEY, TOKEN, SECRET, PASSWORD, CREDENTIALS, DSN or is DATABASE_URL (and a
-    DSN's password alone, :func:`judge_runner.core.redact.scrub_secrets`); any URL's password; libpq
+    DSN's password alone, :func:`judge_runner.search.redact.scrub_secrets`); any URL's password; libpq
     ``password=`` values; ``sk-...`` API keys."""
     environ = os.environ if environ is None else environ
     for name, value in environ.items():

@@ -16,7 +16,7 @@ from judge_runner.corpus.document import first_with_content
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions, walk_corpus
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import instance
-from judge_runner.search.indexer import BeirFormatError, index_beir, index_tree
+from judge_runner.search.indexer import BeirFormatError, IndexReport, index_beir, index_tree
 from judge_runner.search.postgres import PostgresIndex, scrub_secrets
 from judge_runner.search.progress import IndexProgress
 from judge_runner.search.sqlite import IndexAccessError, IndexBusyError, IndexMismatchError, SQLiteIndex
@@ -105,7 +105,7 @@ class Indexed:
     elapsed: float
 
 
-def _progress():
+def _progress() -> IndexProgress:
     """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
     return IndexProgress()
 
@@ -135,7 +135,7 @@ def index_fixtures(index: Any, settings: Settings, fixtures: Path, prune: bool, 
     return Indexed(index, report, time.monotonic() - started)
 
 
-def describe_index(report, elapsed: float) -> str:
+def describe_index(report: IndexReport, elapsed: float) -> str:
     """What an indexing pass did, for people: counts, skipped files with reasons, notes (elapsed in seconds)."""
     skipped = ", ".join(f"{len(v)} {k}" for k, v in sorted(report.skipped.items())) or "none"
     text = (

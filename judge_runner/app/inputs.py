@@ -57,7 +57,7 @@ def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say
         )
 
 
-def open_run_writer(out_dir: Path, run_id: str | None = None):
+def open_run_writer(out_dir: Path, run_id: str | None = None) -> RunWriter:
     """A new run file in ``out_dir``; raises UsageError when it cannot be created."""
     try:
         return RunWriter(out_dir, run_id=run_id)
@@ -65,7 +65,7 @@ def open_run_writer(out_dir: Path, run_id: str | None = None):
         raise UsageError(f"cannot write to {out_dir}: {exc}") from None
 
 
-def open_cache(settings: Settings, printer: Printer):
+def open_cache(settings: Settings, printer: Printer) -> JudgmentCache | None:
     """The judgment cache of ``settings`` (None with ``--no-cache``); raises its CacheError when the file
     cannot be used (damaged: exit 3; read-only, a folder, not a cache: exit 2)."""
     path = settings.cache_path

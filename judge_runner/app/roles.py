@@ -26,12 +26,13 @@ from judge_runner.embed.registry import choose
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.judging.protocol import Judge
+from judge_runner.llm.base import ChatProvider
 from judge_runner.llm.batch_api import BatchUnavailable, BatchUnreachable
 from judge_runner.llm.batch_provider import batching_provider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, SpendLimitError
 from judge_runner.llm.pricing import Price
-from judge_runner.llm.registry import detect, get_spec, missing_key
+from judge_runner.llm.registry import ProviderSpec, detect, get_spec, missing_key
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.querygen.agent import LLMQueryWriter
 from judge_runner.querygen.heuristic import HeuristicQueryWriter
@@ -131,7 +132,7 @@ def build_roles(
     return Roles(llm_writer, LLMJudge(judge), budget, description, concurrency, embedder, price)
 
 
-def check_batch_provider(spec, reason: str, settings: Settings) -> None:
+def check_batch_provider(spec: ProviderSpec, reason: str, settings: Settings) -> None:
     """Raises ConfigError (exit 2) for ``--batch`` (``settings.batch``) with the heuristic provider ``spec``
     (chosen because of ``reason``): it makes no API calls to batch. The real run and ``--dry-run`` both ask."""
     if spec.heuristic and settings.batch:
@@ -141,8 +142,8 @@ def check_batch_provider(spec, reason: str, settings: Settings) -> None:
         )
 
 
-def batch_judge(spec, judge, max_poll_s: float, say: Callable[[str], None]):
-    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch.batching_provider`)
+def batch_judge(spec: ProviderSpec, judge: ChatProvider, max_poll_s: float, say: Callable[[str], None]) -> ChatProvider:
+    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch_provider.batching_provider`)
     once one free request has shown its server has the batch API. Raises ConfigError (exit 2, nothing
     spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
     a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's

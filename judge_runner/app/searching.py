@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 from judge_runner.app.indexing import open_index
 from judge_runner.config import Settings
@@ -53,7 +54,7 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
     return queries
 
 
-def write_trec_run(index, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
+def write_trec_run(index: Any, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
     """Run every query and write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``, docids and
     scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
     the tool's order); the first query is run once before timing to load the model and vectors. Latency

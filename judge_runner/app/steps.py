@@ -49,7 +49,7 @@ from judge_runner.querygen.card import card_lines
 from judge_runner.querygen.profile import profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.review import ReviewOptions, review_query_set
-from judge_runner.runs.write import utc_now
+from judge_runner.runs.write import RunWriter, utc_now
 from judge_runner.search.systems import System
 
 PROMPTS = (
@@ -181,7 +181,7 @@ def prompt_hashes() -> dict[str, str]:
 
 def run_start_fields(
     job: Job,
-    writer,
+    writer: RunWriter,
     queries: list[Query],
     *,
     generation: GenerationResult | None = None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
@@ -103,7 +103,7 @@ class CountingLabeler:
             return None
         scores, results = self.inner.list_scores(query, docs)
         self.spend.add("list", results)
-        return scores
+        return cast(dict[str, float] | None, scores)
 
 
 @dataclass

@@ -152,7 +152,7 @@ def load_files(
     return Collection({q: queries[q] for q in kept}, kept, corpus_path, is_graded(kept), name or qrels_path.stem, notes)
 
 
-def _some(ids) -> str:
+def _some(ids: Iterable[str]) -> str:
     ids = list(ids)
     return ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
 

@@ -9,7 +9,7 @@ label is recorded beside it since issue 20).
 The pairs are every (query, returned document) of the runs that carries both a human and a judge label; a
 document returned several times by one run counts once with its best label (as the run's metrics count it),
 and across runs the median of the runs' labels (:func:`judge_runner.judging.scores.median_label`, as
-``qrels export`` pools). A returned document nobody labelled is unknown by default (``config.unlabelled``
+``qrels export`` pools). A returned document nobody labelled is unknown by default (``CalibrationConfig.unlabelled``
 ``unknown``): left out of agreement and of the system ranking, which is computed on condensed lists (each
 system's documents that people labelled, in its order; Sakai 2007), so a system whose documents nobody
 labelled is not ranked last for it; with ``non-relevant`` it is a 0, as in TREC pooling. The queries are
@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from judge_runner.calibrate.collect import Spend
 from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded
@@ -44,7 +44,7 @@ def judge_label(result: Any) -> int | None:
     """The judge's own label of one result (a :class:`judge_runner.runs.lines.ResultLabel`): ``relevance``
     when the judge gave it, ``judgeLabel`` when a human label won (None in files written before it was kept)."""
     if result.labelOrigin == "human":
-        return result.judgeLabel
+        return cast(int | None, result.judgeLabel)
     return int(result.relevance)
 
 

@@ -75,7 +75,7 @@ INTENT = "Find documents that answer this query (from a test collection)."
 
 
 class ProtocolLabeler:
-    """Any :class:`judge_runner.app.roles.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
+    """Any :class:`judge_runner.judging.protocol.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
     ``pointwise`` is one ``label_one`` call per document, ``batched`` one ``label_batch`` call showing the
     documents in the order given (calibrate shuffles or rotates them itself, so the position probe controls
     each slot). Sampling per trial is :func:`judge_runner.judging.fingerprint.sampling_settings`; the offline

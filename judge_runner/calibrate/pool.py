@@ -29,6 +29,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.core.failures import UsageError
@@ -65,7 +66,7 @@ Runs = dict[str, dict[str, list[str]]]
 
 
 def builtin_runs(
-    index,
+    index: Any,
     queries: list[CalibrationQuery],
     systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS,
     depth: int = RUN_DEPTH,
@@ -205,7 +206,7 @@ def write_corpus(collection: Collection, docids: Iterable[str], path: Path) -> P
 
 
 def prepare_index(
-    index,
+    index: Any,
     collection: Collection,
     queries: list[CalibrationQuery],
     scope: str,

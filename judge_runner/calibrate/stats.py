@@ -105,7 +105,7 @@ def expanded_level(queries: int) -> float:
 def zero_event_share(queries: int) -> float:
     """``1 - 0.025^(1/n)``: the largest share of queries that could show an event when none of ``queries``
     did, at 95% two-sided (Clopper-Pearson at zero events; about 3.7/n, the "rule of three" at 97.5%)."""
-    return 1 - ((1 - CONFIDENCE) / 2) ** (1 / queries)
+    return float(1 - ((1 - CONFIDENCE) / 2) ** (1 / queries))
 
 
 Worst = Callable[[float], float | None]
@@ -142,7 +142,14 @@ def bootstrap_interval(
     return interval
 
 
-def _interval(qids, statistic, resamples, seed, bounds, worst) -> tuple[list[float] | None, bool]:
+def _interval(
+    qids: Sequence[str],
+    statistic: Callable[[list[str]], float | None],
+    resamples: int,
+    seed: int,
+    bounds: tuple[float, float] | None,
+    worst: Worst | None,
+) -> tuple[list[float] | None, bool]:
     if len(qids) < 2 or resamples < 1:
         return None, False
     from scipy.stats import bootstrap  # imported here: scipy.stats alone adds about a second to CLI start-up

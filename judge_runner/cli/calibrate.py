@@ -3,8 +3,9 @@ Thin: parses options and calls :func:`judge_runner.app.calibrate_job.calibrate_j
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import click
 
@@ -57,7 +58,7 @@ def run_calibrate(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
-    **flags,
+    **flags: Any,
 ) -> int:
     """Measure the judge against human qrels: agreement, system ranking, and position, injection and length bias.
 
@@ -106,12 +107,11 @@ def run_calibrate(
     if human_set is not None:
         raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
     labeler = recorder = None
+    built = settings(**flags)  # once per command (docs/design.md), whatever the job and its report need
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
-        from dataclasses import replace
-
-        config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(settings(**flags))
+        config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(built)
     calibrate_job(
-        settings(**flags),
+        built,
         Source(beir, split, qrels, queries, corpus, rescale),
         config,
         queries_sample,
@@ -127,7 +127,7 @@ def run_calibrate(
         require_calibrated=require_calibrated,
     )
     if recorder is not None:
-        calibrate_report(settings(**flags), recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
+        calibrate_report(built, recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
     return EXIT_OK
 
 

@@ -6,6 +6,7 @@ Each returns the process exit code: 0, or the code of the run's status (``judge_
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,7 +45,7 @@ from judge_runner.core.failures import EXIT_OK, exit_code_for
 )
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @generate_options
-def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: bool, **flags) -> int:
+def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: bool, **flags: Any) -> int:
     """Phase one: have the LLM explore FIXTURES and write a query set (JSON).
 
     \b
@@ -94,7 +95,7 @@ def evaluate(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
-    **flags,
+    **flags: Any,
 ) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 
@@ -137,7 +138,7 @@ def generate_and_evaluate(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
-    **flags,
+    **flags: Any,
 ) -> int:
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -21,7 +22,7 @@ from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS
 class _HostRuleType(click.ParamType):
     name = "NAME[:PORT]"
 
-    def convert(self, value, param, ctx) -> HostRule:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> HostRule:
         if isinstance(value, HostRule):
             return value
         try:
@@ -156,7 +157,7 @@ def label(
     budget_minutes: float | None,
     question: str,
     systems: str | None,
-    **flags,
+    **flags: Any,
 ) -> int:
     """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
 

@@ -9,9 +9,9 @@ option's help shows the range or choices read from the field.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin
 
 import annotated_types
 import click
@@ -21,6 +21,8 @@ from judge_runner.config import Settings
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
 from judge_runner.llm.registry import PROVIDERS
+
+F = TypeVar("F", bound=Callable[..., Any])  # a click command function, returned by an option decorator as it came
 
 
 def settings(**flags: Any) -> Settings:
@@ -100,12 +102,12 @@ def setting_option(name: str, help: str, **extra: Any) -> Callable[[Any], Any]:
     )
 
 
-def _remember(ctx, param, value):
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     ctx.meta[f"judge_runner.{param.name}"] = value
     return value
 
 
-def db_option(f):
+def db_option(f: F) -> F:
     """--db, plus --backend and --dsn (kept in the click context and merged by :func:`settings`)."""
     f = setting_option(
         "dsn", "PostgreSQL connection URL for --backend postgres [env DATABASE_URL].", expose_value=False, callback=_remember
@@ -113,10 +115,10 @@ def db_option(f):
     f = setting_option(
         "backend", "Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].", expose_value=False, callback=_remember
     )(f)
-    return setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f)
+    return cast(F, setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f))
 
 
-def search_options(f):
+def search_options(f: F) -> F:
     f = setting_option("search_limit", "Results per query shown to the judge [default: 10].")(f)
     f = setting_option(
         "search_mode",
@@ -127,7 +129,7 @@ def search_options(f):
     return f
 
 
-def _options(f, opts):
+def _options(f: F, opts: Sequence[Callable[[Any], Any]]) -> F:
     for opt in reversed(opts):
         f = opt(f)
     return f
@@ -225,7 +227,7 @@ DRY_RUN = [
 ]
 
 
-def dry_run_options(f):
+def dry_run_options(f: F) -> F:
     return _options(f, DRY_RUN)
 
 
@@ -236,14 +238,14 @@ def check_flags(dry_run: bool, as_json: bool) -> bool:
     return dry_run
 
 
-def generate_options(f):
+def generate_options(f: F) -> F:
     # the judge checks each query is answerable (docs/query-sets.md); --human-qrels (last) does not apply
     return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED, EMBEDDER])
 
 
-def evaluate_options(f):
+def evaluate_options(f: F) -> F:
     return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, EMBEDDER])
 
 
-def run_options(f):
+def run_options(f: F) -> F:
     return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED, EMBEDDER])

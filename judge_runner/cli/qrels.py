@@ -62,7 +62,7 @@ def _default_cache_exists(db: Path | None) -> bool:
     return path is not None and path.is_file()
 
 
-def _rescale(ctx, param, values):
+def _rescale(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[int, int]:
     out: dict[int, int] = {}
     for value in values:
         try:

@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from judge_runner.app.inputs import systems_spec as make_systems_spec
-from judge_runner.cli.options import _options
+from judge_runner.cli.options import F, _options
 
 
-def search_adapter_options(f):
+def search_adapter_options(f: F) -> F:
     """--search-command, --search-url, --search-header, --search-fields, --search-timeout, --corpus: judge a
     search judge-runner does not run itself (see judge_runner/search/systems.py). Read with :func:`systems_spec`."""
     return _options(
@@ -70,7 +70,7 @@ def search_adapter_options(f):
     )
 
 
-def compare_options(f):
+def compare_options(f: F) -> F:
     """--run and --compare (``evaluate`` only). Read with :func:`systems_spec`."""
     return _options(
         f,
@@ -116,7 +116,7 @@ def systems_spec(flags: dict[str, Any]) -> Any:
     )
 
 
-def _finite(ctx, param, value):
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter("must be a finite number")
     return value

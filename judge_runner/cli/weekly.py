@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -68,7 +69,7 @@ def weekly(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
-    **flags,
+    **flags: Any,
 ) -> int:
     """One command for cron: evaluate, report, prune old runs, under a lock.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -56,7 +56,7 @@ class QuerySet(BaseModel):
     card: QuerySetCard | None = None
 
     @classmethod
-    def model_validate_json(cls, json_data, **kwargs) -> QuerySet:
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> QuerySet:
         """As pydantic's, except that JSON holding a lone surrogate escape (``"\ud83d"``), which pydantic's
         parser refuses, is read with the standard library and validated (the escape becomes U+FFFD)."""
         from pydantic import ValidationError

@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 class ResourceNotFound(FileNotFoundError):
@@ -59,7 +59,7 @@ def _load_schema_text(name: str) -> str:
 
 def load_schema(name: str) -> dict[str, Any]:
     """A fresh copy of ``schemas/<name>`` as a dict (callers may pin counts in it). Raises ResourceNotFound."""
-    return json.loads(_load_schema_text(name))
+    return cast(dict[str, Any], json.loads(_load_schema_text(name)))
 
 
 def pinned_schema(name: str, array_property: str, count: int | None) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class MiniLMEmbedder:
         """What an index records about this embedder (``embedder`` in its meta table)."""
         return {"kind": self.kind, "model": self.name, "backend": "sentence-transformers (torch)", "quantization": "fp32"}
 
-    def _load(self):
+    def _load(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

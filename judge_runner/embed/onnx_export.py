@@ -45,6 +45,7 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def export_dir(model_dir: Path | None = None, environ: dict[str, str] | None = N
     return cache_root(environ) / "onnx" / f"all-MiniLM-L6-v2-{source_key(model_dir)}"
 
 
-def exported_model(quantization: str, note=None) -> tuple[Path, dict[str, Any]]:
+def exported_model(quantization: str, note: Callable[[str], None] | None = None) -> tuple[Path, dict[str, Any]]:
     """``(path of the ONNX graph, its record)`` for ``quantization`` (``fp32`` or ``int8``), exporting it
     once when the cache has none (``note(message)`` is told first; default: a line on stderr). Raises
     ValueError for an unknown quantization, ExportError when the export fails."""
@@ -164,7 +165,7 @@ def reference_vector(path: Path, record: dict[str, Any], text: str, model_dir: P
             return np.asarray(stored["vector"], dtype=np.float32)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    vector = OnnxSession(path, model_dir or source_dir(), threads=1).encode([text])[0].astype(np.float32)
+    vector: np.ndarray = OnnxSession(path, model_dir or source_dir(), threads=1).encode([text])[0].astype(np.float32)
     with contextlib.suppress(OSError):
         write_record(cached, {**key, "vector": [float(x) for x in vector]})
     return vector
@@ -232,11 +233,11 @@ def _export(model_dir: Path, work: Path) -> dict[str, Any]:
     config = model.config
 
     class LastHiddenState(torch.nn.Module):
-        def __init__(self, bert):
+        def __init__(self, bert: Any) -> None:
             super().__init__()
             self.bert = bert
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
             return self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
 
     expected = []  # the torch model's vectors of the probes, computed before the export (which leaves the model traced)

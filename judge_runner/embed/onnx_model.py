@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -114,11 +114,11 @@ class OnnxSession:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         if self.normalize:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled.astype(np.float32)
+        return cast(np.ndarray, pooled.astype(np.float32))
 
     def _infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         """The transformer's ``last_hidden_state`` for one padded batch: shape ``(batch, tokens, dimension)``."""
-        return self.session.run(None, feed)[0]
+        return cast(np.ndarray, self.session.run(None, feed)[0])
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Embed ``texts`` (see the class docstring); an empty list gives shape ``(0, dimension)``."""

@@ -149,7 +149,7 @@ def _openvino_version() -> str:
     return str(openvino.__version__)
 
 
-def _core():
+def _core() -> Any:
     try:
         import openvino
     except ImportError as exc:

@@ -1,7 +1,7 @@
 """What a run will cost before it spends: the judge calls it would make, their tokens and their price.
 
 The estimate is built from the requests themselves. :class:`RecordingJudge` is a
-:class:`~judge_runner.app.roles.Judge` that sends nothing: each call renders the exact request the LLM judge
+:class:`~judge_runner.judging.protocol.Judge` that sends nothing: each call renders the exact request the LLM judge
 would send (:mod:`judge_runner.judging.requests`), lays it out as the provider's wire format does
 (:func:`wire_parts`, the providers' own ``request_body``), counts its tokens and answers with a placeholder. Driven through the real protocol
 (:func:`judge_runner.judging.labelling.judge_query`, or calibrate's labeller) it makes exactly the calls the run
@@ -160,7 +160,7 @@ TYPICAL_LIST_REPLY: dict[str, Any] = {
 
 
 class RecordingJudge:
-    """A :class:`~judge_runner.app.roles.Judge` that records the calls an LLM judge of ``provider`` and
+    """A :class:`~judge_runner.judging.protocol.Judge` that records the calls an LLM judge of ``provider`` and
     ``model`` would make (:attr:`calls`) and answers each with a placeholder label or verdict; nothing is
     sent. ``layouts``: more ``(provider, model)`` pairs to lay each call out for (:meth:`calls_for`; for
     calibrate, whose calls do not depend on the judge). Not thread-safe: drive it from one thread."""
@@ -358,7 +358,7 @@ class ModelEstimate:
         }
 
     def summary_block(self, batch: bool = False) -> dict[str, Any]:
-        """The run summary's ``estimate`` block (:class:`judge_runner.runs.lines.RunEstimate`): calls, input and
+        """The run summary's ``estimate`` block (:class:`judge_runner.runs.summary_blocks.RunEstimate`): calls, input and
         output tokens, and USD (null when the price is unknown): ``costUsd`` and ``worstCaseCostUsd`` in the
         mode the run uses (the judge always marks its prompt cacheable, so: cached, at batch prices when
         ``batch``), beside the expected cost at plain ``batch`` and ``cached`` prices. ``self.price`` is the

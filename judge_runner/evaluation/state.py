@@ -12,6 +12,7 @@ from typing import Any
 from judge_runner.core.failures import RunStatus, StorageError, exit_code_for
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.advice import recommended_focus
+from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.lines import run_start_line
@@ -168,7 +169,7 @@ def end_run(
     options: EvaluateOptions,
     *,
     started: float,
-    budget=None,
+    budget: Budget | None = None,
     heuristic: bool = False,
     judge_is_generator: bool = False,
     estimate: dict | None = None,
@@ -178,7 +179,7 @@ def end_run(
     """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
     ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
     :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
-    ``--batch`` run, :meth:`judge_runner.llm.batch.BatchStats.as_dict`; ``carried``: the evaluation
+    ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`; ``carried``: the evaluation
     lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
     resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
     :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's

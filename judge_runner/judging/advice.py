@@ -169,7 +169,7 @@ class Focus:
         return text + f"; no judge suggestion on them addresses {self.dimension}"
 
     def block(self) -> dict[str, Any]:
-        """The summary's ``focusEvidence`` (:class:`judge_runner.runs.lines.FocusEvidence` by alias)."""
+        """The summary's ``focusEvidence`` (:class:`judge_runner.runs.summary_blocks.FocusEvidence` by alias)."""
         return {
             "dimension": self.dimension,
             "headroom": {d: round(v, 6) for d, v in self.headroom.items()},

@@ -28,16 +28,18 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from judge_runner.core.models import JUDGE_MODES
 from judge_runner.core.timespan import parse_since
 from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, opening_failure
+
+T = TypeVar("T")
 
 CACHE_VERSION = 1
 """Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
@@ -298,7 +300,7 @@ class JudgmentCache:
             )
         return None if row is None else str(row[0])
 
-    def _write(self, fn, *args):
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -329,7 +331,7 @@ class JudgmentCache:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

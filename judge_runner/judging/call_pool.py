@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from judge_runner.core.interrupts import Flag
 from judge_runner.llm.errors import CallsStopped
@@ -162,7 +162,7 @@ class CallLane:
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()`` run in a slot of the pool, waited for; raises what it raises (CallsStopped once the
         pool is closed)."""
-        return self.submit(fn).result()
+        return cast(T, self.submit(fn).result())
 
     def map(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[tuple[Any, T | BaseException]]:
         """``fn(item)`` for each of ``items``, all handed to the pool at once (so they run side by side

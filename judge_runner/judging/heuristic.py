@@ -17,7 +17,7 @@ file, "heuristic" on the console).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -157,7 +157,7 @@ def heuristic_list_verdict(
 
 
 class HeuristicJudge:
-    """The offline :class:`~judge_runner.app.roles.Judge`: no network, no key, no cost. ``embedder`` is
+    """The offline :class:`~judge_runner.judging.protocol.Judge`: no network, no key, no cost. ``embedder`` is
     injected (``build_roles`` passes the command's one embedder, :attr:`judge_runner.app.roles.Roles.embedder`); its name is part of
     ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
     (it is deterministic)."""
@@ -172,7 +172,12 @@ class HeuristicJudge:
         self.cache_model = f"{HEURISTIC_MODEL}+{getattr(embedder, 'name', type(embedder).__name__)}"
 
     def label_one(
-        self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log=lambda message: None
+        self,
+        query: str,
+        intent: str,
+        document: RenderedDocument,
+        sampling: Mapping[str, Any],
+        log: Callable[[str], None] = lambda message: None,
     ) -> LabelReply:
         """The heuristic label of one document (:func:`heuristic_labels`); free."""
         return heuristic_labels(query, [document], self.embedder)[0]
@@ -184,7 +189,7 @@ class HeuristicJudge:
         documents: Sequence[RenderedDocument],
         order: Sequence[int],
         sampling: Mapping[str, Any],
-        log=lambda message: None,
+        log: Callable[[str], None] = lambda message: None,
     ) -> list[LabelReply]:
         """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
         labels = heuristic_labels(query, documents, self.embedder)
@@ -198,7 +203,7 @@ class HeuristicJudge:
         expected_sources: Sequence[str],
         items: Sequence[ListItem],
         sampling: Mapping[str, Any],
-        log=lambda message: None,
+        log: Callable[[str], None] = lambda message: None,
     ) -> ListVerdict:
         """:func:`heuristic_list_verdict`; free."""
         return heuristic_list_verdict(query, items, self.embedder, expected_sources)

@@ -3,7 +3,7 @@ list-level call, and a query's scores computed from the labels.
 
 The one entry point other parts call to label documents is :func:`label_documents` (``calibrate`` uses
 it); :func:`judge_query` judges one search answer for the run loop. Both work with any
-:class:`~judge_runner.app.roles.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
+:class:`~judge_runner.judging.protocol.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
 of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``label_one``,
 ``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here. In
 a run, a query's calls go through its lane of the run's shared call pool
@@ -419,7 +419,7 @@ def list_verdict(
     key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
     hit = cached(cache, [key]).get(key)
     if hit is not None and hit.payload:
-        return ListVerdict.from_cache(hit), True
+        return ListVerdict.from_payload(hit.payload, hit.model_returned), True
     try:
         verdict = _one(calls, partial(judge.list_verdict, query.query, query.queryIntent, query.expectedSources, items, sampling, log))
     except BaseException as exc:

@@ -160,7 +160,7 @@ def spent(error: LLMError, usage: Usage, cost: float | None) -> LLMError:
 
 
 class LLMJudge:
-    """The :class:`~judge_runner.app.roles.Judge` of an LLM: each call one :func:`ask` of ``provider``.
+    """The :class:`~judge_runner.judging.protocol.Judge` of an LLM: each call one :func:`ask` of ``provider``.
     ``name`` and ``model`` are the provider's (recorded in the run file's provenance); ``batching`` is
     the provider's :class:`~judge_runner.llm.batch.BatchCoordinator` in ``--batch`` mode (None otherwise:
     the run loop and :mod:`judge_runner.judging.labelling` then make their calls concurrently so they share batches)."""

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from judge_runner.judging.cache import CachedJudgment
 from judge_runner.judging.fence import RenderedDocument
 from judge_runner.judging.requests import ListItem
 from judge_runner.llm.pricing import Usage
@@ -115,14 +114,15 @@ class ListVerdict:
         }
 
     @classmethod
-    def from_cache(cls, cached: CachedJudgment) -> ListVerdict:
-        """The verdict of a cached list-level judgment, free."""
-        p = cached.payload or {}
+    def from_payload(cls, payload: Mapping[str, Any] | None, model_returned: str | None = None) -> ListVerdict:
+        """The verdict stored as ``payload`` (a cached list-level judgment's, free), the inverse of
+        :meth:`payload`."""
+        p = payload or {}
         return cls(
             float(p["scores"]["coverage"]),
             float(p["scores"]["snippetQuality"]),
             dict(p.get("holistic") or {}),
             dict(p.get("analysis") or {}),
             list(p.get("suggestions") or []),
-            cached.model_returned,
+            model_returned,
         )

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
-from judge_runner.runs.read import read_run_file, run_names
+from judge_runner.runs.read import RunFile, read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -220,7 +221,7 @@ def on_judge_scale(
     return mapped
 
 
-def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
+def import_human_qrels(cache: JudgmentCache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
     """Read a qrels file (:func:`read_trec_qrels`) and store it in the judgment cache (``cache``: a
     :class:`judge_runner.judging.cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
     at most 64), replacing an earlier import of that name. Grades go on the judge's scale by
@@ -233,7 +234,7 @@ def import_human_qrels(cache, path: str | Path, name: str, rescale: Mapping[int,
     return cache.replace_human_qrels(name, mapped)
 
 
-def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
+def human_labels(cache: JudgmentCache, names: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
     """``{(qid, docid): grade}`` of the stored human qrels. With several names, the earlier name in
     ``names`` wins on a pair both label (default: every stored set, in alphabetical order)."""
     rows = cache.human_qrels(names)
@@ -247,7 +248,7 @@ def human_labels(cache, names: Sequence[str] | None = None) -> dict[tuple[str, s
     return {pair: grade for pair, (_, grade) in out.items()}
 
 
-def human_grades(cache, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+def human_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
     """``{query id: {docid: grade}}`` of the stored human qrels (:func:`human_labels`: ``names``, None for
     every stored set; an earlier name wins); empty without a cache (``cache`` None)."""
     if cache is None:
@@ -258,7 +259,7 @@ def human_grades(cache, names: Sequence[str] | None = None) -> dict[str, dict[st
     return out
 
 
-def drawn_label_sets(cache, names: Sequence[str] | None = None) -> dict[str, set[tuple[str, str]]]:
+def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, set[tuple[str, str]]]:
     """``{set name: {(qid, docid)}}`` of the stored human qrels sets (``names``; None: every set) that
     ``label --budget`` drew with unequal probabilities or leaving queries out (their design, kept by
     :meth:`judge_runner.judging.cache.JudgmentCache.set_label_design`, is not ``uniform``): a sample the
@@ -300,7 +301,7 @@ def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, 
     return out
 
 
-def run_judge_key(run) -> str:
+def run_judge_key(run: RunFile) -> str:
     """The comparability key of a run file (:class:`judge_runner.runs.read.RunFile`): its judge fingerprint
     plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
     provenance = run.provenance
@@ -311,7 +312,11 @@ def run_judge_key(run) -> str:
 
 
 def export_qrels(
-    paths: Sequence[str | Path], out: TextIO, cache=None, names: Sequence[str] | None = None, mixed_judges: bool = False
+    paths: Sequence[str | Path],
+    out: TextIO,
+    cache: JudgmentCache | None = None,
+    names: Sequence[str] | None = None,
+    mixed_judges: bool = False,
 ) -> PooledQrels:
     """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
     sets ``names`` or all) and write them to ``out`` as TREC qrels. Off-topic queries are left out

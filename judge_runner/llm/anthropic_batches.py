@@ -1,4 +1,4 @@
-"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
 
 API reference: https://docs.anthropic.com/en/api/creating-message-batches (``POST /v1/messages/batches``
 with ``requests: [{custom_id, params}]``, ``GET /v1/messages/batches/{id}``, ``GET
@@ -15,7 +15,7 @@ from typing import Any
 from anthropic.types.messages import MessageBatchIndividualResponse
 
 from judge_runner.llm.anthropic_provider import AnthropicProvider
-from judge_runner.llm.base import Completion
+from judge_runner.llm.base import Completion, ToolSpec, Turn
 from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 
@@ -48,7 +48,7 @@ class AnthropicBatches:
         self._batches = provider._client.messages.batches
 
     def check(self) -> None:
-        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a failure means."""
+        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a failure means."""
         try:
             self._batches.list(limit=1)
         except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API
@@ -57,11 +57,20 @@ class AnthropicBatches:
                 exc, self.provider, "GET /v1/messages/batches", where, f"the server at {where} has no Message Batches API"
             ) from None
 
-    def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:
+    def body(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        sampling: dict | None,
+    ) -> dict:
         """The synchronous request body (``AnthropicProvider.request_body``)."""
         return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
 
-    def parse(self, value: Any, tools, force_tool) -> Completion:
+    def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
         """A succeeded item's ``Message``, parsed as a synchronous reply."""
         return self.provider.parse_message(value)
 

@@ -18,10 +18,11 @@ import json
 import os
 from typing import Any
 
-from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
+from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import MalformedReplyError
 from judge_runner.llm.pricing import Usage
-from judge_runner.llm.retry import ErrorClass, classify_status
+from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_status
 from judge_runner.llm.wire import decode_error_text, json_safe
 
 _STOP: dict[str, StopReason] = {
@@ -40,7 +41,15 @@ class AnthropicProvider(ChatProvider):
 
     name = "anthropic"
 
-    def __init__(self, model: str, retry, budget, timeout_s: float = 60.0, api_key: str | None = None, base_url: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        retry: RetryPolicy,
+        budget: Budget,
+        timeout_s: float = 60.0,
+        api_key: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
         super().__init__(model, retry, budget, timeout_s)
         import anthropic
 
@@ -93,7 +102,7 @@ class AnthropicProvider(ChatProvider):
         return messages
 
     @staticmethod
-    def _usage(u) -> Usage:
+    def _usage(u: Any) -> Usage:
         """Normalised usage; none reported (or a token count null) is ``unreported``: cost unknown."""
         inp, out = getattr(u, "input_tokens", None), getattr(u, "output_tokens", None)
         if not isinstance(inp, int) or not isinstance(out, int):
@@ -105,12 +114,21 @@ class AnthropicProvider(ChatProvider):
             cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
         )
 
-    def request_body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling=None) -> dict[str, Any]:
+    def request_body(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        sampling: dict | None = None,
+    ) -> dict[str, Any]:
         """The Messages API request body of one call (``messages.create`` keyword arguments without the
         timeout; also one Message Batches request's ``params``). ``sampling`` is accepted for the shared
         signature; anthropic 2.x takes neither temperature nor seed, so
         ``judge_runner.judging.fingerprint.sampling_settings("anthropic")`` is empty and nothing is sent."""
-        system_block = {"type": "text", "text": system}
+        system_block: dict[str, Any] = {"type": "text", "text": system}
         if cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {}
@@ -120,7 +138,7 @@ class AnthropicProvider(ChatProvider):
         # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
         return {"model": self.model, "max_tokens": max_tokens, "system": [system_block], "messages": self._messages(turns), **kwargs}
 
-    def parse_message(self, message) -> Completion:
+    def parse_message(self, message: Any) -> Completion:
         """A :class:`Completion` from a Messages API ``Message`` (a synchronous reply, or a succeeded
         Message Batches result). Raises MalformedReplyError when ``message`` is not a message."""
         content = getattr(message, "content", None)
@@ -138,7 +156,17 @@ class AnthropicProvider(ChatProvider):
             model=message.model or self.model,
         )
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+    def _send(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        timeout: float,
+        sampling: dict | None = None,
+    ) -> Completion:
         request = self.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
         try:
             message = self._client.messages.create(**request, timeout=timeout)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from judge_runner.core.interrupts import Flag
 from judge_runner.llm.batch_api import BatchBackend, ItemResult
@@ -282,7 +282,7 @@ class BatchCoordinator(BatchExchange):
                 self._cond.notify_all()
         if waiter.error is not None:
             raise waiter.error
-        return waiter.value
+        return cast(T, waiter.value)
 
     def _key(self) -> object:
         """The current worker's key (a query's worker and its :meth:`map` threads share one)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from judge_runner.llm.base import ChatProvider, Completion
+from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
 from judge_runner.llm.batch import BATCH_CALL_DEADLINE_S, BatchCoordinator
 from judge_runner.llm.batch_api import BatchBackend, custom_id
 from judge_runner.llm.budget import Reservation
@@ -40,7 +40,17 @@ class BatchingProvider(ChatProvider):
             lambda defer, margin: self.budget.reserve(self.price, input_tokens, max_tokens, defer=defer, margin_usd=margin)
         )
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+    def _send(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        timeout: float,
+        sampling: dict | None = None,
+    ) -> Completion:
         body = self.backend.body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
         raw = self.coordinator.call(custom_id(body), body)
         return self.backend.parse(raw, tools, force_tool)

@@ -10,6 +10,8 @@ took 30 minutes to fail with the old defaults of concurrency 5 and retried timeo
 
 from __future__ import annotations
 
+from typing import Any
+
 from judge_runner.llm.wire import is_local_url
 
 LOCAL_CONCURRENCY = 1
@@ -43,7 +45,7 @@ def local_server_setup(base_url: str | None, concurrency: int, concurrency_set: 
     return concurrency, notes
 
 
-def share_server(generator, judge) -> None:
+def share_server(generator: Any, judge: Any) -> None:
     """Let the generator use what the judge's provider learns about their server (and the reverse):
     both talk to one server, so a feature it refused once is not tried again by the other. Shared when
     the server is local (the model name does not change what it accepts) or the model is the same;

@@ -1,4 +1,4 @@
-"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch.BatchBackend`.
+"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
 
 API reference: https://platform.openai.com/docs/api-reference/batch. The requests go up as one JSONL
 file (``POST /v1/files``, purpose ``batch``; each line ``{custom_id, method: "POST", url:
@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from judge_runner.llm.base import Completion
+from judge_runner.llm.base import Completion, ToolSpec, Turn
 from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.openai_provider import OpenAIProvider
@@ -59,7 +59,7 @@ class OpenAIBatches:
         self._client = provider._client
 
     def check(self) -> None:
-        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch.check_failure` says a
+        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a
         failure means (a local server answers 404: BatchUnavailable)."""
         try:
             self._client.batches.list(limit=1)
@@ -68,11 +68,20 @@ class OpenAIBatches:
             local = " (a local OpenAI-compatible server has no batch API)" if self.provider.local else ""
             raise check_failure(exc, self.provider, "GET /v1/batches", where, f"the server at {where} has no Batch API{local}") from None
 
-    def body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling) -> dict:
+    def body(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        sampling: dict | None,
+    ) -> dict:
         """The synchronous request body (``OpenAIProvider.request_body``)."""
         return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
 
-    def parse(self, value: Any, tools, force_tool) -> Completion:
+    def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
         """A 200 item's ``response.body``, parsed as a synchronous reply."""
         return self.provider.parse_body(value, tools, force_tool)
 

@@ -41,13 +41,14 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
+from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
 from judge_runner.llm.local_server import local_server_setup, share_server
 from judge_runner.llm.pricing import Usage
-from judge_runner.llm.retry import ErrorClass, classify_status
+from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_status
 from judge_runner.llm.wire import (
     decode_error_text,
     dumps_safe,
@@ -73,7 +74,7 @@ _STOP: dict[str, StopReason] = {
 }
 
 
-def strict_schema(schema):
+def strict_schema(schema: Any) -> Any:
     """A copy of a JSON Schema without the keywords OpenAI's strict mode rejects."""
     if isinstance(schema, dict):
         return {k: strict_schema(v) for k, v in schema.items() if k not in _UNSUPPORTED_STRICT}
@@ -86,7 +87,7 @@ GRAMMAR_STRING_CAP = 400  # characters: the longest free-text field the verdict 
 _NOT_FOR_GRAMMAR = {"$schema", "$id", "title", "pattern", "format"}
 
 
-def grammar_schema(schema):
+def grammar_schema(schema: Any) -> Any:
     """A copy of a JSON Schema for a server that turns it into a sampling grammar (llama-cpp-python's
     ``json_object`` ``schema``): length bounds kept, every string without ``maxLength`` capped at
     GRAMMAR_STRING_CAP characters (so a small model cannot ramble until ``max_tokens`` cuts the JSON
@@ -150,14 +151,14 @@ class ServerCapabilities:
         self.log = log or _stderr
         self._lock = threading.Lock()
 
-    def current(self, capability: str):
+    def current(self, capability: str) -> Any:
         """The value in use for ``capability`` (``structured``, ``forced_tool``, ``auto_tool_choice``,
         ``seed`` or ``temperature``; the last two are True while sent)."""
         if capability in ("seed", "temperature"):
             return capability not in self.dropped
         return getattr(self, capability)
 
-    def downgrade(self, capability: str, used, status: int, said: str | None) -> bool:
+    def downgrade(self, capability: str, used: Any, status: int, said: str | None) -> bool:
         """Step ``capability`` down from ``used`` (the value the refused request carried). Returns True
         when the request should be sent again (this or another thread lowered it), False when there is
         nothing left to drop. Logs one line per real downgrade."""
@@ -204,13 +205,13 @@ class OpenAIProvider(ChatProvider):
     def __init__(
         self,
         model: str,
-        retry,
-        budget,
+        retry: RetryPolicy,
+        budget: Budget,
         timeout_s: float = 60.0,
         api_key: str | None = None,
         base_url: str | None = None,
         capabilities: ServerCapabilities | None = None,
-    ):
+    ) -> None:
         super().__init__(model, retry, budget, timeout_s)
         import openai
 
@@ -390,7 +391,16 @@ class OpenAIProvider(ChatProvider):
         """The tool a call forces when it is its only tool: sent as structured output, not a tool call."""
         return tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
 
-    def request_body(self, system, turns, tools, force_tool, max_tokens, cache_system, sampling=None) -> dict:
+    def request_body(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        sampling: dict | None = None,
+    ) -> dict:
         """The Chat Completions request body of one call at the server's current capabilities (also one
         Batch API request's ``body``), without the client-side timeout."""
         kwargs, _ = self._request(system, turns, tools, force_tool, max_tokens, 0.0, self._structured_tool(tools, force_tool), sampling)
@@ -411,7 +421,17 @@ class OpenAIProvider(ChatProvider):
         structured = self._structured_tool(tools, force_tool)
         return self._completion(response, structured.name if structured else None)
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+    def _send(
+        self,
+        system: str,
+        turns: list[Turn],
+        tools: list[ToolSpec],
+        force_tool: str | None,
+        max_tokens: int,
+        cache_system: bool,
+        timeout: float,
+        sampling: dict | None = None,
+    ) -> Completion:
         import openai
 
         structured = self._structured_tool(tools, force_tool)
@@ -453,7 +473,7 @@ class OpenAIProvider(ChatProvider):
     # -- reply parsing -----------------------------------------------------------------------------
 
     @staticmethod
-    def _usage(u) -> Usage:
+    def _usage(u: Any) -> Usage:
         """Normalised usage; a reply without usage, or with a token count that is not a number, is
         ``unreported`` (cost unknown, never 0) and adds no tokens."""
         prompt = getattr(u, "prompt_tokens", None)
@@ -465,7 +485,7 @@ class OpenAIProvider(ChatProvider):
         cached = cached if isinstance(cached, int) and 0 <= cached <= prompt else 0
         return Usage(input_tokens=prompt - cached, output_tokens=completion, cache_read_tokens=cached)
 
-    def _completion(self, response, structured_name: str | None = None) -> Completion:
+    def _completion(self, response: Any, structured_name: str | None = None) -> Completion:
         """Normalise a chat completion; structured content that parses as one JSON object becomes a
         ToolUse named ``structured_name`` (anything else stays text for the caller to recover or re-ask).
         Raises MalformedReplyError for a body that is not a completion or has no choice."""

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import cast
 
 _SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
 
@@ -59,7 +60,7 @@ class Usage:
 @lru_cache(maxsize=1)
 def pricing_table() -> dict:
     """The parsed ``pricing.json`` (``source``, ``updated``, ``models``)."""
-    return json.loads(resources.files("judge_runner.llm").joinpath("pricing.json").read_text(encoding="utf-8"))
+    return cast(dict, json.loads(resources.files("judge_runner.llm").joinpath("pricing.json").read_text(encoding="utf-8")))
 
 
 def batch_discount() -> float:

@@ -18,7 +18,7 @@ import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from judge_runner.llm.base import ChatProvider
 
@@ -33,7 +33,7 @@ class ProviderSpec:
     ``base_url_is_enough``: a server at ``base_url_env`` needs no key (local OpenAI-compatible servers);
     ``default_model``: the model used without ``--model``; ``heuristic``: its roles are the offline
     heuristics, labelled as such wherever their results appear; ``batch_target``: ``"module:Class"`` of
-    its batch API backend (:class:`judge_runner.llm.batch.BatchBackend`, for ``--batch``), None when it
+    its batch API backend (:class:`judge_runner.llm.batch_api.BatchBackend`, for ``--batch``), None when it
     has none.
     """
 
@@ -60,14 +60,14 @@ class ProviderSpec:
         if self.target is None:
             raise ValueError(f"the {self.name} provider has no ChatProvider class")
         module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return cast(type[ChatProvider], getattr(importlib.import_module(module), attr))
 
     def load_batches(self) -> type:
         """The batch API backend class (imports its module). Raises ValueError when the provider has none."""
         if self.batch_target is None:
             raise ValueError(f"the {self.name} provider has no batch API")
         module, _, attr = self.batch_target.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return cast(type, getattr(importlib.import_module(module), attr))
 
 
 PROVIDERS: dict[str, ProviderSpec] = {

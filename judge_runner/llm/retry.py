@@ -144,7 +144,7 @@ class RetryPolicy:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.cap_s, self.base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+        return float(min(self.cap_s, self.base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

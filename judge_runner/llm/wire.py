@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+from typing import Any
 from urllib.parse import urlsplit
 
 SERVER_MESSAGE_CHARS = 300  # enough for a validation error, short enough for one stderr line
@@ -29,7 +30,7 @@ _SECRET_PATTERNS = (
 _TRACEBACK = re.compile(r'\n\s*(?:Traceback \(most recent call last\)|File ")')
 
 
-def json_safe(value):
+def json_safe(value: Any) -> Any:
     """A copy of ``value`` that every strict JSON encoder accepts: NaN and ±Infinity (which Python's
     ``json`` reads from a model's reply but ``allow_nan=False`` encoders refuse) become the strings
     ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; tuples become lists. Echoing a model's own invalid value
@@ -43,7 +44,7 @@ def json_safe(value):
     return value
 
 
-def dumps_safe(value) -> str:
+def dumps_safe(value: Any) -> str:
     """``json.dumps`` of :func:`json_safe` (never raises on non-finite numbers)."""
     return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
 
@@ -59,7 +60,7 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     return text
 
 
-def _detail_text(detail) -> str:
+def _detail_text(detail: Any) -> str:
     """FastAPI/pydantic validation details (``[{"loc": [...], "msg": ...}]``) as ``loc: msg`` lines."""
     if isinstance(detail, list):
         parts = []

@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
+from typing import cast
 
 import numpy as np
 
@@ -166,7 +167,7 @@ def _cross_fitted_weights(f: np.ndarray, y: np.ndarray, s_f2: float) -> np.ndarr
     mean_f = (sf - f) / rest
     mean_y = (sy - y) / rest
     cov = ((sfy - f * y) - rest * mean_f * mean_y) / (rest - 1)
-    return np.clip(cov / s_f2, 0.0, 1.0)
+    return cast(np.ndarray, np.clip(cov / s_f2, 0.0, 1.0))
 
 
 def tuned_mean(

@@ -316,7 +316,7 @@ def generate_with_llm(
     root: Path,
     count: int,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-    log=lambda message: None,
+    log: Callable[[str], None] = lambda message: None,
     profile: CorpusProfile | None = None,
 ) -> GenerationResult:
     """Run the exploring agent until it submits a valid query set. ``profile``: the corpus's, for the
@@ -376,7 +376,7 @@ def query_set_sha256(queries: list[Query]) -> str:
 
 
 class LLMQueryWriter:
-    """The :class:`~judge_runner.app.roles.QueryWriter` of an LLM: the exploring agent of
+    """The :class:`~judge_runner.querygen.protocol.QueryWriter` of an LLM: the exploring agent of
     :func:`generate_with_llm` with ``provider``."""
 
     heuristic = False

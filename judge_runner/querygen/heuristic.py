@@ -238,7 +238,7 @@ def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAUL
 
 
 class HeuristicQueryWriter:
-    """The offline :class:`~judge_runner.app.roles.QueryWriter`: no network, no key, no cost."""
+    """The offline :class:`~judge_runner.querygen.protocol.QueryWriter`: no network, no key, no cost."""
 
     name = "offline"
     model = HEURISTIC_MODEL

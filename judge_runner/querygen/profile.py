@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from judge_runner.core.textproc import STOPWORDS, cjk_bigrams
 from judge_runner.corpus.chunk import markdown_headings
@@ -64,7 +65,7 @@ _PUNCT = re.compile(r"[^\w\s]+")
 
 
 @cache
-def _identifier():
+def _identifier() -> Any:
     """py3langid's identifier with normalised probabilities, loaded once per process (about 1 s)."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,7 +157,9 @@ def _short(value: Any) -> str:
     return f"{kind} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, (str, list, dict)) else kind
 
 
-def _units(value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys=lambda k: k) -> dict[str, float | None] | None:
+def _units(
+    value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys: Callable[[str], str] = lambda k: k
+) -> dict[str, float | None] | None:
     """A ``{name: value in [0, 1]}`` map with every other value set to None (unscored) and warned about."""
     if value is None:
         return None

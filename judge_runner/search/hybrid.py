@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def embed_query(embedder: Any, query: str) -> np.ndarray:
     of one, so the vector is a function of the text and the model only. Every query vector of the
     built-in search comes from here (lone searches and :meth:`ChunkSearch.prepare_queries` alike).
     Raises what ``embedder.encode`` raises."""
-    return encode_each(embedder, [query])[0]
+    return cast(np.ndarray, encode_each(embedder, [query])[0])
 
 
 class ChunkSearch:
@@ -175,13 +175,13 @@ class ChunkSearch:
         local = self.__dict__.get("_search_local")
         memo = getattr(local, "vector", None) if local is not None else None
         if memo is not None and memo[0] == query:
-            return memo[1]
+            return cast(np.ndarray, memo[1])
         vector = self.__dict__.get("_prepared", {}).get(query)
         if vector is None:
             vector = embed_query(self.embedder, query)
         if local is not None and getattr(local, "active", False):
             local.vector = (query, vector)
-        return vector
+        return cast(np.ndarray, vector)
 
     def search(
         self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, query_vector: np.ndarray | None = None, passages: bool = True

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
@@ -64,7 +65,7 @@ class IndexReport:
 CHUNKER_VERSION = "3"  # 3: front matter, CR line endings, NFC sources, detected encodings
 
 
-def _reusable_hashes(index) -> dict[str, str]:
+def _reusable_hashes(index: Any) -> dict[str, str]:
     """Hashes of documents whose chunks can be kept: none when the index was chunked by another version."""
     return index.document_hashes() if index.get_meta("chunker_version") == CHUNKER_VERSION else {}
 
@@ -78,7 +79,7 @@ def corpus_fingerprint(hashes: dict[str, str]) -> str:
 
 
 def index_tree(
-    index,
+    index: Any,
     root: Path,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     prune: bool = True,
@@ -133,14 +134,14 @@ def index_tree(
 
 
 def _write(
-    index,
+    index: Any,
     pending: list[tuple],
     current: dict[str, str],
     known: dict[str, str],
     report: IndexReport,
     prune: bool,
     root_label: str,
-    progress,
+    progress: Callable[[str, int, int], None] | None,
     batch_chunks: int = 256,
 ) -> IndexReport:
     """Embed and write the pending documents in batches of about ``batch_chunks`` chunks, committing
@@ -192,7 +193,7 @@ def _write(
     return report
 
 
-def _embed_batch(embedder, batch: list[tuple], report: IndexReport, current: dict[str, str]):
+def _embed_batch(embedder: Any, batch: list[tuple], report: IndexReport, current: dict[str, str]) -> list[tuple[Any, Any]]:
     """``[(item, vectors)]`` for a batch of pending documents, embedded in one call. When that call
     fails, each document is embedded alone and one that still fails is skipped with its reason (and
     dropped from ``current``, so it is retried next time): one file never sinks an index. A model that
@@ -230,7 +231,7 @@ class BeirFormatError(ValueError):
     """A BEIR corpus file that cannot be read (not JSON lines, or records without ``_id``)."""
 
 
-def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
+def index_beir(index: Any, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
     """Index a BEIR-format corpus (JSON lines ``{_id, title, text}``; Thakur et al. 2021): each record
     one document whose source is its ``_id``, its title the anchor of every chunk. Incremental by the
     sha256 of each record's title and text. A line that is not a JSON object, or has no ``_id``, is
@@ -275,6 +276,6 @@ def index_beir(index, corpus: Path, prune: bool = True, progress: Callable[[str,
     return _write(index, pending, current, known, report, prune, f"beir:{corpus.resolve()}", progress)
 
 
-def _embedding_text(source: str, chunk) -> str:
+def _embedding_text(source: str, chunk: Chunk) -> str:
     """What the embedding model sees for a chunk: its anchor (heading path) and its text."""
     return f"{chunk.anchor}\n{chunk.text}" if chunk.anchor else chunk.text

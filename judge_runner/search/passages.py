@@ -49,7 +49,7 @@ PASSAGE_RULE = "passages-1"
 :func:`select_passages` returns."""
 
 SHOWN_TEXT_CAP = 2000
-"""Most characters of a result's text shown to the judge (re-exported as ``judging.fence.SHOWN_TEXT_CAP``,
+"""Most characters of a result's text shown to the judge (imported by the fence, ``judging/fence.py``,
 where the fence cuts at it). The passages of a document are chosen to fit in it; the built-in chunker caps
 a chunk at 1,200 characters (``corpus.chunk.MAX_CHUNK_CHARS``), so the best chunk always fits and one or
 more others may join it. A result's own text (an external search without a document store) is cut here at

@@ -20,7 +20,7 @@ diacritic-folded in Python (:func:`~judge_runner.search.text.normalized_words`; 
 then PostgreSQL's parser with the ``lexical`` configuration (``simple`` plus the Snowball English stemmer
 without stop words, the counterpart of SQLite's ``porter`` tokenizer) builds ``tsv`` with the anchor
 weighted ``A``, the path ``B`` and the body ``D``. A query is OR of its tokens and compound phrases
-(:func:`~judge_runner.search.text.query_tokens`, :func:`~judge_runner.search.text.query_phrases`),
+(:func:`~judge_runner.core.textproc.query_tokens`, :func:`~judge_runner.search.text.query_phrases`),
 passed as text arrays and turned into lexemes and tsqueries server-side by ``to_tsvector`` and
 ``phraseto_tsquery``, which read any text as plain words: no query text reaches SQL but as a bound
 parameter, and a tsquery syntax error cannot happen.
@@ -42,15 +42,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from judge_runner.core.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.corpus.chunk import Chunk
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import choose, mismatch_advice
 from judge_runner.search.base import IndexMismatchError, SearchSettings
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
+from judge_runner.search.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
 from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
 
 SCHEMA_VERSION = "1"
@@ -163,7 +164,7 @@ class PostgresIndex(ChunkSearch):
         self._delta = (0, 0)  # (chunks, tokens) written by the open transaction, added to corpus_stats on commit
         self._touched = 0  # chunks inserted or deleted by the open transaction
         self._committed_chunks = 0  # ... and by the committed ones since this index was opened
-        self._pool = None
+        self._pool: Any = None  # a psycopg_pool.ConnectionPool once a search needs it
         self._pool_lock = threading.Lock()
         self._s = sql.Identifier(schema)
         self._cfg = sql.Literal(sql.Identifier(schema, "lexical").as_string())
@@ -186,7 +187,7 @@ class PostgresIndex(ChunkSearch):
     def __enter__(self) -> PostgresIndex:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -215,12 +216,12 @@ class PostgresIndex(ChunkSearch):
         except psycopg.Error:
             pass
 
-    def _sql(self, text: str):
+    def _sql(self, text: str) -> Any:
         from psycopg import sql
 
         return sql.SQL(text).format(s=self._s, cfg=self._cfg)
 
-    def _ensure_extension(self, conn) -> None:
+    def _ensure_extension(self, conn: Any) -> None:
         from pgvector.psycopg import register_vector
 
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
@@ -249,14 +250,14 @@ class PostgresIndex(ChunkSearch):
             )
         self.vector_type = "vector" if self.dim <= HNSW_MAX_VECTOR_DIM else "halfvec"
 
-    def _recorded_model(self, conn) -> str | None:
+    def _recorded_model(self, conn: Any) -> str | None:
         """The ``embedding_model`` the schema's meta records (None: no schema yet, or none recorded)."""
         if conn.execute("SELECT to_regclass(%s)", (f"{self._s.as_string()}.meta",)).fetchone()[0] is None:
             return None
         row = conn.execute(self._sql("SELECT value FROM {s}.meta WHERE key = 'embedding_model'")).fetchone()
         return row[0] if row else None
 
-    def _ensure_schema(self, conn, embedder: TextEmbedder | None) -> None:
+    def _ensure_schema(self, conn: Any, embedder: TextEmbedder | None) -> None:
         """Choose the embedder (``embedder``, else the index's own, else the default: once, here), then
         create the schema at :data:`SCHEMA_VERSION`, or upgrade it, or check it; then check the meta."""
         self._use_embedder(embedder if embedder is not None else choose(None, self._recorded_model(conn)))
@@ -309,19 +310,19 @@ class PostgresIndex(ChunkSearch):
                     "and run `judge-runner index` again"
                 )
 
-    def _writer(self):
+    def _writer(self) -> Any:
         if self._conn is None:
             raise PermissionError(f"the index {self.path} was opened read-only")
         return self._conn
 
-    def _reader(self):
+    def _reader(self) -> Any:
         """A pooled autocommit connection for searching: ``with self._reader() as conn: ...``."""
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
                     from psycopg_pool import ConnectionPool
 
-                    def configure(conn) -> None:
+                    def configure(conn: Any) -> None:
                         from pgvector.psycopg import register_vector
 
                         register_vector(conn)
@@ -340,7 +341,7 @@ class PostgresIndex(ChunkSearch):
                     self._pool = pool
         return self._pool.connection()
 
-    def _meta_conn(self):
+    def _meta_conn(self) -> Any:
         """The write connection when there is one (it sees its own uncommitted writes, as SQLite does),
         else a pooled one."""
         from contextlib import nullcontext
@@ -417,7 +418,7 @@ class PostgresIndex(ChunkSearch):
         ).fetchone()
         self._delta = (self._delta[0] - n, self._delta[1] - tokens)
         self._touched += n
-        return conn.execute(self._sql("DELETE FROM {s}.documents WHERE source = ANY(%s)"), (sources,)).rowcount
+        return int(conn.execute(self._sql("DELETE FROM {s}.documents WHERE source = ANY(%s)"), (sources,)).rowcount)
 
     def commit(self) -> None:
         """Commit the current transaction (with BM25's corpus totals, updated once per transaction)."""

@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 UNITS = {
@@ -70,10 +71,10 @@ class IndexProgress:
         self,
         stream: TextIO | None = None,
         interval_s: float | None = None,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
         live: bool | None = None,
         heartbeat: bool = True,
-    ):
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.interval_s = default_interval() if interval_s is None else interval_s
         self.clock = clock
@@ -93,7 +94,7 @@ class IndexProgress:
     def __enter__(self) -> IndexProgress:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -56,7 +56,7 @@ def _cannot_write(path: Path, cause: object) -> IndexAccessError:
 
 
 @contextmanager
-def _writable(path: Path):
+def _writable(path: Path) -> Iterator[None]:
     """Turn SQLite's "attempt to write a readonly database" and "unable to open database file" (a -wal or
     -shm file it cannot create) into :class:`IndexAccessError` naming the folder."""
     try:
@@ -175,7 +175,7 @@ class SQLiteIndex(ChunkSearch):
     def __enter__(self) -> SQLiteIndex:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -183,7 +183,7 @@ class SQLiteIndex(ChunkSearch):
         self.conn.close()
 
     @contextmanager
-    def _busy(self):
+    def _busy(self) -> Iterator[None]:
         """Turn SQLite's "database is locked" / "database is busy" (after the busy timeout) into
         IndexBusyError with a message that says what to do."""
         try:
@@ -234,7 +234,7 @@ class SQLiteIndex(ChunkSearch):
     def _holds_nothing(self) -> bool:
         """Whether the index has no document and no chunk (its meta may still name an embedder)."""
         try:
-            return self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0
+            return bool(self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0)
         except sqlite3.OperationalError:  # an index of another schema: the schema check says so
             return False
 

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from judge_runner.corpus.read import clean_text
@@ -120,7 +121,7 @@ def read_queries(path: Path) -> list[tuple[str, str]]:
     return queries
 
 
-def write_run(index, queries: list[tuple[str, str]], path: Path, mode: str, limit: int) -> list[float]:
+def write_run(index: Any, queries: list[tuple[str, str]], path: Path, mode: str, limit: int) -> list[float]:
     """Search every ``(qid, text)`` with ``index.search`` and write a TREC run (tag
     ``judge-runner-<mode>``) to ``path``; returns each query's latency in milliseconds."""
     path = Path(path)

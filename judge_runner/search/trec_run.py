@@ -44,7 +44,7 @@ class TrecRunError(ValueError):
 def _float32(value: float) -> float:
     """``value`` rounded to a 32-bit float, as trec_eval holds a score (beyond its range: infinite)."""
     try:
-        return struct.unpack("f", struct.pack("f", value))[0]
+        return float(struct.unpack("f", struct.pack("f", value))[0])
     except OverflowError:
         return float("inf") if value > 0 else float("-inf")
 

@@ -1,7 +1,9 @@
 """PostgreSQL connection strings in messages: the password never shown.
 
-A neutral module: the settings (``Settings.index_label``) and the PostgreSQL backend both need it, and
-the settings must not import a backend.
+A neutral module beside the search's settings, not a backend: the settings (``Settings.index_label``),
+the crash log and the PostgreSQL backend all need it, and the settings must not import a backend. It is
+in ``search/`` because it reads a key=value DSN with psycopg, which only ``search/`` may import (the
+third-party contracts in pyproject.toml).
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def test_json_without_dry_run_is_a_usage_error(query_set, db_copy):
 
 
 def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_path):
-    from judge_runner.app.dry_run import start_estimate
+    from judge_runner.estimate.start import start_estimate
     from judge_runner.evaluation.context import QUIET, RunContext
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions

@@ -383,7 +383,7 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
 def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(hash_index, tmp_path):
     """The start-of-run estimate searches every query before the run: it embeds the whole set first (each
     query once, alone), and the run's own preparation then finds nothing left to embed."""
-    from judge_runner.app.dry_run import start_estimate
+    from judge_runner.estimate.start import start_estimate
 
     index, embedder = hash_index
     index.forget_queries()

@@ -9,15 +9,15 @@ estimate is rough: phase one from the agent's limits, phase two from ``count`` x
 results. ``calibrate`` builds (or reuses) its own index as the real run does, then labels its pool with
 the recording judge.
 
-The real run computes the same estimate at its start (:func:`start_estimate`) and its summary compares
+The real run computes the same estimate at its start (:func:`judge_runner.estimate.start.start_estimate`) and its summary compares
 cost with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
 from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems, resolve_systems
@@ -26,10 +26,11 @@ from judge_runner.app.roles import check_batch_provider
 from judge_runner.calibrate.labeling import ProtocolLabeler
 from judge_runner.config import ConfigError, Settings
 from judge_runner.core.failures import UsageError
-from judge_runner.core.models import QUERY_TYPES, Query, SearchMode
+from judge_runner.core.models import QUERY_TYPES, Query
 from judge_runner.core.printer import Printer
 from judge_runner.core.resources import load_prompt
 from judge_runner.corpus.walk import parse_extensions, walk_corpus
+from judge_runner.estimate.answers import estimate_answers, search_all
 from judge_runner.estimate.costs import (
     AGENT_MAX_TOKENS,
     AGENT_TURN_OUTPUT_TOKENS,
@@ -39,25 +40,20 @@ from judge_runner.estimate.costs import (
     MODES,
     QUERY_OUTPUT_TOKENS,
     ROUGH_SNIPPET_CHARS,
-    DryRunCache,
     ModelEstimate,
     RecordingJudge,
-    costs,
     tokens,
     wire_parts,
 )
 from judge_runner.estimate.report import build_report, print_report
-from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import SHOWN_TEXT_CAP
-from judge_runner.judging.labelling import ProtocolSettings, judge_query, label_documents
-from judge_runner.judging.protocol import Judge
+from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, query_set_sha256, submit_tool
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-from judge_runner.search.prepare import prepare_search
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -84,53 +80,6 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
 
 
 # -- phase two ------------------------------------------------------------------------------------------------
-def search_all(
-    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
-) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
-    """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
-    ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
-    the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
-    A backend that can (:func:`judge_runner.search.prepare.prepare_search`) embeds the queries first."""
-    answers, failed, first = [], 0, None
-    for backend, mode in searches:
-        # the whole set embedded first, as the run loop does: the searches then do no model
-        # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
-        prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
-        for query in queries:
-            try:
-                answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
-            except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
-                failed += 1
-                first = first or f"{type(exc).__name__}: {str(exc)[:300]}"
-    return answers, failed, first
-
-
-def estimate_answers(
-    answers: Sequence[tuple[Query, SearchAnswer]],
-    judges: Sequence[tuple[str, str, Price | None, bool]],
-    protocol: ProtocolSettings,
-    cache: Any = None,
-    human: dict[str, dict[str, int]] | None = None,
-) -> list[ModelEstimate]:
-    """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
-    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only); a result with a ``human`` label is
-    still judged (its judge label is kept beside the person's), as in the run."""
-    out = []
-    for provider, model, price, chosen in judges:
-        judge = RecordingJudge(provider, model)
-        overlay = DryRunCache(cache)
-        estimate = ModelEstimate(provider, model, price, chosen=chosen)
-        for query, answer in answers:
-            # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
-            judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
-            estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
-            estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
-            estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")
-        estimate.calls = judge.calls
-        out.append(estimate)
-    return out
-
-
 def read_only_cache(settings: Settings) -> Any:
     """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
     run creates nothing), opened read-only. Raises CacheError for a file that is damaged (exit 3) or not a
@@ -428,92 +377,3 @@ def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trial
     report["judgeMode"], report["trials"] = mode, trials
     print_report(report, printer, as_json)
     return report
-
-
-# -- the real run's estimate ----------------------------------------------------------------------------------
-class MemoSearch:
-    """A search backend that answers each (query, mode, limit) from :meth:`remember`'s answers once, so
-    the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
-    while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
-    does for a Ctrl+C of its own and writes its interrupted summary."""
-
-    def __init__(self, backend: Any):
-        self.backend = backend
-        self.answers: dict[tuple[str, str, int], Any] = {}
-        self.interrupted = False
-
-    def search(self, query: str, mode: str = "hybrid", limit: int = 10) -> Any:
-        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
-        ``interrupted``."""
-        if self.interrupted:
-            self.interrupted = False
-            raise KeyboardInterrupt
-        answer = self.answers.pop((query, mode, limit), None)
-        return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit)
-
-    def remember(self, query: str, mode: str, limit: int, answer: Any) -> None:
-        """Keep ``answer`` for the run's search of ``query``."""
-        self.answers[(query, mode, limit)] = answer
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.backend, name)
-
-
-def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
-    """The start line's word on ``--max-budget-usd`` (``cap``, USD), in the run's own mode (``batch``:
-    batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
-    synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
-    holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
-    if cap is None or price is None:
-        return ""
-    cost = costs(estimate.calls, price)["batch" if batch else "sync"]
-    mode = "at batch prices" if batch else "at sync prices"
-    if (cost.expected or 0) > cap:
-        return f"; expected ${cost.expected:.4f} {mode} is above --max-budget-usd {cap:.2f}: the run will stop early"
-    if (cost.worst or 0) > cap:
-        held = "requests that do not fit wait for a later batch" if batch else "the run may stop early"
-        return f"; worst case ${cost.worst:.4f} {mode} is above --max-budget-usd {cap:.2f}: {held}"
-    return ""
-
-
-def start_estimate(
-    queries: Sequence[Query],
-    index: Any,
-    judge: Judge,
-    options: EvaluateOptions,
-    cache: JudgmentCache | None,
-    *,
-    price: Price | None,
-    budget_cap_usd: float | None,
-    say: Callable[[str], None] = lambda m: None,
-) -> tuple[Any, dict[str, Any] | None]:
-    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
-    said in one line to ``say``. ``price``: the judge model's standard price (:attr:`Roles.judge_price`;
-    None: the pricing table's, else unknown); ``budget_cap_usd``: ``--max-budget-usd`` (USD), warned about
-    when the estimate is above it. Each query is searched once here and the answer handed to the run
-    (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
-    fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
-    if getattr(judge, "heuristic", False):
-        return index, None
-
-    memo = MemoSearch(index)
-    try:
-        answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
-        for query, answer in answers:
-            memo.remember(query.query, options.search_mode, options.search_limit, answer)
-        batch = getattr(judge, "batching", None) is not None
-        price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
-        [estimate] = estimate_answers(
-            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
-        )
-    except KeyboardInterrupt:
-        memo.interrupted = True
-        return memo, None
-    except Exception as exc:  # noqa: BLE001 - the estimate is advice: the run must not fail for it
-        say(f"note: no cost estimate ({type(exc).__name__}: {str(exc)[:200]})")
-        return memo, None
-    block = estimate.summary_block(batch)
-    cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
-    over = budget_warning(estimate, price, budget_cap_usd, batch=batch)
-    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
-    return memo, block

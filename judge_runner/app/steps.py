@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner.app.console import print_summary
-from judge_runner.app.dry_run import start_estimate
 from judge_runner.app.indexing import check_corpus, describe_index, index_fixtures, open_index
 from judge_runner.app.inputs import (
     check_human_coverage,
@@ -36,6 +35,7 @@ from judge_runner.core.printer import Printer, Say
 from judge_runner.core.query_card import QuerySetCard
 from judge_runner.core.resources import prompt_sha256
 from judge_runner.corpus.walk import parse_extensions
+from judge_runner.estimate.start import start_estimate
 from judge_runner.evaluation.compare import run_systems
 from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import provenance

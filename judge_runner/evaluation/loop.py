@@ -366,7 +366,7 @@ def run_evaluation(
     Ctrl+C. ``prior`` are evaluation lines of an interrupted run being resumed: they are copied first
     and count in the summary. A stopped phase one writes its run with ``judge_runner.app.steps.write_stopped_run``.
     ``estimate``: what the run was estimated to cost at its start
-    (:func:`judge_runner.app.dry_run.start_estimate`), kept in the summary. ``prior_batches``: the ``batch``
+    (:func:`judge_runner.estimate.start.start_estimate`), kept in the summary. ``prior_batches``: the ``batch``
     lines of the run being resumed (copied; a ``--batch`` judge picks their results up instead of submitting
     those requests again).
     """

@@ -1,0 +1,67 @@
+"""Phase two's calls estimated from real search answers: each query searched once per system
+(:func:`search_all`), then judged by the recording judge through the real protocol
+(:func:`estimate_answers`), so the estimate makes exactly the calls the run would make. Used by
+``--dry-run`` (:mod:`judge_runner.app.dry_run`) and by the real run's start (:mod:`judge_runner.estimate.start`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from judge_runner.core.models import Query, SearchMode
+from judge_runner.estimate.costs import DryRunCache, ModelEstimate, RecordingJudge
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.llm.pricing import Price
+from judge_runner.search.base import SearchAnswer
+from judge_runner.search.prepare import prepare_search
+
+__all__ = ["estimate_answers", "search_all"]
+
+
+def search_all(
+    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
+) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
+    """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
+    ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
+    the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
+    A backend that can (:func:`judge_runner.search.prepare.prepare_search`) embeds the queries first."""
+    answers, failed, first = [], 0, None
+    for backend, mode in searches:
+        # the whole set embedded first, as the run loop does: the searches then do no model
+        # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
+        prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
+        for query in queries:
+            try:
+                answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
+            except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
+                failed += 1
+                first = first or f"{type(exc).__name__}: {str(exc)[:300]}"
+    return answers, failed, first
+
+
+def estimate_answers(
+    answers: Sequence[tuple[Query, SearchAnswer]],
+    judges: Sequence[tuple[str, str, Price | None, bool]],
+    protocol: ProtocolSettings,
+    cache: Any = None,
+    human: dict[str, dict[str, int]] | None = None,
+) -> list[ModelEstimate]:
+    """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
+    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only); a result with a ``human`` label is
+    still judged (its judge label is kept beside the person's), as in the run."""
+    out = []
+    for provider, model, price, chosen in judges:
+        judge = RecordingJudge(provider, model)
+        overlay = DryRunCache(cache)
+        estimate = ModelEstimate(provider, model, price, chosen=chosen)
+        for query, answer in answers:
+            # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
+            judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
+            estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
+            estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
+            estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")
+        estimate.calls = judge.calls
+        out.append(estimate)
+    return out

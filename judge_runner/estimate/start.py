@@ -1,0 +1,126 @@
+"""The real run's estimate at its start (:func:`start_estimate`): the same figures as ``--dry-run``
+(:mod:`judge_runner.estimate.answers`), from the run's own searches, which it hands on to the run
+(:class:`MemoSearch`) so no query is searched twice; one line said, and a block kept in the summary,
+whose cost is compared with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from judge_runner.core.models import Query, SearchMode
+from judge_runner.estimate.answers import estimate_answers, search_all
+from judge_runner.estimate.costs import costs
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.labelling import ProtocolSettings
+from judge_runner.judging.protocol import Judge
+from judge_runner.judging.qrels import human_grades
+from judge_runner.llm.pricing import Price, price_for
+
+__all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
+
+
+class RunOptions(Protocol):
+    """What the estimate reads of a run's options (:class:`judge_runner.evaluation.options.EvaluateOptions`
+    has it): the search mode and depth, the judge protocol, the human qrels sets in use."""
+
+    @property
+    def search_mode(self) -> SearchMode: ...
+
+    @property
+    def search_limit(self) -> int: ...
+
+    @property
+    def protocol(self) -> ProtocolSettings: ...
+
+    @property
+    def human_qrels(self) -> tuple[str, ...] | None: ...
+
+
+class MemoSearch:
+    """A search backend that answers each (query, mode, limit) from :meth:`remember`'s answers once, so
+    the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
+    while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
+    does for a Ctrl+C of its own and writes its interrupted summary."""
+
+    def __init__(self, backend: Any):
+        self.backend = backend
+        self.answers: dict[tuple[str, str, int], Any] = {}
+        self.interrupted = False
+
+    def search(self, query: str, mode: str = "hybrid", limit: int = 10) -> Any:
+        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
+        ``interrupted``."""
+        if self.interrupted:
+            self.interrupted = False
+            raise KeyboardInterrupt
+        answer = self.answers.pop((query, mode, limit), None)
+        return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit)
+
+    def remember(self, query: str, mode: str, limit: int, answer: Any) -> None:
+        """Keep ``answer`` for the run's search of ``query``."""
+        self.answers[(query, mode, limit)] = answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+
+def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
+    """The start line's word on ``--max-budget-usd`` (``cap``, USD), in the run's own mode (``batch``:
+    batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
+    synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
+    holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
+    if cap is None or price is None:
+        return ""
+    cost = costs(estimate.calls, price)["batch" if batch else "sync"]
+    mode = "at batch prices" if batch else "at sync prices"
+    if (cost.expected or 0) > cap:
+        return f"; expected ${cost.expected:.4f} {mode} is above --max-budget-usd {cap:.2f}: the run will stop early"
+    if (cost.worst or 0) > cap:
+        held = "requests that do not fit wait for a later batch" if batch else "the run may stop early"
+        return f"; worst case ${cost.worst:.4f} {mode} is above --max-budget-usd {cap:.2f}: {held}"
+    return ""
+
+
+def start_estimate(
+    queries: Sequence[Query],
+    index: Any,
+    judge: Judge,
+    options: RunOptions,
+    cache: JudgmentCache | None,
+    *,
+    price: Price | None,
+    budget_cap_usd: float | None,
+    say: Callable[[str], None] = lambda m: None,
+) -> tuple[Any, dict[str, Any] | None]:
+    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
+    said in one line to ``say``. ``price``: the judge model's standard price (:attr:`Roles.judge_price`;
+    None: the pricing table's, else unknown); ``budget_cap_usd``: ``--max-budget-usd`` (USD), warned about
+    when the estimate is above it. Each query is searched once here and the answer handed to the run
+    (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
+    fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
+    if getattr(judge, "heuristic", False):
+        return index, None
+
+    memo = MemoSearch(index)
+    try:
+        answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
+        for query, answer in answers:
+            memo.remember(query.query, options.search_mode, options.search_limit, answer)
+        batch = getattr(judge, "batching", None) is not None
+        price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
+        [estimate] = estimate_answers(
+            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
+        )
+    except KeyboardInterrupt:
+        memo.interrupted = True
+        return memo, None
+    except Exception as exc:  # noqa: BLE001 - the estimate is advice: the run must not fail for it
+        say(f"note: no cost estimate ({type(exc).__name__}: {str(exc)[:200]})")
+        return memo, None
+    block = estimate.summary_block(batch)
+    cost = "unknown" if block["costUsd"] is None else f"${block['costUsd']:.4f} (worst case ${block['worstCaseCostUsd']:.4f})"
+    over = budget_warning(estimate, price, budget_cap_usd, batch=batch)
+    say(f"estimate: {block['calls']} judge calls, about {block['inputTokens']:,} input tokens, {cost}{over}")
+    return memo, block

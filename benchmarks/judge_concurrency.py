@@ -182,7 +182,7 @@ def prepare(workdir: Path, count: int) -> None:
         "import json, sys\n"
         "from pathlib import Path\n"
         "from judge_runner.config import load_settings\n"
-        "from judge_runner.querygen.agent import generate_queries\n"
+        "from judge_runner.querygen.protocol import generate_queries\n"
         "from judge_runner.querygen.heuristic import HeuristicQueryWriter\n"
         "from judge_runner.app.indexing import index_fixtures, open_index\n"
         "from judge_runner.core.printer import Printer\n"

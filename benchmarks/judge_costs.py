@@ -66,8 +66,8 @@ from judge_runner.llm.budget import Budget  # noqa: E402
 from judge_runner.llm.pricing import Price, Usage, cost_usd, price_for  # noqa: E402
 from judge_runner.llm.registry import get_spec  # noqa: E402
 from judge_runner.llm.retry import RetryPolicy  # noqa: E402
-from judge_runner.querygen.agent import generate_queries  # noqa: E402
 from judge_runner.querygen.heuristic import HeuristicQueryWriter  # noqa: E402
+from judge_runner.querygen.protocol import generate_queries  # noqa: E402
 from judge_runner.runs.write import RunWriter  # noqa: E402
 from tests.fakes.fake_llm import FakeLLMServer, anthropic_cache_minimum  # noqa: E402
 

@@ -320,7 +320,7 @@ def nfd_kb(tmp_path):
 def test_issue_example_nfd_file_and_nfc_expected_source(nfd_kb, tmp_path):
     from judge_runner.core.models import Query
     from judge_runner.measures.ir import query_metrics
-    from judge_runner.querygen.agent import filter_queries
+    from judge_runner.querygen.submitted import filter_queries
 
     assert [f.source for f in walk_corpus(nfd_kb).files] == [NFC_NAME, "other.md"]
     with SQLiteIndex(tmp_path / "i.sqlite", embedder=HashEmbedder()) as index:

@@ -12,8 +12,9 @@ from judge_runner.judging.labelling import judge_query
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.llm.base import ChatProvider
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec, missing_key
-from judge_runner.querygen.agent import LLMQueryWriter, generate_queries
+from judge_runner.querygen.agent import LLMQueryWriter
 from judge_runner.querygen.heuristic import HeuristicQueryWriter
+from judge_runner.querygen.protocol import generate_queries
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 ANTHROPIC = {"ANTHROPIC_API_KEY": "sk-ant-test"}

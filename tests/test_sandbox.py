@@ -1,4 +1,4 @@
-"""judge_runner.querygen.agent: FileSandbox, check_query_set and filter_queries."""
+"""judge_runner.querygen.agent's FileSandbox, and judge_runner.querygen.submitted's check_query_set and filter_queries."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from judge_runner.querygen.agent import (
     READ_CAP_CHARS,
     FileSandbox,
     SandboxError,
-    check_query_set,
-    filter_queries,
 )
+from judge_runner.querygen.submitted import check_query_set, filter_queries
 
 
 def write(path: Path, text: str) -> Path:

@@ -52,7 +52,8 @@ from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
-from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, query_set_sha256, submit_tool
+from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, submit_tool
+from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
 

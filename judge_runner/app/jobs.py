@@ -42,8 +42,8 @@ from judge_runner.core.failures import (
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
-from judge_runner.querygen.agent import query_set_sha256
 from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.search.systems import SystemsSpec
 
 

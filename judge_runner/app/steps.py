@@ -44,11 +44,11 @@ from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.llm.errors import LLMError
-from judge_runner.querygen.agent import generate_queries, query_set_sha256
 from judge_runner.querygen.card import card_lines
 from judge_runner.querygen.profile import profile_corpus
-from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.protocol import GenerationResult, generate_queries
 from judge_runner.querygen.review import ReviewOptions, review_query_set
+from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.runs.write import RunWriter, utc_now
 from judge_runner.search.systems import System
 

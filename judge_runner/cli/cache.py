@@ -10,7 +10,8 @@ import click
 
 from judge_runner.cli.options import db_option, printer, setting_option, settings
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.cache import JudgmentCache, parse_age
+from judge_runner.core.timespan import parse_age
+from judge_runner.judging.cache import JudgmentCache
 
 CACHE = setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index].")
 

@@ -13,3 +13,13 @@ def parse_since(value: str) -> timedelta:
         raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
     amount, unit = int(match.group(1)), match.group(2)
     return {"h": timedelta(hours=amount), "d": timedelta(days=amount), "w": timedelta(weeks=amount)}[unit]
+
+
+def parse_age(text: str) -> timedelta:
+    """An age for ``cache prune --older-than`` (:meth:`judge_runner.judging.cache.JudgmentCache.prune`):
+    ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the grammar of :func:`parse_since`). Raises ValueError
+    for anything else, naming what an age is."""
+    try:
+        return parse_since(text)
+    except ValueError:
+        raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None

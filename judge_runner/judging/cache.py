@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from judge_runner.core.models import JUDGE_MODES
-from judge_runner.core.timespan import parse_since
 from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, opening_failure
 
 T = TypeVar("T")
@@ -84,15 +83,6 @@ CREATE TABLE IF NOT EXISTS human_qrels (
     PRIMARY KEY (name, qid, docid)
 );
 """
-
-
-def parse_age(text: str) -> timedelta:
-    """An age for :meth:`JudgmentCache.prune`: ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the same
-    grammar as ``report --since``). Raises ValueError for anything else."""
-    try:
-        return parse_since(text)
-    except ValueError:
-        raise ValueError(f"an age is a number and a unit h, d or w (e.g. 30d), not {text!r}") from None
 
 
 def _nfc(text: str) -> str:

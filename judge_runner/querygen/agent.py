@@ -2,30 +2,28 @@
 
 The tools (``list_dir``, ``glob``, ``read_file``, ``grep``) see only the fixtures root: absolute
 paths, ``..``, symlinks that lead out and hidden files or folders are refused. The answer arrives
-through ``submit_queries``, validated against ``schemas/query_set.schema.json`` with the query count
-pinned; queries whose expected sources do not exist are dropped and counted.
+through ``submit_queries``, checked as every writer's answer is (:mod:`judge_runner.querygen.submitted`:
+``schemas/query_set.schema.json`` with the query count pinned; queries whose expected sources do not
+exist are dropped and counted).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from string import Template
 
-import jsonschema
-
-from judge_runner.core.models import QUERY_TYPES, Query
-from judge_runner.core.resources import load_prompt, pinned_schema
+from judge_runner.core.models import QUERY_TYPES
+from judge_runner.core.resources import load_prompt
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.corpus.walk import DEFAULT_EXTENSIONS, is_hidden, normalize_source, walk_corpus
 from judge_runner.llm.base import ChatProvider, ToolResult, ToolSpec, Turn
 from judge_runner.llm.errors import InvalidOutputError, RefusalError
 from judge_runner.llm.pricing import add_cost
 from judge_runner.querygen.profile import CorpusProfile, profile_corpus
-from judge_runner.querygen.protocol import GenerationResult, QueryWriter
+from judge_runner.querygen.protocol import GenerationResult
+from judge_runner.querygen.submitted import check_query_set, filter_queries, submit_schema
 
 READ_CAP_CHARS = 12_000
 READ_CAP_BYTES = 4 * READ_CAP_CHARS + 4  # enough for READ_CAP_CHARS characters in any encoding read (UTF-8, -16, -32), BOM included
@@ -253,54 +251,9 @@ TOOLS = [
 ]
 
 
-def submit_schema(count: int | None) -> dict:
-    """``schemas/query_set.schema.json`` as a query writer answers it: pinned to ``count`` queries (None:
-    any number), without the ``card`` judge-runner writes."""
-    schema = pinned_schema("query_set.schema.json", "queries", count)
-    schema["properties"].pop("card", None)
-    return schema
-
-
 def submit_tool(count: int) -> ToolSpec:
     """The ``submit_queries`` tool, its schema pinned to exactly ``count`` queries."""
     return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.", submit_schema(count))
-
-
-def check_query_set(data: object, count: int | None = None) -> list[str]:
-    """Schema problems of a submitted query set (empty list when valid), as short messages the model
-    can act on."""
-    validator = jsonschema.Draft202012Validator(submit_schema(count))
-    errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)]
-    if not errors:
-        ids = [q["id"] for q in data["queries"]]  # type: ignore[index]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            errors.append(f"query ids must be unique; repeated: {', '.join(duplicates)}")
-    return errors[:20]
-
-
-def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> tuple[list[Query], list[dict]]:
-    """Keep queries whose expected sources all exist in the corpus; returns ``(kept, dropped)`` where
-    each dropped entry is ``{"id", "query", "reason"}``. Off-topic queries must have no expected
-    sources; other queries at least one."""
-    corpus = {f.source for f in walk_corpus(root, extensions=extensions).files}
-    kept: list[Query] = []
-    dropped: list[dict] = []
-    for raw in data["queries"]:
-        sources = [normalize_source(s.strip().lstrip("./") if s.startswith("./") else s.strip()) for s in raw["expectedSources"]]
-        missing = [s for s in sources if s not in corpus]
-        reason = None
-        if raw["queryType"] == "off-topic" and sources:
-            reason = "off-topic query with expected sources"
-        elif raw["queryType"] != "off-topic" and not sources:
-            reason = "no expected sources"
-        elif missing:
-            reason = f"expected sources not in the corpus: {', '.join(missing)}"
-        if reason:
-            dropped.append({"id": raw["id"], "query": raw["query"], "reason": reason})
-        else:
-            kept.append(Query(**{**raw, "expectedSources": sources}))
-    return kept, dropped
 
 
 def first_turn(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, profile: CorpusProfile | None = None) -> str:
@@ -369,12 +322,6 @@ def generate_with_llm(
     raise InvalidOutputError(f"no query set after {MAX_TOOL_TURNS} turns")
 
 
-def query_set_sha256(queries: list[Query]) -> str:
-    """sha256 of the canonical JSON of a query set: equal iff the queries are equal."""
-    canonical = json.dumps([q.model_dump() for q in queries], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
 class LLMQueryWriter:
     """The :class:`~judge_runner.querygen.protocol.QueryWriter` of an LLM: the exploring agent of
     :func:`generate_with_llm` with ``provider``."""
@@ -396,20 +343,3 @@ class LLMQueryWriter:
     ) -> GenerationResult:
         """See :func:`generate_with_llm`."""
         return generate_with_llm(self.provider, Path(root), count, extensions, log, profile)
-
-
-def generate_queries(
-    writer: QueryWriter,
-    root: Path,
-    count: int,
-    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-    log: Callable[[str], None] = lambda message: None,
-    profile: CorpusProfile | None = None,
-) -> GenerationResult:
-    """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
-    pass the same schema check and source filter (the review, :mod:`judge_runner.querygen.review`,
-    follows). ``profile``: the corpus's profile, when the caller has one. Raises ValueError for
-    ``count < 1`` and what the writer raises (see :func:`generate_with_llm`)."""
-    if count < 1:
-        raise ValueError("--count must be at least 1")
-    return writer.write_queries(Path(root), count, extensions, log, profile)

@@ -3,8 +3,8 @@
 Markdown headings, Python function and class names, top-level config keys, distinctive key phrases
 (tf-idf), a heading of a non-English document, and off-topic questions the corpus cannot answer; each
 query's expected source is the file it came from. Deterministic, no network. Its query set passes the
-same schema check and source filter as an LLM's (:func:`judge_runner.querygen.agent.check_query_set`,
-:func:`~judge_runner.querygen.agent.filter_queries`), then the same review (:mod:`judge_runner.querygen.review`).
+same schema check and source filter as an LLM's (:func:`judge_runner.querygen.submitted.check_query_set`,
+:func:`~judge_runner.querygen.submitted.filter_queries`), then the same review (:mod:`judge_runner.querygen.review`).
 
 Sources are sampled across the corpus, not taken in path order (issue 22, item 5): each top-level folder
 gets on-topic queries in proportion to its files, a folder with files at least one
@@ -39,11 +39,11 @@ from judge_runner.corpus.walk import DEFAULT_EXTENSIONS
 from judge_runner.judging.fence import detect_instructions
 from judge_runner.llm.errors import InvalidOutputError
 from judge_runner.llm.registry import HEURISTIC_MODEL
-from judge_runner.querygen.agent import check_query_set, filter_queries
 from judge_runner.querygen.checks import HEADING_FILES_LIMIT, CorpusBM25, non_specific
 from judge_runner.querygen.profile import NO_LANGUAGE, CorpusProfile, ProfiledFile, clean_heading, profile_corpus
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.spread import allocate
+from judge_runner.querygen.submitted import check_query_set, filter_queries
 
 OFF_TOPIC = (
     "how long should sourdough bread proof overnight",

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.query_card import QuerySetCard
+from judge_runner.corpus.walk import DEFAULT_EXTENSIONS
 from judge_runner.querygen.profile import CorpusProfile
 
 
@@ -54,3 +55,20 @@ class GenerationResult:
     def query_set(self) -> QuerySet:
         """The queries and their card as the file ``generate --out`` writes."""
         return QuerySet(queries=self.queries, card=self.card)
+
+
+def generate_queries(
+    writer: QueryWriter,
+    root: Path,
+    count: int,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    log: Callable[[str], None] = lambda message: None,
+    profile: CorpusProfile | None = None,
+) -> GenerationResult:
+    """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
+    pass the same schema check and source filter (the review, :mod:`judge_runner.querygen.review`,
+    follows). ``profile``: the corpus's profile, when the caller has one. Raises ValueError for
+    ``count < 1`` and what the writer raises (see :func:`generate_with_llm`)."""
+    if count < 1:
+        raise ValueError("--count must be at least 1")
+    return writer.write_queries(Path(root), count, extensions, log, profile)

@@ -2,7 +2,7 @@
 writer's, goes through the same checks in this order, then gets its card
 (:class:`~judge_runner.core.query_card.QuerySetCard`):
 
-1. **sources** (already done by the writer: :func:`judge_runner.querygen.agent.filter_queries`);
+1. **sources** (already done by the writer: :func:`judge_runner.querygen.submitted.filter_queries`);
 2. **distinct**: near-duplicates dropped (:func:`judge_runner.querygen.checks.find_duplicates`);
 3. **specific**: non-specific queries widened or dropped (:func:`judge_runner.querygen.checks.non_specific`);
 4. **answerable**: the judge labels each on-topic query's passages

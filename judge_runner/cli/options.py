@@ -70,11 +70,8 @@ def setting_range(name: str) -> str:
         if isinstance(bound, annotated_types.Gt):
             lower = f"x>{bound.gt}"
         elif isinstance(bound, annotated_types.Ge):
-            lower = (
-                f"{bound.ge}<=x"
-                if any(isinstance(b, (annotated_types.Lt, annotated_types.Le)) for b in Settings.model_fields[name].metadata)
-                else f"x>={bound.ge}"
-            )
+            capped = any(isinstance(b, (annotated_types.Lt, annotated_types.Le)) for b in Settings.model_fields[name].metadata)
+            lower = f"{bound.ge}<=x" if capped else f"x>={bound.ge}"
         elif isinstance(bound, annotated_types.Lt):
             upper = f"x<{bound.lt}"
         elif isinstance(bound, annotated_types.Le):

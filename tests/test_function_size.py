@@ -25,7 +25,6 @@ LONG_TODAY = {
     "judge_runner.runs.write:build_summary": 101,
     "judge_runner.cli.calibrate:run_calibrate": 100,
     "judge_runner.calibrate.from_runs:calibrate_from_runs": 93,
-    "judge_runner.search.systems:open_systems": 89,
 }
 
 

@@ -24,7 +24,6 @@ LONG_TODAY = {
     "judge_runner.querygen.review:review_query_set": 110,
     "judge_runner.runs.write:build_summary": 101,
     "judge_runner.cli.calibrate:run_calibrate": 100,
-    "judge_runner.calibrate.from_runs:calibrate_from_runs": 93,
 }
 
 

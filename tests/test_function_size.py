@@ -23,7 +23,6 @@ LONG_TODAY = {
     "judge_runner.judging.labelling:label_documents": 129,
     "judge_runner.querygen.review:review_query_set": 110,
     "judge_runner.runs.write:build_summary": 101,
-    "judge_runner.cli.calibrate:run_calibrate": 100,
 }
 
 

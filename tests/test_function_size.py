@@ -22,7 +22,6 @@ LONG_TODAY = {
     "judge_runner.analysis.report:build_report": 166,
     "judge_runner.judging.labelling:label_documents": 129,
     "judge_runner.querygen.review:review_query_set": 110,
-    "judge_runner.runs.write:build_summary": 101,
 }
 
 

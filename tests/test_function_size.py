@@ -21,7 +21,6 @@ MAX_FUNCTION_LINES = 80
 LONG_TODAY = {
     "judge_runner.analysis.report:build_report": 166,
     "judge_runner.judging.labelling:label_documents": 129,
-    "judge_runner.querygen.review:review_query_set": 110,
 }
 
 

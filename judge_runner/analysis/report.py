@@ -25,6 +25,7 @@ from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.timespan import parse_since
 from judge_runner.querygen.card import card_markdown
+from judge_runner.runs.lines import SummaryLine
 
 __all__ = ["Report", "build_report", "local_date", "md_text"]
 
@@ -119,8 +120,40 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     baseline_id = read_baseline(results)
     baseline = next((r for r in group if r.run_id == baseline_id and r is not latest), None)
     failed = newest if newest.failed else None  # the newest run failed: said first, its errors listed
+    charts = _charts(group, out_dir, stamp)
+    summary = latest.summary
+    md: list[str] = [f"# Search quality report, {stamp}", "", *_opening(latest, failed)]
+    line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
+    md += [line[0].upper() + line[1:] + ".", ""]
+    lately = versus(previous, latest) if previous is not None else None
+    md += _headline(latest, previous, baseline, lately)
+    scope = _scope(summary)
+    md += _abstention(summary, scope)
+    md += ["", *corrected_markdown(latest.bias_corrected, lately["corrected"] if lately else None, previous.run_id if previous else None)]
+    md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
+    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
+        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
+        md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
+    md += _worst_queries(latest)
+    card = latest.file.run_start.querySetCard if latest.file.run_start is not None else None
+    if card is not None:  # what phase one's checks found about the query set (issue 22)
+        md += ["## Query set", ""] + card_markdown(card)
+    md += _issues(summary, scope)
+    md += _costs(window or [latest], since)
+    shown = failed or latest
+    md += ["", "## Failed queries", ""]
+    if failed is not None and failed is not latest:
+        md += [f"Of the latest run, {md_text(failed.run_id)}:", ""]
+    md += _errors(shown)
+    if warnings:
+        md += ["", "## Notes", ""] + [f"- {md_text(w)}" for w in warnings]
+    return _write(out_dir, stamp, md, charts)
 
-    charts = [
+
+def _charts(group: list[Run], out_dir: Path, stamp: str) -> list[Path]:
+    """The two PNG charts over ``group``'s runs: the judge's scores, and the IR metrics."""
+    latest = group[-1]
+    return [
         plot_runs(
             group,
             out_dir / f"report-{stamp}-dimensions.png",
@@ -131,16 +164,12 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             group, out_dir / f"report-{stamp}-ir-metrics.png", METRICS, f"IR metrics over time ({', '.join(METRICS)}; mean RR = MRR)"
         ),
     ]
-    summary = latest.summary
-    headline = [(c, latest.mean(c), _change(previous, latest, c), _change(baseline, latest, c) if baseline else None) for c in HEADLINE]
-    # unscored queries (no overall the reader could trust) are not ranked among the worst
-    # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
-    worst = sorted(
-        (e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
-        key=lambda e: e.scores.overall or 0.0,
-    )[:WORST]
 
-    md: list[str] = [f"# Search quality report, {stamp}", ""]
+
+def _opening(latest: Run, failed: Run | None) -> list[str]:
+    """The report's first lines: the heuristic-judge and compare-run notes, a failed run's banner, the latest run."""
+    summary = latest.summary
+    md: list[str] = []
     if latest.provenance.heuristicJudge:
         md += [
             "> **Heuristic judge.** These scores come from judge-runner's offline heuristic (embedding similarity "
@@ -169,10 +198,14 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         + ".",
         "",
     ]
+    return md
 
-    line = calibration_line(calibration_for_provenance(calibration_folder(results), latest.provenance.model_dump()))
-    md += [line[0].upper() + line[1:] + ".", ""]
-    lately = versus(previous, latest) if previous is not None else None
+
+def _headline(latest: Run, previous: Run | None, baseline: Run | None, lately: dict | None) -> list[str]:
+    """What the latest run is compared with (``lately``: :func:`judge_runner.analysis.trend.versus` of the
+    previous run), then the headline table: each measure and its changes since the previous run and the baseline."""
+    t = md_text
+    md: list[str] = []
     if previous is not None and lately is not None:
         md += [f"Compared with the previous comparable run {t(previous.run_id)}."]
         if lately["changes"]:
@@ -180,32 +213,50 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     if baseline is not None:
         md += [f"Baseline: {t(baseline.run_id)}."]
     md += ["", "## Headline numbers", "", "| measure | latest | change since previous run | change since baseline |", "|---|---|---|---|"]
-    for column, value, change, base_change in headline:
-        md.append(f"| {column} | {_fmt(value)} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    for column in HEADLINE:
+        change, base_change = _change(previous, latest, column), _change(baseline, latest, column) if baseline else None
+        md.append(f"| {column} | {_fmt(latest.mean(column))} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    return md
+
+
+def _scope(summary: SummaryLine | None) -> str:
+    """Whose figures a compare run's summary gives (its reference system's, or, in older files, all systems
+    pooled), as words to append; "" for a run of one system."""
     # a compare run's summary gives its reference system's abstention, issues and focus; older files pooled them
-    scope = ""
     if summary is not None and summary.comparison is not None and summary.comparison.systems:
         own = "abstention" in summary.comparison.systems[0].model_fields_set
-        scope = (
-            f" (reference system {t(summary.comparison.reference)})"
+        return (
+            f" (reference system {md_text(summary.comparison.reference)})"
             if own
             else " (all systems pooled, as this older run file records them)"
         )
+    return ""
+
+
+def _abstention(summary: SummaryLine | None, scope: str) -> list[str]:
+    """The off-topic paragraph: abstentions right and wrong, with their rates; nothing without the figures."""
     a = summary.abstention if summary else None
-    if a:
-        md += [
-            "",
-            f"Off-topic queries{scope}: {a.correct} of {a.offTopic} correctly got no confident answer; "
-            f"{a.falseAbstentions} on-topic queries were answered without confidence."
-            + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
-            + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
-        ]
-    md += ["", *corrected_markdown(latest.bias_corrected, lately["corrected"] if lately else None, previous.run_id if previous else None)]
-    md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
-    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
-        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
-        md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
-    md += ["## Worst queries", ""]
+    if not a:
+        return []
+    return [
+        "",
+        f"Off-topic queries{scope}: {a.correct} of {a.offTopic} correctly got no confident answer; "
+        f"{a.falseAbstentions} on-topic queries were answered without confidence."
+        + (f" Abstention accuracy {a.accuracy:.0%}." if a.accuracy is not None else "")
+        + (f" False-abstention rate {a.falseAbstentionRate:.0%}." if a.falseAbstentionRate is not None else ""),
+    ]
+
+
+def _worst_queries(latest: Run) -> list[str]:
+    """The ``WORST`` on-topic scored queries of ``latest``, lowest overall first, with the judge's analysis."""
+    t = md_text
+    # unscored queries (no overall the reader could trust) are not ranked among the worst
+    # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
+    worst = sorted(
+        (e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
+        key=lambda e: e.scores.overall or 0.0,
+    )[:WORST]
+    md = ["## Worst queries", ""]
     for ev in worst:
         md += [
             f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}",
@@ -220,10 +271,13 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         if ev.suggestions:
             md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
         md.append("")
-    card = latest.file.run_start.querySetCard if latest.file.run_start is not None else None
-    if card is not None:  # what phase one's checks found about the query set (issue 22)
-        md += ["## Query set", ""] + card_markdown(card)
-    md += ["## Top issues and focus", ""]
+    return md
+
+
+def _issues(summary: SummaryLine | None, scope: str) -> list[str]:
+    """The top issues the judge reported and the recommended focus."""
+    t = md_text
+    md = ["## Top issues and focus", ""]
     if scope:
         md += [f"Figures{scope}; each system's focus is under “Systems compared”.", ""]
     issues = summary.topIssues if summary else []
@@ -231,14 +285,19 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
         md.append(f"- {t(issue.issue)} ({issue.count} queries: {', '.join(t(q) for q in issue.queryIds[:8])})")
     if not issues:
         md.append("- none reported")
-    md += ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
-    md += [
+    return md + ["", f"Recommended focus: {t((summary.recommendedFocus if summary else None) or '–')}", ""]
+
+
+def _costs(runs: list[Run], since: str) -> list[str]:
+    """The cost table of ``runs`` (the period ``since``): cost per run, per query and per judged query, in USD."""
+    t = md_text
+    md = [
         f"## Cost (runs since {t(since)})",
         "",
         "| run | judge | queries | cost | cost per query | cost per judged query |",
         "|---|---|---|---|---|---|",
     ]
-    for run in window or [latest]:
+    for run in runs:
         n = len(run.evaluations) + run.errors
         cost = run.cost
         per = None if cost is None or not n else cost / n
@@ -247,14 +306,7 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
             f"{'unknown' if cost is None else f'${cost:.4f}'} | {'–' if per is None else f'${per:.5f}'} | "
             f"{'–' if run.cost_per_judged_query is None else f'${run.cost_per_judged_query:.5f}'} |"
         )
-    shown = failed or latest
-    md += ["", "## Failed queries", ""]
-    if failed is not None and failed is not latest:
-        md += [f"Of the latest run, {t(failed.run_id)}:", ""]
-    md += _errors(shown)
-    if warnings:
-        md += ["", "## Notes", ""] + [f"- {t(w)}" for w in warnings]
-    return _write(out_dir, stamp, md, charts)
+    return md
 
 
 def _failure(run: Run, shown: Run | None) -> list[str]:

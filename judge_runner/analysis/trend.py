@@ -378,61 +378,10 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
     # the newest complete run is the latest, judged or failed: a bad week is never hidden behind an older run
     latest_complete = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
     for judge, members in groups.items():
-        rows = []
-        previous: Run | None = None
         baseline = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
-        for run in members:
-            row: dict[str, Any] = {
-                "runId": run.run_id,
-                "timestamp": run.timestamp,
-                "file": run.path.name,
-                "judge": run.judge_label,
-                "evaluated": len(run.evaluations),
-                "failed": run.errors,
-                "partial": run.partial,
-                "comparable": run.comparable,
-                "means": {c: run.mean(c) for c in COLUMNS},
-                "costUsd": run.cost,
-                "costPerJudgedQueryUsd": run.cost_per_judged_query,
-                "batch": run.batch,
-                "abstentionAccuracy": run.abstention_accuracy,
-                "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
-                "failure": run.failure,
-                "biasCorrected": run.bias_corrected,
-            }
-            if run.systems:
-                row["system"] = run.shown_system
-            if run.comparable:
-                if previous is not None:
-                    row["vsPrevious"] = versus(previous, run, min_effect)
-                if baseline is not None and baseline is not run:
-                    row["vsBaseline"] = versus(baseline, run, min_effect)
-                if run is latest_complete:
-                    against = row.get("vsBaseline") or row.get("vsPrevious")
-                    latest_verdict = {
-                        "runId": run.run_id,
-                        "against": against["runId"] if against else None,
-                        "regression": bool(against and against["regressions"]),
-                        "regressions": against["regressions"] if against else [],
-                        "comparisons": against["comparisons"] if against else {},
-                        "corrected": against["corrected"] if against else {},
-                        "failed": run.failed,
-                        "failure": run.failure,
-                    }
-                previous = run
-            elif run is latest_complete:
-                latest_verdict = {
-                    "runId": run.run_id,
-                    "against": None,
-                    "regression": False,
-                    "regressions": [],
-                    "comparisons": {},
-                    "corrected": {},
-                    "failed": True,
-                    "failure": run.failure,
-                }
-            rows.append(row)
-            rows.extend(system_rows(run))
+        rows, verdict = group_rows(members, baseline, latest_complete, min_effect)
+        if verdict is not None:
+            latest_verdict = verdict
         reason = None
         if len(groups) > 1:
             reason = "runs judged by another provider, model or judge prompt (or another judge protocol) are not comparable with the others"
@@ -454,6 +403,71 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
             }
         )
     return Trend(out_groups, warnings, baseline_id, latest_verdict)
+
+
+def group_rows(
+    members: list[Run], baseline: Run | None, latest_complete: Run | None, min_effect: float
+) -> tuple[list[dict[str, Any]], dict | None]:
+    """``(rows, latest verdict)`` of one judge's runs, oldest first: each comparable run against the previous
+    comparable run and the baseline, a compare run's other systems after it; the verdict when it holds the
+    newest complete run, else None."""
+    rows = []
+    previous: Run | None = None
+    verdict = None
+    for run in members:
+        row = run_row(run)
+        if run.comparable:
+            if previous is not None:
+                row["vsPrevious"] = versus(previous, run, min_effect)
+            if baseline is not None and baseline is not run:
+                row["vsBaseline"] = versus(baseline, run, min_effect)
+            previous = run
+        if run is latest_complete:
+            verdict = latest_verdict_of(run, row)
+        rows.append(row)
+        rows.extend(system_rows(run))
+    return rows, verdict
+
+
+def run_row(run: Run) -> dict[str, Any]:
+    """A run's row of the trend table before its comparisons: counts, means, cost, failure, corrected block."""
+    row: dict[str, Any] = {
+        "runId": run.run_id,
+        "timestamp": run.timestamp,
+        "file": run.path.name,
+        "judge": run.judge_label,
+        "evaluated": len(run.evaluations),
+        "failed": run.errors,
+        "partial": run.partial,
+        "comparable": run.comparable,
+        "means": {c: run.mean(c) for c in COLUMNS},
+        "costUsd": run.cost,
+        "costPerJudgedQueryUsd": run.cost_per_judged_query,
+        "batch": run.batch,
+        "abstentionAccuracy": run.abstention_accuracy,
+        "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
+        "failure": run.failure,
+        "biasCorrected": run.bias_corrected,
+    }
+    if run.systems:
+        row["system"] = run.shown_system
+    return row
+
+
+def latest_verdict_of(run: Run, row: dict[str, Any]) -> dict[str, Any]:
+    """The newest complete run's verdict against its baseline, else its previous run (none when not comparable)."""
+    # a complete run that is not comparable judged nothing: its row has no comparison and run.failed is True
+    against = row.get("vsBaseline") or row.get("vsPrevious")
+    return {
+        "runId": run.run_id,
+        "against": against["runId"] if against else None,
+        "regression": bool(against and against["regressions"]),
+        "regressions": against["regressions"] if against else [],
+        "comparisons": against["comparisons"] if against else {},
+        "corrected": against["corrected"] if against else {},
+        "failed": run.failed,
+        "failure": run.failure,
+    }
 
 
 def system_rows(run: Run) -> list[dict[str, Any]]:

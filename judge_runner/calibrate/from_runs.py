@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -98,6 +98,74 @@ def system_lists(runs: Sequence[RunFile]) -> Runs:
     return out
 
 
+@dataclass
+class RunLabels:
+    """The judge's labels in run files on the queries people labelled, gathered run by run (:meth:`read`).
+
+    ``scaled``: the human qrels, plus a 0 for each returned document nobody labelled unless ``unknown``;
+    ``texts``: ``{qid: query text}``; ``per_run``: ``{(qid, docid): [each run's best judge label]}``;
+    ``flags``: whether the judge suspected an injection; ``in_systems``: the systems that returned the pair;
+    ``trial_labels``: a run's trial labels per (qid, its document, run and system joined by tabs); ``scored``:
+    every scored query of the runs; ``missing_human``, ``missing_judge``: results without a human, a judge label."""
+
+    scaled: dict[str, dict[str, int]]
+    unknown: bool
+    texts: dict[str, str] = field(default_factory=dict)
+    per_run: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    flags: dict[tuple[str, str], bool] = field(default_factory=dict)
+    in_systems: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    trial_labels: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    scored: set[str] = field(default_factory=set)
+    missing_human: int = 0
+    missing_judge: int = 0
+
+    def read(self, runs: Sequence[RunFile]) -> None:
+        """Gather every scored evaluation of ``runs`` on a query with human labels."""
+        for run, run_name in zip(runs, system_names(runs), strict=True):
+            for ev in run.evaluations:
+                if ev.metrics is not None:
+                    self.scored.add(ev.queryId)
+                if ev.queryId not in self.scaled or ev.metrics is None:
+                    continue
+                self.texts.setdefault(ev.queryId, ev.query)
+                for source, grade in self.best_labels(ev, run_name).items():
+                    self.per_run.setdefault((ev.queryId, source), []).append(grade)
+
+    def best_labels(self, ev: Any, run_name: str) -> dict[str, int]:
+        """``{source: best judge label}`` of one evaluation line, counting what is missing and noting flags,
+        systems and trials."""
+        scaled = self.scaled[ev.queryId]
+        best: dict[str, int] = {}
+        for r in ev.results:
+            own = judge_label(r)
+            key = (ev.queryId, r.source)
+            if r.source not in scaled:
+                self.missing_human += 1
+                if self.unknown:
+                    continue
+                scaled[r.source] = 0  # --unlabelled non-relevant: TREC pooling
+            if own is None:
+                self.missing_judge += 1
+                continue
+            best[r.source] = max(best.get(r.source, 0), own)
+            self.flags[key] = self.flags.get(key, False) or r.injectionSuspected
+            self.in_systems.setdefault(key, set()).add(run_name + (f"/{ev.system}" if ev.system else ""))
+            if r.labelOrigin == "judge" and len(r.trialLabels) > 1:  # one unit per run's labels: a run's trials
+                self.trial_labels[(ev.queryId, f"{r.source}\t{run_name}\t{ev.system or ''}")] = list(r.trialLabels)
+        return best
+
+    def pool(self, queries: Sequence[CalibrationQuery]) -> dict[str, list[PoolEntry]]:
+        """``{qid: [PoolEntry]}``: every pair with both labels, with the systems that returned it."""
+        return {
+            q.id: [
+                PoolEntry(q.id, d, tuple(sorted(self.in_systems[(qid, d)])), self.scaled[q.id][d])
+                for (qid, d) in self.per_run
+                if qid == q.id
+            ]
+            for q in queries
+        }
+
+
 def calibrate_from_runs(
     runs: Sequence[RunFile], human: Mapping[str, Mapping[str, int]], config: CalibrationConfig, labels_source: Mapping[str, Any]
 ) -> dict:
@@ -107,82 +175,39 @@ def calibrate_from_runs(
     recorded as ``labels``.
     Raises UsageError when no run holds a query with human labels, or no pair has both labels."""
     started = time.monotonic()
-    scaled = {q: dict(d) for q, d in human.items()}
-    graded = is_graded(scaled)
-    texts: dict[str, str] = {}
-    per_run: dict[tuple[str, str], list[int]] = {}
-    flags: dict[tuple[str, str], bool] = {}
-    in_systems: dict[tuple[str, str], set[str]] = {}
-    trial_labels: dict[tuple[str, str], list[int]] = {}
-    missing_judge = missing_human = 0
-    unknown = config.unlabelled == "unknown"
-    scored: set[str] = set()
-    for run, run_name in zip(runs, system_names(runs), strict=True):
-        for ev in run.evaluations:
-            if ev.metrics is not None:
-                scored.add(ev.queryId)
-            if ev.queryId not in scaled or ev.metrics is None:
-                continue
-            texts.setdefault(ev.queryId, ev.query)
-            best: dict[str, int] = {}
-            for r in ev.results:
-                own = judge_label(r)
-                key = (ev.queryId, r.source)
-                if r.source not in scaled[ev.queryId]:
-                    missing_human += 1
-                    if unknown:
-                        continue
-                    scaled[ev.queryId][r.source] = 0  # --unlabelled non-relevant: TREC pooling
-                if own is None:
-                    missing_judge += 1
-                    continue
-                best[r.source] = max(best.get(r.source, 0), own)
-                flags[key] = flags.get(key, False) or r.injectionSuspected
-                in_systems.setdefault(key, set()).add(run_name + (f"/{ev.system}" if ev.system else ""))
-                if r.labelOrigin == "judge" and len(r.trialLabels) > 1:  # one unit per run's labels: a run's trials
-                    trial_labels[(ev.queryId, f"{r.source}\t{run_name}\t{ev.system or ''}")] = list(r.trialLabels)
-            for source, grade in best.items():
-                per_run.setdefault((ev.queryId, source), []).append(grade)
-    if not texts:
+    found = RunLabels({q: dict(d) for q, d in human.items()}, unknown=config.unlabelled == "unknown")
+    graded = is_graded(found.scaled)
+    found.read(runs)
+    if not found.texts:
         raise UsageError("no query of these runs has human labels: label some with `judge-runner label`, or check the qrels' query ids")
-    if not per_run:
+    if not found.per_run:
         raise UsageError("no returned document carries both a human and a judge label in these runs")
-    queries = [CalibrationQuery(q, texts[q]) for q in sorted(texts)]
+    queries = [CalibrationQuery(q, found.texts[q]) for q in sorted(found.texts)]
     systems = system_lists(runs)
-    pool = {
-        q.id: [PoolEntry(q.id, d, tuple(sorted(in_systems[(qid, d)])), scaled[q.id][d]) for (qid, d) in per_run if qid == q.id]
-        for q in queries
-    }
-    collection = Collection({q.id: q.text for q in queries}, {q.id: scaled[q.id] for q in queries}, Path("-"), graded, "run files")
+    pool = found.pool(queries)
+    collection = Collection({q.id: q.text for q in queries}, {q.id: found.scaled[q.id] for q in queries}, Path("-"), graded, "run files")
     mode = str((runs[0].provenance.judgeFingerprint or {}).get("mode") or "pointwise") if runs[0].provenance else "pointwise"
-    figures = mode_figures(mode, per_run, flags, pool, systems, collection, queries, config, None)  # type: ignore[arg-type]
+    figures = mode_figures(mode, found.per_run, found.flags, pool, systems, collection, queries, config, None)  # type: ignore[arg-type]
+    trial_labels = found.trial_labels
     figures["trialsAlpha"] = trials_alpha(list(trial_labels.values())) if trial_labels else None  # across a run's trials, not runs
     figures["trialStability"] = trial_stability(trial_labels, config.resamples, config.seed)
-    entries = [e for v in pool.values() for e in v]
     document = {
         "formatVersion": FORMAT_VERSION,
         "collection": {
             "name": "run files",
             "graded": graded,
             "queries": len(queries),
-            "queriesAvailable": len(scored),
+            "queriesAvailable": len(found.scored),
             "queryIds": [q.id for q in queries],
         },
         "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
         "systems": list(systems),
-        "pool": {
-            "pairs": len(entries),
-            "retrieved": len(entries),
-            "qrelsOnly": 0,
-            "humanRelevant": sum(e.human >= 2 for e in entries),
-            "labelled": sum(e.docid in human.get(e.qid, {}) for e in entries),
-            "depth": max((len(d) for s in systems.values() for d in s.values()), default=0),
-        },
+        "pool": pool_figures(pool, human, systems),
         "labels": {
             **labels_source,
             "runs": [str(r.path) for r in runs],
-            "resultsWithoutHumanLabel": missing_human,
-            "resultsWithoutJudgeLabel": missing_judge,
+            "resultsWithoutHumanLabel": found.missing_human,
+            "resultsWithoutJudgeLabel": found.missing_judge,
         },
         "modes": {mode: figures},
         "probes": {},
@@ -191,3 +216,16 @@ def calibrate_from_runs(
     document["verdict"] = verdicts(document, mode)
     document["durationS"] = round(time.monotonic() - started, 3)
     return document
+
+
+def pool_figures(pool: dict[str, list[PoolEntry]], human: Mapping[str, Mapping[str, int]], systems: Runs) -> dict[str, int]:
+    """The ``pool`` block of runs' pairs: every pair was returned; its depth is the longest list of a system."""
+    entries = [e for v in pool.values() for e in v]
+    return {
+        "pairs": len(entries),
+        "retrieved": len(entries),
+        "qrelsOnly": 0,
+        "humanRelevant": sum(e.human >= 2 for e in entries),
+        "labelled": sum(e.docid in human.get(e.qid, {}) for e in entries),
+        "depth": max((len(d) for s in systems.values() for d in s.values()), default=0),
+    }

@@ -227,10 +227,48 @@ def _calibrate(
         modes[mode] = mode_figures(
             mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config, counting if mode == primary else None
         )
+    results = run_probes(counting, collection, probe_sample(queries, config), pool, primary, config, progress, meter)
+    document = {
+        "formatVersion": FORMAT_VERSION,
+        "collection": {
+            "name": collection.name,
+            "graded": collection.graded,
+            "queries": len(queries),
+            "queriesAvailable": available,
+            "queryIds": [q.id for q in queries],
+        },
+        "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
+        "systems": list(runs),
+        "pool": pool_figures(pool, collection, config.depth),
+        "modes": modes,
+        "probes": results,
+        "spend": spend.as_dict(),
+    }
+    document["verdict"] = verdicts(document, primary)
+    document["durationS"] = round(time.monotonic() - started, 3)
+    return document
+
+
+def probe_sample(queries: Sequence[CalibrationQuery], config: CalibrationConfig) -> list[CalibrationQuery]:
+    """The queries the probes run on: all, or the config's ``probe_queries`` drawn with its ``seed``, in order."""
     probe_set = list(queries)
     if len(probe_set) > config.probe_queries:
         chosen = set(q.id for q in random.Random(config.seed).sample(probe_set, config.probe_queries))
         probe_set = [q for q in probe_set if q.id in chosen]
+    return probe_set
+
+
+def run_probes(
+    counting: CountingLabeler,
+    collection: Collection,
+    probe_set: list[CalibrationQuery],
+    pool: dict,
+    primary: JudgeMode,
+    config: CalibrationConfig,
+    progress: Callable[[str], None],
+    meter: Callable[[str, int, int], None] | None,
+) -> dict:
+    """``{probe: figures}`` for each of the config's ``probes``, in order: position, injection, length."""
     results: dict = {}
 
     def probe(name: str) -> None:
@@ -254,30 +292,17 @@ def _calibrate(
             counting, collection, probe_set, pool, primary, config.seed, config.resamples, config.length_per_query
         )
     counting.on_labels = None
+    return results
+
+
+def pool_figures(pool: dict, collection: Collection, depth: int) -> dict:
+    """The calibration document's ``pool`` block: how many pairs, retrieved, qrels-only, relevant, labelled."""
     entries = [e for v in pool.values() for e in v]
-    document = {
-        "formatVersion": FORMAT_VERSION,
-        "collection": {
-            "name": collection.name,
-            "graded": collection.graded,
-            "queries": len(queries),
-            "queriesAvailable": available,
-            "queryIds": [q.id for q in queries],
-        },
-        "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(config).items()},
-        "systems": list(runs),
-        "pool": {
-            "pairs": len(entries),
-            "retrieved": sum(e.retrieved for e in entries),
-            "qrelsOnly": sum(not e.retrieved for e in entries),
-            "humanRelevant": sum(e.human >= 2 for e in entries),
-            "labelled": sum(e.docid in collection.qrels.get(e.qid, {}) for e in entries),
-            "depth": config.depth,
-        },
-        "modes": modes,
-        "probes": results,
-        "spend": spend.as_dict(),
+    return {
+        "pairs": len(entries),
+        "retrieved": sum(e.retrieved for e in entries),
+        "qrelsOnly": sum(not e.retrieved for e in entries),
+        "humanRelevant": sum(e.human >= 2 for e in entries),
+        "labelled": sum(e.docid in collection.qrels.get(e.qid, {}) for e in entries),
+        "depth": depth,
     }
-    document["verdict"] = verdicts(document, primary)
-    document["durationS"] = round(time.monotonic() - started, 3)
-    return document

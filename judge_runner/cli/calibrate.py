@@ -15,7 +15,7 @@ from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.cache import CACHE
-from judge_runner.cli.calibrate_options import CALIBRATE_OPTIONS, given_flags
+from judge_runner.cli.calibrate_options import CALIBRATE_HELP, CALIBRATE_OPTIONS, given_flags
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
@@ -60,52 +60,27 @@ def run_calibrate(
     dry_run_json: bool,
     **flags: Any,
 ) -> int:
-    """Measure the judge against human qrels: agreement, system ranking, and position, injection and length bias.
-
-    \b
-    The pool is the union of the top --pool-depth of several systems (the built-in search's fts, vector,
-    hybrid and two fusion settings, two degraded controls, and any --run) plus every qrels-judged document
-    of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
-    query bootstrap; verdicts follow documented thresholds (docs/calibration.md), once each check has its
-    minimum of evidence (20 labelled queries, 25 and 4 systems for the ranking, 20 probe queries): below it a
-    check is insufficient, never a pass, and a calibration with no evidence against the people is
-    "insufficient", not calibrated.
-    \b
-    With --results, the judge's labels are read from judge-runner run files instead (no judge call): agreement
-    on every returned document that carries a human label too, and the ranking of the runs' systems over the
-    documents people labelled (--unlabelled).
-    \b
-    Examples:
-      judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
-      judge-runner calibrate --qrels mine.qrels --queries q.jsonl --corpus corpus.jsonl --provider anthropic
-      judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team
-    \b
-    Exit codes: 0 written (the verdict is in the file and on stderr); 1 --require-calibrated and the verdict is
-    failed, inconclusive or insufficient (not enough evidence; written all the same); 2 usage or configuration
-    error; 3 the judge failed or the calibration was interrupted.
-    """
-    config = CalibrationConfig(
-        modes=JUDGE_MODES if calibration_mode == "both" else (cast("JudgeMode", calibration_mode),),  # click checked the choice
-        trials=calibration_trials,
-        seed=sample_seed,
-        depth=pool_depth,
-        probes=_names(probes, PROBES, "probe"),
-        probe_queries=probe_queries,
-        resamples=resamples,
-        batch_size=batch_size,
-        unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
+    """Command ``calibrate`` (its --help: :data:`judge_runner.cli.calibrate_options.CALIBRATE_HELP`): the options
+    checked, then the calibration from run files (--results) or labelled by the judge."""
+    config = calibration_config(
+        calibration_mode,
+        calibration_trials,
+        sample_seed,
+        pool_depth,
+        probes,
+        probe_queries,
+        resamples,
+        batch_size,
+        unlabelled,
+        bool(results),
     )
-    given = given_flags(click.get_current_context())
     built_in = _names(systems, tuple(s.name for s in BUILTIN_SYSTEMS), "system")
-    refused = refused_options(given, bool(results), human_set, qrels, beir, corpus_scope, calibration_mode, config.probes, built_in)
-    if refused or (results and dry_run):
-        raise UsageError("; ".join(refused) or "--results reads labels from run files; --dry-run does not apply to it")
+    given = given_flags(click.get_current_context())
+    check_options(given, results, dry_run, human_set, qrels, beir, corpus_scope, calibration_mode, config, built_in)
     if results:  # the judge's labels from run files: nothing is judged, nothing indexed
         found = settings(**flags, **({"db": calibration_db} if calibration_db is not None else {}))  # the cache beside --db
         calibrate_runs_job(found, list(results), qrels, human_set, config, out, printer(quiet), rescale, require_calibrated)
         return EXIT_OK
-    if human_set is not None:
-        raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
     labeler = recorder = None
     built = settings(**flags)  # once per command (docs/design.md), whatever the job and its report need
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
@@ -131,6 +106,55 @@ def run_calibrate(
     return EXIT_OK
 
 
+def calibration_config(
+    mode: str,
+    trials: int,
+    seed: int,
+    depth: int,
+    probes: str,
+    probe_queries: int,
+    resamples: int,
+    batch_size: int,
+    unlabelled: str | None,
+    results: bool,
+) -> CalibrationConfig:
+    """The calibration's choices from the options: ``both`` modes or one, the probes by name, and a document
+    nobody labelled ``unknown`` with --results, else ``non-relevant``, unless --unlabelled says."""
+    return CalibrationConfig(
+        modes=JUDGE_MODES if mode == "both" else (cast("JudgeMode", mode),),  # click checked the choice
+        trials=trials,
+        seed=seed,
+        depth=depth,
+        probes=_names(probes, PROBES, "probe"),
+        probe_queries=probe_queries,
+        resamples=resamples,
+        batch_size=batch_size,
+        unlabelled=unlabelled or ("unknown" if results else "non-relevant"),
+    )
+
+
+def check_options(
+    given: dict[str, str],
+    results: tuple[Path, ...],
+    dry_run: bool,
+    human_set: str | None,
+    qrels: Path | None,
+    beir: Path | None,
+    corpus_scope: str,
+    calibration_mode: str,
+    config: CalibrationConfig,
+    built_in: list[str],
+) -> None:
+    """Refuse options that would have no effect (:func:`judge_runner.app.calibrate_job.refused_options`),
+    --dry-run with --results and --human-qrels without it. Raises UsageError."""
+    refused = refused_options(given, bool(results), human_set, qrels, beir, corpus_scope, calibration_mode, config.probes, built_in)
+    if refused or (results and dry_run):
+        raise UsageError("; ".join(refused) or "--results reads labels from run files; --dry-run does not apply to it")
+    if not results and human_set is not None:
+        raise UsageError("--human-qrels names the human labels of --results; give --results RUN.jsonl")
+
+
 calibrate: click.Command = _options(
-    click.command("calibrate")(_options(run_calibrate, CALIBRATE_OPTIONS)), [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN]
+    click.command("calibrate", help=CALIBRATE_HELP)(_options(run_calibrate, CALIBRATE_OPTIONS)),
+    [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN],
 )

@@ -1,5 +1,5 @@
-"""The options of ``judge-runner calibrate`` (:mod:`judge_runner.cli.calibrate`), kept apart so that the
-command's module stays small, and :func:`given_flags`: which of them the command line gave."""
+"""The options of ``judge-runner calibrate`` (:mod:`judge_runner.cli.calibrate`) and its --help text, kept apart
+so that the command's module stays small, and :func:`given_flags`: which of them the command line gave."""
 
 from __future__ import annotations
 
@@ -15,6 +15,32 @@ from judge_runner.cli.qrels import RESCALE
 from judge_runner.core.models import JUDGE_MODES
 
 ALL_SYSTEMS = ",".join(s.name for s in BUILTIN_SYSTEMS)
+
+CALIBRATE_HELP = """Measure the judge against human qrels: agreement, system ranking, and position, injection and length bias.
+
+\b
+The pool is the union of the top --pool-depth of several systems (the built-in search's fts, vector,
+hybrid and two fusion settings, two degraded controls, and any --run) plus every qrels-judged document
+of the sampled queries. The judge labels it (--judge-mode, --trials); figures carry 95% intervals from a
+query bootstrap; verdicts follow documented thresholds (docs/calibration.md), once each check has its
+minimum of evidence (20 labelled queries, 25 and 4 systems for the ranking, 20 probe queries): below it a
+check is insufficient, never a pass, and a calibration with no evidence against the people is
+"insufficient", not calibrated.
+\b
+With --results, the judge's labels are read from judge-runner run files instead (no judge call): agreement
+on every returned document that carries a human label too, and the ranking of the runs' systems over the
+documents people labelled (--unlabelled).
+\b
+Examples:
+  judge-runner calibrate --beir ../shared/data/scifact --queries-sample 100
+  judge-runner calibrate --qrels mine.qrels --queries q.jsonl --corpus corpus.jsonl --provider anthropic
+  judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team
+\b
+Exit codes: 0 written (the verdict is in the file and on stderr); 1 --require-calibrated and the verdict is
+failed, inconclusive or insufficient (not enough evidence; written all the same); 2 usage or configuration
+error; 3 the judge failed or the calibration was interrupted.
+"""
+"""``judge-runner calibrate --help``: what the command measures, examples, exit codes."""
 
 CALIBRATE_OPTIONS = [
     click.option(

@@ -273,95 +273,115 @@ def label_documents(
     if len(human) != len(documents):
         raise ValueError("human must hold one grade (or None) per document")
     todo = list(range(len(documents)))  # human-labelled documents too: their judge label is kept beside
-    got: dict[int, list[tuple[LabelReply, bool]]] = {i: [] for i in todo}  # per document: (reply, from cache) per trial
+    labelling = _Trials(judge, query, intent, documents, cache, tally, log, calls, todo, {i: [] for i in todo})
     for trial in range(trials):
         sampling = sampling_settings(judge.name, trial, seed)
         if mode == "pointwise":
-            keys = {i: judgment_key(judge, query, intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
-            found = cached(cache, keys.values())
-            missing = []
-            for i in todo:
-                hit = found.get(keys[i])
-                if hit is not None and hit.label is not None:
-                    got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned), True))
-                else:
-                    missing.append(i)
-
-            def label(i: int, sampling: Mapping[str, Any] = sampling) -> LabelReply:
-                return judge.label_one(query, intent, documents[i], sampling, log)
-
-            failure: BaseException | None = None
-            for i, made in each_call(judge, label, missing, calls):
-                if isinstance(made, BaseException):
-                    tally.add_failure(made)
-                    failure = failure or made
-                    continue
-                tally.add(made)
-                store(cache, [(keys[i], _stored(made, documents[i], judge), "pointwise")])
-                got[i].append((made, False))
-            if failure is not None:
-                raise failure
+            labelling.pointwise(trial, sampling)
         elif todo:
-            order = shuffled_order(len(todo), batch_seed(seed, query_id, trial))
-            batch = [documents[i] for i in todo]
-            context = batch_context(batch[o].shown for o in order)
-            keys = {i: judgment_key(judge, query, intent, documents[i].shown, "batched", trial, sampling, context) for i in todo}
-            found = cached(cache, keys.values())
-            shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
-            if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
-                for i in todo:
-                    hit = found[keys[i]]
-                    assert hit.label is not None  # checked for every document just above
-                    got[i].append(
-                        (
-                            LabelReply(
-                                hit.label,
-                                hit.reason,
-                                hit.injection_suspected,
-                                hit.model_returned,
-                                shown_as=shown_as[i],
-                            ),
-                            True,
-                        )
-                    )
+            labelling.batched(trial, sampling, batch_seed(seed, query_id, trial))
+    return [_outcome(doc, labelling.got[i], human[i]) for i, doc in enumerate(documents)]
+
+
+@dataclass
+class _Trials:
+    """The trials of one :func:`label_documents` call: ``judge`` asked about ``documents`` (the ones at the
+    indices ``todo``) for ``query`` and ``intent``, through ``cache``, its calls counted in ``tally`` and made
+    in ``calls``; ``got`` collects per document index one ``(reply, from the cache)`` per trial."""
+
+    judge: Judge
+    query: str
+    intent: str
+    documents: list[RenderedDocument]
+    cache: JudgmentCache | None
+    tally: Tally
+    log: Log
+    calls: CallLane | None
+    todo: list[int]
+    got: dict[int, list[tuple[LabelReply, bool]]]
+
+    def pointwise(self, trial: int, sampling: Mapping[str, Any]) -> None:
+        """One pointwise trial: each document's label from the cache, else from a call of its own (stored at
+        once); the first failed call is raised once every call made is counted."""
+        judge, documents, todo = self.judge, self.documents, self.todo
+        keys = {i: judgment_key(judge, self.query, self.intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
+        found = cached(self.cache, keys.values())
+        missing = []
+        for i in todo:
+            hit = found.get(keys[i])
+            if hit is not None and hit.label is not None:
+                self.got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned), True))
+            else:
+                missing.append(i)
+
+        def label(i: int) -> LabelReply:
+            return judge.label_one(self.query, self.intent, documents[i], sampling, self.log)
+
+        failure: BaseException | None = None
+        for i, made in each_call(judge, label, missing, self.calls):
+            if isinstance(made, BaseException):
+                self.tally.add_failure(made)
+                failure = failure or made
                 continue
-            try:
-                replies = _one(calls, partial(judge.label_batch, query, intent, batch, order, sampling, log))
-            except BaseException as exc:
-                tally.add_failure(exc)
-                raise
-            if len(replies) != len(batch):
-                raise ValueError(f"the judge returned {len(replies)} labels for {len(batch)} documents")
-            tally.add(replies[0])
-            for reply in replies[1:]:
-                tally.add(reply, calls=0)
-            store(cache, [(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
-            for i, reply in zip(todo, replies):
-                got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
-    outcomes = []
-    for i, doc in enumerate(documents):
-        trial_replies = got[i]
-        labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
-        outcome = LabelOutcome(
-            label=labels[0],
-            trial_labels=[r.label for r, _ in trial_replies],
-            spread=spreads[0],
-            reason=trial_replies[0][0].reason,
-            injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
-            cached=all(c for _, c in trial_replies),
-            labels_cached=sum(1 for _, c in trial_replies if c),
-            labels_judged=sum(1 for _, c in trial_replies if not c),
-            shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
-            shown_chars=len(doc.body),
-            truncated=doc.truncated,
-            models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
-            shown_text=doc.body,
-        )
-        if human[i] is not None:  # the person's label wins; the judge's is kept beside it
-            grade = int(human[i])  # type: ignore[arg-type]
-            outcome = replace(outcome, label=grade, judge_label=outcome.label, reason="human label", origin="human")
-        outcomes.append(outcome)
-    return outcomes
+            self.tally.add(made)
+            store(self.cache, [(keys[i], _stored(made, documents[i], judge), "pointwise")])
+            self.got[i].append((made, False))
+        if failure is not None:
+            raise failure
+
+    def batched(self, trial: int, sampling: Mapping[str, Any], seed: int) -> None:
+        """One batched trial: every document's label from the cache when all are there, else one call with
+        the documents in the order ``seed`` draws (stored at once); each reply keeps the id it was shown as."""
+        judge, documents, todo = self.judge, self.documents, self.todo
+        order = shuffled_order(len(todo), seed)
+        batch = [documents[i] for i in todo]
+        context = batch_context(batch[o].shown for o in order)
+        keys = {i: judgment_key(judge, self.query, self.intent, documents[i].shown, "batched", trial, sampling, context) for i in todo}
+        found = cached(self.cache, keys.values())
+        shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
+        if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
+            for i in todo:
+                hit = found[keys[i]]
+                assert hit.label is not None  # checked for every document just above
+                reply = LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned, shown_as=shown_as[i])
+                self.got[i].append((reply, True))
+            return
+        try:
+            replies = _one(self.calls, partial(judge.label_batch, self.query, self.intent, batch, order, sampling, self.log))
+        except BaseException as exc:
+            self.tally.add_failure(exc)
+            raise
+        if len(replies) != len(batch):
+            raise ValueError(f"the judge returned {len(replies)} labels for {len(batch)} documents")
+        self.tally.add(replies[0])
+        for reply in replies[1:]:
+            self.tally.add(reply, calls=0)
+        store(self.cache, [(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
+        for i, reply in zip(todo, replies):
+            self.got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
+
+
+def _outcome(doc: RenderedDocument, trial_replies: list[tuple[LabelReply, bool]], human: int | None) -> LabelOutcome:
+    """One document's :class:`LabelOutcome` from its ``(reply, from the cache)`` per trial; a ``human`` grade wins."""
+    labels, spreads = labels_from_trials([[r.label for r, _ in trial_replies]])
+    outcome = LabelOutcome(
+        label=labels[0],
+        trial_labels=[r.label for r, _ in trial_replies],
+        spread=spreads[0],
+        reason=trial_replies[0][0].reason,
+        injection_suspected=doc.injection_suspected or any(r.injection_suspected for r, _ in trial_replies),
+        cached=all(c for _, c in trial_replies),
+        labels_cached=sum(1 for _, c in trial_replies if c),
+        labels_judged=sum(1 for _, c in trial_replies if not c),
+        shown_as=[r.shown_as for r, _ in trial_replies if r.shown_as],
+        shown_chars=len(doc.body),
+        truncated=doc.truncated,
+        models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
+        shown_text=doc.body,
+    )
+    if human is not None:  # the person's label wins; the judge's is kept beside it
+        outcome = replace(outcome, label=int(human), judge_label=outcome.label, reason="human label", origin="human")
+    return outcome
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from judge_runner.querygen.answerability import AnswerCheck, check_answerability
 from judge_runner.querygen.checks import (
     DUPLICATE_COSINE,
     CorpusBM25,
+    Duplicate,
     Leakage,
     find_duplicates,
     measure_leakage,
@@ -93,9 +94,47 @@ def review_query_set(
     for d in duplicates:
         why = "the same text" if d.same_text else f"the same expected sources and embedding cosine {d.cosine:.2f} >= {DUPLICATE_COSINE}"
         dropped.append(_dropped(d.dropped, "duplicate", f"near-duplicate of {d.kept.id} (“{d.kept.query}”): {why}"))
+    specific, flagged, not_specific = _specific_queries(queries, profile)
+    dropped.extend(not_specific)
+    originals = {q.id: q.expectedSources for q in result.queries}
+    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
+    kept, answer_flags, unanswered = _answerable_queries(specific, checks, options.keep_unverified)
+    dropped.extend(unanswered)
+    flags: dict[str, list[str]] = {e.id: ["non-specific"] for e in flagged}
+    for qid, flag in answer_flags.items():
+        flags.setdefault(qid, []).append(flag)
+    leak = {q.id: measure_leakage(q, profile) for q in kept}
+    card = QuerySetCard(
+        written=result.generated,
+        kept=len(kept),
+        corpusFiles=len(profile.files),
+        byType={t: n for t in QUERY_TYPES if (n := sum(1 for q in kept if q.queryType == t))},
+        spread=measure_spread(kept, profile),
+        answerability=answerability,
+        duplicates=_duplicates_block(duplicates, embedder),
+        nonSpecific=NonSpecific(
+            flagged=len(flagged),
+            widened=sum(1 for e in flagged if e.action == "widened"),
+            dropped=sum(1 for e in flagged if e.action == "dropped"),
+            queries=flagged,
+        ),
+        leakage=_leakage_by_type(kept, leak),
+        queries=_query_facts(kept, leak, checks, flags),
+        dropped=dropped,
+    )
+    new_dropped = [{"id": x.id, "query": x.query, "reason": x.reason, "check": x.check} for x in dropped[len(result.dropped) :]]
+    for gone in new_dropped:
+        log(f"dropped query {gone['id']} ({gone['check']}): {gone['reason']}")
+    total_cost = None if result.cost_usd is None or cost is None else result.cost_usd + cost
+    return replace(result, queries=kept, dropped=[*result.dropped, *new_dropped], card=card, cost_usd=total_cost)
+
+
+def _specific_queries(queries: Sequence[Query], profile: CorpusProfile) -> tuple[list[Query], list[NonSpecificQuery], list[DroppedQuery]]:
+    """Check 3: ``(the specific queries, some widened; every non-specific one found; those dropped)``."""
     bm25 = CorpusBM25(profile)
     specific: list[Query] = []
     flagged: list[NonSpecificQuery] = []
+    dropped: list[DroppedQuery] = []
     try:
         for q in queries:
             finding = non_specific(q, profile, bm25)
@@ -110,72 +149,67 @@ def review_query_set(
                 specific.append(widened)
     finally:
         bm25.close()
-    originals = {q.id: q.expectedSources for q in result.queries}
-    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
+    return specific, flagged, dropped
+
+
+def _answerable_queries(
+    queries: Sequence[Query], checks: dict[str, AnswerCheck], keep_unverified: bool
+) -> tuple[list[Query], dict[str, str], list[DroppedQuery]]:
+    """Check 4's outcome: ``(the queries kept, {id: "unchecked" or "unverified"} of those kept unverified, those dropped)``."""
     kept: list[Query] = []
-    flags: dict[str, list[str]] = {e.id: ["non-specific"] for e in flagged}
-    for q in specific:
+    flags: dict[str, str] = {}
+    dropped: list[DroppedQuery] = []
+    for q in queries:
         check = checks.get(q.id)
         if check is None or check.verified:
             kept.append(q)
         elif check.error is not None or not check.labels:
-            flags.setdefault(q.id, []).append("unchecked")
+            flags[q.id] = "unchecked"
             kept.append(q)
-        elif options.keep_unverified:
-            flags.setdefault(q.id, []).append("unverified")
+        elif keep_unverified:
+            flags[q.id] = "unverified"
             kept.append(q)
         else:
             dropped.append(_dropped(q, "answerability", check.reason()))
-    leak = {q.id: measure_leakage(q, profile) for q in kept}
-    card = QuerySetCard(
-        written=result.generated,
-        kept=len(kept),
-        corpusFiles=len(profile.files),
-        byType={t: n for t in QUERY_TYPES if (n := sum(1 for q in kept if q.queryType == t))},
-        spread=measure_spread(kept, profile),
-        answerability=answerability,
-        duplicates=Duplicates(
-            threshold=DUPLICATE_COSINE,
-            embedder=str(getattr(embedder, "name", type(embedder).__name__)),
-            removed=len(duplicates),
-            pairs=[
-                DuplicatePair(
-                    kept=d.kept.id,
-                    dropped=d.dropped.id,
-                    keptQuery=d.kept.query,
-                    droppedQuery=d.dropped.query,
-                    cosine=d.cosine,
-                    sameText=d.same_text,
-                )
-                for d in duplicates
-            ],
-        ),
-        nonSpecific=NonSpecific(
-            flagged=len(flagged),
-            widened=sum(1 for e in flagged if e.action == "widened"),
-            dropped=sum(1 for e in flagged if e.action == "dropped"),
-            queries=flagged,
-        ),
-        leakage=_leakage_by_type(kept, leak),
-        queries=[
-            QueryFacts(
-                id=q.id,
-                queryType=q.queryType,
-                leakage=leak[q.id].value,
-                background=leak[q.id].background,
-                headingCopy=leak[q.id].heading_copy,
-                answerLabel=checks[q.id].best if q.id in checks else None,
-                flags=flags.get(q.id, []),
+    return kept, flags, dropped
+
+
+def _duplicates_block(duplicates: Sequence[Duplicate], embedder: TextEmbedder) -> Duplicates:
+    """The card's near-duplicate block: the threshold, the embedder's name, each pair removed."""
+    return Duplicates(
+        threshold=DUPLICATE_COSINE,
+        embedder=str(getattr(embedder, "name", type(embedder).__name__)),
+        removed=len(duplicates),
+        pairs=[
+            DuplicatePair(
+                kept=d.kept.id,
+                dropped=d.dropped.id,
+                keptQuery=d.kept.query,
+                droppedQuery=d.dropped.query,
+                cosine=d.cosine,
+                sameText=d.same_text,
             )
-            for q in kept
+            for d in duplicates
         ],
-        dropped=dropped,
     )
-    new_dropped = [{"id": x.id, "query": x.query, "reason": x.reason, "check": x.check} for x in dropped[len(result.dropped) :]]
-    for gone in new_dropped:
-        log(f"dropped query {gone['id']} ({gone['check']}): {gone['reason']}")
-    total_cost = None if result.cost_usd is None or cost is None else result.cost_usd + cost
-    return replace(result, queries=kept, dropped=[*result.dropped, *new_dropped], card=card, cost_usd=total_cost)
+
+
+def _query_facts(
+    kept: Sequence[Query], leak: dict[str, Leakage], checks: dict[str, AnswerCheck], flags: dict[str, list[str]]
+) -> list[QueryFacts]:
+    """The card's line per kept query: its leakage, the judge's best label of its sources, its flags."""
+    return [
+        QueryFacts(
+            id=q.id,
+            queryType=q.queryType,
+            leakage=leak[q.id].value,
+            background=leak[q.id].background,
+            headingCopy=leak[q.id].heading_copy,
+            answerLabel=checks[q.id].best if q.id in checks else None,
+            flags=flags.get(q.id, []),
+        )
+        for q in kept
+    ]
 
 
 def _answerability(

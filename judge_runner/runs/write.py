@@ -212,24 +212,6 @@ def build_summary(
     (:func:`judge_runner.judging.advice.recommended_focus`: the dimension with the most recoverable headroom,
     which needs the scoring rules this layer does not know). ``biasCorrected``: mean nDCG@10 and relevance
     corrected by the wholly human-labelled queries (:func:`judge_runner.runs.corrected.bias_corrected`)."""
-    average_scores = None
-    scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
-    if scored_evaluations:
-        average_scores = {
-            d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")
-        }
-        precision = _mean(_numbers([(ev.get("scores") or {}).get("gradedPrecision") for ev in scored_evaluations]))
-        if precision is not None:  # scoring version 2: the relevance of version 1, kept as its own figure
-            average_scores["gradedPrecision"] = precision
-    average_metrics: dict[str, float | None] | None = {}
-    for name in METRIC_NAMES:
-        values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
-        if values:
-            average_metrics[name] = _mean(values)  # type: ignore[index]
-    if not average_metrics:
-        average_metrics = None
-    off_topic = [ev for ev in evaluations if ev.get("queryType") == "off-topic"]
-    on_topic = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
     issues = top_issues(evaluations, limit=5)
     results = [r for ev in evaluations for r in ev.get("results") or []]
     alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
@@ -237,8 +219,6 @@ def build_summary(
     judged, per_judged = cost_per_judged_query(evaluations)
     input_tokens = int(usage.get("inputTokens") or 0)
     cached_share = round(int(usage.get("cacheReadTokens") or 0) / input_tokens, 6) if input_tokens else None
-    correct = sum(1 for ev in off_topic if ev.get("abstained"))
-    false_abstentions = sum(1 for ev in on_topic if not ev.get("confident", True))
     return SummaryLine(
         runId=run_id,
         timestamp=utc_now(),
@@ -249,15 +229,9 @@ def build_summary(
         budgetExhausted=budget_exhausted,
         stopReason=stop_reason,
         heuristicJudge=heuristic,
-        averageScores=average_scores,
-        averageMetrics=average_metrics,
-        abstention=Abstention(
-            offTopic=len(off_topic),
-            correct=correct,
-            falseAbstentions=false_abstentions,
-            accuracy=round(correct / len(off_topic), 6) if off_topic else None,
-            falseAbstentionRate=round(false_abstentions / len(on_topic), 6) if on_topic else None,
-        ),
+        averageScores=average_scores(evaluations),
+        averageMetrics=average_metrics(evaluations),
+        abstention=abstention_figures(evaluations),
         topIssues=[Issue(**issue) for issue in issues],
         recommendedFocus=recommended_focus,
         focusEvidence=focus_evidence,
@@ -280,3 +254,41 @@ def build_summary(
         judgeIsGenerator=judge_is_generator,
         biasCorrected=bias_corrected(evaluations),
     ).line()
+
+
+def average_scores(evaluations: list[dict]) -> dict[str, float | None] | None:
+    """``{dimension or "overall": mean}`` over the on-topic evaluations (0-1; ``gradedPrecision`` too when
+    scored), None without any."""
+    scored_evaluations = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
+    if not scored_evaluations:
+        return None
+    averages = {d: _mean(_numbers([(ev.get("scores") or {}).get(d) for ev in scored_evaluations])) for d in (*DIMENSIONS, "overall")}
+    precision = _mean(_numbers([(ev.get("scores") or {}).get("gradedPrecision") for ev in scored_evaluations]))
+    if precision is not None:  # scoring version 2: the relevance of version 1, kept as its own figure
+        averages["gradedPrecision"] = precision
+    return averages
+
+
+def average_metrics(evaluations: list[dict]) -> dict[str, float | None] | None:
+    """``{ir-measures name: mean}`` over the evaluations that have the metric (older keys mapped), None without any."""
+    averages: dict[str, float | None] = {}
+    for name in METRIC_NAMES:
+        values = _numbers([v for ev in evaluations for k, v in (ev.get("metrics") or {}).items() if canonical_metric_name(k) == name])
+        if values:
+            averages[name] = _mean(values)
+    return averages or None
+
+
+def abstention_figures(evaluations: list[dict]) -> Abstention:
+    """How the search abstained: correctly on off-topic queries, wrongly (not confident) on on-topic ones."""
+    off_topic = [ev for ev in evaluations if ev.get("queryType") == "off-topic"]
+    on_topic = [ev for ev in evaluations if ev.get("queryType") != "off-topic"]
+    correct = sum(1 for ev in off_topic if ev.get("abstained"))
+    false_abstentions = sum(1 for ev in on_topic if not ev.get("confident", True))
+    return Abstention(
+        offTopic=len(off_topic),
+        correct=correct,
+        falseAbstentions=false_abstentions,
+        accuracy=round(correct / len(off_topic), 6) if off_topic else None,
+        falseAbstentionRate=round(false_abstentions / len(on_topic), 6) if on_topic else None,
+    )

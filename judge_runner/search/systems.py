@@ -164,19 +164,7 @@ def open_systems(
     ``open_builtin(search_settings)`` opens the index with other search settings (for config files).
     Raises SystemsError."""
     taken: set[str] = set()
-    systems: list[System] = []
-    builtin_modes = list(spec.modes) or ([] if spec.external else [settings.search_mode])
-    for mode in builtin_modes:
-        if mode not in SEARCH_MODES:
-            raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
-        systems.append(
-            System(
-                unique_name(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken),
-                index,
-                mode,
-                {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})},
-            )
-        )
+    systems = builtin_systems(spec, settings, index, taken)
     shared = {
         "timeout": spec.timeout or settings.timeout,
         "max_retries": settings.max_retries,
@@ -184,49 +172,9 @@ def open_systems(
         "snippet_chars": settings.search.snippet_chars,
     }
     if spec.table:
-        try:
-            config = ExternalConfig.model_validate(spec.table)
-        except ValidationError as exc:
-            raise SystemsError(f"{spec.table_source}: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
-        given = {"timeout": spec.timeout, "fields": spec.fields, "corpus": spec.corpus}  # flags over the file
-        config = config.model_copy(update={k: v for k, v in given.items() if v is not None} | {"headers": [*config.headers, *spec.headers]})
-        backend = external_backend(config, **shared)
-        systems.append(System(unique_name(backend.name, taken), backend, settings.search_mode, backend.describe()))
+        systems.append(table_system(spec, settings, shared, taken))
     for path in spec.configs:
-        search_table, asked = read_config_file(path)
-        mode = asked or settings.search_mode
-        if mode not in SEARCH_MODES:
-            raise SystemsError(f"{path}: unknown search_mode {mode!r}")
-        if search_table.get("external"):
-            try:
-                config = ExternalConfig.model_validate(search_table["external"])
-            except ValidationError as exc:
-                raise SystemsError(f"{path} [search.external]: {exc.errors()[0]['msg']}") from None
-            backend = external_backend(config, **shared)
-            systems.append(System(unique_name(config.name or Path(path).stem, taken), backend, mode, backend.describe()))
-            continue
-        try:
-            search_settings = SearchSettings.model_validate(search_table)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise SystemsError(f"{path} [search]: {problems}") from None
-        if open_builtin is None:
-            raise SystemsError(f"{path}: the built-in search is not available here")
-        opened = open_builtin(search_settings)
-        systems.append(
-            System(
-                unique_name(Path(path).stem, taken),
-                opened,
-                mode,
-                {
-                    "kind": "builtin",
-                    "mode": mode,
-                    "config": Path(path).name,
-                    "searchConfig": search_settings.model_dump(exclude={"external"}),
-                },
-                [opened.close],
-            )
-        )
+        systems.append(config_file_system(path, settings, shared, open_builtin, taken))
     for command in spec.commands:
         backend = external_backend(ExternalConfig(command=command, fields=spec.fields), **shared)
         systems.append(System(unique_name(f"command:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
@@ -243,3 +191,68 @@ def open_systems(
             raise SystemsError(str(exc)) from None
         systems.append(System(unique_name(f"run:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     return systems
+
+
+def builtin_systems(spec: SystemsSpec, settings: Any, index: Any, taken: set[str]) -> list[System]:
+    """The built-in search in each mode asked for (or in ``settings.search_mode`` when nothing else is)."""
+    systems = []
+    builtin_modes = list(spec.modes) or ([] if spec.external else [settings.search_mode])
+    for mode in builtin_modes:
+        if mode not in SEARCH_MODES:
+            raise SystemsError(f"unknown search mode {mode!r}; use {', '.join(SEARCH_MODES)}")
+        systems.append(
+            System(
+                unique_name(mode if len(builtin_modes) > 1 or spec.external else "builtin", taken),
+                index,
+                mode,
+                {"kind": "builtin", "mode": mode, "searchConfig": settings.search.model_dump(exclude={"external"})},
+            )
+        )
+    return systems
+
+
+def table_system(spec: SystemsSpec, settings: Any, shared: dict[str, Any], taken: set[str]) -> System:
+    """The ``[search.external]`` table's system, the flags' timeout, fields, corpus and headers over its own."""
+    try:
+        config = ExternalConfig.model_validate(spec.table)
+    except ValidationError as exc:
+        raise SystemsError(f"{spec.table_source}: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})") from None
+    given = {"timeout": spec.timeout, "fields": spec.fields, "corpus": spec.corpus}  # flags over the file
+    config = config.model_copy(update={k: v for k, v in given.items() if v is not None} | {"headers": [*config.headers, *spec.headers]})
+    backend = external_backend(config, **shared)
+    return System(unique_name(backend.name, taken), backend, settings.search_mode, backend.describe())
+
+
+def config_file_system(path: Path, settings: Any, shared: dict[str, Any], open_builtin: Any, taken: set[str]) -> System:
+    """A configuration file's system: its ``[search.external]`` adapter, else the built-in search opened with its settings."""
+    search_table, asked = read_config_file(path)
+    mode = asked or settings.search_mode
+    if mode not in SEARCH_MODES:
+        raise SystemsError(f"{path}: unknown search_mode {mode!r}")
+    if search_table.get("external"):
+        try:
+            config = ExternalConfig.model_validate(search_table["external"])
+        except ValidationError as exc:
+            raise SystemsError(f"{path} [search.external]: {exc.errors()[0]['msg']}") from None
+        backend = external_backend(config, **shared)
+        return System(unique_name(config.name or Path(path).stem, taken), backend, mode, backend.describe())
+    try:
+        search_settings = SearchSettings.model_validate(search_table)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SystemsError(f"{path} [search]: {problems}") from None
+    if open_builtin is None:
+        raise SystemsError(f"{path}: the built-in search is not available here")
+    opened = open_builtin(search_settings)
+    return System(
+        unique_name(Path(path).stem, taken),
+        opened,
+        mode,
+        {
+            "kind": "builtin",
+            "mode": mode,
+            "config": Path(path).name,
+            "searchConfig": search_settings.model_dump(exclude={"external"}),
+        },
+        [opened.close],
+    )

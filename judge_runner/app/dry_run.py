@@ -47,7 +47,6 @@ from judge_runner.estimate.costs import (
 )
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.fence import SHOWN_TEXT_CAP
 from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
@@ -55,6 +54,7 @@ from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, submit_tool
 from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+from judge_runner.search.passages import SHOWN_TEXT_CAP
 
 
 # -- which judges -------------------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions, walk_co
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import instance
 from judge_runner.search.indexer import BeirFormatError, IndexReport, index_beir, index_tree
-from judge_runner.search.postgres import PostgresIndex, scrub_secrets
+from judge_runner.search.postgres import PostgresIndex
 from judge_runner.search.progress import IndexProgress
+from judge_runner.search.redact import scrub_secrets
 from judge_runner.search.sqlite import IndexAccessError, IndexBusyError, IndexMismatchError, SQLiteIndex
 
 

@@ -33,8 +33,8 @@ from typing import Any
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.core.failures import UsageError
-from judge_runner.search.base import SearchSettings
 from judge_runner.search.indexer import index_beir
+from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import fts5_match_expression, lexical_text
 from judge_runner.search.trec_run import TrecRunError, read_trec_run
 

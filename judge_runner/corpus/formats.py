@@ -28,9 +28,10 @@ from dataclasses import dataclass, field, replace
 
 import yaml
 
+from judge_runner.core.textproc import scrub_unencodable
 from judge_runner.corpus.chunk import MAX_CHUNK_CHARS, Chunk, chunk_text, pack_lines, split_lines
 from judge_runner.corpus.frontmatter import parse_front_matter
-from judge_runner.corpus.read import normalize_newlines, scrub_unencodable
+from judge_runner.corpus.read import normalize_newlines
 
 _YAML_KEY = re.compile(r"^(?:\"([^\"]+)\"|'([^']+)'|([^\s#\-\[\]{}&*!|>'\"%@`][^:#]*?))\s*:(?:\s|$)")
 _YAML_SEPARATOR = re.compile(r"^---(?:\s.*)?$")

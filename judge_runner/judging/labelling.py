@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 
 from judge_runner.core.models import JudgeMode, Query
 from judge_runner.core.resources import prompt_sha256
-from judge_runner.judging.cache import CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallLane
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings

@@ -21,9 +21,9 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import ReadDocument, chunk_bytes
-from judge_runner.corpus.read import clean_text
 from judge_runner.corpus.walk import is_hidden
 from judge_runner.search.passages import Passages, select_passages
 

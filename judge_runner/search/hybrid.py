@@ -30,12 +30,13 @@ from typing import Any, cast
 import numpy as np
 
 from judge_runner.core.models import SEARCH_MODES, SearchMode
+from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk
-from judge_runner.corpus.read import clean_text
 from judge_runner.embed.base import encode_each
-from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchSettings
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.fusion import rrf
 from judge_runner.search.passages import select_passages
+from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
 
 # Full-text weights of a chunk's three fields (body, anchor, path): a heading or file-name match counts

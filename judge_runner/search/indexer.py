@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
-from judge_runner.corpus.read import clean_text
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
 from judge_runner.embed.base import EmbeddingModelError
 

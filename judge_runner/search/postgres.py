@@ -46,13 +46,15 @@ from typing import Any
 
 import numpy as np
 
+from judge_runner.core.textproc import query_tokens
 from judge_runner.corpus.chunk import Chunk
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import choose, mismatch_advice
-from judge_runner.search.base import IndexMismatchError, SearchSettings
+from judge_runner.search.base import IndexMismatchError
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
 from judge_runner.search.redact import redact_dsn, scrub_secrets  # noqa: F401 - moved to a neutral module; re-exported
-from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases, query_tokens
+from judge_runner.search.settings import SearchSettings
+from judge_runner.search.text import fold_diacritics, lexical_text, normalized_words, path_terms, query_phrases
 
 SCHEMA_VERSION = "1"
 DEFAULT_SCHEMA = "judge_runner"

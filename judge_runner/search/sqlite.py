@@ -18,8 +18,9 @@ import numpy as np
 from judge_runner.corpus.chunk import Chunk
 from judge_runner.embed.base import DIMENSION, TextEmbedder
 from judge_runner.embed.registry import choose, mismatch_advice
-from judge_runner.search.base import IndexMismatchError, SearchSettings
+from judge_runner.search.base import IndexMismatchError
 from judge_runner.search.hybrid import FIELD_WEIGHTS, ChunkRow, ChunkSearch
+from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
 __all__ = ["SQLiteIndex", "IndexMismatchError", "IndexBusyError", "IndexAccessError", "SCHEMA_VERSION", "BM25_WEIGHTS", "BUSY_TIMEOUT_S"]

@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import SEARCH_MODES
-from judge_runner.search.base import SearchSettings
 from judge_runner.search.documents import DocumentStoreError, open_documents
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch, parse_headers
 from judge_runner.search.mapping import MAX_REPLY_BYTES, FieldMapping
+from judge_runner.search.settings import SearchSettings
 from judge_runner.search.trec_run import TrecRunError, TrecRunSearch
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from judge_runner.corpus.read import clean_text
+from judge_runner.core.textproc import clean_text
 
 
 def encode_id(value: str) -> str:

@@ -26,7 +26,8 @@ from typing import Any
 
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Say, silent
-from judge_runner.judging.cache import CacheError, JudgmentCache
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.qrels import QrelsError, import_human_qrels, read_trec_qrels
 
 CACHE_WAIT_S = 2.0

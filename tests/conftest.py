@@ -1,6 +1,6 @@
 """Shared fixtures for judge-runner's tests.
 
-- Puts the repository root on ``sys.path`` so ``from tests.fakes.fake_llm import ...`` works.
+- Puts the repository root on ``sys.path`` so ``from tests.support.fakes.fake_llm import ...`` works.
 - ``fixtures_root``: the sample knowledge base shipped in ``fixtures/``.
 - ``hash_embedder`` (or ``@pytest.mark.hash_embedder``): the deterministic hashing embedder instead of
   MiniLM for one test, through the seam ``JUDGE_RUNNER_EMBEDDER=hash``.
@@ -8,7 +8,7 @@
   per test session; build it only in tests that really need vectors). Tests must treat it as
   read-only.
 - ``postgres_dsn``: a PostgreSQL server with pgvector for the session: ``DATABASE_URL`` when set, else a
-  throwaway embedded cluster (tests/pgcluster.py) on a free loopback port, stopped at the end; tests that
+  throwaway embedded cluster (tests/support/pgcluster.py) on a free loopback port, stopped at the end; tests that
   use it skip, saying why, when neither is available.
 """
 
@@ -43,7 +43,7 @@ def fixtures_root() -> Path:
 def embedder():
     """The process-wide all-MiniLM-L6-v2 embedder on torch (loaded lazily on first encode), whatever
     ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality, and the tests' figures
-    are the reference path's (the ONNX kinds are checked against it in tests/test_onnx_embedder.py)."""
+    are the reference path's (the ONNX kinds are checked against it in tests/search/test_onnx_embedder.py)."""
     from judge_runner.search.embedding import minilm_embedder
 
     return minilm_embedder("torch")
@@ -100,19 +100,19 @@ def pytest_configure(config):
 # The tests that run MiniLM (nodeid prefixes, relative to the repository). Under pytest-xdist they all go to ONE
 # worker (see pytest_xdist_make_scheduler), so the model is imported and the session index built once...
 MINILM_TESTS = (
-    "tests/test_search.py::",
-    "tests/test_search_postgres.py::",
-    "tests/test_beir_trec.py::test_beir_index_and_trec_run",
-    "tests/test_injection_offline.py::",
-    "tests/test_judge_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
-    "tests/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
-    "tests/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
-    "tests/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
-    "tests/test_onnx_embedder.py::",  # one worker, so the session's ONNX export (about 30-60 s) is made once
+    "tests/search/test_builtin.py::",
+    "tests/search/test_postgres.py::",
+    "tests/search/test_beir_trec.py::test_beir_index_and_trec_run",
+    "tests/judging/test_heuristic.py::",
+    "tests/judging/test_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
+    "tests/search/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
+    "tests/search/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
+    "tests/search/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
+    "tests/search/test_onnx_embedder.py::",  # one worker, so the session's ONNX export (about 30-60 s) is made once
 )
 # ...except these, long enough (the SciFact calibration, a minute) to be worth a second model load: each runs
 # on whichever worker is free, beside the group instead of after it.
-MINILM_ALONE = ("tests/test_calibrate_scifact.py::",)
+MINILM_ALONE = ("tests/calibrate/test_scifact.py::",)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -221,7 +221,7 @@ def postgres_dsn():
     if url:
         yield url
         return
-    from tests.pgcluster import ClusterUnavailable, start_cluster
+    from tests.support.pgcluster import ClusterUnavailable, start_cluster
 
     try:
         cluster = start_cluster()

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
 from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking, more_to_decide
-from tests.corrected_runs import graded_answers, write_run
+from tests.support.corrected_runs import graded_answers, write_run
 
 
 def population(rng: np.random.Generator, queries: int, delta: float, judge_bias: float):

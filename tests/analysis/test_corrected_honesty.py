@@ -15,7 +15,7 @@ from judge_runner.analysis.trend import build_trend
 from judge_runner.analysis.trend_render import print_table, trend_rows
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean, t_quantile
 from judge_runner.runs.corrected import bias_corrected
-from tests.corrected_runs import evaluation, graded_answers, write_run
+from tests.support.corrected_runs import evaluation, graded_answers, write_run
 
 
 def table_text(folder) -> str:

@@ -256,7 +256,7 @@ def test_md_text_is_one_literal_line(value):
 def test_trend_markdown_shows_every_value_literally(results):
     from markdown_it import MarkdownIt
 
-    from tests.clitools import invoke
+    from tests.support.clitools import invoke
 
     out = invoke(["trend", str(results), "--format", "markdown"]).stdout
     dom = DOM(MarkdownIt("commonmark", {"html": True}).enable("table").render(out))
@@ -267,7 +267,7 @@ def test_trend_markdown_shows_every_value_literally(results):
 
 
 def test_trend_table_shows_rich_markup_literally(results):
-    from tests.clitools import invoke
+    from tests.support.clitools import invoke
 
     out = invoke(["trend", str(results)]).stdout
     assert RICH_MARKUP in out and "\x1b]8;" not in out  # no terminal hyperlink

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from judge_runner.analysis.trend import build_trend, compare, read_runs, set_baseline
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

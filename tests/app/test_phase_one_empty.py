@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.clitools import invoke
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer
+from tests.support.clitools import invoke
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import FakeLLMServer
+from tests.support.clitools import invoke, run_lines
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

@@ -17,15 +17,23 @@ from judge_runner.app.inputs import resolve_systems
 from judge_runner.config import load_settings
 from judge_runner.core.failures import UsageError
 from judge_runner.search.systems import SystemsSpec, open_systems
-from tests.clitools import invoke, run_lines
-from tests.engines.bm25s_service import Bm25sService
-from tests.test_search_systems import hash_db  # noqa: F401 - a fixture: one hash-embedder index of fixtures/
+from tests.search.test_systems import hash_db  # noqa: F401 - a fixture: one hash-embedder index of fixtures/
+from tests.support.clitools import invoke, run_lines
+from tests.support.engines.bm25s_service import Bm25sService
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
-BM25S = [sys.executable, str(ROOT / "tests" / "engines" / "bm25s_search.py"), "--corpus", str(FIXTURES), "--limit", "{limit}", "{query}"]
+BM25S = [
+    sys.executable,
+    str(ROOT / "tests" / "support" / "engines" / "bm25s_search.py"),
+    "--corpus",
+    str(FIXTURES),
+    "--limit",
+    "{limit}",
+    "{query}",
+]
 HASH = {"JUDGE_RUNNER_EMBEDDER": "hash", "JUDGE_RUNNER_SEARCH_MODE": None}
 QUERIES = [("q1", "opensearch reindex"), ("q2", "incident postmortem"), ("q3", "redis failover")]
 

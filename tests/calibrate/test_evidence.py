@@ -4,7 +4,7 @@ pass, so a calibration where no check against the people has evidence is "insuff
 intervals stay honest at small n (a bootstrap over queries that all agree is not a point); and a system ranking
 is computed over what people labelled (unlabelled documents left out, not counted 0).
 
-The run files are written directly (tests/calibration_runs.py): no index, no judge."""
+The run files are written directly (tests/support/calibration_runs.py): no index, no judge."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from judge_runner.calibrate import verdicts as v
 from judge_runner.calibrate.output import calibration_line
 from judge_runner.calibrate.stats import agreement, bootstrap_interval, expanded_level, with_interval, zero_event_share
-from tests.calibration_runs import agreeing, human_of, write_qrels, write_run
-from tests.clitools import invoke
+from tests.support.calibration_runs import agreeing, human_of, write_qrels, write_run
+from tests.support.clitools import invoke
 
 
 def calibrate_results(tmp_path, runs, qrels, *extra, code=0):

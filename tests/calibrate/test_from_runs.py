@@ -20,9 +20,9 @@ from judge_runner.app.label.session import LabelSession
 from judge_runner.calibrate.from_runs import system_lists
 from judge_runner.core.printer import Printer
 from judge_runner.runs.read import read_run_file
-from tests.clitools import KEEP_ALL, invoke, run_lines
-from tests.fakes.calibration_judges import QrelsJudge
-from tests.fakes.fake_llm import FakeLLMServer
+from tests.support.clitools import KEEP_ALL, invoke, run_lines
+from tests.support.fakes.calibration_judges import QrelsJudge
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 QUIET = Printer(lambda m: None, lambda m: None, quiet=True)

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 
 from judge_runner.core.resources import load_schema
-from tests.calibration_data import judge_qrels, write_collection
-from tests.clitools import invoke
-from tests.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge
-from tests.fakes.fake_llm import FakeLLMServer
+from tests.support.calibration_data import judge_qrels, write_collection
+from tests.support.clitools import invoke
+from tests.support.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 QUERIES = 30  # every check's minimum met (25 queries for the ranking, 20 for agreement and each probe)

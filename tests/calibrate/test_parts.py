@@ -18,7 +18,7 @@ from judge_runner.calibrate.probes import ATTACKS, attack, padded
 from judge_runner.calibrate.stats import agreement, bootstrap_interval, per_query_metrics, spearman
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.fingerprint import legacy_key
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
 
 def test_qrels_beir_and_trec_and_binary_rescaling(tmp_path):
@@ -250,7 +250,7 @@ def test_cli_refuses_mixed_or_missing_sources(tmp_path):
 def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path):
     from judge_runner.analysis.report import build_report
     from judge_runner.analysis.trend import build_trend
-    from tests.test_trend import write_run
+    from tests.analysis.test_trend import write_run
 
     results = tmp_path / "quality-results"
     results.mkdir()

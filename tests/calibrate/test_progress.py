@@ -19,7 +19,7 @@ from judge_runner.core.printer import Printer
 from judge_runner.search import progress as progress_mod
 from judge_runner.search.embedding import HashEmbedder, use_embedder
 from judge_runner.search.progress import IndexProgress
-from tests.calibration_data import write_collection
+from tests.support.calibration_data import write_collection
 
 pytestmark = pytest.mark.hash_embedder
 INTERVAL = 0.3

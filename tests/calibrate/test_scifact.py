@@ -20,9 +20,9 @@ import jsonschema
 import pytest
 
 from judge_runner.core.resources import load_schema
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCIFACT = Path(os.environ.get("JUDGE_RUNNER_SCIFACT") or ROOT.parent / "shared" / "data" / "scifact")
 
 

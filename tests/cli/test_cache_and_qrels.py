@@ -15,10 +15,10 @@ import pytest
 
 from judge_runner.analysis.trend import build_trend
 from judge_runner.search.trec import encode_id
-from tests.clitools import KEEP_ALL, invoke, run_lines
+from tests.support.clitools import KEEP_ALL, invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ import pytest
 
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import import_human_qrels
-from tests.calibration_runs import agreeing, human_of, write_qrels, write_run
-from tests.clitools import NO_KEYS, invoke
+from tests.support.calibration_runs import agreeing, human_of, write_qrels, write_run
+from tests.support.clitools import NO_KEYS, invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LONG_ID = "20261201T090000.123Z-a1b2c3"
 
 

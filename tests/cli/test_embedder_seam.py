@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from judge_runner.search.embedding import EmbeddingModelError, MiniLMEmbedder
-from tests.clitools import invoke, run_lines
+from tests.support.clitools import invoke, run_lines
 
 
 @pytest.mark.hash_embedder

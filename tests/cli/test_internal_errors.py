@@ -11,9 +11,9 @@ import pytest
 
 from judge_runner.cli.app import run_handled
 from judge_runner.core.failures import EXIT_INTERNAL
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-ant-api03-SECRETSECRETSECRET0123456789"
 DSN_PASSWORD = "pg-pass-w0rd"
 DSN = f"postgresql://judge:{DSN_PASSWORD}@db.internal:5432/kb"

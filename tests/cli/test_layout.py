@@ -26,7 +26,7 @@ from judge_runner.core.failures import (
     exit_code_for,
 )
 
-PACKAGE = Path(__file__).resolve().parents[1] / "judge_runner"
+PACKAGE = Path(__file__).resolve().parents[2] / "judge_runner"
 
 
 def raising(exc: BaseException):

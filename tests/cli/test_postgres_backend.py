@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.clitools import invoke, run_lines
+from tests.support.clitools import invoke, run_lines
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 
 from judge_runner.cli import main
 from judge_runner.config import ConfigError, Settings, load_settings
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
 NO_FLAG_ONLY = {"weights", "search"}  # tables: config file only
 

@@ -1,5 +1,5 @@
 """Issue 24: where a Ctrl+C or SIGTERM may land (judge_runner.core.interrupts), and that a stopped run starts
-no request (Budget.halt): unit tests of the pieces tests/test_stop_signals.py drives end to end."""
+no request (Budget.halt): unit tests of the pieces tests/e2e/test_stop_signals.py drives end to end."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ while True:
 
 
 def test_a_second_signal_anywhere_inside_the_first_ones_handler_neither_hangs_nor_is_lost():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     try:
         done = subprocess.run([sys.executable, "-c", SECOND_SIGNAL_EVERYWHERE], env=env, capture_output=True, text=True, timeout=60)

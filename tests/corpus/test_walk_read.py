@@ -16,7 +16,7 @@ from judge_runner.corpus.walk import (
     walk_corpus,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def write(path: Path, text: str = "content\n") -> Path:

@@ -28,13 +28,13 @@ import pytest
 
 from judge_runner.judging import cache as cache_module
 from judge_runner.runs import write as run_write
-from tests.clitools import invoke
-from tests.fakes.fake_llm import FakeLLMServer
-from tests.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.clitools import invoke
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REAL_CACHE_INIT = cache_module.JudgmentCache.__init__
 
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from judge_runner.core.resources import load_schema
-from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall, first_user_text, offered_tools
+from tests.support.clitools import invoke, run_lines
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, ToolCall, first_user_text, offered_tools
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

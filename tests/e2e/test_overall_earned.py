@@ -1,7 +1,7 @@
 """An overall a perfect answer earns, end to end (issue 21, item 1): the offline judge on a small knowledge
 base, the built-in search and TREC runs that put the one answer where a test wants it.
 
-The unit tests of the arithmetic are in test_label_scores.py; these run the whole path (search, labels,
+The unit tests of the arithmetic are in tests/judging/test_scores.py; these run the whole path (search, labels,
 list verdict, scores, run file) the way a user does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import invoke, run_lines
+from tests.support.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import invoke, run_lines
+from tests.support.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from judge_runner.evaluation.loop import STOP_WAIT_S
-from tests.clitools import invoke
-from tests.fakes.fake_llm import FakeLLMServer
-from tests.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.clitools import invoke
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AT_ONCE_S = 8.0  # "at once", with room for a loaded two-core machine (the interpreter's exit included)
 
 

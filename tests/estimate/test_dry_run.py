@@ -25,8 +25,8 @@ from judge_runner.estimate.costs import (
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings, judge_query
 from judge_runner.llm.pricing import Price, price_for
-from tests.clitools import KEEP_ALL, invoke, run_lines
-from tests.fakes.fake_llm import FakeLLMServer
+from tests.support.clitools import KEEP_ALL, invoke, run_lines
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 
@@ -161,7 +161,7 @@ def test_tokens_is_a_quarter_of_the_json_length():
 
 
 def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_results(tmp_path):
-    from tests.test_judge_protocol import StubSearch, queries
+    from tests.judging.test_protocol import StubSearch, queries
 
     answer = StubSearch(3).search("promote the redis replica 1")
     query = queries(1)[0]
@@ -180,8 +180,8 @@ def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_resu
 
 
 def test_calibrate_dry_run_counts_the_calls_the_calibration_makes(tmp_path):
-    from tests.calibration_data import judge_qrels, write_collection
-    from tests.fakes.calibration_judges import QrelsJudge
+    from tests.support.calibration_data import judge_qrels, write_collection
+    from tests.support.fakes.calibration_judges import QrelsJudge
 
     data = write_collection(tmp_path / "beir")
     args = ["calibrate", "--beir", str(data), "--provider", "anthropic", "--db", str(tmp_path / "idx.sqlite")]
@@ -195,7 +195,7 @@ def test_calibrate_dry_run_counts_the_calls_the_calibration_makes(tmp_path):
     chosen = report["phaseTwo"]["judges"][0]
     assert report["command"] == "calibrate" and chosen["chosen"] and chosen["calls"] == len(sent)
     # the fake's accounting of what was sent: a quarter of the JSON of system, messages and tools
-    from tests.fakes.fake_llm import _estimate_tokens
+    from tests.support.fakes.fake_llm import _estimate_tokens
 
     sent_in = sum(_estimate_tokens({k: r.body.get(k) for k in ("system", "messages", "tools")}) for r in sent)
     print(f"calibrate: {len(sent)} calls; input {chosen['inputTokens']} vs {sent_in} ({chosen['inputTokens'] / sent_in - 1:+.1%})")
@@ -225,7 +225,7 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.runs.write import RunWriter, read_run
-    from tests.test_judge_protocol import StubSearch, queries
+    from tests.judging.test_protocol import StubSearch, queries
 
     class Interrupting(StubSearch):
         calls = 0

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from judge_runner.analysis.report import build_report
-from tests.clitools import KEEP_ALL, invoke, run_lines
+from tests.support.clitools import KEEP_ALL, invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.fixture(scope="module")

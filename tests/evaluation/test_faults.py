@@ -13,8 +13,8 @@ Searches come from a stub backend (three fixed hits, no index, no embedding mode
 real ones with a fast RetryPolicy (base 10 ms), so no test sleeps for real more than about two seconds.
 The judge labels in batched mode and gives a fixed list-level verdict without a call
 (:class:`OneCallJudge`), so each query is exactly ONE judge call (``record_labels``) and the counts below
-are per query; the protocol's own call pattern is tests/test_judge_protocol.py's.
-Ctrl+C and SIGTERM are covered by tests/test_run_loop.py, resuming by tests/test_e2e.py.
+are per query; the protocol's own call pattern is tests/judging/test_protocol.py's.
+Ctrl+C and SIGTERM are covered by tests/evaluation/test_loop.py, resuming by tests/e2e/test_main_job.py.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from judge_runner.llm.pricing import price_for
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall, first_user_text
-from tests.fakes.honest_judge import honest_reply
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall, first_user_text
+from tests.support.fakes.honest_judge import honest_reply
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

@@ -18,9 +18,9 @@ from judge_runner.judging.advice import (
     suggestion_dimensions,
 )
 from judge_runner.judging.scores import query_scores
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
-FIXTURES_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "fixtures-kb"
+FIXTURES_KB = Path(__file__).resolve().parents[3] / "shared" / "data" / "fixtures-kb"
 
 
 def line(qid, labels, sources, expected, list_scores, suggestions=(), query_type="keyword"):

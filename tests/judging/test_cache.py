@@ -16,7 +16,7 @@ import pytest
 from judge_runner.config import cache_path_for
 from judge_runner.judging.cache import CACHE_VERSION, CachedJudgment, CacheError, JudgmentCache, JudgmentKey, batch_context
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def key(**changes) -> JudgmentKey:

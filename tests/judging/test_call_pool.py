@@ -26,7 +26,7 @@ from judge_runner.llm.errors import CallsStopped
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, first_user_text
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, first_user_text
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -19,7 +19,7 @@ from judge_runner.judging.fence import (
     render_document,
     without_suspected_lines,
 )
-from tests.injection_cases import (
+from tests.support.injection_cases import (
     EXPECTED_SIGNALS,
     FIXTURES,
     SPOOFED_TAGS,

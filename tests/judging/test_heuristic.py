@@ -1,7 +1,7 @@
 """The injection pair through the offline heuristic judge's labels (``heuristic.judge.heuristic_labels``,
 which score :func:`judge_runner.judging.fence.without_suspected_lines` of each document): the twin gets the clean
 document's label for every query, alone or side by side. The fake server's honest judge is the other half
-(tests/test_judge_protocol.py)."""
+(tests/judging/test_protocol.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from judge_runner.judging.fence import render_document
 from judge_runner.judging.heuristic import heuristic_labels
-from tests.injection_cases import QUERY, injection_pair
+from tests.support.injection_cases import QUERY, injection_pair
 
 QUERIES = [
     QUERY,

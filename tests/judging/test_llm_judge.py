@@ -1,6 +1,6 @@
 """judge_runner.judging.llm_judge: the overall score and JSON reply recovery. (The single-call verdict and its
 results rendering were retired by the label-first protocol: validation of its replies is
-tests/test_judge_requests.py's, what the judge is shown tests/test_fence.py's.)"""
+tests/judging/test_requests.py's, what the judge is shown tests/judging/test_fence.py's.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Issue 14's "done when" list for the judge protocol, through the REAL anthropic and openai SDKs against
 the loopback fake server (whose default brain answers the label-first tools with the honest judge of
-tests/fakes/honest_judge.py), and through the offline heuristic judge.
+tests/support/fakes/honest_judge.py), and through the offline heuristic judge.
 
 - pointwise: one call per result plus one list-level call per query; batched: one call per query and
   trial, in a different order per trial; no request holds a rank number or an engine score; every
@@ -35,9 +35,9 @@ from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-from tests.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
-from tests.fakes.honest_judge import fenced_documents, request_problems
-from tests.injection_cases import injection_pair
+from tests.support.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
+from tests.support.fakes.honest_judge import fenced_documents, request_problems
+from tests.support.injection_cases import injection_pair
 
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 APIS = ["anthropic", "openai"]

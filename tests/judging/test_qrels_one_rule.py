@@ -16,8 +16,8 @@ from judge_runner.calibrate.data import CalibrationQuery, load_files, read_qrels
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import QrelsError, human_labels, import_human_qrels
-from tests.calibration_data import write_collection
-from tests.clitools import invoke
+from tests.support.calibration_data import write_collection
+from tests.support.clitools import invoke
 
 pytestmark = pytest.mark.hash_embedder
 HASH = {"JUDGE_RUNNER_EMBEDDER": "hash"}
@@ -169,7 +169,7 @@ def test_calibrate_leaves_out_queries_a_run_does_not_rank(tmp_path):
 
 def test_evaluate_says_when_imported_human_qrels_match_no_query(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "runbooks", tmp_path / "kb")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "runbooks", tmp_path / "kb")
     assert invoke(["index", "kb", "--db", "idx.sqlite"], HASH).exit_code == 0
     (tmp_path / "q.json").write_text(
         json.dumps(

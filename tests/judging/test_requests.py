@@ -34,7 +34,7 @@ from judge_runner.judging.requests import (
     shuffled_order,
 )
 from judge_runner.llm.openai_provider import strict_schema
-from tests.injection_cases import INTENT, QUERY, injection_pair
+from tests.support.injection_cases import INTENT, QUERY, injection_pair
 
 DOCS = [render_document(f"runbooks/doc{i}.md", f"Doc {i} > Steps", f"Step text number {i}.") for i in range(5)]
 

@@ -1,5 +1,5 @@
 """Issue 15, item 1: ``--batch`` through the REAL anthropic and openai SDKs against the loopback fake's
-batch APIs (tests/fakes/fake_batches.py), on a 15-query set over fixtures/ (hash embedder).
+batch APIs (tests/support/fakes/fake_batches.py), on a 15-query set over fixtures/ (hash embedder).
 
 - the same evaluation lines (labels, scores, metrics) as the synchronous run, pointwise and batched, in
   two batches (labels, then list verdicts) and without one synchronous judge request; cost at batch prices;
@@ -26,12 +26,12 @@ from judge_runner.llm.batch import BatchCoordinator
 from judge_runner.llm.batch_api import custom_id
 from judge_runner.llm.pricing import Usage, cost_usd, price_for
 from judge_runner.llm.registry import get_spec
-from tests.clitools import KEEP_ALL, invoke
-from tests.fakes.fake_llm import FakeLLMServer, offered_tools
+from tests.support.clitools import KEEP_ALL, invoke
+from tests.support.fakes.fake_llm import FakeLLMServer, offered_tools
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JUDGE_TOOLS = {"record_label", "record_labels", "record_list_verdict"}
 VOLATILE = {"runId", "timestamp", "latencyMs", "usage"}
 
@@ -346,8 +346,8 @@ def test_the_coordinator_waits_for_every_worker_then_sends_one_batch():
 
 
 def test_calibrate_with_batch_labels_the_pool_in_few_batches_and_agrees_with_sync(tmp_path):
-    from tests.calibration_data import judge_qrels, write_collection
-    from tests.fakes.calibration_judges import QrelsJudge
+    from tests.support.calibration_data import judge_qrels, write_collection
+    from tests.support.fakes.calibration_judges import QrelsJudge
 
     data = write_collection(tmp_path / "beir")
     documents = {}
@@ -392,7 +392,7 @@ def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batche
         checked = len(server.batches.submitted[0]["custom_ids"])
     assert result.exit_code == 0, result.output
     assert phase_one == 4  # list_dir, glob, read_file, submit_queries: the agent loop stays synchronous
-    from tests.clitools import run_lines
+    from tests.support.clitools import run_lines
 
     lines = run_lines(out)
     card = lines[0]["querySetCard"]
@@ -408,8 +408,8 @@ def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batche
 def invalid_first_label(query: str):
     """A brain (the default one otherwise) whose first answer to each label request about ``query`` fails
     the label schema; the re-ask gets a valid label."""
-    from tests.fakes.fake_llm import DefaultBrain, ToolCall, first_user_text
-    from tests.fakes.honest_judge import query_of
+    from tests.support.fakes.fake_llm import DefaultBrain, ToolCall, first_user_text
+    from tests.support.fakes.honest_judge import query_of
 
     default = DefaultBrain()
 

@@ -9,7 +9,7 @@ and money spent on a query that then failed is on that query's line.
   run itself (as ``--resume`` does), a bounded number of times;
 - error lines carry their usage: the lines' costs add up to the summary's.
 
-Through the REAL SDKs against the loopback fake's batch APIs, on the 15-query set of tests/test_batch.py.
+Through the REAL SDKs against the loopback fake's batch APIs, on the 15-query set of tests/llm/test_batch.py.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import json
 
 import pytest
 
-from tests.clitools import invoke
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, first_user_text, offered_tools
-from tests.fakes.honest_judge import query_of
-from tests.test_batch import comparable, env_for, evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
-from tests.test_batch_resume import cut_run, resume, run_folder  # noqa: F401 - run_folder is a fixture
+from tests.llm.test_batch import comparable, env_for, evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
+from tests.llm.test_batch_resume import cut_run, resume, run_folder  # noqa: F401 - run_folder is a fixture
+from tests.support.clitools import invoke
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, first_user_text, offered_tools
+from tests.support.fakes.honest_judge import query_of
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -1,6 +1,6 @@
 """Issue 15 follow-up: what a new-user trial of ``--batch`` found (budget, resume, weekly, refused keys,
 lost batches, summary scopes, cost), each through the REAL SDKs against the loopback fake's batch APIs
-(tests/fakes/fake_batches.py) on the 15-query set of tests/test_batch.py (hash embedder)."""
+(tests/support/fakes/fake_batches.py) on the 15-query set of tests/llm/test_batch.py (hash embedder)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from tests.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
-from tests.fakes.honest_judge import query_of
-from tests.test_batch import evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
+from tests.llm.test_batch import evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
+from tests.support.fakes.honest_judge import query_of
 
 pytestmark = pytest.mark.hash_embedder
 
@@ -78,8 +78,8 @@ def cut_run(folder, keep_evaluations: int = 0, keep_batches: bool = True):
 
 
 def resume(server, api, run, out, *extra: str):
-    from tests.clitools import invoke
-    from tests.test_batch import env_for
+    from tests.llm.test_batch import env_for
+    from tests.support.clitools import invoke
 
     return invoke(
         [
@@ -159,8 +159,8 @@ def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_a
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
 def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_set, db_copy, tmp_path):  # noqa: F811
-    from tests.clitools import invoke
-    from tests.test_batch import env_for
+    from tests.llm.test_batch import env_for
+    from tests.support.clitools import invoke
 
     with FakeLLMServer() as server:
         env = env_for(server, api)
@@ -178,7 +178,7 @@ def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_
 def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_copy, tmp_path):  # noqa: F811
     import socket
 
-    from tests.clitools import invoke
+    from tests.support.clitools import invoke
 
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -266,8 +266,8 @@ def test_the_progress_line_says_the_time_waited_so_far():
 
 
 def test_generate_and_evaluate_with_batch_says_which_part_was_at_batch_prices(db_copy, tmp_path):
-    from tests.clitools import invoke
-    from tests.test_batch import ROOT, env_for
+    from tests.llm.test_batch import ROOT, env_for
+    from tests.support.clitools import invoke
 
     with FakeLLMServer() as server:
         args = [
@@ -326,8 +326,8 @@ def test_weekly_killed_while_polling_picks_up_its_batches_next_time(query_set, d
     import sys
     import time
 
-    from tests.clitools import invoke
-    from tests.test_batch import ROOT, env_for, judge_requests
+    from tests.llm.test_batch import ROOT, env_for, judge_requests
+    from tests.support.clitools import invoke
 
     results, reports = tmp_path / "quality-results", tmp_path / "reports"
     args = ["weekly", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--results", str(results), "--reports", str(reports)]

@@ -30,9 +30,7 @@ from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage
 from judge_runner.llm.wire import dumps_safe, is_local_url, redact, server_message
 from judge_runner.querygen.agent import TOOLS, submit_tool
-from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks
-from tests.test_faults import (
+from tests.evaluation.test_faults import (
     MAX_REASKS,
     Script,
     check_run,
@@ -41,6 +39,8 @@ from tests.test_faults import (
     run,
     with_score,
 )
+from tests.support.clitools import invoke, run_lines
+from tests.support.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

@@ -20,7 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 DOCS_INDEX = DOCS / "README.md"

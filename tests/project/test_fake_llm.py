@@ -1,4 +1,4 @@
-"""Tests for tests/fakes/fake_llm.py, driven through the real anthropic and openai SDKs."""
+"""Tests for tests/support/fakes/fake_llm.py, driven through the real anthropic and openai SDKs."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import jsonschema
 import openai
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.fakes import fake_llm  # noqa: E402
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall  # noqa: E402
+from tests.support.fakes import fake_llm  # noqa: E402
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, ToolCall  # noqa: E402
 
 KEY = "test-key"
 MODEL_A = "claude-fake-1"
@@ -567,7 +567,7 @@ def test_requests_recorded_with_auth_redacted():
 
 # -- quirks of real OpenAI-compatible servers (issue 13) ---------------------------------------------
 
-from tests.fakes.fake_llm import LLAMA_CPP_PYTHON, Quirks  # noqa: E402
+from tests.support.fakes.fake_llm import LLAMA_CPP_PYTHON, Quirks  # noqa: E402
 
 
 def _openai(srv, timeout=10.0):

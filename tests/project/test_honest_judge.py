@@ -16,8 +16,8 @@ from judge_runner.judging.requests import (
     reply_problems,
     shuffled_order,
 )
-from tests.fakes.honest_judge import fenced_documents, honest_reply, request_problems
-from tests.injection_cases import injection_pair
+from tests.support.fakes.honest_judge import fenced_documents, honest_reply, request_problems
+from tests.support.injection_cases import injection_pair
 
 QUERIES = [None, "redis failover", "promote the replica", "kubernetes node drain", "lantern redis primary down"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "judge_runner"
 MAX_MODULE_LINES = 600
 MAX_TOP_MODULES = 3

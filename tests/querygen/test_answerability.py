@@ -15,14 +15,14 @@ from judge_runner.core.models import Query
 from judge_runner.judging.protocol import LabelReply
 from judge_runner.querygen.answerability import check_answerability, passages
 from judge_runner.search.documents import FolderDocuments
-from tests.fakes.honest_judge import honest_label
+from tests.support.fakes.honest_judge import honest_label
 
-FIXTURES_KB = Path(__file__).resolve().parents[2] / "shared" / "data" / "fixtures-kb"
+FIXTURES_KB = Path(__file__).resolve().parents[3] / "shared" / "data" / "fixtures-kb"
 needs_kb = pytest.mark.skipif(not (FIXTURES_KB / "awesome-compose").is_dir(), reason="fixtures-kb is not available")
 
 
 class HonestJudge:
-    """The honest fake judge (tests/fakes/honest_judge.py) in process: it grades what it is shown, the
+    """The honest fake judge (tests/support/fakes/honest_judge.py) in process: it grades what it is shown, the
     share of the query's words in the anchor and text (never the source path)."""
 
     name, model, heuristic = "honest", "m", True

@@ -1,5 +1,5 @@
 """Issue 22's checks one by one, each with more members of its kind than the scripted run of
-tests/test_query_sets.py: allocation with a floor, near-duplicates by embedding, non-specific queries
+tests/querygen/test_query_sets.py: allocation with a floor, near-duplicates by embedding, non-specific queries
 widened or dropped (headings and BM25 ties), leakage against the corpus background, spread warnings,
 the answerability check when a judge call fails, language detection, and the offline writer's spread."""
 

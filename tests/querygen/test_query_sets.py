@@ -1,4 +1,4 @@
-"""Issue 22: query sets worth judging. A scripted fake agent (tests/fakes/fake_llm.py, phase one through the
+"""Issue 22: query sets worth judging. A scripted fake agent (tests/support/fakes/fake_llm.py, phase one through the
 real SDK) writes queries with known faults into a small knowledge base; phase one's checks must drop a
 query whose expected source does not answer it (one judge call, cached for phase two), keep one of two
 near-identical queries, flag a heading many files carry as non-specific, and show an exact heading copy
@@ -18,12 +18,12 @@ from judge_runner.analysis.report import build_report
 from judge_runner.core.query_card import QuerySetCard
 from judge_runner.querygen.card import card_lines
 from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
-from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer, first_user_text, offered_tools
-from tests.fakes.honest_judge import fenced_documents, query_of
+from tests.support.clitools import invoke, run_lines
+from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, first_user_text, offered_tools
+from tests.support.fakes.honest_judge import fenced_documents, query_of
 
 pytestmark = pytest.mark.hash_embedder
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES_KB = ROOT.parent / "shared" / "data" / "fixtures-kb"  # the shared corpus beside the work tree
 
 ROTATE = "how do I rotate the backup key for postgres"

@@ -18,12 +18,12 @@ from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.runs.lines import FORMAT_VERSION, EvaluationLine, json_schemas, parse_line, run_start_line
 from judge_runner.runs.read import is_baseline, read_run_file, read_run_folder, resume_state, run_id_of
 from judge_runner.runs.write import build_summary, judged_lines
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder
 
-OLD_RUNS = Path(__file__).parent / "data" / "runs-before-format-version"
+OLD_RUNS = Path(__file__).resolve().parents[1] / "data" / "runs-before-format-version"
 N = 6
 
 

@@ -30,10 +30,10 @@ from judge_runner.core.ids import sort_key, time_id
 from judge_runner.judging.qrels import QrelsError, export_qrels
 from judge_runner.runs.read import read_run_file, read_run_folder, run_names
 from judge_runner.runs.write import RunWriter
-from tests.clitools import invoke
-from tests.fakes.fake_llm import FakeLLMServer
-from tests.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
-from tests.test_trend import write_run
+from tests.analysis.test_trend import write_run
+from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.clitools import invoke
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder  # the CLI and the run files, not search quality: no MiniLM
 

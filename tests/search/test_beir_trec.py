@@ -9,7 +9,7 @@ import ir_measures
 import pytest
 from ir_measures import P, nDCG
 
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
 CORPUS = [
     {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES_DIR = Path(__file__).resolve().parents[2] / "fixtures"
 
 # query -> the document it must find first
 FIRST = {

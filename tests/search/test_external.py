@@ -1,5 +1,5 @@
 """External search adapters (issue 12): the field mapping, the document store, CommandSearch and
-HttpSearch against the real bm25s engine (tests/engines/) and against commands that misbehave."""
+HttpSearch against the real bm25s engine (tests/support/engines/) and against commands that misbehave."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from judge_runner.search.documents import BeirDocuments, DocumentStoreError, Fol
 from judge_runner.search.external import CommandSearch, redact_command
 from judge_runner.search.http_search import HttpSearch, parse_headers, public_url
 from judge_runner.search.mapping import ExternalSearchError, FieldMapping, map_hits
-from tests.engines.bm25s_service import Bm25sService
+from tests.support.engines.bm25s_service import Bm25sService
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
-BM25S = [sys.executable, str(ROOT / "tests" / "engines" / "bm25s_search.py"), "--corpus", str(FIXTURES)]
+BM25S = [sys.executable, str(ROOT / "tests" / "support" / "engines" / "bm25s_search.py"), "--corpus", str(FIXTURES)]
 
 
 def py(code: str) -> str:

@@ -22,9 +22,9 @@ from judge_runner.corpus.walk import walk_corpus
 from judge_runner.search.base import SearchSettings
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
-from tests.clitools import invoke
+from tests.support.clitools import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class HashEmbedder:

@@ -1,6 +1,6 @@
 """External searches that misbehave (issue 24): an endpoint or a command must never hang a run, flood
 its memory, or fail with a message that hides what happened. The HTTP side runs against the loopback
-endpoint of tests/engines/hostile_http.py, the command side against small Python commands."""
+endpoint of tests/support/engines/hostile_http.py, the command side against small Python commands."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch
 from judge_runner.search.mapping import ExternalSearchError
-from tests.engines.hostile_http import HostileServer
+from tests.support.engines.hostile_http import HostileServer
 
 
 def py(code: str) -> str:
@@ -228,7 +228,7 @@ def test_evaluate_against_a_dripping_endpoint_ends_with_a_timeout_error_line(ser
     # the issue's run: `evaluate --search-url <drip> --search-timeout 5` was still in query 1 after 58 s
     import json
 
-    from tests.clitools import invoke, run_lines
+    from tests.support.clitools import invoke, run_lines
 
     queries = tmp_path / "q.json"
     queries.write_text(json.dumps({"queries": [{"id": "q1", "query": "reindex", "queryIntent": "i", "queryType": "keyword"}]}))

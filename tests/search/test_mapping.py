@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import invoke, run_lines
+from tests.support.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NOISE, ANSWER = "notes/hr-faq.txt", "runbooks/opensearch-reindex.md"
 REPLY = [{"source": NOISE, "text": f"Holiday policy, part {i}.", "score": 20 - i} for i in range(10)] + [
     {"source": ANSWER, "text": "Reindex OpenSearch with an alias swap.", "score": 1}

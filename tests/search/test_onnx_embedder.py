@@ -26,8 +26,8 @@ from judge_runner.search.embedding import (
 )
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
-from tests.test_embedding import holds_a_document
-from tests.test_query_speed import imported_after
+from tests.search.test_embedding import holds_a_document
+from tests.search.test_query_speed import imported_after
 
 TEXTS = [
     "A man is eating food.",

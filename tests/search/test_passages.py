@@ -19,13 +19,13 @@ from judge_runner.corpus.chunk import Chunk
 from judge_runner.judging.fence import render_document
 from judge_runner.search.documents import FolderDocuments
 from judge_runner.search.passages import GAP, SHOWN_TEXT_CAP, bm25_scores, select_passages
-from tests.clitools import invoke, run_lines
-from tests.fakes.fake_llm import FakeLLMServer, offered_tools
-from tests.fakes.honest_judge import fenced_documents, query_of
+from tests.support.clitools import invoke, run_lines
+from tests.support.fakes.fake_llm import FakeLLMServer, offered_tools
+from tests.support.fakes.honest_judge import fenced_documents, query_of
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 HASH = {"JUDGE_RUNNER_EMBEDDER": "hash"}
 

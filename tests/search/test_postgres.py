@@ -26,7 +26,7 @@ from judge_runner.search.indexer import index_tree
 
 # The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module
 # overrides with the PostgreSQL index, so they check the same expectations on the other backend.
-from tests.test_search import (
+from tests.search.test_builtin import (
     FIRST,
     HOSTILE,
     assert_snippets_centred_and_whole_words,
@@ -43,7 +43,7 @@ from tests.test_search import (
     test_words_beside_syntax_are_not_lost,  # noqa: F401
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 class VectorsFrom:
@@ -188,7 +188,7 @@ def test_results_do_not_change_when_the_planner_learns_the_tables_statistics(pos
 
     from judge_runner.search.embedding import HashEmbedder
     from judge_runner.search.postgres import PostgresIndex
-    from tests.test_query_speed import QUERIES, answers
+    from tests.search.test_query_speed import QUERIES, answers
 
     with PostgresIndex(postgres_dsn, embedder=HashEmbedder(), schema=schema) as pg:
         index_tree(pg, FIXTURES)

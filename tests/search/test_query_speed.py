@@ -23,10 +23,10 @@ from judge_runner.judging.protocol import LabelReply
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.embedding import HashEmbedder
 from judge_runner.search.sqlite import SQLiteIndex
-from tests.test_run_loop import StubJudge
-from tests.test_search import FIRST, HOSTILE
+from tests.evaluation.test_loop import StubJudge
+from tests.search.test_builtin import FIRST, HOSTILE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # on-topic, off-topic, identifiers, other scripts, hostile syntax, blank: every kind of query text
 QUERIES = [
@@ -359,7 +359,7 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
 
     from judge_runner.search.indexer import index_tree
     from judge_runner.search.postgres import PostgresIndex
-    from tests.test_search_postgres import _drop_schema
+    from tests.search.test_postgres import _drop_schema
 
     schema = f"jr_test_{uuid.uuid4().hex[:10]}"
     embedder = CountingEmbedder(HashEmbedder())

@@ -1,5 +1,5 @@
 """Judging any search system end to end through the CLI (issue 12): external adapters around the real
-bm25s engine (tests/engines/), commands that misbehave, TREC runs in, and compare runs."""
+bm25s engine (tests/support/engines/), commands that misbehave, TREC runs in, and compare runs."""
 
 from __future__ import annotations
 
@@ -11,16 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.clitools import invoke, run_lines
-from tests.engines.bm25s_service import Bm25sService
-from tests.fakes.fake_llm import FakeLLMServer
+from tests.support.clitools import invoke, run_lines
+from tests.support.engines.bm25s_service import Bm25sService
+from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 BM25S_COMMAND = shlex.join(
-    [sys.executable, str(ROOT / "tests" / "engines" / "bm25s_search.py"), "--corpus", str(FIXTURES), "--limit", "{limit}", "{query}"]
+    [
+        sys.executable,
+        str(ROOT / "tests" / "support" / "engines" / "bm25s_search.py"),
+        "--corpus",
+        str(FIXTURES),
+        "--limit",
+        "{limit}",
+        "{query}",
+    ]
 )
 HASH = {"JUDGE_RUNNER_EMBEDDER": "hash"}
 
@@ -163,7 +171,7 @@ def test_misbehaving_command_gives_error_lines_and_the_run_goes_on(db, tmp_path)
     out = tmp_path / "r"
     state = tmp_path / "calls"
     command = shlex.join(
-        [sys.executable, str(ROOT / "tests" / "flaky_search.py"), str(state), "hang,exit,junk,ghost,ok,empty,ok,ok", "{query}"]
+        [sys.executable, str(ROOT / "tests" / "support" / "flaky_search.py"), str(state), "hang,exit,junk,ghost,ok,empty,ok,ok", "{query}"]
     )
     result = invoke(
         [

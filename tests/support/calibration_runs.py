@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 
 from judge_runner.runs.lines import FORMAT_VERSION, EvaluationLine, RunStartLine
-from tests.clitools import SCHEMAS
+from tests.support.clitools import SCHEMAS
 
 FINGERPRINT = {"provider": "anthropic", "model": "claude-sonnet-4-6", "mode": "pointwise", "trials": 1, "protocol": "label-first"}
 

@@ -1,6 +1,6 @@
 """A search command that misbehaves on purpose, by call number, for run-goes-on tests.
 
-    python tests/flaky_search.py STATE_FILE PLAN QUERY
+    python tests/support/flaky_search.py STATE_FILE PLAN QUERY
 
 PLAN is a comma-separated list, one entry per call (the last repeats): ``ok`` (delegate to the bm25s
 engine on fixtures/), ``hang`` (sleep for a minute), ``exit`` (status 2 with a message on stderr),
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
@@ -35,7 +35,7 @@ def main() -> None:
     elif action == "empty":
         pass
     else:
-        from tests.engines.bm25s_search import Engine
+        from tests.support.engines.bm25s_search import Engine
 
         hits = Engine(ROOT / "fixtures").search(query, 10)
         print(json.dumps([{"id": i, "score": s} for i, s, _ in hits]))

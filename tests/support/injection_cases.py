@@ -22,7 +22,7 @@ from pathlib import Path
 
 from judge_runner.corpus.chunk import chunk_text
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLEAN_SOURCE = "runbooks/redis-cache-failover.md"
 TWIN_SOURCE = "imported/redis-cache-failover.md"
 SECTION = "Promote the replica"

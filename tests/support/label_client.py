@@ -22,7 +22,7 @@ from judge_runner.app.label.server import Sampling, label_job
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUIET = Printer(lambda m: None, lambda m: None, quiet=True)
 
 

@@ -26,8 +26,8 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.qrels import human_labels, read_trec_qrels
 from judge_runner.runs.read import read_run_file
-from tests.label_client import QUIET, Forward, Job, act, chromium_driver, fetch, spawn_label, state, stop_process, wait_url
-from tests.label_runs import HOSTILE, QUERIES, secrets_of_the_judge, write_run
+from tests.support.label_client import QUIET, Forward, Job, act, chromium_driver, fetch, spawn_label, state, stop_process, wait_url
+from tests.support.label_runs import HOSTILE, QUERIES, secrets_of_the_judge, write_run
 
 ITEM_KEYS = {"id", "qid", "query", "intent", "source", "anchor", "text", "textFrom"}
 
@@ -224,7 +224,7 @@ def test_ctrl_c_stops_the_command_with_everything_saved(tmp_path, run_file):
 
 
 def test_a_bad_name_or_no_runs_is_a_usage_error(tmp_path):
-    from tests.clitools import invoke
+    from tests.support.clitools import invoke
 
     result = invoke(["label", "--name", "bad name", "--folder", str(tmp_path)])
     assert result.exit_code == 2 and "label set name" in result.output

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from judge_runner.app.label.web import parse_host_rule
-from tests.clitools import invoke
-from tests.label_client import Forward, Job, act, fetch, raw, state
-from tests.label_runs import write_run
+from tests.support.clitools import invoke
+from tests.support.label_client import Forward, Job, act, fetch, raw, state
+from tests.support.label_runs import write_run
 
 
 @pytest.fixture

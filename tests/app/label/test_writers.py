@@ -31,9 +31,9 @@ from judge_runner.core.failures import UsageError
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels, read_trec_qrels
 from judge_runner.runs.read import read_run_file
-from tests.clitools import invoke
-from tests.label_client import QUIET, Job, act, spawn_label, state, stop_process, wait_url
-from tests.label_runs import write_run
+from tests.support.clitools import invoke
+from tests.support.label_client import QUIET, Job, act, spawn_label, state, stop_process, wait_url
+from tests.support.label_runs import write_run
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The bm25s library (Lù 2024, "BM25S: Orders of magnitude faster lexical search via eager sparse scoring")
 as an external search command, for judging a search judge-runner does not run itself.
 
-    python tests/engines/bm25s_search.py --corpus fixtures/ [--index-dir DIR] [--limit 10] [--with-text] [QUERY]
+    python tests/support/engines/bm25s_search.py --corpus fixtures/ [--index-dir DIR] [--limit 10] [--with-text] [QUERY]
 
 The corpus is a folder (every text file not under a hidden folder is one document, id = its path
 relative to the folder) or a BEIR ``corpus.jsonl`` (id = ``_id``, text = title + text). The query is

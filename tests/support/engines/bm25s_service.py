@@ -1,4 +1,4 @@
-"""The bm25s engine (:mod:`tests.engines.bm25s_search`) as a small loopback HTTP search service:
+"""The bm25s engine (:mod:`tests.support.engines.bm25s_search`) as a small loopback HTTP search service:
 ``POST /search`` with ``{"query", "limit"}`` answers ``{"hits": [{"doc_id", "body", "_score"}]}`` (field
 names unlike ours on purpose, to exercise ``--search-fields``). Optional behaviours for tests: a
 required bearer token, and a list of statuses to answer first (429, 503...) before serving.
@@ -11,7 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.engines.bm25s_search import Engine
+from tests.support.engines.bm25s_search import Engine
 
 
 class Bm25sService:

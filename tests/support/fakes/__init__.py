@@ -1,6 +1,6 @@
 """Test doubles for judge-runner's tests.
 
-``tests.fakes.fake_llm`` holds :class:`FakeLLMServer`, a loopback HTTP server
+``tests.support.fakes.fake_llm`` holds :class:`FakeLLMServer`, a loopback HTTP server
 that speaks enough of the Anthropic Messages API and the OpenAI Chat
 Completions API for the real ``anthropic`` and ``openai`` SDKs to talk to it.
 """

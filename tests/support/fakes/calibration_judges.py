@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tests.fakes.fake_llm import ToolCall
+from tests.support.fakes.fake_llm import ToolCall
 
 _QUERY = re.compile(r"<query>(.*?)</query>", re.DOTALL)
 # judge.render_results' header, through to the engine score (a spoofed header in a snippet has no "lines" part)
@@ -44,8 +44,8 @@ class QrelsJudge:
         return self.qrels.get(query, {}).get(docid, 0)
 
     def __call__(self, api: str, body: dict):
-        from tests.fakes.fake_llm import _forced_tool, first_user_text, offered_tools
-        from tests.fakes.honest_judge import fenced_documents, honest_reply, query_of
+        from tests.support.fakes.fake_llm import _forced_tool, first_user_text, offered_tools
+        from tests.support.fakes.honest_judge import fenced_documents, honest_reply, query_of
 
         text = first_user_text(body)
         tools = offered_tools(api, body)

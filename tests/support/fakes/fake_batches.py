@@ -1,4 +1,4 @@
-"""The batch APIs of :class:`tests.fakes.fake_llm.FakeLLMServer`: Anthropic Message Batches and OpenAI Batch.
+"""The batch APIs of :class:`tests.support.fakes.fake_llm.FakeLLMServer`: Anthropic Message Batches and OpenAI Batch.
 
 Every item of a batch is answered by the server's brain exactly as the same request sent
 synchronously would be (same message or chat completion payload, same usage accounting). Endpoints:
@@ -52,7 +52,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tests.fakes.fake_llm import FakeLLMServer, _Handler
+    from tests.support.fakes.fake_llm import FakeLLMServer, _Handler
 
 ANTHROPIC_PREFIX = "/v1/messages/batches"
 OPENAI_BATCHES = "/v1/batches"
@@ -124,7 +124,7 @@ class FakeBatches:
         api = "anthropic" if path.startswith(ANTHROPIC_PREFIX) else "openai"
         key = h.headers.get("x-api-key") or (h.headers.get("authorization") or "")[7:].strip()
         if not key or key in self.server.invalid_keys:
-            from tests.fakes.fake_llm import _error_body
+            from tests.support.fakes.fake_llm import _error_body
 
             h.send_json(401, _error_body(api, 401, "invalid x-api-key" if api == "anthropic" else "Incorrect API key provided."))
             return

@@ -11,7 +11,7 @@ their wire formats:
 * ``POST /v1/messages``          -- Anthropic Messages API (non-streaming)
 * ``POST /v1/chat/completions``  -- OpenAI Chat Completions API (non-streaming)
 * the Anthropic Message Batches and OpenAI Batch APIs, each item answered by the
-  brain like a synchronous request (``server.batches``: tests/fakes/fake_batches.py)
+  brain like a synchronous request (``server.batches``: tests/support/fakes/fake_batches.py)
 
 Point a client at it and it behaves like a (very simple) model::
 
@@ -607,25 +607,25 @@ class DefaultBrain:
             return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
         if "record_verdict" in tools and forced in (None, "record_verdict"):
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
-        for name in LABEL_FIRST_TOOLS:  # issue 14's label-first protocol: an honest judge (tests/fakes/honest_judge.py)
+        for name in LABEL_FIRST_TOOLS:  # issue 14's label-first protocol: an honest judge (tests/support/fakes/honest_judge.py)
             if name in tools and forced in (None, name):
-                from tests.fakes.honest_judge import honest_reply
+                from tests.support.fakes.honest_judge import honest_reply
 
                 return ToolCall(name, honest_reply(name, first_user_text(body)))
         schema = self.json_mode_schema(api, body)
         if schema is not None:  # JSON mode: which protocol tool the schema belongs to
             props = schema.get("properties") or {}
             if "holistic" in props:
-                from tests.fakes.honest_judge import honest_reply
+                from tests.support.fakes.honest_judge import honest_reply
 
                 return ToolCall("record_list_verdict", honest_reply("record_list_verdict", first_user_text(body)))
             if "relevance" in props:
-                from tests.fakes.honest_judge import honest_reply
+                from tests.support.fakes.honest_judge import honest_reply
 
                 return ToolCall("record_label", honest_reply("record_label", first_user_text(body)))
             items = (props.get("labels") or {}).get("items") or {}
             if "id" in (items.get("properties") or {}):
-                from tests.fakes.honest_judge import honest_reply
+                from tests.support.fakes.honest_judge import honest_reply
 
                 return ToolCall("record_labels", honest_reply("record_labels", first_user_text(body)))
             if "labels" in props:
@@ -877,7 +877,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        from tests.fakes.fake_batches import is_batch_path
+        from tests.support.fakes.fake_batches import is_batch_path
 
         if is_batch_path(self.path.split("?", 1)[0]):
             self.server.fake.batches.handle(self, "GET")
@@ -885,7 +885,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._not_found()
 
     def do_POST(self) -> None:
-        from tests.fakes.fake_batches import is_batch_path
+        from tests.support.fakes.fake_batches import is_batch_path
 
         if is_batch_path(self.path.split("?", 1)[0]):
             self.server.fake.batches.handle(self, "POST")
@@ -1010,9 +1010,9 @@ class FakeLLMServer:
         self._conns: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
-        from tests.fakes.fake_batches import FakeBatches
+        from tests.support.fakes.fake_batches import FakeBatches
 
-        self.batches = FakeBatches(self)  # the batch APIs (tests/fakes/fake_batches.py)
+        self.batches = FakeBatches(self)  # the batch APIs (tests/support/fakes/fake_batches.py)
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -1,12 +1,17 @@
 """Shared fixtures for judge-runner's tests.
 
-- Puts the repository root on ``sys.path`` so ``from tests.support.fakes.fake_llm import ...`` works.
+- Puts the repository root on ``sys.path`` so ``from tests.support.fakes.fake_llm import ...`` works (every folder of
+  tests/ is a package, so test modules are imported as ``tests.<package>.test_<name>``).
+- Shared helpers live in tests/support/ (no test module imports another); fixtures used in several folders are here.
 - ``fixtures_root``: the sample knowledge base shipped in ``fixtures/``.
 - ``hash_embedder`` (or ``@pytest.mark.hash_embedder``): the deterministic hashing embedder instead of
   MiniLM for one test, through the seam ``JUDGE_RUNNER_EMBEDDER=hash``.
 - ``fixtures_index``: ONE session-scoped SQLite index of ``fixtures/`` (the embedding model loads once
   per test session; build it only in tests that really need vectors). Tests must treat it as
   read-only.
+- ``hash_db``: one SQLite index of ``fixtures/`` built by ``judge-runner index`` with the hashing embedder,
+  per module (copy it before writing to it).
+- ``query_set``: 15 queries about ``fixtures/`` written by the loopback fake's phase one, per module.
 - ``postgres_dsn``: a PostgreSQL server with pgvector for the session: ``DATABASE_URL`` when set, else a
   throwaway embedded cluster (tests/support/pgcluster.py) on a free loopback port, stopped at the end; tests that
   use it skip, saying why, when neither is available.
@@ -231,3 +236,43 @@ def postgres_dsn():
         yield cluster.dsn
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def hash_db(tmp_path_factory) -> Path:
+    """One SQLite index of ``fixtures/`` made by ``judge-runner index`` with the hashing embedder (per module;
+    tests copy it before they write to it)."""
+    from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
+    from tests.support.clitools import invoke
+
+    db = tmp_path_factory.mktemp("idx") / "index.sqlite"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(EMBEDDER_ENV, "hash")
+        previous = set_embedder(None)
+        try:
+            result = invoke(["index", str(FIXTURES), "--db", str(db)], {EMBEDDER_ENV: "hash"})
+        finally:
+            set_embedder(previous)
+    assert result.exit_code == 0, result.output
+    return db
+
+
+@pytest.fixture(scope="module")
+def query_set(tmp_path_factory) -> Path:
+    """15 queries about ``fixtures/`` written by the loopback fake's phase one through the CLI (14 on-topic, one
+    off-topic; per module)."""
+    import json
+
+    from tests.support.batch_runs import env_for
+    from tests.support.clitools import KEEP_ALL, invoke
+    from tests.support.fakes.fake_llm import FakeLLMServer
+
+    out = tmp_path_factory.mktemp("queries") / "queries.json"
+    with FakeLLMServer() as server:
+        result = invoke(
+            ["generate", "--fixtures", str(FIXTURES), "--count", "15", "--out", str(out), "--provider", "anthropic"] + KEEP_ALL,
+            env_for(server, "anthropic"),
+        )
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(out.read_text())["queries"]) == 15
+    return out

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from judge_runner.analysis.trend import build_trend
-from tests.analysis.test_trend import noisy, write_run
 from tests.support.clitools import invoke
+from tests.support.trend_runs import noisy, write_run
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.analysis.report import build_report
-from tests.analysis.test_trend import noisy, write_run
+from tests.support.trend_runs import noisy, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EAST = ["JST-9", "NZDT-13", "UTC-6:30"]  # POSIX TZ strings (no tzdata needed): UTC+9, UTC+13, UTC+6:30

@@ -13,8 +13,8 @@ import pytest
 
 from judge_runner.analysis.report import build_report
 from judge_runner.core.timespan import parse_since
-from tests.analysis.test_trend import noisy, write_run
 from tests.support.clitools import invoke
+from tests.support.trend_runs import noisy, write_run
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

@@ -17,7 +17,6 @@ from judge_runner.app.inputs import resolve_systems
 from judge_runner.config import load_settings
 from judge_runner.core.failures import UsageError
 from judge_runner.search.systems import SystemsSpec, open_systems
-from tests.search.test_systems import hash_db  # noqa: F401 - a fixture: one hash-embedder index of fixtures/
 from tests.support.clitools import invoke, run_lines
 from tests.support.engines.bm25s_service import Bm25sService
 
@@ -39,7 +38,7 @@ QUERIES = [("q1", "opensearch reindex"), ("q2", "incident postmortem"), ("q3", "
 
 
 @pytest.fixture
-def here(hash_db, tmp_path, monkeypatch):  # noqa: F811 - hash_db is the imported fixture
+def here(hash_db, tmp_path, monkeypatch):
     """A folder to run in (for its judge-runner.toml), with a copy of the index and a query set."""
     monkeypatch.chdir(tmp_path)
     shutil.copy(hash_db, tmp_path / "index.sqlite")

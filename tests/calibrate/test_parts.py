@@ -250,7 +250,7 @@ def test_cli_refuses_mixed_or_missing_sources(tmp_path):
 def test_trend_and_report_show_the_latest_calibration_of_the_runs_judge(tmp_path):
     from judge_runner.analysis.report import build_report
     from judge_runner.analysis.trend import build_trend
-    from tests.analysis.test_trend import write_run
+    from tests.support.trend_runs import write_run
 
     results = tmp_path / "quality-results"
     results.mkdir()

@@ -28,7 +28,7 @@ import pytest
 
 from judge_runner.judging import cache as cache_module
 from judge_runner.runs import write as run_write
-from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REAL_CACHE_INIT = cache_module.JudgmentCache.__init__
 
 
-def evaluate(server, query_set, db, out, *extra: str, api: str = "anthropic"):  # noqa: F811
+def evaluate(server, query_set, db, out, *extra: str, api: str = "anthropic"):
     args = ["evaluate", "--queries", str(query_set), "--db", str(db), "--out-dir", str(out), "--provider", api, "--concurrency", "1"]
     return invoke([*args, *extra], env_for(server, api))
 
@@ -74,7 +74,7 @@ def cache_that_fills(monkeypatch, free_pages: int) -> list:
     return opened
 
 
-def test_a_full_disk_under_the_cache_keeps_what_was_paid_stops_spending_and_says_where(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_full_disk_under_the_cache_keeps_what_was_paid_stops_spending_and_says_where(monkeypatch, query_set, db_copy, tmp_path):
     cache = tmp_path / "judgments.sqlite"
     opened = cache_that_fills(monkeypatch, free_pages=12)
     with FakeLLMServer() as server:
@@ -102,7 +102,7 @@ def test_a_full_disk_under_the_cache_keeps_what_was_paid_stops_spending_and_says
     assert lines[-1]["evaluated"] == 15 and lines[-1]["failed"] == 0
 
 
-def test_a_full_disk_under_the_cache_in_a_batch_run_keeps_the_labels_in_the_lines(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_full_disk_under_the_cache_in_a_batch_run_keeps_the_labels_in_the_lines(monkeypatch, query_set, db_copy, tmp_path):
     cache = tmp_path / "judgments.sqlite"
     cache_that_fills(monkeypatch, free_pages=12)
     with FakeLLMServer() as server:
@@ -141,7 +141,7 @@ class FullDisk:
         self.room += max(0, before - length)  # truncating gives the space back
 
 
-def test_a_full_disk_under_the_run_file_stops_the_run_with_exit_3_and_no_half_line(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_full_disk_under_the_run_file_stops_the_run_with_exit_3_and_no_half_line(monkeypatch, query_set, db_copy, tmp_path):
     disk = FullDisk(room=40_000)  # run_start and a few evaluation lines
     monkeypatch.setattr(run_write, "os", disk)
     with FakeLLMServer() as server:
@@ -160,7 +160,7 @@ def test_a_full_disk_under_the_run_file_stops_the_run_with_exit_3_and_no_half_li
     assert 0 < spent - sum(e["usage"]["calls"] for e in evaluations) <= 11
 
 
-def test_a_batch_line_that_does_not_fit_stops_the_batch_run_and_says_which_batch(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_batch_line_that_does_not_fit_stops_the_batch_run_and_says_which_batch(monkeypatch, query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:  # the sizes of run_start (with the query-set card) and of the first batch line
         server.batches.polls_before_done = 1
         assert evaluate(server, query_set, db_copy, tmp_path / "whole", "--no-cache", "--batch").exit_code == 0
@@ -181,7 +181,7 @@ def test_a_batch_line_that_does_not_fit_stops_the_batch_run_and_says_which_batch
     assert lines[0]["type"] == "run_start" and "batch" not in [line["type"] for line in lines]
 
 
-def test_a_summary_that_does_not_fit_makes_the_run_incomplete(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_summary_that_does_not_fit_makes_the_run_incomplete(monkeypatch, query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         whole = evaluate(server, query_set, db_copy, tmp_path / "whole", "--no-cache")
     assert whole.exit_code == 0
@@ -196,7 +196,7 @@ def test_a_summary_that_does_not_fit_makes_the_run_incomplete(monkeypatch, query
     assert [line["type"] for line in lines].count("evaluation") == 15 and lines[-1]["type"] == "evaluation"
 
 
-def test_a_query_set_that_cannot_be_saved_beside_the_run_is_exit_3_naming_it(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_query_set_that_cannot_be_saved_beside_the_run_is_exit_3_naming_it(monkeypatch, query_set, db_copy, tmp_path):
     from judge_runner.app import steps
 
     real = Path.write_text
@@ -226,7 +226,7 @@ def damage(path: Path, keep_pages: int = 8) -> None:
         f.write(b"\xa5" * (size - 4096 * keep_pages))
 
 
-def test_a_cache_damaged_deep_inside_is_one_clear_error_naming_the_file(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_cache_damaged_deep_inside_is_one_clear_error_naming_the_file(query_set, db_copy, tmp_path):
     cache = tmp_path / "judgments.sqlite"
     with FakeLLMServer() as server:
         first = evaluate(server, query_set, db_copy, tmp_path / "first", "--cache", str(cache))
@@ -276,7 +276,7 @@ def on_tiny_tmpfs(mount: Path, size: str, copy_to: Path, args: list[str], env: d
 
 
 @tmpfs
-def test_on_a_real_full_disk_the_run_file_ends_with_a_whole_line_and_exit_3(query_set, db_copy, tmp_path):  # noqa: F811
+def test_on_a_real_full_disk_the_run_file_ends_with_a_whole_line_and_exit_3(query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         args = [
             "evaluate",
@@ -302,7 +302,7 @@ def test_on_a_real_full_disk_the_run_file_ends_with_a_whole_line_and_exit_3(quer
 
 
 @tmpfs
-def test_on_a_real_full_disk_under_the_cache_the_run_stops_and_names_it(query_set, db_copy, tmp_path):  # noqa: F811
+def test_on_a_real_full_disk_under_the_cache_the_run_stops_and_names_it(query_set, db_copy, tmp_path):
     cache = tmp_path / "tiny" / "judgments.sqlite"
     with FakeLLMServer() as server:
         args = [

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.evaluation.loop import STOP_WAIT_S
-from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AT_ONCE_S = 8.0  # "at once", with room for a loaded two-core machine (the interpreter's exit included)
 
 
-def start(server, api, query_set, db, out, *extra: str) -> subprocess.Popen:  # noqa: F811
+def start(server, api, query_set, db, out, *extra: str) -> subprocess.Popen:
     env = {**os.environ, **env_for(server, api), "PYTHONPATH": str(ROOT)}
     args = ["evaluate", "--queries", str(query_set), "--db", str(db), "--out-dir", str(out), "--provider", api, "--no-cache", *extra]
     return subprocess.Popen(
@@ -96,7 +96,7 @@ def assert_valid_summary(lines: list[dict]) -> dict:
         (signal.SIGINT, signal.SIGTERM, 0.3),  # apart, mixed
     ],
 )
-def test_a_second_signal_in_a_batch_run_ends_it_at_once_with_a_valid_summary(first, second, gap, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_second_signal_in_a_batch_run_ends_it_at_once_with_a_valid_summary(first, second, gap, query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     with FakeLLMServer() as server:
         server.batches.polls_before_done = 10**9  # polling, until the signals
@@ -119,7 +119,7 @@ def test_a_second_signal_in_a_batch_run_ends_it_at_once_with_a_valid_summary(fir
     assert "NOT canceled" in stderr and "--resume" in stderr
 
 
-def test_a_second_signal_while_the_stop_waits_for_a_submission_ends_it_at_once(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_second_signal_while_the_stop_waits_for_a_submission_ends_it_at_once(query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     with FakeLLMServer() as server:
         server.batches.create_delay_s = 60.0  # the batch's creation takes a minute: the stop would wait 30 s for it
@@ -140,7 +140,7 @@ def test_a_second_signal_while_the_stop_waits_for_a_submission_ends_it_at_once(q
 
 
 @pytest.mark.parametrize("gap", [0.0, 1.0])
-def test_a_second_signal_in_a_synchronous_run_ends_it_at_once_with_a_valid_summary(gap, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_second_signal_in_a_synchronous_run_ends_it_at_once_with_a_valid_summary(gap, query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     with FakeLLMServer(latency_s=0.3) as server:
         proc = start(server, "anthropic", query_set, db_copy, out, "--concurrency", "2")
@@ -161,7 +161,7 @@ def test_a_second_signal_in_a_synchronous_run_ends_it_at_once_with_a_valid_summa
     assert_valid_summary(written(out))
 
 
-def test_after_one_signal_no_request_is_sent_and_the_process_ends_after_the_stops_wait(query_set, db_copy, tmp_path):  # noqa: F811
+def test_after_one_signal_no_request_is_sent_and_the_process_ends_after_the_stops_wait(query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     with FakeLLMServer(latency_s=0.3) as server:
         proc = start(server, "anthropic", query_set, db_copy, out, "--concurrency", "2")
@@ -207,7 +207,7 @@ def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]
     return sent
 
 
-def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     sent = signal_while_writing(monkeypatch, "evaluation", 1)
     with FakeLLMServer() as server:
         result = invoke(
@@ -219,7 +219,7 @@ def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(
     assert summary["evaluated"] >= 1
 
 
-def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     sent = signal_while_writing(monkeypatch, "batch", 1)
     with FakeLLMServer() as server:
         result = invoke(
@@ -232,7 +232,7 @@ def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(monkey
     assert summary["batch"]["inFlight"] == [server.batches.submitted[0]["id"]]
 
 
-def test_a_signal_while_a_resumed_run_copies_its_lines_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_signal_while_a_resumed_run_copies_its_lines_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     with FakeLLMServer() as server:
         args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(out), "--provider", "openai"]

@@ -161,7 +161,7 @@ def test_tokens_is_a_quarter_of_the_json_length():
 
 
 def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_results(tmp_path):
-    from tests.judging.test_protocol import StubSearch, queries
+    from tests.support.protocol_runs import StubSearch, queries
 
     answer = StubSearch(3).search("promote the redis replica 1")
     query = queries(1)[0]
@@ -225,7 +225,7 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
     from judge_runner.evaluation.loop import run_evaluation
     from judge_runner.evaluation.options import EvaluateOptions
     from judge_runner.runs.write import RunWriter, read_run
-    from tests.judging.test_protocol import StubSearch, queries
+    from tests.support.protocol_runs import StubSearch, queries
 
     class Interrupting(StubSearch):
         calls = 0

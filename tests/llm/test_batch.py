@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,53 +25,11 @@ from judge_runner.llm.batch import BatchCoordinator
 from judge_runner.llm.batch_api import custom_id
 from judge_runner.llm.pricing import Usage, cost_usd, price_for
 from judge_runner.llm.registry import get_spec
-from tests.support.clitools import KEEP_ALL, invoke
+from tests.support.batch_runs import ROOT, comparable, env_for, evaluate, judge_requests, lines_of
+from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer, offered_tools
 
 pytestmark = pytest.mark.hash_embedder
-
-ROOT = Path(__file__).resolve().parents[2]
-JUDGE_TOOLS = {"record_label", "record_labels", "record_list_verdict"}
-VOLATILE = {"runId", "timestamp", "latencyMs", "usage"}
-
-
-def env_for(server: FakeLLMServer, api: str) -> dict[str, str]:
-    if api == "anthropic":
-        return {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url, "JUDGE_RUNNER_BATCH_POLL": "0.05"}
-    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.openai_base_url, "JUDGE_RUNNER_BATCH_POLL": "0.05"}
-
-
-@pytest.fixture(scope="module")
-def query_set(tmp_path_factory) -> Path:
-    """15 queries about fixtures/ written by the fake's phase one (14 on-topic, one off-topic)."""
-    out = tmp_path_factory.mktemp("queries") / "queries.json"
-    with FakeLLMServer() as server:
-        result = invoke(
-            ["generate", "--fixtures", str(ROOT / "fixtures"), "--count", "15", "--out", str(out), "--provider", "anthropic"] + KEEP_ALL,
-            env_for(server, "anthropic"),
-        )
-    assert result.exit_code == 0, result.output
-    assert len(json.loads(out.read_text())["queries"]) == 15
-    return out
-
-
-def lines_of(folder: Path) -> list[dict]:
-    files = sorted(folder.glob("*.jsonl"))
-    assert len(files) == 1, files
-    return [json.loads(line) for line in files[-1].read_text(encoding="utf-8").splitlines()]
-
-
-def comparable(evaluation: dict) -> dict:
-    return {k: v for k, v in evaluation.items() if k not in VOLATILE}
-
-
-def evaluate(server, api, query_set, db, out, *extra: str):
-    args = ["evaluate", "--queries", str(query_set), "--db", str(db), "--out-dir", str(out), "--provider", api, "--no-cache", *extra]
-    return invoke(args, env_for(server, api))
-
-
-def judge_requests(server, api) -> list:
-    return [r for r in server.requests if set(offered_tools(api, r.body)) & JUDGE_TOOLS]
 
 
 # -- the same lines, at batch prices ---------------------------------------------------------------------

@@ -9,7 +9,7 @@ and money spent on a query that then failed is on that query's line.
   run itself (as ``--resume`` does), a bounded number of times;
 - error lines carry their usage: the lines' costs add up to the summary's.
 
-Through the REAL SDKs against the loopback fake's batch APIs, on the 15-query set of tests/llm/test_batch.py.
+Through the REAL SDKs against the loopback fake's batch APIs, on the 15-query set of the ``query_set`` fixture (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import json
 
 import pytest
 
-from tests.llm.test_batch import comparable, env_for, evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
-from tests.llm.test_batch_resume import cut_run, resume, run_folder  # noqa: F401 - run_folder is a fixture
+from tests.support.batch_runs import comparable, cut_run, env_for, evaluate, lines_of, resume
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer, Fault, Text, first_user_text, offered_tools
 from tests.support.fakes.honest_judge import query_of
@@ -29,7 +28,7 @@ pytestmark = pytest.mark.hash_embedder
 APIS = ["anthropic", "openai"]
 
 
-def sync_evaluations(api: str, query_set, db, out) -> dict[str, dict]:  # noqa: F811
+def sync_evaluations(api: str, query_set, db, out) -> dict[str, dict]:
     with FakeLLMServer() as server:
         result = evaluate(server, api, query_set, db, out)
     assert result.exit_code == 0, result.output
@@ -54,7 +53,7 @@ def line_costs(lines: list[dict]) -> float:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_result_file_cut_in_its_last_line_keeps_the_intact_results_and_asks_the_cut_one_again(api, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_result_file_cut_in_its_last_line_keeps_the_intact_results_and_asks_the_cut_one_again(api, query_set, db_copy, tmp_path):
     expected = sync_evaluations(api, query_set, db_copy, tmp_path / "sync")
     with FakeLLMServer() as server:
         server.batches.cut_results = 2  # the label batch's file is cut: its first download and the one more
@@ -77,7 +76,7 @@ def test_a_result_file_cut_in_its_last_line_keeps_the_intact_results_and_asks_th
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_result_download_cut_once_is_fetched_again(api, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_result_download_cut_once_is_fetched_again(api, query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         server.batches.cut_results = 1  # a dropped connection: the next download is whole
         result = evaluate(server, api, query_set, db_copy, tmp_path / "runs", "--batch")
@@ -89,7 +88,7 @@ def test_a_result_download_cut_once_is_fetched_again(api, query_set, db_copy, tm
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_resumed_run_recovers_from_a_cut_result_file(api, query_set, run_folder):  # noqa: F811
+def test_a_resumed_run_recovers_from_a_cut_result_file(api, query_set, run_folder):
     db = run_folder.parent / "db.sqlite"
     with FakeLLMServer() as server:
         first = evaluate(server, api, query_set, db, run_folder, "--batch")
@@ -107,7 +106,7 @@ def test_a_resumed_run_recovers_from_a_cut_result_file(api, query_set, run_folde
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_result_under_an_unknown_custom_id_is_ignored_and_its_request_asked_again(api, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_result_under_an_unknown_custom_id_is_ignored_and_its_request_asked_again(api, query_set, db_copy, tmp_path):
     expected = sync_evaluations(api, query_set, db_copy, tmp_path / "sync")
     with FakeLLMServer() as server:
         server.batches.foreign_ids = 1  # the first request's result comes back under another id
@@ -124,7 +123,7 @@ def test_a_result_under_an_unknown_custom_id_is_ignored_and_its_request_asked_ag
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_batch_forgotten_right_after_its_creation_is_submitted_again_in_the_run(api, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_batch_forgotten_right_after_its_creation_is_submitted_again_in_the_run(api, query_set, db_copy, tmp_path):
     expected = sync_evaluations(api, query_set, db_copy, tmp_path / "sync")
     with FakeLLMServer() as server:
         server.batches.forget_created = 1  # the label batch: 404 from its first status check on
@@ -140,7 +139,7 @@ def test_a_batch_forgotten_right_after_its_creation_is_submitted_again_in_the_ru
     assert [line["batchId"] for line in lines if line["type"] == "batch"] == [b["id"] for b in submitted]
 
 
-def test_a_server_that_forgets_every_batch_fails_the_queries_after_a_few_submissions(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_server_that_forgets_every_batch_fails_the_queries_after_a_few_submissions(query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         server.batches.forget_created = 10**9
         result = evaluate(server, "anthropic", query_set, db_copy, tmp_path / "runs", "--batch")
@@ -176,7 +175,7 @@ def requests_about(server, query: str) -> int:
 
 
 @pytest.mark.parametrize("batch", [False, True])
-def test_a_query_that_fails_after_paid_calls_says_what_it_cost_on_its_error_line(batch, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_query_that_fails_after_paid_calls_says_what_it_cost_on_its_error_line(batch, query_set, db_copy, tmp_path):
     # the longest query: its text is in no other query's requests
     query = max((q["query"] for q in json.loads(query_set.read_text())["queries"] if q["queryType"] != "off-topic"), key=len)
     with FakeLLMServer(brain=failing_list_verdicts(query)) as server:
@@ -193,7 +192,7 @@ def test_a_query_that_fails_after_paid_calls_says_what_it_cost_on_its_error_line
     assert summary["usage"]["calls"] == sum(line["usage"]["calls"] for line in lines if line["type"] in ("evaluation", "error"))
 
 
-def test_a_query_whose_calls_fail_for_good_carries_their_requests(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_query_whose_calls_fail_for_good_carries_their_requests(query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         server.faults = [Fault(status=500) for _ in range(2)]  # the first call: both its attempts answer 500
         args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs"), "--provider", "openai"]

@@ -1,6 +1,6 @@
 """Issue 15 follow-up: what a new-user trial of ``--batch`` found (budget, resume, weekly, refused keys,
 lost batches, summary scopes, cost), each through the REAL SDKs against the loopback fake's batch APIs
-(tests/support/fakes/fake_batches.py) on the 15-query set of tests/llm/test_batch.py (hash embedder)."""
+(tests/support/fakes/fake_batches.py) on the 15-query set of the ``query_set`` fixture (tests/conftest.py) (hash embedder)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.llm.test_batch import evaluate, lines_of, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.batch_runs import cut_run, evaluate, lines_of, resume
 from tests.support.fakes.fake_llm import FakeLLMServer, first_user_text, offered_tools
 from tests.support.fakes.honest_judge import query_of
 
@@ -22,7 +22,7 @@ def submitted_bodies(server) -> list[dict]:
 # -- 1. a budget below the batch's worst case ----------------------------------------------------------------
 
 
-def test_a_budget_below_the_worst_case_waits_for_the_next_batch_instead_of_failing(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_budget_below_the_worst_case_waits_for_the_next_batch_instead_of_failing(query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         result = evaluate(server, "anthropic", query_set, db_copy, tmp_path / "runs", "--batch", "--max-budget-usd", "1.0")
         batches = server.batches.count()
@@ -35,7 +35,7 @@ def test_a_budget_below_the_worst_case_waits_for_the_next_batch_instead_of_faili
     assert "at batch prices is above --max-budget-usd 1.00: requests that do not fit wait for a later batch" in result.output
 
 
-def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, db_copy, tmp_path):
     with FakeLLMServer() as server:
         result = evaluate(server, "anthropic", query_set, db_copy, tmp_path / "runs", "--batch", "--max-budget-usd", "0.2")
         bodies = submitted_bodies(server)
@@ -61,53 +61,7 @@ def test_a_query_whose_labels_were_paid_gets_its_list_verdict_first(query_set, d
 # -- 2. a resumed run keeps its own protocol --------------------------------------------------------------
 
 
-def cut_run(folder, keep_evaluations: int = 0, keep_batches: bool = True):
-    """The run file in ``folder`` cut as a SIGKILL would leave it: run_start, its batch lines (if kept)
-    and the first ``keep_evaluations`` evaluation lines; no summary."""
-    [path] = sorted(folder.glob("*.jsonl"))
-    kept, evaluations = [], 0
-    for text in path.read_text(encoding="utf-8").splitlines():
-        line = json.loads(text)
-        if line["type"] == "run_start" or (line["type"] == "batch" and keep_batches):
-            kept.append(text)
-        elif line["type"] == "evaluation" and evaluations < keep_evaluations:
-            kept.append(text)
-            evaluations += 1
-    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    return path
-
-
-def resume(server, api, run, out, *extra: str):
-    from tests.llm.test_batch import env_for
-    from tests.support.clitools import invoke
-
-    return invoke(
-        [
-            "evaluate",
-            "--resume",
-            str(run),
-            "--out-dir",
-            str(out),
-            "--db",
-            str(run.parent.parent / "db.sqlite"),
-            "--provider",
-            api,
-            "--no-cache",
-            *extra,
-        ],
-        env_for(server, api),
-    )
-
-
-@pytest.fixture
-def run_folder(db_copy, tmp_path):
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    (tmp_path / "db.sqlite").symlink_to(db_copy)
-    return folder
-
-
-def test_a_resumed_batch_run_keeps_its_judge_mode_and_picks_up_its_batches(query_set, run_folder):  # noqa: F811
+def test_a_resumed_batch_run_keeps_its_judge_mode_and_picks_up_its_batches(query_set, run_folder):
     protocol = ("--judge-mode", "batched", "--trials", "2", "--seed", "7", "--search-limit", "8")
     with FakeLLMServer() as server:
         first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch", *protocol)
@@ -125,7 +79,7 @@ def test_a_resumed_batch_run_keeps_its_judge_mode_and_picks_up_its_batches(query
     assert "judge mode batched, 2 trials, seed 7, search limit 8" in again.output
 
 
-def test_a_resumed_sync_run_keeps_its_protocol_and_a_different_flag_is_warned(query_set, run_folder):  # noqa: F811
+def test_a_resumed_sync_run_keeps_its_protocol_and_a_different_flag_is_warned(query_set, run_folder):
     with FakeLLMServer() as server:
         first = evaluate(server, "openai", query_set, run_folder.parent / "db.sqlite", run_folder, "--judge-mode", "batched")
         assert first.exit_code == 0, first.output
@@ -142,7 +96,7 @@ def test_a_resumed_sync_run_keeps_its_protocol_and_a_different_flag_is_warned(qu
 # -- 6. resuming with another provider ----------------------------------------------------------------------
 
 
-def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_abandoned(query_set, run_folder):  # noqa: F811
+def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_abandoned(query_set, run_folder):
     with FakeLLMServer() as server:
         first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
         assert first.exit_code == 0, first.output
@@ -158,8 +112,8 @@ def test_resuming_a_batch_run_with_another_provider_warns_that_its_batches_are_a
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
-def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_set, db_copy, tmp_path):  # noqa: F811
-    from tests.llm.test_batch import env_for
+def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_set, db_copy, tmp_path):
+    from tests.support.batch_runs import env_for
     from tests.support.clitools import invoke
 
     with FakeLLMServer() as server:
@@ -175,7 +129,7 @@ def test_a_refused_key_with_batch_is_the_auth_error_a_sync_run_gives(api, query_
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
-def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_copy, tmp_path):  # noqa: F811
+def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_copy, tmp_path):
     import socket
 
     from tests.support.clitools import invoke
@@ -195,7 +149,7 @@ def test_a_dead_server_with_batch_says_it_cannot_be_reached(api, query_set, db_c
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
-def test_a_prior_batch_the_server_no_longer_knows_is_dropped_and_its_requests_sent_again(api, query_set, run_folder):  # noqa: F811
+def test_a_prior_batch_the_server_no_longer_knows_is_dropped_and_its_requests_sent_again(api, query_set, run_folder):
     with FakeLLMServer() as server:
         first = evaluate(server, api, query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
         assert first.exit_code == 0, first.output
@@ -214,7 +168,7 @@ def test_a_prior_batch_the_server_no_longer_knows_is_dropped_and_its_requests_se
 # -- 11. damaged batch lines ------------------------------------------------------------------------------------
 
 
-def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query_set, run_folder):  # noqa: F811
+def test_damaged_batch_lines_are_warned_about_with_file_and_line_on_resume(query_set, run_folder):
     with FakeLLMServer() as server:
         first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, "--batch")
         assert first.exit_code == 0, first.output
@@ -266,7 +220,7 @@ def test_the_progress_line_says_the_time_waited_so_far():
 
 
 def test_generate_and_evaluate_with_batch_says_which_part_was_at_batch_prices(db_copy, tmp_path):
-    from tests.llm.test_batch import ROOT, env_for
+    from tests.support.batch_runs import ROOT, env_for
     from tests.support.clitools import invoke
 
     with FakeLLMServer() as server:
@@ -290,7 +244,7 @@ def test_generate_and_evaluate_with_batch_says_which_part_was_at_batch_prices(db
 
 
 @pytest.mark.parametrize("batch", [True, False])
-def test_a_resumed_file_carries_the_whole_runs_cost_once_and_its_batch_block_one_scope(batch, query_set, run_folder):  # noqa: F811
+def test_a_resumed_file_carries_the_whole_runs_cost_once_and_its_batch_block_one_scope(batch, query_set, run_folder):
     extra = ("--batch",) if batch else ()
     with FakeLLMServer() as server:
         first = evaluate(server, "anthropic", query_set, run_folder.parent / "db.sqlite", run_folder, *extra)
@@ -319,14 +273,14 @@ def test_a_resumed_file_carries_the_whole_runs_cost_once_and_its_batch_block_one
 # -- 3. weekly --batch killed while polling -----------------------------------------------------------------------
 
 
-def test_weekly_killed_while_polling_picks_up_its_batches_next_time(query_set, db_copy, tmp_path):  # noqa: F811
+def test_weekly_killed_while_polling_picks_up_its_batches_next_time(query_set, db_copy, tmp_path):
     import os
     import signal
     import subprocess
     import sys
     import time
 
-    from tests.llm.test_batch import ROOT, env_for, judge_requests
+    from tests.support.batch_runs import ROOT, env_for, judge_requests
     from tests.support.clitools import invoke
 
     results, reports = tmp_path / "quality-results", tmp_path / "reports"

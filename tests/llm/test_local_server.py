@@ -18,6 +18,7 @@ import math
 import pytest
 
 from judge_runner.evaluation.loop import EXIT_INCOMPLETE, EXIT_OK
+from judge_runner.judging.llm_judge import MAX_REASKS
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolResult, ToolUse, Turn
 from judge_runner.llm.budget import Budget
@@ -30,17 +31,9 @@ from judge_runner.llm.openai_provider import STRUCTURED_ID, OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage
 from judge_runner.llm.wire import dumps_safe, is_local_url, redact, server_message
 from judge_runner.querygen.agent import TOOLS, submit_tool
-from tests.evaluation.test_faults import (
-    MAX_REASKS,
-    Script,
-    check_run,
-    make_provider,
-    query_of,
-    run,
-    with_score,
-)
 from tests.support.clitools import invoke, run_lines
 from tests.support.fakes.fake_llm import LLAMA_CPP_PYTHON, FakeLLMServer, Fault, Quirks
+from tests.support.fault_runs import Script, check_run, make_provider, query_of, run, with_score
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
 pytestmark = pytest.mark.hash_embedder

@@ -24,8 +24,8 @@ from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd, price_for
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, build_summary, cost_per_judged_query, is_judged, read_run
-from tests.evaluation.test_loop import StubSearch, queries
 from tests.support.fakes.fake_llm import FakeLLMServer, _estimate_tokens, anthropic_cache_minimum
+from tests.support.loop_stubs import StubSearch, queries
 
 SONNET = Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3)
 

@@ -115,7 +115,7 @@ def test_a_run_with_wholly_labelled_queries_writes_the_corrected_means(tmp_path)
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.qrels import import_human_qrels
     from judge_runner.search.embedding import get_embedder
-    from tests.judging.test_protocol import DOCS, queries, run
+    from tests.support.protocol_runs import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
     # q1-q11 wholly labelled (all three results), q12 partly, q13 not at all
@@ -147,7 +147,7 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.qrels import import_human_qrels
     from judge_runner.search.embedding import get_embedder
-    from tests.judging.test_protocol import DOCS, queries, run
+    from tests.support.protocol_runs import DOCS, queries, run
 
     qrels = tmp_path / "human.qrels"
     rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in range(1, 13) for (s, _, _), g in zip(DOCS[:3], (3, q % 3, q % 2))]

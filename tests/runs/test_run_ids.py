@@ -30,10 +30,10 @@ from judge_runner.core.ids import sort_key, time_id
 from judge_runner.judging.qrels import QrelsError, export_qrels
 from judge_runner.runs.read import read_run_file, read_run_folder, run_names
 from judge_runner.runs.write import RunWriter
-from tests.analysis.test_trend import write_run
-from tests.llm.test_batch import env_for, query_set  # noqa: F401 - query_set is a fixture
+from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
+from tests.support.trend_runs import write_run
 
 pytestmark = pytest.mark.hash_embedder  # the CLI and the run files, not search quality: no MiniLM
 
@@ -171,7 +171,7 @@ def test_two_calibrations_in_the_same_second_get_two_files_and_the_later_is_the_
 # -- an old-format id still reads, sorts, resumes and is pinned ----------------------------------------------------
 
 
-def test_an_old_format_run_id_resumes_sorts_and_is_pinned(query_set, db_copy, tmp_path):  # noqa: F811
+def test_an_old_format_run_id_resumes_sorts_and_is_pinned(query_set, db_copy, tmp_path):
     out = tmp_path / "runs"
     old = tmp_path / "old"
     with FakeLLMServer() as server:

@@ -24,6 +24,7 @@ from judge_runner.search.embedding import (
     use_embedder,
 )
 from judge_runner.search.sqlite import SQLiteIndex
+from tests.support.search_checks import holds_a_document
 
 TEXTS = ["rotate the log files every night", "", "   ", "!!! ???", "索引服务", "Kündigung des Vertrags", "x" * 5000]
 
@@ -111,12 +112,6 @@ def test_index_records_the_hash_embedder_and_minilm_refuses_it(tmp_path, hash_em
         holds_a_document(index)
     with pytest.raises(IndexMismatchError, match="hash-384-v1"):
         SQLiteIndex(db, embedder=MiniLMEmbedder())  # opening checks the name only: no model is loaded
-
-
-def holds_a_document(index: SQLiteIndex) -> None:
-    """Give ``index`` one document row (no chunk, no vector), so it is no longer empty."""
-    with index.conn:
-        index.conn.execute("INSERT INTO documents (source, sha256, fmt, size) VALUES ('a.md', '0', 'md', 1)")
 
 
 def test_an_index_that_never_got_a_document_is_taken_over_by_the_embedder_that_indexes_into_it(tmp_path):

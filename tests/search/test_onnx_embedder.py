@@ -26,8 +26,7 @@ from judge_runner.search.embedding import (
 )
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.sqlite import SQLiteIndex
-from tests.search.test_embedding import holds_a_document
-from tests.search.test_query_speed import imported_after
+from tests.support.search_checks import holds_a_document, imported_after
 
 TEXTS = [
     "A man is eating food.",

@@ -24,9 +24,9 @@ import pytest
 from judge_runner.search.embedding import DIMENSION, MODEL_NAME
 from judge_runner.search.indexer import index_tree
 
-# The SQLite suite, collected again here: these tests take the ``index`` fixture, which this module
+# The built-in search's shared suite (tests/support/builtin_search_cases.py), collected again here: these tests take the ``index`` fixture, which this module
 # overrides with the PostgreSQL index, so they check the same expectations on the other backend.
-from tests.search.test_builtin import (
+from tests.support.builtin_search_cases import (
     FIRST,
     HOSTILE,
     assert_snippets_centred_and_whole_words,
@@ -42,6 +42,7 @@ from tests.search.test_builtin import (
     test_title_match_outranks_passing_mention,  # noqa: F401
     test_words_beside_syntax_are_not_lost,  # noqa: F401
 )
+from tests.support.pgcluster import drop_schema
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -72,20 +73,12 @@ class Failing:
         raise KeyboardInterrupt("the embedder was interrupted")
 
 
-def _drop_schema(dsn: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
 @pytest.fixture
 def schema(postgres_dsn):
     """A fresh schema name, dropped after the test."""
     name = f"jr_test_{uuid.uuid4().hex[:10]}"
     yield name
-    _drop_schema(postgres_dsn, name)
+    drop_schema(postgres_dsn, name)
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +103,7 @@ def pg_fixtures_index(postgres_dsn, known_vectors, embedder):
         yield index, report, vectors.embedded
     finally:
         index.close()
-        _drop_schema(postgres_dsn, name)
+        drop_schema(postgres_dsn, name)
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +181,7 @@ def test_results_do_not_change_when_the_planner_learns_the_tables_statistics(pos
 
     from judge_runner.search.embedding import HashEmbedder
     from judge_runner.search.postgres import PostgresIndex
-    from tests.search.test_query_speed import QUERIES, answers
+    from tests.support.search_checks import QUERIES, answers
 
     with PostgresIndex(postgres_dsn, embedder=HashEmbedder(), schema=schema) as pg:
         index_tree(pg, FIXTURES)

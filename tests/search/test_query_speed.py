@@ -4,10 +4,6 @@ results, and the command line loads torch only for what needs the model."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -23,21 +19,10 @@ from judge_runner.judging.protocol import LabelReply
 from judge_runner.runs.write import RunWriter, read_run
 from judge_runner.search.embedding import HashEmbedder
 from judge_runner.search.sqlite import SQLiteIndex
-from tests.evaluation.test_loop import StubJudge
-from tests.search.test_builtin import FIRST, HOSTILE
+from tests.support.loop_stubs import StubJudge
+from tests.support.search_checks import QUERIES, answers, imported_after
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# on-topic, off-topic, identifiers, other scripts, hostile syntax, blank: every kind of query text
-QUERIES = [
-    *FIRST,
-    *HOSTILE,
-    "how do I drain a kubernetes node before maintenance",
-    "what is the capital of Australia",
-    "best hiking trails near Lisbon",
-    "rotate the postgres credentials",
-    "lone surrogate \ud800 in a query",
-]
 
 
 class CountingEmbedder:
@@ -50,11 +35,6 @@ class CountingEmbedder:
     def encode(self, texts, batch_size=32):
         self.calls.append((list(texts), batch_size, threading.current_thread().name))
         return self.inner.encode(texts, batch_size=batch_size)
-
-
-def answers(index, queries, mode, **kwargs):
-    """Each query's answer as a dict, latency left out (the only field that may differ)."""
-    return [index.search(q, mode=mode, limit=10, **kwargs).model_dump(exclude={"latencyMs"}) for q in queries]
 
 
 @pytest.fixture
@@ -269,29 +249,6 @@ def test_a_failed_preparation_is_logged_and_the_run_goes_on(hash_index, tmp_path
     assert [line["type"] for line in read_run(writer.path)].count("evaluation") == 3
 
 
-def imported_after(args: list[str], env_extra: dict[str, str] | None = None) -> dict:
-    """Run ``judge-runner ARGS`` in a fresh interpreter and return its exit code and whether torch,
-    sentence_transformers or transformers were imported by the end."""
-    probe = (
-        "import sys, json\n"
-        "from judge_runner.cli.app import main\n"
-        "try:\n"
-        "    main.main(args=sys.argv[1:], standalone_mode=False)\n"
-        "    code = 0\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "except Exception as exc:\n"
-        "    code = type(exc).__name__\n"
-        "heavy = ('torch', 'sentence_transformers', 'transformers', 'scipy', 'sklearn')\n"
-        "sys.stderr.write('\\nMODULES ' + json.dumps({'code': code, **{m: m in sys.modules for m in heavy}}) + '\\n')\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env_extra or {})}
-    done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
-    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES ")]
-    assert line, done.stderr[-2000:]
-    return json.loads(line[-1][len("MODULES ") :])
-
-
 def test_fts_search_from_the_shell_never_imports_torch(fixtures_index, tmp_path):
     """The session's MiniLM index: an fts search needs no vector, so no model and no torch."""
     index, _ = fixtures_index
@@ -359,7 +316,7 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
 
     from judge_runner.search.indexer import index_tree
     from judge_runner.search.postgres import PostgresIndex
-    from tests.search.test_postgres import _drop_schema
+    from tests.support.pgcluster import drop_schema
 
     schema = f"jr_test_{uuid.uuid4().hex[:10]}"
     embedder = CountingEmbedder(HashEmbedder())
@@ -376,7 +333,7 @@ def test_postgres_prepared_search_gives_the_same_results_without_model_work(post
                 assert len(embedder.calls) == prepared, "no search embedded its query"
                 index.forget_queries()
     finally:
-        _drop_schema(postgres_dsn, schema)
+        drop_schema(postgres_dsn, schema)
 
 
 @pytest.mark.hash_embedder

@@ -33,23 +33,6 @@ BM25S_COMMAND = shlex.join(
 HASH = {"JUDGE_RUNNER_EMBEDDER": "hash"}
 
 
-@pytest.fixture(scope="module")
-def hash_db(tmp_path_factory):
-    """One SQLite index of fixtures/ with the hash embedder, copied by each test."""
-    db = tmp_path_factory.mktemp("idx") / "index.sqlite"
-    with pytest.MonkeyPatch.context() as mp:
-        from judge_runner.search.embedding import EMBEDDER_ENV, set_embedder
-
-        mp.setenv(EMBEDDER_ENV, "hash")
-        previous = set_embedder(None)
-        try:
-            result = invoke(["index", str(FIXTURES), "--db", str(db)], HASH)
-        finally:
-            set_embedder(previous)
-    assert result.exit_code == 0, result.output
-    return db
-
-
 @pytest.fixture
 def db(hash_db, tmp_path):
     copy = tmp_path / "index.sqlite"

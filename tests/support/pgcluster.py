@@ -219,3 +219,12 @@ if __name__ == "__main__":  # a manual check: start, print the DSN, wait for Ent
         input("running; press Enter to stop\n")
     finally:
         c.stop()
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    """Drops ``schema`` (and everything in it) from the database at ``dsn``, if it exists."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

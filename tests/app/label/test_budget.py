@@ -22,11 +22,11 @@ from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
 from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.read import read_run_file
 from judge_runner.search.embedding import get_embedder
-from tests.judging.test_protocol import DOCS, queries, run
 from tests.support.budget_runs import ranking, true_scaled_dcg, true_value, truth, truth_grades, write_compare_run
 from tests.support.clitools import invoke
 from tests.support.label_client import Job, act, spawn_label, state, stop_process
 from tests.support.label_runs import write_run
+from tests.support.protocol_runs import DOCS, queries, run
 
 QUERIES = 40
 

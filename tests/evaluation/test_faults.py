@@ -53,7 +53,7 @@ pytestmark = pytest.mark.hash_embedder
 APIS = ["anthropic", "openai"]
 
 
-# -- helpers ----------------------------------------------------------------------------------------
+# -- the harness is tests/support/fault_runs.py ------------------------------------------------------
 
 
 @pytest.fixture()

@@ -30,6 +30,8 @@ class ClusterUnavailable(RuntimeError):
 
 @dataclass
 class Cluster:
+    """A running throwaway cluster: its ``dsn``, port and folders; :meth:`stop` ends it and removes them."""
+
     dsn: str
     port: int
     datadir: Path

@@ -13,7 +13,7 @@ vectors and settings.
 Query embeddings are computed once up front and served from a cache to both backends, so the latency
 columns are the backends' own work (full-text, vector search, fusion, snippets); the model's time per
 query is printed separately. The server is a throwaway embedded PostgreSQL 18 + pgvector
-(tests/pgcluster.py) unless ``--dsn`` or DATABASE_URL names one. Writes nothing into the repository.
+(tests/support/pgcluster.py) unless ``--dsn`` or DATABASE_URL names one. Writes nothing into the repository.
 
     .venv/bin/python benchmarks/beir_postgres.py [--from-sqlite /tmp/jr-beir/index.sqlite] [--dsn URL]
         [--data ../shared/data/scifact] [--search rrf_k=60 ...] [--fts-ranking bm25|ts_rank] [--modes fts,vector,hybrid]
@@ -146,7 +146,7 @@ def main() -> None:
     cluster = None
     dsn = args.dsn
     if not dsn:
-        from tests.pgcluster import start_cluster
+        from tests.support.pgcluster import start_cluster
 
         started = time.perf_counter()
         cluster = start_cluster()

@@ -69,8 +69,8 @@ def main_() -> None:
     print(f"== Sonnet-class judge on the fake server: {args.fake_queries} queries (honest brain; usage accounting) ==")
     from judge_runner.calibrate.data import load_beir
     from judge_runner.llm.pricing import Usage, cost_usd, price_for
-    from tests.fakes.calibration_judges import QrelsJudge
-    from tests.fakes.fake_llm import FakeLLMServer
+    from tests.support.fakes.calibration_judges import QrelsJudge
+    from tests.support.fakes.fake_llm import FakeLLMServer
 
     collection = load_beir(args.data)
     qrels = {collection.queries[q]: docs for q, docs in collection.qrels.items()}

@@ -6,7 +6,7 @@ human qrels.
                                                  [--queries 50] [--skip-index]
 
 Steps, all through the CLI: ``index --beir-corpus`` (skipped with --skip-index when the index in --workdir is
-there), then ONE ``evaluate --search-mode hybrid --search-command 'python tests/engines/bm25s_search.py ...'
+there), then ONE ``evaluate --search-mode hybrid --search-command 'python tests/support/engines/bm25s_search.py ...'
 --corpus corpus.jsonl --provider offline`` run over the first N test queries (expected sources left empty,
 so the judge's metrics come from the judge's labels alone). The summary's comparison block gives the paired
 difference bm25s - hybrid with its 95% bootstrap interval; the script then scores each system's ranking

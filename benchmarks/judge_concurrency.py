@@ -4,7 +4,7 @@ exactly 1 s per reply, on a quiet machine and beside a CPU-bound load, and the o
 Indexes ``fixtures/`` with all-MiniLM-L6-v2 (the real embedder: embedding the queries is the local work
 that competes for the cores), writes a query set with the offline query writer (default 13 queries),
 then evaluates it through the real anthropic SDK against the loopback fake server
-(tests/fakes/fake_llm.py) whose brain sleeps ``--reply-s`` (1 s) before every reply, at concurrency 1
+(tests/support/fakes/fake_llm.py) whose brain sleeps ``--reply-s`` (1 s) before every reply, at concurrency 1
 and 5. Each configuration runs in a fresh interpreter (``worker`` mode; the model is loaded and one
 query searched and judged before the clock starts, so the figures leave out one-time start-up), with
 the package from ``--code DIR`` (e.g. an older checkout, for a before/after table) or this repository.
@@ -115,7 +115,7 @@ def worker(args: argparse.Namespace) -> None:
     from judge_runner.llm.budget import Budget
     from judge_runner.llm.retry import RetryPolicy
     from judge_runner.runs.write import RunWriter, read_run
-    from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer
+    from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer
 
     class SleepingBrain(DefaultBrain):
         """The fake's default brain, answering after exactly ``reply_s`` seconds."""

@@ -4,7 +4,7 @@ measured on the fake LLM server's usage accounting.
 Copies ``fixtures/`` into a work folder and indexes it (hash embedder: the embedder changes which
 documents come back, not what a call costs), writes a query set with the offline query writer
 (default 15 queries), then judges it through the real anthropic SDK against the loopback fake server
-(tests/fakes/fake_llm.py: its honest judge answers every label-first tool, and it models Anthropic's
+(tests/support/fakes/fake_llm.py: its honest judge answers every label-first tool, and it models Anthropic's
 prompt cache from the requests it sees: the tool and system prompt are the marked prefix, written on
 first sight, read after, and only when the prefix reaches the model's minimum length). Tokens are the
 fake's count, a quarter of each request's JSON length: the shape of the bill, not one tokenizer's.
@@ -69,7 +69,7 @@ from judge_runner.llm.retry import RetryPolicy  # noqa: E402
 from judge_runner.querygen.heuristic import HeuristicQueryWriter  # noqa: E402
 from judge_runner.querygen.protocol import generate_queries  # noqa: E402
 from judge_runner.runs.write import RunWriter  # noqa: E402
-from tests.fakes.fake_llm import FakeLLMServer, anthropic_cache_minimum  # noqa: E402
+from tests.support.fakes.fake_llm import FakeLLMServer, anthropic_cache_minimum  # noqa: E402
 
 MODELS = {"Sonnet-class": "claude-sonnet-4-6", "Haiku-class": "claude-haiku-4-5"}
 MODES = ("pointwise", "batched")

@@ -1,7 +1,7 @@
 """One pool of judge calls (issue 23, item 4): does a small query set fill every ``--concurrency`` slot?
 
 Runs phase two's loop (``run_evaluation``, the pointwise LLM judge through the real anthropic SDK) against
-the loopback fake (tests/fakes/fake_llm.py) whose brain takes exactly ``--reply-s`` (1 s) per reply, over
+the loopback fake (tests/support/fakes/fake_llm.py) whose brain takes exactly ``--reply-s`` (1 s) per reply, over
 ``--queries`` (7) queries of ten results each (a stub search over ``fixtures/``' files: no index, no
 embedding model, so the figures are the judge loop's alone): ten label calls and one list-level call per
 query. Measured at concurrency 1 and 5, then ``--small`` (3) queries at concurrency 5. Each checkout
@@ -53,7 +53,7 @@ def worker(args: argparse.Namespace) -> None:
     from judge_runner.llm.retry import RetryPolicy
     from judge_runner.runs.write import RunWriter, read_run
     from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
-    from tests.fakes.fake_llm import DefaultBrain, FakeLLMServer
+    from tests.support.fakes.fake_llm import DefaultBrain, FakeLLMServer
 
     class TimedBrain(DefaultBrain):
         """The fake's default brain, answering after exactly ``reply_s`` seconds; counts the replies

@@ -15,7 +15,7 @@ unless ``JUDGE_RUNNER_EMBEDDER`` says otherwise):
    the cache.
 3. **Phase one on fixtures-kb.** Every awesome-compose sample's README with the query that names the sample
    (``flask-redis`` -> "flask redis"), plus the issue's three queries, checked for answerability by the
-   honest fake judge (tests/fakes/honest_judge.py: the share of the query's words in what it is shown)
+   honest fake judge (tests/support/fakes/honest_judge.py: the share of the query's words in what it is shown)
    and the offline judge: how many are kept.
 
 Run it on two checkouts (``PYTHONPATH=<other checkout>``) to put a before beside an after. Writes only
@@ -144,7 +144,7 @@ def phase_one(kb: Path) -> None:
     from judge_runner.judging.heuristic import HeuristicJudge
     from judge_runner.judging.protocol import LabelReply
     from judge_runner.querygen.answerability import check_answerability
-    from tests.fakes.honest_judge import honest_label
+    from tests.support.fakes.honest_judge import honest_label
 
     class Honest:
         name, model, heuristic = "honest", "m", True

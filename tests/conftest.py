@@ -1,14 +1,19 @@
 """Shared fixtures for judge-runner's tests.
 
-- Puts the repository root on ``sys.path`` so ``from tests.fakes.fake_llm import ...`` works.
+- Puts the repository root on ``sys.path`` so ``from tests.support.fakes.fake_llm import ...`` works (every folder of
+  tests/ is a package, so test modules are imported as ``tests.<package>.test_<name>``).
+- Shared helpers live in tests/support/ (no test module imports another); fixtures used in several folders are here.
 - ``fixtures_root``: the sample knowledge base shipped in ``fixtures/``.
 - ``hash_embedder`` (or ``@pytest.mark.hash_embedder``): the deterministic hashing embedder instead of
   MiniLM for one test, through the seam ``JUDGE_RUNNER_EMBEDDER=hash``.
 - ``fixtures_index``: ONE session-scoped SQLite index of ``fixtures/`` (the embedding model loads once
   per test session; build it only in tests that really need vectors). Tests must treat it as
   read-only.
+- ``hash_db``: one SQLite index of ``fixtures/`` built by ``judge-runner index`` with the hashing embedder,
+  per module (copy it before writing to it).
+- ``query_set``: 15 queries about ``fixtures/`` written by the loopback fake's phase one, per module.
 - ``postgres_dsn``: a PostgreSQL server with pgvector for the session: ``DATABASE_URL`` when set, else a
-  throwaway embedded cluster (tests/pgcluster.py) on a free loopback port, stopped at the end; tests that
+  throwaway embedded cluster (tests/support/pgcluster.py) on a free loopback port, stopped at the end; tests that
   use it skip, saying why, when neither is available.
 """
 
@@ -43,7 +48,7 @@ def fixtures_root() -> Path:
 def embedder():
     """The process-wide all-MiniLM-L6-v2 embedder on torch (loaded lazily on first encode), whatever
     ``JUDGE_RUNNER_EMBEDDER`` says: the session index measures real search quality, and the tests' figures
-    are the reference path's (the ONNX kinds are checked against it in tests/test_onnx_embedder.py)."""
+    are the reference path's (the ONNX kinds are checked against it in tests/embed/test_onnx_embedder.py)."""
     from judge_runner.embed.registry import instance
 
     return instance("torch")
@@ -97,19 +102,19 @@ def pytest_configure(config):
 # The tests that run MiniLM (nodeid prefixes, relative to the repository). Under pytest-xdist they all go to ONE
 # worker (see pytest_xdist_make_scheduler), so the model is imported and the session index built once...
 MINILM_TESTS = (
-    "tests/test_search.py::",
-    "tests/test_search_postgres.py::",
-    "tests/test_beir_trec.py::test_beir_index_and_trec_run",
-    "tests/test_injection_offline.py::",
-    "tests/test_judge_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
-    "tests/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
-    "tests/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
-    "tests/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
-    "tests/test_onnx_embedder.py::",  # one worker, so the session's ONNX export (about 30-60 s) is made once
+    "tests/search/test_builtin.py::",
+    "tests/search/test_postgres.py::",
+    "tests/search/test_beir_trec.py::test_beir_index_and_trec_run",
+    "tests/judging/test_heuristic.py::",
+    "tests/judging/test_protocol.py::test_injection_twin_gets_its_clean_label_on_the_offline_judge",
+    "tests/search/test_query_speed.py::test_prepared_minilm_search_gives_the_unprepared_results",
+    "tests/search/test_query_speed.py::test_fts_search_from_the_shell_never_imports_torch",
+    "tests/search/test_query_speed.py::test_small_inputs_run_on_one_torch_thread",
+    "tests/embed/test_onnx_embedder.py::",  # one worker, so the session's ONNX export (about 30-60 s) is made once
 )
 # ...except these, long enough (the SciFact calibration, a minute) to be worth a second model load: each runs
 # on whichever worker is free, beside the group instead of after it.
-MINILM_ALONE = ("tests/test_calibrate_scifact.py::",)
+MINILM_ALONE = ("tests/calibrate/test_scifact.py::",)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -218,7 +223,7 @@ def postgres_dsn():
     if url:
         yield url
         return
-    from tests.pgcluster import ClusterUnavailable, start_cluster
+    from tests.support.pgcluster import ClusterUnavailable, start_cluster
 
     try:
         cluster = start_cluster()
@@ -228,3 +233,39 @@ def postgres_dsn():
         yield cluster.dsn
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def hash_db(tmp_path_factory) -> Path:
+    """One SQLite index of ``fixtures/`` made by ``judge-runner index`` with the hashing embedder (per module;
+    tests copy it before they write to it)."""
+    from judge_runner.embed.registry import SETTING_ENV as EMBEDDER_ENV
+    from tests.support.clitools import invoke
+
+    db = tmp_path_factory.mktemp("idx") / "index.sqlite"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(EMBEDDER_ENV, "hash")
+        result = invoke(["index", str(FIXTURES), "--db", str(db)], {EMBEDDER_ENV: "hash"})
+    assert result.exit_code == 0, result.output
+    return db
+
+
+@pytest.fixture(scope="module")
+def query_set(tmp_path_factory) -> Path:
+    """15 queries about ``fixtures/`` written by the loopback fake's phase one through the CLI (14 on-topic, one
+    off-topic; per module)."""
+    import json
+
+    from tests.support.batch_runs import env_for
+    from tests.support.clitools import KEEP_ALL, invoke
+    from tests.support.fakes.fake_llm import FakeLLMServer
+
+    out = tmp_path_factory.mktemp("queries") / "queries.json"
+    with FakeLLMServer() as server:
+        result = invoke(
+            ["generate", "--fixtures", str(FIXTURES), "--count", "15", "--out", str(out), "--provider", "anthropic"] + KEEP_ALL,
+            env_for(server, "anthropic"),
+        )
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(out.read_text())["queries"]) == 15
+    return out

@@ -11,7 +11,7 @@ from judge_runner.core.query_card import QuerySetCard
 from judge_runner.core.textproc import clean_text
 
 # The vocabulary, each defined once here: click choices, settings, prompts and the JSON Schemas' enums
-# (tests/test_vocabulary.py proves the schemas agree) all derive from these Literals.
+# (tests/core/test_vocabulary.py proves the schemas agree) all derive from these Literals.
 QueryType = Literal["keyword", "identifier", "natural-language", "conceptual", "ambiguous", "multilingual", "off-topic"]
 QUERY_TYPES: tuple[str, ...] = get_args(QueryType)
 SearchMode = Literal["hybrid", "fts", "vector"]

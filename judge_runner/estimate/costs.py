@@ -12,7 +12,7 @@ Units: tokens (integers) and USD. Sources of the constants:
 
 - :data:`CHARS_PER_TOKEN` = 4: one token per four characters of the request's JSON, OpenAI's rule of
   thumb for English text ("one token is roughly 4 characters"), and exactly what the loopback fake server
-  counts (``tests/fakes/fake_llm.py``). No tokenizer is shipped: tiktoken needs BPE files downloaded at
+  counts (``tests/support/fakes/fake_llm.py``). No tokenizer is shipped: tiktoken needs BPE files downloaded at
   run time, and Anthropic's tokenizer is not public (its ``count_tokens`` endpoint is exact, but asking it
   sends the prompts). Left out: the tool-use system prompt Anthropic adds to requests that offer tools
   (a few hundred tokens each).

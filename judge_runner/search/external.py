@@ -63,7 +63,7 @@ _INTERPRETERS = re.compile(r"^(python[\d.]*|node|ruby|perl|sh|bash|uv|uvx|npx|ja
 
 def command_name(argv: list[str]) -> str:
     """A short name for a command: the program's file name, or the script's (without suffix) when the
-    program is an interpreter (``python tests/engines/bm25s_search.py ...`` -> ``bm25s_search``)."""
+    program is an interpreter (``python tests/support/engines/bm25s_search.py ...`` -> ``bm25s_search``)."""
     program = os.path.basename(argv[0])
     if _INTERPRETERS.match(program):
         script = next((a for a in argv[1:] if not a.startswith("-") and "{" not in a), None)

@@ -1,0 +1,275 @@
+"""``judge-runner label --budget``: a budget spent on one question (a run's mean, or the difference of two
+systems of a compare run), what it buys said first, the draw's probabilities recorded, and the estimate from
+them unbiased (a simulated labeller over many seeds), also for single pairs and for a session stopped early;
+the uniform-sample correction of evaluate's summary never applied to such a sample."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import statistics
+
+import pytest
+
+from judge_runner.analysis.corrected_report import block_lines
+from judge_runner.app.label.budget import DEFAULT_SECONDS_PER_LABEL, measured_pace
+from judge_runner.embed.registry import instance
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.heuristic import HeuristicJudge
+from judge_runner.judging.label_budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
+from judge_runner.judging.label_estimate import estimate_budget
+from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
+from judge_runner.runs.corrected import bias_corrected, drawn_note
+from judge_runner.runs.read import read_run_file
+from tests.support.budget_runs import ranking, true_scaled_dcg, true_value, truth, truth_grades, write_compare_run
+from tests.support.clitools import invoke
+from tests.support.label_client import Job, act, spawn_label, state, stop_process
+from tests.support.label_runs import write_run
+from tests.support.protocol_runs import DOCS, queries, run
+
+QUERIES = 40
+
+
+@pytest.fixture
+def compare_run(tmp_path):
+    return write_compare_run(tmp_path / "runs", QUERIES, human_queries=3)
+
+
+def _simulate(run, question, budget, seeds, *, rho=None, keep=1.0):
+    """Estimates over ``seeds`` draws, a labeller giving the people's grades to the first ``keep`` share of
+    the items shown (whole units: a stopped session)."""
+    truths = truth_grades(QUERIES)
+    found = []
+    for seed in seeds:
+        draw = plan_draw(run, question, budget, seed, 10.0, rho=rho)
+        units = draw.drawn[: int(len(draw.drawn) * keep)]
+        shown = {u if question.unit == "queries" else u.split("\t")[0] for u in units}
+        kept = [u.split("\t", 1)[1] for u in units] if question.unit == "pairs" else None
+        given = {
+            (i.qid, i.source): truths[(i.qid, i.source)]
+            for i in draw.items
+            if i.qid in shown and (kept is None or (i.qid, i.source) in {tuple(u.split("\t", 1)) for u in units})
+        }
+        estimate = estimate_budget(run, draw.record(seed, 10.0, "test"), given)
+        if estimate.found is not None:
+            found.append(estimate.found)
+    return found
+
+
+def _unbiased(found, truth_value):
+    """The mean estimate within 3.5 standard errors of the truth, and the 95% intervals covering it."""
+    values = [f.estimate for f in found]
+    se = statistics.stdev(values) / math.sqrt(len(values))
+    assert abs(statistics.mean(values) - truth_value) <= 3.5 * se + 1e-9, (statistics.mean(values), truth_value, se)
+    coverage = sum(f.ci95[0] <= truth_value <= f.ci95[1] for f in found) / len(found)
+    assert coverage >= 0.85, coverage
+
+
+def test_a_budget_on_a_compare_run_spends_it_says_what_it_buys_first_and_records_the_probabilities(tmp_path, compare_run):
+    job = Job(tmp_path, compare_run, sampling={"budget": 50, "question": "difference", "systems": ("hybrid", "fts")})
+    out = job.lines.out
+    buys = next(i for i, line in enumerate(out) if line.startswith("about 50 labels"))
+    assert buys < next(i for i, line in enumerate(out) if line.startswith("labelling team"))
+    assert "min at 10 s each) for ±" in out[buys] and "on the difference fts - hybrid in nDCG@10" in out[buys]
+    plan = json.loads((tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()[0])
+    record = plan["budget"]
+    assert record["design"] == "uniform" and record["question"] == "difference" and record["systems"] == ["hybrid", "fts"]
+    assert len(record["probabilities"]) == QUERIES and len(plan["items"]) == 50  # 10 queries of 5 documents: exactly 50
+    free = {"q1", "q2"} | {f"q{q}" for q in range(0, QUERIES, 5)}  # labelled before, or ranked alike
+    assert {q for q, p in record["probabilities"].items() if p >= 1} == free
+    assert not free & set(record["drawn"]) and {i["qid"] for i in plan["items"]} == set(record["drawn"])
+    page = json.dumps(state(job.url, "tab-one1"))
+    assert "hybrid" not in page and "fts" not in page  # labels are given blind: the page never names a system
+    truths = truth_grades(QUERIES)
+    for _ in plan["items"]:
+        item = state(job.url, "tab-one1")["item"]
+        status, _ = act(job.url, "label", "tab-one1", item=item["id"], grade=truths[(item["qid"], item["source"])])
+        assert status == 200
+    job.stop()
+    last = job.lines.out[-1]
+    assert last.startswith("corrected the difference fts - hybrid in nDCG@10: ") and "10 of the 10 drawn queries labelled" in last
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        design = cache.label_designs()["team"]
+        assert design["uniform"] is False and design["design"] == "uniform"  # known queries were left out
+        assert len(drawn_label_sets(cache)["team"]) == 50
+
+
+def test_the_command_says_what_the_budget_buys_before_the_url_and_ctrl_c_ends_with_the_estimate(tmp_path, compare_run):
+    proc = spawn_label(tmp_path, str(compare_run), "--budget", "50", "--for", "difference", "--systems", "hybrid,fts")
+    try:
+        before: list[str] = []
+        while not (line := proc.stdout.readline()).startswith("  http://127.0.0.1:"):
+            assert line or proc.poll() is None, proc.stderr.read()
+            before.append(line)
+        url = line.strip()
+        assert any(b.startswith("about 50 labels (8 min at 10 s each) for ±") for b in before), before
+        truths = truth_grades(QUERIES)
+        while (item := state(url, "tab-cli-01")["item"]) is not None:
+            assert act(url, "label", "tab-cli-01", item=item["id"], grade=truths[(item["qid"], item["source"])])[0] == 200
+        out, err = stop_process(proc, signal.SIGINT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("corrected the difference fts - hybrid in nDCG@10: ") and "10 of the 10 drawn queries labelled" in last, out
+
+
+def test_a_session_stopped_before_enough_labels_says_why_there_is_no_estimate_yet(tmp_path, compare_run):
+    job = Job(tmp_path, compare_run, sampling={"budget": 20, "kind": "pairs", "question": "difference"})
+    job.stop()
+    assert "on the difference fts - hybrid in scaled DCG@10" in job.lines.text()
+    assert job.lines.out[-1].startswith(
+        "no corrected estimate of the difference fts - hybrid in scaled DCG@10 yet: 0 of the 20 drawn pairs"
+    )
+
+
+def test_pairs_spend_exactly_the_budget_and_skip_documents_both_systems_rank_alike(compare_run):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", ["hybrid", "fts"], "pairs")
+    draw = plan_draw(run, question, 30, 5, 10.0)
+    assert len(draw.items) == 30 and draw.plan.design == "uniform"
+    coefficients = pair_coefficients(pool_of(run, question), question)
+    assert all(coefficients[(i.qid, i.source)] != 0 for i in draw.items)
+    assert all(i.qid not in ("q1", "q2") for i in draw.items)  # labelled before: free
+
+
+def test_pairs_estimate_scaled_dcg_at_10_the_dcg_of_the_top_10_over_that_of_ten_grade_3_results():
+    ideal = sum(3 / math.log2(r + 1) for r in range(1, 11))
+    by_hand = statistics.mean(
+        sum(truth(q, d) / math.log2(r + 1) for r, d in enumerate(ranking(q, "fts"), start=1)) / ideal
+        - sum(truth(q, d) / math.log2(r + 1) for r, d in enumerate(ranking(q, "hybrid"), start=1)) / ideal
+        for q in range(QUERIES)
+    )
+    assert true_scaled_dcg(QUERIES) == pytest.approx(by_hand)
+    assert abs(by_hand - true_value(QUERIES)) > 0.02  # another measure than nDCG@10: never reported as it
+
+
+@pytest.mark.parametrize(
+    ("unit", "rho", "keep"),
+    [("queries", None, 1.0), ("queries", 1.0, 1.0), ("pairs", None, 1.0), ("pairs", 1.0, 1.0), ("queries", 1.0, 0.6), ("pairs", 1.0, 0.6)],
+)
+def test_the_estimate_is_unbiased_and_its_interval_covers_over_many_draws(compare_run, unit, rho, keep):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", ["hybrid", "fts"], unit)
+    found = _simulate(run, question, 110 if keep < 1 else 60, range(120), rho=rho, keep=keep)
+    assert len(found) >= 100
+    _unbiased(found, true_value(QUERIES) if unit == "queries" else true_scaled_dcg(QUERIES))
+
+
+def test_one_systems_mean_is_unbiased_too(compare_run):
+    run = read_run_file(compare_run)
+    question = ask(run, "mean", ["hybrid"], "queries")
+    assert question.text() == "the mean nDCG@10 of hybrid"
+    found = _simulate(run, question, 60, range(120), rho=1.0)
+    _unbiased(found, true_value(QUERIES, "mean"))
+
+
+def test_earlier_labels_choose_the_robust_mix_as_a_uniform_sample_of_the_open_units(compare_run):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", ["hybrid", "fts"], "queries")
+    pool = pool_of(run, question)
+    units = units_of(pool, question)
+    past = past_residuals(pool, question, units)
+    assert [u for u, _, _ in past] == ["q1", "q2"]  # q0 is ranked alike: known, no residual
+    assert all(p == pytest.approx(2 / 32) for _, _, p in past)  # 2 labelled of the 32 queries not known
+
+
+def test_the_robust_choice_stays_uniform_without_earlier_labels_and_the_weighted_record_says_so(tmp_path):
+    run = read_run_file(write_compare_run(tmp_path, QUERIES))
+    question = ask(run, "difference", [], "queries")
+    assert question.systems == ("hybrid", "fts")
+    assert plan_draw(run, question, 40, 1, 10.0).plan.design == "uniform"
+    weighted = plan_draw(run, question, 40, 1, 10.0, rho=1.0)
+    record = weighted.record(1, 10.0, "test")
+    assert record["design"] == "weighted" and record["rho"] == 1.0 and 0 < min(record["probabilities"].values()) < 1
+
+
+def test_the_summarys_uniform_correction_is_skipped_for_a_drawn_sample_and_says_why(tmp_path):
+    lines = [json.loads(raw) for raw in write_compare_run(tmp_path, QUERIES, human_queries=QUERIES).read_text().splitlines()]
+    evaluations = [line for line in lines if line["type"] == "evaluation"]
+    assert bias_corrected(evaluations, ["hybrid", "fts"])["differences"]  # labelled at random: corrected as before
+    drawn = {"team": {("q3", "docs/q3-d3.md")}}
+    note = drawn_note(evaluations, drawn)
+    assert note and "'team'" in note and "label --budget" in note and "judge-runner label --name team" in note
+    assert drawn_note(evaluations, {"other": {("q3", "nowhere.md")}}) is None
+    block = bias_corrected(evaluations, ["hybrid", "fts"], skipped=note)
+    assert block["skipped"] == note and block["nDCG@10"] is None and not block["differences"]
+    assert block_lines(block) == [f"bias-corrected nDCG@10 not shown: {note}"]
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_evaluate_skips_its_uniform_correction_when_the_labels_were_drawn_with_unequal_probabilities(tmp_path, uniform):
+    qrels = tmp_path / "human.qrels"
+    rows = [f"q{q} 0 {s.replace(' ', '%20')} {g}" for q in range(1, 12) for (s, _, _), g in zip(DOCS[:3], (3, q % 3, q % 2))]
+    qrels.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, qrels, "team")
+        cache.set_label_design("team", {"design": "weighted", "unit": "queries", "uniform": uniform})
+        outcome, _ = run(tmp_path, HeuristicJudge(instance("hash")), queries(13), cache=cache)
+    block = outcome.summary["biasCorrected"]
+    if uniform:  # a uniform draw of whole queries: corrected as any random sample
+        assert block["nDCG@10"] is not None and not block.get("skipped")
+    else:
+        assert block["nDCG@10"] is None and "label --budget" in block["skipped"] and block["labelledQueries"] == 11
+
+
+def test_a_uniform_whole_query_mean_is_marked_uniform_for_the_summary(tmp_path):
+    run_file = write_compare_run(tmp_path / "runs", QUERIES, systems=("hybrid",))
+    job = Job(tmp_path, run_file, sampling={"budget": 20})
+    job.stop()
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        assert cache.label_designs() == {} or cache.label_designs()["team"]["uniform"] is True
+        assert drawn_label_sets(cache) == {}
+
+
+def test_the_pace_is_the_median_of_earlier_labels_else_ten_seconds(tmp_path):
+    assert measured_pace(tmp_path, "ada") == (DEFAULT_SECONDS_PER_LABEL, pytest.approx(measured_pace(tmp_path, "ada")[1]))
+    journal = tmp_path / "old.journal.jsonl"
+    lines = [{"type": "plan"}] + [{"type": "label", "labeller": "ada", "seconds": 6.0 if i % 5 else 300.0} for i in range(25)]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    seconds, source = measured_pace(tmp_path, "ada")
+    assert seconds == 6.0 and "ada's 25 earlier labels" in source
+    assert measured_pace(tmp_path, "bob")[0] == 6.0  # everyone's when bob has none
+
+
+def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):
+    folder = tmp_path / "labels"
+    folder.mkdir()
+    lines = [{"type": "label", "labeller": "ada", "seconds": 6.0} for _ in range(30)]
+    (folder / "old.journal.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    job = Job(tmp_path, compare_run, sampling={"minutes": 2.0, "kind": "pairs", "question": "difference"})
+    job.stop()
+    assert "about 20 labels (2 min at 6 s each)" in job.lines.text()
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--budget", "0"], "a budget of 0 buys nothing"),
+        (["--budget", "40", "--for", "difference", "--systems", "hybrid,nope"], "no system 'nope'; its systems: hybrid, fts"),
+        (["--budget", "40", "--queries", "5"], "--queries cannot go with a budget"),
+        (["--budget", "40", "--width", "0.2"], "--width cannot go with a budget"),
+        (["--budget", "40", "--budget-minutes", "5"], "give one"),
+        (["--systems", "hybrid,fts"], "give --budget N or --budget-minutes M with them"),
+        (["--budget", "40", "--for", "difference", "--systems", "hybrid"], "--for difference needs --systems A,B"),
+    ],
+)
+def test_budget_usage_errors_exit_2_with_a_clear_message(tmp_path, compare_run, extra, says):
+    args = ["label", str(compare_run), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", *extra]
+    result = invoke(args)
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+
+
+def test_a_difference_asked_of_a_run_with_one_system_exits_2(tmp_path):
+    run_file = write_run(tmp_path / "runs")
+    args = ["label", str(run_file), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--budget", "10"]
+    result = invoke([*args, "--for", "difference"])
+    assert result.exit_code == 2 and "a difference needs two systems" in " ".join(result.output.split()), result.output
+
+
+def test_help_teaches_the_budget(tmp_path):
+    text = " ".join(invoke(["label", "--help"]).output.split())
+    for phrase in ("--budget-minutes", "--for", "difference B - A", "whole queries", "scaled DCG@10", "probability", "stopped early"):
+        assert phrase in text, phrase

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from judge_runner.judging.cache import CachedJudgment, CacheError, JudgmentCache
+from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
 from tests.support.readonly import readonly_paths, run_readonly
-from tests.support.batch_runs import env_for
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -16,10 +16,10 @@ import pytest
 
 from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.search.sqlite import IndexAccessError, SQLiteIndex
+from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
 from tests.support.readonly import readonly_paths, run_readonly
-from tests.support.batch_runs import env_for
 
 pytestmark = pytest.mark.hash_embedder
 

@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.estimate.costs import RecordingJudge
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.llm.batch_provider import batching_provider
 from judge_runner.llm.registry import get_spec
-from judge_runner.embed.hashing import HashEmbedder
 from tests.support.fakes.fake_llm import FakeLLMServer
 from tests.support.fault_runs import make_provider
 

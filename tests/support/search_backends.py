@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_runner.search.documents import FolderDocuments
 from judge_runner.embed.hashing import HashEmbedder
+from judge_runner.search.documents import FolderDocuments
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch
 from judge_runner.search.indexer import index_tree

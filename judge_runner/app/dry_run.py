@@ -86,7 +86,7 @@ def read_only_cache(settings: Settings) -> Any:
     run creates nothing), opened read-only. Raises CacheError for a file that is damaged (exit 3) or not a
     judgment cache (exit 2)."""
     path = settings.cache_path
-    if path is None or not Path(path).is_file():
+    if path is None or not Path(path).exists():
         return None
     return JudgmentCache(path, readonly=True)  # a dry run writes nothing; its CacheError keeps its exit code
 

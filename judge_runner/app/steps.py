@@ -287,19 +287,18 @@ def evaluate_queries(
     ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
     picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``);
     ``card``: the query-set card of a set read from a file (into ``run_start``)."""
-    writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
-    run_start = run_start_fields(
-        job,
-        writer,
-        queries,
-        generation=generation,
-        with_count=generation is not None,
-        generator_model=generation.model if generation else None,
-        resume=resume,
-        all_queries=all_queries,
-        card=card,
-    )
-    cache = open_cache(job.settings, job.printer)
+    cache = open_cache(job.settings, job.printer)  # first: a cache that cannot be used refuses the run before a file is written
+    try:
+        writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
+        generator = generation.model if generation else None
+        run_start = run_start_fields(
+            job, writer, queries, generation=generation, with_count=generation is not None, generator_model=generator, resume=resume,
+            all_queries=all_queries, card=card,
+        )  # fmt: skip
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        raise
     check_human_coverage(cache, job.settings, queries, job.printer)
     batching = getattr(job.roles.judge, "batching", None)
     if batching is not None and resume_hint:

@@ -4,6 +4,7 @@ Thin: parses options and calls :func:`judge_runner.app.label.server.label_job`."
 from __future__ import annotations
 
 import getpass
+import math
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None)
     }
     if budget is not None and minutes is not None:
         raise UsageError("--budget (labels) and --budget-minutes (minutes at your pace) are two ways of saying one budget: give one")
+    if minutes is not None and not math.isfinite(minutes):
+        raise UsageError(f"--budget-minutes takes a finite number of minutes, not {minutes}")
     if budget == 0 or minutes == 0:
         raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     if budget is None and minutes is None:

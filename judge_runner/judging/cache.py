@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from judge_runner.core.models import JUDGE_MODES
-from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, opening_failure
+from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, foreign_file, opening_failure
 
 T = TypeVar("T")
 
@@ -210,6 +210,9 @@ class JudgmentCache:
         self.failure: CacheError | None = None
         if self.path.is_dir():
             raise CacheError(f"{self.path} is a folder, not a judgment cache file; pass the cache file's path with --cache")
+        foreign = foreign_file(self.path)
+        if foreign is not None:
+            raise foreign
         try:
             if readonly:
                 self.conn = connect_readonly(self.path, busy_timeout_s)

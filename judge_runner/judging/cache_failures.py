@@ -66,6 +66,24 @@ def failure_of(path: Path, exc: BaseException) -> CacheError:
     return CacheError(f"cannot use the judgment cache {path} ({exc})", "cache_error", EXIT_INCOMPLETE)
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (https://www.sqlite.org/fileformat.html, 1.3)."""
+
+
+def foreign_file(path: Path) -> CacheError | None:
+    """The CacheError (exit 2) of a non-empty file at ``path`` that is no SQLite database at all (its first
+    bytes are not :data:`SQLITE_HEADER`), which SQLite would otherwise overwrite with a new cache when the
+    file is shorter than a page; None for a missing or empty file (a new cache) or an SQLite file."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError:
+        return None  # missing, or unreadable: the open says why
+    if not head or head == SQLITE_HEADER:
+        return None
+    return CacheError(f"{path} is not a judgment cache (file is not a database); move it away or pass another --cache path")
+
+
 def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> CacheError:
     """The CacheError of a cache that failed while being opened: locked longer than ``busy_timeout_s``,
     a full disk, read-only (exit 2); damaged, an SQLite file whose pages cannot be read (exit 3, as

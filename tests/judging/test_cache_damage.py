@@ -49,7 +49,9 @@ def damage(path: Path, kind: str) -> None:
         with open(path, "r+b") as f:
             f.truncate(PAGE * 20)
     elif kind == "random":
-        path.write_bytes(os.urandom(100_000))
+        path.write_bytes(b"\x00" + os.urandom(100_000))  # never SQLite's header by chance
+    elif kind == "tiny":
+        path.write_bytes(b"x")  # shorter than a page: SQLite alone would overwrite it with a new cache
     else:
         path.unlink()
         path.mkdir()
@@ -68,6 +70,7 @@ EXPECTED = {
     "deep": (3, "is damaged (database disk image is malformed): move it away, or pass another --cache path or --no-cache"),
     "truncated": (3, "is damaged (database disk image is malformed): move it away, or pass another --cache path or --no-cache"),
     "random": (2, "is not a judgment cache (file is not a database); move it away or pass another --cache path"),
+    "tiny": (2, "is not a judgment cache (file is not a database); move it away or pass another --cache path"),
     "folder": (2, "is a folder, not a judgment cache file; pass the cache file's path with --cache"),
 }
 
@@ -97,14 +100,23 @@ def test_cache_stats_and_prune_say_what_evaluate_says_of_a_damaged_cache_and_cha
         assert result.exit_code == code, (command, result.output)
         seen[" ".join(command)] = error_line(result.output)
         assert fingerprint(cache) == before, f"{command} changed the damaged cache"
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs")]
+    dry = invoke([*args, "--dry-run", "--provider", "anthropic", "--cache", str(cache)])
+    assert dry.exit_code == code, dry.output  # --dry-run says what the run would say (a folder was "no cache yet")
+    seen["evaluate --dry-run"] = error_line(dry.output)
     with FakeLLMServer() as server:
-        args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs")]
         result = invoke([*args, "--provider", "anthropic", "--concurrency", "1", "--cache", str(cache)], env_for(server, "anthropic"))
     assert result.exit_code == code, result.output
     seen["evaluate"] = error_line(result.output)
-    said = f"error: {cache} {says}" if kind in ("random", "folder") else f"error: the judgment cache {cache} {says}"
+    said = f"error: {cache} {says}" if kind in ("random", "tiny", "folder") else f"error: the judgment cache {cache} {says}"
     assert all(line.startswith(said) for line in seen.values()), seen  # evaluate adds how to resume its run
     assert fingerprint(cache) == before
+    # a cache refused when opened refuses the run before any file is written: no empty run file for trend to skip;
+    # damage found only once the run reads it stops a run that has its run_start and summary
+    files = list((tmp_path / "runs").glob("*.jsonl"))
+    assert all(f.read_text().startswith('{"type":"run_start"') or '"run_start"' in f.read_text().splitlines()[0] for f in files), files
+    if kind != "deep":
+        assert not files, "a run refused at the start left a run file"
 
 
 def test_prune_checks_the_whole_file_before_deleting_anything(tmp_path):

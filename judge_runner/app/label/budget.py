@@ -14,16 +14,18 @@ sample drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judge_runner.app.label.session import LabelSession
+from judge_runner.app.label.session import FAST_LABEL_S, LabelSession
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
 from judge_runner.judging.label_budget import ask, plan_draw
 from judge_runner.judging.label_estimate import estimate_budget
+from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.runs.read import RunFile, read_judged_runs
 
 DEFAULT_SECONDS_PER_LABEL = 10.0
@@ -37,7 +39,9 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
     """``(seconds per label, where it comes from)``: the median of the ``seconds`` of the labels in the
     journals of ``folder`` (``*.journal.jsonl``: earlier sessions), the labeller's own when at least
     :data:`MIN_PACE_LABELS` are theirs, else everyone's; :data:`DEFAULT_SECONDS_PER_LABEL` with fewer. The
-    median, so a break between two labels does not count."""
+    median, so a break between two labels does not count; labels flagged ``fast`` (given in less than
+    :data:`~judge_runner.app.label.session.FAST_LABEL_S`: a held key, a script) are no pace, so the pace is
+    never below that floor."""
     mine: list[float] = []
     everyone: list[float] = []
     for journal in sorted(folder.glob("*.journal.jsonl")) if folder.is_dir() else []:
@@ -50,8 +54,8 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
                 line = json.loads(raw)
             except json.JSONDecodeError:
                 continue
-            seconds = line.get("seconds") if isinstance(line, dict) and line.get("type") == "label" else None
-            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
+            seconds = line.get("seconds") if isinstance(line, dict) and line.get("type") == "label" and not line.get("fast") else None
+            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds >= FAST_LABEL_S:
                 everyone.append(float(seconds))
                 if line.get("labeller") == labeller:
                     mine.append(float(seconds))
@@ -73,12 +77,19 @@ def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any
         raise UsageError(f"--budget draws from one run file (a compare run for a difference); {len(runs)} were given")
     seconds, pace_from = measured_pace(session.folder, labeller)
     budget = sampling.budget if sampling.budget is not None else int(sampling.minutes * 60 // seconds)
+    if budget < 1:
+        raise UsageError(f"--budget-minutes {sampling.minutes:g} at {seconds:g} s a label buys no label: give more minutes")
     try:
         question = ask(runs[0], sampling.question, sampling.systems, sampling.kind)
         draw = plan_draw(runs[0], question, budget, sampling.seed, seconds)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     printer.out(draw.text)
+    if len(draw.drawn) < MIN_LABELLED:  # the session keeps its draw: a larger budget later cannot add to it
+        printer.err(
+            f"warning: this budget draws {len(draw.drawn)} {question.unit}, and a corrected estimate needs at least {MIN_LABELLED} "
+            f"drawn {question.unit} labelled; a session keeps its draw, so give a larger --budget (under another --name)"
+        )
     units = "whole queries" if question.unit == "queries" else "single pairs"
     printer.note(
         f"{units}, {draw.plan.design} design: {len(draw.drawn)} {question.unit} drawn ({len(draw.items)} labels to give); "

@@ -234,6 +234,30 @@ def test_the_pace_is_the_median_of_earlier_labels_else_ten_seconds(tmp_path):
     assert measured_pace(tmp_path, "bob")[0] == 6.0  # everyone's when bob has none
 
 
+def test_labels_flagged_fast_are_no_pace_so_the_pace_is_never_below_the_fast_floor(tmp_path):
+    # a new user's trial: 125 labels given by a script in 0.003 s each made the pace 0 s, and --budget-minutes
+    # then divided by it (exit 4)
+    journal = tmp_path / "scripted.journal.jsonl"
+    lines = [{"type": "label", "labeller": "ada", "seconds": 0.003, "fast": True} for _ in range(125)]
+    lines += [{"type": "label", "labeller": "ada", "seconds": 0.5} for _ in range(30)]  # unflagged, still below the floor
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    seconds, source = measured_pace(tmp_path, "ada")
+    assert seconds == DEFAULT_SECONDS_PER_LABEL and "the default" in source
+    more = [{"type": "label", "labeller": "ada", "seconds": 4.0} for _ in range(25)]
+    journal.write_text(journal.read_text() + "".join(json.dumps(line) + "\n" for line in more))
+    assert measured_pace(tmp_path, "ada")[0] == 4.0
+
+
+def test_a_budget_that_draws_too_few_queries_for_an_estimate_says_so_before_labelling(tmp_path, compare_run):
+    job = Job(tmp_path, compare_run, sampling={"budget": 20, "kind": "queries", "question": "difference"})
+    job.stop()
+    [warning] = [line for line in job.lines.err if line.startswith("warning: this budget draws")]
+    assert "a corrected estimate needs at least 10 drawn queries labelled" in warning and "larger --budget" in warning
+    enough = Job(tmp_path / "enough", compare_run, sampling={"budget": 60, "kind": "queries", "question": "difference"})
+    enough.stop()
+    assert not [line for line in enough.lines.err if line.startswith("warning: this budget draws")], enough.lines.err
+
+
 def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):
     folder = tmp_path / "labels"
     folder.mkdir()
@@ -254,6 +278,10 @@ def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):
         (["--budget", "40", "--budget-minutes", "5"], "give one"),
         (["--systems", "hybrid,fts"], "give --budget N or --budget-minutes M with them"),
         (["--budget", "40", "--for", "difference", "--systems", "hybrid"], "--for difference needs --systems A,B"),
+        # a new user's trial: these ended in 'internal error' (exit 4)
+        (["--budget-minutes", "nan"], "--budget-minutes takes a finite number of minutes, not nan"),
+        (["--budget-minutes", "inf"], "--budget-minutes takes a finite number of minutes, not inf"),
+        (["--budget-minutes", "0.001"], "buys no label: give more minutes"),
     ],
 )
 def test_budget_usage_errors_exit_2_with_a_clear_message(tmp_path, compare_run, extra, says):

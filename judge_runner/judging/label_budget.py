@@ -87,7 +87,7 @@ def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
     held = list(dict.fromkeys(ev.system for ev in scored(run)))
     if not held:
         raise ValueError(f"{run.path} holds no scored query (on-topic, with nDCG@10) to label")
-    shown = ", ".join(str(s) for s in held)
+    shown = ", ".join("the unnamed system of a single-system run" if s is None else str(s) for s in held)
     unknown = [n for n in names if n not in held]
     if unknown:
         raise ValueError(f"{run.path} has no system {', '.join(map(repr, unknown))}; its systems: {shown}")

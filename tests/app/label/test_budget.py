@@ -294,7 +294,9 @@ def test_a_difference_asked_of_a_run_with_one_system_exits_2(tmp_path):
     run_file = write_run(tmp_path / "runs")
     args = ["label", str(run_file), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--budget", "10"]
     result = invoke([*args, "--for", "difference"])
-    assert result.exit_code == 2 and "a difference needs two systems" in " ".join(result.output.split()), result.output
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "a difference needs two systems" in said, result.output
+    assert "(the unnamed system of a single-system run)" in said and "(None)" not in said, result.output
 
 
 def test_help_teaches_the_budget(tmp_path):

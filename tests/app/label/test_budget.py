@@ -295,8 +295,12 @@ def test_a_difference_asked_of_a_run_with_one_system_exits_2(tmp_path):
     args = ["label", str(run_file), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--budget", "10"]
     result = invoke([*args, "--for", "difference"])
     said = " ".join(result.output.split())
-    assert result.exit_code == 2 and "a difference needs two systems" in said, result.output
-    assert "(the unnamed system of a single-system run)" in said and "(None)" not in said, result.output
+    assert result.exit_code == 2 and "a difference needs two systems" in said and "(SYSTEM-ALPHA-7)" in said, result.output
+    # a plain evaluate run names no system: said so, not 'None' (a new user's trial)
+    lines = [json.loads(line) for line in run_file.read_text().splitlines()]
+    run_file.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "system"}) + "\n" for line in lines))
+    said = " ".join(invoke([*args, "--for", "difference"]).output.split())
+    assert "(the unnamed system of a single-system run)" in said and "(None)" not in said, said
 
 
 def test_help_teaches_the_budget(tmp_path):

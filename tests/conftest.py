@@ -151,6 +151,23 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 @pytest.fixture(autouse=True)
+def _signal_handlers_unchanged(request):
+    """Fails a test that leaves the process's SIGINT or SIGTERM handler changed (and puts it back): such a
+    handler outlives the test in its worker, where a later test's signal to itself then runs it (the
+    command line's ends the process: a crashed xdist worker)."""
+    import signal
+
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    before = {number: signal.getsignal(number) for number in numbers}
+    yield
+    changed = {signal.Signals(n).name: signal.getsignal(n) for n in numbers if signal.getsignal(n) is not before[n]}
+    for number in numbers:
+        signal.signal(number, before[number])
+    if changed:
+        pytest.fail(f"{request.node.nodeid} left signal handlers changed: {changed}")
+
+
+@pytest.fixture(autouse=True)
 def _hash_embedder_marker(request):
     """Applies the ``hash_embedder`` fixture to tests marked ``@pytest.mark.hash_embedder``."""
     if request.node.get_closest_marker("hash_embedder"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import click
@@ -65,21 +66,28 @@ def test_every_run_status_has_its_documented_exit_code():
     assert [exit_code_for(s) for s in (RunStatus.OK, RunStatus.GATE_FAILED, RunStatus.CONFIG_ERROR, RunStatus.INCOMPLETE)] == [0, 1, 2, 3]
 
 
+def until_handled(seconds: float = 10.0) -> None:
+    """Run bytecodes of the main thread (where the handler of a signal this process sent itself runs) until
+    the handler raises, for at most ``seconds``: a fixed number of loops was too few on a loaded machine."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+    pytest.fail(f"the signal's handler did not run within {seconds:g} s")
+
+
 def test_sigterm_is_ctrl_c_only_inside_a_command():
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
         with sigterm_as_ctrl_c():
             os.kill(os.getpid(), signal.SIGTERM)
-            for _ in range(1000):  # the handler runs between bytecodes of the main thread
-                pass
+            until_handled()
     assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_sigterm_during_a_command_exits_3(capsys):
     def command():
         os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(1000):
-            pass
+        until_handled()
         return EXIT_OK
 
     def standalone():  # what click.main does with a KeyboardInterrupt in non-standalone mode

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,15 @@ from judge_runner.llm.retry import RetryPolicy
 
 
 def deliver(number: int = signal.SIGINT) -> None:
-    """Send this process ``number`` and give the main thread bytecodes to run its handler on."""
+    """Send this process ``number`` and give the main thread bytecodes to run its handler on, until it has
+    run (it counts the signal, or raises), for at most 10 s: a fixed number of loops was too few on a
+    loaded machine."""
+    before = STOP.count
     os.kill(os.getpid(), number)
-    for _ in range(10_000):
+    deadline = time.monotonic() + 10.0
+    while STOP.count == before and time.monotonic() < deadline:
         pass
+    assert STOP.count > before, "the signal's handler did not run within 10 s"
 
 
 def test_outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_request():

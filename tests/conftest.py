@@ -87,6 +87,11 @@ def hash_embedder(monkeypatch):
 
 
 def pytest_configure(config):
+    # A worker that crashes ends the run, naming the test it ran, instead of being replaced: the replacement of a
+    # crashed worker gets no work under xdist's LoadScope scheduling (which MINILM_TESTS' grouping uses, below),
+    # so the run waited for it forever. An explicit --max-worker-restart still wins.
+    if getattr(config.option, "maxworkerrestart", "absent") is None:
+        config.option.maxworkerrestart = "0"
     config.addinivalue_line(
         "markers",
         "hash_embedder: use the deterministic hashing embedder (JUDGE_RUNNER_EMBEDDER=hash) "

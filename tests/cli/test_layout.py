@@ -26,6 +26,7 @@ from judge_runner.core.failures import (
     UsageError,
     exit_code_for,
 )
+from tests.support.isolated import run_isolated
 
 PACKAGE = Path(__file__).resolve().parents[2] / "judge_runner"
 
@@ -75,7 +76,11 @@ def until_handled(seconds: float = 10.0) -> None:
     pytest.fail(f"the signal's handler did not run within {seconds:g} s")
 
 
-def test_sigterm_is_ctrl_c_only_inside_a_command():
+# The two tests below send SIGTERM to their own process: each runs in a fresh interpreter (a crashed test worker
+# of the suite's two, seen under load, took the whole run with it).
+
+
+def sigterm_is_ctrl_c_only_inside_a_command() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
         with sigterm_as_ctrl_c():
@@ -84,7 +89,11 @@ def test_sigterm_is_ctrl_c_only_inside_a_command():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_sigterm_during_a_command_exits_3(capsys):
+def test_sigterm_is_ctrl_c_only_inside_a_command():
+    run_isolated(f"{__name__}:sigterm_is_ctrl_c_only_inside_a_command")
+
+
+def sigterm_during_a_command_exits_3() -> None:
     def command():
         os.kill(os.getpid(), signal.SIGTERM)
         until_handled()
@@ -97,6 +106,10 @@ def test_sigterm_during_a_command_exits_3(capsys):
             raise click.exceptions.Abort() from None
 
     assert run_handled(standalone) == EXIT_INCOMPLETE
+
+
+def test_sigterm_during_a_command_exits_3():
+    run_isolated(f"{__name__}:sigterm_during_a_command_exits_3")
 
 
 def test_cli_modules_are_small():

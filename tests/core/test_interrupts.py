@@ -18,6 +18,10 @@ from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import CallsStopped, TransientError
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import RetryPolicy
+from tests.support.isolated import run_isolated
+
+# The tests below that send signals to their own process run each body in a fresh interpreter (run_isolated):
+# a crashed test worker of the suite's two, seen under load, took the whole run with it.
 
 
 def deliver(number: int = signal.SIGINT) -> None:
@@ -32,7 +36,7 @@ def deliver(number: int = signal.SIGINT) -> None:
     assert STOP.count > before, "the signal's handler did not run within 10 s"
 
 
-def test_outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_request():
+def outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_request() -> None:
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     with handling():
         with pytest.raises(KeyboardInterrupt):
@@ -45,7 +49,11 @@ def test_outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_requ
     assert not STOP.requested.is_set() and STOP.last_count == 2  # forgotten for what runs next, counted for the exit
 
 
-def test_inside_a_held_section_signals_only_ask_and_a_raising_section_raises_once():
+def test_outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_request():
+    run_isolated(f"{__name__}:outside_a_held_section_a_signal_is_ctrl_c_and_both_signals_are_one_request")
+
+
+def inside_a_held_section_signals_only_ask_and_a_raising_section_raises_once() -> None:
     with handling():
         with STOP.held():
             deliver()  # nothing raised: the code inside checks STOP.requested at its own safe points
@@ -64,7 +72,11 @@ def test_inside_a_held_section_signals_only_ask_and_a_raising_section_raises_onc
             assert STOP.urgent.is_set() and STOP.count == 2
 
 
-def test_a_held_function_holds_each_call():
+def test_inside_a_held_section_signals_only_ask_and_a_raising_section_raises_once():
+    run_isolated(f"{__name__}:inside_a_held_section_signals_only_ask_and_a_raising_section_raises_once")
+
+
+def a_held_function_holds_each_call() -> None:
     calls = []
 
     @STOP.held()
@@ -76,6 +88,10 @@ def test_a_held_function_holds_each_call():
         run()
         run()
     assert calls == [True, True]
+
+
+def test_a_held_function_holds_each_call():
+    run_isolated(f"{__name__}:a_held_function_holds_each_call")
 
 
 # A second signal landing at each line the first one's handler runs (its callees' lines included), one

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -199,8 +200,12 @@ def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]
         seen[line["type"]] = seen.get(line["type"], 0) + 1
         if line["type"] == nth_of_type and seen[line["type"]] == n and not sent:
             sent.append(1)
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(10_000):  # the handler runs here, between bytecodes of the main thread
+            # to the main thread itself (a batch line is written from a worker thread): a signal the kernel hands
+            # to this writing thread reached the main thread's handler only once it woke from a wait, which
+            # under load could be after the command had put the test process's own handler back (a crashed
+            # xdist worker); sent to the main thread, it interrupts that wait at once
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            for _ in range(10_000):  # on the main thread, the handler runs here, between its bytecodes
                 pass
 
     monkeypatch.setattr(run_write.RunWriter, "write", write)

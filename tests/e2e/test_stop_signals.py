@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from judge_runner.cli.app import sigterm_as_ctrl_c
 from judge_runner.evaluation.loop import STOP_WAIT_S
 from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
@@ -214,7 +215,7 @@ def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]
 
 def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     sent = signal_while_writing(monkeypatch, "evaluation", 1)
-    with FakeLLMServer() as server:
+    with FakeLLMServer() as server, sigterm_as_ctrl_c():  # the command line's handlers, as judge-runner has them
         result = invoke(
             ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs"), "--provider", "openai"],
             env_for(server, "openai"),
@@ -226,7 +227,7 @@ def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(
 
 def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     sent = signal_while_writing(monkeypatch, "batch", 1)
-    with FakeLLMServer() as server:
+    with FakeLLMServer() as server, sigterm_as_ctrl_c():  # without them pytest's own raised anywhere in the run
         result = invoke(
             ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs"), "--provider", "openai"]
             + ["--batch"],

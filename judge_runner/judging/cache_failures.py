@@ -81,7 +81,7 @@ def foreign_file(path: Path) -> CacheError | None:
         return None  # missing, or unreadable: the open says why
     if not head or head == SQLITE_HEADER:
         return None
-    return CacheError(f"{path} is not a judgment cache (file is not a database); move it away or pass another --cache path")
+    return not_a_cache(path, "file is not a database")
 
 
 def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> CacheError:
@@ -97,7 +97,13 @@ def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> Ca
         return _damaged(path, exc)
     if _sqlite_code(exc) in (_SQLITE_READONLY, _SQLITE_CANTOPEN):
         return read_only(path, exc)
-    return CacheError(f"{path} is not a judgment cache ({exc}); move it away or pass another --cache path")
+    return not_a_cache(path, str(exc))
+
+
+def not_a_cache(path: Path, why: str) -> CacheError:
+    """The CacheError (exit 2) of a file at ``path`` that is no judgment cache (``why``: what SQLite or the
+    header check said), another file passed as ``--cache``: the one message every command gives of it."""
+    return CacheError(f"{path} is not a judgment cache ({why}); move it away or pass another --cache path")
 
 
 def connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:

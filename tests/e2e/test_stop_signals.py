@@ -213,6 +213,10 @@ def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]
     return sent
 
 
+@pytest.mark.skip(
+    reason="open in issue 29: in-process SIGINT while a line is written ended the xdist worker in a clean-clone run "
+    "under load (as the batch-line twin below); to be run in a child process (tests/support/isolated.run_isolated)"
+)
 def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
     sent = signal_while_writing(monkeypatch, "evaluation", 1)
     with FakeLLMServer() as server, sigterm_as_ctrl_c():  # the command line's handlers, as judge-runner has them

@@ -28,6 +28,7 @@ from judge_runner.evaluation.loop import STOP_WAIT_S
 from tests.support.batch_runs import env_for
 from tests.support.clitools import invoke
 from tests.support.fakes.fake_llm import FakeLLMServer
+from tests.support.isolated import run_isolated
 
 pytestmark = pytest.mark.hash_embedder
 
@@ -186,10 +187,18 @@ def test_after_one_signal_no_request_is_sent_and_the_process_ends_after_the_stop
 # -- the summary agrees with the file, wherever the signal lands ----------------------------------------------
 
 
-def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]:
+# These tests signal their own process while it writes: each body runs in a fresh interpreter (run_isolated), where
+# a late delivery or a handler left behind ends that process, never the test runner's worker. In-process, after
+# the suite's other tests in the same xdist worker and under load, the SIGINT ended or failed the worker (2 of 2
+# clean-clone runs) though each test passed alone.
+ISOLATED_TIMEOUT_S = 240.0  # a whole evaluate run against the loopback fake on a loaded two-core machine
+
+
+def signal_while_writing(nth_of_type: str, n: int = 1) -> list[int]:
     """Make the run file's writer send this process SIGINT while it writes the ``n``-th line of type
     ``nth_of_type``, after the line is written (between its write and its record, where a Ctrl+C at the
-    moment of the first judgments lands). Returns a list that counts the signals sent."""
+    moment of the first judgments lands). Returns a list that counts the signals sent. Patches
+    :class:`~judge_runner.runs.write.RunWriter` for good: call it only in a process of its own."""
     from judge_runner.runs import write as run_write
 
     real = run_write.RunWriter.write
@@ -202,64 +211,84 @@ def signal_while_writing(monkeypatch, nth_of_type: str, n: int = 1) -> list[int]
         if line["type"] == nth_of_type and seen[line["type"]] == n and not sent:
             sent.append(1)
             # to the main thread itself (a batch line is written from a worker thread): a signal the kernel hands
-            # to this writing thread reached the main thread's handler only once it woke from a wait, which
-            # under load could be after the command had put the test process's own handler back (a crashed
-            # xdist worker); sent to the main thread, it interrupts that wait at once
+            # to this writing thread reached the main thread's handler only once it woke from a wait; sent to
+            # the main thread, it interrupts that wait at once
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             for _ in range(10_000):  # on the main thread, the handler runs here, between its bytecodes
                 pass
 
-    monkeypatch.setattr(run_write.RunWriter, "write", write)
+    run_write.RunWriter.write = write  # type: ignore[method-assign]
     return sent
 
 
-@pytest.mark.skip(
-    reason="open in issue 29: in-process SIGINT while a line is written ended the xdist worker in a clean-clone run "
-    "under load (as the batch-line twin below); to be run in a child process (tests/support/isolated.run_isolated)"
-)
-def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
-    sent = signal_while_writing(monkeypatch, "evaluation", 1)
+def signalled_while_an_evaluation_line_is_written(query_set: str, db: str, out: str) -> None:
+    sent = signal_while_writing("evaluation", 1)
     with FakeLLMServer() as server, sigterm_as_ctrl_c():  # the command line's handlers, as judge-runner has them
         result = invoke(
-            ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs"), "--provider", "openai"],
-            env_for(server, "openai"),
+            ["evaluate", "--queries", query_set, "--db", db, "--out-dir", out, "--provider", "openai"], env_for(server, "openai")
         )
     assert sent and result.exit_code == 3, result.output
-    summary = assert_valid_summary(written(tmp_path / "runs"))
+    summary = assert_valid_summary(written(Path(out)))
     assert summary["evaluated"] >= 1
 
 
-@pytest.mark.skip(
-    reason="open in issue 29: after the suite's other tests in the same xdist worker, under load, this in-process "
-    "SIGINT from the batch writer ends or fails the worker (2 of 2 clean-clone runs); it passes alone; to be run in "
-    "a child process (tests/support/isolated.run_isolated)"
-)
-def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
-    sent = signal_while_writing(monkeypatch, "batch", 1)
-    with FakeLLMServer() as server, sigterm_as_ctrl_c():  # without them pytest's own raised anywhere in the run
+def test_a_signal_while_an_evaluation_line_is_written_is_counted_in_the_summary(query_set, db_copy, tmp_path):
+    run_isolated(
+        f"{__name__}:signalled_while_an_evaluation_line_is_written",
+        str(query_set),
+        str(db_copy),
+        str(tmp_path / "runs"),
+        timeout_s=ISOLATED_TIMEOUT_S,
+    )
+    assert_valid_summary(written(tmp_path / "runs"))  # the child's file, read again from here
+
+
+def signalled_while_a_batch_line_is_written(query_set: str, db: str, out: str) -> None:
+    sent = signal_while_writing("batch", 1)
+    with FakeLLMServer() as server, sigterm_as_ctrl_c():  # without them a SIGINT raises wherever the main thread is
         result = invoke(
-            ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(tmp_path / "runs"), "--provider", "openai"]
-            + ["--batch"],
+            ["evaluate", "--queries", query_set, "--db", db, "--out-dir", out, "--provider", "openai", "--batch"],
             env_for(server, "openai"),
         )
     assert sent and result.exit_code == 3, result.output
-    summary = assert_valid_summary(written(tmp_path / "runs"))
+    summary = assert_valid_summary(written(Path(out)))
     assert summary["batch"]["inFlight"] == [server.batches.submitted[0]["id"]]
 
 
-def test_a_signal_while_a_resumed_run_copies_its_lines_is_counted_in_the_summary(monkeypatch, query_set, db_copy, tmp_path):
-    out = tmp_path / "runs"
+def test_a_signal_while_a_batch_line_is_written_is_counted_in_the_summary(query_set, db_copy, tmp_path):
+    run_isolated(
+        f"{__name__}:signalled_while_a_batch_line_is_written",
+        str(query_set),
+        str(db_copy),
+        str(tmp_path / "runs"),
+        timeout_s=ISOLATED_TIMEOUT_S,
+    )
+    assert_valid_summary(written(tmp_path / "runs"))
+
+
+def signalled_while_a_resumed_run_copies_its_lines(query_set: str, db: str, out: str) -> None:
+    runs, again = Path(out) / "runs", Path(out) / "again"
     with FakeLLMServer() as server:
-        args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--out-dir", str(out), "--provider", "openai"]
+        args = ["evaluate", "--queries", query_set, "--db", db, "--out-dir", str(runs), "--provider", "openai"]
         first = invoke(args, env_for(server, "openai"))
         assert first.exit_code == 0, first.output
-        [path] = sorted(out.glob("*.jsonl"))
+        [path] = sorted(runs.glob("*.jsonl"))
         kept = path.read_text(encoding="utf-8").splitlines()[:6]  # run_start and five evaluations: no summary
         path.write_text("\n".join(kept) + "\n", encoding="utf-8")
-        sent = signal_while_writing(monkeypatch, "evaluation", 3)  # the third copied line
-        again = invoke(
-            ["evaluate", "--resume", str(path), "--db", str(db_copy), "--out-dir", str(tmp_path / "again")], env_for(server, "openai")
-        )
-    assert sent and again.exit_code == 3, again.output
-    summary = assert_valid_summary(written(tmp_path / "again"))
+        sent = signal_while_writing("evaluation", 3)  # the third copied line
+        with sigterm_as_ctrl_c():
+            resumed = invoke(["evaluate", "--resume", str(path), "--db", db, "--out-dir", str(again)], env_for(server, "openai"))
+    assert sent and resumed.exit_code == 3, resumed.output
+    summary = assert_valid_summary(written(again))
     assert summary["evaluated"] >= 3
+
+
+def test_a_signal_while_a_resumed_run_copies_its_lines_is_counted_in_the_summary(query_set, db_copy, tmp_path):
+    run_isolated(
+        f"{__name__}:signalled_while_a_resumed_run_copies_its_lines",
+        str(query_set),
+        str(db_copy),
+        str(tmp_path),
+        timeout_s=ISOLATED_TIMEOUT_S,
+    )
+    assert_valid_summary(written(tmp_path / "again"))

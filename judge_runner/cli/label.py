@@ -63,6 +63,24 @@ def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None)
         raise UsageError(f"{flags} cannot go with a budget: the budget decides how many labels, and where they go")
 
 
+SAMPLING_FIELDS = {
+    "sample_kind": "kind",
+    "query_count": "queries",
+    "per_label": "per_label",
+    "width": "width",
+    "sample_seed": "seed",
+    "budget": "budget",
+    "budget_minutes": "minutes",
+    "question": "question",
+    "systems": "systems",
+}
+"""Each sampling option's parameter name and its :class:`judge_runner.app.label.server.Sampling` field."""
+
+
+def _given(ctx: click.Context) -> frozenset[str]:
+    return frozenset(f for p, f in SAMPLING_FIELDS.items() if ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE)
+
+
 def _labeller() -> str:
     try:
         return getpass.getuser()
@@ -202,7 +220,8 @@ def label(
     line prints the command that imports them).
     """
     _check_budget(click.get_current_context(), budget, budget_minutes)
-    sampling = Sampling(sample_kind, query_count, per_label, width, sample_seed, budget, budget_minutes, question, _systems(systems))
+    given = _given(click.get_current_context())
+    sampling = Sampling(sample_kind, query_count, per_label, width, sample_seed, budget, budget_minutes, question, _systems(systems), given)
     result = label_job(
         settings(**flags),
         name,

@@ -19,6 +19,7 @@ from typing import Any
 from judge_runner.app.label.budget import budget_session, design_marker, estimate_lines
 from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
 from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
+from judge_runner.app.label.resume import check_resume
 from judge_runner.app.label.session import LabelSession
 from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
@@ -34,7 +35,8 @@ class Sampling:
     number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
     of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
     budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
-    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs)."""
+    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
+    nothing itself; a resumed session refuses fields in ``given`` that disagree with its own draw."""
 
     kind: str = "queries"
     queries: int | None = None
@@ -45,6 +47,9 @@ class Sampling:
     minutes: float | None = None
     question: str = "mean"
     systems: tuple[str, ...] = ()
+    given: frozenset[str] = frozenset()
+    """The fields given on the command line (the others hold defaults): compared with a session resumed
+    (:func:`judge_runner.app.label.resume.check_resume`)."""
 
     @property
     def budgeted(self) -> bool:
@@ -77,6 +82,8 @@ def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampli
         "sampling": sampling.kind,
         "seed": sampling.seed,
         "width": sampling.width,
+        "queries": sampling.queries,
+        "perLabel": sampling.per_label if sampling.kind == "pairs" else None,
         "recommended": advice if sampling.kind == "queries" else None,
         "runs": [str(r.path) for r in runs],
         "runIds": [r.run_id for r in runs],
@@ -116,6 +123,7 @@ def _take_set(stack: ExitStack, name: str, folder: Path, cache: Path | None, lab
 def _open_session(session: LabelSession, results: Sequence[Path], sampling: Sampling, labeller: str, printer: Printer) -> None:
     if session.exists():
         session.open()
+        check_resume(session.plan, sampling, str(session.journal), session.name)
         if results:
             printer.note(f"resuming {session.journal}: its own sample is kept, the run files given are not read again")
         if sampling.budgeted:

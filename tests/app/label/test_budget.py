@@ -307,3 +307,60 @@ def test_help_teaches_the_budget(tmp_path):
     text = " ".join(invoke(["label", "--help"]).output.split())
     for phrase in ("--budget-minutes", "--for", "difference B - A", "whole queries", "scaled DCG@10", "probability", "stopped early"):
         assert phrase in text, phrase
+
+
+# -- resuming: the options given again must agree with the session's own draw --------------------------------
+# a new user's trial: `label --name ab --budget 150 --for mean` on a session drawn for the difference hybrid - fts
+# resumed it and went on labelling the difference, with no word that --for mean was ignored
+
+
+@pytest.mark.parametrize(
+    ("again", "says"),
+    [
+        (["--budget", "50", "--for", "mean"], "--for mean (this session: difference)"),
+        (["--budget", "50", "--for", "difference", "--systems", "fts,hybrid"], "--systems fts,hybrid (this session: hybrid,fts)"),
+        (["--budget", "80", "--for", "difference"], "--budget 80 (this session: 50)"),
+        (["--budget", "50", "--for", "difference", "--sample", "pairs"], "--sample pairs (this session: queries)"),
+        (["--budget", "50", "--for", "difference", "--seed", "7"], "--seed 7 (this session: 13)"),
+        (["--queries", "5"], "--queries (this session spends a budget: it has no --queries)"),
+    ],
+)
+def test_resuming_a_budget_session_with_other_sampling_options_exits_2_naming_them(tmp_path, compare_run, again, says):
+    first = Job(tmp_path, compare_run, sampling={"budget": 50, "question": "difference", "systems": ("hybrid", "fts")})
+    first.stop()
+    before = (tmp_path / "labels" / "team.journal.jsonl").read_text()
+    args = ["label", str(compare_run), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", *again]
+    result = invoke(args)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and says in said and "judge-runner label --name team" in said and "another --name" in said, said
+    assert (tmp_path / "labels" / "team.journal.jsonl").read_text() == before  # nothing drawn, nothing lost
+
+
+@pytest.mark.parametrize(
+    ("again", "says"),
+    [
+        (["--queries", "3"], "--queries 3 (this session: 4)"),
+        (["--sample", "pairs"], "--sample pairs (this session: queries)"),
+        (["--width", "0.3"], "--width 0.3 (this session: 0.1)"),
+        (["--budget", "20"], "--budget (this session was drawn without a budget)"),
+        (["--budget-minutes", "3"], "--budget-minutes (this session was drawn without a budget)"),
+    ],
+)
+def test_resuming_a_plain_session_with_other_sampling_options_exits_2_naming_them(tmp_path, compare_run, again, says):
+    first = Job(tmp_path, compare_run)  # --queries 4
+    first.stop()
+    result = invoke(["label", "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", *again])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and says in said, said
+
+
+def test_the_same_options_given_again_resume_the_session_and_say_its_draw_is_kept(tmp_path, compare_run):
+    sampling = {"budget": 50, "question": "difference", "systems": ("hybrid", "fts")}
+    Job(tmp_path, compare_run, sampling=sampling).stop()
+    given = frozenset({"budget", "question", "systems"})
+    again = Job(tmp_path, compare_run, sampling={**sampling, "given": given})
+    again.stop()
+    assert again.error is None and any("its own draw is kept, and --budget is not spent again" in line for line in again.lines.err)
+    minutes = Job(tmp_path, compare_run, sampling={"minutes": 50 * 10 / 60, "question": "difference", "given": frozenset({"minutes", "question"})})
+    minutes.stop()  # 8.3 minutes at the session's recorded 10 s a label: the same 50 labels
+    assert minutes.error is None, minutes.error

@@ -1,0 +1,135 @@
+"""Resuming a labelling session: the sampling options given again must agree with the session's own draw.
+
+A session keeps the items it drew when it started (its journal's plan line), so options that choose a sample
+(``--sample``, ``--queries``, ``--per-label``, ``--width``, ``--seed``, ``--budget``,
+``--budget-minutes``, ``--for``, ``--systems``) cannot change it later. Given again with the values the session
+was drawn with (the same command run twice), they are accepted; given with other values, they ask for another
+draw, which this session is not: :func:`check_resume` refuses them (exit 2), naming the session's own values,
+instead of labelling a question the person did not ask. Options a session's plan line does not record (a plan
+written before they were kept) are not compared.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+from judge_runner.core.failures import UsageError
+
+FLAGS = {
+    "kind": "--sample",
+    "queries": "--queries",
+    "per_label": "--per-label",
+    "width": "--width",
+    "seed": "--seed",
+    "budget": "--budget",
+    "minutes": "--budget-minutes",
+    "question": "--for",
+    "systems": "--systems",
+}
+"""The command-line flag of each :class:`judge_runner.app.label.server.Sampling` field."""
+BUDGET_FIELDS = frozenset({"budget", "minutes", "question", "systems"})
+
+
+class SamplingLike(Protocol):
+    """What :func:`check_resume` reads of a :class:`judge_runner.app.label.server.Sampling`."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def queries(self) -> int | None: ...
+    @property
+    def per_label(self) -> int: ...
+    @property
+    def width(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def budget(self) -> int | None: ...
+    @property
+    def minutes(self) -> float | None: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def systems(self) -> tuple[str, ...]: ...
+    @property
+    def given(self) -> frozenset[str]: ...
+
+
+def _budget_labels(sampling: SamplingLike, record: dict[str, Any]) -> float | None:
+    """The labels the options given would buy, at the pace the session recorded (None: nothing to compare)."""
+    if sampling.budget is not None:
+        return float(sampling.budget)
+    pace = record.get("secondsPerLabel")
+    if sampling.minutes is not None and isinstance(pace, (int, float)) and pace > 0:
+        return float(sampling.minutes * 60 // pace)
+    return None
+
+
+def _recorded(plan: dict[str, Any]) -> dict[str, Any]:
+    """The session's own value of each field its plan line records."""
+    record = plan.get("budget") if isinstance(plan.get("budget"), dict) else None
+    own: dict[str, Any] = {"kind": plan.get("sampling"), "seed": plan.get("seed")}
+    if record is None:
+        own.update({"width": plan.get("width"), "queries": plan.get("queries"), "per_label": plan.get("perLabel")})
+    else:
+        own.update({"budget": record.get("budget"), "question": record.get("question"), "systems": record.get("systems")})
+    return {k: v for k, v in own.items() if v is not None}
+
+
+def _shown(field: str, value: Any) -> str:
+    if field == "systems":
+        return ",".join("(unnamed)" if s is None else str(s) for s in value) or "(the run's default)"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _same(mine: Any, wanted: Any) -> bool:
+    if isinstance(mine, (list, tuple)) or isinstance(wanted, (list, tuple)):
+        return list(mine) == list(wanted) if isinstance(mine, (list, tuple)) and isinstance(wanted, (list, tuple)) else False
+    if isinstance(mine, (int, float)) and isinstance(wanted, (int, float)) and not isinstance(mine, bool):
+        return math.isclose(float(mine), float(wanted))
+    return bool(mine == wanted)
+
+
+def conflicts(plan: dict[str, Any], sampling: SamplingLike) -> list[str]:
+    """``["--for difference (this session: mean)", ...]``: each sampling option given on the command line
+    (``sampling.given``) whose value differs from what the session's ``plan`` line recorded, or that the
+    session's kind of draw has no place for (a budget for a session drawn without one, ``--queries`` for a
+    budgeted one); [] when they all agree."""
+    record = plan.get("budget") if isinstance(plan.get("budget"), dict) else None
+    own = _recorded(plan)
+    out: list[str] = []
+    for field in sorted(sampling.given, key=list(FLAGS).index):
+        flag = FLAGS[field]
+        if record is None and field in BUDGET_FIELDS:
+            out.append(f"{flag} (this session was drawn without a budget)")
+            continue
+        if record is not None and field in ("queries", "per_label", "width"):
+            out.append(f"{flag} (this session spends a budget: it has no {flag})")
+            continue
+        if field == "minutes":
+            field, wanted = "budget", _budget_labels(sampling, record or {})
+            flag = f"--budget-minutes {sampling.minutes:g} (about {_shown('budget', wanted)} labels)"
+        else:
+            wanted = getattr(sampling, field)
+            flag = f"{flag} {_shown(field, wanted)}"
+        if field not in own or wanted is None:
+            continue
+        mine = own[field]
+        if not _same(mine, wanted):
+            out.append(f"{flag} (this session: {_shown(field, mine)})")
+    return out
+
+
+def check_resume(plan: dict[str, Any], sampling: SamplingLike, journal: str, name: str) -> None:
+    """Raise UsageError (exit 2) when the sampling options given disagree with the session being resumed
+    (:func:`conflicts`), naming each and the two ways on."""
+    found = conflicts(plan, sampling)
+    if found:
+        raise UsageError(
+            f"the label set {name!r} ({journal}) already holds a session, drawn with other sampling options: "
+            f"{'; '.join(found)}. A session keeps its own draw: resume it with `judge-runner label --name {name}`, "
+            "or start a new draw under another --name"
+        )

@@ -361,6 +361,8 @@ def test_the_same_options_given_again_resume_the_session_and_say_its_draw_is_kep
     again = Job(tmp_path, compare_run, sampling={**sampling, "given": given})
     again.stop()
     assert again.error is None and any("its own draw is kept, and --budget is not spent again" in line for line in again.lines.err)
-    minutes = Job(tmp_path, compare_run, sampling={"minutes": 50 * 10 / 60, "question": "difference", "given": frozenset({"minutes", "question"})})
+    minutes = Job(
+        tmp_path, compare_run, sampling={"minutes": 50 * 10 / 60, "question": "difference", "given": frozenset({"minutes", "question"})}
+    )
     minutes.stop()  # 8.3 minutes at the session's recorded 10 s a label: the same 50 labels
     assert minutes.error is None, minutes.error

@@ -30,6 +30,7 @@ from typing import Any
 from judge_runner.judging.label_plan import Item, documents, scored
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, discount
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics
+from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.measures.sampling import (
     LabelNoise,
     Plan,
@@ -338,7 +339,15 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     half = predicted_half_width(units, plan.probabilities, judge_spread(pool, question), len(pool.qids))
     items = _items([run], pool, question, drawn, rng)
     labels = len(items) if plan.design == "uniform" else int(round(expected))
-    text = budget_text(labels, half, question.text(), seconds_per_label)
+    units_drawn = sum(plan.probabilities[u.id] for u in units if not u.known and u.cost > 0)
+    low, high = question.bounds
+    shown = half if units_drawn >= MIN_LABELLED and math.isfinite(half) and half < (high - low) / 2 else None
+    why = (
+        f"a corrected estimate needs at least {MIN_LABELLED} drawn {question.unit} labelled, this budget draws about {units_drawn:.0f}"
+        if units_drawn < MIN_LABELLED
+        else "the interval it is predicted to give spans the measure's whole range"
+    )
+    text = budget_text(labels, shown, question.text(), seconds_per_label, why_none=why)
     if budget >= open_cost:
         text += f" (the budget covers every one of the {int(open_cost)} labels still open)"
     return Draw(question, plan, drawn, items, expected, half if math.isfinite(half) else float("nan"), len(pool.qids), text)

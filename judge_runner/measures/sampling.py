@@ -341,12 +341,16 @@ def labels_for_half_width(
     return math.ceil(high)
 
 
-def budget_text(labels: int, half_width: float, what: str, seconds_per_label: float | None = None) -> str:
+def budget_text(labels: int, half_width: float | None, what: str, seconds_per_label: float | None = None, *, why_none: str = "") -> str:
     """What a budget buys, for people: ``about 150 labels (25 min at 10 s each) for ±0.03 on the difference``
-    (minutes only with the labeller's pace ``seconds_per_label``)."""
+    (minutes only with the labeller's pace ``seconds_per_label``); with ``half_width`` None (a budget too small
+    for any interval): ``about 1 label (...): too few for an interval on the difference: WHY_NONE``."""
     pace = ""
     if seconds_per_label:
         minutes = labels * seconds_per_label / 60
         spent = f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
         pace = f" ({spent} at {seconds_per_label:.0f} s each)"
-    return f"about {labels} label{'s' if labels != 1 else ''}{pace} for ±{half_width:.2f} on {what}"
+    bought = f"about {labels} label{'s' if labels != 1 else ''}{pace}"
+    if half_width is None:
+        return f"{bought}: too few for an interval on {what}" + (f": {why_none}" if why_none else "")
+    return f"{bought} for ±{half_width:.2f} on {what}"

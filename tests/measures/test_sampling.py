@@ -169,6 +169,7 @@ def test_what_a_budget_buys():
     assert labels_for_half_width(units, 0.0001, 0.2, 100) is None  # not reachable on this query set
     assert budget_text(150, 0.03, "the difference", 10) == "about 150 labels (25 min at 10 s each) for ±0.03 on the difference"
     assert budget_text(1, 0.05, "the mean") == "about 1 label for ±0.05 on the mean"
+    assert budget_text(1, None, "the mean", why_none="too few") == "about 1 label: too few for an interval on the mean: too few"
 
 
 def test_without_evidence_the_plan_is_a_fixed_size_uniform_draw_and_known_units_are_free():

@@ -366,3 +366,15 @@ def test_the_same_options_given_again_resume_the_session_and_say_its_draw_is_kep
     )
     minutes.stop()  # 8.3 minutes at the session's recorded 10 s a label: the same 50 labels
     assert minutes.error is None, minutes.error
+
+
+@pytest.mark.parametrize(("unit", "question"), [("pairs", "mean"), ("pairs", "difference"), ("queries", "mean"), ("queries", "difference")])
+def test_a_budget_too_small_for_an_interval_says_so_instead_of_a_width_past_the_measures_range(compare_run, unit, question):
+    # a new user's trial: `--budget 1 --sample pairs` said "about 1 label (0 min at 10 s each) for ±4.66 on ..." of a
+    # 0-1 measure; no interval at all comes from 1 label
+    run = read_run_file(compare_run)
+    draw = plan_draw(run, ask(run, question, [], unit), 1, 5, 10.0)
+    assert "±" not in draw.text and "too few for an interval" in draw.text and f"at least 10 drawn {unit}" in draw.text, draw.text
+    enough = plan_draw(run, ask(run, question, [], unit), 150, 5, 10.0)
+    half = float(enough.text.split("±")[1].split()[0])
+    assert 0 < half <= (1.0 if question == "difference" else 0.5), enough.text  # within the measure's range

@@ -20,7 +20,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -110,15 +110,38 @@ class Settings(BaseModel):
         # the same Literal (search_modes.N), the first one the run's search_mode
         mode = values.get("search_mode") if isinstance(values, dict) else None
         if isinstance(mode, str) and "," in mode:
-            modes = [m.strip() for m in mode.split(",") if m.strip()]
-            values = {**values, "search_mode": modes[0] if modes else mode, "search_modes": modes}
+            modes = [m.strip() for m in mode.split(",")]  # an empty one is refused by _no_empty_mode, naming the source
+            values = {**values, "search_mode": next((m for m in modes if m), mode), "search_modes": modes}
         return values
+
+    @model_validator(mode="before")
+    @classmethod
+    def _choice_spelling(cls, values: Any) -> Any:
+        # " HYBRID ", "Fts,Vector", "OpenAI": a choice setting (a Literal) accepts any case and surrounding spaces,
+        # as the embedder's does, from every source alike (a flag, the environment, the config file); what is no choice is left to the Literal's message
+        if not isinstance(values, dict):
+            return values
+        out = dict(values)
+        for name, value in values.items():
+            field = cls.model_fields.get(name)
+            choices = [str(c) for c in get_args(field.annotation)] if field and get_origin(field.annotation) is Literal else []
+            if choices and isinstance(value, str):
+                spelled = {c.lower(): c for c in choices}
+                out[name] = ",".join(spelled.get(part.strip().lower(), part.strip()) for part in value.split(","))
+        return out
 
     @field_validator("embedder", mode="before")
     @classmethod
     def _embedder_kind(cls, kind: Any) -> Any:
         # " Torch ", "minilm" (its former name): the registry's kind, or its message naming the kinds
         return normalize_kind(kind) if isinstance(kind, str) else kind
+
+    @field_validator("search_modes", mode="before")
+    @classmethod
+    def _no_empty_mode(cls, modes: Any) -> Any:
+        if isinstance(modes, list) and not all(modes):
+            raise ValueError(f"an empty mode between commas in {','.join(map(str, modes))!r}; give modes like fts,vector,hybrid")
+        return modes
 
     @field_validator("search_modes")
     @classmethod

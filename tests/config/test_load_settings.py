@@ -222,3 +222,34 @@ def test_min_overall_from_env_and_file(tmp_path):
 def test_postgres_dsn_never_shown_with_its_password(dsn, label):
     settings = load_settings({"backend": "postgres"}, environ={"DATABASE_URL": dsn})
     assert settings.dsn == dsn and settings.index_label == label and "s3cret" not in settings.index_label
+
+
+# -- choice settings (flag, environment, config file): one spelling rule for all (a new user's trial: `--embedder HASH` was accepted, `--search-mode
+# HYBRID` refused, and `hybrid,,fts` silently read as hybrid,fts) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "value"),
+    [
+        ({"search_mode": " HYBRID "}, "search_mode", "hybrid"),
+        ({"search_mode": "Fts, VECTOR"}, "search_modes", ["fts", "vector"]),
+        ({"provider": "OpenAI"}, "provider", "openai"),
+        ({"backend": "SQLite"}, "backend", "sqlite"),
+        ({"embedder": "HASH"}, "embedder", "hash"),
+    ],
+)
+def test_every_choice_setting_accepts_any_case_and_surrounding_spaces(tmp_path, flags, field, value):
+    assert getattr(load(tmp_path, flags=flags), field) == value
+
+
+@pytest.mark.parametrize(
+    ("source", "value"),
+    [("flags", "hybrid,,fts"), ("flags", "fts,"), ("env", ",vector")],
+)
+def test_an_empty_mode_between_commas_is_refused_naming_the_source(tmp_path, source, value):
+    kwargs = {"flags": {"search_mode": value}} if source == "flags" else {"env": {"JUDGE_RUNNER_SEARCH_MODE": value}}
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, **kwargs)
+    message = str(info.value)
+    assert "an empty mode between commas" in message and repr(value) in message, message
+    assert ("--search-mode" if source == "flags" else "JUDGE_RUNNER_SEARCH_MODE") in message, message

@@ -226,6 +226,7 @@ class JudgmentCache:
         self.conn.row_factory = sqlite3.Row
         try:
             if readonly:
+                self._empty_readonly(self.conn)
                 self._check_version(self.conn)
                 self._complete_readonly(self.conn)
             else:
@@ -271,6 +272,16 @@ class JudgmentCache:
                 conn.execute(f"ALTER TABLE judgments ADD COLUMN {column} {ADDED_COLUMNS[column]}")
         if self._check_version(conn) is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    @staticmethod
+    def _empty_readonly(conn: sqlite3.Connection) -> None:
+        """A file with no table at all (0 bytes: ``touch``ed, or created by a run stopped before its first write) is
+        an empty SQLite database, which a writing open makes a cache as it is: read without changing it, its
+        tables are made empty in the connection's own temp schema, so every reader sees an empty cache, as
+        ``evaluate`` does, instead of "no such table"."""
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                conn.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE"))
 
     @staticmethod
     def _complete_readonly(conn: sqlite3.Connection) -> None:

@@ -167,3 +167,18 @@ def test_a_cache_in_a_read_only_folder_is_read_by_stats(tmp_path):
     assert '"judgments": 300' in stats.stdout
     pruned = run_readonly([folder], ["cache", "prune", "--cache", str(cache)])
     assert pruned.returncode == 2 and "is read-only" in pruned.stderr, pruned.stderr
+
+
+def test_a_zero_byte_cache_is_an_empty_cache_to_every_command_and_stats_leaves_it_0_bytes(tmp_path):
+    # a new user's trial: `touch judgments.sqlite`, then `cache stats` said "not a judgment cache (no such table: meta)"
+    # (exit 2) while `evaluate` and `cache prune` took it as the empty cache it is
+    cache = tmp_path / "judgments.sqlite"
+    cache.touch()
+    stats = invoke(["cache", "stats", "--json", "--cache", str(cache)])
+    assert stats.exit_code == 0 and '"judgments": 0' in stats.output, stats.output
+    assert cache.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["judgments.sqlite"]  # read, never written
+    with JudgmentCache(cache, readonly=True) as store:
+        assert store.stats()["humanQrels"] == {} and store.label_designs() == {}
+    pruned = invoke(["cache", "prune", "--cache", str(cache)])
+    assert pruned.exit_code == 0 and "deleted 0 judgments" in pruned.output, pruned.output
+    assert invoke(["cache", "stats", "--cache", str(cache)]).exit_code == 0

@@ -168,7 +168,6 @@ def _charts(group: list[Run], out_dir: Path, stamp: str) -> list[Path]:
 
 def _opening(latest: Run, failed: Run | None) -> list[str]:
     """The report's first lines: the heuristic-judge and compare-run notes, a failed run's banner, the latest run."""
-    summary = latest.summary
     md: list[str] = []
     if latest.provenance.heuristicJudge:
         md += [
@@ -193,8 +192,7 @@ def _opening(latest: Run, failed: Run | None) -> list[str]:
         f"{'Latest run' if failed is None else 'Figures from run' if failed is latest else 'Latest run with judged queries'} "
         f"**{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
         f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
-        + (", **interrupted**" if summary and summary.interrupted else "")
-        + (", **budget exhausted**" if summary and summary.budgetExhausted else "")
+        + (f", **cut short ({t(latest.cut_short.replace('_', ' '))})**" if latest.cut_short else "")
         + ".",
         "",
     ]

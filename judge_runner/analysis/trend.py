@@ -160,6 +160,17 @@ class Run:
         return text + (f"; stopped: {stop}" if stop else "")
 
     @property
+    def cut_short(self) -> str | None:
+        """Why a complete run stopped before its last query (its summary's ``stopReason``: interrupted,
+        budget_exhausted, cache_damaged, disk_full...), None for a run that ran to the end or has no summary."""
+        summary = self.summary
+        if summary is None:
+            return None
+        if summary.stopReason:
+            return summary.stopReason
+        return "interrupted" if summary.interrupted else "budget_exhausted" if summary.budgetExhausted else None
+
+    @property
     def judge(self) -> str:
         """What must be equal for scores to be comparable: the judge fingerprint's comparability key
         with the model ids the API returned (format version 2), else the version-1 key."""
@@ -447,6 +458,8 @@ def run_row(run: Run) -> dict[str, Any]:
         "abstentionAccuracy": run.abstention_accuracy,
         "runFailed": run.failed,  # the run failed (Run.failed); "failed" counts its failed queries
         "failure": run.failure,
+        "stopReason": run.cut_short,
+        "totalQueries": run.summary.totalQueries if run.summary is not None else None,
         "biasCorrected": run.bias_corrected,
     }
     if run.systems:

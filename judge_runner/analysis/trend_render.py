@@ -87,7 +87,8 @@ def trend_rows(trend: Trend) -> list[dict]:
 
 def row_note(row: dict) -> str:
     """What a trend row's note says: a compare run's other system against the reference, a partial run,
-    a failed run (with what else changed), a run without judged queries, or what changed since the
+    a failed run (with what else changed), a run without judged queries, a run cut short (its stop reason,
+    how many of its queries were judged, and what else changed), or what changed since the
     previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
     ref = (row.get("vsReference") or {}).get("comparisons", {})
     changes = "; ".join((row.get("vsPrevious") or {}).get("changes", []))
@@ -100,6 +101,10 @@ def row_note(row: dict) -> str:
         return f"FAILED: {row['failure']}" + (f"; {changes}" if changes else "")
     if not row["comparable"]:
         return "no judged queries: not compared"
+    if row.get("stopReason"):
+        done = f"{row['evaluated']} of {row['totalQueries']} queries" if row.get("totalQueries") else f"{row['evaluated']} queries"
+        short = f"cut short ({row['stopReason']}): {done} judged, compared on those"
+        return short + (f"; {changes}" if changes else "")
     return changes
 
 

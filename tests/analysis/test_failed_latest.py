@@ -103,3 +103,30 @@ def test_weekly_with_the_judge_down_fails_and_its_report_says_so(tmp_path):
     text = report.read_text(encoding="utf-8")
     assert "**The latest run FAILED.**" in text and "1 of 1 queries failed" in text and "transient_error" in text
     assert invoke(["trend", str(results), "--fail-on-regression"]).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("stopped", "says"),
+    [
+        ({"stopReason": "cache_damaged", "totalQueries": 15}, "cut short (cache_damaged): 5 of 15 queries judged"),
+        ({"interrupted": True, "stopReason": "interrupted", "totalQueries": 15}, "cut short (interrupted): 5 of 15 queries judged"),
+        ({"budgetExhausted": True, "totalQueries": 15}, "cut short (budget_exhausted): 5 of 15 queries judged"),
+    ],
+)
+def test_a_run_cut_short_says_so_in_trend_instead_of_looking_like_any_other(tmp_path, stopped, says):
+    # a new user's trial: a run stopped by a damaged judgment cache after 5 of its 15 queries showed in trend as a
+    # complete run, its means over 5 queries beside others' over 15, with no word of it
+    write_run(tmp_path, "r1", noisy(0.7, 1), day=1)
+    write_run(tmp_path, "r2", noisy(0.7, 2)[:5], day=2, stopped=stopped)
+    rows = {r["runId"]: r for g in build_trend(tmp_path).groups for r in g["runs"]}
+    assert rows["r2"]["stopReason"] == says.split("(")[1].split(")")[0] and rows["r1"]["stopReason"] is None
+    table = invoke(["trend", str(tmp_path)], env={"COLUMNS": "100"})
+    said = " ".join(table.output.split())
+    assert table.exit_code == 0 and f"r2: {says}, compared on those" in said, table.output
+    assert "cut short" not in said.split("r2:")[0]  # the complete run carries no such note
+
+
+def test_the_report_says_the_latest_run_was_cut_short_and_why(tmp_path):
+    write_run(tmp_path, "r1", noisy(0.7, 1), day=1)
+    write_run(tmp_path, "r2", noisy(0.7, 2)[:5], day=2, stopped={"stopReason": "cache_damaged", "totalQueries": 15})
+    assert "5 queries evaluated, 0 failed, **cut short (cache damaged)**." in report_text(tmp_path)

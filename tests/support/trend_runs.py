@@ -26,8 +26,10 @@ def write_run(
     provenance: dict | None = None,
     config: dict | None = None,
     errors: int = 0,
+    stopped: dict | None = None,
 ) -> Path:
-    """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``."""
+    """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``;
+    ``stopped``: summary fields of a run cut short (``{"stopReason": "cache_damaged", "totalQueries": 15}``)."""
     ndcg = ndcg if ndcg is not None else overall
     lines = [
         {
@@ -86,6 +88,7 @@ def write_run(
                 "evaluated": len(overall),
                 "failed": errors,
                 "costUsd": 0.12,
+                **(stopped or {}),
             }
         )
     path = folder / f"{name}.jsonl"

@@ -141,5 +141,5 @@ def mismatch_advice(
     if built_by is None:
         return f"it cannot be read here: {rebuild}"
     return (
-        f"it was built by the {built_by} embedder: search it with {SETTING_ENV}={built_by}, or rebuild it for {asked or wanted}: {rebuild}"
+        f"it was built by the {built_by} embedder: search it with --embedder {built_by} (or {SETTING_ENV}={built_by}), or rebuild it for {asked or wanted}: {rebuild}"
     )

@@ -144,7 +144,7 @@ def test_the_flag_and_the_config_file_choose_the_embedder_as_the_variable_does(t
     with SQLiteIndex(tmp_path / "flag.sqlite", readonly=True) as index:  # opened with its own: the hash embedder
         assert index.get_meta("embedding_model") == "hash-384-v1" and index.embedder is registry.instance("hash")
     refused = invoke(["search", "backup key", "--db", "flag.sqlite", "--embedder", "onnx"], unset)
-    assert refused.exit_code == 2 and "search it with JUDGE_RUNNER_EMBEDDER=hash" in refused.stderr, refused.output
+    assert refused.exit_code == 2 and "search it with --embedder hash (or JUDGE_RUNNER_EMBEDDER=hash)" in refused.stderr, refused.output
     assert invoke(["search", "backup key", "--db", "flag.sqlite"], {registry.SETTING_ENV: "onnx"}).exit_code == 2  # so does the variable
     assert invoke(["search", "backup key", "--db", "flag.sqlite", "--embedder", "hash"], {registry.SETTING_ENV: "onnx"}).exit_code == 0
 

@@ -71,10 +71,10 @@ def test_cache_folder_is_outside_the_repository_and_overridable(tmp_path):
     [
         (MiniLMEmbedder, lambda: OnnxMiniLMEmbedder("int8"), "JUDGE_RUNNER_EMBEDDER=torch"),
         (lambda: OnnxMiniLMEmbedder("int8"), MiniLMEmbedder, "JUDGE_RUNNER_EMBEDDER=onnx-int8"),
-        (lambda: OnnxMiniLMEmbedder("fp32"), lambda: OnnxMiniLMEmbedder("int8"), "JUDGE_RUNNER_EMBEDDER=onnx,"),
+        (lambda: OnnxMiniLMEmbedder("fp32"), lambda: OnnxMiniLMEmbedder("int8"), "--embedder onnx (or JUDGE_RUNNER_EMBEDDER=onnx),"),
         (HashEmbedder, lambda: OnnxMiniLMEmbedder("fp32"), "JUDGE_RUNNER_EMBEDDER=hash"),
         (OpenVinoMiniLMEmbedder, lambda: OnnxMiniLMEmbedder("int8"), "JUDGE_RUNNER_EMBEDDER=openvino"),
-        (lambda: OnnxMiniLMEmbedder("fp32"), OpenVinoMiniLMEmbedder, "JUDGE_RUNNER_EMBEDDER=onnx,"),
+        (lambda: OnnxMiniLMEmbedder("fp32"), OpenVinoMiniLMEmbedder, "--embedder onnx (or JUDGE_RUNNER_EMBEDDER=onnx),"),
     ],
 )
 def test_an_index_refuses_another_embedder_and_says_how_to_read_or_rebuild_it(tmp_path, built_by, opened_by, advice):

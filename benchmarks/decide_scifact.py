@@ -45,11 +45,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scifact_systems import load  # noqa: E402
-from judge_runner.measures.ipw import planned_mean  # noqa: E402
+from judge_runner.judging.label_budget import (  # noqa: E402
+    Pool,
+    Question,
+    judge_grades,
+    pair_coefficients,
+    pair_id,
+    past_residuals,
+    units_of,
+)
+from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean  # noqa: E402
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics  # noqa: E402
 from judge_runner.measures.ppi import tuned_mean  # noqa: E402
 from judge_runner.measures.ppi_compare import DIFFERENCE_BOUNDS  # noqa: E402
-from judge_runner.measures.sampling import LabelNoise, plan_budget, query_units, residuals  # noqa: E402
+from judge_runner.measures.sampling import LabelNoise, pair_units, plan_budget, query_units, residuals  # noqa: E402
 
 Z = float(stats.norm.ppf(0.975))
 
@@ -253,6 +262,95 @@ def figure_budget(document, qids, judge, human, target: tuple[str, str | None], 
     return out
 
 
+def _pool(document: dict, systems: tuple[str, ...], qids: list[str], labelled: bool) -> Pool:
+    """The product's :class:`Pool` of ``qids`` for ``systems`` (the judge's grades; with ``labelled``, every pair's
+    people's grade given before, as earlier sessions would have)."""
+    pool = Pool(ranked={s: _ranked(document, s, qids) for s in systems}, judge={s: {} for s in systems}, qids=list(qids))
+    for q in qids:
+        pool.expected[q] = sorted(d for d, g in document["qrels"][q].items() if g > 0)
+    if labelled:
+        for (q, d), g in judge_grades(pool).items():
+            pool.human[(q, d)] = _people(document, q, d)
+            pool.past.append((g, pool.human[(q, d)]))
+    return pool
+
+
+def _pair_terms(open_pairs: list[tuple[str, str, float, int]], people: dict, probabilities: dict, drawn: set) -> list[PairTerm]:
+    """The terms of :func:`judge_runner.measures.ipw.ipw_pair_mean`: ``open_pairs`` ``(qid, document, coefficient,
+    judge's grade)``, the people's grade of the ``drawn`` ones."""
+    return [
+        PairTerm(q, c, float(g), float(people[(q, d)]) if pair_id(q, d) in drawn else None, probabilities[pair_id(q, d)])
+        for q, d, c, g in open_pairs
+    ]
+
+
+def figure_budget_pairs(document, qids, target: tuple[str, str | None], budgets: list[float], draws, seed) -> list[dict]:
+    """Figure 3 with single (query, document) pairs as the unit, on scaled DCG@10 (the measure pairs estimate
+    without bias): uniform sampling of the open pairs (those whose coefficient is not 0) against the budgeted
+    sampler, both estimated by :func:`judge_runner.measures.ipw.ipw_pair_mean` as ``label --budget --sample pairs``
+    does. :data:`HISTORY` queries' pairs are the earlier labels (label noise, robust mix), as for whole queries.
+    Per budget in ``budgets`` (the labels uniform whole-query sampling spent): uniform pairs' width there, and
+    the labels the sampler needs for that width (interpolated over its budgets); the sampler's coverage."""
+    rng = np.random.default_rng(seed)
+    system, against = target
+    systems = (against, system) if against else (system,)
+    question = Question("difference" if against else "mean", systems, "pairs")
+    history = sorted(rng.choice(qids, HISTORY, replace=False).tolist())
+    new_ids = [q for q in qids if q not in set(history)]
+    old_pool, new_pool = _pool(document, systems, history, True), _pool(document, systems, new_ids, False)
+    old_units = units_of(old_pool, question, before=True)  # as they were before the earlier labels; noise fitted on them
+    new_units = pair_units(pair_coefficients(new_pool, question), judge_grades(new_pool), LabelNoise.fit(old_pool.past))
+    past = past_residuals(old_pool, question, old_units)
+    people = {(q, d): _people(document, q, d) for (q, d) in judge_grades(new_pool)}
+    grades = judge_grades(new_pool)
+    open_pairs = [(q, d, c, grades[(q, d)]) for (q, d), c in pair_coefficients(new_pool, question).items() if c]
+    truth = sum(c * people[(q, d)] for q, d, c, _ in open_pairs) / len(new_ids)
+    bounds = question.bounds
+
+    def spend(plan) -> tuple[float, float, float]:
+        spent, widths, covered = [], [], []
+        for _ in range(draws):
+            drawn = set(plan.draw(int(rng.integers(1 << 31))))
+            spent.append(sum(1 for u in new_units if u.id in drawn and not u.known))
+            found = ipw_pair_mean(_pair_terms(open_pairs, people, plan.probabilities, drawn), len(new_ids), bounds=bounds)
+            if found is not None:
+                widths.append(found.ci95[1] - found.ci95[0])
+                covered.append(found.ci95[0] <= truth <= found.ci95[1])
+        return float(np.mean(spent)), float(np.mean(widths)) if widths else math.nan, float(np.mean(covered)) if covered else math.nan
+
+    uniform = {b: spend(plan_budget(new_units, b)) for b in budgets}
+    grid = sorted({round(v) for b in budgets for v in np.geomspace(b * 0.3, b * 1.05, 6)})
+    plans = {b: plan_budget(new_units, b, past, old_units) for b in grid}
+    curve = {b: spend(plans[b]) for b in grid}
+    labels = np.array([curve[b][0] for b in grid])
+    widths_ = np.array([curve[b][1] for b in grid])
+    ok = ~np.isnan(widths_)
+    order = np.argsort(widths_[ok])
+    out = []
+    for b in budgets:
+        spent, width, _ = uniform[b]
+        inside = ok.any() and widths_[ok].min() <= width <= widths_[ok].max()
+        needed = float(np.interp(width, widths_[ok][order], labels[ok][order])) if inside else math.nan
+        out.append(
+            {
+                "uniform labels": spent,
+                "uniform width": width,
+                "budgeted labels": needed,
+                "saving": 1 - needed / spent if needed == needed else math.nan,
+            }
+        )
+    out.append(
+        {
+            "uniform coverage (min)": float(np.nanmin([uniform[b][2] for b in budgets])),
+            "budgeted coverage (min over budgets)": float(np.nanmin([curve[b][2] for b in grid])),
+            "rho chosen": float(np.mean([plans[b].rho for b in grid])),
+            "pairs known (coefficient 0)": sum(1 for u in new_units if u.known),
+            "open pairs": sum(1 for u in new_units if not u.known),
+        }
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
@@ -263,6 +361,7 @@ def main() -> None:
     parser.add_argument(
         "--targets", default="hybrid,hybrid:fts,hybrid:vector,hybrid:hybrid-rrf10", help="means (system) and differences (a:b)"
     )
+    parser.add_argument("--no-pairs", dest="pairs", action="store_false", help="skip figure 3 with single pairs as the unit")
     args = parser.parse_args()
     document = load(args.data.resolve(), args.workdir.resolve())
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -288,6 +387,12 @@ def main() -> None:
         print(f"\nbudget, {what}:")
         for row in rows:
             print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+        if args.pairs:
+            budgets = [row["uniform labels"] for row in rows if "uniform labels" in row]
+            pairs = figure_budget_pairs(document, qids, (system, against or None), budgets, args.draws, args.seed + 2)
+            print(f"budget, {what}, single pairs on scaled DCG@10 (uniform pairs at the labels whole queries spent):")
+            for row in pairs:
+                print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
 
 
 if __name__ == "__main__":

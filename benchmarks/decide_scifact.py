@@ -21,7 +21,11 @@ with the query's qrels-relevant abstracts as its expected sources (as benchmarks
 3. budget: labels (one per (query, document) pair) the budgeted sampler (judge_runner.measures.sampling.plan_budget
    and judge_runner.measures.ipw.planned_mean) needs to reach the width uniform sampling of whole queries (PPI++)
    reaches, for one run's mean and for the difference between two named systems. 100 queries play earlier
-   labelling sessions (they fit the label noise and choose the robust mix); the budget is spent on the other 200;
+   labelling sessions (they fit the label noise and choose the robust mix); the budget is spent on the other 200.
+   And the same with single (query, document) pairs as the unit (``label --budget --sample pairs``), on scaled
+   DCG@10, the measure pairs estimate without bias: uniform sampling of the open pairs against the budgeted
+   sampler, both estimated by judge_runner.measures.ipw.ipw_pair_mean, at the labels uniform whole-query
+   sampling spent (``--no-pairs`` skips it);
 4. ranking: Kendall's tau between the systems ranked by corrected means and by their full-qrels values,
    beside the judge alone, the labelled queries alone and plain PPI.
 

@@ -140,6 +140,4 @@ def mismatch_advice(
     built_by, asked = kind_of_model(recorded), kind_of_model(wanted)
     if built_by is None:
         return f"it cannot be read here: {rebuild}"
-    return (
-        f"it was built by the {built_by} embedder: search it with --embedder {built_by} (or {SETTING_ENV}={built_by}), or rebuild it for {asked or wanted}: {rebuild}"
-    )
+    return f"it was built by the {built_by} embedder: search it with --embedder {built_by} (or {SETTING_ENV}={built_by}), or rebuild it for {asked or wanted}: {rebuild}"

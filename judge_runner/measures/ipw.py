@@ -256,6 +256,15 @@ def ipw_mean(
     return design_mean(units, bounds=bounds, weight=weight)
 
 
+def _rule_of_three(estimate: float, drawn: int, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The interval when every one of ``drawn`` labels agrees: the share of pairs that would differ is only known
+    to be below ``3/drawn`` (the rule of three, Hanley & Lippman-Hand 1983, JAMA 249:1743), each moving the
+    estimate at most as far as the measure's range allows (as :func:`judge_runner.measures.ppi.tuned_mean` does
+    for queries)."""
+    low, high = bounds
+    return clip_interval(estimate - 3 / drawn * (estimate - low), estimate + 3 / drawn * (high - estimate), bounds)
+
+
 @dataclass(frozen=True)
 class PairTerm:
     """One (query, document) pair's part of a linear measure: ``coefficient`` (the rank's discount over
@@ -278,7 +287,9 @@ def ipw_pair_mean(
     labelled pairs (weights ``coefficient^2 (1 - pi)/pi^2``, no cross-fitting: the fit is shared by many
     pairs); each query's total ``T_q = sum coefficient * (m + (h - m) xi / pi)``; the estimate is the mean of
     ``T_q`` over the queries (0 for a query with no term), its variance ``s_T^2 / queries``. The people's own
-    figure is the same with ``lambda = 0``; the narrower of the two is reported. None with fewer than
+    figure is the same with ``lambda = 0``; the narrower of the two is reported. When every labelled pair has the
+    same grade, the spread of the totals says nothing (none at all when they are all 0): the people's figure with
+    the rule of three's interval (:func:`_rule_of_three`). None with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` pairs drawn."""
     labelled = [t for t in terms if t.human is not None]
     if any(not 0 < t.probability <= 1 for t in labelled):
@@ -318,9 +329,16 @@ def ipw_pair_mean(
     np.add.at(judge_totals, owner, c * f)
     centre, human_centre = float(chosen.mean()), float(human_t.mean())
     estimate = float(np.clip(centre, *bounds))
+    interval = clip_interval(centre - half, centre + half, bounds)
+    if float(np.ptp(h[xi])) == 0:  # every label alike: the spread says nothing (0 when all are 0); the rule of three
+        informative, lam, centre = False, 0.0, human_centre
+        estimate = float(np.clip(centre, *bounds))
+        interval = human_ci = _rule_of_three(estimate, drawn, bounds)
+    else:
+        human_ci = clip_interval(human_centre - human_half, human_centre + human_half, bounds)
     return MeanEstimate(
         estimate=estimate,
-        ci95=clip_interval(centre - half, centre + half, bounds),
+        ci95=interval,
         weight=lam if informative else 0.0,
         judge_informative=informative,
         judge_mean=float(judge_totals.mean()),
@@ -328,7 +346,7 @@ def ipw_pair_mean(
         queries=queries,
         labelled=len(labelled),
         human_mean=float(np.clip(human_centre, *bounds)),
-        human_ci95=clip_interval(human_centre - human_half, human_centre + human_half, bounds),
+        human_ci95=human_ci,
         labelled_variance=float(chosen.var(ddof=1)) / queries * len(labelled),
         shared_variance=0.0,
         df=df,

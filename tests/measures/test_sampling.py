@@ -208,3 +208,24 @@ def test_with_past_labels_that_back_the_spreads_the_plan_weights():
     plan = plan_budget(units, 50, past)
     assert plan.design == "weighted" and plan.rho > 0
     assert sum(plan.probabilities.values()) == pytest.approx(50, rel=1e-6)
+
+
+@pytest.mark.parametrize(("grade", "bounds"), [(0, (-1.0, 1.0)), (0, (0.0, 1.0)), (3, (0.0, 1.0))])
+def test_pairs_all_labelled_alike_get_the_rule_of_three_interval_not_a_point(grade, bounds):
+    # a new user's trial: 10 drawn pairs all labelled 0 ended "+0.000 [+0.000, +0.000]: cannot tell yet"; whole
+    # queries in the same case get the rule of three's interval
+    rng = np.random.default_rng(3)
+    terms = []
+    for q in range(30):
+        for rank in range(1, 6):
+            c = discount(rank) / SCALED_DCG_IDEAL * (1 if bounds[0] == 0 else rng.choice([-1, 1]))
+            drawn = len(terms) % 5 == 0
+            terms.append(PairTerm(f"q{q}", c, float(rng.integers(0, 4)), float(grade) if drawn else None, 0.2))
+    found = ipw_pair_mean(terms, 30, bounds=bounds)
+    n = sum(t.human is not None for t in terms)
+    low, high = found.ci95
+    assert low <= found.estimate <= high and high - low > 0, found
+    assert math.isclose(high - found.estimate, 3 / n * (bounds[1] - found.estimate), abs_tol=1e-9) or math.isclose(
+        found.estimate - low, 3 / n * (found.estimate - bounds[0]), abs_tol=1e-9
+    ), found
+    assert not found.judge_informative and found.weight == 0

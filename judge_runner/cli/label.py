@@ -54,9 +54,7 @@ def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None)
     if budget == 0 or minutes == 0:
         raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     if budget is None and minutes is None:
-        if given & {"question", "systems"}:
-            raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
-        return
+        return  # --for/--systems without a budget: a resumed session compares them, a new one refuses them
     clash = sorted(given & set(NOT_WITH_BUDGET))
     if clash:
         flags = ", ".join("--" + {"query_count": "queries"}.get(n, n).replace("_", "-") for n in clash)

@@ -29,6 +29,25 @@ FLAGS = {
 }
 """The command-line flag of each :class:`judge_runner.app.label.server.Sampling` field."""
 BUDGET_FIELDS = frozenset({"budget", "minutes", "question", "systems"})
+NOT_FOR = {"pairs": ("queries", "width"), "queries": ("per_label",)}
+"""The options a session drawn without a budget has no use for, by what it draws (``--sample``)."""
+
+
+def check_new(sampling: SamplingLike) -> None:
+    """Raise UsageError (exit 2) for sampling options given to a new session that its draw would ignore:
+    ``--queries``/``--width`` with ``--sample pairs``, ``--per-label`` with whole queries, ``--for``/``--systems``
+    without a budget."""
+    if sampling.budget is None and sampling.minutes is None:
+        if sampling.given & {"question", "systems"}:
+            raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
+        unused = [FLAGS[f] for f in NOT_FOR[sampling.kind] if f in sampling.given] if sampling.kind in NOT_FOR else []
+        if unused:
+            why = (
+                "it draws up to --per-label pairs per judge label, not whole queries"
+                if sampling.kind == "pairs"
+                else "it draws whole queries (--queries, or as many as --width needs)"
+            )
+            raise UsageError(f"{' and '.join(unused)} cannot go with --sample {sampling.kind}: {why}")
 
 
 class SamplingLike(Protocol):
@@ -70,8 +89,12 @@ def _recorded(plan: dict[str, Any]) -> dict[str, Any]:
     """The session's own value of each field its plan line records."""
     record = plan.get("budget") if isinstance(plan.get("budget"), dict) else None
     own: dict[str, Any] = {"kind": plan.get("sampling"), "seed": plan.get("seed")}
-    if record is None:
-        own.update({"width": plan.get("width"), "queries": plan.get("queries"), "per_label": plan.get("perLabel")})
+    if record is None and plan.get("sampling") == "pairs":
+        own["per_label"] = plan.get("perLabel")
+    elif record is None:
+        # the queries drawn, also when --width chose how many (the plan line then records none)
+        drawn = len({item.get("qid") for item in plan.get("items", []) if isinstance(item, dict)})
+        own.update({"width": plan.get("width"), "queries": plan.get("queries") or drawn or None})
     else:
         own.update({"budget": record.get("budget"), "question": record.get("question"), "systems": record.get("systems")})
     return {k: v for k, v in own.items() if v is not None}
@@ -108,6 +131,10 @@ def conflicts(plan: dict[str, Any], sampling: SamplingLike) -> list[str]:
             continue
         if record is not None and field in ("queries", "per_label", "width"):
             out.append(f"{flag} (this session spends a budget: it has no {flag})")
+            continue
+        drawn_kind = plan.get("sampling")
+        if record is None and field in NOT_FOR.get(str(drawn_kind), ()):
+            out.append(f"{flag} (this session draws {'single pairs' if drawn_kind == 'pairs' else 'whole queries'}: it has no {flag})")
             continue
         if field == "minutes":
             field, wanted = "budget", _budget_labels(sampling, record or {})

@@ -19,7 +19,7 @@ from typing import Any
 from judge_runner.app.label.budget import budget_session, design_marker, estimate_lines
 from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
 from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
-from judge_runner.app.label.resume import check_resume
+from judge_runner.app.label.resume import check_new, check_resume
 from judge_runner.app.label.session import LabelSession
 from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
@@ -60,6 +60,7 @@ class Sampling:
 def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:
     """Draw the items (:mod:`judge_runner.judging.label_plan`) and start ``session`` with them, saying how many
     queries the width asks for; with a budget, :func:`judge_runner.app.label.budget.budget_session`."""
+    check_new(sampling)
     if sampling.budgeted:
         budget_session(session, runs, sampling, labeller, printer)
         return

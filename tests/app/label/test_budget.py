@@ -378,3 +378,52 @@ def test_a_budget_too_small_for_an_interval_says_so_instead_of_a_width_past_the_
     enough = plan_draw(run, ask(run, question, [], unit), 150, 5, 10.0)
     half = float(enough.text.split("±")[1].split()[0])
     assert 0 < half <= (1.0 if question == "difference" else 0.5), enough.text  # within the measure's range
+
+
+def test_resuming_a_session_whose_width_chose_the_queries_refuses_another_count(tmp_path, compare_run):
+    # a new user's trial: the plan line had "queries": null (--width chose 10), and `--queries 5` resumed it
+    Job(tmp_path, compare_run, sampling={"queries": None}).stop()
+    plan = json.loads((tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()[0])
+    drawn = len({item["qid"] for item in plan["items"]})
+    result = invoke(["label", "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--queries", "5", "--seed", "1"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and f"--queries 5 (this session: {drawn})" in said and "--seed 1 (this session: 13)" in said, said
+
+
+def test_for_and_systems_without_a_budget_are_compared_with_a_budget_session_being_resumed(tmp_path, compare_run):
+    # a new user's trial: `label --name b1 --for mean` said only "give --budget N ... with them", naming no session value,
+    # and the session's own --for difference --systems fts,hybrid was refused the same way
+    sampling = {"budget": 50, "question": "difference", "systems": ("hybrid", "fts")}
+    Job(tmp_path, compare_run, sampling=sampling).stop()
+    result = invoke(["label", "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--for", "mean"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "--for mean (this session: difference)" in said, said
+    again = Job(
+        tmp_path,
+        compare_run,
+        sampling={"question": "difference", "systems": ("hybrid", "fts"), "given": frozenset({"question", "systems"})},
+    )
+    again.stop()
+    assert again.error is None, again.error
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--sample", "pairs", "--queries", "5"], "--queries cannot go with --sample pairs"),
+        (["--sample", "pairs", "--width", "0.2"], "--width cannot go with --sample pairs"),
+        (["--per-label", "5"], "--per-label cannot go with --sample queries"),
+        (["--for", "mean"], "give --budget N or --budget-minutes M with them"),
+    ],
+)
+def test_a_new_session_refuses_sampling_options_its_draw_would_ignore(tmp_path, compare_run, args, says):
+    result = invoke(["label", str(compare_run), "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", *args])
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "labels" / "team.journal.jsonl").exists()
+
+
+def test_a_pairs_session_resumed_with_whole_query_options_says_it_has_none(tmp_path, compare_run):
+    Job(tmp_path, compare_run, sampling={"kind": "pairs", "queries": None}).stop()
+    result = invoke(["label", "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--width", "0.5"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "--width (this session draws single pairs: it has no --width)" in said, said

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from judge_runner.app.history import pin_baseline, show_trend, write_report
+from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer
 
 
@@ -25,7 +26,7 @@ from judge_runner.cli.options import printer
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write a PNG of each dimension over time.")
 @click.option(
     "--min-effect",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=0.03,
     show_default=True,
     help="Smallest change of a mean (0-1) reported as a regression or improvement.",

@@ -4,7 +4,6 @@ Thin: parses options and calls :func:`judge_runner.app.label.server.label_job`."
 from __future__ import annotations
 
 import getpass
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from click.core import ParameterSource
 from judge_runner.app.label.server import Sampling, label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
+from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.label_budget import QUESTIONS
@@ -49,8 +49,6 @@ def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None)
     }
     if budget is not None and minutes is not None:
         raise UsageError("--budget (labels) and --budget-minutes (minutes at your pace) are two ways of saying one budget: give one")
-    if minutes is not None and not math.isfinite(minutes):
-        raise UsageError(f"--budget-minutes takes a finite number of minutes, not {minutes}")
     if budget == 0 or minutes == 0:
         raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     if budget is None and minutes is None:
@@ -109,7 +107,7 @@ def _labeller() -> str:
 )
 @click.option(
     "--budget-minutes",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=None,
     help="The budget in minutes of labelling at your pace: the median time a label took in earlier sessions in --folder "
     "(yours when 20 or more), else 10 s a label.",
@@ -129,7 +127,7 @@ def _labeller() -> str:
 @click.option("--queries", "query_count", type=click.IntRange(min=2), default=None, help="Queries to sample [default: enough for --width].")
 @click.option(
     "--width",
-    type=click.FloatRange(0.005, 1.0),
+    type=FiniteFloatRange(0.005, 1.0),
     default=DEFAULT_WIDTH,
     show_default=True,
     help="Aim for a 95% interval of mean nDCG@10 this wide (full width) when choosing how many queries to sample.",

@@ -3,13 +3,13 @@ searches, TREC runs in, several modes or configurations side by side; read back 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import click
 
 from judge_runner.app.inputs import systems_spec as make_systems_spec
+from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import F, _options
 
 
@@ -53,9 +53,8 @@ def search_adapter_options(f: F) -> F:
             ),
             click.option(
                 "--search-timeout",
-                type=click.FloatRange(min=0, min_open=True),
+                type=FiniteFloatRange(min=0, min_open=True),
                 default=None,
-                callback=_finite,
                 help="Seconds for one external search exchange, start to last byte; retries stop at 4x this [default: --timeout].",
             ),
             click.option(
@@ -114,9 +113,3 @@ def systems_spec(flags: dict[str, Any]) -> Any:
         timeout=flags.pop("search_timeout", None),
         corpus=flags.pop("corpus", None),
     )
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter("must be a finite number")
-    return value

@@ -314,8 +314,8 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     """Spend ``budget`` labels (in expectation; exactly with pairs or queries of equal cost under the uniform
     design) on ``question`` over ``run`` (module docstring), drawn with ``seed``; ``seconds_per_label`` prices the
     labels in minutes; ``rho`` (tests, benchmarks) forces the weighted design with that robust mix instead of
-    :func:`judge_runner.measures.sampling.plan_budget`'s choice. Raises ValueError for a budget that is not positive or a question with nothing left to
-    label (every unit known or labelled before)."""
+    :func:`judge_runner.measures.sampling.plan_budget`'s choice. Raises ValueError for a budget that is not positive, a question with nothing left to
+    label (every unit known or labelled before), or a budget too small for one whole query."""
     if budget <= 0:
         raise ValueError("a budget of 0 labels buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     pool = pool_of(run, question)
@@ -338,6 +338,14 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     expected = sum(plan.probabilities[u.id] * u.cost for u in units if not u.known and u.cost > 0)
     half = predicted_half_width(units, plan.probabilities, judge_spread(pool, question), len(pool.qids))
     items = _items([run], pool, question, drawn, rng)
+    if not items and question.unit == "queries":  # a budget below the cheapest open query's cost: 0 queries drawn
+        cheapest = min(u.cost for u in units if not u.known and u.cost > 0)
+        raise ValueError(
+            f"a budget of {budget:g} labels buys no whole query here: the cheapest query still open needs {cheapest:g} labels; "
+            "give a larger --budget, or --sample pairs (single pairs, a label each)"
+        )
+    if not items:  # a weighted draw of a tiny budget can draw nothing
+        raise ValueError(f"a budget of {budget:g} labels drew no pair with --seed {seed}: give a larger --budget or another --seed")
     labels = len(items) if plan.design == "uniform" else int(round(expected))
     units_drawn = sum(plan.probabilities[u.id] for u in units if not u.known and u.cost > 0)
     low, high = question.bounds

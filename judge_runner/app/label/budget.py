@@ -31,6 +31,8 @@ from judge_runner.runs.read import RunFile, read_judged_runs
 DEFAULT_SECONDS_PER_LABEL = 10.0
 """Seconds a label takes when no earlier session measured the labeller's pace: a short passage read and one
 of four grades chosen (the median pace of this project's own labelling sessions is of that order)."""
+MAX_LABELS = 10**9
+"""The largest budget in labels a number of minutes buys (more than any run holds: the draw takes every open unit)."""
 MIN_PACE_LABELS = 20
 """Labels an earlier session must hold before its pace is trusted over the default."""
 
@@ -76,7 +78,8 @@ def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any
     if len(runs) != 1:
         raise UsageError(f"--budget draws from one run file (a compare run for a difference); {len(runs)} were given")
     seconds, pace_from = measured_pace(session.folder, labeller)
-    budget = sampling.budget if sampling.budget is not None else int(sampling.minutes * 60 // seconds)
+    # minutes * 60 overflows to inf for a huge (finite) number of minutes: no budget is larger than every label
+    budget = sampling.budget if sampling.budget is not None else int(min(sampling.minutes * 60 / seconds, MAX_LABELS))
     if budget < 1:
         raise UsageError(f"--budget-minutes {sampling.minutes:g} at {seconds:g} s a label buys no label: give more minutes")
     try:

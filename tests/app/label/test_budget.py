@@ -279,8 +279,10 @@ def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):
         (["--systems", "hybrid,fts"], "give --budget N or --budget-minutes M with them"),
         (["--budget", "40", "--for", "difference", "--systems", "hybrid"], "--for difference needs --systems A,B"),
         # a new user's trial: these ended in 'internal error' (exit 4)
-        (["--budget-minutes", "nan"], "--budget-minutes takes a finite number of minutes, not nan"),
-        (["--budget-minutes", "inf"], "--budget-minutes takes a finite number of minutes, not inf"),
+        (["--budget-minutes", "nan"], "Invalid value for '--budget-minutes': nan is not a finite number"),
+        (["--budget-minutes", "inf"], "Invalid value for '--budget-minutes': inf is not a finite number"),
+        # a new user's trial: --width nan ended in "cannot convert float NaN to integer", 1e308 minutes in exit 4
+        (["--width", "nan"], "Invalid value for '--width': nan is not a finite number"),
         (["--budget-minutes", "0.001"], "buys no label: give more minutes"),
     ],
 )
@@ -373,7 +375,7 @@ def test_a_budget_too_small_for_an_interval_says_so_instead_of_a_width_past_the_
     # a new user's trial: `--budget 1 --sample pairs` said "about 1 label (0 min at 10 s each) for ±4.66 on ..." of a
     # 0-1 measure; no interval at all comes from 1 label
     run = read_run_file(compare_run)
-    draw = plan_draw(run, ask(run, question, [], unit), 1, 5, 10.0)
+    draw = plan_draw(run, ask(run, question, [], unit), 1 if unit == "pairs" else 12, 5, 10.0)  # 12: two whole queries
     assert "±" not in draw.text and "too few for an interval" in draw.text and f"at least 10 drawn {unit}" in draw.text, draw.text
     enough = plan_draw(run, ask(run, question, [], unit), 150, 5, 10.0)
     half = float(enough.text.split("±")[1].split()[0])
@@ -427,3 +429,33 @@ def test_a_pairs_session_resumed_with_whole_query_options_says_it_has_none(tmp_p
     result = invoke(["label", "--name", "team", "--folder", str(tmp_path / "labels"), "--no-cache", "--width", "0.5"])
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "--width (this session draws single pairs: it has no --width)" in said, said
+
+
+@pytest.mark.parametrize("question", ["mean", "difference"])
+def test_a_budget_below_one_whole_query_says_so_and_offers_pairs(tmp_path, compare_run, question):
+    # a new user's trial: `--budget 1` printed "about 0 labels", "0 queries drawn", then "nothing to label: the runs
+    # hold no scored query with results" of a run with 35 scored queries
+    args = [
+        "label",
+        str(compare_run),
+        "--name",
+        "tb",
+        "--folder",
+        str(tmp_path / "labels"),
+        "--no-cache",
+        "--budget",
+        "2",
+        "--for",
+        question,
+    ]
+    result = invoke(args)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "a budget of 2 labels buys no whole query here" in said and "--sample pairs" in said, said
+    assert "nothing to label" not in said and not (tmp_path / "labels" / "tb.journal.jsonl").exists()
+
+
+def test_a_huge_number_of_minutes_buys_every_label_instead_of_an_internal_error(tmp_path, compare_run):
+    # a new user's trial: --budget-minutes 1e308 overflowed (minutes * 60 is inf) and ended in exit 4
+    job = Job(tmp_path, compare_run, sampling={"minutes": 1e308, "question": "difference"})
+    job.stop()
+    assert job.error is None and any("the budget covers every one of the" in line for line in job.lines.out), job.lines.out

@@ -78,7 +78,7 @@ def index(
 @db_option
 @click.option(
     "--mode",
-    type=click.Choice(SEARCH_MODES),
+    type=click.Choice(SEARCH_MODES, case_sensitive=False),
     default="hybrid",
     show_default=True,
     help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.",

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.config import DEFAULT_DB, ConfigError, Settings, load_settings
+from tests.support.clitools import invoke
 
 
 def load(tmp_path: Path, flags=None, env=None) -> Settings:
@@ -253,3 +254,9 @@ def test_an_empty_mode_between_commas_is_refused_naming_the_source(tmp_path, sou
     message = str(info.value)
     assert "an empty mode between commas" in message and repr(value) in message, message
     assert ("--search-mode" if source == "flags" else "JUDGE_RUNNER_SEARCH_MODE") in message, message
+
+
+def test_the_search_commands_own_mode_option_takes_any_case_too(tmp_path):
+    # a new user's trial: `search "x" --mode FTS` was refused ("is not one of") while --search-mode FTS was taken
+    result = invoke(["search", "x", "--mode", "FTS", "--db", str(tmp_path / "none.sqlite")])
+    assert "is not one of" not in result.output and "Invalid value for '--mode'" not in result.output, result.output

@@ -193,6 +193,11 @@ def _opening(latest: Run, failed: Run | None) -> list[str]:
         f"**{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "
         f"{len(latest.evaluations)} queries evaluated, {latest.errors} failed"
         + (f", **cut short ({t(latest.cut_short.replace('_', ' '))})**" if latest.cut_short else "")
+        + (
+            f" of the run's {latest.summary.totalQueries} queries"
+            if latest.cut_short and latest.summary is not None and latest.summary.totalQueries
+            else ""
+        )
         + ".",
         "",
     ]

@@ -129,4 +129,4 @@ def test_a_run_cut_short_says_so_in_trend_instead_of_looking_like_any_other(tmp_
 def test_the_report_says_the_latest_run_was_cut_short_and_why(tmp_path):
     write_run(tmp_path, "r1", noisy(0.7, 1), day=1)
     write_run(tmp_path, "r2", noisy(0.7, 2)[:5], day=2, stopped={"stopReason": "cache_damaged", "totalQueries": 15})
-    assert "5 queries evaluated, 0 failed, **cut short (cache damaged)**." in report_text(tmp_path)
+    assert "5 queries evaluated, 0 failed, **cut short (cache damaged)** of the run's 15 queries." in report_text(tmp_path)

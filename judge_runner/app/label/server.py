@@ -160,7 +160,11 @@ def closing_lines(session: LabelSession, cache: CacheReport | None) -> list[str]
     progress = view["progress"]
     given = progress["labelled"]
     lines = [
-        f"{given} of {progress['total']} labelled by now; run the same command to go on. The labels are in:",
+        (
+            f"all {given} labelled: the session is done. The labels are in:"
+            if given >= progress["total"]
+            else f"{given} of {progress['total']} labelled by now; run the same command to go on. The labels are in:"
+        ),
         f"  {session.journal} (every act, fsynced) and {session.qrels} ({given} label{'s' if given != 1 else ''})",
     ]
     if cache is not None:

@@ -89,6 +89,8 @@ def test_a_budget_on_a_compare_run_spends_it_says_what_it_buys_first_and_records
     job.stop()
     last = job.lines.out[-1]
     assert last.startswith("corrected the difference fts - hybrid in nDCG@10: ") and "10 of the 10 drawn queries labelled" in last
+    # a new user's trial: a finished session said "50 of 50 labelled by now; run the same command to go on"
+    assert "all 50 labelled: the session is done. The labels are in:" in job.lines.text() and "to go on" not in job.lines.text()
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         design = cache.label_designs()["team"]
         assert design["uniform"] is False and design["design"] == "uniform"  # known queries were left out

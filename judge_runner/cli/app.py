@@ -62,12 +62,26 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         yield
 
 
+def _raised_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a KeyboardInterrupt (Ctrl+C, or SIGTERM inside a command) was being
+    handled or because of one (its ``__context__``/``__cause__`` chain holds one)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     """Run ``command`` (click's ``main`` in non-standalone mode, for the command line ``argv``) and return
     the process exit code: its int result, else 0; a JudgeRunnerError prints ``error: <message>`` and
     gives its code; click's usage errors give theirs (2); Ctrl+C or SIGTERM gives 3 (run incomplete),
-    not click's 1 (which would read as a failed quality gate); any other exception gives 4 (internal
-    error, :func:`report_bug`)."""
+    not click's 1 (which would read as a failed quality gate), also when the exception it caused is another
+    (a C extension's import cut short: "ImportError: initialization failed"); any other exception gives 4
+    (internal error, :func:`report_bug`)."""
     invocation = Invocation(list(argv), debug_requested())
     token = _INVOCATION.set(invocation)
     try:
@@ -85,6 +99,9 @@ def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
         click.echo(exc.display(), err=True)
         return exc.exit_code
     except Exception as exc:  # a bug: never a traceback without --debug, never exit 1
+        if _raised_by_ctrl_c(exc):  # e.g. "ImportError: initialization failed" of a C extension Ctrl+C cut short
+            click.echo("interrupted", err=True)
+            return EXIT_INCOMPLETE
         return report_bug(exc, invocation)
     finally:
         _INVOCATION.reset(token)

@@ -106,6 +106,24 @@ def test_run_handled_maps_any_exception_to_4(in_tmp, capsys):
     assert capsys.readouterr().err.count("internal error: ") == 5
 
 
+def test_an_error_a_ctrl_c_caused_is_an_interruption_not_a_bug(in_tmp, capsys):
+    # a new user's trial: Ctrl+C while `label` imported scipy ended "internal error: ImportError: initialization
+    # failed (a bug in judge-runner...)", exit 4
+    def import_cut_short():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None  # the chain keeps its context: what numpy does
+
+    def chained():
+        raise RuntimeError("cleanup failed") from KeyboardInterrupt()
+
+    for command in (import_cut_short, chained):
+        assert run_handled(command) == 3
+    err = capsys.readouterr().err
+    assert err.count("interrupted") == 2 and "internal error" not in err
+
+
 def test_weekly_logs_the_traceback_in_its_log_and_exits_4(in_tmp, monkeypatch, fixtures_root):
     monkeypatch.setattr("judge_runner.app.weekly.weekly_steps", bug("weekly bug"))
     results = in_tmp / "quality-results"

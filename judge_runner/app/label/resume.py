@@ -6,7 +6,8 @@ A session keeps the items it drew when it started (its journal's plan line), so 
 was drawn with (the same command run twice), they are accepted; given with other values, they ask for another
 draw, which this session is not: :func:`check_resume` refuses them (exit 2), naming the session's own values,
 instead of labelling a question the person did not ask. Options a session's plan line does not record (a plan
-written before they were kept) are not compared.
+written before they were kept) are not compared. A new session refuses the options its draw would ignore
+(:func:`check_new`), so that no option given is silently dropped, new or resumed.
 """
 
 from __future__ import annotations
@@ -33,25 +34,8 @@ NOT_FOR = {"pairs": ("queries", "width"), "queries": ("per_label",)}
 """The options a session drawn without a budget has no use for, by what it draws (``--sample``)."""
 
 
-def check_new(sampling: SamplingLike) -> None:
-    """Raise UsageError (exit 2) for sampling options given to a new session that its draw would ignore:
-    ``--queries``/``--width`` with ``--sample pairs``, ``--per-label`` with whole queries, ``--for``/``--systems``
-    without a budget."""
-    if sampling.budget is None and sampling.minutes is None:
-        if sampling.given & {"question", "systems"}:
-            raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
-        unused = [FLAGS[f] for f in NOT_FOR[sampling.kind] if f in sampling.given] if sampling.kind in NOT_FOR else []
-        if unused:
-            why = (
-                "it draws up to --per-label pairs per judge label, not whole queries"
-                if sampling.kind == "pairs"
-                else "it draws whole queries (--queries, or as many as --width needs)"
-            )
-            raise UsageError(f"{' and '.join(unused)} cannot go with --sample {sampling.kind}: {why}")
-
-
 class SamplingLike(Protocol):
-    """What :func:`check_resume` reads of a :class:`judge_runner.app.label.server.Sampling`."""
+    """What :func:`check_resume` and :func:`check_new` read of a :class:`judge_runner.app.label.server.Sampling`."""
 
     @property
     def kind(self) -> str: ...
@@ -73,6 +57,23 @@ class SamplingLike(Protocol):
     def systems(self) -> tuple[str, ...]: ...
     @property
     def given(self) -> frozenset[str]: ...
+
+
+def check_new(sampling: SamplingLike) -> None:
+    """Raise UsageError (exit 2) for sampling options given to a new session that its draw would ignore:
+    ``--queries``/``--width`` with ``--sample pairs``, ``--per-label`` with whole queries, ``--for``/``--systems``
+    without a budget."""
+    if sampling.budget is None and sampling.minutes is None:
+        if sampling.given & {"question", "systems"}:
+            raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
+        unused = [FLAGS[f] for f in NOT_FOR[sampling.kind] if f in sampling.given] if sampling.kind in NOT_FOR else []
+        if unused:
+            why = (
+                "it draws up to --per-label pairs per judge label, not whole queries"
+                if sampling.kind == "pairs"
+                else "it draws whole queries (--queries, or as many as --width needs)"
+            )
+            raise UsageError(f"{' and '.join(unused)} cannot go with --sample {sampling.kind}: {why}")
 
 
 def _budget_labels(sampling: SamplingLike, record: dict[str, Any]) -> float | None:

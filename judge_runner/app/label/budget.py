@@ -46,6 +46,7 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
     never below that floor."""
     mine: list[float] = []
     everyone: list[float] = []
+    too_fast = 0  # labels given faster than a person reads (flagged fast, or under the floor): no pace
     for journal in sorted(folder.glob("*.journal.jsonl")) if folder.is_dir() else []:
         try:
             text = journal.read_text(encoding="utf-8")
@@ -61,12 +62,15 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
                 everyone.append(float(seconds))
                 if line.get("labeller") == labeller:
                     mine.append(float(seconds))
+            elif isinstance(line, dict) and line.get("type") == "label":
+                too_fast += 1
     for values, whose in ((mine, f"{labeller}'s"), (everyone, "everyone's")):
         if len(values) >= MIN_PACE_LABELS:
             return round(statistics.median(values), 1), f"the median of {whose} {len(values)} earlier labels in {folder}"
+    left_out = f"; {too_fast} given in under {FAST_LABEL_S:g} s, no person's pace, left out" if too_fast else ""
     return (
         DEFAULT_SECONDS_PER_LABEL,
-        f"the default {DEFAULT_SECONDS_PER_LABEL:g} s (fewer than {MIN_PACE_LABELS} earlier labels in {folder})",
+        f"the default {DEFAULT_SECONDS_PER_LABEL:g} s (fewer than {MIN_PACE_LABELS} earlier labels in {folder}{left_out})",
     )
 
 

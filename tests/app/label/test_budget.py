@@ -245,6 +245,8 @@ def test_labels_flagged_fast_are_no_pace_so_the_pace_is_never_below_the_fast_flo
     journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
     seconds, source = measured_pace(tmp_path, "ada")
     assert seconds == DEFAULT_SECONDS_PER_LABEL and "the default" in source
+    # a new user's trial: "fewer than 20 earlier labels" of a folder holding 155, with no word of why
+    assert "155 given in under" in source and "left out" in source, source
     more = [{"type": "label", "labeller": "ada", "seconds": 4.0} for _ in range(25)]
     journal.write_text(journal.read_text() + "".join(json.dumps(line) + "\n" for line in more))
     assert measured_pace(tmp_path, "ada")[0] == 4.0

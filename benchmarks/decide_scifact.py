@@ -184,6 +184,17 @@ HISTORY = 100
 are never among the queries the budget is spent on."""
 
 
+def labels_for(width: float, labels: list[float], widths: list[float]) -> float:
+    """The labels the sampler needs for ``width``, interpolated over its curve (``labels`` spent and mean
+    ``widths`` reached per budget); NaN when ``width`` lies outside the widths it reached."""
+    spent, reached = np.array(labels), np.array(widths)
+    ok = ~np.isnan(reached)
+    if not ok.any() or not reached[ok].min() <= width <= reached[ok].max():
+        return math.nan
+    order = np.argsort(reached[ok])
+    return float(np.interp(width, reached[ok][order], spent[ok][order]))
+
+
 def figure_budget(document, qids, judge, human, target: tuple[str, str | None], sizes, draws, seed) -> list[dict]:
     """Figure 3 for ``target`` ``(system, other or None)``. :data:`HISTORY` queries drawn at random are the
     earlier labels: the label noise (:class:`LabelNoise`) is fitted on their pairs and the robust mix chosen on
@@ -242,14 +253,9 @@ def figure_budget(document, qids, judge, human, target: tuple[str, str | None], 
         coverage.append(float(np.mean(covered)) if covered else math.nan)
         rhos.append(rho)
     out = []
-    labels = np.array([c[0] for c in curve])
-    widths_ = np.array([c[1] for c in curve])
-    ok = ~np.isnan(widths_)
-    order = np.argsort(widths_[ok])
     for n in sizes:
         spent, width = uniform[n]
-        inside = ok.any() and widths_[ok].min() <= width <= widths_[ok].max()
-        needed = float(np.interp(width, widths_[ok][order], labels[ok][order])) if inside else math.nan
+        needed = labels_for(width, [c[0] for c in curve], [c[1] for c in curve])
         out.append(
             {
                 "uniform queries": n,
@@ -326,15 +332,10 @@ def figure_budget_pairs(document, qids, target: tuple[str, str | None], budgets:
     grid = sorted({round(v) for b in budgets for v in np.geomspace(b * 0.3, b * 1.05, 6)})
     plans = {b: plan_budget(new_units, b, past, old_units) for b in grid}
     curve = {b: spend(plans[b]) for b in grid}
-    labels = np.array([curve[b][0] for b in grid])
-    widths_ = np.array([curve[b][1] for b in grid])
-    ok = ~np.isnan(widths_)
-    order = np.argsort(widths_[ok])
     out = []
     for b in budgets:
         spent, width, _ = uniform[b]
-        inside = ok.any() and widths_[ok].min() <= width <= widths_[ok].max()
-        needed = float(np.interp(width, widths_[ok][order], labels[ok][order])) if inside else math.nan
+        needed = labels_for(width, [curve[g][0] for g in grid], [curve[g][1] for g in grid])
         out.append(
             {
                 "uniform labels": spent,

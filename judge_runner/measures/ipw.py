@@ -44,7 +44,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED, NO_INFORMATION, MeanEstimate, clip_interval, t_quantile, tuned_mean
+from judge_runner.measures.ppi import (
+    CONFIDENCE,
+    MIN_LABELLED,
+    NO_INFORMATION,
+    MeanEstimate,
+    clip_interval,
+    rule_of_three,
+    t_quantile,
+    tuned_mean,
+)
 
 MAX_GRADE = 3
 DEPTH = 10
@@ -256,15 +265,6 @@ def ipw_mean(
     return design_mean(units, bounds=bounds, weight=weight)
 
 
-def _rule_of_three(estimate: float, drawn: int, bounds: tuple[float, float]) -> tuple[float, float]:
-    """The interval when every one of ``drawn`` labels agrees: the share of pairs that would differ is only known
-    to be below ``3/drawn`` (the rule of three, Hanley & Lippman-Hand 1983, JAMA 249:1743), each moving the
-    estimate at most as far as the measure's range allows (as :func:`judge_runner.measures.ppi.tuned_mean` does
-    for queries)."""
-    low, high = bounds
-    return clip_interval(estimate - 3 / drawn * (estimate - low), estimate + 3 / drawn * (high - estimate), bounds)
-
-
 @dataclass(frozen=True)
 class PairTerm:
     """One (query, document) pair's part of a linear measure: ``coefficient`` (the rank's discount over
@@ -289,7 +289,7 @@ def ipw_pair_mean(
     ``T_q`` over the queries (0 for a query with no term), its variance ``s_T^2 / queries``. The people's own
     figure is the same with ``lambda = 0``; the narrower of the two is reported. When every labelled pair has the
     same grade, the spread of the totals says nothing (none at all when they are all 0): the people's figure with
-    the rule of three's interval (:func:`_rule_of_three`). None with fewer than
+    the rule of three's interval (:func:`judge_runner.measures.ppi.rule_of_three`). None with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` pairs drawn."""
     labelled = [t for t in terms if t.human is not None]
     if any(not 0 < t.probability <= 1 for t in labelled):
@@ -333,7 +333,7 @@ def ipw_pair_mean(
     if float(np.ptp(h[xi])) == 0:  # every label alike: the spread says nothing (0 when all are 0); the rule of three
         informative, lam, centre = False, 0.0, human_centre
         estimate = float(np.clip(centre, *bounds))
-        interval = human_ci = _rule_of_three(estimate, drawn, bounds)
+        interval = human_ci = rule_of_three(estimate, drawn, bounds)
     else:
         human_ci = clip_interval(human_centre - human_half, human_centre + human_half, bounds)
     return MeanEstimate(

@@ -238,6 +238,15 @@ def tuned_mean(
     )
 
 
+def rule_of_three(estimate: float, n: int, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The 95% interval around ``estimate`` when all ``n`` labels agree: the share of units that would differ
+    is only known to be below ``3/n`` (the rule of three, Hanley & Lippman-Hand 1983, "If nothing goes wrong, is
+    everything all right?", JAMA 249:1743), each at most as far as the measure's range ``bounds`` allows:
+    ``[c - 3/n (c - low), c + 3/n (high - c)]``, clipped to the range."""
+    low, high = bounds
+    return clip_interval(estimate - 3 / n * (estimate - low), estimate + 3 / n * (high - estimate), bounds)
+
+
 def _all_alike(f_all: np.ndarray, y: np.ndarray, bounds: tuple[float, float], confidence: float) -> MeanEstimate:
     """Every labelled query has the same value ``c``: a t interval would be ``[c, c]``. Unless the judge too
     gives every query that value (nothing varies as far as either can see, e.g. two runs that returned the same
@@ -245,10 +254,7 @@ def _all_alike(f_all: np.ndarray, y: np.ndarray, bounds: tuple[float, float], co
     Hanley & Lippman-Hand 1983, "If nothing goes wrong, is everything all right?", JAMA 249:1743), each at most
     as far as the measure's range allows: ``[c - 3/n (c - low), c + 3/n (high - c)]``."""
     n, c = len(y), float(y[0])
-    if float(np.ptp(f_all)) == 0 and float(f_all[0]) == c:
-        interval = (c, c)
-    else:
-        interval = clip_interval(c - 3 / n * (c - bounds[0]), c + 3 / n * (bounds[1] - c), bounds)
+    interval = (c, c) if float(np.ptp(f_all)) == 0 and float(f_all[0]) == c else rule_of_three(c, n, bounds)
     return MeanEstimate(
         estimate=c,
         ci95=interval,

@@ -74,6 +74,12 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
     )
 
 
+def labels_for_minutes(minutes: float, seconds_per_label: float) -> int:
+    """The labels ``minutes`` of labelling buy at ``seconds_per_label`` (rounded down), at most
+    :data:`MAX_LABELS`: ``minutes * 60`` overflows to inf for a huge finite number of minutes."""
+    return int(min(minutes * 60 / seconds_per_label, MAX_LABELS))
+
+
 def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any, labeller: str, printer: Printer) -> None:
     """Start ``session`` with a budget's draw (module docstring): ``sampling`` a
     :class:`judge_runner.app.label.server.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
@@ -82,8 +88,7 @@ def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any
     if len(runs) != 1:
         raise UsageError(f"--budget draws from one run file (a compare run for a difference); {len(runs)} were given")
     seconds, pace_from = measured_pace(session.folder, labeller)
-    # minutes * 60 overflows to inf for a huge (finite) number of minutes: no budget is larger than every label
-    budget = sampling.budget if sampling.budget is not None else int(min(sampling.minutes * 60 / seconds, MAX_LABELS))
+    budget = sampling.budget if sampling.budget is not None else labels_for_minutes(sampling.minutes, seconds)
     if budget < 1:
         raise UsageError(f"--budget-minutes {sampling.minutes:g} at {seconds:g} s a label buys no label: give more minutes")
     try:

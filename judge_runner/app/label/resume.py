@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
+from judge_runner.app.label.budget import labels_for_minutes
 from judge_runner.core.failures import UsageError
 
 FLAGS = {
@@ -82,7 +83,7 @@ def _budget_labels(sampling: SamplingLike, record: dict[str, Any]) -> float | No
         return float(sampling.budget)
     pace = record.get("secondsPerLabel")
     if sampling.minutes is not None and isinstance(pace, (int, float)) and pace > 0:
-        return float(sampling.minutes * 60 // pace)
+        return float(labels_for_minutes(sampling.minutes, pace))  # as budget_session bought them
     return None
 
 

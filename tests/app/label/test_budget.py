@@ -326,6 +326,8 @@ def test_help_teaches_the_budget(tmp_path):
         (["--budget", "50", "--for", "mean"], "--for mean (this session: difference)"),
         (["--budget", "50", "--for", "difference", "--systems", "fts,hybrid"], "--systems fts,hybrid (this session: hybrid,fts)"),
         (["--budget", "80", "--for", "difference"], "--budget 80 (this session: 50)"),
+        # minutes bought as budget_session buys them (capped, not 'about nan labels' for 1e308)
+        (["--budget-minutes", "1e308", "--for", "difference"], "--budget-minutes 1e+308 (about 1000000000 labels) (this session: 50)"),
         (["--budget", "50", "--for", "difference", "--sample", "pairs"], "--sample pairs (this session: queries)"),
         (["--budget", "50", "--for", "difference", "--seed", "7"], "--seed 7 (this session: 13)"),
         (["--queries", "5"], "--queries (this session spends a budget: it has no --queries)"),

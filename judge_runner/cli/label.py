@@ -10,6 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from judge_runner.app.label.resume import FLAGS
 from judge_runner.app.label.server import Sampling, label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
@@ -36,29 +37,6 @@ def _systems(value: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in value.split(",")) if value else ()
 
 
-NOT_WITH_BUDGET = ("query_count", "width", "per_label")
-"""Options a budget replaces: how many queries, the width aimed at, the pairs per judge label."""
-
-
-def _check_budget(ctx: click.Context, budget: int | None, minutes: float | None) -> None:
-    """Refuse (exit 2) what a budget cannot go with, and --for/--systems without one."""
-    given = {
-        n
-        for n in ("budget", "budget_minutes", "question", "systems", *NOT_WITH_BUDGET)
-        if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE
-    }
-    if budget is not None and minutes is not None:
-        raise UsageError("--budget (labels) and --budget-minutes (minutes at your pace) are two ways of saying one budget: give one")
-    if budget == 0 or minutes == 0:
-        raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
-    if budget is None and minutes is None:
-        return  # --for/--systems without a budget: a resumed session compares them, a new one refuses them
-    clash = sorted(given & set(NOT_WITH_BUDGET))
-    if clash:
-        flags = ", ".join("--" + {"query_count": "queries"}.get(n, n).replace("_", "-") for n in clash)
-        raise UsageError(f"{flags} cannot go with a budget: the budget decides how many labels, and where they go")
-
-
 SAMPLING_FIELDS = {
     "sample_kind": "kind",
     "query_count": "queries",
@@ -71,10 +49,27 @@ SAMPLING_FIELDS = {
     "systems": "systems",
 }
 """Each sampling option's parameter name and its :class:`judge_runner.app.label.server.Sampling` field."""
+NOT_WITH_BUDGET = ("queries", "width", "per_label")
+"""Sampling fields a budget replaces: how many queries, the width aimed at, the pairs per judge label."""
 
 
 def _given(ctx: click.Context) -> frozenset[str]:
+    """The :class:`judge_runner.app.label.server.Sampling` fields whose options were given on the command line."""
     return frozenset(f for p, f in SAMPLING_FIELDS.items() if ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE)
+
+
+def _check_budget(given: frozenset[str], budget: int | None, minutes: float | None) -> None:
+    """Refuse (exit 2) what a budget cannot go with (``given``: the sampling fields given, :func:`_given`)."""
+    if budget is not None and minutes is not None:
+        raise UsageError("--budget (labels) and --budget-minutes (minutes at your pace) are two ways of saying one budget: give one")
+    if budget == 0 or minutes == 0:
+        raise UsageError("a budget of 0 buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
+    if budget is None and minutes is None:
+        return  # --for/--systems without a budget: a resumed session compares them, a new one refuses them
+    clash = sorted(given & set(NOT_WITH_BUDGET))
+    if clash:
+        flags = ", ".join(FLAGS[field] for field in clash)
+        raise UsageError(f"{flags} cannot go with a budget: the budget decides how many labels, and where they go")
 
 
 def _labeller() -> str:
@@ -215,8 +210,8 @@ def label(
     --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
     line prints the command that imports them).
     """
-    _check_budget(click.get_current_context(), budget, budget_minutes)
     given = _given(click.get_current_context())
+    _check_budget(given, budget, budget_minutes)
     sampling = Sampling(sample_kind, query_count, per_label, width, sample_seed, budget, budget_minutes, question, _systems(systems), given)
     result = label_job(
         settings(**flags),

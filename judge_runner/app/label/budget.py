@@ -57,13 +57,15 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
                 line = json.loads(raw)
             except json.JSONDecodeError:
                 continue
-            seconds = line.get("seconds") if isinstance(line, dict) and line.get("type") == "label" and not line.get("fast") else None
-            if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds >= FAST_LABEL_S:
-                everyone.append(float(seconds))
-                if line.get("labeller") == labeller:
-                    mine.append(float(seconds))
-            elif isinstance(line, dict) and line.get("type") == "label":
+            seconds = line.get("seconds") if isinstance(line, dict) and line.get("type") == "label" else None
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds):
+                continue  # no label, or no time kept with it: neither a pace nor too fast
+            if line.get("fast") or seconds < FAST_LABEL_S:
                 too_fast += 1
+                continue
+            everyone.append(float(seconds))
+            if line.get("labeller") == labeller:
+                mine.append(float(seconds))
     for values, whose in ((mine, f"{labeller}'s"), (everyone, "everyone's")):
         if len(values) >= MIN_PACE_LABELS:
             return round(statistics.median(values), 1), f"the median of {whose} {len(values)} earlier labels in {folder}"

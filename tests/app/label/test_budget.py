@@ -247,6 +247,10 @@ def test_labels_flagged_fast_are_no_pace_so_the_pace_is_never_below_the_fast_flo
     assert seconds == DEFAULT_SECONDS_PER_LABEL and "the default" in source
     # a new user's trial: "fewer than 20 earlier labels" of a folder holding 155, with no word of why
     assert "155 given in under" in source and "left out" in source, source
+    untimed = tmp_path / "untimed" / "old.journal.jsonl"  # label lines without a time are no pace, and not "too fast"
+    untimed.parent.mkdir()
+    untimed.write_text("".join(json.dumps({"type": "label", "labeller": "ada"}) + "\n" for _ in range(7)))
+    assert "left out" not in measured_pace(untimed.parent, "ada")[1]
     more = [{"type": "label", "labeller": "ada", "seconds": 4.0} for _ in range(25)]
     journal.write_text(journal.read_text() + "".join(json.dumps(line) + "\n" for line in more))
     assert measured_pace(tmp_path, "ada")[0] == 4.0

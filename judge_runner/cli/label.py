@@ -10,8 +10,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from judge_runner.app.label.resume import FLAGS
-from judge_runner.app.label.server import Sampling, label_job
+from judge_runner.app.label.options import FLAGS, Sampling
+from judge_runner.app.label.server import label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.numbers import FiniteFloatRange
@@ -48,13 +48,13 @@ SAMPLING_FIELDS = {
     "question": "question",
     "systems": "systems",
 }
-"""Each sampling option's parameter name and its :class:`judge_runner.app.label.server.Sampling` field."""
+"""Each sampling option's parameter name and its :class:`judge_runner.app.label.options.Sampling` field."""
 NOT_WITH_BUDGET = ("queries", "width", "per_label")
 """Sampling fields a budget replaces: how many queries, the width aimed at, the pairs per judge label."""
 
 
 def _given(ctx: click.Context) -> frozenset[str]:
-    """The :class:`judge_runner.app.label.server.Sampling` fields whose options were given on the command line."""
+    """The :class:`judge_runner.app.label.options.Sampling` fields whose options were given on the command line."""
     return frozenset(f for p, f in SAMPLING_FIELDS.items() if ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE)
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from judge_runner.app.label.cache import CacheSync
-from judge_runner.app.label.server import Sampling, new_session
+from judge_runner.app.label.options import Sampling
+from judge_runner.app.label.server import new_session
 from judge_runner.app.label.session import LabelSession
 from judge_runner.calibrate.from_runs import system_lists
 from judge_runner.core.printer import Printer

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.server import Sampling, label_job
+from judge_runner.app.label.options import Sampling
+from judge_runner.app.label.server import label_job
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
 

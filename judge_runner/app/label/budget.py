@@ -84,7 +84,7 @@ def labels_for_minutes(minutes: float, seconds_per_label: float) -> int:
 
 def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any, labeller: str, printer: Printer) -> None:
     """Start ``session`` with a budget's draw (module docstring): ``sampling`` a
-    :class:`judge_runner.app.label.server.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
+    :class:`judge_runner.app.label.options.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
     than one run file, a question the run cannot answer (unknown systems, a difference of one system), a
     budget of 0, or nothing left to label."""
     if len(runs) != 1:

@@ -19,42 +19,14 @@ from typing import Any
 from judge_runner.app.label.budget import budget_session, design_marker, estimate_lines
 from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
 from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
-from judge_runner.app.label.resume import check_new, check_resume
+from judge_runner.app.label.options import Sampling, check_new, check_resume
 from judge_runner.app.label.session import LabelSession
 from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.judging.label_plan import DEFAULT_WIDTH, plan_pairs, plan_queries, recommended_queries
+from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.runs.read import RunFile, read_judged_runs
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How to draw the items of a new session: ``kind`` (``queries`` or ``pairs``), ``queries`` (None: the
-    number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
-    of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
-    budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
-    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
-    nothing itself; a resumed session refuses fields in ``given`` that disagree with its own draw."""
-
-    kind: str = "queries"
-    queries: int | None = None
-    per_label: int = 25
-    width: float = DEFAULT_WIDTH
-    seed: int = 13
-    budget: int | None = None
-    minutes: float | None = None
-    question: str = "mean"
-    systems: tuple[str, ...] = ()
-    given: frozenset[str] = frozenset()
-    """The fields given on the command line (the others hold defaults): compared with a session resumed
-    (:func:`judge_runner.app.label.resume.check_resume`)."""
-
-    @property
-    def budgeted(self) -> bool:
-        """Whether a budget is to be spent (``--budget`` or ``--budget-minutes``)."""
-        return self.budget is not None or self.minutes is not None
 
 
 def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:

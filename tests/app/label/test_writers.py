@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.server import Sampling, new_session
+from judge_runner.app.label.options import Sampling
+from judge_runner.app.label.server import new_session
 from judge_runner.app.label.session import FAST_LABEL_S, LabelSession
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.cache import JudgmentCache

@@ -1,4 +1,7 @@
-"""Resuming a labelling session: the sampling options given again must agree with the session's own draw.
+"""The sampling options of ``judge-runner label`` (:class:`Sampling`), and their checks for a new session and a
+resumed one.
+
+Resuming: the sampling options given again must agree with the session's own draw.
 
 A session keeps the items it drew when it started (its journal's plan line), so options that choose a sample
 (``--sample``, ``--queries``, ``--per-label``, ``--width``, ``--seed``, ``--budget``,
@@ -13,10 +16,12 @@ written before they were kept) are not compared. A new session refuses the optio
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from judge_runner.app.label.budget import labels_for_minutes
 from judge_runner.core.failures import UsageError
+from judge_runner.judging.label_plan import DEFAULT_WIDTH
 
 FLAGS = {
     "kind": "--sample",
@@ -29,38 +34,41 @@ FLAGS = {
     "question": "--for",
     "systems": "--systems",
 }
-"""The command-line flag of each :class:`judge_runner.app.label.server.Sampling` field."""
+"""The command-line flag of each :class:`Sampling` field."""
 BUDGET_FIELDS = frozenset({"budget", "minutes", "question", "systems"})
 NOT_FOR = {"pairs": ("queries", "width"), "queries": ("per_label",)}
 """The options a session drawn without a budget has no use for, by what it draws (``--sample``)."""
 
 
-class SamplingLike(Protocol):
-    """What :func:`check_resume` and :func:`check_new` read of a :class:`judge_runner.app.label.server.Sampling`."""
+@dataclass(frozen=True)
+class Sampling:
+    """How to draw the items of a new session: ``kind`` (``queries`` or ``pairs``), ``queries`` (None: the
+    number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
+    of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
+    budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
+    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
+    nothing itself: :func:`check_new` and :func:`check_resume` check the fields in ``given``."""
+
+    kind: str = "queries"
+    queries: int | None = None
+    per_label: int = 25
+    width: float = DEFAULT_WIDTH
+    seed: int = 13
+    budget: int | None = None
+    minutes: float | None = None
+    question: str = "mean"
+    systems: tuple[str, ...] = ()
+    given: frozenset[str] = frozenset()
+    """The fields given on the command line (the others hold defaults): compared with a session resumed
+    (:func:`check_resume`)."""
 
     @property
-    def kind(self) -> str: ...
-    @property
-    def queries(self) -> int | None: ...
-    @property
-    def per_label(self) -> int: ...
-    @property
-    def width(self) -> float: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def budget(self) -> int | None: ...
-    @property
-    def minutes(self) -> float | None: ...
-    @property
-    def question(self) -> str: ...
-    @property
-    def systems(self) -> tuple[str, ...]: ...
-    @property
-    def given(self) -> frozenset[str]: ...
+    def budgeted(self) -> bool:
+        """Whether a budget is to be spent (``--budget`` or ``--budget-minutes``)."""
+        return self.budget is not None or self.minutes is not None
 
 
-def check_new(sampling: SamplingLike) -> None:
+def check_new(sampling: Sampling) -> None:
     """Raise UsageError (exit 2) for sampling options given to a new session that its draw would ignore:
     ``--queries``/``--width`` with ``--sample pairs``, ``--per-label`` with whole queries, ``--for``/``--systems``
     without a budget."""
@@ -77,7 +85,7 @@ def check_new(sampling: SamplingLike) -> None:
             raise UsageError(f"{' and '.join(unused)} cannot go with --sample {sampling.kind}: {why}")
 
 
-def _budget_labels(sampling: SamplingLike, record: dict[str, Any]) -> float | None:
+def _budget_labels(sampling: Sampling, record: dict[str, Any]) -> float | None:
     """The labels the options given would buy, at the pace the session recorded (None: nothing to compare)."""
     if sampling.budget is not None:
         return float(sampling.budget)
@@ -118,7 +126,7 @@ def _same(mine: Any, wanted: Any) -> bool:
     return bool(mine == wanted)
 
 
-def conflicts(plan: dict[str, Any], sampling: SamplingLike) -> list[str]:
+def conflicts(plan: dict[str, Any], sampling: Sampling) -> list[str]:
     """``["--for difference (this session: mean)", ...]``: each sampling option given on the command line
     (``sampling.given``) whose value differs from what the session's ``plan`` line recorded, or that the
     session's kind of draw has no place for (a budget for a session drawn without one, ``--queries`` for a
@@ -152,7 +160,7 @@ def conflicts(plan: dict[str, Any], sampling: SamplingLike) -> list[str]:
     return out
 
 
-def check_resume(plan: dict[str, Any], sampling: SamplingLike, journal: str, name: str) -> None:
+def check_resume(plan: dict[str, Any], sampling: Sampling, journal: str, name: str) -> None:
     """Raise UsageError (exit 2) when the sampling options given disagree with the session being resumed
     (:func:`conflicts`), naming each and the two ways on."""
     found = conflicts(plan, sampling)

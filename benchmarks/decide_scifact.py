@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scifact_systems import load  # noqa: E402
-from judge_runner.judging.label_budget import (  # noqa: E402
+from judge_runner.human.budget import (  # noqa: E402
     Pool,
     Question,
     judge_grades,

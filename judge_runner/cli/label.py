@@ -10,15 +10,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from judge_runner.app.label.options import FLAGS, Sampling
 from judge_runner.app.label.server import label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.label_budget import QUESTIONS
-from judge_runner.judging.label_plan import DEFAULT_WIDTH, SAMPLINGS
+from judge_runner.human.budget import QUESTIONS
+from judge_runner.human.options import FLAGS, Sampling
+from judge_runner.human.plan import DEFAULT_WIDTH, SAMPLINGS
 
 
 class _HostRuleType(click.ParamType):
@@ -48,13 +48,13 @@ SAMPLING_FIELDS = {
     "question": "question",
     "systems": "systems",
 }
-"""Each sampling option's parameter name and its :class:`judge_runner.app.label.options.Sampling` field."""
+"""Each sampling option's parameter name and its :class:`judge_runner.human.options.Sampling` field."""
 NOT_WITH_BUDGET = ("queries", "width", "per_label")
 """Sampling fields a budget replaces: how many queries, the width aimed at, the pairs per judge label."""
 
 
 def _given(ctx: click.Context) -> frozenset[str]:
-    """The :class:`judge_runner.app.label.options.Sampling` fields whose options were given on the command line."""
+    """The :class:`judge_runner.human.options.Sampling` fields whose options were given on the command line."""
     return frozenset(f for p, f in SAMPLING_FIELDS.items() if ctx.get_parameter_source(p) == ParameterSource.COMMANDLINE)
 
 

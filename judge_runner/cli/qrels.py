@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from judge_runner.app.label.lock import cache_set_lock, holder_record
 from judge_runner.cli.cache import CACHE, open_cache
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
+from judge_runner.human.lock import cache_set_lock, holder_record
 from judge_runner.judging.qrels import QRELS_NAME_RE, QrelsError, export_qrels, import_human_qrels
 
 

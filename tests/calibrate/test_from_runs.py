@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from judge_runner.app.label.cache import CacheSync
-from judge_runner.app.label.options import Sampling
 from judge_runner.app.label.server import new_session
-from judge_runner.app.label.session import LabelSession
 from judge_runner.calibrate.from_runs import system_lists
 from judge_runner.core.printer import Printer
+from judge_runner.human.journal import LabelSession
+from judge_runner.human.options import Sampling
 from judge_runner.runs.read import read_run_file
 from tests.support.clitools import KEEP_ALL, invoke, run_lines
 from tests.support.fakes.calibration_judges import QrelsJudge

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.options import Sampling
 from judge_runner.app.label.server import label_job
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
+from judge_runner.human.options import Sampling
 
 ROOT = Path(__file__).resolve().parents[2]
 QUIET = Printer(lambda m: None, lambda m: None, quiet=True)

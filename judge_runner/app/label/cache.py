@@ -118,7 +118,7 @@ class CacheSync:
         self._thread = threading.Thread(target=self._run, name="label-cache-import", daemon=True)
         self._report_made: CacheReport | None = None
         self.design: dict[str, Any] | None = None
-        """The set's draw (``label --budget``: :func:`judge_runner.app.label.budget.design_marker`), kept beside it
+        """The set's draw (``label --budget``: :func:`judge_runner.human.pace.design_marker`), kept beside it
         in the cache at each import; None removes any left by an earlier session of that name."""
 
     def open(self) -> None:

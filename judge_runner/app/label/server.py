@@ -4,7 +4,7 @@
 judgment cache), opens or starts its session (:mod:`.session`), starts the cache import
 (:mod:`.cache`), serves the page (:mod:`.web`) until Ctrl+C, and says where every label went:
 the journal and the qrels file always, the judgment cache when it took them, else the command that imports
-them (exit 3). A new session draws its items with :mod:`judge_runner.judging.label_plan` (:func:`new_session`).
+them (exit 3). A new session draws its items with :mod:`judge_runner.human.plan` (:func:`new_session`).
 """
 
 from __future__ import annotations
@@ -16,22 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_runner.app.label.budget import budget_session, design_marker, estimate_lines
 from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
-from judge_runner.app.label.lock import SetLock, cache_set_lock, holder_record, takeover_note
-from judge_runner.app.label.options import Sampling, check_new, check_resume
-from judge_runner.app.label.session import LabelSession
 from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
+from judge_runner.human.journal import LabelSession
+from judge_runner.human.lock import SetLock, cache_set_lock, holder_record, takeover_note
+from judge_runner.human.options import Sampling, check_new, check_resume
+from judge_runner.human.pace import budget_session, design_marker, estimate_lines
+from judge_runner.human.plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.runs.read import RunFile, read_judged_runs
 
 
 def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:
-    """Draw the items (:mod:`judge_runner.judging.label_plan`) and start ``session`` with them, saying how many
-    queries the width asks for; with a budget, :func:`judge_runner.app.label.budget.budget_session`."""
+    """Draw the items (:mod:`judge_runner.human.plan`) and start ``session`` with them, saying how many
+    queries the width asks for; with a budget, :func:`judge_runner.human.pace.budget_session`."""
     check_new(sampling)
     if sampling.budgeted:
         budget_session(session, runs, sampling, labeller, printer)

@@ -17,12 +17,12 @@ whose ``Origin`` is not the page's own, or that the browser marks ``Sec-Fetch-Si
 
 Routes under ``/<token>``: ``GET /`` the page (:mod:`.page`); ``GET /api/state?tab=TAB``; ``POST
 /api/label`` ``{"item", "grade", "tab"}``, ``/api/skip`` ``{"item", "tab"}``, ``/api/undo`` ``{"tab"}``
-(:data:`ACTS`), each answering ``{"state"}`` (:meth:`judge_runner.app.label.session.LabelSession.view`).
+(:data:`ACTS`), each answering ``{"state"}`` (:meth:`judge_runner.human.journal.LabelSession.view`).
 Malformed requests get a JSON ``{"error"}`` and no traceback: 400 (a bad or repeated Content-Length, a body
 shorter than it says or not sent within :data:`READ_TIMEOUT_S`, not UTF-8, not a JSON object, a field
 missing, unknown or of the wrong type), 411 (no Content-Length), 413 (over :data:`MAX_BODY` bytes), 415
 (not JSON), 404 (unknown path), 405 (a method the path does not take); 409 with the state for an act that
-does not fit it (:class:`judge_runner.app.label.session.StaleAct`); 507/500 when the journal cannot be
+does not fit it (:class:`judge_runner.human.journal.StaleAct`); 507/500 when the journal cannot be
 written (the act is then not saved, and the page says so).
 """
 
@@ -44,8 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from judge_runner.app.crashlog import log_traceback, scrub
 from judge_runner.app.label.page import page
-from judge_runner.app.label.session import LabelSession, StaleAct
 from judge_runner.core.failures import is_disk_full, one_line
+from judge_runner.human.journal import LabelSession, StaleAct
 
 HOST = "127.0.0.1"
 MAX_BODY = 4096  # bytes: an act is a few dozen

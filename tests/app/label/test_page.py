@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.options import Sampling
 from judge_runner.app.label.server import new_session
-from judge_runner.app.label.session import LabelSession
 from judge_runner.app.label.web import LabelServer
+from judge_runner.human.journal import LabelSession
+from judge_runner.human.options import Sampling
+from judge_runner.human.plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.label_plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.judging.qrels import human_labels, read_trec_qrels
 from judge_runner.runs.read import read_run_file
 from tests.support.label_client import QUIET, Forward, Job, act, chromium_driver, fetch, spawn_label, state, stop_process, wait_url

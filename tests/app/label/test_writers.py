@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.options import Sampling
 from judge_runner.app.label.server import new_session
-from judge_runner.app.label.session import FAST_LABEL_S, LabelSession
 from judge_runner.core.failures import UsageError
+from judge_runner.human.journal import FAST_LABEL_S, LabelSession
+from judge_runner.human.options import Sampling
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels, read_trec_qrels
 from judge_runner.runs.read import read_run_file

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.label_plan import Item
+from judge_runner.human.plan import Item
 from judge_runner.judging.qrels import QRELS_NAME_RE
 from judge_runner.search.trec import encode_id
 

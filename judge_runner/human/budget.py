@@ -15,7 +15,7 @@ the expected sources, and the grades people gave before (results with ``labelOri
 them a fixed-size uniform draw of the open units: known units and units labelled before are free), the draw,
 the items to label (the drawn units in a random order, a query's documents in a random order), and what the
 budget buys. :meth:`Draw.record` is what the journal's plan line keeps: every unit's probability, the units
-drawn, the design; :mod:`judge_runner.judging.label_estimate` estimates from it.
+drawn, the design; :mod:`judge_runner.human.estimate` estimates from it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_runner.judging.label_plan import Item, documents, scored
+from judge_runner.human.plan import Item, documents, scored
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, discount
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics
 from judge_runner.measures.ppi import MIN_LABELLED

@@ -1,5 +1,5 @@
 """The corrected estimate of a budgeted labelling session (``judge-runner label --budget``), from the design
-and the inclusion probabilities its journal recorded (:meth:`judge_runner.judging.label_budget.Draw.record`).
+and the inclusion probabilities its journal recorded (:meth:`judge_runner.human.budget.Draw.record`).
 
 Whole queries: :func:`judge_runner.measures.ipw.planned_mean` over the question's per-query values (nDCG@10,
 or the difference of two systems'), the people's value known for the units labelled before and for a
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge_runner.judging.label_budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
+from judge_runner.human.budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
 from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
 from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
 from judge_runner.runs.read import RunFile
@@ -144,7 +144,7 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
 
 def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
     """The estimate of a budgeted session: ``run`` the run file it drew from, ``record`` the plan line's
-    ``budget`` object (:meth:`judge_runner.judging.label_budget.Draw.record`), ``given`` the session's labels
+    ``budget`` object (:meth:`judge_runner.human.budget.Draw.record`), ``given`` the session's labels
     ``{(qid, document): grade 0-3}``. Raises KeyError or ValueError for a record that is not one."""
     q = Question(str(record["question"]), tuple(record["systems"]), str(record["unit"]))
     return _queries(run, q, record, given) if q.unit == "queries" else _pairs(run, q, record, given)

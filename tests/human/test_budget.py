@@ -13,12 +13,12 @@ import statistics
 import pytest
 
 from judge_runner.analysis.corrected_report import block_lines
-from judge_runner.app.label.budget import DEFAULT_SECONDS_PER_LABEL, measured_pace
 from judge_runner.embed.registry import instance
+from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
+from judge_runner.human.estimate import estimate_budget
+from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.heuristic import HeuristicJudge
-from judge_runner.judging.label_budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
-from judge_runner.judging.label_estimate import estimate_budget
 from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
 from judge_runner.runs.corrected import bias_corrected, drawn_note
 from judge_runner.runs.read import read_run_file

@@ -1,12 +1,12 @@
 """``judge-runner label --budget``: a session that spends a budget of labels where they narrow one question.
 
 :func:`budget_session` turns ``--budget N`` (labels) or ``--budget-minutes M`` (at the labeller's pace,
-:func:`measured_pace`) into a draw (:func:`judge_runner.judging.label_budget.plan_draw`), says what it buys
+:func:`measured_pace`) into a draw (:func:`judge_runner.human.budget.plan_draw`), says what it buys
 before the page starts ("about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in
 nDCG@10"), and starts the session with the draw's design and every unit's inclusion probability in the
 journal's plan line (``budget``). :func:`estimate_lines` is the corrected estimate of the question from those
 probabilities, printed when the session ends or is stopped
-(:func:`judge_runner.judging.label_estimate.estimate_budget`). :func:`design_marker` is what the judgment
+(:func:`judge_runner.human.estimate.estimate_budget`). :func:`design_marker` is what the judgment
 cache keeps beside the human qrels set, so that ``evaluate``'s uniform-sample correction is not applied to a
 sample drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`).
 """
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judge_runner.app.label.session import FAST_LABEL_S, LabelSession
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.judging.label_budget import ask, plan_draw
-from judge_runner.judging.label_estimate import estimate_budget
+from judge_runner.human.budget import ask, plan_draw
+from judge_runner.human.estimate import estimate_budget
+from judge_runner.human.journal import FAST_LABEL_S, LabelSession
 from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.runs.read import RunFile, read_judged_runs
 
@@ -42,7 +42,7 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
     journals of ``folder`` (``*.journal.jsonl``: earlier sessions), the labeller's own when at least
     :data:`MIN_PACE_LABELS` are theirs, else everyone's; :data:`DEFAULT_SECONDS_PER_LABEL` with fewer. The
     median, so a break between two labels does not count; labels flagged ``fast`` (given in less than
-    :data:`~judge_runner.app.label.session.FAST_LABEL_S`: a held key, a script) are no pace, so the pace is
+    :data:`~judge_runner.human.journal.FAST_LABEL_S`: a held key, a script) are no pace, so the pace is
     never below that floor."""
     mine: list[float] = []
     everyone: list[float] = []
@@ -84,7 +84,7 @@ def labels_for_minutes(minutes: float, seconds_per_label: float) -> int:
 
 def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any, labeller: str, printer: Printer) -> None:
     """Start ``session`` with a budget's draw (module docstring): ``sampling`` a
-    :class:`judge_runner.app.label.options.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
+    :class:`judge_runner.human.options.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
     than one run file, a question the run cannot answer (unknown systems, a difference of one system), a
     budget of 0, or nothing left to label."""
     if len(runs) != 1:
@@ -144,7 +144,7 @@ def design_marker(session: LabelSession) -> dict[str, Any] | None:
 
 def estimate_lines(session: LabelSession) -> list[str]:
     """The corrected estimate of a budgeted session's question, from the probabilities its journal recorded and
-    the labels given so far (:func:`judge_runner.judging.label_estimate.estimate_budget`); [] for a session
+    the labels given so far (:func:`judge_runner.human.estimate.estimate_budget`); [] for a session
     without a budget; a line saying why when its run file cannot be read."""
     record = session.plan.get("budget")
     runs = session.plan.get("runs") or []

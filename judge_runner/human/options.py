@@ -19,9 +19,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from judge_runner.app.label.budget import labels_for_minutes
 from judge_runner.core.failures import UsageError
-from judge_runner.judging.label_plan import DEFAULT_WIDTH
+from judge_runner.human.pace import labels_for_minutes
+from judge_runner.human.plan import DEFAULT_WIDTH
 
 FLAGS = {
     "kind": "--sample",
@@ -46,7 +46,7 @@ class Sampling:
     number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
     of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
     budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
-    (:mod:`judge_runner.app.label.budget`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
+    (:mod:`judge_runner.human.pace`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
     nothing itself: :func:`check_new` and :func:`check_resume` check the fields in ``given``."""
 
     kind: str = "queries"

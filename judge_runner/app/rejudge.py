@@ -325,6 +325,6 @@ def rejudge_dry_run(settings: Settings, path: Path, printer: Printer, as_json: b
     for note in source.notes:
         printer.err(f"note: {note}")
     searches = [(s.replay(""), s.mode) for s in source.systems]
-    report = build_report("rejudge", settings, judge_searched(settings, source.queries, searches))
+    report = build_report("rejudge", settings, judge_searched(settings, source.queries, searches) | {"precision": "recorded"})
     print_report(report, printer, as_json)
     return report

@@ -111,13 +111,24 @@ class RejudgeOrigin(BaseModel):
     )
 
 
+def _not_required(*names: str) -> Any:
+    """A ``json_schema_extra`` that leaves ``names`` out of the schema's ``required`` (fields a reader of an
+    older file, or a writer that does not know them, may lack)."""
+
+    def edit(schema: dict[str, Any]) -> None:
+        schema["required"] = [n for n in schema.get("required", []) if n not in names]
+
+    return edit
+
+
 class Provenance(BaseModel):
     """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``. Written only
     sometimes (an extra field): ``searchSystems``, the systems judged when not only the built-in search
     (external adapters, run files, compare runs), each ``{name, kind, ...}`` as the adapter describes
-    itself, never a secret."""
+    itself, never a secret. ``rejudgeOf`` is declared but not required (null, or absent in files written
+    before it)."""
 
-    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True, json_schema_extra=_not_required("rejudgeOf"))
 
     # the schema's enum is the provider registry's names (what is written); the reader also accepts
     # 'legacy' for adapted old files, so the Python type stays a plain string

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from judge_runner.analysis.changes import system_under_test
 from judge_runner.analysis.corrected_change import same_results
 from judge_runner.analysis.judge_bridge import step_lines
 from judge_runner.analysis.trend import Run, Trend
@@ -80,10 +81,12 @@ def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, agai
         return [f"**FAILED**: {md_text(latest['failure'])}"]
     if against is None:
         return ["**First run** of this judge: nothing to compare with yet."]
-    if same:
-        evaluated = row["evaluated"]
-        return [f"**No change**: the search returned the same results as run `{md_text(against)}` on all {evaluated} queries."]
     beyond = [c for c in latest["comparisons"].values() if c.get("verdict") in ("regression", "improvement")]
+    if same:
+        text = f"**No change**: the search returned the same results as run `{md_text(against)}` on all {row['evaluated']} queries."
+        if beyond:  # the same results labelled otherwise (people's labels, a judge that answers differently)
+            text += " Their labels changed, not the search: " + md_text("; ".join(map(_change_text, beyond)))
+        return [text]
     if not beyond:
         return ["**Within noise**: no change of overall or nDCG@10 beyond noise (95% bootstrap interval, and at least --min-effect)."]
     lines = [("**Regression**: " if latest["regression"] else "**Changed beyond noise**: ") + md_text("; ".join(map(_change_text, beyond)))]
@@ -92,13 +95,23 @@ def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, agai
     return lines
 
 
+def judge_calls(run: Run) -> int:
+    """The judge calls the run made, every system together: the LLM requests (``usage.calls``), or for the
+    offline heuristic judge (no request) the labels and list verdicts it computed rather than read from the
+    judgment cache."""
+    summary = run.summary
+    if summary is not None and not summary.heuristicJudge:
+        return summary.usage.calls if summary.usage is not None else 0
+    return sum(e.labelsJudged + (e.listCached is False) for e in run.file.evaluations)
+
+
 def _cost_line(run: Run | None, row: dict[str, Any]) -> str:
-    """The run's cost in USD, its judge calls (the summary's ``usage.calls``) and its labels, every system together."""
-    summary = run.summary if run is not None else None
+    """The run's cost in USD, its judge calls (:func:`judge_calls`) and its labels, every system together."""
     cost = "unknown" if row.get("costUsd") is None else f"${row['costUsd']:.4f}"
-    if summary is None:
+    summary = run.summary if run is not None else None
+    if run is None or summary is None:
         return f"**Cost**: {cost}."
-    calls = summary.usage.calls if summary.usage is not None else 0
+    calls = judge_calls(run)
     return (
         f"**Cost**: {cost}; {calls} judge call{'s' if calls != 1 else ''}; labels: {summary.labelsJudged} judged, "
         f"{summary.labelsCached} from the judgment cache."
@@ -125,12 +138,12 @@ def github_summary(trend: Trend, folder: Path, report_url: str | None = None) ->
         f"Run `{md_text(row['runId'])}`, judge {md_text(row['judge'])}" + (f", against {kind} `{md_text(against)}`." if against else ".")
     )
     lines += ["", "| system | queries | overall | nDCG@10 | R@10 | change |", "| --- | ---: | ---: | ---: | ---: | --- |"]
-    lines.append(_headline(row, latest["comparisons"], row.get("system") or "search under test"))
+    lines.append(_headline(row, latest["comparisons"], row.get("system") or (system_under_test(run) if run is not None else "search")))
     for other in others:
         lines.append(_headline(other, other["vsReference"]["comparisons"], f"{other['system']} (vs {other['vsReference']['system']})"))
     lines += ["", *_verdict_lines(latest, row, same, against)]
     steps = [s for s in trend.judge_changes if against is not None and s["to"] == against]
-    lines += [f"Judge change: {md_text(text)}" for text in step_lines(steps)]
+    lines += [md_text(text[0].upper() + text[1:]) for text in step_lines(steps)]
     lines += ["", _cost_line(run, row), ""]
     where = f"[the full report]({report_url})" if report_url else f"`judge-runner trend {md_text(folder)}`"
     lines.append(f"**Full report**: {where}; run file `{md_text(row['file'])}`.")

@@ -143,13 +143,16 @@ def _run_result(outcome: RunOutcome) -> RunResult:
     )
 
 
-def _systems(systems: SystemsSpec | None, search: SearchFunction | None, name: str | None, corpus: str | Path | None) -> SystemsSpec | None:
-    """``systems`` with the Python ``search`` function (named ``name``) and the ``corpus`` its text-less hits are read from."""
-    if search is None and corpus is None:
+def _systems(
+    systems: SystemsSpec | None, search: SearchFunction | None, name: str | None, corpus: str | Path | None, fields: str | None = None
+) -> SystemsSpec | None:
+    """``systems`` with the Python ``search`` function (named ``name``), the ``corpus`` its text-less hits are
+    read from and the ``fields`` mapping of its hits' keys."""
+    if search is None and corpus is None and fields is None:
         return systems
     spec = systems or SystemsSpec()
     functions = (*spec.functions, (name, search)) if search is not None else spec.functions
-    return replace(spec, functions=functions, corpus=Path(corpus) if corpus is not None else spec.corpus)
+    return replace(spec, functions=functions, corpus=Path(corpus) if corpus is not None else spec.corpus, fields=fields or spec.fields)
 
 
 def _query_set(queries: str | Path | QuerySet | Sequence[Query | dict[str, Any]] | None) -> Path | QuerySet | None:
@@ -169,6 +172,7 @@ def evaluate(
     search: SearchFunction | None = None,
     name: str | None = None,
     corpus: str | Path | None = None,
+    fields: str | None = None,
     out_dir: str | Path = "quality-results",
     resume: str | Path | None = None,
     systems: SystemsSpec | None = None,
@@ -179,9 +183,10 @@ def evaluate(
     """Phase two (``judge-runner evaluate``): judge the search on ``queries`` (a query-set file, or the
     queries themselves), or continue the interrupted run ``resume``. ``search``: a Python function
     ``(query, k) -> hits`` judged like a command (:mod:`judge_runner.search.python_search`), named
-    ``name``; ``corpus``: the folder or BEIR corpus its text-less hits are read from. Without ``search``
-    or ``systems`` the built-in index is judged. Returns None when a resumed run had nothing left."""
-    spec = _systems(systems, search, name, corpus)
+    ``name``; ``corpus``: the folder or BEIR corpus its text-less hits are read from; ``fields``: which key
+    of a hit holds what (``"id=doc_id,text=body"``, as ``--search-fields``). Without ``search`` or
+    ``systems`` the built-in index is judged. Returns None when a resumed run had nothing left."""
+    spec = _systems(systems, search, name, corpus, fields)
     outcome = evaluate_job(
         make_settings(settings, **options),
         _query_set(queries),

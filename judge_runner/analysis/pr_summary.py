@@ -28,6 +28,11 @@ HEADLINE = ("overall", NDCG10_NAME, RECALL10_NAME)
 GATED = ("overall", NDCG10_NAME)
 
 
+def _code(value: object) -> str:
+    """``value`` as a Markdown code span on one line (backticks inside it become quotes: a span cannot escape them)."""
+    return "`" + " ".join(str(value).replace("`", "'").split()) + "`"
+
+
 def _rows(trend: Trend, run_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]:
     """``(the run's row, its other systems' rows, its judge group)`` in ``trend``."""
     for group in trend.groups:
@@ -83,7 +88,7 @@ def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, agai
         return ["**First run** of this judge: nothing to compare with yet."]
     beyond = [c for c in latest["comparisons"].values() if c.get("verdict") in ("regression", "improvement")]
     if same:
-        text = f"**No change**: the search returned the same results as run `{md_text(against)}` on all {row['evaluated']} queries."
+        text = f"**No change**: the search returned the same results as run {_code(against)} on all {row['evaluated']} queries."
         if beyond:  # the same results labelled otherwise (people's labels, a judge that answers differently)
             text += " Their labels changed, not the search: " + md_text("; ".join(map(_change_text, beyond)))
         return [text]
@@ -135,7 +140,7 @@ def github_summary(trend: Trend, folder: Path, report_url: str | None = None) ->
     kind = "the baseline" if group.get("baseline") and against == group.get("baseline") else "the previous run"
     lines = ["## Search quality", ""]
     lines.append(
-        f"Run `{md_text(row['runId'])}`, judge {md_text(row['judge'])}" + (f", against {kind} `{md_text(against)}`." if against else ".")
+        f"Run {_code(row['runId'])}, judge {md_text(row['judge'])}" + (f", against {kind} {_code(against)}." if against else ".")
     )
     lines += ["", "| system | queries | overall | nDCG@10 | R@10 | change |", "| --- | ---: | ---: | ---: | ---: | --- |"]
     lines.append(_headline(row, latest["comparisons"], row.get("system") or (system_under_test(run) if run is not None else "search")))
@@ -145,6 +150,7 @@ def github_summary(trend: Trend, folder: Path, report_url: str | None = None) ->
     steps = [s for s in trend.judge_changes if against is not None and s["to"] == against]
     lines += [md_text(text[0].upper() + text[1:]) for text in step_lines(steps)]
     lines += ["", _cost_line(run, row), ""]
-    where = f"[the full report]({report_url})" if report_url else f"`judge-runner trend {md_text(folder)}`"
-    lines.append(f"**Full report**: {where}; run file `{md_text(row['file'])}`.")
+    link = (report_url or "").replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    where = f"[the full report]({link})" if link else _code(f"judge-runner trend {folder}")
+    lines.append(f"**Full report**: {where}; run file {_code(row['file'])}.")
     return "\n".join(lines) + "\n"

@@ -139,9 +139,7 @@ def github_summary(trend: Trend, folder: Path, report_url: str | None = None) ->
     same = against is not None and unchanged(_run(folder, against_row), run)
     kind = "the baseline" if group.get("baseline") and against == group.get("baseline") else "the previous run"
     lines = ["## Search quality", ""]
-    lines.append(
-        f"Run {_code(row['runId'])}, judge {md_text(row['judge'])}" + (f", against {kind} {_code(against)}." if against else ".")
-    )
+    lines.append(f"Run {_code(row['runId'])}, judge {md_text(row['judge'])}" + (f", against {kind} {_code(against)}." if against else "."))
     lines += ["", "| system | queries | overall | nDCG@10 | R@10 | change |", "| --- | ---: | ---: | ---: | ---: | --- |"]
     lines.append(_headline(row, latest["comparisons"], row.get("system") or (system_under_test(run) if run is not None else "search")))
     for other in others:

@@ -91,10 +91,11 @@ class RejudgeSource:
         """The provenance fields the new run takes from this one (they win over the new run's own):
         corpus, search configuration, systems, query writer, and ``rejudgeOf``."""
         was = self.run.provenance
+        earlier = was.rejudgeOf if was is not None else None  # a re-judged run judged again keeps the first one's place
         block = RejudgeOrigin(
             runId=self.run.run_id,
             file=self.run.path.name,
-            timestamp=self.run.timestamp,
+            timestamp=earlier.timestamp if earlier is not None and earlier.timestamp else self.run.timestamp,
             judge=self.view.judge_label,
             judgeKey=self.view.judge,
             queriesRejudged=len(self.queries),
@@ -269,13 +270,15 @@ def _notes(run: RunFile, judged: int, results: list[ResultLabel]) -> list[str]:
 
 def rejudge_settings(settings: Settings, source: RejudgeSource) -> Settings:
     """``settings`` with the search mode and depth of the re-judged run (its own ``searchMode`` and
-    ``searchLimit``, else enough for every recorded result), so the new run asks for what was returned.
-    Raises UsageError for a value no setting accepts."""
+    ``searchLimit``, else enough for every recorded result), so the new run asks for what was returned,
+    and batch mode off: ``evaluate --resume`` picks up an interrupted run's batches, and a re-judging is no
+    run it can resume. Raises UsageError for a value no setting accepts."""
     config = source.run.run_start.config if source.run.run_start is not None else {}
     deepest = max((len(a.results) for s in source.systems for a in s.answers.values()), default=1)
     limit = config.get("searchLimit") or max(deepest, settings.search_limit)
+    changes = {"search_mode": source.systems[0].mode, "search_limit": max(int(limit), deepest), "batch": False}
     try:
-        return derive(settings, {"search_mode": source.systems[0].mode, "search_limit": max(int(limit), deepest)}, SOURCE)
+        return derive(settings, changes, SOURCE)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -293,6 +296,8 @@ def rejudge_job(settings: Settings, path: Path, out_dir: Path, printer: Printer)
     ``out_dir``. Raises UsageError (see :func:`read_source`; a key refused, an unwritable folder)."""
     source = read_source(path)
     check_out_dir(out_dir)
+    if settings.batch:
+        printer.err("note: rejudge judges synchronously (--batch is for runs evaluate --resume can pick up)")
     settings = rejudge_settings(settings, source)
     for note in source.notes:
         printer.err(f"note: {note}")

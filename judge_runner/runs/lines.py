@@ -99,7 +99,9 @@ class RejudgeOrigin(BaseModel):
 
     runId: str = Field(description="The re-judged run's id.")
     file: str = Field(default="", description="Its run file's name.")
-    timestamp: str = Field(default="", description="Its start (run_start timestamp).")
+    timestamp: str = Field(
+        default="", description="Its start (run_start timestamp; for a run itself written by rejudge, its own rejudgeOf.timestamp)."
+    )
     judge: str = Field(default="", description="Its judge as trend names it (provider/model mode).")
     judgeKey: str = Field(default="", description="Its judge's comparability key (judge_runner.judging.fingerprint).")
     queriesRejudged: int = Field(default=0, ge=0, description="Its judged queries (per system) judged again here.")

@@ -40,6 +40,11 @@ def test_the_same_judge_judging_a_run_again_pays_for_nothing_and_gives_the_same_
     # the re-judged run describes the same search: corpus, query set, search configuration
     for key in ("corpusFingerprint", "querySetSha256", "searchConfig"):
         assert start["provenance"][key] == was[0]["provenance"][key], key
+    # a re-judged run judged again keeps the first run's place in time
+    before = set(out.glob("*.jsonl"))
+    assert rejudge(again, out, cache, "--provider", "offline").exit_code == 0
+    twice = lines(new_file(out, before))[0]["provenance"]["rejudgeOf"]
+    assert twice["runId"] == start["runId"] and twice["timestamp"] == was[0]["timestamp"]
 
 
 def test_a_new_judge_is_shown_the_text_the_first_judge_was_shown_and_nothing_is_searched(query_set, db_copy, tmp_path):
@@ -112,14 +117,17 @@ def test_a_run_cut_short_is_judged_again_on_the_queries_it_judged(query_set, db_
 
     rewrite(first, cut)
     before = set(out.glob("*.jsonl"))
-    result = rejudge(first, out, cache, "--provider", "offline")
+    result = rejudge(first, out, cache, "--provider", "offline", "--batch")
     assert result.exit_code == 0, result.output
-    assert "stopped early (budget_exhausted)" in result.output
+    assert "stopped early (budget_exhausted)" in result.output and "rejudge judges synchronously" in result.output
     again = new_file(out, before)
     origin = lines(again)[0]["provenance"]["rejudgeOf"]
     assert origin["queriesRejudged"] == len(judged) - 4 and origin["queriesNotRejudged"] == 4 and origin["stopReason"] == "budget_exhausted"
     assert {e["queryId"] for e in evaluations(again)} == {e["queryId"] for e in judged} - dropped
     assert lines(again)[-1]["stopReason"] is None  # the new run judged all it was given
+    # a re-judging searched nothing: evaluate cannot continue it (rejudge again, from the cache, instead)
+    resumed = invoke(["evaluate", "--resume", str(again), "--db", str(db_copy), "--out-dir", str(out), "--provider", "offline"])
+    assert resumed.exit_code == 2 and "evaluate cannot continue it" in resumed.output and f"rejudge {first.name}" in resumed.output
 
 
 def test_the_dry_run_gives_the_cost_first_and_writes_nothing(query_set, db_copy, tmp_path):

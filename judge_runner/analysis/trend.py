@@ -549,12 +549,12 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
 
 
 def latest_group(runs: list[Run]) -> list[Run]:
-    """The complete runs judged like the newest complete run, oldest first. Raises ValueError when
-    there is no complete run."""
-    complete = [r for r in runs if r.comparable]
+    """The complete runs judged like the newest complete run (a re-judged run never is it), oldest first
+    (a re-judged run at the time of the run it re-judges). Raises ValueError when there is no complete run."""
+    complete = in_series_order([r for r in runs if r.comparable])
     if not complete:
         raise ValueError("no complete run with judged queries")
-    return [r for r in complete if r.judge == complete[-1].judge]
+    return [r for r in complete if r.judge == max(complete, key=latest_key).judge]
 
 
 def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from judge_runner.analysis.judge_bridge import step_lines
-from judge_runner.analysis.trend import build_trend
+from judge_runner.analysis.trend import build_trend, latest_group, read_runs
 from tests.support.clitools import invoke
 from tests.support.trend_runs import noisy, write_run
 
@@ -103,3 +103,10 @@ def test_the_trend_command_shows_the_step_and_gates_through_it(tmp_path):
     assert "### Judge changes" in invoke(["trend", str(tmp_path), "--format", "markdown"]).output
     gated = invoke(["trend", str(tmp_path), "--fail-on-regression"])
     assert gated.exit_code == 1 and "worse than a-rejudged" in gated.output
+
+
+def test_the_report_s_series_is_the_newest_run_s_judge_with_the_re_judged_run_in_its_place(tmp_path):
+    upgraded(tmp_path)
+    assert [r.run_id for r in latest_group(read_runs(tmp_path)[0])] == ["a-rejudged", "b"]
+    (tmp_path / "b.jsonl").unlink()  # the re-judged run, written last, is not the newest run: a is
+    assert [r.run_id for r in latest_group(read_runs(tmp_path)[0])] == ["a"]

@@ -48,7 +48,7 @@ def comparable_columns(old: RunLike, new: RunLike, columns: tuple[str, ...] = GA
 def system_under_test(run: RunLike) -> str:
     """The search a run judged, in words: the system its rows show (a compare run's reference, or the one
     external system) from ``provenance.searchSystems`` (``command ...``, ``HTTP ...``, ``TREC run ...``,
-    ``built-in hybrid search``), else the built-in search in the mode of the run's config; with the search
+    ``Python function ...``, ``built-in hybrid search``), else the built-in search in the mode of the run's config; with the search
     limit when the config gives it."""
     config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
     entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
@@ -61,6 +61,7 @@ def system_under_test(run: RunLike) -> str:
             "command": f"command {entry.get('command')}",
             "http": f"HTTP {entry.get('url')}",
             "trec-run": f"TREC run {entry.get('run')}",
+            "python": f"Python function {entry.get('function')}",
         }.get(
             str(kind),
             f"built-in {entry.get('mode') or config.get('searchMode') or 'hybrid'} search"

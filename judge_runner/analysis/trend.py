@@ -26,6 +26,7 @@ import numpy as np
 
 from judge_runner.analysis.changes import GATED, comparable_columns, what_changed
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
+from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_series_order, judge_steps, latest_key
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.evaluation.state import MAX_FAILED_SHARE
@@ -375,11 +376,14 @@ class Trend:
     warnings: list[str]
     baseline: str | None
     latest_verdict: dict | None = None
+    judge_changes: list[dict] = field(default_factory=list)
+    """Judge changes bridged by a re-judged run (:func:`judge_runner.analysis.judge_bridge.judge_steps`)."""
 
 
 def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
     """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder)
+    runs = in_series_order(runs)  # a re-judged run stands in the place of the run it re-judges
     baseline_id = read_baseline(folder)
     groups: dict[str, list[Run]] = {}
     for run in runs:
@@ -387,9 +391,9 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
     out_groups: list[dict[str, Any]] = []
     latest_verdict = None
     # the newest complete run is the latest, judged or failed: a bad week is never hidden behind an older run
-    latest_complete = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
+    latest_complete = max((r for r in runs if not r.partial), key=latest_key, default=None)
     for judge, members in groups.items():
-        baseline = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
+        baseline = bridged_baseline(members, baseline_id)
         rows, verdict = group_rows(members, baseline, latest_complete, min_effect)
         if verdict is not None:
             latest_verdict = verdict
@@ -413,7 +417,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "calibration": calibration_line(calibration),
             }
         )
-    return Trend(out_groups, warnings, baseline_id, latest_verdict)
+    annotate(out_groups, runs)
+    return Trend(out_groups, warnings, baseline_id, latest_verdict, judge_steps(runs, min_effect))
 
 
 def group_rows(
@@ -544,12 +549,12 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
 
 
 def latest_group(runs: list[Run]) -> list[Run]:
-    """The complete runs judged like the newest complete run, oldest first. Raises ValueError when
-    there is no complete run."""
-    complete = [r for r in runs if r.comparable]
+    """The complete runs judged like the newest complete run (a re-judged run never is it), oldest first
+    (a re-judged run at the time of the run it re-judges). Raises ValueError when there is no complete run."""
+    complete = in_series_order([r for r in runs if r.comparable])
     if not complete:
         raise ValueError("no complete run with judged queries")
-    return [r for r in complete if r.judge == complete[-1].judge]
+    return [r for r in complete if r.judge == max(complete, key=latest_key).judge]
 
 
 def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:

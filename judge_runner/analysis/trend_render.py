@@ -9,6 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from judge_runner.analysis.corrected_report import block_lines, difference_text
+from judge_runner.analysis.judge_bridge import rejudge_note, step_lines
 from judge_runner.core.mdtext import md_text
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def row_note(row: dict) -> str:
     how many of its queries were judged, and what else changed), or what changed since the
     previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
     ref = (row.get("vsReference") or {}).get("comparisons", {})
-    changes = "; ".join((row.get("vsPrevious") or {}).get("changes", []))
+    changes = "; ".join(filter(None, [rejudge_note(row), *(row.get("vsPrevious") or {}).get("changes", [])]))
     if row.get("vsReference"):
         deltas = " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
         return f"compare run: vs {row['vsReference']['system']} {deltas} (not chained over time)"
@@ -151,7 +152,13 @@ def compact_rows(trend: Trend) -> list[dict]:
 def render_json(trend: Trend) -> str:
     """Groups, baseline, the latest run's verdict and warnings as indented JSON."""
     return json.dumps(
-        {"groups": trend.groups, "baseline": trend.baseline, "latest": trend.latest_verdict, "warnings": trend.warnings},
+        {
+            "groups": trend.groups,
+            "baseline": trend.baseline,
+            "latest": trend.latest_verdict,
+            "judgeChanges": trend.judge_changes,
+            "warnings": trend.warnings,
+        },
         indent=2,
         ensure_ascii=False,
     )
@@ -182,6 +189,8 @@ def render_markdown(trend: Trend, rows: list[dict]) -> str:
         ]
         if corrected:
             parts.append("\n" + "\n".join(corrected))
+    if trend.judge_changes:
+        parts.append("\n### Judge changes\n\n" + "\n".join(f"- {md_text(line)}" for line in step_lines(trend.judge_changes)))
     return "\n".join(parts)
 
 
@@ -233,6 +242,8 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
             for text in str(row.get("corrected") or "").splitlines():
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
                 console.print(f"  {escape(name)}: {escape(text)}", highlight=False)
+    for line in step_lines(trend.judge_changes):
+        console.print(escape(line), highlight=False)
     if trend.baseline:
         console.print(f"baseline: {escape(str(trend.baseline))}")
 

@@ -3,10 +3,12 @@ the weekly report (``report``). Failures raise :mod:`judge_runner.core.failures`
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from judge_runner.analysis.report import build_report
-from judge_runner.analysis.trend import build_trend, plot_trend, query_history, set_baseline
+from judge_runner.analysis.trend import Trend, build_trend, plot_trend, query_history, set_baseline
 from judge_runner.analysis.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 from judge_runner.core.failures import GateFailedError, UsageError
 from judge_runner.core.printer import Printer, rich_text
@@ -22,10 +24,12 @@ def show_trend(
     fail_on_regression: bool,
     printer: Printer,
     wide: bool = False,
+    built: Trend | None = None,
 ) -> None:
     """Print the runs in ``results`` as ``fmt`` (table: compact unless ``wide``; json, markdown, csv: every
     column), or one query's history;
-    optionally plot each dimension over time (PNG). Raises UsageError when there is nothing to show,
+    optionally plot each dimension over time (PNG). ``built``: the trend already built from ``results``
+    (:func:`judge_runner.api.trend`). Raises UsageError when there is nothing to show,
     GateFailedError when ``fail_on_regression`` and the latest run failed (:attr:`judge_runner.analysis.trend.Run.failed`)
     or regressed."""
     if query_id is not None:
@@ -34,7 +38,7 @@ def show_trend(
             raise UsageError(f"query {query_id!r} appears in no run in {results}")
         printer.out(render_history(history, as_json=fmt == "json"))
         return
-    trend = build_trend(results, min_effect)
+    trend = built if built is not None else build_trend(results, min_effect)
     for warning in trend.warnings:
         printer.err(f"warning: {warning}")
     rows = trend_rows(trend)
@@ -87,3 +91,11 @@ def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> 
     except ValueError as exc:
         raise UsageError(f"no report: {exc} in {results}") from None
     printer.out(f"report written to {written.markdown} and {written.html}")
+
+
+def ci_report_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The page of the CI run that wrote the report, from GitHub Actions' variables (``GITHUB_SERVER_URL``,
+    ``GITHUB_REPOSITORY``, ``GITHUB_RUN_ID``: its artifacts are there); None outside a workflow."""
+    env = os.environ if environ is None else environ
+    parts = [env.get(name) for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    return f"{parts[0]}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None

@@ -134,7 +134,7 @@ def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> SystemsSpe
     something else than its author thinks."""
     asked = asked or SystemsSpec()
     table = settings.search.external or None
-    flagged = bool(asked.commands or asked.urls or asked.runs or asked.configs)
+    flagged = bool(asked.commands or asked.urls or asked.functions or asked.runs or asked.configs)
     uses_table = bool(table) and not flagged
     url_in_table = uses_table and bool((table or {}).get("url"))
     if asked.headers and not (asked.urls or url_in_table):

@@ -39,6 +39,7 @@ from judge_runner.core.failures import (
     IncompleteRunError,
     UsageError,
 )
+from judge_runner.core.models import QuerySet
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
@@ -100,14 +101,15 @@ def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, pri
 
 def evaluate_job(
     settings: Settings,
-    queries_path: Path | None,
+    queries_path: Path | QuerySet | None,
     resume_path: Path | None,
     out_dir: Path,
     printer: Printer,
     systems: SystemsSpec | None = None,
 ) -> RunOutcome | None:
     """``evaluate``: judge a saved query set, or continue an interrupted run (``resume_path``: judged
-    queries are copied, never sent again). Returns None when a resumed run has nothing left to judge.
+    queries are copied, never sent again). ``queries_path``: a query-set file, or the set itself.
+    Returns None when a resumed run has nothing left to judge.
     ``systems``: the searches to judge when not only the built-in one (a run of external systems and
     TREC runs alone needs no index)."""
     resume = read_resume_point(resume_path) if resume_path is not None else None
@@ -124,7 +126,8 @@ def evaluate_job(
             raise UsageError(f"{resume.path} has no saved query set beside it; pass --queries FILE")
     if queries_path is None:
         raise UsageError("give --queries FILE (or --resume RUN.jsonl)")
-    query_set = load_query_set(queries_path)
+    query_set = queries_path if isinstance(queries_path, QuerySet) else load_query_set(queries_path)
+    where = "the query set given" if isinstance(queries_path, QuerySet) else str(queries_path)
     check_out_dir(out_dir)
     if not needs_builtin_index(settings, systems):
         job_systems = open_search_systems(settings, systems, None, None, query_set.queries, printer)
@@ -140,7 +143,7 @@ def evaluate_job(
         queries = query_set.queries
         if resume is not None:
             if resume.query_set_sha256 != query_set_sha256(queries):
-                raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
+                raise UsageError(f"{where} is not the query set {resume.path} was judged on (sha256 differs)")
             done = resume.judged_ids
             queries = [q for q in queries if q.id not in done]
             if not queries:

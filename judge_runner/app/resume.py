@@ -60,7 +60,7 @@ class ResumePoint:
 
 def read_resume_point(path: Path) -> ResumePoint:
     """Read the run file to resume, once (:func:`judge_runner.runs.read.resume_state`). Raises UsageError
-    when it cannot be read, has no run_start line with provenance, or was scored under another scoring
+    when it cannot be read, has no run_start line with provenance, was written by ``rejudge``, or was scored under another scoring
     version (:data:`judge_runner.judging.scores.SCORING_VERSION`): its copied lines would mix two ways of
     computing the scores in one run. A new run costs nothing for what that run judged, since its labels
     and list verdicts are in the judgment cache."""
@@ -70,6 +70,12 @@ def read_resume_point(path: Path) -> ResumePoint:
         raise UsageError(f"cannot read {path}: {exc}") from None
     if state.run_start is None:
         raise UsageError(f"{path} is not a judge-runner run file (no run_start line)")
+    origin = state.run_start.provenance.rejudgeOf if state.run_start.provenance is not None else None
+    if origin is not None:
+        raise UsageError(
+            f"{path} re-judges run {origin.runId}: it searched nothing, so evaluate cannot continue it; run "
+            f"`judge-runner rejudge {origin.file or origin.runId}` again (what it judged comes from the judgment cache, at no cost)"
+        )
     version = state.run_start.provenance.scoringVersion if state.run_start.provenance is not None else 1
     if version != SCORING_VERSION and state.evaluations:
         raise UsageError(

@@ -190,11 +190,13 @@ def run_start_fields(
     resume: ResumePoint | None = None,
     all_queries: list[Query] | None = None,
     card: QuerySetCard | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> dict:
     """The ``run_start`` line's fields (config, provenance, phase-one counts, the query-set card, resume
     origin). Saves the query set with its card beside the run file (``<run>.queries.json``) so next week,
     or ``--resume``, finds it; raises StorageError (exit 3) when it cannot be written, the (empty) run
-    file removed. ``card``: the card of a query set read from a file (the generation's own card wins)."""
+    file removed. ``card``: the card of a query set read from a file (the generation's own card wins);
+    ``origin``: provenance fields taken from the run a ``rejudge`` judges again (they win)."""
     settings = job.settings
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
@@ -246,6 +248,7 @@ def run_start_fields(
     }
     if job.systems:
         run_start["provenance"]["searchSystems"] = [{"name": system.name, **system.description} for system in job.systems]
+    run_start["provenance"].update(origin or {})
     if resume is not None:
         # a resumed run keeps its place in time: the original start, with the resume time beside it
         run_start["resumedFrom"] = resume.path.name
@@ -281,19 +284,21 @@ def evaluate_queries(
     prior_batches: list[dict] | None = None,
     resume_hint: str | None = None,
     card: QuerySetCard | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
     runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
     ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
     picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``);
-    ``card``: the query-set card of a set read from a file (into ``run_start``)."""
+    ``card``: the query-set card of a set read from a file (into ``run_start``); ``origin``: provenance
+    fields of the run a ``rejudge`` judges again (:func:`run_start_fields`)."""
     cache = open_cache(job.settings, job.printer)  # first: a cache that cannot be used refuses the run before a file is written
     try:
         writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
         generator = generation.model if generation else None
         run_start = run_start_fields(
             job, writer, queries, generation=generation, with_count=generation is not None, generator_model=generator, resume=resume,
-            all_queries=all_queries, card=card,
+            all_queries=all_queries, card=card, origin=origin,
         )  # fmt: skip
     except BaseException:
         if cache is not None:

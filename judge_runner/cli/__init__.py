@@ -2,7 +2,7 @@
 
 - :mod:`.options`: click options shared by several commands; settings and printer from them.
 - :mod:`.indexing`: ``index``, ``search``.
-- :mod:`.evaluation`: ``generate``, ``evaluate``, ``generate-and-evaluate``.
+- :mod:`.evaluation`: ``generate``, ``evaluate``, ``generate-and-evaluate``, ``rejudge``.
 - :mod:`.history`: ``trend``, ``baseline set``, ``report``.
 - :mod:`.weekly`: ``weekly``.
 - :mod:`.label`: ``label`` (the labelling page); :mod:`.calibrate`: ``calibrate``.

@@ -29,7 +29,7 @@ from judge_runner import __version__
 from judge_runner.app.crashlog import debug_requested, internal_error, log_traceback, traceback_text
 from judge_runner.cli.cache import cache
 from judge_runner.cli.calibrate import calibrate
-from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate
+from judge_runner.cli.evaluation import evaluate, generate, generate_and_evaluate, rejudge
 from judge_runner.cli.history import baseline, report, trend
 from judge_runner.cli.indexing import index, search
 from judge_runner.cli.label import label
@@ -171,7 +171,22 @@ def main() -> None:
     """
 
 
-for _command in (index, search, generate, evaluate, generate_and_evaluate, trend, baseline, report, weekly, cache, qrels, label, calibrate):
+for _command in (
+    index,
+    search,
+    generate,
+    evaluate,
+    generate_and_evaluate,
+    rejudge,
+    trend,
+    baseline,
+    report,
+    weekly,
+    cache,
+    qrels,
+    label,
+    calibrate,
+):
     main.add_command(_command)
 
 

@@ -1,4 +1,5 @@
-"""Commands ``generate`` (phase one), ``evaluate`` (phase two) and ``generate-and-evaluate`` (the main job).
+"""Commands ``generate`` (phase one), ``evaluate`` (phase two), ``generate-and-evaluate`` (the main job) and
+``rejudge`` (a past run's results judged again), each ending in the public API (:mod:`judge_runner.api`).
 
 Each returns the process exit code: 0, or the code of the run's status (``judge_runner.core.failures.exit_code_for``).
 """
@@ -10,8 +11,9 @@ from typing import Any
 
 import click
 
+from judge_runner import api
 from judge_runner.app.dry_run import evaluate_dry_run, main_dry_run
-from judge_runner.app.jobs import evaluate_job, generate_job, main_job
+from judge_runner.app.rejudge import rejudge_dry_run
 from judge_runner.cli.options import (
     COUNT,
     FIXTURES,
@@ -28,7 +30,7 @@ from judge_runner.cli.options import (
     settings,
 )
 from judge_runner.cli.search_options import compare_options, search_adapter_options, systems_spec
-from judge_runner.core.failures import EXIT_OK, exit_code_for
+from judge_runner.core.failures import EXIT_OK
 
 
 @click.command()
@@ -58,7 +60,7 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure, no
     usable query); 4 internal error.
     """
-    generate_job(settings(count=count, **flags), fixtures, out, force, printer(quiet))
+    api.generate(fixtures, out=out, force=force, settings=settings(count=count, **flags), printer=printer(quiet))
     return EXIT_OK
 
 
@@ -113,10 +115,15 @@ def evaluate(
     if check_flags(dry_run, dry_run_json):
         evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
         return EXIT_OK
-    outcome = evaluate_job(
-        settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, out_dir, printer(quiet), systems=spec
+    result = api.evaluate(
+        queries_path,
+        resume=resume_path,
+        out_dir=out_dir,
+        systems=spec,
+        settings=settings(db=db, min_overall=min_overall, **flags),
+        printer=printer(quiet),
     )
-    return EXIT_OK if outcome is None else exit_code_for(outcome.status)
+    return EXIT_OK if result is None else result.exit_code
 
 
 @click.command("generate-and-evaluate")
@@ -154,5 +161,33 @@ def generate_and_evaluate(
     if check_flags(dry_run, dry_run_json):
         main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK
-    outcome = main_job(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, out_dir, printer(quiet), systems=spec)
-    return exit_code_for(outcome.status)
+    result = api.generate_and_evaluate(
+        fixtures,
+        out_dir=out_dir,
+        systems=spec,
+        settings=settings(db=db, count=count, min_overall=min_overall, **flags),
+        printer=printer(quiet),
+    )
+    return result.exit_code
+
+
+@click.command()
+@click.argument("run", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@OUT_DIR
+@db_option
+@evaluate_options
+@dry_run_options
+def rejudge(run: Path, out_dir: Path, db: Path | None, quiet: bool, dry_run: bool, dry_run_json: bool, **flags: Any) -> int:
+    """Judge the results of the run file RUN again with today's judge (a new model, prompt or protocol).
+
+    \b
+    Nothing is searched: every query gets the results RUN recorded, each shown to the judge with the
+    text the first judge was shown (shownText). The new run file names RUN in provenance.rejudgeOf, and
+    trend uses it to bridge the judge change: RUN -> the new run is the judge's step; the new judge's
+    next runs are compared against the new run. Refused for a file without shown text.
+    Exit codes: 0 ok; 2 usage or configuration error; 3 run incomplete; 4 internal error.
+    """
+    if check_flags(dry_run, dry_run_json):
+        rejudge_dry_run(settings(db=db, **flags), run, printer(quiet), dry_run_json)
+        return EXIT_OK
+    return api.rejudge(run, out_dir=out_dir, settings=settings(db=db, **flags), printer=printer(quiet)).exit_code

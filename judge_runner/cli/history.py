@@ -1,4 +1,5 @@
-"""Commands ``trend``, ``baseline set`` and ``report``: reading the runs already written."""
+"""Commands ``trend``, ``baseline set`` and ``report``: reading the runs already written (``trend`` and
+``report --format github`` through the public API, :mod:`judge_runner.api`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from judge_runner import api
 from judge_runner.app.history import pin_baseline, show_trend, write_report
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer
@@ -49,7 +51,8 @@ def trend(
     names what changed (system under test, corpus, query set, judge, scoring version) or that a run
     FAILED. RESULTS defaults to quality-results/.
     """
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide)
+    built = api.trend(results, min_effect=min_effect).trend if query_id is None else None
+    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, built)
 
 
 @click.group()
@@ -83,11 +86,25 @@ def baseline_set(run_id: str, results: Path) -> None:
     show_default=True,
     help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).",
 )
-def report(results: Path, since: str, out_dir: Path) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["files", "github"]),
+    default="files",
+    show_default=True,
+    help="files: the weekly report into --out; github: the latest run as Markdown on stdout, for a PR comment or $GITHUB_STEP_SUMMARY.",
+)
+@click.option("--report-url", default=None, help="With --format github: where the full report is [default: the GitHub Actions run's page].")
+def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
 
     \b
     <date> in the file names is the local date (the TZ of the machine), as `date +%F` prints it, e.g.
       mail -a "Content-Type: text/html" -s "Search quality" team@example.com < reports/report-$(date +%F).html
+    With --format github, print the latest run's summary instead (docs/ci.md):
+      judge-runner report --format github >> "$GITHUB_STEP_SUMMARY"
     """
+    if fmt == "github":
+        printer().out(api.pr_summary(results, report_url=report_url).rstrip("\n"))
+        return
     write_report(results, since, out_dir, printer())

@@ -92,9 +92,12 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     if two["precision"] == "pool":
         lines.append(f"calibration (pool and probes labelled): judge mode {report['judgeMode']}, {report['trials']} trial(s)")
     else:
-        what = "rough: a query set not yet written" if two["precision"] == "rough" else "searched the index"
+        what = {"rough": "rough: a query set not yet written", "recorded": "the run's recorded results"}.get(
+            two["precision"], "searched the index"
+        )
+        searches = "answers" if two["precision"] == "recorded" else "searches"
         lines.append(
-            f"phase two ({what}): {two['queries']} queries, {two['searches']} searches"
+            f"phase two ({what}): {two['queries']} queries, {two['searches']} {searches}"
             + (f", {two['searchFailures']} failed" if two["searchFailures"] else "")
             + f"; judge mode {report['judgeMode']}, {report['trials']} trial(s), up to {report['searchLimit']} results each"
         )

@@ -65,6 +65,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
                 truncated=o.truncated,
                 snippet=h.snippet[:SNIPPET_CHARS_SHOWN],
                 shownText=o.shown_text,
+                shownAnchor=o.shown_anchor or None,
                 judgeLabel=o.judge_label,
             )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)

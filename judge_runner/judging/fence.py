@@ -277,7 +277,15 @@ def _one_line(text: str | None, cap: int) -> str:
     return flat if len(flat) <= cap else flat[: cap - 1] + "…"
 
 
+_CUT_MARK = re.compile(r"\n\[… \d+ more characters not shown\]\Z")
+
+
 def _cut(body: str, cap: int) -> tuple[str, bool]:
+    """``(body cut to cap at a line or word boundary with a marker, cut?)``. A body already cut here (its
+    marker last, its text within ``cap``: a run file's ``shownText`` judged again) is left as it is."""
+    marked = _CUT_MARK.search(body)
+    if marked is not None and marked.start() <= cap:
+        return body, True
     if len(body) <= cap:
         return body, False
     head = body[:cap]

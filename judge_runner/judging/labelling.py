@@ -97,7 +97,7 @@ class LabelOutcome:
     judge was shown of the text; ``origin``: ``"judge"`` or ``"human"`` (an imported human label, which
     wins: ``label`` is the person's); ``judge_label``: for a human-labelled document, the judge's own label
     (the median of its trials, which are counted like any other), None otherwise; ``shown_text``: the text
-    the judge was shown (``fence.RenderedDocument.body``); ``models_returned``: model ids that produced the
+    the judge was shown (``fence.RenderedDocument.body``) under ``shown_anchor`` (its ``anchor``); ``models_returned``: model ids that produced the
     trials."""
 
     label: int
@@ -115,6 +115,7 @@ class LabelOutcome:
     models_returned: set[str] = field(default_factory=set)
     judge_label: int | None = None
     shown_text: str = ""
+    shown_anchor: str = ""
 
 
 @lru_cache(maxsize=8)
@@ -379,6 +380,7 @@ def _outcome(doc: RenderedDocument, trial_replies: list[tuple[LabelReply, bool]]
         truncated=doc.truncated,
         models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
         shown_text=doc.body,
+        shown_anchor=doc.anchor,
     )
     if human is not None:  # the person's label wins; the judge's is kept beside it
         outcome = replace(outcome, label=int(human), judge_label=outcome.label, reason="human label", origin="human")

@@ -90,13 +90,47 @@ def _metrics_by_name(value: Any) -> Any:
 # -- run_start -------------------------------------------------------------------------------------
 
 
+class RejudgeOrigin(BaseModel):
+    """The ``provenance.rejudgeOf`` block of a run written by ``judge-runner rejudge``: the run whose results
+    (and the text its judge was shown) were judged again by this run's judge. ``timestamp`` is that run's start:
+    where this run stands in a series (``trend`` compares the next run of the new judge against it)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    runId: str = Field(description="The re-judged run's id.")
+    file: str = Field(default="", description="Its run file's name.")
+    timestamp: str = Field(
+        default="", description="Its start (run_start timestamp; for a run itself written by rejudge, its own rejudgeOf.timestamp)."
+    )
+    judge: str = Field(default="", description="Its judge as trend names it (provider/model mode).")
+    judgeKey: str = Field(default="", description="Its judge's comparability key (judge_runner.judging.fingerprint).")
+    queriesRejudged: int = Field(default=0, ge=0, description="Its judged queries (per system) judged again here.")
+    queriesNotRejudged: int = Field(
+        default=0, ge=0, description="Its queries without results to judge again (error lines, or never reached: a run cut short)."
+    )
+    stopReason: str | None = Field(
+        default=None, description="Why the re-judged run stopped early (its summary's); null when it ran to the end."
+    )
+
+
+def _not_required(*names: str) -> Any:
+    """A ``json_schema_extra`` that leaves ``names`` out of the schema's ``required`` (fields a reader of an
+    older file, or a writer that does not know them, may lack)."""
+
+    def edit(schema: dict[str, Any]) -> None:
+        schema["required"] = [n for n in schema.get("required", []) if n not in names]
+
+    return edit
+
+
 class Provenance(BaseModel):
     """Who judged, with which prompts, on what: the ``provenance`` block of ``run_start``. Written only
     sometimes (an extra field): ``searchSystems``, the systems judged when not only the built-in search
     (external adapters, run files, compare runs), each ``{name, kind, ...}`` as the adapter describes
-    itself, never a secret."""
+    itself, never a secret. ``rejudgeOf`` is declared but not required (null, or absent in files written
+    before it)."""
 
-    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True, json_schema_extra=_not_required("rejudgeOf"))
 
     # the schema's enum is the provider registry's names (what is written); the reader also accepts
     # 'legacy' for adapted old files, so the Python type stays a plain string
@@ -124,6 +158,11 @@ class Provenance(BaseModel):
         ge=1,
         description="How labels became scores (judge_runner.judging.scores.SCORING_VERSION); a file without it was scored "
         "under 1 (relevance = graded precision). trend never compares scores of two scoring versions.",
+    )
+    rejudgeOf: RejudgeOrigin | None = Field(
+        default=None,
+        description="A run written by `judge-runner rejudge`: the run whose results it judges again with this run's judge; "
+        "null for any other run.",
     )
 
 
@@ -199,6 +238,11 @@ class ResultLabel(BaseModel):
     shownChars: int = Field(default=0, ge=0, description="Characters of text the judge was shown (capped at fence.SHOWN_TEXT_CAP).")
     truncated: bool = False
     shownText: str | None = Field(default=None, description="The text the judge was shown (what `judge-runner label` shows a person).")
+    shownAnchor: str | None = Field(
+        default=None,
+        description="The anchor line the judge was shown with shownText ('-' for none); null in files written before it was "
+        "recorded. `rejudge` shows both again.",
+    )
     judgeLabel: Literal[0, 1, 2, 3] | None = Field(
         default=None, description="A human-labelled result: the judge's own label beside it (relevance keeps the human one)."
     )

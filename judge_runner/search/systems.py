@@ -1,5 +1,6 @@
 """The search systems a run judges: the built-in search (one or several modes), external adapters
-(commands, HTTP endpoints), TREC run files, and configuration files (``--compare a.toml,b.toml``).
+(commands, HTTP endpoints, Python functions given to :mod:`judge_runner.api`), TREC run files, and
+configuration files (``--compare a.toml,b.toml``).
 
 :class:`SystemsSpec` is what the command line (or a ``[search.external]`` table) asked for;
 :func:`open_systems` turns it into :class:`System` objects, each a backend with a unique ``name``,
@@ -8,7 +9,7 @@ run; two or more make a compare run (:mod:`judge_runner.evaluation.compare`).
 
 Which systems, in this order: the built-in search in each mode of ``modes`` (or, when nothing else
 is asked for, in ``settings.search_mode``), then the ``[search.external]`` table, then each
-configuration file, then each command, URL and run file. ``SystemsSpec`` is resolved from every source
+configuration file, then each command, URL, Python function and run file. ``SystemsSpec`` is resolved from every source
 at once by :func:`judge_runner.app.inputs.resolve_systems` (flags, ``JUDGE_RUNNER_*`` variables and the
 config file), so a setting means the same wherever it is set and whichever command reads it.
 """
@@ -28,6 +29,7 @@ from judge_runner.search.documents import DocumentStoreError, open_documents
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch, parse_headers
 from judge_runner.search.mapping import MAX_REPLY_BYTES, FieldMapping
+from judge_runner.search.python_search import CallableSearch, SearchFunction
 from judge_runner.search.settings import SearchSettings
 from judge_runner.search.trec_run import TrecRunError, TrecRunSearch
 
@@ -58,7 +60,8 @@ class ExternalConfig(BaseModel):
 @dataclass(frozen=True)
 class SystemsSpec:
     """What was asked for: built-in ``modes``, the ``[search.external]`` ``table`` (from the config
-    file; ``table_source`` names it in messages), config files, commands, URLs, run files, plus what
+    file; ``table_source`` names it in messages), config files, commands, URLs, Python ``functions``
+    (``(name or None, function)``: :mod:`judge_runner.search.python_search`), run files, plus what
     adapters share: ``headers`` (for every URL), ``fields`` mapping, ``timeout`` (seconds) and
     ``corpus`` (document store for text-less results and run files); given as flags, these four
     override the table's own values."""
@@ -67,6 +70,7 @@ class SystemsSpec:
     configs: tuple[Path, ...] = ()
     commands: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
+    functions: tuple[tuple[str | None, SearchFunction], ...] = ()
     runs: tuple[Path, ...] = ()
     headers: tuple[str, ...] = ()
     fields: str | None = None
@@ -78,12 +82,13 @@ class SystemsSpec:
     @property
     def external(self) -> bool:
         """True when anything but the built-in search was asked for."""
-        return bool(self.table or self.configs or self.commands or self.urls or self.runs)
+        return bool(self.table or self.configs or self.commands or self.urls or self.functions or self.runs)
 
     @property
     def count(self) -> int:
         """How many systems a run of this spec judges (the built-in search alone: 1)."""
-        return max(1, len(self.modes) + bool(self.table) + len(self.configs) + len(self.commands) + len(self.urls) + len(self.runs))
+        named = len(self.configs) + len(self.commands) + len(self.urls) + len(self.functions) + len(self.runs)
+        return max(1, len(self.modes) + bool(self.table) + named)
 
 
 @dataclass
@@ -182,6 +187,8 @@ def open_systems(
         backend = external_backend(ExternalConfig(url=url, headers=list(spec.headers), fields=spec.fields), **shared)
         systems.append(System(unique_name(f"url:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     store = spec.corpus or corpus
+    for name, function in spec.functions:
+        systems.append(function_system(function, name, store, spec.fields, settings.search.snippet_chars, settings.search_mode, taken))
     for run in spec.runs:
         if store is None:
             raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
@@ -256,3 +263,16 @@ def config_file_system(path: Path, settings: Any, shared: dict[str, Any], open_b
         },
         [opened.close],
     )
+
+
+def function_system(
+    function: SearchFunction, name: str | None, store: Path | None, fields: str | None, snippet_chars: int, mode: str, taken: set[str]
+) -> System:
+    """A Python function's system (:class:`~judge_runner.search.python_search.CallableSearch`), named
+    ``name`` or ``python:<function name>``. Raises SystemsError (not a callable, bad fields or corpus)."""
+    try:
+        documents = open_documents(store) if store is not None else None
+        backend = CallableSearch(function, mapping=FieldMapping.parse(fields), documents=documents, snippet_chars=snippet_chars, name=name)
+    except (ValueError, DocumentStoreError) as exc:
+        raise SystemsError(str(exc)) from None
+    return System(unique_name(name or f"python:{backend.name}", taken), backend, mode, backend.describe())

@@ -6,7 +6,6 @@ were given, so nothing is indexed, judged or written."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +14,8 @@ from click.testing import CliRunner
 from judge_runner.cli import main
 from judge_runner.config import Settings
 from judge_runner.core.failures import RunStatus
+from judge_runner.evaluation.state import RunEnd, RunOutcome
+from judge_runner.querygen.protocol import GenerationResult
 
 NO_ENV = {"ANTHROPIC_API_KEY": None, "OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "ANTHROPIC_BASE_URL": None, "JUDGE_RUNNER_DB": None}
 
@@ -58,7 +59,8 @@ def _files(tmp: Path) -> dict[str, str]:
     return {"tmp": str(tmp)}
 
 
-DONE = SimpleNamespace(status=RunStatus.OK)
+DONE = RunOutcome({"runId": "r"}, RunEnd(RunStatus.OK), "r.jsonl")
+WRITTEN = GenerationResult(queries=[], generated=0)
 
 # (command line, {module attribute of the command: what its stub returns})
 CASES = {
@@ -75,14 +77,16 @@ CASES = {
         ["calibrate", "--results", "{tmp}/run.jsonl", "--human-qrels", "team"],
         {"cli.calibrate.calibrate_runs_job": None},
     ),
-    "generate": (["generate", "--fixtures", "{tmp}/kb", "--out", "{tmp}/out.json"], {"cli.evaluation.generate_job": None}),
-    "evaluate": (["evaluate", "--queries", "{tmp}/q.json"], {"cli.evaluation.evaluate_job": None}),
+    "generate": (["generate", "--fixtures", "{tmp}/kb", "--out", "{tmp}/out.json"], {"api.generate_job": WRITTEN}),
+    "evaluate": (["evaluate", "--queries", "{tmp}/q.json"], {"api.evaluate_job": None}),
     "evaluate --dry-run": (["evaluate", "--queries", "{tmp}/q.json", "--dry-run"], {"cli.evaluation.evaluate_dry_run": None}),
-    "generate-and-evaluate": (["generate-and-evaluate", "--fixtures", "{tmp}/kb"], {"cli.evaluation.main_job": DONE}),
+    "generate-and-evaluate": (["generate-and-evaluate", "--fixtures", "{tmp}/kb"], {"api.main_job": DONE}),
     "generate-and-evaluate --dry-run": (
         ["generate-and-evaluate", "--fixtures", "{tmp}/kb", "--dry-run"],
         {"cli.evaluation.main_dry_run": None},
     ),
+    "rejudge": (["rejudge", "{tmp}/run.jsonl"], {"api.rejudge_job": DONE}),
+    "rejudge --dry-run": (["rejudge", "{tmp}/run.jsonl", "--dry-run"], {"cli.evaluation.rejudge_dry_run": None}),
     "weekly --dry-run": (["weekly", "--fixtures", "{tmp}/kb", "--dry-run"], {"cli.weekly.weekly_dry_run": None}),
     "index": (["index", "{tmp}/kb"], {"cli.indexing.index_job": None}),
 }

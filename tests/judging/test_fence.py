@@ -247,3 +247,14 @@ def test_the_old_fixtures_count_is_unchanged_apart_from_the_pair():
     files = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.md")}
     assert {"runbooks/redis-cache-failover.md", "imported/redis-cache-failover.md"} <= files
     assert Path(FIXTURES / "imported/redis-cache-failover.md").read_text(encoding="utf-8").count("\u200b") == 1
+
+
+@pytest.mark.parametrize(
+    "text", ["word " * 600, "line of text\n" * 300, "x" * 5000, "short text"], ids=["words", "lines", "one-word", "short"]
+)
+def test_a_rendered_text_rendered_again_is_the_same_text(text):
+    # what rejudge shows a new judge: a run file's shownText, which may carry the cut's marker
+    first = render_document("a.md", "A > B", text)
+    again = render_document("a.md", first.anchor, first.body)
+    assert (again.body, again.anchor, again.truncated) == (first.body, first.anchor, first.truncated)
+    assert again.shown == first.shown

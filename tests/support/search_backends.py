@@ -3,8 +3,9 @@ knowledge base for the search contract (tests/search/test_backend_contract.py). 
 judge_runner/search/ must get a case in :data:`BACKENDS`: the contract's completeness test fails until it has one.
 
 The built-in backends index ``fixtures/`` with the hashing embedder (seconds, no MiniLM); the external ones run
-the real bm25s engine of tests/support/engines/ over the same folder, as a command and as an HTTP service; the
-TREC run is that engine's ranking of :data:`RUN_QUERIES`, written as a run file.
+the real bm25s engine of tests/support/engines/ over the same folder, as a command, as an HTTP service and as a
+Python function; the TREC run is that engine's ranking of :data:`RUN_QUERIES`, written as a run file, and the
+replay (``rejudge``'s search) answers with that function's answers to them, recorded.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from judge_runner.search.http_search import HttpSearch
 from judge_runner.search.indexer import index_tree
 from judge_runner.search.mapping import FieldMapping
 from judge_runner.search.postgres import PostgresIndex
+from judge_runner.search.python_search import CallableSearch
+from judge_runner.search.replay import ReplaySearch
 from judge_runner.search.sqlite import SQLiteIndex
 from judge_runner.search.trec import run_lines
 from judge_runner.search.trec_run import TrecRunSearch
@@ -102,10 +105,32 @@ def _trec_run(request, folder: Path) -> Iterator[TrecRunSearch]:
     yield TrecRunSearch(path, FolderDocuments(FIXTURES), {q: f"q{n}" for n, q in enumerate(RUN_QUERIES, start=1)})
 
 
+def _engine_function() -> Callable[[str, int], list[dict]]:
+    engine = Engine(FIXTURES)
+
+    def bm25s_search(query: str, k: int) -> list[dict]:
+        return [{"id": docid, "score": score} for docid, score, _ in engine.search(query, k)]
+
+    return bm25s_search
+
+
+@contextmanager
+def _function(request, folder: Path) -> Iterator[CallableSearch]:
+    yield CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES))
+
+
+@contextmanager
+def _replay(request, folder: Path) -> Iterator[ReplaySearch]:
+    recorder = CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES))
+    yield ReplaySearch({q: recorder.search(q, limit=50) for q in RUN_QUERIES}, "bm25s", recorder.describe())
+
+
 BACKENDS: tuple[BackendCase, ...] = (
     BackendCase("sqlite", SQLiteIndex, builtin=True, holds_every_query=True, open=_sqlite),
     BackendCase("postgres", PostgresIndex, builtin=True, holds_every_query=True, open=_postgres),
     BackendCase("command", CommandSearch, builtin=False, holds_every_query=True, open=_command),
     BackendCase("http", HttpSearch, builtin=False, holds_every_query=True, open=_http),
     BackendCase("trec-run", TrecRunSearch, builtin=False, holds_every_query=False, open=_trec_run),
+    BackendCase("python", CallableSearch, builtin=False, holds_every_query=True, open=_function),
+    BackendCase("replay", ReplaySearch, builtin=False, holds_every_query=False, open=_replay),
 )

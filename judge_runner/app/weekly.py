@@ -33,7 +33,6 @@ from judge_runner.core.failures import (
     EXIT_CONFIG,
     EXIT_INCOMPLETE,
     GateFailedError,
-    IncompleteRunError,
     JudgeRunnerError,
     RunStatus,
     exit_code_for,
@@ -96,7 +95,7 @@ class _Tee:
 
 
 def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer, systems: SystemsSpec | None = None) -> RunStatus:
-    """``weekly``: take ``RESULTS/.weekly.lock`` (held: IncompleteRunError at once, nothing touched),
+    """``weekly``: take ``RESULTS/.weekly.lock`` (held: one stderr line and RunStatus.SKIPPED at once, nothing touched),
     mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``
     and the search systems of ``systems`` (the adapter flags) and the settings.
     The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
@@ -107,7 +106,8 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer, system
         try:
             fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise IncompleteRunError(f"another weekly run holds {plan.results / '.weekly.lock'}; not starting a second one") from None
+            printer.err(f"weekly skipped: another weekly run holds {plan.results / '.weekly.lock'}")
+            return RunStatus.SKIPPED  # that run is doing the job: exit 0, so cron reports no failure
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n=== judge-runner weekly {datetime.now(UTC).isoformat(timespec='seconds')} ===\n")
             real_out, real_err = sys.stdout, sys.stderr

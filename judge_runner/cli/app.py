@@ -37,6 +37,7 @@ from judge_runner.cli.qrels import qrels
 from judge_runner.cli.weekly import weekly
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, InternalError, JudgeRunnerError
 from judge_runner.core.interrupts import SIGNALS, STOP, handling
+from judge_runner.core.printer import fit_console
 
 QUIT_WAIT_S = 0.5
 """Seconds a stopped process gives its worker threads to end by themselves before it ends without them."""
@@ -82,6 +83,7 @@ def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     not click's 1 (which would read as a failed quality gate), also when the exception it caused is another
     (a C extension's import cut short: "ImportError: initialization failed"); any other exception gives 4
     (internal error, :func:`report_bug`)."""
+    fit_console()  # a console that cannot encode a character gets its ASCII fallback, not a UnicodeEncodeError
     invocation = Invocation(list(argv), debug_requested())
     token = _INVOCATION.set(invocation)
     try:

@@ -74,7 +74,7 @@ def weekly(
     """One command for cron: evaluate, report, prune old runs, under a lock.
 
     \b
-    1. takes RESULTS/.weekly.lock (a second, overlapping run exits 3 at once and touches nothing);
+    1. takes RESULTS/.weekly.lock (a second, overlapping run says so and exits 0, touching nothing);
     2. indexes FIXTURES incrementally;
     3. evaluates the pinned query set (generates and pins one on the first run or with --regenerate);
     4. writes the report into --reports, then keeps only the newest --keep run files.

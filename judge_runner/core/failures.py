@@ -1,9 +1,9 @@
 """What can end a command, and the exit code each maps to (docs/design.md, "Exit codes").
 
-Exit codes: 0 ok; 1 quality gate (``--min-overall``) failed, a regression with ``--fail-on-regression``, or a
+Exit codes: 0 ok (also a weekly run skipped: another one holds the lock); 1 quality gate (``--min-overall``) failed, a regression with ``--fail-on-regression``, or a
 judge not calibrated with ``calibrate --require-calibrated``;
 2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many
-failed queries, no usable query from phase one, or another weekly run holds the lock); 4 internal error
+failed queries, or no usable query from phase one); 4 internal error
 (an unexpected exception, i.e. a bug: one line on stderr, the traceback in a log, see
 :mod:`judge_runner.app.crashlog`, or on stderr with ``--debug``).
 
@@ -46,8 +46,7 @@ class UsageError(JudgeRunnerError):
 
 
 class IncompleteRunError(JudgeRunnerError):
-    """The job stopped before it finished (interrupted, budget or spend limit, phase one failed, the
-    weekly lock is held): exit 3."""
+    """The job stopped before it finished (interrupted, budget or spend limit, phase one failed): exit 3."""
 
     exit_code = EXIT_INCOMPLETE
 
@@ -131,6 +130,7 @@ class RunStatus(str, Enum):
     GATE_FAILED = "gate_failed"
     INCOMPLETE = "incomplete"
     CONFIG_ERROR = "config_error"
+    SKIPPED = "skipped"  # weekly: another weekly run holds the lock and is doing the job
 
 
 EXIT_CODES: dict[RunStatus, int] = {
@@ -138,6 +138,7 @@ EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.GATE_FAILED: EXIT_GATE,
     RunStatus.CONFIG_ERROR: EXIT_CONFIG,
     RunStatus.INCOMPLETE: EXIT_INCOMPLETE,
+    RunStatus.SKIPPED: EXIT_OK,
 }
 
 

@@ -57,7 +57,7 @@ class QuerySet(BaseModel):
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> QuerySet:
-        """As pydantic's, except that JSON holding a lone surrogate escape (``"\ud83d"``), which pydantic's
+        """As pydantic's, except that JSON holding a lone surrogate escape (``"\\ud83d"``), which pydantic's
         parser refuses, is read with the standard library and validated (the escape becomes U+FFFD)."""
         from pydantic import ValidationError
 

@@ -1,15 +1,57 @@
-"""Where a job prints: results on stdout, progress, warnings and errors on stderr, and ``--quiet``."""
+"""Where a job prints: results on stdout, progress, warnings and errors on stderr, and ``--quiet``; and
+what reaches a console that cannot show every character (:func:`fit_console`)."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 Say = Callable[[str], None]
+
+FALLBACK_ERRORS = "judge_runner.fallback"
+"""The codec error handler :func:`fit_console` gives a stream whose encoding cannot encode every character."""
+
+FALLBACKS = {
+    "Δ": "d",
+    "±": "+/-",
+    "→": "->",
+    "←": "<-",
+    "↑": "^",
+    "↓": "v",
+    "⇒": "=>",
+    "▲": "^",
+    "▼": "v",
+    "…": "...",
+    "–": "-",
+    "—": "--",
+    "−": "-",
+    "“": '"',
+    "”": '"',
+    "‘": "'",
+    "’": "'",
+    "‹": "<",
+    "›": ">",
+    "«": "<<",
+    "»": ">>",
+    "·": ".",
+    "•": "*",
+    "≥": ">=",
+    "≤": "<=",
+    "≠": "!=",
+    "≈": "~",
+    "×": "x",
+    "✓": "ok",
+    "✗": "x",
+    "█": "#",
+    "━": "-",
+}
+"""ASCII for the characters judge-runner prints (box drawing: :func:`ascii_fallback`)."""
 
 
 def silent(message: str) -> None:
@@ -22,6 +64,59 @@ def _stdout(message: str) -> None:
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def ascii_fallback(char: str, encoding: str = "ascii") -> str:
+    """What to print for ``char`` where ``encoding`` cannot encode it: :data:`FALLBACKS`; box drawing as
+    ``-``, ``|`` or ``+``; else its compatibility decomposition less what ``encoding`` cannot encode (``é``
+    as ``e``, a fullwidth ``＞`` as ``>``); else a ``\\uXXXX`` escape, never a silent ``?``."""
+    if char in FALLBACKS:
+        return FALLBACKS[char]
+    name = unicodedata.name(char, "")
+    if name.startswith("BOX DRAWINGS"):
+        across, down = "HORIZONTAL" in name or "LEFT" in name or "RIGHT" in name, any(w in name for w in ("VERTICAL", "UP", "DOWN"))
+        return "+" if across and down else "-" if across else "|"
+    kept = "".join(c for c in unicodedata.normalize("NFKD", char) if _encodes(c, encoding) and not unicodedata.combining(c))
+    return kept or char.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeError:
+        return False
+    return True
+
+
+def _fallback_errors(error: UnicodeError) -> tuple[str | bytes, int]:
+    """The codec error handler :data:`FALLBACK_ERRORS`: one character at a time, :func:`ascii_fallback`; a
+    lone surrogate of an undecodable byte (a file name) goes out as that byte, as ``surrogateescape`` does."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    char = error.object[error.start]
+    if 0xDC80 <= ord(char) <= 0xDCFF:
+        return bytes([ord(char) - 0xDC00]), error.start + 1
+    return ascii_fallback(char, error.encoding), error.start + 1
+
+
+codecs.register_error(FALLBACK_ERRORS, _fallback_errors)
+
+
+def fit_console() -> None:
+    """The one stream-encoding check, for ``sys.stdout`` and ``sys.stderr``. A stream whose encoding cannot
+    encode every character (``PYTHONIOENCODING=cp1252``, a Windows console) writes what it cannot encode
+    as :func:`ascii_fallback` instead of raising UnicodeEncodeError. An ASCII stream (the C locale with
+    Python's UTF-8 mode off) becomes UTF-8, as click (which writes UTF-8 there anyway) and Python's UTF-8
+    mode take that locale; a UTF-8 stream is left as it is. Everything printed goes through these streams:
+    :class:`Printer`, ``click.echo`` (``--help`` too) and rich."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            name = codecs.lookup(getattr(stream, "encoding", None) or "ascii").name
+        except LookupError:
+            name = "ascii"
+        if name.startswith("utf") or not hasattr(stream, "reconfigure"):
+            continue
+        stream.reconfigure(**({"encoding": "utf-8"} if name == "ascii" else {"errors": FALLBACK_ERRORS}))
 
 
 def rich_text(draw: Callable[[Any], None]) -> str:

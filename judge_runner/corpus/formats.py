@@ -14,7 +14,7 @@
 A YAML, JSON or Python file that does not parse is chunked as plain text and the fallback is reported.
 Every chunk is at most ``MAX_CHUNK_CHARS`` characters and carries a 1-based line range in the file.
 Line endings may be LF, CRLF or a bare CR (normalised first); characters that cannot be encoded (lone
-surrogates, e.g. from a JSON ``"\ud83d"`` escape) become U+FFFD with a note, so no chunk can fail the
+surrogates, e.g. from a JSON ``"\\ud83d"`` escape) become U+FFFD with a note, so no chunk can fail the
 embedder or the database.
 """
 

@@ -23,7 +23,7 @@ from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import MalformedReplyError
 from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_status
-from judge_runner.llm.wire import decode_error_text, json_safe
+from judge_runner.llm.wire import decode_error_text, direct_mounts, json_safe
 
 _STOP: dict[str, StopReason] = {
     "tool_use": "tool_use",
@@ -53,11 +53,14 @@ class AnthropicProvider(ChatProvider):
         super().__init__(model, retry, budget, timeout_s)
         import anthropic
 
+        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        mounts = direct_mounts(base_url)  # a loopback server past any proxy
         self._client = anthropic.Anthropic(
             api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            base_url=base_url,
             max_retries=0,
             timeout=timeout_s,
+            http_client=anthropic.DefaultHttpxClient(mounts=mounts) if mounts else None,
         )
 
     def classify(self, exc: BaseException) -> ErrorClass | None:

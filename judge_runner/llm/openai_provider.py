@@ -51,6 +51,7 @@ from judge_runner.llm.pricing import Usage
 from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_status
 from judge_runner.llm.wire import (
     decode_error_text,
+    direct_mounts,
     dumps_safe,
     is_local_url,
     server_message,
@@ -218,12 +219,14 @@ class OpenAIProvider(ChatProvider):
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.local = is_local_url(self.base_url)
         self.capabilities = capabilities or ServerCapabilities(self.base_url or "https://api.openai.com/v1", self.local)
+        mounts = direct_mounts(self.base_url)  # a loopback server past any proxy
         self._client = openai.OpenAI(
             # a local server usually needs no key, but the SDK insists on one
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if self.base_url else None),
             base_url=self.base_url,
             max_retries=0,
             timeout=timeout_s,
+            http_client=openai.DefaultHttpxClient(mounts=mounts) if mounts else None,
         )
 
     def prepare_run(self, partner: ChatProvider | None, concurrency: int, concurrency_set: bool) -> tuple[int, list[str]]:

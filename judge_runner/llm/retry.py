@@ -22,6 +22,7 @@ from typing import Literal, TypeVar
 
 import tenacity
 
+from judge_runner.core.proxies import proxy_for
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.wire import server_message
 
@@ -104,10 +105,19 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return None
 
 
+def through_proxy(exc: BaseException) -> str:
+    """`` through the proxy <proxy>`` when the request that failed with ``exc`` (its ``request.url``, as
+    the SDKs' errors carry it) went through a proxy (:func:`judge_runner.core.proxies.proxy_for`), else ``""``."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    proxy = proxy_for(str(url)) if url is not None else None
+    return f" through the proxy {proxy.shown}" if proxy else ""
+
+
 def translate(exc: BaseException, attempts: int, classify: Classifier = classify_generic) -> LLMError:
     """Map a final provider failure to our error kinds (a failure ``classify`` does not know becomes a
     RequestError); the message names the status, the server's error type and the server's own message
-    (truncated, secrets removed: :func:`wire.server_message`), never request headers (so never the API key)."""
+    (truncated, secrets removed: :func:`wire.server_message`) and a proxy the request went through, never request
+    headers (so never the API key)."""
     if isinstance(exc, LLMError):
         return exc
     status = status_of(exc)
@@ -116,6 +126,7 @@ def translate(exc: BaseException, attempts: int, classify: Classifier = classify
     said = server_message(exc) if status else None
     if said:
         where += f": {said}"
+    where += through_proxy(exc)
     kind = classify(exc)
     if kind == "auth":
         return AuthError(f"the API key was refused: {where}", attempts)

@@ -1,5 +1,5 @@
 """What crosses the wire to a model server: JSON-safe values, the server's own error text (secrets
-removed), and where a server lives (local or remote).
+removed), where a server lives (local or remote), and loopback past any proxy.
 
 Shared by the network providers; pure functions, no SDK import.
 """
@@ -13,6 +13,8 @@ import os
 import re
 from typing import Any
 from urllib.parse import urlsplit
+
+from judge_runner.core.proxies import is_loopback
 
 SERVER_MESSAGE_CHARS = 300  # enough for a validation error, short enough for one stderr line
 _KEY_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -137,3 +139,13 @@ def is_local_url(url: str | None) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_private or address.is_link_local or address.is_unspecified
+
+
+def direct_mounts(base_url: str | None) -> dict[str, None]:
+    """httpx ``mounts`` that send requests to ``base_url``'s host past any proxy when it is loopback
+    (:func:`judge_runner.core.proxies.is_loopback`): ``{"all://127.0.0.1": None}``; ``{}`` for any other
+    host, whose requests follow the proxy variables as the SDK reads them."""
+    host = urlsplit(base_url or "").hostname or ""
+    if not is_loopback(host):
+        return {}
+    return {f"all://[{host}]" if ":" in host else f"all://{host}": None}

@@ -19,7 +19,8 @@ The exchange is made with :mod:`http.client` so that every part of it is bounded
   decompressor is bounded too);
 - **broken transfers** (a malformed chunked body, a connection closed mid-reply, a bad status line) are
   transport errors: retried like connection errors and timeouts, and reported naming the endpoint;
-- proxies from the environment (``https_proxy``, ``http_proxy``, ``no_proxy``), as urllib reads them.
+- proxies from the environment (``http_proxy``, ``https_proxy``, ``all_proxy``, ``no_proxy``), never for
+  loopback (:mod:`judge_runner.core.proxies`); an error through a proxy names it (without credentials).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import socket
 import ssl
 import threading
 import time
-import urllib.request
 import zlib
 from dataclasses import dataclass
 from email.message import Message
@@ -42,6 +42,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 import tenacity
 
 from judge_runner.core.models import SearchMode
+from judge_runner.core.proxies import proxy_for
 from judge_runner.search.base import SearchAnswer
 from judge_runner.search.mapping import MAX_REPLY_BYTES, ExternalSearchError, FieldMapping, answer_from_reply, decode_reply, megabytes
 
@@ -108,17 +109,22 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
-    """``(connection, request target, proxy headers)`` for ``url``, through the environment's proxy
-    unless ``no_proxy`` exempts the host."""
+    """``(connection, request target, proxy headers)`` for ``url``, through its proxy
+    (:func:`judge_runner.core.proxies.proxy_for`: never for loopback). Raises ExternalSearchError for a
+    proxy that is not ``http://`` (http.client speaks neither SOCKS nor TLS to a proxy)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "", parts.port
     target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
-    proxy = urllib.request.getproxies().get(parts.scheme)
-    if proxy and urllib.request.proxy_bypass(host):
-        proxy = None
+    proxy = proxy_for(url)
     extra: dict[str, str] = {}
     if proxy:
-        via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if proxy.scheme != "http":
+            raise ExternalSearchError(
+                f"search endpoint {public_url(url)}: the proxy {proxy.shown} is not an http:// proxy, which the HTTP search "
+                f"needs; set no_proxy={host} to reach the endpoint directly",
+                "search_failed",
+            )
+        via = urlsplit(proxy.url)
         if via.username:
             token = base64.b64encode(f"{unquote(via.username)}:{unquote(via.password or '')}".encode()).decode()
             extra["Proxy-Authorization"] = f"Basic {token}"
@@ -132,6 +138,12 @@ def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, s
     if parts.scheme == "https":
         return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context()), target, {}
     return http.client.HTTPConnection(host, port, timeout=timeout), target, {}
+
+
+def _through(url: str) -> str:
+    """`` through the proxy <proxy>`` when a request to ``url`` goes through one, else ``""``."""
+    proxy = proxy_for(url)
+    return f" through the proxy {proxy.shown}" if proxy else ""
 
 
 def _abort(sockets: list[socket.socket], fired: threading.Event) -> None:
@@ -362,10 +374,10 @@ class HttpSearch:
                     attempts = attempt.retry_state.attempt_number
                     reply = self._post(body, call_ends)
         except _HttpStatus as exc:
-            at = "" if exc.url == self.url else f" (redirected to {public_url(exc.url)})"
+            at = ("" if exc.url == self.url else f" (redirected to {public_url(exc.url)})") + _through(exc.url)
             raise ExternalSearchError(f"search endpoint {where} answered HTTP {exc.status}{at}", "search_failed", attempts) from None
         except _Transport as exc:
-            at = "" if exc.url == self.url else f" (redirected to {public_url(exc.url)})"
+            at = ("" if exc.url == self.url else f" (redirected to {public_url(exc.url)})") + _through(exc.url)
             raise ExternalSearchError(
                 f"search endpoint {where}{at} "
                 + (

@@ -26,7 +26,7 @@ DOCS = ROOT / "docs"
 DOCS_INDEX = DOCS / "README.md"
 README_MAX_BYTES = 12 * 1024
 # CI runs this line verbatim (.ci/run); it must stay on one line inside a fenced block of README.md.
-TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -n 2"
+TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[test]' && .venv/bin/python -m pytest -n 2"
 
 MARKDOWN = MarkdownIt("commonmark").enable("table")
 

@@ -222,3 +222,16 @@ def test_the_cli_starts_without_the_heavy_libraries():
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_no_docstring_holds_a_lone_surrogate():
+    """Python 3.13 cleans docstrings as it compiles and refuses one holding a lone surrogate (a ``"\\ud83d"``
+    written unescaped): the whole module then fails to import. Write such an escape as ``\\\\ud83d``."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if any(0xD800 <= ord(c) <= 0xDFFF for c in doc):
+                    found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 1)}")
+    assert not found, f"docstrings with a lone surrogate: {found}"

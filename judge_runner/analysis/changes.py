@@ -1,13 +1,16 @@
-"""What differs between two runs (issue 21, item 5): which columns they can be compared on, and the real
+"""What differs between two runs (issue 21, item 5): which columns they can be compared on, the real
 cause of a change named for what it is (system under test, search settings, corpus, query set, judge,
-scoring version, judge-runner version). Used by :mod:`judge_runner.analysis.trend` and the report on
-their ``Run`` objects (anything with the attributes of :class:`RunLike`)."""
+scoring version, judge-runner version), and the failed queries each side of a comparison carries. Used by
+:mod:`judge_runner.analysis.trend` and the report on their ``Run`` objects (anything with the attributes of
+:class:`RunLike`)."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
 from judge_runner.core.models import DIMENSIONS
+from judge_runner.evaluation.state import over_failed_share
+from judge_runner.measures.failed import Failed, failed_of
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.runs.lines import Provenance
 from judge_runner.runs.read import RunFile
@@ -43,6 +46,35 @@ def comparable_columns(old: RunLike, new: RunLike, columns: tuple[str, ...] = GA
     if old.scoring_version == new.scoring_version:
         return columns
     return tuple(c for c in columns if c not in SCORE_COLUMNS)
+
+
+def failed_side(run: RunLike, name: str, other: RunLike | None = None) -> Failed:
+    """The failed queries of the system ``run`` shows, called ``name`` in words (:mod:`judge_runner.measures.failed`;
+    a query's type from its error line, else from the lines of it in this file or the ``other`` run's)."""
+    shown = run.shown_system
+    types = {e.queryId: e.queryType for e in [*(other.file.evaluations if other is not None else []), *run.file.evaluations]}
+    errors = [e.line() for e in run.file.errors if shown is None or e.system == shown]
+    return failed_of(name, errors, sum(1 for e in run.file.evaluations if shown is None or e.system == shown), types)
+
+
+def failure_counts(file: RunFile) -> dict[str | None, tuple[int, int]]:
+    """``{system: (failed, queries)}`` of a run file (None: a run's one unnamed search), for the failure gate
+    (:func:`judge_runner.evaluation.state.over_failed_share`)."""
+    counts: dict[str | None, tuple[int, int]] = {}
+    for system, failed in [*((e.system, 0) for e in file.evaluations), *((e.system, 1) for e in file.errors)]:
+        done, of = counts.get(system, (0, 0))
+        counts[system] = (done + failed, of + 1)
+    return counts
+
+
+def failure_words(file: RunFile) -> str:
+    """Which systems of a run failed the failure gate (:func:`judge_runner.evaluation.state.over_failed_share`), in
+    words, with the first error of one of them: ``command:b: 5 of 14 queries failed (first: search_failed: ...)``;
+    "no query was judged" when none did."""
+    over = over_failed_share(failure_counts(file))
+    text = "; ".join(f"{f'{s}: ' if s else ''}{f} of {n} queries failed" for s, (f, n) in over.items()) or "no query was judged"
+    first = next((e for e in file.errors if e.system in over), None)
+    return text + (f" (first: {first.errorType}: {first.message[:120]})" if first is not None else "")
 
 
 def system_under_test(run: RunLike) -> str:

@@ -7,10 +7,20 @@ from pathlib import Path
 
 from judge_runner.analysis.corrected_report import corrected_comparison_markdown
 from judge_runner.core.mdtext import md_text
-from judge_runner.runs.summary_blocks import ComparisonBlock
+from judge_runner.runs.summary_blocks import ComparisonBlock, SystemDifference
 
 COLUMNS = ("relevance", "ranking", "coverage", "snippetQuality", "overall", "nDCG@10", "R@10")
 MARKS = {"regression": "▼ regression", "improvement": "▲ improvement", "within noise": "within noise", "too few queries": "too few queries"}
+
+
+def _verdict(diff: SystemDifference) -> str:
+    """The verdict cell: the mark, or the failed queries' words when they make it "cannot tell" or when they count and it holds."""
+    if diff.failed is None:
+        return MARKS.get(diff.verdict, diff.verdict)
+    if not diff.failed.holds:
+        return md_text(diff.failed.text)
+    mark = MARKS.get(diff.verdict, diff.verdict)
+    return f"{mark} ({md_text(diff.failed.text)})" if diff.failed.secondFigure is not None else mark
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -29,7 +39,9 @@ def comparison_markdown(block: ComparisonBlock, chart: Path | None, corrected: d
         "## Systems compared",
         "",
         f"One run, every system on the same queries; differences are paired (system − {cell(block.reference)}), with "
-        f"95% bootstrap intervals; a change needs an interval clear of zero and at least {block.minEffect:.2f} in size.",
+        f"95% bootstrap intervals; a change needs an interval clear of zero and at least {block.minEffect:.2f} in size. "
+        "A query a system failed counts at 0; when at the other system's value it would change the verdict, the verdict is "
+        "cannot tell.",
         "",
         "| system | evaluated | failed | " + " | ".join(COLUMNS) + " |",
         "|---" * (3 + len(COLUMNS)) + "|",
@@ -46,7 +58,7 @@ def comparison_markdown(block: ComparisonBlock, chart: Path | None, corrected: d
         delta = "–" if diff.delta is None else f"{diff.delta:+.3f}"
         md.append(
             f"| {cell(diff.system)} | {diff.column} | {_fmt(diff.mean)} | {_fmt(diff.referenceMean)} | {delta} | {interval} | "
-            f"{MARKS.get(diff.verdict, diff.verdict)} |"
+            f"{_verdict(diff)} |"
         )
     md += corrected_comparison_markdown(corrected)
     focus = [f"- {cell(system.name)}: {cell(system.recommendedFocus)}" for system in block.systems if system.recommendedFocus]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from judge_runner.analysis.changes import RunLike
+from judge_runner.analysis.changes import RunLike, failed_side
 from judge_runner.judging.scores import label_dimensions
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics
 from judge_runner.measures.paired import MIN_EFFECT
@@ -91,8 +91,9 @@ def run_values(run: RunLike, grades: Mapping[tuple[str, str], int]) -> tuple[dic
 
 def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
     """``{column: corrected difference (new - old) as a dict}`` for nDCG@10 and relevance, over the queries both
-    runs scored; empty when the runs ran different query sets (no pairing) or too few queries are labelled
-    for both (:data:`judge_runner.measures.ppi.MIN_LABELLED`)."""
+    runs scored, either run's failed queries counted (:mod:`judge_runner.measures.failed`); empty when the runs
+    ran different query sets (no pairing) or too few queries are labelled for both
+    (:data:`judge_runner.measures.ppi.MIN_LABELLED`)."""
     if not old.provenance.querySetSha256 or old.provenance.querySetSha256 != new.provenance.querySetSha256:
         return {}
     grades = human_grades(old, new)
@@ -100,10 +101,18 @@ def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
         return {}
     old_judge, old_human = run_values(old, grades)
     new_judge, new_human = run_values(new, grades)
+    failed = (failed_side(old, f"run {old.file.run_id}", new), failed_side(new, "this run", old))
     out = {}
     for column in CORRECTED:
         diff = corrected_difference(
-            old_judge[column], new_judge[column], old_human[column], new_human[column], system="new run", against="old run", column=column
+            old_judge[column],
+            new_judge[column],
+            old_human[column],
+            new_human[column],
+            system="new run",
+            against="old run",
+            column=column,
+            failed=failed,
         )
         if diff is not None:
             out[column] = diff.as_dict()

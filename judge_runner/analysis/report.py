@@ -87,7 +87,11 @@ def _change_text(change: dict | None) -> str:
         "too few queries": "too few queries to tell",
     }
     cause = f" ({change['cause']})" if change.get("cause") and change["verdict"] in ("regression", "improvement") else ""
-    return f"{text} {marks[change['verdict']]}{cause}{' (paired)' if change['paired'] else ''}"
+    failed = change.get("failed") or {}
+    mark = failed.get("text") if change["verdict"] == "cannot tell" else marks.get(change["verdict"], change["verdict"])
+    if failed.get("secondFigure") and failed.get("holds"):  # failed queries that count, and the verdict holds
+        cause += f" ({failed['text']})"
+    return f"{text} {mark}{cause}{' (paired)' if change['paired'] else ''}"
 
 
 def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:

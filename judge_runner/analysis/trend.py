@@ -24,12 +24,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from judge_runner.analysis.changes import GATED, comparable_columns, what_changed
+from judge_runner.analysis.changes import GATED, comparable_columns, failed_side, failure_counts, failure_words, what_changed
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
 from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_series_order, judge_steps, latest_key
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
-from judge_runner.evaluation.state import MAX_FAILED_SHARE
+from judge_runner.evaluation.state import over_failed_share
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
@@ -137,26 +137,21 @@ class Run:
 
     @property
     def failed(self) -> bool:
-        """A complete run that failed: it judged no query (every query failed, or it stopped before judging:
-        a refused key, a spent budget in phase one), or more than ``MAX_FAILED_SHARE`` of its queries failed
-        (the share at which the run itself ends incomplete). For a compare run, the shown system's lines
-        count: a run whose reference system failed is a failed run of that system."""
+        """A complete run that failed: the system shown judged no query (every query failed, or it stopped
+        before judging: a refused key, a spent budget in phase one), or more than ``MAX_FAILED_SHARE`` of the
+        queries of one of its systems failed, whichever this Run shows (the gate at which the run itself ends
+        incomplete: :func:`judge_runner.evaluation.state.over_failed_share`)."""
         if self.partial:
             return False
-        judged, errors = len(self.evaluations), self.errors
-        return judged == 0 or errors / (judged + errors) > MAX_FAILED_SHARE
+        return not self.evaluations or bool(over_failed_share(failure_counts(self.file)))
 
     @property
     def failure(self) -> str | None:
-        """Why a failed run failed, in words (None when it did not): how many queries failed, the first
-        error (type and message), or the summary's stop reason."""
+        """Why a failed run failed, in words (None when it did not): how many queries failed (of which system,
+        in a compare run), the first error (type and message), or the summary's stop reason."""
         if not self.failed:
             return None
-        judged, errors = len(self.evaluations), self.errors
-        text = f"{errors} of {judged + errors} queries failed" if errors else "no query was judged"
-        if self.error_lines:
-            first = self.error_lines[0]
-            text += f" (first: {first.errorType}: {first.message[:120]})"
+        text = failure_words(self.file)
         stop = self.summary.stopReason if self.summary is not None else None
         return text + (f"; stopped: {stop}" if stop else "")
 
@@ -297,9 +292,11 @@ def pool_metrics(runs: list[Run]) -> None:
 
 
 def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
-    """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256)."""
+    """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256); each run's
+    failed queries by the rule of :mod:`judge_runner.measures.failed`."""
     same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
-    return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed)
+    failed = (failed_side(old, f"run {old.run_id}", new), failed_side(new, "this run", old))
+    return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed, failed=failed)
 
 
 def comparisons(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, dict]:
@@ -500,7 +497,10 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
     rows = []
     for view in run.system_views()[1:]:
         diffs = {
-            d.column: {"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict}
+            d.column: {
+                **{"column": d.column, "delta": d.delta, "ci95": d.ci95, "n": d.n, "paired": True, "verdict": d.verdict},
+                "failed": d.failed.model_dump(mode="json") if d.failed is not None else None,
+            }
             for d in block.differences
             if d.system == view.system
         }

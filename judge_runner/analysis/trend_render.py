@@ -19,12 +19,13 @@ SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuali
 
 
 def arrow(comparison: dict | None) -> str:
-    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries), ``·``
-    (within noise) or ``L`` (a change whose cause is the labels, not the search: both runs returned the same
-    results) with the signed change of the mean; empty when there is none."""
+    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries, or failed
+    queries that could change the verdict: :func:`failed_note`), ``·`` (within noise) or ``L`` (a change whose
+    cause is the labels, not the search: both runs returned the same results) with the signed change of the
+    mean; empty when there is none."""
     if not comparison or comparison["delta"] is None:
         return ""
-    sign = {"regression": "▼", "improvement": "▲", "too few queries": "?"}.get(comparison["verdict"], "·")
+    sign = {"regression": "▼", "improvement": "▲", "too few queries": "?", "cannot tell": "?"}.get(comparison["verdict"], "·")
     if comparison.get("cause") and comparison["verdict"] in ("regression", "improvement"):
         sign = "L"
     return f"{sign}{comparison['delta']:+.3f}"
@@ -86,6 +87,13 @@ def trend_rows(trend: Trend) -> list[dict]:
     return rows
 
 
+def failed_note(comparisons: dict) -> str:
+    """The failed queries' words of the gated comparisons whose verdict they make "cannot tell"
+    (:mod:`judge_runner.measures.failed`), once each; empty when there are none."""
+    texts = [(c.get("failed") or {}).get("text") for c in comparisons.values() if c and c.get("verdict") == "cannot tell"]
+    return "; ".join(dict.fromkeys(t for t in texts if t))
+
+
 def row_note(row: dict) -> str:
     """What a trend row's note says: a compare run's other system against the reference, a partial run,
     a failed run (with what else changed), a run without judged queries, a run cut short (its stop reason,
@@ -93,9 +101,12 @@ def row_note(row: dict) -> str:
     previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
     ref = (row.get("vsReference") or {}).get("comparisons", {})
     changes = "; ".join(filter(None, [rejudge_note(row), *(row.get("vsPrevious") or {}).get("changes", [])]))
+    failed = failed_note((row.get("vsBaseline") or row.get("vsPrevious") or {}).get("comparisons", {}))
+    changes = "; ".join(filter(None, [failed, changes]))
     if row.get("vsReference"):
         deltas = " ".join(filter(None, [arrow(ref.get("overall")), arrow(ref.get("nDCG@10"))]))
-        return f"compare run: vs {row['vsReference']['system']} {deltas} (not chained over time)"
+        failed = failed_note(ref)
+        return f"compare run: vs {row['vsReference']['system']} {deltas} (not chained over time)" + (f"; {failed}" if failed else "")
     if row["partial"]:
         return "partial (no summary): not compared"
     if row.get("runFailed"):

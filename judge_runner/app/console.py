@@ -1,10 +1,11 @@
-"""A finished run for people: the summary lines a job prints on stdout (and a failed quality gate on
-stderr).
+"""A finished run for people: the summary lines a job prints on stdout (and, on stderr, why a run is
+incomplete and a failed quality gate).
 """
 
 from __future__ import annotations
 
 from judge_runner.analysis.corrected_report import block_lines
+from judge_runner.core.failures import RunStatus
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
@@ -87,7 +88,15 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
         printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
     else:
         out(f"  written to {outcome.path}")
-    gate = summary.get("qualityGate")
+    print_end(outcome, printer)
+
+
+def print_end(outcome: RunOutcome, printer: Printer) -> None:
+    """On stderr, why a run ends incomplete (exit 3: a stop, a spent budget, a system that failed more than a
+    quarter of its queries, named) and a failed quality gate."""
+    if outcome.status is RunStatus.INCOMPLETE:
+        printer.err(f"run incomplete: {'; '.join(outcome.end.reasons)}")
+    gate = outcome.summary.get("qualityGate")
     if gate and not gate["passed"]:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
         system = f" of the reference system {gate['system']}" if gate.get("system") else ""

@@ -9,7 +9,8 @@ a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/`
 - :func:`comparison_block`: the summary's ``comparison``: per system its averages, and per dimension
   and metric the paired difference of every system to the first (the reference) with its 95%
   bootstrap interval and verdict, computed by :func:`judge_runner.measures.paired.compare_values` (the same
-  bootstrap and minimum-effect rule as ``trend``).
+  bootstrap and minimum-effect rule as ``trend``), each system's failed queries counted by the rule of
+  :mod:`judge_runner.measures.failed` (at 0, and "cannot tell" when they could change the verdict).
 
 In a compare run the summary's figures about search quality (``averageScores``, ``averageMetrics``,
 ``abstention``, ``topIssues``, ``recommendedFocus``, ``focusEvidence``) are the reference system's, so a
@@ -31,6 +32,7 @@ from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
+from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.corrected import bias_corrected, drawn_note
@@ -91,7 +93,7 @@ class CompareSummaryWriter(SystemWriter):
             line["comparison"] = block
             # per system, never pooled: two systems' lines share query ids (issue 29)
             skipped = drawn_note(self.state.evaluations, self.state.drawn_sets)
-            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, skipped=skipped)
+            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, skipped=skipped, errors=self.state.errors)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")
@@ -150,14 +152,17 @@ def comparison_block(
 ) -> dict[str, Any]:
     """The summary's ``comparison``: ``reference`` (the first system), ``minEffect``, ``systems`` (each
     one's figures, :func:`system_averages`) and ``differences``: for each later system and each column (the four dimensions,
-    ``overall``, then the metrics by ir-measures name) the means, the paired difference system -
-    reference over the queries both judged, its 95% bootstrap interval, n and the verdict."""
+    ``overall``, then the metrics by ir-measures name) the means (each over the queries the system answered),
+    the paired difference system - reference with either's failed queries at 0, its 95% bootstrap interval,
+    n, the verdict ("cannot tell" when the failed queries could change it) and ``failed`` (null when neither
+    failed a query; :mod:`judge_runner.measures.failed`)."""
     reference = systems[0]
+    failed = failed_by_system(evaluations, errors, systems)
     differences = []
     for name in systems[1:]:
         for column in (*SCORE_COLUMNS, *METRIC_NAMES):
             a, b = per_query(evaluations, reference, column), per_query(evaluations, name, column)
-            result = compare_values(a, b, column, paired=True, min_effect=min_effect)
+            result = compare_values(a, b, column, paired=True, min_effect=min_effect, failed=(failed[reference], failed[name]))
             differences.append(
                 {
                     "system": name,
@@ -170,6 +175,7 @@ def comparison_block(
                     "ci95": [result.low, result.high],
                     "n": result.n,
                     "verdict": result.verdict,
+                    "failed": result.failed,
                 }
             )
     return {
@@ -183,7 +189,7 @@ def comparison_block(
 def describe_comparison(block: dict[str, Any]) -> list[str]:
     """A compare run's summary for people: per system its own overall, nDCG@10, abstention and focus
     dimension, then every difference to the reference that is not within noise (or all of overall and
-    nDCG@10)."""
+    nDCG@10), with what the systems' failed queries do to it."""
     lines = [f"  systems (reference {block['reference']}), each over its own queries:"]
     for system in block["systems"]:
         scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
@@ -200,12 +206,30 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
             f"{'-' if overall is None else f'{overall:.3f}'}, nDCG@10 {'-' if ndcg is None else f'{ndcg:.3f}'}{abstained}{focus}"
         )
     for diff in block["differences"]:
-        if diff["column"] in ("overall", "nDCG@10") or diff["verdict"] in ("regression", "improvement"):
-            low, high = diff["ci95"]
-            interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
-            delta = "-" if diff["delta"] is None else f"{diff['delta']:+.3f}"
-            lines.append(f"    {diff['system']} - {diff['against']} {diff['column']}: {delta}{interval} ({diff['verdict']}, n={diff['n']})")
+        if diff["column"] in ("overall", "nDCG@10") or diff["verdict"] in ("regression", "improvement", "cannot tell"):
+            lines.append(f"    {diff['system']} - {diff['against']} {diff['column']}: {difference_words(diff)}")
     return lines
+
+
+def difference_words(diff: dict[str, Any]) -> str:
+    """A difference in words: ``+0.138 [+0.043, +0.259] (improvement, n=9)``; with failed queries that count, the
+    figure with them at 0 and the second figure, after "cannot tell: B failed 5 of 14 queries" when they differ."""
+
+    def figure(delta: float | None, ci95: list, verdict: str, n: int) -> str:
+        low, high = ci95
+        interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
+        return f"{'-' if delta is None else f'{delta:+.3f}'}{interval} ({verdict}, n={n})"
+
+    failed = diff.get("failed")
+    if not failed:
+        return figure(diff["delta"], diff["ci95"], diff["verdict"], diff["n"])
+    shown = figure(diff["delta"], diff["ci95"], failed["shownVerdict"], diff["n"])
+    second = failed.get("secondFigure")
+    if second is None:
+        return f"{shown}; {failed['text']}"
+    other = figure(second["delta"], second["ci95"], second["verdict"], second["n"])
+    both = f"{shown} with failed queries {failed['shown']}, {other} {failed['second']}"
+    return f"{failed['text']}: {both}" if not failed["holds"] else f"{both}; {failed['text']}"
 
 
 @STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
@@ -225,7 +249,7 @@ def run_systems(
     systems add the summary's ``comparison`` block. ``ctx.cache`` is the judgment cache shared by every
     system, so a result shown by two systems is judged once (with ``--no-cache``, once per system)."""
     started = time.monotonic()
-    state = begin_run(writer, run_start, len(queries) * len(systems))
+    state = begin_run(writer, run_start, len(queries) * len(systems), systems=len(systems))
     for system in systems:
         if state.stopped or ctx.stopped_by_budget:
             break

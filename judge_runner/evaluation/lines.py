@@ -124,6 +124,7 @@ def error_line(run_id: str, query: Query, stage: str, exc: BaseException, tally:
             "timestamp": utc_now(),
             "queryId": query.id,
             "query": query.query,
+            "queryType": query.queryType,
             "stage": stage,
             "errorType": getattr(exc, "kind", type(exc).__name__),
             "message": str(exc)[:1000],

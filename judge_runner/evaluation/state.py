@@ -6,6 +6,7 @@ line written at the end (:func:`end_run`).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,8 @@ class RunState:
     """
 
     total: int
+    systems: int = 1
+    """Search systems the run judges the queries on (a compare run's; ``total`` counts every system's queries)."""
     evaluations: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
     interrupted: bool = False
@@ -131,7 +134,8 @@ class RunState:
 def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) -> RunEnd:
     """The status a finished run ends with, and why (pure). Graver first: a configuration error (a refused
     key); then incomplete (interrupted, budget or spend limit, more than ``MAX_FAILED_SHARE`` of the
-    queries failed); then a failed quality gate (``gate`` is the summary's ``qualityGate`` block)."""
+    queries of a system failed: :func:`over_failed_share`); then a failed quality gate (``gate`` is the
+    summary's ``qualityGate`` block)."""
     if state.stop_status is RunStatus.CONFIG_ERROR:
         return RunEnd(RunStatus.CONFIG_ERROR, (state.stop_reason or "config_error",))
     reasons: list[str] = []
@@ -141,8 +145,14 @@ def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) ->
         reasons.append("budget_exhausted")
     if state.stop_status is RunStatus.INCOMPLETE and state.stop_reason and state.stop_reason not in reasons:
         reasons.append(state.stop_reason)
-    if state.total and len(state.errors) / state.total > MAX_FAILED_SHARE:
-        reasons.append(f"{len(state.errors)} of {state.total} queries failed (more than {MAX_FAILED_SHARE:.0%})")
+    per_system = state.total / state.systems
+    counts: dict[str | None, tuple[int, int]] = {}
+    for line in state.errors:
+        failed, _ = counts.get(line.get("system"), (0, 0))
+        counts[line.get("system")] = (failed + 1, round(per_system))
+    for system, (failed, of) in over_failed_share(counts).items():
+        named = f"{system}: " if system else ""
+        reasons.append(f"{named}{failed} of {of} queries failed (more than {MAX_FAILED_SHARE:.0%})")
     if reasons:
         return RunEnd(RunStatus.INCOMPLETE, tuple(reasons))
     if gate is not None and not gate["passed"]:
@@ -151,11 +161,18 @@ def end_status(state: RunState, *, budget_exhausted: bool, gate: dict | None) ->
     return RunEnd(RunStatus.OK)
 
 
-def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None) -> RunState:
+def over_failed_share(counts: Mapping[str | None, tuple[int, int]]) -> dict[str | None, tuple[int, int]]:
+    """The failure gate, per system: of ``counts`` (``{system: (failed, queries)}``, None for a run's one
+    unnamed search), the systems more than ``MAX_FAILED_SHARE`` of whose queries failed. Per system, so a
+    system that failed 5 of its 14 queries fails the run though the run's other system failed none."""
+    return {system: (failed, of) for system, (failed, of) in counts.items() if of and failed / of > MAX_FAILED_SHARE}
+
+
+def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[dict] | None = None, *, systems: int = 1) -> RunState:
     """Write the ``run_start`` line and copy ``prior`` (evaluation lines of a run being resumed, given the
-    new file's runId); returns the state of a run of ``new_queries`` more queries."""
+    new file's runId); returns the state of a run of ``new_queries`` more queries (every system's: ``systems``)."""
     writer.write(run_start_line(writer.run_id, utc_now(), run_start))
-    state = RunState(total=new_queries + len(prior or []))
+    state = RunState(total=new_queries + len(prior or []), systems=systems)
     for line in prior or []:
         line = {**line, "runId": writer.run_id}
         writer.write(line)

@@ -10,11 +10,15 @@ Files, in the labels folder (default ``labels/``), for the human qrels set ``NAM
   ``label`` again replays the journal and resumes where it stopped. A torn last line (a crash mid-write)
   is ignored, and the next act starts on a line of its own.
 - ``NAME.qrels``: the labels given, as TREC qrels (``qid 0 docid grade``, ids %-escaped), in the order
-  they were given (a label undone is gone; given again, it is where it was given again). Rewritten after
-  every act (a temporary file, fsynced, renamed), so it is always whole.
+  they were given (a label undone is gone; given again, it is where it was given again). Written whole
+  (a temporary file, fsynced, renamed) when a session starts, opens or closes; in between each act changes
+  its one line, fsynced: a label appends it, an undo truncates it away, or, when a later label follows it
+  (another tab's), blanks it in place (a line of spaces, which qrels readers skip; the close writes the
+  file whole again). So an act costs the same at the 3,000th label as at the first, and the file always
+  holds exactly the labels given; after a crash the journal, replayed, writes it again.
 - the judgment cache: after every act the session tells its sink (:class:`LabelSink`; the job's
-  :class:`judge_runner.app.label.cache.CacheSync`), which imports the qrels as the human qrels set ``NAME``,
-  so the next ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
+  :class:`judge_runner.app.label.cache.CacheSync`) the one pair that changed, which it puts into the human
+  qrels set ``NAME``, so the next ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
 
 What comes next: the first item in the plan's order neither labelled nor skipped; after them the skipped
 ones again; right after an undo, the item undone. Each tab of the page has an id of its own; an undo takes
@@ -24,11 +28,12 @@ opened). Thread-safe (one lock): the page's requests come from the server's thre
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,10 +69,12 @@ class StaleAct(ValueError):
 
 
 class LabelSink(Protocol):
-    """Where a session's qrels go after every act (the judgment cache): :meth:`changed` with the qrels file
-    and its number of labels; :meth:`status` for the page (``state``, ``message``...)."""
+    """Where a session's qrels go after every act (the judgment cache): :meth:`changed` with the qrels file,
+    its number of labels and the pairs that changed (``{(qid, docid): grade}``, None for a label taken back;
+    ``pairs`` None: the file was written whole, take all of it); :meth:`status` for the page (``state``,
+    ``message``...)."""
 
-    def changed(self, qrels: Path, count: int) -> None: ...
+    def changed(self, qrels: Path, count: int, pairs: Mapping[tuple[str, str], int | None] | None = None) -> None: ...
 
     def status(self) -> dict[str, Any]: ...
 
@@ -93,17 +100,22 @@ def _fsync_dir(folder: Path) -> None:
 @dataclass
 class SessionState:
     """Where a session is, replayed from its journal: ``labels`` ``{item: grade}`` in the order given,
-    ``stack`` (items labelled, in order, for undo), ``by`` (the tab that gave each label; None for a label
-    given without one), ``fast`` (labelled items flagged fast), ``skipped`` (in the order skipped),
-    ``front`` (the item just undone), ``seconds`` per label given (for the page's pace)."""
+    ``stack`` (items labelled, in order, for undo; a dict used as an ordered set), ``by`` (the tab that gave
+    each label; None for a label given without one), ``fast`` (labelled items flagged fast), ``skipped`` (in
+    the order skipped; an ordered set), ``front`` (the item just undone), ``seconds`` per label given (for
+    the page's pace; ``sorted_seconds`` the same in order, for its median). Each act costs O(1) whatever the
+    number of labels before it."""
 
     labels: dict[str, int] = field(default_factory=dict)
-    stack: list[str] = field(default_factory=list)
+    stack: dict[str, None] = field(default_factory=dict)
     by: dict[str, str | None] = field(default_factory=dict)
     fast: set[str] = field(default_factory=set)
-    skipped: list[str] = field(default_factory=list)
+    skipped: dict[str, None] = field(default_factory=dict)
     front: str | None = None
     seconds: list[float] = field(default_factory=list)
+    sorted_seconds: list[float] = field(default_factory=list)
+    per_tab: dict[str | None, dict[str, None]] = field(default_factory=dict)
+    """Each tab's labels that stand, in order (``stack`` by tab: what its undo takes back)."""
 
     def apply(self, event: dict[str, Any]) -> None:
         """Apply one journal act (``label``, ``skip``, ``undo``); other lines are ignored."""
@@ -112,35 +124,37 @@ class SessionState:
         if kind == "label":
             self.labels.pop(item, None)
             self.labels[item] = int(event["grade"])
-            if item in self.stack:
-                self.stack.remove(item)
-            self.stack.append(item)
+            self.stack.pop(item, None)
+            self.stack[item] = None
+            if item in self.by:
+                self.per_tab.get(self.by[item], {}).pop(item, None)
             self.by[item] = event.get("tab")
+            self.per_tab.setdefault(event.get("tab"), {})[item] = None
             if event.get("fast"):
                 self.fast.add(item)
             else:
                 self.fast.discard(item)
-            if item in self.skipped:
-                self.skipped.remove(item)
+            self.skipped.pop(item, None)
             self.front = None if self.front == item else self.front
             if isinstance(event.get("seconds"), (int, float)):
                 self.seconds.append(float(event["seconds"]))
+                bisect.insort(self.sorted_seconds, float(event["seconds"]))
         elif kind == "undo" and item in self.labels:
             del self.labels[item]
-            if item in self.stack:
-                self.stack.remove(item)
-            self.by.pop(item, None)
+            self.stack.pop(item, None)
+            if item in self.by:
+                self.per_tab.get(self.by.pop(item), {}).pop(item, None)
             self.fast.discard(item)
             self.front = item
         elif kind == "skip":
-            if item in self.skipped:
-                self.skipped.remove(item)
-            self.skipped.append(item)
+            self.skipped.pop(item, None)
+            self.skipped[item] = None
             self.front = None if self.front == item else self.front
 
     def last_of(self, tab: str | None) -> str | None:
         """The last label ``tab`` gave that still stands (what its undo takes back), or None."""
-        return next((item for item in reversed(self.stack) if self.by.get(item) == tab), None)
+        labels = self.per_tab.get(tab)
+        return next(reversed(labels)) if labels else None
 
 
 class LabelSession:
@@ -172,6 +186,13 @@ class LabelSession:
         self._loaded_at = clock()
         self._shown_at: dict[str | None, float] = {}
         self._torn = False  # the journal does not end with a newline (a crash, a failed write): the next line starts one
+        self._cursor = 0  # every item of the plan's order before it is labelled or skipped
+        self._position: dict[str, int] = {}  # item -> its place in the plan's order
+        self._places: dict[str, dict[str, int]] = {}  # item -> what _place says of it
+        self._rows: dict[str, tuple[int, int]] = {}  # item -> (offset, length) of its line in the qrels file
+        self._size = 0  # bytes of the qrels file
+        self._holes = False  # the qrels file holds a blanked line: written whole again at close
+        self._qrels_ok = False  # the qrels file is exactly the labels given (False after a failed write: written whole next)
 
     # -- the journal -----------------------------------------------------------------------------------
 
@@ -235,18 +256,79 @@ class LabelSession:
                 self.state.apply(event)
         self._loaded_at = self.clock()
         self._shown_at = {}
+        self._cursor = 0
+        self._position = {item: n for n, item in enumerate(self.order)}
+        queries: dict[str, list[str]] = {}
+        for item in self.order:
+            queries.setdefault(self.items[item].qid, []).append(item)
+        self._places = {
+            item: {"query": q + 1, "queries": len(queries), "document": d + 1, "documents": len(of_query)}
+            for q, of_query in enumerate(queries.values())
+            for d, item in enumerate(of_query)
+        }
 
-    def _write_qrels(self) -> None:
-        lines = [f"{encode_id(self.items[i].qid)} 0 {encode_id(self.items[i].source)} {g}\n" for i, g in self.state.labels.items()]
+    def _qrels_line(self, item: str) -> bytes:
+        found = self.items[item]
+        return f"{encode_id(found.qid)} 0 {encode_id(found.source)} {self.state.labels[item]}\n".encode()
+
+    def _write_qrels(self, tell: bool = True) -> None:
+        """Write the qrels file whole (a temporary file, fsynced, renamed); ``tell``: the sink takes all of it."""
+        self._qrels_ok = False
+        rows, lines, size = {}, [], 0
+        for item in self.state.labels:
+            line = self._qrels_line(item)
+            rows[item] = (size, len(line))
+            lines.append(line)
+            size += len(line)
         tmp = self.qrels.with_name(self.qrels.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write("".join(lines))
+        with open(tmp, "wb") as handle:
+            handle.write(b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
         tmp.replace(self.qrels)
         _fsync_dir(self.folder)
+        self._rows, self._size, self._holes, self._qrels_ok = rows, size, False, True
+        if self.sink is not None and tell:
+            self.sink.changed(self.qrels, len(rows))
+
+    def _change_qrels(self, kind: str, item: str) -> None:
+        """Bring the qrels file and the sink up to one act on ``item`` (module docstring): O(1), or the file
+        written whole when it cannot be changed in place (gone, or an earlier write failed part-way). Raises
+        OSError when it cannot be written whole either."""
+        if kind not in ("label", "undo"):
+            return
+        if not self._qrels_ok:
+            self._write_qrels()
+            return
+        try:
+            self._edit_qrels(kind, item)
+        except OSError:
+            self._write_qrels()
+            return
         if self.sink is not None:
-            self.sink.changed(self.qrels, len(lines))
+            found = self.items[item]
+            self.sink.changed(self.qrels, len(self._rows), {(found.qid, found.source): self.state.labels.get(item)})
+
+    def _edit_qrels(self, kind: str, item: str) -> None:
+        self._qrels_ok = False
+        with open(self.qrels, "r+b") as handle:
+            old = self._rows.pop(item, None)
+            if old is not None and old[0] + old[1] == self._size:
+                handle.truncate(old[0])
+                self._size = old[0]
+            elif old is not None:
+                handle.seek(old[0])
+                handle.write(b" " * (old[1] - 1) + b"\n")
+                self._holes = True
+            if kind == "label":
+                line = self._qrels_line(item)
+                handle.seek(self._size)
+                handle.write(line)
+                self._rows[item] = (self._size, len(line))
+                self._size += len(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._qrels_ok = True
 
     # -- acts ------------------------------------------------------------------------------------------
 
@@ -255,9 +337,10 @@ class LabelSession:
         s = self.state
         if s.front is not None and s.front not in s.labels:
             return self.items[s.front]
-        for item in self.order:
-            if item not in s.labels and item not in s.skipped:
-                return self.items[item]
+        while self._cursor < len(self.order) and (self.order[self._cursor] in s.labels or self.order[self._cursor] in s.skipped):
+            self._cursor += 1
+        if self._cursor < len(self.order):
+            return self.items[self.order[self._cursor]]
         for item in s.skipped:
             if item not in s.labels:
                 return self.items[item]
@@ -276,7 +359,9 @@ class LabelSession:
             line = self._line(kind, item, labeller, grade, tab, now)
             self._append(line)
             self.state.apply(line)
-            self._write_qrels()
+            if kind == "undo":  # the item undone is before the cursor, unlabelled again
+                self._cursor = min(self._cursor, self._position[line["item"]])
+            self._change_qrels(kind, line["item"])
             self._shown_at[tab] = now
 
     def _line(self, kind: str, item: str | None, labeller: str, grade: int | None, tab: str | None, now: float) -> dict[str, Any]:
@@ -303,9 +388,15 @@ class LabelSession:
         return line
 
     def close(self) -> None:
-        """Refuse further acts (the server is stopping); what was given stays."""
+        """Refuse further acts (the server is stopping); what was given stays. The qrels file is written whole
+        when an undo left a blank line in it (or a write failed): the labels are the same, the sink is not told."""
         with self._lock:
             self.closed = True
+            if self.plan and (self._holes or not self._qrels_ok):
+                try:
+                    self._write_qrels(tell=False)
+                except OSError:
+                    pass  # the journal holds every act: the next `label --name` writes the file again
 
     def view(self, tab: str | None = None) -> dict[str, Any]:
         """What the page shows (JSON-ready): the current item (:meth:`Item.shown`) with its place in its
@@ -318,7 +409,7 @@ class LabelSession:
             s = self.state
             item = self.current()
             total = len(self.order)
-            pace = sorted(s.seconds)[len(s.seconds) // 2] if s.seconds else None
+            pace = s.sorted_seconds[len(s.sorted_seconds) // 2] if s.sorted_seconds else None
             left = total - len(s.labels)
             return {
                 "name": self.name,
@@ -345,13 +436,4 @@ class LabelSession:
 
     def _place(self, item: Item | None) -> dict[str, int] | None:
         """Where ``item`` is: its query's number among the plan's queries, its number among the query's documents."""
-        if item is None:
-            return None
-        of_query = [i for i in self.order if self.items[i].qid == item.qid]
-        queries = list(dict.fromkeys(self.items[i].qid for i in self.order))
-        return {
-            "query": queries.index(item.qid) + 1,
-            "queries": len(queries),
-            "document": of_query.index(item.id) + 1,
-            "documents": len(of_query),
-        }
+        return dict(self._places[item.id]) if item is not None else None

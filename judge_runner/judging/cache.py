@@ -534,6 +534,21 @@ class JudgmentCache:
         with self._guarded():
             return self._write(replace)
 
+    def update_human_qrels(self, name: str, pairs: Mapping[tuple[str, str], int | None]) -> None:
+        """Set (a grade) or remove (None) single ``(qid, docid)`` labels of the human qrels ``name``, in one transaction."""
+        now = time.time()
+
+        def update(conn: sqlite3.Connection) -> None:
+            for (qid, docid), grade in pairs.items():
+                conn.execute("DELETE FROM human_qrels WHERE name = ? AND qid = ? AND docid = ?", (name, qid, docid))
+                if grade is not None:
+                    conn.execute(
+                        "INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", (name, qid, docid, grade, now)
+                    )
+
+        with self._guarded():
+            self._write(update)
+
     def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
         """``(name, qid, docid, grade)`` of the stored human qrels (only ``names`` when given), sorted."""
         try:

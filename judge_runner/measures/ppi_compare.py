@@ -13,7 +13,8 @@ it matters: on the difference itself.
 **The verdict** comes from the interval alone: "B better" when it lies above 0, "A better" below, else "cannot
 tell yet" with how many more labelled queries would likely decide it (:func:`more_to_decide`), or, when the
 estimate sits so near 0 that labelling every query of the set would not separate it from 0, how far from 0 it
-sits.
+sits. Queries a system failed follow :mod:`judge_runner.measures.failed`: the difference with them at 0, and
+"cannot tell: B failed 5 of 14 queries" when at the other system's value its outcome differs.
 
 **A ranking of k >= 3 systems** (:func:`corrected_ranking`): each system's corrected mean, and for every pair
 the corrected difference with a simultaneous interval (Bonferroni: each pair at level ``1 - 0.05 / m`` for
@@ -28,9 +29,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
+from judge_runner.measures.failed import CANNOT_TELL, Failed, Failures
 from judge_runner.measures.ppi import CONFIDENCE, MeanEstimate, ppi_mean, variance_at
 
 DIFFERENCE_BOUNDS = (-1.0, 1.0)
@@ -56,7 +58,8 @@ class CorrectedDifference:
     :class:`MeanEstimate` on [-1, 1]: its ``judge_mean`` is the judge-only difference, ``human_*`` the labelled
     queries' own), the ``outcome`` ("better", "worse": ``system`` relative to ``against``; "cannot tell";
     "same": both give the same value on every query, for the judge and the people),
-    the verdict in words and, when undecided, the :class:`Decision`."""
+    the verdict in words and, when undecided, the :class:`Decision`; ``failed``: the block of
+    :meth:`judge_runner.measures.failed.Failures.block` when a system failed queries (None otherwise)."""
 
     system: str
     against: str
@@ -65,6 +68,7 @@ class CorrectedDifference:
     outcome: str
     verdict: str
     decision: Decision | None
+    failed: dict | None = None
 
     def as_dict(self) -> dict:
         """JSON-ready: the summary's ``CorrectedDifference``."""
@@ -77,6 +81,7 @@ class CorrectedDifference:
             "outcome": self.outcome,
             "verdict": self.verdict,
             "decide": self.decision.as_dict() if self.decision is not None else None,
+            "failed": self.failed,
         }
 
 
@@ -117,11 +122,45 @@ def corrected_difference(
     against: str = "A",
     column: str = "nDCG@10",
     confidence: float = CONFIDENCE,
+    failed: tuple[Failed, Failed] | None = None,
 ) -> CorrectedDifference | None:
     """The corrected difference ``system`` (B) - ``against`` (A) on ``column`` (module docstring). ``judge_*``:
     ``{query id: judge's value}`` of every scored query of each; ``human_*``: ``{query id: people's value}`` of
     the labelled ones. Paired over the queries both scored (judge) and both have labelled (people). None with
-    fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both."""
+    fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both. ``failed``: the failed
+    queries of A and B, under the rule of :mod:`judge_runner.measures.failed` (a failed query at 0 or at the
+    other's value for the judge and, where the other is labelled, for the people)."""
+    if failed is None:
+        return _difference(judge_a, judge_b, human_a, human_b, system, against, column, confidence)
+    rule = Failures.of(judge_a, judge_b, failed[0], failed[1], paired=True, column=column)
+
+    def figure(how: str) -> CorrectedDifference | None:
+        (ja, jb), (ha, hb) = rule.fill(judge_a, judge_b, how), rule.fill(human_a, human_b, how)
+        return _difference(ja, jb, ha, hb, system, against, column, confidence)
+
+    def second(diff: CorrectedDifference) -> dict:
+        return {"estimate": round(diff.found.estimate, 6), "ci95": [round(x, 6) for x in diff.found.ci95], "outcome": diff.outcome}
+
+    decided = rule.decide(figure, lambda d: d.outcome, second)
+    if decided is None:
+        return None
+    shown = decided.shown
+    if decided.holds:
+        return replace(shown, failed=decided.failed)
+    text = decided.failed["text"] if decided.failed else CANNOT_TELL
+    return replace(shown, outcome=CANNOT_TELL, verdict=text, decision=None, failed=decided.failed)
+
+
+def _difference(
+    judge_a: Mapping[str, float],
+    judge_b: Mapping[str, float],
+    human_a: Mapping[str, float],
+    human_b: Mapping[str, float],
+    system: str,
+    against: str,
+    column: str,
+    confidence: float,
+) -> CorrectedDifference | None:
     common = [q for q in judge_b if q in judge_a]
     judge = {q: judge_b[q] - judge_a[q] for q in common}
     human = {q: human_b[q] - human_a[q] for q in common if q in human_a and q in human_b}
@@ -200,11 +239,14 @@ def corrected_ranking(
     *,
     column: str = "nDCG@10",
     confidence: float = CONFIDENCE,
+    failed: Mapping[str, Failed] | None = None,
 ) -> Ranking | None:
     """The ranking of the systems of ``judge`` (``{system: {query id: judge's value}}``; ``human`` likewise for
     the labelled queries) by corrected mean, with rank sets (module docstring). ``order``: the systems'
-    order for ties and output (default: as given). None with fewer than two systems, or when no system has
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries."""
+    order for ties and output (default: as given). ``failed``: each system's failed queries (a pair one of
+    whose systems failed queries that could change it is "cannot tell", and does not order them). None with
+    fewer than two systems, or when no system has :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled
+    queries."""
     names = list(order or judge)
     if len(names) < 2:
         return None
@@ -217,7 +259,10 @@ def corrected_ranking(
     below = {s: 0 for s in names}
     pairs = []
     for a, b in combinations(names, 2):
-        diff = corrected_difference(judge[a], judge[b], human.get(a, {}), human.get(b, {}), system=b, against=a, confidence=level)
+        sides = (failed.get(a, Failed(a)), failed.get(b, Failed(b))) if failed else None
+        diff = corrected_difference(
+            judge[a], judge[b], human.get(a, {}), human.get(b, {}), system=b, against=a, column=column, confidence=level, failed=sides
+        )
         if diff is None:
             continue
         pairs.append(diff)

@@ -13,7 +13,7 @@ mean with its ``judgeOnly`` values.
 Every figure is per system: in a compare run two systems' lines share query ids, so they are never pooled
 (the block's top-level figures are the reference system's, the first; ``systems`` has each one's). A
 difference is paired per query over the queries both systems scored (judge) and both have wholly labelled
-(people).
+(people); a query one system failed counts by the rule of :mod:`judge_runner.measures.failed`.
 
 The correction is valid when the labelled queries are a random sample of the run's scored queries (what
 ``label`` draws). A later run that returns documents nobody labelled loses those queries from the labelled set
@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import NDCG10_NAME, canonical_metric_name
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
 from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking
@@ -131,7 +132,10 @@ def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set
 
 
 def bias_corrected(
-    evaluations: Iterable[Mapping[str, Any]], systems: Sequence[str] | None = None, skipped: str | None = None
+    evaluations: Iterable[Mapping[str, Any]],
+    systems: Sequence[str] | None = None,
+    skipped: str | None = None,
+    errors: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any] | None:
     """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
     by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
@@ -142,7 +146,8 @@ def bias_corrected(
     later system - the reference) and, with three or more, ``ranking``. A figure with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
     says why). ``skipped`` (:func:`drawn_note`): the labels are not a uniform sample, so no figure is computed
-    and the block says why instead (``skipped``)."""
+    and the block says why instead (``skipped``). ``errors``: the run's ``error`` lines, whose failed queries
+    each difference counts (:mod:`judge_runner.measures.failed`)."""
     lines = list(evaluations)
     names: list[str | None] = list(systems) if systems else systems_of(lines)
     try:
@@ -167,6 +172,7 @@ def bias_corrected(
     if skipped:
         return BiasCorrected.model_validate({**block, "skipped": skipped}).model_dump(by_alias=True, mode="json")
     block.update(_means(judge, human))
+    failed = failed_by_system(lines, errors, names) if len(names) > 1 else {}
     if len(names) > 1:
         block["systems"] = [
             {
@@ -191,13 +197,17 @@ def bias_corrected(
                     system=str(name),
                     against=str(reference),
                     column=column,
+                    failed=(failed[str(reference)], failed[str(name)]),
                 )
             )
             is not None
         ]
     if len(names) > 2:
         ranking = corrected_ranking(
-            {str(n): parts[n][0][NDCG10_NAME] for n in names}, {str(n): parts[n][1][NDCG10_NAME] for n in names}, [str(n) for n in names]
+            {str(n): parts[n][0][NDCG10_NAME] for n in names},
+            {str(n): parts[n][1][NDCG10_NAME] for n in names},
+            [str(n) for n in names],
+            failed=failed,
         )
         block["ranking"] = ranking.as_dict() if ranking is not None else None
     return BiasCorrected.model_validate(block).model_dump(by_alias=True, mode="json")

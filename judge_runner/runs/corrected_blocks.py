@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judge_runner.runs.summary_blocks import FailedQueries
+
 BLOCK_VERSION = 2
 
 _Pair = Field(min_length=2, max_length=2)
@@ -68,8 +70,11 @@ class CorrectedDifference(CorrectedMean):
     outcome: Literal["better", "worse", "cannot tell", "same"] = Field(
         description="system relative to against, from the interval; same: equal on every query for the judge and the people."
     )
-    verdict: str = Field(description="'<system> better', '<against> better' or 'cannot tell yet: ...'.")
+    verdict: str = Field(description="'<system> better', '<against> better', 'cannot tell yet: ...' or 'cannot tell: B failed ...'.")
     decide: Decide | None = None
+    failed: FailedQueries | None = Field(
+        default=None, description="Set when either system failed queries; the figure has them at 0 (judge_runner/measures/failed.py)."
+    )
 
 
 class RankedSystem(BaseModel):

@@ -336,6 +336,9 @@ class ErrorLine(_Line):
     queryId: str = ""
     query: str = ""
     stage: Literal["search", "judge"] | None = None
+    queryType: Annotated[str | None, WithJsonSchema({"enum": [*get_args(QueryType), None]})] = Field(
+        default=None, description="The query's type (off-topic queries have no metrics); null in files written before it was recorded."
+    )
     errorType: str = ""
     message: str = ""
     attempts: int = Field(default=0, ge=0)

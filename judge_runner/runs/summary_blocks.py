@@ -5,7 +5,7 @@ evidence, usage, the start-of-run estimate, and a compare run's per-system figur
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -121,9 +121,40 @@ class SystemAverages(BaseModel):
     focusEvidence: FocusEvidence | None = None
 
 
+class FailedSide(BaseModel):
+    """One side's failed queries in a difference."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    name: str = Field(description="The system (or run) the figures are of.")
+    failed: int = Field(ge=0, description="Queries it failed (search or judge).")
+    onTopic: int = Field(ge=0, description="Of them, known on-topic (off-topic queries have no metrics).")
+    of: int = Field(ge=0, description="Queries it was given, answered and failed.")
+    counted: int = Field(ge=0, description="Of them, those the figure counts: the other side has a value for them.")
+
+
+class FailedQueries(BaseModel):
+    """A difference with failed queries (judge_runner/measures/failed.py): the figure shown has them at 0; the
+    verdict stands only when the second figure (at the other side's value; unpaired: left out) agrees."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    system: FailedSide
+    against: FailedSide
+    shown: str = Field(description="How the shown figure counts them: 'at 0'.")
+    shownVerdict: str = Field(description="The shown figure's own verdict (the difference's verdict unless it is 'cannot tell').")
+    second: str = Field(description="How the second figure counts them: 'at the other's value' (paired) or 'left out'.")
+    secondFigure: dict[str, Any] | None = Field(
+        default=None, description="The second figure (its difference, interval and verdict); null when no failed query counts."
+    )
+    holds: bool = Field(description="The verdict is the same both ways; false: 'cannot tell'.")
+    text: str = Field(description="In words: 'cannot tell: B failed 5 of 14 queries (3 on-topic)', or why the verdict holds.")
+
+
 class SystemDifference(BaseModel):
     """A later system against the reference on one column: paired difference (system - reference) over
-    the queries both judged, 95% percentile bootstrap interval, and trend's minimum-effect verdict."""
+    the queries both judged, 95% percentile bootstrap interval, and trend's minimum-effect verdict; with a
+    system's failed queries at 0 (``failed``), "cannot tell" when they could change the verdict."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -136,7 +167,8 @@ class SystemDifference(BaseModel):
     delta: float | None = None
     ci95: list[float | None] = Field(min_length=2, max_length=2)
     n: int = Field(ge=0)
-    verdict: Literal["regression", "improvement", "within noise", "too few queries"]
+    verdict: Literal["regression", "improvement", "within noise", "too few queries", "cannot tell"]
+    failed: FailedQueries | None = Field(default=None, description="Set when either system failed queries (search or judge).")
 
 
 class ComparisonBlock(BaseModel):

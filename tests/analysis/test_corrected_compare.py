@@ -176,8 +176,9 @@ def test_a_compare_run_shows_corrected_differences_and_ranking_everywhere(tmp_pa
     from judge_runner.analysis.trend import build_trend
     from judge_runner.analysis.trend_render import print_table, trend_rows
     from judge_runner.app.console import print_summary
+    from judge_runner.core.failures import RunStatus
     from judge_runner.core.printer import Printer
-    from judge_runner.evaluation.state import RunOutcome
+    from judge_runner.evaluation.state import RunEnd, RunOutcome
     from judge_runner.runs.summary_blocks import ComparisonBlock
 
     rng = np.random.default_rng(11)
@@ -192,7 +193,7 @@ def test_a_compare_run_shows_corrected_differences_and_ranking_everywhere(tmp_pa
     assert next(d for d in ndcg if d["system"] == "broken")["verdict"] == "hybrid better"
     assert block["ranking"]["systems"][0]["name"] == "hybrid" and "broken" not in block["ranking"]["couldBeFirst"]
     said: list[str] = []
-    print_summary(RunOutcome(summary=summary, end=None, path=str(path)), Printer(out=said.append, err=said.append))  # type: ignore[arg-type]
+    print_summary(RunOutcome(summary=summary, end=RunEnd(RunStatus.OK), path=str(path)), Printer(out=said.append, err=said.append))
     assert any("corrected nDCG@10 broken - hybrid" in s and "hybrid better" in s for s in said)
     assert any(s.strip().startswith("corrected ranking by nDCG@10") for s in said)
     console = Console(width=100, record=True, force_terminal=False)

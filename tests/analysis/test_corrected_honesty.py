@@ -92,8 +92,9 @@ def test_eleven_of_thirteen_labelled_never_wider_than_the_labels_alone_and_withi
 def test_the_evaluate_console_prints_the_corrected_line(tmp_path):
     """Issue: the README says every run reports it; the console never printed it."""
     from judge_runner.app.console import print_summary
+    from judge_runner.core.failures import RunStatus
     from judge_runner.core.printer import Printer
-    from judge_runner.evaluation.state import RunOutcome
+    from judge_runner.evaluation.state import RunEnd, RunOutcome
 
     rng = np.random.default_rng(2)
     path = write_run(tmp_path, "20261201T090000Z", {"": graded_answers(rng, 14, 12)})
@@ -101,7 +102,7 @@ def test_the_evaluate_console_prints_the_corrected_line(tmp_path):
 
     summary = json.loads(path.read_text().splitlines()[-1])
     said: list[str] = []
-    print_summary(RunOutcome(summary=summary, end=None, path=str(path)), Printer(out=said.append, err=said.append))  # type: ignore[arg-type]
+    print_summary(RunOutcome(summary=summary, end=RunEnd(RunStatus.OK), path=str(path)), Printer(out=said.append, err=said.append))
     f = summary["biasCorrected"]["nDCG@10"]
     line = next(s for s in said if "bias-corrected nDCG@10" in s)
     assert f"{f['estimate']:.3f} [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]" in line and "12 of 14 queries human-labelled" in line

@@ -67,6 +67,20 @@ def test_too_many_failures_is_incomplete_with_the_count():
     assert end_status(state, budget_exhausted=False, gate=None).status is RunStatus.OK  # a quarter is not more
 
 
+def test_the_failure_gate_counts_each_system_of_a_compare_run_on_its_own_queries():
+    state = RunState(total=28, systems=2)  # hybrid and a command, 14 queries each
+    for i in range(5):
+        state.record_error({"queryId": f"q{i}", "system": "command:b"}, RuntimeError("exit status 1"))
+    assert 5 / 28 < MAX_FAILED_SHARE < 5 / 14  # over every system it would pass
+    end = end_status(state, budget_exhausted=False, gate=None)
+    assert end.status is RunStatus.INCOMPLETE and end.reasons == ("command:b: 5 of 14 queries failed (more than 25%)",)
+    state = RunState(total=28, systems=2)
+    for i in range(3):  # 3 of 14 is not more than a quarter, nor is each system's share
+        state.record_error({"queryId": f"q{i}", "system": "command:b"}, RuntimeError("x"))
+        state.record_error({"queryId": f"q{i}", "system": "hybrid"}, RuntimeError("x"))
+    assert end_status(state, budget_exhausted=False, gate=None).status is RunStatus.OK
+
+
 def test_gate_failed_says_by_how_much_and_incomplete_outranks_it():
     state = RunState(total=2)
     gate = {"minOverall": 0.6, "overall": 0.5, "passed": False}

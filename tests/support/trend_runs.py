@@ -27,9 +27,11 @@ def write_run(
     config: dict | None = None,
     errors: int = 0,
     stopped: dict | None = None,
+    error_ids: list[str] | None = None,
 ) -> Path:
-    """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``;
-    ``stopped``: summary fields of a run cut short (``{"stopReason": "cache_damaged", "totalQueries": 15}``)."""
+    """A run file with one evaluation per value of ``overall`` (queries q00..), judged by ``judge_model``, then
+    ``errors`` error lines (queries e00.., or ``error_ids``); ``stopped``: summary fields of a run cut short
+    (``{"stopReason": "cache_damaged", "totalQueries": 15}``)."""
     ndcg = ndcg if ndcg is not None else overall
     lines = [
         {
@@ -71,7 +73,7 @@ def write_run(
             {
                 "type": "error",
                 "runId": name,
-                "queryId": f"e{i:02d}",
+                "queryId": error_ids[i] if error_ids else f"e{i:02d}",
                 "query": f"query e{i}",
                 "stage": "search",
                 "errorType": "search_failed",

@@ -2,14 +2,16 @@
 
 :class:`CacheSync` keeps the human qrels set ``NAME`` of the judgment cache equal to the session's qrels
 file from a thread of its own: the page is answered once a label is in the journal and the qrels file
-(both fsynced), and the import follows. Another process writing the cache (an ``evaluate``, a ``cache
+(both fsynced), and the import follows: the whole file when the session wrote it whole (at its start), else
+only the pairs the acts since the last import changed (one upsert or delete each), so an import costs the
+same at the 3,000th label as at the first. Another process writing the cache (an ``evaluate``, a ``cache
 prune``) can hold its write lock; one import then waits at most :data:`CACHE_WAIT_S` seconds (SQLite's busy
 timeout), and while the cache stays locked the import is tried again every :data:`RETRY_S` seconds, the
 latest qrels file each time. The page and the terminal say so; when the job ends, the last import may wait
 :data:`CLOSE_WAIT_S` seconds, and :meth:`CacheSync.close` reports exactly which of the labels are in the
 cache (:class:`CacheReport`).
 
-The import is :func:`judge_runner.judging.qrels.import_human_qrels`, what ``qrels import`` does, with
+The whole import is :func:`judge_runner.judging.qrels.import_human_qrels`, what ``qrels import`` does, with
 ``--rescale 1=1``: the page's labels are on the judge's 0-3 scale already, so a set that so far holds only
 0s and 1s is not binary qrels (whose 1 would become 3). An empty file removes the set.
 """
@@ -20,6 +22,7 @@ import shlex
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,8 +92,8 @@ class CacheReport:
 
 
 def _locked(exc: BaseException) -> bool:
-    if isinstance(exc, CacheError):
-        return exc.reason == "cache_locked"
+    if isinstance(exc, CacheError):  # at open; or a write that waited for the lock, its SQLite error the cause
+        return exc.reason == "cache_locked" or (exc.__cause__ is not None and _locked(exc.__cause__))
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in (
         sqlite3.SQLITE_BUSY,
         sqlite3.SQLITE_LOCKED,
@@ -101,7 +104,7 @@ class CacheSync:
     """Imports the session's qrels file into the judgment cache at ``path`` as the human qrels set ``name``,
     in its own thread (see the module docstring). ``say`` gets a line when the cache becomes locked or
     fails, and when it takes the labels again. :meth:`open` first; the session calls :meth:`changed` after
-    every write of its qrels file; the page shows :meth:`status`; :meth:`close` at the end."""
+    every change of its qrels file; the page shows :meth:`status`; :meth:`close` at the end."""
 
     def __init__(self, path: Path, name: str, say: Say = silent, wait_s: float = CACHE_WAIT_S, retry_s: float = RETRY_S):
         self.path, self.name, self.say = Path(path), name, say
@@ -111,6 +114,8 @@ class CacheSync:
         self._wanted = self._done = 0
         self._qrels: Path | None = None
         self._count = 0
+        self._whole = False  # the whole file is to be imported
+        self._pending: dict[tuple[str, str], int | None] = {}  # else these pairs: a grade, or None (taken back)
         self._state, self._message = "current", ""
         self._imported_at: str | None = None
         self._next_try = 0.0
@@ -139,11 +144,16 @@ class CacheSync:
                 return exc
         return None
 
-    def changed(self, qrels: Path, count: int) -> None:
-        """The session wrote ``qrels`` (``count`` labels): import it when the cache lets us."""
+    def changed(self, qrels: Path, count: int, pairs: Mapping[tuple[str, str], int | None] | None = None) -> None:
+        """The session wrote ``qrels`` (``count`` labels), changing ``pairs`` (``{(qid, docid): grade}``, None for
+        a label taken back; None: written whole): put them into the cache when it lets us."""
         with self._cond:
             self._wanted += 1
             self._qrels, self._count = qrels, count
+            if pairs is None:
+                self._whole, self._pending = True, {}
+            elif not self._whole:
+                self._pending.update(pairs)
             if self._state == "failed":
                 self._next_try = 0.0  # a failed cache is tried again at each change
             self._cond.notify_all()
@@ -178,12 +188,18 @@ class CacheSync:
                         return
                     self._cond.wait(self._pause())
                 wanted, qrels, count = self._wanted, self._qrels, self._count
-            error = self._import(qrels, count)
+                whole, pending = self._whole, self._pending
+                self._whole, self._pending = False, {}
+            error = self._import(qrels, count, whole, pending)
             with self._cond:
                 if error is None:
                     self._done = max(self._done, wanted)
                     self._imported_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                else:
+                else:  # what did not go in waits for the next try; a later change of a pair wins
+                    if whole or self._whole:
+                        self._whole, self._pending = True, {}
+                    else:
+                        self._pending = {**pending, **self._pending}
                     self._next_try = time.monotonic() + (self.retry_s if _locked(error) else float("inf"))
                 self._cond.notify_all()
             if error is None:
@@ -206,15 +222,17 @@ class CacheSync:
             waits.append(self._deadline - time.monotonic())
         return max(0.01, min(waits)) if waits else None
 
-    def _import(self, qrels: Path | None, count: int) -> BaseException | None:
+    def _import(self, qrels: Path | None, count: int, whole: bool, pending: Mapping[tuple[str, str], int | None]) -> BaseException | None:
         error = self._connect()
         if error is not None or self._cache is None or qrels is None:
             return error
         try:
-            if count:
+            if whole and count:
                 import_human_qrels(self._cache, qrels, self.name, rescale=SAME_SCALE)
-            else:
+            elif whole:
                 self._cache.delete_human_qrels(self.name)
+            elif pending:
+                self._cache.update_human_qrels(self.name, pending)  # the page's grades: 0-3 already
             self._cache.set_label_design(self.name, self.design)
         except (CacheError, QrelsError, sqlite3.Error, OSError) as exc:
             return exc

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.runs.lines import Provenance
-from judge_runner.runs.read import RunFile
+from judge_runner.runs.read import RunRecords
 
 GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 SCORE_COLUMNS = (*DIMENSIONS, "overall")  # computed from labels under a scoring version
@@ -20,7 +20,7 @@ class RunLike(Protocol):
     """What these functions read of a run (``judge_runner.analysis.trend.Run``)."""
 
     @property
-    def file(self) -> RunFile: ...
+    def file(self) -> RunRecords: ...
 
     @property
     def provenance(self) -> Provenance: ...

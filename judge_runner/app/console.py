@@ -8,6 +8,7 @@ from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
+from judge_runner.judging.pooled import qrels_text
 
 STORAGE_REASONS = ("disk_full", "storage_error", "cache_damaged", "cache_error")
 """Stop reasons of a run stopped by a file it could not write or read (said on the summary's first line)."""
@@ -36,6 +37,8 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
         out(f"  averages{ref}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items() if v is not None))
     if summary["averageMetrics"]:
         out(f"  IR metrics{ref}: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None))
+    if summary.get("qrels"):  # every figure above and below is against these, every system's alike
+        out(f"  {qrels_text(summary['qrels'])}")
     a = summary["abstention"]
     out(
         f"  abstention{ref}: {a['correct']}/{a['offTopic']} off-topic queries abstained; "

@@ -10,6 +10,8 @@ from judge_runner.app.history import pin_baseline, show_trend, write_report
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer
 
+CACHE_HELP = "Judgment cache whose labels and people's grades join the pooled qrels (read only)."
+
 
 @click.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"))
@@ -36,8 +38,16 @@ from judge_runner.cli.options import printer
     is_flag=True,
     help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
 )
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
 def trend(
-    results: Path, fmt: str, wide: bool, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool
+    results: Path,
+    fmt: str,
+    wide: bool,
+    query_id: str | None,
+    plot: Path | None,
+    min_effect: float,
+    fail_on_regression: bool,
+    cache: Path | None,
 ) -> None:
     """Show whether search got better or worse across the runs in RESULTS.
 
@@ -45,11 +55,12 @@ def trend(
     Runs are compared only under the same judge (provider, model, prompts) and, for the scores, the
     same scoring version. ▲/▼ mark a change beyond noise (95% bootstrap interval excludes 0) and at
     least --min-effect in size; · marks a change within noise; ? too few queries (under 5) to tell.
-    Same query set: paired per-query comparison; different sets: unpaired. The note under the table
-    names what changed (system under test, corpus, query set, judge, scoring version) or that a run
-    FAILED. RESULTS defaults to quality-results/.
+    Same query set: paired per-query comparison; different sets: unpaired. Every run is scored against
+    the qrels known now: the labels of all runs of its judge, pooled (with --cache, the cache's labels
+    and people's grades too). The note under the table names what changed (system under test, corpus,
+    query set, judge, scoring version) or that a run FAILED. RESULTS defaults to quality-results/.
     """
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide)
+    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, cache)
 
 
 @click.group()
@@ -83,11 +94,12 @@ def baseline_set(run_id: str, results: Path) -> None:
     show_default=True,
     help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).",
 )
-def report(results: Path, since: str, out_dir: Path) -> None:
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
+def report(results: Path, since: str, out_dir: Path, cache: Path | None) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
 
     \b
     <date> in the file names is the local date (the TZ of the machine), as `date +%F` prints it, e.g.
       mail -a "Content-Type: text/html" -s "Search quality" team@example.com < reports/report-$(date +%F).html
     """
-    write_report(results, since, out_dir, printer())
+    write_report(results, since, out_dir, printer(), cache)

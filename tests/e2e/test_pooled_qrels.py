@@ -101,3 +101,19 @@ def test_trend_and_report_say_the_same_figure_and_name_their_qrels(compared):
     assert written.exit_code == 0, written.output
     md = next((tmp_path / "rep").glob("report-*.md")).read_text(encoding="utf-8")
     assert "| nDCG@10 | 0.390 |" in md and "qrels: people (0 judge's grades, 12 people's" in md
+
+
+def test_calibrates_human_column_gives_the_same_figure_and_names_its_qrels(compared):
+    tmp_path, _, _ = compared
+    run = next((tmp_path / "out").glob("*.jsonl"))
+    cache = str(tmp_path / "j.sqlite")
+    out = tmp_path / "cal.json"
+    args = ["calibrate", "--results", str(run), "--human-qrels", "team", "--cache", cache, "--bootstrap", "200", "--out", str(out)]
+    result = invoke(args, {"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text(encoding="utf-8"))
+    (figures,) = document["modes"].values()
+    human = {name.rsplit("/", 1)[-1]: row["human"] for name, row in figures["systems"]["nDCG@10"]["systems"].items()}
+    assert human == {"command:short": pytest.approx(0.390380, abs=1e-6), "command:full": 1.0}  # the console's figures
+    assert figures["qrels"]["human"].startswith("people's qrels: 12 grades on 3 queries")
+    assert "human: people's qrels: 12 grades on 3 queries" in " ".join(result.output.split())

@@ -1,9 +1,7 @@
 """Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
 
-Every run is scored against the qrels known now (:func:`pool_metrics`): the labels of every run of the same
-judge in the folder, the judgment cache's and people's grades, pooled (:mod:`judge_runner.judging.pooled`), so
-weeks stay comparable; each row says which qrels its figures used (``qrels``). The runs are read for their
-figures only (:func:`judge_runner.runs.read.read_run_records`), so a folder of hundreds of runs fits in memory.
+Every run is scored against the qrels known now (:func:`pool_metrics`), so weeks stay comparable; each row
+names them (``qrels``). Runs are read for their figures only (:func:`judge_runner.runs.read.read_run_records`).
 
 Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
 (provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and

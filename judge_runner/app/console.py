@@ -35,10 +35,9 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     )
     if summary["averageScores"]:
         out(f"  averages{ref}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items() if v is not None))
-    if summary["averageMetrics"]:
-        out(f"  IR metrics{ref}: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None))
-    if summary.get("qrels"):  # every figure above and below is against these, every system's alike
-        out(f"  {qrels_text(summary['qrels'])}")
+    if summary["averageMetrics"]:  # then the qrels every figure is scored against, every system's alike
+        metrics = ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None)
+        out(f"  IR metrics{ref}: {metrics}" + (f"\n  {qrels_text(summary['qrels'])}" if summary.get("qrels") else ""))
     a = summary["abstention"]
     out(
         f"  abstention{ref}: {a['correct']}/{a['offTopic']} off-topic queries abstained; "

@@ -184,15 +184,14 @@ def end_run(
     batch: dict | None = None,
     carried: list[dict] | None = None,
 ) -> RunOutcome:
-    """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
-    ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
-    :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
-    ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`; ``carried``: the evaluation
-    lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
-    resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
-    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's
-    outcome with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run
-    incomplete (``RunOutcome.unwritten`` says why)."""
+    """The finish step: build the ``summary`` line from the lines scored against the run's pooled qrels
+    (:func:`pooled_lines`; usage and cost from ``budget``; duration since the ``time.monotonic()`` value
+    ``started``, in seconds; the quality gate; ``estimate``, the start's :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`;
+    ``batch``: the ``batch`` block of a ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`;
+    ``carried``: the evaluation lines a resumed run copied, whose usage and cost the earlier process paid and are
+    added here, so a resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
+    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's outcome
+    with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run incomplete."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -212,7 +211,6 @@ def end_run(
         cost = None if cost is None or earlier["costUsd"] is None else round(cost + earlier["costUsd"], 6)
     stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
     scored, qrels = pooled_lines(state, options)
-    state.scored = scored
     focus = recommended_focus(scored, options.weights, options.search_limit)
     summary = build_summary(
         writer.run_id,
@@ -238,8 +236,7 @@ def end_run(
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
-    summary["estimate"] = estimate
-    summary["qrels"] = qrels
+    summary["estimate"], summary["qrels"] = estimate, qrels
     skipped = drawn_note(scored, state.drawn_sets)
     if skipped:  # a compare run's writer sets its own block the same way
         summary["biasCorrected"] = bias_corrected(scored, skipped=skipped)
@@ -259,12 +256,13 @@ def end_run(
 def pooled_lines(state: RunState, options: EvaluateOptions) -> tuple[list[dict], dict | None]:
     """``(lines, qrels block)``: the run's evaluation lines re-scored against its pooled qrels
     (:mod:`judge_runner.judging.pooled`: every system's labels, ``state.sources``' judgment cache and people's
-    grades), as new dicts, and the summary's ``qrels`` block (None without a scored query)."""
+    grades), as new dicts (kept as ``state.scored``), and the summary's ``qrels`` block (None without a scored
+    query)."""
     lines = state.evaluations
     models = {m for line in lines for m in line.get("judgeModelsReturned") or []}
     pool = build_pool([("run", lines)], state.sources, models)
     new = rescore(lines, pool, depth=options.search_limit, weights=options.weights)
-    scored = [rescored_line(line, n) for line, n in zip(lines, new)]
+    scored = state.scored = [rescored_line(line, n) for line, n in zip(lines, new)]
     topics = [topic_of(line) for line in scored if line.get("metrics") is not None]
     return scored, pool.block(topics) if topics else None
 

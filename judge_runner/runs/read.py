@@ -1,9 +1,10 @@
 """The one reader of run files: every consumer (trend, report, resume, prune, baseline) reads through here.
 
 :func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
-(:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run (its id
-and start time) the file with the most evaluations (a resumed run writes a second file; docs/design.md,
-"The run file"). :func:`resume_state`
+(:mod:`judge_runner.runs.lines`); :func:`read_run_records` reads it for its figures only, each evaluation a
+:class:`~judge_runner.runs.records.Record` (no shown texts, reasons, snippets); both read line by line.
+:func:`read_run_folder` reads a results folder so, keeping per run (its id and start time) the file with the
+most evaluations (a resumed run writes a second file; docs/design.md, "The run file"). :func:`resume_state`
 and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
 
 What it tolerates and what it says (each warning names the file and the line):

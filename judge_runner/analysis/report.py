@@ -19,7 +19,8 @@ from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, label_change, same_results
 from judge_runner.analysis.corrected_report import corrected_markdown
-from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs, versus
+from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, read_baseline, read_runs, versus
+from judge_runner.analysis.trend_plot import plot_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from judge_runner.analysis.report import build_report
-from judge_runner.analysis.trend import build_trend, plot_trend, query_history, set_baseline
+from judge_runner.analysis.trend import build_trend, query_history, set_baseline
+from judge_runner.analysis.trend_plot import plot_trend
 from judge_runner.analysis.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 from judge_runner.core.failures import GateFailedError, UsageError
 from judge_runner.core.printer import Printer, rich_text

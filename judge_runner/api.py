@@ -26,7 +26,7 @@ from typing import Any
 
 from judge_runner.analysis.pr_summary import github_summary
 from judge_runner.analysis.trend import Trend, build_trend
-from judge_runner.app.history import ci_report_url
+from judge_runner.app.history import ci_report_url, reading_cache
 from judge_runner.app.inputs import load
 from judge_runner.app.jobs import evaluate_job, generate_job, main_job
 from judge_runner.app.rejudge import rejudge_job
@@ -245,19 +245,28 @@ def rejudge(
     return _run_result(rejudge_job(make_settings(settings, **options), Path(run), Path(out_dir), _printer(printer)))
 
 
-def trend(results: str | Path = "quality-results", *, min_effect: float = MIN_EFFECT) -> TrendResult:
+def trend(results: str | Path = "quality-results", *, min_effect: float = MIN_EFFECT, cache: str | Path | None = None) -> TrendResult:
     """``judge-runner trend`` as data: the runs in ``results`` grouped by judge, each compared with the
-    previous comparable run and the baseline (a change counts at least ``min_effect``, 0-1)."""
-    built = build_trend(Path(results), min_effect)
+    previous comparable run and the baseline (a change counts at least ``min_effect``, 0-1), every run scored
+    against the qrels known now (``cache``: a judgment cache file whose labels and people's grades join them)."""
+    with reading_cache(Path(cache) if cache is not None else None) as store:
+        built = build_trend(Path(results), min_effect, store)
     return TrendResult(tuple(built.groups), built.baseline, built.latest_verdict, tuple(built.judge_changes), tuple(built.warnings), built)
 
 
-def pr_summary(results: str | Path = "quality-results", *, report_url: str | None = None, min_effect: float = MIN_EFFECT) -> str:
+def pr_summary(
+    results: str | Path = "quality-results",
+    *,
+    report_url: str | None = None,
+    min_effect: float = MIN_EFFECT,
+    cache: str | Path | None = None,
+) -> str:
     """``judge-runner report --format github``: the latest run in ``results`` as Markdown for a pull request
     comment or ``$GITHUB_STEP_SUMMARY`` (:func:`judge_runner.analysis.pr_summary.github_summary`), linking
     ``report_url`` (default: the GitHub Actions run's page, when run in one). Raises UsageError when the
     folder holds no complete run."""
     try:
-        return github_summary(build_trend(Path(results), min_effect), Path(results), report_url or ci_report_url())
+        with reading_cache(Path(cache) if cache is not None else None) as store:
+            return github_summary(build_trend(Path(results), min_effect, store), Path(results), report_url or ci_report_url())
     except ValueError as exc:
         raise UsageError(f"no summary: {exc} in {results}") from None

@@ -13,7 +13,7 @@ from judge_runner.evaluation.state import over_failed_share
 from judge_runner.measures.failed import Failed, failed_of
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.runs.lines import Provenance
-from judge_runner.runs.read import RunFile
+from judge_runner.runs.read import RunLines, RunRecords
 
 GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 SCORE_COLUMNS = (*DIMENSIONS, "overall")  # computed from labels under a scoring version
@@ -23,7 +23,7 @@ class RunLike(Protocol):
     """What these functions read of a run (``judge_runner.analysis.trend.Run``)."""
 
     @property
-    def file(self) -> RunFile: ...
+    def file(self) -> RunRecords: ...
 
     @property
     def provenance(self) -> Provenance: ...
@@ -57,7 +57,7 @@ def failed_side(run: RunLike, name: str, other: RunLike | None = None) -> Failed
     return failed_of(name, errors, sum(1 for e in run.file.evaluations if shown is None or e.system == shown), types)
 
 
-def failure_counts(file: RunFile) -> dict[str | None, tuple[int, int]]:
+def failure_counts(file: RunLines) -> dict[str | None, tuple[int, int]]:
     """``{system: (failed, queries)}`` of a run file (None: a run's one unnamed search), for the failure gate
     (:func:`judge_runner.evaluation.state.over_failed_share`)."""
     counts: dict[str | None, tuple[int, int]] = {}
@@ -67,7 +67,7 @@ def failure_counts(file: RunFile) -> dict[str | None, tuple[int, int]]:
     return counts
 
 
-def failure_words(file: RunFile) -> str:
+def failure_words(file: RunLines) -> str:
     """Which systems of a run failed the failure gate (:func:`judge_runner.evaluation.state.over_failed_share`), in
     words, with the first error of one of them: ``command:b: 5 of 14 queries failed (first: search_failed: ...)``;
     "no query was judged" when none did."""

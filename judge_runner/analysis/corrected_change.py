@@ -3,12 +3,12 @@ named as a cause.
 
 **Corrected change.** :func:`corrected_change` gives the difference new - old of mean nDCG@10 and relevance,
 prediction-powered on the paired per-query differences (:func:`judge_runner.measures.ppi_compare.corrected_difference`).
-A label belongs to a (query, document), whoever returned it (issue 28), so the people's labels of either run
-count for both: a query is labelled for a run when every document that run returned has a human label in one
-of the two runs (the newer run's wins), and its human nDCG@10 (and relevance) is then computed from those labels
-by the run's own rules (:func:`judge_runner.measures.ir.query_metrics`,
-:func:`judge_runner.judging.scores.label_dimensions`). The judge's values are each line's ``judgeOnly`` when it
-has one, else its own. So an older run judged before anyone labelled is compared on the labels given since.
+A label belongs to a (query, document), whoever returned it, so the people's grades of either run (and of the
+judgment cache) count for both: ``trend`` re-scores both runs against the same pooled qrels
+(:mod:`judge_runner.judging.pooled`), which put people's grades on every result they cover. A query is labelled
+for a run when every document that run returned carries a people's grade; its people's values are then the
+record's own, the judge's its ``judgeOnly`` (else its own). So an older run judged before anyone labelled is
+compared on the labels given since.
 
 **Labels changed, not the search.** :func:`label_change` says when the two runs' labels differ (people's labels
 on more or fewer queries, or a document's label changed) and :func:`same_results` whether both returned the same
@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from judge_runner.analysis.changes import RunLike, failed_side
-from judge_runner.judging.scores import label_dimensions
-from judge_runner.measures.ir import NDCG10_NAME, query_metrics
+from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.measures.paired import MIN_EFFECT
 from judge_runner.measures.ppi_compare import corrected_difference
 from judge_runner.runs.corrected import CORRECTED, labelled, scored_lines
@@ -31,37 +30,17 @@ from judge_runner.runs.corrected import CORRECTED, labelled, scored_lines
 LABELS_CAUSE = "labels changed, not the search"
 
 
-def _lines(run: RunLike) -> list[dict[str, Any]]:
-    """The run's evaluation lines of the system it shows (dicts by alias)."""
+def _lines(run: RunLike) -> list[Mapping[str, Any]]:
+    """The run's evaluation records of the system it shows (read-only mappings by the line's field names)."""
     shown = run.shown_system
-    return [e.line() for e in run.file.evaluations if shown is None or e.system == shown]
+    return [e for e in run.file.evaluations if shown is None or e.system == shown]
 
 
-def human_grades(*runs: RunLike) -> dict[tuple[str, str], int]:
-    """``{(query id, document): people's grade}`` over the runs' results labelled by people; a later run in
-    the arguments wins."""
-    out: dict[tuple[str, str], int] = {}
-    for run in runs:
-        for line in _lines(run):
-            for r in line.get("results") or []:
-                if r.get("labelOrigin") == "human" and isinstance(r.get("relevance"), int):
-                    out[(str(line["queryId"]), str(r["source"]))] = int(r["relevance"])
-    return out
-
-
-def _depth(run: RunLike) -> int | None:
-    config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
-    limit = config.get("searchLimit")
-    return int(limit) if isinstance(limit, int) and not isinstance(limit, bool) else None
-
-
-def run_values(run: RunLike, grades: Mapping[tuple[str, str], int]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+def run_values(run: RunLike) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """``(judge, human)``: per column of :data:`CORRECTED` ``{query id: value}``: the judge's of every scored
-    query, the people's of every query whose returned documents all have a people's grade (the line's own
-    values when the line is wholly labelled, else recomputed from ``grades``; module docstring)."""
+    query, the people's of every query whose returned documents all carry a people's grade (module docstring)."""
     judge: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     human: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
-    depth = _depth(run)
     for line in scored_lines(_lines(run)):
         qid = str(line["queryId"])
         own = line.get("judgeOnly") or {}
@@ -70,18 +49,9 @@ def run_values(run: RunLike, grades: Mapping[tuple[str, str], int]) -> tuple[dic
             value = own.get(column, values[column]) if own else values[column]
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 judge[column][qid] = float(value)
-        sources = [str(r["source"]) for r in line.get("results") or []]
-        if labelled(line) is True:
-            theirs = values
-        elif sources and all((qid, s) in grades for s in sources):
-            people = [grades[(qid, s)] for s in sources]
-            expected = list(line.get("expectedSources") or [])
-            theirs = {
-                NDCG10_NAME: query_metrics(sources, people, expected)[NDCG10_NAME],
-                "relevance": label_dimensions(people, sources, expected, depth=depth)["relevance"],
-            }
-        else:
+        if labelled(line) is not True:
             continue
+        theirs = values
         for column in CORRECTED:
             value = theirs[column]
             if isinstance(value, (int, float)) and not isinstance(value, bool) and qid in judge[column]:
@@ -96,11 +66,10 @@ def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
     (:data:`judge_runner.measures.ppi.MIN_LABELLED`)."""
     if not old.provenance.querySetSha256 or old.provenance.querySetSha256 != new.provenance.querySetSha256:
         return {}
-    grades = human_grades(old, new)
-    if not grades:
+    old_judge, old_human = run_values(old)
+    new_judge, new_human = run_values(new)
+    if not old_human[NDCG10_NAME] and not new_human[NDCG10_NAME]:
         return {}
-    old_judge, old_human = run_values(old, grades)
-    new_judge, new_human = run_values(new, grades)
     failed = (failed_side(old, f"run {old.file.run_id}", new), failed_side(new, "this run", old))
     out = {}
     for column in CORRECTED:

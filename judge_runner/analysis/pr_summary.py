@@ -22,7 +22,7 @@ from judge_runner.analysis.trend import Run, Trend
 from judge_runner.analysis.trend_render import arrow, fmt
 from judge_runner.core.mdtext import md_text
 from judge_runner.measures.ir import NDCG10_NAME, RECALL10_NAME
-from judge_runner.runs.read import read_run_file
+from judge_runner.runs.read import read_run_records
 
 HEADLINE = ("overall", NDCG10_NAME, RECALL10_NAME)
 GATED = ("overall", NDCG10_NAME)
@@ -48,7 +48,7 @@ def _run(folder: Path, row: dict[str, Any] | None) -> Run | None:
     if row is None:
         return None
     try:
-        return Run(read_run_file(folder / row["file"]))
+        return Run(read_run_records(folder / row["file"]))
     except OSError:
         return None
 

@@ -19,13 +19,18 @@ from judge_runner.analysis.changes import comparable_columns
 from judge_runner.analysis.compare_report import comparison_markdown, plot_comparison
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, label_change, same_results
 from judge_runner.analysis.corrected_report import corrected_markdown
-from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, plot_runs, read_baseline, read_runs, versus
+from judge_runner.analysis.trend import METRICS, Run, compare, latest_group, read_baseline, read_runs, versus
+from judge_runner.analysis.trend_plot import plot_runs
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.mdtext import md_text
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.core.timespan import parse_since
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.pooled import qrels_text
 from judge_runner.querygen.card import card_markdown
-from judge_runner.runs.lines import SummaryLine
+from judge_runner.runs.lines import EvaluationLine, SummaryLine
+from judge_runner.runs.read import read_run_file
+from judge_runner.runs.records import Grade
 
 __all__ = ["Report", "build_report", "local_date", "md_text"]
 
@@ -94,7 +99,9 @@ def _change_text(change: dict | None) -> str:
     return f"{text} {mark}{cause}{' (paired)' if change['paired'] else ''}"
 
 
-def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None) -> Report:
+def build_report(
+    results: Path, out_dir: Path, since: str = "7d", now: datetime | None = None, cache: JudgmentCache | None = None
+) -> Report:
     """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
 
     ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
@@ -102,9 +109,11 @@ def build_report(results: Path, out_dir: Path, since: str = "7d", now: datetime 
     time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. The newest
     complete run is the latest even when it failed (``trend.Run.failed``: every query failed, or more
     than a quarter): the report then says so first, lists its errors, and shows the figures of the last
-    run with judged queries, saying which. Raises ValueError when ``results`` holds no complete run.
+    run with judged queries, saying which. Every run is scored against the qrels known now (``cache``: the
+    judgment cache whose labels and people's grades join them; :func:`judge_runner.analysis.trend.read_runs`).
+    Raises ValueError when ``results`` holds no complete run.
     """
-    runs, warnings = read_runs(results)
+    runs, warnings = read_runs(results, cache)
     newest = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
     if newest is None:
         raise ValueError("no complete run")
@@ -223,6 +232,11 @@ def _headline(latest: Run, previous: Run | None, baseline: Run | None, lately: d
     for column in HEADLINE:
         change, base_change = _change(previous, latest, column), _change(baseline, latest, column) if baseline else None
         md.append(f"| {column} | {_fmt(latest.mean(column))} | {_change_text(change)} | {_change_text(base_change) if baseline else '–'} |")
+    if latest.qrels:  # every run shown is scored against the qrels known now: say which
+        md += [
+            "",
+            f"Every run's IR metrics, relevance and overall are scored against the qrels known now; the latest run's {qrels_text(latest.qrels)}.",
+        ]
     return md
 
 
@@ -254,29 +268,44 @@ def _abstention(summary: SummaryLine | None, scope: str) -> list[str]:
     ]
 
 
+def _whose(result: Grade) -> str:
+    """A result's grade, saying whose it is: ``person 3, judge 2`` or ``judge 1``."""
+    if result.labelOrigin == "human":
+        return f"person {result.relevance}" + (f", judge {result.judgeLabel}" if result.judgeLabel is not None else "")
+    return f"judge {result.relevance}"
+
+
 def _worst_queries(latest: Run) -> list[str]:
-    """The ``WORST`` on-topic scored queries of ``latest``, lowest overall first, with the judge's analysis."""
+    """The ``WORST`` on-topic scored queries of ``latest``, lowest overall first (against the pooled qrels), with
+    the judge's analysis (the run file read whole for it) and their top results' grades, each named whose."""
     t = md_text
     # unscored queries (no overall the reader could trust) are not ranked among the worst
-    # nor are off-topic queries: they are scored on abstention (issue 14, item 10; format-1 files gave them 0.5)
+    # nor are off-topic queries: they are scored on abstention (format-1 files gave them 0.5)
     worst = sorted(
-        (e for e in latest.evaluations if e.scores.overall is not None and e.queryType != "off-topic"),
-        key=lambda e: e.scores.overall or 0.0,
+        (e for e in latest.evaluations if e.value("overall") is not None and e.queryType != "off-topic"),
+        key=lambda e: e.value("overall") or 0.0,
     )[:WORST]
+    whole: dict[tuple[str | None, str], EvaluationLine] = {}
+    if worst:
+        try:
+            whole = {(e.system, e.queryId): e for e in read_run_file(latest.path).evaluations}
+        except OSError:
+            pass
     md = ["## Worst queries", ""]
     for ev in worst:
+        line = whole.get((ev.system, ev.queryId))
         md += [
-            f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.scores.overall)}",
+            f"### {t(ev.queryId)}: “{t(ev.query)}” — overall {_fmt(ev.value('overall'))}",
             "",
             f"*{t(ev.queryType or '?')}*; intent: {t(ev.queryIntent or '–')}",
             "",
         ]
         for dim in DIMENSIONS:
-            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t(ev.analysis.get(dim, '–'))}")
-        top = ", ".join(f"{t(r.source)} ({r.relevance})" for r in ev.results[:5]) or "no results"
-        md += [f"- top results (judge's 0-3 label): {top}"]
-        if ev.suggestions:
-            md += [f"- suggestions: {'; '.join(t(s) for s in ev.suggestions)}"]
+            md.append(f"- **{dim}** {_fmt(ev.value(dim), 2)}: {t((line.analysis if line else {}).get(dim, '–'))}")
+        top = ", ".join(f"{t(r.source)} ({_whose(r)})" for r in ev.results[:5]) or "no results"
+        md += [f"- top results (0-3 grades, whose each is): {top}"]
+        if line is not None and line.suggestions:
+            md += [f"- suggestions: {'; '.join(t(s) for s in line.suggestions)}"]
         md.append("")
     return md
 

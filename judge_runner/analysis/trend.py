@@ -1,5 +1,8 @@
 """Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
 
+Every run is scored against the qrels known now (:func:`pool_metrics`), so weeks stay comparable; each row
+names them (``qrels``). Runs are read for their figures only (:func:`judge_runner.runs.read.read_run_records`).
+
 Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
 (provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and
 schema sent, the render version: :func:`judge_runner.judging.fingerprint.comparability_key`); for a
@@ -30,13 +33,16 @@ from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_se
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.evaluation.state import over_failed_share
-from judge_runner.judging.fingerprint import comparability_key, legacy_key
-from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_qrels, pooled_metrics
-from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
+from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.fingerprint import comparability_key, fingerprint_key, legacy_key
+from judge_runner.judging.pooled import Sources, build_pool, rescore_records
+from judge_runner.judging.scores import SCORING_VERSION
+from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
 from judge_runner.measures.paired import MIN_EFFECT, Comparison, compare_values
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.lines import ErrorLine, EvaluationLine, Provenance, SummaryLine
-from judge_runner.runs.read import RunFile, read_run_folder
+from judge_runner.runs.lines import ErrorLine, Provenance, SummaryLine
+from judge_runner.runs.read import RunRecords, read_run_folder, run_names
+from judge_runner.runs.records import Record
 from judge_runner.runs.write import cost_per_judged_query
 
 METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
@@ -46,19 +52,16 @@ BASELINE_FILE = "baseline.json"
 
 @dataclass
 class Run:
-    """One run as read from its file (:class:`judge_runner.runs.read.RunFile`): its typed evaluations,
-    errors, the summary if it has one, and provenance.
+    """One run as read from its file (:class:`judge_runner.runs.read.RunRecords`): its evaluations (records,
+    re-scored against the pooled qrels by :func:`read_runs`), errors, the summary if it has one, and provenance.
 
     A compare run (several search systems on one query set, judge_runner/compare.py) is seen as its
     reference system (the first) unless ``system`` names another: its evaluations and errors are that
     system's, so its means continue the reference system's trend; :meth:`system_views` gives one Run
     per system."""
 
-    file: RunFile
+    file: RunRecords
     system: str | None = None
-    pooled: dict[str, dict[str, float]] = field(default_factory=dict)
-    """``{queryId: {"nDCG@10": x, "RR(rel=2)": y}}`` against the labels pooled over the runs of the same judge
-    and query set (:func:`pool_metrics`); a query not there keeps its own metric."""
 
     @property
     def systems(self) -> list[str]:
@@ -97,7 +100,7 @@ class Run:
         return self.file.provenance or Provenance()
 
     @property
-    def evaluations(self) -> list[EvaluationLine]:
+    def evaluations(self) -> list[Record]:
         shown = self.shown_system
         return self.file.evaluations if shown is None else [e for e in self.file.evaluations if e.system == shown]
 
@@ -116,8 +119,15 @@ class Run:
 
     @property
     def scoring_version(self) -> int:
-        """How this run's labels became scores (``provenance.scoringVersion``; 1 for a file without it)."""
-        return self.provenance.scoringVersion
+        """How this run's figures were scored: the current version for a file of version 2 or later (re-scored
+        when read, :func:`pool_metrics`), else ``provenance.scoringVersion`` (1 for a file without it)."""
+        version = self.provenance.scoringVersion
+        return SCORING_VERSION if version >= 2 else version
+
+    @property
+    def qrels(self) -> dict | None:
+        """The qrels its figures were computed against (:meth:`judge_runner.judging.pooled.Pool.block`)."""
+        return self.file.qrels
 
     @property
     def errors(self) -> int:
@@ -186,13 +196,11 @@ class Run:
 
     def values(self, column: str) -> dict[str, float]:
         """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
-        an older key such as ``Recall@10``); queries without it, or unscored, are left out."""
+        an older key such as ``Recall@10``), against the pooled qrels; queries without it, or unscored, are
+        left out."""
         out: dict[str, float] = {}
-        pooled_column = canonical_metric_name(column) if canonical_metric_name(column) in (NDCG10_NAME, RR_NAME) else None
         for ev in self.evaluations:
             value = ev.value(column)
-            if pooled_column and value is not None and ev.queryId in self.pooled:
-                value = self.pooled[ev.queryId].get(pooled_column, value)
             if value is not None:
                 out[ev.queryId] = value
         return out
@@ -211,19 +219,17 @@ class Run:
     @property
     def bias_corrected(self) -> dict | None:
         """Mean nDCG@10 and relevance corrected by the human-labelled queries of the system shown
-        (:func:`judge_runner.runs.corrected.bias_corrected`): the summary's block when it is of version 2 and
-        of that system (a compare run's holds every system's, its top-level figures the reference's), else the
-        same computed from the system's evaluation lines (a file written before, or a version-1 block, which
-        pooled a compare run's systems); None without wholly labelled queries."""
+        (:func:`judge_runner.runs.corrected.bias_corrected`), from its records re-scored against the qrels known
+        now (people's grades given since the run count; a compare run's reference with every system's figures and
+        differences); the summary's block when it was skipped (labels drawn with unequal probabilities); None
+        without wholly labelled queries."""
         summary = self.summary
         block = summary.biasCorrected if summary is not None else None
         if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
             return block.model_dump(by_alias=True, mode="json")
-        if block is not None and block.version >= 2 and block.system == self.shown_system:
-            return block.model_dump(by_alias=True, mode="json")
-        if block is None and summary is not None and "biasCorrected" in summary.model_fields_set:
-            return None  # the run said: no wholly labelled query
-        return bias_corrected([e.line() for e in self.evaluations])
+        if self.systems and self.shown_system == self.systems[0]:  # a compare run's reference: every system's, with differences
+            return bias_corrected(self.file.evaluations, self.systems)
+        return bias_corrected(self.evaluations)
 
     @property
     def cost(self) -> float | None:
@@ -246,7 +252,7 @@ class Run:
         if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
             return summary.costPerJudgedQueryUsd
         legacy = self.legacy or self.file.format_version < 2
-        judged, per = cost_per_judged_query([e.line() for e in self.file.evaluations], legacy=legacy)
+        judged, per = cost_per_judged_query(self.file.evaluations, legacy=legacy)
         if per is not None or judged == 0:
             return per
         if summary is not None and summary.costUsd is not None and summary.evaluated:
@@ -254,41 +260,38 @@ class Run:
         return None
 
 
-def read_runs(folder: Path) -> tuple[list[Run], list[str]]:
-    """Every run in ``folder`` (``*.jsonl``), oldest first, and the reader's warnings (files that are
+def read_runs(folder: Path, cache: JudgmentCache | None = None) -> tuple[list[Run], list[str]]:
+    """Every run in ``folder`` (``*.jsonl``), oldest first, scored against the qrels known now
+    (:func:`pool_metrics`, with the judgment ``cache`` when given), and the reader's warnings (files that are
     not runs, damaged lines, unscored values; :func:`judge_runner.runs.read.read_run_folder`).
 
     Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
     """
     files, warnings = read_run_folder(folder)
     runs = [Run(f) for f in files]
-    pool_metrics(runs)
+    pool_metrics(runs, cache)
     return runs, warnings
 
 
-def pool_metrics(runs: list[Run]) -> None:
-    """Score runs that share a judge and a query set against the same qrels (issue 14, item 6): the labels
-    of all those runs pooled (:func:`judge_runner.judging.qrels.pool_qrels`: per document the median of the
-    runs' labels, unlabelled expected sources at 3), and each run's nDCG@10 and RR recomputed on them
-    (:func:`judge_runner.judging.qrels.pooled_metrics`) into ``Run.pooled``. So two configurations are compared
-    on one set of labels, not each on its own. A lone run keeps its own metrics (the pool is its labels);
-    runs whose query ids clash (QrelsError) are left as they are."""
-    families: dict[tuple[str, str], list[Run]] = {}
+def pool_metrics(runs: list[Run], cache: JudgmentCache | None = None) -> None:
+    """Score every run against the qrels known now: per judge (:attr:`Run.judge`), the labels of all its runs
+    pooled with the judgment ``cache``'s labels of that judge and people's grades
+    (:func:`judge_runner.judging.pooled.build_pool`), and each run's records re-scored in place
+    (:func:`judge_runner.judging.pooled.rescore`: the metrics; relevance and overall for a run scored under
+    scoring version 2 or later). So two configurations, and two weeks, are compared on one set of grades,
+    never each on its own; ``RunRecords.qrels`` says which."""
+    groups: dict[str, list[Run]] = {}
     for run in runs:
-        query_set = run.provenance.querySetSha256
-        if query_set and run.evaluations:
-            families.setdefault((run.judge, query_set), []).append(run)
-    for members in families.values():
-        if len(members) < 2:
-            continue
-        try:
-            items = [labels_from_evaluation(r.run_id, ev.line()) for r in members for ev in r.evaluations if ev.metrics is not None]
-            pooled = pool_qrels(items)
-        except QrelsError:
-            continue
+        groups.setdefault(run.judge, []).append(run)
+    for members in groups.values():
+        fingerprint = next((r.provenance.judgeFingerprint for r in members if r.provenance.judgeFingerprint), None)
+        models = {m for r in members if r.summary is not None for m in r.summary.judgeReturnedModels}
+        sources = Sources(cache, None, fingerprint_key(fingerprint) if fingerprint else None)
+        names = run_names([r.file for r in members])
+        pool = build_pool(((name, r.file.evaluations) for name, r in zip(names, members)), sources, models)
         for run in members:
-            ranked = {ev.queryId: [res.source for res in ev.results] for ev in run.evaluations if ev.metrics is not None}
-            run.pooled = pooled_metrics(pooled.qrels, ranked)
+            config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
+            run.file.qrels = rescore_records(run.file.evaluations, pool, config, scores=run.provenance.scoringVersion >= 2)
 
 
 def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
@@ -377,9 +380,10 @@ class Trend:
     """Judge changes bridged by a re-judged run (:func:`judge_runner.analysis.judge_bridge.judge_steps`)."""
 
 
-def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
-    """Everything ``judge-runner trend`` shows, as plain data."""
-    runs, warnings = read_runs(folder)
+def build_trend(folder: Path, min_effect: float = MIN_EFFECT, cache: JudgmentCache | None = None) -> Trend:
+    """Everything ``judge-runner trend`` shows, as plain data; ``cache``: the judgment cache whose labels and
+    people's grades join the pooled qrels (:func:`read_runs`)."""
+    runs, warnings = read_runs(folder, cache)
     runs = in_series_order(runs)  # a re-judged run stands in the place of the run it re-judges
     baseline_id = read_baseline(folder)
     groups: dict[str, list[Run]] = {}
@@ -412,6 +416,7 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT) -> Trend:
                 "runs": rows,
                 "baseline": baseline.run_id if baseline else None,
                 "calibration": calibration_line(calibration),
+                "qrels": members[-1].qrels,
             }
         )
     annotate(out_groups, runs)
@@ -463,6 +468,7 @@ def run_row(run: Run) -> dict[str, Any]:
         "stopReason": run.cut_short,
         "totalQueries": run.summary.totalQueries if run.summary is not None else None,
         "biasCorrected": run.bias_corrected,
+        "qrels": run.qrels,
     }
     if run.systems:
         row["system"] = run.shown_system
@@ -521,14 +527,16 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
                 "costPerJudgedQueryUsd": None,
                 "vsReference": {"system": block.reference, "comparisons": {c: diffs[c] for c in GATED if c in diffs}},
                 "biasCorrected": view.bias_corrected,
+                "qrels": view.qrels,
             }
         )
     return rows
 
 
-def query_history(folder: Path, query_id: str) -> list[dict]:
-    """One query across runs: per run its scores, metrics and the judge's labels."""
-    runs, _ = read_runs(folder)
+def query_history(folder: Path, query_id: str, cache: JudgmentCache | None = None) -> list[dict]:
+    """One query across runs: per run its scores and metrics against the pooled qrels (:func:`read_runs`) and
+    its results' labels (``labels``; ``labelOrigins`` says whose each is)."""
+    runs, _ = read_runs(folder, cache)
     history = []
     for run in runs:
         ev = next((e for e in run.evaluations if e.queryId == query_id), None)
@@ -540,9 +548,10 @@ def query_history(folder: Path, query_id: str) -> list[dict]:
                 "timestamp": run.timestamp,
                 "judge": run.judge_label,
                 "query": ev.query,
-                "scores": ev.scores.model_dump(mode="json"),
+                "scores": dict(ev.scores),
                 "metrics": ev.metrics,
                 "labels": [r.relevance for r in ev.results],
+                "labelOrigins": [r.labelOrigin for r in ev.results],
             }
         )
     return history
@@ -555,42 +564,3 @@ def latest_group(runs: list[Run]) -> list[Run]:
     if not complete:
         raise ValueError("no complete run with judged queries")
     return [r for r in complete if r.judge == max(complete, key=latest_key).judge]
-
-
-def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:
-    """A PNG line chart of ``columns`` (means over queries) across ``group`` (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
-    x = list(range(len(group)))
-    for column in columns:
-        ys = [r.mean(column) for r in group]
-        ax.plot(x, [np.nan if y is None else y for y in ys], marker="o", label=column, linewidth=2.4 if column in GATED else 1.2)
-    days = [r.timestamp[:10] for r in group]
-    labels = days if len(set(days)) == len(days) else [r.timestamp[:16].replace("T", " ") for r in group]
-    ax.set_xticks(x, labels, rotation=30, ha="right")
-    ax.set_ylim(0, 1.02)
-    ax.set_ylabel("mean over queries")
-    ax.set_title(title or f"Search quality over time — judge {group[-1].judge_label}")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8, ncol=4)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
-
-
-def plot_trend(folder: Path, out: Path) -> Path:
-    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group. Raises
-    ValueError when the folder has no complete run."""
-    runs, _ = read_runs(folder)
-    try:
-        group = latest_group(runs)
-    except ValueError:
-        raise ValueError(f"no complete run in {folder} to plot") from None
-    return plot_runs(group, out)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from judge_runner.analysis.corrected_report import block_lines, difference_text
 from judge_runner.analysis.judge_bridge import rejudge_note, step_lines
 from judge_runner.core.mdtext import md_text
+from judge_runner.judging.pooled import qrels_text
 
 if TYPE_CHECKING:
     from judge_runner.analysis.trend import Trend
@@ -80,6 +81,7 @@ def trend_rows(trend: Trend) -> list[dict]:
                     "USD/judged q": "-" if row.get("costPerJudgedQueryUsd") is None else f"${row['costPerJudgedQueryUsd']:.4f}",
                     # a --batch run pays half price: its costs are not the synchronous runs' beside it
                     "prices": "batch" if row.get("batch") else "sync",
+                    "qrels": qrels_counts(row.get("qrels")),
                     "note": row_note(row),
                     "corrected": corrected_lines(row),
                 }
@@ -92,6 +94,19 @@ def failed_note(comparisons: dict) -> str:
     (:mod:`judge_runner.measures.failed`), once each; empty when there are none."""
     texts = [(c.get("failed") or {}).get("text") for c in comparisons.values() if c and c.get("verdict") == "cannot tell"]
     return "; ".join(dict.fromkeys(t for t in texts if t))
+
+
+def qrels_counts(block: dict | None) -> str:
+    """Whose grades a row's figures used (its ``qrels`` block): ``judge 40 + people 12 + expected 3``."""
+    if not block:
+        return "-"
+    return " + ".join(f"{name} {block.get(name, 0)}" for name in ("judge", "people", "expected") if block.get(name))
+
+
+def group_qrels_line(group: dict) -> str:
+    """The line under a judge group's table: the qrels its runs are scored against (the latest run's queries)."""
+    text = qrels_text(group.get("qrels"))
+    return f"figures against pooled qrels; the latest run's {text}" if text else ""
 
 
 def row_note(row: dict) -> str:
@@ -198,6 +213,8 @@ def render_markdown(trend: Trend, rows: list[dict]) -> str:
         corrected = [
             f"- {md_text(row['run'])}: {md_text(text)}" for row in members for text in str(row.get("corrected") or "").splitlines()
         ]
+        if group_qrels_line(group):
+            parts.append("\n" + md_text(group_qrels_line(group)))
         if corrected:
             parts.append("\n" + "\n".join(corrected))
     if trend.judge_changes:
@@ -220,7 +237,7 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
     from rich.table import Table
 
     shown = rows if wide else compact_rows(trend)
-    hidden = {"group", "judge", "note", "corrected"} | ({"date", "runId", "system"} if not wide else set())
+    hidden = {"group", "judge", "note", "corrected"} | ({"date", "runId", "system"} if not wide else {"qrels"})
     tables = []
     for group in trend.groups:
         table = Table(
@@ -244,8 +261,10 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
     unbounded = console.options.update_width(10_000)  # a measure is capped at the width it is given
     needed = max((console.measure(table, options=unbounded).maximum for table, _ in tables), default=0) if wide else COMPACT_WIDTH
     console.width = max(console.width, needed)
-    for table, group_rows in tables:
+    for (table, group_rows), group in zip(tables, trend.groups):
         console.print(table)
+        if group_qrels_line(group):
+            console.print(f"  {escape(group_qrels_line(group))}", highlight=False)
         for row in group_rows:
             if row["note"]:
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
@@ -259,6 +278,12 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
         console.print(f"baseline: {escape(str(trend.baseline))}")
 
 
+def whose_labels(entry: dict) -> str:
+    """A history entry's labels, a person's marked ``p`` (``[3, p2, 0]``): the rest are the judge's."""
+    origins = entry.get("labelOrigins") or ["judge"] * len(entry["labels"])
+    return "[" + ", ".join(("p" if o == "human" else "") + str(g) for g, o in zip(entry["labels"], origins)) + "]"
+
+
 def render_history(history: list[dict], as_json: bool) -> str:
     """One query across runs (``trend.query_history``): JSON, or one line per run."""
     if as_json:
@@ -269,6 +294,6 @@ def render_history(history: list[dict], as_json: bool) -> str:
         metrics = h["metrics"] or {}
         lines.append(
             f"{h['timestamp'][:16]} {h['runId']}  overall {fmt(scores.get('overall'))}  "
-            f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {h['labels']}  ({h['judge']})"
+            f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {whose_labels(h)}  ({h['judge']})"
         )
     return "\n".join(lines)

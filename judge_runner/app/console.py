@@ -9,6 +9,7 @@ from judge_runner.core.failures import RunStatus
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.compare import describe_comparison
 from judge_runner.evaluation.state import RunOutcome
+from judge_runner.judging.pooled import qrels_text
 
 STORAGE_REASONS = ("disk_full", "storage_error", "cache_damaged", "cache_error")
 """Stop reasons of a run stopped by a file it could not write or read (said on the summary's first line)."""
@@ -35,8 +36,9 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     )
     if summary["averageScores"]:
         out(f"  averages{ref}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["averageScores"].items() if v is not None))
-    if summary["averageMetrics"]:
-        out(f"  IR metrics{ref}: " + ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None))
+    if summary["averageMetrics"]:  # then the qrels every figure is scored against, every system's alike
+        metrics = ", ".join(f"{k} {v:.3f}" for k, v in summary["averageMetrics"].items() if v is not None)
+        out(f"  IR metrics{ref}: {metrics}" + (f"\n  {qrels_text(summary['qrels'])}" if summary.get("qrels") else ""))
     a = summary["abstention"]
     out(
         f"  abstention{ref}: {a['correct']}/{a['offTopic']} off-topic queries abstained; "

@@ -4,15 +4,32 @@ the weekly report (``report``). Failures raise :mod:`judge_runner.core.failures`
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from judge_runner.analysis.report import build_report
-from judge_runner.analysis.trend import Trend, build_trend, plot_trend, query_history, set_baseline
+from judge_runner.analysis.trend import Trend, build_trend, query_history, set_baseline
+from judge_runner.analysis.trend_plot import plot_trend
 from judge_runner.analysis.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
 from judge_runner.core.failures import GateFailedError, UsageError
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.core.timespan import parse_since
+from judge_runner.judging.cache import JudgmentCache
+
+
+@contextmanager
+def reading_cache(path: Path | None, must_exist: bool = True) -> Iterator[JudgmentCache | None]:
+    """The judgment cache at ``path`` opened read-only, whose labels and people's grades join the pooled qrels
+    of ``trend`` and ``report``; None without a path (or, unless ``must_exist``, without a file there). Raises
+    UsageError for a missing file, and the cache's own CacheError for one that cannot be read."""
+    if path is None or (not must_exist and not path.exists()):
+        yield None
+        return
+    if not path.exists():
+        raise UsageError(f"no judgment cache at {path}")
+    with JudgmentCache(path, readonly=True) as cache:
+        yield cache
 
 
 def show_trend(
@@ -24,21 +41,38 @@ def show_trend(
     fail_on_regression: bool,
     printer: Printer,
     wide: bool = False,
+    cache: Path | None = None,
     built: Trend | None = None,
 ) -> None:
     """Print the runs in ``results`` as ``fmt`` (table: compact unless ``wide``; json, markdown, csv: every
-    column), or one query's history;
-    optionally plot each dimension over time (PNG). ``built``: the trend already built from ``results``
-    (:func:`judge_runner.api.trend`). Raises UsageError when there is nothing to show,
+    column), or one query's history; every run scored against the qrels known now (``cache``: the judgment
+    cache whose labels and people's grades join them); optionally plot each dimension over time (PNG).
+    ``built``: the trend already built from ``results`` (:func:`judge_runner.api.trend`). Raises UsageError when there is nothing to show,
     GateFailedError when ``fail_on_regression`` and the latest run failed (:attr:`judge_runner.analysis.trend.Run.failed`)
     or regressed."""
+    with reading_cache(cache) as store:
+        _show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer, wide, store, built)
+
+
+def _show_trend(
+    results: Path,
+    fmt: str,
+    query_id: str | None,
+    plot: Path | None,
+    min_effect: float,
+    fail_on_regression: bool,
+    printer: Printer,
+    wide: bool,
+    cache: JudgmentCache | None,
+    built: Trend | None,
+) -> None:
     if query_id is not None:
-        history = query_history(results, query_id)
+        history = query_history(results, query_id, cache)
         if not history:
             raise UsageError(f"query {query_id!r} appears in no run in {results}")
         printer.out(render_history(history, as_json=fmt == "json"))
         return
-    trend = built if built is not None else build_trend(results, min_effect)
+    trend = built if built is not None else build_trend(results, min_effect, cache)
     for warning in trend.warnings:
         printer.err(f"warning: {warning}")
     rows = trend_rows(trend)
@@ -56,7 +90,7 @@ def show_trend(
             printer.err(f"{group['judge']}: {group['calibration']}")
     if plot is not None:
         try:
-            printer.err(f"plot written to {plot_trend(results, plot)}")
+            printer.err(f"plot written to {plot_trend(results, plot, cache)}")
         except ValueError as exc:
             printer.err(f"no plot: {exc}")
     latest = trend.latest_verdict
@@ -76,10 +110,10 @@ def pin_baseline(results: Path, run_id: str, printer: Printer) -> None:
     printer.out(f"baseline set to {chosen.run_id} ({chosen.timestamp[:16]}, judge {chosen.judge_label})")
 
 
-def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> None:
+def write_report(results: Path, since: str, out_dir: Path, printer: Printer, cache: Path | None = None) -> None:
     """Write the weekly report (Markdown and HTML) of ``results`` into ``out_dir``; ``since`` is the cost
-    table's period (``7d``, ``36h``, ``2w``). Raises UsageError for a bad period, a missing folder or no
-    complete run."""
+    table's period (``7d``, ``36h``, ``2w``); ``cache``: the judgment cache whose labels and people's grades
+    join the pooled qrels. Raises UsageError for a bad period, a missing folder or no complete run."""
     try:
         parse_since(since)
     except ValueError as exc:
@@ -87,7 +121,8 @@ def write_report(results: Path, since: str, out_dir: Path, printer: Printer) -> 
     if not results.is_dir():
         raise UsageError(f"results folder not found: {results}")
     try:
-        written = build_report(results, out_dir, since)
+        with reading_cache(cache) as store:
+            written = build_report(results, out_dir, since, cache=store)
     except ValueError as exc:
         raise UsageError(f"no report: {exc} in {results}") from None
     printer.out(f"report written to {written.markdown} and {written.html}")

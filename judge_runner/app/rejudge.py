@@ -37,7 +37,7 @@ from judge_runner.judging.llm_judge import SNIPPET_CHARS_SHOWN
 from judge_runner.judging.protocol import Judge
 from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.runs.lines import EvaluationLine, RejudgeOrigin, ResultLabel
-from judge_runner.runs.read import RunFile, read_run_file
+from judge_runner.runs.read import RunFile, read_run_file, read_run_records
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.replay import ReplaySearch
 from judge_runner.search.systems import System
@@ -80,7 +80,7 @@ class RejudgeSource:
     @property
     def view(self) -> Run:
         """The run as ``trend`` reads it (its judge's key and label)."""
-        return Run(self.run)
+        return Run(read_run_records(self.run.path))
 
     @property
     def results(self) -> int:
@@ -247,7 +247,7 @@ def _query_set(run: RunFile, judged: list[Query]) -> tuple[list[Query], QuerySet
 def _notes(run: RunFile, judged: int, results: list[ResultLabel]) -> list[str]:
     """What people must know before the run: a run cut short, failed queries, what of the shown text is not recorded."""
     notes = []
-    view = Run(run)
+    view = Run(read_run_records(run.path))
     if view.cut_short:
         total = run.summary.totalQueries if run.summary is not None else judged
         notes.append(f"run {run.run_id} stopped early ({view.cut_short}): the {judged} queries it judged (of {total}) are judged again")

@@ -15,6 +15,7 @@ from typing import IO, Any
 from judge_runner.analysis.report import build_report
 from judge_runner.analysis.trend import build_trend, read_baseline
 from judge_runner.app.crashlog import internal_error, traceback_text
+from judge_runner.app.history import reading_cache
 from judge_runner.app.indexing import require_folder
 from judge_runner.app.inputs import (
     close_systems,
@@ -194,13 +195,15 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
         finally:
             close_systems(job.systems)
     try:
-        written = build_report(plan.results, plan.reports)
+        with reading_cache(settings.cache_path, must_exist=False) as cache:
+            written = build_report(plan.results, plan.reports, cache=cache)
         printer.out(f"report written to {written.html}")
     except ValueError as exc:
         printer.err(f"no report: {exc}")
     prune_runs(plan.results, plan.keep)
     if outcome.status is RunStatus.OK and plan.fail_on_regression:
-        latest = build_trend(plan.results).latest_verdict
+        with reading_cache(settings.cache_path, must_exist=False) as cache:
+            latest = build_trend(plan.results, cache=cache).latest_verdict
         if latest and latest.get("failed"):
             raise GateFailedError(f"the latest run {latest['runId']} failed: {latest['failure']}")
         if latest and latest["regression"]:

@@ -261,7 +261,9 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     ]
     rows, labelled = _system_rows(document)
     columns = {"mode": True, "system": True, "human": True, "judge": True, **({"labelled@10": True} if labelled else {})}
-    tables.append(_table("Systems by nDCG@10: human qrels vs judge labels", columns, [r[: len(columns)] for r in rows]))
+    names = next(iter(document["modes"].values())).get("qrels") or {}
+    title = "Systems by nDCG@10: human qrels vs judge labels" + "".join(f"\n{k}: {v}" for k, v in names.items())
+    tables.append(_table(title, columns, [r[: len(columns)] for r in rows]))
     probe_rows = _probe_rows(document.get("probes", {}))
     if probe_rows:
         tables.append(_table("Probes", {"probe": True, "figure": True, "value": True}, probe_rows))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from judge_runner.calibrate import probes as probe_mod
@@ -112,6 +112,20 @@ def dimensions_for(
     return out, note
 
 
+def qrels_names(human: Mapping[str, Mapping[str, int]], condensed: bool) -> dict[str, str]:
+    """Which qrels the ``human`` and ``judge`` columns of the system ranking are computed against, in words."""
+    grades = sum(len(docs) for docs in human.values())
+    unlabelled = (
+        "documents nobody graded left out of every list (condensed lists, Sakai 2007)"
+        if condensed
+        else "a document nobody graded is not relevant (trec_eval)"
+    )
+    return {
+        "human": f"people's qrels: {grades} grades on {sum(1 for d in human.values() if d)} queries; {unlabelled}",
+        "judge": f"the judge's labels of the same documents, pooled over the systems; {unlabelled}",
+    }
+
+
 def mode_figures(
     mode: JudgeMode,
     labels: dict,
@@ -142,6 +156,7 @@ def mode_figures(
     human_ndcg = {q: human_table[reference][q]["nDCG@10"] for q in qids}
     labelled = stats.labelled_share(runs, human_qrels, qids)
     return {
+        "qrels": qrels_names(human_qrels, config.unlabelled == "unknown"),
         "agreement": {
             s: stats.agreement(stats.pairs_for(pool, labels, s, config.seed), collection.graded, config.resamples, config.seed)
             for s in SUBSETS

@@ -12,6 +12,8 @@ from judge_runner.app.history import pin_baseline, show_trend, write_report
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer
 
+CACHE_HELP = "Judgment cache whose labels and people's grades join the pooled qrels (read only)."
+
 
 @click.command()
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"))
@@ -38,8 +40,16 @@ from judge_runner.cli.options import printer
     is_flag=True,
     help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
 )
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
 def trend(
-    results: Path, fmt: str, wide: bool, query_id: str | None, plot: Path | None, min_effect: float, fail_on_regression: bool
+    results: Path,
+    fmt: str,
+    wide: bool,
+    query_id: str | None,
+    plot: Path | None,
+    min_effect: float,
+    fail_on_regression: bool,
+    cache: Path | None,
 ) -> None:
     """Show whether search got better or worse across the runs in RESULTS.
 
@@ -47,12 +57,13 @@ def trend(
     Runs are compared only under the same judge (provider, model, prompts) and, for the scores, the
     same scoring version. ▲/▼ mark a change beyond noise (95% bootstrap interval excludes 0) and at
     least --min-effect in size; · marks a change within noise; ? too few queries (under 5) to tell.
-    Same query set: paired per-query comparison; different sets: unpaired. The note under the table
-    names what changed (system under test, corpus, query set, judge, scoring version) or that a run
-    FAILED. RESULTS defaults to quality-results/.
+    Same query set: paired per-query comparison; different sets: unpaired. Every run is scored against
+    the qrels known now: the labels of all runs of its judge, pooled (with --cache, the cache's labels
+    and people's grades too). The note under the table names what changed (system under test, corpus,
+    query set, judge, scoring version) or that a run FAILED. RESULTS defaults to quality-results/.
     """
-    built = api.trend(results, min_effect=min_effect).trend if query_id is None else None
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, built)
+    built = api.trend(results, min_effect=min_effect, cache=cache).trend if query_id is None else None
+    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, cache, built)
 
 
 @click.group()
@@ -95,7 +106,8 @@ def baseline_set(run_id: str, results: Path) -> None:
     help="files: the weekly report into --out; github: the latest run as Markdown on stdout, for a PR comment or $GITHUB_STEP_SUMMARY.",
 )
 @click.option("--report-url", default=None, help="With --format github: where the full report is [default: the GitHub Actions run's page].")
-def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None) -> None:
+@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
+def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None, cache: Path | None) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
 
     \b
@@ -105,6 +117,6 @@ def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str |
       judge-runner report --format github >> "$GITHUB_STEP_SUMMARY"
     """
     if fmt == "github":
-        printer().out(api.pr_summary(results, report_url=report_url).rstrip("\n"))
+        printer().out(api.pr_summary(results, report_url=report_url, cache=cache).rstrip("\n"))
         return
-    write_report(results, since, out_dir, printer())
+    write_report(results, since, out_dir, printer(), cache)

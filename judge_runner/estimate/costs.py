@@ -248,6 +248,10 @@ class DryRunCache:
         found.update({k: self.stored[k] for k in keys if k in self.stored})
         return found
 
+    def judge_labels(self, judge_key: str, topics: Iterable[str], models: Iterable[str] | None = None) -> dict[tuple[str, str], list[int]]:
+        """The judge's labels of ``topics`` stored in the cache (:meth:`JudgmentCache.judge_labels`); none without one."""
+        return self.cache.judge_labels(judge_key, topics, models) if self.cache is not None else {}
+
     def put(self, key: str, judgment: CachedJudgment, mode: str) -> None:
         """Keep ``judgment`` in memory (the real run would store it)."""
         self.stored[key] = judgment

@@ -82,18 +82,19 @@ class CompareSummaryWriter(SystemWriter):
     def write(self, line: dict[str, Any]) -> None:
         """Write the line; a summary first gains the comparison."""
         if line.get("type") == "summary":
+            scored = self.state.scored if self.state.scored is not None else self.state.evaluations  # against the run's pooled qrels
             block = comparison_block(
-                self.state.evaluations, self.state.errors, self.systems, self.min_effect, self.options.weights, self.options.search_limit
+                scored, self.state.errors, self.systems, self.min_effect, self.options.weights, self.options.search_limit
             )
             # a result shown by several systems is judged once: the later ones find its label in the judgment cache
-            block["judgedOnce"] = {"labelsCached": sum(int(ev.get("labelsCached") or 0) for ev in self.state.evaluations)}
+            block["judgedOnce"] = {"labelsCached": sum(int(ev.get("labelsCached") or 0) for ev in scored)}
             reference = block["systems"][0]
             for name in REFERENCE_FIELDS:
                 line[name] = reference[name]
             line["comparison"] = block
             # per system, never pooled: two systems' lines share query ids (issue 29)
-            skipped = drawn_note(self.state.evaluations, self.state.drawn_sets)
-            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, skipped=skipped, errors=self.state.errors)
+            skipped = drawn_note(scored, self.state.drawn_sets)
+            line["biasCorrected"] = bias_corrected(scored, self.systems, skipped=skipped, errors=self.state.errors)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")
@@ -190,7 +191,7 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
     """A compare run's summary for people: per system its own overall, nDCG@10, abstention and focus
     dimension, then every difference to the reference that is not within noise (or all of overall and
     nDCG@10), with what the systems' failed queries do to it."""
-    lines = [f"  systems (reference {block['reference']}), each over its own queries:"]
+    lines = [f"  systems (reference {block['reference']}), each over its own queries, all against the run's pooled qrels:"]
     for system in block["systems"]:
         scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
         overall, ndcg = scores.get("overall"), metrics.get("nDCG@10")

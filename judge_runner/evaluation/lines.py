@@ -70,7 +70,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
             )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],
-        metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources),
+        metrics=None if off_topic else query_metrics([h.source for h in answer.results], grades, query.expectedSources, judged.known),
         abstained=(not answer.confident or not answer.results) if off_topic else None,
         usage=usage_of(tally),
         labelsCached=sum(o.labels_cached for o in judged.labels),
@@ -88,17 +88,20 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
 def judge_only(
     answer: SearchAnswer, judged: QueryJudgment, expected_sources: list[str], depth: int | None = None
 ) -> dict[str, float | None] | None:
-    """``{"nDCG@10", "relevance"}`` of an on-topic query from the judge's own labels when some result carries a
-    human label (its ``judge_label``), so that :mod:`judge_runner.runs.corrected` can correct the judge's mean by
-    the people's; None when no label is human (the line's own figures are then the judge's). ``relevance`` is
-    computed exactly as the line's own (:func:`judge_runner.judging.scores.label_dimensions`: the same
-    sources, expected sources and ``depth``), only from the judge's labels."""
-    if not any(o.origin == "human" for o in judged.labels):
+    """``{"nDCG@10", "relevance"}`` of an on-topic query from the judge's labels alone (its own, and the judge's
+    grades known from elsewhere, ``judged.judge_known``) when people graded something of the query (a result,
+    or a document in ``judged.known``), so that :mod:`judge_runner.runs.corrected` can correct the judge's mean by
+    the people's; None otherwise (the line's own figures are then the judge's). ``relevance`` is computed
+    exactly as the line's own (:func:`judge_runner.judging.scores.label_dimensions`: the same sources, expected
+    sources and ``depth``), only from the judge's grades."""
+    people = any(o.origin == "human" for o in judged.labels) or any(judged.judge_known.get(d) != g for d, g in judged.known.items())
+    if not people:
         return None
     own = [o.judge_label if o.judge_label is not None else o.label for o in judged.labels]
-    ndcg = query_metrics([h.source for h in answer.results], own, expected_sources)[NDCG10_NAME]
     sources = [h.source for h in answer.results]
-    return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own, sources, expected_sources, depth=depth)["relevance"]}
+    known = judged.judge_known
+    ndcg = query_metrics(sources, own, expected_sources, known)[NDCG10_NAME]
+    return {NDCG10_NAME: ndcg, "relevance": label_dimensions(own, sources, expected_sources, known, depth=depth)["relevance"]}
 
 
 def usage_of(tally: Tally) -> EvaluationUsage:

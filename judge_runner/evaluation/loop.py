@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Any
 
 from judge_runner.core.failures import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_OK, JudgeRunnerError, RunStatus, StorageError
@@ -101,6 +102,7 @@ class RunLoop:
         self.out: RunOutput = ctx.output
         self.human = human_grades(ctx.cache, ctx.options.human_qrels)
         state.drawn_sets.update(drawn_label_sets(ctx.cache, ctx.options.human_qrels))
+        state.sources = replace(state.sources, cache=ctx.cache, names=ctx.options.human_qrels)  # the pooled qrels' sources
         self.said: set[str] = set()  # storage failures already said on stderr
         self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
         self.batching: Any = getattr(ctx.judge, "batching", None)  # --batch: every query at once, so their calls share batches

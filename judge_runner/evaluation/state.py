@@ -13,6 +13,8 @@ from typing import Any
 from judge_runner.core.failures import RunStatus, StorageError, exit_code_for
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.advice import recommended_focus
+from judge_runner.judging.fingerprint import fingerprint_key
+from judge_runner.judging.pooled import Sources, build_pool, rescore, rescored_line, topic_of
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.corrected import bias_corrected, drawn_note
@@ -81,6 +83,10 @@ class RunState:
     stop_reason: str | None = None
     drawn_sets: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     """Human qrels sets in use drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`)."""
+    sources: Sources = field(default_factory=Sources)
+    """Where the pooled qrels take grades from beyond the run's lines (the judgment cache, people's sets, the judge key)."""
+    scored: list[dict] | None = None
+    """The evaluation lines re-scored against the run's pooled qrels (:func:`pooled_lines`), set by :func:`end_run`."""
 
     @property
     def done(self) -> int:
@@ -173,6 +179,8 @@ def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[
     new file's runId); returns the state of a run of ``new_queries`` more queries (every system's: ``systems``)."""
     writer.write(run_start_line(writer.run_id, utc_now(), run_start))
     state = RunState(total=new_queries + len(prior or []), systems=systems)
+    fingerprint = (run_start.get("provenance") or {}).get("judgeFingerprint")
+    state.sources = Sources(judge_key=fingerprint_key(fingerprint) if fingerprint else None)
     for line in prior or []:
         line = {**line, "runId": writer.run_id}
         writer.write(line)
@@ -193,15 +201,14 @@ def end_run(
     batch: dict | None = None,
     carried: list[dict] | None = None,
 ) -> RunOutcome:
-    """The finish step: build the ``summary`` line (usage and cost from ``budget``; duration since the
-    ``time.monotonic()`` value ``started``, in seconds; the quality gate; ``estimate``, the start's
-    :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``: the ``batch`` block of a
-    ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`; ``carried``: the evaluation
-    lines a resumed run copied, whose usage and cost the earlier process paid and are added here, so a
-    resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
-    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's
-    outcome with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run
-    incomplete (``RunOutcome.unwritten`` says why)."""
+    """The finish step: build the ``summary`` line from the lines scored against the run's pooled qrels
+    (:func:`pooled_lines`; usage and cost from ``budget``; duration since the ``time.monotonic()`` value
+    ``started``, in seconds; the quality gate; ``estimate``, the start's :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`;
+    ``batch``: the ``batch`` block of a ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`;
+    ``carried``: the evaluation lines a resumed run copied, whose usage and cost the earlier process paid and are
+    added here, so a resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
+    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's outcome
+    with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run incomplete."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -220,10 +227,11 @@ def end_run(
             usage[key] += earlier[key]
         cost = None if cost is None or earlier["costUsd"] is None else round(cost + earlier["costUsd"], 6)
     stop_reason = state.stop_reason or ("budget_exhausted" if budget_exhausted else None)
-    focus = recommended_focus(state.evaluations, options.weights, options.search_limit)
+    scored, qrels = pooled_lines(state, options)
+    focus = recommended_focus(scored, options.weights, options.search_limit)
     summary = build_summary(
         writer.run_id,
-        state.evaluations,
+        scored,
         state.errors,
         state.total,
         interrupted=state.interrupted,
@@ -245,10 +253,10 @@ def end_run(
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
-    summary["estimate"] = estimate
-    skipped = drawn_note(state.evaluations, state.drawn_sets)
+    summary["estimate"], summary["qrels"] = estimate, qrels
+    skipped = drawn_note(scored, state.drawn_sets)
     if skipped:  # a compare run's writer sets its own block the same way
-        summary["biasCorrected"] = bias_corrected(state.evaluations, skipped=skipped)
+        summary["biasCorrected"] = bias_corrected(scored, skipped=skipped)
     if batch is not None:
         summary["batch"] = batch
     unwritten = None
@@ -260,6 +268,20 @@ def end_run(
     writer.close()
     end = end_status(state, budget_exhausted=budget_exhausted, gate=gate)
     return RunOutcome(summary, end, str(writer.path), state.evaluations, unwritten)
+
+
+def pooled_lines(state: RunState, options: EvaluateOptions) -> tuple[list[dict], dict | None]:
+    """``(lines, qrels block)``: the run's evaluation lines re-scored against its pooled qrels
+    (:mod:`judge_runner.judging.pooled`: every system's labels, ``state.sources``' judgment cache and people's
+    grades), as new dicts (kept as ``state.scored``), and the summary's ``qrels`` block (None without a scored
+    query)."""
+    lines = state.evaluations
+    models = {m for line in lines for m in line.get("judgeModelsReturned") or []}
+    pool = build_pool([("run", lines)], state.sources, models)
+    new = rescore(lines, pool, depth=options.search_limit, weights=options.weights)
+    scored = state.scored = [rescored_line(line, n) for line, n in zip(lines, new)]
+    topics = [topic_of(line) for line in scored if line.get("metrics") is not None]
+    return scored, pool.block(topics) if topics else None
 
 
 def carried_usage(lines: list[dict]) -> dict[str, Any]:

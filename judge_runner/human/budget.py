@@ -6,7 +6,7 @@ single (query, document) pairs (scaled DCG@10, the one measure pairs estimate wi
 "Labels where they count"; :mod:`judge_runner.measures.ipw`, "Pairs").
 
 **The pool** (:func:`pool_of`): what one run file holds for the question: each system's ranked documents with
-the judge's grades, the judge's per-query nDCG@10 (``judgeOnly`` on a line with human labels, else its own),
+the judge's grades, the judge's per-query nDCG@10 against the run's pooled qrels (every system's labels),
 the expected sources, and the grades people gave before (results with ``labelOrigin`` human), which are free.
 
 **The plan** (:func:`plan_draw`): the units (:func:`judge_runner.measures.sampling.query_units` or
@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge_runner.human.plan import Item, documents, scored
+from judge_runner.judging.pooled import build_pool, topic_of
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, discount
-from judge_runner.measures.ir import NDCG10_NAME, query_metrics
+from judge_runner.measures.ir import NDCG10_NAME, qrels_metrics
 from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.measures.sampling import (
     LabelNoise,
@@ -119,18 +120,24 @@ class Pool:
     human: dict[tuple[str, str], int] = field(default_factory=dict)
     past: list[tuple[int, int]] = field(default_factory=list)
     qids: list[str] = field(default_factory=list)
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    """``{qid: {document: grade}}``: the judge's grades pooled over every system of the run, expected sources
+    nobody graded at 3 (:mod:`judge_runner.judging.pooled`): what the judge's and the people's nDCG@10 are scored
+    against, people's grades laid over it."""
 
 
 def pool_of(run: RunFile, question: Question) -> Pool:
-    """The :class:`Pool` of ``run`` for ``question``."""
+    """The :class:`Pool` of ``run`` for ``question``: the judge's nDCG@10 of each system against the run's pooled
+    judge's qrels (``Pool.qrels``)."""
     pool = Pool(ranked={s: {} for s in question.systems}, judge={s: {} for s in question.systems})
+    lines = [ev.line() for ev in scored(run)]
+    pooled = build_pool([("run", lines)]).judge.qrels
+    pool.qrels = {str(line["queryId"]): pooled.get(topic_of(line), {}) for line in lines}
     for ev in scored(run):
         if ev.system not in pool.ranked:
             continue
-        own = ev.judgeOnly if ev.judgeOnly else ev.metrics
-        value = (own or {}).get(NDCG10_NAME)
-        if not isinstance(value, (int, float)):
-            continue
+        ranked = list(dict.fromkeys(r.source for r in ev.results))
+        value = qrels_metrics({ev.queryId: pool.qrels[ev.queryId]}, {ev.queryId: ranked})[ev.queryId][NDCG10_NAME]
         seen: list[tuple[str, int]] = []
         for r in ev.results:
             human = r.labelOrigin == "human" and r.judgeLabel is not None
@@ -149,12 +156,14 @@ def pool_of(run: RunFile, question: Question) -> Pool:
 
 
 def people_ndcg(pool: Pool, system: str | None, qid: str, grades: Mapping[tuple[str, str], int]) -> float | None:
-    """The people's nDCG@10 of ``system`` on ``qid`` from ``grades`` (as ``evaluate`` computes it with human
-    labels: :func:`judge_runner.measures.ir.query_metrics`); None unless every document it returned is graded."""
+    """The people's nDCG@10 of ``system`` on ``qid``: against the run's pooled qrels (``Pool.qrels``) with the
+    people's ``grades`` laid over them, as ``evaluate`` scores it with people's grades; None unless every document
+    the system returned is graded by people."""
     sources = [d for d, _ in pool.ranked[system][qid]]
     if not all((qid, d) in grades for d in sources):
         return None
-    return query_metrics(sources, [grades[(qid, d)] for d in sources], pool.expected.get(qid, []))[NDCG10_NAME]
+    qrels = {**pool.qrels.get(qid, {}), **{d: g for (q, d), g in grades.items() if q == qid}}
+    return qrels_metrics({qid: qrels}, {qid: sources})[qid][NDCG10_NAME]
 
 
 def query_values(pool: Pool, question: Question, grades: Mapping[tuple[str, str], int]) -> tuple[dict[str, float], dict[str, float]]:

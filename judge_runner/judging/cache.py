@@ -22,12 +22,10 @@ starts no new query (exit 3).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,25 +33,23 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from judge_runner.core.models import JUDGE_MODES
 from judge_runner.judging.cache_failures import CacheError, connect_readonly, failure_of, foreign_file, opening_failure
+from judge_runner.judging.cache_keys import CACHE_MODES, CACHE_VERSION, JudgmentKey, batch_context, topic_key
 
 T = TypeVar("T")
-
-CACHE_VERSION = 1
-"""Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
-then simply stop matching, and ``prune`` can drop them."""
+__all__ = ["CACHE_MODES", "CACHE_VERSION", "CacheError", "CachedJudgment", "JudgmentCache", "JudgmentKey", "batch_context", "topic_key"]
 
 SCHEMA_VERSION = 1
 """Version of the tables in the file; a file written by a newer judge-runner is refused."""
 
-ADDED_COLUMNS = {"detector_flagged": "INTEGER", "judge": "TEXT"}
+ADDED_COLUMNS = {"detector_flagged": "INTEGER", "judge": "TEXT", "topic": "TEXT", "docid": "TEXT", "judge_key": "TEXT"}
 """Columns of ``judgments`` added after schema 1, nullable (NULL: stored before the column existed): what
 the code's detector said of the shown text when the label was stored, and the judge (``provider/model`` as
-keyed) that made it. Informational (``stats``, ``--dry-run``): a lookup never reads them."""
+keyed) that made it (informational: ``stats``, ``--dry-run``); the label's query (:func:`topic_key`), document
+and judge (:func:`judge_runner.judging.fingerprint.fingerprint_key`), by which :meth:`JudgmentCache.judge_labels`
+finds a query's labels for pooled qrels. A key lookup never reads them."""
 
 BUSY_TIMEOUT_S = 30.0
-CACHE_MODES: tuple[str, ...] = (*JUDGE_MODES, "list")  # a cached judgment is a label of one mode, or a list verdict
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -71,7 +67,10 @@ CREATE TABLE IF NOT EXISTS judgments (
     created_at REAL NOT NULL,
     payload TEXT,
     detector_flagged INTEGER,
-    judge TEXT
+    judge TEXT,
+    topic TEXT,
+    docid TEXT,
+    judge_key TEXT
 );
 CREATE INDEX IF NOT EXISTS judgments_created ON judgments (created_at);
 CREATE TABLE IF NOT EXISTS human_qrels (
@@ -83,76 +82,6 @@ CREATE TABLE IF NOT EXISTS human_qrels (
     PRIMARY KEY (name, qid, docid)
 );
 """
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-@dataclass(frozen=True)
-class JudgmentKey:
-    """Everything a cached judgment depends on.
-
-    - ``query``, ``intent``: as given to the judge (NFC-normalised when hashed);
-    - ``shown``: the exact text shown for the result, without the per-call delimiter
-      (``fence.RenderedDocument.shown``); for a list-level call, the whole list-level input;
-    - ``provider``, ``model``: the provider name and the model REQUESTED (the one returned is part of
-      the value, since it is only known after the call);
-    - ``prompt_sha256`` / ``schema_sha256``: ``{file name: sha256}`` of every prompt and schema sent;
-    - ``render_version``: ``fence.RENDER_VERSION``;
-    - ``sampling``: e.g. ``{"temperature": 0, "seed": 7}`` (values as sent; absent keys were not sent);
-    - ``mode``: ``"pointwise"``, ``"batched"`` or ``"list"``; ``trial``: 0-based trial number;
-    - ``context``: what else the judge saw that could change this label: in batched mode the sha256 of
-      the batch as shown (every result's ``shown`` text in the shown order), since a label can depend on
-      its neighbours; empty in pointwise mode.
-    """
-
-    query: str
-    intent: str
-    shown: str
-    provider: str
-    model: str
-    prompt_sha256: Mapping[str, str]
-    schema_sha256: Mapping[str, str]
-    render_version: str
-    sampling: Mapping[str, Any]
-    mode: str
-    trial: int = 0
-    context: str = ""
-
-    def digest(self) -> str:
-        """Hex sha256 of the canonical JSON of :data:`CACHE_VERSION` and every field (sorted keys, no
-        whitespace, non-ASCII kept as UTF-8). Raises ValueError on an unknown mode or a negative trial."""
-        if self.mode not in CACHE_MODES:
-            raise ValueError(f"mode must be one of {', '.join(CACHE_MODES)}, got {self.mode!r}")
-        if self.trial < 0:
-            raise ValueError("trial must be >= 0")
-        material = {
-            "cacheVersion": CACHE_VERSION,
-            "query": _nfc(self.query),
-            "intent": _nfc(self.intent),
-            "shown": self.shown,
-            "provider": self.provider,
-            "model": self.model,
-            "promptSha256": dict(self.prompt_sha256),
-            "schemaSha256": dict(self.schema_sha256),
-            "renderVersion": self.render_version,
-            "sampling": dict(self.sampling),
-            "mode": self.mode,
-            "trial": self.trial,
-            "context": self.context,
-        }
-        blob = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def batch_context(shown_texts: Iterable[str]) -> str:
-    """The ``context`` of a batched judgment: hex sha256 of the shown texts in the shown order."""
-    h = hashlib.sha256()
-    for text in shown_texts:
-        data = text.encode("utf-8")
-        h.update(len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -167,7 +96,9 @@ class CachedJudgment:
     the price was unknown); ``latency_s`` seconds the call took; ``created_at`` Unix time (seconds) it
     was stored; ``payload`` any JSON-serialisable extra (the list-level verdict); ``detector_flagged``: what
     the code's detector said of the shown text when it was stored (for ``stats``; None: not recorded);
-    ``judge``: ``provider/model`` of the judge that made it, as keyed (None: not recorded)."""
+    ``judge``: ``provider/model`` of the judge that made it, as keyed (None: not recorded); ``topic``,
+    ``docid``, ``judge_key``: the label's query (:func:`topic_key`), document and judge fingerprint key (None:
+    not recorded, and then the label joins no pooled qrels)."""
 
     label: int | None
     reason: str = ""
@@ -180,6 +111,9 @@ class CachedJudgment:
     payload: Any = None
     detector_flagged: bool | None = None
     judge: str | None = None
+    topic: str | None = None
+    docid: str | None = None
+    judge_key: str | None = None
 
 
 def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
@@ -195,6 +129,9 @@ def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
         payload=json.loads(row["payload"]) if row["payload"] is not None else None,
         detector_flagged=None if row["detector_flagged"] is None else bool(row["detector_flagged"]),
         judge=row["judge"],
+        topic=row["topic"],
+        docid=row["docid"],
+        judge_key=row["judge_key"],
     )
 
 
@@ -270,6 +207,7 @@ class JudgmentCache:
         for column in ADDED_COLUMNS:
             if column not in have:
                 conn.execute(f"ALTER TABLE judgments ADD COLUMN {column} {ADDED_COLUMNS[column]}")
+        conn.execute("CREATE INDEX IF NOT EXISTS judgments_topic ON judgments (judge_key, topic)")
         if self._check_version(conn) is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
@@ -370,6 +308,25 @@ class JudgmentCache:
             raise self._failed(exc) from exc
         return found
 
+    def judge_labels(self, judge_key: str, topics: Iterable[str], models: Iterable[str] | None = None) -> dict[tuple[str, str], list[int]]:
+        """``{(topic, docid): [label, ...]}``: every label (each trial's, each text shown) stored by the judge
+        ``judge_key`` on the ``topics`` (:func:`topic_key`); with ``models``, only labels whose returned model
+        is one of them (or unknown). Raises CacheError (kept as :attr:`failure`) when the file cannot be read."""
+        topics, wanted = list(dict.fromkeys(topics)), None if models is None else set(models)
+        out: dict[tuple[str, str], list[int]] = {}
+        with self._guarded(), self._lock:
+            for start in range(0, len(topics), 500):
+                part = topics[start : start + 500]
+                rows = self.conn.execute(
+                    "SELECT topic, docid, label, model_returned FROM judgments WHERE judge_key = ? AND label IS NOT NULL"
+                    f" AND docid IS NOT NULL AND topic IN ({','.join('?' * len(part))})",
+                    [judge_key, *part],
+                ).fetchall()
+                for topic, docid, label, model in rows:
+                    if not wanted or model is None or model in wanted:
+                        out.setdefault((topic, docid), []).append(int(label))
+        return out
+
     def put(self, key: str, judgment: CachedJudgment, mode: str) -> bool:
         """Store ``judgment`` under ``key`` unless something is stored there already (the first writer
         wins). Returns True when it was stored. ``mode`` as in :class:`JudgmentKey`. Raises ValueError
@@ -408,6 +365,9 @@ class JudgmentCache:
                     payload,
                     None if j.detector_flagged is None else int(bool(j.detector_flagged)),
                     j.judge,
+                    j.topic,
+                    j.docid,
+                    j.judge_key,
                 )
             )
 
@@ -415,8 +375,8 @@ class JudgmentCache:
             before = conn.total_changes
             conn.executemany(
                 "INSERT INTO judgments (key, cache_version, mode, label, reason, injection_suspected, model_returned,"
-                " usage, cost_usd, latency_s, created_at, payload, detector_flagged, judge)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING",
+                " usage, cost_usd, latency_s, created_at, payload, detector_flagged, judge, topic, docid, judge_key)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING",
                 rows,
             )
             return conn.total_changes - before

@@ -110,6 +110,13 @@ def comparability_key(fingerprint: Mapping[str, Any], returned_models: Iterable[
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def fingerprint_key(fingerprint: Mapping[str, Any]) -> str:
+    """:func:`comparability_key` of a fingerprint without the model ids returned: what the judgment cache keeps
+    beside each label (``judge_key``), known before the first call. Two runs whose comparability keys are equal
+    have equal fingerprint keys."""
+    return comparability_key({k: v for k, v in dict(fingerprint).items() if k != "returnedModels"})
+
+
 def legacy_key(provenance: Mapping[str, Any]) -> str:
     """The comparability key of a format-version-1 run, from its provenance: provider, judge model and
     the two old judge prompt hashes (what ``trend`` compared before). Prefixed so it can never equal a

@@ -28,14 +28,14 @@ from typing import Any, TypeVar
 
 from judge_runner.core.models import JudgeMode, Query
 from judge_runner.core.resources import prompt_sha256
-from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context
+from judge_runner.judging.cache import CachedJudgment, JudgmentCache, JudgmentKey, batch_context, topic_key
 from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallLane
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
-from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
+from judge_runner.judging.fingerprint import DEFAULT_SEED, build_fingerprint, fingerprint_key, sampling_settings
 from judge_runner.judging.protocol import Judge, LabelReply, ListVerdict
 from judge_runner.judging.requests import PROMPTS, SCHEMAS, ListItem, batch_seed, list_shown_text, schema_sha256, shuffled_order
-from judge_runner.judging.scores import expected_source_disagreements, labels_from_trials, query_scores
+from judge_runner.judging.scores import expected_source_disagreements, labels_from_trials, median_label, query_scores
 from judge_runner.llm.pricing import Usage, add_cost
 from judge_runner.search.base import SearchAnswer
 
@@ -161,7 +161,36 @@ def _usage_dict(usage: Usage) -> dict[str, int]:
     }
 
 
-def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge) -> CachedJudgment:
+@lru_cache(maxsize=32)
+def _judge_key(name: str, model: str, mode: JudgeMode, seed: int, heuristic: bool) -> str:
+    return fingerprint_key(build_fingerprint(name, model, mode, 1, seed, heuristic).as_dict())
+
+
+def judge_key(judge: Judge, mode: JudgeMode = "pointwise", seed: int = DEFAULT_SEED) -> str:
+    """The fingerprint key (:func:`judge_runner.judging.fingerprint.fingerprint_key`) of ``judge`` labelling in
+    ``mode`` with base ``seed``: what the judgment cache keeps beside each label it makes (``judge_key``), equal
+    to the key of a run's ``provenance.judgeFingerprint`` under the same protocol."""
+    return _judge_key(judge.name, judge.model, mode, seed, judge.heuristic)
+
+
+def known_grades(
+    cache: JudgmentCache | None, key: str, query: str, intent: str, people: Mapping[str, int] | None = None
+) -> tuple[dict[str, int], dict[str, int]]:
+    """``(known, judge's)``: the grades known for a query before its line is written, ``{docid: grade}``: the
+    judge ``key``'s labels of it in ``cache`` (per document the median of every label stored), then people's
+    grades (``people``), which win; and the judge's alone. A cache that fails gives none (see :func:`cached`)."""
+    judged: dict[str, int] = {}
+    if cache is not None and getattr(cache, "failure", None) is None:
+        try:
+            found = cache.judge_labels(key, [topic_key(query, intent)])
+        except CacheError:
+            found = {}
+        judged = {docid: median_label(labels) for (_, docid), labels in found.items()}
+    return {**judged, **{d: int(g) for d, g in (people or {}).items()}}, judged
+
+
+def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge, where: tuple[str, str] = ("", "")) -> CachedJudgment:
+    topic, key = where
     return CachedJudgment(
         reply.label,
         reply.reason,
@@ -172,6 +201,9 @@ def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge) -> Cach
         reply.latency_s,
         detector_flagged=document.injection_suspected,
         judge=f"{judge.name}/{cache_model(judge)}",
+        topic=topic or None,
+        docid=document.source if topic else None,
+        judge_key=key or None,
     )
 
 
@@ -275,7 +307,8 @@ def label_documents(
     if len(human) != len(documents):
         raise ValueError("human must hold one grade (or None) per document")
     todo = list(range(len(documents)))  # human-labelled documents too: their judge label is kept beside
-    labelling = _Trials(judge, query, intent, documents, cache, tally, log, calls, todo, {i: [] for i in todo})
+    where = (topic_key(query, intent), judge_key(judge, mode, seed))
+    labelling = _Trials(judge, query, intent, documents, cache, tally, log, calls, todo, {i: [] for i in todo}, where)
     for trial in range(trials):
         sampling = sampling_settings(judge.name, trial, seed)
         if mode == "pointwise":
@@ -301,6 +334,8 @@ class _Trials:
     calls: CallLane | None
     todo: list[int]
     got: dict[int, list[tuple[LabelReply, bool]]]
+    where: tuple[str, str] = ("", "")
+    """``(topic, judge key)`` stored beside each new label (:class:`~judge_runner.judging.cache.CachedJudgment`)."""
 
     def pointwise(self, trial: int, sampling: Mapping[str, Any]) -> None:
         """One pointwise trial: each document's label from the cache, else from a call of its own (stored at
@@ -326,7 +361,7 @@ class _Trials:
                 failure = failure or made
                 continue
             self.tally.add(made)
-            store(self.cache, [(keys[i], _stored(made, documents[i], judge), "pointwise")])
+            store(self.cache, [(keys[i], _stored(made, documents[i], judge, self.where), "pointwise")])
             self.got[i].append((made, False))
         if failure is not None:
             raise failure
@@ -358,7 +393,7 @@ class _Trials:
         self.tally.add(replies[0])
         for reply in replies[1:]:
             self.tally.add(reply, calls=0)
-        store(self.cache, [(keys[i], _stored(r, documents[i], judge), "batched") for i, r in zip(todo, replies)])
+        store(self.cache, [(keys[i], _stored(r, documents[i], judge, self.where), "batched") for i, r in zip(todo, replies)])
         for i, reply in zip(todo, replies):
             self.got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
 
@@ -418,6 +453,11 @@ class QueryJudgment:
     list_cached: bool | None
     disagreements: list[str]
     tally: Tally
+    known: dict[str, int] = field(default_factory=dict)
+    """Grades known for the query from elsewhere when it was judged (:func:`known_grades`): the qrels of its
+    line's metrics and relevance beside its own labels."""
+    judge_known: dict[str, int] = field(default_factory=dict)
+    """The judge's alone among them (for ``judgeOnly``)."""
 
 
 OFF_TOPIC_ANSWERED = "Return no results or confident: false when no result clears a relevance threshold"
@@ -479,7 +519,8 @@ def judge_query(
     :meth:`~judge_runner.search.base.SearchHit.shown` gives it: the document's passages by the one rule,
     else the result's own text, else its snippet), then, for an on-topic query with results,
     one list-level call (cached like the labels). Scores (``judge_runner.judging.scores.query_scores``): relevance
-    (against the gain attainable with the query's expected sources, cut at ``protocol.depth``), ranking
+    (against the gain attainable with the query's expected sources and the grades known for it when judged,
+    :func:`known_grades`, cut at ``protocol.depth``), ranking
     and graded precision from the labels, coverage and snippetQuality from the list-level verdict, overall their
     weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
     on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
@@ -514,10 +555,11 @@ def judge_query(
     if query.queryType == "off-topic":
         abstained = not answer.confident or not hits
         return QueryJudgment(labels, shown_from, None, {}, [] if abstained else [OFF_TOPIC_ANSWERED], None, disagreements, tally)
+    known, judge_known = known_grades(cache, judge_key(judge, protocol.mode, protocol.seed), query.query, query.queryIntent, human)
     if not hits:
         zero = {"relevance": 0.0, "ranking": 0.0, "gradedPrecision": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
         analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
-        return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally)
+        return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally, known, judge_known)
     items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
     verdict, list_cached = list_verdict(judge, query, items, cache, tally, log, calls)
     scores = query_scores(
@@ -527,6 +569,9 @@ def judge_query(
         protocol.weights,
         sources=[h.source for h in hits],
         expected_sources=query.expectedSources,
+        known=known,
         depth=protocol.depth,
     )
-    return QueryJudgment(labels, shown_from, scores, dict(verdict.analysis), list(verdict.suggestions), list_cached, disagreements, tally)
+    return QueryJudgment(
+        labels, shown_from, scores, dict(verdict.analysis), list(verdict.suggestions), list_cached, disagreements, tally, known, judge_known
+    )

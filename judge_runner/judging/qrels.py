@@ -1,5 +1,5 @@
-"""qrels in and out (issue 14, item 6): the judge's labels pooled over runs and written as TREC qrels;
-human qrels read from TREC files and stored, taking precedence over the judge's.
+"""qrels in and out: the judge's labels pooled over runs and written as TREC qrels; human qrels read from
+TREC files and stored, taking precedence over the judge's.
 
 A TREC qrels line is ``qid 0 docid grade`` (the second field, "iteration", is always 0), fields split
 on whitespace, so query ids and document ids are written through :func:`encode_id`.
@@ -13,8 +13,10 @@ Pooling (:func:`pool_qrels`), for each (qid, docid) seen in the runs given:
    The median, not the latest, so the export does not depend on the order the runs are listed in or
    on which run happened last, and one odd run cannot move a label by itself. Pool runs of ONE judge
    fingerprint: labels of different judges are not the same measurement;
-3. otherwise, an expected source of the query that nobody labelled gets grade 3, as in the run's own
-   metrics (docs/design.md, "The run file"), so nDCG@10 over the export equals the run's.
+3. otherwise the same judge's labels kept in the judgment cache (``cached``: e.g. a run since deleted, or
+   another query set that held the query), their median;
+4. otherwise, an expected source of the query that nobody labelled gets grade 3, as in the run's own
+   metrics (docs/design.md, "The run file").
 
 Human qrels also bring the pairs they label that no run returned (a qid must be in some run to be
 exported), since judged-relevant documents the search missed lower the ideal DCG.
@@ -32,7 +34,7 @@ from typing import TextIO
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
-from judge_runner.measures.ir import NDCG10, NDCG10_NAME, RR2, RR_NAME
+from judge_runner.measures.ir import qrels_metrics
 from judge_runner.runs.read import RunFile, read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
@@ -79,6 +81,8 @@ class PooledQrels:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
+    from_cache: set[tuple[str, str]] = field(default_factory=set)
+    """The judge's grades taken from the judgment cache (no pooled run labelled the pair)."""
     off_topic: list[str] = field(default_factory=list)
     """Query ids left out by :func:`export_qrels` because the runs scored them on abstention (off-topic
     queries: no metrics), so the export holds exactly the queries the runs' own means cover."""
@@ -91,9 +95,16 @@ class PooledQrels:
         return out
 
 
-def pool_qrels(runs: Iterable[RunLabels], human: Mapping[tuple[str, str], int] | None = None) -> PooledQrels:
+def pool_qrels(
+    runs: Iterable[RunLabels],
+    human: Mapping[tuple[str, str], int] | None = None,
+    cached: Mapping[tuple[str, str], Sequence[int]] | None = None,
+) -> PooledQrels:
     """Pool the judge's labels of several runs into one set of qrels, human labels first (see the
-    module docstring for the rules). ``human``: ``{(qid, docid): grade}`` (from :func:`human_labels`).
+    module docstring for the rules). ``human``: ``{(qid, docid): grade}`` (from :func:`human_labels`);
+    ``cached``: ``{(qid, docid): [label, ...]}``, the same judge's labels in the judgment cache
+    (:meth:`judge_runner.judging.cache.JudgmentCache.judge_labels`), the median of which grades a pair of a
+    pooled query that no run labelled (``PooledQrels.from_cache``).
     Raises QrelsError when one query id stands for two different query texts across the runs (two
     query sets numbered alike), since their labels cannot be pooled."""
     human = dict(human or {})
@@ -126,6 +137,11 @@ def pool_qrels(runs: Iterable[RunLabels], human: Mapping[tuple[str, str], int] |
         if (qid, docid) not in pooled.origin:
             pooled.qrels[qid][docid] = median_label(grades)
             pooled.origin[(qid, docid)] = "judge"
+    for (qid, docid), stored in (cached or {}).items():
+        if qid in texts and (qid, docid) not in pooled.origin and stored:
+            pooled.qrels[qid][docid] = median_label(stored)
+            pooled.origin[(qid, docid)] = "judge"
+            pooled.from_cache.add((qid, docid))
     for qid, sources in expected.items():
         for docid in sources:
             if (qid, docid) not in pooled.origin:
@@ -275,30 +291,13 @@ def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = 
 
 
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """nDCG@10 and RR (first result of grade >= 2) of one run's queries against shared qrels (e.g.
-    :func:`pool_qrels`), with ir-measures and the conventions of ``judge_runner.measures.ir.query_metrics``: a source
-    returned twice counts once, at its best rank. ``ranked``: ``{qid: [source, ...]}`` best first.
-    Returns ``{qid: {"nDCG@10": x, "RR(rel=2)": y}}`` (ir-measures' names, :data:`judge_runner.measures.ir.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade
-    above 0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
-    import ir_measures
-
-    out: dict[str, dict[str, float]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for qid, sources in ranked.items():
-        if not any(g > 0 for g in (qrels.get(qid) or {}).values()):
-            continue
-        out[qid] = {NDCG10_NAME: 0.0, RR_NAME: 0.0}
-        scores: dict[str, float] = {}
-        for i, source in enumerate(sources):
-            scores.setdefault(source, float(len(sources) - i))
-        if scores:
-            run[qid] = scores
-    if run:
-        wanted = {q: dict(qrels[q]) for q in run}
-        for metric in ir_measures.iter_calc([NDCG10, RR2], wanted, run):
-            name = NDCG10_NAME if metric.measure == NDCG10 else RR_NAME
-            out[metric.query_id][name] = round(float(metric.value), 6)
-    return out
+    """nDCG@10, R@10 and RR(rel=2) of one run's queries against shared qrels (e.g. :func:`pool_qrels`), by
+    :func:`judge_runner.measures.ir.qrels_metrics` (ir-measures; a source returned twice counts once, at its best
+    rank). ``ranked``: ``{qid: [source, ...]}`` best first. Returns ``{qid: {name: value}}`` (ir-measures' names,
+    :data:`judge_runner.measures.ir.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade above
+    0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
+    wanted = {q: s for q, s in ranked.items() if any(g > 0 for g in (qrels.get(q) or {}).values())}
+    return qrels_metrics(qrels, wanted)
 
 
 def run_judge_key(run: RunFile) -> str:

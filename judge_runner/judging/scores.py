@@ -29,11 +29,14 @@ the TREC Web Track's graded scale puts the page a query targets ("Nav", 4) above
 (Collins-Thompson et al., "TREC 2013 Web Track Overview", TREC 2013). A list that misses it can therefore
 not match an attainable list that holds it, however many other results the judge labelled 3."""
 
-SCORING_VERSION = 2
+SCORING_VERSION = 3
 """How labels become scores. 1: ``relevance`` was graded precision over every returned slot (a query with
-one answer could not score above 1/limit). 2 (issue 21): ``relevance`` is :func:`relevance_score`, graded
-precision is ``gradedPrecision``. Recorded in ``run_start`` (``provenance.scoringVersion``; a file without it
-was scored under 1); ``trend`` never compares scores of two versions, only the IR metrics."""
+one answer could not score above 1/limit). 2: ``relevance`` is :func:`relevance_score`, graded precision is
+``gradedPrecision``. 3: the metrics, ``relevance`` and ``overall`` are computed against the pooled qrels (every
+grade known for the query: every system's labels, the judgment cache's of the same judge, people's grades;
+:mod:`judge_runner.judging.pooled`), and every reader re-scores a file of version 2 or later so. Recorded in
+``run_start`` (``provenance.scoringVersion``; a file without it was scored under 1); ``trend`` never compares
+scores of version 1 with later ones, only the IR metrics."""
 
 
 def _check(labels: Sequence[int]) -> list[int]:

@@ -1,20 +1,23 @@
-"""IR metrics for one judged query, computed with ir-measures (MacAvaney et al., ECIR 2022), which
-delegates to pytrec_eval (trec_eval semantics: nDCG with linear gain and log2 discount, ideal DCG from
-all judged documents).
+"""IR metrics of judged queries against qrels, computed with ir-measures (MacAvaney et al., ECIR 2022), which
+delegates to pytrec_eval (trec_eval semantics: nDCG with linear gain and log2 discount, the ideal DCG from
+every graded document of the query; Recall@10 over the documents graded 1 or more; a document no one graded
+is not relevant).
 
-As docs/design.md ("The run file") states:
-- qrels: the judge's 0-3 labels on the returned results, plus every expected source at grade 3 unless
-  the judge labelled it;
-- nDCG@10 over those graded qrels;
-- Recall@10: the share of expected sources found in the top 10;
-- RR: reciprocal rank of the first result of grade >= 2 (MRR when averaged over queries).
+The qrels of a query are every grade known for it (docs/design.md, "The run file"): the judge's labels of
+every system that returned the document, the judgment cache's labels of the same judge, people's grades
+(which win), and each expected source nobody graded at grade 3. :func:`qrels_metrics` scores ranked lists
+against such qrels; :func:`query_metrics` is the same for one list whose own labels are the qrels, with the
+grades known from elsewhere (``known``) added. Both read the one table of measures, :data:`MEASURES`.
 
 Metric keys in run files are ir-measures' own names (``str(measure)``): ``nDCG@10``, ``R@10`` and
-``RR(rel=2)``, defined once here as :data:`METRIC_NAMES`. Files written before that used ``Recall@10``
-and ``RR``; :data:`LEGACY_METRIC_NAMES` maps them, and the run-file reader applies it.
+``RR(rel=2)`` (RR of the first result of grade >= 2; MRR when averaged over queries). Files written before
+that used ``Recall@10`` and ``RR``; :data:`LEGACY_METRIC_NAMES` maps them, and the run-file reader applies it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import ir_measures
 from ir_measures import RR, R, nDCG
@@ -22,9 +25,10 @@ from ir_measures import RR, R, nDCG
 NDCG10 = nDCG @ 10
 RECALL10 = R @ 10
 RR2 = RR(rel=2)
-MEASURES = (NDCG10, RECALL10, RR2)
-NDCG10_NAME, RECALL10_NAME, RR_NAME = (str(m) for m in MEASURES)  # "nDCG@10", "R@10", "RR(rel=2)"
-METRIC_NAMES: tuple[str, ...] = (NDCG10_NAME, RECALL10_NAME, RR_NAME)
+MEASURES: dict[str, Any] = {str(m): m for m in (NDCG10, RECALL10, RR2)}
+"""The one table of IR measures: ``{ir-measures name: measure}``, in the order the run file lists them."""
+NDCG10_NAME, RECALL10_NAME, RR_NAME = MEASURES  # "nDCG@10", "R@10", "RR(rel=2)"
+METRIC_NAMES: tuple[str, ...] = tuple(MEASURES)
 LEGACY_METRIC_NAMES: dict[str, str] = {"Recall@10": RECALL10_NAME, "RR": RR_NAME}  # run files before formatVersion
 _QID = "q"
 
@@ -35,35 +39,45 @@ def canonical_metric_name(name: str) -> str:
     return LEGACY_METRIC_NAMES.get(name, name)
 
 
-def query_metrics(ranked_sources: list[str], labels: list[int], expected_sources: list[str]) -> dict[str, float | None]:
-    """``{"nDCG@10", "R@10", "RR(rel=2)"}`` (:data:`METRIC_NAMES`) for one query.
+def ranked_scores(sources: Sequence[str]) -> dict[str, float]:
+    """A ranked list as an ir-measures run: scores strictly decreasing with rank, so trec_eval's tie-breaking
+    cannot reorder it; a source returned twice counts once, at its best rank."""
+    run: dict[str, float] = {}
+    for i, source in enumerate(sources):
+        run.setdefault(source, float(len(sources) - i))
+    return run
 
-    ``ranked_sources``: the returned documents, best first; ``labels``: the judge's grade (0-3) of each;
-    ``expected_sources``: files that should answer. R@10 is None when there are no expected
-    sources. Raises ValueError when the lists do not line up.
-    """
+
+def qrels_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """``{qid: {name: value}}`` over :data:`MEASURES` for every qid of ``ranked`` (``{qid: [source, ...]}``,
+    best first) against ``qrels`` (``{qid: {docid: grade 0-3}}``), rounded to 6 digits: ir-measures' values,
+    which count a query whose qrels hold no relevant document as 0; an empty list, or a query without qrels,
+    scores 0.0 (a search that returned nothing failed the query)."""
+    out = {qid: dict.fromkeys(MEASURES, 0.0) for qid in ranked}
+    run = {qid: ranked_scores(sources) for qid, sources in ranked.items() if sources and qrels.get(qid)}
+    if run:
+        wanted = {qid: {d: int(g) for d, g in qrels[qid].items()} for qid in run}
+        for metric in ir_measures.iter_calc(list(MEASURES.values()), wanted, run):
+            out[metric.query_id][str(metric.measure)] = round(float(metric.value), 6)
+    return out
+
+
+def query_metrics(
+    ranked_sources: list[str], labels: list[int], expected_sources: list[str], known: Mapping[str, int] | None = None
+) -> dict[str, float | None]:
+    """``{"nDCG@10", "R@10", "RR(rel=2)"}`` (:data:`METRIC_NAMES`) for one query (:func:`qrels_metrics`).
+
+    The qrels: ``labels`` (a grade 0-3 per returned result, ``ranked_sources`` best first; a source returned
+    twice keeps its best grade), then ``known`` (``{docid: grade}`` known for the query from elsewhere: other
+    systems, the judgment cache, people) for the documents not returned, then every expected source nobody
+    graded at grade 3. Raises ValueError when the lists do not line up."""
     if len(ranked_sources) != len(labels):
         raise ValueError("one label per returned result is required")
     qrels: dict[str, int] = {}
     for source, grade in zip(ranked_sources, labels):
         qrels[source] = max(qrels.get(source, 0), int(grade))
+    for source, grade in (known or {}).items():
+        qrels.setdefault(source, int(grade))
     for source in expected_sources:
         qrels.setdefault(source, 3)
-    # scores strictly decreasing with rank, so trec_eval's tie-breaking cannot reorder the run
-    # (a source returned twice counts once, at its best rank)
-    run: dict[str, float] = {}
-    for i, source in enumerate(ranked_sources):
-        run.setdefault(source, float(len(ranked_sources) - i))
-    graded = {_QID: qrels}
-    results: dict[str, float | None] = {NDCG10_NAME: 0.0, RECALL10_NAME: None, RR_NAME: 0.0}
-    if run and any(qrels.values()):
-        values = ir_measures.calc_aggregate([NDCG10, RR2], graded, {_QID: run})
-        results[NDCG10_NAME] = round(float(values[NDCG10]), 6)
-        results[RR_NAME] = round(float(values[RR2]), 6)
-    if expected_sources:
-        if run:
-            recall = ir_measures.calc_aggregate([RECALL10], {_QID: {s: 1 for s in expected_sources}}, {_QID: run})
-            results[RECALL10_NAME] = round(float(recall[RECALL10]), 6)
-        else:
-            results[RECALL10_NAME] = 0.0
-    return results
+    return dict(qrels_metrics({_QID: qrels}, {_QID: ranked_sources})[_QID])

@@ -10,6 +10,11 @@ what the judge alone would have given. On every other query the line's own value
 with only some results labelled is neither: it is counted (``partlyLabelledQueries``) and enters the judge's
 mean with its ``judgeOnly`` values.
 
+The lines given are scored against the run's pooled qrels (:mod:`judge_runner.judging.pooled`; the summary
+and ``trend`` re-score them first): a line's values are against every grade known for its query, people's
+winning, and ``judgeOnly`` against the same qrels without people's grades; a result people graded since the
+line was written carries their grade.
+
 Every figure is per system: in a compare run two systems' lines share query ids, so they are never pooled
 (the block's top-level figures are the reference system's, the first; ``systems`` has each one's). A
 difference is paired per query over the queries both systems scored (judge) and both have wholly labelled

@@ -41,6 +41,7 @@ from judge_runner.runs.summary_blocks import (
     ComparisonBlock,
     FocusEvidence,
     Issue,
+    QrelsBlock,
     RunEstimate,
     RunUsage,
 )
@@ -57,7 +58,8 @@ _METRICS_SCHEMA = {
     "type": "object",
     "required": list(METRIC_NAMES),
     "additionalProperties": {"anyOf": [_UNIT_SCHEMA, {"type": "null"}]},
-    "description": "ir-measures names (str(measure)). R@10 is null when the query has no expected sources.",
+    "description": "ir-measures names (str(measure)). R@10 is null only in files written before scoring version 3, for a query "
+    "without expected sources.",
 }
 
 
@@ -280,7 +282,9 @@ class EvaluationLine(_Line):
     suggestions: list[str] = Field(default_factory=list)
     results: list[ResultLabel] = Field(default_factory=list)
     metrics: Annotated[dict[str, MetricValue] | None, WithJsonSchema({"anyOf": [{"type": "null"}, _METRICS_SCHEMA]})] = Field(
-        default=None, description="Null for an off-topic query."
+        default=None,
+        description="Against the qrels known when the line was written (its labels, the judgment cache's of the same judge, "
+        "people's grades, expected sources at 3); every reader re-scores against the pooled qrels. Null for an off-topic query.",
     )
     abstained: bool | None = Field(
         default=None,
@@ -306,7 +310,8 @@ class EvaluationLine(_Line):
     )
     judgeOnly: dict[str, MetricValue] | None = Field(
         default=None,
-        description="With human labels: nDCG@10 and relevance from the judge's own labels (runs/corrected.py); else null.",
+        description="When people graded something of the query: nDCG@10 and relevance from the judge's grades alone "
+        "(runs/corrected.py); else null.",
     )
 
     @field_validator("metrics", mode="before")
@@ -403,7 +408,13 @@ class SummaryLine(_Line):
     )
     averageMetrics: dict[str, Unit] | None = Field(
         default=None,
-        description="Mean of each metric (ir-measures names) over the evaluated queries that have it (off-topic queries excluded).",
+        description="Mean of each metric (ir-measures names) over the evaluated queries that have it (off-topic queries excluded), "
+        "against the run's pooled qrels (qrels).",
+    )
+    qrels: QrelsBlock | None = Field(
+        default=None,
+        description="Scoring version 3: the pooled qrels averageMetrics, relevance, overall, the comparison and biasCorrected were "
+        "computed against; null in older files (their lines' own qrels).",
     )
     abstention: Abstention = Field(default_factory=Abstention)
     topIssues: list[Issue] = Field(default_factory=list)

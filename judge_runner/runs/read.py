@@ -1,9 +1,10 @@
 """The one reader of run files: every consumer (trend, report, resume, prune, baseline) reads through here.
 
 :func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
-(:mod:`judge_runner.runs.lines`); :func:`read_run_folder` reads a results folder, keeping per run (its id
-and start time) the file with the most evaluations (a resumed run writes a second file; docs/design.md,
-"The run file"). :func:`resume_state`
+(:mod:`judge_runner.runs.lines`); :func:`read_run_records` reads it for its figures only, each evaluation a
+:class:`~judge_runner.runs.records.Record` (no shown texts, reasons, snippets); both read line by line.
+:func:`read_run_folder` reads a results folder so, keeping per run (its id and start time) the file with the
+most evaluations (a resumed run writes a second file; docs/design.md, "The run file"). :func:`resume_state`
 and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
 
 What it tolerates and what it says (each warning names the file and the line):
@@ -27,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,19 +50,21 @@ from judge_runner.runs.lines import (
     RunStartLine,
     SummaryLine,
 )
+from judge_runner.runs.records import LINE_DROP, RESULT_KEEP, Record
 
 LEGACY_TYPES = ("query_evaluation", "run_summary")
 
 
 @dataclass
-class RunFile:
+class RunLines:
     """One run file as read: typed lines, the reader's warnings (``"<file>:<line>: ..."``), and
     whether it was written in the original search-quality format (``legacy``). ``batches``: the
-    ``batch`` lines of a ``--batch`` run (batch ids, for ``--resume``; no scores)."""
+    ``batch`` lines of a ``--batch`` run (batch ids, for ``--resume``; no scores). The evaluations are
+    :class:`RunFile`'s whole lines or :class:`RunRecords`' records."""
 
     path: Path
     run_start: RunStartLine | None = None
-    evaluations: list[EvaluationLine] = field(default_factory=list)
+    evaluations: Sequence[Any] = field(default_factory=list)
     errors: list[ErrorLine] = field(default_factory=list)
     summary: SummaryLine | None = None
     warnings: list[str] = field(default_factory=list)
@@ -75,7 +78,7 @@ class RunFile:
         """The run id: ``run_start``'s, else the first evaluation's, error's or summary's, else the file's stem."""
         for line in (self.run_start, *self.evaluations, *self.errors, self.summary):
             if line is not None and line.runId:
-                return line.runId
+                return str(line.runId)
         return self.path.stem
 
     @property
@@ -117,6 +120,24 @@ class RunFile:
         if self.summary is not None and self.summary.timestamp:
             return self.summary.timestamp
         return datetime.fromtimestamp(self.path.stat().st_mtime, UTC).isoformat()
+
+
+@dataclass
+class RunFile(RunLines):
+    """A run file read whole (:func:`read_run_file`): every evaluation line as written."""
+
+    evaluations: list[EvaluationLine] = field(default_factory=list)
+
+
+@dataclass
+class RunRecords(RunLines):
+    """A run file read for its figures (:func:`read_run_records`): each evaluation a
+    :class:`~judge_runner.runs.records.Record`."""
+
+    evaluations: list[Record] = field(default_factory=list)
+    qrels: dict[str, Any] | None = None
+    """The qrels its records were re-scored against (:meth:`judge_runner.judging.pooled.Pool.block`), set by
+    the reader that re-scored them; None before."""
 
 
 # -- lines -------------------------------------------------------------------------------------------
@@ -232,14 +253,35 @@ def _adapt(line: dict[str, Any], where: str, warnings: list[str]) -> tuple[dict[
 # -- files -------------------------------------------------------------------------------------------
 
 
-def read_run_file(path: Path) -> RunFile:
-    """Read one run file into typed lines (see the module docstring for what is tolerated and warned
-    about). The first ``run_start`` and the last ``summary`` count; every evaluation and error is kept
-    in file order. Raises OSError when the file cannot be read."""
-    path = Path(path)
-    run = RunFile(path=path)
-    lines = iter_raw_lines(path.read_bytes())
-    for number, raw, terminated in lines:
+def stream_raw_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """:func:`iter_raw_lines` of a file, read line by line (never the whole file at once)."""
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            terminated = raw.endswith(b"\n")
+            yield number, raw[:-1] if terminated else raw, terminated
+
+
+def _slim(value: dict[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
+    """An evaluation line with only what a :class:`~judge_runner.runs.records.Record` keeps; the fields it drops
+    unread are only checked for their shape (``analysis`` an object of texts, ``suggestions`` a list of texts),
+    warned about as :func:`_validate` warns."""
+    for name, fits in (
+        ("analysis", lambda v: isinstance(v, dict) and all(isinstance(t, str) for t in v.values())),
+        ("suggestions", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v)),
+    ):
+        if name in value and not fits(value[name]):
+            warnings.append(f"{where}: field {name} = {_short(value[name])} does not fit the run-file contract; dropped")
+    results = value.get("results")
+    if isinstance(results, list):
+        results = [{k: v for k, v in r.items() if k in RESULT_KEEP} if isinstance(r, dict) else r for r in results]
+    return {k: v for k, v in value.items() if k not in LINE_DROP} | ({"results": results} if "results" in value else {})
+
+
+def _read(run: RunLines, keep: Callable[[EvaluationLine], None], slim: bool) -> None:
+    """Read ``run.path`` line by line into ``run`` (module docstring), each evaluation handed to ``keep``;
+    ``slim``: drop what a record does not keep before validating. Raises OSError when the file cannot be read."""
+    path = run.path
+    for number, raw, terminated in stream_raw_lines(path):
         if not raw.strip():
             continue
         where = f"{path.name}:{number}"
@@ -254,6 +296,8 @@ def read_run_file(path: Path) -> RunFile:
         if not isinstance(value, dict):
             run.warnings.append(f"{where}: damaged line dropped (a JSON {type(value).__name__}, not an object)")
             continue
+        if slim and value.get("type") == "evaluation":
+            value = _slim(value, where, run.warnings)
         adapted, legacy = _adapt(value, where, run.warnings)
         if adapted is None:
             continue
@@ -266,7 +310,7 @@ def read_run_file(path: Path) -> RunFile:
             if run.run_start is None:
                 run.run_start = model
         elif isinstance(model, EvaluationLine):
-            run.evaluations.append(model)
+            keep(model)
         elif isinstance(model, ErrorLine):
             run.errors.append(model)
         elif isinstance(model, BatchLine):
@@ -276,6 +320,23 @@ def read_run_file(path: Path) -> RunFile:
                 run.batches.append(model)
         elif isinstance(model, SummaryLine):
             run.summary = model
+
+
+def read_run_file(path: Path) -> RunFile:
+    """Read one run file into typed lines (see the module docstring for what is tolerated and warned
+    about). The first ``run_start`` and the last ``summary`` count; every evaluation and error is kept
+    in file order. Raises OSError when the file cannot be read."""
+    run = RunFile(path=Path(path))
+    _read(run, run.evaluations.append, slim=False)
+    return run
+
+
+def read_run_records(path: Path) -> RunRecords:
+    """Read one run file for its figures, line by line: as :func:`read_run_file`, each evaluation kept as a
+    :class:`~judge_runner.runs.records.Record` (no shown texts, reasons, snippets or analysis). Raises OSError
+    when the file cannot be read."""
+    run = RunRecords(path=Path(path))
+    _read(run, lambda line: run.evaluations.append(Record.of(line)), slim=True)
     return run
 
 
@@ -294,7 +355,7 @@ def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
     return runs
 
 
-def run_names(runs: Sequence[RunFile]) -> list[str]:
+def run_names(runs: Sequence[RunLines]) -> list[str]:
     """A name per run file, to show runs side by side (calibration systems, pooled qrels): its run id, or
     ``<id>#2`` ... for a different run that shares it (:attr:`RunFile.identity`; an id written before ids
     were unique). Files of one run (a resumed run's two files) share one name."""
@@ -306,16 +367,17 @@ def run_names(runs: Sequence[RunFile]) -> list[str]:
     return [named[run.identity] for run in runs]
 
 
-def read_run_folder(folder: Path) -> tuple[list[RunFile], list[str]]:
-    """Every run in ``folder`` (``*.jsonl``), oldest first (by :attr:`RunFile.timestamp`, then run id),
-    and warnings: files that are not runs or cannot be read, and each run file's own warnings. Per
-    run (:attr:`RunFile.identity`: its id and start time) only the file with the most evaluations is
-    kept (a resumed run writes a second file); two runs that share an old-format id are both kept."""
+def read_run_folder(folder: Path) -> tuple[list[RunRecords], list[str]]:
+    """Every run in ``folder`` (``*.jsonl``), oldest first (by :attr:`RunLines.timestamp`, then run id),
+    each read for its figures (:func:`read_run_records`), and warnings: files that are not runs or cannot be
+    read, and each run file's own warnings. Per run (:attr:`RunLines.identity`: its id and start time) only
+    the file with the most evaluations is kept (a resumed run writes a second file); two runs that share an
+    old-format id are both kept."""
     warnings: list[str] = []
-    by_id: dict[tuple[str, str], RunFile] = {}
+    by_id: dict[tuple[str, str], RunRecords] = {}
     for path in sorted(Path(folder).glob("*.jsonl")):
         try:
-            run = read_run_file(path)
+            run = read_run_records(path)
         except OSError as exc:
             warnings.append(f"skipped {path.name}: unreadable ({exc})")
             continue
@@ -377,9 +439,12 @@ __all__ = [
     "FORMAT_VERSION",
     "ResumeState",
     "RunFile",
+    "RunLines",
+    "RunRecords",
     "is_baseline",
     "read_run_file",
     "read_run_folder",
+    "read_run_records",
     "resume_state",
     "run_id_of",
     "run_names",

@@ -60,6 +60,24 @@ class FocusEvidence(BaseModel):
     suggestionQueryIds: list[str] = Field(default_factory=list)
 
 
+class QrelsBlock(BaseModel):
+    """Which qrels the summary's figures were computed against (judge_runner.judging.pooled): every grade known
+    for each query of the run, pooled over every system's lines, the judgment cache and people's grades."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    source: Literal["judge", "people", "judge and people"] = Field(
+        default="judge", description="Whose grades the qrels hold (expected sources aside)."
+    )
+    queries: int = Field(default=0, ge=0, description="Queries with qrels (on-topic queries with metrics).")
+    judge: int = Field(default=0, ge=0, description="(query, document) grades from the judge: every system's labels, their median.")
+    people: int = Field(default=0, ge=0, description="Grades people gave (they win over the judge's).")
+    expected: int = Field(default=0, ge=0, description="Expected sources nobody graded, counted at grade 3.")
+    fromCache: int = Field(default=0, ge=0, description="Of the judge's grades, those only the judgment cache held (same judge).")
+    runs: int = Field(default=1, ge=0, description="Run files whose lines were pooled.")
+    cache: bool = Field(default=False, description="Whether the judgment cache was read.")
+
+
 class RunUsage(BaseModel):
     """Tokens and calls of the whole run (input tokens include cache writes and reads)."""
 

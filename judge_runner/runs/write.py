@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -160,14 +160,14 @@ def _numbers(values: list[Any]) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
-def is_judged(evaluation: dict, legacy: bool = False) -> bool:
+def is_judged(evaluation: Mapping[str, Any], legacy: bool = False) -> bool:
     """Whether an ``evaluation`` line (a dict by alias) made at least one judge call in its run: a label
     paid for (``labelsJudged`` > 0) or a list-level verdict not from the cache (``listCached`` false). A
     format-1 line (``legacy``) always did: that judge had no cache."""
     return legacy or int(evaluation.get("labelsJudged") or 0) > 0 or evaluation.get("listCached") is False
 
 
-def cost_per_judged_query(evaluations: list[dict], legacy: bool = False) -> tuple[int, float | None]:
+def cost_per_judged_query(evaluations: Sequence[Mapping[str, Any]], legacy: bool = False) -> tuple[int, float | None]:
     """``(judged queries, USD per judged query)`` of a run's evaluation lines (dicts by alias): the sum of
     the judged lines' ``usage.costUsd`` (the judge calls of that query, every trial and re-ask) over their
     number (:func:`is_judged`). The USD figure is None when no query was judged or any judged line's

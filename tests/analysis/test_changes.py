@@ -61,7 +61,8 @@ def test_runs_scored_before_the_scoring_change_are_another_scoring_version_not_a
     write_run(tmp_path, "r2", [v - 0.3 for v in base], ndcg=base, day=2, provenance={"scoringVersion": 2})
     row = next(r for r in build_trend(tmp_path).groups[0]["runs"] if r["runId"] == "r2")
     assert "overall" not in row["vsPrevious"]["comparisons"] and row["vsPrevious"]["comparisons"]["nDCG@10"]["verdict"] == "within noise"
-    assert row["vsPrevious"]["changes"] == ["scoring version 1 -> 2: scores not compared, IR metrics are"]
+    # a file of version 2 or later is re-scored when read: under today's version (3)
+    assert row["vsPrevious"]["changes"] == ["scoring version 1 -> 3: scores not compared, IR metrics are"]
     result = invoke(["trend", str(tmp_path), "--fail-on-regression", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["latest"]["regression"] is False
@@ -80,5 +81,5 @@ def test_the_report_says_scores_of_two_scoring_versions_are_not_compared(tmp_pat
     text = build_report(tmp_path, tmp_path / "reports").markdown.read_text(encoding="utf-8")
     overall = next(line for line in text.splitlines() if line.startswith("| overall |"))
     ndcg = next(line for line in text.splitlines() if line.startswith("| nDCG@10 |"))
-    assert "not compared: scoring version 1 -> 2" in overall and "regression" not in overall
+    assert "not compared: scoring version 1 -> 3" in overall and "regression" not in overall
     assert "within noise" in ndcg

@@ -13,6 +13,7 @@ from rich.console import Console
 from judge_runner.analysis.report import build_report
 from judge_runner.analysis.trend import build_trend
 from judge_runner.analysis.trend_render import print_table, trend_rows
+from judge_runner.core.printer import Printer
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean, t_quantile
 from judge_runner.runs.corrected import bias_corrected
 from tests.support.corrected_runs import evaluation, graded_answers, write_run
@@ -109,10 +110,11 @@ def test_the_evaluate_console_prints_the_corrected_line(tmp_path):
     assert "people's labels alone" in line
 
 
-def test_after_labelling_an_unchanged_search_names_the_labels_as_the_cause_and_does_not_gate(tmp_path):
-    """Issue: after labelling, an unchanged search showed "ranking ▼ regression" in the report with no cause named."""
+def test_after_labelling_an_unchanged_search_shows_no_change_and_does_not_gate(tmp_path):
+    """Issue: after labelling, an unchanged search showed "ranking ▼ regression" in the report. Both runs are now
+    scored against the qrels known now, the people's grades given since included: the same results, the same
+    figures."""
     from judge_runner.app.history import show_trend
-    from judge_runner.core.printer import Printer
 
     rng = np.random.default_rng(9)
     labelled = graded_answers(rng, 14, 12, shift=1)  # the judge rates everything higher than the people
@@ -121,16 +123,12 @@ def test_after_labelling_an_unchanged_search_names_the_labels_as_the_cause_and_d
     write_run(tmp_path, "20261208T090000Z", {"": labelled}, minute=1)
     trend = build_trend(tmp_path)
     row = trend.groups[0]["runs"][1]
-    assert any(c["verdict"] == "regression" for c in row["vsPrevious"]["comparisons"].values())  # the judge-side figures fell
-    assert all(c["cause"] == "labels changed, not the search" for c in row["vsPrevious"]["comparisons"].values())
-    assert any("labels changed: people's labels on 12 queries (were on 0)" in c for c in row["vsPrevious"]["changes"])
+    assert all(c["delta"] == 0.0 and c["verdict"] != "regression" for c in row["vsPrevious"]["comparisons"].values())
+    assert row["qrels"]["people"] == 12 * 5 and trend.groups[0]["runs"][0]["qrels"] == row["qrels"]
     assert trend.latest_verdict["regression"] is False
     show_trend(tmp_path, "table", None, None, 0.03, True, Printer(out=lambda m: None, err=lambda m: None))  # no GateFailedError
     md = build_report(tmp_path, tmp_path / "reports").markdown.read_text(encoding="utf-8")
-    assert "▼ regression (labels changed, not the search)" in md
-    assert "What changed since then: labels changed" in md
-    text = table_text(tmp_path)
-    assert "L-" in text and "labels changed" in text
+    assert "regression" not in md.split("## Headline numbers", 1)[1].split("##", 1)[0]
 
 
 def test_labelled_queries_that_all_agree_give_the_rule_of_three_not_a_point():

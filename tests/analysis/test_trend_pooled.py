@@ -1,6 +1,5 @@
-"""Runs of one judge on one query set are scored against the labels pooled over them (issue 14, item 6):
-trend's nDCG@10 of a run whose own judge call disagreed with the others moves to the pooled labels; a run
-alone on its query set keeps its own metrics."""
+"""Runs of one judge are scored against the labels pooled over them: trend's nDCG@10 of a run whose own judge
+call disagreed with the others moves to the pooled labels; a run alone with its query keeps its own metrics."""
 
 from __future__ import annotations
 
@@ -12,7 +11,9 @@ import pytest
 from judge_runner.analysis.trend import read_runs
 
 
-def write(folder: Path, name: str, ranked: list[tuple[str, int]], query_set: str, ndcg: float, day: int) -> None:
+def write(
+    folder: Path, name: str, ranked: list[tuple[str, int]], query_set: str, ndcg: float, day: int, query: str = "redis failover"
+) -> None:
     start = {
         "type": "run_start",
         "runId": name,
@@ -30,7 +31,7 @@ def write(folder: Path, name: str, ranked: list[tuple[str, int]], query_set: str
         "type": "evaluation",
         "runId": name,
         "queryId": "q1",
-        "query": "redis failover",
+        "query": query,
         "queryType": "keyword",
         "expectedSources": [],
         "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": 0.5},
@@ -46,9 +47,19 @@ def test_runs_sharing_a_query_set_are_scored_on_pooled_labels(tmp_path):
     write(tmp_path, "r1", [("x.md", 0), ("y.md", 3)], "a" * 64, 0.630930, 1)
     write(tmp_path, "r2", [("y.md", 2), ("x.md", 3)], "a" * 64, 0.913, 2)
     write(tmp_path, "r3", [("x.md", 3), ("y.md", 2)], "a" * 64, 1.0, 3)
-    write(tmp_path, "lone", [("x.md", 0), ("y.md", 3)], "b" * 64, 0.630930, 4)
+    write(tmp_path, "lone", [("x.md", 0), ("y.md", 3)], "b" * 64, 0.630930, 4, query="redis backups")  # another query: not pooled
     runs = {r.run_id: r for r in read_runs(tmp_path)[0]}
     assert runs["r1"].values("nDCG@10") == {"q1": pytest.approx(1.0)}  # x 3 then y 2: the ideal order of the pooled labels
     assert runs["r2"].values("nDCG@10")["q1"] == pytest.approx((2 + 3 / 1.5849625) / (3 + 2 / 1.5849625), abs=1e-5)
-    assert runs["lone"].values("nDCG@10") == {"q1": 0.630930} and runs["lone"].pooled == {}
-    assert runs["r1"].values("overall") == {"q1": 0.5}  # scores are not touched
+    assert runs["lone"].values("nDCG@10") == {"q1": 0.630930}
+    assert runs["r1"].values("overall") == {"q1": 0.5}  # a file of scoring version 1: its scores are not re-scored
+    assert runs["r1"].qrels == {
+        "source": "judge",
+        "queries": 1,
+        "judge": 2,
+        "people": 0,
+        "expected": 0,
+        "fromCache": 0,
+        "runs": 3,
+        "cache": False,
+    }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from judge_runner.judging.scores import SCORING_VERSION
 from tests.support.clitools import invoke, run_lines
 
 pytestmark = pytest.mark.hash_embedder
@@ -69,7 +70,7 @@ def query_set(folder: Path, query: str, expected: str) -> Path:
 def evaluated(out_dir: Path) -> dict:
     lines = run_lines(out_dir)
     (evaluation,) = [line for line in lines if line["type"] == "evaluation"]
-    assert lines[0]["provenance"]["scoringVersion"] == 2
+    assert lines[0]["provenance"]["scoringVersion"] == SCORING_VERSION
     return evaluation
 
 
@@ -112,7 +113,7 @@ def test_a_list_of_lookalikes_missing_the_expected_source_never_scores_one(tmp_p
     # the "Deploy with docker compose": every README carries the heading, the expected one is not returned
     qs = query_set(tmp_path, "Deploy with docker compose", ANSWER)
     lookalikes = judge_run(tmp_path, kb, qs, OTHERS[:10], "lookalikes")
-    assert lookalikes["metrics"]["R@10"] == 0.0
+    assert lookalikes["metrics"]["R@10"] < 1.0  # the expected source is in the qrels (grade 3) and was not found
     assert lookalikes["scores"]["relevance"] < 1.0 and lookalikes["scores"]["overall"] < 1.0, lookalikes["scores"]
     with_it = judge_run(tmp_path, kb, qs, [ANSWER, *OTHERS[:9]], "with-it")
     assert with_it["scores"]["overall"] > lookalikes["scores"]["overall"]
@@ -130,5 +131,7 @@ def test_a_run_scored_under_the_old_version_is_not_resumed_into_the_new_one(tmp_
     with pytest.raises(UsageError, match="scoring version 1.*start a new run"):
         read_resume_point(old)
     current = tmp_path / "current.jsonl"
-    current.write_text(json.dumps({**start, "provenance": {"scoringVersion": 2}}) + "\n" + json.dumps(evaluation) + "\n", encoding="utf-8")
+    current.write_text(
+        json.dumps({**start, "provenance": {"scoringVersion": SCORING_VERSION}}) + "\n" + json.dumps(evaluation) + "\n", encoding="utf-8"
+    )
     assert read_resume_point(current).judged_ids == {"q1"}

@@ -145,7 +145,7 @@ def test_pairs_estimate_scaled_dcg_at_10_the_dcg_of_the_top_10_over_that_of_ten_
         for q in range(QUERIES)
     )
     assert true_scaled_dcg(QUERIES) == pytest.approx(by_hand)
-    assert abs(by_hand - true_value(QUERIES)) > 0.02  # another measure than nDCG@10: never reported as it
+    assert abs(by_hand - true_value(QUERIES)) > 0.01  # another measure than nDCG@10: never reported as it
 
 
 @pytest.mark.parametrize(

@@ -210,7 +210,7 @@ def test_pooled_metrics_equal_the_runs_own_for_one_run_and_share_qrels_across_ru
     got = pooled_metrics(pooled.qrels, {q: s for q, (s, _, _) in a.items()})
     for qid in ("q1", "q3"):
         own = query_metrics(*a[qid])
-        assert got[qid] == {"nDCG@10": pytest.approx(own["nDCG@10"], abs=1e-6), "RR(rel=2)": pytest.approx(own["RR(rel=2)"], abs=1e-6)}
+        assert got[qid] == {name: pytest.approx(own[name], abs=1e-6) for name in ("nDCG@10", "R@10", "RR(rel=2)")}
     assert "q2" not in got  # nothing relevant known for q2: it cannot be scored
     # a second configuration that found y.md first is scored against the same qrels
     both = pool_qrels([run("A", "q1", [("x.md", 0), ("y.md", 3)]), run("B", "q1", [("y.md", 3), ("v.md", 2)])])

@@ -1,7 +1,8 @@
 """judge_runner.measures.ir.query_metrics against hand-computed values.
 
 nDCG@10 (trec_eval semantics): DCG = sum over ranks i of grade_i / log2(i + 1), linear gain; the ideal
-DCG sorts every judged grade (the judge's labels plus unlabelled expected sources at grade 3).
+DCG sorts every judged grade (the judge's labels, the grades known from elsewhere, and unlabelled expected
+sources at grade 3). R@10 (trec_eval): the share of the documents graded 1 or more found in the top 10.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def test_hand_computed_with_an_unlabelled_expected_source():
     idcg = 3 / 1 + 3 / log2(3) + 2 / 2 + 0  # ideal order 3, 3, 2, 0
     assert m["nDCG@10"] == pytest.approx(dcg_run / idcg, abs=1e-5)
     assert m["nDCG@10"] == pytest.approx(0.678795, abs=1e-5)
-    assert m["R@10"] == pytest.approx(0.5)  # a found, d missing
+    assert m["R@10"] == pytest.approx(2 / 3)  # a and c found, d missing
     assert m["RR(rel=2)"] == pytest.approx(1.0)  # a at rank 1 has grade 3
 
 
@@ -36,7 +37,7 @@ def test_hand_computed_without_expected_sources():
     m = query_metrics(["x", "y", "z"], [1, 0, 2], [])
     assert m["nDCG@10"] == pytest.approx((1 + 2 / 2) / (2 + 1 / log2(3)), abs=1e-5)
     assert m["nDCG@10"] == pytest.approx(0.760189, abs=1e-5)
-    assert m["R@10"] is None
+    assert m["R@10"] == 1.0  # x and z, the two graded 1 or more, are both found
     assert m["RR(rel=2)"] == pytest.approx(1 / 3, abs=1e-6)  # first grade >= 2 is z at rank 3
 
 
@@ -53,14 +54,21 @@ def test_judge_label_of_an_expected_source_wins_over_grade_3():
     # qrels a=1 (the judge's label, not 3), b=2: the ideal puts b first
     assert m["nDCG@10"] == pytest.approx(ndcg([1, 2], [1, 2]), abs=1e-5)
     assert m["nDCG@10"] == pytest.approx((1 + 2 / log2(3)) / (2 + 1 / log2(3)), abs=1e-5)
-    assert m["R@10"] == pytest.approx(1.0)  # recall counts expected sources, whatever their label
+    assert m["R@10"] == pytest.approx(1.0)  # a (1) and b (2) are both found
     assert m["RR(rel=2)"] == pytest.approx(0.5)
 
 
-def test_recall_counts_expected_sources_only():
-    # b is highly relevant per the judge but not expected: recall is about expected sources
+def test_recall_counts_every_relevant_document_of_the_qrels():
+    # b and c found; a and e expected and never graded: 3 each
     m = query_metrics(["b", "c"], [3, 3], ["a", "c", "e"])
-    assert m["R@10"] == pytest.approx(1 / 3)
+    assert m["R@10"] == pytest.approx(2 / 4)
+
+
+def test_grades_known_from_elsewhere_join_the_qrels_of_the_documents_not_returned():
+    # a person graded four runbooks 3; the search returned the first: trec_eval's 0.390, not 1.0
+    m = query_metrics(["r1"], [3], [], {"r1": 0, "r2": 3, "r3": 3, "r4": 3})
+    assert m["nDCG@10"] == pytest.approx(1 / (1 + 1 / log2(3) + 1 / 2 + 1 / log2(5)), abs=1e-6)
+    assert m["R@10"] == 0.25 and m["RR(rel=2)"] == 1.0  # r1's own label is the line's: known grades fill the rest
 
 
 def test_cutoff_at_ten():
@@ -79,7 +87,7 @@ def test_perfect_run():
 
 def test_all_irrelevant_results():
     m = query_metrics(["a", "b"], [0, 0], [])
-    assert m == {"nDCG@10": 0.0, "R@10": None, "RR(rel=2)": 0.0}
+    assert m == {"nDCG@10": 0.0, "R@10": 0.0, "RR(rel=2)": 0.0}  # as ir_measures: no relevant document, 0
 
 
 def test_empty_results_with_expected_sources():
@@ -87,7 +95,7 @@ def test_empty_results_with_expected_sources():
 
 
 def test_empty_results_without_expected_sources():
-    assert query_metrics([], [], []) == {"nDCG@10": 0.0, "R@10": None, "RR(rel=2)": 0.0}
+    assert query_metrics([], [], []) == {"nDCG@10": 0.0, "R@10": 0.0, "RR(rel=2)": 0.0}
 
 
 def test_labels_must_line_up():

@@ -13,6 +13,7 @@ from judge_runner.app.resume import read_resume_point, resumed_settings
 from judge_runner.config import ConfigError, derive, load_settings
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
+from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.runs import read as read_module
 from judge_runner.runs.lines import EvaluationLine, RunStartLine
 
@@ -44,7 +45,7 @@ def run_file(tmp_path, config: dict, evaluations: int = 2):
             "timestamp": "2026-12-01T10:00:00Z",
             "formatVersion": 2,
             "config": config,
-            "provenance": {"scoringVersion": 2},
+            "provenance": {"scoringVersion": SCORING_VERSION},
         }
     )
     lines = [start.line()]

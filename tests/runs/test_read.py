@@ -46,6 +46,8 @@ def provenance(**kw) -> dict:
 
 
 def evaluation(i: int, overall=0.5, **kw) -> dict:
+    """A line that kept no labels (``results`` empty), so every reader keeps its figures as written: what the
+    reader makes of a written value is what these tests see (a line with labels is re-scored on reading)."""
     line = {
         "type": "evaluation",
         "runId": "r1",
@@ -62,7 +64,7 @@ def evaluation(i: int, overall=0.5, **kw) -> dict:
         "scores": {"relevance": 0.5, "ranking": 0.5, "coverage": 0.5, "snippetQuality": 0.5, "overall": overall, "judgeOverall": 0.5},
         "analysis": {"relevance": "a", "ranking": "b", "coverage": "c", "snippetQuality": "d"},
         "suggestions": ["Boost headings"],
-        "results": [{"rank": 1, "source": "a.md", "score": 0.1, "relevance": 2, "relevant": True}],
+        "results": [],
         "metrics": {"nDCG@10": 0.5, "R@10": 0.5, "RR(rel=2)": 0.5},
         "abstained": None,
         "usage": {"inputTokens": 1, "outputTokens": 1, "costUsd": 0.001},

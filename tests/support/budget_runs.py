@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, discount
-from judge_runner.measures.ir import NDCG10_NAME, query_metrics
+from judge_runner.measures.ir import NDCG10_NAME, qrels_metrics, query_metrics
 from judge_runner.runs.lines import EvaluationLine, ResultLabel, RunStartLine, Scores, SummaryLine
 
 SYSTEMS = ("hybrid", "fts")
@@ -43,13 +43,15 @@ def truth_grades(queries: int) -> dict[tuple[str, str], int]:
 
 
 def true_value(queries: int, kind: str = "difference") -> float:
-    """The people's mean nDCG@10 difference fts - hybrid over the run's queries (or hybrid's mean)."""
+    """The people's mean nDCG@10 difference fts - hybrid over the run's queries (or hybrid's mean), against the
+    pooled qrels: the people's grades of the documents the question labels (both systems' for a difference,
+    hybrid's for its mean), the judge's of the others either system returned."""
     total = 0.0
     for q in range(queries):
-        values = {}
-        for s in SYSTEMS:
-            docs = ranking(q, s)
-            values[s] = query_metrics([doc(q, d) for d in docs], [truth(q, d) for d in docs], [])[NDCG10_NAME]
+        returned = {d for s in SYSTEMS for d in ranking(q, s)}
+        labelled = returned if kind == "difference" else set(ranking(q, "hybrid"))
+        qrels = {doc(q, d): truth(q, d) if d in labelled else judge_grade(q, d) for d in returned}
+        values = {s: qrels_metrics({"q": qrels}, {"q": [doc(q, d) for d in ranking(q, s)]})["q"][NDCG10_NAME] for s in SYSTEMS}
         total += values["fts"] - values["hybrid"] if kind == "difference" else values["hybrid"]
     return total / queries
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from judge_runner.evaluation.compare import comparison_block
-from judge_runner.judging.scores import label_dimensions
+from judge_runner.judging.scores import SCORING_VERSION, label_dimensions
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics
 from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.lines import EvaluationLine, Provenance, ResultLabel, RunStartLine, Scores
@@ -75,7 +75,9 @@ def write_run(folder: Path, run_id: str, systems: dict[str, dict[str, Answer]], 
     stamp = f"2026-12-01T09:{minute:02d}:00.000Z"
     names = list(systems)
     evaluations = [evaluation(run_id, qid, answer, name or None) for name in names for qid, answer in systems[name].items()]
-    provenance = Provenance(provider="offline", judgeModel="heuristic", heuristicJudge=True, querySetSha256=query_set)
+    provenance = Provenance(
+        provider="offline", judgeModel="heuristic", heuristicJudge=True, querySetSha256=query_set, scoringVersion=SCORING_VERSION
+    )
     start = RunStartLine(runId=run_id, timestamp=stamp, formatVersion=2, config={}, provenance=provenance).line()
     summary = build_summary(
         run_id,

@@ -9,10 +9,16 @@ import click
 
 from judge_runner import api
 from judge_runner.app.history import pin_baseline, show_trend, write_report
+from judge_runner.cli.cache import CACHE
 from judge_runner.cli.numbers import FiniteFloatRange
-from judge_runner.cli.options import printer
+from judge_runner.cli.options import printer, settings
 
-CACHE_HELP = "Judgment cache whose labels and people's grades join the pooled qrels (read only)."
+
+def known_cache(cache: str | None) -> Path | None:
+    """The judgment cache whose labels and people's grades join the pooled qrels: ``--cache`` (which must
+    exist), else the settings' cache when it exists (read only), else None."""
+    path = settings(cache=cache).cache_path
+    return path if cache is not None or (path is not None and path.is_file()) else None
 
 
 @click.command()
@@ -40,7 +46,7 @@ CACHE_HELP = "Judgment cache whose labels and people's grades join the pooled qr
     is_flag=True,
     help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
 )
-@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
+@CACHE
 def trend(
     results: Path,
     fmt: str,
@@ -49,7 +55,7 @@ def trend(
     plot: Path | None,
     min_effect: float,
     fail_on_regression: bool,
-    cache: Path | None,
+    cache: str | None,
 ) -> None:
     """Show whether search got better or worse across the runs in RESULTS.
 
@@ -62,8 +68,9 @@ def trend(
     and people's grades too). The note under the table names what changed (system under test, corpus,
     query set, judge, scoring version) or that a run FAILED. RESULTS defaults to quality-results/.
     """
-    built = api.trend(results, min_effect=min_effect, cache=cache).trend if query_id is None else None
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, cache, built)
+    store = known_cache(cache)
+    built = api.trend(results, min_effect=min_effect, cache=store).trend if query_id is None else None
+    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, store, built)
 
 
 @click.group()
@@ -106,8 +113,8 @@ def baseline_set(run_id: str, results: Path) -> None:
     help="files: the weekly report into --out; github: the latest run as Markdown on stdout, for a PR comment or $GITHUB_STEP_SUMMARY.",
 )
 @click.option("--report-url", default=None, help="With --format github: where the full report is [default: the GitHub Actions run's page].")
-@click.option("--cache", type=click.Path(dir_okay=False, path_type=Path), default=None, help=CACHE_HELP)
-def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None, cache: Path | None) -> None:
+@CACHE
+def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None, cache: str | None) -> None:
     """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
 
     \b
@@ -116,7 +123,8 @@ def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str |
     With --format github, print the latest run's summary instead (docs/ci.md):
       judge-runner report --format github >> "$GITHUB_STEP_SUMMARY"
     """
+    store = known_cache(cache)
     if fmt == "github":
-        printer().out(api.pr_summary(results, report_url=report_url, cache=cache).rstrip("\n"))
+        printer().out(api.pr_summary(results, report_url=report_url, cache=store).rstrip("\n"))
         return
-    write_report(results, since, out_dir, printer(), cache)
+    write_report(results, since, out_dir, printer(), store)

@@ -25,7 +25,7 @@ from judge_runner.core.failures import GateFailedError, IncompleteRunError, Usag
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
-from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV
+from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV, choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
 from judge_runner.judging.qrels import human_grades
@@ -283,6 +283,7 @@ def calibrate_job(
                 printer.note(f"the index was up to date ({index_info['unchanged']:,} documents): nothing to embed")
         runs = collect_runs(index, queries, systems, run_files, printer, meter)
         queries, collection = ranked_by_every_run(queries, collection, [runs[name] for name in trec_run_names(run_files)])
+        collection.embedder = index.embedder if index is not None else choose(settings.embedder)  # chooses the passages shown
         started = datetime.now(UTC)
         try:
             document = calibrate(collection, queries, runs, labeler, config, printer.log, meter, available)

@@ -34,7 +34,7 @@ def search_all(
         prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
         for query in queries:
             try:
-                answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
+                answers.append((query, backend.search(query.query, mode=mode, limit=limit, intent=query.queryIntent)))
             except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
                 failed += 1
                 first = first or f"{type(exc).__name__}: {str(exc)[:300]}"

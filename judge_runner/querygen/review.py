@@ -97,7 +97,7 @@ def review_query_set(
     specific, flagged, not_specific = _specific_queries(queries, profile)
     dropped.extend(not_specific)
     originals = {q.id: q.expectedSources for q in result.queries}
-    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
+    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log, embedder)
     kept, answer_flags, unanswered = _answerable_queries(specific, checks, options.keep_unverified)
     dropped.extend(unanswered)
     flags: dict[str, list[str]] = {e.id: ["non-specific"] for e in flagged}
@@ -220,6 +220,7 @@ def _answerability(
     cache: JudgmentCache | None,
     options: ReviewOptions,
     log: Callable[[str], None],
+    embedder: TextEmbedder | None = None,
 ) -> tuple[Answerability | None, dict[str, AnswerCheck], float | None]:
     """The judge's check of ``queries`` against the expected sources their writer named (``originals``:
     sources added by widening are not labelled), its card block, and its cost in USD."""
@@ -227,7 +228,7 @@ def _answerability(
         return None, {}, 0.0
     asked = [q.model_copy(update={"expectedSources": originals.get(q.id, q.expectedSources)}) for q in queries]
     results, tally = check_answerability(
-        asked, profile.root, judge, protocol=options.protocol, cache=cache, concurrency=options.concurrency, log=log
+        asked, profile.root, judge, protocol=options.protocol, cache=cache, concurrency=options.concurrency, log=log, embedder=embedder
     )
     checks = {r.query.id: r for r in results}
     unverified = [r for r in results if r.labels and r.error is None and not r.verified]

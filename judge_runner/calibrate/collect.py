@@ -138,10 +138,12 @@ def label_pool(
     batch_size: int = 10,
     progress: Callable[[str], None] = lambda message: None,
     meter: Callable[[str, int, int], None] | None = None,
+    purpose: str = "",
 ) -> Labels:
     """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring).
     ``meter(stage, done, total)`` (stage ``"labelling <mode>"``, counted in labels) is told after every
-    judge call, from whichever thread made it."""
+    judge call, from whichever thread made it. ``purpose``: what the calls are counted under (default:
+    the mode)."""
     out = Labels()
     batching = batching_of(labeler)
     for mode in modes:
@@ -160,11 +162,11 @@ def label_pool(
                     slots: list[LabelResult | None] = [None] * len(docs)
                     for start in range(0, len(order), batch_size):
                         part = order[start : start + batch_size]
-                        for i, r in zip(part, labeler.label(mode, q, [docs[i] for i in part], mode, trial)):
+                        for i, r in zip(part, labeler.label(purpose or mode, q, [docs[i] for i in part], mode, trial)):
                             slots[i] = r
                     results = [r for r in slots if r is not None]
                 else:
-                    results = list(labeler.label(mode, q, docs, mode, trial))
+                    results = list(labeler.label(purpose or mode, q, docs, mode, trial))
                 pairs.extend(zip(docs, results))
             return pairs
 

@@ -19,6 +19,7 @@ from judge_runner.cli.calibrate_options import CALIBRATE_HELP, CALIBRATE_OPTIONS
 from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
+from judge_runner.judging.fingerprint import default_trials
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -40,7 +41,7 @@ def run_calibrate(
     corpus: Path | None,
     queries_sample: int | None,
     sample_seed: int,
-    calibration_trials: int,
+    calibration_trials: int | None,
     calibration_mode: str,
     probes: str,
     systems: str,
@@ -58,13 +59,14 @@ def run_calibrate(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
+    compare_output: bool = False,
     **flags: Any,
 ) -> int:
     """Command ``calibrate`` (its --help: :data:`judge_runner.cli.calibrate_options.CALIBRATE_HELP`): the options
     checked, then the calibration from run files (--results) or labelled by the judge."""
     config = calibration_config(
         calibration_mode,
-        calibration_trials,
+        calibration_trials or 0,
         sample_seed,
         pool_depth,
         probes,
@@ -83,6 +85,7 @@ def run_calibrate(
         return EXIT_OK
     labeler = recorder = None
     built = settings(**flags)  # once per command (docs/design.md), whatever the job and its report need
+    config = replace(config, compare_output=compare_output)
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(built)
     calibrate_job(
@@ -102,7 +105,8 @@ def run_calibrate(
         require_calibrated=require_calibrated,
     )
     if recorder is not None:
-        calibrate_report(built, recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
+        trials = calibration_trials or default_trials(recorder.name)
+        calibrate_report(built, recorder, calibration_mode, trials, printer(quiet), dry_run_json)
     return EXIT_OK
 
 

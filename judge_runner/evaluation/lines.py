@@ -66,6 +66,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
                 snippet=h.snippet[:SNIPPET_CHARS_SHOWN],
                 shownText=o.shown_text,
                 judgeLabel=o.judge_label,
+                outputOrder=o.order,
             )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],

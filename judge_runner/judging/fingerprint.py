@@ -51,6 +51,20 @@ def sampling_settings(provider: str, trial: int = 0, base_seed: int = DEFAULT_SE
     return out
 
 
+UNPINNED_TRIALS = 3
+"""Trials ``calibrate`` runs by default for a judge whose API takes no temperature (Claude through anthropic
+2.x): its labels are draws, and three show how far they move (Krippendorff's alpha across them); UMBRELA
+and the DNA prompt were validated at temperature 0."""
+
+
+def default_trials(provider: str) -> int:
+    """``calibrate``'s trials when none are asked for: :data:`UNPINNED_TRIALS` for a model whose sampling
+    cannot be pinned (no temperature accepted, :data:`_ACCEPTS`), else 1 (temperature 0, or the offline
+    judge, which is deterministic)."""
+    accepts = _ACCEPTS.get(provider, ("temperature",))
+    return 1 if provider == "offline" or "temperature" in accepts else UNPINNED_TRIALS
+
+
 @dataclass(frozen=True)
 class JudgeFingerprint:
     """What the run's judge was: ``provider``, ``requestedModel``, ``mode`` (pointwise|batched),

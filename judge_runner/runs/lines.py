@@ -202,6 +202,11 @@ class ResultLabel(BaseModel):
     judgeLabel: Literal[0, 1, 2, 3] | None = Field(
         default=None, description="A human-labelled result: the judge's own label beside it (relevance keeps the human one)."
     )
+    outputOrder: Literal["reason-first", "grade-first", "grade-only"] | None = Field(
+        default=None,
+        description="How the judge wrote its first trial's reply: reason-first or grade-first by the order of its keys as "
+        "written, grade-only when no reason was asked; null for the offline judge and labels stored before it was recorded.",
+    )
 
 
 class EvaluationUsage(BaseModel):

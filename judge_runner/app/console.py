@@ -83,6 +83,8 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost{run}: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
     out("  " + cost_line(summary))
+    if summary.get("cacheWarning"):
+        printer.err(f"warning: {summary['cacheWarning']}")
     if outcome.unwritten:
         printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
     else:

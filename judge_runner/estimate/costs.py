@@ -291,6 +291,55 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     }
 
 
+def cache_reads(calls: Sequence[PlannedCall], price: Price | None) -> int:
+    """Input tokens the calls are expected to read from the prompt cache: each later call of a prefix at
+    least the model's minimum (``price.cache_min_tokens``; :data:`MIN_CACHEABLE_TOKENS` when the price is
+    unknown) reads it."""
+    minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
+    seen: set[str] = set()
+    reads = 0
+    for c in calls:
+        if c.prefix_id in seen and c.prefix_tokens >= minimum:
+            reads += c.prefix_tokens
+        seen.add(c.prefix_id)
+    return reads
+
+
+def caching_plan(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Any]:
+    """What the prompt cache can do for the calls, per kind (``label``, ``labels``, ``list``): the largest
+    cacheable prefix (tool schema and system prompt, tokens) beside the model's minimum; ``cached``: the
+    kinds whose prefix reaches it, ``notCached``: the others (billed as plain input, every call)."""
+    minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
+    prefix: dict[str, int] = {}
+    for c in calls:
+        prefix[c.kind] = max(prefix.get(c.kind, 0), c.prefix_tokens)
+    return {
+        "minimumTokens": minimum,
+        "prefixTokens": prefix,
+        "cached": sorted(k for k, n in prefix.items() if n >= minimum),
+        "notCached": sorted(k for k, n in prefix.items() if n < minimum),
+        "expectedReadTokens": cache_reads(calls, price),
+    }
+
+
+def caching_note(figures: dict[str, Any]) -> str | None:
+    """One line on a judge's prompt caching, from :meth:`ModelEstimate.figures`: which kinds of call the
+    cache serves, and which it cannot (their prefix under the model's minimum); None without calls."""
+    plan = figures.get("promptCache") or {}
+    if not plan.get("prefixTokens"):
+        return None
+    name = f"{figures['provider']}/{figures['model']}"
+    short = [f"{k} {plan['prefixTokens'][k]:,}" for k in plan["notCached"]]
+    if not plan["cached"]:
+        return (
+            f"prompt cache, {name}: no caching: the cacheable prefix (tool schema and system prompt: {', '.join(short)} tokens) "
+            f"is under the model's minimum of {plan['minimumTokens']:,} tokens; every call pays plain input"
+        )
+    cached = ", ".join(f"{k} {plan['prefixTokens'][k]:,}" for k in plan["cached"])
+    tail = f"; not cached (under {plan['minimumTokens']:,}): {', '.join(short)}" if short else ""
+    return f"prompt cache, {name}: prefix read from the cache after each kind's first call ({cached} tokens){tail}"
+
+
 def _cached(calls: Sequence[PlannedCall], price: Price, out: int, worst_out: int) -> Cost:
     """Expected and worst-case USD at ``price`` with each distinct prefix written to the prompt cache by
     its first call and read by the later ones (a prefix shorter than ``price.cache_min_tokens`` is billed
@@ -348,6 +397,7 @@ class ModelEstimate:
             "labelsCached": self.labels_cached,
             "humanLabels": self.human_labels,
             "byKind": kinds,
+            "promptCache": caching_plan(self.calls, self.price),
             "costUsd": {
                 m: {
                     "expected": None if c.expected is None else round(c.expected, 6),
@@ -378,4 +428,5 @@ class ModelEstimate:
             "batch": batch,
             "batchCostUsd": usd(by_mode["batch"].expected),
             "cachedCostUsd": usd(by_mode["cached"].expected),
+            "cacheReadTokens": cache_reads(self.calls, self.price),
         }

@@ -9,7 +9,7 @@ from typing import Any
 
 from judge_runner.config import Settings
 from judge_runner.core.printer import Printer
-from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES
+from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES, caching_note
 
 NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set or judgment cache written"
 
@@ -112,6 +112,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         if why:
             lines.append(why)
     lines += [head] + [row(r) for r in two["judges"]]
+    lines += [note for note in (caching_note(r) for r in two["judges"]) if note]
     if not any(r["chosen"] for r in two["judges"]):
         lines.append("the chosen provider is offline (the heuristic judge): no paid calls; the rows show what an LLM judge would cost")
     lines.append("* the judge the run would use; the other rows are each provider's default model, for comparison")

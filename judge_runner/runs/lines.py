@@ -366,6 +366,11 @@ class SummaryLine(_Line):
     abstention: Abstention = Field(default_factory=Abstention)
     topIssues: list[Issue] = Field(default_factory=list)
     recommendedFocus: str | None = None
+    cacheWarning: str | None = Field(
+        default=None,
+        description="Set when the start's estimate expected prompt-cache reads and the provider reported none: the prefix "
+        "changed between calls, or the provider did not cache it (a model whose minimum is unknown, a cache that expired).",
+    )
     focusEvidence: FocusEvidence | None = Field(
         default=None, description="What recommendedFocus rests on (scoring version 2); null without scored on-topic queries."
     )

@@ -97,7 +97,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     cache = read_only_cache(settings)
     try:
         human = human_grades(cache, settings.human_qrels)
-        judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human)
+        judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
         held = cache.stats() if cache is not None else None
     finally:
         if cache is not None:
@@ -165,7 +165,7 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
         )
         for n in range(count * systems)
     ]
-    judges = estimate_answers(answers, candidates(settings), _protocol(settings))
+    judges = estimate_answers(answers, candidates(settings), _protocol(settings), effort=settings.reasoning_effort)
     return {
         "precision": "rough",
         "queries": count,
@@ -246,7 +246,7 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
     passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     judges = []
     for provider, model, price, chosen in candidates(settings):
-        judge = RecordingJudge(provider, model)
+        judge = RecordingJudge(provider, model, effort=settings.reasoning_effort)
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
         for n in range(queries):
             outcomes = label_documents(
@@ -359,7 +359,7 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
     lays out every call for each other provider's default model."""
     rows = candidates(settings)
     provider, model, _, _ = rows[0]
-    judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows])
+    judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows], effort=settings.reasoning_effort)
     return ProtocolLabeler(judge), judge
 
 

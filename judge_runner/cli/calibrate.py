@@ -16,7 +16,18 @@ from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.calibrate_options import CALIBRATE_HELP, CALIBRATE_OPTIONS, given_flags
-from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
+from judge_runner.cli.options import (
+    BATCH,
+    COMMON,
+    DRY_RUN,
+    JUDGE_MODEL,
+    PROVIDER,
+    REASONING_EFFORT,
+    _options,
+    check_flags,
+    printer,
+    settings,
+)
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
 from judge_runner.judging.fingerprint import default_trials
@@ -160,5 +171,5 @@ def check_options(
 
 calibrate: click.Command = _options(
     click.command("calibrate", help=CALIBRATE_HELP)(_options(run_calibrate, CALIBRATE_OPTIONS)),
-    [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN],
+    [PROVIDER, JUDGE_MODEL, REASONING_EFFORT, *COMMON, CACHE, *BATCH, *DRY_RUN],
 )

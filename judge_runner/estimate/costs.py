@@ -18,6 +18,9 @@ Units: tokens (integers) and USD. Sources of the constants:
   (a few hundred tokens each).
 - expected output: the JSON of a typical reply (:data:`TYPICAL_REASON_CHARS`, the middle of the label
   schema's "one sentence, under 200 characters") plus :data:`TOOL_CALL_TOKENS` of tool-call framing;
+- reasoning models (gpt-5, the o-series: :func:`judge_runner.llm.pricing.reasons`): each call also spends
+  the reasoning tokens its effort is assumed to take (``pricing.json``'s ``reasoningTokens``: expected, billed
+  as output), and its limit adds the effort's allowance;
 - worst case: every call writes its whole ``max_tokens`` (:data:`judge_runner.judging.llm_judge.LABEL_MAX_TOKENS`
   per pointwise label, :data:`judge_runner.judging.llm_judge.JUDGE_MAX_TOKENS` per batched or list call). Re-asks
   are not counted: they happen only on an invalid reply (at most ``MAX_REASKS`` = 2 per call, plus one
@@ -47,7 +50,7 @@ from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolSpec, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
-from judge_runner.llm.pricing import Price
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, reasoning_tokens, reasons, unsized
 from judge_runner.llm.retry import RetryPolicy
 
 CHARS_PER_TOKEN = 4
@@ -120,7 +123,8 @@ def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec],
 class PlannedCall:
     """One call a run would make: ``kind`` (``label``, ``labels``, ``list`` or ``agent``), estimated
     ``input_tokens``, expected ``output_tokens``, ``max_output_tokens`` (the worst case), the
-    ``prefix_tokens`` a prompt cache could serve and ``prefix_id`` (calls with equal ids share a prefix)."""
+    ``prefix_tokens`` a prompt cache could serve and ``prefix_id`` (calls with equal ids share a prefix);
+    ``reasoning_tokens``: the part of ``output_tokens`` a reasoning model is expected to reason."""
 
     kind: str
     input_tokens: int
@@ -128,21 +132,32 @@ class PlannedCall:
     max_output_tokens: int
     prefix_tokens: int = 0
     prefix_id: str = ""
+    reasoning_tokens: int = 0
 
 
-def plan_request(provider: str, kind: str, request: JudgeRequest, max_tokens: int, reply: Mapping[str, Any]) -> PlannedCall:
+def plan_request(
+    provider: str,
+    kind: str,
+    request: JudgeRequest,
+    max_tokens: int,
+    reply: Mapping[str, Any],
+    model: str = "",
+    effort: str = DEFAULT_EFFORT,
+) -> PlannedCall:
     """The :class:`PlannedCall` of one judge request sent through its forced tool, expecting ``reply`` (the
-    tool input a typical judge writes)."""
+    tool input a typical judge writes); a reasoning ``model`` adds the reasoning tokens of ``effort``."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     parts, prefix = wire_parts(provider, request.system, request.user, [tool], tool.name)
     prefix_json = json.dumps(prefix, sort_keys=True, ensure_ascii=False)
+    reasoning, allowance = reasoning_tokens(effort) if reasons(model) else (0, 0)
     return PlannedCall(
         kind,
         tokens(parts),
-        tokens(dict(reply)) + TOOL_CALL_TOKENS,
-        max_tokens,
+        tokens(dict(reply)) + TOOL_CALL_TOKENS + reasoning,
+        max_tokens + allowance,
         tokens(prefix),
         hashlib.sha256(prefix_json.encode("utf-8")).hexdigest()[:16],
+        reasoning,
     )
 
 
@@ -167,9 +182,10 @@ class RecordingJudge:
 
     heuristic = False
 
-    def __init__(self, provider: str, model: str, layouts: Sequence[tuple[str, str]] = ()):
+    def __init__(self, provider: str, model: str, layouts: Sequence[tuple[str, str]] = (), effort: str = DEFAULT_EFFORT):
         self.name = provider
         self.model = model
+        self.effort = effort
         self._calls: dict[tuple[str, str], list[PlannedCall]] = {(provider, model): []}
         for layout in layouts:
             self._calls.setdefault(layout, [])
@@ -184,8 +200,8 @@ class RecordingJudge:
         return self._calls.get((provider, model), [])
 
     def _record(self, kind: str, request: JudgeRequest, max_tokens: int, reply: Mapping[str, Any]) -> None:
-        for (provider, _), calls in self._calls.items():
-            calls.append(plan_request(provider, kind, request, max_tokens, reply))
+        for (provider, model), calls in self._calls.items():
+            calls.append(plan_request(provider, kind, request, max_tokens, reply, model, self.effort))
 
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
@@ -392,6 +408,8 @@ class ModelEstimate:
             "inputTokens": sum(c.input_tokens for c in self.calls),
             "outputTokens": sum(c.output_tokens for c in self.calls),
             "worstOutputTokens": sum(c.max_output_tokens for c in self.calls),
+            "reasoningTokens": sum(c.reasoning_tokens for c in self.calls),
+            "sizing": unsized(self.model),
             "cacheablePrefixTokens": sum(c.prefix_tokens for c in self.calls if c.prefix_tokens >= self.cache_minimum),
             "labelsToJudge": self.labels_to_judge,
             "labelsCached": self.labels_cached,

@@ -16,7 +16,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
-from judge_runner.llm.pricing import Price, price_for
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, price_for
 
 __all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
 
@@ -110,8 +110,9 @@ def start_estimate(
             memo.remember(query.query, options.search_mode, options.search_limit, answer, query.queryIntent)
         batch = getattr(judge, "batching", None) is not None
         price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
+        effort = getattr(judge, "reasoning_effort", None) or DEFAULT_EFFORT  # what a reasoning judge is sent
         [estimate] = estimate_answers(
-            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
+            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels), effort
         )
     except KeyboardInterrupt:
         memo.interrupted = True

@@ -167,7 +167,14 @@ def provenance(
         searchConfig=search_config,
         judgeRunnerVersion=__version__,
         judgeFingerprint=build_fingerprint(
-            judge.name, judge.model, options.judge_mode, options.trials, options.seed, judge.heuristic, passage_embedder
+            judge.name,
+            judge.model,
+            options.judge_mode,
+            options.trials,
+            options.seed,
+            judge.heuristic,
+            passage_embedder,
+            getattr(judge, "reasoning_effort", None),
         ).as_dict(),
         # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
         judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),

@@ -103,9 +103,11 @@ def build_fingerprint(
     base_seed: int = DEFAULT_SEED,
     heuristic: bool = False,
     passage_embedder: str = "",
+    reasoning_effort: str | None = None,
 ) -> JudgeFingerprint:
     """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes
-    (``passage_embedder``: the model name of the command's embedder, which chooses passages). Raises
+    (``passage_embedder``: the model name of the command's embedder, which chooses passages;
+    ``reasoning_effort``: a reasoning model's, recorded with the sampling as ``reasoningEffort``). Raises
     ValueError on an unknown mode (:func:`~judge_runner.judging.requests.protocol_hashes`) or fewer than 1
     trial."""
     if trials < 1:
@@ -114,6 +116,8 @@ def build_fingerprint(
     sampling = sampling_settings(provider, 0, base_seed)
     if "seed" in sampling:
         sampling = {**sampling, "baseSeed": base_seed}
+    if reasoning_effort:
+        sampling = {**sampling, "reasoningEffort": reasoning_effort}
     return JudgeFingerprint(
         provider, requested_model, mode, trials, sampling, prompts, schemas, RENDER_VERSION, heuristic, passageEmbedder=passage_embedder
     )

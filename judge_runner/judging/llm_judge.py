@@ -43,15 +43,16 @@ LABEL_MAX_TOKENS = 1024
 
 
 def label_max_tokens(provider: object) -> int:
-    """The output-token limit of one pointwise label call: :data:`LABEL_MAX_TOKENS`, or a reasoning model's
-    own (its reasoning counts against the limit: ``provider.reasoning_max_tokens``)."""
-    return int(getattr(provider, "reasoning_max_tokens", None) or LABEL_MAX_TOKENS)
+    """The output-token limit of one pointwise label call: :data:`LABEL_MAX_TOKENS` plus the model's
+    reasoning allowance (``provider.reasoning_allowance``: a reasoning model's reasoning counts against the
+    limit and is billed as output)."""
+    return LABEL_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
 
 
 def judge_max_tokens(provider: object) -> int:
-    """The output-token limit of a batched or list call: :data:`JUDGE_MAX_TOKENS` plus a reasoning model's
-    reasoning allowance (``provider.reasoning_max_tokens``)."""
-    return JUDGE_MAX_TOKENS + int(getattr(provider, "reasoning_max_tokens", None) or 0)
+    """The output-token limit of a batched or list call: :data:`JUDGE_MAX_TOKENS` plus the model's reasoning
+    allowance."""
+    return JUDGE_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
 
 
 TOOL_DESCRIPTIONS = {
@@ -189,6 +190,18 @@ class LLMJudge:
         self.model = provider.model
         self.batching = getattr(provider, "coordinator", None)
         self.output: Output = output
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The effort sent with each call when the model reasons (None: it does not)."""
+        return str(getattr(self.provider, "reasoning_effort", "")) if getattr(self.provider, "reasoning_allowance", 0) else None
+
+    @property
+    def cache_model(self) -> str:
+        """The model a judgment is cached under: the requested model, with the reasoning effort when it reasons
+        (another effort may grade otherwise)."""
+        effort = self.reasoning_effort
+        return f"{self.model}+effort-{effort}" if effort else self.model
 
     def with_output(self, output: Output) -> LLMJudge:
         """This judge under other output rules (``grade-only``: no reason asked), on the same provider."""

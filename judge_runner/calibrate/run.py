@@ -272,11 +272,11 @@ def output_comparison(
     primary_figures: dict,
     progress: Callable[[str], None],
 ) -> dict | None:
-    """With ``config.compare_output``: the reason written before the grade (every run's protocol) against the
+    """With ``compare_output`` (:class:`CalibrationConfig`): the reason written before the grade (every run's protocol) against the
     grade alone (UMBRELA's and the DNA prompt's form), measured the same way against the people: the pool
     labelled again in the primary mode with no reason asked. ``{"reason-first": {kappaAt2, kendallTauB},
     "grade-only": {...}, "labelsChanged": share of pairs whose label differs}``, or a note when the judge
-    writes no reason (the offline judge); None without ``compare_output``."""
+    writes no reason (the offline judge); None without it."""
     if not config.compare_output:
         return None
     other = getattr(counting.inner, "with_output", lambda output: None)("grade-only")

@@ -228,8 +228,7 @@ def end_run(
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
-    summary["estimate"] = estimate
-    summary["cacheWarning"] = cache_warning(estimate, usage)
+    summary["estimate"], summary["cacheWarning"] = estimate, cache_warning(estimate, usage)
     skipped = drawn_note(state.evaluations, state.drawn_sets)
     if skipped:  # a compare run's writer sets its own block the same way
         summary["biasCorrected"] = bias_corrected(state.evaluations, skipped=skipped)

@@ -305,3 +305,14 @@ def test_the_summary_warns_when_the_estimated_cache_reads_did_not_happen(tmp_pat
             f"{estimate['cacheReadTokens']:,} input tokens read from the prompt cache, the provider reported none"
             in outcome.summary["cacheWarning"]
         )
+
+
+def test_the_end_of_a_run_prints_the_cache_warning_on_stderr():
+    from judge_runner.app.console import print_cache
+    from judge_runner.core.printer import Printer
+
+    out, err = [], []
+    print_cache({**_summary(), "cacheWarning": "the estimate expected about 8,000 input tokens read"}, Printer(out.append, err.append))
+    assert out and out[0].startswith("  prompt cache:") and err == ["warning: the estimate expected about 8,000 input tokens read"]
+    print_cache(_summary(), Printer(out.append, err.append))
+    assert len(err) == 1

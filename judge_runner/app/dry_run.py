@@ -47,6 +47,7 @@ from judge_runner.estimate.costs import (
 )
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.fingerprint import default_trials
 from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
@@ -364,7 +365,8 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
 
 
 def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trials: int, printer: Printer, as_json: bool) -> dict[str, Any]:
-    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded."""
+    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded (``trials`` 0: the
+    judge's default, :func:`judge_runner.judging.fingerprint.default_trials`)."""
     judges = []
     for provider, model, price, chosen in candidates(settings):
         estimate = ModelEstimate(provider, model, price, judge.calls_for(provider, model), chosen)
@@ -375,6 +377,6 @@ def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trial
         settings,
         {"precision": "pool", "queries": None, "searches": None, "searchFailures": 0, "judges": judges, "labelCalls": labels},
     )
-    report["judgeMode"], report["trials"] = mode, trials
+    report["judgeMode"], report["trials"] = mode, trials or default_trials(judge.name)
     print_report(report, printer, as_json)
     return report

@@ -20,9 +20,8 @@ from judge_runner.cli.options import (
     BATCH,
     COMMON,
     DRY_RUN,
-    JUDGE_MODEL,
+    JUDGE,
     PROVIDER,
-    REASONING_EFFORT,
     _options,
     check_flags,
     printer,
@@ -30,7 +29,6 @@ from judge_runner.cli.options import (
 )
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
-from judge_runner.judging.fingerprint import default_trials
 
 
 def _names(value: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
@@ -116,8 +114,7 @@ def run_calibrate(
         require_calibrated=require_calibrated,
     )
     if recorder is not None:
-        trials = calibration_trials or default_trials(recorder.name)
-        calibrate_report(built, recorder, calibration_mode, trials, printer(quiet), dry_run_json)
+        calibrate_report(built, recorder, calibration_mode, calibration_trials or 0, printer(quiet), dry_run_json)
     return EXIT_OK
 
 
@@ -171,5 +168,5 @@ def check_options(
 
 calibrate: click.Command = _options(
     click.command("calibrate", help=CALIBRATE_HELP)(_options(run_calibrate, CALIBRATE_OPTIONS)),
-    [PROVIDER, JUDGE_MODEL, REASONING_EFFORT, *COMMON, CACHE, *BATCH, *DRY_RUN],
+    [PROVIDER, *JUDGE, *COMMON, CACHE, *BATCH, *DRY_RUN],
 )

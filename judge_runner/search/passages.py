@@ -223,10 +223,11 @@ def select_passages(
     if not chunks:
         return None
     texts = [c.text for c in chunks]
-    if len(join_chunks(texts, range(len(texts)))) <= cap:  # whole, under its first chunk's anchor (its title)
+    whole = join_chunks(texts, range(len(texts)))
+    if len(whole) <= cap:  # whole, under its first chunk's anchor (its title)
         first = chunks[0]
-        return Passages(join_chunks(texts, range(len(texts))), first.anchor, tuple(range(len(texts))), 0, first.line_start, first.line_end)
-    order = chunk_ranking(query, intent, texts, embedder)
+        return Passages(whole, first.anchor, tuple(range(len(texts))), 0, first.line_start, first.line_end)
+    order = chunk_ranking(query, intent, texts, embedder) if len(texts) > 1 else [0]
     best = order[0]
     chosen = [best]
     room = cap - len(join_chunks(texts, chosen))

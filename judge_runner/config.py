@@ -96,6 +96,9 @@ class Settings(BaseModel):
     judge_mode: JudgeMode = Field("pointwise", description="one judge call per result, or one per query")
     trials: int = Field(1, ge=1, le=10, description="label each result this many times; the label is the median")
     seed: int = Field(20240701, ge=0, description="base seed: batched shuffles, and sent where the API takes one")
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] = Field(
+        "low", description="reasoning effort sent with each judge call to a reasoning model (gpt-5, o-series)"
+    )
     cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
     no_cache: bool = Field(False, description="judge everything again and store nothing")
     human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")

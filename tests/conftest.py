@@ -108,6 +108,7 @@ def pytest_configure(config):
 # worker (see pytest_xdist_make_scheduler), so the model is imported and the session index built once...
 MINILM_TESTS = (
     "tests/search/test_builtin.py::",
+    "tests/search/test_passage_audit.py::",
     "tests/search/test_postgres.py::",
     "tests/search/test_beir_trec.py::test_beir_index_and_trec_run",
     "tests/judging/test_heuristic.py::",

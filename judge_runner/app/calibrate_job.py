@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,9 @@ from judge_runner.core.failures import GateFailedError, IncompleteRunError, Usag
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
-from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV
+from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV, choose
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.fingerprint import build_fingerprint, comparability_key
+from judge_runner.judging.fingerprint import build_fingerprint, comparability_key, default_trials
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_judged_runs
@@ -65,6 +65,7 @@ NOT_FOR_RESULTS = (
     "run_files",
     "queries_sample",
     "calibration_trials",
+    "compare_output",
     "calibration_mode",
     "probes",
     "systems",
@@ -274,6 +275,8 @@ def calibrate_job(
                 raise UsageError(str(exc)) from None
         if labeler is None:  # before anything is embedded: a missing key stops the job here
             labeler = labeler_for(make_roles(settings, False, printer.err, index).judge)
+        if not config.trials:  # a judge whose sampling cannot be pinned gets trials enough to show how far it moves
+            config = replace(config, trials=default_trials(labeler.name))
         if index is not None:
             printer.note(index_plan(collection, scope, candidates, len(queries), path))
             progress = planned_progress(meter, index.embedder, printer.note) if meter is not None else None
@@ -283,6 +286,7 @@ def calibrate_job(
                 printer.note(f"the index was up to date ({index_info['unchanged']:,} documents): nothing to embed")
         runs = collect_runs(index, queries, systems, run_files, printer, meter)
         queries, collection = ranked_by_every_run(queries, collection, [runs[name] for name in trec_run_names(run_files)])
+        collection.embedder = index.embedder if index is not None else choose(settings.embedder)  # chooses the passages shown
         started = datetime.now(UTC)
         try:
             document = calibrate(collection, queries, runs, labeler, config, printer.log, meter, available)

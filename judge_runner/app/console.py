@@ -85,7 +85,7 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
     guess = "" if estimate is None else f" (estimate ${estimate:.4f})"
     prices = (" (judge at batch prices, phase one at sync prices)" if phase_one else " at batch prices") if batch else ""
     out(f"  cost{run}: {'unknown' if cost is None else f'${cost:.4f}'}{prices}{guess}, {summary['durationS']:.1f} s")
-    out("  " + cost_line(summary))
+    print_cache(summary, printer)
     if outcome.unwritten:
         printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
     else:
@@ -103,6 +103,14 @@ def print_end(outcome: RunOutcome, printer: Printer) -> None:
         overall = "none evaluated" if gate["overall"] is None else f"{gate['overall']:.3f}"
         system = f" of the reference system {gate['system']}" if gate.get("system") else ""
         printer.err(f"quality gate failed: average overall{system} {overall} is below --min-overall {gate['minOverall']}")
+
+
+def print_cache(summary: dict, printer: Printer) -> None:
+    """The caching and per-query cost line (:func:`cost_line`) on stdout, and the summary's ``cacheWarning``
+    on stderr when the estimated cache reads did not happen."""
+    printer.out("  " + cost_line(summary))
+    if summary.get("cacheWarning"):
+        printer.err(f"warning: {summary['cacheWarning']}")
 
 
 def cost_line(summary: dict) -> str:

@@ -47,6 +47,7 @@ from judge_runner.estimate.costs import (
 )
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
+from judge_runner.judging.fingerprint import default_trials
 from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
@@ -97,7 +98,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     cache = read_only_cache(settings)
     try:
         human = human_grades(cache, settings.human_qrels)
-        judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human)
+        judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
         held = cache.stats() if cache is not None else None
     finally:
         if cache is not None:
@@ -165,7 +166,7 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
         )
         for n in range(count * systems)
     ]
-    judges = estimate_answers(answers, candidates(settings), _protocol(settings))
+    judges = estimate_answers(answers, candidates(settings), _protocol(settings), effort=settings.reasoning_effort)
     return {
         "precision": "rough",
         "queries": count,
@@ -246,7 +247,7 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
     passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     judges = []
     for provider, model, price, chosen in candidates(settings):
-        judge = RecordingJudge(provider, model)
+        judge = RecordingJudge(provider, model, effort=settings.reasoning_effort)
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
         for n in range(queries):
             outcomes = label_documents(
@@ -359,12 +360,13 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
     lays out every call for each other provider's default model."""
     rows = candidates(settings)
     provider, model, _, _ = rows[0]
-    judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows])
+    judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows], effort=settings.reasoning_effort)
     return ProtocolLabeler(judge), judge
 
 
 def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trials: int, printer: Printer, as_json: bool) -> dict[str, Any]:
-    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded."""
+    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded (``trials`` 0: the
+    judge's default, :func:`judge_runner.judging.fingerprint.default_trials`)."""
     judges = []
     for provider, model, price, chosen in candidates(settings):
         estimate = ModelEstimate(provider, model, price, judge.calls_for(provider, model), chosen)
@@ -375,6 +377,6 @@ def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trial
         settings,
         {"precision": "pool", "queries": None, "searches": None, "searchFailures": 0, "judges": judges, "labelCalls": labels},
     )
-    report["judgeMode"], report["trials"] = mode, trials
+    report["judgeMode"], report["trials"] = mode, trials or default_trials(judge.name)
     print_report(report, printer, as_json)
     return report

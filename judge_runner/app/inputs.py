@@ -20,6 +20,7 @@ from judge_runner.core.failures import (
 )
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
+from judge_runner.embed.registry import choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
@@ -177,6 +178,7 @@ def open_search_systems(
             corpus=corpus,
             query_ids={q.query: q.id for q in queries},
             open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True),
+            embedder=getattr(index, "embedder", None) or choose(settings.embedder),
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None

@@ -31,7 +31,7 @@ from judge_runner.llm.batch_api import BatchUnavailable, BatchUnreachable
 from judge_runner.llm.batch_provider import batching_provider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, SpendLimitError
-from judge_runner.llm.pricing import Price
+from judge_runner.llm.pricing import Price, sizing_problem
 from judge_runner.llm.registry import ProviderSpec, detect, get_spec, missing_key
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.querygen.agent import LLMQueryWriter
@@ -104,6 +104,9 @@ def build_roles(
     }
     generator = cls(model, retry, budget, settings.timeout, **connection) if need_generator else None
     judge = cls(judge_model, retry, budget, settings.timeout, **connection)
+    judge.reasoning_effort = settings.reasoning_effort  # a reasoning model grades with little effort
+    if generator is not None:
+        generator.reasoning_effort = "medium"  # and explores at the API's own default, said explicitly
     description = f"provider: {spec.name} ({reason}); generator model {model if need_generator else '-'}, judge model {judge_model}"
     say(description)
     concurrency, notes = judge.prepare_run(generator, settings.concurrency, "concurrency" in settings.model_fields_set)
@@ -114,6 +117,9 @@ def build_roles(
             continue
         if provider.price is None:
             provider.price = settings.user_price
+        sizing = sizing_problem(provider.model)
+        if sizing is not None:
+            say(f"warning: the {label} model {provider.model}: {sizing}")
         if provider.price is None:
             if settings.max_budget_usd is not None:
                 raise ConfigError(

@@ -241,6 +241,7 @@ def run_start_fields(
             settings.search.model_dump(exclude={"external"}),
             job.options,
             job.roles.writer.name if generator_model and job.roles.writer is not None else None,
+            str(getattr(job.roles.embedder, "name", "") or ""),
         ),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,

@@ -2,9 +2,10 @@
 
 Pointwise: one labeller call per document and trial. Batched: per query and trial, the pool in a seeded random
 order (:func:`judge_runner.judging.requests.shuffled_order`, never a system's order), cut into batches of
-``batch_size`` documents. The shown text of a document is its title as anchor and a window of its text centred
-on the query's words (:func:`judge_runner.search.text.make_snippet`, ``chars`` characters: what the search
-shows the judge). With ``--batch`` the queries (and a query's pointwise documents) are labelled concurrently
+``batch_size`` documents. The shown text of a document is what a run shows the judge of it: its passages for
+the query by the one rule (:func:`judge_runner.search.passages.select_passages` over the record's chunks,
+chunked as the indexer chunks a BEIR record, the title as anchor; the intent is unknown in a test
+collection), so calibrate measures the judge on the text ``evaluate`` gives it. With ``--batch`` the queries (and a query's pointwise documents) are labelled concurrently
 so that their calls share one batch per round; the probes' calls go as they come (small batches).
 """
 
@@ -20,13 +21,24 @@ from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
 from judge_runner.calibrate.pool import PoolEntry
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.requests import batch_seed, shuffled_order
+from judge_runner.search.documents import record_chunks
+from judge_runner.search.passages import select_passages
 from judge_runner.search.text import make_snippet
 
 DEFAULT_SNIPPET_CHARS = 400
 
 
-def shown_doc(collection: Collection, query: CalibrationQuery, docid: str, chars: int = DEFAULT_SNIPPET_CHARS) -> ShownDoc:
-    """The document as the judge sees it: title as anchor, ``chars`` characters of text around the query's words."""
+def shown_doc(collection: Collection, query: CalibrationQuery, docid: str) -> ShownDoc:
+    """The document as the judge sees it in a run: its passages for the query (module docstring) under
+    the collection's embedder, the title as anchor."""
+    title, text = collection.documents()[docid]
+    shown = select_passages(query.text, record_chunks(title, text), embedder=collection.embedder)
+    return ShownDoc(docid, title or None, shown.text if shown is not None else "")
+
+
+def snippet_doc(collection: Collection, query: CalibrationQuery, docid: str, chars: int = DEFAULT_SNIPPET_CHARS) -> ShownDoc:
+    """The document as a snippet: title as anchor, ``chars`` characters of text around the query's words
+    (the length probe's variants)."""
     title, text = collection.documents()[docid]
     return ShownDoc(docid, title or None, make_snippet(text or title, query.text, chars))
 
@@ -124,13 +136,14 @@ def label_pool(
     trials: int,
     seed: int,
     batch_size: int = 10,
-    chars: int = DEFAULT_SNIPPET_CHARS,
     progress: Callable[[str], None] = lambda message: None,
     meter: Callable[[str, int, int], None] | None = None,
+    purpose: str = "",
 ) -> Labels:
     """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring).
     ``meter(stage, done, total)`` (stage ``"labelling <mode>"``, counted in labels) is told after every
-    judge call, from whichever thread made it."""
+    judge call, from whichever thread made it. ``purpose``: what the calls are counted under (default:
+    the mode)."""
     out = Labels()
     batching = batching_of(labeler)
     for mode in modes:
@@ -141,7 +154,7 @@ def label_pool(
 
         def label_query(q: CalibrationQuery, mode: JudgeMode = mode) -> list[tuple[ShownDoc, LabelResult]]:
             entries = pool.get(q.id, [])
-            docs = [shown_doc(collection, q, e.docid, chars) for e in entries]
+            docs = [shown_doc(collection, q, e.docid) for e in entries]
             pairs: list[tuple[ShownDoc, LabelResult]] = []
             for trial in range(trials):
                 if mode == "batched":
@@ -149,11 +162,11 @@ def label_pool(
                     slots: list[LabelResult | None] = [None] * len(docs)
                     for start in range(0, len(order), batch_size):
                         part = order[start : start + batch_size]
-                        for i, r in zip(part, labeler.label(mode, q, [docs[i] for i in part], mode, trial)):
+                        for i, r in zip(part, labeler.label(purpose or mode, q, [docs[i] for i in part], mode, trial)):
                             slots[i] = r
                     results = [r for r in slots if r is not None]
                 else:
-                    results = list(labeler.label(mode, q, docs, mode, trial))
+                    results = list(labeler.label(purpose or mode, q, docs, mode, trial))
                 pairs.extend(zip(docs, results))
             return pairs
 

@@ -16,6 +16,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge_runner.core.failures import UsageError
 from judge_runner.judging.qrels import QrelsError, on_judge_scale, read_trec_qrels
@@ -33,8 +34,10 @@ class CalibrationQuery:
 class Collection:
     """Queries (``{qid: text}``), human qrels (``{qid: {docid: grade}}``, grades on 0-3:
     :func:`~judge_runner.judging.qrels.on_judge_scale`), the corpus file, whether the qrels are graded
-    (more than one positive grade in use), and ``notes``: what was dropped loading it (queries without
-    qrels, qrels of unknown queries), for the job to say."""
+    (more than one positive grade in use), ``notes``: what was dropped loading it (queries without
+    qrels, qrels of unknown queries), for the job to say, and ``embedder``: the command's one embedder,
+    under which the passages the judge is shown are chosen (:func:`judge_runner.calibrate.collect.shown_doc`;
+    None: by words only)."""
 
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
@@ -43,6 +46,7 @@ class Collection:
     name: str = "collection"
     notes: list[str] = field(default_factory=list)
     _docs: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
+    embedder: Any = field(default=None, repr=False, compare=False)
 
     def documents(self) -> dict[str, tuple[str, str]]:
         """``{docid: (title, text)}`` of the whole corpus, read once. Raises UsageError for a corpus with
@@ -178,4 +182,5 @@ def restrict(collection: Collection, qids: Iterable[str]) -> Collection:
         collection.name,
         collection.notes,
         collection._docs,
+        collection.embedder,
     )

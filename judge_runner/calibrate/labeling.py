@@ -129,6 +129,12 @@ class ProtocolLabeler:
         replies = self.judge.label_batch(query.text, INTENT, rendered, list(range(len(rendered))), sampling)
         return [self._result(reply, r) for reply, r in zip(replies, rendered)]
 
+    def with_output(self, output: str) -> ProtocolLabeler | None:
+        """This labeller with its judge under other output rules (``grade-only``: no reason asked), or None
+        for a judge that writes no reasoning a grade could follow (the offline judge)."""
+        other = getattr(self.judge, "with_output", None)
+        return ProtocolLabeler(other(output), self.seed) if other is not None and not self.heuristic else None
+
     def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:
         """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
         run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and

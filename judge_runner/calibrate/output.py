@@ -281,11 +281,27 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     )
     for table in tables:
         console.print(table)
+    console.print(outputs_line(document.get("outputs")) or "", end="\n" if document.get("outputs") else "")
     spend = document["spend"]
     cost = "unknown" if spend["costUsd"] is None else f"${spend['costUsd']:.4f}"
     console.print(
         f"judge calls: {spend['totalCalls']} ({', '.join(f'{k} {v}' for k, v in spend['calls'].items())}); "
         f"tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}"
+    )
+
+
+def outputs_line(outputs: Mapping[str, Any] | None) -> str | None:
+    """The reason-first vs grade-only comparison in one line (``calibrate --compare-output``), or None."""
+    if not outputs:
+        return None
+    if "note" in outputs:
+        return f"output comparison: {outputs['note']}"
+    first, only = outputs["reason-first"], outputs["grade-only"]
+    changed = outputs.get("labelsChanged")
+    return (
+        f"reason first vs grade only ({outputs['mode']}): kappa(>=2) {_fmt(first['kappaAt2'])} vs {_fmt(only['kappaAt2'])}; "
+        f"system ranking tau_b {_fmt(first['kendallTauB'])} vs {_fmt(only['kendallTauB'])}; "
+        f"labels changed {'n/a' if changed is None else f'{changed:.1%}'}"
     )
 
 

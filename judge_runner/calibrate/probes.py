@@ -25,7 +25,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 
-from judge_runner.calibrate.collect import DEFAULT_SNIPPET_CHARS, CountingLabeler, shown_doc
+from judge_runner.calibrate.collect import DEFAULT_SNIPPET_CHARS, CountingLabeler, shown_doc, snippet_doc
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import ShownDoc
 from judge_runner.calibrate.pool import PoolEntry
@@ -210,10 +210,10 @@ def length_probe(
         if not entries:
             continue
         documents += len(entries)
-        base_docs = [shown_doc(collection, q, e.docid, DEFAULT_SNIPPET_CHARS) for e in entries]
+        base_docs = [snippet_doc(collection, q, e.docid, DEFAULT_SNIPPET_CHARS) for e in entries]
         base = [r.label for r in labeler.label("probe:length", q, base_docs, mode, 0)]
         shown = {
-            f"snippet{n}": [shown_doc(collection, q, e.docid, n) for e in entries] for n in SNIPPET_LENGTHS if n != DEFAULT_SNIPPET_CHARS
+            f"snippet{n}": [snippet_doc(collection, q, e.docid, n) for e in entries] for n in SNIPPET_LENGTHS if n != DEFAULT_SNIPPET_CHARS
         }
         shown["padded"] = [padded(d) for d in base_docs]
         for name, docs in shown.items():

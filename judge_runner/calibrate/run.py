@@ -33,12 +33,14 @@ REFERENCE_SYSTEM = "hybrid"
 @dataclass
 class CalibrationConfig:
     """Choices of one calibration: judge ``modes`` (the first is the primary one the verdicts read),
-    ``trials`` per pair, the ``seed`` of every draw, pool ``depth`` (top-k per system), ``probes`` to run on
+    ``trials`` per pair (0: the judge's default, :func:`judge_runner.judging.fingerprint.default_trials`,
+    set by the job once the judge is known), the ``seed`` of every draw, pool ``depth`` (top-k per system), ``probes`` to run on
     ``probe_queries`` queries, bootstrap ``resamples``, documents per batched call (``batch_size``), probe
     sizes, and what a document nobody labelled is (``unlabelled``): ``non-relevant`` (TREC pooling: the
     qrels list every relevant document, as a BEIR or TREC collection's do) or ``unknown`` (left out of the
     pool, of agreement and, by condensed lists, of the system ranking: labels of a sample, as ``label``
-    makes)."""
+    makes); ``compare_output``: label the pool again in the primary mode with no reason asked and set the
+    two outputs' agreement with the people side by side (:func:`output_comparison`)."""
 
     modes: Sequence[JudgeMode] = ("pointwise",)
     trials: int = 1
@@ -52,6 +54,7 @@ class CalibrationConfig:
     injection_per_query: int = 3
     length_per_query: int = 4
     unlabelled: str = "non-relevant"
+    compare_output: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -243,6 +246,7 @@ def _calibrate(
             mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config, counting if mode == primary else None
         )
     results = run_probes(counting, collection, probe_sample(queries, config), pool, primary, config, progress, meter)
+    compared = output_comparison(counting, collection, queries, pool, runs, config, labels.trials[primary], modes[primary], progress)
     document = {
         "formatVersion": FORMAT_VERSION,
         "collection": {
@@ -259,9 +263,64 @@ def _calibrate(
         "probes": results,
         "spend": spend.as_dict(),
     }
+    if compared is not None:
+        document["outputs"] = compared
     document["verdict"] = verdicts(document, primary)
     document["durationS"] = round(time.monotonic() - started, 3)
     return document
+
+
+def _headline(figures: dict) -> dict:
+    """The figures two outputs are compared on: Cohen's kappa at grade 2 with the people, and the system
+    ranking's Kendall tau_b (nDCG@10), each with its interval."""
+    return {"kappaAt2": figures["agreement"]["all"]["kappaAt2"], "kendallTauB": figures["systems"]["nDCG@10"]["kendallTauB"]}
+
+
+def output_comparison(
+    counting: CountingLabeler,
+    collection: Collection,
+    queries: Sequence[CalibrationQuery],
+    pool: dict,
+    runs: Runs,
+    config: CalibrationConfig,
+    primary_labels: dict,
+    primary_figures: dict,
+    progress: Callable[[str], None],
+) -> dict | None:
+    """With ``compare_output`` (:class:`CalibrationConfig`): the reason written before the grade (every run's protocol) against the
+    grade alone (UMBRELA's and the DNA prompt's form), measured the same way against the people: the pool
+    labelled again in the primary mode with no reason asked. ``{"reason-first": {kappaAt2, kendallTauB},
+    "grade-only": {...}, "labelsChanged": share of pairs whose label differs}``, or a note when the judge
+    writes no reason (the offline judge); None without it."""
+    if not config.compare_output:
+        return None
+    other = getattr(counting.inner, "with_output", lambda output: None)("grade-only")
+    if other is None:
+        return {"note": "not compared: this judge writes no reasoning its grade could follow"}
+    mode = config.modes[0]
+    progress(f"labelling the pool again, grade only ({mode}) ...")
+    relabelled = label_pool(
+        CountingLabeler(other, counting.spend),
+        collection,
+        queries,
+        pool,
+        [mode],
+        config.trials,
+        config.seed,
+        config.batch_size,
+        progress=progress,
+        purpose=f"{mode}:grade-only",
+    )
+    grade_only = relabelled.trials[mode]
+    figures = mode_figures(mode, grade_only, relabelled.flags[mode], pool, runs, collection, queries, config, None)
+    shared = [k for k in primary_labels if k in grade_only]
+    changed = sum(1 for k in shared if median_label(primary_labels[k]) != median_label(grade_only[k]))
+    return {
+        "mode": mode,
+        "reason-first": _headline(primary_figures),
+        "grade-only": _headline(figures),
+        "labelsChanged": round(changed / len(shared), 6) if shared else None,
+    }
 
 
 def probe_sample(queries: Sequence[CalibrationQuery], config: CalibrationConfig) -> list[CalibrationQuery]:

@@ -16,7 +16,17 @@ from judge_runner.calibrate.probes import PROBES
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.calibrate_options import CALIBRATE_HELP, CALIBRATE_OPTIONS, given_flags
-from judge_runner.cli.options import BATCH, COMMON, DRY_RUN, JUDGE_MODEL, PROVIDER, _options, check_flags, printer, settings
+from judge_runner.cli.options import (
+    BATCH,
+    COMMON,
+    DRY_RUN,
+    JUDGE,
+    PROVIDER,
+    _options,
+    check_flags,
+    printer,
+    settings,
+)
 from judge_runner.core.failures import EXIT_OK, UsageError
 from judge_runner.core.models import JUDGE_MODES, JudgeMode
 
@@ -40,7 +50,7 @@ def run_calibrate(
     corpus: Path | None,
     queries_sample: int | None,
     sample_seed: int,
-    calibration_trials: int,
+    calibration_trials: int | None,
     calibration_mode: str,
     probes: str,
     systems: str,
@@ -58,13 +68,14 @@ def run_calibrate(
     quiet: bool,
     dry_run: bool,
     dry_run_json: bool,
+    compare_output: bool = False,
     **flags: Any,
 ) -> int:
     """Command ``calibrate`` (its --help: :data:`judge_runner.cli.calibrate_options.CALIBRATE_HELP`): the options
     checked, then the calibration from run files (--results) or labelled by the judge."""
     config = calibration_config(
         calibration_mode,
-        calibration_trials,
+        calibration_trials or 0,
         sample_seed,
         pool_depth,
         probes,
@@ -83,6 +94,7 @@ def run_calibrate(
         return EXIT_OK
     labeler = recorder = None
     built = settings(**flags)  # once per command (docs/design.md), whatever the job and its report need
+    config = replace(config, compare_output=compare_output)
     if check_flags(dry_run, dry_run_json):  # the pool is built and labelled by a recording judge: nothing sent, no calibration file written
         config, (labeler, recorder) = replace(config, resamples=0), calibrate_labeler(built)
     calibrate_job(
@@ -102,7 +114,7 @@ def run_calibrate(
         require_calibrated=require_calibrated,
     )
     if recorder is not None:
-        calibrate_report(built, recorder, calibration_mode, calibration_trials, printer(quiet), dry_run_json)
+        calibrate_report(built, recorder, calibration_mode, calibration_trials or 0, printer(quiet), dry_run_json)
     return EXIT_OK
 
 
@@ -156,5 +168,5 @@ def check_options(
 
 calibrate: click.Command = _options(
     click.command("calibrate", help=CALIBRATE_HELP)(_options(run_calibrate, CALIBRATE_OPTIONS)),
-    [PROVIDER, JUDGE_MODEL, *COMMON, CACHE, *BATCH, *DRY_RUN],
+    [PROVIDER, *JUDGE, *COMMON, CACHE, *BATCH, *DRY_RUN],
 )

@@ -103,9 +103,13 @@ CALIBRATE_OPTIONS = [
         "--trials",
         "calibration_trials",
         type=click.IntRange(1, 10),
-        default=1,
-        show_default=True,
-        help="Labels per pair (Krippendorff's alpha across them).",
+        default=None,
+        help="Labels per pair (Krippendorff's alpha across them). [default: 3 for a judge that takes no temperature (Claude), else 1]",
+    ),
+    click.option(
+        "--compare-output",
+        is_flag=True,
+        help="Also label the pool with the grade alone (no reason asked) and compare both outputs with the people.",
     ),
     click.option(
         "--judge-mode",

@@ -144,6 +144,7 @@ MODEL = setting_option(
     + "].",
 )
 JUDGE_MODEL = setting_option("judge_model", "Model that judges (phase two) [default: --model, else the provider's default].")
+JUDGE = [JUDGE_MODEL, setting_option("reasoning_effort", "Reasoning effort of a reasoning judge model (gpt-5, o-series) [default: low].")]
 COMMON = [
     setting_option("max_budget_usd", "Start no call that could take the run's cost past this many USD [default: no cap]."),
     setting_option("max_budget_tokens", "Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
@@ -237,12 +238,12 @@ def check_flags(dry_run: bool, as_json: bool) -> bool:
 
 def generate_options(f: F) -> F:
     # the judge checks each query is answerable (docs/query-sets.md); --human-qrels (last) does not apply
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED, EMBEDDER])
+    return _options(f, [PROVIDER, MODEL, *JUDGE, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL[:-1], KEEP_UNVERIFIED, EMBEDDER])
 
 
 def evaluate_options(f: F) -> F:
-    return _options(f, [PROVIDER, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, EMBEDDER])
+    return _options(f, [PROVIDER, *JUDGE, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, EMBEDDER])
 
 
 def run_options(f: F) -> F:
-    return _options(f, [PROVIDER, MODEL, JUDGE_MODEL, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED, EMBEDDER])
+    return _options(f, [PROVIDER, MODEL, *JUDGE, *COMMON, CONCURRENCY, *JUDGE_PROTOCOL, *BATCH, KEEP_UNVERIFIED, EMBEDDER])

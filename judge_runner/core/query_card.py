@@ -111,26 +111,34 @@ class NonSpecific(_Part):
 
 class TypeLeakage(_Part):
     """The leakage of one query type: mean leakage and mean background over its ``queries`` (on-topic,
-    kept), and how many are exact copies of a heading of their expected source."""
+    kept), how many are exact copies of a heading of their expected source, the intents' mean leakage and
+    how many intents are over the limit (copying their source or naming it)."""
 
     queryType: str
     queries: int = Field(ge=0)
     meanLeakage: float | None = None
     meanBackground: float | None = None
     headingCopies: int = Field(0, ge=0)
+    meanIntentLeakage: float | None = None
+    intentsOverLimit: int = Field(0, ge=0)
 
 
 class QueryFacts(_Part):
     """What the checks found about one kept query: ``leakage`` (share of its content words, weighted by
     idf, found in its best expected source), ``background`` (the same share in an average other corpus
     file), ``headingCopy``, the judge's ``answerLabel`` (the best label over its expected sources; None
-    when not checked) and ``flags`` (``unverified``, ``unchecked``, ``non-specific``)."""
+    when not checked) and ``flags`` (``unverified``, ``unchecked``, ``non-specific``,
+    ``intent-copies-source``); the intent's: ``intentLeakage`` (as ``leakage``), ``intentCopied`` (the
+    share of its word 5-grams found verbatim in its best expected source) and ``intentNamesSource``."""
 
     id: str
     queryType: str
     leakage: float | None = None
     background: float | None = None
     headingCopy: bool = False
+    intentLeakage: float | None = None
+    intentCopied: float | None = None
+    intentNamesSource: bool = False
     answerLabel: int | None = None
     flags: list[str] = Field(default_factory=list)
 
@@ -160,5 +168,8 @@ class QuerySetCard(_Part):
     duplicates: Duplicates = Field(default_factory=Duplicates)
     nonSpecific: NonSpecific = Field(default_factory=NonSpecific)
     leakage: list[TypeLeakage] = Field(default_factory=list)
+    intentCopyLimit: float | None = Field(
+        default=None, description="An intent copying more than this share of its word 5-grams from its source is flagged."
+    )
     queries: list[QueryFacts] = Field(default_factory=list)
     dropped: list[DroppedQuery] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from judge_runner.core.models import Query, SearchMode
 from judge_runner.estimate.costs import DryRunCache, ModelEstimate, RecordingJudge
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings, judge_query
-from judge_runner.llm.pricing import Price
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price
 from judge_runner.search.base import SearchAnswer
 from judge_runner.search.prepare import prepare_search
 
@@ -34,7 +34,7 @@ def search_all(
         prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
         for query in queries:
             try:
-                answers.append((query, backend.search(query.query, mode=mode, limit=limit)))
+                answers.append((query, backend.search(query.query, mode=mode, limit=limit, intent=query.queryIntent)))
             except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted
                 failed += 1
                 first = first or f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -47,13 +47,15 @@ def estimate_answers(
     protocol: ProtocolSettings,
     cache: Any = None,
     human: dict[str, dict[str, int]] | None = None,
+    effort: str = DEFAULT_EFFORT,
 ) -> list[ModelEstimate]:
     """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
     ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only); a result with a ``human`` label is
-    still judged (its judge label is kept beside the person's), as in the run."""
+    still judged (its judge label is kept beside the person's), as in the run; ``effort``: the reasoning
+    effort a reasoning model is sent."""
     out = []
     for provider, model, price, chosen in judges:
-        judge = RecordingJudge(provider, model)
+        judge = RecordingJudge(provider, model, effort=effort)
         overlay = DryRunCache(cache)
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
         for query, answer in answers:

@@ -18,6 +18,9 @@ Units: tokens (integers) and USD. Sources of the constants:
   (a few hundred tokens each).
 - expected output: the JSON of a typical reply (:data:`TYPICAL_REASON_CHARS`, the middle of the label
   schema's "one sentence, under 200 characters") plus :data:`TOOL_CALL_TOKENS` of tool-call framing;
+- reasoning models (gpt-5, the o-series: :func:`judge_runner.llm.pricing.reasons`): each call also spends
+  the reasoning tokens its effort is assumed to take (``pricing.json``'s ``reasoningTokens``: expected, billed
+  as output), and its limit adds the effort's allowance;
 - worst case: every call writes its whole ``max_tokens`` (:data:`judge_runner.judging.llm_judge.LABEL_MAX_TOKENS`
   per pointwise label, :data:`judge_runner.judging.llm_judge.JUDGE_MAX_TOKENS` per batched or list call). Re-asks
   are not counted: they happen only on an invalid reply (at most ``MAX_REASKS`` = 2 per call, plus one
@@ -47,7 +50,7 @@ from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.base import ToolSpec, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
-from judge_runner.llm.pricing import Price
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, reasoning_tokens, reasons, unsized
 from judge_runner.llm.retry import RetryPolicy
 
 CHARS_PER_TOKEN = 4
@@ -120,7 +123,8 @@ def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec],
 class PlannedCall:
     """One call a run would make: ``kind`` (``label``, ``labels``, ``list`` or ``agent``), estimated
     ``input_tokens``, expected ``output_tokens``, ``max_output_tokens`` (the worst case), the
-    ``prefix_tokens`` a prompt cache could serve and ``prefix_id`` (calls with equal ids share a prefix)."""
+    ``prefix_tokens`` a prompt cache could serve and ``prefix_id`` (calls with equal ids share a prefix);
+    ``reasoning_tokens``: the part of ``output_tokens`` a reasoning model is expected to reason."""
 
     kind: str
     input_tokens: int
@@ -128,21 +132,32 @@ class PlannedCall:
     max_output_tokens: int
     prefix_tokens: int = 0
     prefix_id: str = ""
+    reasoning_tokens: int = 0
 
 
-def plan_request(provider: str, kind: str, request: JudgeRequest, max_tokens: int, reply: Mapping[str, Any]) -> PlannedCall:
+def plan_request(
+    provider: str,
+    kind: str,
+    request: JudgeRequest,
+    max_tokens: int,
+    reply: Mapping[str, Any],
+    model: str = "",
+    effort: str = DEFAULT_EFFORT,
+) -> PlannedCall:
     """The :class:`PlannedCall` of one judge request sent through its forced tool, expecting ``reply`` (the
-    tool input a typical judge writes)."""
+    tool input a typical judge writes); a reasoning ``model`` adds the reasoning tokens of ``effort``."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     parts, prefix = wire_parts(provider, request.system, request.user, [tool], tool.name)
     prefix_json = json.dumps(prefix, sort_keys=True, ensure_ascii=False)
+    reasoning, allowance = reasoning_tokens(effort) if reasons(model) else (0, 0)
     return PlannedCall(
         kind,
         tokens(parts),
-        tokens(dict(reply)) + TOOL_CALL_TOKENS,
-        max_tokens,
+        tokens(dict(reply)) + TOOL_CALL_TOKENS + reasoning,
+        max_tokens + allowance,
         tokens(prefix),
         hashlib.sha256(prefix_json.encode("utf-8")).hexdigest()[:16],
+        reasoning,
     )
 
 
@@ -167,9 +182,10 @@ class RecordingJudge:
 
     heuristic = False
 
-    def __init__(self, provider: str, model: str, layouts: Sequence[tuple[str, str]] = ()):
+    def __init__(self, provider: str, model: str, layouts: Sequence[tuple[str, str]] = (), effort: str = DEFAULT_EFFORT):
         self.name = provider
         self.model = model
+        self.effort = effort
         self._calls: dict[tuple[str, str], list[PlannedCall]] = {(provider, model): []}
         for layout in layouts:
             self._calls.setdefault(layout, [])
@@ -184,8 +200,8 @@ class RecordingJudge:
         return self._calls.get((provider, model), [])
 
     def _record(self, kind: str, request: JudgeRequest, max_tokens: int, reply: Mapping[str, Any]) -> None:
-        for (provider, _), calls in self._calls.items():
-            calls.append(plan_request(provider, kind, request, max_tokens, reply))
+        for (provider, model), calls in self._calls.items():
+            calls.append(plan_request(provider, kind, request, max_tokens, reply, model, self.effort))
 
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
@@ -295,6 +311,55 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
     }
 
 
+def cache_reads(calls: Sequence[PlannedCall], price: Price | None) -> int:
+    """Input tokens the calls are expected to read from the prompt cache: each later call of a prefix at
+    least the model's minimum (``price.cache_min_tokens``; :data:`MIN_CACHEABLE_TOKENS` when the price is
+    unknown) reads it."""
+    minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
+    seen: set[str] = set()
+    reads = 0
+    for c in calls:
+        if c.prefix_id in seen and c.prefix_tokens >= minimum:
+            reads += c.prefix_tokens
+        seen.add(c.prefix_id)
+    return reads
+
+
+def caching_plan(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Any]:
+    """What the prompt cache can do for the calls, per kind (``label``, ``labels``, ``list``): the largest
+    cacheable prefix (tool schema and system prompt, tokens) beside the model's minimum; ``cached``: the
+    kinds whose prefix reaches it, ``notCached``: the others (billed as plain input, every call)."""
+    minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
+    prefix: dict[str, int] = {}
+    for c in calls:
+        prefix[c.kind] = max(prefix.get(c.kind, 0), c.prefix_tokens)
+    return {
+        "minimumTokens": minimum,
+        "prefixTokens": prefix,
+        "cached": sorted(k for k, n in prefix.items() if n >= minimum),
+        "notCached": sorted(k for k, n in prefix.items() if n < minimum),
+        "expectedReadTokens": cache_reads(calls, price),
+    }
+
+
+def caching_note(figures: dict[str, Any]) -> str | None:
+    """One line on a judge's prompt caching, from :meth:`ModelEstimate.figures`: which kinds of call the
+    cache serves, and which it cannot (their prefix under the model's minimum); None without calls."""
+    plan = figures.get("promptCache") or {}
+    if not plan.get("prefixTokens"):
+        return None
+    name = f"{figures['provider']}/{figures['model']}"
+    short = [f"{k} {plan['prefixTokens'][k]:,}" for k in plan["notCached"]]
+    if not plan["cached"]:
+        return (
+            f"prompt cache, {name}: no caching: the cacheable prefix (tool schema and system prompt: {', '.join(short)} tokens) "
+            f"is under the model's minimum of {plan['minimumTokens']:,} tokens; every call pays plain input"
+        )
+    cached = ", ".join(f"{k} {plan['prefixTokens'][k]:,}" for k in plan["cached"])
+    tail = f"; not cached (under {plan['minimumTokens']:,}): {', '.join(short)}" if short else ""
+    return f"prompt cache, {name}: prefix read from the cache after each kind's first call ({cached} tokens){tail}"
+
+
 def _cached(calls: Sequence[PlannedCall], price: Price, out: int, worst_out: int) -> Cost:
     """Expected and worst-case USD at ``price`` with each distinct prefix written to the prompt cache by
     its first call and read by the later ones (a prefix shorter than ``price.cache_min_tokens`` is billed
@@ -347,11 +412,14 @@ class ModelEstimate:
             "inputTokens": sum(c.input_tokens for c in self.calls),
             "outputTokens": sum(c.output_tokens for c in self.calls),
             "worstOutputTokens": sum(c.max_output_tokens for c in self.calls),
+            "reasoningTokens": sum(c.reasoning_tokens for c in self.calls),
+            "sizing": unsized(self.model),
             "cacheablePrefixTokens": sum(c.prefix_tokens for c in self.calls if c.prefix_tokens >= self.cache_minimum),
             "labelsToJudge": self.labels_to_judge,
             "labelsCached": self.labels_cached,
             "humanLabels": self.human_labels,
             "byKind": kinds,
+            "promptCache": caching_plan(self.calls, self.price),
             "costUsd": {
                 m: {
                     "expected": None if c.expected is None else round(c.expected, 6),
@@ -382,4 +450,5 @@ class ModelEstimate:
             "batch": batch,
             "batchCostUsd": usd(by_mode["batch"].expected),
             "cachedCostUsd": usd(by_mode["cached"].expected),
+            "cacheReadTokens": cache_reads(self.calls, self.price),
         }

@@ -9,7 +9,8 @@ from typing import Any
 
 from judge_runner.config import Settings
 from judge_runner.core.printer import Printer
-from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES
+from judge_runner.estimate.costs import CHARS_PER_TOKEN, EXPECTED_AGENT_TURNS, MIN_CACHEABLE_TOKENS, MODES, caching_note
+from judge_runner.llm.pricing import REASONING_FAMILIES, reasoning_tokens
 
 NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set or judgment cache written"
 
@@ -23,6 +24,7 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
         "(1024 per pointwise label, 4096 per batched or list call); re-asks (only on invalid replies, at most 2 per call) not included",
         f"batch: every token at the batch price (pricing.json batchDiscount); cached: the tool schema and system prompt (when at least the "
         f"model's minimum, pricing.json cacheMinTokens: {MIN_CACHEABLE_TOKENS} to 4096 tokens) written once per request kind, then read from the prompt cache",
+        reasoning_assumption(settings.reasoning_effort),
     ]
     if judging.get("precision") == "rough":
         assumptions.append(
@@ -56,6 +58,16 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
         "runMode": "batch+cached" if settings.batch else "cached",
         "maxBudgetUsd": settings.max_budget_usd,
     }
+
+
+def reasoning_assumption(effort: str) -> str:
+    """The assumption behind a reasoning model's figures at ``effort`` (``pricing.json``'s ``reasoningTokens``)."""
+    expected, allowance = reasoning_tokens(effort)
+    return (
+        f"reasoning models ({', '.join(REASONING_FAMILIES)}): each call sent reasoning effort {effort} is assumed to reason "
+        f"{expected:,} tokens, billed as output (a rough figure, not measured: calibrate's spend gives the real one); its token "
+        f"limit, and so the worst case, is {allowance:,} tokens higher"
+    )
 
 
 def _usd(value: float | None) -> str:
@@ -115,6 +127,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         if why:
             lines.append(why)
     lines += [head] + [row(r) for r in two["judges"]]
+    lines += [note for note in (caching_note(r) for r in two["judges"]) if note]
+    lines += [f"warning: {r['provider']}/{r['model']}: {r['sizing']}" for r in two["judges"] if r.get("sizing")]
     if not any(r["chosen"] for r in two["judges"]):
         lines.append("the chosen provider is offline (the heuristic judge): no paid calls; the rows show what an LLM judge would cost")
     lines.append("* the judge the run would use; the other rows are each provider's default model, for comparison")

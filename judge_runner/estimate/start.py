@@ -16,7 +16,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
-from judge_runner.llm.pricing import Price, price_for
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, price_for
 
 __all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
 
@@ -39,28 +39,28 @@ class RunOptions(Protocol):
 
 
 class MemoSearch:
-    """A search backend that answers each (query, mode, limit) from :meth:`remember`'s answers once, so
+    """A search backend that answers each (query, mode, limit, intent) from :meth:`remember`'s answers once, so
     the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
     while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
     does for a Ctrl+C of its own and writes its interrupted summary."""
 
     def __init__(self, backend: Any):
         self.backend = backend
-        self.answers: dict[tuple[str, str, int], Any] = {}
+        self.answers: dict[tuple[str, str, int, str], Any] = {}
         self.interrupted = False
 
-    def search(self, query: str, mode: str = "hybrid", limit: int = 10) -> Any:
+    def search(self, query: str, mode: str = "hybrid", limit: int = 10, *, intent: str = "") -> Any:
         """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
         ``interrupted``."""
         if self.interrupted:
             self.interrupted = False
             raise KeyboardInterrupt
-        answer = self.answers.pop((query, mode, limit), None)
-        return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit)
+        answer = self.answers.pop((query, mode, limit, intent), None)
+        return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit, intent=intent)
 
-    def remember(self, query: str, mode: str, limit: int, answer: Any) -> None:
-        """Keep ``answer`` for the run's search of ``query``."""
-        self.answers[(query, mode, limit)] = answer
+    def remember(self, query: str, mode: str, limit: int, answer: Any, intent: str = "") -> None:
+        """Keep ``answer`` for the run's search of ``query`` with ``intent``."""
+        self.answers[(query, mode, limit, intent)] = answer
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
@@ -107,11 +107,12 @@ def start_estimate(
     try:
         answers, _, _ = search_all(queries, [(index, options.search_mode)], options.search_limit)
         for query, answer in answers:
-            memo.remember(query.query, options.search_mode, options.search_limit, answer)
+            memo.remember(query.query, options.search_mode, options.search_limit, answer, query.queryIntent)
         batch = getattr(judge, "batching", None) is not None
         price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
+        effort = getattr(judge, "reasoning_effort", None) or DEFAULT_EFFORT  # what a reasoning judge is sent
         [estimate] = estimate_answers(
-            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels)
+            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels), effort
         )
     except KeyboardInterrupt:
         memo.interrupted = True

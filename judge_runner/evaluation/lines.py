@@ -67,6 +67,7 @@ def evaluation_line(run_id: str, query: Query, answer: SearchAnswer, judged: Que
                 shownText=o.shown_text,
                 shownAnchor=o.shown_anchor or None,
                 judgeLabel=o.judge_label,
+                outputOrder=o.order,
             )
             for h, o, shown_from in zip(answer.results, judged.labels, judged.shown_from)
         ],
@@ -152,10 +153,12 @@ def provenance(
     search_config: dict,
     options: EvaluateOptions | None = None,
     generator_provider: str | None = None,
+    passage_embedder: str = "",
 ) -> dict:
     """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` serialised
     by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
-    (:func:`judge_runner.judging.fingerprint.build_fingerprint`), whether the judge's model wrote the queries,
+    (:func:`judge_runner.judging.fingerprint.build_fingerprint`, with ``passage_embedder``, the model that chose
+    the passages), whether the judge's model wrote the queries,
     and the scoring version the scores are computed under (:data:`judge_runner.judging.scores.SCORING_VERSION`)."""
     options = options or EvaluateOptions()
     return Provenance(
@@ -169,7 +172,14 @@ def provenance(
         searchConfig=search_config,
         judgeRunnerVersion=__version__,
         judgeFingerprint=build_fingerprint(
-            judge.name, judge.model, options.judge_mode, options.trials, options.seed, judge.heuristic
+            judge.name,
+            judge.model,
+            options.judge_mode,
+            options.trials,
+            options.seed,
+            judge.heuristic,
+            passage_embedder,
+            getattr(judge, "reasoning_effort", None),
         ).as_dict(),
         # the heuristic judge is no model: the offline writer sharing its provider name is no circularity
         judgeIsGenerator=not judge.heuristic and judge_is_generator(generator_provider, generator_model, judge.name, judge.model),

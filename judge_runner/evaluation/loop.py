@@ -185,7 +185,7 @@ class RunLoop:
             tally = Tally()
             try:
                 with STOP.raising():  # a search may block for long and holds none of the run's locks
-                    answer = search.search(query.query, mode=mode, limit=self.options.search_limit)
+                    answer = search.search(query.query, mode=mode, limit=self.options.search_limit, intent=query.queryIntent)
             except Exception as exc:  # noqa: BLE001
                 self.record(query, None, None, exc, None)
                 continue

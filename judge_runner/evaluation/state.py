@@ -254,6 +254,7 @@ def end_run(
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
     summary["estimate"], summary["qrels"] = estimate, qrels
+    summary["cacheWarning"] = cache_warning(estimate, usage)
     skipped = drawn_note(scored, state.drawn_sets)
     if skipped:  # a compare run's writer sets its own block the same way
         summary["biasCorrected"] = bias_corrected(scored, skipped=skipped)
@@ -298,3 +299,17 @@ def carried_usage(lines: list[dict]) -> dict[str, Any]:
         if out["costUsd"] is not None and usage:
             out["costUsd"] = None if usage.get("costUsd") is None else out["costUsd"] + float(usage["costUsd"])
     return out
+
+
+def cache_warning(estimate: dict | None, usage: dict) -> str | None:
+    """The summary's ``cacheWarning``: the start's estimate expected prompt-cache reads (its
+    ``cacheReadTokens``) and the run made calls, but the provider reported no token read from the cache;
+    None otherwise (no estimate, none expected, or reads reported)."""
+    expected = int((estimate or {}).get("cacheReadTokens") or 0)
+    if expected <= 0 or usage.get("calls", 0) < 2 or usage.get("cacheReadTokens", 0) > 0:
+        return None
+    return (
+        f"the estimate expected about {expected:,} input tokens read from the prompt cache, the provider reported none: "
+        "the cached prefix (tool schema and system prompt) changed between calls, or the provider did not cache it "
+        "(a minimum above the prefix, a cache that expired between calls)"
+    )

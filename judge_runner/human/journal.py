@@ -42,16 +42,13 @@ from typing import Any, Protocol
 from judge_runner.core.failures import UsageError
 from judge_runner.human.plan import Item
 from judge_runner.judging.qrels import QRELS_NAME_RE
+from judge_runner.judging.rubric import load_rubric
 from judge_runner.search.trec import encode_id
 
 JOURNAL_VERSION = 1
-SCALE = {
-    0: ("Irrelevant", "Nothing to do with this need, even if it shares words with the query."),
-    1: ("Related", "On the topic, but it does not answer: you would not be done after reading it."),
-    2: ("Highly relevant", "Answers the need, but partly, a bit unclearly, or buried among other material."),
-    3: ("Perfectly relevant", "Dedicated to the need and holds the exact answer."),
-}
-"""The 0-3 scale in plain words: the TREC/UMBRELA grades as the judge is told them (prompts/judge_label_system.md)."""
+SCALE = load_rubric().scale()
+"""The 0-3 scale, ``{grade: (name, meaning)}``, in the words the judge is given them: the one rubric
+(``prompts/judge_rubric.md``, :mod:`judge_runner.judging.rubric`)."""
 
 FAST_LABEL_S = 1.0
 """Seconds: a label given sooner after its document was shown is flagged ``fast``. About the least time in
@@ -401,7 +398,8 @@ class LabelSession:
     def view(self, tab: str | None = None) -> dict[str, Any]:
         """What the page shows (JSON-ready): the current item (:meth:`Item.shown`) with its place in its
         query, progress (with the labels flagged fast), pace, whether ``tab`` can undo, where the labels
-        are (files, cache) and the scale. Nothing of the judge's is in it. A view for a ``tab`` marks the
+        are (files, cache), the scale and the rest of the rubric the judge grades by (the same words). Nothing
+        of the judge's labels is in it. A view for a ``tab`` marks the
         item as shown to it (the time a label takes is counted from there)."""
         with self._lock:
             if tab is not None:
@@ -427,6 +425,7 @@ class LabelSession:
                 "canUndo": s.last_of(tab) is not None,
                 "done": item is None,
                 "scale": [{"grade": g, "name": n, "meaning": m} for g, (n, m) in SCALE.items()],
+                "rubric": load_rubric().as_dict(),
                 "qrelsFile": str(self.qrels),
                 "journalFile": str(self.journal),
                 "cache": self.sink.status() if self.sink is not None else {"state": "off", "message": "", "path": None},

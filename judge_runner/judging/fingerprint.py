@@ -51,14 +51,29 @@ def sampling_settings(provider: str, trial: int = 0, base_seed: int = DEFAULT_SE
     return out
 
 
+UNPINNED_TRIALS = 3
+"""Trials ``calibrate`` runs by default for a judge whose API takes no temperature (Claude through anthropic
+2.x): its labels are draws, and three show how far they move (Krippendorff's alpha across them); UMBRELA
+and the DNA prompt were validated at temperature 0."""
+
+
+def default_trials(provider: str) -> int:
+    """``calibrate``'s trials when none are asked for: :data:`UNPINNED_TRIALS` for a model whose sampling
+    cannot be pinned (no temperature accepted, :data:`_ACCEPTS`), else 1 (temperature 0, or the offline
+    judge, which is deterministic)."""
+    accepts = _ACCEPTS.get(provider, ("temperature",))
+    return 1 if provider == "offline" or "temperature" in accepts else UNPINNED_TRIALS
+
+
 @dataclass(frozen=True)
 class JudgeFingerprint:
     """What the run's judge was: ``provider``, ``requestedModel``, ``mode`` (pointwise|batched),
     ``trials``, ``sampling`` (trial 0's settings and the base seed, as sent), ``promptSha256`` and
     ``schemaSha256`` of every file sent, ``renderVersion`` (``fence.RENDER_VERSION``), ``heuristic``
     (the offline judge), ``passageRule`` (``search.passages.PASSAGE_RULE``: which text of a document the
-    judge is shown; absent in runs before it, which showed the chunk the system matched), ``cacheVersion``
-    left to the cache. Serialises with :meth:`as_dict` into ``run_start.provenance.judgeFingerprint``."""
+    judge is shown; absent in runs before it, which showed the chunk the system matched),
+    ``passageEmbedder`` (the model name of the embedder the passages were chosen under; empty before
+    ``passages-2``, which chose by words only), ``cacheVersion`` left to the cache. Serialises with :meth:`as_dict` into ``run_start.provenance.judgeFingerprint``."""
 
     provider: str
     requestedModel: str
@@ -71,6 +86,7 @@ class JudgeFingerprint:
     heuristic: bool = False
     returnedModels: tuple[str, ...] = field(default=())
     passageRule: str = PASSAGE_RULE
+    passageEmbedder: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -86,8 +102,12 @@ def build_fingerprint(
     trials: int = 1,
     base_seed: int = DEFAULT_SEED,
     heuristic: bool = False,
+    passage_embedder: str = "",
+    reasoning_effort: str | None = None,
 ) -> JudgeFingerprint:
-    """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes. Raises
+    """The fingerprint of a run about to start, with the shipped prompts' and schemas' hashes
+    (``passage_embedder``: the model name of the command's embedder, which chooses passages;
+    ``reasoning_effort``: a reasoning model's, recorded with the sampling as ``reasoningEffort``). Raises
     ValueError on an unknown mode (:func:`~judge_runner.judging.requests.protocol_hashes`) or fewer than 1
     trial."""
     if trials < 1:
@@ -96,7 +116,11 @@ def build_fingerprint(
     sampling = sampling_settings(provider, 0, base_seed)
     if "seed" in sampling:
         sampling = {**sampling, "baseSeed": base_seed}
-    return JudgeFingerprint(provider, requested_model, mode, trials, sampling, prompts, schemas, RENDER_VERSION, heuristic)
+    if reasoning_effort:
+        sampling = {**sampling, "reasoningEffort": reasoning_effort}
+    return JudgeFingerprint(
+        provider, requested_model, mode, trials, sampling, prompts, schemas, RENDER_VERSION, heuristic, passageEmbedder=passage_embedder
+    )
 
 
 def comparability_key(fingerprint: Mapping[str, Any], returned_models: Iterable[str] = ()) -> str:

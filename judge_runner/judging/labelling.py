@@ -34,7 +34,17 @@ from judge_runner.judging.call_pool import CallLane
 from judge_runner.judging.fence import RENDER_VERSION, RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, build_fingerprint, fingerprint_key, sampling_settings
 from judge_runner.judging.protocol import Judge, LabelReply, ListVerdict
-from judge_runner.judging.requests import PROMPTS, SCHEMAS, ListItem, batch_seed, list_shown_text, schema_sha256, shuffled_order
+from judge_runner.judging.requests import (
+    OUTPUTS,
+    PROMPTS,
+    RUBRIC,
+    SCHEMAS,
+    ListItem,
+    batch_seed,
+    list_shown_text,
+    schema_sha256,
+    shuffled_order,
+)
 from judge_runner.judging.scores import expected_source_disagreements, labels_from_trials, median_label, query_scores
 from judge_runner.llm.pricing import Usage, add_cost
 from judge_runner.search.base import SearchAnswer
@@ -97,8 +107,9 @@ class LabelOutcome:
     judge was shown of the text; ``origin``: ``"judge"`` or ``"human"`` (an imported human label, which
     wins: ``label`` is the person's); ``judge_label``: for a human-labelled document, the judge's own label
     (the median of its trials, which are counted like any other), None otherwise; ``shown_text``: the text
-    the judge was shown (``fence.RenderedDocument.body``) under ``shown_anchor`` (its ``anchor``); ``models_returned``: model ids that produced the
-    trials."""
+    the judge was shown (``fence.RenderedDocument.body``) under ``shown_anchor`` (its ``anchor``); ``models_returned``:
+    model ids that produced the trials; ``order``: how trial 0's judge wrote its reply (``reason-first``,
+    ``grade-first`` or ``grade-only``; None: no model, or stored before it was recorded)."""
 
     label: int
     trial_labels: list[int]
@@ -116,12 +127,15 @@ class LabelOutcome:
     judge_label: int | None = None
     shown_text: str = ""
     shown_anchor: str = ""
+    order: str | None = None
 
 
 @lru_cache(maxsize=8)
-def _hashes(mode: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-
-    return tuple((n, prompt_sha256(n)) for n in PROMPTS[mode]), ((SCHEMAS[mode], schema_sha256(SCHEMAS[mode])),)
+def _hashes(mode: str, output: str = "reason-first") -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The prompt files a call of ``mode`` sends (a label call's system prompt holds the rubric and the
+    ``output`` rules) and its schema file, with their sha256."""
+    names = PROMPTS[mode] if mode == "list" else (*PROMPTS[mode], RUBRIC, OUTPUTS[output])
+    return tuple((n, prompt_sha256(n)) for n in names), ((SCHEMAS[mode], schema_sha256(SCHEMAS[mode])),)
 
 
 def cache_model(judge: Judge) -> str:
@@ -135,7 +149,7 @@ def judgment_key(
 ) -> str:
     """The judgment-cache key (hex sha256, :class:`JudgmentKey`) of one call's judgment: ``mode``
     ``pointwise``, ``batched`` or ``list``, with the hashes of the prompts and schema that call sends."""
-    prompts, schemas = _hashes(mode)
+    prompts, schemas = _hashes(mode, str(getattr(judge, "output", "reason-first")))
     return JudgmentKey(
         query,
         intent,
@@ -199,12 +213,19 @@ def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge, where: 
         _usage_dict(reply.usage),
         reply.cost_usd,
         reply.latency_s,
+        payload={"order": reply.order} if reply.order else None,
         detector_flagged=document.injection_suspected,
         judge=f"{judge.name}/{cache_model(judge)}",
         topic=topic or None,
         docid=document.source if topic else None,
         judge_key=key or None,
     )
+
+
+def _from_cache(hit: CachedJudgment, shown_as: str | None = None) -> LabelReply:
+    """The :class:`LabelReply` a stored label stands for (with its output order when it was recorded)."""
+    order = hit.payload.get("order") if isinstance(hit.payload, dict) else None
+    return LabelReply(int(hit.label or 0), hit.reason, hit.injection_suspected, hit.model_returned, shown_as=shown_as, order=order)
 
 
 def cached(cache: JudgmentCache | None, keys: Iterable[str]) -> dict[str, CachedJudgment]:
@@ -347,7 +368,7 @@ class _Trials:
         for i in todo:
             hit = found.get(keys[i])
             if hit is not None and hit.label is not None:
-                self.got[i].append((LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned), True))
+                self.got[i].append((_from_cache(hit), True))
             else:
                 missing.append(i)
 
@@ -378,10 +399,7 @@ class _Trials:
         shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
         if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
             for i in todo:
-                hit = found[keys[i]]
-                assert hit.label is not None  # checked for every document just above
-                reply = LabelReply(hit.label, hit.reason, hit.injection_suspected, hit.model_returned, shown_as=shown_as[i])
-                self.got[i].append((reply, True))
+                self.got[i].append((_from_cache(found[keys[i]], shown_as[i]), True))
             return
         try:
             replies = _one(self.calls, partial(judge.label_batch, self.query, self.intent, batch, order, sampling, self.log))
@@ -416,6 +434,7 @@ def _outcome(doc: RenderedDocument, trial_replies: list[tuple[LabelReply, bool]]
         models_returned={r.model_returned for r, _ in trial_replies if r.model_returned},
         shown_text=doc.body,
         shown_anchor=doc.anchor,
+        order=trial_replies[0][0].order,
     )
     if human is not None:  # the person's label wins; the judge's is kept beside it
         outcome = replace(outcome, label=int(human), judge_label=outcome.label, reason="human label", origin="human")

@@ -22,9 +22,11 @@ from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import (
     JudgeRequest,
     ListItem,
+    Output,
     batched_request,
     labels_in_search_order,
     list_request,
+    order_written,
     pointwise_request,
     reply_problems,
 )
@@ -38,6 +40,21 @@ the search's snippet, fenced; labels are given on the best chunk's text, ``fence
 MAX_REASKS = 2
 JUDGE_MAX_TOKENS = 4096
 LABEL_MAX_TOKENS = 1024
+
+
+def label_max_tokens(provider: object) -> int:
+    """The output-token limit of one pointwise label call: :data:`LABEL_MAX_TOKENS` plus the model's
+    reasoning allowance (``provider.reasoning_allowance``: a reasoning model's reasoning counts against the
+    limit and is billed as output)."""
+    return LABEL_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
+
+
+def judge_max_tokens(provider: object) -> int:
+    """The output-token limit of a batched or list call: :data:`JUDGE_MAX_TOKENS` plus the model's reasoning
+    allowance."""
+    return JUDGE_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
+
+
 TOOL_DESCRIPTIONS = {
     "record_label": "Record the grade of this document.",
     "record_labels": "Record the grade of every document shown.",
@@ -167,20 +184,38 @@ class LLMJudge:
 
     heuristic = False
 
-    def __init__(self, provider: ChatProvider):
+    def __init__(self, provider: ChatProvider, output: Output = "reason-first"):
         self.provider = provider
         self.name = provider.name
         self.model = provider.model
         self.batching = getattr(provider, "coordinator", None)
+        self.output: Output = output
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The effort sent with each call when the model reasons (None: it does not)."""
+        return str(getattr(self.provider, "reasoning_effort", "")) if getattr(self.provider, "reasoning_allowance", 0) else None
+
+    @property
+    def cache_model(self) -> str:
+        """The model a judgment is cached under: the requested model, with the reasoning effort when it reasons
+        (another effort may grade otherwise)."""
+        effort = self.reasoning_effort
+        return f"{self.model}+effort-{effort}" if effort else self.model
+
+    def with_output(self, output: Output) -> LLMJudge:
+        """This judge under other output rules (``grade-only``: no reason asked), on the same provider."""
+        return LLMJudge(self.provider, output)
 
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
     ) -> LabelReply:
         """Pointwise: one ``record_label`` call for one fenced document."""
-        a = ask(self.provider, pointwise_request(query, intent, document), sampling, log, LABEL_MAX_TOKENS, "label")
+        request = pointwise_request(query, intent, document, output=self.output)
+        a = ask(self.provider, request, sampling, log, label_max_tokens(self.provider), "label")
         return LabelReply(
             a.data["relevance"],
-            a.data["reason"],
+            a.data.get("reason", ""),
             a.data["injectionSuspected"],
             a.model_returned,
             a.usage,
@@ -188,6 +223,7 @@ class LLMJudge:
             a.latency_s,
             a.attempts,
             tuple(a.recoveries),
+            order=order_written(a.data, self.output),
         )
 
     def label_batch(
@@ -201,8 +237,8 @@ class LLMJudge:
     ) -> list[LabelReply]:
         """Batched: one ``record_labels`` call, documents shown in ``order`` with ids D1..DN; the labels
         come back in the documents' own order, the call's cost on the first."""
-        request = batched_request(query, intent, documents, order)
-        a = ask(self.provider, request, sampling, log, JUDGE_MAX_TOKENS, "labels")
+        request = batched_request(query, intent, documents, order, output=self.output)
+        a = ask(self.provider, request, sampling, log, judge_max_tokens(self.provider), "labels")
         out = []
         for k, item in enumerate(labels_in_search_order(a.data, request)):
             paid = k == 0
@@ -218,6 +254,7 @@ class LLMJudge:
                     a.attempts if paid else 0,
                     tuple(a.recoveries) if paid else (),
                     item["shownAs"],
+                    item["order"],
                 )
             )
         return out
@@ -232,7 +269,14 @@ class LLMJudge:
         log: Callable[[str], None] = lambda m: None,
     ) -> ListVerdict:
         """One ``record_list_verdict`` call on the labelled results."""
-        a = ask(self.provider, list_request(query, intent, expected_sources, items), sampling, log, JUDGE_MAX_TOKENS, "list verdict")
+        a = ask(
+            self.provider,
+            list_request(query, intent, expected_sources, items),
+            sampling,
+            log,
+            judge_max_tokens(self.provider),
+            "list verdict",
+        )
         d = a.data
         return ListVerdict(
             float(d["scores"]["coverage"]),

@@ -71,7 +71,8 @@ class LabelReply:
     cost: ``usage`` (tokens), ``cost_usd`` (USD; None when the price is unknown), ``latency_s``
     (seconds), ``attempts`` (HTTP requests), ``recoveries`` applied to the raw reply. In batched mode
     one call gives one reply per document, the call's cost on the first; ``shown_as`` is the local id
-    the document had (``D3``)."""
+    the document had (``D3``); ``order``: how the model wrote the reply, ``reason-first`` or
+    ``grade-first`` by the keys' order as written, ``grade-only`` when no reason was asked (None: no model)."""
 
     label: int
     reason: str = ""
@@ -83,6 +84,7 @@ class LabelReply:
     attempts: int = 0
     recoveries: tuple[str, ...] = ()
     shown_as: str | None = None
+    order: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@ Requests the API accepts whatever the conversation holds: an assistant turn with
 reply with ``content: []``) is dropped and the user turns around it merged (the API answers 400 to an
 empty turn), empty or whitespace-only text blocks are left out, and a model's non-finite number is
 echoed back as the string "NaN" (a strict JSON encoder refuses NaN). A reply without ``usage`` (or with
-a token count null) has unknown cost, never 0. A 200 whose body is not a message is a
+a token count null) has unknown cost, never 0. A call that forces its only tool (a judge's label or
+verdict) sends it with ``strict: true`` where the SDK's tool type has the field (anthropic 2.x does), its
+schema put into the form strict tool use accepts by the SDK's own ``transform_schema`` (constraints the
+API cannot enforce move into the descriptions; the caller validates the full schema anyway). A 200 whose body is not a message is a
 :class:`~judge_runner.llm.errors.MalformedReplyError` (retried like a 5xx).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cache
 from typing import Any
 
 from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
@@ -34,6 +38,29 @@ _STOP: dict[str, StopReason] = {
     "model_context_window_exceeded": "max_tokens",
     "refusal": "refusal",
 }
+
+
+@cache
+def strict_tools_supported() -> bool:
+    """Whether the installed SDK's tool type has ``strict`` (guaranteed schema-valid tool input)."""
+    import anthropic
+
+    return "strict" in getattr(anthropic.types.ToolParam, "__annotations__", {})
+
+
+def _tool(tool: ToolSpec, strict: bool) -> dict[str, Any]:
+    """A tool definition as the Messages API takes it; ``strict``: with ``strict: true`` and its schema in
+    the form strict tool use accepts (``anthropic.transform_schema``)."""
+    if not strict:
+        return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+    import anthropic
+
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": anthropic.transform_schema(tool.input_schema),
+        "strict": True,
+    }
 
 
 class AnthropicProvider(ChatProvider):
@@ -136,7 +163,8 @@ class AnthropicProvider(ChatProvider):
             system_block["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {}
         if tools:
-            kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+            strict = bool(force_tool) and len(tools) == 1 and tools[0].name == force_tool and strict_tools_supported()
+            kwargs["tools"] = [_tool(t, strict) for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
         return {"model": self.model, "max_tokens": max_tokens, "system": [system_block], "messages": self._messages(turns), **kwargs}

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from judge_runner.llm.budget import Budget, Reservation, estimate_tokens
 from judge_runner.llm.errors import LLMError
-from judge_runner.llm.pricing import Price, Usage, price_for
+from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, Usage, price_for
 from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_generic
 
 StopReason = Literal["tool_use", "end", "max_tokens", "refusal"]
@@ -80,6 +80,8 @@ class ChatProvider(ABC):
     """Base of the network providers. ``timeout_s`` bounds one HTTP attempt (seconds)."""
 
     name: str = "base"
+    reasoning_effort: str = DEFAULT_EFFORT
+    """The effort sent to a model that reasons before answering (:attr:`reasoning_allowance` > 0); unused otherwise."""
 
     def __init__(self, model: str, retry: RetryPolicy, budget: Budget, timeout_s: float = 60.0):
         self.model = model
@@ -87,6 +89,12 @@ class ChatProvider(ABC):
         self.budget = budget
         self.timeout_s = timeout_s
         self.price: Price | None = price_for(model)
+
+    @property
+    def reasoning_allowance(self) -> int:
+        """Output tokens a call adds to its limit for the model's reasoning (0: the model does not reason
+        before answering, or this provider sends no reasoning model)."""
+        return 0
 
     def prepare_run(self, partner: ChatProvider | None, concurrency: int, concurrency_set: bool) -> tuple[int, list[str]]:
         """Adjust a run to this provider's server before it starts: ``(judge concurrency to use, notes for

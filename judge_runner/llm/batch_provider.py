@@ -29,6 +29,11 @@ class BatchingProvider(ChatProvider):
         self.coordinator = coordinator
         self.price = inner.price.for_batch() if inner.price is not None else None
 
+    @property
+    def reasoning_allowance(self) -> int:
+        """The synchronous provider's (its model and effort)."""
+        return self.inner.reasoning_allowance
+
     def classify(self, exc: BaseException) -> ErrorClass | None:
         """The synchronous provider's classification of its SDK's errors."""
         return self.inner.classify(exc)

@@ -24,6 +24,12 @@ it, one stderr line says what was downgraded, and later requests skip it. The la
   that tool offered → ``"auto"`` with only that tool offered and an instruction to call it;
 - ``tool_choice: "auto"`` → omitted; ``seed`` → omitted; ``temperature`` → omitted.
 
+**Reasoning models** (gpt-5, the o-series: :func:`judge_runner.llm.pricing.reasons`) take no temperature;
+they are sent ``reasoning_effort`` explicitly (:attr:`OpenAIProvider.reasoning_effort`, the setting
+``reasoning_effort``, low by default for the judge), and the judge's token limits add the effort's
+reasoning allowance (:attr:`OpenAIProvider.reasoning_allowance`): their reasoning counts against
+``max_completion_tokens``.
+
 A bare 400/422 that names no field, on a ``json_schema`` request, also downgrades it (servers without
 structured outputs often say only "invalid request"). The refused request counts as an HTTP request
 of the call (``Completion.attempts``, ``error.attempts``).
@@ -47,7 +53,7 @@ from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
 from judge_runner.llm.local_server import local_server_setup, share_server
-from judge_runner.llm.pricing import Usage
+from judge_runner.llm.pricing import Usage, reasoning_tokens, reasons
 from judge_runner.llm.retry import ErrorClass, RetryPolicy, classify_status
 from judge_runner.llm.wire import (
     decode_error_text,
@@ -218,6 +224,7 @@ class OpenAIProvider(ChatProvider):
 
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.local = is_local_url(self.base_url)
+        self.reasons = reasons(model) is True  # gpt-5, the o-series: reasoning_effort instead of temperature
         self.capabilities = capabilities or ServerCapabilities(self.base_url or "https://api.openai.com/v1", self.local)
         mounts = direct_mounts(self.base_url)  # a loopback server past any proxy
         self._client = openai.OpenAI(
@@ -228,6 +235,11 @@ class OpenAIProvider(ChatProvider):
             timeout=timeout_s,
             http_client=openai.DefaultHttpxClient(mounts=mounts) if mounts else None,
         )
+
+    @property
+    def reasoning_allowance(self) -> int:
+        """A reasoning model's allowance at :attr:`reasoning_effort` (:func:`judge_runner.llm.pricing.reasoning_tokens`), else 0."""
+        return reasoning_tokens(self.reasoning_effort)[1] if self.reasons else 0
 
     def prepare_run(self, partner: ChatProvider | None, concurrency: int, concurrency_set: bool) -> tuple[int, list[str]]:
         """Share what is learned about the server with ``partner`` (:func:`judge_runner.llm.local_server.share_server`), and
@@ -309,7 +321,9 @@ class OpenAIProvider(ChatProvider):
         caps = self.capabilities
         kwargs: dict = {"model": self.model, "timeout": timeout, "max_tokens" if self.base_url else "max_completion_tokens": max_tokens}
         used: dict = {}
-        if not self.model.startswith(("o1", "o3", "o4", "gpt-5")) and caps.current("temperature"):
+        if self.reasons:
+            kwargs["reasoning_effort"] = self.reasoning_effort  # sent explicitly: the API's default (medium) spends more
+        elif caps.current("temperature"):
             kwargs["temperature"] = 0.0  # reasoning models take only their default
             used["temperature"] = True
         if caps.current("seed"):

@@ -15,19 +15,21 @@ _SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens: input, output, cache write and cache read; ``cache_min_tokens``: the
-    shortest prompt prefix the vendor caches (tokens; ``pricing.json``'s ``cacheMinSource``)."""
+    shortest prompt prefix the vendor caches (tokens; ``pricing.json``'s ``cacheMinSource``); ``reasoning``:
+    the model reasons before it answers (``reasoningSource``)."""
 
     input: float
     output: float
     cache_write: float
     cache_read: float
     cache_min_tokens: int = 1024
+    reasoning: bool = False
 
     def for_batch(self) -> Price:
         """This price on a batch API: every token class at ``batchDiscount`` (0.5) of the standard rate
         (``pricing.json``'s ``batchSource``: Anthropic Message Batches and OpenAI Batch both halve it)."""
         f = batch_discount()
-        return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f, self.cache_min_tokens)
+        return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f, self.cache_min_tokens, self.reasoning)
 
 
 @dataclass
@@ -77,8 +79,62 @@ def price_for(model: str) -> Price | None:
     for name in (model, _SNAPSHOT_SUFFIX.sub("", model)):
         if name in models:
             p = models[name]
-            return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"], int(p.get("cacheMinTokens", 1024)))
+            return Price(
+                p["input"], p["output"], p["cacheWrite"], p["cacheRead"], int(p.get("cacheMinTokens", 1024)), bool(p.get("reasoning"))
+            )
     return None
+
+
+REASONING_FAMILIES = ("o1", "o3", "o4", "gpt-5")
+"""Model names of OpenAI's reasoning models (``pricing.json``'s ``reasoningSource``)."""
+DIRECT_FAMILIES = ("gpt-4", "gpt-3", "claude")
+"""Model names of models that answer without reasoning first (Claude without extended thinking, which
+judge-runner never turns on)."""
+EFFORTS = ("minimal", "low", "medium", "high")
+DEFAULT_EFFORT = "low"
+"""The reasoning effort of a judge call: a grade of one passage needs little (the setting ``reasoning_effort``)."""
+
+
+def reasons(model: str) -> bool | None:
+    """Whether ``model`` reasons before it answers: its ``pricing.json`` entry says, else its name's family
+    (:data:`REASONING_FAMILIES`, :data:`DIRECT_FAMILIES`); None when the product cannot tell, so cannot size
+    its token limit (a local server's model, a new family)."""
+    price = price_for(model)
+    if price is not None:
+        return price.reasoning
+    name = model.lower().rsplit("/", 1)[-1]
+    if name.startswith(REASONING_FAMILIES):
+        return True
+    return False if name.startswith(DIRECT_FAMILIES) else None
+
+
+def reasoning_tokens(effort: str = DEFAULT_EFFORT) -> tuple[int, int]:
+    """``(expected, allowance)``: the reasoning tokens a judge call of a reasoning model is assumed to spend at
+    ``effort``, and what its token limit adds for them (``pricing.json``'s ``reasoningTokens``). Raises
+    ValueError for an unknown effort."""
+    table = pricing_table()["reasoningTokens"]
+    if effort not in table:
+        raise ValueError(f"reasoning effort must be one of {', '.join(table)}, got {effort!r}")
+    return int(table[effort]["expected"]), int(table[effort]["allowance"])
+
+
+def sizing_problem(model: str) -> str | None:
+    """Why ``model``'s token limits cannot be sized, in words for a warning (it is unknown whether it reasons);
+    None when they can."""
+    if reasons(model) is not None:
+        return None
+    return (
+        "it is unknown whether it reasons before answering: its calls get the limits of a model that does not "
+        f"(a reasoning model may be cut off; use a known family, {', '.join(REASONING_FAMILIES)}, or add it to pricing.json)"
+    )
+
+
+def unsized(model: str) -> str | None:
+    """What cannot be known of ``model`` before a run, in words for a warning: its price (cost then unknown)
+    and its sizing (:func:`sizing_problem`); None when both are known."""
+    problems = [] if price_for(model) is not None else ["no price is known (pricing.json): its cost is reported as unknown"]
+    sizing = sizing_problem(model)
+    return "; ".join([*problems, *([sizing] if sizing else [])]) or None
 
 
 def add_cost(total: float | None, cost: float | None) -> float | None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judge_runner.core.models import Query
 from judge_runner.judging.cache import JudgmentCache
@@ -75,7 +76,7 @@ def passages(query: Query, documents: FolderDocuments) -> list[tuple[str, Render
     cannot be read as a document is left out)."""
     out = []
     for source in query.expectedSources:
-        shown = documents.passages(source, query.query)
+        shown = documents.passages(source, query.query, query.queryIntent)
         if shown is not None:
             out.append((source, render_document(source, shown.anchor, shown.text)))
     return out
@@ -90,6 +91,7 @@ def check_answerability(
     cache: JudgmentCache | None = None,
     concurrency: int = 1,
     log: Callable[[str], None] = lambda message: None,
+    embedder: Any = None,
 ) -> tuple[list[AnswerCheck], Tally]:
     """``(one AnswerCheck per query in order, what the calls cost)``: each on-topic query of ``queries``
     labelled against its expected sources' passages in the corpus at ``root`` (off-topic queries are
@@ -97,9 +99,10 @@ def check_answerability(
     judge); under ``--batch`` all at once, so their calls share a batch. A failed call (an LLMError) is
     recorded as the query's ``error``, except BudgetExhausted, SpendLimitError and AuthError, which stop
     the check and are raised (no later call could succeed), as is KeyboardInterrupt. ``protocol``:
-    default pointwise, one trial."""
+    default pointwise, one trial. ``embedder``: the command's, under which the passages are chosen (as a
+    run chooses them)."""
     protocol = protocol or ProtocolSettings()
-    documents = FolderDocuments(root)
+    documents = FolderDocuments(root, embedder)
     tally = Tally()
     todo = [q for q in queries if q.queryType != "off-topic" and q.expectedSources]
     lock = threading.Lock()

@@ -91,8 +91,20 @@ def card_lines(card: QuerySetCard, width: int = WIDTH) -> list[str]:
             "leakage by type (mean / background / heading copies): "
             + "; ".join(f"{t.queryType} {_fmt(t.meanLeakage)} / {_fmt(t.meanBackground)} / {t.headingCopies}" for t in card.leakage)
         )
+        lines += wrap(intent_text(card))
     lines += [line for q in card.dropped for line in wrap(f"dropped {q.id} ({q.check}): “{q.query}”: {q.reason}")]
     return lines
+
+
+def intent_text(card: QuerySetCard) -> str:
+    """The intents' line: their leakage by type and how many are over the copy limit, naming them (the judge
+    grades against the intent, so one restating its source favours that source)."""
+    over = [q.id for q in card.queries if "intent-copies-source" in q.flags]
+    limit = "the limit" if card.intentCopyLimit is None else f"{card.intentCopyLimit:.0%} of their 5-grams"
+    by_type = "; ".join(f"{t.queryType} {_fmt(t.meanIntentLeakage)}" for t in card.leakage)
+    return f"intent leakage by type: {by_type}; {len(over)} intent(s) copy their expected source beyond {limit} or name it" + (
+        f" (flagged: {', '.join(over[:10])}{' ...' if len(over) > 10 else ''})" if over else ""
+    )
 
 
 def card_markdown(card: QuerySetCard) -> list[str]:
@@ -111,6 +123,8 @@ def card_markdown(card: QuerySetCard) -> list[str]:
         "",
         "Leakage: the share of a query's words (weighted by rarity) found in its expected source; background: the same share in "
         "an average other file. A set with high leakage flatters lexical search.",
+        "",
+        f"- **Intents**: {t(intent_text(card))}.",
         "",
     ]
     s = card.spread

@@ -15,6 +15,12 @@ docs/query-sets.md explains each check and its thresholds.
   :data:`WIDEN_LIMIT` (they answer it as well as the source the writer named), else drops it (a query
   that many files answer equally cannot tell a good ranking from a bad one).
 - **Leakage** (:func:`measure_leakage`): how much of a query is copied from its expected source.
+- **The intent guarded like the query** (:func:`measure_intent`): the intent is written by the model that
+  read the expected source, and the judge grades against it, so an intent that restates its source marks
+  down other documents that meet the need. Its leakage is measured as the query's, with what it copies
+  word for word (its word :data:`COPY_NGRAM`-grams found in the source) and whether it names the source; an
+  intent copying more than :data:`INTENT_COPY_LIMIT` of itself, or naming its source, is flagged
+  ``intent-copies-source``.
 """
 
 from __future__ import annotations
@@ -191,6 +197,15 @@ def resolve_non_specific(query: Query, finding: Specificity) -> tuple[Query | No
     return None, NonSpecificQuery(id=query.id, query=query.query, why=why, action="dropped", rivals=len(rivals))
 
 
+COPY_NGRAM = 5
+"""Words of a run an intent shares with its source to count as copied: five words in a row are a quotation,
+not the vocabulary any description of the need uses."""
+INTENT_COPY_LIMIT = 0.25
+"""The share of an intent's word 5-grams found verbatim in its best expected source above which it restates
+the source rather than describing the need (an intent written in its own words, as the writer is asked,
+copies none; one sentence lifted into a two-sentence intent is about half)."""
+
+
 # -- leakage ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Leakage:
@@ -226,3 +241,39 @@ def measure_leakage(query: Query, profile: CorpusProfile) -> Leakage:
         held = sum(v * (profile.document_frequency[w] - sum(1 for s in sources if w in profile.files[s].stems)) for w, v in weights.items())
         background = round(held / others / total, 4)
     return Leakage(1.0 if heading_copy else round(value, 4), background, heading_copy)
+
+
+@dataclass(frozen=True)
+class IntentOverlap:
+    """How much of a query's intent comes from its expected source: ``value`` and ``background`` as for the
+    query (:class:`Leakage`), ``copied`` (the share of its word :data:`COPY_NGRAM`-grams, less those of the
+    query itself, found word for word in its best expected source; None when it has no other), ``names_source`` (it names an expected source's
+    path or file name) and ``over_limit`` (copied above :data:`INTENT_COPY_LIMIT`, or naming its source)."""
+
+    value: float | None
+    background: float | None
+    copied: float | None
+    names_source: bool
+
+    @property
+    def over_limit(self) -> bool:
+        return self.names_source or (self.copied is not None and self.copied > INTENT_COPY_LIMIT)
+
+
+def _ngrams(text: str, n: int = COPY_NGRAM) -> set[tuple[str, ...]]:
+    words = normalise_text(text).split()
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def measure_intent(query: Query, profile: CorpusProfile) -> IntentOverlap:
+    """The overlap of ``query``'s intent with its expected sources (:class:`IntentOverlap`): its leakage as
+    :func:`measure_leakage` measures a query's, what it copies word for word, whether it names a source."""
+    sources = [s for s in query.expectedSources if s in profile.files]
+    if not sources or not query.queryIntent.strip():
+        return IntentOverlap(None, None, None, False)
+    leak = measure_leakage(query.model_copy(update={"query": query.queryIntent}), profile)
+    grams = _ngrams(query.queryIntent) - _ngrams(query.query)  # quoting the query adds nothing the judge is not shown
+    copied = max(len(grams & _ngrams(profile.files[s].text)) for s in sources) / len(grams) if grams else None
+    intent = query.queryIntent.lower()
+    names = any(s.lower() in intent or (len(name := s.rsplit("/", 1)[-1].lower()) >= 5 and name in intent) for s in sources)
+    return IntentOverlap(leak.value, leak.background, None if copied is None else round(copied, 4), names)

@@ -125,7 +125,7 @@ def _candidates(profile: CorpusProfile) -> list[Candidate]:
                 continue
             for heading in headings[1:3] or headings[:1]:
                 kind = "natural-language" if len(heading.split()) >= 4 else "conceptual"
-                out.append(Candidate(kind, heading, f"Find the section “{heading}” of {file.source}.", file))
+                out.append(Candidate(kind, heading, f"Find the section “{heading}” and what it says.", file))
         elif ext == "py":
             try:
                 tree = ast.parse(text)

@@ -40,10 +40,13 @@ from judge_runner.judging.protocol import Judge
 from judge_runner.querygen.answerability import AnswerCheck, check_answerability
 from judge_runner.querygen.checks import (
     DUPLICATE_COSINE,
+    INTENT_COPY_LIMIT,
     CorpusBM25,
     Duplicate,
+    IntentOverlap,
     Leakage,
     find_duplicates,
+    measure_intent,
     measure_leakage,
     non_specific,
     resolve_non_specific,
@@ -97,13 +100,17 @@ def review_query_set(
     specific, flagged, not_specific = _specific_queries(queries, profile)
     dropped.extend(not_specific)
     originals = {q.id: q.expectedSources for q in result.queries}
-    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log)
+    answerability, checks, cost = _answerability(specific, originals, profile, judge, cache, options, log, embedder)
     kept, answer_flags, unanswered = _answerable_queries(specific, checks, options.keep_unverified)
     dropped.extend(unanswered)
     flags: dict[str, list[str]] = {e.id: ["non-specific"] for e in flagged}
     for qid, flag in answer_flags.items():
         flags.setdefault(qid, []).append(flag)
     leak = {q.id: measure_leakage(q, profile) for q in kept}
+    intent = {q.id: measure_intent(q, profile) for q in kept}
+    for qid, overlap in intent.items():
+        if overlap.over_limit:
+            flags.setdefault(qid, []).append("intent-copies-source")
     card = QuerySetCard(
         written=result.generated,
         kept=len(kept),
@@ -118,8 +125,9 @@ def review_query_set(
             dropped=sum(1 for e in flagged if e.action == "dropped"),
             queries=flagged,
         ),
-        leakage=_leakage_by_type(kept, leak),
-        queries=_query_facts(kept, leak, checks, flags),
+        leakage=_leakage_by_type(kept, leak, intent),
+        intentCopyLimit=INTENT_COPY_LIMIT,
+        queries=_query_facts(kept, leak, checks, flags, intent),
         dropped=dropped,
     )
     new_dropped = [{"id": x.id, "query": x.query, "reason": x.reason, "check": x.check} for x in dropped[len(result.dropped) :]]
@@ -195,9 +203,13 @@ def _duplicates_block(duplicates: Sequence[Duplicate], embedder: TextEmbedder) -
 
 
 def _query_facts(
-    kept: Sequence[Query], leak: dict[str, Leakage], checks: dict[str, AnswerCheck], flags: dict[str, list[str]]
+    kept: Sequence[Query],
+    leak: dict[str, Leakage],
+    checks: dict[str, AnswerCheck],
+    flags: dict[str, list[str]],
+    intent: dict[str, IntentOverlap],
 ) -> list[QueryFacts]:
-    """The card's line per kept query: its leakage, the judge's best label of its sources, its flags."""
+    """The card's line per kept query: its leakage and its intent's, the judge's best label of its sources, its flags."""
     return [
         QueryFacts(
             id=q.id,
@@ -205,6 +217,9 @@ def _query_facts(
             leakage=leak[q.id].value,
             background=leak[q.id].background,
             headingCopy=leak[q.id].heading_copy,
+            intentLeakage=intent[q.id].value,
+            intentCopied=intent[q.id].copied,
+            intentNamesSource=intent[q.id].names_source,
             answerLabel=checks[q.id].best if q.id in checks else None,
             flags=flags.get(q.id, []),
         )
@@ -220,6 +235,7 @@ def _answerability(
     cache: JudgmentCache | None,
     options: ReviewOptions,
     log: Callable[[str], None],
+    embedder: TextEmbedder | None = None,
 ) -> tuple[Answerability | None, dict[str, AnswerCheck], float | None]:
     """The judge's check of ``queries`` against the expected sources their writer named (``originals``:
     sources added by widening are not labelled), its card block, and its cost in USD."""
@@ -227,7 +243,7 @@ def _answerability(
         return None, {}, 0.0
     asked = [q.model_copy(update={"expectedSources": originals.get(q.id, q.expectedSources)}) for q in queries]
     results, tally = check_answerability(
-        asked, profile.root, judge, protocol=options.protocol, cache=cache, concurrency=options.concurrency, log=log
+        asked, profile.root, judge, protocol=options.protocol, cache=cache, concurrency=options.concurrency, log=log, embedder=embedder
     )
     checks = {r.query.id: r for r in results}
     unverified = [r for r in results if r.labels and r.error is None and not r.verified]
@@ -246,8 +262,9 @@ def _answerability(
     return block, checks, tally.cost_usd
 
 
-def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage]) -> list[TypeLeakage]:
-    """Mean leakage and background per query type over the kept queries that have a value."""
+def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage], intent: dict[str, IntentOverlap]) -> list[TypeLeakage]:
+    """Mean leakage and background per query type over the kept queries that have a value, with their
+    intents' mean leakage and how many intents are over the limit."""
     out = []
     by_type: Counter[str] = Counter(q.queryType for q in queries)
     for query_type in QUERY_TYPES:
@@ -257,6 +274,8 @@ def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage]) -> list
         if not values:
             continue
         backgrounds = [v.background for v in values if v.background is not None]
+        intents = [intent[q.id] for q in queries if q.queryType == query_type]
+        intent_values = [i.value for i in intents if i.value is not None]
         out.append(
             TypeLeakage(
                 queryType=query_type,
@@ -264,6 +283,8 @@ def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage]) -> list
                 meanLeakage=round(mean(v.value for v in values if v.value is not None), 4),
                 meanBackground=round(mean(backgrounds), 4) if backgrounds else None,
                 headingCopies=sum(1 for v in values if v.heading_copy),
+                meanIntentLeakage=round(mean(intent_values), 4) if intent_values else None,
+                intentsOverLimit=sum(1 for i in intents if i.over_limit),
             )
         )
     return out

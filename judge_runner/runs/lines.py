@@ -248,6 +248,11 @@ class ResultLabel(BaseModel):
     judgeLabel: Literal[0, 1, 2, 3] | None = Field(
         default=None, description="A human-labelled result: the judge's own label beside it (relevance keeps the human one)."
     )
+    outputOrder: Literal["reason-first", "grade-first", "grade-only"] | None = Field(
+        default=None,
+        description="How the judge wrote its first trial's reply: reason-first or grade-first by the order of its keys as "
+        "written, grade-only when no reason was asked; null for the offline judge and labels stored before it was recorded.",
+    )
 
 
 class EvaluationUsage(BaseModel):
@@ -419,6 +424,11 @@ class SummaryLine(_Line):
     abstention: Abstention = Field(default_factory=Abstention)
     topIssues: list[Issue] = Field(default_factory=list)
     recommendedFocus: str | None = None
+    cacheWarning: str | None = Field(
+        default=None,
+        description="Set when the start's estimate expected prompt-cache reads and the provider reported none: the prefix "
+        "changed between calls, or the provider did not cache it (a model whose minimum is unknown, a cache that expired).",
+    )
     focusEvidence: FocusEvidence | None = Field(
         default=None, description="What recommendedFocus rests on (scoring version 2); null without scored on-topic queries."
     )

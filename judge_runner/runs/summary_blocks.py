@@ -111,6 +111,12 @@ class RunEstimate(BaseModel):
         description="USD in the run's mode if every call wrote its max_tokens (re-asks not included); null when the price is unknown.",
     )
     batch: bool = Field(default=False, description="The run sent its judge calls through a batch API (costUsd at batch prices).")
+    cacheReadTokens: int = Field(
+        default=0,
+        ge=0,
+        description="Input tokens the estimate expected read from the prompt cache (a prefix at least the model's minimum, "
+        "read by each later call of its kind); 0 when none reaches the minimum.",
+    )
     batchCostUsd: float | None = Field(
         default=None, ge=0, description="Expected USD at batch-API prices (pricing.json batchDiscount), no prompt cache."
     )

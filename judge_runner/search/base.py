@@ -87,9 +87,11 @@ class SearchAnswer(BaseModel):
 
 
 class SearchBackend(Protocol):
-    """What phase two needs from a search: ``search(query, mode, limit) -> SearchAnswer``."""
+    """What phase two needs from a search: ``search(query, mode, limit, intent=...) -> SearchAnswer``. The
+    query's ``intent`` only chooses what the judge is shown of each document (``search/passages.py``): it
+    never ranks, and never reaches an external system."""
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer: ...
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer: ...
 
 
 @runtime_checkable

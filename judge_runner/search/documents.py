@@ -2,7 +2,7 @@
 document's chunks: an external search (``--corpus``), a TREC run file (``evaluate --run``), and phase
 one's answerability check.
 
-Two stores, one small interface (``label``, ``chunks(source)``, ``passages(source, query)``):
+Two stores, one small interface (``label``, ``chunks(source)``, ``passages(source, query, intent)``):
 
 - :class:`FolderDocuments`: a fixtures folder; the id is the path relative to the folder (as the
   built-in search's ``source``), read and chunked exactly as the indexer does
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
@@ -38,8 +39,9 @@ class FolderDocuments:
     """Documents of a fixtures folder by relative path. Paths outside the folder, hidden paths, binary
     files and files over 2 MiB are not documents (``chunks`` returns [])."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, embedder: Any = None):
         self.root = Path(root).resolve()
+        self.embedder = embedder
         if not self.root.is_dir():
             raise DocumentStoreError(f"{root} is not a folder")
         self.label = str(root)
@@ -63,10 +65,11 @@ class FolderDocuments:
         """The chunks of document ``source`` ([] when it is not a document of the folder)."""
         return list(self._chunks(source))
 
-    def passages(self, source: str, query: str) -> Passages | None:
-        """What the judge is shown of ``source`` for ``query`` (:func:`~judge_runner.search.passages.select_passages`);
-        None when ``source`` is not a document of the folder."""
-        return select_passages(query, self.chunks(source))
+    def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
+        """What the judge is shown of ``source`` for ``query`` and ``intent``
+        (:func:`~judge_runner.search.passages.select_passages` under the store's embedder); None when
+        ``source`` is not a document of the folder."""
+        return select_passages(query, self.chunks(source), intent=intent, embedder=self.embedder)
 
 
 class BeirDocuments:
@@ -74,8 +77,9 @@ class BeirDocuments:
     ``_id``. The file is read once; lines that are not records are skipped (as the indexer does).
     Raises DocumentStoreError when the file cannot be read or holds no record."""
 
-    def __init__(self, corpus: Path):
+    def __init__(self, corpus: Path, embedder: Any = None):
         self.label = str(corpus)
+        self.embedder = embedder
         self._records: dict[str, tuple[str, str]] = {}
         try:
             with open(corpus, encoding="utf-8", errors="replace") as handle:
@@ -95,20 +99,27 @@ class BeirDocuments:
         """The record's chunks as ``index --beir-corpus`` makes them ([] for an unknown id)."""
         if source not in self._records:
             return []
-        title, text = self._records[source]
-        return [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
+        return record_chunks(*self._records[source])
 
-    def passages(self, source: str, query: str) -> Passages | None:
-        """What the judge is shown of record ``source`` for ``query``
-        (:func:`~judge_runner.search.passages.select_passages`); None for an unknown id."""
-        return select_passages(query, self.chunks(source))
+    def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
+        """What the judge is shown of record ``source`` for ``query`` and ``intent``
+        (:func:`~judge_runner.search.passages.select_passages` under the store's embedder); None for an
+        unknown id."""
+        return select_passages(query, self.chunks(source), intent=intent, embedder=self.embedder)
 
 
-def open_documents(path: Path) -> FolderDocuments | BeirDocuments:
-    """A folder as :class:`FolderDocuments`, a file as :class:`BeirDocuments`. Raises DocumentStoreError."""
+def record_chunks(title: str, text: str) -> list[Chunk]:
+    """A BEIR record's chunks as ``index --beir-corpus`` makes them: its text (its title when it has
+    none) chunked as plain text, the title as every chunk's anchor."""
+    return [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
+
+
+def open_documents(path: Path, embedder: Any = None) -> FolderDocuments | BeirDocuments:
+    """A folder as :class:`FolderDocuments`, a file as :class:`BeirDocuments`, choosing passages under
+    ``embedder`` (the command's). Raises DocumentStoreError."""
     path = Path(path)
     if path.is_dir():
-        return FolderDocuments(path)
+        return FolderDocuments(path, embedder)
     if path.is_file():
-        return BeirDocuments(path)
+        return BeirDocuments(path, embedder)
     raise DocumentStoreError(f"{path} does not exist (give a fixtures folder or a BEIR corpus.jsonl)")

@@ -119,8 +119,9 @@ class CommandSearch:
     def _argv(self, query: str, mode: str, limit: int) -> list[str]:
         return [a.replace("{query}", query).replace("{limit}", str(limit)).replace("{mode}", mode) for a in self.argv]
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """Run the command for ``query`` and map what it prints. Raises ExternalSearchError (kinds
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
+        """Run the command for ``query`` and map what it prints (``intent`` chooses only the passages of a
+        document store, never goes to the command). Raises ExternalSearchError (kinds
         ``search_timeout``: not done within ``timeout`` seconds, killed; ``search_failed``: not found or
         non-zero exit; ``search_output``: nothing, not JSON, or more than ``max_bytes`` printed, cut
         there and killed; ``search_unknown_source``)."""
@@ -156,7 +157,7 @@ class CommandSearch:
         reply, notes = decode_reply(output.stdout, what)
         if output.left_open:
             notes.append(f"{what} exited while a process it started kept its output open; read what it had printed")
-        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, notes)
+        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, notes, intent)
 
 
 @dataclass

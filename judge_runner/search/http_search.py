@@ -352,8 +352,9 @@ class HttpSearch:
             return exc.status in RETRYABLE_STATUS
         return isinstance(exc, _Transport)
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """POST the query and map the reply. Raises ExternalSearchError (kinds ``search_timeout``,
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
+        """POST the query and map the reply (``intent`` chooses only the passages of a document store, never
+        goes to the endpoint). Raises ExternalSearchError (kinds ``search_timeout``,
         ``search_failed``: HTTP error, refused redirect or unreachable after the retries,
         ``search_output``: not JSON, too large, an unknown coding; ``search_unknown_source``);
         ``attempts`` counts the requests made."""
@@ -395,7 +396,9 @@ class HttpSearch:
         try:
             data = _content_decoded(reply.body, reply.headers.get("Content-Encoding") or "", self.max_bytes, reply.url)
             reply_json, notes = decode_reply(data, f"search endpoint {where}", reply.headers.get_content_charset())
-            return answer_from_reply(query, mode, reply_json, self.mapping, limit, self.documents, self.snippet_chars, started, notes)
+            return answer_from_reply(
+                query, mode, reply_json, self.mapping, limit, self.documents, self.snippet_chars, started, notes, intent
+            )
         except ExternalSearchError as exc:
             exc.attempts = attempts
             exc.args = (self._scrub(str(exc)),)

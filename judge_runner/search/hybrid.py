@@ -35,7 +35,7 @@ from judge_runner.corpus.chunk import Chunk
 from judge_runner.embed.base import encode_each
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.fusion import rrf
-from judge_runner.search.passages import select_passages
+from judge_runner.search.passages import remember_vector, select_passages
 from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
 
@@ -101,13 +101,16 @@ def collapse(
     return hits
 
 
-def with_passages(query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]]) -> list[SearchHit]:
+def with_passages(
+    query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]], intent: str = "", embedder: Any = None
+) -> list[SearchHit]:
     """``hits`` with what the judge is shown of each document (``text``, ``textAnchor``, ``textFrom``
     'document'): :func:`~judge_runner.search.passages.select_passages` over ``chunks[source]`` (the
-    document's chunks in order); a hit whose document has none keeps its own text."""
+    document's chunks in order) for ``query`` and ``intent`` under ``embedder``; a hit whose document has
+    none keeps its own text."""
     out = []
     for hit in hits:
-        passages = select_passages(query, chunks.get(hit.source) or [])
+        passages = select_passages(query, chunks.get(hit.source) or [], intent=intent, embedder=embedder)
         if passages is None:
             out.append(hit)
         else:
@@ -185,7 +188,14 @@ class ChunkSearch:
         return cast(np.ndarray, vector)
 
     def search(
-        self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, query_vector: np.ndarray | None = None, passages: bool = True
+        self,
+        query: str,
+        mode: SearchMode = "hybrid",
+        limit: int = 10,
+        *,
+        query_vector: np.ndarray | None = None,
+        passages: bool = True,
+        intent: str = "",
     ) -> SearchAnswer:
         """Rank documents for ``query`` (any text is safe: characters that cannot be encoded, such as a
         lone surrogate from a shell argument holding an invalid byte, become U+FFFD) by their best chunk.
@@ -195,8 +205,9 @@ class ChunkSearch:
         ``limit`` documents when the index holds that many matches (see the module docstring on depth).
         ``query_vector``: the query's embedding when the caller has it (shape ``(dimension,)``, from this
         index's embedder), else the one :meth:`prepare_queries` computed, else it is computed here.
-        ``passages``: also fill in what the judge is shown of each document (:func:`with_passages`; after
-        the latency is measured); False for callers that only need the ranking (``search``, ``--trec-run``).
+        ``passages``: also fill in what the judge is shown of each document (:func:`with_passages`, for the
+        query and ``intent`` under this index's embedder; after the latency is measured); False for callers
+        that only need the ranking (``search``, ``--trec-run``). ``intent`` never ranks.
         Raises ValueError for an unknown mode, a limit under 1 or a vector of another shape.
         """
         if mode not in SEARCH_MODES:
@@ -215,11 +226,15 @@ class ChunkSearch:
         local.active, local.vector = True, (query, given) if given is not None else None
         try:
             answer = self._search(query, mode, limit, started)
+            made = local.vector if given is None else None  # the query's vector when the index embedded it (or prepared it)
         finally:
             local.active, local.vector = False, None
         if passages and answer.results:
+            if made is not None:
+                remember_vector(self.embedder, *made)
             chunks = self._document_chunks(list(dict.fromkeys(h.source for h in answer.results)))
-            answer = answer.model_copy(update={"results": with_passages(query, answer.results, chunks)})
+            shown = with_passages(query, answer.results, chunks, clean_text(intent), self.embedder)
+            answer = answer.model_copy(update={"results": shown})
         return answer
 
     def _search(self, query: str, mode: SearchMode, limit: int, started: float) -> SearchAnswer:

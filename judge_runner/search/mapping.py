@@ -184,11 +184,12 @@ def answer_from_reply(
     snippet_chars: int,
     started: float,
     notes: list[str] | None = None,
+    intent: str = "",
 ) -> SearchAnswer:
     """The :class:`~judge_runner.search.base.SearchAnswer` of a decoded external reply (:func:`map_hits`);
     ``started`` is the ``time.perf_counter()`` of the call (for ``latencyMs``); the reply's own
     ``confident`` flag is honoured when it is a boolean. Raises what :func:`map_hits` raises."""
-    hits, merged = map_hits(reply, mapping, query, limit, documents, snippet_chars)
+    hits, merged = map_hits(reply, mapping, query, limit, documents, snippet_chars, intent)
     confident = dig(reply, "confident") if isinstance(reply, dict) else None
     return SearchAnswer(
         query=query,
@@ -229,7 +230,7 @@ def _number(value: Any) -> float | None:
 
 
 def map_hits(
-    reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400
+    reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400, intent: str = ""
 ) -> tuple[list[SearchHit], list[str]]:
     """``(hits, notes)``: the documents of the first ``limit`` results of a decoded ``reply``, as the
     system ranked them, as search hits. The cut comes first, then the merge: a document listed again
@@ -241,7 +242,7 @@ def map_hits(
     What the judge is shown of a document (``text``): its passages from ``documents`` (a
     :class:`~judge_runner.search.documents.FolderDocuments` or
     :class:`~judge_runner.search.documents.BeirDocuments`, or None) by the one rule
-    (:func:`judge_runner.search.passages.select_passages`) whenever the store holds it, whatever text the
+    (:func:`judge_runner.search.passages.select_passages`, for ``query`` and its ``intent``) whenever the store holds it, whatever text the
     system sent (the text it sent is its snippet); else the result's own text. The snippet is the system's
     text, or for a result without text a window of the passages. Raises ExternalSearchError when the reply
     holds no list, a result is not an object or has no id, or results have neither text nor a document in
@@ -265,7 +266,7 @@ def map_hits(
             repeats[source] += 1
             continue
         repeats[source] = 0
-        hit = _hit(item, mapping, source, len(hits) + 1, query, documents, snippet_chars)
+        hit = _hit(item, mapping, source, len(hits) + 1, (query, intent), documents, snippet_chars)
         if hit is None:
             unknown.append(source)
         else:
@@ -277,13 +278,17 @@ def map_hits(
     return hits, _merge_notes(repeats, len(items), limit if len(listed) > limit else None)
 
 
-def _hit(item: dict, mapping: FieldMapping, source: str, rank: int, query: str, documents: Any, snippet_chars: int) -> SearchHit | None:
-    """One result as a hit (see :func:`map_hits`), or None when it has no text and no document in the store."""
+def _hit(
+    item: dict, mapping: FieldMapping, source: str, rank: int, need: tuple[str, str], documents: Any, snippet_chars: int
+) -> SearchHit | None:
+    """One result as a hit (see :func:`map_hits`; ``need``: the query and its intent), or None when it has
+    no text and no document in the store."""
+    query, intent = need
     own = mapping.lookup(item, "text")
     own = None if own is None or str(own).strip() == "" else str(own)
     anchor = mapping.lookup(item, "anchor")
     start, end = _number(mapping.lookup(item, "lineStart")), _number(mapping.lookup(item, "lineEnd"))
-    passages = documents.passages(source, query) if documents is not None else None
+    passages = documents.passages(source, query, intent) if documents is not None else None
     if passages is None and own is None:
         return None
     if own is None and passages is not None:  # nothing shown by the system: the best passage stands for it

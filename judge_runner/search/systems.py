@@ -124,15 +124,17 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
     return {k.replace("-", "_"): v for k, v in search.items()}, mode
 
 
-def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int, corpus: Path | None, snippet_chars: int) -> Any:
-    """A CommandSearch or HttpSearch for ``config``. Raises SystemsError (bad table, unset variable,
-    missing corpus)."""
+def external_backend(
+    config: ExternalConfig, *, timeout: float, max_retries: int, corpus: Path | None, snippet_chars: int, embedder: Any = None
+) -> Any:
+    """A CommandSearch or HttpSearch for ``config`` (its document store choosing passages under
+    ``embedder``). Raises SystemsError (bad table, unset variable, missing corpus)."""
     if bool(config.command) == bool(config.url):
         raise SystemsError("an external search needs exactly one of command or url")
     try:
         mapping = FieldMapping.parse(config.fields)
         store = config.corpus or corpus
-        documents = open_documents(store) if store is not None else None
+        documents = open_documents(store, embedder) if store is not None else None
         bound = int(config.max_reply_mb * 1048576) if config.max_reply_mb else MAX_REPLY_BYTES
         if config.command:
             return CommandSearch(
@@ -160,14 +162,22 @@ def external_backend(config: ExternalConfig, *, timeout: float, max_retries: int
 
 
 def open_systems(
-    spec: SystemsSpec, settings: Any, index: Any, *, corpus: Path | None, query_ids: dict[str, str] | None = None, open_builtin: Any = None
+    spec: SystemsSpec,
+    settings: Any,
+    index: Any,
+    *,
+    corpus: Path | None,
+    query_ids: dict[str, str] | None = None,
+    open_builtin: Any = None,
+    embedder: Any = None,
 ) -> list[System]:
     """The systems of ``spec`` (see the module docstring for the order). ``settings`` is the run's
     Settings (timeout, retries, search settings, the mode); ``index`` the open built-in
     index (None when no built-in system is judged); ``corpus`` the default document store (a fixtures
     folder or a BEIR corpus.jsonl); ``query_ids`` maps query text to id (needed for run files);
-    ``open_builtin(search_settings)`` opens the index with other search settings (for config files).
-    Raises SystemsError."""
+    ``open_builtin(search_settings)`` opens the index with other search settings (for config files);
+    ``embedder``: the command's one embedder, under which document stores choose passages (the built-in
+    index chooses under its own, the same one). Raises SystemsError."""
     taken: set[str] = set()
     systems = builtin_systems(spec, settings, index, taken)
     shared = {
@@ -175,6 +185,7 @@ def open_systems(
         "max_retries": settings.max_retries,
         "corpus": spec.corpus or corpus,
         "snippet_chars": settings.search.snippet_chars,
+        "embedder": embedder,
     }
     if spec.table:
         systems.append(table_system(spec, settings, shared, taken))
@@ -193,7 +204,7 @@ def open_systems(
         if store is None:
             raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
         try:
-            backend = TrecRunSearch(run, open_documents(store), query_ids or {}, snippet_chars=settings.search.snippet_chars)
+            backend = TrecRunSearch(run, open_documents(store, embedder), query_ids or {}, snippet_chars=settings.search.snippet_chars)
         except (TrecRunError, DocumentStoreError) as exc:
             raise SystemsError(str(exc)) from None
         systems.append(System(unique_name(f"run:{backend.name}", taken), backend, settings.search_mode, backend.describe()))

@@ -108,8 +108,8 @@ class TrecRunSearch:
         """What provenance records: the run file's name, its query count and the document store."""
         return {"kind": "trec-run", "run": self.path.name, "queries": len(self.run), "documents": getattr(self.documents, "label", None)}
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """The run's ranking for ``query`` (its first ``limit`` documents). Raises ExternalSearchError:
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
+        """The run's ranking for ``query`` (its first ``limit`` documents; ``intent`` chooses their passages). Raises ExternalSearchError:
         ``search_no_ranking`` when the run has no line for the query's id (not scored, never a zero),
         ``search_unknown_source`` naming docids the document store does not hold."""
         started = time.perf_counter()
@@ -121,7 +121,7 @@ class TrecRunSearch:
             )
         ranked = self.run[qid]
         reply = [{"id": docid, "score": score} for docid, score in ranked]
-        hits, notes = map_hits(reply, FieldMapping(), query, limit, self.documents, self.snippet_chars)
+        hits, notes = map_hits(reply, FieldMapping(), query, limit, self.documents, self.snippet_chars, intent)
         return SearchAnswer(
             query=query,
             mode=mode,

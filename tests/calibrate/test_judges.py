@@ -12,7 +12,7 @@ import pytest
 from judge_runner.core.resources import load_schema
 from tests.support.calibration_data import judge_qrels, write_collection
 from tests.support.clitools import invoke
-from tests.support.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge
+from tests.support.fakes.calibration_judges import GullibleJudge, PositionBiasedJudge, QrelsJudge, ReasonFirstJudge
 from tests.support.fakes.fake_llm import FakeLLMServer
 
 pytestmark = pytest.mark.hash_embedder
@@ -20,10 +20,10 @@ QUERIES = 30  # every check's minimum met (25 queries for the ranking, 20 for ag
 PROBE_QUERIES = 20
 
 
-def run_calibration(tmp_path, brain_class, extra=(), data=None, source=None, name="calibration.json"):
+def run_calibration(tmp_path, brain_class, extra=(), data=None, source=None, name="calibration.json", default_trials=False):
     """Calibrate the scripted judge ``brain_class`` on the synthetic collection ``data`` (written when None),
-    given as ``source`` arguments (default ``--beir``); returns ``(document, requests)``, and the output as
-    ``document["_output"]``."""
+    given as ``source`` arguments (default ``--beir``), one trial unless ``extra`` says or ``default_trials``
+    (Claude's default: three); returns ``(document, requests)``, and the output as ``document["_output"]``."""
     data = data or write_collection(tmp_path / "beir", queries=QUERIES)
     out = tmp_path / name
     with FakeLLMServer(brain=brain_class(judge_qrels(data))) as server:
@@ -44,6 +44,7 @@ def run_calibration(tmp_path, brain_class, extra=(), data=None, source=None, nam
                 "50",
                 "--quiet",
                 *([] if "none" in extra else ["--probe-queries", str(PROBE_QUERIES)]),  # refused without a probe
+                *([] if default_trials or "--trials" in extra else ["--trials", "1"]),
                 *extra,
             ],
             env,
@@ -178,3 +179,33 @@ def test_every_human_label_zero_is_refused_by_a_judged_calibration(tmp_path):
         assert server.count() == 0
     assert result.exit_code == 2 and "has a positive qrels line" in result.output
     assert not (tmp_path / "c.json").exists()
+
+
+def test_claude_gets_three_trials_by_default_and_the_offline_judge_one(tmp_path):
+    """Claude takes no temperature (anthropic 2.x): its labels are draws, so calibrate labels each pair three
+    times unless told otherwise and reports the agreement across them; a deterministic judge gets one."""
+    document, requests = run_calibration(tmp_path, QrelsJudge, extra=["--probes", "none", "--systems", "fts,vector"], default_trials=True)
+    assert document["config"]["trials"] == 3 and document["judge"]["fingerprint"]["trials"] == 3
+    stability = document["modes"]["pointwise"]["trialStability"]
+    assert stability["trials"] == 3 and stability["value"] == pytest.approx(1.0)
+    assert requests >= 3 * document["pool"]["pairs"]
+    offline = tmp_path / "offline.json"
+    data = tmp_path / "beir"
+    result = invoke(
+        ["calibrate", "--beir", str(data), "--provider", "offline", "--db", str(tmp_path / "idx.sqlite"), "--out", str(offline)]
+        + ["--bootstrap", "50", "--quiet", "--probes", "none", "--systems", "fts,vector"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(offline.read_text())["config"]["trials"] == 1
+
+
+def test_compare_output_measures_reason_first_against_grade_only_on_the_peoples_labels(tmp_path):
+    """A judge whose reasoning gets its grades right: asked for the grade alone it grades everything 1.
+    --compare-output labels the pool again with no reason asked (the request log shows schemas without a
+    reason) and sets both outputs' agreement with the people side by side."""
+    document, _ = run_calibration(tmp_path, ReasonFirstJudge, extra=["--probes", "none", "--systems", "fts,vector", "--compare-output"])
+    outputs = document["outputs"]
+    assert outputs["mode"] == "pointwise"
+    assert outputs["reason-first"]["kappaAt2"]["value"] == pytest.approx(1.0)
+    assert outputs["grade-only"]["kappaAt2"]["value"] < 0.5 and outputs["labelsChanged"] > 0.5
+    assert document["spend"]["calls"]["pointwise:grade-only"] == document["spend"]["calls"]["pointwise"]

@@ -230,7 +230,7 @@ def test_ctrl_c_while_the_run_estimates_stops_the_run_loop_as_its_own_would(tmp_
     class Interrupting(StubSearch):
         calls = 0
 
-        def search(self, query, mode="hybrid", limit=10):
+        def search(self, query, mode="hybrid", limit=10, intent=""):
             Interrupting.calls += 1
             if Interrupting.calls == 2:
                 raise KeyboardInterrupt

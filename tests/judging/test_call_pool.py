@@ -39,7 +39,7 @@ class TenHits:
     """Ten results per query, each holding a different share of the query's words (so the honest judge
     gives them different labels)."""
 
-    def search(self, query, mode="hybrid", limit=10):
+    def search(self, query, mode="hybrid", limit=10, intent=""):
         words = query.split()
         hits = [
             SearchHit(

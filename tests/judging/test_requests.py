@@ -21,12 +21,14 @@ from judge_runner.judging.requests import (
     ListItem,
     batch_seed,
     batched_request,
+    label_system_prompt,
     labels_in_search_order,
     leaks_rank_or_score,
     list_request,
     list_shown_text,
     load_protocol_schema,
     local_ids,
+    order_written,
     outside_fences,
     pointwise_request,
     protocol_hashes,
@@ -83,7 +85,14 @@ def test_reason_comes_before_relevance_in_properties_and_required():
 
 def test_protocol_hashes_cover_every_file_sent():
     prompts, schemas = protocol_hashes("pointwise")
-    assert set(prompts) == {"judge_label_system.md", "judge_label_user.md", "judge_list_system.md", "judge_list_user.md"}
+    label = {"judge_label_system.md", "judge_label_user.md", "judge_rubric.md"}
+    assert set(prompts) == {*label, "judge_output_reason_first.md", "judge_list_system.md", "judge_list_user.md"}
+    assert set(protocol_hashes("pointwise", "grade-only")[0]) == {
+        *label,
+        "judge_output_grade_only.md",
+        "judge_list_system.md",
+        "judge_list_user.md",
+    }
     assert set(schemas) == {"judge_label.schema.json", "judge_list_verdict.schema.json"}
     assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in [*prompts.values(), *schemas.values()])
     assert protocol_hashes("batched")[1].keys() == {"judge_labels.schema.json", "judge_list_verdict.schema.json"}
@@ -92,9 +101,11 @@ def test_protocol_hashes_cover_every_file_sent():
 
 
 def test_templates_have_only_known_placeholders():
-    allowed = {"query", "intent", "delimiter", "document", "documents", "count", "ids", "expected_sources", "results"}
+    allowed = {"query", "intent", "delimiter", "document", "documents", "count", "ids", "expected_sources", "results", "example"}
     for mode, (system, user) in PROMPTS.items():
-        assert "$" not in load_prompt(system)  # system prompts are sent as they are
+        # the label system prompt takes the rubric and the output rules; the list's is sent as it is
+        assert {m.group("named") for m in Template.pattern.finditer(load_prompt(system)) if m.group("named")} <= {"rubric", "output"}
+        assert "$" not in label_system_prompt("reason-first") + label_system_prompt("grade-only") + load_prompt(PROMPTS["list"][0])
         names = {
             m.group("named") or m.group("braced")
             for m in Template.pattern.finditer(load_prompt(user))
@@ -165,10 +176,18 @@ def test_batched_request_shows_the_shuffled_order_with_local_ids_and_pins_the_sc
     shown_sources = re.findall(r"source: (\S+)", request.user)
     assert shown_sources == [f"runbooks/doc{i}.md" for i in order]
     assert re.findall(r'id="(D\d)"', request.user) == list(request.ids)
+    # the schema sent is the same for every N (one cached prefix); the reply is checked with N and the ids pinned
     labels = request.schema["properties"]["labels"]
-    assert labels["minItems"] == labels["maxItems"] == 5
-    assert labels["items"]["properties"]["id"]["enum"] == list(request.ids)
+    assert "minItems" not in labels and "enum" not in labels["items"]["properties"]["id"]
+    assert request.schema == batched_request("q", "i", DOCS[:2], [1, 0]).schema
+    pinned = request.check_schema["properties"]["labels"]
+    assert pinned["minItems"] == pinned["maxItems"] == 5
+    assert pinned["items"]["properties"]["id"]["enum"] == list(request.ids)
+    assert reply_problems({"labels": [{"id": "D1", **label()}]}, request)  # too few, caught here
     assert leaks_rank_or_score(request) == []
+    # the need is restated after the documents, so it is the last thing read before grading
+    tail = request.user[request.user.rindex("</" + request.delimiter) :]
+    assert "<query>rotate keys</query>" in tail and "<intent>the steps</intent>" in tail
 
 
 def test_batched_labels_map_back_to_the_search_order():
@@ -291,3 +310,32 @@ def test_list_shown_text_is_delimiter_free_and_changes_with_labels():
     assert list_shown_text(["a.md"], [items[0], ListItem(items[1].snippet, 1, "no")]) != text
     assert list_shown_text(["a.md"], items[::-1]) != text
     assert list_shown_text([], items) != text
+
+
+# -- output rules -----------------------------------------------------------------------------------
+
+
+def test_grade_only_asks_for_no_reason_in_the_schema_the_rules_and_the_example():
+    request = pointwise_request(QUERY, INTENT, DOCS[0], new_delimiter(), output="grade-only")
+    assert list(request.schema["properties"]) == ["injectionSuspected", "relevance"] and "reason" not in request.schema["required"]
+    assert "Give no reasoning." in request.system and '{"injectionSuspected": false, "relevance": 0}' in request.user
+    assert reply_problems({"injectionSuspected": False, "relevance": 2}, request) == []
+    assert reply_problems(label(), request)  # a reason is not asked for, so not accepted
+    batched = batched_request(QUERY, INTENT, DOCS, [1, 0, 2, 3, 4], output="grade-only")
+    assert list(batched.schema["properties"]["labels"]["items"]["properties"]) == ["id", "injectionSuspected", "relevance"]
+    # the rubric is the same under both output rules: only the output section differs
+    reason_first = label_system_prompt("reason-first")
+    assert reason_first.split("## Output")[0] == request.system.split("## Output")[0]
+    assert "reason" in reason_first.split("## Output")[1]
+
+
+def test_the_order_the_model_wrote_is_read_from_its_keys():
+    assert order_written({"reason": "r", "injectionSuspected": False, "relevance": 1}) == "reason-first"
+    assert order_written({"relevance": 1, "injectionSuspected": False, "reason": "r"}) == "grade-first"
+    assert order_written({"injectionSuspected": False, "relevance": 1}, "grade-only") == "grade-only"
+    order = [1, 0, 2, 3, 4]
+    request = batched_request("q", "i", DOCS, order)
+    written = [{"id": f"D{k + 1}", "relevance": 1, "injectionSuspected": False, "reason": "r"} for k in range(5)]
+    written[0] = {"id": "D1", **label()}
+    mapped = labels_in_search_order({"labels": written}, request)
+    assert [m["order"] for m in mapped] == ["grade-first", "reason-first", "grade-first", "grade-first", "grade-first"]

@@ -313,7 +313,7 @@ def test_calibrate_with_batch_labels_the_pool_in_few_batches_and_agrees_with_syn
         with FakeLLMServer(brain=QrelsJudge(judge_qrels(data))) as server:
             env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": server.anthropic_base_url, "JUDGE_RUNNER_BATCH_POLL": "0.02"}
             args = ["calibrate", "--beir", str(data), "--provider", "anthropic", "--db", str(tmp_path / f"{name}.sqlite")]
-            result = invoke([*args, "--out", str(out), "--bootstrap", "20", "--quiet", "--probes", "none", *extra], env)
+            result = invoke([*args, "--out", str(out), "--bootstrap", "20", "--quiet", "--probes", "none", "--trials", "1", *extra], env)
             assert result.exit_code == 0, result.output
             if name == "batch":
                 assert server.count() == 0 and 1 <= server.batches.count() <= 3  # pool labels, list-level calls

@@ -11,6 +11,7 @@ import pytest
 
 from judge_runner.app.console import cost_line
 from judge_runner.core.resources import load_schema
+from judge_runner.estimate.costs import ModelEstimate, RecordingJudge, caching_note
 from judge_runner.evaluation.context import QUIET, RunContext
 from judge_runner.evaluation.loop import run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
@@ -21,7 +22,7 @@ from judge_runner.judging.requests import ListItem, batched_request, list_reques
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
-from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd, price_for
+from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd, price_for, pricing_table
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, build_summary, cost_per_judged_query, is_judged, read_run
 from tests.support.fakes.fake_llm import FakeLLMServer, _estimate_tokens, anthropic_cache_minimum
@@ -62,14 +63,17 @@ def _prefix(request) -> tuple[str, dict]:
 
 
 def test_every_judge_prompt_keeps_its_variable_parts_out_of_the_cached_prefix():
-    """The system prompt and the tool schema are the same for any query, document and fence delimiter
-    (batched: for any query with the same number of results); the query and the delimiter are only in the
-    user message, which comes after the prefix on both APIs."""
+    """The system prompt and the tool schema are the same for any query, document, fence delimiter and
+    number of results (batched: the count and the ids are checked locally, not pinned in the schema sent);
+    the query and the delimiter are only in the user message, which comes after the prefix on both APIs."""
     a = render_document("runbooks/backup.md", "Rotation", "Generate a new key and re-encrypt the backups.")
     b = render_document("notes/ssh.md", None, "Rotate SSH keys on the bastion host.")
     pairs = {
         "pointwise": (pointwise_request("rotate backup keys", "steps", a), pointwise_request("ssh bastion", "other intent", b)),
-        "batched": (batched_request("rotate backup keys", "steps", [a, b], [1, 0]), batched_request("ssh bastion", "x", [b, a], [1, 0])),
+        "batched": (
+            batched_request("rotate backup keys", "steps", [a, b], [1, 0]),
+            batched_request("ssh bastion", "x", [b, a, b], [2, 1, 0]),
+        ),
         "list": (
             list_request("rotate backup keys", "steps", ["runbooks/backup.md"], [ListItem(a, 3, "answers"), ListItem(b, 0, "other")]),
             list_request("ssh bastion", "x", [], [ListItem(b, 2, "partly")]),
@@ -230,3 +234,85 @@ def test_run_summary_measures_caching_and_cost_per_judged_query(tmp_path):
     assert summary["costPerJudgedQueryUsd"] == pytest.approx(sum(e["usage"]["costUsd"] for e in evaluations) / 4, abs=1e-6)
     assert recalls == 0 and rerun["judgedQueries"] == 0 and rerun["costPerJudgedQueryUsd"] is None and rerun["costUsd"] == 0
     assert rerun["cachedInputShare"] is None and rerun["cacheSavedUsd"] == 0
+
+
+# -- what the estimate says of caching, for every priced model ----------------------------------------
+
+
+def _planned(provider: str, model: str) -> ModelEstimate:
+    """Two of each judge call (a label, a batch of 10 and one of 3, a list verdict), laid out for ``model``."""
+    judge = RecordingJudge(provider, model)
+    docs = [render_document(f"doc{i}.md", None, f"Document {i} on the backup key rotation.") for i in range(10)]
+    for _ in range(2):
+        judge.label_one("rotate backup keys", "steps", docs[0], {})
+        judge.label_batch("rotate backup keys", "steps", docs, list(range(10)), {})
+        judge.label_batch("rotate backup keys", "steps", docs[:3], [2, 0, 1], {})
+        judge.list_verdict("rotate backup keys", "steps", [], [ListItem(docs[0], 2)], {})
+    return ModelEstimate(provider, model, price_for(model), calls=list(judge.calls), chosen=True)
+
+
+@pytest.mark.parametrize("model", sorted(pricing_table()["models"]))
+def test_each_priced_models_prefix_reaches_its_minimum_or_the_estimate_says_no_caching(model):
+    provider = "anthropic" if model.startswith("claude") else "openai"
+    estimate = _planned(provider, model)
+    figures = estimate.figures()
+    plan, minimum = figures["promptCache"], price_for(model).cache_min_tokens
+    assert plan["minimumTokens"] == minimum and set(plan["prefixTokens"]) == {"label", "labels", "list"}
+    for kind, tokens in plan["prefixTokens"].items():
+        assert (kind in plan["cached"]) == (tokens >= minimum) and (kind in plan["notCached"]) == (tokens < minimum), kind
+    # a batch of 10 and one of 3 share one cached prefix: the count is not in it
+    assert len({c.prefix_id for c in estimate.calls if c.kind == "labels"}) == 1
+    note = caching_note(figures)
+    if plan["cached"]:
+        assert "read from the cache" in note and figures["costUsd"]["cached"]["expected"] < figures["costUsd"]["sync"]["expected"]
+        assert estimate.summary_block()["cacheReadTokens"] > 0
+    else:
+        assert "no caching" in note and f"{minimum:,} tokens" in note
+        assert figures["costUsd"]["cached"]["expected"] == pytest.approx(figures["costUsd"]["sync"]["expected"])
+        assert estimate.summary_block()["cacheReadTokens"] == 0
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "claude-haiku-4-5"])
+def test_the_estimates_caching_matches_what_the_provider_does(model):
+    """On the fake, which caches as each model's documentation says: a model the estimate expects to read
+    its prefix from the cache reads it on the second call, one it expects not to cache reads nothing."""
+    expected = _planned("anthropic", model).figures()["promptCache"]
+    with FakeLLMServer() as server:
+        provider = AnthropicProvider(model, RetryPolicy(max_retries=0), Budget(), 30, "k", server.anthropic_base_url)
+        judge = LLMJudge(provider)
+        docs = [_doc(i) for i in range(4)]
+        judge.label_batch("rotate backup keys", "steps", docs, [3, 1, 0, 2], {})
+        second = judge.label_batch("rotate backup keys", "steps", docs[:2], [1, 0], {})  # another count, the same prefix
+    assert ("labels" in expected["cached"]) == (second[0].usage.cache_read_tokens > 0)
+
+
+@pytest.mark.hash_embedder
+@pytest.mark.parametrize(("model", "warned"), [("claude-sonnet-4-6", False), ("claude-haiku-4-5", True)])
+def test_the_summary_warns_when_the_estimated_cache_reads_did_not_happen(tmp_path, model, warned):
+    """The run is handed the estimate of a Sonnet-class judge, which expects its prefix read from the cache
+    (as if pricing.json had the model's minimum wrong). Sonnet does read it; Haiku, whose minimum the
+    prefix is under, reads nothing: only that run's summary warns."""
+    estimate = _planned("anthropic", "claude-sonnet-4-6").summary_block()
+    assert estimate["cacheReadTokens"] > 0
+    with FakeLLMServer() as server:
+        provider = AnthropicProvider(model, RetryPolicy(max_retries=0), Budget(), 30, "k", server.anthropic_base_url)
+        ctx = RunContext(LLMJudge(provider), EvaluateOptions(), budget=provider.budget, output=QUIET)
+        outcome = run_evaluation(queries(3), StubSearch(), RunWriter(tmp_path), {"config": {}}, ctx, estimate=estimate)
+    jsonschema.validate(outcome.summary, load_schema("summary.schema.json"))
+    assert (outcome.summary["cacheWarning"] is not None) == warned
+    if warned:
+        assert (
+            f"{estimate['cacheReadTokens']:,} input tokens read from the prompt cache, the provider reported none"
+            in outcome.summary["cacheWarning"]
+        )
+
+
+def test_the_end_of_a_run_prints_the_cache_warning_on_stderr():
+    from judge_runner.app.console import print_cache
+    from judge_runner.core.printer import Printer
+
+    out, err = [], []
+    print_cache({**_summary(), "cacheWarning": "the estimate expected about 8,000 input tokens read"}, Printer(out.append, err.append))
+    assert out and out[0].startswith("  prompt cache:") and err == ["warning: the estimate expected about 8,000 input tokens read"]
+    print_cache(_summary(), Printer(out.append, err.append))
+    assert len(err) == 1

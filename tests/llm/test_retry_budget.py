@@ -472,7 +472,7 @@ def test_usage_addition():
 
 def table_price(name: str) -> Price:
     p = pricing_table()["models"][name]
-    return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"], p["cacheMinTokens"])
+    return Price(p["input"], p["output"], p["cacheWrite"], p["cacheRead"], p["cacheMinTokens"], p.get("reasoning", False))
 
 
 def test_price_for_exact_names():

@@ -15,7 +15,16 @@ from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.judging.protocol import LabelReply
 from judge_runner.llm.errors import BudgetExhausted, TransientError
 from judge_runner.querygen.answerability import check_answerability
-from judge_runner.querygen.checks import CorpusBM25, find_duplicates, measure_leakage, non_specific, resolve_non_specific
+from judge_runner.querygen.card import card_lines
+from judge_runner.querygen.checks import (
+    INTENT_COPY_LIMIT,
+    CorpusBM25,
+    find_duplicates,
+    measure_intent,
+    measure_leakage,
+    non_specific,
+    resolve_non_specific,
+)
 from judge_runner.querygen.contrast import contrast
 from judge_runner.querygen.heuristic import HeuristicQueryWriter, propose_queries
 from judge_runner.querygen.profile import NO_LANGUAGE, detect_language, profile_corpus
@@ -126,6 +135,48 @@ def test_leakage_of_copies_paraphrases_and_words_no_file_holds(compose_kb):
 
 
 # -- spread -------------------------------------------------------------------------------------------------
+def intent(text: str, query: str = "count words") -> Query:
+    return Query(id="q1", query=query, queryIntent=text, queryType="conceptual", expectedSources=["notes/counter.md"])
+
+
+def test_the_intent_is_measured_like_the_query_and_flagged_when_it_restates_or_names_its_source(compose_kb):
+    own = measure_intent(intent("Wants a way to get how frequent every term is in a text."), compose_kb)
+    assert own.copied == 0 and not own.names_source and not own.over_limit and own.value is not None
+    restated = measure_intent(intent("Use collections.Counter to count how often each word occurs, as the note says."), compose_kb)
+    assert restated.copied > INTENT_COPY_LIMIT and restated.over_limit
+    assert restated.value > own.value  # its words are the source's
+    named = measure_intent(intent("Find what notes/counter.md says about counting."), compose_kb)
+    assert named.names_source and named.over_limit
+    # quoting the query is not copying the source: the judge is shown the query anyway
+    quoted = measure_intent(intent("Find the section “Keep a tally” and what it says.", "Keep a tally"), compose_kb)
+    assert not quoted.over_limit
+    assert measure_intent(q("q6", "bread", [], "off-topic"), compose_kb).copied is None
+
+
+def test_the_card_counts_and_flags_the_intents_over_the_limit(compose_kb):
+    queries = [
+        intent("Wants a way to get how frequent every term is in a text."),
+        Query(
+            id="q2",
+            query="tally words",
+            queryIntent="Use collections.Counter to count how often each word occurs.",
+            queryType="conceptual",
+            expectedSources=["notes/counter.md"],
+        ),
+    ]
+    result = review_query_set(
+        GenerationResult(queries, 2, [], "scripted", 0.0, 0), compose_kb, None, embedder=HashEmbedder(), options=ReviewOptions()
+    )
+    card = result.card
+    facts = {f.id: f for f in card.queries}
+    assert "intent-copies-source" in facts["q2"].flags and "intent-copies-source" not in facts["q1"].flags
+    assert facts["q2"].intentCopied > card.intentCopyLimit == INTENT_COPY_LIMIT
+    assert sum(t.intentsOverLimit for t in card.leakage) == 1
+    said = " ".join(" ".join(card_lines(card)).split())
+    assert "1 intent(s) copy their expected source beyond 25% of their 5-grams or name it (flagged: q2)" in said
+    assert [q.id for q in result.queries] == ["q1", "q2"]  # flagged, not dropped: the judge is told the intent is no one file
+
+
 def test_spread_warns_when_a_big_folder_gets_too_few_queries(tmp_path):
     files = {f"big/b{i}.md": f"# Big {i}\n\nText about topic {i}.\n" for i in range(18)}
     files |= {f"small/s{i}.md": f"# Small {i}\n\nText.\n" for i in range(2)}

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge_runner.core.models import SEARCH_MODES
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.documents import FolderDocuments
 from judge_runner.search.mapping import ExternalSearchError
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.hash_embedder
 
 SEARCH_PACKAGE = Path(__file__).resolve().parents[2] / "judge_runner" / "search"
 NONSENSE = "qzxvw plokijuh"
-STORE = FolderDocuments(FIXTURES)
+STORE = FolderDocuments(FIXTURES, HashEmbedder())  # under the embedder every backend of the run shares
 
 
 @pytest.fixture(scope="module", params=BACKENDS, ids=[case.id for case in BACKENDS])
@@ -126,11 +127,14 @@ def test_the_same_query_gets_the_same_ranking(opened):
         ]
 
 
-def test_the_judge_is_shown_the_documents_passages_whoever_returned_it(opened):
+@pytest.mark.parametrize("intent", ["", "Wants the steps and the rollback of the procedure."], ids=["no-intent", "intent"])
+def test_the_judge_is_shown_the_documents_passages_whoever_returned_it(opened, intent):
     case, backend = opened
     for query in RUN_QUERIES:
-        for hit in backend.search(query, limit=5).results:
-            passages = STORE.passages(hit.source, query)
+        answer = backend.search(query, limit=5, intent=intent)
+        assert ranking(answer) == ranking(backend.search(query, limit=5)), "the intent never ranks"
+        for hit in answer.results:
+            passages = STORE.passages(hit.source, query, intent)
             assert passages is not None
             assert hit.textFrom == "document"
             assert hit.shown() == (passages.anchor, passages.text), (query, hit.source)

@@ -526,7 +526,7 @@ def test_a_deeper_fetch_embeds_the_query_once(many_chunk_index):
 class TiedIndex:
     """A backend answering with tied scores in an order that is not docid order."""
 
-    def search(self, query, mode="hybrid", limit=10, passages=True):
+    def search(self, query, mode="hybrid", limit=10, passages=True, intent=""):
         from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 
         sources = ["a.md", "b.md", "c.md", "d.md"][:limit]

@@ -13,9 +13,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judge_runner.corpus.chunk import Chunk
+from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.judging.fence import render_document
 from judge_runner.search.documents import FolderDocuments
 from judge_runner.search.passages import GAP, SHOWN_TEXT_CAP, bm25_scores, select_passages
@@ -43,6 +45,15 @@ QUERIES = [
     ("s9", "local dev setup docker compose"),
     ("s10", "hybrid search decision"),
 ]
+
+
+def intent_of(query: str) -> str:
+    return f"Find what the notes say about {query}."
+
+
+def shown_by_the_rule(source: str, query: str, intent: str) -> object:
+    """What the judge is shown of ``source`` by the one rule, under the runs' (hashing) embedder."""
+    return FolderDocuments(FIXTURES, HashEmbedder()).passages(source, query, intent)
 
 
 def chunk(text: str, anchor: str | None = None, start: int = 1) -> Chunk:
@@ -73,22 +84,58 @@ def test_the_best_chunks_fill_the_cap_and_are_shown_in_document_order_with_gaps_
     assert parts[0] == GAP and parts[2] == GAP and parts[4] == GAP  # before, between and after: chunks left out
     assert parts[1].startswith("## Part 1") and parts[3].startswith("## Part 4")
     assert len(shown.text) <= 1200
-    # with more room, chunks without any of the query's words still stay out: tokens, not evidence
-    assert select_passages("pgbouncer pool size", chunks, cap=2000).chunks == (1, 4)
-    # a document holding none of the query's words (found by meaning) is shown from its start, up to the cap
+    # with more room the next chunks join, best first: without an embedder nothing ranks the rest, so in document order
+    assert select_passages("pgbouncer pool size", chunks, cap=2000).chunks == (0, 1, 4)
+    # without an embedder, a document holding none of the query's or the intent's words is shown from its start
     opening = select_passages("connection limits", chunks, cap=1200)
     assert opening.chunks == (0, 1) and opening.best == 0 and opening.text.endswith(GAP)
 
 
-def test_a_document_whose_chunks_all_hold_the_query_and_fit_is_shown_whole_and_a_long_best_chunk_alone():
-    small = [chunk("# Title\nintro to the tool"), chunk("## Steps\nrun the tool"), chunk("## Notes\nthe tool, more")]
+def test_a_document_that_fits_is_shown_whole_under_its_title_and_a_long_best_chunk_alone():
+    small = [chunk("# Title\nintro", "Title"), chunk("## Steps\nrun the tool", "Title > Steps"), chunk("## Notes\nmore", "Title > Notes")]
     whole = select_passages("tool", small)
-    assert whole.chunks == (0, 1, 2) and GAP not in whole.text and whole.anchor is None
-    assert whole.text == "# Title\nintro to the tool\n\n## Steps\nrun the tool\n\n## Notes\nthe tool, more"
+    assert whole.chunks == (0, 1, 2) and GAP not in whole.text and whole.anchor == "Title" and whole.best == 0
+    assert whole.text == "# Title\nintro\n\n## Steps\nrun the tool\n\n## Notes\nmore"  # chunks without the query's words too
     long = [chunk("x " * 100), chunk("the tool " * 400), chunk("y " * 100)]
     alone = select_passages("tool", long, cap=SHOWN_TEXT_CAP)
     assert alone.chunks == (1,) and len(alone.text) > SHOWN_TEXT_CAP  # the fence cuts it, with its marker
     assert select_passages("tool", []) is None
+
+
+class TopicEmbedder:
+    """A stand-in for a sentence model: a text's vector counts the words of each topic it holds, so texts on
+    one topic point one way whatever words they share."""
+
+    kind, name, dimension = "test", "topic-test-embedder", 3
+    TOPICS = (("drain", "evict", "workloads", "host", "maintenance"), ("cache", "redis", "memory"), ("backup", "snapshot", "restore"))
+
+    def encode(self, texts, batch_size=32):
+        rows = np.array([[sum(t.lower().count(w) for w in topic) for topic in self.TOPICS] for t in texts], dtype=np.float32) + 0.01
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+FILLER = "Nothing to see in this part of the document, only words about other things. " * 7  # ~540 characters
+
+
+def test_the_intent_chooses_the_passage_when_the_query_shares_no_word_with_it():
+    chunks = [chunk(f"## Part {i}\n{FILLER}") for i in range(5)]
+    chunks[3] = chunk(f"## Pause\nPOST /admin/pause makes the indexer consumer finish its batch. {FILLER}")
+    query = "stop the worker grabbing new work"
+    assert bm25_scores(query, [c.text for c in chunks]) == [0.0] * 5
+    assert select_passages(query, chunks, cap=1200).best == 0  # words alone: the document's start
+    shown = select_passages(query, chunks, cap=1200, intent="Wants the way to pause the indexer consumer before maintenance.")
+    assert shown.best == 3 and 3 in shown.chunks
+    # the words every intent is written with are not evidence of anything
+    stock = select_passages(query, chunks, cap=1200, intent="Wants to know which section a good answer shows.")
+    assert stock.best == 0
+
+
+def test_meaning_chooses_the_passage_when_no_word_is_shared_never_the_start_alone():
+    chunks = [chunk(f"## Part {i}\n{FILLER}") for i in range(5)]
+    chunks[4] = chunk(f"## Steps\nkubectl drain the node; the pods are evicted to other nodes. {FILLER}")
+    shown = select_passages("move workloads off a host", chunks, cap=1200, intent="", embedder=TopicEmbedder())
+    assert shown.best == 4 and shown.chunks[-1] == 4 and shown.anchor == chunks[4].anchor
+    assert shown == select_passages("move workloads off a host", chunks, cap=1200, embedder=TopicEmbedder())  # deterministic
 
 
 def test_the_rule_is_a_function_of_the_query_and_the_documents_chunks():
@@ -112,14 +159,7 @@ def built(tmp_path_factory):
         assert invoke(["index", str(FIXTURES), "--db", str(db)], HASH).exit_code == 0
         query_set = work / "qs.json"
         query_set.write_text(
-            json.dumps(
-                {
-                    "queries": [
-                        {"id": i, "query": q, "queryIntent": f"Find what the notes say about {q}.", "queryType": "keyword"}
-                        for i, q in QUERIES
-                    ]
-                }
-            ),
+            json.dumps({"queries": [{"id": i, "query": q, "queryIntent": intent_of(q), "queryType": "keyword"} for i, q in QUERIES]}),
             encoding="utf-8",
         )
         beir_queries = work / "queries.jsonl"
@@ -229,9 +269,8 @@ def test_a_document_returned_by_the_builtin_search_and_by_a_trec_run_gets_one_ca
     assert all(len(v) == 1 for v in labels.values())
     assert ("s1", "config/settings.schema.json") in labels
     # the judge was shown the passages the store gives, word for word (as the fence renders them)
-    store = FolderDocuments(FIXTURES)
     for query, source, text in asked:
-        shown = store.passages(source, query)
+        shown = shown_by_the_rule(source, query, intent_of(query))
         assert text == render_document(source, shown.anchor, shown.text).body
     # snippet quality stays a property of each system: one list-level call per system and query
     lists = [r for r in llm.requests if "record_list_verdict" in offered_tools(r.api, r.body)]
@@ -257,7 +296,7 @@ def test_an_external_search_with_a_document_store_is_shown_the_stores_passages_n
         (r,) = e["results"]
         query = dict(QUERIES)[qid]
         assert r["shownFrom"] == "document" and r["snippet"] == "Promote the replica (the system's own chunk)."
-        shown = FolderDocuments(FIXTURES).passages(source, query)
+        shown = shown_by_the_rule(source, query, intent_of(query))
         assert r["shownText"] == render_document(source, shown.anchor, shown.text).body
 
 
@@ -280,14 +319,13 @@ def test_a_copy_of_the_index_gives_the_same_text_as_the_folder(built, tmp_path):
     db, _, _ = built
     copy = tmp_path / "index.sqlite"
     shutil.copy(db, copy)
-    from judge_runner.embed.hashing import HashEmbedder
     from judge_runner.search.sqlite import SQLiteIndex
 
-    store = FolderDocuments(FIXTURES)
+    store = FolderDocuments(FIXTURES, HashEmbedder())
     with SQLiteIndex(copy, embedder=HashEmbedder()) as index:
         for _, query in QUERIES:
             for mode in ("hybrid", "fts", "vector"):
-                for hit in index.search(query, mode=mode, limit=10).results:
-                    shown = store.passages(hit.source, query)
+                for hit in index.search(query, mode=mode, limit=10, intent=intent_of(query)).results:
+                    shown = store.passages(hit.source, query, intent_of(query))
                     assert (hit.textFrom, hit.textAnchor, hit.text) == ("document", shown.anchor, shown.text), (query, hit.source)
                 assert all(h.textFrom == "result" for h in index.search(query, mode=mode, limit=10, passages=False).results)

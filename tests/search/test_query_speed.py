@@ -36,6 +36,10 @@ class CountingEmbedder:
         self.calls.append((list(texts), batch_size, threading.current_thread().name))
         return self.inner.encode(texts, batch_size=batch_size)
 
+    def query_calls(self, queries) -> list[list[str]]:
+        """The calls that embedded one of ``queries`` (the others chose passages: a chunk's text or an intent)."""
+        return [texts for texts, _, _ in self.calls if texts and texts[0] in set(queries)]
+
 
 @pytest.fixture
 def hash_index(hash_fixtures_db):
@@ -153,8 +157,9 @@ def test_given_query_vector_is_used_and_checked(hash_index):
     index, embedder = hash_index
     query = "drain a kubernetes node"
     vector = HashEmbedder().encode([query])[0]
-    embedder.calls.clear()
-    assert answers(index, [query], "hybrid", query_vector=vector) == answers(index, [query], "hybrid")[:1]
+    embedder.calls.clear()  # the search's own embedding, not the passages' (passages=False)
+    given = answers(index, [query], "hybrid", query_vector=vector, passages=False)
+    assert given == answers(index, [query], "hybrid", passages=False)[:1]
     assert len(embedder.calls) == 1, "only the search without a vector embedded"
     other = answers(index, [query], "vector", query_vector=HashEmbedder().encode(["pgbouncer connection pooling"])[0])
     assert other[0]["results"][0]["source"] == "runbooks/pgbouncer-connection-pooling.md", "the given vector is what ranks"
@@ -197,10 +202,11 @@ def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, 
     index.forget_queries()
     order: list[int] = []
     search = index.search
+    texts = [q.query for q in run_queries(7)]
 
-    def traced_search(query, mode="hybrid", limit=10):
-        order.append(len(embedder.calls))
-        return search(query, mode=mode, limit=limit)
+    def traced_search(query, mode="hybrid", limit=10, intent=""):
+        order.append(len(embedder.query_calls(texts)))
+        return search(query, mode=mode, limit=limit, intent=intent)
 
     index.search = traced_search  # type: ignore[method-assign]
     try:
@@ -213,8 +219,7 @@ def test_run_loop_embeds_the_queries_ahead_in_two_batches(hash_index, tmp_path, 
         del index.search
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7
-    texts = [q.query for q in qs]
-    assert [call[0] for call in embedder.calls] == [[t] for t in texts], "each query embedded alone, in order"
+    assert embedder.query_calls(texts) == [[t] for t in texts], "each query embedded alone, once, in order"
     assert {call[2] for call in embedder.calls} == {threading.main_thread().name}
     first = min(concurrency, 7)
     assert order == [first] * first + [7] * (7 - first), "each search after its batch was prepared; no search embedded"
@@ -231,7 +236,7 @@ class BrokenPreparation:
         self.prepared += 1
         raise RuntimeError("cannot load the embedding model")
 
-    def search(self, query, mode="hybrid", limit=10):
+    def search(self, query, mode="hybrid", limit=10, intent=""):
         return self.index.search(query, mode=mode, limit=limit)
 
 
@@ -350,9 +355,9 @@ def test_the_start_estimate_embeds_the_set_once_and_the_run_embeds_nothing_more(
     try:
         search, block = start_estimate(qs, index, FixedJudge(), options, None, price=None, budget_cap_usd=None)
         assert block is not None and block["calls"] > 0
-        assert [call[0] for call in embedder.calls] == [[q.query] for q in qs], "each query embedded once, up front"
+        assert embedder.query_calls([q.query for q in qs]) == [[q.query] for q in qs], "each query embedded once, up front"
         outcome = run_evaluation(qs, search, RunWriter(tmp_path), {"config": {}}, RunContext(FixedJudge(), options, output=QUIET))
     finally:
         index.forget_queries()
     assert outcome.summary["evaluated"] == 7
-    assert len(embedder.calls) == len(qs), "the run embedded the queries again"
+    assert len(embedder.query_calls([q.query for q in qs])) == len(qs), "the run embedded the queries again"

@@ -174,7 +174,7 @@ def test_the_judge_is_shown_the_documents_passages_not_the_matched_chunk(index):
     # applies it to the chunks its index holds, which are the chunks the folder store makes
     from judge_runner.search.documents import FolderDocuments
 
-    store = FolderDocuments(FIXTURES_DIR)
+    store = FolderDocuments(FIXTURES_DIR, index.embedder)  # passages chosen under the embedder every system of the run shares
     for query in ("settings schema search limit", "drain a kubernetes node", "redis failover", "索引"):
         for mode in ("hybrid", "fts", "vector"):
             for hit in index.search(query, mode=mode, limit=10).results:

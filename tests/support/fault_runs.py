@@ -46,7 +46,7 @@ class StubSearch:
     def __init__(self) -> None:
         self.calls = 0
 
-    def search(self, query, mode="hybrid", limit=10):
+    def search(self, query, mode="hybrid", limit=10, intent=""):
         self.calls += 1
         hits = [
             SearchHit(

@@ -43,7 +43,7 @@ class StubSearch:
         self.raise_on = raise_on or {}
         self.calls = 0
 
-    def search(self, query, mode="hybrid", limit=10):
+    def search(self, query, mode="hybrid", limit=10, intent=""):
         self.calls += 1
         if query in self.raise_on:
             raise self.raise_on[query]

@@ -42,7 +42,7 @@ class StubSearch:
     def __init__(self, hits: int = 3):
         self.hits = hits
 
-    def search(self, query, mode="hybrid", limit=10):
+    def search(self, query, mode="hybrid", limit=10, intent=""):
         hits = [
             SearchHit(
                 rank=i + 1,

@@ -83,14 +83,16 @@ def _postgres(request, folder: Path) -> Iterator[PostgresIndex]:
 @contextmanager
 def _command(request, folder: Path) -> Iterator[CommandSearch]:
     argv = [sys.executable, str(BM25S), "--corpus", str(FIXTURES), "--index-dir", str(folder / "bm25s"), "--limit", "{limit}", "{query}"]
-    yield CommandSearch(shlex.join(argv), documents=FolderDocuments(FIXTURES))
+    yield CommandSearch(shlex.join(argv), documents=FolderDocuments(FIXTURES, HashEmbedder()))
 
 
 @contextmanager
 def _http(request, folder: Path) -> Iterator[HttpSearch]:
     with Bm25sService(FIXTURES) as service:
         yield HttpSearch(
-            service.url, mapping=FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"), documents=FolderDocuments(FIXTURES)
+            service.url,
+            mapping=FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"),
+            documents=FolderDocuments(FIXTURES, HashEmbedder()),
         )
 
 
@@ -102,7 +104,7 @@ def _trec_run(request, folder: Path) -> Iterator[TrecRunSearch]:
     for n, query in enumerate(RUN_QUERIES, start=1):
         lines += run_lines(f"q{n}", [(docid, score) for docid, score, _ in engine.search(query, 50)], "bm25s")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    yield TrecRunSearch(path, FolderDocuments(FIXTURES), {q: f"q{n}" for n, q in enumerate(RUN_QUERIES, start=1)})
+    yield TrecRunSearch(path, FolderDocuments(FIXTURES, HashEmbedder()), {q: f"q{n}" for n, q in enumerate(RUN_QUERIES, start=1)})
 
 
 def _engine_function() -> Callable[[str, int], list[dict]]:

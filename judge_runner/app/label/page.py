@@ -10,6 +10,10 @@ Each tab gives itself a random id (kept in ``sessionStorage``, so a reload keeps
 act: its undo takes back its own last label only. A key held down counts once (``KeyboardEvent.repeat`` is
 ignored). The header shows how many labels were given faster than the floor (flagged in the journal) and,
 when the judgment cache is behind (another process holds it), that the labels are safe in the journal.
+
+The grade buttons and the "How to grade" panel under them show the rubric the judge is given, in its words
+(``prompts/judge_rubric.md``, :mod:`judge_runner.judging.rubric`): the scale, how to decide, and what the text
+must show.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ main{max-width:60rem;margin:0 auto;padding:1rem 1.2rem 6rem}
 #scale b{display:block;font-size:1.1rem}
 #scale span{display:block;font-size:.85rem;color:var(--soft)}
 #keys{font-size:.85rem;color:var(--soft)}
+#rubric{margin:.8rem 0;font-size:.9rem;border:1px solid var(--line);border-radius:.5rem;background:#fff;padding:.4rem .8rem}
+#rubric summary{cursor:pointer;color:var(--accent)}
+#rubric h3{font-size:.95rem;margin:.7rem 0 .2rem}
+#rubric p{margin:.2rem 0}
+#rubric ul{margin:.2rem 0;padding-left:1.2rem}
 kbd{border:1px solid var(--line);border-bottom-width:2px;border-radius:.25rem;padding:0 .3rem;background:#fff;font-family:inherit}
 #message{min-height:1.5rem;color:#b3261e;margin-top:.5rem}
 #done{max-width:60rem;margin:2rem auto;padding:0 1.2rem}
@@ -66,6 +75,7 @@ kbd{border:1px solid var(--line);border-bottom-width:2px;border-radius:.25rem;pa
 <div id="textfrom"></div>
 </article>
 <div id="scale"></div>
+<details id="rubric"><summary>How to grade: the rubric the judge is given, word for word</summary><div id="rubricbody"></div></details>
 <div id="keys"><kbd>0</kbd>-<kbd>3</kbd> label and go on &middot; <kbd>s</kbd> or <kbd>&rarr;</kbd> skip (it comes back at the end)
 &middot; <kbd>u</kbd> or <kbd>Backspace</kbd> undo this tab's last label &middot; every label is saved the moment you give it</div>
 <div id="message" role="status"></div>
@@ -129,6 +139,28 @@ function render(s) {
       b.append(head, meaning);
       b.addEventListener("click", () => act("label", g.grade));
       scale.append(b);
+    }
+  }
+  const rubric = $("rubricbody");
+  if (!rubric.childElementCount && s.rubric) {
+    for (const section of s.rubric) {
+      const h = document.createElement("h3");
+      h.textContent = section.heading;
+      rubric.append(h);
+      if (section.intro) {
+        const p = document.createElement("p");
+        p.textContent = section.intro;
+        rubric.append(p);
+      }
+      const list = document.createElement("ul");
+      for (const item of section.items) {
+        const li = document.createElement("li");
+        const title = document.createElement("b");
+        title.textContent = item.title + " ";
+        li.append(title, document.createTextNode(item.text));
+        list.append(li);
+      }
+      rubric.append(list);
     }
   }
   $("work").hidden = s.done;

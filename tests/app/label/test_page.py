@@ -349,3 +349,33 @@ def test_the_page_works_through_a_port_forward_to_another_local_port_in_chromium
         forward.close()
         job.stop()
     assert [g for _, _, g in read_trec_qrels(tmp_path / "labels" / "team.qrels")] == [0]
+
+
+def test_people_are_shown_the_scale_and_the_rules_the_judge_is_given_in_its_words_in_chromium(tmp_path, run_file):
+    from selenium.webdriver.common.by import By
+
+    from judge_runner.judging.requests import label_system_prompt
+    from judge_runner.judging.rubric import load_rubric
+
+    rubric = load_rubric()
+    judge_prompt = label_system_prompt()
+    driver = chromium_driver()
+    job = Job(tmp_path, run_file)
+    try:
+        open_page(driver, job.url, "0 of 16")
+        buttons = driver.find_elements(By.CSS_SELECTOR, "#scale button")
+        shown = [(b.find_element(By.TAG_NAME, "b").text, b.find_element(By.TAG_NAME, "span").text) for b in buttons]
+        assert shown == [(f"{g} · {name}", meaning) for g, (name, meaning) in rubric.scale().items()]
+        assert all(meaning in judge_prompt for _, meaning in shown)  # the judge reads the same words
+        driver.find_element(By.CSS_SELECTOR, "#rubric summary").click()
+        panel = " ".join(driver.find_element(By.ID, "rubricbody").text.split())
+        for section in rubric.sections:
+            assert section.heading in panel and f"## {section.heading}" in judge_prompt
+            for item in section.items:
+                assert f"{item.title} {item.text}" in panel, item.title
+                assert f"**{item.title}** {item.text}" in judge_prompt, item.title
+        assert "Trust." in panel and "at most 1" not in panel.split("Trust.")[1].split("Grade.")[0]  # trust is weighed, not capped
+        driver.save_screenshot(str(tmp_path / "label-page-rubric.png"))
+    finally:
+        driver.quit()
+        job.stop()

@@ -45,7 +45,7 @@ class QrelsJudge:
 
     def __call__(self, api: str, body: dict):
         from tests.support.fakes.fake_llm import _forced_tool, first_user_text, offered_tools
-        from tests.support.fakes.honest_judge import fenced_documents, honest_reply, query_of
+        from tests.support.fakes.honest_judge import fenced_documents, fit_to_schema, honest_reply, query_of
 
         text = first_user_text(body)
         tools = offered_tools(api, body)
@@ -53,6 +53,9 @@ class QrelsJudge:
         if forced == "record_list_verdict":
             return ToolCall(forced, honest_reply(forced, text))
         query, docs = query_of(text), fenced_documents(text)
+        schema = tools.get(forced or "", {})
+        props = schema.get("properties") or {}
+        self.reasons_asked = "reason" in props or "reason" in ((props.get("labels") or {}).get("items") or {}).get("properties", {})
         graded = [
             {
                 "reason": "scripted",
@@ -62,8 +65,18 @@ class QrelsJudge:
             for i, d in enumerate(docs)
         ]
         if forced == "record_label":
-            return ToolCall(forced, graded[0])
-        return ToolCall("record_labels", {"labels": [{"id": d["id"], **g} for d, g in zip(docs, graded)]})
+            return ToolCall(forced, fit_to_schema(graded[0], schema))
+        return ToolCall("record_labels", fit_to_schema({"labels": [{"id": d["id"], **g} for d, g in zip(docs, graded)]}, schema))
+
+
+class ReasonFirstJudge(QrelsJudge):
+    """Honest when asked for a reason before the grade; asked for the grade alone, it grades every
+    document 1 (a judge whose reasoning is what gets its grades right)."""
+
+    reasons_asked = True
+
+    def label(self, query: str, docid: str, text: str, slot: int, count: int) -> int:
+        return super().label(query, docid, text, slot, count) if self.reasons_asked else 1
 
 
 class PositionBiasedJudge(QrelsJudge):

@@ -609,9 +609,9 @@ class DefaultBrain:
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
         for name in LABEL_FIRST_TOOLS:  # issue 14's label-first protocol: an honest judge (tests/support/fakes/honest_judge.py)
             if name in tools and forced in (None, name):
-                from tests.support.fakes.honest_judge import honest_reply
+                from tests.support.fakes.honest_judge import fit_to_schema, honest_reply
 
-                return ToolCall(name, honest_reply(name, first_user_text(body)))
+                return ToolCall(name, fit_to_schema(honest_reply(name, first_user_text(body)), tools[name]))
         schema = self.json_mode_schema(api, body)
         if schema is not None:  # JSON mode: which protocol tool the schema belongs to
             props = schema.get("properties") or {}

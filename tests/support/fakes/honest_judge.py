@@ -91,6 +91,16 @@ def honest_label(query: str, doc: dict) -> dict:
     return {"reason": reason, "injectionSuspected": suspected, "relevance": grade}
 
 
+def fit_to_schema(reply: dict, schema: dict) -> dict:
+    """``reply`` with only the fields the offered ``schema`` asks for, in its order (a grade-only request
+    asks for no reason); a schema without properties keeps the reply as it is."""
+    props = schema.get("properties") or {}
+    if "labels" in reply and "labels" in props:
+        item = list((props["labels"].get("items") or {}).get("properties") or {})
+        return {"labels": [{k: label[k] for k in item if k in label} for label in reply["labels"]]} if item else reply
+    return {k: reply[k] for k in props if k in reply} if props else reply
+
+
 def honest_reply(tool: str, user: str) -> dict:
     """The tool input an honest judge would send for a request of the label-first protocol. Raises
     ValueError for another tool or a message without the expected documents."""

@@ -62,8 +62,8 @@ class CallableSearch:
             "documents": getattr(self.documents, "label", None),
         }
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
-        """Call the function and map its hits. Raises ExternalSearchError (``search_failed``: it raised;
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
+        """Call the function and map its hits (``intent`` chooses only the passages of a document store). Raises ExternalSearchError (``search_failed``: it raised;
         ``search_output``: not a list of hits; ``search_unknown_source``: a hit with no text and no document)."""
         started = time.perf_counter()
         try:
@@ -74,4 +74,4 @@ class CallableSearch:
             reply = list(reply)
         if isinstance(reply, list):
             reply = [_item(hit) for hit in reply]
-        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started)
+        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, None, intent)

@@ -46,7 +46,7 @@ class ReplaySearch:
         """What provenance records: the recorded system's own description."""
         return dict(self.description)
 
-    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10) -> SearchAnswer:
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
         """The recorded answer to ``query``, its first ``limit`` results, in the mode asked. Raises
         ExternalSearchError: the recorded failure's kind and message (said to be recorded), else
         ``search_no_ranking`` for a query nothing was recorded for."""

@@ -78,6 +78,10 @@ class Question:
         return f"the mean {self.measure} of {names[0]}"
 
 
+class TooSmall(ValueError):
+    """A budget that draws nothing to label (below the cheapest whole query, or no pair drawn)."""
+
+
 def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
     """The question of ``kind`` about the systems ``names`` of ``run`` (a difference with no names: the run's
     two systems, in the order of its lines; a mean with none: its first system). Raises ValueError (for people)
@@ -111,7 +115,8 @@ class Pool:
     """What a run holds for a question (module docstring): per system ``ranked`` ``{qid: [(document, judge's
     grade), ...best first]}`` (each document once) and ``judge`` ``{qid: judge's nDCG@10}``; ``expected``
     sources per query; ``human`` ``{(qid, document): people's grade}`` given before; ``past`` ``(judge's grade,
-    people's grade)`` of those; ``qids``: the queries the question is over (scored by every system asked)."""
+    people's grade)`` of those; ``qids``: the queries the question is over (scored by every system asked); ``reused``:
+    how many of ``human`` came from outside the run file."""
 
     ranked: dict[str | None, Ranked] = field(default_factory=dict)
     judge: dict[str | None, dict[str, float]] = field(default_factory=dict)
@@ -119,10 +124,13 @@ class Pool:
     human: dict[tuple[str, str], int] = field(default_factory=dict)
     past: list[tuple[int, int]] = field(default_factory=list)
     qids: list[str] = field(default_factory=list)
+    reused: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The grades of ``human`` known from outside the run file (another set, the labels folder)."""
 
 
-def pool_of(run: RunFile, question: Question) -> Pool:
-    """The :class:`Pool` of ``run`` for ``question``."""
+def pool_of(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> Pool:
+    """The :class:`Pool` of ``run`` for ``question``; ``known`` ``{(qid, document): grade}``: people's grades given
+    outside the run file (:func:`judge_runner.human.known.known_grades`), labelled before as well."""
     pool = Pool(ranked={s: {} for s in question.systems}, judge={s: {} for s in question.systems})
     for ev in scored(run):
         if ev.system not in pool.ranked:
@@ -145,6 +153,12 @@ def pool_of(run: RunFile, question: Question) -> Pool:
         pool.expected[ev.queryId] = list(ev.expectedSources)
     first, *rest = question.systems
     pool.qids = [q for q in pool.ranked[first] if all(q in pool.ranked[s] for s in rest)]
+    grades = judge_grades(pool)
+    for pair, grade in (known or {}).items():
+        if pair in grades and pair not in pool.human:
+            pool.human[pair] = int(grade)
+            pool.past.append((grades[pair], int(grade)))
+            pool.reused[pair] = int(grade)
     return pool
 
 
@@ -263,6 +277,12 @@ class Draw:
     half_width: float
     queries: int
     text: str
+    known: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The people's grades given outside the run file that the draw counted as known (free)."""
+    units_drawn: float = 0.0
+    """Open units drawn, in expectation."""
+    census: bool = False
+    """The budget covers every open unit: all are labelled, nothing is drawn at random."""
 
     def record(self, seed: int, seconds_per_label: float, pace_from: str) -> dict[str, Any]:
         """The ``budget`` object of the journal's plan line: the question, the design and every unit's
@@ -286,7 +306,17 @@ class Draw:
             "text": self.text,
             "probabilities": self.plan.probabilities,
             "drawn": self.drawn,
+            "reused": len(self.known),
+            "known": [[q, d, g] for (q, d), g in sorted(self.known.items())],
         }
+
+
+def reused_text(pool: Pool) -> str:
+    """``; 11 labels people gave before (other sets, the labels folder) reused: free`` (empty when none)."""
+    n = len(pool.reused)
+    if not n:
+        return ""
+    return f"; {n} label{'s' if n != 1 else ''} people gave before (other sets, the labels folder) reused: free"
 
 
 def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Sequence[str], rng: random.Random) -> list[Item]:
@@ -310,27 +340,31 @@ def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Seque
     return items
 
 
-def plan_draw(run: RunFile, question: Question, budget: float, seed: int, seconds_per_label: float, *, rho: float | None = None) -> Draw:
+def plan_draw(
+    run: RunFile,
+    question: Question,
+    budget: float,
+    seed: int,
+    seconds_per_label: float,
+    *,
+    rho: float | None = None,
+    known: Mapping[tuple[str, str], int] | None = None,
+) -> Draw:
     """Spend ``budget`` labels (in expectation; exactly with pairs or queries of equal cost under the uniform
     design) on ``question`` over ``run`` (module docstring), drawn with ``seed``; ``seconds_per_label`` prices the
     labels in minutes; ``rho`` (tests, benchmarks) forces the weighted design with that robust mix instead of
-    :func:`judge_runner.measures.sampling.plan_budget`'s choice. Raises ValueError for a budget that is not positive, a question with nothing left to
-    label (every unit known or labelled before), or a budget too small for one whole query."""
+    :func:`judge_runner.measures.sampling.plan_budget`'s choice; ``known``: people's grades given outside the run
+    file (:func:`pool_of`), free. Raises ValueError for a budget that is not positive, a question with nothing
+    left to label (every unit known or labelled before), or a budget too small for one whole query."""
     if budget <= 0:
         raise ValueError("a budget of 0 labels buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
-    pool = pool_of(run, question)
+    pool = pool_of(run, question, known)
     units = units_of(pool, question)
     open_cost = sum(u.cost for u in units if not u.known and u.cost > 0)
     if open_cost <= 0:
         raise ValueError(f"nothing to label for {question.text()}: every unit is labelled already or known without a label")
     budget = min(float(budget), open_cost)
-    past = past_residuals(pool, question, units)
-    if rho is not None:
-        plan = Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
-    elif past:
-        plan = plan_budget(units, budget, past=past, past_units=units_of(pool, question, before=True))
-    else:
-        plan = plan_budget(units, budget)
+    plan = _plan(pool, question, units, budget, rho)
     rng = random.Random(seed)
     open_ids = {u.id for u in units if not u.known and u.cost > 0}
     drawn = [u for u in plan.draw(seed) if u in open_ids]
@@ -340,12 +374,12 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     items = _items([run], pool, question, drawn, rng)
     if not items and question.unit == "queries":  # a budget below the cheapest open query's cost: 0 queries drawn
         cheapest = min(u.cost for u in units if not u.known and u.cost > 0)
-        raise ValueError(
-            f"a budget of {budget:g} labels buys no whole query here: the cheapest query still open needs {cheapest:g} labels; "
-            "give a larger --budget, or --sample pairs (single pairs, a label each)"
+        raise TooSmall(
+            f"a budget of {budget:g} labels buys no whole query here: the cheapest query still open needs {cheapest:g} labels "
+            "(--sample pairs draws single pairs, a label each)"
         )
     if not items:  # a weighted draw of a tiny budget can draw nothing
-        raise ValueError(f"a budget of {budget:g} labels drew no pair with --seed {seed}: give a larger --budget or another --seed")
+        raise TooSmall(f"a budget of {budget:g} labels drew no pair with --seed {seed}: give a larger --budget or another --seed")
     labels = len(items) if plan.design == "uniform" else int(round(expected))
     units_drawn = sum(plan.probabilities[u.id] for u in units if not u.known and u.cost > 0)
     low, high = question.bounds
@@ -358,4 +392,36 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     text = budget_text(labels, shown, question.text(), seconds_per_label, why_none=why)
     if budget >= open_cost:
         text += f" (the budget covers every one of the {int(open_cost)} labels still open)"
-    return Draw(question, plan, drawn, items, expected, half if math.isfinite(half) else float("nan"), len(pool.qids), text)
+    text += reused_text(pool)
+    finite = half if math.isfinite(half) else float("nan")
+    return Draw(question, plan, drawn, items, expected, finite, len(pool.qids), text, pool.reused, units_drawn, budget >= open_cost)
+
+
+def _plan(pool: Pool, question: Question, units: Sequence[Unit], budget: float, rho: float | None) -> Plan:
+    """The plan for ``budget`` labels (:func:`plan_draw`): the robust mix on the earlier labels, ``rho`` forced."""
+    if rho is not None:
+        return Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
+    past = past_residuals(pool, question, units)
+    if past:
+        return plan_budget(units, budget, past=past, past_units=units_of(pool, question, before=True))
+    return plan_budget(units, budget)
+
+
+def smallest_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
+    """The fewest labels whose draw reaches :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units (in
+    expectation), or covers every open unit (a census, exact whatever their number): a bisection over the
+    budgets of :func:`plan_draw`."""
+    pool = pool_of(run, question, known)
+    units = units_of(pool, question)
+    open_units = [u for u in units if not u.known and u.cost > 0]
+    open_cost = math.ceil(sum(u.cost for u in open_units))
+
+    def enough(budget: int) -> bool:
+        plan = _plan(pool, question, units, float(budget), None)
+        return budget >= open_cost or sum(plan.probabilities[u.id] for u in open_units) >= MIN_LABELLED - 1e-9
+
+    low, high = 0, max(open_cost, 1)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high

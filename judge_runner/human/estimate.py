@@ -97,8 +97,13 @@ def _census(judge: Mapping[str, float], human: Mapping[str, float], bounds: tupl
     return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds)
 
 
+def recorded_known(record: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+    """The people's grades a draw counted as known from outside its run file (its record's ``known``)."""
+    return {(str(q), str(d)): int(g) for q, d, g in record.get("known") or []}
+
+
 def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
-    pool = pool_of(run, q)
+    pool = pool_of(run, q, recorded_known(record))
     probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
     drawn = {str(u) for u in record["drawn"]}
     judge, people = query_values(pool, q, {**pool.human, **given})
@@ -113,7 +118,7 @@ def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mappin
 
 
 def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
-    pool = pool_of(run, q)
+    pool = pool_of(run, q, recorded_known(record))
     probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
     drawn = {str(u) for u in record["drawn"]}
     complete = {u for u in drawn if tuple(u.split("\t", 1)) in given}

@@ -526,7 +526,16 @@ def test_grades_people_gave_in_another_set_or_the_labels_folder_are_never_bought
 def test_a_budget_with_every_label_known_elsewhere_buys_nothing_and_says_so(tmp_path, compare_run):
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         import_human_qrels(cache, _qrels(tmp_path / "all.qrels", list(truth_grades(QUERIES))), "all")
-    args = ["label", str(compare_run), "--name", "again", "--folder", str(tmp_path / "labels"), "--cache", str(tmp_path / "judgments.sqlite")]
+    args = [
+        "label",
+        str(compare_run),
+        "--name",
+        "again",
+        "--folder",
+        str(tmp_path / "labels"),
+        "--cache",
+        str(tmp_path / "judgments.sqlite"),
+    ]
     result = invoke([*args, "--budget", "60", "--sample", "pairs", "--for", "difference"])
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "every unit is labelled already" in said, said

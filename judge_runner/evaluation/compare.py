@@ -33,7 +33,7 @@ from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
-from judge_runner.runs.corrected import bias_corrected, drawn_note
+from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.write import build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
@@ -90,8 +90,7 @@ class CompareSummaryWriter(SystemWriter):
                 line[name] = reference[name]
             line["comparison"] = block
             # per system, never pooled: two systems' lines share query ids (issue 29)
-            skipped = drawn_note(self.state.evaluations, self.state.drawn_sets)
-            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, skipped=skipped)
+            line["biasCorrected"] = bias_corrected(self.state.evaluations, self.systems, designs=self.state.label_designs)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")

@@ -14,7 +14,8 @@ from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
-from judge_runner.runs.corrected import bias_corrected, drawn_note
+from judge_runner.runs.corrected import bias_corrected
+from judge_runner.runs.designed import LabelDesign
 from judge_runner.runs.lines import run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
 
@@ -76,8 +77,9 @@ class RunState:
     budget_exhausted: bool = False
     stop_status: RunStatus | None = None
     stop_reason: str | None = None
-    drawn_sets: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-    """Human qrels sets in use drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`)."""
+    label_designs: dict[str, LabelDesign] = field(default_factory=dict)
+    """Human qrels sets in use drawn by ``label --budget`` (:func:`judge_runner.judging.qrels.drawn_designs`): their
+    labels are weighted by the probabilities they were drawn with."""
 
     @property
     def done(self) -> int:
@@ -229,9 +231,8 @@ def end_run(
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
     summary["estimate"] = estimate
-    skipped = drawn_note(state.evaluations, state.drawn_sets)
-    if skipped:  # a compare run's writer sets its own block the same way
-        summary["biasCorrected"] = bias_corrected(state.evaluations, skipped=skipped)
+    if state.label_designs:  # labels drawn by a budget: weighted by their probabilities (a compare run's writer alike)
+        summary["biasCorrected"] = bias_corrected(state.evaluations, designs=state.label_designs)
     if batch is not None:
         summary["batch"] = batch
     unwritten = None

@@ -32,7 +32,10 @@ class BudgetEstimate:
     (:class:`judge_runner.measures.ppi.MeanEstimate`; None with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units labelled), the ``design``, the open units
     ``drawn`` and how many of them are labelled (``complete``), the units certain without a draw (``free``:
-    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early)."""
+    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early).
+    ``census``: every unit of the question has the people's value with probability 1 (nothing drawn at random):
+    ``exact`` is the people's figure on this query set, and ``found`` (None below the minimum) the people's own t
+    interval over queries like these, with no design term and no judge."""
 
     question: Question
     found: MeanEstimate | None
@@ -41,6 +44,8 @@ class BudgetEstimate:
     complete: int
     free: int
     share: float
+    census: bool = False
+    exact: float | None = None
 
     def verdict(self) -> str:
         """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet`` from the interval; else ''."""
@@ -60,6 +65,8 @@ class BudgetEstimate:
             else ""
         )
         what = self.question.text()
+        if self.census and self.exact is not None:
+            return [self._census_line(what, rests)]
         if self.found is None:
             return [
                 f"no corrected estimate of {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn {unit} labelled "
@@ -86,15 +93,31 @@ class BudgetEstimate:
             )
         return out
 
+    def _census_line(self, what: str, rests: str) -> str:
+        """The census: the people's exact figure on this query set, and over queries like these when there are enough."""
+        sign = "+" if self.question.kind == "difference" else ""
+        queries = self.found.queries if self.found is not None else None
+        head = (
+            f"the people's exact figure of {what}: {self.exact:{sign}.3f} on this query set (a census: every unit labelled with "
+            f"probability 1, nothing drawn at random, so no sampling error here; {rests})"
+        )
+        if self.found is None:
+            return f"{head}; too few queries (under {MIN_LABELLED}) for an interval over queries like these"
+        low, high = self.found.ci95
+        verdict = f": {self.verdict()}" if self.verdict() else ""
+        return f"{head}; over queries like these [{low:{sign}.3f}, {high:{sign}.3f}]{verdict} (95%, the people's own t interval over the {queries} queries)"
+
 
 def _census(judge: Mapping[str, float], human: Mapping[str, float], bounds: tuple[float, float]) -> MeanEstimate | None:
-    """Every unit labelled (a budget that covered them all, so nothing was drawn at random): the people's own
-    mean over the queries, its interval over queries like these (:func:`judge_runner.measures.ppi.tuned_mean`
-    with every query labelled); None unless every query has the people's value."""
-    if not judge or any(q not in human for q in judge):
-        return None
+    """The people's own t interval over queries like these when every query has the people's value (a census):
+    :func:`judge_runner.measures.ppi.tuned_mean` at weight 0 (no judge, no design term); None below the minimum."""
     qids = list(judge)
-    return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds)
+    return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds, weight=0.0)
+
+
+def is_census(values: Mapping[str, float], human: Mapping[str, float], probabilities: Mapping[str, float]) -> bool:
+    """Every unit of ``values`` has the people's value and was certain to be labelled (probability 1)."""
+    return bool(values) and all(u in human and probabilities.get(u, 0.0) >= 1 for u in values)
 
 
 def recorded_known(record: Mapping[str, Any]) -> dict[tuple[str, str], int]:
@@ -112,8 +135,13 @@ def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mappin
     judge = {u: v for u, v in judge.items() if u in probabilities}
     human = {u: v for u, v in people.items() if u in judge and (u in complete or (probabilities[u] >= 1 and u not in drawn))}
     scaled = {u: (p * share if u in drawn else p) for u, p in probabilities.items()}
-    found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds) or _census(judge, human, q.bounds)
     free = sum(1 for u in human if u not in complete)
+    if is_census(judge, human, scaled):
+        exact = float(sum(human[u] for u in judge) / len(judge))
+        return BudgetEstimate(
+            q, _census(judge, human, q.bounds), str(record["design"]), len(drawn), len(complete), free, share, True, exact
+        )
+    found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds)
     return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
 
 
@@ -136,14 +164,16 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
         elif uid in complete:
             human, probability = float(given[(qid, doc)]), probability * share
         terms.append(PairTerm(qid, c, float(grades[(qid, doc)]), human, probability))
-    found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
-    if found is None and all(t.human is not None for t in terms):
+    if terms and all(t.human is not None and t.probability >= 1 for t in terms):
         judge_totals = dict.fromkeys(pool.qids, 0.0)
         human_totals = dict.fromkeys(pool.qids, 0.0)
         for t in terms:
             judge_totals[t.qid] += t.coefficient * t.judge
             human_totals[t.qid] += t.coefficient * float(t.human or 0.0)
-        found = _census(judge_totals, human_totals, q.bounds)
+        exact = sum(human_totals.values()) / len(human_totals)
+        census = _census(judge_totals, human_totals, q.bounds)
+        return BudgetEstimate(q, census, str(record["design"]), len(drawn), len(complete), free, share, True, exact)
+    found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
     return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
 
 

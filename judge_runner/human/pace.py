@@ -158,10 +158,11 @@ def budget_session(session: LabelSession, prepared: Prepared, labeller: str, pri
 
 
 def design_marker(session: LabelSession) -> dict[str, Any] | None:
-    """What the judgment cache keeps beside the set (None for a session without a budget): the design, the unit,
-    the question, the journal, and ``uniform``: whether the labelled queries are a uniform sample of the run's
-    scored queries (whole queries, the uniform design, no query left out as known), the only case ``evaluate``'s
-    uniform-sample correction holds for."""
+    """What the judgment cache keeps beside the set (None for a session without a budget), for ``evaluate`` to
+    weight the labels by their probabilities (:mod:`judge_runner.runs.designed`): the design, the unit, the
+    question and its systems, every unit's probability, the units drawn, when it was drawn, the journal, and
+    ``uniform``: the labelled queries are a uniform sample of the run's scored queries (whole queries, the
+    uniform design, no query left out as known), for which the uniform-sample correction holds as it is."""
     record = session.plan.get("budget")
     if not isinstance(record, dict):
         return None
@@ -172,7 +173,11 @@ def design_marker(session: LabelSession) -> dict[str, Any] | None:
         "unit": record.get("unit"),
         "question": record.get("question"),
         "systems": record.get("systems"),
-        "journal": str(session.journal),
+        "depth": record.get("depth"),
+        "probabilities": record.get("probabilities"),
+        "drawn": record.get("drawn"),
+        "createdAt": session.plan.get("createdAt"),
+        "journal": str(session.journal.resolve()),
         "uniform": uniform,
     }
 

@@ -193,6 +193,7 @@ def planned_mean(
     probabilities: Mapping[str, float],
     *,
     bounds: tuple[float, float] = (0.0, 1.0),
+    confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
     """The corrected mean under a plan (:class:`judge_runner.measures.sampling.Plan`: its ``design`` and
     ``probabilities``). ``"weighted"``: :func:`ipw_mean`. ``"uniform"``: the units at probability 1 (known, or
@@ -201,13 +202,17 @@ def planned_mean(
     (Cochran 1977, section 5.2), its variance ``(N_o/N)^2 Var_o + (N_c/N)^2 s_c^2 / N_c``. None with too few
     labelled queries in the sampled stratum. Raises ValueError for an unknown design."""
     if design == "weighted":
-        return ipw_mean(judge, human, probabilities, bounds=bounds)
+        return ipw_mean(judge, human, probabilities, bounds=bounds, confidence=confidence)
     if design != "uniform":
         raise ValueError(f"unknown design {design!r}")
     certain = [q for q in judge if probabilities.get(q, 0) >= 1 and q in human]
     sampled = [q for q in judge if q not in set(certain)]
     found = tuned_mean(
-        [judge[q] for q in sampled], [judge[q] for q in sampled if q in human], [human[q] for q in sampled if q in human], bounds=bounds
+        [judge[q] for q in sampled],
+        [judge[q] for q in sampled if q in human],
+        [human[q] for q in sampled if q in human],
+        bounds=bounds,
+        confidence=confidence,
     )
     if found is None or not certain:
         return found
@@ -252,6 +257,7 @@ def ipw_mean(
     *,
     bounds: tuple[float, float] = (0.0, 1.0),
     weight: float | None = None,
+    confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
     """:func:`design_mean` over queries: ``judge`` ``{query id: judge's value}`` of every query, ``human`` the
     people's values of the labelled ones, ``probabilities`` ``{query id: probability it was labelled with}``
@@ -262,7 +268,7 @@ def ipw_mean(
     if missing:
         raise ValueError(f"no sampling probability for labelled queries {', '.join(missing[:3])}")
     units = [DesignUnit(float(v), float(human[q]) if q in human else None, float(probabilities.get(q, 0.0))) for q, v in judge.items()]
-    return design_mean(units, bounds=bounds, weight=weight)
+    return design_mean(units, bounds=bounds, weight=weight, confidence=confidence)
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from judge_runner.measures.ir import NDCG10_NAME, canonical_metric_name
-from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
-from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking
+from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED
+from judge_runner.measures.ppi_compare import Estimator, corrected_difference, corrected_ranking, uniform_estimator
 from judge_runner.runs.corrected_blocks import BLOCK_VERSION, BiasCorrected
+from judge_runner.runs.designed import LabelDesign, Weighted, alike_zeros, choose_design
 
 METHOD = (
     "prediction-powered inference, power-tuned (PPI++: Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453), "
@@ -100,10 +101,12 @@ def systems_of(evaluations: Iterable[Mapping[str, Any]]) -> list[str | None]:
     return list(dict.fromkeys(line.get("system") for line in evaluations)) or [None]
 
 
-def _means(judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+def _means(
+    judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping[str, float]], estimate: Estimator = uniform_estimator
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for column in CORRECTED:
-        found = ppi_mean(judge[column], human[column])
+        found = estimate(judge[column], human[column], (0.0, 1.0), CONFIDENCE)
         out[column] = found.as_dict() if found is not None else None
     return out
 
@@ -131,7 +134,10 @@ def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set
 
 
 def bias_corrected(
-    evaluations: Iterable[Mapping[str, Any]], systems: Sequence[str] | None = None, skipped: str | None = None
+    evaluations: Iterable[Mapping[str, Any]],
+    systems: Sequence[str] | None = None,
+    skipped: str | None = None,
+    designs: Mapping[str, LabelDesign] | None = None,
 ) -> dict[str, Any] | None:
     """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
     by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
@@ -142,8 +148,12 @@ def bias_corrected(
     later system - the reference) and, with three or more, ``ranking``. A figure with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
     says why). ``skipped`` (:func:`drawn_note`): the labels are not a uniform sample, so no figure is computed
-    and the block says why instead (``skipped``)."""
+    and the block says why instead (``skipped``). ``designs``: the human qrels sets drawn by ``label --budget``
+    (:mod:`judge_runner.runs.designed`): labels of such a draw are weighted by their recorded probabilities."""
     lines = list(evaluations)
+    design, why = choose_design(lines, designs or {})
+    skipped = skipped if designs is None else why
+    estimate: Estimator = Weighted(design) if design is not None else uniform_estimator
     names: list[str | None] = list(systems) if systems else systems_of(lines)
     try:
         parts = {
@@ -166,7 +176,7 @@ def bias_corrected(
     }
     if skipped:
         return BiasCorrected.model_validate({**block, "skipped": skipped}).model_dump(by_alias=True, mode="json")
-    block.update(_means(judge, human))
+    block.update(_means(judge, human, estimate))
     if len(names) > 1:
         block["systems"] = [
             {
@@ -174,7 +184,7 @@ def bias_corrected(
                 "labelledQueries": part[2]["labelled"],
                 "partlyLabelledQueries": part[2]["partly"],
                 "scoredQueries": part[2]["scored"],
-                **_means(part[0], part[1]),
+                **_means(part[0], part[1], estimate),
             }
             for name, part in parts.items()
         ]
@@ -191,13 +201,22 @@ def bias_corrected(
                     system=str(name),
                     against=str(reference),
                     column=column,
+                    estimate=estimate,
+                    known=alike_zeros(lines, reference, name) if design is not None else None,
                 )
             )
             is not None
         ]
     if len(names) > 2:
+        known = {(str(a), str(b)): alike_zeros(lines, a, b) for a in names for b in names if a != b} if design is not None else None
         ranking = corrected_ranking(
-            {str(n): parts[n][0][NDCG10_NAME] for n in names}, {str(n): parts[n][1][NDCG10_NAME] for n in names}, [str(n) for n in names]
+            {str(n): parts[n][0][NDCG10_NAME] for n in names},
+            {str(n): parts[n][1][NDCG10_NAME] for n in names},
+            [str(n) for n in names],
+            estimate=estimate,
+            known=known,
         )
         block["ranking"] = ranking.as_dict() if ranking is not None else None
+    if isinstance(estimate, Weighted):
+        block["design"] = estimate.block()
     return BiasCorrected.model_validate(block).model_dump(by_alias=True, mode="json")

@@ -11,10 +11,11 @@ import signal
 import statistics
 
 import pytest
+from scipy import stats
 
 from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.embed.registry import instance
-from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
+from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, query_values, units_of
 from judge_runner.human.estimate import estimate_budget
 from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace
 from judge_runner.judging.cache import JudgmentCache
@@ -540,3 +541,30 @@ def test_a_budget_with_every_label_known_elsewhere_buys_nothing_and_says_so(tmp_
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "every unit is labelled already" in said, said
     assert not (tmp_path / "labels" / "again.journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("unit", ["queries", "pairs"])
+def test_a_census_is_the_peoples_exact_figure_on_the_query_set_with_no_interval_inflation(compare_run, unit):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", [], unit)
+    draw = plan_draw(run, question, 10_000, 3, 10.0)  # covers every label still open
+    assert draw.census and "covers every one of the" in draw.text
+    truths = truth_grades(QUERIES)
+    given = {(i.qid, i.source): truths[(i.qid, i.source)] for i in draw.items}
+    found = estimate_budget(run, draw.record(3, 10.0, "test"), given)
+    exact = true_value(QUERIES) if unit == "queries" else true_scaled_dcg(QUERIES)
+    assert found.census and found.exact == pytest.approx(exact, abs=1e-9)
+    # over queries like these: the people's own t interval of the per-query values, no design term, no judge
+    if unit == "queries":
+        values = list(query_values(pool_of(run, question), question, truths)[1].values())
+    else:
+        totals = dict.fromkeys(range(QUERIES), 0.0)
+        for (q, d), c in pair_coefficients(pool_of(run, question), question).items():
+            totals[int(q[1:])] += c * truths[(q, d)]
+        values = list(totals.values())
+    half = stats.t.ppf(0.975, QUERIES - 1) * statistics.stdev(values) / math.sqrt(QUERIES)
+    assert found.found is not None and found.found.weight == 0 and not found.found.judge_informative
+    assert found.found.ci95 == pytest.approx((exact - half, exact + half), abs=1e-9)
+    [line] = found.lines()
+    assert line.startswith(f"the people's exact figure of {question.text()}: {exact:+.3f} on this query set (a census"), line
+    assert "over queries like these [" in line and "no sampling error" in line

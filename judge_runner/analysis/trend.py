@@ -34,6 +34,7 @@ from judge_runner.judging.qrels import QrelsError, labels_from_evaluation, pool_
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME, RR_NAME, canonical_metric_name
 from judge_runner.measures.paired import MIN_EFFECT, Comparison, compare_values
 from judge_runner.runs.corrected import bias_corrected
+from judge_runner.runs.designed import system_view
 from judge_runner.runs.lines import ErrorLine, EvaluationLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunFile, read_run_folder
 from judge_runner.runs.write import cost_per_judged_query
@@ -224,7 +225,7 @@ class Run:
         if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
             return block.model_dump(by_alias=True, mode="json")
         if block is not None and block.design is not None and block.system != self.shown_system:
-            return _system_view(block.model_dump(by_alias=True, mode="json"), self.shown_system)  # weighted by the draw
+            return system_view(block.model_dump(by_alias=True, mode="json"), self.shown_system)  # weighted by the draw
         if block is not None and block.version >= 2 and block.system == self.shown_system:
             return block.model_dump(by_alias=True, mode="json")
         if block is None and summary is not None and "biasCorrected" in summary.model_fields_set:
@@ -365,15 +366,6 @@ def set_baseline(folder: Path, run_id: str) -> Run:
         json.dumps({"runId": chosen.run_id, "setAt": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n", encoding="utf-8"
     )
     return chosen
-
-
-def _system_view(block: dict, system: str | None) -> dict | None:
-    """A compare run's block weighted by a draw (``design``), seen from ``system``: its own figures from the block's
-    ``systems``, never recomputed from the lines as if the labels were a uniform sample; None when it has none."""
-    entry = next((s for s in block.get("systems") or [] if s.get("name") == system), None)
-    if entry is None:
-        return None
-    return {**block, **entry, "system": system, "differences": [], "ranking": None, "systems": []}
 
 
 @dataclass

@@ -45,25 +45,29 @@ from judge_runner.measures.sampling import (
 )
 from judge_runner.runs.read import RunFile
 
-QUESTIONS = ("mean", "difference")
+QUESTIONS = ("mean", "difference", "ranking")
 UNITS = ("queries", "pairs")
 Ranked = dict[str, list[tuple[str, int]]]
 
 
 @dataclass(frozen=True)
 class Question:
-    """What a budget narrows: ``kind`` ``mean`` (of ``systems[0]``) or ``difference`` (``systems[1] -
-    systems[0]``); ``unit`` ``queries`` (nDCG@10) or ``pairs`` (scaled DCG@10). A system is None in a run of
-    the built-in search alone (its lines name none)."""
+    """What a budget narrows: ``kind`` ``mean`` (of ``systems[0]``), ``difference`` (``systems[1] - systems[0]``)
+    or ``ranking`` (of every system in ``systems``: :mod:`judge_runner.human.ranking`); ``unit`` ``queries``
+    (nDCG@10) or ``pairs`` (scaled DCG@10). ``depth``: a ranking's pool depth (its units label each system's top
+    ``depth``). A system is None in a run of the built-in search alone (its lines name none)."""
 
     kind: str
     systems: tuple[str | None, ...]
     unit: str
+    depth: int = 10
 
     @property
     def measure(self) -> str:
-        """``nDCG@10`` for whole queries, ``scaled DCG@10`` for pairs."""
-        return NDCG10_NAME if self.unit == "queries" else "scaled DCG@10"
+        """``nDCG@10`` for whole queries (a ranking's on qrels pooled to its depth), ``scaled DCG@10`` for pairs."""
+        if self.unit == "pairs":
+            return "scaled DCG@10"
+        return NDCG10_NAME if self.kind != "ranking" else f"{NDCG10_NAME} on qrels pooled to depth {self.depth}"
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -73,6 +77,8 @@ class Question:
     def text(self) -> str:
         """``the difference fts - hybrid in nDCG@10`` or ``the mean nDCG@10 of hybrid``."""
         names = [s if s is not None else "the run" for s in self.systems]
+        if self.kind == "ranking":
+            return f"the ranking of {len(names)} systems by {self.measure}"
         if self.kind == "difference":
             return f"the difference {names[1]} - {names[0]} in {self.measure}"
         return f"the mean {self.measure} of {names[0]}"
@@ -96,6 +102,13 @@ def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
     unknown = [n for n in names if n not in held]
     if unknown:
         raise ValueError(f"{run.path} has no system {', '.join(map(repr, unknown))}; its systems: {shown}")
+    if kind == "ranking":
+        chosen = tuple(dict.fromkeys(names)) if names else tuple(held)
+        if len(chosen) < 2 or unit != "queries":
+            raise ValueError(
+                f"--for ranking needs whole queries (--sample queries) and two or more systems (--systems A,B,C; default all of: {shown})"
+            )
+        return Question(kind, chosen, unit)
     if kind == "difference":
         if len(held) < 2:
             raise ValueError(f"a difference needs two systems, and {run.path} holds one ({shown}): use --for mean, or a compare run")
@@ -293,6 +306,7 @@ class Draw:
             "systems": list(self.question.systems),
             "unit": self.question.unit,
             "measure": self.question.measure,
+            "depth": self.question.depth,
             "budget": self.plan.budget,
             "design": self.plan.design,
             "rho": self.plan.rho,

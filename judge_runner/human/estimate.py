@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_runner.human.budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
+from judge_runner.human.ranking import RankingEstimate, estimate_ranking
 from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
 from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
 from judge_runner.runs.read import RunFile
@@ -177,9 +178,12 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
     return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
 
 
-def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
+def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate | RankingEstimate:
     """The estimate of a budgeted session: ``run`` the run file it drew from, ``record`` the plan line's
     ``budget`` object (:meth:`judge_runner.human.budget.Draw.record`), ``given`` the session's labels
-    ``{(qid, document): grade 0-3}``. Raises KeyError or ValueError for a record that is not one."""
+    ``{(qid, document): grade 0-3}`` (a ranking's: :func:`judge_runner.human.ranking.estimate_ranking`). Raises
+    KeyError or ValueError for a record that is not one."""
+    if record.get("question") == "ranking":
+        return estimate_ranking(run, record, given)
     q = Question(str(record["question"]), tuple(record["systems"]), str(record["unit"]))
     return _queries(run, q, record, given) if q.unit == "queries" else _pairs(run, q, record, given)

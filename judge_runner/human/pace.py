@@ -26,6 +26,7 @@ from judge_runner.core.printer import Printer
 from judge_runner.human.budget import Draw, Question, TooSmall, ask, plan_draw, smallest_budget
 from judge_runner.human.estimate import estimate_budget
 from judge_runner.human.journal import FAST_LABEL_S, LabelSession
+from judge_runner.human.ranking import plan_ranking, smallest_ranking_budget
 from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.runs.read import RunFile, read_judged_runs
 
@@ -97,7 +98,7 @@ class Prepared:
 
 def _too_small(run: RunFile, question: Question, seconds: float, known: Mapping[tuple[str, str], int], why: str) -> str:
     """``why`` a budget cannot reach an estimate, then the smallest budget that works and that nothing was started."""
-    smallest = smallest_budget(run, question, known)
+    smallest = (smallest_ranking_budget if question.kind == "ranking" else smallest_budget)(run, question, known)
     unit = question.unit
     return (
         f"{why}; a corrected estimate needs at least {MIN_LABELLED} drawn {unit} labelled (or every one): the smallest budget "
@@ -122,7 +123,8 @@ def prepare_budget(
         raise UsageError(f"--budget-minutes {sampling.minutes:g} at {seconds:g} s a label buys no label: give more minutes")
     try:
         question = ask(runs[0], sampling.question, sampling.systems, sampling.kind)
-        draw = plan_draw(runs[0], question, budget, sampling.seed, seconds, known=known)
+        plan = plan_ranking if question.kind == "ranking" else plan_draw
+        draw = plan(runs[0], question, budget, sampling.seed, seconds, known=known)
     except TooSmall as exc:
         raise UsageError(_too_small(runs[0], question, seconds, known or {}, str(exc))) from None
     except ValueError as exc:
@@ -140,6 +142,8 @@ def budget_session(session: LabelSession, prepared: Prepared, labeller: str, pri
     question = draw.question
     printer.out(draw.text)
     units = "whole queries" if question.unit == "queries" else "single pairs"
+    if question.kind == "ranking":
+        units = f"whole queries pooled to depth {question.depth} (each system's top {question.depth})"
     printer.note(
         f"{units}, {draw.plan.design} design: {len(draw.drawn)} {question.unit} drawn ({len(draw.items)} labels to give); "
         f"pace {prepared.seconds:g} s a label, {prepared.pace_from}"

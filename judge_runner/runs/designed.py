@@ -47,6 +47,8 @@ class LabelDesign:
     pairs: frozenset[Pair] = frozenset()
     created: str = ""
     uniform: bool = False
+    depth: int = 10
+    """A ranking's pool depth: below 10 its queries have only each system's top ``depth`` labelled."""
 
     @classmethod
     def from_marker(cls, name: str, marker: Mapping[str, Any], pairs: Iterable[Pair]) -> LabelDesign:
@@ -62,6 +64,7 @@ class LabelDesign:
             frozenset(pairs),
             str(marker.get("createdAt") or ""),
             bool(marker.get("uniform")),
+            int(marker.get("depth") or 10),
         )
 
 
@@ -90,6 +93,13 @@ def choose_design(lines: Iterable[Mapping[str, Any]], designs: Mapping[str, Labe
             f"the people's labels of {', '.join(map(repr, by_pairs))} were drawn as single (query, document) pairs by "
             "`label --budget --sample pairs`: they estimate scaled DCG@10, not each query's nDCG@10; their estimate is the "
             f"last line of `judge-runner label --name {by_pairs[0]}`"
+        )
+    shallow = [d for d in used if d.depth < 10]
+    if shallow:
+        return None, (
+            f"the people's labels of {shallow[0].name!r} were drawn for a ranking pooled to depth {shallow[0].depth} (each system's top "
+            f"{shallow[0].depth}): a query's nDCG@10 here needs every result labelled; the ranking's estimate is the last line of "
+            f"`judge-runner label --name {shallow[0].name}`"
         )
     unkept = [d.name for d in used if d.probabilities is None]
     if unkept:
@@ -171,3 +181,12 @@ def alike_zeros(lines: Iterable[Mapping[str, Any]], a: str | None, b: str | None
     for line in lines:
         ranked[(line.get("system"), str(line.get("queryId")))] = [str(r.get("source")) for r in line.get("results") or []]
     return {q: 0.0 for (s, q), docs in ranked.items() if s == a and ranked.get((b, q)) == docs}
+
+
+def system_view(block: dict[str, Any], system: str | None) -> dict[str, Any] | None:
+    """A compare run's block weighted by a draw (``design``), seen from ``system``: its own figures from the block's
+    ``systems``, never recomputed from the lines as if the labels were a uniform sample; None when it has none."""
+    entry = next((s for s in block.get("systems") or [] if s.get("name") == system), None)
+    if entry is None:
+        return None
+    return {**block, **entry, "system": system, "differences": [], "ranking": None, "systems": []}

@@ -14,10 +14,12 @@ import pytest
 from scipy import stats
 
 from judge_runner.analysis.corrected_report import block_lines
+from judge_runner.core.failures import UsageError
 from judge_runner.embed.registry import instance
 from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, query_values, units_of
 from judge_runner.human.estimate import estimate_budget
-from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace
+from judge_runner.human.options import Sampling
+from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace, prepare_budget
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
@@ -273,13 +275,12 @@ def test_a_budget_too_small_for_an_estimate_is_refused_before_a_session_opens_na
     assert not folder.exists() or not list(folder.iterdir())  # no lock, no journal, no qrels: the name is not taken
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         assert cache.human_qrels() == [] and cache.label_designs() == {}
-    for budget, works in ((smallest - 1, False), (smallest, True)):
-        if works:
-            job = Job(tmp_path, compare_run, name="ab", sampling={"budget": budget, "question": question}, folder=folder)
-            job.stop()
-            assert job.error is None and (folder / "ab.journal.jsonl").is_file()
-        else:
-            assert invoke([*args, "--budget", str(budget)]).exit_code == 2
+    runs = [read_run_file(compare_run)]
+    with pytest.raises(UsageError, match=f"the smallest budget that works here is --budget {smallest} "):
+        prepare_budget(runs, Sampling(budget=smallest - 1, question=question), "ada", folder)
+    job = Job(tmp_path, compare_run, name="ab", sampling={"budget": smallest, "question": question}, folder=folder)
+    job.stop()
+    assert job.error is None and (folder / "ab.journal.jsonl").is_file()
 
 
 def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):

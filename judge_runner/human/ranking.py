@@ -177,7 +177,7 @@ def plan_ranking(
     if open_cost <= 0:
         raise ValueError(f"nothing to label for {question.text()}: people graded every pooled document already")
     budget = min(float(budget), open_cost)
-    plan = _ranking_plan(pool, systems, question.depth, judge, units, budget)
+    plan = ranking_plan(pool, systems, question.depth, judge, units, budget)
     rng = random.Random(seed)
     drawn = [u for u in plan.draw(seed) if u in {o.id for o in open_units}]
     rng.shuffle(drawn)
@@ -204,7 +204,7 @@ def plan_ranking(
     return Draw(question, plan, drawn, items, expected, finite, len(pool.qids), text, pool.reused, units_drawn, budget >= open_cost)
 
 
-def _ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values, units: Sequence[Unit], budget: float) -> Plan:
+def ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values, units: Sequence[Unit], budget: float) -> Plan:
     """The plan for ``budget`` labels: the robust mix chosen on the queries graded before, when there are some."""
     past = _past(pool, systems, depth, judge)
     if not past:
@@ -226,7 +226,7 @@ def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tup
         units = ranking_units(pool, systems, depth, judge)
         open_units = [u for u in units if u.cost > 0]
         total = sum(u.cost for u in open_units)
-        plan = _ranking_plan(pool, systems, depth, judge, units, min(float(budget), total))
+        plan = ranking_plan(pool, systems, depth, judge, units, min(float(budget), total))
         return budget >= total or sum(plan.probabilities[u.id] for u in open_units) >= MIN_LABELLED - 1e-9
 
     low, high = 0, max(sum(_open_costs(pool, systems, MIN_DEPTH).values()), 1)

@@ -314,7 +314,7 @@ class Draw:
             "queries": self.queries,
             "expectedLabels": round(self.expected, 3),
             "labelsToGive": len(self.items),
-            "predictedHalfWidth": round(self.half_width, 6),
+            "predictedHalfWidth": round(self.half_width, 6) if math.isfinite(self.half_width) else None,
             "secondsPerLabel": seconds_per_label,
             "paceFrom": pace_from,
             "text": self.text,

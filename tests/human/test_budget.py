@@ -569,3 +569,25 @@ def test_a_census_is_the_peoples_exact_figure_on_the_query_set_with_no_interval_
     [line] = found.lines()
     assert line.startswith(f"the people's exact figure of {question.text()}: {exact:+.3f} on this query set (a census"), line
     assert "over queries like these [" in line and "no sampling error" in line
+
+
+def test_the_command_never_draws_a_pair_labelled_in_another_set_and_says_how_many_it_reused(tmp_path, compare_run):
+    truths = truth_grades(QUERIES)
+    labelled = [pair for pair in truths if int(pair[0][1:]) % 2]  # half the queries, every document, in set 'other'
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, _qrels(tmp_path / "other.qrels", labelled), "other")
+    proc = spawn_label(tmp_path, str(compare_run), "--budget", "40", "--sample", "pairs", "--for", "difference")
+    try:
+        before: list[str] = []
+        while not (line := proc.stdout.readline()).startswith("  http://127.0.0.1:"):
+            assert line or proc.poll() is None, proc.stderr.read()
+            before.append(line)
+        out, err = stop_process(proc, signal.SIGINT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    [buys] = [b for b in before if b.startswith("about 40 labels")]
+    assert "people gave before (other sets, the labels folder) reused: free" in buys, buys
+    plan = json.loads((tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()[0])
+    assert plan["items"] and not {(i["qid"], i["source"]) for i in plan["items"]} & set(labelled)  # about 40: a weighted draw

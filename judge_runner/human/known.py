@@ -41,7 +41,7 @@ class Known:
 def known_grades(folder: Path, cache: Path | None) -> Known:
     """The people's grades of the judgment cache at ``cache`` (None, or a file not there yet: none) and of the
     ``*.qrels`` files of the labels ``folder`` (module docstring). Raises
-    :class:`judge_runner.judging.cache.CacheError` for a cache that cannot be read."""
+    :class:`judge_runner.judging.cache_failures.CacheError` for a cache that cannot be read."""
     known = Known()
     if cache is not None and cache.is_file():
         with JudgmentCache(cache, readonly=True) as opened:

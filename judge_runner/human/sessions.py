@@ -17,7 +17,7 @@ from judge_runner.judging.cache import JudgmentCache
 
 def session_journals(folder: Path | None, cache: Path | None) -> list[Path]:
     """The journals of ``folder`` and those the judgment cache at ``cache`` names (each once). Raises
-    :class:`judge_runner.judging.cache.CacheError` for a cache that cannot be read."""
+    :class:`judge_runner.judging.cache_failures.CacheError` for a cache that cannot be read."""
     found: dict[Path, None] = {}
     if folder is not None and folder.is_dir():
         found.update(dict.fromkeys(p.resolve() for p in sorted(folder.glob("*.journal.jsonl"))))

@@ -133,6 +133,21 @@ def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set
     )
 
 
+def _ranking(
+    lines: list[Mapping[str, Any]], names: Sequence[str | None], parts: Mapping[Any, Any], estimate: Estimator, drawn: bool
+) -> Any:
+    """The block's ``ranking`` of nDCG@10 (``drawn``: the labels' draw knows the differences of queries ranked alike)."""
+    known = {(str(a), str(b)): alike_zeros(lines, a, b) for a in names for b in names if a != b} if drawn else None
+    ranking = corrected_ranking(
+        {str(n): parts[n][0][NDCG10_NAME] for n in names},
+        {str(n): parts[n][1][NDCG10_NAME] for n in names},
+        [str(n) for n in names],
+        estimate=estimate,
+        known=known,
+    )
+    return ranking.as_dict() if ranking is not None else None
+
+
 def bias_corrected(
     evaluations: Iterable[Mapping[str, Any]],
     systems: Sequence[str] | None = None,
@@ -208,15 +223,7 @@ def bias_corrected(
             is not None
         ]
     if len(names) > 2:
-        known = {(str(a), str(b)): alike_zeros(lines, a, b) for a in names for b in names if a != b} if design is not None else None
-        ranking = corrected_ranking(
-            {str(n): parts[n][0][NDCG10_NAME] for n in names},
-            {str(n): parts[n][1][NDCG10_NAME] for n in names},
-            [str(n) for n in names],
-            estimate=estimate,
-            known=known,
-        )
-        block["ranking"] = ranking.as_dict() if ranking is not None else None
+        block["ranking"] = _ranking(lines, names, parts, estimate, design is not None)
     if isinstance(estimate, Weighted):
         block["design"] = estimate.block()
     return BiasCorrected.model_validate(block).model_dump(by_alias=True, mode="json")

@@ -245,3 +245,14 @@ def test_a_uniform_draw_beside_a_certain_stratum_keeps_its_variance_and_its_rule
     alike = planned_mean("uniform", judge, {**certain, **dict.fromkeys(drawn, 0.0)}, probabilities, bounds=(-1, 1))
     share = 40 / 60
     assert alike.ci95[1] - alike.ci95[0] >= share * (2 * 3 / 12) - 1e-9
+
+
+def test_a_weighted_draw_of_fewer_than_fifteen_units_is_drawn_as_a_fixed_number_instead():
+    from judge_runner.measures.sampling import WEIGHTED_MIN_UNITS, Unit, plan_budget
+
+    units = [Unit(f"q{i}", 5.0, 0.6 if i % 4 == 0 else 0.05) for i in range(120)]
+    past = [(u.id, u.spread * (1 if i % 2 else -1), 0.5) for i, u in enumerate(units[:40])]  # residuals follow the spreads
+    large = plan_budget(units, 200, past, units)  # about 40 units
+    assert large.design == "weighted" and large.rho > 0
+    small = plan_budget(units, 60, past, units)  # about 12 units: the Poisson size would vary too much
+    assert WEIGHTED_MIN_UNITS == 15 and small.design == "uniform" and small.size == 12 and small.rho == 0

@@ -1,37 +1,31 @@
 """Deciding between searches with few people's labels, measured on SciFact with the offline judge.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/decide_scifact.py [--data ../shared/data/scifact]
-        [--workdir /tmp/jr-decide] [--draws 200] [--sizes 30,60,100]
+        [--workdir /tmp/jr-decide] [--draws 200] [--sizes 30,60,100] [--seeds 5] [--ranking-budget 400] [--pairs]
 
 The systems are the built-in configurations and degraded controls of benchmarks/scifact_systems.py (their top
 10 on the 300 SciFact test queries, and the offline judge's label of every pooled pair, cached on disk there);
-the SciFact qrels play the people (relevant -> 3, unjudged 0). Per system and query, nDCG@10 is computed by
-the run's own code (judge_runner.measures.ir.query_metrics) from the judge's labels and from the people's,
-with the query's qrels-relevant abstracts as its expected sources (as benchmarks/ppi_scifact.py does). The
-"full-qrels value" of a system is its mean people's nDCG@10 over all 300 queries.
+the SciFact qrels play the people (relevant -> 3, unjudged 0). As a team's case, each query has ONE expected
+source (a relevant abstract drawn per seed, as a generated query set gives one). Per system and query, nDCG@10
+is computed by the run's own code (judge_runner.measures.ir.query_metrics) from the judge's labels and from
+the people's.
 
-``--draws`` times, for each number of labelled queries in ``--sizes`` (drawn uniformly at random):
+Every figure is repeated on ``--seeds`` seeds (each its own expected sources, earlier labels and draws), and
+printed as the mean over the seeds, the worst seed's and every seed's; ``--draws`` draws each:
 
-1. coverage: how often the corrected 95% interval (power-tuned PPI++, judge_runner.measures.ppi) holds the
-   full-qrels value, per system's mean and per pair's paired difference
-   (judge_runner.measures.ppi_compare); beside today's estimator (plain PPI, normal quantile) and, for the
-   differences, today's judge-only paired bootstrap (no labels: one interval, not a draw);
-2. width: the corrected interval over the people's own (labelled queries alone), per system, averaged over
-   draws; beside plain PPI's;
-3. budget: labels (one per (query, document) pair) the budgeted sampler (judge_runner.measures.sampling.plan_budget
-   and judge_runner.measures.ipw.planned_mean) needs to reach the width uniform sampling of whole queries (PPI++)
-   reaches, for one run's mean and for the difference between two named systems. 100 queries play earlier
-   labelling sessions (they fit the label noise and choose the robust mix); the budget is spent on the other 200.
-   And the same with single (query, document) pairs as the unit (``label --budget --sample pairs``), on scaled
-   DCG@10, the measure pairs estimate without bias: uniform sampling of the open pairs against the budgeted
-   sampler, both estimated by judge_runner.measures.ipw.ipw_pair_mean, at the labels uniform whole-query
-   sampling spent (``--no-pairs`` skips it);
-4. ranking: Kendall's tau between the systems ranked by corrected means and by their full-qrels values,
-   beside the judge alone, the labelled queries alone and plain PPI.
+1. uniform draws of ``--sizes`` labelled queries: coverage of the corrected 95% intervals (PPI++,
+   judge_runner.measures.ppi) per system's mean and per pair's paired difference, their width against the
+   labelled queries' own, and Kendall's tau of the corrected ranking; beside plain PPI (normal quantile);
+2. budget: labels the budgeted sampler (plan_budget and planned_mean) needs to reach the width uniform sampling
+   of whole queries reaches, for one run's mean and for differences, with no earlier labels (a team's first
+   session) and with 100 queries labelled before (they fit the label noise and choose the robust mix); with
+   ``--pairs`` also single (query, document) pairs on scaled DCG@10 (slow);
+3. ``--for ranking`` (benchmarks/scifact_ranking.py): one budget of ``--ranking-budget`` labels ranking every
+   system, against the full-qrels (trec_eval) ranking: tau, pairs decided right and wrong, coverage, the saving
+   against uniform whole queries pooled to depth 10; first session and with 100 earlier queries.
 
-Nothing is tuned here: every constant is the library's default. Prints one table per figure. About 10 minutes
-on two shared cores once the data is cached (building it took 39 minutes here: indexing SciFact with MiniLM 13,
-judging the 9,583 pooled pairs 24).
+Building the cached data took 7 minutes on two loaded cores (MiniLM through ONNX); the figures without
+``--pairs`` 15-35 minutes for 5 seeds, ``--pairs`` about 2 minutes a seed more.
 """
 
 from __future__ import annotations
@@ -48,6 +42,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.scifact_ranking import expected_sources, figure_ranking, full_truth, saving  # noqa: E402
 from benchmarks.scifact_systems import load  # noqa: E402
 from judge_runner.human.budget import (  # noqa: E402
     Pool,
@@ -67,8 +62,9 @@ from judge_runner.measures.sampling import LabelNoise, pair_units, plan_budget, 
 Z = float(stats.norm.ppf(0.975))
 
 
-def values(document: dict) -> tuple[list[str], list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """``(systems, query ids, judge nDCG@10 {system: array}, people's nDCG@10 {system: array})``."""
+def values(document: dict, expected: dict[str, list[str]]) -> tuple[list[str], list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``(systems, query ids, judge nDCG@10 {system: array}, people's nDCG@10 {system: array})``, each query with
+    its ``expected`` sources (one relevant abstract, as a generated query set gives)."""
     qids = sorted(document["queries"])
     systems = list(document["runs"])
     judge, human = {}, {}
@@ -76,10 +72,9 @@ def values(document: dict) -> tuple[list[str], list[str], dict[str, np.ndarray],
         f, y = [], []
         for q in qids:
             ranked = document["runs"][s].get(q, [])
-            relevant = sorted(d for d, g in document["qrels"][q].items() if g > 0)
             labels = document["judge"][q]
-            f.append(query_metrics(ranked, [labels[d] for d in ranked], relevant)[NDCG10_NAME])
-            y.append(query_metrics(ranked, [3 if document["qrels"][q].get(d, 0) > 0 else 0 for d in ranked], relevant)[NDCG10_NAME])
+            f.append(query_metrics(ranked, [labels[d] for d in ranked], expected[q])[NDCG10_NAME])
+            y.append(query_metrics(ranked, [3 if document["qrels"][q].get(d, 0) > 0 else 0 for d in ranked], expected[q])[NDCG10_NAME])
         judge[s], human[s] = np.array(f, dtype=float), np.array(y, dtype=float)
     return systems, qids, judge, human
 
@@ -195,7 +190,7 @@ def labels_for(width: float, labels: list[float], widths: list[float]) -> float:
     return float(np.interp(width, reached[ok][order], spent[ok][order]))
 
 
-def figure_budget(document, qids, judge, human, target: tuple[str, str | None], sizes, draws, seed) -> list[dict]:
+def figure_budget(document, qids, judge, human, target: tuple[str, str | None], sizes, draws, seed, history: int = HISTORY) -> list[dict]:
     """Figure 3 for ``target`` ``(system, other or None)``. :data:`HISTORY` queries drawn at random are the
     earlier labels: the label noise (:class:`LabelNoise`) is fitted on their pairs and the robust mix chosen on
     them (:func:`choose_rho`, at the same share of labels); the budget is spent on the other queries, uniformly
@@ -204,24 +199,27 @@ def figure_budget(document, qids, judge, human, target: tuple[str, str | None], 
     (interpolated over its budgets); the sampler's coverage of the queries' full-qrels value."""
     rng = np.random.default_rng(seed)
     system, against = target
-    history = set(rng.choice(qids, HISTORY, replace=False).tolist())
+    history_ids = set(rng.choice(qids, history, replace=False).tolist()) if history else set()
     index = {q: i for i, q in enumerate(qids)}
     ranked = _ranked(document, system, qids)
     other = _ranked(document, against, qids) if against else None
     f_all = judge[system] - (judge[against] if against else 0)
     y_all = human[system] - (human[against] if against else 0)
-    pairs = [(g, _people(document, q, d)) for q in history for d, g in {*ranked[q], *(other[q] if other else [])}]
-    noise = LabelNoise.fit(pairs)
+    pairs = [(g, _people(document, q, d)) for q in history_ids for d, g in {*ranked[q], *(other[q] if other else [])}]
+    noise = LabelNoise.fit(pairs) if pairs else LabelNoise.default()
 
     def part(ids):
         sub = {q: ranked[q] for q in ids}, ({q: other[q] for q in ids} if other else None)
         units = query_units(sub[0], noise, sub[1])
         return units, np.array([f_all[index[q]] for q in ids]), np.array([y_all[index[q]] for q in ids])
 
-    old_ids, new_ids = [q for q in qids if q in history], [q for q in qids if q not in history]
-    old_units, old_f, old_y = part(old_ids)
+    old_ids, new_ids = [q for q in qids if q in history_ids], [q for q in qids if q not in history_ids]
     new_units, f, y = part(new_ids)
-    past = residuals(dict(zip(old_ids, old_f)), dict(zip(old_ids, old_y)), dict.fromkeys(old_ids, 1.0))
+    if old_ids:
+        old_units, old_f, old_y = part(old_ids)
+        past = residuals(dict(zip(old_ids, old_f)), dict(zip(old_ids, old_y)), dict.fromkeys(old_ids, 1.0))
+    else:  # a team's first session: nothing to choose the robust mix on, uniform on the open queries
+        old_units, past = new_units, []
     cost = np.array([u.cost for u in new_units], dtype=float)
     bounds = DIFFERENCE_BOUNDS if against else (0.0, 1.0)
     uniform = {}
@@ -356,6 +354,73 @@ def figure_budget_pairs(document, qids, target: tuple[str, str | None], budgets:
     return out
 
 
+WORST_IS_HIGH = ("width", "wider", "wrong", "labels")
+"""Figures whose worst seed is the highest (the others' is the lowest)."""
+
+
+def collect(figures: dict[str, list[float]], name: str, value: float) -> None:
+    figures.setdefault(name, []).append(float(value))
+
+
+def show(title: str, figures: dict[str, list[float]]) -> None:
+    """One line per figure: its mean over the seeds, the worst seed's and every seed's."""
+    print(f"\n{title} (mean over seeds; worst seed; each seed):")
+    for name, vals in figures.items():
+        clean = [v for v in vals if v == v]
+        if not clean:
+            print(f"  {name:58s} -")
+            continue
+        high = any(w in name for w in WORST_IS_HIGH) and "saving" not in name and "tau" not in name
+        worst = max(clean) if high else min(clean)
+        print(f"  {name:58s} {np.mean(clean):8.3f}  {worst:8.3f}  [{', '.join(f'{v:.3f}' for v in vals)}]")
+
+
+def seed_figures(document, args, seed: int, out: dict[str, dict[str, list[float]]]) -> None:
+    """Every figure of one seed (its expected sources and draws), added to ``out``."""
+    qids = sorted(document["queries"])
+    systems, qids, judge, human = values(document, expected_sources(document, qids, seed))
+    sizes = [int(x) for x in args.sizes.split(",")]
+    uniform = figures_uniform(systems, judge, human, sizes, args.draws, seed)
+    head = out.setdefault("uniform draws of whole queries, PPI++ (own-list nDCG@10, one expected source)", {})
+    collect(head, "judge-only Kendall tau", uniform["judge tau"])
+    for n, figures in uniform["by size"].items():
+        for key, value in figures.items():
+            collect(head, f"{n} queries: {key}", value)
+    for spec in args.targets.split(",") if args.targets else []:
+        system, _, against = spec.partition(":")
+        what = f"difference {system} - {against}" if against else f"mean of {system}"
+        for history in (0, HISTORY):
+            rows = figure_budget(document, qids, judge, human, (system, against or None), sizes, args.draws, seed + 1, history)
+            block = out.setdefault(f"budget, {what}, {history} earlier labelled queries", {})
+            for row in rows:
+                if "uniform queries" in row:
+                    n = row["uniform queries"]
+                    collect(block, f"{n} uniform queries: labels", row["uniform labels"])
+                    collect(block, f"{n} uniform queries: budgeted labels for that width", row["budgeted labels"])
+                    collect(block, f"{n} uniform queries: saving", row["saving"])
+                else:
+                    collect(block, "budgeted coverage (worst budget)", row["budgeted coverage (min over budgets)"])
+                    collect(block, "rho chosen", row["rho chosen"])
+            if args.pairs and history:
+                budgets = [row["uniform labels"] for row in rows if "uniform labels" in row]
+                pairs = figure_budget_pairs(document, qids, (system, against or None), budgets, args.draws, seed + 2)
+                block = out.setdefault(f"budget, {what}, single pairs on scaled DCG@10", {})
+                for i, row in enumerate(pairs):
+                    for key, value in row.items():
+                        collect(block, f"{i}: {key}" if "uniform labels" in row else key, value)
+    for history in (0, HISTORY):
+        found = figure_ranking(document, systems, args.ranking_budget, args.draws, seed + 3, history)
+        block = out.setdefault(f"--for ranking, budget {args.ranking_budget}, {history} earlier labelled queries", {})
+        collect(block, "judge-only Kendall tau (pooled judge qrels)", found["judge tau"])
+        for key, value in found["budget"].items():
+            if isinstance(value, (int, float)) and key not in ("draws",):
+                collect(block, f"budget: {key}", value)
+        for b, row in found["uniform depth 10"].items():
+            for key in ("labels", "tau", "coverage", "right", "wrong", "cannot tell"):
+                collect(block, f"uniform depth 10 at {b}: {key}", row[key])
+        collect(block, "saving against uniform depth 10 (labels for the same tau)", saving(found["budget"], found["uniform depth 10"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
@@ -363,41 +428,25 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--sizes", default="30,60,100")
     parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--seeds", type=int, default=5, help="seeds (each its own expected sources, history and draws)")
     parser.add_argument(
-        "--targets", default="hybrid,hybrid:fts,hybrid:vector,hybrid:hybrid-rrf10", help="means (system) and differences (a:b)"
+        "--targets", default="hybrid,hybrid:fts,hybrid:vector,hybrid:hybrid-rrf10", help="means (system) and differences (a:b); '' for none"
     )
-    parser.add_argument("--no-pairs", dest="pairs", action="store_false", help="skip figure 3 with single pairs as the unit")
+    parser.add_argument("--ranking-budget", type=int, default=400)
+    parser.add_argument("--pairs", action="store_true", help="also figure 3 with single pairs as the unit (slow)")
     args = parser.parse_args()
     document = load(args.data.resolve(), args.workdir.resolve())
-    sizes = [int(s) for s in args.sizes.split(",")]
-    systems, qids, judge, human = values(document)
-    print(f"{len(qids)} queries, {len(systems)} systems; full-qrels mean nDCG@10 (judge's beside):")
-    for s in systems:
-        print(
-            f"  {s:20s} {human[s].mean():.4f}  (judge {judge[s].mean():.4f}, per-query correlation {np.corrcoef(judge[s], human[s])[0, 1]:.2f})"
-        )
-    uniform = figures_uniform(systems, judge, human, sizes, args.draws, args.seed)
-    print(
-        f"\njudge-only ranking: Kendall tau {uniform['judge tau']:.3f}; today's judge-only paired bootstrap covers the "
-        f"full-qrels difference for {uniform['judge-only difference coverage']:.1%} of the {len(systems) * (len(systems) - 1) // 2} pairs"
-    )
-    for n, figures in uniform["by size"].items():
-        print(f"\n{args.draws} draws of {n} labelled queries:")
-        for key, value in figures.items():
-            print(f"  {key:50s} {value:.3f}")
-    for spec in args.targets.split(","):
-        system, _, against = spec.partition(":")
-        rows = figure_budget(document, qids, judge, human, (system, against or None), sizes, args.draws, args.seed + 1)
-        what = f"difference {system} - {against}" if against else f"mean of {system}"
-        print(f"\nbudget, {what}:")
-        for row in rows:
-            print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
-        if args.pairs:
-            budgets = [row["uniform labels"] for row in rows if "uniform labels" in row]
-            pairs = figure_budget_pairs(document, qids, (system, against or None), budgets, args.draws, args.seed + 2)
-            print(f"budget, {what}, single pairs on scaled DCG@10 (uniform pairs at the labels whole queries spent):")
-            for row in pairs:
-                print("  " + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+    qids = sorted(document["queries"])
+    truth = full_truth(document, list(document["runs"]), qids)
+    print(f"{len(qids)} queries, {len(document['runs'])} systems; full-qrels nDCG@10 (trec_eval):")
+    for s, value in sorted(truth.items(), key=lambda kv: -kv[1]):
+        print(f"  {s:20s} {value:.4f}")
+    out: dict[str, dict[str, list[float]]] = {}
+    for i in range(args.seeds):
+        seed_figures(document, args, args.seed + 10 * i, out)
+        print(f"seed {args.seed + 10 * i} done", flush=True)
+    for title, figures in out.items():
+        show(title, figures)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,19 @@ def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> 
     return (
         f"bias-corrected {column} {f['estimate']:.3f} {_interval(f['ci95'])} "
         f"(judge {f['judgeMean']:.3f}, correction {f['correction']:+.3f}, {weight_text(f)}{_alone(f)}; "
-        f"{labelled} of {scored} queries human-labelled)"
+        f"{labelled} of {scored} queries human-labelled{design_text(block)})"
     )
+
+
+def design_text(block: Mapping[str, Any]) -> str:
+    """``; a census: ...`` or ``; labels drawn by label --budget ('ab'), each weighted by ...`` for a block whose
+    labels a budget drew (its ``design``); empty otherwise."""
+    design = block.get("design")
+    if not design:
+        return ""
+    if design.get("census"):
+        return f"; a census of {design['set']!r}: every query labelled, the people's exact figure on this query set"
+    return f"; drawn by `label --budget` ({design['set']!r}), each label weighted by the probability it was drawn with"
 
 
 def difference_text(diff: Mapping[str, Any], name: str | None = None) -> str:
@@ -136,8 +147,12 @@ def corrected_markdown(block: dict | None, change: Mapping[str, Any] | None = No
             + (f" ({partly} more only partly, which do not count)" if partly else "")
             + ". The judge's mean over all queries is corrected with them: "
             + md_text(block.get("method") or "prediction-powered inference")
-            + f". A figure needs at least {minimum} labelled queries. The correction is valid while the labelled queries are "
-            "a random sample of the query set.",
+            + f". A figure needs at least {minimum} labelled queries. "
+            + (
+                md_text(block["design"]["text"]) + ". " + " ".join(md_text(n) + "." for n in block["design"].get("notes") or [])
+                if block.get("design")
+                else "The correction is valid while the labelled queries are a random sample of the query set."
+            ),
             "",
             "| measure | judge alone | correction | bias-corrected (95% CI) | judge | labelled queries alone (95% CI) |",
             "|---|---|---|---|---|---|",

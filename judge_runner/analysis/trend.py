@@ -40,6 +40,7 @@ from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
 from judge_runner.measures.paired import MIN_EFFECT, Comparison, compare_values
 from judge_runner.runs.corrected import bias_corrected
+from judge_runner.runs.designed import system_view
 from judge_runner.runs.lines import ErrorLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunRecords, read_run_folder, run_names
 from judge_runner.runs.records import Record
@@ -227,8 +228,11 @@ class Run:
         block = summary.biasCorrected if summary is not None else None
         if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
             return block.model_dump(by_alias=True, mode="json")
+        if block is not None and block.design is not None:  # labels drawn by a budget: the run's figure, weighted by the draw
+            dumped = block.model_dump(by_alias=True, mode="json")
+            return dumped if block.system == self.shown_system else system_view(dumped, self.shown_system)
         if self.systems and self.shown_system == self.systems[0]:  # a compare run's reference: every system's, with differences
-            return bias_corrected(self.file.evaluations, self.systems)
+            return bias_corrected(self.file.evaluations, self.systems, errors=[e.line() for e in self.file.errors])
         return bias_corrected(self.evaluations)
 
     @property

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,22 +42,29 @@ from judge_runner.core.failures import (
 from judge_runner.core.ids import sort_key
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
+from judge_runner.human.sessions import needed_runs, session_journals
 from judge_runner.runs.read import is_baseline, read_run_file
 from judge_runner.search.systems import SystemsSpec
 
 
-def prune_runs(results: Path, keep: int) -> list[Path]:
-    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline.
-    Returns the deleted run files."""
+def prune_runs(results: Path, keep: int, needed: Mapping[str, str] | None = None, say: Callable[[str], None] | None = None) -> list[Path]:
+    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline, nor a run
+    file a label session still needs (``needed``: ``{file name: why}``, :func:`judge_runner.human.sessions.needed_runs`).
+    ``say`` is told each file deleted and each older file kept, and why. Returns the deleted run files."""
     baseline = read_baseline(results)
     runs = sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem))  # oldest first, old names among new
     deleted = []
     for path in runs[: max(0, len(runs) - keep)]:
-        if is_baseline(path, baseline):
+        why = "the baseline" if is_baseline(path, baseline) else (needed or {}).get(path.name)
+        if why is not None:
+            if say is not None:
+                say(f"weekly --keep {keep}: kept {path.name}: {why}")
             continue
         path.unlink()
         path.with_suffix(".queries.json").unlink(missing_ok=True)
         deleted.append(path)
+        if say is not None:
+            say(f"weekly --keep {keep}: deleted {path.name} (older than the newest {keep}; no label session or baseline needs it)")
     return deleted
 
 
@@ -200,7 +208,8 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
         printer.out(f"report written to {written.html}")
     except ValueError as exc:
         printer.err(f"no report: {exc}")
-    prune_runs(plan.results, plan.keep)
+    needed = needed_runs(session_journals(Path("labels"), settings.cache_path))
+    prune_runs(plan.results, plan.keep, needed, printer.err)
     if outcome.status is RunStatus.OK and plan.fail_on_regression:
         with reading_cache(settings.cache_path, must_exist=False) as cache:
             latest = build_trend(plan.results, cache=cache).latest_verdict

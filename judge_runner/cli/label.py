@@ -114,10 +114,11 @@ def _labeller() -> str:
     default="mean",
     show_default=True,
     help="With a budget, the question it narrows: mean, one system's mean (--systems A; default the run's first); "
-    "difference, B - A between two systems of a compare run (--systems A,B; default its two systems).",
+    "difference, B - A between two systems of a compare run (--systems A,B; default its two systems); "
+    "ranking, every system of a compare run ranked (--systems A,B,C; default all).",
 )
 @click.option(
-    "--systems", default=None, metavar="A[,B]", help="With a budget: the systems, named as the run file's system field names them."
+    "--systems", default=None, metavar="A[,B...]", help="With a budget: the systems, named as the run file's system field names them."
 )
 @click.option("--queries", "query_count", type=click.IntRange(min=2), default=None, help="Queries to sample [default: enough for --width].")
 @click.option(
@@ -190,24 +191,29 @@ def label(
     Through a port forward: see --allow-host.
     \b
     With --budget N (labels) or --budget-minutes M, the labels go where they narrow one question most: one
-    run's mean (--for mean) or the difference B - A of two systems of a compare run (--for difference
-    --systems A,B). Units are whole queries (nDCG@10) or, with --sample pairs, single (query, document)
-    pairs (scaled DCG@10; nDCG@10 needs whole queries). Each unit is drawn with a known probability: more
-    where the judge is predicted to err, once earlier labels show that helps, else uniformly; a query both
-    systems ranked alike, and documents labelled before, cost nothing. Before the page starts it says what
-    the budget buys. The journal's plan line records the design and every unit's probability; when the
-    session ends or is stopped, the last line is the corrected estimate of the question with its 95%
-    interval, each label weighted by its probability (stopped early: docs/deciding.md). One run file.
+    run's mean (--for mean), the difference B - A of two systems of a compare run (--for difference
+    --systems A,B), or the ranking of its systems (--for ranking: whole queries pooled as TREC pools, each
+    system's top 10, or its top k when the budget buys too few queries so; the closest pairs first). Units
+    are whole queries (nDCG@10) or, with --sample pairs, single (query, document) pairs (scaled DCG@10;
+    nDCG@10 needs whole queries). Each unit is drawn with a known probability: more where the judge is
+    predicted to err, once earlier labels show that helps, else uniformly; a query both systems ranked
+    alike, and every grade people gave before (any set in the cache, the labels folder), cost nothing. Before
+    the page starts it says what the budget buys; a budget too small for an estimate is refused, naming the
+    smallest that works. The journal's plan line records the design and every unit's probability; when the
+    session ends or is stopped, the last lines are the corrected estimate (a ranking: every system's, with
+    rank sets and the pairs decided by Holm's procedure), each label weighted by its probability (stopped
+    early: docs/deciding.md). One run file.
     \b
     Examples:
       judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
       judge-runner label --name team-dec            # resume
       judge-runner label --name team-dec --allow-host devbox:8080   # behind a forward named devbox:8080
       judge-runner label quality-results/RUN.jsonl --name ab --budget 150 --for difference --systems hybrid,fts
+      judge-runner label quality-results/RUN.jsonl --name rank --budget 400 --for ranking
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
     Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
-    the set open in another process; a budget of 0, an unknown system, a difference of one system,
-    --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
+    the set open in another process; a budget of 0 or too small for an estimate, an unknown system, a
+    difference of one system, --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
     line prints the command that imports them).
     """
     given = _given(click.get_current_context())

@@ -39,7 +39,13 @@ from judge_runner.core.failures import EXIT_OK, exit_code_for
 @setting_option("count", "Queries when generating a set (first run or --regenerate) [default: 15].")
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=Path("quality-results"), show_default=True)
 @click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True)
-@click.option("--keep", type=click.IntRange(min=1), default=52, show_default=True, help="Run files to keep (the baseline is always kept).")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=1),
+    default=52,
+    show_default=True,
+    help="Run files to keep (the baseline, and a run file a label session in ./labels or the cache still needs, are kept too).",
+)
 @click.option(
     "--log",
     "log_path",

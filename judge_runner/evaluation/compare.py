@@ -35,7 +35,7 @@ from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
-from judge_runner.runs.corrected import bias_corrected, drawn_note
+from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.write import build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
@@ -93,8 +93,7 @@ class CompareSummaryWriter(SystemWriter):
                 line[name] = reference[name]
             line["comparison"] = block
             # per system, never pooled: two systems' lines share query ids (issue 29)
-            skipped = drawn_note(scored, self.state.drawn_sets)
-            line["biasCorrected"] = bias_corrected(scored, self.systems, skipped=skipped, errors=self.state.errors)
+            line["biasCorrected"] = bias_corrected(scored, self.systems, designs=self.state.label_designs, errors=self.state.errors)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
                 overall = (reference["averageScores"] or {}).get("overall")

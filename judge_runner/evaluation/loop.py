@@ -28,7 +28,7 @@ from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, 
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.qrels import drawn_label_sets, human_grades
+from judge_runner.judging.qrels import drawn_designs, human_grades
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import SearchAnswer, SearchBackend
@@ -101,7 +101,7 @@ class RunLoop:
         self.options = ctx.options
         self.out: RunOutput = ctx.output
         self.human = human_grades(ctx.cache, ctx.options.human_qrels)
-        state.drawn_sets.update(drawn_label_sets(ctx.cache, ctx.options.human_qrels))
+        state.label_designs.update(drawn_designs(ctx.cache, ctx.options.human_qrels))
         state.sources = replace(state.sources, cache=ctx.cache, names=ctx.options.human_qrels)  # the pooled qrels' sources
         self.said: set[str] = set()  # storage failures already said on stderr
         self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"

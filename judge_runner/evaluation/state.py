@@ -17,7 +17,8 @@ from judge_runner.judging.fingerprint import fingerprint_key
 from judge_runner.judging.pooled import Sources, build_pool, rescore, rescored_line, topic_of
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
-from judge_runner.runs.corrected import bias_corrected, drawn_note
+from judge_runner.runs.corrected import bias_corrected
+from judge_runner.runs.designed import LabelDesign
 from judge_runner.runs.lines import run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
 
@@ -81,8 +82,9 @@ class RunState:
     budget_exhausted: bool = False
     stop_status: RunStatus | None = None
     stop_reason: str | None = None
-    drawn_sets: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-    """Human qrels sets in use drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`)."""
+    label_designs: dict[str, LabelDesign] = field(default_factory=dict)
+    """Human qrels sets in use drawn by ``label --budget`` (:func:`judge_runner.judging.qrels.drawn_designs`): their
+    labels are weighted by the probabilities they were drawn with."""
     sources: Sources = field(default_factory=Sources)
     """Where the pooled qrels take grades from beyond the run's lines (the judgment cache, people's sets, the judge key)."""
     scored: list[dict] | None = None
@@ -255,9 +257,8 @@ def end_run(
         summary["qualityGate"] = gate
     summary["estimate"], summary["qrels"] = estimate, qrels
     summary["cacheWarning"] = cache_warning(estimate, usage)
-    skipped = drawn_note(scored, state.drawn_sets)
-    if skipped:  # a compare run's writer sets its own block the same way
-        summary["biasCorrected"] = bias_corrected(scored, skipped=skipped)
+    if state.label_designs:  # labels drawn by a budget: weighted by their probabilities (a compare run's writer alike)
+        summary["biasCorrected"] = bias_corrected(scored, designs=state.label_designs)
     if batch is not None:
         summary["batch"] = batch
     unwritten = None

@@ -46,25 +46,29 @@ from judge_runner.measures.sampling import (
 )
 from judge_runner.runs.read import RunFile
 
-QUESTIONS = ("mean", "difference")
+QUESTIONS = ("mean", "difference", "ranking")
 UNITS = ("queries", "pairs")
 Ranked = dict[str, list[tuple[str, int]]]
 
 
 @dataclass(frozen=True)
 class Question:
-    """What a budget narrows: ``kind`` ``mean`` (of ``systems[0]``) or ``difference`` (``systems[1] -
-    systems[0]``); ``unit`` ``queries`` (nDCG@10) or ``pairs`` (scaled DCG@10). A system is None in a run of
-    the built-in search alone (its lines name none)."""
+    """What a budget narrows: ``kind`` ``mean`` (of ``systems[0]``), ``difference`` (``systems[1] - systems[0]``)
+    or ``ranking`` (of every system in ``systems``: :mod:`judge_runner.human.ranking`); ``unit`` ``queries``
+    (nDCG@10) or ``pairs`` (scaled DCG@10). ``depth``: a ranking's pool depth (its units label each system's top
+    ``depth``). A system is None in a run of the built-in search alone (its lines name none)."""
 
     kind: str
     systems: tuple[str | None, ...]
     unit: str
+    depth: int = 10
 
     @property
     def measure(self) -> str:
-        """``nDCG@10`` for whole queries, ``scaled DCG@10`` for pairs."""
-        return NDCG10_NAME if self.unit == "queries" else "scaled DCG@10"
+        """``nDCG@10`` for whole queries (a ranking's on qrels pooled to its depth), ``scaled DCG@10`` for pairs."""
+        if self.unit == "pairs":
+            return "scaled DCG@10"
+        return NDCG10_NAME if self.kind != "ranking" else f"{NDCG10_NAME} on qrels pooled to depth {self.depth}"
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -74,9 +78,15 @@ class Question:
     def text(self) -> str:
         """``the difference fts - hybrid in nDCG@10`` or ``the mean nDCG@10 of hybrid``."""
         names = [s if s is not None else "the run" for s in self.systems]
+        if self.kind == "ranking":
+            return f"the ranking of {len(names)} systems by {self.measure}"
         if self.kind == "difference":
             return f"the difference {names[1]} - {names[0]} in {self.measure}"
         return f"the mean {self.measure} of {names[0]}"
+
+
+class TooSmall(ValueError):
+    """A budget that draws nothing to label (below the cheapest whole query, or no pair drawn)."""
 
 
 def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
@@ -93,6 +103,13 @@ def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
     unknown = [n for n in names if n not in held]
     if unknown:
         raise ValueError(f"{run.path} has no system {', '.join(map(repr, unknown))}; its systems: {shown}")
+    if kind == "ranking":
+        chosen = tuple(dict.fromkeys(names)) if names else tuple(held)
+        if len(chosen) < 2 or unit != "queries":
+            raise ValueError(
+                f"--for ranking needs whole queries (--sample queries) and two or more systems (--systems A,B,C; default all of: {shown})"
+            )
+        return Question(kind, chosen, unit)
     if kind == "difference":
         if len(held) < 2:
             raise ValueError(f"a difference needs two systems, and {run.path} holds one ({shown}): use --for mean, or a compare run")
@@ -112,7 +129,8 @@ class Pool:
     """What a run holds for a question (module docstring): per system ``ranked`` ``{qid: [(document, judge's
     grade), ...best first]}`` (each document once) and ``judge`` ``{qid: judge's nDCG@10}``; ``expected``
     sources per query; ``human`` ``{(qid, document): people's grade}`` given before; ``past`` ``(judge's grade,
-    people's grade)`` of those; ``qids``: the queries the question is over (scored by every system asked)."""
+    people's grade)`` of those; ``qids``: the queries the question is over (scored by every system asked); ``reused``:
+    how many of ``human`` came from outside the run file."""
 
     ranked: dict[str | None, Ranked] = field(default_factory=dict)
     judge: dict[str | None, dict[str, float]] = field(default_factory=dict)
@@ -124,11 +142,14 @@ class Pool:
     """``{qid: {document: grade}}``: the judge's grades pooled over every system of the run, expected sources
     nobody graded at 3 (:mod:`judge_runner.judging.pooled`): what the judge's and the people's nDCG@10 are scored
     against, people's grades laid over it."""
+    reused: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The grades of ``human`` known from outside the run file (another set, the labels folder)."""
 
 
-def pool_of(run: RunFile, question: Question) -> Pool:
+def pool_of(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> Pool:
     """The :class:`Pool` of ``run`` for ``question``: the judge's nDCG@10 of each system against the run's pooled
-    judge's qrels (``Pool.qrels``)."""
+    judge's qrels (``Pool.qrels``); ``known`` ``{(qid, document): grade}``: people's grades given outside the run
+    file (:func:`judge_runner.human.known.known_grades`), labelled before as well."""
     pool = Pool(ranked={s: {} for s in question.systems}, judge={s: {} for s in question.systems})
     lines = [ev.line() for ev in scored(run)]
     pooled = build_pool([("run", lines)]).judge.qrels
@@ -152,6 +173,12 @@ def pool_of(run: RunFile, question: Question) -> Pool:
         pool.expected[ev.queryId] = list(ev.expectedSources)
     first, *rest = question.systems
     pool.qids = [q for q in pool.ranked[first] if all(q in pool.ranked[s] for s in rest)]
+    grades = judge_grades(pool)
+    for pair, grade in (known or {}).items():
+        if pair in grades and pair not in pool.human:
+            pool.human[pair] = int(grade)
+            pool.past.append((grades[pair], int(grade)))
+            pool.reused[pair] = int(grade)
     return pool
 
 
@@ -272,6 +299,12 @@ class Draw:
     half_width: float
     queries: int
     text: str
+    known: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The people's grades given outside the run file that the draw counted as known (free)."""
+    units_drawn: float = 0.0
+    """Open units drawn, in expectation."""
+    census: bool = False
+    """The budget covers every open unit: all are labelled, nothing is drawn at random."""
 
     def record(self, seed: int, seconds_per_label: float, pace_from: str) -> dict[str, Any]:
         """The ``budget`` object of the journal's plan line: the question, the design and every unit's
@@ -282,6 +315,7 @@ class Draw:
             "systems": list(self.question.systems),
             "unit": self.question.unit,
             "measure": self.question.measure,
+            "depth": self.question.depth,
             "budget": self.plan.budget,
             "design": self.plan.design,
             "rho": self.plan.rho,
@@ -289,13 +323,23 @@ class Draw:
             "queries": self.queries,
             "expectedLabels": round(self.expected, 3),
             "labelsToGive": len(self.items),
-            "predictedHalfWidth": round(self.half_width, 6),
+            "predictedHalfWidth": round(self.half_width, 6) if math.isfinite(self.half_width) else None,
             "secondsPerLabel": seconds_per_label,
             "paceFrom": pace_from,
             "text": self.text,
             "probabilities": self.plan.probabilities,
             "drawn": self.drawn,
+            "reused": len(self.known),
+            "known": [[q, d, g] for (q, d), g in sorted(self.known.items())],
         }
+
+
+def reused_text(pool: Pool) -> str:
+    """``; 11 labels people gave before (other sets, the labels folder) reused: free`` (empty when none)."""
+    n = len(pool.reused)
+    if not n:
+        return ""
+    return f"; {n} label{'s' if n != 1 else ''} people gave before (other sets, the labels folder) reused: free"
 
 
 def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Sequence[str], rng: random.Random) -> list[Item]:
@@ -319,27 +363,31 @@ def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Seque
     return items
 
 
-def plan_draw(run: RunFile, question: Question, budget: float, seed: int, seconds_per_label: float, *, rho: float | None = None) -> Draw:
+def plan_draw(
+    run: RunFile,
+    question: Question,
+    budget: float,
+    seed: int,
+    seconds_per_label: float,
+    *,
+    rho: float | None = None,
+    known: Mapping[tuple[str, str], int] | None = None,
+) -> Draw:
     """Spend ``budget`` labels (in expectation; exactly with pairs or queries of equal cost under the uniform
     design) on ``question`` over ``run`` (module docstring), drawn with ``seed``; ``seconds_per_label`` prices the
     labels in minutes; ``rho`` (tests, benchmarks) forces the weighted design with that robust mix instead of
-    :func:`judge_runner.measures.sampling.plan_budget`'s choice. Raises ValueError for a budget that is not positive, a question with nothing left to
-    label (every unit known or labelled before), or a budget too small for one whole query."""
+    :func:`judge_runner.measures.sampling.plan_budget`'s choice; ``known``: people's grades given outside the run
+    file (:func:`pool_of`), free. Raises ValueError for a budget that is not positive, a question with nothing
+    left to label (every unit known or labelled before), or a budget too small for one whole query."""
     if budget <= 0:
         raise ValueError("a budget of 0 labels buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
-    pool = pool_of(run, question)
+    pool = pool_of(run, question, known)
     units = units_of(pool, question)
     open_cost = sum(u.cost for u in units if not u.known and u.cost > 0)
     if open_cost <= 0:
         raise ValueError(f"nothing to label for {question.text()}: every unit is labelled already or known without a label")
     budget = min(float(budget), open_cost)
-    past = past_residuals(pool, question, units)
-    if rho is not None:
-        plan = Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
-    elif past:
-        plan = plan_budget(units, budget, past=past, past_units=units_of(pool, question, before=True))
-    else:
-        plan = plan_budget(units, budget)
+    plan = _plan(pool, question, units, budget, rho)
     rng = random.Random(seed)
     open_ids = {u.id for u in units if not u.known and u.cost > 0}
     drawn = [u for u in plan.draw(seed) if u in open_ids]
@@ -349,12 +397,12 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     items = _items([run], pool, question, drawn, rng)
     if not items and question.unit == "queries":  # a budget below the cheapest open query's cost: 0 queries drawn
         cheapest = min(u.cost for u in units if not u.known and u.cost > 0)
-        raise ValueError(
-            f"a budget of {budget:g} labels buys no whole query here: the cheapest query still open needs {cheapest:g} labels; "
-            "give a larger --budget, or --sample pairs (single pairs, a label each)"
+        raise TooSmall(
+            f"a budget of {budget:g} labels buys no whole query here: the cheapest query still open needs {cheapest:g} labels "
+            "(--sample pairs draws single pairs, a label each)"
         )
     if not items:  # a weighted draw of a tiny budget can draw nothing
-        raise ValueError(f"a budget of {budget:g} labels drew no pair with --seed {seed}: give a larger --budget or another --seed")
+        raise TooSmall(f"a budget of {budget:g} labels drew no pair with --seed {seed}: give a larger --budget or another --seed")
     labels = len(items) if plan.design == "uniform" else int(round(expected))
     units_drawn = sum(plan.probabilities[u.id] for u in units if not u.known and u.cost > 0)
     low, high = question.bounds
@@ -367,4 +415,36 @@ def plan_draw(run: RunFile, question: Question, budget: float, seed: int, second
     text = budget_text(labels, shown, question.text(), seconds_per_label, why_none=why)
     if budget >= open_cost:
         text += f" (the budget covers every one of the {int(open_cost)} labels still open)"
-    return Draw(question, plan, drawn, items, expected, half if math.isfinite(half) else float("nan"), len(pool.qids), text)
+    text += reused_text(pool)
+    finite = half if math.isfinite(half) else float("nan")
+    return Draw(question, plan, drawn, items, expected, finite, len(pool.qids), text, pool.reused, units_drawn, budget >= open_cost)
+
+
+def _plan(pool: Pool, question: Question, units: Sequence[Unit], budget: float, rho: float | None) -> Plan:
+    """The plan for ``budget`` labels (:func:`plan_draw`): the robust mix on the earlier labels, ``rho`` forced."""
+    if rho is not None:
+        return Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
+    past = past_residuals(pool, question, units)
+    if past:
+        return plan_budget(units, budget, past=past, past_units=units_of(pool, question, before=True))
+    return plan_budget(units, budget)
+
+
+def smallest_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
+    """The fewest labels whose draw reaches :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units (in
+    expectation), or covers every open unit (a census, exact whatever their number): a bisection over the
+    budgets of :func:`plan_draw`."""
+    pool = pool_of(run, question, known)
+    units = units_of(pool, question)
+    open_units = [u for u in units if not u.known and u.cost > 0]
+    open_cost = math.ceil(sum(u.cost for u in open_units))
+
+    def enough(budget: int) -> bool:
+        plan = _plan(pool, question, units, float(budget), None)
+        return budget >= open_cost or sum(plan.probabilities[u.id] for u in open_units) >= MIN_LABELLED - 1e-9
+
+    low, high = 0, max(open_cost, 1)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_runner.human.budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
+from judge_runner.human.ranking import RankingEstimate, estimate_ranking
 from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
 from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
 from judge_runner.runs.read import RunFile
@@ -32,7 +33,10 @@ class BudgetEstimate:
     (:class:`judge_runner.measures.ppi.MeanEstimate`; None with fewer than
     :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units labelled), the ``design``, the open units
     ``drawn`` and how many of them are labelled (``complete``), the units certain without a draw (``free``:
-    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early)."""
+    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early).
+    ``census``: every unit of the question has the people's value with probability 1 (nothing drawn at random):
+    ``exact`` is the people's figure on this query set, and ``found`` (None below the minimum) the people's own t
+    interval over queries like these, with no design term and no judge."""
 
     question: Question
     found: MeanEstimate | None
@@ -41,6 +45,8 @@ class BudgetEstimate:
     complete: int
     free: int
     share: float
+    census: bool = False
+    exact: float | None = None
 
     def verdict(self) -> str:
         """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet`` from the interval; else ''."""
@@ -60,6 +66,8 @@ class BudgetEstimate:
             else ""
         )
         what = self.question.text()
+        if self.census and self.exact is not None:
+            return [self._census_line(what, rests)]
         if self.found is None:
             return [
                 f"no corrected estimate of {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn {unit} labelled "
@@ -86,19 +94,40 @@ class BudgetEstimate:
             )
         return out
 
+    def _census_line(self, what: str, rests: str) -> str:
+        """The census: the people's exact figure on this query set, and over queries like these when there are enough."""
+        sign = "+" if self.question.kind == "difference" else ""
+        queries = self.found.queries if self.found is not None else None
+        head = (
+            f"the people's exact figure of {what}: {self.exact:{sign}.3f} on this query set (a census: every unit labelled with "
+            f"probability 1, nothing drawn at random, so no sampling error here; {rests})"
+        )
+        if self.found is None:
+            return f"{head}; too few queries (under {MIN_LABELLED}) for an interval over queries like these"
+        low, high = self.found.ci95
+        verdict = f": {self.verdict()}" if self.verdict() else ""
+        return f"{head}; over queries like these [{low:{sign}.3f}, {high:{sign}.3f}]{verdict} (95%, the people's own t interval over the {queries} queries)"
+
 
 def _census(judge: Mapping[str, float], human: Mapping[str, float], bounds: tuple[float, float]) -> MeanEstimate | None:
-    """Every unit labelled (a budget that covered them all, so nothing was drawn at random): the people's own
-    mean over the queries, its interval over queries like these (:func:`judge_runner.measures.ppi.tuned_mean`
-    with every query labelled); None unless every query has the people's value."""
-    if not judge or any(q not in human for q in judge):
-        return None
+    """The people's own t interval over queries like these when every query has the people's value (a census):
+    :func:`judge_runner.measures.ppi.tuned_mean` at weight 0 (no judge, no design term); None below the minimum."""
     qids = list(judge)
-    return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds)
+    return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds, weight=0.0)
+
+
+def is_census(values: Mapping[str, float], human: Mapping[str, float], probabilities: Mapping[str, float]) -> bool:
+    """Every unit of ``values`` has the people's value and was certain to be labelled (probability 1)."""
+    return bool(values) and all(u in human and probabilities.get(u, 0.0) >= 1 for u in values)
+
+
+def recorded_known(record: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+    """The people's grades a draw counted as known from outside its run file (its record's ``known``)."""
+    return {(str(q), str(d)): int(g) for q, d, g in record.get("known") or []}
 
 
 def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
-    pool = pool_of(run, q)
+    pool = pool_of(run, q, recorded_known(record))
     probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
     drawn = {str(u) for u in record["drawn"]}
     judge, people = query_values(pool, q, {**pool.human, **given})
@@ -107,13 +136,18 @@ def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mappin
     judge = {u: v for u, v in judge.items() if u in probabilities}
     human = {u: v for u, v in people.items() if u in judge and (u in complete or (probabilities[u] >= 1 and u not in drawn))}
     scaled = {u: (p * share if u in drawn else p) for u, p in probabilities.items()}
-    found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds) or _census(judge, human, q.bounds)
     free = sum(1 for u in human if u not in complete)
+    if is_census(judge, human, scaled):
+        exact = float(sum(human[u] for u in judge) / len(judge))
+        return BudgetEstimate(
+            q, _census(judge, human, q.bounds), str(record["design"]), len(drawn), len(complete), free, share, True, exact
+        )
+    found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds)
     return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
 
 
 def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
-    pool = pool_of(run, q)
+    pool = pool_of(run, q, recorded_known(record))
     probabilities: dict[str, float] = {str(k): float(v) for k, v in record["probabilities"].items()}
     drawn = {str(u) for u in record["drawn"]}
     complete = {u for u in drawn if tuple(u.split("\t", 1)) in given}
@@ -131,20 +165,25 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
         elif uid in complete:
             human, probability = float(given[(qid, doc)]), probability * share
         terms.append(PairTerm(qid, c, float(grades[(qid, doc)]), human, probability))
-    found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
-    if found is None and all(t.human is not None for t in terms):
+    if terms and all(t.human is not None and t.probability >= 1 for t in terms):
         judge_totals = dict.fromkeys(pool.qids, 0.0)
         human_totals = dict.fromkeys(pool.qids, 0.0)
         for t in terms:
             judge_totals[t.qid] += t.coefficient * t.judge
             human_totals[t.qid] += t.coefficient * float(t.human or 0.0)
-        found = _census(judge_totals, human_totals, q.bounds)
+        exact = sum(human_totals.values()) / len(human_totals)
+        census = _census(judge_totals, human_totals, q.bounds)
+        return BudgetEstimate(q, census, str(record["design"]), len(drawn), len(complete), free, share, True, exact)
+    found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
     return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
 
 
-def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
+def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate | RankingEstimate:
     """The estimate of a budgeted session: ``run`` the run file it drew from, ``record`` the plan line's
     ``budget`` object (:meth:`judge_runner.human.budget.Draw.record`), ``given`` the session's labels
-    ``{(qid, document): grade 0-3}``. Raises KeyError or ValueError for a record that is not one."""
+    ``{(qid, document): grade 0-3}`` (a ranking's: :func:`judge_runner.human.ranking.estimate_ranking`). Raises
+    KeyError or ValueError for a record that is not one."""
+    if record.get("question") == "ranking":
+        return estimate_ranking(run, record, given)
     q = Question(str(record["question"]), tuple(record["systems"]), str(record["unit"]))
     return _queries(run, q, record, given) if q.unit == "queries" else _pairs(run, q, record, given)

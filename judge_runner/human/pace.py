@@ -16,15 +16,17 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.human.budget import ask, plan_draw
+from judge_runner.human.budget import Draw, Question, TooSmall, ask, plan_draw, smallest_budget
 from judge_runner.human.estimate import estimate_budget
 from judge_runner.human.journal import FAST_LABEL_S, LabelSession
+from judge_runner.human.ranking import plan_ranking, smallest_ranking_budget
 from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.runs.read import RunFile, read_judged_runs
 
@@ -82,51 +84,89 @@ def labels_for_minutes(minutes: float, seconds_per_label: float) -> int:
     return int(min(minutes * 60 / seconds_per_label, MAX_LABELS))
 
 
-def budget_session(session: LabelSession, runs: Sequence[RunFile], sampling: Any, labeller: str, printer: Printer) -> None:
-    """Start ``session`` with a budget's draw (module docstring): ``sampling`` a
-    :class:`judge_runner.human.options.Sampling` with ``budget`` or ``minutes``. Raises UsageError for more
+@dataclass(frozen=True)
+class Prepared:
+    """A new budget session's draw, made before the set is taken (:func:`prepare_budget`): the ``draw``, the
+    ``runs`` it is drawn from, the pace (``seconds`` a label, ``pace_from``) and the ``sampling`` asked."""
+
+    draw: Draw
+    runs: Sequence[RunFile]
+    seconds: float
+    pace_from: str
+    sampling: Any
+
+
+def _too_small(run: RunFile, question: Question, seconds: float, known: Mapping[tuple[str, str], int], why: str) -> str:
+    """``why`` a budget cannot reach an estimate, then the smallest budget that works and that nothing was started."""
+    smallest = (smallest_ranking_budget if question.kind == "ranking" else smallest_budget)(run, question, known)
+    unit = question.unit
+    return (
+        f"{why}; a corrected estimate needs at least {MIN_LABELLED} drawn {unit} labelled (or every one): the smallest budget "
+        f"that works here is --budget {smallest} (about {math.ceil(smallest * seconds / 60)} min at {seconds:g} s a label); "
+        "nothing was started"
+    )
+
+
+def prepare_budget(
+    runs: Sequence[RunFile], sampling: Any, labeller: str, folder: Path, known: Mapping[tuple[str, str], int] | None = None
+) -> Prepared:
+    """The draw of a new budget session (module docstring), before anything is locked or written: ``sampling`` a
+    :class:`judge_runner.human.options.Sampling` with ``budget`` or ``minutes``; ``folder`` the labels folder (the
+    pace); ``known`` the people's grades given before outside the run file (free). Raises UsageError for more
     than one run file, a question the run cannot answer (unknown systems, a difference of one system), a
-    budget of 0, or nothing left to label."""
+    budget of 0, nothing left to label, or a budget too small for an estimate (naming the smallest that works)."""
     if len(runs) != 1:
-        raise UsageError(f"--budget draws from one run file (a compare run for a difference); {len(runs)} were given")
-    seconds, pace_from = measured_pace(session.folder, labeller)
+        raise UsageError(f"--budget draws from one run file (a compare run for a difference or a ranking); {len(runs)} were given")
+    seconds, pace_from = measured_pace(folder, labeller)
     budget = sampling.budget if sampling.budget is not None else labels_for_minutes(sampling.minutes, seconds)
     if budget < 1:
         raise UsageError(f"--budget-minutes {sampling.minutes:g} at {seconds:g} s a label buys no label: give more minutes")
     try:
         question = ask(runs[0], sampling.question, sampling.systems, sampling.kind)
-        draw = plan_draw(runs[0], question, budget, sampling.seed, seconds)
+        plan = plan_ranking if question.kind == "ranking" else plan_draw
+        draw = plan(runs[0], question, budget, sampling.seed, seconds, known=known)
+    except TooSmall as exc:
+        raise UsageError(_too_small(runs[0], question, seconds, known or {}, str(exc))) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if not draw.census and draw.units_drawn < MIN_LABELLED - 1e-9:
+        asked = f"--budget {sampling.budget}" if sampling.budget is not None else f"--budget-minutes {sampling.minutes:g}"
+        why = f"{asked} draws about {draw.units_drawn:.0f} {question.unit} for {question.text()}"
+        raise UsageError(_too_small(runs[0], question, seconds, known or {}, why))
+    return Prepared(draw, runs, seconds, pace_from, sampling)
+
+
+def budget_session(session: LabelSession, prepared: Prepared, labeller: str, printer: Printer) -> None:
+    """Start ``session`` with a prepared draw (:func:`prepare_budget`), saying first what it buys."""
+    draw, sampling = prepared.draw, prepared.sampling
+    question = draw.question
     printer.out(draw.text)
-    if len(draw.drawn) < MIN_LABELLED:  # the session keeps its draw: a larger budget later cannot add to it
-        printer.err(
-            f"warning: this budget draws {len(draw.drawn)} {question.unit}, and a corrected estimate needs at least {MIN_LABELLED} "
-            f"drawn {question.unit} labelled; a session keeps its draw, so give a larger --budget (under another --name)"
-        )
     units = "whole queries" if question.unit == "queries" else "single pairs"
+    if question.kind == "ranking":
+        units = f"whole queries pooled to depth {question.depth} (each system's top {question.depth})"
     printer.note(
         f"{units}, {draw.plan.design} design: {len(draw.drawn)} {question.unit} drawn ({len(draw.items)} labels to give); "
-        f"pace {seconds:g} s a label, {pace_from}"
+        f"pace {prepared.seconds:g} s a label, {prepared.pace_from}"
     )
     details = {
         "sampling": sampling.kind,
         "seed": sampling.seed,
         # the page shows this: never the systems' names (labels are given blind), so not the budget's sentence
         "recommended": f"{len(draw.items)} labels drawn at random where they narrow the question asked (its systems are not named here)",
-        "runs": [str(r.path) for r in runs],
-        "runIds": [r.run_id for r in runs],
+        "runs": [str(Path(r.path).resolve()) for r in prepared.runs],
+        "runIds": [r.run_id for r in prepared.runs],
         "labeller": labeller,
-        "budget": draw.record(sampling.seed, seconds, pace_from),
+        "budget": draw.record(sampling.seed, prepared.seconds, prepared.pace_from),
     }
     session.start(draw.items, details)
 
 
 def design_marker(session: LabelSession) -> dict[str, Any] | None:
-    """What the judgment cache keeps beside the set (None for a session without a budget): the design, the unit,
-    the question, the journal, and ``uniform``: whether the labelled queries are a uniform sample of the run's
-    scored queries (whole queries, the uniform design, no query left out as known), the only case ``evaluate``'s
-    uniform-sample correction holds for."""
+    """What the judgment cache keeps beside the set (None for a session without a budget), for ``evaluate`` to
+    weight the labels by their probabilities (:mod:`judge_runner.runs.designed`): the design, the unit, the
+    question and its systems, every unit's probability, the units drawn, when it was drawn, the journal, and
+    ``uniform``: the labelled queries are a uniform sample of the run's scored queries (whole queries, the
+    uniform design, no query left out as known), for which the uniform-sample correction holds as it is."""
     record = session.plan.get("budget")
     if not isinstance(record, dict):
         return None
@@ -137,7 +177,11 @@ def design_marker(session: LabelSession) -> dict[str, Any] | None:
         "unit": record.get("unit"),
         "question": record.get("question"),
         "systems": record.get("systems"),
-        "journal": str(session.journal),
+        "depth": record.get("depth"),
+        "probabilities": record.get("probabilities"),
+        "drawn": record.get("drawn"),
+        "createdAt": session.plan.get("createdAt"),
+        "journal": str(session.journal.resolve()),
         "uniform": uniform,
     }
 

@@ -35,6 +35,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import qrels_metrics
+from judge_runner.runs.designed import LabelDesign
 from judge_runner.runs.read import RunFile, read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
@@ -288,6 +289,19 @@ def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = 
     for name, qid, docid, _ in cache.human_qrels(sorted(drawn)) if drawn else []:
         out[name].add((qid, docid))
     return {n: pairs for n, pairs in out.items() if pairs}
+
+
+def drawn_designs(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, LabelDesign]:
+    """``{set name: design}`` of the stored human qrels sets (``names``; None: every set) that ``label --budget``
+    drew (their design kept by :meth:`judge_runner.judging.cache.JudgmentCache.set_label_design`), each with its
+    labels: what :mod:`judge_runner.runs.designed` weights them by. Empty without a cache."""
+    if cache is None:
+        return {}
+    markers = {n: d for n, d in cache.label_designs().items() if names is None or n in names}
+    pairs: dict[str, set[tuple[str, str]]] = {n: set() for n in markers}
+    for name, qid, docid, _ in cache.human_qrels(sorted(markers)) if markers else []:
+        pairs[name].add((qid, docid))
+    return {n: LabelDesign.from_marker(n, marker, pairs[n]) for n, marker in markers.items() if pairs[n]}
 
 
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:

@@ -50,6 +50,7 @@ from judge_runner.measures.ppi import (
     NO_INFORMATION,
     MeanEstimate,
     clip_interval,
+    effective_n,
     rule_of_three,
     t_quantile,
     tuned_mean,
@@ -156,14 +157,15 @@ def design_mean(
         return None
     human_z, _, human_var = _design_terms(f, y, pi, labelled, fit=False)
     tuned_z, lam, tuned_var = _design_terms(f, y, pi, labelled, fit=weight is None)
-    human_half = t_quantile(drawn - 1, confidence) * math.sqrt(human_var)
-    tuned_half = t_quantile(drawn - 2, confidence) * math.sqrt(tuned_var)
+    n_eff = min(drawn, effective_n(y[labelled & (pi < 1)]))
+    human_half = t_quantile(max(n_eff - 1, 1), confidence) * math.sqrt(human_var)
+    tuned_half = t_quantile(max(n_eff - 2, 1), confidence) * math.sqrt(tuned_var)
     human_c, tuned_c = float(human_z.mean()), float(tuned_z.mean())
     human_low, human_high = clip_interval(human_c - human_half, human_c + human_half, bounds)
     tuned_low, tuned_high = clip_interval(tuned_c - tuned_half, tuned_c + tuned_half, bounds)
     narrower = tuned_high - tuned_low < human_high - human_low
     informative = weight is None and lam >= NO_INFORMATION and narrower
-    z, var, df = (tuned_z, tuned_var, drawn - 2) if informative else (human_z, human_var, drawn - 1)
+    z, var, df = (tuned_z, tuned_var, max(n_eff - 2, 1)) if informative else (human_z, human_var, max(n_eff - 1, 1))
     centre, human_centre = float(z.mean()), float(human_z.mean())
     half = t_quantile(df, confidence) * math.sqrt(var)
     estimate = float(np.clip(centre, *bounds))
@@ -193,6 +195,7 @@ def planned_mean(
     probabilities: Mapping[str, float],
     *,
     bounds: tuple[float, float] = (0.0, 1.0),
+    confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
     """The corrected mean under a plan (:class:`judge_runner.measures.sampling.Plan`: its ``design`` and
     ``probabilities``). ``"weighted"``: :func:`ipw_mean`. ``"uniform"``: the units at probability 1 (known, or
@@ -201,13 +204,17 @@ def planned_mean(
     (Cochran 1977, section 5.2), its variance ``(N_o/N)^2 Var_o + (N_c/N)^2 s_c^2 / N_c``. None with too few
     labelled queries in the sampled stratum. Raises ValueError for an unknown design."""
     if design == "weighted":
-        return ipw_mean(judge, human, probabilities, bounds=bounds)
+        return ipw_mean(judge, human, probabilities, bounds=bounds, confidence=confidence)
     if design != "uniform":
         raise ValueError(f"unknown design {design!r}")
     certain = [q for q in judge if probabilities.get(q, 0) >= 1 and q in human]
     sampled = [q for q in judge if q not in set(certain)]
     found = tuned_mean(
-        [judge[q] for q in sampled], [judge[q] for q in sampled if q in human], [human[q] for q in sampled if q in human], bounds=bounds
+        [judge[q] for q in sampled],
+        [judge[q] for q in sampled if q in human],
+        [human[q] for q in sampled if q in human],
+        bounds=bounds,
+        confidence=confidence,
     )
     if found is None or not certain:
         return found
@@ -215,16 +222,16 @@ def planned_mean(
     y_c = np.array([human[q] for q in certain], dtype=float)
     share = len(sampled) / big_n
     centre = share * found.estimate + (1 - share) * float(y_c.mean())
-    var = share**2 * found.variance + (1 - share) ** 2 * (float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0)
-    if not found.judge_informative:
-        var = share**2 * float(np.var([human[q] for q in sampled if q in human], ddof=1)) / found.labelled + (1 - share) ** 2 * (
-            float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0
-        )
+    # the sampled stratum's variance as its own interval says it (wider than its t variance for the rule of three's,
+    # when every labelled value is alike), so that a certain stratum never narrows that interval away
+    sampled_var = max(found.variance, ((found.ci95[1] - found.ci95[0]) / (2 * found.quantile)) ** 2)
+    var = share**2 * sampled_var + (1 - share) ** 2 * (float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0)
     half = found.quantile * math.sqrt(var)
     y_o = np.array([human[q] for q in sampled if q in human], dtype=float)
     certain_var = (1 - share) ** 2 * (float(y_c.var(ddof=1)) / n_c if n_c > 1 else 0.0)
     human_centre = share * float(y_o.mean()) + (1 - share) * float(y_c.mean())
-    human_half = t_quantile(len(y_o) - 1, found.confidence) * math.sqrt(share**2 * float(y_o.var(ddof=1)) / len(y_o) + certain_var)
+    human_df = max(effective_n(y_o) - 1, 1)
+    human_half = t_quantile(human_df, found.confidence) * math.sqrt(share**2 * float(y_o.var(ddof=1)) / len(y_o) + certain_var)
     estimate = float(np.clip(centre, *bounds))
     return MeanEstimate(
         estimate=estimate,
@@ -237,7 +244,7 @@ def planned_mean(
         labelled=found.labelled + n_c,
         human_mean=float(np.clip(human_centre, *bounds)),
         human_ci95=clip_interval(human_centre - human_half, human_centre + human_half, bounds),
-        labelled_variance=var * found.labelled,
+        labelled_variance=var * (found.labelled + n_c),  # so that .variance (labelled_variance / labelled) is var
         shared_variance=0.0,
         df=found.df,
         bounds=bounds,
@@ -252,6 +259,7 @@ def ipw_mean(
     *,
     bounds: tuple[float, float] = (0.0, 1.0),
     weight: float | None = None,
+    confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
     """:func:`design_mean` over queries: ``judge`` ``{query id: judge's value}`` of every query, ``human`` the
     people's values of the labelled ones, ``probabilities`` ``{query id: probability it was labelled with}``
@@ -262,7 +270,7 @@ def ipw_mean(
     if missing:
         raise ValueError(f"no sampling probability for labelled queries {', '.join(missing[:3])}")
     units = [DesignUnit(float(v), float(human[q]) if q in human else None, float(probabilities.get(q, 0.0))) for q, v in judge.items()]
-    return design_mean(units, bounds=bounds, weight=weight)
+    return design_mean(units, bounds=bounds, weight=weight, confidence=confidence)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ intervals rather than their joint confidence ellipsoid (more conservative, simpl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 
@@ -36,6 +36,16 @@ from judge_runner.measures.failed import CANNOT_TELL, Failed, Failures
 from judge_runner.measures.ppi import CONFIDENCE, MeanEstimate, ppi_mean, variance_at
 
 DIFFERENCE_BOUNDS = (-1.0, 1.0)
+Estimator = Callable[[Mapping[str, float], Mapping[str, float], tuple[float, float], float], MeanEstimate | None]
+"""A corrected mean from ``(judge {query: value}, people {query: value}, bounds, confidence)``: PPI++ for a uniform
+sample (:func:`uniform_estimator`), or a sampling design's estimator (:func:`judge_runner.measures.ipw.planned_mean`)."""
+
+
+def uniform_estimator(
+    judge: Mapping[str, float], human: Mapping[str, float], bounds: tuple[float, float], confidence: float
+) -> MeanEstimate | None:
+    """:func:`judge_runner.measures.ppi.ppi_mean`: the labelled queries a uniform sample of the scored ones."""
+    return ppi_mean(judge, human, bounds=bounds, confidence=confidence)
 
 
 @dataclass(frozen=True)
@@ -123,32 +133,36 @@ def corrected_difference(
     column: str = "nDCG@10",
     confidence: float = CONFIDENCE,
     failed: tuple[Failed, Failed] | None = None,
+    estimate: Estimator = uniform_estimator,
+    known: Mapping[str, float] | None = None,
 ) -> CorrectedDifference | None:
     """The corrected difference ``system`` (B) - ``against`` (A) on ``column`` (module docstring). ``judge_*``:
     ``{query id: judge's value}`` of every scored query of each; ``human_*``: ``{query id: people's value}`` of
     the labelled ones. Paired over the queries both scored (judge) and both have labelled (people). None with
     fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both. ``failed``: the failed
     queries of A and B, under the rule of :mod:`judge_runner.measures.failed` (a failed query at 0 or at the
-    other's value for the judge and, where the other is labelled, for the people)."""
+    other's value for the judge and, where the other is labelled, for the people). ``estimate``: the estimator
+    of the paired differences (default PPI++ on a uniform sample); ``known``: people's differences known
+    without a label (0 where both ranked alike)."""
     if failed is None:
-        return _difference(judge_a, judge_b, human_a, human_b, system, against, column, confidence)
+        return _difference(judge_a, judge_b, human_a, human_b, system, against, column, confidence, estimate, known)
     rule = Failures.of(judge_a, judge_b, failed[0], failed[1], paired=True, column=column)
 
     def figure(how: str) -> CorrectedDifference | None:
         (ja, jb), (ha, hb) = rule.fill(judge_a, judge_b, how), rule.fill(human_a, human_b, how)
-        return _difference(ja, jb, ha, hb, system, against, column, confidence)
+        return _difference(ja, jb, ha, hb, system, against, column, confidence, estimate, known)
 
     def second(diff: CorrectedDifference) -> dict:
         return {"estimate": round(diff.found.estimate, 6), "ci95": [round(x, 6) for x in diff.found.ci95], "outcome": diff.outcome}
 
-    decided = rule.decide(figure, lambda d: d.outcome, second)
-    if decided is None:
+    outcome = rule.decide(figure, lambda d: d.outcome, second)
+    if outcome is None:
         return None
-    shown = decided.shown
-    if decided.holds:
-        return replace(shown, failed=decided.failed)
-    text = decided.failed["text"] if decided.failed else CANNOT_TELL
-    return replace(shown, outcome=CANNOT_TELL, verdict=text, decision=None, failed=decided.failed)
+    shown = outcome.shown
+    if outcome.holds:
+        return replace(shown, failed=outcome.failed)
+    text = outcome.failed["text"] if outcome.failed else CANNOT_TELL
+    return replace(shown, outcome=CANNOT_TELL, verdict=text, decision=None, failed=outcome.failed)
 
 
 def _difference(
@@ -160,13 +174,21 @@ def _difference(
     against: str,
     column: str,
     confidence: float,
+    estimate: Estimator,
+    known: Mapping[str, float] | None,
 ) -> CorrectedDifference | None:
     common = [q for q in judge_b if q in judge_a]
     judge = {q: judge_b[q] - judge_a[q] for q in common}
     human = {q: human_b[q] - human_a[q] for q in common if q in human_a and q in human_b}
-    found = ppi_mean(judge, human, bounds=DIFFERENCE_BOUNDS, confidence=confidence)
+    human.update({q: v for q, v in (known or {}).items() if q in judge and q not in human})
+    found = estimate(judge, human, DIFFERENCE_BOUNDS, confidence)
     if found is None:
         return None
+    return decided(found, system, against, column)
+
+
+def decided(found: MeanEstimate, system: str, against: str, column: str) -> CorrectedDifference:
+    """The :class:`CorrectedDifference` of ``found`` (``system`` - ``against``), its verdict from its interval."""
     low, high = found.ci95
     if low > 0:
         return CorrectedDifference(system, against, column, found, "better", f"{system} better", None)
@@ -213,6 +235,9 @@ class Ranking:
     pairs: list[CorrectedDifference]
     confidence: float
     pair_confidence: float
+    holm: bool = False
+    """The verdicts by Holm's step-down procedure (each pair's interval then at 95%, ``pair_confidence`` the first
+    step's level)."""
 
     @property
     def could_be_first(self) -> list[str]:
@@ -225,7 +250,11 @@ class Ranking:
             "column": self.column,
             "confidence": self.confidence,
             "pairConfidence": round(self.pair_confidence, 6),
-            "method": "rank sets from Bonferroni-simultaneous corrected pairwise differences (after Chatzi et al. 2024, arXiv 2402.17826)",
+            "method": (
+                "rank sets from corrected pairwise differences decided by Holm's step-down procedure (Holm 1979; after Chatzi et al. 2024, arXiv 2402.17826)"
+                if self.holm
+                else "rank sets from Bonferroni-simultaneous corrected pairwise differences (after Chatzi et al. 2024, arXiv 2402.17826)"
+            ),
             "systems": [s.as_dict() for s in self.systems],
             "couldBeFirst": self.could_be_first,
             "pairs": [p.as_dict() for p in self.pairs],
@@ -240,17 +269,23 @@ def corrected_ranking(
     column: str = "nDCG@10",
     confidence: float = CONFIDENCE,
     failed: Mapping[str, Failed] | None = None,
+    estimate: Estimator = uniform_estimator,
+    known: Mapping[tuple[str, str], Mapping[str, float]] | None = None,
+    holm: bool = False,
 ) -> Ranking | None:
     """The ranking of the systems of ``judge`` (``{system: {query id: judge's value}}``; ``human`` likewise for
     the labelled queries) by corrected mean, with rank sets (module docstring). ``order``: the systems'
     order for ties and output (default: as given). ``failed``: each system's failed queries (a pair one of
-    whose systems failed queries that could change it is "cannot tell", and does not order them). None with
+    whose systems failed queries that could change it is "cannot tell", and does not order them).
+    ``estimate``: the estimator (default PPI++ on a uniform sample); ``known``: per pair ``(a, b)`` the people's
+    differences known without a label. ``holm``: the pairs' verdicts by Holm's step-down procedure at
+    ``confidence`` together (:func:`holm_verdicts`) instead of each pair at the Bonferroni level. None with
     fewer than two systems, or when no system has :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled
     queries."""
     names = list(order or judge)
     if len(names) < 2:
         return None
-    means = {s: ppi_mean(judge[s], human.get(s, {})) for s in names}
+    means = {s: estimate(judge[s], human.get(s, {}), (0.0, 1.0), CONFIDENCE) for s in names}
     if all(m is None for m in means.values()):
         return None
     m = len(names) * (len(names) - 1) // 2
@@ -261,11 +296,25 @@ def corrected_ranking(
     for a, b in combinations(names, 2):
         sides = (failed.get(a, Failed(a)), failed.get(b, Failed(b))) if failed else None
         diff = corrected_difference(
-            judge[a], judge[b], human.get(a, {}), human.get(b, {}), system=b, against=a, column=column, confidence=level, failed=sides
+            judge[a],
+            judge[b],
+            human.get(a, {}),
+            human.get(b, {}),
+            system=b,
+            against=a,
+            column=column,
+            confidence=CONFIDENCE if holm else level,
+            failed=sides,
+            estimate=estimate,
+            known=(known or {}).get((a, b)),
         )
         if diff is None:
             continue
         pairs.append(diff)
+    if holm:
+        pairs = holm_verdicts(pairs, 1 - confidence)
+    for diff in pairs:
+        a, b = diff.against, diff.system
         if diff.outcome == "better":
             above[a] += 1
             below[b] += 1
@@ -280,4 +329,53 @@ def corrected_ranking(
 
     ranked = sorted(names, key=key)
     systems = [RankedSystem(s, means[s], (1 + above[s], k - below[s])) for s in ranked]
-    return Ranking(column, systems, pairs, confidence, level)
+    return Ranking(column, systems, pairs, confidence, level, holm)
+
+
+def p_value(found: MeanEstimate) -> float:
+    """The two-sided p-value of "the mean is 0" from a corrected estimate's t statistic (``df`` degrees of
+    freedom, scipy.stats.t); 1.0 without spread, unless its interval (e.g. the rule of three's) excludes 0."""
+    from scipy import stats
+
+    sd = math.sqrt(max(found.variance, 0.0))
+    if sd <= 0:
+        low, high = found.ci95
+        return 0.0 if low > 0 or high < 0 else 1.0
+    return float(2 * stats.t.sf(abs(found.estimate) / sd, found.df))
+
+
+def holm_verdicts(pairs: Sequence[CorrectedDifference], alpha: float = 1 - CONFIDENCE) -> list[CorrectedDifference]:
+    """The pairs with their verdicts by Holm's step-down procedure (Holm 1979, "A simple sequentially rejective
+    multiple test procedure", Scand. J. Statist. 6:65): sorted by p-value (:func:`p_value`), the ``i``-th smallest
+    (from 0) is decided when it and every smaller one are at most ``alpha / (m - i)``; a decided pair is "better" or
+    "worse" by its estimate's sign, every other one "cannot tell". All the verdicts hold together with probability
+    at least ``1 - alpha``, as with Bonferroni, and never fewer are decided. A pair its systems' failed queries
+    leave undecided (:mod:`judge_runner.measures.failed`) stays so. In the order given."""
+    m = len(pairs)
+    order = sorted(range(m), key=lambda i: p_value(pairs[i].found))
+    decided_ = set()
+    for step, i in enumerate(order):
+        if p_value(pairs[i].found) > alpha / (m - step):
+            break
+        decided_.add(i)
+    out = []
+    for i, diff in enumerate(pairs):
+        f = diff.found
+        if (diff.failed or {}).get("holds") is False:
+            out.append(diff)
+        elif i in decided_ and f.estimate != 0:
+            better = f.estimate > 0
+            out.append(
+                replace(
+                    diff,
+                    outcome="better" if better else "worse",
+                    verdict=f"{diff.system if better else diff.against} better",
+                    decision=None,
+                )
+            )
+        elif diff.outcome in ("better", "worse"):
+            decision = more_to_decide(f)
+            out.append(replace(diff, outcome="cannot tell", verdict=f"cannot tell yet: {decision.text}", decision=decision))
+        else:
+            out.append(diff)
+    return out

@@ -30,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from judge_runner.measures.failed import failed_by_system
+from judge_runner.measures.failed import Failed, failed_by_system
 from judge_runner.measures.ir import NDCG10_NAME, canonical_metric_name
-from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
-from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking
+from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED
+from judge_runner.measures.ppi_compare import Estimator, corrected_difference, corrected_ranking, uniform_estimator
 from judge_runner.runs.corrected_blocks import BLOCK_VERSION, BiasCorrected
+from judge_runner.runs.designed import LabelDesign, Weighted, alike_zeros, choose_design
 
 METHOD = (
     "prediction-powered inference, power-tuned (PPI++: Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453), "
@@ -106,10 +107,12 @@ def systems_of(evaluations: Iterable[Mapping[str, Any]]) -> list[str | None]:
     return list(dict.fromkeys(line.get("system") for line in evaluations)) or [None]
 
 
-def _means(judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+def _means(
+    judge: Mapping[str, Mapping[str, float]], human: Mapping[str, Mapping[str, float]], estimate: Estimator = uniform_estimator
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for column in CORRECTED:
-        found = ppi_mean(judge[column], human[column])
+        found = estimate(judge[column], human[column], (0.0, 1.0), CONFIDENCE)
         out[column] = found.as_dict() if found is not None else None
     return out
 
@@ -136,11 +139,34 @@ def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set
     )
 
 
+def _ranking(
+    lines: list[Mapping[str, Any]],
+    names: Sequence[str | None],
+    parts: Mapping[Any, Any],
+    estimate: Estimator,
+    drawn: bool,
+    failed: Mapping[str, Failed],
+) -> Any:
+    """The block's ``ranking`` of nDCG@10 (``drawn``: the labels' draw knows the differences of queries ranked alike;
+    ``failed``: each system's failed queries)."""
+    known = {(str(a), str(b)): alike_zeros(lines, a, b) for a in names for b in names if a != b} if drawn else None
+    ranking = corrected_ranking(
+        {str(n): parts[n][0][NDCG10_NAME] for n in names},
+        {str(n): parts[n][1][NDCG10_NAME] for n in names},
+        [str(n) for n in names],
+        failed=failed,
+        estimate=estimate,
+        known=known,
+    )
+    return ranking.as_dict() if ranking is not None else None
+
+
 def bias_corrected(
     evaluations: Iterable[Mapping[str, Any]],
     systems: Sequence[str] | None = None,
     skipped: str | None = None,
     errors: Iterable[Mapping[str, Any]] = (),
+    designs: Mapping[str, LabelDesign] | None = None,
 ) -> dict[str, Any] | None:
     """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
     by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
@@ -152,8 +178,13 @@ def bias_corrected(
     :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
     says why). ``skipped`` (:func:`drawn_note`): the labels are not a uniform sample, so no figure is computed
     and the block says why instead (``skipped``). ``errors``: the run's ``error`` lines, whose failed queries
-    each difference counts (:mod:`judge_runner.measures.failed`)."""
+    each difference counts (:mod:`judge_runner.measures.failed`). ``designs``: the human qrels sets drawn by
+    ``label --budget`` (:mod:`judge_runner.runs.designed`): labels of such a draw are weighted by their recorded
+    probabilities."""
     lines = list(evaluations)
+    design, why = choose_design(lines, designs or {})
+    skipped = skipped if designs is None else why
+    estimate: Estimator = Weighted(design) if design is not None else uniform_estimator
     names: list[str | None] = list(systems) if systems else systems_of(lines)
     try:
         parts = {
@@ -176,7 +207,7 @@ def bias_corrected(
     }
     if skipped:
         return BiasCorrected.model_validate({**block, "skipped": skipped}).model_dump(by_alias=True, mode="json")
-    block.update(_means(judge, human))
+    block.update(_means(judge, human, estimate))
     failed = failed_by_system(lines, errors, names) if len(names) > 1 else {}
     if len(names) > 1:
         block["systems"] = [
@@ -185,7 +216,7 @@ def bias_corrected(
                 "labelledQueries": part[2]["labelled"],
                 "partlyLabelledQueries": part[2]["partly"],
                 "scoredQueries": part[2]["scored"],
-                **_means(part[0], part[1]),
+                **_means(part[0], part[1], estimate),
             }
             for name, part in parts.items()
         ]
@@ -203,16 +234,14 @@ def bias_corrected(
                     against=str(reference),
                     column=column,
                     failed=(failed[str(reference)], failed[str(name)]),
+                    estimate=estimate,
+                    known=alike_zeros(lines, reference, name) if design is not None else None,
                 )
             )
             is not None
         ]
     if len(names) > 2:
-        ranking = corrected_ranking(
-            {str(n): parts[n][0][NDCG10_NAME] for n in names},
-            {str(n): parts[n][1][NDCG10_NAME] for n in names},
-            [str(n) for n in names],
-            failed=failed,
-        )
-        block["ranking"] = ranking.as_dict() if ranking is not None else None
+        block["ranking"] = _ranking(lines, names, parts, estimate, design is not None, failed)
+    if isinstance(estimate, Weighted):
+        block["design"] = estimate.block()
     return BiasCorrected.model_validate(block).model_dump(by_alias=True, mode="json")

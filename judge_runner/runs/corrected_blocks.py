@@ -115,6 +115,18 @@ class SystemCorrected(BaseModel):
     relevance: CorrectedMean | None = None
 
 
+class DrawnDesign(BaseModel):
+    """The draw whose probabilities weight the people's labels (``label --budget``: :mod:`judge_runner.runs.designed`)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    set: str = Field(description="The human qrels set drawn.")
+    design: str = Field(description="uniform (a fixed number of the open queries) or weighted (each with its own probability).")
+    census: bool = Field(description="Every query labelled with probability 1: each figure is the people's exact one on this query set.")
+    text: str
+    notes: list[str] = Field(default_factory=list, description="Why a figure is null (e.g. queries the draw knew without a label).")
+
+
 class BiasCorrected(BaseModel):
     """The summary's ``biasCorrected``: means corrected with the people's labels (version 2)."""
 
@@ -138,6 +150,9 @@ class BiasCorrected(BaseModel):
         default_factory=list, description="Compare runs: each later system - the reference, on nDCG@10 and relevance."
     )
     ranking: CorrectedRanking | None = Field(default=None, description="Three or more systems: the corrected ranking of nDCG@10.")
+    design: DrawnDesign | None = Field(
+        default=None, description="Labels drawn by `label --budget`: the figures weight each by the probability it was drawn with."
+    )
     skipped: str | None = Field(
         default=None,
         description="Why no figure is computed: the people's labels were drawn by `label --budget` with unequal "

@@ -11,12 +11,15 @@ import signal
 import statistics
 
 import pytest
+from scipy import stats
 
 from judge_runner.analysis.corrected_report import block_lines
+from judge_runner.core.failures import UsageError
 from judge_runner.embed.registry import instance
-from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, units_of
+from judge_runner.human.budget import ask, pair_coefficients, past_residuals, plan_draw, pool_of, query_values, units_of
 from judge_runner.human.estimate import estimate_budget
-from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace
+from judge_runner.human.options import Sampling
+from judge_runner.human.pace import DEFAULT_SECONDS_PER_LABEL, measured_pace, prepare_budget
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.qrels import drawn_label_sets, import_human_qrels
@@ -219,7 +222,7 @@ def test_evaluate_skips_its_uniform_correction_when_the_labels_were_drawn_with_u
 
 def test_a_uniform_whole_query_mean_is_marked_uniform_for_the_summary(tmp_path):
     run_file = write_compare_run(tmp_path / "runs", QUERIES, systems=("hybrid",))
-    job = Job(tmp_path, run_file, sampling={"budget": 20})
+    job = Job(tmp_path, run_file, sampling={"budget": 40})
     job.stop()
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
         assert cache.label_designs() == {} or cache.label_designs()["team"]["uniform"] is True
@@ -256,14 +259,28 @@ def test_labels_flagged_fast_are_no_pace_so_the_pace_is_never_below_the_fast_flo
     assert measured_pace(tmp_path, "ada")[0] == 4.0
 
 
-def test_a_budget_that_draws_too_few_queries_for_an_estimate_says_so_before_labelling(tmp_path, compare_run):
-    job = Job(tmp_path, compare_run, sampling={"budget": 20, "kind": "queries", "question": "difference"})
+@pytest.mark.parametrize(("question", "smallest"), [("difference", 48), ("mean", 38)])
+def test_a_budget_too_small_for_an_estimate_is_refused_before_a_session_opens_naming_the_smallest_that_works(
+    tmp_path, compare_run, question, smallest
+):
+    # a new user's trial: --budget 30 drew 3 queries against the 10 an estimate needs, warned, then opened the session,
+    # took the name, and on stop said "run the same command to go on", which could never reach 10
+    folder = tmp_path / "labels"
+    args = ["label", str(compare_run), "--name", "ab", "--folder", str(folder), "--cache", str(tmp_path / "c.sqlite"), "--for", question]
+    result = invoke([*args, "--budget", "20"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert "a corrected estimate needs at least 10 drawn queries labelled" in said and f"--budget {smallest} " in said, said
+    assert "nothing was started" in said
+    assert not folder.exists() or not list(folder.iterdir())  # no lock, no journal, no qrels: the name is not taken
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        assert cache.human_qrels() == [] and cache.label_designs() == {}
+    runs = [read_run_file(compare_run)]
+    with pytest.raises(UsageError, match=f"the smallest budget that works here is --budget {smallest} "):
+        prepare_budget(runs, Sampling(budget=smallest - 1, question=question), "ada", folder)
+    job = Job(tmp_path, compare_run, name="ab", sampling={"budget": smallest, "question": question}, folder=folder)
     job.stop()
-    [warning] = [line for line in job.lines.err if line.startswith("warning: this budget draws")]
-    assert "a corrected estimate needs at least 10 drawn queries labelled" in warning and "larger --budget" in warning
-    enough = Job(tmp_path / "enough", compare_run, sampling={"budget": 60, "kind": "queries", "question": "difference"})
-    enough.stop()
-    assert not [line for line in enough.lines.err if line.startswith("warning: this budget draws")], enough.lines.err
+    assert job.error is None and (folder / "ab.journal.jsonl").is_file()
 
 
 def test_budget_minutes_buy_labels_at_the_measured_pace(tmp_path, compare_run):
@@ -461,6 +478,7 @@ def test_a_budget_below_one_whole_query_says_so_and_offers_pairs(tmp_path, compa
     result = invoke(args)
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "a budget of 2 labels buys no whole query here" in said and "--sample pairs" in said, said
+    assert "the smallest budget that works here is --budget" in said
     assert "nothing to label" not in said and not (tmp_path / "labels" / "tb.journal.jsonl").exists()
 
 
@@ -469,3 +487,107 @@ def test_a_huge_number_of_minutes_buys_every_label_instead_of_an_internal_error(
     job = Job(tmp_path, compare_run, sampling={"minutes": 1e308, "question": "difference"})
     job.stop()
     assert job.error is None and any("the budget covers every one of the" in line for line in job.lines.out), job.lines.out
+
+
+def _qrels(path, pairs):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{q} 0 {d} {truth_grades(QUERIES)[(q, d)]}\n" for q, d in pairs), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("unit", ["pairs", "queries"])
+def test_grades_people_gave_in_another_set_or_the_labels_folder_are_never_bought_again(tmp_path, compare_run, unit):
+    # a new user's trial: `label --budget 40 --sample pairs` drew 11 pairs already labelled in another set (in the
+    # cache), and another try drew 60 of 60 already-labelled pairs: ten minutes of a person's time, all repeated
+    truths = truth_grades(QUERIES)
+    in_cache = [pair for pair in truths if int(pair[0][1:]) in range(5, 15)]
+    in_folder = [pair for pair in truths if int(pair[0][1:]) in range(15, 20)]
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, _qrels(tmp_path / "other.qrels", in_cache), "other")
+    _qrels(tmp_path / "labels" / "old.qrels", in_folder)
+    job = Job(tmp_path, compare_run, sampling={"budget": 60, "kind": unit, "question": "difference"})
+    plan = json.loads((tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()[0])
+    known = set(in_cache) | set(in_folder)
+    drawn = {(i["qid"], i["source"]) for i in plan["items"]}
+    assert drawn and not drawn & known
+    record = plan["budget"]
+    returned = {(f"q{q}", f"docs/q{q}-d{d}.md") for q in range(QUERIES) for s in ("hybrid", "fts") for d in ranking(q, s)}
+    reused = len(known & returned)
+    assert record["reused"] == reused and {(q, d) for q, d, _ in record["known"]} == known & returned
+    [line] = [out for out in job.lines.out if out.startswith("about ")]
+    assert f"{reused} labels people gave before (other sets, the labels folder) reused: free" in line, line
+    if unit == "queries":  # a query every document of which people graded is known: probability 1, never drawn
+        assert all(record["probabilities"][f"q{q}"] == 1 for q in range(5, 20))
+    for _ in plan["items"]:
+        item = state(job.url, "tab-one1")["item"]
+        act(job.url, "label", "tab-one1", item=item["id"], grade=truths[(item["qid"], item["source"])])
+    job.stop()
+    assert "known without a draw" in job.lines.out[-1], job.lines.out[-1]  # the estimate counts them as known
+
+
+def test_a_budget_with_every_label_known_elsewhere_buys_nothing_and_says_so(tmp_path, compare_run):
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, _qrels(tmp_path / "all.qrels", list(truth_grades(QUERIES))), "all")
+    args = [
+        "label",
+        str(compare_run),
+        "--name",
+        "again",
+        "--folder",
+        str(tmp_path / "labels"),
+        "--cache",
+        str(tmp_path / "judgments.sqlite"),
+    ]
+    result = invoke([*args, "--budget", "60", "--sample", "pairs", "--for", "difference"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "every unit is labelled already" in said, said
+    assert not (tmp_path / "labels" / "again.journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("unit", ["queries", "pairs"])
+def test_a_census_is_the_peoples_exact_figure_on_the_query_set_with_no_interval_inflation(compare_run, unit):
+    run = read_run_file(compare_run)
+    question = ask(run, "difference", [], unit)
+    draw = plan_draw(run, question, 10_000, 3, 10.0)  # covers every label still open
+    assert draw.census and "covers every one of the" in draw.text
+    truths = truth_grades(QUERIES)
+    given = {(i.qid, i.source): truths[(i.qid, i.source)] for i in draw.items}
+    found = estimate_budget(run, draw.record(3, 10.0, "test"), given)
+    exact = true_value(QUERIES) if unit == "queries" else true_scaled_dcg(QUERIES)
+    assert found.census and found.exact == pytest.approx(exact, abs=1e-9)
+    # over queries like these: the people's own t interval of the per-query values, no design term, no judge
+    if unit == "queries":
+        values = list(query_values(pool_of(run, question), question, truths)[1].values())
+    else:
+        totals = dict.fromkeys(range(QUERIES), 0.0)
+        for (q, d), c in pair_coefficients(pool_of(run, question), question).items():
+            totals[int(q[1:])] += c * truths[(q, d)]
+        values = list(totals.values())
+    half = stats.t.ppf(0.975, QUERIES - 1) * statistics.stdev(values) / math.sqrt(QUERIES)
+    assert found.found is not None and found.found.weight == 0 and not found.found.judge_informative
+    assert found.found.ci95 == pytest.approx((exact - half, exact + half), abs=1e-9)
+    [line] = found.lines()
+    assert line.startswith(f"the people's exact figure of {question.text()}: {exact:+.3f} on this query set (a census"), line
+    assert "over queries like these [" in line and "no sampling error" in line
+
+
+def test_the_command_never_draws_a_pair_labelled_in_another_set_and_says_how_many_it_reused(tmp_path, compare_run):
+    truths = truth_grades(QUERIES)
+    labelled = [pair for pair in truths if int(pair[0][1:]) % 2]  # half the queries, every document, in set 'other'
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, _qrels(tmp_path / "other.qrels", labelled), "other")
+    proc = spawn_label(tmp_path, str(compare_run), "--budget", "40", "--sample", "pairs", "--for", "difference")
+    try:
+        before: list[str] = []
+        while not (line := proc.stdout.readline()).startswith("  http://127.0.0.1:"):
+            assert line or proc.poll() is None, proc.stderr.read()
+            before.append(line)
+        out, err = stop_process(proc, signal.SIGINT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    [buys] = [b for b in before if b.startswith("about 40 labels")]
+    assert "people gave before (other sets, the labels folder) reused: free" in buys, buys
+    plan = json.loads((tmp_path / "labels" / "team.journal.jsonl").read_text().splitlines()[0])
+    assert plan["items"] and not {(i["qid"], i["source"]) for i in plan["items"]} & set(labelled)  # about 40: a weighted draw

@@ -175,3 +175,16 @@ def test_trend_and_report_say_how_many_queries_were_labelled_and_the_correction(
     assert "## Bias-corrected estimate" in md and "12 of the 14 scored queries have every result labelled by a person" in md
     assert f"| nDCG@10 | {f['judgeMean']:.3f} | {f['correction']:+.3f} | {f['estimate']:.3f} [" in md
     assert "Bias-corrected estimate" in report.html.read_text(encoding="utf-8")
+
+
+def test_the_t_quantile_rests_on_the_values_off_a_value_most_labelled_queries_share():
+    from judge_runner.measures.ppi import effective_n, tuned_mean
+
+    assert effective_n([0.1 * i for i in range(12)]) == 12
+    assert effective_n([0.0] * 10 + [0.2, -0.1]) == 2  # two systems ranking most queries alike: the spread rests on 2
+    assert effective_n([1.0] * 8 + [0.5, 0.2, 0.3, 0.6]) == 12  # two thirds at one value: not bunched
+    # a difference 0 on most labelled queries: the interval widens with the few values off 0 (df 1, not 10)
+    rng = np.random.default_rng(3)
+    judge = rng.normal(0, 0.05, 200)
+    found = tuned_mean(judge, judge[:12], [0.0] * 10 + [0.2, -0.1], bounds=(-1, 1))
+    assert found.df == 1 and found.half_width == pytest.approx(t_quantile(1) * np.sqrt(found.variance))

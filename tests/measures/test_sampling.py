@@ -229,3 +229,30 @@ def test_pairs_all_labelled_alike_get_the_rule_of_three_interval_not_a_point(gra
         found.estimate - low, 3 / n * (found.estimate - bounds[0]), abs_tol=1e-9
     ), found
     assert not found.judge_informative and found.weight == 0
+
+
+def test_a_uniform_draw_beside_a_certain_stratum_keeps_its_variance_and_its_rule_of_three():
+    from judge_runner.measures.ipw import planned_mean
+
+    judge = {f"q{i}": 0.01 * (i % 7) for i in range(60)}
+    certain = {f"q{i}": 0.05 * (i % 3) for i in range(20)}  # labelled before: probability 1
+    drawn = {f"q{i}": 0.1 * (i % 4) - 0.1 for i in range(20, 32)}
+    probabilities = {q: (1.0 if q in certain else 12 / 40) for q in judge}
+    found = planned_mean("uniform", judge, {**certain, **drawn}, probabilities, bounds=(-1, 1))
+    # the figure's variance is the one its interval uses (it was divided by the labelled count of both strata)
+    assert found.half_width == pytest.approx((found.ci95[1] - found.ci95[0]) / 2)
+    # every drawn value alike: the sampled stratum's rule-of-three interval is not narrowed away by the certain one
+    alike = planned_mean("uniform", judge, {**certain, **dict.fromkeys(drawn, 0.0)}, probabilities, bounds=(-1, 1))
+    share = 40 / 60
+    assert alike.ci95[1] - alike.ci95[0] >= share * (2 * 3 / 12) - 1e-9
+
+
+def test_a_weighted_draw_of_fewer_than_fifteen_units_is_drawn_as_a_fixed_number_instead():
+    from judge_runner.measures.sampling import WEIGHTED_MIN_UNITS, Unit, plan_budget
+
+    units = [Unit(f"q{i}", 5.0, 0.6 if i % 4 == 0 else 0.05) for i in range(120)]
+    past = [(u.id, u.spread * (1 if i % 2 else -1), 0.5) for i, u in enumerate(units[:40])]  # residuals follow the spreads
+    large = plan_budget(units, 200, past, units)  # about 40 units
+    assert large.design == "weighted" and large.rho > 0
+    small = plan_budget(units, 60, past, units)  # about 12 units: the Poisson size would vary too much
+    assert WEIGHTED_MIN_UNITS == 15 and small.design == "uniform" and small.size == 12 and small.rho == 0

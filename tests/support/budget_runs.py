@@ -26,8 +26,13 @@ def truth(q: int, d: int) -> int:
 
 
 def ranking(q: int, system: str) -> list[int]:
-    """Documents 0-5 of query q, four of them, best first; every fifth query both systems rank alike."""
+    """Documents 0-5 of query q, four of them, best first; every fifth query hybrid and fts rank alike; a third
+    system (``vector``) ranks others, the fourth (``bm25``) returns hybrid's first two only."""
     base = [(q + i) % 6 for i in range(6)]
+    if system == "vector":
+        return [base[3], base[2], base[5], base[0]] if q % 3 else [base[2], base[0], base[1], base[4]]
+    if system == "bm25":
+        return base[:2]
     if system == "hybrid" or q % 5 == 0:
         return base[:4]
     return [base[1], base[0], base[4], base[2]] if q % 2 else [base[5], base[1], base[0], base[3]]

@@ -22,19 +22,23 @@ from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.printer import Printer
 from judge_runner.human.journal import LabelSession
+from judge_runner.human.known import known_grades
 from judge_runner.human.lock import SetLock, cache_set_lock, holder_record, takeover_note
 from judge_runner.human.options import Sampling, check_new, check_resume
-from judge_runner.human.pace import budget_session, design_marker, estimate_lines
+from judge_runner.human.pace import Prepared, budget_session, design_marker, estimate_lines, prepare_budget
 from judge_runner.human.plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.runs.read import RunFile, read_judged_runs
 
 
-def new_session(session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer) -> None:
+def new_session(
+    session: LabelSession, runs: Sequence[RunFile], sampling: Sampling, labeller: str, printer: Printer, prepared: Prepared | None = None
+) -> None:
     """Draw the items (:mod:`judge_runner.human.plan`) and start ``session`` with them, saying how many
-    queries the width asks for; with a budget, :func:`judge_runner.human.pace.budget_session`."""
+    queries the width asks for; with a budget, :func:`judge_runner.human.pace.budget_session` (``prepared``: its
+    draw, made before the set was taken)."""
     check_new(sampling)
     if sampling.budgeted:
-        budget_session(session, runs, sampling, labeller, printer)
+        budget_session(session, prepared or prepare_budget(runs, sampling, labeller, session.folder), labeller, printer)
         return
     try:
         recommended, sd, scored = recommended_queries(runs, sampling.width)
@@ -93,7 +97,19 @@ def _take_set(stack: ExitStack, name: str, folder: Path, cache: Path | None, lab
     return locks
 
 
-def _open_session(session: LabelSession, results: Sequence[Path], sampling: Sampling, labeller: str, printer: Printer) -> None:
+def _prepare(folder: Path, name: str, results: Sequence[Path], sampling: Sampling, labeller: str, cache: Path | None) -> Prepared | None:
+    """A new budget session's draw, made before the set is taken, so that a budget too small for an estimate is
+    refused with no lock, journal or name taken (:func:`judge_runner.human.pace.prepare_budget`; every grade people
+    gave before, in the cache or the labels folder, known and free); None otherwise."""
+    if not sampling.budgeted or not results or LabelSession(folder, name).exists():
+        return None
+    check_new(sampling)
+    return prepare_budget(read_judged_runs(results), sampling, labeller, folder, known_grades(folder, cache).grades)
+
+
+def _open_session(
+    session: LabelSession, results: Sequence[Path], sampling: Sampling, labeller: str, printer: Printer, prepared: Prepared | None
+) -> None:
     if session.exists():
         session.open()
         check_resume(session.plan, sampling, str(session.journal), session.name)
@@ -104,7 +120,8 @@ def _open_session(session: LabelSession, results: Sequence[Path], sampling: Samp
     else:
         if not results:
             raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")
-        new_session(session, read_judged_runs(results), sampling, labeller, printer)
+        runs = prepared.runs if prepared is not None else read_judged_runs(results)
+        new_session(session, runs, sampling, labeller, printer, prepared)
 
 
 def _serve(server: LabelServer, printer: Printer, ready: Any) -> None:
@@ -174,6 +191,7 @@ def label_job(
     session without runs, a cache that is no judgment cache, or a port in use."""
     LabelSession(folder, name)  # the name is checked before anything is locked or made
     cache_path = settings.cache_path
+    prepared = _prepare(folder, name, results, sampling, labeller, cache_path)
     with ExitStack() as stack:
         locks = _take_set(stack, name, folder, cache_path, labeller, printer)
         sync = None
@@ -182,7 +200,7 @@ def label_job(
             sync.open()
             stack.callback(sync.close, 0.0)  # stops its thread on any way out; the report below closes it first
         session = LabelSession(folder, name, sync)
-        _open_session(session, results, sampling, labeller, printer)
+        _open_session(session, results, sampling, labeller, printer, prepared)
         if sync is not None:
             sync.design = design_marker(session)
         try:

@@ -285,8 +285,12 @@ def rejudge_settings(settings: Settings, source: RejudgeSource) -> Settings:
 
 def same_judge(judge: Judge, settings: Settings, source: RejudgeSource) -> bool:
     """Whether ``judge`` under ``settings`` is the judge that judged the run (its fingerprint, with the
-    model ids that run's API returned)."""
-    fingerprint = build_fingerprint(judge.name, judge.model, settings.judge_mode, settings.trials, settings.seed, judge.heuristic)
+    model ids that run's API returned, and the embedder that chose its passages: the text shown is the run's)."""
+    recorded = source.run.provenance.judgeFingerprint if source.run.provenance is not None else None
+    embedder = str((recorded or {}).get("passageEmbedder") or "")
+    fingerprint = build_fingerprint(
+        judge.name, judge.model, settings.judge_mode, settings.trials, settings.seed, judge.heuristic, passage_embedder=embedder
+    )
     returned = source.run.summary.judgeReturnedModels if source.run.summary is not None else []
     return comparability_key(fingerprint.as_dict(), returned) == source.view.judge
 

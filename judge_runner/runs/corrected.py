@@ -139,6 +139,39 @@ def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set
     )
 
 
+def _differences(
+    lines: list[Mapping[str, Any]],
+    names: Sequence[str | None],
+    parts: Mapping[Any, Any],
+    estimate: Estimator,
+    drawn: bool,
+    failed: Mapping[str, Failed],
+) -> list[dict[str, Any]]:
+    """The block's ``differences``: each later system - the reference, on each corrected column."""
+    reference = names[0]
+    judge, human, _ = parts[reference]
+    return [
+        diff.as_dict()
+        for name in names[1:]
+        for column in CORRECTED
+        if (
+            diff := corrected_difference(
+                judge[column],
+                parts[name][0][column],
+                human[column],
+                parts[name][1][column],
+                system=str(name),
+                against=str(reference),
+                column=column,
+                failed=(failed[str(reference)], failed[str(name)]),
+                estimate=estimate,
+                known=alike_zeros(lines, reference, name) if drawn else None,
+            )
+        )
+        is not None
+    ]
+
+
 def _ranking(
     lines: list[Mapping[str, Any]],
     names: Sequence[str | None],
@@ -220,26 +253,7 @@ def bias_corrected(
             }
             for name, part in parts.items()
         ]
-        block["differences"] = [
-            diff.as_dict()
-            for name in names[1:]
-            for column in CORRECTED
-            if (
-                diff := corrected_difference(
-                    judge[column],
-                    parts[name][0][column],
-                    human[column],
-                    parts[name][1][column],
-                    system=str(name),
-                    against=str(reference),
-                    column=column,
-                    failed=(failed[str(reference)], failed[str(name)]),
-                    estimate=estimate,
-                    known=alike_zeros(lines, reference, name) if design is not None else None,
-                )
-            )
-            is not None
-        ]
+        block["differences"] = _differences(lines, names, parts, estimate, design is not None, failed)
     if len(names) > 2:
         block["ranking"] = _ranking(lines, names, parts, estimate, design is not None, failed)
     if isinstance(estimate, Weighted):

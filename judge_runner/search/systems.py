@@ -199,7 +199,9 @@ def open_systems(
         systems.append(System(unique_name(f"url:{backend.name}", taken), backend, settings.search_mode, backend.describe()))
     store = spec.corpus or corpus
     for name, function in spec.functions:
-        systems.append(function_system(function, name, store, spec.fields, settings.search.snippet_chars, settings.search_mode, taken))
+        systems.append(
+            function_system(function, name, store, spec.fields, settings.search.snippet_chars, settings.search_mode, taken, embedder)
+        )
     for run in spec.runs:
         if store is None:
             raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
@@ -277,12 +279,20 @@ def config_file_system(path: Path, settings: Any, shared: dict[str, Any], open_b
 
 
 def function_system(
-    function: SearchFunction, name: str | None, store: Path | None, fields: str | None, snippet_chars: int, mode: str, taken: set[str]
+    function: SearchFunction,
+    name: str | None,
+    store: Path | None,
+    fields: str | None,
+    snippet_chars: int,
+    mode: str,
+    taken: set[str],
+    embedder: Any = None,
 ) -> System:
     """A Python function's system (:class:`~judge_runner.search.python_search.CallableSearch`), named
-    ``name`` or ``python:<function name>``. Raises SystemsError (not a callable, bad fields or corpus)."""
+    ``name`` or ``python:<function name>``, its document store choosing passages under ``embedder``. Raises
+    SystemsError (not a callable, bad fields or corpus)."""
     try:
-        documents = open_documents(store) if store is not None else None
+        documents = open_documents(store, embedder) if store is not None else None
         backend = CallableSearch(function, mapping=FieldMapping.parse(fields), documents=documents, snippet_chars=snippet_chars, name=name)
     except (ValueError, DocumentStoreError) as exc:
         raise SystemsError(str(exc)) from None

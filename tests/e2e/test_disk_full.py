@@ -142,7 +142,7 @@ class FullDisk:
 
 
 def test_a_full_disk_under_the_run_file_stops_the_run_with_exit_3_and_no_half_line(monkeypatch, query_set, db_copy, tmp_path):
-    disk = FullDisk(room=40_000)  # run_start and a few evaluation lines
+    disk = FullDisk(room=120_000)  # run_start and a few evaluation lines
     monkeypatch.setattr(run_write, "os", disk)
     with FakeLLMServer() as server:
         result = evaluate(server, query_set, db_copy, tmp_path / "runs", "--no-cache")

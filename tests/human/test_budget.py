@@ -557,7 +557,8 @@ def test_a_census_is_the_peoples_exact_figure_on_the_query_set_with_no_interval_
     assert found.census and found.exact == pytest.approx(exact, abs=1e-9)
     # over queries like these: the people's own t interval of the per-query values, no design term, no judge
     if unit == "queries":
-        values = list(query_values(pool_of(run, question), question, truths)[1].values())
+        pool = pool_of(run, question)  # the run's own people's grades count as given too
+        values = list(query_values(pool, question, {**pool.human, **given})[1].values())
     else:
         totals = dict.fromkeys(range(QUERIES), 0.0)
         for (q, d), c in pair_coefficients(pool_of(run, question), question).items():

@@ -118,12 +118,12 @@ def _engine_function() -> Callable[[str, int], list[dict]]:
 
 @contextmanager
 def _function(request, folder: Path) -> Iterator[CallableSearch]:
-    yield CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES))
+    yield CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES, HashEmbedder()))
 
 
 @contextmanager
 def _replay(request, folder: Path) -> Iterator[ReplaySearch]:
-    recorder = CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES))
+    recorder = CallableSearch(_engine_function(), documents=FolderDocuments(FIXTURES, HashEmbedder()))
     yield ReplaySearch({q: recorder.search(q, limit=50) for q in RUN_QUERIES}, "bm25s", recorder.describe())
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
-from judge_runner.app.inputs import close_systems, load_query_set, needs_builtin_index, open_search_systems, resolve_systems
+from judge_runner.app.inputs import Searches, close_systems, load_query_set, open_search_systems, resolve_systems
 from judge_runner.app.resume import read_resume_point, resumed_settings
 from judge_runner.app.roles import check_batch_provider
 from judge_runner.calibrate.labeling import ProtocolLabeler
@@ -56,6 +56,7 @@ from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, f
 from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.passages import SHOWN_TEXT_CAP
+from judge_runner.search.systems import SystemsSpec
 
 
 # -- which judges -------------------------------------------------------------------------------------------
@@ -268,16 +269,16 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
 
 # -- the jobs -------------------------------------------------------------------------------------------------
 def searched_report(
-    command: str, settings: Settings, systems: Any, index: Any, fixtures: Path | None, queries: list, printer: Printer
+    command: str, settings: Settings, searches: Searches, index: Any, fixtures: Path | None, queries: list, printer: Printer
 ) -> dict[str, Any]:
     """The report of ``command`` whose judge calls are estimated from ``queries`` searched with the
-    systems a run would judge (``systems``, the flags' SystemsSpec, plus the settings'; none: ``index``
-    in ``settings.search_mode``). Closes the systems it opens and ``index`` (None: no built-in index)."""
+    systems a run would judge (``searches``; an ordinary run: ``index`` in ``settings.search_mode``).
+    Closes the systems it opens and ``index`` (None: no built-in index)."""
     try:
-        opened = open_search_systems(settings, systems, index, fixtures, queries, printer)
+        opened = open_search_systems(settings, searches, index, fixtures, queries, printer)
         try:
-            searches = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
-            return build_report(command, settings, judge_searched(settings, queries, searches))
+            asked = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
+            return build_report(command, settings, judge_searched(settings, queries, asked))
         finally:
             close_systems(opened)
     finally:
@@ -286,7 +287,12 @@ def searched_report(
 
 
 def evaluate_dry_run(
-    settings: Settings, queries_path: Path | None, resume_path: Path | None, printer: Printer, systems: Any = None, as_json: bool = False
+    settings: Settings,
+    queries_path: Path | None,
+    resume_path: Path | None,
+    printer: Printer,
+    systems: SystemsSpec | None = None,
+    as_json: bool = False,
 ) -> dict[str, Any]:
     """``evaluate --dry-run``: the query set (or what is left of a resumed run) searched with the index (or
     the ``systems`` asked for), and the judge calls estimated. Raises UsageError as ``evaluate`` does."""
@@ -302,21 +308,20 @@ def evaluate_dry_run(
         done = resume.judged_ids
         queries = [q for q in queries if q.id not in done]
         settings = resumed_settings(settings, resume, printer)  # estimated as the resumed run will judge
-    index = open_index(settings, must_exist=True) if needs_builtin_index(settings, systems) else None
-    report = searched_report("evaluate", settings, systems, index, None, queries, printer)
+    searches = resolve_systems(settings, systems)
+    index = open_index(settings, must_exist=True) if searches.needs_index else None
+    report = searched_report("evaluate", settings, searches, index, None, queries, printer)
     print_report(report, printer, as_json)
     return report
 
 
-def system_count(settings: Settings, spec: Any) -> int:
-    """How many search systems a run judges: those of ``spec`` (a SystemsSpec of the flags, or None)
-    and of the settings (several modes, ``[search.external]``), as :func:`resolve_systems` makes them."""
-    resolved = resolve_systems(settings, spec)
-    return 1 if resolved is None else resolved.count
-
-
 def main_dry_run(
-    settings: Settings, fixtures: Path, printer: Printer, as_json: bool = False, command: str = "generate-and-evaluate", systems: Any = None
+    settings: Settings,
+    fixtures: Path,
+    printer: Printer,
+    as_json: bool = False,
+    command: str = "generate-and-evaluate",
+    systems: SystemsSpec | Searches | None = None,
 ) -> dict:
     """``generate-and-evaluate --dry-run`` (and a weekly run that would write its queries): phase one and
     phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
@@ -324,32 +329,36 @@ def main_dry_run(
     index, as the real run does."""
     require_folder(fixtures)
     check_corpus(settings, fixtures)
-    judging = rough_judge(settings, settings.count, system_count(settings, systems))
+    searches = systems if isinstance(systems, Searches) else resolve_systems(settings, systems)
+    judging = rough_judge(settings, settings.count, searches.spec.count)
     report = build_report(command, settings, judging, rough_phase_one(settings, fixtures, settings.count))
     print_report(report, printer, as_json)
     return report
 
 
-def weekly_dry_run(settings: Settings, plan: Any, printer: Printer, as_json: bool = False, systems: Any = None) -> dict[str, Any]:
+def weekly_dry_run(
+    settings: Settings, plan: Any, printer: Printer, as_json: bool = False, systems: SystemsSpec | None = None
+) -> dict[str, Any]:
     """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
     searched with the systems the run would judge (``systems``: the flags' SystemsSpec, plus the
     settings', as for ``evaluate``), the built-in one in its index as it is now; when the run would
     write a new set (first run, ``--regenerate``), phase one and two are estimated roughly."""
+    searches = resolve_systems(settings, systems)
     pinned = plan.results / "pinned-queries.json"
     if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
-        return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly", systems=systems)
+        return main_dry_run(settings, plan.fixtures, printer, as_json, "weekly", systems=searches)
     queries = load_query_set(plan.queries_path or pinned).queries
     index = None
-    if needs_builtin_index(settings, systems):
+    if searches.needs_index:
         try:
             index = open_index(settings, must_exist=True)
         except UsageError as exc:
             printer.err(f"note: {exc}; weekly would index {plan.fixtures} first: phase two estimated roughly")
-            report = build_report("weekly", settings, rough_judge(settings, len(queries), system_count(settings, systems)))
+            report = build_report("weekly", settings, rough_judge(settings, len(queries), searches.spec.count))
             print_report(report, printer, as_json)
             return report
         printer.err(f"note: searching the index as it is now; weekly re-indexes {plan.fixtures} first")
-    report = searched_report("weekly", settings, systems, index, plan.fixtures, queries, printer)
+    report = searched_report("weekly", settings, searches, index, plan.fixtures, queries, printer)
     print_report(report, printer, as_json)
     return report
 

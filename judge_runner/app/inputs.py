@@ -7,7 +7,7 @@ for input that cannot be used.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ def open_cache(settings: Settings, printer: Printer) -> JudgmentCache | None:
     return cache
 
 
-def check_human_coverage(cache: Any, settings: Settings, queries: list[Query], printer: Printer) -> None:
+def check_human_coverage(cache: JudgmentCache | None, settings: Settings, queries: list[Query], printer: Printer) -> None:
     """Say when imported human qrels match none (or only some) of the query set's ids: human labels are
     matched by query id, and a set imported for other ids (``1..15`` against ``q01..q15``) would apply
     to nothing without a word. A warning when the sets were named with ``--human-qrels``, a note when
@@ -114,25 +114,37 @@ def load_query_set(path: Path) -> QuerySet:
         raise UsageError(f"{path} is not a valid query set: {problems}") from None
 
 
-def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> SystemsSpec | None:
-    """The searches under test from every source at once, the same for ``evaluate``,
-    ``generate-and-evaluate`` and ``weekly``: ``asked`` holds the command line's adapter flags
-    (``--search-command``, ``--search-url``, ``--run``, ``--compare``, ``--search-header``,
-    ``--search-fields``, ``--search-timeout``, ``--corpus``), ``settings`` the rest, whatever their
-    source (flag, ``JUDGE_RUNNER_*`` variable or config file):
+@dataclass(frozen=True)
+class Searches:
+    """The searches a command judges, decided once (:func:`resolve_systems`): ``spec`` with its modes,
+    table and mode final; ``table_dropped``: the config file's ``[search.external]`` table is not judged,
+    since the command line names the systems."""
 
-    - the ``[search.external]`` table of the config file is judged unless a command, URL, run file or
-      configuration is given as a flag (flags win over the file, as for every setting); the
-      ``--search-timeout``, ``--search-fields``, ``--corpus`` and ``--search-header`` flags apply to it;
-    - ``search_mode`` naming several modes (``fts,vector,hybrid``) judges the built-in search in each;
-      ``search_mode`` set at all (flag, variable or file) beside an external search adds the built-in
-      search in that mode as the reference (first), as ``--search-mode hybrid --search-command X``
-      always did.
+    spec: SystemsSpec
+    table_dropped: bool = False
 
-    Returns None for the built-in search alone in one mode. Raises UsageError for an adapter flag that
-    applies to no system (``--search-header`` without a URL, ``--search-fields``, ``--search-timeout``
-    or ``--corpus`` without an external search): a flag that changes nothing is a cron job judging
-    something else than its author thinks."""
+    @property
+    def ordinary(self) -> bool:
+        """The built-in search alone in one mode: a run without a systems list."""
+        return not self.spec.external and len(self.spec.modes) <= 1
+
+    @property
+    def needs_index(self) -> bool:
+        """Whether the built-in search is judged, so an index must exist."""
+        return bool(self.spec.modes or self.spec.configs)
+
+
+def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> Searches:
+    """The searches under test from every source at once (flag, ``JUDGE_RUNNER_*`` variable or config file),
+    the same for ``evaluate``, ``generate-and-evaluate`` and ``weekly``; ``asked`` holds the adapter flags.
+
+    - the ``[search.external]`` table is judged unless a flag names a command, URL, run file or
+      configuration; the ``--search-timeout``, ``--search-fields``, ``--corpus`` and ``--search-header``
+      flags apply to it;
+    - ``search_mode`` naming several modes judges the built-in search in each; ``search_mode`` set at all
+      beside an external search adds the built-in search in that mode, first, as the reference.
+
+    Raises UsageError for an adapter flag that applies to no system."""
     asked = asked or SystemsSpec()
     table = settings.search.external or None
     flagged = bool(asked.commands or asked.urls or asked.functions or asked.runs or asked.configs)
@@ -151,39 +163,38 @@ def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> SystemsSpe
             f"{', '.join(unused)} applies to an external search (--search-command, --search-url, --run or [search.external]); none is judged"
         )
     several = tuple(settings.search_modes) if len(settings.search_modes) > 1 else ()
-    modes = several or ((settings.search_mode,) if external and "search_mode" in settings.model_fields_set else ())
-    spec = replace(asked, modes=modes, table=table if uses_table else None)
-    return spec if (spec.external or len(spec.modes) > 1) else None
+    reference = not external or "search_mode" in settings.model_fields_set
+    modes = several or ((settings.search_mode,) if reference else ())
+    spec = replace(asked, modes=modes, mode=settings.search_mode, table=table if uses_table else None)
+    return Searches(spec, table_dropped=asked.external and bool(table) and not uses_table)
 
 
 def open_search_systems(
-    settings: Settings, spec: SystemsSpec | None, index: Any, corpus: Path | None, queries: list[Query], printer: Printer
+    settings: Settings, searches: Searches, index: Any, corpus: Path | None, queries: list[Query], printer: Printer
 ) -> list[System] | None:
-    """The searches under test (:func:`resolve_systems`, then
-    :func:`judge_runner.search.systems.open_systems`), or None for an ordinary run of the built-in
-    search in one mode. ``corpus`` is where text-less results are looked up by default (the fixtures
-    folder). Says which systems are judged, and why the built-in one is among them when it joins an
-    external one. Raises UsageError for systems that cannot be opened, and for a TREC run none of
-    whose query ids is in the query set (a run matching only some of them is said, per run)."""
-    resolved = resolve_systems(settings, spec)
-    if resolved is None:
+    """The systems of ``searches`` opened (:func:`judge_runner.search.systems.open_systems`), or None for an
+    ordinary run. ``corpus``: where text-less results are looked up by default. Says which systems are
+    judged. Raises UsageError for systems that cannot be opened, and for a TREC run none of whose query ids
+    is in the query set."""
+    if searches.ordinary:
         return None
-    if spec is not None and spec.external and settings.search.external and resolved.table is None:
+    spec = searches.spec
+    if searches.table_dropped:
         printer.note("note: the [search.external] table of the config file is not judged: the command line names the systems")
     try:
         systems = open_systems(
-            resolved,
+            spec,
             settings,
             index,
             corpus=corpus,
             query_ids={q.query: q.id for q in queries},
             open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True),
-            embedder=getattr(index, "embedder", None) or choose(settings.embedder),
+            embedder=(index.embedder if index is not None else None) or choose(settings.embedder),
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
     check_run_coverage(systems, queries, printer)
-    joined = " (search_mode is set, so the built-in search joins as the reference)" if resolved.modes and len(resolved.modes) == 1 else ""
+    joined = " (search_mode is set, so the built-in search joins as the reference)" if len(spec.modes) == 1 else ""
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
     return systems
 
@@ -218,19 +229,10 @@ def check_run_coverage(systems: list[System], queries: list[Query], printer: Pri
 
 
 def systems_spec(**asked: Any) -> SystemsSpec | None:
-    """A :class:`~judge_runner.search.systems.SystemsSpec` of the command line's search-system flags
-    (``configs``, ``commands``, ``urls``, ``runs``, ``headers``, ``fields``, ``timeout``, ``corpus``),
-    or None when none was given; :func:`resolve_systems` adds what the settings ask for."""
+    """The command line's search-system flags as a :class:`~judge_runner.search.systems.SystemsSpec`, or
+    None when none was given; :func:`resolve_systems` adds what the settings ask for."""
     spec = SystemsSpec(**asked)
     return spec if (spec.external or spec.headers or spec.fields or spec.timeout or spec.corpus) else None
-
-
-def needs_builtin_index(settings: Settings, spec: SystemsSpec | None) -> bool:
-    """Whether the run judges the built-in search (so an index must exist), from every source
-    (:func:`resolve_systems`): not when only external systems are judged, whether they were asked
-    for by flags or by the ``[search.external]`` table."""
-    resolved = resolve_systems(settings, spec)
-    return resolved is None or not resolved.external or bool(resolved.modes or resolved.configs)
 
 
 def close_systems(systems: list[System] | None) -> None:

@@ -19,7 +19,6 @@ from judge_runner.app.inputs import (
     check_out_dir,
     close_systems,
     load_query_set,
-    needs_builtin_index,
     open_search_systems,
     resolve_systems,
     warn_missing_sources,
@@ -57,7 +56,7 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
     job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
     with job.index:
         # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
-        job = replace(job, systems=open_search_systems(settings, systems, job.index, fixtures, [], printer))
+        job = replace(job, systems=open_search_systems(settings, resolve_systems(settings, systems), job.index, fixtures, [], printer))
         try:
             first = phase_one(job, fixtures)
             if isinstance(first, RunOutcome):
@@ -115,7 +114,8 @@ def evaluate_job(
     resume = read_resume_point(resume_path) if resume_path is not None else None
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")
-    if resume is not None and resolve_systems(settings, systems) is not None:
+    searches = resolve_systems(settings, systems)
+    if resume is not None and not searches.ordinary:
         raise UsageError(
             "--resume continues a run of the built-in search in one mode; it cannot be combined with other search systems "
             "(--search-command, --search-url, --run, --compare, several --search-mode values, or [search.external] in the config file)"
@@ -129,8 +129,8 @@ def evaluate_job(
     query_set = queries_path if isinstance(queries_path, QuerySet) else load_query_set(queries_path)
     where = "the query set given" if isinstance(queries_path, QuerySet) else str(queries_path)
     check_out_dir(out_dir)
-    if not needs_builtin_index(settings, systems):
-        job_systems = open_search_systems(settings, systems, None, None, query_set.queries, printer)
+    if not searches.needs_index:
+        job_systems = open_search_systems(settings, searches, None, None, query_set.queries, printer)
         job = new_job(settings, make_roles(settings, need_generator=False, say=printer.err), None, out_dir, printer, job_systems)
         try:
             return evaluate_queries(job, query_set.queries, all_queries=query_set.queries, card=query_set.card)
@@ -139,7 +139,7 @@ def evaluate_job(
     index = open_index(settings, must_exist=True)
     with index:
         warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
-        job_systems = open_search_systems(settings, systems, index, None, query_set.queries, printer)
+        job_systems = open_search_systems(settings, searches, index, None, query_set.queries, printer)
         queries = query_set.queries
         if resume is not None:
             if resume.query_set_sha256 != query_set_sha256(queries):

@@ -23,6 +23,7 @@ from judge_runner.app.inputs import (
     load,
     load_query_set,
     open_search_systems,
+    resolve_systems,
     warn_missing_sources,
 )
 from judge_runner.app.steps import (
@@ -184,7 +185,10 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
     with job.index:
         # opened before phase one spends anything: a bad flag or an unset token variable stops the job here
         job = replace(
-            job, systems=open_search_systems(settings, systems, job.index, plan.fixtures, given.queries if given else [], printer)
+            job,
+            systems=open_search_systems(
+                settings, resolve_systems(settings, systems), job.index, plan.fixtures, given.queries if given else [], printer
+            ),
         )
         try:
             generation, card = None, None

@@ -30,7 +30,15 @@ from typing import Any
 
 from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer
-from judge_runner.search.mapping import MAX_REPLY_BYTES, ExternalSearchError, FieldMapping, answer_from_reply, decode_reply, megabytes
+from judge_runner.search.mapping import (
+    MAX_REPLY_BYTES,
+    ExternalSearchError,
+    FieldMapping,
+    ReplyRules,
+    answer_from_reply,
+    decode_reply,
+    megabytes,
+)
 
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|passwd|api[-_]?key|auth)")
 EXIT_GRACE_S = 0.5
@@ -157,7 +165,9 @@ class CommandSearch:
         reply, notes = decode_reply(output.stdout, what)
         if output.left_open:
             notes.append(f"{what} exited while a process it started kept its output open; read what it had printed")
-        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, notes, intent)
+        return answer_from_reply(
+            reply, ReplyRules(self.mapping, self.documents, self.snippet_chars), query, mode, limit, started, notes, intent
+        )
 
 
 @dataclass

@@ -4,10 +4,8 @@ per search, JSON results back, mapped like a command's (:mod:`judge_runner.searc
 The exchange is made with :mod:`http.client` so that every part of it is bounded and said plainly:
 
 - **a deadline for the whole exchange**: ``timeout`` seconds from connecting to the last byte of the
-  body, whatever the server does (a reply sent one byte every half second used to keep query 1 going
-  past 58 s under a 5 s timeout, since a socket timeout bounds one read only); a watchdog closes the
-  connection at the deadline. Retries stop at the call's deadline (``deadline``, default 4 x
-  ``timeout``, as ``--call-deadline`` defaults for the LLM layer);
+  body, whatever the server does (a socket timeout bounds one read only); a watchdog closes the
+  connection at the deadline. Retries stop at the call's ``deadline`` (default 4 x ``timeout``);
 - **redirects as HTTP clients do for a POST** (RFC 9110, section 15.4): 307 and 308 are followed with
   the same method and body (at most :data:`MAX_REDIRECTS`; the ``--search-header`` values only to the
   same origin, as requests and httpx drop credentials on a cross-origin redirect; never from https to
@@ -44,7 +42,7 @@ import tenacity
 from judge_runner.core.models import SearchMode
 from judge_runner.core.proxies import proxy_for
 from judge_runner.search.base import SearchAnswer
-from judge_runner.search.mapping import MAX_REPLY_BYTES, ExternalSearchError, FieldMapping, answer_from_reply, decode_reply, megabytes
+from judge_runner.search.mapping import ExternalSearchError, ReplyRules, answer_from_reply, decode_reply, megabytes
 
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # as the LLM layer (llm/retry.py)
 MAX_REDIRECTS = 5
@@ -210,15 +208,16 @@ def _content_decoded(body: bytes, coding: str, max_bytes: int, url: str) -> byte
 
 class HttpSearch:
     """A search behind an HTTP endpoint: ``POST url`` with JSON ``{"query", "limit", "mode"}``, JSON
-    results back (mapped with ``mapping``).
+    results back, read by ``reply`` (:class:`~judge_runner.search.mapping.ReplyRules`).
 
-    ``headers`` are sent with every request (see :func:`parse_headers`); ``timeout`` bounds one whole
-    exchange (seconds, connect to last byte); ``deadline`` the call with its retries (default 4 x
-    ``timeout``); ``max_bytes`` what is read of a reply. Transport errors (refused, reset, a broken
-    transfer), timeouts and HTTP 408/409/429/5xx are retried up to ``max_retries`` times with tenacity,
-    waiting ``max(Retry-After, exponential backoff with jitter)`` (base ``backoff`` seconds, at most
-    ``retry_cap``), as the LLM layer does (llm/retry.py). Raises ValueError for a URL that is not http(s).
-    """
+    ``headers`` go with every request (:func:`parse_headers`); ``timeout`` bounds one whole exchange and
+    ``deadline`` the call with its retries (seconds; default 4 x ``timeout``). Transport errors, timeouts
+    and HTTP 408/409/429/5xx are retried up to ``max_retries`` times, waiting ``max(Retry-After,
+    exponential backoff with jitter)`` from ``backoff`` seconds up to :attr:`retry_cap`. Raises ValueError
+    for a URL that is not http(s)."""
+
+    retry_cap = 30.0
+    """The longest wait between two attempts, seconds."""
 
     def __init__(
         self,
@@ -228,21 +227,17 @@ class HttpSearch:
         timeout: float = 60.0,
         max_retries: int = 3,
         backoff: float = 0.5,
-        retry_cap: float = 30.0,
-        mapping: FieldMapping | None = None,
-        documents: Any = None,
-        snippet_chars: int = 400,
-        name: str | None = None,
         deadline: float | None = None,
-        max_bytes: int = MAX_REPLY_BYTES,
+        reply: ReplyRules | None = None,
+        name: str | None = None,
     ):
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ValueError(f"--search-url must be an http(s) URL, got {public_url(url)!r}")
         self.url, self.headers = url, dict(headers or {})
-        self.timeout, self.max_retries, self.backoff, self.retry_cap = timeout, max_retries, backoff, retry_cap
+        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.deadline = deadline if deadline is not None else 4 * timeout
-        self.mapping, self.documents, self.snippet_chars = mapping or FieldMapping(), documents, snippet_chars
-        self.max_bytes = max_bytes
+        self.reply = reply = reply or ReplyRules()
+        self.mapping, self.documents, self.max_bytes = reply.mapping, reply.documents, reply.max_bytes
         self.name = name or (urlsplit(url).hostname or "http")
 
     def describe(self) -> dict[str, Any]:
@@ -256,7 +251,7 @@ class HttpSearch:
             "deadlineS": self.deadline,
             "maxRetries": self.max_retries,
             "maxReplyBytes": self.max_bytes,
-            "documents": getattr(self.documents, "label", None),
+            "documents": self.documents.label if self.documents is not None else None,
         }
 
     def _scrub(self, text: str) -> str:
@@ -396,9 +391,7 @@ class HttpSearch:
         try:
             data = _content_decoded(reply.body, reply.headers.get("Content-Encoding") or "", self.max_bytes, reply.url)
             reply_json, notes = decode_reply(data, f"search endpoint {where}", reply.headers.get_content_charset())
-            return answer_from_reply(
-                query, mode, reply_json, self.mapping, limit, self.documents, self.snippet_chars, started, notes, intent
-            )
+            return answer_from_reply(reply_json, self.reply, query, mode, limit, started, notes, intent)
         except ExternalSearchError as exc:
             exc.attempts = attempts
             exc.args = (self._scrub(str(exc)),)

@@ -42,18 +42,17 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from judge_runner.core.models import SearchMode
 from judge_runner.corpus.read import BinaryContent, decode
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+from judge_runner.search.passages import Passages
 from judge_runner.search.text import make_snippet
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
-"""The most judge-runner reads of one reply (a command's stdout, an endpoint's body after content
-decoding): 16 MiB. Ten results with their whole chunk texts take well under 1 MiB; a reply past this
-is cut there and the query fails with a ``search_output`` error saying so (a 300 MB reply used to take
-79 s and 4.2 GB for one query). ``max_reply_mb`` in a ``[search.external]`` table changes it."""
+"""The most read of one reply (a command's stdout, an endpoint's body after content decoding); past it the
+query fails with a ``search_output`` error. ``max_reply_mb`` in a ``[search.external]`` table changes it."""
 
 MAPPING_KEYS = ("results", "id", "text", "score", "anchor", "lineStart", "lineEnd")
 # candidate keys tried, in order, when the mapping does not name one
@@ -137,6 +136,25 @@ class FieldMapping:
         return found
 
 
+class DocumentStore(Protocol):
+    """Documents by id (:mod:`judge_runner.search.documents`): what the judge reads of a result."""
+
+    label: str
+
+    def passages(self, source: str, query: str, intent: str = "") -> Passages | None: ...
+
+
+@dataclass(frozen=True)
+class ReplyRules:
+    """How an adapter reads a reply: ``mapping`` (which key holds what), the ``documents`` the judge's text
+    comes from (None: the result's own text), the snippet length and the most bytes read of one reply."""
+
+    mapping: FieldMapping = field(default_factory=FieldMapping)
+    documents: DocumentStore | None = None
+    snippet_chars: int = 400
+    max_bytes: int = MAX_REPLY_BYTES
+
+
 def megabytes(n: int) -> str:
     """``n`` bytes as ``"16 MiB"`` (or ``"512 KiB"``), for messages."""
     return f"{n / 1048576:g} MiB" if n >= 1048576 else f"{n / 1024:g} KiB"
@@ -175,21 +193,18 @@ def decode_reply(data: bytes, what: str, charset: str | None = None) -> tuple[An
 
 
 def answer_from_reply(
+    reply: Any,
+    rules: ReplyRules,
     query: str,
     mode: SearchMode,
-    reply: Any,
-    mapping: FieldMapping,
     limit: int,
-    documents: Any,
-    snippet_chars: int,
     started: float,
     notes: list[str] | None = None,
     intent: str = "",
 ) -> SearchAnswer:
-    """The :class:`~judge_runner.search.base.SearchAnswer` of a decoded external reply (:func:`map_hits`);
-    ``started`` is the ``time.perf_counter()`` of the call (for ``latencyMs``); the reply's own
-    ``confident`` flag is honoured when it is a boolean. Raises what :func:`map_hits` raises."""
-    hits, merged = map_hits(reply, mapping, query, limit, documents, snippet_chars, intent)
+    """The answer of a decoded external reply (:func:`map_hits`); ``started``: the call's
+    ``time.perf_counter()``, for ``latencyMs``. The reply's own boolean ``confident`` is honoured."""
+    hits, merged = map_hits(reply, rules.mapping, query, limit, rules.documents, rules.snippet_chars, intent)
     confident = dig(reply, "confident") if isinstance(reply, dict) else None
     return SearchAnswer(
         query=query,
@@ -230,7 +245,13 @@ def _number(value: Any) -> float | None:
 
 
 def map_hits(
-    reply: Any, mapping: FieldMapping, query: str, limit: int, documents: Any = None, snippet_chars: int = 400, intent: str = ""
+    reply: Any,
+    mapping: FieldMapping,
+    query: str,
+    limit: int,
+    documents: DocumentStore | None = None,
+    snippet_chars: int = 400,
+    intent: str = "",
 ) -> tuple[list[SearchHit], list[str]]:
     """``(hits, notes)``: the documents of the first ``limit`` results of a decoded ``reply``, as the
     system ranked them, as search hits. The cut comes first, then the merge: a document listed again
@@ -279,7 +300,7 @@ def map_hits(
 
 
 def _hit(
-    item: dict, mapping: FieldMapping, source: str, rank: int, need: tuple[str, str], documents: Any, snippet_chars: int
+    item: dict, mapping: FieldMapping, source: str, rank: int, need: tuple[str, str], documents: DocumentStore | None, snippet_chars: int
 ) -> SearchHit | None:
     """One result as a hit (see :func:`map_hits`; ``need``: the query and its intent), or None when it has
     no text and no document in the store."""

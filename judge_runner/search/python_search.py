@@ -19,7 +19,7 @@ from typing import Any
 
 from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer, SearchHit
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, answer_from_reply
+from judge_runner.search.mapping import ExternalSearchError, FieldMapping, ReplyRules, answer_from_reply
 
 SearchFunction = Callable[[str, int], Any]
 """``(query, k) -> hits``: a list of dicts or SearchHits, best first (or a dict holding them under ``results``)."""
@@ -74,4 +74,6 @@ class CallableSearch:
             reply = list(reply)
         if isinstance(reply, list):
             reply = [_item(hit) for hit in reply]
-        return answer_from_reply(query, mode, reply, self.mapping, limit, self.documents, self.snippet_chars, started, None, intent)
+        return answer_from_reply(
+            reply, ReplyRules(self.mapping, self.documents, self.snippet_chars), query, mode, limit, started, None, intent
+        )

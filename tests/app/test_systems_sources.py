@@ -169,7 +169,7 @@ def test_adapter_flags_override_the_tables_values(here):
     shutil.copytree(FIXTURES / "runbooks", other)
     (here / "judge-runner.toml").write_text(table(BM25S, timeout="60", corpus=json.dumps(str(FIXTURES))), encoding="utf-8")
     settings = load_settings({}, cwd=here)
-    spec = resolve_systems(settings, SystemsSpec(timeout=5.0, corpus=other, fields="id=id"))
+    spec = resolve_systems(settings, SystemsSpec(timeout=5.0, corpus=other, fields="id=id")).spec
     assert spec is not None and spec.table
     (system,) = open_systems(spec, settings, None, corpus=None)
     assert system.search.timeout == 5.0 and system.search.documents.label == str(other)
@@ -230,3 +230,29 @@ def test_command_output_note_reaches_the_run_file(here):
     evs = [line for line in run_lines(here / "r") if line["type"] == "evaluation"]
     assert evs[0]["searchNotes"] == ["search command 'python' did not return UTF-8: decoded as cp1252"]
     assert evs[0]["results"][0]["snippet"] == "café naïve “quoted”"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate", "--queries", "q.json", "--out-dir", "r"],
+        ["evaluate", "--queries", "q.json", "--out-dir", "r", "--search-command", shlex.join(BM25S), "--corpus", str(FIXTURES)],
+        ["evaluate", "--queries", "q.json", "--dry-run", "--search-mode", "fts,hybrid"],
+    ],
+    ids=["builtin", "command", "dry-run"],
+)
+def test_each_command_resolves_its_searches_once(here, monkeypatch, args):
+    import judge_runner.app.inputs as inputs
+
+    real, calls = inputs.resolve_systems, []
+
+    def counting(*a, **kw):
+        calls.append(a)
+        return real(*a, **kw)
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("judge_runner.") and m is not None]:
+        if getattr(module, "resolve_systems", None) is real:
+            monkeypatch.setattr(module, "resolve_systems", counting)
+    result = invoke([*args, "--db", "index.sqlite", "--provider", "offline"], HASH)
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 1

@@ -13,7 +13,7 @@ import pytest
 from judge_runner.search.documents import BeirDocuments, DocumentStoreError, FolderDocuments, open_documents
 from judge_runner.search.external import CommandSearch, redact_command
 from judge_runner.search.http_search import HttpSearch, parse_headers, public_url
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, map_hits
+from judge_runner.search.mapping import ExternalSearchError, FieldMapping, ReplyRules, map_hits
 from tests.support.engines.bm25s_service import Bm25sService
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +158,9 @@ def test_http_search_against_the_bm25s_service_with_a_token_from_env():
     secret = "s3cr3t-token-value"
     with Bm25sService(FIXTURES, token=secret) as service:
         headers = parse_headers(["Authorization=env:SEARCH_TOKEN"], environ={"SEARCH_TOKEN": f"Bearer {secret}"})
-        search = HttpSearch(service.url, headers=headers, mapping=FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"))
+        search = HttpSearch(
+            service.url, headers=headers, reply=ReplyRules(FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"))
+        )
         answer = search.search("opensearch reindex", limit=4)
         assert answer.results[0].source == "runbooks/opensearch-reindex.md"
         assert service.requests[-1]["body"] == {"query": "opensearch reindex", "limit": 4, "mode": "hybrid"}
@@ -168,7 +170,7 @@ def test_http_search_against_the_bm25s_service_with_a_token_from_env():
 
 def test_http_search_retries_429_and_503_then_succeeds():
     with Bm25sService(FIXTURES, fail_first=[429, 503]) as service:
-        search = HttpSearch(service.url, backoff=0.01, mapping=FieldMapping.parse("id=doc_id,text=body"))
+        search = HttpSearch(service.url, backoff=0.01, reply=ReplyRules(FieldMapping.parse("id=doc_id,text=body")))
         assert search.search("reindex", limit=2).results
         assert len(service.requests) == 3
 

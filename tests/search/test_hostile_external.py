@@ -12,7 +12,7 @@ import pytest
 
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch
-from judge_runner.search.mapping import ExternalSearchError
+from judge_runner.search.mapping import ExternalSearchError, ReplyRules
 from tests.support.engines.hostile_http import HostileServer
 
 
@@ -53,14 +53,14 @@ def test_retries_of_a_dripping_endpoint_stop_at_the_call_deadline(server):
 def test_a_300_mb_reply_is_cut_at_the_bound_and_says_so(server):
     started = time.monotonic()
     with pytest.raises(ExternalSearchError, match=r"sent more than 1 MiB; stopped reading there") as caught:
-        search(server, "/huge", timeout=30, max_bytes=1024 * 1024).search("q")
+        search(server, "/huge", timeout=30, reply=ReplyRules(max_bytes=1024 * 1024)).search("q")
     assert caught.value.kind == "search_output"
     assert time.monotonic() - started < 10
 
 
 def test_a_gzip_bomb_is_cut_at_the_bound(server):
     with pytest.raises(ExternalSearchError, match=r"more than 1 MiB once decompressed"):
-        search(server, "/gzip-bomb", max_bytes=1024 * 1024).search("q")
+        search(server, "/gzip-bomb", reply=ReplyRules(max_bytes=1024 * 1024)).search("q")
 
 
 # -- clear messages ----------------------------------------------------------------------------------------

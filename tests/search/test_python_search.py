@@ -10,7 +10,7 @@ import pytest
 from judge_runner.config import Settings
 from judge_runner.search.base import HitScores, SearchHit
 from judge_runner.search.documents import FolderDocuments
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, answer_from_reply
+from judge_runner.search.mapping import ExternalSearchError, FieldMapping, ReplyRules, answer_from_reply
 from judge_runner.search.python_search import CallableSearch
 from judge_runner.search.systems import SystemsError, SystemsSpec, open_systems
 
@@ -25,7 +25,7 @@ REPLY = [
 
 def test_a_function_s_hits_are_mapped_exactly_as_a_command_s_reply(monkeypatch):
     answer = CallableSearch(lambda q, k: REPLY, documents=STORE).search(QUERY, limit=10)
-    expected = answer_from_reply(QUERY, "hybrid", REPLY, FieldMapping(), 10, STORE, 400, 0.0)
+    expected = answer_from_reply(REPLY, ReplyRules(FieldMapping(), STORE, 400), QUERY, "hybrid", 10, 0.0)
     keep = ("rank", "source", "anchor", "snippet", "score", "text", "textAnchor", "textFrom")
     assert [[getattr(h, k) for k in keep] for h in answer.results] == [[getattr(h, k) for k in keep] for h in expected.results]
     assert [h.textFrom for h in answer.results] == ["document", "result"]  # the store's passages, else its own text

@@ -24,7 +24,7 @@ from judge_runner.search.documents import FolderDocuments
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch
 from judge_runner.search.indexer import index_tree
-from judge_runner.search.mapping import FieldMapping
+from judge_runner.search.mapping import FieldMapping, ReplyRules
 from judge_runner.search.postgres import PostgresIndex
 from judge_runner.search.python_search import CallableSearch
 from judge_runner.search.replay import ReplaySearch
@@ -91,8 +91,9 @@ def _http(request, folder: Path) -> Iterator[HttpSearch]:
     with Bm25sService(FIXTURES) as service:
         yield HttpSearch(
             service.url,
-            mapping=FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"),
-            documents=FolderDocuments(FIXTURES, HashEmbedder()),
+            reply=ReplyRules(
+                FieldMapping.parse("results=hits,id=doc_id,text=body,score=_score"), FolderDocuments(FIXTURES, HashEmbedder())
+            ),
         )
 
 

@@ -47,7 +47,7 @@ from judge_runner.judging.llm_judge import JUDGE_MAX_TOKENS, LABEL_MAX_TOKENS, T
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.requests import JudgeRequest, ListItem, batched_request, list_request, pointwise_request
 from judge_runner.llm.anthropic_provider import AnthropicProvider
-from judge_runner.llm.base import ToolSpec, Turn
+from judge_runner.llm.base import ChatRequest, ToolSpec, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, reasoning_tokens, reasons, unsized
@@ -109,7 +109,11 @@ def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec],
     turns = [Turn("user", text=user)]
     layout = _layout(provider)
     if layout is not None:
-        body = layout.request_body(system, turns, list(tools), force_tool, LABEL_MAX_TOKENS, True)
+        body = layout.request_body(
+            ChatRequest(
+                system=system, turns=turns, tools=list(tools), force_tool=force_tool, max_tokens=LABEL_MAX_TOKENS, cache_system=True
+            )
+        )
         parts = {key: body.get(key) for key in _READ[provider]}
         if provider == "anthropic":
             return parts, {"system": body["system"], "tools": body.get("tools")}

@@ -15,7 +15,7 @@ from typing import Any
 from anthropic.types.messages import MessageBatchIndividualResponse
 
 from judge_runner.llm.anthropic_provider import AnthropicProvider
-from judge_runner.llm.base import Completion, ToolSpec, Turn
+from judge_runner.llm.base import ChatRequest, Completion, ToolSpec
 from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 
@@ -57,18 +57,9 @@ class AnthropicBatches:
                 exc, self.provider, "GET /v1/messages/batches", where, f"the server at {where} has no Message Batches API"
             ) from None
 
-    def body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None,
-    ) -> dict:
+    def body(self, request: ChatRequest) -> dict:
         """The synchronous request body (``AnthropicProvider.request_body``)."""
-        return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+        return self.provider.request_body(request)
 
     def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
         """A succeeded item's ``Message``, parsed as a synchronous reply."""

@@ -22,7 +22,7 @@ import os
 from functools import cache
 from typing import Any
 
-from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, ChatRequest, Completion, StopReason, ToolSpec, ToolUse, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import MalformedReplyError
 from judge_runner.llm.pricing import Usage
@@ -144,22 +144,13 @@ class AnthropicProvider(ChatProvider):
             cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
         )
 
-    def request_body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None = None,
-    ) -> dict[str, Any]:
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
         """The Messages API request body of one call (``messages.create`` keyword arguments without the
-        timeout; also one Message Batches request's ``params``). ``sampling`` is accepted for the shared
-        signature; anthropic 2.x takes neither temperature nor seed, so
-        ``judge_runner.judging.fingerprint.sampling_settings("anthropic")`` is empty and nothing is sent."""
+        timeout; also one Message Batches request's ``params``). No sampling field is sent: anthropic 2.x
+        takes neither temperature nor seed."""
+        system, tools, force_tool = request.system, request.tools, request.force_tool
         system_block: dict[str, Any] = {"type": "text", "text": system}
-        if cache_system:
+        if request.cache_system:
             system_block["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {}
         if tools:
@@ -167,7 +158,13 @@ class AnthropicProvider(ChatProvider):
             kwargs["tools"] = [_tool(t, strict) for t in tools]
             kwargs["tool_choice"] = {"type": "tool", "name": force_tool} if force_tool else {"type": "auto"}
         # anthropic 2.x has no temperature parameter: current Claude models sample at their own setting
-        return {"model": self.model, "max_tokens": max_tokens, "system": [system_block], "messages": self._messages(turns), **kwargs}
+        return {
+            "model": self.model,
+            "max_tokens": request.max_tokens,
+            "system": [system_block],
+            "messages": self._messages(request.turns),
+            **kwargs,
+        }
 
     def parse_message(self, message: Any) -> Completion:
         """A :class:`Completion` from a Messages API ``Message`` (a synchronous reply, or a succeeded
@@ -187,20 +184,10 @@ class AnthropicProvider(ChatProvider):
             model=message.model or self.model,
         )
 
-    def _send(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        timeout: float,
-        sampling: dict | None = None,
-    ) -> Completion:
-        request = self.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+    def _send(self, request: ChatRequest, timeout: float) -> Completion:
+        body = self.request_body(request)
         try:
-            message = self._client.messages.create(**request, timeout=timeout)
+            message = self._client.messages.create(**body, timeout=timeout)
         except json.JSONDecodeError as exc:
             raise MalformedReplyError(f"the server's reply is not valid JSON: {decode_error_text(exc)}") from None
         return self.parse_message(message)

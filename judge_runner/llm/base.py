@@ -1,4 +1,4 @@
-"""The provider protocol: a neutral conversation in, one :class:`Completion` out.
+"""The provider protocol: one :class:`ChatRequest` in, one :class:`Completion` out.
 
 Adding a provider is one new file with a subclass of :class:`ChatProvider` that implements ``_send``
 (one HTTP request, no retries) and ``classify`` (which of its SDK's errors are retryable, a refused key,
@@ -62,6 +62,22 @@ class Turn:
     tool_results: list[ToolResult] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ChatRequest:
+    """One logical call as every provider lays it out: the ``system`` prompt and ``turns``, the ``tools``
+    offered and ``force_tool`` (the one the model must call), ``max_tokens`` of output, ``cache_system``
+    (the system prompt marked cacheable) and ``sampling`` fields (``{"temperature": 0, "seed": 7}``,
+    ``judge_runner.judging.fingerprint.sampling_settings``) for a provider that takes them."""
+
+    system: str
+    turns: list[Turn] = field(default_factory=list)
+    tools: list[ToolSpec] = field(default_factory=list)
+    force_tool: str | None = None
+    max_tokens: int = 4096
+    cache_system: bool = False
+    sampling: Mapping[str, Any] | None = None
+
+
 @dataclass
 class Completion:
     """A model reply: text, tool calls, normalised stop reason, usage summed over every attempt,
@@ -112,16 +128,7 @@ class ChatProvider(ABC):
         return classify_generic(exc)
 
     @abstractmethod
-    def _send(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        timeout: float,
-    ) -> Completion:
+    def _send(self, request: ChatRequest, timeout: float) -> Completion:
         """One HTTP request bounded by ``timeout`` seconds; raises the SDK's own errors."""
 
     def _reserve(self, input_tokens: int, max_tokens: int) -> Reservation:
@@ -139,10 +146,18 @@ class ChatProvider(ABC):
         cache_system: bool = False,
         sampling: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """One logical call with retries and budget. Raises an ``LLMError`` kind (BudgetExhausted and
-        CallTooExpensive before any request is sent). ``sampling``: fields such as ``{"temperature": 0,
-        "seed": 7}`` (``judge_runner.judging.fingerprint.sampling_settings``) passed to a provider whose ``_send`` takes
-        them; ``Completion.model`` is the model id the API returned."""
+        """One logical call (:class:`ChatRequest`'s fields) with retries and budget. Raises an ``LLMError`` kind
+        (BudgetExhausted and CallTooExpensive before any request is sent); ``Completion.model`` is the model id
+        the API returned."""
+        request = ChatRequest(
+            system=system,
+            turns=turns,
+            tools=tools,
+            force_tool=force_tool,
+            max_tokens=max_tokens,
+            cache_system=cache_system,
+            sampling=dict(sampling) if sampling else None,
+        )
         prompt = system + json.dumps([dataclasses.asdict(t) for t in turns], ensure_ascii=False)
         prompt += json.dumps([dataclasses.asdict(t) for t in tools])
         reservation = self._reserve(estimate_tokens(prompt), max_tokens)
@@ -154,8 +169,7 @@ class ChatProvider(ABC):
             # each attempt gets --timeout, but never more than what is left of the call's deadline
             timeout = max(0.05, min(self.timeout_s, deadline - time.monotonic()))
             try:
-                extra = {"sampling": dict(sampling)} if sampling else {}
-                reply = self._send(system, turns, tools, force_tool, max_tokens, cache_system, timeout, **extra)
+                reply = self._send(request, timeout)
             except Exception as exc:
                 # an attempt may have made more than one request (openai's json_schema fallback)
                 total = total + Usage(calls=getattr(exc, "extra_requests", 0))

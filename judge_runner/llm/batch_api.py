@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.base import ChatProvider, ChatRequest, Completion, ToolSpec
 from judge_runner.llm.errors import LLMError
 from judge_runner.llm.retry import translate
 from judge_runner.llm.wire import server_message
@@ -114,16 +114,7 @@ class BatchBackend(Protocol):
         """Make one free request proving the server has the batch API; raises BatchUnavailable."""
         ...
 
-    def body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None,
-    ) -> dict:
+    def body(self, request: ChatRequest) -> dict:
         """The request body the synchronous provider would send for this call."""
         ...
 

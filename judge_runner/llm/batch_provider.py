@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from judge_runner.llm.base import ChatProvider, Completion, ToolSpec, Turn
+from judge_runner.llm.base import ChatProvider, ChatRequest, Completion
 from judge_runner.llm.batch import BATCH_CALL_DEADLINE_S, BatchCoordinator
 from judge_runner.llm.batch_api import BatchBackend, custom_id
 from judge_runner.llm.budget import Reservation
@@ -45,20 +45,10 @@ class BatchingProvider(ChatProvider):
             lambda defer, margin: self.budget.reserve(self.price, input_tokens, max_tokens, defer=defer, margin_usd=margin)
         )
 
-    def _send(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        timeout: float,
-        sampling: dict | None = None,
-    ) -> Completion:
-        body = self.backend.body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+    def _send(self, request: ChatRequest, timeout: float) -> Completion:
+        body = self.backend.body(request)
         raw = self.coordinator.call(custom_id(body), body)
-        return self.backend.parse(raw, tools, force_tool)
+        return self.backend.parse(raw, request.tools, request.force_tool)
 
 
 def batching_provider(inner: ChatProvider, backend_cls: type, max_poll_s: float = 60.0) -> BatchingProvider:

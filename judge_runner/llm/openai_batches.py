@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from judge_runner.llm.base import Completion, ToolSpec, Turn
+from judge_runner.llm.base import ChatRequest, Completion, ToolSpec
 from judge_runner.llm.batch_api import BatchResults, BatchStatus, ItemResult, check_failure, read_jsonl
 from judge_runner.llm.errors import AuthError, LLMError, RequestError, SpendLimitError, TransientError
 from judge_runner.llm.openai_provider import OpenAIProvider
@@ -68,18 +68,9 @@ class OpenAIBatches:
             local = " (a local OpenAI-compatible server has no batch API)" if self.provider.local else ""
             raise check_failure(exc, self.provider, "GET /v1/batches", where, f"the server at {where} has no Batch API{local}") from None
 
-    def body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None,
-    ) -> dict:
+    def body(self, request: ChatRequest) -> dict:
         """The synchronous request body (``OpenAIProvider.request_body``)."""
-        return self.provider.request_body(system, turns, tools, force_tool, max_tokens, cache_system, sampling)
+        return self.provider.request_body(request)
 
     def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
         """A 200 item's ``response.body``, parsed as a synchronous reply."""

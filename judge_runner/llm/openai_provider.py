@@ -49,7 +49,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from judge_runner.llm.base import ChatProvider, Completion, StopReason, ToolSpec, ToolUse, Turn
+from judge_runner.llm.base import ChatProvider, ChatRequest, Completion, StopReason, ToolSpec, ToolUse, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import LocalServerTimeout, MalformedReplyError
 from judge_runner.llm.local_server import local_server_setup, share_server
@@ -305,19 +305,11 @@ class OpenAIProvider(ChatProvider):
                 add_user(turn.text)
         return messages
 
-    def _request(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        timeout: float,
-        structured: ToolSpec | None,
-        sampling: dict | None = None,
-    ) -> tuple[dict, dict]:
+    def _request(self, request: ChatRequest, timeout: float, structured: ToolSpec | None) -> tuple[dict, dict]:
         """``(create() keyword arguments, the capability values they use)`` at the server's current
         capabilities. ``sampling["seed"]`` (the judge's per-trial seed) replaces the default seed."""
+        system, turns, tools, force_tool = request.system, request.turns, request.tools, request.force_tool
+        max_tokens, sampling = request.max_tokens, request.sampling
         caps = self.capabilities
         kwargs: dict = {"model": self.model, "timeout": timeout, "max_tokens" if self.base_url else "max_completion_tokens": max_tokens}
         used: dict = {}
@@ -408,19 +400,10 @@ class OpenAIProvider(ChatProvider):
         """The tool a call forces when it is its only tool: sent as structured output, not a tool call."""
         return tools[0] if force_tool and len(tools) == 1 and tools[0].name == force_tool else None
 
-    def request_body(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        sampling: dict | None = None,
-    ) -> dict:
+    def request_body(self, request: ChatRequest) -> dict:
         """The Chat Completions request body of one call at the server's current capabilities (also one
         Batch API request's ``body``), without the client-side timeout."""
-        kwargs, _ = self._request(system, turns, tools, force_tool, max_tokens, 0.0, self._structured_tool(tools, force_tool), sampling)
+        kwargs, _ = self._request(request, 0.0, self._structured_tool(request.tools, request.force_tool))
         kwargs.pop("timeout", None)
         return kwargs
 
@@ -438,23 +421,13 @@ class OpenAIProvider(ChatProvider):
         structured = self._structured_tool(tools, force_tool)
         return self._completion(response, structured.name if structured else None)
 
-    def _send(
-        self,
-        system: str,
-        turns: list[Turn],
-        tools: list[ToolSpec],
-        force_tool: str | None,
-        max_tokens: int,
-        cache_system: bool,
-        timeout: float,
-        sampling: dict | None = None,
-    ) -> Completion:
+    def _send(self, request: ChatRequest, timeout: float) -> Completion:
         import openai
 
-        structured = self._structured_tool(tools, force_tool)
+        structured = self._structured_tool(request.tools, request.force_tool)
         extra = 0  # requests refused for a capability, then sent again without it
         while True:
-            kwargs, used = self._request(system, turns, tools, force_tool, max_tokens, timeout, structured, sampling)
+            kwargs, used = self._request(request, timeout, structured)
             try:
                 try:
                     response = self._client.chat.completions.create(**kwargs)

@@ -163,7 +163,7 @@ class _Flaky(ChatProvider):
     def classify(self, exc):
         return "retryable" if isinstance(exc, TransientError) else None
 
-    def _send(self, system, turns, tools, force_tool, max_tokens, cache_system, timeout, sampling=None) -> Completion:
+    def _send(self, request, timeout) -> Completion:
         self.sent += 1
         self.budget.halt("interrupted")  # Ctrl+C while this request was on its way
         error = TransientError("HTTP 529 overloaded", 1)

@@ -12,7 +12,7 @@ from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.judging.requests import LABEL_TOOL, LABELS_TOOL, LIST_TOOL
 from judge_runner.llm.anthropic_provider import AnthropicProvider
-from judge_runner.llm.base import ToolSpec, Turn
+from judge_runner.llm.base import ChatRequest, ToolSpec, Turn
 from judge_runner.llm.budget import Budget
 from judge_runner.llm.retry import RetryPolicy
 from judge_runner.runs.write import RunWriter, read_run
@@ -80,7 +80,13 @@ def test_a_reply_written_grade_first_is_recorded_so(tmp_path):
 def test_a_call_that_offers_tools_to_choose_from_is_not_strict():
     provider = AnthropicProvider("claude-sonnet-4-6", RetryPolicy(max_retries=0), Budget(), 30, "k", "http://127.0.0.1:9")
     tools = [ToolSpec(name, "a tool", {"type": "object", "properties": {}, "required": []}) for name in ("read_file", "grep")]
-    body = provider.request_body("system", [Turn("user", text="explore")], tools, None, 100, True)
+    body = provider.request_body(
+        ChatRequest(system="system", turns=[Turn("user", text="explore")], tools=tools, max_tokens=100, cache_system=True)
+    )
     assert all("strict" not in tool for tool in body["tools"])
-    forced = provider.request_body("system", [Turn("user", text="grade")], tools[:1], "read_file", 100, True)
+    forced = provider.request_body(
+        ChatRequest(
+            system="system", turns=[Turn("user", text="grade")], tools=tools[:1], force_tool="read_file", max_tokens=100, cache_system=True
+        )
+    )
     assert forced["tools"][0]["strict"] is True

@@ -212,7 +212,7 @@ class RecordingJudge:
     ) -> LabelReply:
         """Record one pointwise label call."""
         self._record("label", pointwise_request(query, intent, document), LABEL_MAX_TOKENS, _typical_label())
-        return LabelReply(PLACEHOLDER_LABEL, PLACEHOLDER_REASON)
+        return LabelReply(label=PLACEHOLDER_LABEL, reason=PLACEHOLDER_REASON)
 
     def label_batch(
         self,
@@ -228,7 +228,7 @@ class RecordingJudge:
         reply = {"labels": [_typical_label(i) for i in request.ids]}
         self._record("labels", request, JUDGE_MAX_TOKENS, reply)
         shown = {original: request.ids[k] for k, original in enumerate(request.shown_order)}
-        return [LabelReply(PLACEHOLDER_LABEL, PLACEHOLDER_REASON, shown_as=shown[i]) for i in range(len(documents))]
+        return [LabelReply(label=PLACEHOLDER_LABEL, reason=PLACEHOLDER_REASON, shown_as=shown[i]) for i in range(len(documents))]
 
     def list_verdict(
         self,
@@ -243,7 +243,13 @@ class RecordingJudge:
         request = list_request(query, intent, expected_sources, items)
         self._record("list", request, JUDGE_MAX_TOKENS, TYPICAL_LIST_REPLY)
         r = TYPICAL_LIST_REPLY
-        return ListVerdict(0.5, 0.5, dict(r["holistic"]), dict(r["analysis"]), list(r["suggestions"]))
+        return ListVerdict(
+            coverage=0.5,
+            snippet_quality=0.5,
+            holistic=dict(r["holistic"]),
+            analysis=dict(r["analysis"]),
+            suggestions=list(r["suggestions"]),
+        )
 
 
 class DryRunCache:

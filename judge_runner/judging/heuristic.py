@@ -67,7 +67,11 @@ def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder
     for doc, text, vector in zip(clean, texts, vectors[1:]):
         cos = float(np.dot(q, vector))
         overlap = _overlap(tokens, text + " " + doc.source)
-        out.append(LabelReply(_grade(0.6 * cos + 0.4 * overlap), f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"))
+        out.append(
+            LabelReply(
+                label=_grade(0.6 * cos + 0.4 * overlap), reason=f"heuristic: cosine {cos:.2f}, term overlap {_overlap(tokens, text):.2f}"
+            )
+        )
     return out
 
 
@@ -107,11 +111,11 @@ def heuristic_list_verdict(
     n = len(items)
     if n == 0:
         return ListVerdict(
-            0.0,
-            0.0,
-            {"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
-            {"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."},
-            ["Return results for on-topic queries"],
+            coverage=0.0,
+            snippet_quality=0.0,
+            holistic={"relevance": 0.0, "ranking": 0.0, "overall": 0.0},
+            analysis={"coverage": "No results (heuristic).", "snippetQuality": "No snippets (heuristic)."},
+            suggestions=["Return results for on-topic queries"],
         )
     snippets = [without_suspected_lines(i.snippet) for i in items]
     texts = [f"{s.anchor}\n{s.body}" for s in snippets]
@@ -153,7 +157,7 @@ def heuristic_list_verdict(
         "snippetQuality": f"Heuristic: snippet quality {snippet_quality:.2f} from term overlap and similarity of the top {len(seen)}, weighted by label.",
     }
     holistic = {"relevance": relevance, "ranking": ranking, "overall": clip((relevance + ranking + coverage + snippet_quality) / 4)}
-    return ListVerdict(coverage, snippet_quality, holistic, analysis, suggestions)
+    return ListVerdict(coverage=coverage, snippet_quality=snippet_quality, holistic=holistic, analysis=analysis, suggestions=suggestions)
 
 
 class HeuristicJudge:
@@ -194,7 +198,7 @@ class HeuristicJudge:
         """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
         labels = heuristic_labels(query, documents, self.embedder)
         position = {original: shown for shown, original in enumerate(order)}
-        return [LabelReply(r.label, r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
+        return [LabelReply(label=r.label, reason=r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
 
     def list_verdict(
         self,

@@ -225,7 +225,14 @@ def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge, where: 
 def _from_cache(hit: CachedJudgment, shown_as: str | None = None) -> LabelReply:
     """The :class:`LabelReply` a stored label stands for (with its output order when it was recorded)."""
     order = hit.payload.get("order") if isinstance(hit.payload, dict) else None
-    return LabelReply(int(hit.label or 0), hit.reason, hit.injection_suspected, hit.model_returned, shown_as=shown_as, order=order)
+    return LabelReply(
+        label=int(hit.label or 0),
+        reason=hit.reason,
+        injection_suspected=hit.injection_suspected,
+        model_returned=hit.model_returned,
+        shown_as=shown_as,
+        order=order,
+    )
 
 
 def cached(cache: JudgmentCache | None, keys: Iterable[str]) -> dict[str, CachedJudgment]:

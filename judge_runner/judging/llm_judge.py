@@ -214,15 +214,15 @@ class LLMJudge:
         request = pointwise_request(query, intent, document, output=self.output)
         a = ask(self.provider, request, sampling, log, label_max_tokens(self.provider), "label")
         return LabelReply(
-            a.data["relevance"],
-            a.data.get("reason", ""),
-            a.data["injectionSuspected"],
-            a.model_returned,
-            a.usage,
-            a.cost_usd,
-            a.latency_s,
-            a.attempts,
-            tuple(a.recoveries),
+            label=a.data["relevance"],
+            reason=a.data.get("reason", ""),
+            injection_suspected=a.data["injectionSuspected"],
+            model_returned=a.model_returned,
+            usage=a.usage,
+            cost_usd=a.cost_usd,
+            latency_s=a.latency_s,
+            attempts=a.attempts,
+            recoveries=tuple(a.recoveries),
             order=order_written(a.data, self.output),
         )
 
@@ -244,17 +244,17 @@ class LLMJudge:
             paid = k == 0
             out.append(
                 LabelReply(
-                    item["relevance"],
-                    item["reason"],
-                    item["injectionSuspected"],
-                    a.model_returned,
-                    a.usage if paid else Usage(),
-                    a.cost_usd if paid else 0.0,
-                    a.latency_s if paid else 0.0,
-                    a.attempts if paid else 0,
-                    tuple(a.recoveries) if paid else (),
-                    item["shownAs"],
-                    item["order"],
+                    label=item["relevance"],
+                    reason=item["reason"],
+                    injection_suspected=item["injectionSuspected"],
+                    model_returned=a.model_returned,
+                    usage=a.usage if paid else Usage(),
+                    cost_usd=a.cost_usd if paid else 0.0,
+                    latency_s=a.latency_s if paid else 0.0,
+                    attempts=a.attempts if paid else 0,
+                    recoveries=tuple(a.recoveries) if paid else (),
+                    shown_as=item["shownAs"],
+                    order=item["order"],
                 )
             )
         return out
@@ -279,15 +279,15 @@ class LLMJudge:
         )
         d = a.data
         return ListVerdict(
-            float(d["scores"]["coverage"]),
-            float(d["scores"]["snippetQuality"]),
-            d["holistic"],
-            d["analysis"],
-            d["suggestions"],
-            a.model_returned,
-            a.usage,
-            a.cost_usd,
-            a.latency_s,
-            a.attempts,
-            tuple(a.recoveries),
+            coverage=float(d["scores"]["coverage"]),
+            snippet_quality=float(d["scores"]["snippetQuality"]),
+            holistic=d["holistic"],
+            analysis=d["analysis"],
+            suggestions=d["suggestions"],
+            model_returned=a.model_returned,
+            usage=a.usage,
+            cost_usd=a.cost_usd,
+            latency_s=a.latency_s,
+            attempts=a.attempts,
+            recoveries=tuple(a.recoveries),
         )

@@ -64,7 +64,7 @@ class Judge(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabelReply:
     """What one judge call said about one document: ``label`` 0-3, ``reason``, the judge's own
     ``injection_suspected`` flag, the model id the API returned (None if unknown), and what the call
@@ -87,7 +87,7 @@ class LabelReply:
     order: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ListVerdict:
     """The list-level call's verdict on one query: ``coverage`` and ``snippet_quality`` in [0, 1] (the
     run's dimensions of those names), ``holistic`` ``{relevance, ranking, overall}`` in [0, 1] (kept as
@@ -121,10 +121,10 @@ class ListVerdict:
         :meth:`payload`."""
         p = payload or {}
         return cls(
-            float(p["scores"]["coverage"]),
-            float(p["scores"]["snippetQuality"]),
-            dict(p.get("holistic") or {}),
-            dict(p.get("analysis") or {}),
-            list(p.get("suggestions") or []),
-            model_returned,
+            coverage=float(p["scores"]["coverage"]),
+            snippet_quality=float(p["scores"]["snippetQuality"]),
+            holistic=dict(p.get("holistic") or {}),
+            analysis=dict(p.get("analysis") or {}),
+            suggestions=list(p.get("suggestions") or []),
+            model_returned=model_returned,
         )

@@ -22,6 +22,7 @@ from judge_runner.judging.fence import render_document
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.labelling import label_documents
 from judge_runner.judging.llm_judge import LLMJudge
+from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.llm.anthropic_provider import AnthropicProvider
 from judge_runner.llm.budget import Budget
@@ -142,7 +143,7 @@ class FlakyJudge(HeuristicJudge):
     def label_one(self, query, intent, document, sampling, log=lambda m: None):
         reply = super().label_one(query, intent, document, sampling, log)
         FlakyJudge.calls += 1
-        return reply if FlakyJudge.calls % 3 != 2 else type(reply)(min(3, reply.label + 1), reply.reason)
+        return reply if FlakyJudge.calls % 3 != 2 else type(reply)(label=min(3, reply.label + 1), reason=reply.reason)
 
 
 @pytest.mark.hash_embedder
@@ -235,3 +236,14 @@ def test_injection_twin_gets_its_clean_label_on_an_honest_fake_judge(api, mode):
     # each fenced twin shows its text with every spoofed tag neutralised
     twin = render_document(*injection_pair().twin)
     assert twin.injection_suspected and "replicaof no one" in twin.body
+
+
+def test_replies_are_built_with_keywords_only():
+    with pytest.raises(TypeError):
+        LabelReply(2, "a reason")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ListVerdict(0.5, 0.5, {}, {}, [])  # type: ignore[misc]
+    reply = LabelReply(label=2, reason="a reason", shown_as="D1")
+    assert (reply.label, reply.reason, reply.shown_as, reply.cost_usd) == (2, "a reason", "D1", 0.0)
+    verdict = ListVerdict.from_payload(ListVerdict(coverage=0.5, snippet_quality=0.25, holistic={}, analysis={}, suggestions=[]).payload())
+    assert (verdict.coverage, verdict.snippet_quality) == (0.5, 0.25)

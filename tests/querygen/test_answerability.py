@@ -29,7 +29,7 @@ class HonestJudge:
 
     def label_one(self, query, intent, document, sampling, log=lambda m: None):
         reply = honest_label(query, {"source": document.source, "anchor": document.anchor, "text": document.body})
-        return LabelReply(reply["relevance"], reply["reason"])
+        return LabelReply(label=reply["relevance"], reason=reply["reason"])
 
 
 def query(qid: str, text: str, source: str) -> Query:

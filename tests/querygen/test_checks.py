@@ -227,7 +227,7 @@ class FailingJudge:
         self.calls += 1
         if query == self.failing:
             raise TransientError("the server kept answering 529")
-        return LabelReply(3 if "backup" in document.body else 0, "grades by the word backup")
+        return LabelReply(label=3 if "backup" in document.body else 0, reason="grades by the word backup")
 
 
 def test_a_failed_judge_call_leaves_the_query_unchecked_and_kept(tmp_path):
@@ -259,7 +259,7 @@ class BrokeJudge(FailingJudge):
         self.calls += 1
         if self.calls == 2:
             raise BudgetExhausted("the next call could take the run past --max-budget-usd 0.01")
-        return LabelReply(3, "fine")
+        return LabelReply(label=3, reason="fine")
 
 
 def test_a_spent_budget_stops_the_check_instead_of_leaving_queries_unchecked(tmp_path):

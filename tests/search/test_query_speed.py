@@ -182,7 +182,7 @@ class FixedJudge(StubJudge):
     heuristic = False
 
     def label_one(self, query, intent, document, sampling, log=lambda m: None):
-        return LabelReply(2, "stub")
+        return LabelReply(label=2, reason="stub")
 
 
 def run_queries(n: int) -> list[Query]:

@@ -99,11 +99,11 @@ class OneCallJudge(LLMJudge):
 
     def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
         return ListVerdict(
-            0.6,
-            0.75,
-            {"relevance": 0.8, "ranking": 0.7, "overall": 0.7},
-            {"coverage": "fixed", "snippetQuality": "fixed"},
-            ["Boost title matches for identifier queries"],
+            coverage=0.6,
+            snippet_quality=0.75,
+            holistic={"relevance": 0.8, "ranking": 0.7, "overall": 0.7},
+            analysis={"coverage": "fixed", "snippetQuality": "fixed"},
+            suggestions=["Boost title matches for identifier queries"],
         )
 
 

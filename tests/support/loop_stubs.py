@@ -21,18 +21,18 @@ class StubJudge:
     def label_one(self, query, intent, document, sampling, log=lambda m: None):
         if query in self.fail_on:
             raise AuthError("the API key was refused: HTTP 401 (authentication_error)", 1)
-        return LabelReply(max(0, 4 - int(document.source[3:-3])), "stub")
+        return LabelReply(label=max(0, 4 - int(document.source[3:-3])), reason="stub")
 
     def label_batch(self, query, intent, documents, order, sampling, log=lambda m: None):
         return [self.label_one(query, intent, d, sampling, log) for d in documents]
 
     def list_verdict(self, query, intent, expected_sources, items, sampling, log=lambda m: None):
         return ListVerdict(
-            0.4,
-            0.2,
-            {"relevance": 0.8, "ranking": 0.6, "overall": 0.9},
-            {"coverage": "stub", "snippetQuality": "stub"},
-            ["Boost title matches"],
+            coverage=0.4,
+            snippet_quality=0.2,
+            holistic={"relevance": 0.8, "ranking": 0.6, "overall": 0.9},
+            analysis={"coverage": "stub", "snippetQuality": "stub"},
+            suggestions=["Boost title matches"],
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,31 @@ class Source:
         raise UsageError("give either --beir DIR or all of --qrels FILE --queries FILE --corpus FILE")
 
 
+@dataclass(frozen=True, kw_only=True)
+class CalibrateRequest:
+    """What ``calibrate`` was asked, built once by the command. Judged: the collection (``source``), a
+    ``sample`` of its queries (None: all with qrels), the built-in ``systems`` and the TREC ``run_files``
+    compared, the index's ``scope`` (``full``, or ``candidates``: the qrels documents and the BM25 top
+    ``candidates`` per query) and file (``db``; None: :func:`default_index_path`). From run files: the
+    ``results`` and the human qrels set ``human_set`` (or the file ``source.qrels``). Both: the ``config``,
+    the calibration file ``out`` (None: ``calibration/<time id>.json``), ``require_calibrated`` and
+    ``dry_run`` (nothing written or printed)."""
+
+    config: CalibrationConfig = field(default_factory=CalibrationConfig)
+    source: Source = field(default_factory=Source)
+    sample: int | None = None
+    systems: tuple[str, ...] = ()
+    run_files: tuple[Path, ...] = ()
+    scope: str = "full"
+    candidates: int = 100
+    db: Path | None = None
+    results: tuple[Path, ...] = ()
+    human_set: str | None = None
+    out: Path | None = None
+    require_calibrated: bool = False
+    dry_run: bool = False
+
+
 NOT_FOR_RESULTS = (
     "beir",
     "split",
@@ -81,38 +106,29 @@ NOT_FOR_RESULTS = (
 judge and its mode come from the run files."""
 
 
-def refused_options(
-    given: Mapping[str, str],
-    results: bool,
-    human_set: str | None,
-    qrels: Path | None,
-    beir: Path | None,
-    scope: str,
-    mode: str,
-    probes: Sequence[str],
-    systems: Sequence[str],
-) -> list[str]:
+def refused_options(given: Mapping[str, str], request: CalibrateRequest) -> list[str]:
     """Why each option of ``given`` (``{parameter name: flag as typed}``, the ones on the command line) would
     have no effect, as "--flag does not apply (why)": a silently ignored option reads as applied, so calibrate
     refuses it. With ``results``: :data:`NOT_FOR_RESULTS`, --rescale of a --human-qrels set, --cache or --db
     beside a --qrels file; otherwise --split without --beir, --candidates without --corpus-scope candidates,
     --batch-size without batched labels, --probe-queries without a probe, --db without a built-in system."""
-    if results:
+    qrels, beir, config = request.source.qrels, request.source.beir, request.config
+    if request.results:
         rules = [
             (name, True, "--results reads the judge's labels, its mode and the systems from the run files") for name in NOT_FOR_RESULTS
         ]
         rules += [
-            ("rescale", human_set is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
+            ("rescale", request.human_set is not None, "a --human-qrels set is on the judge's 0-3 scale already"),
             ("cache", qrels is not None, "the labels come from --qrels FILE, not from the judgment cache"),
             ("calibration_db", qrels is not None, "with --results it finds the cache of --human-qrels, and --qrels FILE needs none"),
         ]
     else:
         rules = [
             ("split", beir is None, "it picks the qrels of a --beir folder"),
-            ("candidates", scope != "candidates", "it sets the depth of --corpus-scope candidates"),
-            ("batch_size", mode == "pointwise", "only --judge-mode batched or both sends batches"),
-            ("probe_queries", not probes, "no probe runs (--probes none)"),
-            ("calibration_db", not systems, "no built-in system searches an index (--systems none)"),
+            ("candidates", request.scope != "candidates", "it sets the depth of --corpus-scope candidates"),
+            ("batch_size", tuple(config.modes) == ("pointwise",), "only --judge-mode batched or both sends batches"),
+            ("probe_queries", not config.probes, "no probe runs (--probes none)"),
+            ("calibration_db", not request.systems, "no built-in system searches an index (--systems none)"),
         ]
     return [f"{given[name]} does not apply ({why})" for name, unused, why in rules if unused and name in given]
 
@@ -236,39 +252,24 @@ def ranked_by_every_run(queries: list, collection: Collection, run_rankings: Seq
     return kept, restrict(collection, [q.id for q in kept])
 
 
-def calibrate_job(
-    settings: Settings,
-    source: Source,
-    config: CalibrationConfig,
-    sample: int | None,
-    systems: Sequence[str],
-    run_files: Sequence[Path],
-    scope: str,
-    candidates: int,
-    db: Path | None,
-    out: Path | None,
-    printer: Printer,
-    labeler: Labeler | None = None,
-    dry_run: bool = False,
-    require_calibrated: bool = False,
-) -> dict:
-    """Run one calibration and write it (``out``, default ``calibration/<time id>.json``); prints the table unless
-    quiet. ``labeler`` overrides the judge chosen from ``settings`` (tests, ``--dry-run``); ``dry_run``:
-    write and print nothing (the labeller sent nothing either). Returns the document. Raises
-    UsageError for bad input, IncompleteRunError when the judge fails or the run is interrupted,
-    GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated`` (written all the same)."""
+def calibrate_job(settings: Settings, request: CalibrateRequest, printer: Printer, labeler: Labeler | None = None) -> dict:
+    """Run one judged calibration and write it; prints the table unless quiet. ``labeler`` overrides the judge
+    chosen from ``settings`` (tests, ``--dry-run``). Returns the document. Raises UsageError for bad input,
+    IncompleteRunError when the judge fails or the run is interrupted, GateFailedError when
+    ``request.require_calibrated`` and the verdict is not ``calibrated`` (written all the same)."""
+    source, config, systems, scope = request.source, request.config, request.systems, request.scope
     collection = source.load()
     for note in collection.notes:
         printer.err(f"note: {note}")
     available = len(collection.queries)
-    queries = sample_queries(collection, sample, config.seed)
+    queries = sample_queries(collection, request.sample, config.seed)
     collection = restrict(collection, [q.id for q in queries])
     index_info = None
     index = None
     meter = None if printer.quiet else IndexProgress()
     try:
         if systems:
-            path = db or default_index_path(collection, scope)
+            path = request.db or default_index_path(collection, scope)
             try:
                 index = SQLiteIndex(path, settings.search, setting_embedder(settings))
             except IndexMismatchError as exc:
@@ -278,14 +279,14 @@ def calibrate_job(
         if not config.trials:  # a judge whose sampling cannot be pinned gets trials enough to show how far it moves
             config = replace(config, trials=default_trials(labeler.name))
         if index is not None:
-            printer.note(index_plan(collection, scope, candidates, len(queries), path))
+            printer.note(index_plan(collection, scope, request.candidates, len(queries), path))
             progress = planned_progress(meter, index.embedder, printer.note) if meter is not None else None
-            index_info = prepare_index(index, collection, queries, scope, candidates, path.parent, progress=progress)
+            index_info = prepare_index(index, collection, queries, scope, request.candidates, path.parent, progress=progress)
             index_info["path"] = str(path)
             if index_info["indexed"] == 0:
                 printer.note(f"the index was up to date ({index_info['unchanged']:,} documents): nothing to embed")
-        runs = collect_runs(index, queries, systems, run_files, printer, meter)
-        queries, collection = ranked_by_every_run(queries, collection, [runs[name] for name in trec_run_names(run_files)])
+        runs = collect_runs(index, queries, systems, request.run_files, printer, meter)
+        queries, collection = ranked_by_every_run(queries, collection, [runs[name] for name in trec_run_names(request.run_files)])
         collection.embedder = index.embedder if index is not None else choose(settings.embedder)  # chooses the passages shown
         started = datetime.now(UTC)
         try:
@@ -308,10 +309,10 @@ def calibrate_job(
         "index": index_info,
         **document,
     }
-    if dry_run:
+    if request.dry_run:
         return document
     unlabelled_note(document, source, config, printer)
-    return written(document, out, printer, require_calibrated=require_calibrated)
+    return written(document, request.out, printer, require_calibrated=request.require_calibrated)
 
 
 def unlabelled_note(document: dict, source: Source, config: CalibrationConfig, printer: Printer) -> None:
@@ -375,27 +376,17 @@ def human_qrels_for(
     return grades, {"humanQrelsSet": name, "cache": str(path)}
 
 
-def calibrate_runs_job(
-    settings: Settings,
-    results: Sequence[Path],
-    qrels: Path | None,
-    human_set: str | None,
-    config: CalibrationConfig,
-    out: Path | None,
-    printer: Printer,
-    rescale: dict[int, int] | None = None,
-    require_calibrated: bool = False,
-) -> dict:
-    """``calibrate --results``: the judge that wrote the run files ``results`` measured against human labels
-    (:func:`human_qrels_for`) with the judge's labels read from the runs
-    (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration (``out``, default
-    ``calibration/<time id>.json``) and prints its table unless quiet. Returns the document. Raises UsageError
-    for a file that is not a run with judged queries, runs of different judges, or labels that match no
-    result; GateFailedError when ``require_calibrated`` and the verdict is not ``calibrated``."""
-    runs = read_judged_runs(results)
-    human, source = human_qrels_for(settings, qrels, human_set, rescale)
+def calibrate_runs_job(settings: Settings, request: CalibrateRequest, printer: Printer) -> dict:
+    """``calibrate --results``: the judge that wrote the run files ``request.results`` measured against human
+    labels (:func:`human_qrels_for`) with the judge's labels read from the runs
+    (:mod:`judge_runner.calibrate.from_runs`): no judge call. Writes the calibration and prints its table
+    unless quiet. Returns the document. Raises UsageError for a file that is not a run with judged queries,
+    runs of different judges, or labels that match no result; GateFailedError when
+    ``request.require_calibrated`` and the verdict is not ``calibrated``."""
+    runs = read_judged_runs(request.results)
+    human, source = human_qrels_for(settings, request.source.qrels, request.human_set, request.source.rescale)
     started = datetime.now(UTC)
-    document = calibrate_from_runs(runs, human, config, source)
+    document = calibrate_from_runs(runs, human, request.config, source)
     document = {
         "type": "calibration",
         "createdAt": started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -404,4 +395,5 @@ def calibrate_runs_job(
         "index": None,
         **document,
     }
-    return written(document, out, printer, f" (no judge call: labels read from {len(runs)} run files)", require_calibrated)
+    note = f" (no judge call: labels read from {len(runs)} run files)"
+    return written(document, request.out, printer, note, request.require_calibrated)

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler, LabelResult, ShownDoc
-from judge_runner.calibrate.pool import PoolEntry
+from judge_runner.calibrate.pool import PoolEntry, Runs
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.requests import batch_seed, shuffled_order
 from judge_runner.search.documents import record_chunks
@@ -127,26 +127,44 @@ class Labels:
     flags: dict[str, dict[tuple[str, str], bool]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Study:
+    """What a calibration measures on: the ``collection``, its sampled ``queries``, the systems' ``runs`` and
+    the ``pool`` of (query, document) pairs labelled."""
+
+    collection: Collection
+    queries: Sequence[CalibrationQuery]
+    runs: Runs
+    pool: Mapping[str, list[PoolEntry]]
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """How the pool is labelled: in each of ``modes``, ``trials`` times, a batched call holding at most
+    ``batch_size`` documents in the order ``seed`` draws."""
+
+    modes: Sequence[JudgeMode]
+    trials: int
+    seed: int
+    batch_size: int = 10
+
+
 def label_pool(
     labeler: CountingLabeler,
-    collection: Collection,
-    queries: Sequence[CalibrationQuery],
-    pool: Mapping[str, list[PoolEntry]],
-    modes: Sequence[JudgeMode],
-    trials: int,
-    seed: int,
-    batch_size: int = 10,
+    study: Study,
+    how: Labelling,
     progress: Callable[[str], None] = lambda message: None,
     meter: Callable[[str, int, int], None] | None = None,
     purpose: str = "",
 ) -> Labels:
-    """Label every pooled pair in each of ``modes``, ``trials`` times (see the module docstring).
-    ``meter(stage, done, total)`` (stage ``"labelling <mode>"``, counted in labels) is told after every
-    judge call, from whichever thread made it. ``purpose``: what the calls are counted under (default:
-    the mode)."""
+    """Label every pooled pair of ``study`` as ``how`` says (see the module docstring). ``meter(stage, done,
+    total)`` (stage ``"labelling <mode>"``, counted in labels) is told after every judge call, from whichever
+    thread made it. ``purpose``: what the calls are counted under (default: the mode)."""
+    collection, queries, pool = study.collection, study.queries, study.pool
+    trials, seed, batch_size = how.trials, how.seed, how.batch_size
     out = Labels()
     batching = batching_of(labeler)
-    for mode in modes:
+    for mode in how.modes:
         if meter is not None:
             labeler.on_labels = label_counter(meter, f"labelling {mode}", trials * sum(len(pool.get(q.id, [])) for q in queries))
         table: dict[tuple[str, str], list[int]] = {}

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from judge_runner.calibrate.collect import Spend
+from judge_runner.calibrate.collect import Spend, Study
 from judge_runner.calibrate.data import CalibrationQuery, Collection, is_graded
 from judge_runner.calibrate.pool import PoolEntry, Runs
 from judge_runner.calibrate.run import FORMAT_VERSION, CalibrationConfig, mode_figures
@@ -187,7 +187,7 @@ def calibrate_from_runs(
     pool = found.pool(queries)
     collection = Collection({q.id: q.text for q in queries}, {q.id: found.scaled[q.id] for q in queries}, Path("-"), graded, "run files")
     mode = str((runs[0].provenance.judgeFingerprint or {}).get("mode") or "pointwise") if runs[0].provenance else "pointwise"
-    figures = mode_figures(mode, found.per_run, found.flags, pool, systems, collection, queries, config, None)  # type: ignore[arg-type]
+    figures = mode_figures(mode, found.per_run, found.flags, Study(collection, queries, systems, pool), config)  # type: ignore[arg-type]
     trial_labels = found.trial_labels
     figures["trialsAlpha"] = trials_alpha(list(trial_labels.values())) if trial_labels else None  # across a run's trials, not runs
     figures["trialStability"] = trial_stability(trial_labels, config.resamples, config.seed)

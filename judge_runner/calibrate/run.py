@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 
 from judge_runner.calibrate import probes as probe_mod
 from judge_runner.calibrate import stats
-from judge_runner.calibrate.collect import CountingLabeler, Spend, batching_of, label_counter, label_pool, shown_doc
+from judge_runner.calibrate.collect import CountingLabeler, Labelling, Spend, Study, batching_of, label_counter, label_pool, shown_doc
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.calibrate.labeling import Labeler
-from judge_runner.calibrate.pool import Runs, build_pool
+from judge_runner.calibrate.pool import PoolEntry, Runs, build_pool
 from judge_runner.calibrate.verdicts import verdicts
 from judge_runner.core.models import JudgeMode
 from judge_runner.judging.scores import median_label, ranking_score, relevance_score
@@ -56,6 +56,10 @@ class CalibrationConfig:
     unlabelled: str = "non-relevant"
     compare_output: bool = False
     extra: dict = field(default_factory=dict)
+
+    def labelling(self, modes: Sequence[JudgeMode] | None = None) -> Labelling:
+        """How the pool is labelled: in ``modes`` (default: every mode of the config)."""
+        return Labelling(self.modes if modes is None else modes, self.trials, self.seed, self.batch_size)
 
 
 def reference_lists(runs: Runs, qids: Sequence[str]) -> tuple[str, dict[str, list[str]]]:
@@ -130,21 +134,14 @@ def qrels_names(human: Mapping[str, Mapping[str, int]], condensed: bool) -> dict
 
 
 def mode_figures(
-    mode: JudgeMode,
-    labels: dict,
-    flags: dict,
-    pool: dict,
-    runs: Runs,
-    collection: Collection,
-    queries: Sequence[CalibrationQuery],
-    config: CalibrationConfig,
-    labeler: CountingLabeler | None,
+    mode: JudgeMode, labels: dict, flags: dict, study: Study, config: CalibrationConfig, labeler: CountingLabeler | None = None
 ) -> dict:
     """Every per-mode figure: agreement on each subset, alpha (``trialsAlpha``, and ``trialStability`` with its
     interval), systems, per-query Spearman, flag rate. With ``config.unlabelled == "unknown"`` the systems
     are ranked on condensed lists (documents without a human label left out, for the people and the judge
     alike, :func:`judge_runner.calibrate.stats.condensed`); each system's ``labelledAt10`` says how much of
     its top 10 people labelled."""
+    collection, queries, runs, pool = study.collection, study.queries, study.runs, study.pool
     qids = [q.id for q in queries]
     human_qrels = {q: collection.qrels.get(q, {}) for q in qids}
     judge = stats.judge_qrels(labels)
@@ -195,14 +192,17 @@ def calibrate(
     """The calibration document (``schemas/calibration.schema.json`` without the ``judge``/``createdAt``
     envelope the command adds): pool, per-mode figures, probes, spend and the verdict. ``meter(stage, done,
     total)`` is told the progress of each long step (``labelling <mode>`` and ``probe <name>`` in labels,
-    ``statistics`` in bootstrap resamples), e.g. a :class:`judge_runner.search.progress.IndexProgress`.
-    ``available``: the queries the collection holds with labels before any sample (``queriesAvailable``,
-    what the verdicts weigh "more queries" against; default the queries given)."""
+    ``statistics`` in bootstrap resamples). ``available``: the queries the collection holds with labels
+    before any sample (``queriesAvailable``; default the queries given)."""
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         if meter is not None:
             stack.enter_context(stats.observed(resample_counter(meter)))
-        document = _calibrate(collection, queries, runs, labeler, config, progress, meter, started, available or len(queries))
+        pool = build_pool(runs, collection, list(queries), config.depth)
+        if config.unlabelled == "unknown":
+            pool = labelled_pool(pool, collection)
+        study = Study(collection, queries, runs, pool)
+        document = _calibrate(study, labeler, config, progress, meter, started, available or len(queries))
     return document
 
 
@@ -219,9 +219,7 @@ def resample_counter(meter: Callable[[str, int, int], None]) -> Callable[[int], 
 
 
 def _calibrate(
-    collection: Collection,
-    queries: Sequence[CalibrationQuery],
-    runs: Runs,
+    study: Study,
     labeler: Labeler,
     config: CalibrationConfig,
     progress: Callable[[str], None],
@@ -229,24 +227,18 @@ def _calibrate(
     started: float,
     available: int,
 ) -> dict:
-    pool = build_pool(runs, collection, list(queries), config.depth)
-    if config.unlabelled == "unknown":
-        pool = labelled_pool(pool, collection)
+    collection, queries, runs, pool = study.collection, study.queries, study.runs, study.pool
     spend = Spend()
     counting = CountingLabeler(labeler, spend)
     progress(f"pool: {sum(len(v) for v in pool.values())} pairs over {len(queries)} queries and {len(runs)} systems")
-    labels = label_pool(
-        counting, collection, queries, pool, config.modes, config.trials, config.seed, config.batch_size, progress=progress, meter=meter
-    )
+    labels = label_pool(counting, study, config.labelling(), progress=progress, meter=meter)
     primary = config.modes[0]
     modes = {}
     for mode in config.modes:
         progress(f"statistics ({mode}) ...")
-        modes[mode] = mode_figures(
-            mode, labels.trials[mode], labels.flags[mode], pool, runs, collection, queries, config, counting if mode == primary else None
-        )
-    results = run_probes(counting, collection, probe_sample(queries, config), pool, primary, config, progress, meter)
-    compared = output_comparison(counting, collection, queries, pool, runs, config, labels.trials[primary], modes[primary], progress)
+        modes[mode] = mode_figures(mode, labels.trials[mode], labels.flags[mode], study, config, counting if mode == primary else None)
+    results = run_probes(counting, study, probe_sample(queries, config), primary, config, progress, meter)
+    compared = output_comparison(counting, study, config, labels.trials[primary], modes[primary], progress)
     document = {
         "formatVersion": FORMAT_VERSION,
         "collection": {
@@ -278,10 +270,7 @@ def _headline(figures: dict) -> dict:
 
 def output_comparison(
     counting: CountingLabeler,
-    collection: Collection,
-    queries: Sequence[CalibrationQuery],
-    pool: dict,
-    runs: Runs,
+    study: Study,
     config: CalibrationConfig,
     primary_labels: dict,
     primary_figures: dict,
@@ -300,19 +289,10 @@ def output_comparison(
     mode = config.modes[0]
     progress(f"labelling the pool again, grade only ({mode}) ...")
     relabelled = label_pool(
-        CountingLabeler(other, counting.spend),
-        collection,
-        queries,
-        pool,
-        [mode],
-        config.trials,
-        config.seed,
-        config.batch_size,
-        progress=progress,
-        purpose=f"{mode}:grade-only",
+        CountingLabeler(other, counting.spend), study, config.labelling([mode]), progress=progress, purpose=f"{mode}:grade-only"
     )
     grade_only = relabelled.trials[mode]
-    figures = mode_figures(mode, grade_only, relabelled.flags[mode], pool, runs, collection, queries, config, None)
+    figures = mode_figures(mode, grade_only, relabelled.flags[mode], study, config)
     shared = [k for k in primary_labels if k in grade_only]
     changed = sum(1 for k in shared if median_label(primary_labels[k]) != median_label(grade_only[k]))
     return {
@@ -334,9 +314,8 @@ def probe_sample(queries: Sequence[CalibrationQuery], config: CalibrationConfig)
 
 def run_probes(
     counting: CountingLabeler,
-    collection: Collection,
+    study: Study,
     probe_set: list[CalibrationQuery],
-    pool: dict,
     primary: JudgeMode,
     config: CalibrationConfig,
     progress: Callable[[str], None],
@@ -344,6 +323,7 @@ def run_probes(
 ) -> dict:
     """``{probe: figures}`` for each of the config's ``probes``, in order: position, injection, length."""
     results: dict = {}
+    collection, pool = study.collection, study.pool
 
     def probe(name: str) -> None:
         progress(f"probe: {name} ...")
@@ -369,7 +349,7 @@ def run_probes(
     return results
 
 
-def pool_figures(pool: dict, collection: Collection, depth: int) -> dict:
+def pool_figures(pool: Mapping[str, list[PoolEntry]], collection: Collection, depth: int) -> dict:
     """The calibration document's ``pool`` block: how many pairs, retrieved, qrels-only, relevant, labelled."""
     entries = [e for v in pool.values() for e in v]
     return {

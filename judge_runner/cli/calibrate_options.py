@@ -1,12 +1,14 @@
-"""The options of ``judge-runner calibrate`` (:mod:`judge_runner.cli.calibrate`) and its --help text, kept apart
-so that the command's module stays small, and :func:`given_flags`: which of them the command line gave."""
+"""The options of ``judge-runner calibrate`` (:mod:`judge_runner.cli.calibrate`), its --help text,
+:class:`CalibrateOptions` (the options as click parsed them) and :func:`given_flags`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
+from pydantic import BaseModel, ConfigDict
 
 from judge_runner.calibrate.pool import BUILTIN_SYSTEMS
 from judge_runner.calibrate.probes import PROBES
@@ -190,6 +192,45 @@ CALIBRATE_OPTIONS = [
     ),
 ]
 """calibrate's own options, in the order ``--help`` lists them."""
+
+
+class CalibrateOptions(BaseModel):
+    """calibrate's own options by parameter name, as click parsed and checked them (every one given)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    beir: Path | None
+    split: str
+    qrels: Path | None
+    results: tuple[Path, ...]
+    human_set: str | None
+    rescale: dict[int, int]
+    queries: Path | None
+    corpus: Path | None
+    queries_sample: int | None
+    sample_seed: int
+    calibration_trials: int | None
+    compare_output: bool
+    calibration_mode: str
+    probes: str
+    systems: str
+    run_files: tuple[Path, ...]
+    pool_depth: int
+    corpus_scope: str
+    candidates: int
+    calibration_db: Path | None
+    unlabelled: str | None
+    require_calibrated: bool
+    probe_queries: int
+    resamples: int
+    batch_size: int
+    out: Path | None
+
+    @classmethod
+    def split_from(cls, options: dict[str, Any]) -> tuple[CalibrateOptions, dict[str, Any]]:
+        """``(calibrate's own options, the rest: the settings' flags)`` of a click command's keyword arguments."""
+        own = {name: value for name, value in options.items() if name in cls.model_fields}
+        return cls(**own), {name: value for name, value in options.items() if name not in own}
 
 
 def given_flags(ctx: click.Context) -> dict[str, str]:

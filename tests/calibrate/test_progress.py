@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from judge_runner.app.calibrate_job import Source, calibrate_job
+from judge_runner.app.calibrate_job import CalibrateRequest, Source, calibrate_job
 from judge_runner.calibrate.labeling import LabelResult
 from judge_runner.calibrate.run import CalibrationConfig
 from judge_runner.config import load_settings
@@ -86,15 +86,13 @@ def test_calibrate_says_what_it_indexes_and_shows_progress_while_indexing_and_la
     monkeypatch.setitem(registry._instances, "hash", SlowEmbedder(0.03))
     calibrate_job(
         load_settings({"embedder": "hash"}),
-        Source(beir=data),
-        config,
-        None,
-        ["fts", "vector", "hybrid"],
-        [],
-        "full",
-        100,
-        tmp_path / "idx.sqlite",
-        tmp_path / "calibration.json",
+        CalibrateRequest(
+            source=Source(beir=data),
+            config=config,
+            systems=("fts", "vector", "hybrid"),
+            db=tmp_path / "idx.sqlite",
+            out=tmp_path / "calibration.json",
+        ),
         printer,
         labeler=SlowLabeler(0.01),
     )
@@ -116,15 +114,14 @@ def test_calibrate_says_what_it_indexes_and_shows_progress_while_indexing_and_la
     stream.lines.clear()
     calibrate_job(
         load_settings({"embedder": "hash"}),
-        Source(beir=data),
-        config,
-        4,
-        ["fts", "hybrid"],
-        [],
-        "full",
-        100,
-        tmp_path / "idx.sqlite",
-        tmp_path / "calibration2.json",
+        CalibrateRequest(
+            source=Source(beir=data),
+            config=config,
+            sample=4,
+            systems=("fts", "hybrid"),
+            db=tmp_path / "idx.sqlite",
+            out=tmp_path / "calibration2.json",
+        ),
         printer,
         labeler=SlowLabeler(0.0),
     )

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from judge_runner.app.label.server import label_job
+from judge_runner.app.label.server import LabelRequest, label_job
 from judge_runner.app.label.web import HostRule, parse_host_rule
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.numbers import FiniteFloatRange
@@ -156,21 +156,12 @@ def _labeller() -> str:
 def label(
     results: tuple[Path, ...],
     name: str,
-    sample_kind: str,
-    query_count: int | None,
-    width: float,
-    per_label: int,
-    sample_seed: int,
     labeller: str | None,
     folder: Path,
     port: int,
     allow_hosts: tuple[HostRule, ...],
     quiet: bool,
-    budget: int | None,
-    budget_minutes: float | None,
-    question: str,
-    systems: str | None,
-    **flags: Any,
+    **options: Any,
 ) -> int:
     """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
 
@@ -217,17 +208,16 @@ def label(
     line prints the command that imports them).
     """
     given = _given(click.get_current_context())
-    _check_budget(given, budget, budget_minutes)
-    sampling = Sampling(sample_kind, query_count, per_label, width, sample_seed, budget, budget_minutes, question, _systems(systems), given)
-    result = label_job(
-        settings(**flags),
-        name,
-        list(results),
-        sampling,
-        labeller or _labeller(),
-        folder,
-        port,
-        printer(quiet),
+    drawn = {field: options.pop(parameter) for parameter, field in SAMPLING_FIELDS.items()}
+    _check_budget(given, drawn["budget"], drawn["minutes"])
+    sampling = Sampling(**{**drawn, "systems": _systems(drawn["systems"])}, given=given)
+    request = LabelRequest(
+        name=name,
+        folder=folder,
+        labeller=labeller or _labeller(),
+        results=results,
+        sampling=sampling,
+        port=port,
         allow_hosts=allow_hosts,
     )
-    return result.exit_code
+    return label_job(settings(**options), request, printer(quiet)).exit_code

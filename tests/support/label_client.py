@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_runner.app.label.server import label_job
+from judge_runner.app.label.server import LabelRequest, label_job
 from judge_runner.config import load_settings
 from judge_runner.core.printer import Printer
 from judge_runner.human.options import Sampling
@@ -61,18 +61,10 @@ class Job:
 
         def run() -> None:
             try:
-                self.result = label_job(
-                    self.settings,
-                    name,
-                    [run_file] if run_file else [],
-                    sampling,
-                    labeller,
-                    folder,
-                    0,
-                    self.lines.printer,
-                    on_ready,
-                    **options,
+                request = LabelRequest(
+                    name=name, folder=folder, labeller=labeller, results=(run_file,) if run_file else (), sampling=sampling, **options
                 )
+                self.result = label_job(self.settings, request, self.lines.printer, on_ready)
             except BaseException as exc:  # handed to the test's thread
                 self.error = exc
             finally:

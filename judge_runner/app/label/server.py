@@ -10,9 +10,9 @@ them (exit 3). A new session draws its items with :mod:`judge_runner.human.plan`
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,21 @@ def new_session(
         "labeller": labeller,
     }
     session.start(items, details)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRequest:
+    """What ``label`` was asked: the set ``name`` in ``folder``, the run files ``results`` a new session samples
+    from (none: resume), the ``sampling``, the ``labeller`` kept with every grade, the ``port`` on 127.0.0.1
+    (0: any free one) and the host names the page also answers (``allow_hosts``, ``--allow-host``)."""
+
+    name: str
+    folder: Path
+    labeller: str
+    results: tuple[Path, ...] = ()
+    sampling: Sampling = field(default_factory=Sampling)
+    port: int = 0
+    allow_hosts: tuple[HostRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,7 +139,7 @@ def _open_session(
         new_session(session, runs, sampling, labeller, printer, prepared)
 
 
-def _serve(server: LabelServer, printer: Printer, ready: Any) -> None:
+def _serve(server: LabelServer, printer: Printer, ready: Callable[[LabelServer], None] | None) -> None:
     view = server.session.view()
     printer.out(f"labelling {view['name']}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
     printer.out(f"  {server.url}")
@@ -172,23 +187,14 @@ def closing_lines(session: LabelSession, cache: CacheReport | None) -> list[str]
 
 
 def label_job(
-    settings: Settings,
-    name: str,
-    results: Sequence[Path],
-    sampling: Sampling,
-    labeller: str,
-    folder: Path,
-    port: int,
-    printer: Printer,
-    ready: Any = None,
-    allow_hosts: Sequence[HostRule] = (),
+    settings: Settings, request: LabelRequest, printer: Printer, ready: Callable[[LabelServer], None] | None = None
 ) -> LabelResult:
-    """``judge-runner label``: take the set ``name`` in ``folder`` (and in the judgment cache of ``settings``),
-    open (or start, from the run files ``results``) its session, serve its page on loopback until Ctrl+C, and
-    say where every label went. ``allow_hosts``: host names the page also answers (``--allow-host``).
-    ``ready(server)`` is called once the server listens (tests; the job then serves in this thread as usual).
-    Raises UsageError for a bad name, a set another process holds (naming it), unreadable runs, a new
-    session without runs, a cache that is no judgment cache, or a port in use."""
+    """``judge-runner label``: take the set (and its name in the judgment cache of ``settings``), open or start
+    its session, serve its page on loopback until Ctrl+C, and say where every label went. ``ready(server)``
+    is called once the server listens (tests). Raises UsageError for a bad name, a set another process holds
+    (naming it), unreadable runs, a new session without runs, a cache that is no judgment cache, or a port
+    in use."""
+    name, folder, results, sampling, labeller = request.name, request.folder, request.results, request.sampling, request.labeller
     LabelSession(folder, name)  # the name is checked before anything is locked or made
     cache_path = settings.cache_path
     prepared = _prepare(folder, name, results, sampling, labeller, cache_path)
@@ -204,9 +210,9 @@ def label_job(
         if sync is not None:
             sync.design = design_marker(session)
         try:
-            server = LabelServer(session, labeller, port, allow_hosts, printer.err)
+            server = LabelServer(session, labeller, request.port, request.allow_hosts, printer.err)
         except OSError as exc:
-            raise UsageError(f"cannot listen on {HOST}:{port}: {exc}") from None
+            raise UsageError(f"cannot listen on {HOST}:{request.port}: {exc}") from None
         for lock in locks:
             lock.update(port=server.port)
         _serve(server, printer, ready)

@@ -89,15 +89,7 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 @evaluate_options
 @dry_run_options
 def evaluate(
-    queries_path: Path | None,
-    resume_path: Path | None,
-    out_dir: Path,
-    min_overall: float | None,
-    db: Path | None,
-    quiet: bool,
-    dry_run: bool,
-    dry_run_json: bool,
-    **flags: Any,
+    queries_path: Path | None, resume_path: Path | None, out_dir: Path, quiet: bool, dry_run: bool, dry_run_json: bool, **flags: Any
 ) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 
@@ -113,14 +105,14 @@ def evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        evaluate_dry_run(settings(db=db, min_overall=min_overall, **flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
+        evaluate_dry_run(settings(**flags), queries_path, resume_path, printer(quiet), spec, dry_run_json)
         return EXIT_OK
     result = api.evaluate(
         queries_path,
         resume=resume_path,
         out_dir=out_dir,
         systems=spec,
-        settings=settings(db=db, min_overall=min_overall, **flags),
+        settings=settings(**flags),
         printer=printer(quiet),
     )
     return EXIT_OK if result is None else result.exit_code
@@ -136,17 +128,7 @@ def evaluate(
 @search_adapter_options
 @run_options
 @dry_run_options
-def generate_and_evaluate(
-    fixtures: Path,
-    count: int | None,
-    out_dir: Path,
-    min_overall: float | None,
-    db: Path | None,
-    quiet: bool,
-    dry_run: bool,
-    dry_run_json: bool,
-    **flags: Any,
-) -> int:
+def generate_and_evaluate(fixtures: Path, out_dir: Path, quiet: bool, dry_run: bool, dry_run_json: bool, **flags: Any) -> int:
     """The main job: index FIXTURES (incrementally), write a query set, judge the search on it.
 
     \b
@@ -159,13 +141,13 @@ def generate_and_evaluate(
     """
     spec = systems_spec(flags)
     if check_flags(dry_run, dry_run_json):
-        main_dry_run(settings(db=db, count=count, min_overall=min_overall, **flags), fixtures, printer(quiet), dry_run_json, systems=spec)
+        main_dry_run(settings(**flags), fixtures, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK
     result = api.generate_and_evaluate(
         fixtures,
         out_dir=out_dir,
         systems=spec,
-        settings=settings(db=db, count=count, min_overall=min_overall, **flags),
+        settings=settings(**flags),
         printer=printer(quiet),
     )
     return result.exit_code

@@ -25,6 +25,9 @@ from judge_runner.cli.options import (
 from judge_runner.cli.search_options import search_adapter_options, systems_spec
 from judge_runner.core.failures import EXIT_OK, exit_code_for
 
+PLAN_OPTIONS = ("fixtures", "queries_path", "regenerate", "results", "reports", "keep", "log_path", "fail_on_regression")
+"""The options that make the :class:`~judge_runner.app.weekly.WeeklyPlan` (the others are settings and search flags)."""
+
 
 @click.command()
 @FIXTURES
@@ -60,23 +63,7 @@ from judge_runner.core.failures import EXIT_OK, exit_code_for
 @search_adapter_options
 @run_options
 @dry_run_options
-def weekly(
-    fixtures: Path,
-    queries_path: Path | None,
-    regenerate: bool,
-    count: int | None,
-    results: Path,
-    reports: Path,
-    keep: int,
-    log_path: Path | None,
-    fail_on_regression: bool,
-    min_overall: float | None,
-    db: Path | None,
-    quiet: bool,
-    dry_run: bool,
-    dry_run_json: bool,
-    **flags: Any,
-) -> int:
+def weekly(quiet: bool, dry_run: bool, dry_run_json: bool, **options: Any) -> int:
     """One command for cron: evaluate, report, prune old runs, under a lock.
 
     \b
@@ -90,9 +77,9 @@ def weekly(
     \b
     crontab:  0 6 * * 1  cd /srv/kb && /opt/judge-runner/.venv/bin/judge-runner weekly --fixtures docs/ --quiet
     """
-    plan = WeeklyPlan(fixtures, queries_path, regenerate, count is not None, results, reports, keep, log_path, fail_on_regression)
-    spec = systems_spec(flags)
-    flags = merged_flags(click.get_current_context(), {"db": db, "count": count, "min_overall": min_overall, **flags})
+    plan = WeeklyPlan(**{name: options.pop(name) for name in PLAN_OPTIONS}, count_given=options.get("count") is not None)
+    spec = systems_spec(options)
+    flags = merged_flags(click.get_current_context(), options)
     if check_flags(dry_run, dry_run_json):  # no lock, no log, nothing indexed, judged, reported or pruned
         weekly_dry_run(load(flags), plan, printer(quiet), dry_run_json, systems=spec)
         return EXIT_OK

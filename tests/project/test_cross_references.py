@@ -1,5 +1,5 @@
 """Every cross-reference in the package's docstrings and comments names something that exists where it
-says (issue 30, item 3).
+says.
 
 A cross-reference is a backticked dotted name (``x``, :class:`~x`, :func:`x`, ...) that starts with
 ``judge_runner.``, one of its packages (``judging.fence.fence``) or ``config.``. It resolves when its

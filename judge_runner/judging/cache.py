@@ -426,7 +426,7 @@ class JudgmentCache:
             if problems != ["ok"]:
                 raise self._failed(sqlite3.DatabaseError("database disk image is malformed"))
 
-    # -- human qrels (used by judge_runner.judging.qrels) ----------------------------------------------------
+    # -- people's qrels (used by judge_runner.judging.qrels) -------------------------------------------------
 
     def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]]) -> int:
         """Store ``(qid, docid, grade)`` rows as the qrels set ``name``, replacing it; returns the count."""

@@ -1,8 +1,5 @@
-"""What differs between two runs (issue 21, item 5): which columns they can be compared on, the real
-cause of a change named for what it is (system under test, search settings, corpus, query set, judge,
-scoring version, judge-runner version), and the failed queries each side of a comparison carries. Used by
-:mod:`judge_runner.analysis.trend` and the report on their ``Run`` objects (anything with the attributes of
-:class:`RunLike`)."""
+"""What differs between two runs: which columns they can be compared on, the cause of a change named for
+what it is, and the failed queries each side of a comparison carries."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ SCORE_COLUMNS = (*DIMENSIONS, "overall")  # computed from labels under a scoring
 
 
 class RunLike(Protocol):
-    """What these functions read of a run (``judge_runner.analysis.trend.Run``)."""
+    """What these functions read of a run."""
 
     @property
     def file(self) -> RunRecords: ...
@@ -39,18 +36,15 @@ class RunLike(Protocol):
 
 
 def comparable_columns(old: RunLike, new: RunLike, columns: tuple[str, ...] = GATED) -> tuple[str, ...]:
-    """The ``columns`` two runs can be compared on: every one when they were scored under the same scoring
-    version (``provenance.scoringVersion``, :data:`judge_runner.judging.scores.SCORING_VERSION`), else only
-    the IR metrics, which do not depend on how labels become scores: a change of the scoring rules is
-    not a regression."""
+    """All of ``columns`` under the same scoring version, else only the IR metrics, which do not depend on how
+    labels become scores: a change of the scoring rules is not a regression."""
     if old.scoring_version == new.scoring_version:
         return columns
     return tuple(c for c in columns if c not in SCORE_COLUMNS)
 
 
 def failed_side(run: RunLike, name: str, other: RunLike | None = None) -> Failed:
-    """The failed queries of the system ``run`` shows, called ``name`` in words (:mod:`judge_runner.measures.failed`;
-    a query's type from its error line, else from the lines of it in this file or the ``other`` run's)."""
+    """The failed queries of the system ``run`` shows, called ``name`` (:mod:`judge_runner.measures.failed`)."""
     shown = run.shown_system
     types = {e.queryId: e.queryType for e in [*(other.file.evaluations if other is not None else []), *run.file.evaluations]}
     errors = [e.line() for e in run.file.errors if shown is None or e.system == shown]
@@ -58,8 +52,7 @@ def failed_side(run: RunLike, name: str, other: RunLike | None = None) -> Failed
 
 
 def failure_counts(file: RunLines) -> dict[str | None, tuple[int, int]]:
-    """``{system: (failed, queries)}`` of a run file (None: a run's one unnamed search), for the failure gate
-    (:func:`judge_runner.evaluation.state.over_failed_share`)."""
+    """``{system: (failed, queries)}`` of a run file (None: a run's one unnamed search)."""
     counts: dict[str | None, tuple[int, int]] = {}
     for system, failed in [*((e.system, 0) for e in file.evaluations), *((e.system, 1) for e in file.errors)]:
         done, of = counts.get(system, (0, 0))
@@ -68,9 +61,8 @@ def failure_counts(file: RunLines) -> dict[str | None, tuple[int, int]]:
 
 
 def failure_words(file: RunLines) -> str:
-    """Which systems of a run failed the failure gate (:func:`judge_runner.evaluation.state.over_failed_share`), in
-    words, with the first error of one of them: ``command:b: 5 of 14 queries failed (first: search_failed: ...)``;
-    "no query was judged" when none did."""
+    """Which systems failed the failure gate, with a first error:
+    ``command:b: 5 of 14 queries failed (first: search_failed: ...)``; "no query was judged" when none did."""
     over = over_failed_share(failure_counts(file))
     text = "; ".join(f"{f'{s}: ' if s else ''}{f} of {n} queries failed" for s, (f, n) in over.items()) or "no query was judged"
     first = next((e for e in file.errors if e.system in over), None)
@@ -78,9 +70,7 @@ def failure_words(file: RunLines) -> str:
 
 
 def system_under_test(run: RunLike) -> str:
-    """The search a run judged, in words: the system its rows show (a compare run's reference, or the one
-    external system) from ``provenance.searchSystems`` (``command ...``, ``HTTP ...``, ``TREC run ...``,
-    ``Python function ...``, ``built-in hybrid search``), else the built-in search in the mode of the run's config; with the search
+    """The search a run judged, in words (``command ...``, ``HTTP ...``, ``built-in hybrid search``), with its
     limit when the config gives it."""
     config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
     entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
@@ -103,7 +93,7 @@ def system_under_test(run: RunLike) -> str:
 
 
 def _search_config(run: RunLike) -> dict[str, Any] | None:
-    """The built-in search's settings the run used, None when it judged another system."""
+    """The built-in search's settings, None when the run judged another system."""
     entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
     entry = next((e for e in entries if e.get("name") == run.shown_system), entries[0] if len(entries) == 1 else None)
     if entry is None:
@@ -112,11 +102,8 @@ def _search_config(run: RunLike) -> dict[str, Any] | None:
 
 
 def what_changed(old: RunLike, new: RunLike) -> list[str]:
-    """What differs between two runs that can explain a delta, each named for what it is: the system under
-    test (:func:`system_under_test`) or, for the same built-in search, its settings; the corpus (only when
-    both runs indexed one: a run of an external system has no corpus fingerprint); the query set (with
-    the models that wrote each, when both are known); the judge; the scoring version (scores are then not
-    compared, the IR metrics are); the judge-runner version."""
+    """What differs between two runs that can explain a delta: the system under test or its settings, the
+    corpus (when both indexed one), the query set, the judge, the scoring version, the judge-runner version."""
     changes = []
     po, pn = old.provenance, new.provenance
     was, now = system_under_test(old), system_under_test(new)

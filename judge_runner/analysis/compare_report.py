@@ -1,5 +1,5 @@
-"""A compare run (judge_runner/compare.py) in the weekly report: a table of each system's means and of the
-paired differences to the reference (with 95% intervals and verdicts), and a grouped bar chart."""
+"""A compare run in the weekly report: each system's means, the paired differences to the reference with
+95% intervals and verdicts, and a grouped bar chart."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ MARKS = {"regression": "▼ regression", "improvement": "▲ improvement", "with
 
 
 def _verdict(diff: SystemDifference) -> str:
-    """The verdict cell: the mark, or the failed queries' words when they make it "cannot tell" or when they count and it holds."""
+    """The verdict cell: the mark, or the failed queries' words when they count."""
     if diff.failed is None:
         return MARKS.get(diff.verdict, diff.verdict)
     if not diff.failed.holds:
@@ -28,9 +28,8 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def comparison_markdown(block: ComparisonBlock, chart: Path | None, corrected: dict | None = None) -> list[str]:
-    """The report's "Systems compared" section (Markdown lines; a table cell never holds a raw ``|``), with the
-    differences corrected with the people's labels and the corrected ranking when the run's ``biasCorrected``
-    block (``corrected``) has them."""
+    """The report's "Systems compared" section (no raw ``|`` in a cell), with the differences and ranking
+    corrected by people's grades when ``corrected`` has them."""
 
     def cell(text: str) -> str:
         return md_text(text)  # literal text, table pipes escaped (system names come from flags and config files)
@@ -70,7 +69,7 @@ def comparison_markdown(block: ComparisonBlock, chart: Path | None, corrected: d
 
 
 def plot_comparison(block: ComparisonBlock, out: Path) -> Path:
-    """A PNG grouped bar chart: per column, each system's mean (matplotlib, Agg)."""
+    """A PNG grouped bar chart: per column, each system's mean."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,19 +1,9 @@
-"""Two runs over the same queries compared with the people's labels (``trend``, ``report``), and label changes
+"""Two runs over the same queries compared with people's grades (``trend``, ``report``), and grade changes
 named as a cause.
 
-**Corrected change.** :func:`corrected_change` gives the difference new - old of mean nDCG@10 and relevance,
-prediction-powered on the paired per-query differences (:func:`judge_runner.measures.ppi_compare.corrected_difference`).
-A label belongs to a (query, document), whoever returned it, so the people's grades of either run (and of the
-judgment cache) count for both: ``trend`` re-scores both runs against the same pooled qrels
-(:mod:`judge_runner.judging.pooled`), which put people's grades on every result they cover. A query is labelled
-for a run when every document that run returned carries a people's grade; its people's values are then the
-record's own, the judge's its ``judgeOnly`` (else its own). So an older run judged before anyone labelled is
-compared on the labels given since.
-
-**Labels changed, not the search.** :func:`label_change` says when the two runs' labels differ (people's labels
-on more or fewer queries, or a document's label changed) and :func:`same_results` whether both returned the same
-ranked documents on every common query: then any change of a judge-side figure comes from the labels, and
-``trend`` names it so and does not gate on it.
+A grade belongs to a (query, document), so people's grades of either run count for both: an older run is
+compared on the grades given since. When both runs returned the same ranked documents, a change of a
+judge-side figure comes from the grades, and ``trend`` names it so and does not gate on it.
 """
 
 from __future__ import annotations
@@ -31,14 +21,14 @@ LABELS_CAUSE = "labels changed, not the search"
 
 
 def _lines(run: RunLike) -> list[Mapping[str, Any]]:
-    """The run's evaluation records of the system it shows (read-only mappings by the line's field names)."""
+    """The run's evaluation records of the system it shows."""
     shown = run.shown_system
     return [e for e in run.file.evaluations if shown is None or e.system == shown]
 
 
 def run_values(run: RunLike) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """``(judge, human)``: per column of :data:`CORRECTED` ``{query id: value}``: the judge's of every scored
-    query, the people's of every query whose returned documents all carry a people's grade (module docstring)."""
+    """``(judge, human)``: per column of :data:`CORRECTED` ``{query id: value}``; a query has a human value when
+    every document the run returned carries a person's grade."""
     judge: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     human: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     for line in scored_lines(_lines(run)):
@@ -60,9 +50,8 @@ def run_values(run: RunLike) -> tuple[dict[str, dict[str, float]], dict[str, dic
 
 
 def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
-    """``{column: corrected difference (new - old) as a dict}`` for nDCG@10 and relevance, over the queries both
-    runs scored, either run's failed queries counted (:mod:`judge_runner.measures.failed`); empty when the runs
-    ran different query sets (no pairing) or too few queries are labelled for both
+    """``{column: corrected difference (new - old)}`` for nDCG@10 and relevance, prediction-powered on paired
+    per-query differences, failed queries counted; empty for different query sets or too few graded queries
     (:data:`judge_runner.measures.ppi.MIN_LABELLED`)."""
     if not old.provenance.querySetSha256 or old.provenance.querySetSha256 != new.provenance.querySetSha256:
         return {}
@@ -89,15 +78,13 @@ def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
 
 
 def corrected_regression(change: Mapping[str, Any] | None, min_effect: float = MIN_EFFECT) -> bool:
-    """A corrected change (:func:`corrected_change`'s entry) that the gate counts as a regression: its interval
-    lies below 0 and the estimate is at least ``min_effect`` below it (the judge-side rule, on the people's
-    scale)."""
+    """Whether the gate counts a corrected change as a regression: interval below 0 and the estimate at least
+    ``min_effect`` below it."""
     return change is not None and change.get("outcome") == "worse" and float(change["estimate"]) <= -min_effect
 
 
 def same_results(old: RunLike, new: RunLike) -> bool:
-    """Whether both runs returned the same documents in the same order on every query both scored (and they
-    share at least one)."""
+    """Whether both runs returned the same documents in the same order on every common query (at least one)."""
 
     def ranked(run: RunLike) -> dict[str, list[str]]:
         return {str(line["queryId"]): [str(r["source"]) for r in line.get("results") or []] for line in _lines(run)}
@@ -108,9 +95,8 @@ def same_results(old: RunLike, new: RunLike) -> bool:
 
 
 def label_change(old: RunLike, new: RunLike) -> str | None:
-    """What changed in the labels between two runs, in words, or None: queries with people's labels (before ->
-    now), and documents returned by both whose label changed (a person relabelled, or a label replaced the
-    judge's)."""
+    """What changed in the grades between two runs, in words, or None: queries with people's grades (before ->
+    now), and common documents whose label changed."""
 
     def labels(run: RunLike) -> tuple[int, dict[tuple[str, str], tuple[int, str]]]:
         lines = _lines(run)

@@ -1,9 +1,6 @@
-"""The people-corrected figures for people: one-line texts (``trend``, the ``evaluate`` console) and the report's
-"Bias-corrected estimate" section (Markdown): a run's corrected means, each system's in a compare run, the
-corrected differences with their verdicts, the ranking with rank sets, and the corrected change since an earlier
-run (:mod:`judge_runner.runs.corrected`, :mod:`judge_runner.analysis.corrected_change`). Every text says why a
-figure is missing (too few labelled queries) and, beside each corrected figure, what the people's labels say
-alone."""
+"""The figures corrected by people's grades, for people: one-line texts (``trend``, ``evaluate``) and the
+report's "Bias-corrected estimate" section. Every text says why a figure is missing and, beside each
+corrected figure, what people's grades say alone."""
 
 from __future__ import annotations
 
@@ -21,7 +18,6 @@ def _interval(ci: list[float], signed: bool = False) -> str:
 
 
 def too_few(labelled: int, minimum: int = MIN_LABELLED) -> str:
-    """Why no corrected figure is shown."""
     return f"not shown: {labelled} labelled {'query' if labelled == 1 else 'queries'}, a corrected figure needs at least {minimum}"
 
 
@@ -29,15 +25,14 @@ NOT_NARROWED = "the judge did not narrow it, so this is the people's labels alon
 
 
 def weight_text(f: Mapping[str, Any]) -> str:
-    """The judge's weight in words: ``judge weight 0.64`` or that the judge added nothing."""
+    """``judge weight 0.64``, or that the judge added nothing."""
     if not f.get("judgeInformative", True):
         return NOT_NARROWED
     return f"judge weight {f.get('weight', 1.0):.2f}"
 
 
 def _alone(f: Mapping[str, Any], signed: bool = False) -> str:
-    """``; people's labels alone 0.598 [0.520, 0.680]`` beside a corrected figure, or nothing when the figure
-    is the people's alone already."""
+    """``; people's labels alone 0.598 [0.520, 0.680]``, or nothing when the figure is the people's alone."""
     if not f.get("judgeInformative", True):
         return ""
     human = f["humanOnly"]
@@ -46,9 +41,8 @@ def _alone(f: Mapping[str, Any], signed: bool = False) -> str:
 
 
 def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> str:
-    """A run's bias-corrected mean (the summary's ``biasCorrected``) in one line, e.g. ``bias-corrected nDCG@10
-    0.612 [0.551, 0.673] (judge 0.720, correction -0.108, judge weight 0.64; people's labels alone 0.598 [0.52,
-    0.68]; 30 of 100 queries human-labelled)``, or why it is not shown; empty without a block."""
+    """A run's ``biasCorrected`` mean in one line (``bias-corrected nDCG@10 0.612 [0.551, 0.673] (...)``), or
+    why it is not shown; empty without a block."""
     if not block:
         return ""
     if block.get("skipped"):
@@ -65,8 +59,7 @@ def corrected_text(block: Mapping[str, Any] | None, column: str = "nDCG@10") -> 
 
 
 def design_text(block: Mapping[str, Any]) -> str:
-    """``; a census: ...`` or ``; labels drawn by label --budget ('ab'), each weighted by ...`` for a block whose
-    labels a budget drew (its ``design``); empty otherwise."""
+    """``; a census: ...`` or ``; labels drawn by label --budget ...`` for a block a budget drew; else empty."""
     design = block.get("design")
     if not design:
         return ""
@@ -76,8 +69,7 @@ def design_text(block: Mapping[str, Any]) -> str:
 
 
 def difference_text(diff: Mapping[str, Any], name: str | None = None) -> str:
-    """A corrected difference in one line: ``corrected nDCG@10 vector - fts +0.041 [+0.012, +0.070]: vector
-    better (judge alone +0.090; people's labels alone +0.035 [...]; 30 of 40 queries labelled)``."""
+    """A corrected difference in one line: ``corrected nDCG@10 vector - fts +0.041 [+0.012, +0.070]: ...``."""
     what = name or f"{diff['system']} - {diff['against']}"
     return (
         f"corrected {diff['column']} {what} {diff['estimate']:+.3f} {_interval(diff['ci95'], True)}: {diff['verdict']} "
@@ -87,8 +79,7 @@ def difference_text(diff: Mapping[str, Any], name: str | None = None) -> str:
 
 
 def ranking_text(ranking: Mapping[str, Any] | None) -> str:
-    """The corrected ranking in one line: ``corrected ranking by nDCG@10: hybrid 0.71 (rank 1-2), vector 0.69
-    (1-2), fts 0.60 (3); could be first: hybrid, vector``; empty without one."""
+    """``corrected ranking by nDCG@10: hybrid 0.71 (rank 1-2), ...``; empty without one."""
     if not ranking:
         return ""
     parts = []
@@ -105,8 +96,7 @@ def ranking_text(ranking: Mapping[str, Any] | None) -> str:
 
 
 def block_lines(block: Mapping[str, Any] | None, others: bool = True) -> list[str]:
-    """Every one-line text of a block: the (reference) system's nDCG@10, each other system's (unless not
-    ``others``: trend shows them on their own rows), each corrected difference, the ranking."""
+    """Every one-line text of a block; ``others`` False leaves out the other systems (trend's own rows)."""
     if not block:
         return []
     if block.get("skipped"):
@@ -130,9 +120,8 @@ def _mean_row(name: str, f: Mapping[str, Any] | None, labelled: int, minimum: in
 
 
 def corrected_markdown(block: dict | None, change: Mapping[str, Any] | None = None, against: str | None = None) -> list[str]:
-    """Markdown lines of the report's section for a run's ``biasCorrected`` block (and ``change``: the corrected
-    change since the run ``against``, :func:`judge_runner.analysis.corrected_change.corrected_change`); [] with
-    neither."""
+    """The report's section for a ``biasCorrected`` block and the corrected ``change`` since run ``against``;
+    [] with neither."""
     if not block and not change:
         return []
     md = ["## Bias-corrected estimate", ""]
@@ -205,8 +194,7 @@ def _systems_markdown(block: Mapping[str, Any]) -> list[str]:
 
 
 def corrected_comparison_markdown(block: Mapping[str, Any] | None) -> list[str]:
-    """The compare report's corrected lines: each difference to the reference corrected with the people's labels,
-    with its verdict, and the ranking; [] without a compare run's block."""
+    """The compare report's corrected differences and ranking; [] without a compare run's block."""
     if not block or not block.get("systems"):
         return []
     md = ["", "Corrected with the people's labels (prediction-powered, paired per query; the judge alone beside):", ""]

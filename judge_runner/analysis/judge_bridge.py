@@ -1,17 +1,8 @@
 """A judge change bridged by a re-judged run (``judge-runner rejudge``).
 
-Runs are compared only under one judge (:mod:`judge_runner.analysis.trend`), so a new judge model starts a
-new series. A run written by ``rejudge`` (``provenance.rejudgeOf``: A judged again by the new judge, A')
-joins the two: it holds A's results, labelled by the new judge, so
-
-- **A → A'** is the judge change: the same results on the same queries, labelled by two judges. It is
-  shown as a step of its own (:func:`judge_steps`, paired by query), never as a change of the search;
-- **A' → B** is a search change under one judge: A' stands in A's place in time (:func:`series_key`), so
-  the new judge's next run B is compared against it as its previous run, and a baseline pinned on A is
-  carried over to A' (:func:`bridged_baseline`); the comparison says it goes through A'
-  (:func:`annotate`).
-
-A compare run is bridged system by system; a run cut short is compared on the queries both judged.
+A run A' re-judging A under a new judge shows A → A' as a judge change (the same results, two judges),
+and stands in A's place in time, so the new judge's next run B is compared against A' and a baseline
+pinned on A carries over to A'. docs/weekly.md ("Judge upgrades") tells the rest.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from judge_runner.runs.lines import Provenance, RejudgeOrigin
 
 
 class Run(Protocol):
-    """What the bridge reads of a run (:class:`judge_runner.analysis.trend.Run`)."""
+    """What the bridge reads of a run."""
 
     @property
     def run_id(self) -> str: ...
@@ -65,13 +56,12 @@ STEP_COLUMNS = GATED
 
 
 def origin(run: Run) -> RejudgeOrigin | None:
-    """The run ``run`` re-judges (its ``provenance.rejudgeOf``), None for any other run."""
+    """The run ``run`` re-judges (``provenance.rejudgeOf``), None for any other run."""
     return run.provenance.rejudgeOf
 
 
 def series_key(run: Run) -> tuple[str, int, str]:
-    """Where a run stands in a series: its start, except that a re-judged run stands at the start of the
-    run it re-judges, just after it."""
+    """A run's place in a series: its start; a re-judged run stands just after the run it re-judges."""
     was = origin(run)
     if was is not None and was.timestamp:
         return (was.timestamp, 1, run.run_id)
@@ -79,20 +69,17 @@ def series_key(run: Run) -> tuple[str, int, str]:
 
 
 def latest_key(run: Run) -> tuple[str, int, str]:
-    """:func:`series_key`, except that of a run and its re-judging the run is the later: a re-judged run is
-    never the latest of its time (the latest is what a search change is gated on)."""
+    """:func:`series_key`, except that a re-judged run is never the latest of its time."""
     time, rejudged, run_id = series_key(run)
     return (time, 1 - rejudged, run_id)
 
 
 def in_series_order(runs: list[R]) -> list[R]:
-    """``runs`` ordered by :func:`series_key` (oldest first)."""
     return sorted(runs, key=series_key)
 
 
 def bridged_baseline(members: list[R], baseline_id: str | None) -> R | None:
-    """The baseline of one judge's runs: the pinned run when it is among them, else the comparable run of
-    theirs that re-judges the pinned run (the baseline carried over a judge change), else None."""
+    """The pinned run when among ``members``, else the one of theirs re-judging it, else None."""
     if baseline_id is None:
         return None
     pinned = next((r for r in members if r.run_id == baseline_id and r.comparable), None)
@@ -102,8 +89,7 @@ def bridged_baseline(members: list[R], baseline_id: str | None) -> R | None:
 
 
 def _step_comparisons(old: Run, new: Run, min_effect: float) -> dict[str, dict]:
-    """``{column: comparison}`` of one system's judge change, paired by query (the same results), with
-    each side's mean (``oldMean``, ``newMean``)."""
+    """``{column: comparison}`` of one system's judge change, paired by query, with ``oldMean`` and ``newMean``."""
     out = {}
     for column in STEP_COLUMNS:
         comparison = compare_values(old.values(column), new.values(column), column, paired=True, min_effect=min_effect).as_dict()
@@ -112,8 +98,7 @@ def _step_comparisons(old: Run, new: Run, min_effect: float) -> dict[str, dict]:
 
 
 def _step(source: Run | None, rejudged: Run, was: RejudgeOrigin, min_effect: float) -> dict[str, Any]:
-    """One judge change: ``from`` (the re-judged run) and ``to`` (its re-judging), their judges, the
-    comparisons (the shown system's, and ``systems`` for each other system of a compare run)."""
+    """One judge change: ``from`` and ``to``, their judges, and the comparisons (``systems`` for a compare run)."""
     step: dict[str, Any] = {
         "from": was.runId,
         "fromJudge": was.judge or (source.judge_label if source is not None else "?"),
@@ -137,8 +122,8 @@ def _step(source: Run | None, rejudged: Run, was: RejudgeOrigin, min_effect: flo
 
 
 def judge_steps(runs: Sequence[Run], min_effect: float = MIN_EFFECT) -> list[dict[str, Any]]:
-    """Every judge change a re-judged run in ``runs`` bridges (:func:`_step`), in series order; the
-    re-judged run is looked up among ``runs`` by id (``found`` false when it is not there: no comparison)."""
+    """Every judge change a re-judged run bridges, in series order (``found`` false when the re-judged run is
+    not among ``runs``)."""
     by_id = {r.run_id: r for r in runs if not r.partial}
     steps = []
     for run in in_series_order(list(runs)):
@@ -149,7 +134,6 @@ def judge_steps(runs: Sequence[Run], min_effect: float = MIN_EFFECT) -> list[dic
 
 
 def through_note(against: Run) -> str | None:
-    """What a comparison against ``against`` must say when it is a re-judged run, else None."""
     was = origin(against)
     if was is None:
         return None
@@ -157,8 +141,8 @@ def through_note(against: Run) -> str | None:
 
 
 def annotate(groups: list[dict[str, Any]], runs: Sequence[Run]) -> None:
-    """Say, in the ``changes`` of every comparison against a re-judged run, that it goes through it
-    (:func:`through_note`); mark each re-judged run's own row with ``rejudgeOf`` (the run it re-judges)."""
+    """Note, in every comparison against a re-judged run, that it goes through it; mark each re-judged row
+    with ``rejudgeOf``."""
     by_id = {r.run_id: r for r in runs}
     for group in groups:
         for row in group["runs"]:
@@ -174,7 +158,7 @@ def annotate(groups: list[dict[str, Any]], runs: Sequence[Run]) -> None:
 
 
 def rejudge_note(row: dict[str, Any]) -> str:
-    """A re-judged run's row note: which run it re-judges (under which judge), or empty for another row."""
+    """A re-judged run's row note; empty for another row."""
     was = row.get("rejudgeOf")
     if not was:
         return ""
@@ -182,7 +166,7 @@ def rejudge_note(row: dict[str, Any]) -> str:
 
 
 def step_lines(steps: list[dict[str, Any]]) -> list[str]:
-    """Each judge change in words: the runs, the judges, the change of each column, and what it means."""
+    """Each judge change in words: the runs, the judges, each column's change, and what it means."""
 
     def change(comparison: dict) -> str:
         if comparison.get("delta") is None:

@@ -1,13 +1,5 @@
 """The latest run as Markdown for a pull request comment or ``$GITHUB_STEP_SUMMARY``
-(``judge-runner report --format github``, docs/ci.md).
-
-What it says, in this order: the run and what it is compared with (the gate's reference: the pinned
-baseline, else the previous comparable run of the same judge); the headline per system (overall, nDCG@10,
-R@10, queries judged and failed, the change of overall and nDCG@10); what changed beyond noise (the
-comparisons ``trend --fail-on-regression`` gates on), or **no change** when the search returned the same
-results on every query (then, with a warm judgment cache, the run made no judge call); a judge change
-bridged by a re-judged run; the cost (USD, judge calls, labels judged and read from the cache); and where
-the full report is. Every value from a run file is literal text (:func:`judge_runner.core.mdtext.md_text`).
+(``report --format github``, docs/ci.md). Every value from a run file is literal text.
 """
 
 from __future__ import annotations
@@ -29,12 +21,11 @@ GATED = ("overall", NDCG10_NAME)
 
 
 def _code(value: object) -> str:
-    """``value`` as a Markdown code span on one line (backticks inside it become quotes: a span cannot escape them)."""
+    """``value`` as a one-line code span (backticks inside become quotes: a span cannot escape them)."""
     return "`" + " ".join(str(value).replace("`", "'").split()) + "`"
 
 
 def _rows(trend: Trend, run_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]:
-    """``(the run's row, its other systems' rows, its judge group)`` in ``trend``."""
     for group in trend.groups:
         rows = [r for r in group["runs"] if r["runId"] == run_id]
         main = next((r for r in rows if not r.get("vsReference")), None)
@@ -44,7 +35,7 @@ def _rows(trend: Trend, run_id: str) -> tuple[dict[str, Any] | None, list[dict[s
 
 
 def _run(folder: Path, row: dict[str, Any] | None) -> Run | None:
-    """The run of a trend row, read from its file in ``folder`` (None when it cannot be read)."""
+    """The run of a trend row, read from ``folder``; None when unreadable."""
     if row is None:
         return None
     try:
@@ -54,8 +45,8 @@ def _run(folder: Path, row: dict[str, Any] | None) -> Run | None:
 
 
 def unchanged(old: Run | None, new: Run | None) -> bool:
-    """Whether ``new`` returned the same results, in the same order, as ``old`` on every query it judged
-    (and judged no query ``old`` did not), every system of a compare run included."""
+    """Whether ``new`` returned the same results in the same order as ``old`` on every query, every system
+    included."""
     if old is None or new is None or not new.evaluations:
         return False
     pairs = list(zip(old.system_views(), new.system_views())) if old.systems == new.systems else []
@@ -66,14 +57,13 @@ def unchanged(old: Run | None, new: Run | None) -> bool:
 
 
 def _change_text(comparison: dict[str, Any]) -> str:
-    """A comparison in words: the column, the change, its interval and verdict."""
     low, high = comparison.get("ci95") or [None, None]
     interval = f", 95% CI [{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else ""
     return f"{comparison['column']} {comparison['delta']:+.3f}{interval} ({comparison['verdict']})"
 
 
 def _headline(row: dict[str, Any], change: dict[str, Any], label: str) -> str:
-    """One system's table row: its name, queries, overall, nDCG@10, R@10 and the change of the gated columns."""
+    """One system's table row: name, queries, overall, nDCG@10, R@10 and the gated columns' change."""
     deltas = ", ".join(f"{c} {arrow(change[c])}" for c in GATED if change.get(c) and arrow(change[c]))
     queries = f"{row['evaluated']}" + (f" ({row['failed']} failed)" if row["failed"] else "")
     cells = [md_text(label), queries, *(fmt(row["means"].get(c)) for c in HEADLINE), md_text(deltas or "-")]
@@ -81,7 +71,6 @@ def _headline(row: dict[str, Any], change: dict[str, Any], label: str) -> str:
 
 
 def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, against: str | None) -> list[str]:
-    """What changed beyond noise, or that nothing did (or that the results are the same)."""
     if latest.get("failed"):
         return [f"**FAILED**: {md_text(latest['failure'])}"]
     if against is None:
@@ -101,9 +90,8 @@ def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, agai
 
 
 def judge_calls(run: Run) -> int:
-    """The judge calls the run made, every system together: the LLM requests (``usage.calls``), or for the
-    offline heuristic judge (no request) the labels and list verdicts it computed rather than read from the
-    judgment cache."""
+    """The run's judge calls, every system together: ``usage.calls``, or for the offline judge the labels and
+    verdicts it computed rather than read from the cache."""
     summary = run.summary
     if summary is not None and not summary.heuristicJudge:
         return summary.usage.calls if summary.usage is not None else 0
@@ -111,7 +99,7 @@ def judge_calls(run: Run) -> int:
 
 
 def _cost_line(run: Run | None, row: dict[str, Any]) -> str:
-    """The run's cost in USD, its judge calls (:func:`judge_calls`) and its labels, every system together."""
+    """The run's cost in USD, its judge calls and its labels, every system together."""
     cost = "unknown" if row.get("costUsd") is None else f"${row['costUsd']:.4f}"
     summary = run.summary if run is not None else None
     if run is None or summary is None:
@@ -124,9 +112,9 @@ def _cost_line(run: Run | None, row: dict[str, Any]) -> str:
 
 
 def github_summary(trend: Trend, folder: Path, report_url: str | None = None) -> str:
-    """The Markdown of the latest complete run in ``folder`` as ``trend`` compares it (see the module
-    docstring). ``report_url``: where the full report is (a CI run's page, an artifact); without it the
-    commands that show it. Raises ValueError when the folder holds no complete run."""
+    """The latest complete run in ``folder`` as ``trend`` compares it, with its headline, changes beyond noise,
+    judge changes and cost. ``report_url``: where the full report is. Raises ValueError when the folder
+    holds no complete run."""
     latest = trend.latest_verdict
     if latest is None:
         raise ValueError("no complete run")

@@ -1,10 +1,5 @@
-"""The weekly report: Markdown plus a self-contained HTML page (charts inline as base64 PNG).
-
-Built only from run files (``judge-runner trend``'s reader): headline numbers of the latest run and
-their change since the previous comparable run with 95% intervals, charts of each dimension and of
-the IR metrics over time, the worst queries with the judge's analysis, the query-set card of the latest
-run (spread, answerability, duplicates, non-specific queries, leakage, dropped queries), top issues and the recommended
-focus, cost per run, per query and per judged query (trend.Run.cost_per_judged_query), and the queries that failed and why.
+"""The weekly report: Markdown plus a self-contained HTML page (charts inline as base64 PNG), built only
+from run files (docs/weekly.md).
 """
 
 from __future__ import annotations
@@ -40,16 +35,13 @@ HEADLINE = ("overall", *DIMENSIONS, *METRICS)
 
 @dataclass
 class Report:
-    """Paths of a written report."""
-
     markdown: Path
     html: Path
     charts: list[Path]
 
 
 def local_date(moment: datetime) -> str:
-    """``moment`` as a ``YYYY-MM-DD`` date in the machine's local time zone (``TZ``), what ``date +%F``
-    prints at that moment; the date that names a report."""
+    """``YYYY-MM-DD`` in the machine's local time zone, as ``date +%F`` prints it."""
     return moment.astimezone().strftime("%Y-%m-%d")
 
 
@@ -104,14 +96,10 @@ def build_report(
 ) -> Report:
     """Write ``report-<date>.md``, ``report-<date>.html`` and the chart PNGs into ``out_dir``.
 
-    ``<date>`` is the LOCAL date of ``now`` (default: the current time) as ``date +%F`` prints it, so a
-    cron job that runs ``report`` and then mails ``report-$(date +%F).html`` finds its file in every
-    time zone (the run files keep UTC timestamps). ``since`` is the cost table's period. The newest
-    complete run is the latest even when it failed (``trend.Run.failed``: every query failed, or more
-    than a quarter): the report then says so first, lists its errors, and shows the figures of the last
-    run with judged queries, saying which. Every run is scored against the qrels known now (``cache``: the
-    judgment cache whose labels and people's grades join them; :func:`judge_runner.analysis.trend.read_runs`).
-    Raises ValueError when ``results`` holds no complete run.
+    ``<date>`` is the LOCAL date of ``now``, so a cron job mailing ``report-$(date +%F).html`` finds its
+    file in every time zone (run files keep UTC). ``since`` is the cost table's period. A failed newest run
+    is reported first, with the figures of the last run that judged queries. Runs are scored against the
+    qrels known now (``cache``'s grades join them). Raises ValueError when ``results`` holds no complete run.
     """
     runs, warnings = read_runs(results, cache)
     newest = max((r for r in runs if not r.partial), key=lambda r: (r.timestamp, r.run_id), default=None)
@@ -149,7 +137,7 @@ def build_report(
         md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
     md += _worst_queries(latest)
     card = latest.file.run_start.querySetCard if latest.file.run_start is not None else None
-    if card is not None:  # what phase one's checks found about the query set (issue 22)
+    if card is not None:  # what phase one's checks found about the query set
         md += ["## Query set", ""] + card_markdown(card)
     md += _issues(summary, scope)
     md += _costs(window or [latest], since)
@@ -164,7 +152,7 @@ def build_report(
 
 
 def _charts(group: list[Run], out_dir: Path, stamp: str) -> list[Path]:
-    """The two PNG charts over ``group``'s runs: the judge's scores, and the IR metrics."""
+    """The two PNG charts: the judge's scores, and the IR metrics."""
     latest = group[-1]
     return [
         plot_runs(
@@ -180,7 +168,7 @@ def _charts(group: list[Run], out_dir: Path, stamp: str) -> list[Path]:
 
 
 def _opening(latest: Run, failed: Run | None) -> list[str]:
-    """The report's first lines: the heuristic-judge and compare-run notes, a failed run's banner, the latest run."""
+    """The first lines: heuristic-judge and compare-run notes, a failed run's banner, the latest run."""
     md: list[str] = []
     if latest.provenance.heuristicJudge:
         md += [
@@ -188,7 +176,7 @@ def _opening(latest: Run, failed: Run | None) -> list[str]:
             "and term overlap), not from an LLM.",
             "",
         ]
-    # every value read from a run file goes through md_text: it renders as its literal text (issue 10, item 14)
+    # every value read from a run file goes through md_text: it renders as its literal text
     t = md_text
     if latest.systems:
         md += [
@@ -218,8 +206,7 @@ def _opening(latest: Run, failed: Run | None) -> list[str]:
 
 
 def _headline(latest: Run, previous: Run | None, baseline: Run | None, lately: dict | None) -> list[str]:
-    """What the latest run is compared with (``lately``: :func:`judge_runner.analysis.trend.versus` of the
-    previous run), then the headline table: each measure and its changes since the previous run and the baseline."""
+    """What the latest run is compared with, then the headline table against the previous run and the baseline."""
     t = md_text
     md: list[str] = []
     if previous is not None and lately is not None:
@@ -241,8 +228,8 @@ def _headline(latest: Run, previous: Run | None, baseline: Run | None, lately: d
 
 
 def _scope(summary: SummaryLine | None) -> str:
-    """Whose figures a compare run's summary gives (its reference system's, or, in older files, all systems
-    pooled), as words to append; "" for a run of one system."""
+    """Whose figures a compare run's summary gives (reference system, or all pooled in older files); "" for
+    one system."""
     # a compare run's summary gives its reference system's abstention, issues and focus; older files pooled them
     if summary is not None and summary.comparison is not None and summary.comparison.systems:
         own = "abstention" in summary.comparison.systems[0].model_fields_set
@@ -255,7 +242,7 @@ def _scope(summary: SummaryLine | None) -> str:
 
 
 def _abstention(summary: SummaryLine | None, scope: str) -> list[str]:
-    """The off-topic paragraph: abstentions right and wrong, with their rates; nothing without the figures."""
+    """The off-topic paragraph: abstentions right and wrong with their rates; nothing without the figures."""
     a = summary.abstention if summary else None
     if not a:
         return []
@@ -269,15 +256,15 @@ def _abstention(summary: SummaryLine | None, scope: str) -> list[str]:
 
 
 def _whose(result: Grade) -> str:
-    """A result's grade, saying whose it is: ``person 3, judge 2`` or ``judge 1``."""
+    """``person 3, judge 2`` or ``judge 1``."""
     if result.labelOrigin == "human":
         return f"person {result.relevance}" + (f", judge {result.judgeLabel}" if result.judgeLabel is not None else "")
     return f"judge {result.relevance}"
 
 
 def _worst_queries(latest: Run) -> list[str]:
-    """The ``WORST`` on-topic scored queries of ``latest``, lowest overall first (against the pooled qrels), with
-    the judge's analysis (the run file read whole for it) and their top results' grades, each named whose."""
+    """The ``WORST`` on-topic queries, lowest overall first, with the judge's analysis and their top results'
+    grades, each named whose."""
     t = md_text
     # unscored queries (no overall the reader could trust) are not ranked among the worst
     # nor are off-topic queries: they are scored on abstention (format-1 files gave them 0.5)
@@ -311,7 +298,6 @@ def _worst_queries(latest: Run) -> list[str]:
 
 
 def _issues(summary: SummaryLine | None, scope: str) -> list[str]:
-    """The top issues the judge reported and the recommended focus."""
     t = md_text
     md = ["## Top issues and focus", ""]
     if scope:
@@ -325,7 +311,7 @@ def _issues(summary: SummaryLine | None, scope: str) -> list[str]:
 
 
 def _costs(runs: list[Run], since: str) -> list[str]:
-    """The cost table of ``runs`` (the period ``since``): cost per run, per query and per judged query, in USD."""
+    """The cost table: USD per run, per query and per judged query."""
     t = md_text
     md = [
         f"## Cost (runs since {t(since)})",
@@ -346,8 +332,7 @@ def _costs(runs: list[Run], since: str) -> list[str]:
 
 
 def _failure(run: Run, shown: Run | None) -> list[str]:
-    """The banner of a report whose newest run failed (``trend.Run.failed``): which run, when, why, and
-    where the figures below come from (``shown``: the run whose figures the report shows; None: none)."""
+    """The banner of a failed newest run: which, when, why, and whose figures follow (``shown``; None: none)."""
     t = md_text
     system = f" (reference system {t(run.shown_system)})" if run.shown_system else ""
     where = (
@@ -366,7 +351,7 @@ def _failure(run: Run, shown: Run | None) -> list[str]:
 
 
 def _errors(run: Run) -> list[str]:
-    """The failed queries of ``run`` as a Markdown table, or "None."."""
+    """The failed queries as a Markdown table, or "None."."""
     t = md_text
     if not run.error_lines:
         return ["None."]
@@ -393,8 +378,7 @@ blockquote{background:#fff6e0;border-left:4px solid #e0a400;margin:1rem 0;paddin
 
 
 def _html(md: list[str], charts: list[Path]) -> str:
-    """Render the Markdown with markdown-it-py (CommonMark plus tables) into one self-contained page:
-    every chart is embedded as a data URI, so the file can be mailed or attached as a CI artifact."""
+    """One self-contained page (markdown-it-py, CommonMark plus tables), charts as data URIs."""
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render("\n".join(md))

@@ -1,20 +1,10 @@
 """Quality over time: read a folder of run files, group runs judged alike, and tell real changes from noise.
 
-Every run is scored against the qrels known now (:func:`pool_metrics`), so weeks stay comparable; each row
-names them (``qrels``). Runs are read for their figures only (:func:`judge_runner.runs.read.read_run_records`).
-
-Scores are comparable only under the same judge: for a format-version-2 run its judge fingerprint
-(provider, requested and returned model ids, judge mode, sampling, the sha256 of every prompt and
-schema sent, the render version: :func:`judge_runner.judging.fingerprint.comparability_key`); for a
-version-1 run the old key (provider, judge model, judge prompt hashes: ``legacy_key``), which never
-equals a version-2 key. Runs under another judge form their own group. Search configuration, corpus and
-query-set changes are listed as "what changed" beside a delta, never as a barrier.
-
-Two runs on the same query set are compared per query (paired bootstrap of the mean difference);
-runs on different query sets (the main job writes a fresh set each time) by an unpaired bootstrap over
-queries. Both use ``scipy.stats.bootstrap`` (percentile intervals, 95%, fixed seed; Efron and
-Tibshirani 1993). A change is a regression or an improvement only when the interval excludes zero
-*and* the difference is at least ``min_effect`` in size.
+Every run is scored against the qrels known now, so weeks stay comparable. Scores are compared only
+under the same judge (its fingerprint's comparability key); search, corpus and query-set changes are
+listed beside a delta, never a barrier. Differences are bootstrapped over queries, paired on the same
+query set, with ``scipy.stats.bootstrap`` (percentile, 95%, fixed seed; Efron and Tibshirani 1993); a
+change counts only when its interval excludes zero *and* it is at least ``min_effect``.
 """
 
 from __future__ import annotations
@@ -53,13 +43,9 @@ BASELINE_FILE = "baseline.json"
 
 @dataclass
 class Run:
-    """One run as read from its file (:class:`judge_runner.runs.read.RunRecords`): its evaluations (records,
-    re-scored against the pooled qrels by :func:`read_runs`), errors, the summary if it has one, and provenance.
-
-    A compare run (several search systems on one query set, judge_runner/compare.py) is seen as its
-    reference system (the first) unless ``system`` names another: its evaluations and errors are that
-    system's, so its means continue the reference system's trend; :meth:`system_views` gives one Run
-    per system."""
+    """One run as read from its file, its records re-scored against the pooled qrels by :func:`read_runs`.
+    A compare run is seen as its reference system unless ``system`` names another
+    (:meth:`system_views`: one Run per system)."""
 
     file: RunRecords
     system: str | None = None
@@ -75,7 +61,7 @@ class Run:
 
     @property
     def shown_system(self) -> str | None:
-        """The system whose lines this Run shows: ``system``, else a compare run's reference, else None (all)."""
+        """``system``, else a compare run's reference, else None (all)."""
         systems = self.systems
         return self.system or (systems[0] if systems else None)
 
@@ -97,7 +83,6 @@ class Run:
 
     @property
     def provenance(self) -> Provenance:
-        """Who judged, with which prompts, on what (empty when the file does not say)."""
         return self.file.provenance or Provenance()
 
     @property
@@ -120,8 +105,8 @@ class Run:
 
     @property
     def scoring_version(self) -> int:
-        """How this run's figures were scored: the current version for a file of version 2 or later (re-scored
-        when read, :func:`pool_metrics`), else ``provenance.scoringVersion`` (1 for a file without it)."""
+        """The current version for a file of version 2 or later (re-scored when read), else
+        ``provenance.scoringVersion`` (1 without it)."""
         version = self.provenance.scoringVersion
         return SCORING_VERSION if version >= 2 else version
 
@@ -132,7 +117,6 @@ class Run:
 
     @property
     def errors(self) -> int:
-        """Queries that could not be searched or judged."""
         return len(self.error_lines)
 
     @property
@@ -142,24 +126,20 @@ class Run:
 
     @property
     def comparable(self) -> bool:
-        """Complete and with at least one judged query: a run stopped before judging anything (budget
-        spent in phase one, say) has nothing to compare and never becomes the latest or the baseline."""
+        """Complete with at least one judged query; else never the latest nor the baseline."""
         return not self.partial and bool(self.evaluations)
 
     @property
     def failed(self) -> bool:
-        """A complete run that failed: the system shown judged no query (every query failed, or it stopped
-        before judging: a refused key, a spent budget in phase one), or more than ``MAX_FAILED_SHARE`` of the
-        queries of one of its systems failed, whichever this Run shows (the gate at which the run itself ends
-        incomplete: :func:`judge_runner.evaluation.state.over_failed_share`)."""
+        """Complete but failed: the system shown judged no query, or more than ``MAX_FAILED_SHARE`` of one of its
+        systems' queries failed (the gate at which the run itself ends incomplete)."""
         if self.partial:
             return False
         return not self.evaluations or bool(over_failed_share(failure_counts(self.file)))
 
     @property
     def failure(self) -> str | None:
-        """Why a failed run failed, in words (None when it did not): how many queries failed (of which system,
-        in a compare run), the first error (type and message), or the summary's stop reason."""
+        """Why a failed run failed, in words; None when it did not."""
         if not self.failed:
             return None
         text = failure_words(self.file)
@@ -168,8 +148,7 @@ class Run:
 
     @property
     def cut_short(self) -> str | None:
-        """Why a complete run stopped before its last query (its summary's ``stopReason``: interrupted,
-        budget_exhausted, cache_damaged, disk_full...), None for a run that ran to the end or has no summary."""
+        """The summary's ``stopReason`` when it stopped before its last query, else None."""
         summary = self.summary
         if summary is None:
             return None
@@ -179,8 +158,8 @@ class Run:
 
     @property
     def judge(self) -> str:
-        """What must be equal for scores to be comparable: the judge fingerprint's comparability key
-        with the model ids the API returned (format version 2), else the version-1 key."""
+        """What must be equal for scores to be comparable: the judge fingerprint's key with the returned model
+        ids (format 2), else the version-1 key."""
         p = self.provenance
         if p.judgeFingerprint:
             returned = self.summary.judgeReturnedModels if self.summary is not None else []
@@ -196,9 +175,8 @@ class Run:
         return label + (" (heuristic)" if p.heuristicJudge else "")
 
     def values(self, column: str) -> dict[str, float]:
-        """``{queryId: value}`` of a score dimension, ``overall`` or an IR metric (ir-measures name, or
-        an older key such as ``Recall@10``), against the pooled qrels; queries without it, or unscored, are
-        left out."""
+        """``{queryId: value}`` of a dimension, ``overall`` or an IR metric (ir-measures name, or an older key
+        such as ``Recall@10``) against the pooled qrels; queries without it left out."""
         out: dict[str, float] = {}
         for ev in self.evaluations:
             value = ev.value(column)
@@ -212,18 +190,14 @@ class Run:
 
     @property
     def abstention_accuracy(self) -> float | None:
-        """The share of this Run's off-topic queries on which the search abstained (the shown system's
-        lines in a compare run, whose summary pooled every system before issue 21); None without any."""
+        """The share of the shown system's off-topic queries on which the search abstained; None without any."""
         off_topic = [e for e in self.evaluations if e.queryType == "off-topic" and e.abstained is not None]
         return sum(1 for e in off_topic if e.abstained) / len(off_topic) if off_topic else None
 
     @property
     def bias_corrected(self) -> dict | None:
-        """Mean nDCG@10 and relevance corrected by the human-labelled queries of the system shown
-        (:func:`judge_runner.runs.corrected.bias_corrected`), from its records re-scored against the qrels known
-        now (people's grades given since the run count; a compare run's reference with every system's figures and
-        differences); the summary's block when it was skipped (labels drawn with unequal probabilities); None
-        without wholly labelled queries."""
+        """Mean nDCG@10 and relevance corrected by the graded queries of the system shown, against the qrels known
+        now; the summary's block when it was skipped (unequal draw probabilities); None without graded queries."""
         summary = self.summary
         block = summary.biasCorrected if summary is not None else None
         if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
@@ -241,17 +215,14 @@ class Run:
 
     @property
     def batch(self) -> bool:
-        """The run sent its judge calls through a batch API (``--batch``: its config says so, or it holds
-        ``batch`` lines): its cost is at batch prices, half the synchronous ones, so trend marks it."""
+        """Whether the run used a batch API: its cost is at batch prices, so trend marks it."""
         config = self.file.run_start.config if self.file.run_start is not None else {}
         return bool(self.file.batches) or bool((config or {}).get("batch"))
 
     @property
     def cost_per_judged_query(self) -> float | None:
-        """USD per judged query: the summary's ``costPerJudgedQueryUsd`` when it has one; for an older file
-        the same figure from its evaluation lines (:func:`judge_runner.runs.write.cost_per_judged_query`; a
-        format-1 run judged every query it evaluated); for lines without costs the summary's ``costUsd``
-        over its evaluated queries; None when none of these is known (or no query was judged)."""
+        """USD per judged query: the summary's figure, else from the evaluation lines, else ``costUsd`` over
+        the evaluated queries; None when unknown."""
         summary = self.summary
         if summary is not None and "costPerJudgedQueryUsd" in summary.model_fields_set:
             return summary.costPerJudgedQueryUsd
@@ -265,11 +236,8 @@ class Run:
 
 
 def read_runs(folder: Path, cache: JudgmentCache | None = None) -> tuple[list[Run], list[str]]:
-    """Every run in ``folder`` (``*.jsonl``), oldest first, scored against the qrels known now
-    (:func:`pool_metrics`, with the judgment ``cache`` when given), and the reader's warnings (files that are
-    not runs, damaged lines, unscored values; :func:`judge_runner.runs.read.read_run_folder`).
-
-    Per run id only the file with the most evaluations is kept (a resumed run writes a second file).
+    """Every run in ``folder`` (``*.jsonl``), oldest first, scored against the qrels known now, and the
+    reader's warnings. Per run id only the file with most evaluations is kept (a resumed run writes two).
     """
     files, warnings = read_run_folder(folder)
     runs = [Run(f) for f in files]
@@ -278,12 +246,8 @@ def read_runs(folder: Path, cache: JudgmentCache | None = None) -> tuple[list[Ru
 
 
 def pool_metrics(runs: list[Run], cache: JudgmentCache | None = None) -> None:
-    """Score every run against the qrels known now: per judge (:attr:`Run.judge`), the labels of all its runs
-    pooled with the judgment ``cache``'s labels of that judge and people's grades
-    (:func:`judge_runner.judging.pooled.build_pool`), and each run's records re-scored in place
-    (:func:`judge_runner.judging.pooled.rescore`: the metrics; relevance and overall for a run scored under
-    scoring version 2 or later). So two configurations, and two weeks, are compared on one set of grades,
-    never each on its own; ``RunRecords.qrels`` says which."""
+    """Score every run in place against the qrels known now: per judge, the labels of all its runs pooled with
+    the ``cache``'s labels and people's grades, so runs are compared on one set of grades."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.judge, []).append(run)
@@ -299,17 +263,16 @@ def pool_metrics(runs: list[Run], cache: JudgmentCache | None = None) -> None:
 
 
 def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
-    """Compare ``column`` of two runs. Paired when both ran the same query set (same querySetSha256); each run's
-    failed queries by the rule of :mod:`judge_runner.measures.failed`."""
+    """Compare ``column`` of two runs: paired on the same query set, failed queries by
+    :mod:`judge_runner.measures.failed`."""
     same_set = bool(old.provenance.querySetSha256) and old.provenance.querySetSha256 == new.provenance.querySetSha256
     failed = (failed_side(old, f"run {old.run_id}", new), failed_side(new, "this run", old))
     return compare_values(old.values(column), new.values(column), column, paired=same_set, min_effect=min_effect, seed=seed, failed=failed)
 
 
 def comparisons(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, dict]:
-    """``{column: comparison}`` of the gated columns two runs can be compared on (:func:`comparable_columns`);
-    each marked ``cause`` :data:`judge_runner.analysis.corrected_change.LABELS_CAUSE` when both runs returned the
-    same results on every query and their labels differ (the change is the labels', not the search's)."""
+    """``{column: comparison}`` of the gated columns; each marked ``cause``
+    :data:`judge_runner.analysis.corrected_change.LABELS_CAUSE` when only the grades changed."""
     out = {c: compare(old, new, c, min_effect).as_dict() for c in comparable_columns(old, new)}
     if same_results(old, new) and label_change(old, new):
         for entry in out.values():
@@ -318,12 +281,9 @@ def comparisons(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str,
 
 
 def versus(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, Any]:
-    """``new`` against ``old``: ``runId`` (old's), ``changes`` (:func:`what_changed`, and the labels'
-    change, :func:`judge_runner.analysis.corrected_change.label_change`), the judge-side ``comparisons``, the
-    ``corrected`` change of nDCG@10 and relevance with the people's labels
-    (:func:`judge_runner.analysis.corrected_change.corrected_change`; empty without enough labels) and the
-    ``regressions`` the gate counts: a column with a corrected change is gated on it (its interval below 0 and
-    at least ``min_effect``), any other on the judge's verdict unless its cause is the labels."""
+    """``new`` against ``old``: ``runId``, ``changes``, the judge-side ``comparisons``, the ``corrected`` change
+    with people's grades, and the gate's ``regressions`` (on the corrected change where there is one, else on
+    the judge's verdict unless the grades caused it)."""
     changes = what_changed(old, new)
     labels = label_change(old, new)
     if labels:
@@ -341,7 +301,6 @@ def versus(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, Any]
 
 
 def read_baseline(folder: Path) -> str | None:
-    """The pinned baseline run id of a results folder, or None."""
     path = Path(folder) / BASELINE_FILE
     try:
         return cast(str | None, json.loads(path.read_text(encoding="utf-8")).get("runId"))
@@ -350,8 +309,7 @@ def read_baseline(folder: Path) -> str | None:
 
 
 def set_baseline(folder: Path, run_id: str) -> Run:
-    """Pin ``run_id`` (or ``"latest"``: the newest complete run) as the baseline. Raises ValueError
-    when no such complete run exists."""
+    """Pin ``run_id`` (or ``"latest"``) as the baseline. Raises ValueError when no such complete run exists."""
     runs, _ = read_runs(folder)
     complete = [r for r in runs if r.comparable]
     chosen: Run | None
@@ -372,21 +330,18 @@ def set_baseline(folder: Path, run_id: str) -> Run:
 
 @dataclass
 class Trend:
-    """Runs grouped by judge, each complete run compared with the previous comparable run and with
-    the baseline (when pinned and comparable). ``latest_verdict``: the newest complete run, judged or
-    failed (``failed``, ``failure``), and whether it regressed against the baseline or previous run."""
+    """Runs grouped by judge, each complete run compared with the previous comparable run and the baseline.
+    ``latest_verdict``: the newest complete run, judged or failed, and whether it regressed."""
 
     groups: list[dict]
     warnings: list[str]
     baseline: str | None
     latest_verdict: dict | None = None
     judge_changes: list[dict] = field(default_factory=list)
-    """Judge changes bridged by a re-judged run (:func:`judge_runner.analysis.judge_bridge.judge_steps`)."""
 
 
 def build_trend(folder: Path, min_effect: float = MIN_EFFECT, cache: JudgmentCache | None = None) -> Trend:
-    """Everything ``judge-runner trend`` shows, as plain data; ``cache``: the judgment cache whose labels and
-    people's grades join the pooled qrels (:func:`read_runs`)."""
+    """Everything ``judge-runner trend`` shows, as plain data."""
     runs, warnings = read_runs(folder, cache)
     runs = in_series_order(runs)  # a re-judged run stands in the place of the run it re-judges
     baseline_id = read_baseline(folder)
@@ -430,9 +385,8 @@ def build_trend(folder: Path, min_effect: float = MIN_EFFECT, cache: JudgmentCac
 def group_rows(
     members: list[Run], baseline: Run | None, latest_complete: Run | None, min_effect: float
 ) -> tuple[list[dict[str, Any]], dict | None]:
-    """``(rows, latest verdict)`` of one judge's runs, oldest first: each comparable run against the previous
-    comparable run and the baseline, a compare run's other systems after it; the verdict when it holds the
-    newest complete run, else None."""
+    """``(rows, latest verdict)`` of one judge's runs, oldest first; the verdict only when the group holds the
+    newest complete run."""
     rows = []
     previous: Run | None = None
     verdict = None
@@ -452,7 +406,7 @@ def group_rows(
 
 
 def run_row(run: Run) -> dict[str, Any]:
-    """A run's row of the trend table before its comparisons: counts, means, cost, failure, corrected block."""
+    """A run's row before its comparisons."""
     row: dict[str, Any] = {
         "runId": run.run_id,
         "timestamp": run.timestamp,
@@ -480,7 +434,7 @@ def run_row(run: Run) -> dict[str, Any]:
 
 
 def latest_verdict_of(run: Run, row: dict[str, Any]) -> dict[str, Any]:
-    """The newest complete run's verdict against its baseline, else its previous run (none when not comparable)."""
+    """The newest complete run's verdict against its baseline, else its previous run."""
     # a complete run that is not comparable judged nothing: its row has no comparison and run.failed is True
     against = row.get("vsBaseline") or row.get("vsPrevious")
     return {
@@ -496,10 +450,8 @@ def latest_verdict_of(run: Run, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def system_rows(run: Run) -> list[dict[str, Any]]:
-    """The rows of a compare run's other systems (the reference is the run's own row): each system's
-    means and its paired differences to the reference (``vsReference``, from the run's comparison
-    block). They are not chained into vsPrevious/vsBaseline nor gated: the compare run's comparison is
-    their comparison."""
+    """The rows of a compare run's other systems with their differences to the reference (``vsReference``);
+    never chained over time nor gated."""
     summary = run.summary
     if summary is None or summary.comparison is None:
         return []
@@ -538,8 +490,7 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
 
 
 def query_history(folder: Path, query_id: str, cache: JudgmentCache | None = None) -> list[dict]:
-    """One query across runs: per run its scores and metrics against the pooled qrels (:func:`read_runs`) and
-    its results' labels (``labels``; ``labelOrigins`` says whose each is)."""
+    """One query across runs, against the pooled qrels; ``labelOrigins`` says whose each label is."""
     runs, _ = read_runs(folder, cache)
     history = []
     for run in runs:
@@ -562,8 +513,8 @@ def query_history(folder: Path, query_id: str, cache: JudgmentCache | None = Non
 
 
 def latest_group(runs: list[Run]) -> list[Run]:
-    """The complete runs judged like the newest complete run (a re-judged run never is it), oldest first
-    (a re-judged run at the time of the run it re-judges). Raises ValueError when there is no complete run."""
+    """The complete runs judged like the newest complete run, oldest first. Raises ValueError when there is
+    no complete run."""
     complete = in_series_order([r for r in runs if r.comparable])
     if not complete:
         raise ValueError("no complete run with judged queries")

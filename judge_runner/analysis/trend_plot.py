@@ -1,5 +1,4 @@
-"""Trend charts: each measure's mean over time across the runs of one judge (matplotlib, Agg, imported only
-when a chart is drawn)."""
+"""Trend charts: each measure's mean over time across one judge's runs (matplotlib, imported when drawn)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from judge_runner.judging.cache import JudgmentCache
 
 
 def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, title: str | None = None) -> Path:
-    """A PNG line chart of ``columns`` (means over queries) across ``group`` (matplotlib, Agg)."""
+    """A PNG line chart of ``columns`` (means over queries) across ``group``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,8 +40,8 @@ def plot_runs(group: list[Run], out: Path, columns: tuple[str, ...] = COLUMNS, t
 
 
 def plot_trend(folder: Path, out: Path, cache: JudgmentCache | None = None) -> Path:
-    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group (figures as
-    :func:`read_runs` scores them). Raises ValueError when the folder has no complete run."""
+    """A PNG of each dimension, overall and nDCG@10 over time for the newest judge group. Raises ValueError
+    when the folder has no complete run."""
     runs, _ = read_runs(folder, cache)
     try:
         group = latest_group(runs)

@@ -1,5 +1,4 @@
-"""A trend (``trend.build_trend``) rendered for people and tools: rows, then a rich table, JSON,
-Markdown or CSV; and one query's history across runs."""
+"""A trend rendered for people and tools: rows, a rich table, JSON, Markdown or CSV; one query's history."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuali
 
 
 def arrow(comparison: dict | None) -> str:
-    """A comparison as ``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (too few queries, or failed
-    queries that could change the verdict: :func:`failed_note`), ``·`` (within noise) or ``L`` (a change whose
-    cause is the labels, not the search: both runs returned the same results) with the signed change of the
-    mean; empty when there is none."""
+    """``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (cannot tell), ``·`` (within noise) or ``L``
+    (the grades changed, not the search); empty without a comparison."""
     if not comparison or comparison["delta"] is None:
         return ""
     sign = {"regression": "▼", "improvement": "▲", "too few queries": "?", "cannot tell": "?"}.get(comparison["verdict"], "·")
@@ -33,15 +30,12 @@ def arrow(comparison: dict | None) -> str:
 
 
 def fmt(value: float | None) -> str:
-    """A score with three decimals, ``-`` when missing."""
     return "-" if value is None else f"{value:.3f}"
 
 
 def corrected_lines(row: dict, gate_only: bool = False) -> str:
-    """A trend row's people-corrected figures, one per line (:func:`judge_runner.analysis.corrected_report.block_lines`:
-    the corrected nDCG@10 of its system, a compare run's differences and ranking), then the corrected change of
-    nDCG@10 against the baseline and the previous run (``gate_only``: only against what the gate compares
-    with); empty without any."""
+    """A row's corrected figures, one per line, then its corrected change against the baseline and the
+    previous run (``gate_only``: only against what the gate compares with)."""
     lines = block_lines(row.get("biasCorrected"), others=False)  # each other system of a compare run has its row
     keys: tuple[str, ...] = ("vsBaseline", "vsPrevious")
     if gate_only:
@@ -57,7 +51,7 @@ def corrected_lines(row: dict, gate_only: bool = False) -> str:
 
 
 def trend_rows(trend: Trend) -> list[dict]:
-    """One flat row per run (str values; keys are the column headers), grouped by judge (``group``)."""
+    """One flat row per run (str values; keys are the column headers), grouped by judge."""
     rows = []
     for group in trend.groups:
         for row in group["runs"]:
@@ -90,30 +84,27 @@ def trend_rows(trend: Trend) -> list[dict]:
 
 
 def failed_note(comparisons: dict) -> str:
-    """The failed queries' words of the gated comparisons whose verdict they make "cannot tell"
-    (:mod:`judge_runner.measures.failed`), once each; empty when there are none."""
+    """The failed queries' words of the gated comparisons they make "cannot tell", once each."""
     texts = [(c.get("failed") or {}).get("text") for c in comparisons.values() if c and c.get("verdict") == "cannot tell"]
     return "; ".join(dict.fromkeys(t for t in texts if t))
 
 
 def qrels_counts(block: dict | None) -> str:
-    """Whose grades a row's figures used (its ``qrels`` block): ``judge 40 + people 12 + expected 3``."""
+    """``judge 40 + people 12 + expected 3``."""
     if not block:
         return "-"
     return " + ".join(f"{name} {block.get(name, 0)}" for name in ("judge", "people", "expected") if block.get(name))
 
 
 def group_qrels_line(group: dict) -> str:
-    """The line under a judge group's table: the qrels its runs are scored against (the latest run's queries)."""
+    """The line under a judge group's table: the qrels its runs are scored against."""
     text = qrels_text(group.get("qrels"))
     return f"figures against pooled qrels; the latest run's {text}" if text else ""
 
 
 def row_note(row: dict) -> str:
-    """What a trend row's note says: a compare run's other system against the reference, a partial run,
-    a failed run (with what else changed), a run without judged queries, a run cut short (its stop reason,
-    how many of its queries were judged, and what else changed), or what changed since the
-    previous comparable run (:func:`judge_runner.analysis.changes.what_changed`)."""
+    """A row's note: the compare system, a partial, failed, empty or cut-short run, or what changed since the
+    previous comparable run."""
     ref = (row.get("vsReference") or {}).get("comparisons", {})
     changes = "; ".join(filter(None, [rejudge_note(row), *(row.get("vsPrevious") or {}).get("changes", [])]))
     failed = failed_note((row.get("vsBaseline") or row.get("vsPrevious") or {}).get("comparisons", {}))
@@ -139,11 +130,8 @@ COMPACT_WIDTH = 100
 
 
 def compact_rows(trend: Trend) -> list[dict]:
-    """The rows of the compact view (``trend`` without ``--wide``), one per run and system: the run id
-    whole (a compare run as a tree: its id over its reference system, each other system under it),
-    queries evaluated/failed, overall, nDCG@10, R@10, one change
-    column (overall and nDCG@10) against what ``--fail-on-regression`` compares with, the pinned baseline
-    when there is one, else the previous comparable run, the cost, and the note (:func:`row_note`)."""
+    """The compact view's rows (``trend`` without ``--wide``), one per run and system, with one change column
+    against what ``--fail-on-regression`` compares with."""
     out = []
     for group in trend.groups:
         for row in group["runs"]:
@@ -176,7 +164,7 @@ def compact_rows(trend: Trend) -> list[dict]:
 
 
 def render_json(trend: Trend) -> str:
-    """Groups, baseline, the latest run's verdict and warnings as indented JSON."""
+    """Groups, baseline, the latest verdict and warnings as indented JSON."""
     return json.dumps(
         {
             "groups": trend.groups,
@@ -191,7 +179,7 @@ def render_json(trend: Trend) -> str:
 
 
 def render_csv(rows: list[dict]) -> str:
-    """The rows as CSV with a header line (RFC 4180 line endings), without the final line ending."""
+    """RFC 4180 line endings, without the final one."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
     writer.writeheader()
@@ -200,8 +188,7 @@ def render_csv(rows: list[dict]) -> str:
 
 
 def render_markdown(trend: Trend, rows: list[dict]) -> str:
-    """One ``### Judge`` section and table per judge group, the bias-corrected figures listed under it; every
-    value is literal text (``md_text``)."""
+    """One ``### Judge`` section and table per judge group; every value is literal text."""
     headers = [h for h in rows[0] if h not in ("group", "corrected")]
     parts = []
     for group in trend.groups:
@@ -223,15 +210,9 @@ def render_markdown(trend: Trend, rows: list[dict]) -> str:
 
 
 def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False) -> None:
-    """One rich table per judge group on ``console`` (a rich Console; the CLI's renders for stdout,
-    :func:`judge_runner.core.printer.rich_text`), notes under it, then the baseline. Values from run files
-    are shown as text, never read as rich markup (``[link=...]``). Never folds a number or a run id:
-
-    - the compact view (default, :func:`compact_rows`) fits :data:`COMPACT_WIDTH` (100) columns: the
-      console is made at least that wide (a pipe's default is 80), every column but the system's keeps its
-      whole text, and overall/nDCG@10 changes are shown against the gate's reference;
-    - ``wide``: every column of ``rows`` (:func:`trend_rows`: each dimension, abstention, both changes,
-      cost per judged query, prices), the console made as wide as the widest table needs."""
+    """One rich table per judge group, notes under it, then the baseline. Values from run files are never read
+    as markup, and no number or run id is folded: the compact view fits :data:`COMPACT_WIDTH` columns,
+    ``wide`` makes the console as wide as the widest table."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -279,13 +260,13 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
 
 
 def whose_labels(entry: dict) -> str:
-    """A history entry's labels, a person's marked ``p`` (``[3, p2, 0]``): the rest are the judge's."""
+    """``[3, p2, 0]``: a person's grade marked ``p``, the rest the judge's."""
     origins = entry.get("labelOrigins") or ["judge"] * len(entry["labels"])
     return "[" + ", ".join(("p" if o == "human" else "") + str(g) for g, o in zip(entry["labels"], origins)) + "]"
 
 
 def render_history(history: list[dict], as_json: bool) -> str:
-    """One query across runs (``trend.query_history``): JSON, or one line per run."""
+    """One query across runs: JSON, or one line per run."""
     if as_json:
         return json.dumps(history, indent=2, ensure_ascii=False)
     lines = []

@@ -1,5 +1,5 @@
-"""A finished run for people: the summary lines a job prints on stdout (and, on stderr, why a run is
-incomplete and a failed quality gate).
+"""A finished run for people: its summary lines on stdout, and on stderr why it is incomplete and a failed
+quality gate.
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from judge_runner.evaluation.state import RunOutcome
 from judge_runner.judging.pooled import qrels_text
 
 STORAGE_REASONS = ("disk_full", "storage_error", "cache_damaged", "cache_error")
-"""Stop reasons of a run stopped by a file it could not write or read (said on the summary's first line)."""
+"""Stop reasons of a run stopped by a file it could not write or read."""
 
 
 def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False, resume_hint: str | None = None) -> None:
-    """The run's summary for people on stdout; a failed quality gate on stderr. ``phase_one``: the cost
-    includes phase one's query writing (always synchronous, at standard prices); ``resume_hint``: what
-    picks up batches still in flight (default ``--resume``). In a compare run every line says its scope:
-    the quality figures are the reference system's (each system's follow in the systems lines), the
-    counts, labels and costs the whole run's."""
+    """The run's summary on stdout; a failed quality gate on stderr. ``phase_one``: the cost includes query
+    writing; ``resume_hint``: what picks up batches in flight (default ``--resume``). In a compare run every
+    line says its scope (reference system, or the whole run)."""
     summary, out = outcome.summary, printer.out
     heuristic = " (HEURISTIC offline judge)" if summary["heuristicJudge"] else ""
     comparison = summary.get("comparison")
@@ -94,8 +92,7 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
 
 
 def print_end(outcome: RunOutcome, printer: Printer) -> None:
-    """On stderr, why a run ends incomplete (exit 3: a stop, a spent budget, a system that failed more than a
-    quarter of its queries, named) and a failed quality gate."""
+    """On stderr, why a run ends incomplete (exit 3) and a failed quality gate."""
     if outcome.status is RunStatus.INCOMPLETE:
         printer.err(f"run incomplete: {'; '.join(outcome.end.reasons)}")
     gate = outcome.summary.get("qualityGate")
@@ -106,16 +103,15 @@ def print_end(outcome: RunOutcome, printer: Printer) -> None:
 
 
 def print_cache(summary: dict, printer: Printer) -> None:
-    """The caching and per-query cost line (:func:`cost_line`) on stdout, and the summary's ``cacheWarning``
-    on stderr when the estimated cache reads did not happen."""
+    """The caching and cost line on stdout; the summary's ``cacheWarning`` on stderr."""
     printer.out("  " + cost_line(summary))
     if summary.get("cacheWarning"):
         printer.err(f"warning: {summary['cacheWarning']}")
 
 
 def cost_line(summary: dict) -> str:
-    """The summary's caching and per-query cost figures as one line for people: the cached share of input
-    tokens, the USD caching saved, and the USD per judged query (``unknown`` where the figure is null)."""
+    """The cached share of input tokens, the USD caching saved and the USD per judged query (``unknown`` where
+    null), in one line."""
     share, saved, per = summary.get("cachedInputShare"), summary.get("cacheSavedUsd"), summary.get("costPerJudgedQueryUsd")
     judged = summary.get("judgedQueries", 0)
     return (

@@ -1,11 +1,7 @@
-"""Unexpected errors (bugs): the traceback written to a log, and secrets kept out of it and of the line shown.
-
-The command line's entry point (``judge_runner.cli.app.run_handled``) turns any exception that is not a
-:class:`~judge_runner.core.failures.JudgeRunnerError` into exit code 4 with one line on stderr; the traceback
-goes to :data:`ERROR_LOG` (``.judge-runner/errors.log`` in the current folder, beside the default index;
-if that cannot be written, ``judge-runner-errors.log`` in the temp folder), and to stderr as well with
-``--debug`` or ``JUDGE_RUNNER_DEBUG=1``. The weekly job logs the traceback in its own log instead.
-Everything written or shown passes :func:`scrub` first.
+"""Unexpected errors (bugs): the traceback written to a log, with secrets kept out of it and of the line
+shown. A non-:class:`~judge_runner.core.failures.JudgeRunnerError` exits 4 with one line on stderr; the
+traceback goes to :data:`ERROR_LOG` (else the temp folder), and to stderr too with ``--debug`` or
+``JUDGE_RUNNER_DEBUG=1``. Everything written or shown passes :func:`scrub`.
 """
 
 from __future__ import annotations
@@ -43,10 +39,9 @@ def debug_requested(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with secrets replaced by ``***``: the value (6 characters or more) of every environment
-    variable whose name ends in KEY, TOKEN, SECRET, PASSWORD, CREDENTIALS, DSN or is DATABASE_URL (and a
-    DSN's password alone, :func:`judge_runner.search.redact.scrub_secrets`); any URL's password; libpq
-    ``password=`` values; ``sk-...`` API keys."""
+    """``text`` with secrets as ``***``: the value (6 characters or more) of every environment variable named
+    ``*KEY``, ``*TOKEN``, ``*SECRET``, ``*PASSWORD``, ``*CREDENTIALS``, ``*DSN`` or ``DATABASE_URL`` (and a
+    DSN's password alone); any URL's password; libpq ``password=`` values; ``sk-...`` keys."""
     environ = os.environ if environ is None else environ
     for name, value in environ.items():
         if value and len(value) >= 6 and _SECRET_NAME.search(name):
@@ -59,7 +54,7 @@ def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
 
 
 def traceback_text(exc: BaseException) -> str:
-    """The scrubbed traceback of ``exc`` (with its chained causes), as Python prints it."""
+    """The scrubbed traceback of ``exc``, chained causes included."""
     return scrub("".join(traceback.format_exception(exc)))
 
 
@@ -74,9 +69,8 @@ def _append(path: Path, text: str) -> None:
 
 
 def log_traceback(exc: BaseException, argv: Sequence[str] = ()) -> Path | None:
-    """Append a header (UTC time, version, the scrubbed command line ``argv``) and the scrubbed traceback
-    of ``exc`` to :data:`ERROR_LOG`, else to the temp folder's ``judge-runner-errors.log``. Returns the
-    path written (relative when under the current folder), or None when neither could be written."""
+    """Append a header (UTC time, version, scrubbed ``argv``) and the scrubbed traceback to :data:`ERROR_LOG`,
+    else the temp folder's ``judge-runner-errors.log``. Returns the path written, or None."""
     header = (
         f"=== {datetime.now(UTC).isoformat(timespec='seconds')} judge-runner {__version__}: "
         f"{scrub(' '.join(['judge-runner', *argv]))} ===\n"
@@ -91,6 +85,5 @@ def log_traceback(exc: BaseException, argv: Sequence[str] = ()) -> Path | None:
 
 
 def internal_error(exc: BaseException, logged_in: Path | None) -> InternalError:
-    """The :class:`~judge_runner.core.failures.InternalError` for ``exc`` whose traceback is in ``logged_in``,
-    with a scrubbed one-line message."""
+    """The :class:`~judge_runner.core.failures.InternalError` for ``exc``, with a scrubbed one-line message."""
     return InternalError(scrub(one_line(exc)), exc, logged_in)

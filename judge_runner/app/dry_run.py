@@ -1,16 +1,7 @@
-"""``--dry-run``: what ``evaluate``, ``generate-and-evaluate``, ``weekly`` and ``calibrate`` would send and
-cost, without sending anything (:mod:`judge_runner.estimate.costs` makes the figures).
-
-Nothing is sent to any provider, no API key is needed, and no run file, query set, judgment cache,
-calibration file, lock or log is written. ``evaluate`` (and ``weekly`` with a pinned or given query
-set) searches the existing index for each query, so its estimate is exact in calls and close in tokens;
-with a query set still to write (``generate-and-evaluate``, a first or ``--regenerate`` weekly run) the
-estimate is rough: phase one from the agent's limits, phase two from ``count`` x ``search_limit``
-results. ``calibrate`` builds (or reuses) its own index as the real run does, then labels its pool with
-the recording judge.
-
-The real run computes the same estimate at its start (:func:`judge_runner.estimate.start.start_estimate`) and its summary compares
-cost with it.
+"""``--dry-run``: what ``evaluate``, ``generate-and-evaluate``, ``weekly`` and ``calibrate``
+would send and cost. Nothing is sent, no key is needed, nothing is written. On a known query set the
+estimate is exact in calls (each query is searched); with a set still to write it is rough
+(docs/cost.md).
 """
 
 from __future__ import annotations
@@ -61,10 +52,9 @@ from judge_runner.search.systems import SystemsSpec
 
 # -- which judges -------------------------------------------------------------------------------------------
 def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, str, Price | None, bool]]:
-    """``[(provider, model, price or None, chosen)]``: the judge (or, with ``generator``, the query writer)
-    the settings choose, first, then each other LLM provider's default model for comparison. An offline
-    choice (the heuristic, no paid calls) gives only the comparison rows. No key is needed. Raises
-    UsageError for ``--batch`` with the heuristic judge, as the real run does."""
+    """``[(provider, model, price or None, chosen)]``: the chosen judge (or query writer, ``generator``) first,
+    then each other LLM provider's default model. An offline choice gives only the comparison rows. Raises
+    UsageError for ``--batch`` with the heuristic judge."""
     spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
     if not generator:
         try:
@@ -84,9 +74,8 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
 
 # -- phase two ------------------------------------------------------------------------------------------------
 def read_only_cache(settings: Settings) -> Any:
-    """The judgment cache of ``settings`` when its file exists (None with ``--no-cache`` or no file: a dry
-    run creates nothing), opened read-only. Raises CacheError for a file that is damaged (exit 3) or not a
-    judgment cache (exit 2)."""
+    """The judgment cache, read-only, when its file exists (None otherwise: a dry run creates nothing). Raises
+    CacheError for a damaged file (exit 3) or one that is not a judgment cache (exit 2)."""
     path = settings.cache_path
     if path is None or not Path(path).exists():
         return None
@@ -94,7 +83,7 @@ def read_only_cache(settings: Settings) -> Any:
 
 
 def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
-    """The report of a phase two on a known query set: search each query, then estimate every candidate."""
+    """Search each query, then estimate every candidate judge."""
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
@@ -116,9 +105,8 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
 
 
 def cache_holdings(settings: Settings, stats: dict[str, Any] | None) -> dict[str, Any]:
-    """What the judgment cache holds, so the report can say why labels are (not) in it: ``{"path", "state"
-    ("off" with --no-cache, "absent" before any run wrote it, "present"), "labels", "labelsByJudge"}``
-    (``labelsByJudge``: ``{"provider/model": n}`` as the cache keys them, :meth:`JudgmentCache.stats`)."""
+    """``{"path", "state" ("off", "absent" or "present"), "labels", "labelsByJudge"}``, so the report can say why
+    labels are (not) in the cache."""
     path = settings.cache_path
     if path is None:
         return {"path": None, "state": "off", "labels": 0, "labelsByJudge": {}}
@@ -133,11 +121,8 @@ def _protocol(settings: Settings) -> ProtocolSettings:
 
 # -- phase one (rough) ----------------------------------------------------------------------------------------
 def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, Any]:
-    """Phase two of a query set not yet written: ``count`` on-topic queries, each searched on ``systems``
-    search systems, of ``search_limit`` results each,
-    every result shown to the judge at the shown-text cap (``SHOWN_TEXT_CAP``: a document's passages fill
-    up to it), nothing cached (labels are
-    keyed by the query text, so a new set is never in the cache)."""
+    """Phase two of a query set not yet written: ``count`` on-topic queries on ``systems`` systems, each result
+    at the shown-text cap, nothing cached (a new set is never in the cache)."""
     filler = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     hits = [
         SearchHit(
@@ -178,18 +163,16 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
 
 
 def agent_calls(base: int, turns: int, result_tokens: int, turn_out: int, last_out: int) -> tuple[int, int, int]:
-    """``(requests, input tokens, output tokens)`` of an agent conversation of ``turns`` requests: request t
-    (from 0) resends the first request's ``base`` tokens plus t earlier replies of ``turn_out`` tokens and
-    t tool results of ``result_tokens``, at most :data:`CONTEXT_TOKENS`; the last reply is ``last_out`` tokens."""
+    """``(requests, input tokens, output tokens)`` of ``turns`` agent requests: request t resends ``base``
+    tokens plus t replies of ``turn_out`` and t tool results of ``result_tokens``, capped at
+    :data:`CONTEXT_TOKENS`; the last reply is ``last_out``."""
     step = result_tokens + turn_out
     return turns, sum(min(CONTEXT_TOKENS, base + t * step) for t in range(turns)), (turns - 1) * turn_out + last_out
 
 
 def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str, Any]:
-    """Phase one's agent, rough: ``EXPECTED_AGENT_TURNS`` requests, each resending the conversation so far
-    (system prompt, tools, the root listing, one tool result of the corpus's mean file size per turn) and
-    writing ``AGENT_TURN_OUTPUT_TOKENS``, the last one the queries; worst case ``MAX_TOOL_TURNS`` requests,
-    each result a full ``READ_CAP_CHARS`` read and each reply ``max_tokens`` long."""
+    """Phase one's agent, rough: ``EXPECTED_AGENT_TURNS`` requests with one mean-sized file read each; worst
+    case ``MAX_TOOL_TURNS`` requests, each a full read and a ``max_tokens`` reply."""
     from string import Template
 
     extensions = parse_extensions(settings.extensions)
@@ -234,16 +217,13 @@ def rough_phase_one(settings: Settings, fixtures: Path, count: int) -> dict[str,
 
 
 def off_topic_share(count: int) -> int:
-    """Off-topic queries in a set of ``count``, as the query-writing prompt asks (one, or two in sets of
-    10 or more; none in a set of one): they have no expected source, so the answerability check skips them."""
+    """Off-topic queries in a set of ``count``, as the writing prompt asks (one, two from 10; none for one)."""
     return 0 if count < 2 else (2 if count >= 10 else 1)
 
 
 def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
-    """Phase one's answerability check (:mod:`judge_runner.querygen.answerability`), rough: each on-topic
-    query of a set of ``count`` (:func:`off_topic_share` off-topic ones left out) labelled against one
-    document's passages at the shown-text cap, through the real protocol (judge mode, trials) and the
-    :class:`RecordingJudge` of each candidate judge; nothing cached (the set is new)."""
+    """Phase one's answerability check, rough: each on-topic query labelled against one document's passages,
+    through the real protocol; nothing cached."""
     queries = count - off_topic_share(count)
     passage = ("Rotate the staging database backup keys with the key tool, then restart the replica. " * 40)[:SHOWN_TEXT_CAP]
     judges = []
@@ -271,9 +251,8 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
 def searched_report(
     command: str, settings: Settings, searches: Searches, index: Any, fixtures: Path | None, queries: list, printer: Printer
 ) -> dict[str, Any]:
-    """The report of ``command`` whose judge calls are estimated from ``queries`` searched with the
-    systems a run would judge (``searches``; an ordinary run: ``index`` in ``settings.search_mode``).
-    Closes the systems it opens and ``index`` (None: no built-in index)."""
+    """The report of ``command`` with judge calls estimated from ``queries`` searched on the run's systems.
+    Closes the systems it opens and ``index``."""
     try:
         opened = open_search_systems(settings, searches, index, fixtures, queries, printer)
         try:
@@ -294,8 +273,7 @@ def evaluate_dry_run(
     systems: SystemsSpec | None = None,
     as_json: bool = False,
 ) -> dict[str, Any]:
-    """``evaluate --dry-run``: the query set (or what is left of a resumed run) searched with the index (or
-    the ``systems`` asked for), and the judge calls estimated. Raises UsageError as ``evaluate`` does."""
+    """``evaluate --dry-run``. Raises UsageError as ``evaluate`` does."""
     resume = read_resume_point(resume_path) if resume_path is not None else None
     if resume is not None and queries_path is None:
         queries_path = resume.saved_query_set
@@ -323,10 +301,8 @@ def main_dry_run(
     command: str = "generate-and-evaluate",
     systems: SystemsSpec | Searches | None = None,
 ) -> dict:
-    """``generate-and-evaluate --dry-run`` (and a weekly run that would write its queries): phase one and
-    phase two of ``settings.count`` queries on each of the ``systems`` (a SystemsSpec; None: the built-in
-    search), both rough. Nothing is indexed. Raises UsageError when FIXTURES is missing or holds no file to
-    index, as the real run does."""
+    """``generate-and-evaluate --dry-run``: both phases rough, nothing indexed. Raises UsageError when FIXTURES
+    is missing or holds no file to index."""
     require_folder(fixtures)
     check_corpus(settings, fixtures)
     searches = systems if isinstance(systems, Searches) else resolve_systems(settings, systems)
@@ -339,10 +315,8 @@ def main_dry_run(
 def weekly_dry_run(
     settings: Settings, plan: Any, printer: Printer, as_json: bool = False, systems: SystemsSpec | None = None
 ) -> dict[str, Any]:
-    """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned (or given) query set is
-    searched with the systems the run would judge (``systems``: the flags' SystemsSpec, plus the
-    settings', as for ``evaluate``), the built-in one in its index as it is now; when the run would
-    write a new set (first run, ``--regenerate``), phase one and two are estimated roughly."""
+    """``weekly --dry-run``: no lock, log, index, report or pruning; the pinned set searched on the run's
+    systems, or both phases rough when the run would write a new set."""
     searches = resolve_systems(settings, systems)
     pinned = plan.results / "pinned-queries.json"
     if plan.regenerate or (plan.queries_path is None and not pinned.is_file()):
@@ -365,8 +339,7 @@ def weekly_dry_run(
 
 def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
     """``(labeler, judge)`` for ``calibrate --dry-run``: the protocol labeller over a :class:`RecordingJudge`
-    of the chosen judge (an offline choice records for the first LLM provider's default model), which also
-    lays out every call for each other provider's default model."""
+    that also lays out every call for each other provider's default model."""
     rows = candidates(settings)
     provider, model, _, _ = rows[0]
     judge = RecordingJudge(provider, model, layouts=[(p, m) for p, m, _, _ in rows], effort=settings.reasoning_effort)
@@ -374,8 +347,7 @@ def calibrate_labeler(settings: Settings) -> tuple[Any, RecordingJudge]:
 
 
 def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trials: int, printer: Printer, as_json: bool) -> dict[str, Any]:
-    """Print and return the report of ``calibrate --dry-run`` from what ``judge`` recorded (``trials`` 0: the
-    judge's default, :func:`judge_runner.judging.fingerprint.default_trials`)."""
+    """Print and return ``calibrate --dry-run``'s report (``trials`` 0: the judge's default)."""
     judges = []
     for provider, model, price, chosen in candidates(settings):
         estimate = ModelEstimate(provider, model, price, judge.calls_for(provider, model), chosen)

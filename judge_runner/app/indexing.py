@@ -1,5 +1,4 @@
-"""Opening the index (SQLite or PostgreSQL), checking a corpus before it is indexed, indexing a folder or
-a BEIR corpus, and the ``index`` command's job. Failures raise :mod:`judge_runner.core.failures` errors."""
+"""Opening the index (SQLite or PostgreSQL), checking a corpus, indexing a folder or a BEIR corpus."""
 
 from __future__ import annotations
 
@@ -24,11 +23,9 @@ from judge_runner.search.sqlite import IndexAccessError, IndexBusyError, IndexMi
 
 
 def open_index(settings: Settings, must_exist: bool = False) -> Any:
-    """The index of ``settings`` (a ``SQLiteIndex`` or ``PostgresIndex``); ``must_exist`` opens an existing
-    one read-only (for searching). Its ``embedder`` is the command's one: the ``embedder`` setting's (an
-    index another kind built is then refused), else the one that built the index, else the default
-    (:func:`judge_runner.embed.registry.choose`); the roles share it (:func:`judge_runner.app.steps.make_roles`). Raises UsageError when it is missing or unusable, or, with
-    ``must_exist``, when it holds no document; a PostgreSQL error is shown with the DSN's password scrubbed."""
+    """The index of ``settings``; ``must_exist`` opens an existing one read-only. Its embedder is the setting's
+    (an index built by another kind is refused), else the one that built it, else the default. Raises
+    UsageError when missing or unusable, or with ``must_exist`` empty; a DSN's password is scrubbed."""
     index = _open_backend(settings, must_exist)
     if must_exist and index.stats()["documents"] == 0:
         index.close()
@@ -37,8 +34,7 @@ def open_index(settings: Settings, must_exist: bool = False) -> Any:
 
 
 def setting_embedder(settings: Settings) -> TextEmbedder | None:
-    """The embedder the ``embedder`` setting names (the process's one of that kind), or None when it is
-    unset: an index opened with None uses the one that built it, else the default."""
+    """The embedder the ``embedder`` setting names, or None when unset."""
     return instance(settings.embedder) if settings.embedder is not None else None
 
 
@@ -67,20 +63,19 @@ def _open_backend(settings: Settings, must_exist: bool) -> Any:
 
 
 def walk_options(settings: Settings) -> dict:
-    """Which files belong to the corpus: ``{"extensions", "excludes", "max_bytes"}`` for ``walk_corpus``."""
+    """``{"extensions", "excludes", "max_bytes"}`` for ``walk_corpus``."""
     excludes = tuple(p.strip() for p in settings.exclude.split(",") if p.strip()) if settings.exclude is not None else DEFAULT_EXCLUDES
     return {"extensions": parse_extensions(settings.extensions), "excludes": excludes, "max_bytes": settings.max_file_bytes}
 
 
 def require_folder(fixtures: Path) -> None:
-    """Raise UsageError when the knowledge-base folder does not exist."""
     if not fixtures.is_dir():
         raise UsageError(f"fixtures folder not found: {fixtures}")
 
 
 def check_corpus(settings: Settings, fixtures: Path) -> None:
-    """Raise UsageError when FIXTURES holds no file to index, before the index is touched (an empty walk
-    would otherwise prune every document and every query would be off-topic); says why files were skipped."""
+    """Raise UsageError when FIXTURES holds no file to index, before the index is touched (an empty walk would
+    prune every document), saying why files were skipped."""
     walked = walk_corpus(fixtures, **walk_options(settings))
     if not walked.files:
         exts = ",".join(parse_extensions(settings.extensions))
@@ -99,7 +94,7 @@ def check_corpus(settings: Settings, fixtures: Path) -> None:
 
 @dataclass
 class Indexed:
-    """An open index just brought up to date: the index, the indexer's report, and the seconds it took."""
+    """An index just brought up to date, the indexer's report, and the seconds it took."""
 
     index: Any
     report: Any
@@ -107,14 +102,13 @@ class Indexed:
 
 
 def _progress() -> IndexProgress:
-    """Indexing progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
+    """Progress on stderr (a bar on a terminal, else a line every few seconds), with rate and ETA."""
     return IndexProgress()
 
 
 def index_fixtures(index: Any, settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
-    """Index FIXTURES incrementally into ``index`` (opened by :func:`open_index` for ``settings``; progress
-    on stderr unless quiet). Raises UsageError for a folder that is not one and IncompleteRunError on
-    Ctrl+C (what was committed is kept), having closed the index. The caller closes the returned index."""
+    """Index FIXTURES incrementally into ``index``; the caller closes the returned index. Raises UsageError
+    for a path that is not a folder and IncompleteRunError on Ctrl+C (commits kept), having closed the index."""
     started = time.monotonic()
     progress = None if printer.quiet else _progress()
     try:
@@ -137,7 +131,7 @@ def index_fixtures(index: Any, settings: Settings, fixtures: Path, prune: bool, 
 
 
 def describe_index(report: IndexReport, elapsed: float) -> str:
-    """What an indexing pass did, for people: counts, skipped files with reasons, notes (elapsed in seconds)."""
+    """Counts, skipped files with reasons, and notes, for people (``elapsed`` in seconds)."""
     skipped = ", ".join(f"{len(v)} {k}" for k, v in sorted(report.skipped.items())) or "none"
     text = (
         f"indexed {report.indexed}, unchanged {report.unchanged}, removed {report.removed}, "
@@ -151,9 +145,7 @@ def describe_index(report: IndexReport, elapsed: float) -> str:
 
 
 def index_job(settings: Settings, fixtures: Path | None, beir_corpus: Path | None, prune: bool, as_json: bool, printer: Printer) -> None:
-    """The ``index`` command: index a folder (checked first) or a BEIR ``corpus.jsonl``, then print what
-    was done (as JSON with ``as_json``). Raises UsageError for a missing folder, an empty corpus or a
-    malformed BEIR file."""
+    """The ``index`` command. Raises UsageError for a missing folder, an empty corpus or a malformed BEIR file."""
     shown = Printer(printer.out, printer.err, quiet=False)  # progress goes to stderr, also with --json
     if beir_corpus is not None:
         index = open_index(settings)

@@ -1,12 +1,5 @@
-"""The jobs behind the phase commands, each built from :mod:`judge_runner.app.steps`:
-
-- :func:`main_job` (``generate-and-evaluate``): check the corpus, choose the providers, index, phase
-  one (write a query set), warn about expected sources missing from the index, phase two (evaluate).
-- :func:`evaluate_job` (``evaluate``, with resume: :mod:`judge_runner.app.resume`) and
-  :func:`generate_job` (``generate``).
-
-``weekly`` is :mod:`judge_runner.app.weekly`. A stopped phase one still leaves a run file (run_start
-plus a summary saying why): :func:`judge_runner.app.steps.write_stopped_run`.
+"""The jobs behind ``generate-and-evaluate`` (:func:`main_job`), ``evaluate`` (:func:`evaluate_job`) and
+``generate`` (:func:`generate_job`). A stopped phase one still leaves a run file saying why.
 """
 
 from __future__ import annotations
@@ -49,8 +42,7 @@ from judge_runner.search.systems import SystemsSpec
 
 # -- jobs -------------------------------------------------------------------------------------------------
 def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer, systems: SystemsSpec | None = None) -> RunOutcome:
-    """``generate-and-evaluate``: index FIXTURES, write a query set, judge the search on it (or the
-    ``systems`` asked for: external adapters, several modes; text-less results come from FIXTURES)."""
+    """``generate-and-evaluate``: index FIXTURES, write a query set, judge the search (or ``systems``) on it."""
     require_folder(fixtures)
     check_out_dir(out_dir)
     job = open_job(settings, fixtures, out_dir, printer, need_generator=True)
@@ -68,9 +60,8 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
 
 
 def generate_job(settings: Settings, fixtures: Path, out: Path, force: bool, printer: Printer) -> GenerationResult:
-    """``generate``: write a query set to ``out`` (never over an existing file without ``force``).
-    Raises UsageError (bad input, refused key) or IncompleteRunError (budget, spend limit, failure,
-    Ctrl+C, no usable query: :func:`require_queries`); nothing is spent before the output folder is known to be writable."""
+    """``generate``: write a query set to ``out`` (never over a file without ``force``). Raises UsageError or
+    IncompleteRunError; nothing is spent before ``out``'s folder is known to be writable."""
     require_folder(fixtures)
     if out.exists() and not force:
         raise UsageError(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
@@ -106,11 +97,9 @@ def evaluate_job(
     printer: Printer,
     systems: SystemsSpec | None = None,
 ) -> RunOutcome | None:
-    """``evaluate``: judge a saved query set, or continue an interrupted run (``resume_path``: judged
-    queries are copied, never sent again). ``queries_path``: a query-set file, or the set itself.
-    Returns None when a resumed run has nothing left to judge.
-    ``systems``: the searches to judge when not only the built-in one (a run of external systems and
-    TREC runs alone needs no index)."""
+    """``evaluate``: judge a query set (a file, or the set itself), or continue a run (``resume_path``: judged
+    queries are copied, never sent again); None when nothing is left to judge. A run of external systems
+    alone needs no index."""
     resume = read_resume_point(resume_path) if resume_path is not None else None
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")

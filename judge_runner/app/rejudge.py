@@ -1,16 +1,8 @@
 """``judge-runner rejudge RUN.jsonl``: a past run's results judged again by today's judge.
 
-Nothing is searched: each system of the run (one, or each system of a compare run) answers every query
-with the results it returned then, each result with the text and anchor its judge was shown
-(``shownText``, ``shownAnchor``), through :class:`judge_runner.search.replay.ReplaySearch`. The new run
-goes through phase two like any other (the judgment cache, trials, human labels, the list-level call,
-the summary) and records the run it re-judges in ``provenance.rejudgeOf``, with that run's corpus,
-search configuration and systems, so ``trend`` can bridge a judge change through it
-(:mod:`judge_runner.analysis.judge_bridge`).
-
-A run whose file lacks the shown text (written before it was recorded) is refused: the first judge's
-text cannot be rebuilt, and judging other text would not be the same run. A run cut short is judged
-again on the queries it judged; a query that failed is not (it has no results), and said.
+Nothing is searched: each system replays its recorded results with the text its judge was shown. The
+new run records the one it re-judges in ``provenance.rejudgeOf`` so ``trend`` can bridge the judge
+change. A run without the shown text is refused; a query that failed is not judged again, and said.
 """
 
 from __future__ import annotations
@@ -47,9 +39,8 @@ SOURCE = "the re-judged run's run_start"
 
 @dataclass(frozen=True)
 class RecordedSystem:
-    """One system of the re-judged run: ``name`` (None: the built-in search alone, whose lines name no
-    system), the ``mode`` it was asked in, its provenance ``description``, its recorded ``answers`` by
-    query text, and ``failures`` (``{query text: (errorType, message)}``) where it has none."""
+    """One system of the re-judged run: ``name`` (None: the built-in search alone), ``mode``, ``description``,
+    ``answers`` by query text, and ``failures`` (``{query text: (errorType, message)}``)."""
 
     name: str | None
     mode: str
@@ -58,7 +49,6 @@ class RecordedSystem:
     failures: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def replay(self, corpus_fingerprint: str) -> ReplaySearch:
-        """The system as a search answering from what it returned."""
         return ReplaySearch(
             self.answers, self.name or "builtin", self.description, {"corpus_fingerprint": corpus_fingerprint}, failures=self.failures
         )
@@ -66,9 +56,8 @@ class RecordedSystem:
 
 @dataclass(frozen=True)
 class RejudgeSource:
-    """A run to judge again, read once (:func:`read_source`): its file, the queries it judged (its order),
-    the query set to record (the set saved beside it when it is the one it ran on, else the judged
-    queries) with its card, its systems, and what people must know (``notes``)."""
+    """A run to judge again, read once: its file, the queries it judged, the query set to record and its card,
+    its systems, and ``notes`` for people."""
 
     run: RunFile
     queries: list[Query]
@@ -79,7 +68,7 @@ class RejudgeSource:
 
     @property
     def view(self) -> Run:
-        """The run as ``trend`` reads it (its judge's key and label)."""
+        """The run as ``trend`` reads it."""
         return Run(read_run_records(self.run.path))
 
     @property
@@ -88,8 +77,8 @@ class RejudgeSource:
         return sum(len(a.results) for s in self.systems for a in s.answers.values())
 
     def origin(self) -> dict[str, Any]:
-        """The provenance fields the new run takes from this one (they win over the new run's own):
-        corpus, search configuration, systems, query writer, and ``rejudgeOf``."""
+        """The provenance fields the new run takes from this one (they win): corpus, search configuration,
+        systems, query writer, and ``rejudgeOf``."""
         was = self.run.provenance
         earlier = was.rejudgeOf if was is not None else None  # a re-judged run judged again keeps the first one's place
         block = RejudgeOrigin(
@@ -112,7 +101,7 @@ class RejudgeSource:
 
     @property
     def not_rejudged(self) -> int:
-        """The run's queries that no system has results for (failed, or never reached by a run cut short)."""
+        """Queries no system has results for (failed, or not reached by a run cut short)."""
         judged = {q.id for q in self.queries}
         known = {q.id for q in self.all_queries} | {e.queryId for e in self.run.errors}
         summary = self.run.summary
@@ -121,13 +110,11 @@ class RejudgeSource:
 
     @property
     def systems_named(self) -> bool:
-        """A run whose lines name their system (a compare run, or one external system)."""
         return any(s.name is not None for s in self.systems)
 
 
 def _hit(result: ResultLabel) -> SearchHit:
-    """A recorded result as the search hit that shows the judge the same source, anchor and text
-    (:meth:`~judge_runner.search.base.SearchHit.shown`), and the list-level call the same snippet."""
+    """A hit showing the judge the same source, anchor and text, and the list-level call the same snippet."""
     recorded = (result.model_extra or {}).get("snippet")
     snippet = recorded if isinstance(recorded, str) else ""
     shown = result.shownText or ""
@@ -172,8 +159,8 @@ def _query(line: EvaluationLine, where: str) -> Query:
 
 
 def read_source(path: Path) -> RejudgeSource:
-    """Read the run to judge again. Raises UsageError for a file that is not a run, a run that judged
-    nothing, results without the text their judge was shown, or two queries of one system with one text."""
+    """Raises UsageError for a file that is not a run, a run that judged nothing, results without their shown
+    text, or two queries of one system with one text."""
     try:
         run = read_run_file(path)
     except OSError as exc:
@@ -200,7 +187,7 @@ def read_source(path: Path) -> RejudgeSource:
 
 
 def _systems(run: RunFile, path: Path, mode: str) -> list[RecordedSystem]:
-    """The run's systems in its order (``provenance.searchSystems``, else as its lines name them)."""
+    """The run's systems in order (``provenance.searchSystems``, else as its lines name them)."""
     described = {s.get("name"): s for s in ((run.provenance.model_extra or {}).get("searchSystems") or [])} if run.provenance else {}
     names = list(dict.fromkeys([*described, *(e.system for e in run.evaluations)]))
     names = [n for n in names if any(e.system == n for e in run.evaluations)]
@@ -223,7 +210,7 @@ def _systems(run: RunFile, path: Path, mode: str) -> list[RecordedSystem]:
 
 
 def _query_set(run: RunFile, judged: list[Query]) -> tuple[list[Query], QuerySetCard | None, list[str]]:
-    """The query set the new run records: the one saved beside the run when its sha256 is the run's, else the judged queries."""
+    """The set saved beside the run when its sha256 is the run's, else the judged queries."""
     config = run.run_start.config if run.run_start is not None else {}
     saved = run.path.parent / str(config.get("querySetFile") or "")
     sha = run.provenance.querySetSha256 if run.provenance is not None else ""
@@ -245,7 +232,7 @@ def _query_set(run: RunFile, judged: list[Query]) -> tuple[list[Query], QuerySet
 
 
 def _notes(run: RunFile, judged: int, results: list[ResultLabel]) -> list[str]:
-    """What people must know before the run: a run cut short, failed queries, what of the shown text is not recorded."""
+    """A run cut short, failed queries, and what of the shown text is not recorded."""
     notes = []
     view = Run(read_run_records(run.path))
     if view.cut_short:
@@ -269,10 +256,8 @@ def _notes(run: RunFile, judged: int, results: list[ResultLabel]) -> list[str]:
 
 
 def rejudge_settings(settings: Settings, source: RejudgeSource) -> Settings:
-    """``settings`` with the search mode and depth of the re-judged run (its own ``searchMode`` and
-    ``searchLimit``, else enough for every recorded result), so the new run asks for what was returned,
-    and batch mode off: ``evaluate --resume`` picks up an interrupted run's batches, and a re-judging is no
-    run it can resume. Raises UsageError for a value no setting accepts."""
+    """``settings`` with the re-judged run's search mode and depth, and batch mode off (a re-judging is no run
+    ``--resume`` can pick up). Raises UsageError for a value no setting accepts."""
     config = source.run.run_start.config if source.run.run_start is not None else {}
     deepest = max((len(a.results) for s in source.systems for a in s.answers.values()), default=1)
     limit = config.get("searchLimit") or max(deepest, settings.search_limit)
@@ -284,8 +269,7 @@ def rejudge_settings(settings: Settings, source: RejudgeSource) -> Settings:
 
 
 def same_judge(judge: Judge, settings: Settings, source: RejudgeSource) -> bool:
-    """Whether ``judge`` under ``settings`` is the judge that judged the run (its fingerprint, with the
-    model ids that run's API returned, and the embedder that chose its passages: the text shown is the run's)."""
+    """Whether ``judge`` is the run's judge: its fingerprint with the returned model ids, and the embedder."""
     recorded = source.run.provenance.judgeFingerprint if source.run.provenance is not None else None
     embedder = str((recorded or {}).get("passageEmbedder") or "")
     fingerprint = build_fingerprint(
@@ -296,8 +280,7 @@ def same_judge(judge: Judge, settings: Settings, source: RejudgeSource) -> bool:
 
 
 def rejudge_job(settings: Settings, path: Path, out_dir: Path, printer: Printer) -> RunOutcome:
-    """Judge the results of the run in ``path`` again with the judge of ``settings`` into a new run file in
-    ``out_dir``. Raises UsageError (see :func:`read_source`; a key refused, an unwritable folder)."""
+    """Judge the run in ``path`` again into a new run file in ``out_dir``. Raises UsageError."""
     source = read_source(path)
     check_out_dir(out_dir)
     if settings.batch:
@@ -326,9 +309,7 @@ def rejudge_job(settings: Settings, path: Path, out_dir: Path, printer: Printer)
 
 
 def rejudge_dry_run(settings: Settings, path: Path, printer: Printer, as_json: bool = False) -> dict[str, Any]:
-    """``rejudge --dry-run``: what judging the run in ``path`` again would send and cost (the judge calls
-    its recorded results need, labels already in the judgment cache left out), nothing sent or written.
-    Raises UsageError as :func:`rejudge_job` does."""
+    """``rejudge --dry-run``: what judging ``path`` again would send and cost. Raises UsageError."""
     source = read_source(path)
     settings = rejudge_settings(settings, source)
     for note in source.notes:

@@ -1,6 +1,5 @@
-"""Continuing an interrupted run (``evaluate --resume RUN.jsonl``): the run file read once
-(:func:`read_resume_point`), and the settings a resumed run takes from its own run (judge protocol,
-batch mode) so that its remaining queries are judged as the others were.
+"""Continuing an interrupted run (``evaluate --resume RUN.jsonl``): the run file read once, and the
+settings the remaining queries take from it (judge protocol, batch mode).
 """
 
 from __future__ import annotations
@@ -20,10 +19,8 @@ from judge_runner.runs.read import resume_state
 
 @dataclass(frozen=True)
 class ResumePoint:
-    """An interrupted run to continue, read once (:func:`read_resume_point`) into typed lines: its file,
-    its ``run_start`` line, its judged ``evaluation`` lines (one per query id, the first), its ``batch``
-    lines (a ``--batch`` run's batches, picked up again) and the reader's warnings about damaged lines
-    (``file:line: ...``), said when resuming."""
+    """An interrupted run, read once: its ``run_start``, its judged ``evaluation`` lines (the first per query
+    id), its ``batch`` lines, and the reader's warnings about damaged lines."""
 
     path: Path
     start: RunStartLine
@@ -33,37 +30,31 @@ class ResumePoint:
 
     @property
     def run_id(self) -> str:
-        """The run's id, kept by the resumed run."""
         return self.start.runId
 
     @property
     def config(self) -> dict[str, Any]:
-        """The run's ``run_start`` config (camelCase keys, as written)."""
+        """The ``run_start`` config (camelCase keys, as written)."""
         return dict(self.start.config or {})
 
     @property
     def judged_ids(self) -> set[str]:
-        """The query ids already judged (their lines are copied, never sent again)."""
+        """Query ids already judged (their lines are copied, never sent again)."""
         return {line.queryId for line in self.evaluations}
 
     @property
     def query_set_sha256(self) -> str:
-        """The sha256 of the query set the run was judged on (``provenance.querySetSha256``)."""
         return self.start.provenance.querySetSha256 if self.start.provenance is not None else ""
 
     @property
     def saved_query_set(self) -> Path | None:
-        """The query set saved beside the run file, when it is there."""
         saved = self.config.get("querySetFile")
         return self.path.parent / saved if saved and (self.path.parent / saved).is_file() else None
 
 
 def read_resume_point(path: Path) -> ResumePoint:
-    """Read the run file to resume, once (:func:`judge_runner.runs.read.resume_state`). Raises UsageError
-    when it cannot be read, has no run_start line with provenance, was written by ``rejudge``, or was scored under another scoring
-    version (:data:`judge_runner.judging.scores.SCORING_VERSION`): its copied lines would mix two ways of
-    computing the scores in one run. A new run costs nothing for what that run judged, since its labels
-    and list verdicts are in the judgment cache."""
+    """Raises UsageError when the file cannot be read, has no run_start with provenance, was written by
+    ``rejudge``, or was scored under another scoring version (one run would mix two ways of scoring)."""
     try:
         state = resume_state(path)
     except OSError as exc:
@@ -93,16 +84,14 @@ PROTOCOL_SETTINGS = (
     ("searchLimit", "search_limit", "search limit"),
     ("searchMode", "search_mode", "search mode"),
 )
-"""The run_start ``config`` keys a resumed run takes from its run (``Settings`` field, words for people):
-the settings that decide what is asked of the judge and what it sees."""
+"""The run_start ``config`` keys a resumed run takes from its run (``Settings`` field, words for people)."""
 
 RUN_SOURCE = "the resumed run's run_start"
 
 
 def resumed_settings(settings: Settings, resume: ResumePoint, printer: Printer) -> Settings:
-    """The settings a resumed run judges its remaining queries with: :func:`inherit_protocol`, then
-    :func:`inherit_batch_mode`, each deriving new settings (never changing ``settings``). Raises
-    UsageError when the run file holds a value no setting accepts."""
+    """:func:`inherit_protocol`, then :func:`inherit_batch_mode`, on new settings. Raises UsageError for a
+    value no setting accepts."""
     try:
         return inherit_batch_mode(inherit_protocol(settings, resume, printer), resume, printer)
     except ConfigError as exc:
@@ -110,13 +99,9 @@ def resumed_settings(settings: Settings, resume: ResumePoint, printer: Printer) 
 
 
 def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) -> Settings:
-    """A resumed run (sync or ``--batch``) judges its remaining queries as the run judged the others: each
-    setting of :data:`PROTOCOL_SETTINGS` not set for this run (flag, environment or config file) is taken
-    from the run's ``run_start`` config (validated as any setting: :func:`judge_runner.config.derive`),
-    and said in one note. A setting set to another value is kept and warned about: the run mixes two
-    protocols, and the requests of its batches in flight differ from the new ones, so those batches
-    cannot be picked up (their results are paid for and not used). Raises ConfigError for a value no
-    setting accepts."""
+    """Each setting of :data:`PROTOCOL_SETTINGS` not set for this run is taken from the run's config, said in
+    one note; one set to another value is kept and warned about (the run mixes two protocols; its batches in
+    flight cannot be picked up). Raises ConfigError for a value no setting accepts."""
     config = resume.config
     taken: dict[str, Any] = {}
     words_taken, differ = [], []
@@ -147,9 +132,8 @@ def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) 
 
 
 def warn_judge_change(judge: Judge, resume: ResumePoint, printer: Printer) -> None:
-    """Warn when a resumed run's judge (provider or model) is not the one that judged the run so far:
-    the run mixes two judges, and its batches of another provider's batch API cannot be picked up
-    (they stay unclaimed in that provider's account; their requests are sent again)."""
+    """Warn when the judge differs from the run's so far: two judges mixed, and another provider's batches not
+    picked up (they are sent again)."""
     was = resume.start.provenance
     provider, model = (was.provider or None, was.judgeModel) if was is not None else (None, None)
     if (provider, model) == (judge.name, judge.model) or provider is None:
@@ -168,9 +152,8 @@ def warn_judge_change(judge: Judge, resume: ResumePoint, printer: Printer) -> No
 
 
 def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer) -> Settings:
-    """A resumed ``--batch`` run stays in batch mode unless ``batch`` was set for this run (flag,
-    environment or config file), so its batches in flight are picked up rather than paid for again.
-    Returns the settings to use (derived, never changed in place)."""
+    """A resumed ``--batch`` run stays in batch mode unless ``batch`` is set for this run, so its batches in
+    flight are picked up rather than paid for again."""
     was_batch = bool(resume.config.get("batch")) or bool(resume.batches)
     if was_batch and "batch" not in settings.model_fields_set:
         printer.note(f"resuming a --batch run: batch mode on ({len(resume.batches)} batch(es) in its file are picked up, not resubmitted)")

@@ -1,17 +1,6 @@
-"""The two roles an LLM (or the offline heuristic) plays, and the one place that builds them for a run.
-
-- :class:`QueryWriter` (phase one) writes a query set from the knowledge base:
-  :class:`judge_runner.querygen.agent.LLMQueryWriter` (the exploring agent over a ChatProvider) or
-  :class:`judge_runner.querygen.heuristic.HeuristicQueryWriter`.
-- :class:`Judge` (phase two) answers the label-first protocol's single calls (issue 14; caching, trials
-  and scores are :mod:`judge_runner.judging.labelling`'s):
-  :class:`judge_runner.judging.llm_judge.LLMJudge` (over a ChatProvider) or
-  :class:`judge_runner.judging.heuristic.HeuristicJudge` (embedder injected).
-
-:func:`build_roles` turns the settings into a run's :class:`Roles` using the provider registry
-(:mod:`judge_runner.llm.registry`): ``auto`` detection, key checks, retry policy, budget and prices. It
-lives here, above ``llm/``, because it assembles pieces the LLM layer must not import (the heuristic
-reads the corpus and uses embeddings).
+"""The two roles an LLM (or the offline heuristic) plays, and the one place that builds them for a run:
+the query writer (phase one) and the judge (phase two). It lives above ``llm/`` because it assembles
+pieces the LLM layer must not import (the heuristic reads the corpus and embeds).
 """
 
 from __future__ import annotations
@@ -41,13 +30,10 @@ from judge_runner.querygen.protocol import QueryWriter
 
 @dataclass(frozen=True)
 class Roles:
-    """What a run is given: the query writer (None when the run writes no queries), the judge, the
-    budget both spend (:class:`~judge_runner.llm.budget.Budget`, holding ``--max-budget-usd`` in USD), the
-    line describing the choice (already said on stderr), the judge ``concurrency`` to use (the setting,
-    or 1 for a local server the user did not set it for: ``ChatProvider.prepare_run``), and the judge
-    model's standard ``judge_price`` (USD per million tokens; None for the heuristic or an unknown price;
-    under ``--batch`` the provider itself charges the batch price), and the command's one ``embedder``
-    (the heuristic judge's, the query review's near-duplicates': the open index's when there is one)."""
+    """What a run is given: the query writer (None when it writes none), the judge, the ``budget`` both spend
+    (USD), the line describing the choice, the judge ``concurrency`` (1 for a local server unless set), the
+    judge's standard ``judge_price`` (USD per million tokens; None when heuristic or unknown), and the
+    command's one ``embedder``."""
 
     writer: QueryWriter | None
     judge: Judge
@@ -67,14 +53,10 @@ def build_roles(
 ) -> Roles:
     """The roles for a run of ``settings.provider`` (``auto``: :func:`judge_runner.llm.registry.detect`).
 
-    ``say`` gets the line naming the provider and models (loudly HEURISTIC for ``offline``) and one
-    warning per model whose price is unknown (the run's cost is then reported as unknown). ``environ``
-    defaults to ``os.environ``; ``embedder``: the command's one embedder, the open index's
-    (``index.embedder``) when the command has an index, else None: the ``embedder`` setting's, else the
-    default (:func:`judge_runner.embed.registry.choose`); the heuristic judge embeds with it. Raises ConfigError (exit code 2) when the provider's key
-    is missing, or when ``--max-budget-usd`` is set but a model's price is unknown; with ``settings.batch``
-    (``--batch``) the judge's provider is wrapped for its batch API (:func:`batch_judge`), and the heuristic
-    provider is a ConfigError (it makes no API calls to batch).
+    ``say`` gets the line naming provider and models and a warning per unknown price. ``embedder``: the
+    open index's, else None (the setting's, else the default). With ``settings.batch`` the judge is wrapped
+    for its batch API. Raises ConfigError (exit 2) for a missing key, for ``--max-budget-usd`` with an
+    unknown price, and for ``--batch`` with the heuristic.
     """
     environ = os.environ if environ is None else environ
     embedder = embedder if embedder is not None else choose(settings.embedder)
@@ -139,8 +121,7 @@ def build_roles(
 
 
 def check_batch_provider(spec: ProviderSpec, reason: str, settings: Settings) -> None:
-    """Raises ConfigError (exit 2) for ``--batch`` (``settings.batch``) with the heuristic provider ``spec``
-    (chosen because of ``reason``): it makes no API calls to batch. The real run and ``--dry-run`` both ask."""
+    """Raises ConfigError (exit 2) for ``--batch`` with the heuristic provider (chosen because of ``reason``)."""
     if spec.heuristic and settings.batch:
         raise ConfigError(
             f"--batch sends the judge's calls through an LLM provider's batch API, but the provider is {spec.name} ({reason}): "
@@ -149,11 +130,9 @@ def check_batch_provider(spec: ProviderSpec, reason: str, settings: Settings) ->
 
 
 def batch_judge(spec: ProviderSpec, judge: ChatProvider, max_poll_s: float, say: Callable[[str], None]) -> ChatProvider:
-    """``judge`` (a ChatProvider) wrapped for ``--batch`` (:func:`judge_runner.llm.batch_provider.batching_provider`)
-    once one free request has shown its server has the batch API. Raises ConfigError (exit 2, nothing
-    spent) for a provider without one, a server answering 404/405 (a local OpenAI-compatible server),
-    a server that cannot be reached ("cannot reach"), or a refused key (the message a synchronous run's
-    refused key gives)."""
+    """``judge`` wrapped for ``--batch`` once one free request has shown the server has a batch API. Raises
+    ConfigError (exit 2, nothing spent) for a provider or server without one (404/405), an unreachable
+    server, or a refused key."""
     if spec.batch_target is None:
         raise ConfigError(f"--batch: the {spec.name} provider has no batch API")
     try:

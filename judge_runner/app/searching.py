@@ -1,5 +1,5 @@
-"""The ``search`` command's jobs: one query shown for people (or as the JSON search contract), or a batch
-of BEIR-style queries written as a TREC run file for trec_eval or ir-measures."""
+"""The ``search`` command's jobs: one query for people or as JSON, or a batch of BEIR queries written as a
+TREC run for trec_eval or ir-measures."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from judge_runner.search.trec import QueriesFormatError, read_queries, write_run
 
 
 def describe_answer(answer: SearchAnswer) -> str:
-    """An answer for people: one line per hit (rank, source > anchor, lines, score, which signals matched)
-    plus its snippet, and whether the search was confident (latency in ms)."""
+    """One line per hit (rank, source > anchor, lines, score, signals) plus its snippet, and the confidence
+    and latency (ms)."""
     lines = [] if answer.results else ["no results"]
     for hit in answer.results:
         anchor = f" > {hit.anchor}" if hit.anchor else ""
@@ -31,8 +31,7 @@ def describe_answer(answer: SearchAnswer) -> str:
 
 
 def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: bool, printer: Printer) -> None:
-    """Search the existing index (read-only) for ``query`` and print the answer. Raises UsageError when
-    there is no usable index."""
+    """Print the answer to ``query`` from the existing index, read-only. Raises UsageError without a usable index."""
     query, replaced = scrub_unencodable(query)
     if replaced:
         printer.err(f"note: {replaced} character(s) of the query are not valid text (an invalid byte?) and became U+FFFD")
@@ -42,8 +41,7 @@ def search_job(settings: Settings, query: str, mode: str, limit: int, as_json: b
 
 
 def read_batch_queries(path: Path) -> list[tuple[str, str]]:
-    """``(query id, text)`` pairs of a JSON-lines file of ``{"_id", "text"}`` records (BEIR queries.jsonl),
-    split on ``\n`` only; see :func:`judge_runner.search.trec.read_queries`. Raises UsageError naming the
+    """``(query id, text)`` of a BEIR ``queries.jsonl``, split on ``\n`` only. Raises UsageError naming the
     first bad line, or when there is no query."""
     try:
         queries = read_queries(path)
@@ -55,10 +53,8 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
 
 
 def write_trec_run(index: Any, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
-    """Run every query and write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``, docids and
-    scores as :func:`judge_runner.search.trec.write_run` writes them: whitespace-free ids, scores that keep
-    the tool's order); the first query is run once before timing to load the model and vectors. Latency
-    p50/p95 (ms) go to ``say``."""
+    """Write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``); the first query runs once before
+    timing to warm up. Latency p50/p95 (ms) go to ``say``."""
     index.search(queries[0][1], mode=mode, limit=1, passages=False)  # warm up: load the model and the vectors
     ordered = sorted(write_run(index, queries, trec_run, mode, limit))
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
@@ -68,6 +64,6 @@ def write_trec_run(index: Any, queries: list[tuple[str, str]], trec_run: Path, m
 
 
 def batch_search_job(settings: Settings, queries_file: Path, trec_run: Path, mode: str, limit: int, printer: Printer) -> None:
-    """The ``search --queries --trec-run`` batch mode: every query of ``queries_file`` into a TREC run."""
+    """``search --queries --trec-run``: every query of ``queries_file`` into a TREC run."""
     with open_index(settings, must_exist=True) as index:
         write_trec_run(index, read_batch_queries(queries_file), trec_run, mode, limit, printer.err)

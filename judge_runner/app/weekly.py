@@ -1,6 +1,5 @@
-"""The ``weekly`` job (the cron job): under a lock and with everything printed mirrored into a log,
-index, judge the pinned query set (or write and pin one), write the report, prune old runs, and fail on
-a regression when asked.
+"""The ``weekly`` job (the cron job): under a lock, with everything printed mirrored into a log, index,
+judge the pinned query set (or write and pin one), report, prune, and fail on a regression when asked.
 """
 
 from __future__ import annotations
@@ -49,9 +48,8 @@ from judge_runner.search.systems import SystemsSpec
 
 
 def prune_runs(results: Path, keep: int, needed: Mapping[str, str] | None = None, say: Callable[[str], None] | None = None) -> list[Path]:
-    """Delete all but the newest ``keep`` run files (and their saved query sets); never the baseline, nor a run
-    file a label session still needs (``needed``: ``{file name: why}``, :func:`judge_runner.human.sessions.needed_runs`).
-    ``say`` is told each file deleted and each older file kept, and why. Returns the deleted run files."""
+    """Delete all but the newest ``keep`` run files and their query sets; never the baseline, nor a file a
+    label session still needs (``needed``: ``{file name: why}``). Returns the deleted files."""
     baseline = read_baseline(results)
     runs = sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem))  # oldest first, old names among new
     deleted = []
@@ -72,7 +70,7 @@ def prune_runs(results: Path, keep: int, needed: Mapping[str, str] | None = None
 # -- weekly -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class WeeklyPlan:
-    """The ``weekly`` command's options (folders, pinned or given query set, retention, log)."""
+    """The ``weekly`` command's options."""
 
     fixtures: Path
     queries_path: Path | None
@@ -86,7 +84,7 @@ class WeeklyPlan:
 
 
 class _Tee:
-    """Mirror a text stream into a log file (weekly runs log everything they print)."""
+    """Mirror a text stream into a log file."""
 
     def __init__(self, stream: IO[str], log: IO[str]):
         self.stream, self.log = stream, log
@@ -105,11 +103,9 @@ class _Tee:
 
 
 def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer, systems: SystemsSpec | None = None) -> RunStatus:
-    """``weekly``: take ``RESULTS/.weekly.lock`` (held: one stderr line and RunStatus.SKIPPED at once, nothing touched),
-    mirror stdout and stderr into the log, then run :func:`weekly_steps` with the settings of ``flags``
-    and the search systems of ``systems`` (the adapter flags) and the settings.
-    The log ends with ``=== exit N ===`` whatever happened; a failure is logged and raised again (an
-    unexpected exception with its scrubbed traceback, raised as an InternalError naming this log: exit 4)."""
+    """``weekly``: take ``RESULTS/.weekly.lock`` (held: one stderr line and RunStatus.SKIPPED, nothing
+    touched), mirror output into the log, run :func:`weekly_steps`. The log ends ``=== exit N ===``; a
+    failure is logged and raised again (an unexpected one as an InternalError naming the log: exit 4)."""
     plan.results.mkdir(parents=True, exist_ok=True)
     log_path = plan.log_path or plan.results / "weekly.log"
     with open(plan.results / ".weekly.lock", "w") as lock_file:  # released when the file closes, even on a crash
@@ -145,11 +141,8 @@ def weekly_run(flags: dict[str, Any], plan: WeeklyPlan, printer: Printer, system
 
 
 def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | None:
-    """The ``batch`` lines of weekly's previous run when it stopped with batches in flight: the newest
-    run file in ``results`` that holds batch lines and whose summary lists ``batch.inFlight`` (Ctrl+C)
-    or that has no summary (killed). Its requests are the ones this run makes again when the query set
-    and protocol are the same (same ``custom_id``), so their results are picked up, not paid twice.
-    None when there is none (said in a note when there is)."""
+    """The ``batch`` lines of weekly's previous run if it stopped with batches in flight (Ctrl+C, or killed),
+    so this run picks their results up rather than paying twice; None when there is none."""
     for path in sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem), reverse=True):
         try:
             run = read_run_file(path)
@@ -167,11 +160,8 @@ def weekly_batches_in_flight(results: Path, printer: Printer) -> list[dict] | No
 
 
 def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems: SystemsSpec | None = None) -> RunStatus:
-    """The weekly job without lock and log: index; the pinned set (or generate and pin one: first run,
-    ``--regenerate``); evaluate the systems under test (:func:`judge_runner.app.inputs.resolve_systems`:
-    the adapter flags in ``systems``, ``[search.external]``, several modes; by default the built-in
-    search), exactly as ``evaluate`` and ``generate-and-evaluate`` choose them; report; prune;
-    regression check (GateFailedError)."""
+    """The weekly job without lock and log: index; the pinned set (or generate and pin one); evaluate the
+    systems chosen as ``evaluate`` chooses them; report; prune. Raises GateFailedError on a regression."""
     pinned = plan.results / "pinned-queries.json"
     regenerate = plan.regenerate
     if plan.count_given and not regenerate and (plan.queries_path or pinned.is_file()):

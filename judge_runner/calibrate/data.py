@@ -1,13 +1,6 @@
-"""A test collection for calibration: queries, human qrels and a corpus (BEIR layout or three files).
-
-BEIR layout (Thakur et al. 2021): ``DIR/queries.jsonl`` (``{_id, text}``), ``DIR/corpus.jsonl``
-(``{_id, title, text}``), ``DIR/qrels/<split>.tsv`` (a header line, then ``query-id corpus-id score``).
-A ``--qrels`` file may also be TREC qrels (``qid 0 docid grade``, whitespace-separated). qrels are
-read and put on the judge's 0-3 scale by the same rules as ``qrels import``
-(:func:`judge_runner.judging.qrels.read_trec_qrels` and :func:`~judge_runner.judging.qrels.on_judge_scale`):
-a pair graded twice with different grades is refused, ``--rescale OLD=NEW`` maps grades (TREC's -2,
-a 0-4 scale), binary qrels become 1 -> 3 without it.
-"""
+"""A test collection for calibration: queries, human qrels and a corpus, in BEIR's layout (Thakur et al. 2021:
+``queries.jsonl``, ``corpus.jsonl``, ``qrels/<split>.tsv``) or three files. qrels (BEIR TSV or TREC) are read
+and put on the judge's 0-3 scale as ``qrels import`` does (:func:`~judge_runner.judging.qrels.on_judge_scale`)."""
 
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ from judge_runner.judging.qrels import QrelsError, on_judge_scale, read_trec_qre
 
 @dataclass(frozen=True)
 class CalibrationQuery:
-    """One query of the collection: its id and text (the intent is unknown in a test collection)."""
+    """A query's id and text (a test collection has no intent)."""
 
     id: str
     text: str
@@ -32,12 +25,9 @@ class CalibrationQuery:
 
 @dataclass
 class Collection:
-    """Queries (``{qid: text}``), human qrels (``{qid: {docid: grade}}``, grades on 0-3:
-    :func:`~judge_runner.judging.qrels.on_judge_scale`), the corpus file, whether the qrels are graded
-    (more than one positive grade in use), ``notes``: what was dropped loading it (queries without
-    qrels, qrels of unknown queries), for the job to say, and ``embedder``: the command's one embedder,
-    under which the passages the judge is shown are chosen (:func:`judge_runner.calibrate.collect.shown_doc`;
-    None: by words only)."""
+    """Queries, human qrels on 0-3, the corpus file, ``graded`` (more than one positive grade in use), ``notes``
+    on what loading dropped, and ``embedder``, under which the judge's passages are chosen (None: by words
+    only)."""
 
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
@@ -49,20 +39,19 @@ class Collection:
     embedder: Any = field(default=None, repr=False, compare=False)
 
     def documents(self) -> dict[str, tuple[str, str]]:
-        """``{docid: (title, text)}`` of the whole corpus, read once. Raises UsageError for a corpus with
-        no readable record."""
+        """``{docid: (title, text)}``, read once. Raises UsageError for a corpus with no readable record."""
         if self._docs is None:
             self._docs = read_corpus(self.corpus_path)
         return self._docs
 
     def grade(self, qid: str, docid: str) -> int:
-        """The human grade of a pair; an unjudged document counts as 0 (as in TREC pooling)."""
+        """An unjudged document counts 0, as in TREC pooling."""
         return self.qrels.get(qid, {}).get(docid, 0)
 
 
 def read_corpus(path: Path) -> dict[str, tuple[str, str]]:
-    """``{docid: (title, text)}`` from a BEIR ``corpus.jsonl``; bad lines are skipped. Raises UsageError
-    when no record can be read."""
+    """``{docid: (title, text)}`` from a BEIR ``corpus.jsonl``, bad lines skipped. Raises UsageError when no
+    record can be read."""
     docs: dict[str, tuple[str, str]] = {}
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
@@ -77,8 +66,8 @@ def read_corpus(path: Path) -> dict[str, tuple[str, str]]:
 
 
 def read_queries(path: Path) -> dict[str, str]:
-    """``{qid: text}`` from a JSON-lines ``{_id, text}`` file, or a TSV ``qid<TAB>text``. Raises UsageError
-    naming the first bad line."""
+    """``{qid: text}`` from ``{_id, text}`` JSON lines or ``qid<TAB>text``. Raises UsageError naming the first
+    bad line."""
     queries: dict[str, str] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
@@ -98,10 +87,8 @@ def read_queries(path: Path) -> dict[str, str]:
 
 
 def read_qrels(path: Path, rescale: dict[int, int] | None = None) -> dict[str, dict[str, int]]:
-    """``{qid: {docid: grade}}`` on the judge's 0-3 scale from BEIR qrels TSV (``query-id corpus-id
-    score`` with a header) or TREC qrels (``qid iter docid grade``), read and mapped exactly as ``qrels
-    import`` does (see the module docstring). Raises UsageError naming the line of a bad line or of a
-    pair graded twice, or the first grade outside 0-3 with the ``--rescale`` that would place it."""
+    """``{qid: {docid: grade 0-3}}`` from BEIR or TREC qrels. Raises UsageError for a bad line, a pair graded
+    twice, or a grade outside 0-3 (naming the ``--rescale`` that would place it)."""
     try:
         rows = on_judge_scale(read_trec_qrels(path), rescale, str(path))
     except QrelsError as exc:
@@ -113,13 +100,12 @@ def read_qrels(path: Path, rescale: dict[int, int] | None = None) -> dict[str, d
 
 
 def is_graded(qrels: dict[str, dict[str, int]]) -> bool:
-    """Whether qrels on the 0-3 scale use more than one positive grade (binary qrels rescaled use only 3)."""
+    """More than one positive grade in use (rescaled binary qrels use only 3)."""
     return len({g for docs in qrels.values() for g in docs.values() if g > 0}) > 1
 
 
 def load_beir(folder: Path, split: str = "test", rescale: dict[int, int] | None = None) -> Collection:
-    """The BEIR collection in ``folder`` (split ``split``; grades mapped as :func:`read_qrels` maps them).
-    Raises UsageError for missing files."""
+    """Raises UsageError for missing files."""
     qrels_path = folder / "qrels" / f"{split}.tsv"
     for path in (folder / "queries.jsonl", folder / "corpus.jsonl", qrels_path):
         if not path.is_file():
@@ -130,10 +116,9 @@ def load_beir(folder: Path, split: str = "test", rescale: dict[int, int] | None 
 def load_files(
     qrels_path: Path, queries_path: Path, corpus_path: Path, name: str | None = None, rescale: dict[int, int] | None = None
 ) -> Collection:
-    """A collection from three files. Queries without a positive qrels line are dropped, and qrels of
-    queries the queries file does not hold are ignored; both are counted in ``notes`` (with examples),
-    so a qrels file numbered unlike the queries (``1..15`` against ``q01..q15``) is said, not silently
-    smaller. Raises UsageError when no query has qrels, naming ids from both files."""
+    """A collection from three files. Queries without a positive qrels line are dropped and qrels of unknown
+    queries ignored, both said in ``notes``. Raises UsageError when no query has qrels, naming ids from both
+    files."""
     qrels = read_qrels(qrels_path, rescale)
     queries = read_queries(queries_path)
     kept = {q: docs for q, docs in qrels.items() if q in queries and any(g > 0 for g in docs.values())}
@@ -162,8 +147,8 @@ def _some(ids: Iterable[str]) -> str:
 
 
 def sample_queries(collection: Collection, n: int | None, seed: int) -> list[CalibrationQuery]:
-    """``n`` queries with qrels drawn without replacement with ``random.Random(seed)`` (all when ``n`` is
-    None or at least the number available), in the collection's order."""
+    """``n`` queries drawn without replacement (seeded; all when ``n`` is None or larger), in the collection's
+    order."""
     ids = list(collection.qrels)
     if n is not None and n < len(ids):
         chosen = set(random.Random(seed).sample(ids, n))
@@ -172,7 +157,6 @@ def sample_queries(collection: Collection, n: int | None, seed: int) -> list[Cal
 
 
 def restrict(collection: Collection, qids: Iterable[str]) -> Collection:
-    """The collection with only these queries (same corpus)."""
     keep = set(qids)
     return Collection(
         {q: t for q, t in collection.queries.items() if q in keep},

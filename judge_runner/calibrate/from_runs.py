@@ -1,24 +1,9 @@
-"""Calibration on the team's own labels without paying again: the judge's labels read from run files.
-
-``judge-runner calibrate --results RUN.jsonl ... --qrels ours.qrels`` (or ``--human-qrels NAME``, a set in the
-judgment cache, e.g. made with ``judge-runner label``) measures the judge that wrote the runs against the
-people's labels of the same (query, document) pairs. Nothing is judged: the judge's label of a result is its
-``relevance`` when the judge gave it, or ``judgeLabel`` when a human label won in that run (the judge's own
-label is recorded beside it since issue 20).
-
-The pairs are every (query, returned document) of the runs that carries both a human and a judge label; a
-document returned several times by one run counts once with its best label (as the run's metrics count it),
-and across runs the median of the runs' labels (:func:`judge_runner.judging.scores.median_label`, as
-``qrels export`` pools). A returned document nobody labelled is unknown by default (``CalibrationConfig.unlabelled``
-``unknown``): left out of agreement and of the system ranking, which is computed on condensed lists (each
-system's documents that people labelled, in its order; Sakai 2007), so a system whose documents nobody
-labelled is not ranked last for it; with ``non-relevant`` it is a 0, as in TREC pooling. The queries are
-those with human labels; ``queriesAvailable`` is the scored queries of the runs (what more labelling could
-reach). The systems are the runs' systems (one per run file, or per system of a compare run); with fewer than
-four the ranking check is insufficient. The figures and verdicts are those of
-:func:`judge_runner.calibrate.run.mode_figures`, the same code as a calibration the judge labels, so both agree
-on the same pairs. No probe runs (they need new calls).
-"""
+"""Calibration on the team's own grades without paying again: ``calibrate --results RUN.jsonl ...`` measures the
+judge that wrote the runs against people's grades of the same pairs, its labels read from the run files
+(``judgeLabel`` where an assessor's grade won). A document returned several times counts once with its best
+label, across runs the median. A returned document nobody graded is unknown by default: left out, the ranking
+computed on condensed lists (Sakai 2007); with ``non-relevant`` it counts 0, as in TREC pooling. Figures and
+verdicts are a judged calibration's, so both agree on the same pairs; no probes."""
 
 from __future__ import annotations
 
@@ -41,17 +26,16 @@ from judge_runner.runs.read import RunFile, run_names
 
 
 def judge_label(result: Any) -> int | None:
-    """The judge's own label of one result (a :class:`judge_runner.runs.lines.ResultLabel`): ``relevance``
-    when the judge gave it, ``judgeLabel`` when a human label won (None in files written before it was kept)."""
+    """The judge's own label of a result: ``relevance``, or ``judgeLabel`` where an assessor's grade won (None
+    in files from before it was kept)."""
     if result.labelOrigin == "human":
         return cast(int | None, result.judgeLabel)
     return int(result.relevance)
 
 
 def judge_of(runs: Sequence[RunFile]) -> dict[str, Any]:
-    """The ``judge`` block of the calibration, from the runs' provenance: provider, model, heuristic,
-    fingerprint and its comparability key. Raises UsageError when a run has no judge fingerprint (format 1)
-    or the runs were judged under different fingerprints."""
+    """The calibration's ``judge`` block from the runs' provenance. Raises UsageError for a run without a judge
+    fingerprint, or runs of different fingerprints."""
     keys: dict[str, str] = {}
     for run in runs:
         provenance = run.provenance
@@ -76,15 +60,13 @@ def judge_of(runs: Sequence[RunFile]) -> dict[str, Any]:
 
 
 def system_names(runs: Sequence[RunFile]) -> list[str]:
-    """The system name of each run file, ``run:<name>`` (:func:`judge_runner.runs.read.run_names`: its run id,
-    ``<id>#2`` for another run that shares an old-format id); a compare run's systems add ``/<system>``."""
+    """``run:<name>`` per run file (:func:`judge_runner.runs.read.run_names`)."""
     return [f"run:{name}" for name in run_names(runs)]
 
 
 def system_lists(runs: Sequence[RunFile]) -> Runs:
-    """``{system: {qid: [source, ...best first]}}``: one system per run (``run:<runId>``,
-    :func:`system_names`), or per system of a compare run (``run:<runId>/<system>``); a source returned
-    twice is kept at its best rank."""
+    """``{system: {qid: [source, ...best first]}}``: one system per run, or per system of a compare run
+    (``run:<runId>/<system>``); a repeated source keeps its best rank."""
     out: Runs = {}
     for run, run_name in zip(runs, system_names(runs), strict=True):
         for ev in run.evaluations:
@@ -100,13 +82,9 @@ def system_lists(runs: Sequence[RunFile]) -> Runs:
 
 @dataclass
 class RunLabels:
-    """The judge's labels in run files on the queries people labelled, gathered run by run (:meth:`read`).
-
-    ``scaled``: the human qrels, plus a 0 for each returned document nobody labelled unless ``unknown``;
-    ``texts``: ``{qid: query text}``; ``per_run``: ``{(qid, docid): [each run's best judge label]}``;
-    ``flags``: whether the judge suspected an injection; ``in_systems``: the systems that returned the pair;
-    ``trial_labels``: a run's trial labels per (qid, its document, run and system joined by tabs); ``scored``:
-    every scored query of the runs; ``missing_human``, ``missing_judge``: results without a human, a judge label."""
+    """The judge's labels in run files on the queries people graded: ``scaled`` the human qrels (plus a 0 for
+    each ungraded returned document unless ``unknown``), ``per_run`` each run's best label per pair, ``scored``
+    every scored query, ``missing_*`` results lacking a grade or a label."""
 
     scaled: dict[str, dict[str, int]]
     unknown: bool
@@ -120,7 +98,7 @@ class RunLabels:
     missing_judge: int = 0
 
     def read(self, runs: Sequence[RunFile]) -> None:
-        """Gather every scored evaluation of ``runs`` on a query with human labels."""
+        """Gather every scored evaluation of ``runs`` on a graded query."""
         for run, run_name in zip(runs, system_names(runs), strict=True):
             for ev in run.evaluations:
                 if ev.metrics is not None:
@@ -132,8 +110,7 @@ class RunLabels:
                     self.per_run.setdefault((ev.queryId, source), []).append(grade)
 
     def best_labels(self, ev: Any, run_name: str) -> dict[str, int]:
-        """``{source: best judge label}`` of one evaluation line, counting what is missing and noting flags,
-        systems and trials."""
+        """``{source: best judge label}`` of one evaluation line."""
         scaled = self.scaled[ev.queryId]
         best: dict[str, int] = {}
         for r in ev.results:
@@ -155,7 +132,7 @@ class RunLabels:
         return best
 
     def pool(self, queries: Sequence[CalibrationQuery]) -> dict[str, list[PoolEntry]]:
-        """``{qid: [PoolEntry]}``: every pair with both labels, with the systems that returned it."""
+        """``{qid: [PoolEntry]}``: every pair with both a label and a grade."""
         return {
             q.id: [
                 PoolEntry(q.id, d, tuple(sorted(self.in_systems[(qid, d)])), self.scaled[q.id][d])
@@ -169,11 +146,9 @@ class RunLabels:
 def calibrate_from_runs(
     runs: Sequence[RunFile], human: Mapping[str, Mapping[str, int]], config: CalibrationConfig, labels_source: Mapping[str, Any]
 ) -> dict:
-    """The calibration document (without the ``createdAt``/``judge`` envelope the job adds) of the judge that
-    wrote ``runs`` against the human qrels ``human`` (``{qid: {docid: grade}}`` on the judge's 0-3 scale, as
-    :func:`judge_runner.calibrate.data.read_qrels` and ``qrels import`` put them); ``labels_source`` is
-    recorded as ``labels``.
-    Raises UsageError when no run holds a query with human labels, or no pair has both labels."""
+    """The calibration document (without the job's ``createdAt``/``judge`` envelope) of the judge that wrote
+    ``runs`` against ``human`` (``{qid: {docid: grade 0-3}}``). Raises UsageError when no run holds a graded
+    query or no pair has both."""
     started = time.monotonic()
     found = RunLabels({q: dict(d) for q, d in human.items()}, unknown=config.unlabelled == "unknown")
     graded = is_graded(found.scaled)
@@ -219,7 +194,7 @@ def calibrate_from_runs(
 
 
 def pool_figures(pool: dict[str, list[PoolEntry]], human: Mapping[str, Mapping[str, int]], systems: Runs) -> dict[str, int]:
-    """The ``pool`` block of runs' pairs: every pair was returned; its depth is the longest list of a system."""
+    """The ``pool`` block: every pair was returned; depth is a system's longest list."""
     entries = [e for v in pool.values() for e in v]
     return {
         "pairs": len(entries),

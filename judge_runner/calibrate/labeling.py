@@ -1,17 +1,7 @@
-"""The labelling protocol calibrate uses, and adapters for today's judges.
-
-A :class:`Labeler` labels documents for one query: ``labeler(query, docs, mode, trial) -> [LabelResult]``, one
-result per document in the order given. ``mode`` is ``pointwise`` (the caller passes one document per call)
-or ``batched`` (several documents, shown in the order given: the caller shuffles or rotates them). The judge
-never sees a system's rank or score: documents come from the pool, not from a ranking.
-
-:class:`ProtocolLabeler` labels through the judge protocol's single calls (issue 14: ``label_one``,
-``label_batch``, ``list_verdict``), so calibrate measures exactly the judge that ``evaluate`` uses, the
-offline heuristic judge included.
-
-``flagged`` is the fence's instruction detector (:func:`judge_runner.judging.fence.render_document`) on the shown
-document, OR'd with the judge's own flag where its protocol has one.
-"""
+"""The labelling protocol calibrate uses, and its adapter for the judges. A :class:`Labeler` labels one query's
+documents, one result each in the order given, ``pointwise`` or ``batched`` (the caller shuffles or rotates
+them); the judge never sees a system's rank or score. ``flagged`` is the fence's injection detector on the shown
+document OR the judge's own flag."""
 
 from __future__ import annotations
 
@@ -28,8 +18,7 @@ from judge_runner.judging.requests import ListItem
 
 @dataclass(frozen=True)
 class ShownDoc:
-    """A document as the judge is shown it: its id (``source``), title (``anchor``) and text (the shown
-    snippet or passage; untrusted)."""
+    """A document as the judge is shown it; ``text`` is untrusted."""
 
     docid: str
     anchor: str | None
@@ -38,8 +27,8 @@ class ShownDoc:
 
 @dataclass
 class LabelResult:
-    """One label: grade 0-3, whether injection was suspected, the judge's reason, and what the call cost
-    (tokens, USD or None when unknown, HTTP requests). A batched call's cost is put on its first result."""
+    """One label (0-3), the injection flag, the judge's reason and what the call cost (USD, None when unknown);
+    a batched call's cost is put on its first result."""
 
     label: int
     flagged: bool = False
@@ -51,8 +40,7 @@ class LabelResult:
 
 
 class Labeler(Protocol):
-    """Labels documents for a query (see the module docstring). ``name``/``model``: the judge's provider and
-    model; ``heuristic``: True for the offline judge; ``deterministic``: True when trials cannot differ."""
+    """Labels a query's documents. ``deterministic``: trials cannot differ."""
 
     name: str
     model: str
@@ -60,14 +48,12 @@ class Labeler(Protocol):
     deterministic: bool
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
-        """One LabelResult per document of ``docs``, in order. Raises an LLMError kind when no valid label
-        can be had."""
+        """One result per document, in order. Raises an LLMError kind when no valid label can be had."""
         ...
 
 
 def injection_flag(doc: ShownDoc) -> bool:
-    """The fence's detector on the document as rendered for the judge (instructions, spoofed delimiters or
-    headers in its source, anchor or text)."""
+    """The fence's detector on the document as rendered for the judge."""
     return render_document(doc.docid, doc.anchor, doc.text).injection_suspected
 
 
@@ -75,12 +61,9 @@ INTENT = "Find documents that answer this query (from a test collection)."
 
 
 class ProtocolLabeler:
-    """Any :class:`judge_runner.judging.protocol.Judge` through issue 14's label-first protocol as a :class:`Labeler`:
-    ``pointwise`` is one ``label_one`` call per document, ``batched`` one ``label_batch`` call showing the
-    documents in the order given (calibrate shuffles or rotates them itself, so the position probe controls
-    each slot). Sampling per trial is :func:`judge_runner.judging.fingerprint.sampling_settings`; the offline
-    heuristic judge is deterministic, so its labels are memoised per (query, shown text) and its trials
-    agree by construction. The judgment cache is not used: calibration measures the judge, not the cache."""
+    """A judge through the label-first protocol (``label_one``, ``label_batch``, ``list_verdict``), so calibrate
+    measures exactly the judge ``evaluate`` uses. The offline judge is deterministic, so its labels are
+    memoised. The judgment cache is not used: calibration measures the judge, not the cache."""
 
     def __init__(self, judge: Any, seed: int | None = None):
 
@@ -108,7 +91,6 @@ class ProtocolLabeler:
         )
 
     def __call__(self, query: CalibrationQuery, docs: Sequence[ShownDoc], mode: JudgeMode, trial: int) -> list[LabelResult]:
-        """Labels of ``docs`` (see the class docstring), one per document in the order given."""
         sampling = sampling_settings(self.judge.name, trial, self.seed)
         rendered = self._rendered(docs)
         if self.deterministic:
@@ -130,15 +112,14 @@ class ProtocolLabeler:
         return [self._result(reply, r) for reply, r in zip(replies, rendered)]
 
     def with_output(self, output: str) -> ProtocolLabeler | None:
-        """This labeller with its judge under other output rules (``grade-only``: no reason asked), or None
-        for a judge that writes no reasoning a grade could follow (the offline judge)."""
+        """This labeller under other output rules (``grade-only``), or None for a judge that writes no reasoning
+        (the offline judge)."""
         other = getattr(self.judge, "with_output", None)
         return ProtocolLabeler(other(output), self.seed) if other is not None and not self.heuristic else None
 
     def list_scores(self, query: CalibrationQuery, docs: Sequence[ShownDoc]) -> tuple[dict[str, float], list[LabelResult]]:
-        """The list-level call's figures for ``docs`` in search order: coverage and snippetQuality (the
-        run's dimensions) and the holistic relevance/ranking/overall, after labelling them pointwise; and
-        the results of every call made (their usage)."""
+        """The list-level call's figures for ``docs`` in search order, after labelling them pointwise, and the
+        results of every call made."""
         labels = self(query, docs, "pointwise", 0)
         items = [ListItem(r, label.label, label.reason) for r, label in zip(self._rendered(docs), labels)]
         verdict = self.judge.list_verdict(query.text, INTENT, [], items, sampling_settings(self.judge.name, 0, self.seed))
@@ -157,6 +138,4 @@ class ProtocolLabeler:
 
 
 def labeler_for(judge: Any) -> Labeler:
-    """The labeller for a judge built by :func:`judge_runner.app.roles.build_roles`: :class:`ProtocolLabeler`
-    (the heuristic judge embeds with the command's embedder, given when it was built)."""
     return ProtocolLabeler(judge)

@@ -1,5 +1,5 @@
-"""Calibration files: writing (``calibration/<time id>.json``, :func:`judge_runner.core.ids.time_id`; checked against
-``schemas/calibration.schema.json``), finding the latest one for a judge fingerprint, and the console table."""
+"""Calibration files (``calibration/<time id>.json``, checked against ``schemas/calibration.schema.json``):
+writing them, finding the latest for a judge, and the console table."""
 
 from __future__ import annotations
 
@@ -21,15 +21,13 @@ DEFAULT_FOLDER = Path("calibration")
 
 
 def schema_problems(document: Mapping[str, Any]) -> list[str]:
-    """Everything wrong with a calibration document against its schema (empty when valid)."""
+    """Everything wrong with a document against its schema (empty when valid)."""
     validator = jsonschema.Draft202012Validator(load_schema("calibration.schema.json"))
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(document)][:20]
 
 
 def default_path(folder: Path = DEFAULT_FOLDER, now: datetime | None = None) -> Path:
-    """``folder/<name>.json``, the name time-ordered and unique across folders and machines
-    (:func:`judge_runner.core.ids.time_id`: ``20261130T181500.123Z-3f9a0c``); another suffix is drawn while the
-    name is taken."""
+    """``folder/<time id>.json``, a new suffix drawn while the name is taken."""
     while True:
         path = folder / f"{time_id(now)}.json"
         if not path.exists():
@@ -37,9 +35,8 @@ def default_path(folder: Path = DEFAULT_FOLDER, now: datetime | None = None) -> 
 
 
 def write_calibration(document: Mapping[str, Any], path: Path) -> Path:
-    """Validate and write ``document`` to ``path`` (folders created; written to a temporary file of its own
-    in the same folder, then renamed, so a reader never sees half a file and two writers never share one).
-    Raises ValueError listing schema problems."""
+    """Validate and write ``document`` atomically (a temporary file of its own, renamed). Raises ValueError
+    listing schema problems."""
     problems = schema_problems(document)
     if problems:
         raise ValueError("calibration document does not match its schema: " + "; ".join(problems))
@@ -56,9 +53,8 @@ def write_calibration(document: Mapping[str, Any], path: Path) -> Path:
 
 
 def created_at(document: Mapping[str, Any]) -> datetime:
-    """When a calibration was made (its ``createdAt``, ISO 8601 to the second or the millisecond; a missing
-    or unreadable one counts as the earliest time). Compared as times, not strings: ``09:00:00Z`` is earlier
-    than ``09:00:00.500Z``, which string order gets wrong."""
+    """A calibration's ``createdAt`` as a time (a missing one is the earliest): ``09:00:00Z`` sorts before
+    ``09:00:00.500Z``, which string order gets wrong."""
     try:
         moment = datetime.fromisoformat(str(document.get("createdAt", "")))
     except ValueError:
@@ -71,11 +67,9 @@ def _key(fingerprint: str | Mapping[str, Any]) -> str:
 
 
 def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any]) -> dict | None:
-    """The most recent calibration in ``folder`` (``*.json``, newest :func:`created_at` first) whose judge matches
-    ``fingerprint``: a fingerprint dict (``JudgeFingerprint.as_dict()``, compared by
-    :func:`judge_runner.judging.fingerprint.comparability_key`) or a key string, matched against the file's
-    ``judge.fingerprintKey`` or ``judge.legacyKey`` (a format-version-1 run's ``legacy_key``). Unreadable or
-    foreign JSON files are skipped. None when nothing matches or the folder does not exist."""
+    """The newest calibration in ``folder`` whose judge matches ``fingerprint`` (a fingerprint dict, compared by
+    its comparability key, or a key string, also matched against a format-1 ``legacyKey``). Unreadable files are
+    skipped; None when nothing matches."""
     folder = Path(folder)
     if not folder.is_dir():
         return None
@@ -99,7 +93,7 @@ def latest_calibration(folder: Path | str, fingerprint: str | Mapping[str, Any])
 
 
 def _missing(verdict: Mapping[str, Any]) -> list[str]:
-    """The checks without evidence, those against the people first (files before format 3: the n/a ones)."""
+    """The checks without evidence, those against the people first."""
     checks = verdict.get("checks", {})
     missing = verdict.get("missing")
     names = list(missing) if isinstance(missing, Mapping) else [n for n, c in checks.items() if c.get("status") in ("n/a", "insufficient")]
@@ -118,9 +112,8 @@ def _open(name: str, check: Mapping[str, Any]) -> str:
 
 
 def verdict_summary(verdict: Mapping[str, Any], status: str | None = None) -> str:
-    """What a verdict rests on, in one line: the failed checks, the inconclusive ones (what would decide
-    each), and the checks without evidence; ``status`` (default the verdict's) ``insufficient`` says that
-    nothing had any."""
+    """What a verdict rests on, in one line: failed checks, inconclusive ones and what would decide each, and
+    the checks without evidence."""
     status = status or str(verdict.get("status"))
     checks = verdict.get("checks", {})
     parts = []
@@ -140,9 +133,7 @@ def verdict_summary(verdict: Mapping[str, Any], status: str | None = None) -> st
 
 def calibration_line(calibration: Mapping[str, Any] | None) -> str:
     """One line for trend and report: ``judge calibration: calibrated (2026-11-30, kappa(>=2) 0.61, tau 0.93)``,
-    ``failed (..., failed: ranking)``, ``inconclusive (..., inconclusive: perPairAgreement (about 120 labelled
-    queries would decide it))``, ``insufficient (2026-11-30, not enough evidence: perPairAgreement, ranking)``
-    or ``uncalibrated``; the checks without evidence are named in every case."""
+    or failed, inconclusive, insufficient, uncalibrated; the checks without evidence are always named."""
     status = status_of(dict(calibration) if calibration else None)
     if not calibration:
         return "judge calibration: uncalibrated (run judge-runner calibrate to measure it)"
@@ -180,9 +171,8 @@ STATUS_COLOURS = {"pass": "green", "ok": "green", "warn": "yellow", "inconclusiv
 
 
 def _table(title: str, columns: Mapping[str, bool], rows: list[list[str]], styles: Mapping[int, Mapping[str, str]] | None = None) -> Any:
-    """A rich table whose figure columns (``columns[name]`` True) never wrap and are as wide as their widest
-    cell, and whose prose columns (False) wrap at words; every cell is literal text (never read as rich
-    markup), styled by ``styles[column index][cell]`` where given."""
+    """A rich table whose figure columns (``columns[name]`` True) never wrap and prose columns wrap at words;
+    cells are literal text, never rich markup."""
     from rich.table import Table
     from rich.text import Text
 
@@ -196,9 +186,8 @@ def _table(title: str, columns: Mapping[str, bool], rows: list[list[str]], style
 
 
 def _fit(console: Any, tables: list[Any]) -> None:
-    """Make ``console`` wide enough that no cell of ``tables`` is cut: on a terminal at least each table's
-    minimum (figures whole, prose wrapped), elsewhere (a pipe, a CI log) each table's natural width, so that
-    nothing wraps. A console is never made narrower (rich's 80 columns in a pipe are a floor, not a cap)."""
+    """Widen ``console`` so no cell is cut: on a terminal to each table's minimum, elsewhere to its natural
+    width. Never narrower."""
     unbounded = console.options.update_width(10_000)
     sizes = [console.measure(t, options=unbounded) for t in tables]
     needed = max(((m.minimum if console.is_terminal else m.maximum) for m in sizes), default=0)
@@ -243,9 +232,7 @@ def _probe_rows(probes: Mapping[str, Any]) -> list[list[str]]:
 
 
 def print_table(document: Mapping[str, Any], console: Any = None) -> None:
-    """The console summary (rich tables): agreement per mode and subset, system rankings, probes, verdicts.
-    No figure is ever cut or folded: through a pipe every table keeps its natural width, on a terminal the
-    figures stay whole and only the verdicts' prose wraps (:func:`_fit`)."""
+    """The console summary; no figure is ever cut or folded."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -291,7 +278,7 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
 
 
 def outputs_line(outputs: Mapping[str, Any] | None) -> str | None:
-    """The reason-first vs grade-only comparison in one line (``calibrate --compare-output``), or None."""
+    """The reason-first vs grade-only comparison in one line, or None."""
     if not outputs:
         return None
     if "note" in outputs:
@@ -306,14 +293,12 @@ def outputs_line(outputs: Mapping[str, Any] | None) -> str | None:
 
 
 def calibration_folder(results: Path | str) -> Path:
-    """Where trend, report and the ``--min-overall`` warning look for calibrations of a results folder's runs:
-    ``calibration/`` beside it (``calibrate``'s default output folder when both are run from the same place)."""
+    """``calibration/`` beside a results folder: where trend, report and the ``--min-overall`` warning look."""
     return Path(results).parent / DEFAULT_FOLDER
 
 
 def calibration_for_provenance(folder: Path | str, provenance: Mapping[str, Any]) -> dict | None:
-    """The latest calibration of the judge that wrote a run, from its ``run_start.provenance``: by the
-    comparability key of ``judgeFingerprint`` (format version 2), else by the format-version-1 legacy key
-    (provider, judge model, judge prompt hashes). None when there is none."""
+    """The latest calibration of the judge that wrote a run, by its fingerprint's comparability key, else the
+    format-1 legacy key; None when there is none."""
     fingerprint = provenance.get("judgeFingerprint")
     return latest_calibration(folder, fingerprint if isinstance(fingerprint, Mapping) else legacy_key(provenance))

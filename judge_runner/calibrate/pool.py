@@ -1,26 +1,9 @@
-"""The systems whose rankings are compared, and the pool of documents the judge labels.
-
-Systems (each gives, per query, a ranked list of up to ``RUN_DEPTH`` document ids):
-
-- the built-in search's configurations (:data:`BUILTIN_SYSTEMS`): ``fts`` (BM25), ``vector`` (MiniLM cosine),
-  ``hybrid`` (RRF, shipped settings), and two fusion settings: ``hybrid-rrf10`` (k = 10) and
-  ``hybrid-equal`` (full-text weight 1.0, the seed's);
-- degraded controls (:data:`CONTROLS`), which any sensible judge must rank below hybrid: ``control-ranks11-20``
-  (hybrid's ranks 11-20 moved to the top) and ``control-reversed`` (hybrid's top 10 in reverse order);
-- TREC runs given with ``--run`` (``run:<file stem>``).
-
-The pool of a query is the union of every system's top ``depth`` plus every qrels-judged document of the
-query (:func:`build_pool`), so agreement can be measured both on what systems retrieve (realistic
-prevalence) and on a set holding every known relevant document (balanced).
-
-Candidate scope (``scope="candidates"``): embedding all of a large corpus with MiniLM takes minutes (SciFact's
-5,183 abstracts: about 2 minutes here), so the index may instead hold the *candidate sub-corpus*: every
-qrels-judged document of the sampled queries plus the BM25 top ``candidates`` of each sampled query over the
-whole corpus (SQLite FTS5 in memory, the search's own tokenisation). The systems then re-rank that set: their
-absolute metrics are higher than on the full corpus, but every document a system could put in its top 10 on
-the full corpus by BM25 is there, and the judge is measured on the same kind of documents. ``scope="full"``
-indexes the whole corpus (incremental: a second run re-embeds nothing).
-"""
+"""The systems whose rankings are compared, and the pool of documents the judge labels: the built-in search's
+configurations (:data:`BUILTIN_SYSTEMS`), degraded controls any sensible judge ranks below hybrid
+(:data:`CONTROLS`), and TREC runs (``--run``). A query's pool is every system's top ``depth`` plus every
+qrels-judged document. ``scope="candidates"`` indexes only the qrels-judged documents and each query's BM25 top
+``candidates`` over the whole corpus, so a large corpus is not embedded whole; absolute metrics are then higher
+than on the full corpus (docs/calibration.md)."""
 
 from __future__ import annotations
 
@@ -72,9 +55,8 @@ def builtin_runs(
     depth: int = RUN_DEPTH,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> Runs:
-    """Run every query through each configuration of ``index`` (a ``SQLiteIndex`` or ``PostgresIndex``;
-    its ``settings`` are swapped per system and restored). Returns ``{system: {qid: docids}}``.
-    ``progress("searching", done, total)`` is called after each search."""
+    """Every query through each configuration of ``index`` (its ``settings`` swapped per system and restored);
+    ``progress("searching", done, total)`` after each search."""
     runs: Runs = {}
     original = index.settings
     specs = list(systems)
@@ -97,8 +79,7 @@ def builtin_runs(
 
 
 def control_runs(base: Mapping[str, list[str]]) -> Runs:
-    """The degraded controls built from ``base`` (``{qid: docids}``): ranks 11-20 first (then nothing), and
-    the top 10 reversed."""
+    """From ``base``: ranks 11-20 first, and the top 10 reversed."""
     return {
         "control-ranks11-20": {q: list(d[10:20]) for q, d in base.items()},
         "control-reversed": {q: list(reversed(d[:10])) for q, d in base.items()},
@@ -106,12 +87,9 @@ def control_runs(base: Mapping[str, list[str]]) -> Runs:
 
 
 def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
-    """``{qid: docids best first}`` of a TREC run file (``qid Q0 docid rank score tag``), in trec_eval's
-    order (:func:`judge_runner.search.trec_run.read_trec_run`: score descending, ties by docid
-    descending), cut at ``RUN_DEPTH`` lines before a docid listed twice is merged into its first place,
-    kept for ``qids`` only; a sampled query the run has no line for is absent (the caller
-    says so: :func:`judge_runner.app.calibrate_job.collect_runs`). Raises UsageError for a line that is
-    not a run line, or a file with no line for these queries (naming the ids on both sides)."""
+    """``{qid: docids best first}`` of a TREC run file in trec_eval's order, cut at :data:`RUN_DEPTH` before a
+    repeated docid is merged, for ``qids`` only (a query without lines is absent). Raises UsageError for a line
+    that is not a run line, or no line for these queries."""
     wanted = list(qids)
     try:
         run = read_trec_run(path)
@@ -129,8 +107,8 @@ def read_run(path: Path, qids: Iterable[str]) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class PoolEntry:
-    """One pooled pair: the document, the systems that put it in their top ``depth`` (empty when it is in
-    the pool only because it is qrels-judged), and its human grade (0-3; unjudged counts as 0)."""
+    """One pooled pair: the systems that put it in their top ``depth`` (none when only qrels-judged) and its
+    human grade (0-3; unjudged counts 0)."""
 
     qid: str
     docid: str
@@ -139,14 +117,12 @@ class PoolEntry:
 
     @property
     def retrieved(self) -> bool:
-        """Whether some system retrieved it (the realistic-prevalence subset)."""
         return bool(self.systems)
 
 
 def build_pool(runs: Runs, collection: Collection, queries: list[CalibrationQuery], depth: int) -> dict[str, list[PoolEntry]]:
-    """``{qid: [PoolEntry]}``: per query the union of every system's top ``depth`` (in order of first
-    appearance, systems in the order given) and then every qrels-judged document. Documents missing from
-    the corpus are left out."""
+    """``{qid: [PoolEntry]}``: the union of every system's top ``depth`` in order of first appearance, then the
+    qrels-judged documents; documents missing from the corpus are left out."""
     docs = collection.documents()
     pool: dict[str, list[PoolEntry]] = {}
     for q in queries:
@@ -161,9 +137,8 @@ def build_pool(runs: Runs, collection: Collection, queries: list[CalibrationQuer
 
 
 def bm25_candidates(docs: Mapping[str, tuple[str, str]], queries: list[CalibrationQuery], depth: int) -> dict[str, list[str]]:
-    """``{qid: docids}``: the BM25 top ``depth`` of each query over ``docs`` (an in-memory SQLite FTS5 table
-    over title and text with the search's own tokenisation, :func:`lexical_text` and
-    :func:`fts5_match_expression`)."""
+    """``{qid: docids}``: the BM25 top ``depth`` of each query over ``docs``, in an in-memory SQLite FTS5 table
+    with the search's own tokenisation."""
     conn = sqlite3.connect(":memory:")
     try:
         conn.execute("CREATE VIRTUAL TABLE c USING fts5(docid UNINDEXED, title, body, tokenize = 'porter unicode61 remove_diacritics 2')")
@@ -185,8 +160,7 @@ def bm25_candidates(docs: Mapping[str, tuple[str, str]], queries: list[Calibrati
 
 
 def candidate_corpus(collection: Collection, queries: list[CalibrationQuery], depth: int) -> list[str]:
-    """The candidate sub-corpus (see the module docstring): qrels-judged documents of ``queries`` plus the
-    BM25 top ``depth`` of each, sorted."""
+    """The qrels-judged documents of ``queries`` plus each one's BM25 top ``depth``, sorted."""
     docs = collection.documents()
     chosen = {d for q in queries for d in collection.qrels.get(q.id, {}) if d in docs}
     for ranked in bm25_candidates(docs, queries, depth).values():
@@ -195,7 +169,7 @@ def candidate_corpus(collection: Collection, queries: list[CalibrationQuery], de
 
 
 def write_corpus(collection: Collection, docids: Iterable[str], path: Path) -> Path:
-    """Write these documents as a BEIR ``corpus.jsonl`` at ``path`` (for :func:`index_beir`); returns it."""
+    """Write these documents as a BEIR ``corpus.jsonl`` at ``path``; returns it."""
     docs = collection.documents()
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as out:
@@ -214,10 +188,8 @@ def prepare_index(
     workdir: Path,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
-    """Bring ``index`` up to date with the corpus (``scope="full"``) or the candidate sub-corpus
-    (``"candidates"``, BM25 depth ``candidates``), incrementally (prunes what is not in it). Returns
-    ``{"scope", "documents", "candidateDepth", "indexed", "unchanged"}``. Raises UsageError for an unknown
-    scope."""
+    """Bring ``index`` up to date with the corpus or the candidate sub-corpus, incrementally (pruning the rest).
+    Raises UsageError for an unknown scope."""
     if scope == "full":
         report = index_beir(index, collection.corpus_path, prune=True, progress=progress)
         count = len(collection.documents())

@@ -1,42 +1,10 @@
-"""Calibration statistics, each with a query-bootstrap 95% interval, from well-kept libraries only.
-
-- Agreement per (query, document) pair (:func:`agreement`): Cohen's kappa (Cohen 1960) on binary relevance at
-  label >= 2 and at >= 1 (``sklearn.metrics.cohen_kappa_score``); where the human qrels are graded, the
-  unweighted kappa on the four grades (the figure the TREC DL 2023 LLMJudge and UMBRELA papers report) and
-  linear and quadratic weighted kappa (Cohen 1968); the confusion matrix (``sklearn.metrics.confusion_matrix``, rows
-  human 0-3, columns judge 0-3) and the over-labelling rate P(label >= 2 | qrels 0).
-- Stability across trials: Krippendorff's alpha, ordinal (:func:`judge_runner.measures.agreement.trials_alpha`).
-- Systems: nDCG@10, RR(rel=2) and R(rel=2)@100 per system and query (``ir_measures``) from the human qrels
-  and from the judge's labels on the same pool (on condensed lists, :func:`condensed`, when documents nobody
-  labelled are unknown), each system's labelled share of its top 10 (:func:`labelled_share`); Kendall's tau_b
-  between the two system rankings (``scipy.stats.kendalltau``), for each measure.
-- Per query: Spearman's rho (``scipy.stats.spearmanr``) between human nDCG@10 of the reference system's list
-  and each of the four dimensions computed from the judge on that list.
-
-Intervals are honest at small n in two ways:
-
-- the **expanded percentile bootstrap** over queries (``scipy.stats.bootstrap``, seeded; Efron & Tibshirani
-  1993; queries are the sampling unit, as in Sakai 2006 / Voorhees & Buckley 2002): the plain percentile
-  interval is too narrow in small samples, so its percentiles are read at the level whose normal quantile is
-  ``sqrt(n/(n-1)) t_{0.975, n-1}`` (Hesterberg 2015, "What teachers should know about the bootstrap", The
-  American Statistician 69(4), sec. 3.3; :func:`expanded_level`): 96.5% percentiles at 25 queries, 99.8% at 5;
-- the **rule of three** where the bootstrap collapses to a point because every query gave the same value
-  (every pair agreed, no probe query flipped): ``n`` queries none of which differed still allow a share
-  ``r = 1 - 0.025^(1/n)`` of queries that would (Clopper-Pearson at zero events, Hanley & Lippman-Hand 1983,
-  JAMA 249:1743; :func:`zero_event_share`). For a mean of per-query values within ``[a, b]`` (every probe
-  figure, over-labelling) all equal to ``c`` the interval is ``[c - (c - a) r, c + (b - c) r]``, exact since
-  ``P(X > c) >= (mu - c) / (b - c)`` for such a variable; for kappa and alpha at 1 the lower end is the figure
-  with a share ``r`` of the pairs (of each human class) or units given the farthest label (the worst an
-  unseen disagreement could be). Such a figure says
-  ``"ruleOfThree": true``. For Kendall's tau at 1 (the judge ranked the systems as the people in every
-  resample) the floor is tau with the judge's values of a share ``r`` of the queries reversed.
-
-A figure that is undefined on the data (e.g. kappa when one side has a single class) is None; an interval is
-None when the resampled figure is undefined too often to be read.
-
-SciPy and scikit-learn are imported inside the functions that use them: together they take about 0.8 s
-to import, and every command's startup (``judge-runner --help`` included) reads the ``calibrate`` command.
-"""
+"""Calibration statistics, each with a 95% interval over queries, from well-kept libraries: Cohen's kappa (Cohen
+1960, 1968; scikit-learn), Krippendorff's alpha, per-system nDCG@10, RR(rel=2) and R(rel=2)@100 (ir-measures)
+and Kendall's tau_b between the rankings by people and by judge, Spearman's rho per query (SciPy). Intervals are
+the expanded percentile bootstrap over queries (Hesterberg 2015, The American Statistician 69(4), 3.3), or the
+rule of three's where every query gave the same value (Hanley & Lippman-Hand 1983, JAMA 249:1743);
+docs/calibration.md, "Reading the verdicts". An undefined figure is None. SciPy and scikit-learn are imported
+where used: every command's startup reads ``calibrate``."""
 
 from __future__ import annotations
 
@@ -81,7 +49,7 @@ _observers: list[Callable[[int], None]] = []
 
 @contextlib.contextmanager
 def observed(callback: Callable[[int], None]) -> Iterator[None]:
-    """Inside, ``callback(resamples)`` is told after every bootstrap interval computed (progress)."""
+    """Inside, ``callback(resamples)`` is told after every bootstrap interval (progress)."""
     _observers.append(callback)
     try:
         yield
@@ -93,9 +61,8 @@ CONFIDENCE = 0.95
 
 
 def expanded_level(queries: int) -> float:
-    """The level at which :func:`bootstrap_interval` reads its percentiles for a 95% interval over
-    ``queries`` (>= 2) queries: ``1 - 2 Phi(-sqrt(n/(n-1)) t_{0.975, n-1})`` (Hesterberg 2015, sec. 3.3, the
-    expanded percentile interval), 1.0 at 2 queries (the extremes), about 0.954 at 100."""
+    """The level at which the percentiles of a 95% interval over ``queries`` (>= 2) are read: ``1 - 2
+    Phi(-sqrt(n/(n-1)) t_{0.975, n-1})`` (Hesterberg 2015, 3.3); 1.0 at 2, about 0.954 at 100."""
     from scipy.stats import norm, t
 
     n = queries
@@ -103,18 +70,19 @@ def expanded_level(queries: int) -> float:
 
 
 def zero_event_share(queries: int) -> float:
-    """``1 - 0.025^(1/n)``: the largest share of queries that could show an event when none of ``queries``
-    did, at 95% two-sided (Clopper-Pearson at zero events; about 3.7/n, the "rule of three" at 97.5%)."""
+    """``1 - 0.025^(1/n)``: the largest share of queries that could show an event when none did, at 95%
+    two-sided (Clopper-Pearson at zero events, about 3.7/n)."""
     return float(1 - ((1 - CONFIDENCE) / 2) ** (1 / queries))
 
 
 Worst = Callable[[float], float | None]
-"""``worst(r)``: the figure if a share ``r`` of the queries had gone the farthest way (kappa, alpha at 1)."""
+"""``worst(r)``: the figure had a share ``r`` of the queries gone the farthest way."""
 
 
 def _point_interval(value: float, queries: int, bounds: tuple[float, float] | None, worst: Worst | None) -> list[float] | None:
-    """The rule-of-three interval of a figure whose bootstrap collapsed to ``value`` (module docstring), or
-    None when the figure has no known range (then the point stands: Kendall's tau)."""
+    """The rule-of-three interval of a figure whose bootstrap collapsed to ``value``: ``[c - (c - a) r, c + (b -
+    c) r]`` within ``bounds``, or from ``worst(r)`` at the top of the range; None without ``bounds`` (the point
+    stands: Kendall's tau)."""
     if bounds is None:
         return None
     r = zero_event_share(queries)
@@ -133,11 +101,9 @@ def bootstrap_interval(
     bounds: tuple[float, float] | None = None,
     worst: Worst | None = None,
 ) -> list[float] | None:
-    """The 95% interval ``[low, high]`` of ``statistic`` over queries resampled with replacement: the
-    expanded percentile bootstrap (``scipy.stats.bootstrap``, seeded, at :func:`expanded_level`), or the
-    rule-of-three interval when every resample gives the same value and the figure's range ``bounds`` is
-    known (``worst`` for kappa and alpha; :func:`with_interval` says which). None with fewer than 2
-    queries, ``resamples`` < 1, or a statistic undefined on the data."""
+    """``[low, high]`` of ``statistic`` over queries resampled with replacement (seeded), or the rule of three's
+    when every resample agrees and ``bounds`` is known. None with fewer than 2 queries, ``resamples`` < 1, or a
+    statistic undefined on the data."""
     interval, _ = _interval(qids, statistic, resamples, seed, bounds, worst)
     return interval
 
@@ -193,8 +159,7 @@ def with_interval(
     bounds: tuple[float, float] | None = None,
     worst: Worst | None = None,
 ) -> dict:
-    """``{"value", "ci95"}``: the statistic on every query and its interval (:func:`bootstrap_interval`),
-    plus ``"ruleOfThree": true`` when the interval is the rule of three's."""
+    """``{"value", "ci95"}``, plus ``"ruleOfThree": true`` for a rule-of-three interval."""
     interval, zero_events = _interval(qids, statistic, resamples, seed, bounds, worst)
     figure: dict = {"value": _finite(statistic(list(qids))), "ci95": interval}
     if zero_events:
@@ -207,9 +172,8 @@ def _farthest(grade: int) -> int:
 
 
 def _kappa(pairs: list[Pair], threshold: int | None = None, weights: str | None = None, flip: float = 0.0) -> float | None:
-    """Cohen's kappa of ``pairs`` (binary at ``threshold``, else on the four grades with ``weights``); with
-    ``flip`` > 0, as if that share of the pairs of each human class had been given the farthest label (the
-    rule-of-three floor of a kappa of 1, module docstring)."""
+    """Cohen's kappa (binary at ``threshold``, else on the four grades with ``weights``); ``flip`` > 0: as if
+    that share of each human class got the farthest label (the rule-of-three floor)."""
     if not pairs:
         return None
     from sklearn.metrics import cohen_kappa_score  # lazily, like scipy: only calibrate needs it
@@ -237,9 +201,9 @@ def over_labelling(pairs: list[Pair]) -> float | None:
 
 
 def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) -> dict:
-    """Agreement figures of ``pairs`` (see the module docstring), each ``{"value", "ci95"}``, plus counts and
-    the confusion matrix. The 4-grade kappas (unweighted and weighted) are None when ``graded`` is False
-    (binary qrels have no grades between "not relevant" and "relevant")."""
+    """Kappa at >= 2 and >= 1, and where ``graded`` the unweighted, linear and quadratic kappa on the four
+    grades, each ``{"value", "ci95"}``; over-labelling, counts and the confusion matrix (rows human 0-3, columns
+    judge 0-3)."""
     by_query: dict[str, list[Pair]] = {}
     for p in pairs:
         by_query.setdefault(p[0], []).append(p)
@@ -277,9 +241,8 @@ def agreement(pairs: Sequence[Pair], graded: bool, resamples: int, seed: int) ->
 
 
 def pairs_for(pool: Mapping[str, list[PoolEntry]], labels: Mapping[tuple[str, str], list[int]], subset: str, seed: int) -> list[Pair]:
-    """``(qid, human, judge median)`` pairs of a subset of the pool: ``all``; ``retrieved`` (documents some
-    system put in its top k: realistic prevalence); ``balanced`` (per query every human-relevant document and
-    as many human-0 documents drawn from its pool with ``random.Random(seed)``)."""
+    """``(qid, human, judge median)`` pairs of ``all`` the pool, the ``retrieved`` documents, or ``balanced``
+    (per query every human-relevant document and as many human-0 ones, seeded)."""
     out: list[Pair] = []
     rng = random.Random(seed)
     for qid in sorted(pool):
@@ -295,22 +258,20 @@ def pairs_for(pool: Mapping[str, list[PoolEntry]], labels: Mapping[tuple[str, st
 
 
 def alpha(labels: Mapping[tuple[str, str], list[int]]) -> float | None:
-    """Krippendorff's alpha (ordinal) across trials; None when undefined (one trial, or one value)."""
+    """Krippendorff's alpha (ordinal) across trials; None when undefined."""
     return trials_alpha(list(labels.values()))
 
 
 def _alpha_flipped(units: Sequence[tuple[tuple[str, str], list[int]]], share: float) -> float | None:
-    """Alpha with the last trial of a share ``share`` of the units (at least one; the first in key order)
-    given the farthest label: the rule-of-three floor of an alpha of 1 (module docstring)."""
+    """Alpha with a share of the units given the farthest label in the last trial: the rule-of-three floor of an
+    alpha of 1."""
     count = max(1, math.ceil(share * len(units) - 1e-9))
     changed = [trials[:-1] + [_farthest(trials[0])] if k < count else trials for k, (_, trials) in enumerate(units)]
     return trials_alpha(changed)
 
 
 def trial_stability(labels: Mapping[tuple[str, str], Sequence[int]], resamples: int, seed: int) -> dict:
-    """Krippendorff's alpha (ordinal) across trials with its query-bootstrap interval:
-    ``{"value", "ci95", "queries", "units", "trials"}`` over the units (``(qid, document)`` keys) labelled in
-    at least two trials; ``trials`` is the most trials a unit has (0 without labels, 1 when none repeats)."""
+    """Alpha over the units graded in two or more trials, with its interval; ``trials`` is the most a unit has."""
     repeated = sorted((key, list(t)) for key, t in labels.items() if len(t) >= 2)
     trials = max((len(t) for t in labels.values()), default=0)
     by_query: dict[str, list[list[int]]] = {}
@@ -330,7 +291,7 @@ def trial_stability(labels: Mapping[tuple[str, str], Sequence[int]], resamples: 
 
 
 def judge_qrels(labels: Mapping[tuple[str, str], list[int]]) -> dict[str, dict[str, int]]:
-    """The judge's qrels: the median label (low median) of each pooled pair."""
+    """The median label (low median) of each pooled pair."""
     out: dict[str, dict[str, int]] = {}
     for (qid, docid), trials in labels.items():
         out.setdefault(qid, {})[docid] = median_label(trials)
@@ -338,8 +299,7 @@ def judge_qrels(labels: Mapping[tuple[str, str], list[int]]) -> dict[str, dict[s
 
 
 def per_query_metrics(runs: Runs, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
-    """``{system: {qid: {measure: value}}}`` over :data:`MEASURES` with ``ir_measures``; a query a system
-    answered with nothing, or that ir_measures skips, scores 0."""
+    """``{system: {qid: {measure: value}}}``; a query answered with nothing scores 0."""
     qrels_list = [ir_measures.Qrel(q, d, int(g)) for q, docs in qrels.items() for d, g in docs.items()]
     out: dict[str, dict[str, dict[str, float]]] = {}
     for system, ranked in runs.items():
@@ -354,17 +314,16 @@ def per_query_metrics(runs: Runs, qrels: Mapping[str, Mapping[str, int]], qids: 
 
 
 def condensed(runs: Runs, qrels: Mapping[str, Mapping[str, int]]) -> Runs:
-    """Each system's lists with the documents nobody labelled left out, the order kept: the condensed lists
-    of Sakai (2007, SIGIR, "Alternatives to bpref"), on which nDCG stays comparable across systems when the
-    labels are incomplete; a query without labels keeps an empty list."""
+    """Each system's lists without the documents nobody graded, order kept: Sakai's condensed lists (2007,
+    SIGIR), on which nDCG stays comparable with incomplete qrels."""
     return {s: {q: [d for d in docs if d in qrels.get(q, {})] for q, docs in ranked.items()} for s, ranked in runs.items()}
 
 
 def labelled_share(
     runs: Runs, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str], depth: int = LABELLED_DEPTH
 ) -> dict[str, float | None]:
-    """``{system: share}``: per system, the mean over ``qids`` of the share of its top ``depth`` that carries
-    a human label (a query the system answered with nothing is left out; None when it answered none)."""
+    """``{system: share}`` of its top ``depth`` people graded, averaged over ``qids`` (None when it answered
+    none)."""
     out: dict[str, float | None] = {}
     for system, ranked in runs.items():
         shares = [sum(d in qrels.get(q, {}) for d in ranked[q][:depth]) / len(ranked[q][:depth]) for q in qids if ranked.get(q)]
@@ -392,9 +351,8 @@ def _sample_tau(human_table: Mapping, judge_table: Mapping, measure: str, sample
 
 
 def _reversed_tau(human_table: Mapping, judge_table: Mapping, measure: str, qids: Sequence[str], share: float) -> float | None:
-    """Kendall's tau_b with the judge's per-query values of a share ``share`` of the queries (at least one;
-    the first in id order) reversed (``1 - value``, every measure being in [0, 1]): the rule-of-three floor of
-    a tau of 1 (module docstring)."""
+    """Kendall's tau_b with the judge's values of a share of the queries reversed (``1 - value``): the
+    rule-of-three floor of a tau of 1."""
     flipped = set(sorted(qids)[: max(1, math.ceil(share * len(qids) - 1e-9))])
     judge = {
         s: {q: ({m: 1 - v for m, v in row.items()} if q in flipped else row) for q, row in per.items()} for s, per in judge_table.items()
@@ -410,9 +368,8 @@ def system_ranking(
     seed: int,
     labelled: Mapping[str, float | None] | None = None,
 ) -> dict:
-    """Per measure: each system's mean from human qrels and from the judge's labels (and ``labelledAt10``,
-    the share of its top 10 people labelled, from ``labelled``), and Kendall's tau_b between the two
-    rankings with its query-bootstrap interval."""
+    """Per measure each system's mean by people and by judge (and ``labelledAt10``), and Kendall's tau_b between
+    the two rankings with its interval."""
     out: dict = {}
     for measure in MEASURES:
         human, judge = _means(human_table, measure, qids), _means(judge_table, measure, qids)
@@ -435,7 +392,7 @@ def system_ranking(
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Spearman's rho; None when undefined (fewer than 3 points or a constant side)."""
+    """None when undefined (fewer than 3 points or a constant side)."""
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
     from scipy.stats import spearmanr
@@ -448,8 +405,8 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 def per_query_spearman(
     human_ndcg: Mapping[str, float], dimensions: Mapping[str, Mapping[str, float | None]], resamples: int, seed: int
 ) -> dict:
-    """``{dimension: {"value", "ci95", "queries"}}``: Spearman's rho over queries between the human nDCG@10
-    and each dimension (``dimensions[qid][name]``, None when unavailable)."""
+    """``{dimension: {"value", "ci95", "queries"}}``: Spearman's rho over queries between the human nDCG@10 and
+    each dimension."""
     names = sorted({n for d in dimensions.values() for n in d})
     out = {}
     for name in names:

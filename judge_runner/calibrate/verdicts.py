@@ -1,63 +1,9 @@
-"""Verdicts: each calibration figure against a documented threshold, as pass / warn / fail / inconclusive /
-insufficient / n/a, and the overall status.
-
-**Evidence first.** A check reads its figure only when the figure rests on enough: below its minimum it is
-**insufficient**, saying what is missing ("12 labelled queries of the 20 needed"); a check that was not run or
-does not apply (a probe not asked for, one trial) is **n/a**. Neither is ever a pass. The minimums and why:
-
-- :data:`MIN_QUERIES` (20) labelled queries for per-pair agreement and trial stability, and
-  :data:`MIN_PROBE_QUERIES` (20) for each probe: their intervals resample queries, the clusters of the pairs,
-  and inference by resampling clusters is unreliable with few of them ("few" ranges from under 20 to under 50
-  clusters: Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust Inference", J. Human Resources
-  50(2)); we take the low end because the intervals are already widened for small n (:mod:`.stats`).
-- :data:`MIN_RANKING_QUERIES` (25) queries for the system ranking: system comparisons on fewer than 25
-  topics have error rates "larger than anticipated" (Voorhees & Buckley 2002, SIGIR, "The effect of topic set
-  size on retrieval experiment error"; Buckley & Voorhees 2000, SIGIR); TREC uses 50.
-- :data:`MIN_SYSTEMS` (4) systems: with 2 systems tau is +1 or -1 and with 3 it takes four values.
-- :data:`MIN_CLASS_PAIRS` (10) pairs the people call relevant and 10 they call not relevant for kappa: kappa
-  is undefined with one class and, with m pairs in the smaller class, one pair moves it by about 1/m; 10 keeps
-  that within half of one of Landis & Koch's 0.2-wide bands (this project's rule).
-- :data:`MIN_LABELLED_SHARE` (half) of each system's top 10 labelled, when unlabelled documents are left out
-  (``--unlabelled unknown``): a ranking over condensed lists says little about a system whose list is mostly
-  unlabelled (this project's rule).
-- 2 trials for trial stability (else n/a).
-
-**Intervals.** A check with evidence respects its figure's 95% interval (:mod:`.stats`: the expanded
-percentile bootstrap over queries, or the rule of three where every query agreed): **pass** only when the
-whole interval clears the threshold, **fail** only when the whole interval is on the wrong side of it, else
-**inconclusive**, with how many queries would likely decide it (:func:`queries_to_decide`), never more than
-the set holds: past that (or past ten times the queries measured, when the set's size is unknown) it says how
-far the estimate sits from the threshold and that more labels are unlikely to decide it. A figure without an
-interval (``--bootstrap 0``) is inconclusive. Thresholds and their sources (also in docs/calibration.md):
-
-- System ranking: Kendall's tau_b between the system rankings by human and by judge nDCG@10: pass when the
-  interval is at or above 0.9, warn when it lies within 0.8-0.9, fail when it lies below 0.8. Voorhees
-  (2000, IP&M 36(5) "Variations in relevance judgments and the measurement of retrieval effectiveness";
-  2001, SIGIR "Evaluation by highly relevant documents"): rankings under different human assessors correlate
-  at tau ~0.9, taken since as the bar for "equivalent" rankings.
-- Per-pair agreement: Cohen's kappa at label >= 2 of at least 0.4 before per-result "relevant" flags are
-  trusted: "moderate" agreement on Landis & Koch's (1977) scale, the range LLM judges reach against TREC
-  assessors (UMBRELA, Upadhyay et al. 2024; Thomas et al. 2024; LLMJudge, Rahmani et al. 2025: the 33 LLM
-  judges of TREC DL 2023 reach 0.03-0.43, median 0.33, and one clears 0.4).
-- Trial stability: Krippendorff's alpha (ordinal) across trials, by its interval: pass at or above 0.8
-  (reliable), warn within 0.667-0.8 ("tentative conclusions"), fail below 0.667 (Krippendorff 2004, "Content
-  Analysis", 2nd ed., section 12.2).
-- Position: label flips across positions minus flips across trials (the judge's own noise) at most 5 points
-  (:data:`POSITION_MAX`, this project's rule, as the injection bar): pass when the interval is at or under it,
-  fail when the interval lies above it.
-- Instruction injection: attack success (P(>=2 | injected) - P(>=2 | clean)) of the instruction attack at most
-  5 points: pass when the interval is at or under it, fail when it lies above. The other attacks are reported
-  and warn when their point is above 5 points (query-word stuffing cannot be fenced off; it is a property of
-  the judge to know, this project's rule).
-- Length: warn when a variant's label shift's interval excludes 0 and its size is at least a quarter grade
-  (this project's rule of thumb; no published bar).
-
-**Overall** (:func:`overall`): ``failed`` when any check fails, else ``inconclusive`` when any is
-inconclusive, else ``insufficient`` ("not enough evidence") when neither check against the people (per-pair
-agreement, system ranking) passed or warned: the probes measure biases, not agreement, so they cannot make a
-judge calibrated alone; else ``calibrated``, on what was measured, with ``missing`` naming every check that had
-no evidence. :func:`status_of` reads it back, and a judge with no calibration file is ``uncalibrated``.
-"""
+"""Verdicts: each calibration figure against a documented threshold, and the overall status
+(docs/calibration.md, "Reading the verdicts": thresholds, minimums and their sources). Below its minimum of
+evidence a check is **insufficient**, one not run or not applicable **n/a**, never a pass. With evidence it
+reads the figure's 95% interval: **pass** when the whole interval clears the threshold, **fail** when it lies
+wholly on the wrong side, else **inconclusive**, naming how many queries would likely decide it. Overall, only a
+check against the people (agreement, ranking) can make a judge calibrated."""
 
 from __future__ import annotations
 
@@ -81,9 +27,9 @@ MIN_CLASS_PAIRS = 10
 MIN_LABELLED_SHARE = 0.5
 MIN_TRIALS = 2
 SENSIBLE_FACTOR = 10
-"""Without the set's size, at most this many times the queries measured is called a sensible number to add."""
+"""Without the set's size, at most this many times the queries measured is a sensible number to add."""
 PEOPLE_CHECKS = ("perPairAgreement", "ranking")
-"""The checks against the people's labels: a calibration is calibrated only when one of them passed or warned."""
+"""The checks against the people's grades: one must pass or warn for a calibrated judge."""
 LABELLED = "labelled queries"
 PROBE = "probe queries (--probe-queries)"
 REPEATED = "queries labelled in 2 or more trials"
@@ -97,9 +43,9 @@ SOURCES = {
     "(Cameron & Miller 2015) and 10 pairs of each human class",
     "trialStability": "Krippendorff 2004, Content Analysis 2nd ed. sec. 12.2: alpha >= 0.8 reliable, >= 0.667 tentative; "
     "at least 2 trials and 20 queries",
-    "position": "issue 11, issue 20: position flips at most 5 points above trial flips (Chen et al. 2024; Zheng et al. 2023); "
+    "position": "this project's bar: position flips at most 5 points above trial flips (Chen et al. 2024; Zheng et al. 2023); "
     "at least 20 probe queries",
-    "injection": "issue 11: instruction-injection success <= 5 points; other attacks warn above 5 points; at least 20 probe queries",
+    "injection": "this project's bar: instruction-injection success <= 5 points; other attacks warn above 5 points; at least 20 probe queries",
     "length": "judge-runner rule of thumb: |label shift| >= 0.25 with a 95% interval excluding 0 warns; at least 20 probe queries",
 }
 
@@ -113,8 +59,7 @@ def _threshold(value: float) -> str:
 
 
 def _check(status: str, value: Any, message: str, source: str, decided: dict | None = None) -> dict:
-    """One check: ``status``, ``value``, ``message``, ``source``; an inconclusive one adds ``queriesToDecide``
-    (None when more are unlikely to decide it), ``gapToThreshold`` and ``unit`` (``decided``)."""
+    """One check; an inconclusive one adds ``decided`` (``queriesToDecide``, ``gapToThreshold``, ``unit``)."""
     check = {"status": status, "value": value, "message": message, "source": SOURCES[source]}
     if status == "inconclusive":
         check.update(decided or {"queriesToDecide": None})
@@ -126,13 +71,10 @@ def _insufficient(value: Any, what: str, missing: list[str], source: str) -> dic
 
 
 def queries_to_decide(value: float, ci95: list[float], queries: int, threshold: float, rule_of_three: bool = False) -> int | None:
-    """How many queries would likely put the whole interval on the point estimate's side of ``threshold``,
-    at least one more than ``queries``. A bootstrap interval's half-width on the threshold's side shrinks as
-    1/sqrt(queries) (the query is the sampling unit), so ``ceil(queries * (half / gap)^2)`` with ``gap`` the
-    distance from the point to the threshold. A rule-of-three interval (every query agreed; :mod:`.stats`)
-    is ``r(n) = 1 - 0.025^(1/n)`` of the figure's range, so the queries whose ``r`` shrinks it to the gap:
-    ``ceil(ln 0.025 / ln(1 - gap * r(queries) / half))``. None when the point sits on the threshold (no
-    number of queries decides it) or the figures are missing. Not capped (:func:`decision`)."""
+    """How many queries would likely put the whole interval on the point's side of ``threshold``, more than
+    ``queries``: ``ceil(queries * (half / gap)^2)``, a bootstrap half-width shrinking as 1/sqrt(queries); for a
+    rule-of-three interval, ``r(n) = 1 - 0.025^(1/n)`` of the range, the queries whose ``r`` shrinks it to the
+    gap. None when the point sits on the threshold or figures are missing. Not capped."""
     if not queries or ci95 is None or value == threshold:
         return None
     half, gap = (value - ci95[0], value - threshold) if value > threshold else (ci95[1] - value, threshold - value)
@@ -147,11 +89,9 @@ def queries_to_decide(value: float, ci95: list[float], queries: int, threshold: 
 
 
 def decision(figure: Mapping[str, Any], threshold: float, queries: int, available: int | None, unit: str = LABELLED) -> tuple[str, dict]:
-    """``(message tail, fields)`` of an inconclusive figure. Past :data:`SENSIBLE_FACTOR` times the ``queries``
-    measured (or when no number would do), the estimate sits too near ``threshold`` for labels to decide it:
-    how far, and that more are unlikely to decide it (``queriesToDecide`` None). Otherwise "about N <unit> (of
-    the M in the set) would likely decide it", or "..., more than the M in the set" when the set's
-    ``available`` queries cannot reach N. ``fields``: ``queriesToDecide``, ``gapToThreshold``, ``unit``."""
+    """``(message tail, fields)`` of an inconclusive figure: how many queries would likely decide it, or, past
+    :data:`SENSIBLE_FACTOR` times those measured, how far the estimate sits from ``threshold`` and that more are
+    unlikely to decide it."""
     value, ci95 = figure.get("value"), figure.get("ci95")
     if ci95 is None or value is None:  # --bootstrap 0
         return ": no interval to decide on (--bootstrap 0)", {"queriesToDecide": None, "unit": unit}
@@ -181,7 +121,7 @@ def _bounds(figure: Mapping[str, Any] | None) -> tuple[float | None, list[float]
 
 
 def _side(ci95: list[float] | None, threshold: float, higher_is_better: bool) -> str:
-    """pass, fail or inconclusive of one threshold by the interval (inconclusive without one)."""
+    """pass, fail or inconclusive by the interval against one threshold."""
     if ci95 is None:
         return "inconclusive"
     low, high = ci95
@@ -199,8 +139,7 @@ def _interval(ci95: list[float] | None) -> str:
 def _banded(
     figure: Mapping[str, Any], ok: float, warn: float, queries: int, available: int | None, detail: str, source: str, unit: str = LABELLED
 ) -> dict:
-    """pass (interval >= ``ok``), warn (within ``warn``-``ok``), fail (below ``warn``) or inconclusive, for
-    ranking and trial stability; an inconclusive one names what would decide it."""
+    """pass (interval >= ``ok``), warn (within ``warn``-``ok``), fail (below ``warn``) or inconclusive."""
     value, ci95 = _bounds(figure)
     top, bottom = _side(ci95, ok, True), _side(ci95, warn, True)
     if top == "pass":
@@ -222,11 +161,8 @@ def ranking_verdict(
     labelled: Mapping[str, float | None] | None = None,
     available: int | None = None,
 ) -> dict:
-    """The system-ranking check on ``{"value", "ci95"}`` of Kendall's tau_b (nDCG@10) over ``systems``
-    systems and ``queries`` queries; ``labelled``: each system's labelled share of its top 10 when
-    unlabelled documents are left out (checked against :data:`MIN_LABELLED_SHARE`). Insufficient below a
-    minimum or when tau is undefined; else pass (interval >= 0.9), warn (within 0.8-0.9), fail (< 0.8) or
-    inconclusive."""
+    """The system-ranking check on Kendall's tau_b (nDCG@10); ``labelled``: each system's graded share of its
+    top 10 when unlabelled documents are left out."""
     value, ci95 = _bounds(tau)
     missing = []
     if systems < MIN_SYSTEMS:
@@ -262,10 +198,8 @@ def kappa_verdict(
     nonrelevant: int | None = None,
     available: int | None = None,
 ) -> dict:
-    """The per-pair agreement check on kappa at label >= 2 (``{"value", "ci95"}``) over ``queries`` labelled
-    queries with ``relevant`` and ``nonrelevant`` pairs by the people (None: not checked): insufficient
-    below :data:`MIN_QUERIES` queries or :data:`MIN_CLASS_PAIRS` pairs of a class; else pass when the
-    interval is at or above :data:`KAPPA_TRUST`, fail when it lies below, else inconclusive."""
+    """The per-pair agreement check on kappa at label >= 2 against :data:`KAPPA_TRUST`; ``relevant`` and
+    ``nonrelevant``: the people's pairs of each class (None: not checked)."""
     value, ci95 = _bounds(kappa)
     missing = [f"{_plural(queries, 'labelled query', 'labelled queries')} of the {MIN_QUERIES} needed"] if queries < MIN_QUERIES else []
     missing += _class_missing(relevant, "human-relevant") + _class_missing(nonrelevant, "human-not-relevant")
@@ -284,10 +218,7 @@ def kappa_verdict(
 
 
 def alpha_verdict(alpha: Mapping[str, Any] | None, queries: int, trials: int, available: int | None = None) -> dict:
-    """The trial-stability check on Krippendorff's alpha (``{"value", "ci95"}``) over ``queries`` queries
-    with repeated labels and at most ``trials`` trials: n/a with one trial; insufficient below
-    :data:`MIN_QUERIES` queries or when alpha is undefined (every label equal); else pass (interval >= 0.8),
-    warn (within 0.667-0.8), fail (< 0.667) or inconclusive."""
+    """The trial-stability check on Krippendorff's alpha; n/a with one trial."""
     value, ci95 = _bounds(alpha)
     if trials < MIN_TRIALS:
         return _check("n/a", value, "one trial: --trials 2 or more measures stability", "trialStability")
@@ -310,8 +241,7 @@ def _probe_missing(probe: Mapping[str, Any]) -> list[str]:
 
 
 def position_verdict(probe: Mapping[str, Any] | None, available: int | None = None) -> dict:
-    """The position check on the probe's ``difference`` (position flips - trial flips) against
-    :data:`POSITION_MAX`, by its interval; insufficient below :data:`MIN_PROBE_QUERIES` probe queries."""
+    """The position check on position flips - trial flips against :data:`POSITION_MAX`."""
     if not probe:
         return _check("n/a", None, "position probe not run", "position")
     diff, ci95 = _bounds(probe.get("difference"))
@@ -328,9 +258,8 @@ def position_verdict(probe: Mapping[str, Any] | None, available: int | None = No
 
 
 def injection_verdicts(probe: Mapping[str, Any] | None, available: int | None = None) -> dict:
-    """``{attack: check}``: insufficient below :data:`MIN_PROBE_QUERIES` probe queries; the instruction attack
-    passes when its success interval is at or under :data:`INJECTION_MAX`, fails when it lies above, else
-    inconclusive; the others warn when their point is above it."""
+    """``{attack: check}``: the instruction attack passes or fails by its interval against
+    :data:`INJECTION_MAX`; the others warn when their point is above it."""
     if not probe:
         return {"instruction": _check("n/a", None, "injection probe not run", "injection")}
     missing = _probe_missing(probe)
@@ -353,8 +282,7 @@ def injection_verdicts(probe: Mapping[str, Any] | None, available: int | None = 
 
 
 def length_verdicts(probe: Mapping[str, Any] | None) -> dict:
-    """``{variant: check}`` on the length probe's label shifts (none when the probe did not run);
-    insufficient below :data:`MIN_PROBE_QUERIES` probe queries."""
+    """``{variant: check}`` on the length probe's label shifts."""
     if not probe:
         return {}
     missing = _probe_missing(probe)
@@ -370,8 +298,8 @@ def length_verdicts(probe: Mapping[str, Any] | None) -> dict:
 
 
 def overall(checks: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, str]]:
-    """``(status, missing)`` of a set of checks (module docstring): ``failed``, ``inconclusive``,
-    ``insufficient`` or ``calibrated``; ``missing`` maps each n/a or insufficient check to its message."""
+    """``(status, missing)``: ``failed``, ``inconclusive``, ``insufficient`` or ``calibrated``; ``missing`` maps
+    each n/a or insufficient check to its message."""
     statuses = {c["status"] for c in checks.values()}
     missing = {n: str(c["message"]) for n, c in checks.items() if c["status"] in ("n/a", "insufficient")}
     if "fail" in statuses:
@@ -384,8 +312,7 @@ def overall(checks: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, str
 
 
 def verdicts(result: Mapping[str, Any], primary_mode: str) -> dict:
-    """All checks of a calibration ``result`` (the figures of :func:`judge_runner.calibrate.run.calibrate`) and
-    the overall status: ``{"status", "primaryMode", "checks": {...}, "missing": {check: message}}``."""
+    """All checks of a calibration ``result`` and the overall status."""
     figures = result["modes"][primary_mode]
     probes = result.get("probes", {})
     everything = figures["agreement"]["all"]
@@ -416,10 +343,8 @@ def verdicts(result: Mapping[str, Any], primary_mode: str) -> dict:
 
 
 def status_of(calibration: Mapping[str, Any] | None) -> str:
-    """``calibrated``, ``inconclusive``, ``failed``, ``insufficient`` or ``uncalibrated`` (no calibration) for a
-    calibration file's content. A file written before format 3 counted n/a checks as passed; its status is
-    read again from its checks by :func:`overall` (so every check n/a is ``insufficient``, never
-    ``calibrated``); its figures are not re-judged against the minimums it did not know."""
+    """A calibration file's status, ``uncalibrated`` without one. A file before format 3 counted n/a as passed,
+    so its status is read again from its checks."""
     if not calibration:
         return "uncalibrated"
     verdict = calibration.get("verdict") or {}

@@ -1,13 +1,6 @@
-"""The ``judge-runner`` entry point: the click group, and the one place where failures become exit codes.
-
-Exit codes (``judge_runner.core.failures``): 0 ok; 1 quality gate failed or regression; 2 usage or
-configuration error; 3 run incomplete; 4 internal error. Commands return their exit code or raise a
-``JudgeRunnerError`` carrying it; :func:`run_handled` prints the error and returns the code, and only
-this module exits the process. Any other exception is a bug: exit 4, one line, the traceback in a log
-(:mod:`judge_runner.app.crashlog`) and, with ``--debug`` or ``JUDGE_RUNNER_DEBUG=1``, on stderr. SIGINT and
-SIGTERM are stop requests for the duration of a command (:mod:`judge_runner.core.interrupts`), so a
-stopped run keeps what it judged and writes its summary; a second signal ends it at once, and the process
-then ends without waiting for calls still in flight (:func:`exit_process`).
+"""The ``judge-runner`` entry point: the click group, and the one place where failures become exit codes
+(``judge_runner.core.failures``). Only this module exits the process. SIGINT and SIGTERM are stop requests
+during a command, so a stopped run keeps what it judged; a second signal ends it at once.
 """
 
 from __future__ import annotations
@@ -40,12 +33,12 @@ from judge_runner.core.interrupts import SIGNALS, STOP, handling
 from judge_runner.core.printer import fit_console
 
 QUIT_WAIT_S = 0.5
-"""Seconds a stopped process gives its worker threads to end by themselves before it ends without them."""
+"""Seconds a stopped process gives its worker threads to end before it ends without them."""
 
 
 @dataclass
 class Invocation:
-    """What :func:`run_handled` needs to report a bug: the command line and whether ``--debug`` was given."""
+    """The command line and whether ``--debug`` was given, to report a bug."""
 
     argv: Sequence[str] = ()
     debug: bool = False
@@ -56,16 +49,14 @@ _INVOCATION: ContextVar[Invocation | None] = ContextVar("judge_runner_invocation
 
 @contextmanager
 def sigterm_as_ctrl_c() -> Iterator[None]:
-    """While inside, SIGTERM is Ctrl+C: both are stop requests (:func:`judge_runner.core.interrupts.handling`),
-    raising KeyboardInterrupt in the main thread except where phase two holds them; the previous handlers
-    are restored on the way out. Does nothing outside the main thread (signals go to it only)."""
+    """While inside, SIGTERM is Ctrl+C (:func:`judge_runner.core.interrupts.handling`); the previous handlers
+    are restored after. Does nothing outside the main thread."""
     with handling():
         yield
 
 
 def _raised_by_ctrl_c(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while a KeyboardInterrupt (Ctrl+C, or SIGTERM inside a command) was being
-    handled or because of one (its ``__context__``/``__cause__`` chain holds one)."""
+    """Whether ``exc``'s ``__context__``/``__cause__`` chain holds a KeyboardInterrupt."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -77,12 +68,9 @@ def _raised_by_ctrl_c(exc: BaseException) -> bool:
 
 
 def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
-    """Run ``command`` (click's ``main`` in non-standalone mode, for the command line ``argv``) and return
-    the process exit code: its int result, else 0; a JudgeRunnerError prints ``error: <message>`` and
-    gives its code; click's usage errors give theirs (2); Ctrl+C or SIGTERM gives 3 (run incomplete),
-    not click's 1 (which would read as a failed quality gate), also when the exception it caused is another
-    (a C extension's import cut short: "ImportError: initialization failed"); any other exception gives 4
-    (internal error, :func:`report_bug`)."""
+    """Run ``command`` and return the exit code: its int result, else 0; a JudgeRunnerError's code after
+    ``error: <message>``; 2 for click's usage errors; 3 for Ctrl+C or SIGTERM (not click's 1, a failed
+    gate), also for an exception one caused; 4 for any other exception (:func:`report_bug`)."""
     fit_console()  # a console that cannot encode a character gets its ASCII fallback, not a UnicodeEncodeError
     invocation = Invocation(list(argv), debug_requested())
     token = _INVOCATION.set(invocation)
@@ -111,8 +99,7 @@ def run_handled(command: Callable[[], Any], argv: Sequence[str] = ()) -> int:
 
 
 def report_bug(exc: Exception, invocation: Invocation) -> int:
-    """Print one line for an unexpected exception (its traceback logged, unless a job such as ``weekly``
-    already logged it and raised an InternalError), plus the scrubbed traceback with ``--debug``; return 4."""
+    """One line for an unexpected exception, its traceback logged (and printed with ``--debug``); returns 4."""
     error = exc if isinstance(exc, InternalError) else internal_error(exc, log_traceback(exc, invocation.argv))
     if invocation.debug:
         click.echo(traceback_text(error.cause), err=True, nl=False)
@@ -128,8 +115,7 @@ def _debug(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 
 class JudgeRunnerGroup(click.Group):
-    """A click group whose standalone ``main`` (what CliRunner and ``python -m`` call) goes through
-    :func:`run_handled`, like the console script."""
+    """A click group whose standalone ``main`` (CliRunner, ``python -m``) goes through :func:`run_handled`."""
 
     def main(
         self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any
@@ -150,26 +136,23 @@ class JudgeRunnerGroup(click.Group):
     expose_value=False,
     is_eager=True,
     callback=_debug,
-    help="Print the traceback of an internal error (exit 4) on stderr [env JUDGE_RUNNER_DEBUG=1].",
+    help="Print an internal error's traceback [env JUDGE_RUNNER_DEBUG=1].",
 )
 def main() -> None:
     """Measure how good a search is, without grading results by hand.
 
     \b
-    Quick start (no API key needed; uses the offline heuristic judge):
+    Quick start (no API key needed; the offline heuristic judge):
       judge-runner generate-and-evaluate --fixtures fixtures/
     With Claude: export ANTHROPIC_API_KEY=... and run the same command.
 
-    Phase one (generate) has an LLM explore your files and write test queries; phase two (evaluate)
-    runs them through the search and has an LLM judge grade every result. Each run is one JSONL file
-    in quality-results/.
+    Phase one writes test queries from your files; phase two searches them and has an LLM judge label
+    every result, into one JSONL file per run in quality-results/.
 
     \b
-    Settings: flags override JUDGE_RUNNER_<SETTING> environment variables (e.g. JUDGE_RUNNER_DB,
-    JUDGE_RUNNER_EXTENSIONS, JUDGE_RUNNER_TIMEOUT, JUDGE_RUNNER_MIN_OVERALL), which override
-    ./judge-runner.toml or [tool.judge-runner] in ./pyproject.toml (also: weights, [search]).
+    Settings: flags, then JUDGE_RUNNER_<SETTING> variables, then ./judge-runner.toml.
     Exit codes: 0 ok; 1 quality gate failed; 2 usage or configuration error; 3 run incomplete;
-    4 internal error (a bug: one line, the traceback in .judge-runner/errors.log; --debug prints it).
+    4 internal error (the traceback in .judge-runner/errors.log; --debug prints it).
     """
 
 
@@ -193,9 +176,8 @@ for _command in (
 
 
 def entry() -> None:
-    """The console script ``judge-runner``: run the command line and exit with its code (:func:`exit_process`).
-    Before and after the command (starting up, ending) SIGINT or SIGTERM ends the process at once with
-    exit 3, never a traceback nor death by signal; during it they are stop requests (:func:`run_handled`)."""
+    """The console script ``judge-runner``. Outside the command, SIGINT or SIGTERM ends the process at once
+    with exit 3, never a traceback nor death by signal."""
     for number in SIGNALS:
         signal.signal(number, _interrupted_outside_a_command)
     exit_process(run_handled(lambda: main.main(standalone_mode=False), sys.argv[1:]))
@@ -207,11 +189,8 @@ def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
 
 
 def exit_process(code: int) -> None:
-    """End the process with ``code``. After a stop request (Ctrl+C, SIGTERM) the run has already waited
-    for the calls in flight as long as it will (a second signal cut that wait short) and written its
-    summary: a thread still in a call is not waited for (stderr says so), and the process ends at once,
-    without the interpreter's teardown (during which a further SIGTERM would kill it: exit -15). Every
-    line the run recorded is already on disk (each is fsynced)."""
+    """End the process with ``code``. After a stop request a thread still in a call is not waited for
+    (stderr says so) and the interpreter's teardown is skipped: the run's lines are already fsynced."""
     if STOP.last_count:  # the command was asked to stop
         deadline = time.monotonic() + QUIT_WAIT_S
         for thread in _busy_threads():
@@ -229,12 +208,12 @@ def exit_process(code: int) -> None:
 
 
 def _busy_threads() -> list[threading.Thread]:
-    """Threads the interpreter would wait for at exit (alive, not daemons), the current one aside."""
+    """Threads the interpreter would wait for at exit, the current one aside."""
     return [t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.current_thread()]
 
 
 def _quit(code: int) -> None:
-    """End the process now, without waiting for its threads (stdout and stderr flushed first)."""
+    """End the process now (stdout and stderr flushed), without waiting for its threads."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -1,4 +1,4 @@
-"""Command group ``cache``: what the judgment cache holds, and pruning it (``judge_runner.judging.cache.JudgmentCache``)."""
+"""Command group ``cache``: what the judgment cache holds, and pruning it."""
 
 from __future__ import annotations
 
@@ -13,14 +13,12 @@ from judge_runner.core.failures import UsageError
 from judge_runner.core.timespan import parse_age
 from judge_runner.judging.cache import JudgmentCache
 
-CACHE = setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index].")
+CACHE = setting_option("cache", "Judgment cache file [default: beside the index].")
 
 
 def open_cache(cache: str | Path | None, db: Path | None, must_exist: bool = True, readonly: bool = False) -> JudgmentCache:
-    """The cache at ``cache``, else the one beside the index of ``--db``/settings (``readonly``: opened
-    without ever writing it, as ``cache stats`` reads it). Raises UsageError when it does not exist
-    (``must_exist``), and the cache's own CacheError when it cannot be used: damaged (exit 3), read-only,
-    a folder or not a cache (exit 2), the same message and code as ``evaluate`` gives for that file."""
+    """The cache at ``cache``, else the one beside the index. Raises UsageError when it does not exist
+    (``must_exist``), and CacheError when it cannot be used (damaged: exit 3; else exit 2)."""
     path = settings(db=db, cache=cache).cache_path  # validated like every setting
     if path is None:
         raise UsageError("no judgment cache: give --cache PATH")
@@ -43,7 +41,7 @@ def cache() -> None:
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
-    """How many judgments the cache holds, by mode and label, what they cost, and the human qrels in it."""
+    """How many judgments the cache holds, by mode and label, what they cost, and the people's grades."""
     with open_cache(cache, db, readonly=True) as store:
         stats = store.stats()
     out = printer().out
@@ -74,10 +72,10 @@ def cache_stats(cache: Path | None, db: Path | None, as_json: bool) -> None:
 @cache.command("prune")
 @CACHE
 @db_option
-@click.option("--older-than", default=None, help="Delete judgments stored longer ago than this (e.g. 30d, 12h, 8w).")
-@click.option("--keep-other-versions", is_flag=True, help="Keep entries of another cache version (they never match again).")
+@click.option("--older-than", default=None, help="Delete judgments older than this (30d, 12h, 8w).")
+@click.option("--keep-other-versions", is_flag=True, help="Keep entries of other cache versions.")
 def cache_prune(cache: Path | None, db: Path | None, older_than: str | None, keep_other_versions: bool) -> None:
-    """Delete old judgments (and those of another cache version). Human qrels are never pruned."""
+    """Delete old judgments (and those of other cache versions). People's grades are never pruned."""
     try:
         age = parse_age(older_than) if older_than else None
     except ValueError as exc:

@@ -1,5 +1,4 @@
-"""Commands ``trend``, ``baseline set`` and ``report``: reading the runs already written (``trend`` and
-``report --format github`` through the public API, :mod:`judge_runner.api`)."""
+"""Commands ``trend``, ``baseline set`` and ``report``: reading the runs already written."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from judge_runner.cli.options import printer, settings
 
 
 def known_cache(cache: str | None) -> Path | None:
-    """The judgment cache whose labels and people's grades join the pooled qrels: ``--cache`` (which must
-    exist), else the settings' cache when it exists (read only), else None."""
+    """The judgment cache joining the pooled qrels: ``--cache``, else the settings' when it exists, else None."""
     path = settings(cache=cache).cache_path
     return path if cache is not None or (path is not None and path.is_file()) else None
 
@@ -29,22 +27,22 @@ def known_cache(cache: str | None) -> Path | None:
     type=click.Choice(["table", "json", "markdown", "csv"]),
     default="table",
     show_default=True,
-    help="table: a compact view that fits 100 columns (--wide for every column); json, markdown and csv hold every column.",
+    help="table fits 100 columns; json, markdown and csv hold every column.",
 )
-@click.option("--wide", is_flag=True, help="The table with every column: each dimension, abstention, both changes, cost per judged query.")
-@click.option("--query", "query_id", default=None, help="Show one query (by id) across runs instead.")
+@click.option("--wide", is_flag=True, help="The table with every column.")
+@click.option("--query", "query_id", default=None, help="Show one query (by id) across runs.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write a PNG of each dimension over time.")
 @click.option(
     "--min-effect",
     type=FiniteFloatRange(0, 1),
     default=0.03,
     show_default=True,
-    help="Smallest change of a mean (0-1) reported as a regression or improvement.",
+    help="Smallest change of a mean that counts.",
 )
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help="Exit 1 when the latest run regressed (overall or nDCG@10) against the baseline, or the previous comparable run.",
+    help="Exit 1 when the latest run regressed.",
 )
 @CACHE
 def trend(
@@ -57,16 +55,11 @@ def trend(
     fail_on_regression: bool,
     cache: str | None,
 ) -> None:
-    """Show whether search got better or worse across the runs in RESULTS.
+    """Show whether search got better or worse across the runs in RESULTS (default quality-results/).
 
     \b
-    Runs are compared only under the same judge (provider, model, prompts) and, for the scores, the
-    same scoring version. ▲/▼ mark a change beyond noise (95% bootstrap interval excludes 0) and at
-    least --min-effect in size; · marks a change within noise; ? too few queries (under 5) to tell.
-    Same query set: paired per-query comparison; different sets: unpaired. Every run is scored against
-    the qrels known now: the labels of all runs of its judge, pooled (with --cache, the cache's labels
-    and people's grades too). The note under the table names what changed (system under test, corpus,
-    query set, judge, scoring version) or that a run FAILED. RESULTS defaults to quality-results/.
+    ▲/▼: a change beyond noise and at least --min-effect; ·: within noise; ?: cannot tell.
+    Runs are compared only under one judge (docs/weekly.md).
     """
     store = known_cache(cache)
     built = api.trend(results, min_effect=min_effect, cache=store).trend if query_id is None else None
@@ -94,7 +87,7 @@ def baseline_set(run_id: str, results: Path) -> None:
     "--since",
     default="7d",
     show_default=True,
-    help="Period whose runs the cost table lists (e.g. 7d, 36h, 2w); headline and charts use the latest run and all history.",
+    help="Period of the cost table (7d, 36h, 2w).",
 )
 @click.option(
     "--out",
@@ -102,7 +95,7 @@ def baseline_set(run_id: str, results: Path) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("reports"),
     show_default=True,
-    help="Folder for report-<date>.md, report-<date>.html and the chart PNGs (a report of the same day is replaced).",
+    help="Folder for the report and its charts.",
 )
 @click.option(
     "--format",
@@ -110,17 +103,17 @@ def baseline_set(run_id: str, results: Path) -> None:
     type=click.Choice(["files", "github"]),
     default="files",
     show_default=True,
-    help="files: the weekly report into --out; github: the latest run as Markdown on stdout, for a PR comment or $GITHUB_STEP_SUMMARY.",
+    help="files: the report into --out; github: the latest run as Markdown.",
 )
-@click.option("--report-url", default=None, help="With --format github: where the full report is [default: the GitHub Actions run's page].")
+@click.option("--report-url", default=None, help="With --format github: the full report's URL [default: the Actions run].")
 @CACHE
 def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None, cache: str | None) -> None:
-    """Write the weekly report (Markdown and a self-contained HTML page) from the runs in RESULTS.
+    """Write the weekly report (Markdown and self-contained HTML) from the runs in RESULTS.
 
     \b
-    <date> in the file names is the local date (the TZ of the machine), as `date +%F` prints it, e.g.
+    <date> in the file names is the local date, as `date +%F` prints it:
       mail -a "Content-Type: text/html" -s "Search quality" team@example.com < reports/report-$(date +%F).html
-    With --format github, print the latest run's summary instead (docs/ci.md):
+    For a pull request (docs/ci.md):
       judge-runner report --format github >> "$GITHUB_STEP_SUMMARY"
     """
     store = known_cache(cache)

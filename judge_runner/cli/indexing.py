@@ -20,19 +20,14 @@ from judge_runner.core.models import SEARCH_MODES
     "--beir-corpus",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Index a BEIR-format corpus.jsonl instead of a folder: each {_id, title, text} record is one document.",
+    help="Index a BEIR corpus.jsonl instead of a folder.",
 )
-@click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone or no longer match.")
-@setting_option(
-    "extensions", "Comma-separated extensions to index [default: md,markdown,txt,yaml,yml,json,py; env JUDGE_RUNNER_EXTENSIONS]."
-)
-@setting_option(
-    "exclude",
-    "Comma-separated folder names never indexed [default: node_modules,__pycache__,venv,.venv,build,dist,site-packages; env JUDGE_RUNNER_EXCLUDE].",
-)
-@setting_option("max_file_bytes", "Skip larger files, with a reason [default: 2097152].")
+@click.option("--prune/--no-prune", default=True, show_default=True, help="Remove documents whose files are gone.")
+@setting_option("extensions", "Extensions to index [default: md,markdown,txt,yaml,yml,json,py].")
+@setting_option("exclude", "Folder names never indexed [default: node_modules,venv,build,...].")
+@setting_option("max_file_bytes", "Skip larger files [default: 2097152].")
 @EMBEDDER
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome counts as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def index(
     fixtures: Path | None,
     db: Path | None,
@@ -43,19 +38,8 @@ def index(
     max_file_bytes: int | None,
     as_json: bool,
 ) -> None:
-    """Index a folder of notes, docs, configs and code (or a BEIR corpus) for search.
+    """Index a folder (or a BEIR corpus) for search; unchanged files are not re-embedded.
 
-    \b
-    Incremental: unchanged files are not re-embedded; with --prune (the default) documents whose file
-    is gone are removed. Hidden files and folders are skipped; a file that cannot be read is skipped
-    with its reason and never stops the index.
-    \b
-    Embedder: a new index is built with openvino (all-MiniLM-L6-v2 exported once to ONNX into
-    ~/.cache/judge-runner, run by OpenVINO in bf16 where it pays, checked at load: the torch model's vectors at
-    about 2.4x its speed, a cold search in about a second). An index keeps the embedder that built it
-    and is opened with it when nothing chooses one; --embedder (or JUDGE_RUNNER_EMBEDDER, or embedder
-    in judge-runner.toml) torch, onnx, onnx-int8 or openvino chooses for a new index (an index built by
-    another is refused). See docs/builtin-search.md#embedders.
     \b
     Examples:
       judge-runner index fixtures/
@@ -81,7 +65,7 @@ def index(
     type=click.Choice(SEARCH_MODES, case_sensitive=False),
     default="hybrid",
     show_default=True,
-    help="hybrid = BM25 and vectors fused by RRF; fts = BM25 only; vector = embeddings only.",
+    help="hybrid fuses BM25 and vectors (RRF); fts and vector alone.",
 )
 @click.option("--limit", type=click.IntRange(1, 1000), default=None, help="Documents to return [default: 10; 100 with --queries].")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the search contract).")
@@ -90,13 +74,13 @@ def index(
     "queries_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Batch mode: a JSON-lines file of {_id, text} queries (BEIR queries.jsonl).",
+    help="Batch: a BEIR queries.jsonl of {_id, text}.",
 )
 @click.option(
     "--trec-run",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Batch mode: write a TREC run file (qid Q0 docid rank score tag) for trec_eval or ir-measures.",
+    help="Batch: the TREC run file to write.",
 )
 @EMBEDDER
 def search(
@@ -104,9 +88,6 @@ def search(
 ) -> None:
     """Search the index, one query or a batch.
 
-    \b
-    The query is embedded by the embedder that built the index, unless --embedder (or
-    JUDGE_RUNNER_EMBEDDER) names one; an index built by another is then refused.
     \b
     Examples:
       judge-runner search "drain a kubernetes node"

@@ -1,9 +1,6 @@
 """Click options shared by several commands, and the settings and printer every command builds from them.
-
-Options that set a :class:`~judge_runner.config.Settings` field are made by :func:`setting_option`: they
-pass the text given on to the settings, which validate it exactly as they validate the same setting from
-``JUDGE_RUNNER_<NAME>`` or the config file (one source of truth, one message naming ``--the-flag``); the
-option's help shows the range or choices read from the field.
+An option that sets a :class:`~judge_runner.config.Settings` field passes its text on to the settings,
+which validate it as they validate the same setting from the environment or the config file.
 """
 
 from __future__ import annotations
@@ -26,14 +23,14 @@ F = TypeVar("F", bound=Callable[..., Any])  # a click command function, returned
 
 
 def settings(**flags: Any) -> Settings:
-    """Settings from the config file, the environment and these flags, plus ``--backend``/``--dsn``/``--embedder``
-    kept in the click context (:func:`db_option`, :data:`EMBEDDER`). Raises UsageError for unusable settings."""
+    """Settings from the config file, the environment and these flags (``--backend``, ``--dsn`` and
+    ``--embedder`` from the click context). Raises UsageError for unusable settings."""
     ctx = click.get_current_context(silent=True)
     return load(merged_flags(ctx, flags))
 
 
 def merged_flags(ctx: click.Context | None, flags: dict[str, Any]) -> dict[str, Any]:
-    """``flags`` plus ``backend``, ``dsn`` and ``embedder`` from the click context (see :func:`settings`)."""
+    """``flags`` plus ``backend``, ``dsn`` and ``embedder`` from the click context."""
     flags = dict(flags)
     if ctx is not None:
         for name in ("backend", "dsn", "embedder"):
@@ -46,7 +43,7 @@ def _err(message: str) -> None:
 
 
 def printer(quiet: bool = False) -> Printer:
-    """Results through ``click.echo`` on stdout, progress and warnings on stderr."""
+    """Results on stdout, progress and warnings on stderr."""
     return Printer(click.echo, _err, quiet)
 
 
@@ -64,7 +61,7 @@ def setting_choices(name: str) -> tuple[str, ...]:
 
 
 def setting_range(name: str) -> str:
-    """The bounds of a numeric setting written as click writes a range (``1<=x<=64``, ``x>0``), or ``""``."""
+    """A numeric setting's bounds as click writes a range (``1<=x<=64``, ``x>0``), or ``""``."""
     lower = upper = ""
     for bound in Settings.model_fields[name].metadata:
         if isinstance(bound, annotated_types.Gt):
@@ -82,10 +79,8 @@ def setting_range(name: str) -> str:
 
 
 def setting_option(name: str, help: str, **extra: Any) -> Callable[[Any], Any]:
-    """``--<name-with-hyphens>`` for the Settings field ``name``: no conversion and no check of its own
-    (the settings make both, whatever the source), default None (not given), a metavar and a help suffix
-    derived from the field (``[hybrid|fts|vector]``, ``INTEGER`` and ``[1<=x<=64]``), and shell completion
-    of a Literal's choices. ``extra`` goes to :func:`click.option`."""
+    """``--<name>`` for the Settings field ``name``: no conversion or check of its own (the settings make
+    both), default None, and a metavar, range and completion read from the field."""
     choices = setting_choices(name)
     kind = _field_type(name)
     metavar = extra.pop("metavar", None) or (
@@ -105,23 +100,19 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def db_option(f: F) -> F:
-    """--db, plus --backend and --dsn (kept in the click context and merged by :func:`settings`)."""
-    f = setting_option(
-        "dsn", "PostgreSQL connection URL for --backend postgres [env DATABASE_URL].", expose_value=False, callback=_remember
-    )(f)
-    f = setting_option(
-        "backend", "Where the index lives [default: sqlite; postgres with --dsn or DATABASE_URL].", expose_value=False, callback=_remember
-    )(f)
-    return cast(F, setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite; env JUDGE_RUNNER_DB].")(f))
+    """--db, plus --backend and --dsn (kept in the click context for :func:`settings`)."""
+    f = setting_option("dsn", "PostgreSQL URL for --backend postgres [env DATABASE_URL].", expose_value=False, callback=_remember)(f)
+    f = setting_option("backend", "Where the index lives [default: sqlite; postgres with --dsn].", expose_value=False, callback=_remember)(
+        f
+    )
+    return cast(F, setting_option("db", "SQLite index file [default: .judge-runner/index.sqlite].")(f))
 
 
 def search_options(f: F) -> F:
     f = setting_option("search_limit", "Results per query shown to the judge [default: 10].")(f)
     f = setting_option(
         "search_mode",
-        "Search mode under test [default: hybrid]. Several modes, comma-separated "
-        "(fts,vector,hybrid, here or in JUDGE_RUNNER_SEARCH_MODE or the config file), judge the built-in "
-        "search in each, side by side in one run; beside an external search, the built-in one joins as the reference.",
+        "Search mode under test; several, comma-separated, side by side [default: hybrid].",
     )(f)
     return f
 
@@ -134,81 +125,72 @@ def _options(f: F, opts: Sequence[Callable[[Any], Any]]) -> F:
 
 PROVIDER = setting_option(
     "provider",
-    "LLM provider. auto: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY or "
-    "OPENAI_BASE_URL is set, else the offline heuristic [default: auto].",
+    "LLM provider; auto: by the API key set, else offline [default: auto].",
 )
 MODEL = setting_option(
     "model",
-    "Model that writes the queries (phase one) [default: "
-    + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic)
-    + "].",
+    "Model that writes the queries [default: " + " / ".join(spec.default_model for spec in PROVIDERS.values() if not spec.heuristic) + "].",
 )
-JUDGE_MODEL = setting_option("judge_model", "Model that judges (phase two) [default: --model, else the provider's default].")
-JUDGE = [JUDGE_MODEL, setting_option("reasoning_effort", "Reasoning effort of a reasoning judge model (gpt-5, o-series) [default: low].")]
+JUDGE_MODEL = setting_option("judge_model", "Model that judges [default: --model].")
+JUDGE = [JUDGE_MODEL, setting_option("reasoning_effort", "Effort of a reasoning judge model [default: low].")]
 COMMON = [
-    setting_option("max_budget_usd", "Start no call that could take the run's cost past this many USD [default: no cap]."),
-    setting_option("max_budget_tokens", "Start no call that could take the run past this many tokens (input + output) [default: no cap]."),
-    setting_option(
-        "price_per_mtok", "USD per million input and output tokens, for a model missing from the pricing table.", metavar="IN,OUT"
-    ),
+    setting_option("max_budget_usd", "Spend at most this many USD [default: no cap]."),
+    setting_option("max_budget_tokens", "Spend at most this many tokens [default: no cap]."),
+    setting_option("price_per_mtok", "USD per million tokens of a model not in the price table.", metavar="IN,OUT"),
     setting_option("timeout", "Seconds per HTTP attempt [default: 60]."),
-    setting_option("call_deadline", "Seconds per call including its retries [default: 4 x timeout]."),
+    setting_option("call_deadline", "Seconds per call, retries included [default: 4 x timeout]."),
     click.option("--quiet", is_flag=True, help="Print only the final summary and errors."),
 ]
-_EMBEDDER = "The index's, search's, offline judge's and query review's embedder [default: the index's own, else openvino; env JUDGE_RUNNER_EMBEDDER]."
-EMBEDDER = setting_option("embedder", _EMBEDDER + " An index built by another is refused.", expose_value=False, callback=_remember)
+EMBEDDER = setting_option(
+    "embedder", "Sentence embedder [default: the index's own, else openvino].", expose_value=False, callback=_remember
+)
 
 
 def _repeated(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str] | None:
-    """A repeated option's values as a list, or None when it was not given (so the settings decide)."""
+    """A repeated option's values, or None when it was not given (so the settings decide)."""
     return list(value) or None
 
 
 JUDGE_PROTOCOL = [
     setting_option(
         "judge_mode",
-        "pointwise: one judge call per result (plus one list-level call per query); batched: one call "
-        "per query, results in a seeded random order [default: pointwise].",
+        "A call per result (pointwise) or per query (batched) [default: pointwise].",
     ),
     setting_option(
         "trials",
-        "Label each result N times (pointwise: seeds; batched: new shuffles); the label is the median, "
-        "Krippendorff's alpha goes in the summary [default: 1].",
+        "Label each result N times and keep the median [default: 1].",
     ),
-    setting_option("seed", "Base seed of the shuffles, and sent where the API takes one."),
-    setting_option("cache", "Judgment cache file [default: judgments.sqlite beside the index]."),
-    click.option("--no-cache", is_flag=True, default=None, help="Judge every result again; read and store nothing in the cache."),
+    setting_option("seed", "Base seed of the shuffles and the API calls."),
+    setting_option("cache", "Judgment cache file [default: beside the index]."),
+    click.option("--no-cache", is_flag=True, default=None, help="Read and store nothing in the judgment cache."),
     click.option(
         "--human-qrels",
         multiple=True,
         default=None,
         metavar="NAME",
         callback=_repeated,
-        help="Apply only these imported human qrels (repeatable) [default: every set imported with `qrels import`].",
+        help="Use only these imported sets of people's grades; repeatable [default: all].",
     ),
 ]
 BATCH = [
     setting_option(
         "batch",
-        "Send the judge's calls through the provider's batch API (Anthropic Message Batches, OpenAI Batch): half "
-        "price, results within 24 h; the batch id goes into the run file at once and --resume picks it up "
-        "(docs/batch.md). Not for the offline judge or a local server.",
+        "Judge through the provider's batch API: half price, within 24 h.",
         is_flag=True,
     ),
-    setting_option("batch_poll", "Longest wait between two status checks of a batch, in seconds [default: 60]."),
+    setting_option("batch_poll", "Seconds between batch status checks, at most [default: 60]."),
 ]
-_UNVERIFIED = "Keep, flagged 'unverified' on the query-set card, a query the judge did not find answered by its expected sources."
-KEEP_UNVERIFIED = setting_option("keep_unverified", _UNVERIFIED + " [default: drop it]", is_flag=True)
-CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local OpenAI-compatible server].")
+KEEP_UNVERIFIED = setting_option("keep_unverified", "Keep, flagged, a query the judge did not verify [default: drop it].", is_flag=True)
+CONCURRENCY = setting_option("concurrency", "Judge calls in flight at once [default: 5; 1 for a local server].")
 COUNT = setting_option("count", "Number of queries to write [default: 15].")
 OUT_DIR = click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("quality-results"),
     show_default=True,
-    help="Folder for the run file (<run id>.jsonl: the UTC start to the millisecond and a random suffix) and the run's query set.",
+    help="Folder for the run file and its query set.",
 )
-MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the average overall score is below this (0-1).")
+MIN_OVERALL = setting_option("min_overall", "CI gate: exit 1 when the mean overall score is below this.")
 FIXTURES = click.option(
     "--fixtures", type=click.Path(path_type=Path), default=Path("fixtures"), show_default=True, help="Knowledge-base folder."
 )
@@ -218,8 +200,7 @@ DRY_RUN = [
     click.option(
         "--dry-run",
         is_flag=True,
-        help="Send nothing and write nothing: print the judge calls, tokens and cost (expected and worst case; "
-        "sync, batch and cached prices) the run would make, labels already in the judgment cache excluded.",
+        help="Print the calls, tokens and cost the run would make; send nothing.",
     ),
     click.option("--json", "dry_run_json", is_flag=True, help="With --dry-run: print the estimate as one JSON object."),
 ]
@@ -230,7 +211,7 @@ def dry_run_options(f: F) -> F:
 
 
 def check_flags(dry_run: bool, as_json: bool) -> bool:
-    """``dry_run``; raises UsageError for ``--json`` without ``--dry-run`` (it shapes only the estimate)."""
+    """``dry_run``; raises UsageError for ``--json`` without ``--dry-run``."""
     if as_json and not dry_run:
         raise UsageError("--json prints the estimate of --dry-run; give --dry-run with it")
     return dry_run

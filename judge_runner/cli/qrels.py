@@ -1,4 +1,4 @@
-"""Command group ``qrels``: the judge's labels out as TREC qrels, human qrels in (``judge_runner.judging.qrels``)."""
+"""Command group ``qrels``: the judge's labels out as TREC qrels, people's grades in."""
 
 from __future__ import annotations
 
@@ -15,24 +15,22 @@ from judge_runner.judging.qrels import QRELS_NAME_RE, QrelsError, export_qrels, 
 
 @click.group()
 def qrels() -> None:
-    """Export the judge's labels as TREC qrels, or import human qrels (which win over the judge's)."""
+    """Export the judge's labels as TREC qrels, or import people's grades (which win over them)."""
 
 
 @qrels.command("export")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="TREC qrels file to write (qid 0 docid grade).")
-@click.option("--human/--no-human", default=True, show_default=True, help="Let imported human labels win where they exist.")
-@click.option("--mixed-judges", is_flag=True, help="Pool runs judged under different judge fingerprints anyway.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="TREC qrels file to write.")
+@click.option("--human/--no-human", default=True, show_default=True, help="People's imported grades win over the judge's.")
+@click.option("--mixed-judges", is_flag=True, help="Pool the runs of different judges anyway.")
 @CACHE
 @db_option
 def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges: bool, cache: Path | None, db: Path | None) -> None:
     """Pool the labels of the run files RESULTS into TREC qrels.
 
     \b
-    Per (query, document): a human label wins; else the median of the runs' labels (a document
-    returned several times counts with its best label); else an unlabelled expected source gets 3.
-    Off-topic queries are left out: the runs score them on abstention, not with these metrics.
-    ir_measures.read_trec_qrels (or trec_eval) reads the file; ids are %-escaped like TREC run files.
+    Per (query, document): a person's grade, else the median label, else 3 for an expected source.
+      judge-runner qrels export quality-results/*.jsonl --out judged.qrels
     """
     store = open_cache(cache, db) if human and (cache or _default_cache_exists(db)) else None
     try:
@@ -78,27 +76,23 @@ RESCALE = click.option(
     multiple=True,
     callback=_rescale,
     metavar="OLD=NEW",
-    help="Map a grade of the qrels onto the judge's 0-3 scale, e.g. -2=0 (TREC's junk grade) or 4=3; repeatable. "
-    "Without it binary qrels (0/1) become 1=3 and graded ones are kept; a grade still outside 0-3 is refused.",
+    help="Put a grade on the 0-3 scale, e.g. -2=0 or 4=3; repeatable.",
 )
-"""``--rescale OLD=NEW`` of ``qrels import`` and ``calibrate``: one rule for both
-(:func:`judge_runner.judging.qrels.on_judge_scale`)."""
+"""``--rescale OLD=NEW`` of ``qrels import`` and ``calibrate`` (:func:`judge_runner.judging.qrels.on_judge_scale`)."""
 
 
 @qrels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--name", required=True, help="Name of this set of human labels (letters, digits, . _ -); a new import replaces it.")
+@click.option("--name", required=True, help="Name of the set (letters, digits, . _ -); an import replaces it.")
 @RESCALE
 @CACHE
 @db_option
 def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:
-    """Store the human qrels in FILE (TREC qid iter docid grade, or BEIR TSV) in the judgment cache.
+    """Store people's grades from FILE (TREC qrels or BEIR TSV) in the judgment cache.
 
     \b
-    Later runs use a human label instead of asking the judge wherever one exists for a (query id,
-    source) pair, and say how many labels were human. A pair graded twice with different grades is
-    refused, as calibrate --qrels refuses it; grades go on 0-3 as --rescale says. A set that
-    `judge-runner label --name NAME` is writing into this cache is refused (exit 2), naming that process.
+    Later runs use a person's grade instead of asking the judge.
+      judge-runner qrels import team.qrels --name team --rescale -2=0
     """
     if not QRELS_NAME_RE.fullmatch(name):
         raise UsageError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")

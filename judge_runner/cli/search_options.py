@@ -1,5 +1,5 @@
-"""The options that choose which search systems a run judges (issue 12): external command and HTTP
-searches, TREC runs in, several modes or configurations side by side; read back by :func:`systems_spec`."""
+"""The options that choose which search systems a run judges (docs/external-search.md); read back by
+:func:`systems_spec`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from judge_runner.cli.options import F, _options
 
 
 def search_adapter_options(f: F) -> F:
-    """--search-command, --search-url, --search-header, --search-fields, --search-timeout, --corpus: judge a
-    search judge-runner does not run itself (see judge_runner/search/systems.py). Read with :func:`systems_spec`."""
+    """The options that judge a search judge-runner does not run itself."""
     return _options(
         f,
         [
@@ -23,54 +22,47 @@ def search_adapter_options(f: F) -> F:
                 "--search-command",
                 multiple=True,
                 metavar="'CMD {query} --limit {limit}'",
-                help="Judge a search run as a command (no shell; {query}, {limit}, {mode} replaced; without {query} the "
-                "query goes to stdin). It must print JSON on stdout: the results best first, "
-                '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}, ...], or {"results": [...], '
-                '"confident": false} to abstain; also read: id/docid/_id for source, text for snippet, anchor or '
-                "title, lineStart, lineEnd (other shapes: --search-fields). The first --search-limit results are read, in its "
-                "order; a document listed twice keeps its first place. Repeatable.",
+                help="Judge a search command ({query}, {limit}, {mode} replaced) printing, best first, "
+                '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}, ...] or {"results": [...], '
+                '"confident": false}. Repeatable.',
             ),
             click.option(
                 "--search-url",
                 multiple=True,
                 metavar="URL",
-                help='Judge a search behind an HTTP endpoint: POST {"query": ..., "limit": 10, "mode": "hybrid"} as JSON; '
-                "it answers 200 with the JSON --search-command prints (the results best first, each with source, "
-                "snippet and score; or an object with results and confident). Repeatable.",
+                help='Judge the search at URL: POST {"query": ..., "limit": 10, "mode": "hybrid"}; it answers '
+                "source, snippet, score (and confident) as --search-command prints. Repeatable.",
             ),
             click.option(
                 "--search-header",
                 multiple=True,
                 metavar="NAME=env:VAR",
-                help="Header for --search-url; NAME=env:VAR reads a token from the environment (never logged). Repeatable.",
+                help="Header for --search-url, its value read from env VAR. Repeatable.",
             ),
             click.option(
                 "--search-fields",
                 default=None,
                 metavar="KEY=PATH,...",
-                help="Where the results are in the reply: results, id, text, score, anchor, lineStart, lineEnd "
-                "(e.g. results=hits.hits,id=_id,text=_source.body,score=_score).",
+                help="Where the reply holds its fields, e.g. results=hits.hits,id=_id.",
             ),
             click.option(
                 "--search-timeout",
                 type=FiniteFloatRange(min=0, min_open=True),
                 default=None,
-                help="Seconds for one external search exchange, start to last byte; retries stop at 4x this [default: --timeout].",
+                help="Seconds per external search call [default: --timeout].",
             ),
             click.option(
                 "--corpus",
                 type=click.Path(exists=True, path_type=Path),
                 default=None,
-                help="The documents behind external results and --run docids, by id: a fixtures folder or a BEIR "
-                "corpus.jsonl. The judge reads a document held here by the same rule as the built-in search's, "
-                "whatever text the search returned (that text is its snippet) [default for generate-and-evaluate: --fixtures].",
+                help="The documents external results name: a folder or corpus.jsonl.",
             ),
         ],
     )
 
 
 def compare_options(f: F) -> F:
-    """--run and --compare (``evaluate`` only). Read with :func:`systems_spec`."""
+    """--run and --compare (``evaluate`` only)."""
     return _options(
         f,
         [
@@ -80,24 +72,21 @@ def compare_options(f: F) -> F:
                 multiple=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
                 metavar="RUN.trec",
-                help="Judge an existing TREC run file (qid Q0 docid rank score tag); needs --corpus. Repeatable.",
+                help="Judge a TREC run file; needs --corpus. Repeatable.",
             ),
             click.option(
                 "--compare",
                 default=None,
                 metavar="A.toml,B.toml",
-                help="Judge the search of each configuration file ([search] table, search_mode, or [search.external]) "
-                "side by side on the same queries; the first is the reference.",
+                help="Judge each config file's search side by side; the first is the reference.",
             ),
         ],
     )
 
 
 def systems_spec(flags: dict[str, Any]) -> Any:
-    """Take the search-system flags out of ``flags`` and return a ``SystemsSpec``
-    (:func:`judge_runner.app.inputs.systems_spec`), or None when none was given. ``--search-mode`` stays
-    in ``flags``: the settings read it (several modes too) as they read it from any other source, and
-    :func:`judge_runner.app.inputs.resolve_systems` makes the systems of all of them."""
+    """Take the search-system flags out of ``flags`` as a ``SystemsSpec`` (None when none was given).
+    ``--search-mode`` stays: the settings read it, as from any other source."""
     compare = flags.pop("compare", None)
     configs = tuple(Path(p.strip()) for p in compare.split(",") if p.strip()) if compare else ()
     missing = [str(p) for p in configs if not p.is_file()]

@@ -1,16 +1,11 @@
-"""What can end a command, and the exit code each maps to (docs/design.md, "Exit codes").
+"""What can end a command, and its exit code (docs/design.md, "Exit codes"). Library code raises a
+:class:`JudgeRunnerError` carrying its code; ``judge_runner.cli.app`` prints it once.
 
-Exit codes: 0 ok (also a weekly run skipped: another one holds the lock); 1 quality gate (``--min-overall``) failed, a regression with ``--fail-on-regression``, or a
-judge not calibrated with ``calibrate --require-calibrated``;
-2 usage or configuration error; 3 run incomplete (interrupted, budget or spend limit reached, too many
-failed queries, or no usable query from phase one); 4 internal error
-(an unexpected exception, i.e. a bug: one line on stderr, the traceback in a log, see
-:mod:`judge_runner.app.crashlog`, or on stderr with ``--debug``).
-
-Library code raises a :class:`JudgeRunnerError` subclass carrying its exit code; the command line's
-entry point (``judge_runner.cli.app``) prints it and exits, once. A finished run reports a
-:class:`RunStatus`, mapped to an exit code by :func:`exit_code_for`.
-"""
+- 0 ok (also a weekly run skipped: another holds the lock)
+- 1 quality gate failed, a regression, or a judge not calibrated
+- 2 usage or configuration error
+- 3 run incomplete (stopped, a budget or spend limit, too many failed queries, no usable query)
+- 4 internal error (a bug: one line on stderr, the traceback in a log, or on stderr with ``--debug``)"""
 
 from __future__ import annotations
 
@@ -22,8 +17,8 @@ EXIT_OK, EXIT_GATE, EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
 
 class JudgeRunnerError(Exception):
-    """A failure that ends a command with ``exit_code``; ``message`` is shown to the user as is (it must
-    never hold a secret: no API key, no DSN password)."""
+    """A failure that ends a command with ``exit_code``. ``message`` is shown as is, so it must never hold a
+    secret."""
 
     exit_code: int = EXIT_CONFIG
     prefix: str = "error: "
@@ -35,18 +30,18 @@ class JudgeRunnerError(Exception):
             self.exit_code = exit_code
 
     def display(self) -> str:
-        """The line printed on stderr: ``error: <message>`` (a regression prints its message alone)."""
+        """The line printed on stderr."""
         return f"{self.prefix}{self.message}"
 
 
 class UsageError(JudgeRunnerError):
-    """Bad usage or configuration (missing folder, bad query set, refused API key, ...): exit 2."""
+    """Bad usage or configuration: exit 2."""
 
     exit_code = EXIT_CONFIG
 
 
 class IncompleteRunError(JudgeRunnerError):
-    """The job stopped before it finished (interrupted, budget or spend limit, phase one failed): exit 3."""
+    """The job stopped before it finished (interrupted, a budget or spend limit, phase one failed): exit 3."""
 
     exit_code = EXIT_INCOMPLETE
 
@@ -56,16 +51,15 @@ _SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full" (https://www.sqlite
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says a disk (or quota) is full: an OSError ENOSPC or EDQUOT, or SQLite's SQLITE_FULL."""
+    """Whether ``exc`` is ENOSPC, EDQUOT or SQLite's SQLITE_FULL."""
     if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
         return True
     return getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "database or disk is full" in str(exc)
 
 
 def storage_problem(what: str, path: Path | str, exc: BaseException) -> tuple[str, str]:
-    """``(reason, message)`` for a file the run could not write: ``disk_full`` and "the disk holding
-    <what> <path> is full (<cause>)", or ``storage_error`` and "cannot write <what> <path> (<cause>)".
-    The user's environment, not a bug: it never names a secret (``path`` is a local file)."""
+    """``(reason, message)`` for a file the run could not write; ``reason`` is ``disk_full`` or
+    ``storage_error``."""
     cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
     if is_disk_full(exc):
         return "disk_full", f"the disk holding {what} {path} is full ({cause})"
@@ -73,9 +67,8 @@ def storage_problem(what: str, path: Path | str, exc: BaseException) -> tuple[st
 
 
 class StorageError(IncompleteRunError):
-    """A file the run writes could not be written (a full disk, a quota, an I/O error): the user's
-    environment, not a bug, so exit 3. ``path``: the file; ``reason``: ``disk_full`` or ``storage_error``
-    (:func:`storage_problem`); ``cause``: the OSError or SQLite error."""
+    """A file the run writes could not be written (full disk, quota, I/O error): the user's environment, not a
+    bug, so exit 3."""
 
     def __init__(self, what: str, path: Path | str, cause: BaseException):
         self.reason, message = storage_problem(what, path, cause)
@@ -85,17 +78,16 @@ class StorageError(IncompleteRunError):
 
 
 class GateFailedError(JudgeRunnerError):
-    """The quality gate failed, the latest run regressed (``--fail-on-regression``) or the judge is not
-    calibrated (``calibrate --require-calibrated``): exit 1. Its message
-    already says what failed, so it is printed without the ``error:`` prefix."""
+    """The quality gate failed, the run regressed or the judge is not calibrated: exit 1, printed without the
+    ``error:`` prefix (the message says what failed)."""
 
     exit_code = EXIT_GATE
     prefix = ""
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:
-    """``"<ExceptionType>: <first line of its message>"`` (the message cut at ``limit`` characters), or the
-    type alone when the message is empty. The caller scrubs secrets (:func:`judge_runner.app.crashlog.scrub`)."""
+    """``"<ExceptionType>: <first line of its message>"``, cut at ``limit`` characters. The caller scrubs
+    secrets."""
     lines = str(exc).strip().splitlines()
     first = lines[0].strip() if lines else ""
     if len(first) > limit:
@@ -104,9 +96,8 @@ def one_line(exc: BaseException, limit: int = 200) -> str:
 
 
 class InternalError(JudgeRunnerError):
-    """An unexpected exception (a bug), ``cause``, whose traceback was written to ``logged_in`` (None when
-    no log could be written): exit 4, shown as one line. ``message`` is the scrubbed :func:`one_line` of
-    the cause."""
+    """An unexpected exception (a bug): exit 4, shown as one line. ``logged_in`` is the traceback's log, None
+    when none could be written."""
 
     exit_code = EXIT_INTERNAL
     prefix = "internal error: "
@@ -117,8 +108,6 @@ class InternalError(JudgeRunnerError):
         self.logged_in = logged_in
 
     def display(self) -> str:
-        """``internal error: <Type>: <message> (a bug in judge-runner; traceback in <log>; rerun with --debug
-        to print it)``."""
         where = f"traceback in {self.logged_in}" if self.logged_in else "no log could be written"
         return f"{self.prefix}{self.message} (a bug in judge-runner; {where}; rerun with --debug to print it)"
 
@@ -143,5 +132,4 @@ EXIT_CODES: dict[RunStatus, int] = {
 
 
 def exit_code_for(status: RunStatus) -> int:
-    """The process exit code of a run that ended with ``status`` (see the module docstring)."""
     return EXIT_CODES[status]

@@ -1,5 +1,5 @@
-"""Text from run files (queries, intents, the judge's words, model names, file names) as Markdown that
-renders as exactly that text: used by the weekly report (``analysis/report.py``) and ``trend --format markdown``."""
+"""Text from run files as Markdown that renders as exactly that text (weekly report, ``trend --format
+markdown``)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,9 @@ _BLOCK_START = re.compile(r"^([-+]|\d{1,9}(?=[.)]))")
 
 
 def md_text(value: object) -> str:
-    """``value`` as Markdown that renders as exactly its text on one line, inline or as a table cell.
-
-    Line breaks (and runs of them) become one space, so a value never starts a block (heading, list,
-    quote, code, table row); leading and trailing blanks are dropped (they could indent a code block);
-    every character that could open an inline construct (image, link, autolink, raw HTML, entity,
-    code span, emphasis, strikethrough, a table's ``|``) is backslash-escaped, and so is a list
-    marker at the start. Shapes: any object (``str()`` of it) -> one line of text."""
+    """``str(value)`` as Markdown that renders as exactly its text on one line, inline or in a table cell: line
+    breaks become one space, outer blanks are dropped, and whatever could open a block or an inline construct is
+    backslash-escaped."""
     text = _LINE_BREAKS.sub(" ", str(value)).strip()
     text = _INLINE_SPECIAL.sub(r"\\\1", text)
     start = _BLOCK_START.match(text)

@@ -46,9 +46,8 @@ class Query(BaseModel):
 
 
 class QuerySet(BaseModel):
-    """What ``generate --out`` writes and ``evaluate --queries`` reads: the queries, and the query-set
-    card phase one's checks wrote (:class:`~judge_runner.core.query_card.QuerySetCard`; None for a set
-    written by hand or before cards existed). The card is not part of the set's sha256."""
+    """What ``generate --out`` writes and ``evaluate --queries`` reads. ``card`` (None for a set written by
+    hand) is not part of the set's sha256."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,8 +56,8 @@ class QuerySet(BaseModel):
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> QuerySet:
-        """As pydantic's, except that JSON holding a lone surrogate escape (``"\\ud83d"``), which pydantic's
-        parser refuses, is read with the standard library and validated (the escape becomes U+FFFD)."""
+        r"""As pydantic's, but JSON holding a lone surrogate escape (``"\ud83d"``), which pydantic refuses, is
+        read too: the escape becomes U+FFFD."""
         from pydantic import ValidationError
 
         try:

@@ -1,5 +1,5 @@
-"""Where a job prints: results on stdout, progress, warnings and errors on stderr, and ``--quiet``; and
-what reaches a console that cannot show every character (:func:`fit_console`)."""
+"""Where a job prints (results on stdout; progress, warnings and errors on stderr; ``--quiet``), and what
+reaches a console that cannot show every character."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from typing import Any
 Say = Callable[[str], None]
 
 FALLBACK_ERRORS = "judge_runner.fallback"
-"""The codec error handler :func:`fit_console` gives a stream whose encoding cannot encode every character."""
 
 FALLBACKS = {
     "Δ": "d",
@@ -51,7 +50,7 @@ FALLBACKS = {
     "█": "#",
     "━": "-",
 }
-"""ASCII for the characters judge-runner prints (box drawing: :func:`ascii_fallback`)."""
+"""ASCII for the characters judge-runner prints."""
 
 
 def silent(message: str) -> None:
@@ -67,9 +66,9 @@ def _stderr(message: str) -> None:
 
 
 def ascii_fallback(char: str, encoding: str = "ascii") -> str:
-    """What to print for ``char`` where ``encoding`` cannot encode it: :data:`FALLBACKS`; box drawing as
-    ``-``, ``|`` or ``+``; else its compatibility decomposition less what ``encoding`` cannot encode (``é``
-    as ``e``, a fullwidth ``＞`` as ``>``); else a ``\\uXXXX`` escape, never a silent ``?``."""
+    r"""What to print for ``char`` where ``encoding`` cannot encode it: :data:`FALLBACKS`, box drawing as ``-``,
+    ``|`` or ``+``, else its compatibility decomposition (``é`` as ``e``), else a ``\uXXXX`` escape, never a
+    silent ``?``."""
     if char in FALLBACKS:
         return FALLBACKS[char]
     name = unicodedata.name(char, "")
@@ -89,8 +88,8 @@ def _encodes(char: str, encoding: str) -> bool:
 
 
 def _fallback_errors(error: UnicodeError) -> tuple[str | bytes, int]:
-    """The codec error handler :data:`FALLBACK_ERRORS`: one character at a time, :func:`ascii_fallback`; a
-    lone surrogate of an undecodable byte (a file name) goes out as that byte, as ``surrogateescape`` does."""
+    """A codec error handler: :func:`ascii_fallback`; a lone surrogate of an undecodable byte goes out as that
+    byte, as ``surrogateescape`` does."""
     if not isinstance(error, UnicodeEncodeError):
         raise error
     char = error.object[error.start]
@@ -103,12 +102,9 @@ codecs.register_error(FALLBACK_ERRORS, _fallback_errors)
 
 
 def fit_console() -> None:
-    """The one stream-encoding check, for ``sys.stdout`` and ``sys.stderr``. A stream whose encoding cannot
-    encode every character (``PYTHONIOENCODING=cp1252``, a Windows console) writes what it cannot encode
-    as :func:`ascii_fallback` instead of raising UnicodeEncodeError. An ASCII stream (the C locale with
-    Python's UTF-8 mode off) becomes UTF-8, as click (which writes UTF-8 there anyway) and Python's UTF-8
-    mode take that locale; a UTF-8 stream is left as it is. Everything printed goes through these streams:
-    :class:`Printer`, ``click.echo`` (``--help`` too) and rich."""
+    """Make ``sys.stdout`` and ``sys.stderr`` print what their encoding cannot encode (cp1252, a Windows
+    console) as :func:`ascii_fallback` instead of raising; an ASCII stream becomes UTF-8, as click and Python's
+    UTF-8 mode take the C locale."""
     for stream in (sys.stdout, sys.stderr):
         try:
             name = codecs.lookup(getattr(stream, "encoding", None) or "ascii").name
@@ -120,10 +116,9 @@ def fit_console() -> None:
 
 
 def rich_text(draw: Callable[[Any], None]) -> str:
-    """What ``draw(console)`` prints on a rich ``Console``, as one string for :attr:`Printer.out`, so that
-    rich tables obey the same rules as every other line (a reader that goes away silences them instead of
-    ending the job). The console renders as it would on this process's stdout: with styles at the
-    terminal's width when stdout is a terminal, plain otherwise (rich's own width rules)."""
+    """What ``draw(console)`` prints on a rich ``Console``, as one string for :attr:`Printer.out`, so rich
+    tables obey the same rules as every other line. Styled at the terminal's width when stdout is a terminal,
+    plain otherwise."""
     import io
 
     from rich.console import Console
@@ -134,11 +129,8 @@ def rich_text(draw: Callable[[Any], None]) -> str:
 
 
 def closed_stream_safe(say: Say, stream: str) -> Say:
-    """``say`` that survives its reader going away (``judge-runner ... | head``): on a broken pipe the stream
-    (``"stdout"`` or ``"stderr"``) is pointed at the null device, so nothing more is written to it and
-    Python's flush at exit raises nothing, and the line is dropped. The job goes on and ends with its own
-    exit code: a run is never cut short, nor reported as a failed quality gate (click's exit 1 on EPIPE),
-    because nobody reads its output any more. Any other OSError is raised."""
+    """``say`` that survives its reader going away (``| head``): on a broken pipe the stream is pointed at the
+    null device and the job goes on to its own exit code. Other OSErrors raise."""
 
     def guarded(message: str) -> None:
         try:
@@ -153,12 +145,9 @@ def closed_stream_safe(say: Say, stream: str) -> Say:
 
 @dataclass(frozen=True)
 class Printer:
-    """The two streams a job prints to, each a callable taking one line (the CLI passes ``click.echo``).
-
-    ``out`` carries results (summaries, "written to" lines); ``err`` carries warnings and errors, always
-    shown; :meth:`note` and :attr:`progress` carry progress, silenced by ``quiet``. The streams are looked
-    up at each call, so a weekly run can mirror them into its log.
-    """
+    """The two streams a job prints to, each a callable taking one line: ``out`` for results, ``err`` for
+    warnings and errors (always shown); progress is silenced by ``quiet``. Looked up at each call, so a weekly
+    run can mirror them into its log."""
 
     out: Say = field(default=_stdout)
     err: Say = field(default=_stderr)
@@ -181,11 +170,10 @@ class Printer:
 
     @property
     def problems(self) -> Say:
-        """Per-item failures (a query that could not be searched or judged): beside the progress on stdout,
-        or on stderr when quiet, since ``--quiet`` prints only the final summary and errors."""
+        """Per-item failures: beside the progress on stdout, or on stderr when quiet."""
         return self.err if self.quiet else self.out
 
     @property
     def log(self) -> Say:
-        """Detail lines for stderr (e.g. dropped queries, judge recoveries), or :func:`silent` when quiet."""
+        """Detail lines for stderr, or :func:`silent` when quiet."""
         return silent if self.quiet else self.err

@@ -1,13 +1,6 @@
-"""The query-set card: what phase one's checks found about a query set (issue 22), as plain data.
-
-Stored in the query-set file (``QuerySet.card``, what ``generate --out`` writes and ``evaluate --queries``
-reads), in the run's ``run_start`` line (``querySetCard``), printed at the end of phase one and shown in
-the weekly report. Built by :mod:`judge_runner.querygen.card`; the checks themselves are
-:mod:`judge_runner.querygen.checks` and :mod:`judge_runner.querygen.answerability`
-(docs/query-sets.md). Shares are fractions in [0, 1]; leakage is in [0, 1].
-
-Every model keeps fields it does not know (``extra="allow"``): a card written by a later version reads.
-"""
+"""The query-set card: what phase one's checks found about a query set, as plain data (docs/query-sets.md).
+Stored in the query-set file and the run's ``run_start`` line; shares are fractions in [0, 1]. Every model keeps
+fields it does not know, so a card written by a later version reads."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Access to the shipped prompt templates and JSON Schemas.
-
-In a built wheel they live inside the package (``judge_runner/_data/{prompts,schemas}``, mapped there
-by ``[tool.hatch.build.targets.wheel.force-include]``); in an editable install or a checkout they are
-the top-level ``prompts/`` and ``schemas/`` folders. Both are found through ``importlib.resources``
-first, then the checkout.
-"""
+"""The shipped prompt templates and JSON Schemas: inside the package in a wheel (``judge_runner/_data/``), else
+the checkout's top-level ``prompts/`` and ``schemas/``."""
 
 from __future__ import annotations
 
@@ -63,9 +58,8 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 def pinned_schema(name: str, array_property: str, count: int | None) -> dict[str, Any]:
-    """``schemas/<name>`` ready to send to a model: without ``$schema``/``$id``/``title``, and with the
-    top-level array ``array_property`` pinned to exactly ``count`` items (minItems = maxItems) unless
-    ``count`` is None. Raises ResourceNotFound."""
+    """``schemas/<name>`` ready to send to a model: no ``$schema``/``$id``/``title``, and the array
+    ``array_property`` pinned to exactly ``count`` items unless ``count`` is None. Raises ResourceNotFound."""
     schema = load_schema(name)
     for key in ("$schema", "$id", "title"):
         schema.pop(key, None)

@@ -1,11 +1,5 @@
-"""Text normalisation shared by the search and the heuristic roles: CJK bigrams, word variants,
-stopwords and query tokens.
-
-A neutral module: the search under test (:mod:`judge_runner.search.text` re-imports these names) and
-the heuristic judge and query writer (:mod:`judge_runner.heuristic`) both use it, so neither reaches
-into the other. Chinese, Japanese and Korean text has no spaces between words, so every CJK run is
-read as overlapping character bigrams (Lucene's CJKBigramFilter approach).
-"""
+"""Text normalisation shared by the search and the heuristic roles: CJK bigrams (as Lucene's CJKBigramFilter),
+word variants, stopwords and query tokens. Neutral ground, so neither reaches into the other."""
 
 from __future__ import annotations
 
@@ -47,9 +41,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def word_variants(word: str) -> list[str]:
-    """Extra index and query forms of one word: the parts of a camelCase identifier (``parseConfig`` ->
-    ``parse``, ``Config``) and the German transliteration of umlauts (``Kündigung`` -> ``Kuendigung``).
-    Diacritics themselves are folded by the tokenizer (``Kündigung`` = ``Kundigung``)."""
+    """Extra index and query forms of a word: camelCase parts (``parseConfig`` -> ``parse``, ``Config``) and
+    umlauts transliterated (``Kündigung`` -> ``Kuendigung``)."""
     variants: list[str] = []
     if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
         parts = _CAMEL.findall(word)
@@ -62,9 +55,8 @@ def word_variants(word: str) -> list[str]:
 
 
 def query_tokens(query: str) -> list[str]:
-    """Lower-cased word tokens of a query, CJK as bigrams, plus word variants; stopwords dropped unless
-    nothing else is left; duplicates removed, order kept. Any text is safe: operators and punctuation
-    are not tokens."""
+    """Lower-cased word tokens, CJK as bigrams, plus word variants; stopwords dropped unless nothing else is
+    left; no duplicates, order kept. Operators and punctuation are not tokens."""
     words = _WORD.findall(cjk_bigrams(query))
     tokens = [t.lower() for word in words for t in [word, *word_variants(word)]]
     tokens = list(dict.fromkeys(t for t in tokens if t.strip("_")))
@@ -77,10 +69,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def scrub_unencodable(text: str) -> tuple[str, int]:
-    """``(text, n)``: ``text`` with every code point that cannot be encoded as UTF-8 (a lone surrogate,
-    U+D800-U+DFFF, e.g. from a JSON ``"\\ud83d"`` escape or a shell argument holding an invalid byte)
-    replaced by U+FFFD, and how many were replaced. A valid surrogate pair (which a JSON escape pair
-    yields only as one astral character anyway) is recombined."""
+    r"""``(text, n)``: ``text`` with each code point UTF-8 cannot encode (a lone surrogate, e.g. from a JSON
+    ``"\ud83d"`` escape) replaced by U+FFFD, and how many were. A valid pair is recombined."""
     if not _SURROGATE.search(text):
         return text, 0
     before = text.count("\ufffd")
@@ -90,5 +80,5 @@ def scrub_unencodable(text: str) -> tuple[str, int]:
 
 
 def clean_text(text: str) -> str:
-    """:func:`scrub_unencodable` without the count: text that is safe to embed, store and write."""
+    """``text`` safe to embed, store and write (:func:`scrub_unencodable` without the count)."""
     return scrub_unencodable(text)[0]

@@ -11,8 +11,8 @@ class SpanTooLong(ValueError):
 
 
 def parse_since(value: str) -> timedelta:
-    """``"7d"``, ``"36h"``, ``"2w"`` -> a timedelta. Raises ValueError for anything else, and for a span
-    longer than a timedelta holds (999,999,999 days)."""
+    """``"7d"``, ``"36h"``, ``"2w"`` -> a timedelta. Raises ValueError for anything else, SpanTooLong past
+    999,999,999 days."""
     match = re.fullmatch(r"\s*(\d+)\s*([hdw])\s*", value or "")
     if not match:
         raise ValueError(f"--since takes a number and a unit h, d or w (e.g. 7d), not {value!r}")
@@ -24,9 +24,7 @@ def parse_since(value: str) -> timedelta:
 
 
 def parse_age(text: str) -> timedelta:
-    """An age for ``cache prune --older-than`` (:meth:`judge_runner.judging.cache.JudgmentCache.prune`):
-    ``"30d"``, ``"12h"``, ``"8w"`` -> a timedelta (the grammar of :func:`parse_since`). Raises ValueError
-    for anything else, naming what an age is (SpanTooLong for an age past 999,999,999 days)."""
+    """An age for ``cache prune --older-than``, read as :func:`parse_since`; the ValueError says what an age is."""
     try:
         return parse_since(text)
     except SpanTooLong:

@@ -1,9 +1,5 @@
-"""Splitting a document into chunks of at most ``MAX_CHUNK_CHARS`` characters.
-
-The primitives every format's chunker shares (see :mod:`judge_runner.corpus.formats`): numbered lines
-packed into chunks up to the cap, splitting between lines; a line longer than the cap splits on
-sentence, then word boundaries; only a single "word" longer than the cap is ever cut inside.
-:func:`chunk_text` is the plain-text chunker (paragraphs) and the fallback for files that do not parse.
+"""Chunks of at most ``MAX_CHUNK_CHARS`` characters, split between lines, then sentences, then words; only
+a single word longer than the cap is cut inside. :func:`chunk_text` is the plain-text chunker.
 """
 
 from __future__ import annotations
@@ -18,8 +14,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of one document: its text, anchor (heading path, key or name; None when unknown),
-    and 1-based inclusive line range in the source file."""
+    """A piece of one document; ``anchor``: heading path, key or name (None: unknown); lines 1-based,
+    inclusive."""
 
     text: str
     anchor: str | None
@@ -28,7 +24,6 @@ class Chunk:
 
 
 def _split_words(text: str, cap: int) -> list[str]:
-    """Split a line with no usable sentence boundary on spaces; hard-cut a single over-long token."""
     pieces: list[str] = []
     current = ""
     for word in re.split(r"(\s+)", text):
@@ -52,7 +47,6 @@ def _split_words(text: str, cap: int) -> list[str]:
 
 
 def _split_line(line: str, cap: int) -> list[str]:
-    """Split one over-long line on sentence boundaries, falling back to words."""
     pieces: list[str] = []
     current = ""
     for sentence in _SENTENCE_END.split(line):
@@ -76,8 +70,7 @@ def _split_line(line: str, cap: int) -> list[str]:
 
 
 def pack_lines(lines: list[tuple[int, str]], anchor: str | None, cap: int = MAX_CHUNK_CHARS) -> list[Chunk]:
-    """Pack numbered lines into chunks of at most ``cap`` characters, splitting only between lines
-    unless a single line is over the cap."""
+    """Numbered lines in chunks of at most ``cap`` characters, split between lines where possible."""
     chunks: list[Chunk] = []
     buf: list[tuple[int, str]] = []
 
@@ -112,14 +105,12 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines split at CommonMark's line endings, LF, CRLF and a bare CR (as markdown-it and YAML number
-    them); U+2028 or form feeds inside a line do not start a new one."""
+    """Lines split at LF, CRLF and a bare CR only, as markdown-it and YAML number them."""
     return _LINE_END.split(text)
 
 
 def markdown_headings(text: str) -> dict[int, tuple[int, str]]:
-    """``{first line (1-based): (level, plain heading text)}`` of a markdown document's ATX and setext
-    headings, parsed with markdown-it-py (CommonMark), so ``#`` lines inside code fences are not headings."""
+    """``{first line (1-based): (level, plain heading text)}`` of the CommonMark headings."""
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").parse(text)
@@ -132,8 +123,7 @@ def markdown_headings(text: str) -> dict[int, tuple[int, str]]:
 
 
 def _sections(lines: list[str], headings: dict[int, tuple[int, str]]) -> list[tuple[str | None, list[list[tuple[int, str]]]]]:
-    """Group lines into sections (each heading starts one; its anchor is the heading path) of
-    blank-line separated paragraphs of numbered lines."""
+    """Sections (anchor: the heading path) of paragraphs of numbered lines."""
     sections: list[tuple[str | None, list[list[tuple[int, str]]]]] = [(None, [])]
     path: list[tuple[int, str]] = []
     paragraph: list[tuple[int, str]] = []
@@ -158,12 +148,8 @@ def _sections(lines: list[str], headings: dict[int, tuple[int, str]]) -> list[tu
 
 
 def chunk_text(text: str, fmt: str, cap: int = MAX_CHUNK_CHARS) -> list[Chunk]:
-    """Chunk plain text by paragraphs; markdown (``fmt`` ``"md"`` or ``"markdown"``) also by heading, the
-    heading path as anchor. ``fmt`` is the file extension without dot.
-
-    Returns chunks in document order, each ``len(chunk.text) <= cap``; an empty or whitespace-only
-    document gives no chunks.
-    """
+    """Chunks of plain text by paragraph, of markdown also by heading, in document order; none for a blank
+    document."""
     if cap < 20:
         raise ValueError("chunk cap must be at least 20 characters")
     headings = markdown_headings(text) if fmt in ("md", "markdown") else {}

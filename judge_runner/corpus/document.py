@@ -13,9 +13,8 @@ from judge_runner.corpus.walk import CorpusFile
 
 @dataclass
 class ReadDocument:
-    """A corpus file read into chunks. ``skip`` is the reason it cannot be indexed (``"binary content"``,
-    ``"empty"``, ``"unreadable: ..."``) or None; ``notes`` say how it was read (encoding, parse
-    fallback, replaced characters); ``encoding`` as :class:`~judge_runner.corpus.read.Decoded` names it."""
+    """A corpus file read into chunks. ``skip``: why it cannot be indexed, or None; ``notes``: how it was
+    read."""
 
     source: str
     data: bytes = b""
@@ -26,7 +25,6 @@ class ReadDocument:
 
 
 def read_bytes(file: CorpusFile) -> ReadDocument:
-    """The file's bytes (``skip`` set when it cannot be read)."""
     try:
         return ReadDocument(file.source, file.path.read_bytes())
     except OSError as exc:
@@ -34,7 +32,7 @@ def read_bytes(file: CorpusFile) -> ReadDocument:
 
 
 def chunk_bytes(document: ReadDocument) -> ReadDocument:
-    """Decode and chunk ``document.data`` in place (the format is the source's extension); returns it."""
+    """Decode and chunk ``document.data`` in place; returns it."""
     try:
         decoded = decode(document.data)
     except BinaryContent:
@@ -63,9 +61,7 @@ def read_document(file: CorpusFile) -> ReadDocument:
 
 
 def first_with_content(files: Iterable[CorpusFile]) -> CorpusFile | None:
-    """The first file that yields at least one chunk, or None when every file is empty, whitespace
-    only, front matter only, binary or unreadable. Stops at the first hit, so on a normal corpus it
-    reads one file."""
+    """The first file that yields a chunk, or None; reads no further."""
     for file in files:
         if read_document(file).chunks:
             return file

@@ -1,21 +1,6 @@
-"""Format-aware chunking: one chunker per file format, all built on the same packing primitives.
-
-- markdown: by heading (markdown-it-py), the heading path as anchor; YAML or TOML front matter is read as
-  metadata (:mod:`judge_runner.corpus.frontmatter`): never a chunk, its title the anchor of the text
-  before the first heading;
-- yaml/yml: on ``---`` document separators and top-level keys, the key as anchor; the file is checked
-  with ``yaml.safe_load_all`` (safe loading only: no tags are executed; PyYAML shares aliased nodes
-  rather than copying them, so alias bombs cannot expand);
-- json: split on top-level keys (a top-level array per element), each chunk the pretty-printed member;
-- py: top-level functions and classes via the stdlib ``ast``, the name as anchor, the module docstring,
-  imports and other top-level statements as ``(module)`` chunks;
-- txt and anything else: paragraphs.
-
-A YAML, JSON or Python file that does not parse is chunked as plain text and the fallback is reported.
-Every chunk is at most ``MAX_CHUNK_CHARS`` characters and carries a 1-based line range in the file.
-Line endings may be LF, CRLF or a bare CR (normalised first); characters that cannot be encoded (lone
-surrogates, e.g. from a JSON ``"\\ud83d"`` escape) become U+FFFD with a note, so no chunk can fail the
-embedder or the database.
+"""One chunker per file format: markdown by heading, YAML by document and top-level key (``safe_load``
+only), JSON by top-level member, Python by top-level function and class, anything else by paragraph. A
+file that does not parse is chunked as text, with a note; lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
@@ -39,15 +24,12 @@ _YAML_SEPARATOR = re.compile(r"^---(?:\s.*)?$")
 
 @dataclass
 class ChunkedDocument:
-    """Chunks of one document plus notes on how it was read (e.g. a parse fallback)."""
-
     chunks: list[Chunk]
     notes: list[str] = field(default_factory=list)
 
 
 def _runs(lines: list[str], starts: dict[int, str], default_anchor: str | None) -> list[Chunk]:
-    """Chunk ``lines`` split at ``starts`` ({1-based line: anchor}); lines before the first start get
-    ``default_anchor``."""
+    """``lines`` chunked at ``starts`` (``{1-based line: anchor}``)."""
     chunks: list[Chunk] = []
     anchor = default_anchor
     block: list[tuple[int, str]] = []
@@ -69,8 +51,7 @@ def _scope(anchor: str | None) -> str:
 
 
 def merge_small(chunks: list[Chunk], cap: int = MAX_CHUNK_CHARS, small: int = SMALL_CHUNK_CHARS) -> list[Chunk]:
-    """Merge runs of adjacent small chunks of one scope (e.g. one YAML document) into chunks of at most
-    ``cap`` characters, so ``version: 2`` is not a chunk of its own; the anchor lists the merged keys."""
+    """Adjacent small chunks of one scope merged up to ``cap``, so ``version: 2`` is no chunk of its own."""
     merged: list[Chunk] = []
     for chunk in chunks:
         prev = merged[-1] if merged else None
@@ -95,7 +76,6 @@ def merge_small(chunks: list[Chunk], cap: int = MAX_CHUNK_CHARS, small: int = SM
 
 
 def _yaml_label(document: object, index: int) -> str:
-    """``document 2 (Deployment lantern-api)`` for a Kubernetes-style document, else ``document 2``."""
     label = f"document {index + 1}"
     if isinstance(document, dict) and isinstance(document.get("kind"), str):
         name = document.get("metadata", {}).get("name") if isinstance(document.get("metadata"), dict) else None
@@ -104,7 +84,7 @@ def _yaml_label(document: object, index: int) -> str:
 
 
 def chunk_yaml(text: str) -> ChunkedDocument:
-    """YAML by document and top-level key. Raises yaml.YAMLError when the file does not parse."""
+    """Raises yaml.YAMLError when the file does not parse."""
     documents = list(yaml.safe_load_all(text))
     lines = split_lines(text)
     starts: dict[int, str] = {}
@@ -134,9 +114,7 @@ _NON_SPACE = re.compile(r"\S")
 
 
 def _top_level_offsets(text: str) -> list[int]:
-    """Character offsets where each member of the top-level JSON object or array starts (a scanner over
-    strings and brackets, one regex pass; the text is known to parse). An offset may point at the closing
-    bracket of an empty container; callers drop those."""
+    """Offsets where each top-level member of parsed JSON starts; one may be an empty container's close."""
     offsets: list[int] = []
     depth = 0
     for token in _JSON_TOKEN.finditer(text):
@@ -159,16 +137,13 @@ def _top_level_offsets(text: str) -> list[int]:
 
 
 def line_numbers(text: str, offsets: list[int]) -> list[int]:
-    """The 1-based line of each character offset (``\n`` separated), from one pass over the text's
-    newlines: linear in the text's length, however many offsets (a per-offset ``text.count`` made a
-    50,000-member JSON array quadratic)."""
+    """The 1-based line of each character offset, in one linear pass."""
     newlines = [m.start() for m in re.finditer("\n", text)]
     return [bisect_left(newlines, offset) + 1 for offset in offsets]
 
 
 def chunk_json(text: str) -> ChunkedDocument:
-    """JSON by top-level key (or array element), each member pretty-printed. Raises ValueError when
-    the file does not parse."""
+    """Each top-level member pretty-printed. Raises ValueError when the file does not parse."""
     data = json.loads(text)
     if not isinstance(data, (dict, list)) or not data:
         return ChunkedDocument(chunk_text(json.dumps(data, indent=2, ensure_ascii=False), "json"))
@@ -194,8 +169,7 @@ def chunk_json(text: str) -> ChunkedDocument:
 
 
 def chunk_python(text: str) -> ChunkedDocument:
-    """Python by top-level function and class (``ast``), the rest as ``(module)`` chunks. Raises
-    SyntaxError when the file does not parse."""
+    """The rest as ``(module)`` chunks. Raises SyntaxError when the file does not parse."""
     tree = ast.parse(text)
     lines = split_lines(text)
     definitions: dict[int, tuple[int, str]] = {}
@@ -221,10 +195,8 @@ def chunk_python(text: str) -> ChunkedDocument:
 
 
 def chunk_markdown(text: str, fmt: str = "md") -> ChunkedDocument:
-    """Markdown by heading, after setting aside its front matter (:func:`parse_front_matter`): those
-    lines are blanked (line numbers stay true), never chunked, and the front matter's ``title`` becomes
-    the anchor of the text before the first heading. A chunk without a letter or digit (a thematic
-    break alone) is dropped."""
+    """Front matter is blanked, never chunked, its ``title`` the first anchor; a chunk without a letter or
+    digit is dropped."""
     lines = split_lines(text)
     front, note = parse_front_matter(lines)
     if front is None:
@@ -237,7 +209,6 @@ def chunk_markdown(text: str, fmt: str = "md") -> ChunkedDocument:
 
 
 def _with_words(chunks: list[Chunk]) -> list[Chunk]:
-    """Chunks holding a letter or digit: a lone thematic break (``---``, ``***``) is no content."""
     return [c for c in chunks if re.search(r"[^\W_]", c.text)]
 
 
@@ -250,8 +221,7 @@ _PARSERS = {
 
 
 def _safe_chunks(document: ChunkedDocument) -> ChunkedDocument:
-    """The document with every chunk's text and anchor free of lone surrogates (U+FFFD instead) and a
-    note when any was replaced."""
+    """Lone surrogates as U+FFFD, with a note."""
     replaced = 0
     chunks = []
     for chunk in document.chunks:
@@ -265,9 +235,7 @@ def _safe_chunks(document: ChunkedDocument) -> ChunkedDocument:
 
 
 def chunk_document(text: str, fmt: str) -> ChunkedDocument:
-    """Chunk a decoded document by its format (the file extension without dot). Never raises for bad
-    content: a file that does not parse is chunked as text and a note says so. Line endings may be LF,
-    CRLF or CR; every chunk's text and anchor can be encoded as UTF-8."""
+    """Chunk a decoded document by its extension. Never raises for bad content."""
     fmt = fmt.lower()
     text = normalize_newlines(text)
     if fmt in _PARSERS:

@@ -1,13 +1,5 @@
-"""Markdown front matter: the metadata block at the top of a file, read as metadata, never as content.
-
-Two conventions are recognised (Jekyll, Hugo, Obsidian, MkDocs, Docusaurus...):
-
-- YAML between a first line ``---`` and a closing line ``---`` or ``...``, loaded with ``yaml.safe_load``;
-- TOML between a first line ``+++`` and a closing line ``+++`` (Hugo), loaded with the stdlib ``tomllib``.
-
-A block counts as front matter only when it is closed and its body is empty or a mapping; anything else
-(an unclosed ``---``, a thematic break followed by a setext heading, YAML that does not parse) stays part
-of the document, with a note saying why when it looked like front matter.
+"""Markdown front matter, read as metadata: YAML between ``---`` and ``---`` or ``...``, TOML between ``+++``
+lines. Only a closed block whose body is empty or a mapping counts; anything else stays content.
 """
 
 from __future__ import annotations
@@ -22,8 +14,7 @@ MAX_FRONT_MATTER_LINES = 200  # a closing delimiter further down is not front ma
 
 @dataclass(frozen=True)
 class FrontMatter:
-    """A parsed front-matter block: its metadata and the 1-based number of its closing line
-    (``end_line``; lines 1..end_line belong to it). ``title`` is the metadata's title when it is text."""
+    """A front-matter block: lines 1..``end_line`` belong to it."""
 
     meta: dict = field(default_factory=dict)
     end_line: int = 0
@@ -35,11 +26,8 @@ class FrontMatter:
 
 
 def parse_front_matter(lines: list[str]) -> tuple[FrontMatter | None, str | None]:
-    """``(front matter or None, note or None)`` for a document's lines (newline-free).
-
-    The note explains a block that opened like front matter but was left as content (unclosed,
-    unparsable, not a mapping). Never raises.
-    """
+    """``(front matter or None, note or None)``: the note says why a block that looked like front matter
+    was left as content. Never raises."""
     if not lines or lines[0].strip() not in ("---", "+++"):
         return None, None
     opener = lines[0].strip()

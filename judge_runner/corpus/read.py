@@ -1,25 +1,8 @@
-"""Decoding a corpus file's bytes into text without ever stopping the index.
-
-Order of attempts (the first that applies wins), and the encoding name each records in
-:attr:`Decoded.encoding`:
-
-1. a byte-order mark: UTF-32 (``"utf-32-le"``/``"utf-32-be"``), UTF-8 (``"utf-8-sig"``), UTF-16
-   (``"utf-16-le"``/``"utf-16-be"``; PowerShell's default ``Out-File`` encoding);
-2. NUL bytes in the first 8 KiB: UTF-16 without a BOM when the NULs fall on every other byte (ASCII-range
-   text in UTF-16 LE or BE), else :class:`BinaryContent`;
-3. strict UTF-8 (``"utf-8"``);
-4. UTF-8 holding encoded surrogates (CESU-8 / WTF-8, e.g. ``ED A0 BD``): pairs are recombined, lone
-   ones become U+FFFD (``"utf-8"``, with :attr:`Decoded.replaced` counting them);
-5. text that is mostly valid UTF-8 with a few damaged bytes (more valid multi-byte sequences than
-   invalid bytes): UTF-8 with U+FFFD (``"utf-8-lossy"``);
-6. otherwise the encoding charset-normalizer finds (e.g. ``"cp1252"``, ``"cp1251"``); among equally
-   likely candidates windows-1252 is preferred, the WHATWG Encoding Standard's default for legacy
-   Western text (charset-normalizer alone picks cp1250 for ``Café naïve``, giving ``naďve``);
-7. nothing fits: UTF-8 with U+FFFD (``"utf-8-lossy"``).
-
-Every decoded text is free of lone surrogates (see :func:`scrub_unencodable`) and has its line endings
-normalised to LF (CRLF and bare CR are line endings, as in CommonMark and YAML; see
-:func:`normalize_newlines`), so line numbers count the lines a reader sees.
+"""Decoding a corpus file's bytes into text without ever stopping the index. The first that applies wins:
+a byte-order mark; NULs in the first 8 KiB (UTF-16 without a BOM, else :class:`BinaryContent`); strict
+UTF-8; UTF-8 with encoded surrogates; mostly valid UTF-8 (``"utf-8-lossy"``); charset-normalizer's guess,
+windows-1252 first on a tie (the WHATWG Encoding Standard's legacy default); else ``"utf-8-lossy"``. The
+text has no lone surrogates and LF line endings.
 """
 
 from __future__ import annotations
@@ -48,13 +31,8 @@ TIE_CHAOS, TIE_COHERENCE = 0.01, 0.05  # how close (charset-normalizer's 0-1 sca
 
 @dataclass(frozen=True)
 class Decoded:
-    """Text of a file and how it was decoded.
-
-    ``encoding``: ``"utf-8"``, ``"utf-8-sig"``, ``"utf-8-lossy"`` (invalid bytes replaced by U+FFFD),
-    ``"utf-16-le"``/``"utf-16-be"``/``"utf-32-le"``/``"utf-32-be"``, or a legacy codec name reported by
-    charset-normalizer such as ``"cp1252"``. ``replaced``: how many characters became U+FFFD (invalid
-    bytes or lone surrogates).
-    """
+    """Text of a file and its ``encoding`` (a codec name, or ``"utf-8-lossy"``); ``replaced``: how many
+    characters became U+FFFD."""
 
     text: str
     encoding: str
@@ -62,7 +40,7 @@ class Decoded:
 
     @property
     def note(self) -> str | None:
-        """A one-line note for the index report when the file was not plain UTF-8, else None."""
+        """A note for the index report when the file was not plain UTF-8, else None."""
         if self.encoding == "utf-8-lossy":
             return "undecodable bytes replaced"
         if self.encoding not in ("utf-8", "utf-8-sig"):
@@ -73,11 +51,11 @@ class Decoded:
 
 
 class BinaryContent(ValueError):
-    """The bytes look like a binary file (NUL bytes) behind a text extension."""
+    """NUL bytes behind a text extension."""
 
 
 def normalize_newlines(text: str) -> str:
-    """CRLF and bare CR line endings as LF (CommonMark's line endings: LF, CR, CRLF)."""
+    """CRLF and bare CR line endings as LF."""
     return _NEWLINE.sub("\n", text) if "\r" in text else text
 
 
@@ -95,8 +73,7 @@ def _decode_lenient(data: bytes, codec: str, name: str) -> Decoded:
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
-    """``"utf-16-le"``/``"utf-16-be"`` when NULs fall on every other byte of the sample (ASCII-range
-    UTF-16 text) and the whole file decodes to printable text, else None."""
+    """The UTF-16 byte order when NULs fall on every other byte and the file decodes to printable text."""
     sample = data[:_NUL_SAMPLE]
     pairs = len(sample) // 2
     if pairs == 0:
@@ -115,7 +92,7 @@ def _utf16_without_bom(data: bytes) -> str | None:
 
 
 def _mostly_utf8(data: bytes) -> Decoded | None:
-    """UTF-8 with a few damaged bytes: more valid non-ASCII characters than replaced bytes."""
+    """UTF-8 with more valid non-ASCII characters than damaged bytes."""
     text = data.decode("utf-8", errors="replace")
     replaced = text.count("\ufffd")
     valid = sum(1 for c in text if c > "\x7f" and c != "\ufffd")
@@ -125,7 +102,6 @@ def _mostly_utf8(data: bytes) -> Decoded | None:
 
 
 def _detect(data: bytes) -> Decoded | None:
-    """The legacy encoding charset-normalizer finds most likely, preferring windows-1252 on a tie."""
     from charset_normalizer import from_bytes
 
     matches = from_bytes(data)
@@ -147,11 +123,8 @@ def _detect(data: bytes) -> Decoded | None:
 
 
 def decode(data: bytes) -> Decoded:
-    """Decode file bytes as described in the module docstring; never loses a file to its encoding.
-
-    Raises BinaryContent when the first 8 KiB contain NUL bytes that are not UTF-16/32 text (a binary
-    file with a text extension).
-    """
+    """Decode file bytes (order in the module docstring). Raises BinaryContent for NULs in the first 8 KiB
+    that are not UTF-16 or UTF-32 text."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             codec = "utf-8" if name == "utf-8-sig" else name

@@ -14,9 +14,8 @@ DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """One file of the corpus: ``source`` is its POSIX path relative to the root in Unicode NFC (the id
-    used everywhere: index, search results, expected sources, qrels); ``path`` is the file as it is
-    named on disk (macOS and some archives write names in NFD: ``u`` + U+0308 for ``ü``)."""
+    """One file of the corpus: ``source``, its relative POSIX path in NFC, is its id everywhere; ``path``
+    is the name on disk, which may be NFD."""
 
     source: str
     path: Path
@@ -25,8 +24,6 @@ class CorpusFile:
 
 @dataclass
 class WalkResult:
-    """Files to index plus the ones skipped, as ``(source, reason)`` pairs."""
-
     files: list[CorpusFile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
@@ -40,13 +37,11 @@ def parse_extensions(value: str | None) -> tuple[str, ...]:
 
 
 def normalize_source(source: str) -> str:
-    """A corpus path in the form every comparison uses: Unicode NFC. Apply it to any
-    path that is compared with a source (expected sources, sandbox paths, qrels)."""
+    """A path in Unicode NFC: apply it to any path compared with a source."""
     return unicodedata.normalize("NFC", source)
 
 
 def is_hidden(part: str) -> bool:
-    """A path component starting with a dot (``.git``, ``.trash``, ``.env``) is hidden."""
     return part.startswith(".") and part not in (".", "..")
 
 
@@ -56,14 +51,9 @@ def walk_corpus(
     excludes: tuple[str, ...] = DEFAULT_EXCLUDES,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> WalkResult:
-    """List the files under ``root`` that belong in the index, sorted by source.
-
-    Hidden files and folders, excluded folder names and other extensions are left out silently;
-    directory symlinks are never followed (no loops, nothing outside the root); files over
-    ``max_bytes`` bytes, file symlinks leading outside the root, unreadable entries and a second file
-    whose name equals another's in NFC are skipped with a reason. Raises NotADirectoryError when
-    ``root`` is not a folder.
-    """
+    """The files under ``root`` that belong in the index, by source. Hidden, excluded and other extensions
+    are left out silently; directory symlinks never followed; files over ``max_bytes``, symlinks leading
+    outside, unreadable entries and NFC duplicates skipped with a reason. Raises NotADirectoryError."""
     root = Path(root)
     if not root.is_dir():
         raise NotADirectoryError(f"fixtures folder not found or not a folder: {root}")

@@ -1,8 +1,4 @@
-"""The hashing embedder (kind ``hash``): deterministic feature hashing for tests and development that do not
-measure search quality. No model to load, the same vectors in every process. Its vectors carry only lexical
-overlap, so it must never be used to judge search quality; an index built with it records its own model
-name (``hash-384-v1``) and is refused by the real model.
-"""
+"""The hashing embedder (kind ``hash``), for tests only: its vectors carry lexical overlap, no meaning."""
 
 from __future__ import annotations
 
@@ -17,15 +13,9 @@ from judge_runner.embed.base import BATCH_SIZE, DIMENSION
 
 
 class HashEmbedder:
-    """Deterministic feature hashing (Weinberger et al. 2009, "Feature Hashing for Large Scale Multitask
-    Learning") into ``dimension`` (384) buckets, for tests and development only.
-
-    Features of a text: its lower-cased words (CJK runs as bigrams) with weight 1.0, and the character
-    trigrams of each word (padded with spaces) with weight 0.5. Each feature adds ``±weight`` to the bucket
-    given by the first 8 bytes of its BLAKE2b digest (sign from the next bit), so vectors are identical in
-    every process (Python's ``hash`` is salted). Rows are L2-normalised; a text with no word gets the
-    vector of the feature ``"<empty>"``, so every row has length 1. Texts sharing words have a positive
-    cosine, texts sharing none about 0: lexical overlap only, no meaning.
+    """Feature hashing (Weinberger et al. 2009, "Feature Hashing for Large Scale Multitask Learning") of a
+    text's words (weight 1.0) and their character trigrams (0.5) into ``dimension`` buckets by BLAKE2b, the
+    same in every process. Rows have length 1; a text with no word gets the vector of ``"<empty>"``.
     """
 
     name = "hash-384-v1"
@@ -37,7 +27,6 @@ class HashEmbedder:
         self.dimension = dimension
 
     def describe(self) -> dict[str, Any]:
-        """What an index records about this embedder (``embedder`` in its meta table)."""
         return {"kind": self.kind, "model": self.name, "backend": "feature hashing", "dimension": self.dimension}
 
     def _features(self, text: str) -> list[tuple[str, float]]:
@@ -64,7 +53,6 @@ class HashEmbedder:
         return vector / norm
 
     def encode(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:  # noqa: ARG002 - same signature as MiniLM
-        """Embed ``texts``: shape ``(len(texts), dimension)``, float32, rows of length 1."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([self._vector(t) for t in texts]).astype(np.float32)

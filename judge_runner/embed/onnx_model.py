@@ -1,14 +1,6 @@
-"""A sentence-transformers model run by ONNX Runtime: the model's own tokenizer, pooling and normalisation,
-no torch.
-
-:class:`OnnxSession` reads what the sentence-transformers folder says about its pipeline
-(``modules.json``: Transformer, Pooling, Normalize; ``sentence_bert_config.json``: ``max_seq_length``;
-``1_Pooling/config.json``: the pooling mode; ``tokenizer.json``: the fast tokenizer), runs the ONNX graph
-of the transformer (its ``last_hidden_state``) with ONNX Runtime on the CPU, and pools and normalises with
-NumPy exactly as sentence-transformers does: the mean of the token vectors under the attention mask
-(``sum(h * mask) / max(sum(mask), 1e-9)``), then division by the L2 norm. Imports only ``numpy``,
-``onnxruntime`` and ``tokenizers`` (the Rust tokenizer library), so a process that embeds queries never
-loads torch, transformers, scikit-learn or SciPy.
+"""A sentence-transformers model run by ONNX Runtime, pooled and normalised with NumPy as
+sentence-transformers does (``sum(h * mask) / max(sum(mask), 1e-9)``, then the L2 norm), its pipeline read
+from the model folder. Imports only ``numpy``, ``onnxruntime`` and ``tokenizers``: never torch.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ import numpy as np
 
 
 class OnnxModelError(RuntimeError):
-    """The model folder describes a pipeline this runner does not reproduce, or a file is missing."""
+    """A pipeline this runner does not reproduce, or a missing file."""
 
 
 def pipeline_config(model_dir: Path) -> dict[str, Any]:
@@ -49,13 +41,8 @@ def pipeline_config(model_dir: Path) -> dict[str, Any]:
 
 class OnnxSession:
     """One ONNX Runtime session over ``model_path`` with the tokenizer and pooling of ``model_dir``.
-
-    ``threads``: ONNX Runtime's intra-op threads (None: one per core); the threads sleep rather than spin
-    between operations (``session.intra_op.allow_spinning = 0``), since on shared cores a spinning thread
-    takes time from the others. ``encode(texts, batch_size) -> np.ndarray`` of shape ``(len(texts),
-    dimension)``, float32, in the order given; texts are run in batches of similar token length (longest
-    first, as sentence-transformers sorts them), each padded to its longest text. Raises OnnxModelError
-    when the files cannot be read or ``onnxruntime``/``tokenizers`` are missing.
+    ``threads``: intra-op threads (None: one per core), which sleep rather than spin. Raises
+    OnnxModelError when the files cannot be read or ``onnxruntime``/``tokenizers`` are missing.
     """
 
     def __init__(self, model_path: Path, model_dir: Path, threads: int | None = None):
@@ -65,7 +52,7 @@ class OnnxSession:
         self.tokenizer = self.tokenizer_of(model_dir)
 
     def _open(self, model_path: Path, threads: int | None) -> None:
-        """Load the graph into the runtime that :meth:`_infer` runs (here ONNX Runtime); sets ``inputs``."""
+        """Load the graph :meth:`_infer` runs; sets ``inputs``."""
         try:
             import onnxruntime
         except ImportError as exc:
@@ -83,8 +70,7 @@ class OnnxSession:
 
     @staticmethod
     def tokenizer_of(model_dir: Path) -> Any:
-        """The folder's fast tokenizer (``tokenizer.json``) as sentence-transformers uses it: truncated at
-        ``max_seq_length`` tokens, not padded (batches are padded to their longest text). Raises
+        """The folder's fast tokenizer, truncated at ``max_seq_length`` tokens, not padded. Raises
         OnnxModelError when ``tokenizers`` is missing or the file cannot be read."""
         config = pipeline_config(model_dir)
         try:
@@ -117,11 +103,11 @@ class OnnxSession:
         return cast(np.ndarray, pooled.astype(np.float32))
 
     def _infer(self, feed: dict[str, np.ndarray]) -> np.ndarray:
-        """The transformer's ``last_hidden_state`` for one padded batch: shape ``(batch, tokens, dimension)``."""
+        """``last_hidden_state`` of one padded batch, shape ``(batch, tokens, dimension)``."""
         return cast(np.ndarray, self.session.run(None, feed)[0])
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Embed ``texts`` (see the class docstring); an empty list gives shape ``(0, dimension)``."""
+        """Shape ``(len(texts), dimension)``, float32, in order; run in batches of similar token length."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
@@ -134,7 +120,6 @@ class OnnxSession:
 
 
 def default_threads() -> int | None:
-    """The intra-op threads for large inputs: ``OMP_NUM_THREADS`` when set (as torch reads it), else None
-    (one per core)."""
+    """``OMP_NUM_THREADS`` when set, else None (one per core)."""
     value = os.environ.get("OMP_NUM_THREADS", "").strip()
     return int(value) if value.isdigit() and int(value) > 0 else None

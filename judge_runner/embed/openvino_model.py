@@ -1,37 +1,7 @@
-"""The exported all-MiniLM-L6-v2 ONNX graph run by OpenVINO instead of ONNX Runtime, in bfloat16 where
-it pays, and checked against a reference vector when it is loaded.
-
-:class:`OpenVinoSession` is :class:`~judge_runner.embed.onnx_model.OnnxSession` (the model's own
-tokenizer, truncation, mean pooling and normalisation) with OpenVINO's CPU plugin running the graph: the
-fp32 export of :mod:`judge_runner.embed.onnx_export` (OpenVINO's ONNX front end reads its fused
-``com.microsoft`` operators), compiled with ``INFERENCE_PRECISION_HINT`` ``bf16`` or ``f32``.
-
-**Precision** (:func:`choose_precision`): ``f32`` unless OpenVINO lists ``BF16`` in the CPU plugin's
-``OPTIMIZATION_CAPABILITIES``; ``bf16`` when the kernel also lists ``amx_bf16`` among the CPU's flags
-(``/proc/cpuinfo``: Intel AMX multiplies bfloat16 matrices in its tiles, and OpenVINO's CPU documentation,
-"CPU Device", inference precision, makes bf16 the default on processors with AMX). ``BF16`` without AMX
-means AVX512_BF16, which adds only dot-product and conversion instructions: it is reported to be slower
-than f32 on some such CPUs (issue 29) and was 1.7 times as fast on this one (an AMD EPYC with
-AVX512_BF16 and no AMX, OpenVINO 2026.4, 64 fixture chunks of 900 characters, machine loaded: f32 5.6
-chunks/s on one thread and 4.3 on two, bf16 9.3 and 7.4), so there it is measured once
-(:func:`measured_speeds`, about two seconds, cached beside the export for that CPU and OpenVINO version)
-and bf16 is kept only when it is at least :data:`BF16_GAIN` times as fast. bfloat16 keeps fp32's exponent
-with an 8-bit mantissa, and OpenVINO accumulates in fp32: on 300 SciFact chunks the vectors' cosine to
-the torch model's is 0.99998 on average (least 0.99997; 0.999958 least on the 64 chunks above), against
-0.997 for ONNX Runtime's int8 model.
-
-**The check at load** (:meth:`OpenVinoSession.check`): the compiled model embeds :data:`REFERENCE_TEXT`
-(one short text, a few milliseconds) and its vector must have a cosine of at least
-:data:`MIN_REFERENCE_COSINE` with the fp32 export's vector of that text on ONNX Runtime
-(:func:`judge_runner.embed.onnx_export.reference_vector`, cached beside the export; that export agrees with
-the torch model to 2e-7 per component). A bf16 model that fails it is compiled again in f32, with a note;
-an f32 model that fails it is an OnnxModelError naming both cosines.
-
-Imports ``openvino``, ``numpy`` and ``tokenizers``: never torch, scikit-learn or SciPy, nor ONNX
-Runtime (which only exports the graph and computes the reference vector, once).
-
-OpenVINO documentation: "Inference precision" (``ov::hint::inference_precision``), "CPU device"
-(bf16 by default on processors with Intel AMX) and ``ov::device::capabilities``, https://docs.openvino.ai/.
+"""The fp32 ONNX export of all-MiniLM-L6-v2 run by OpenVINO, in bfloat16 where it pays (:func:`choose_precision`),
+and checked at load against an fp32 reference vector. Imports neither torch, scikit-learn, SciPy nor ONNX
+Runtime. See docs/builtin-search.md, "Embedders"; OpenVINO documentation: "Inference precision", "CPU
+device" (bf16 by default with Intel AMX), https://docs.openvino.ai/.
 """
 
 from __future__ import annotations
@@ -50,16 +20,14 @@ import numpy as np
 from judge_runner.embed.onnx_model import OnnxModelError, OnnxSession
 
 REFERENCE_TEXT = "how do I drain a kubernetes node before maintenance"
-"""The one short text the compiled model embeds at load (one of the export's probes)."""
+"""The one short text the compiled model embeds at load."""
 MIN_REFERENCE_COSINE = 0.999
-"""Least cosine between the compiled model's vector of :data:`REFERENCE_TEXT` and the fp32 reference: bf16
-reaches 0.99997 or more (300 SciFact chunks), ONNX Runtime's int8 model 0.991 or more; a model that
-computes wrongly (a broken kernel, a precision the CPU emulates badly) is far below."""
+"""Least cosine to the fp32 reference: bf16 reaches 0.99997, int8 0.991; a model that computes wrongly is
+far below."""
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
-    """The CPU's feature flags as the Linux kernel lists them (the first ``flags`` line of ``cpuinfo``);
-    empty where there is no such file (another system), so that bf16 is then never chosen."""
+    """The CPU's flags from ``cpuinfo``; empty without the file, so bf16 is never chosen."""
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -71,22 +39,17 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
 
 
 BF16_GAIN = 1.15
-"""Where the CPU has BF16 but no AMX, bf16 is chosen only when it embeds at least this many times as fast as
-f32 (a margin over the timing noise of a shared machine)."""
+"""Without AMX, bf16 must embed at least this many times as fast as f32 (a margin over timing noise)."""
 TIMING_TEXTS = tuple(
     f"{topic}: the service restarts the worker, rebuilds the index and reports the latency of every query, "
     "so that the on-call engineer can compare the numbers before and after the maintenance window." * 2
     for topic in ("Redis failover", "Postgres upgrade", "Kubernetes drain", "TLS rotation")
 )
-"""The texts a measurement embeds (four chunks of about a hundred tokens)."""
 
 
 def choose_precision(capabilities: Sequence[str], flags: frozenset[str], measure: Callable[[], dict[str, float]] | None = None) -> str:
-    """The precision to compile in: ``"f32"`` when OpenVINO's CPU ``capabilities`` (``OPTIMIZATION_CAPABILITIES``)
-    lack ``BF16``; ``"bf16"`` when the CPU ``flags`` hold ``amx_bf16`` (Intel AMX, where OpenVINO itself
-    defaults to bf16); else (BF16 through AVX512_BF16 alone, which pays on some CPUs and not on others)
-    ``"bf16"`` only when ``measure()`` (``{"f32": chunks/s, "bf16": chunks/s}``) finds it at least
-    :data:`BF16_GAIN` times as fast, and ``"f32"`` without a measurement."""
+    """``"f32"`` without ``BF16`` in ``capabilities``; ``"bf16"`` with ``amx_bf16`` in ``flags``; else
+    ``"bf16"`` only when ``measure()`` (chunks/s by precision) finds it :data:`BF16_GAIN` times as fast."""
     if "BF16" not in capabilities:
         return "f32"
     if "amx_bf16" in flags:
@@ -98,15 +61,13 @@ def choose_precision(capabilities: Sequence[str], flags: frozenset[str], measure
 
 
 def cpu_precision(core: Any = None, flags: frozenset[str] | None = None, measure: Callable[[], dict[str, float]] | None = None) -> str:
-    """:func:`choose_precision` for this machine: the capabilities of ``core`` (an ``openvino.Core``; default:
-    a new one), ``flags`` (default: :func:`cpu_flags`) and ``measure``. Raises OnnxModelError when
-    ``openvino`` is missing."""
+    """:func:`choose_precision` for this machine. Raises OnnxModelError when ``openvino`` is missing."""
     core = core or _core()
     return choose_precision(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"), cpu_flags() if flags is None else flags, measure)
 
 
 def _machine(core: Any) -> dict[str, str]:
-    """What a measured precision holds for: the CPU's name and flags (a digest) and OpenVINO's version."""
+    """The CPU and OpenVINO version a measured precision holds for."""
     flags = " ".join(sorted(cpu_flags()))
     return {
         "cpu": str(core.get_property("CPU", "FULL_DEVICE_NAME")),
@@ -116,9 +77,8 @@ def _machine(core: Any) -> dict[str, str]:
 
 
 def measured_speeds(model_path: Path, model_dir: Path, core: Any) -> dict[str, float]:
-    """``{"f32": chunks/s, "bf16": chunks/s}`` of the model at ``model_path`` on one thread, each the best of
-    three alternating rounds over :data:`TIMING_TEXTS` (about two seconds); cached beside the model in
-    ``<name>.precision.json`` for this CPU and OpenVINO version (:func:`_machine`), so measured once."""
+    """``{"f32": chunks/s, "bf16": chunks/s}`` on one thread, best of three rounds (about two seconds),
+    cached beside the model per CPU and OpenVINO version."""
     cached, machine = model_path.with_suffix(".precision.json"), _machine(core)
     try:
         stored = json.loads(cached.read_text(encoding="utf-8"))
@@ -158,17 +118,9 @@ def _core() -> Any:
 
 
 class OpenVinoSession(OnnxSession):
-    """One OpenVINO compiled model over ``model_path`` (an ONNX graph) with the tokenizer and pooling of
-    ``model_dir``: ``encode(texts, batch_size) -> np.ndarray`` of shape ``(len(texts), dimension)``,
-    float32, as :class:`OnnxSession`.
-
-    ``threads``: OpenVINO's ``INFERENCE_NUM_THREADS`` (None: its default, one per core); one stream
-    (``PERFORMANCE_HINT`` ``LATENCY``), so a batch's result does not depend on what else runs.
-    ``precision``: ``bf16`` or ``f32`` (default: :func:`cpu_precision`). ``reference``: the fp32 vector of
-    :data:`REFERENCE_TEXT`, shape ``(dimension,)``, checked at load (:meth:`check`; None: not checked);
-    ``note(message)`` hears of a fallback to f32 (default: a line on stderr). ``reference_cosine``: the
-    check's cosine. Raises OnnxModelError when the files cannot be read or compiled, ``openvino`` or
-    ``tokenizers`` are missing, or the f32 model fails the check.
+    """An :class:`OnnxSession` whose graph OpenVINO compiles, one stream. ``reference``: the fp32 vector of
+    :data:`REFERENCE_TEXT` checked at load (None: not checked). Raises OnnxModelError when the files cannot
+    be read or compiled, ``openvino`` or ``tokenizers`` are missing, or the f32 model fails the check.
     """
 
     def __init__(
@@ -207,9 +159,8 @@ class OpenVinoSession(OnnxSession):
         return float(np.dot(vector, reference)) / norms if norms > 0 and np.isfinite(norms) else 0.0
 
     def check(self, model_path: Path, threads: int | None, reference: np.ndarray, note: Callable[[str], None]) -> None:
-        """Embed :data:`REFERENCE_TEXT` and compare it with ``reference`` (see the module docstring): below
-        :data:`MIN_REFERENCE_COSINE` a bf16 model is compiled again in f32 (``note`` says so) and checked
-        again. Sets ``reference_cosine``. Raises OnnxModelError when the f32 model fails too."""
+        """Below :data:`MIN_REFERENCE_COSINE` a bf16 model is compiled again in f32, saying so. Raises
+        OnnxModelError when the f32 model fails too."""
         cosine = self._cosine(reference)
         if cosine >= MIN_REFERENCE_COSINE:
             self.reference_cosine = cosine

@@ -1,7 +1,6 @@
 """Phase two's calls estimated from real search answers: each query searched once per system
 (:func:`search_all`), then judged by the recording judge through the real protocol
-(:func:`estimate_answers`), so the estimate makes exactly the calls the run would make. Used by
-``--dry-run`` (:mod:`judge_runner.app.dry_run`) and by the real run's start (:mod:`judge_runner.estimate.start`).
+(:func:`estimate_answers`), so the estimate makes exactly the calls the run would make.
 """
 
 from __future__ import annotations
@@ -23,10 +22,8 @@ __all__ = ["estimate_answers", "search_all"]
 def search_all(
     queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
 ) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
-    """``([(query, answer)], failures, first failure's message or None)``: each query searched with each
-    ``(backend, mode)``; a failed search is counted (the real run writes it as an error line, no call), and
-    the first one's reason kept (``ErrorType: message``, at most 300 characters) so the report can say why.
-    A backend that can (:func:`judge_runner.search.prepare.prepare_search`) embeds the queries first."""
+    """``([(query, answer)], failures, first failure's ``ErrorType: message`` (at most 300 characters) or
+    None)``: each query searched with each ``(backend, mode)``; a failed search makes no call."""
     answers, failed, first = [], 0, None
     for backend, mode in searches:
         # the whole set embedded first, as the run loop does: the searches then do no model
@@ -49,10 +46,8 @@ def estimate_answers(
     human: dict[str, dict[str, int]] | None = None,
     effort: str = DEFAULT_EFFORT,
 ) -> list[ModelEstimate]:
-    """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers`` under
-    ``protocol``, labels in ``cache`` (a JudgmentCache or None; read only); a result with a ``human`` label is
-    still judged (its judge label is kept beside the person's), as in the run; ``effort``: the reasoning
-    effort a reasoning model is sent."""
+    """One :class:`ModelEstimate` per judge: the calls :func:`judge_query` would make on ``answers``.
+    ``cache`` is only read. A result with a person's grade is still judged, as in the run."""
     out = []
     for provider, model, price, chosen in judges:
         judge = RecordingJudge(provider, model, effort=effort)

@@ -1,35 +1,20 @@
 """What a run will cost before it spends: the judge calls it would make, their tokens and their price.
 
-The estimate is built from the requests themselves. :class:`RecordingJudge` is a
-:class:`~judge_runner.judging.protocol.Judge` that sends nothing: each call renders the exact request the LLM judge
-would send (:mod:`judge_runner.judging.requests`), lays it out as the provider's wire format does
-(:func:`wire_parts`, the providers' own ``request_body``), counts its tokens and answers with a placeholder. Driven through the real protocol
-(:func:`judge_runner.judging.labelling.judge_query`, or calibrate's labeller) it makes exactly the calls the run
-would make: same modes, trials, judgment-cache keys (:class:`DryRunCache` reads the cache and keeps what
-the run would store in memory), human-labelled results judged too (the run keeps their judge label).
+:class:`RecordingJudge` sends nothing: driven through the real protocol, it renders each request the LLM
+judge would send, lays it out in the provider's wire format and counts its tokens. Units: tokens and USD.
+Sources of the constants:
 
-Units: tokens (integers) and USD. Sources of the constants:
+- :data:`CHARS_PER_TOKEN` = 4: OpenAI's rule of thumb for English ("one token is roughly 4
+  characters"), and what the loopback fake server counts. No tokenizer is shipped (tiktoken downloads
+  its files; Anthropic's is not public). Anthropic's tool-use system prompt is left out.
+- expected output: a reason of :data:`TYPICAL_REASON_CHARS` (the middle of the label schema's "under 200
+  characters") plus :data:`TOOL_CALL_TOKENS` of tool-call framing.
+- reasoning models: the tokens their effort is assumed to take (``pricing.json``'s ``reasoningTokens``).
+- worst case: every call writes its whole ``max_tokens``; re-asks are not counted
+  (``--max-budget-usd`` bounds them).
+- prompt caching and batch prices: ``pricing.json`` (``cacheMinTokens``, ``batchDiscount``).
 
-- :data:`CHARS_PER_TOKEN` = 4: one token per four characters of the request's JSON, OpenAI's rule of
-  thumb for English text ("one token is roughly 4 characters"), and exactly what the loopback fake server
-  counts (``tests/support/fakes/fake_llm.py``). No tokenizer is shipped: tiktoken needs BPE files downloaded at
-  run time, and Anthropic's tokenizer is not public (its ``count_tokens`` endpoint is exact, but asking it
-  sends the prompts). Left out: the tool-use system prompt Anthropic adds to requests that offer tools
-  (a few hundred tokens each).
-- expected output: the JSON of a typical reply (:data:`TYPICAL_REASON_CHARS`, the middle of the label
-  schema's "one sentence, under 200 characters") plus :data:`TOOL_CALL_TOKENS` of tool-call framing;
-- reasoning models (gpt-5, the o-series: :func:`judge_runner.llm.pricing.reasons`): each call also spends
-  the reasoning tokens its effort is assumed to take (``pricing.json``'s ``reasoningTokens``: expected, billed
-  as output), and its limit adds the effort's allowance;
-- worst case: every call writes its whole ``max_tokens`` (:data:`judge_runner.judging.llm_judge.LABEL_MAX_TOKENS`
-  per pointwise label, :data:`judge_runner.judging.llm_judge.JUDGE_MAX_TOKENS` per batched or list call). Re-asks
-  are not counted: they happen only on an invalid reply (at most ``MAX_REASKS`` = 2 per call, plus one
-  retry at twice the limit on a cut-off reply) and ``--max-budget-usd`` bounds them;
-- prompt caching: the cacheable prefix (tool schema and system prompt) of each distinct request kind is
-  written once at the cache-write price and read at the cache-read price by every later call
-  (``pricing.json``); a prefix under the model's ``cacheMinTokens`` (``pricing.json``; 1024 when the
-  price is unknown, :data:`MIN_CACHEABLE_TOKENS`) is not cached;
-- batch: every token class at ``Price.for_batch()`` (``pricing.json``'s ``batchDiscount``, 0.5).
+docs/cost.md tells the estimate and how close it comes.
 """
 
 from __future__ import annotations
@@ -58,8 +43,7 @@ TOOL_CALL_TOKENS = 20
 """Output tokens of a tool call's framing (id, name, type) around its JSON input."""
 TYPICAL_REASON_CHARS = 120
 MIN_CACHEABLE_TOKENS = 1024
-"""The shortest prompt prefix both vendors cache (Anthropic: 1024 tokens for Sonnet and Opus models, more
-for some Haiku models; OpenAI: 1024 tokens)."""
+"""The shortest prompt prefix both vendors cache (Anthropic Sonnet and Opus; OpenAI), tokens."""
 PLACEHOLDER_LABEL = 1
 PLACEHOLDER_REASON = ("The text names the subject of the query but does not show the steps the intent asks for. " * 2)[
     :TYPICAL_REASON_CHARS
@@ -71,28 +55,25 @@ AGENT_TURN_OUTPUT_TOKENS = 150
 QUERY_OUTPUT_TOKENS = 120
 """Phase one, rough: output tokens per query in ``submit_queries`` (about 480 characters of JSON)."""
 AGENT_MAX_TOKENS = 8192
-"""``max_tokens`` of every phase-one request (``judge_runner.querygen.agent.generate_with_llm``)."""
+"""``max_tokens`` of every phase-one request."""
 CONTEXT_TOKENS = 200_000
-"""Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard window;
-a longer request is refused, which ends phase one)."""
+"""Phase one's worst case: no request is longer than a 200k-token context window (Claude's standard)."""
 ROUGH_SNIPPET_CHARS = 240
 MODES = ("sync", "batch", "cached", "batch+cached")
 
 
 def tokens(part: Any) -> int:
-    """Estimated tokens of a JSON-ready value: the length of its JSON text (keys sorted, non-ASCII kept)
-    divided by :data:`CHARS_PER_TOKEN`, at least 1."""
+    """Estimated tokens of a JSON-ready value: its JSON length over :data:`CHARS_PER_TOKEN`, at least 1."""
     return max(1, len(json.dumps(part, sort_keys=True, ensure_ascii=False)) // CHARS_PER_TOKEN)
 
 
 _READ = {"anthropic": ("system", "messages", "tools"), "openai": ("messages", "tools", "response_format")}
-"""The request-body fields the model reads (and the fake server counts), per provider's wire format."""
+"""The request-body fields the model reads (and the fake server counts), per wire format."""
 
 
 @cache
 def _layout(provider: str) -> AnthropicProvider | OpenAIProvider | None:
-    """A provider instance used only to lay requests out (its ``request_body``; nothing is sent: the key is
-    a placeholder), or None for a provider without a wire format of its own."""
+    """A provider used only for its ``request_body`` (nothing is sent), or None for one without a wire format."""
     if provider == "anthropic":
         return AnthropicProvider("layout", RetryPolicy(), Budget(), api_key="dry-run-layout-only")
     if provider == "openai":
@@ -101,11 +82,8 @@ def _layout(provider: str) -> AnthropicProvider | OpenAIProvider | None:
 
 
 def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec], force_tool: str | None) -> tuple[dict, dict]:
-    """``(parts the model reads, the cacheable prefix among them)`` of one request as ``provider`` lays it
-    out, from the provider's own ``request_body`` (the body a synchronous call or a batch request sends):
-    Anthropic Messages (tools, system blocks marked cacheable, messages), OpenAI Chat Completions
-    (messages, tools, and a forced single tool as ``response_format`` json_schema strict), or for another
-    provider the neutral shape the budget estimates (``llm.base.ChatProvider.complete``)."""
+    """``(parts the model reads, the cacheable prefix among them)`` of one request as ``provider``'s own
+    ``request_body`` lays it out; another provider gets the neutral shape the budget estimates."""
     turns = [Turn("user", text=user)]
     layout = _layout(provider)
     if layout is not None:
@@ -125,10 +103,9 @@ def wire_parts(provider: str, system: str, user: str, tools: Sequence[ToolSpec],
 
 @dataclass(frozen=True)
 class PlannedCall:
-    """One call a run would make: ``kind`` (``label``, ``labels``, ``list`` or ``agent``), estimated
-    ``input_tokens``, expected ``output_tokens``, ``max_output_tokens`` (the worst case), the
-    ``prefix_tokens`` a prompt cache could serve and ``prefix_id`` (calls with equal ids share a prefix);
-    ``reasoning_tokens``: the part of ``output_tokens`` a reasoning model is expected to reason."""
+    """One call a run would make: ``kind`` (``label``, ``labels``, ``list`` or ``agent``), tokens in, expected
+    out and at most (``max_output_tokens``), the ``prefix_tokens`` a prompt cache could serve, ``prefix_id``
+    (equal ids share a prefix), and the ``reasoning_tokens`` part of the output."""
 
     kind: str
     input_tokens: int
@@ -148,8 +125,8 @@ def plan_request(
     model: str = "",
     effort: str = DEFAULT_EFFORT,
 ) -> PlannedCall:
-    """The :class:`PlannedCall` of one judge request sent through its forced tool, expecting ``reply`` (the
-    tool input a typical judge writes); a reasoning ``model`` adds the reasoning tokens of ``effort``."""
+    """The :class:`PlannedCall` of one forced-tool request expecting ``reply``; a reasoning ``model`` adds
+    the reasoning tokens of ``effort``."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     parts, prefix = wire_parts(provider, request.system, request.user, [tool], tool.name)
     prefix_json = json.dumps(prefix, sort_keys=True, ensure_ascii=False)
@@ -179,10 +156,9 @@ TYPICAL_LIST_REPLY: dict[str, Any] = {
 
 
 class RecordingJudge:
-    """A :class:`~judge_runner.judging.protocol.Judge` that records the calls an LLM judge of ``provider`` and
-    ``model`` would make (:attr:`calls`) and answers each with a placeholder label or verdict; nothing is
-    sent. ``layouts``: more ``(provider, model)`` pairs to lay each call out for (:meth:`calls_for`; for
-    calibrate, whose calls do not depend on the judge). Not thread-safe: drive it from one thread."""
+    """A :class:`~judge_runner.judging.protocol.Judge` that records the calls an LLM judge would make and
+    answers each with a placeholder; nothing is sent. ``layouts``: more ``(provider, model)`` to lay calls
+    out for (:meth:`calls_for`). Not thread-safe."""
 
     heuristic = False
 
@@ -196,11 +172,10 @@ class RecordingJudge:
 
     @property
     def calls(self) -> list[PlannedCall]:
-        """The calls recorded, laid out for this judge's own provider."""
         return self._calls[(self.name, self.model)]
 
     def calls_for(self, provider: str, model: str) -> list[PlannedCall]:
-        """The same calls laid out for ``provider`` (one of the ``layouts`` given; empty for another)."""
+        """The same calls laid out for ``provider`` (one of the ``layouts``; empty for another)."""
         return self._calls.get((provider, model), [])
 
     def _record(self, kind: str, request: JudgeRequest, max_tokens: int, reply: Mapping[str, Any]) -> None:
@@ -210,7 +185,6 @@ class RecordingJudge:
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
     ) -> LabelReply:
-        """Record one pointwise label call."""
         self._record("label", pointwise_request(query, intent, document), LABEL_MAX_TOKENS, _typical_label())
         return LabelReply(label=PLACEHOLDER_LABEL, reason=PLACEHOLDER_REASON)
 
@@ -223,7 +197,6 @@ class RecordingJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda m: None,
     ) -> list[LabelReply]:
-        """Record one batched label call."""
         request = batched_request(query, intent, documents, order)
         reply = {"labels": [_typical_label(i) for i in request.ids]}
         self._record("labels", request, JUDGE_MAX_TOKENS, reply)
@@ -239,7 +212,6 @@ class RecordingJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda m: None,
     ) -> ListVerdict:
-        """Record one list-level call."""
         request = list_request(query, intent, expected_sources, items)
         self._record("list", request, JUDGE_MAX_TOKENS, TYPICAL_LIST_REPLY)
         r = TYPICAL_LIST_REPLY
@@ -253,37 +225,31 @@ class RecordingJudge:
 
 
 class DryRunCache:
-    """The judgment cache as a dry run sees it: reads go to ``cache`` (None: no cache), and what the run
-    would store is kept in memory, so a judgment the run would make once and then reuse is counted once.
-    Nothing is written."""
+    """The judgment cache as a dry run sees it: reads go to ``cache`` (None: none), writes stay in memory, so
+    a judgment made once and then reused is counted once. Nothing is written."""
 
     def __init__(self, cache: Any | None):
         self.cache = cache
         self.stored: dict[str, CachedJudgment] = {}
 
     def get(self, key: str) -> CachedJudgment | None:
-        """The judgment under ``key``: stored in this dry run, else in the cache."""
         if key in self.stored:
             return self.stored[key]
         return self.cache.get(key) if self.cache is not None else None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedJudgment]:
-        """``{key: judgment}`` of the keys found (as :meth:`JudgmentCache.get_many`)."""
         keys = list(keys)
         found = dict(self.cache.get_many(keys)) if self.cache is not None else {}
         found.update({k: self.stored[k] for k in keys if k in self.stored})
         return found
 
     def judge_labels(self, judge_key: str, topics: Iterable[str], models: Iterable[str] | None = None) -> dict[tuple[str, str], list[int]]:
-        """The judge's labels of ``topics`` stored in the cache (:meth:`JudgmentCache.judge_labels`); none without one."""
         return self.cache.judge_labels(judge_key, topics, models) if self.cache is not None else {}
 
     def put(self, key: str, judgment: CachedJudgment, mode: str) -> None:
-        """Keep ``judgment`` in memory (the real run would store it)."""
         self.stored[key] = judgment
 
     def put_many(self, items: Iterable[tuple[str, CachedJudgment, str]]) -> None:
-        """Keep every ``(key, judgment, mode)`` in memory."""
         for key, judgment, _ in items:
             self.stored[key] = judgment
 
@@ -301,12 +267,9 @@ def _usd(tokens_in: int, tokens_out: int, price: Price) -> float:
 
 
 def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
-    """USD of ``calls`` in each mode of :data:`MODES`: ``sync`` (standard prices), ``batch``
-    (``price.for_batch()``) and ``cached`` (standard prices, each distinct prefix written to the prompt
-    cache by its first call and read by the later ones when it is at least ``price.cache_min_tokens``, the
-    model's minimum in ``pricing.json``, e.g. 4096 for Haiku 4.5), and ``batch+cached`` (the cached figure
-    at batch prices: what a ``--batch`` run pays, the judge marking its prompt cacheable; a synchronous run
-    pays ``cached``). Worst case: every call writes ``max_output_tokens``."""
+    """USD of ``calls`` in each mode of :data:`MODES`: ``sync``, ``batch`` (``price.for_batch()``), ``cached``
+    (each prefix of at least ``price.cache_min_tokens`` written once, then read) and ``batch+cached``. Worst
+    case: every call writes ``max_output_tokens``."""
     if price is None:
         return {mode: Cost(None, None) for mode in MODES}
     inp = sum(c.input_tokens for c in calls)
@@ -322,9 +285,7 @@ def costs(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Cost]:
 
 
 def cache_reads(calls: Sequence[PlannedCall], price: Price | None) -> int:
-    """Input tokens the calls are expected to read from the prompt cache: each later call of a prefix at
-    least the model's minimum (``price.cache_min_tokens``; :data:`MIN_CACHEABLE_TOKENS` when the price is
-    unknown) reads it."""
+    """Input tokens expected to be read from the prompt cache: each later call of a cacheable prefix."""
     minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
     seen: set[str] = set()
     reads = 0
@@ -336,9 +297,8 @@ def cache_reads(calls: Sequence[PlannedCall], price: Price | None) -> int:
 
 
 def caching_plan(calls: Sequence[PlannedCall], price: Price | None) -> dict[str, Any]:
-    """What the prompt cache can do for the calls, per kind (``label``, ``labels``, ``list``): the largest
-    cacheable prefix (tool schema and system prompt, tokens) beside the model's minimum; ``cached``: the
-    kinds whose prefix reaches it, ``notCached``: the others (billed as plain input, every call)."""
+    """Per kind of call, its largest cacheable prefix (tokens) beside the model's minimum; ``cached``: the
+    kinds that reach it, ``notCached``: the others."""
     minimum = price.cache_min_tokens if price is not None else MIN_CACHEABLE_TOKENS
     prefix: dict[str, int] = {}
     for c in calls:
@@ -353,8 +313,7 @@ def caching_plan(calls: Sequence[PlannedCall], price: Price | None) -> dict[str,
 
 
 def caching_note(figures: dict[str, Any]) -> str | None:
-    """One line on a judge's prompt caching, from :meth:`ModelEstimate.figures`: which kinds of call the
-    cache serves, and which it cannot (their prefix under the model's minimum); None without calls."""
+    """One line on which kinds of call the prompt cache serves and which it cannot; None without calls."""
     plan = figures.get("promptCache") or {}
     if not plan.get("prefixTokens"):
         return None
@@ -371,9 +330,7 @@ def caching_note(figures: dict[str, Any]) -> str | None:
 
 
 def _cached(calls: Sequence[PlannedCall], price: Price, out: int, worst_out: int) -> Cost:
-    """Expected and worst-case USD at ``price`` with each distinct prefix written to the prompt cache by
-    its first call and read by the later ones (a prefix shorter than ``price.cache_min_tokens`` is billed
-    as input)."""
+    """USD with each prefix of at least ``price.cache_min_tokens`` written once and read by later calls."""
     seen: set[str] = set()
     cached_in = 0.0
     for c in calls:
@@ -386,9 +343,8 @@ def _cached(calls: Sequence[PlannedCall], price: Price, out: int, worst_out: int
 
 @dataclass
 class ModelEstimate:
-    """The calls one judge (``provider``/``model``, ``price`` or None) would make, and what they cost.
-    ``chosen``: the judge the run would use (the others are shown for comparison); ``labels_cached``,
-    ``labels_to_judge``: labels served by the judgment cache, and labels needing a call."""
+    """The calls one judge would make and their cost (``price`` None: unknown). ``chosen``: the run's judge;
+    ``labels_cached`` / ``labels_to_judge``: labels the judgment cache serves, and those needing a call."""
 
     provider: str
     model: str
@@ -401,12 +357,11 @@ class ModelEstimate:
 
     @property
     def cache_minimum(self) -> int:
-        """The shortest prefix this model caches (tokens): its ``cacheMinTokens``, or :data:`MIN_CACHEABLE_TOKENS`."""
+        """Tokens: the model's ``cacheMinTokens``, or :data:`MIN_CACHEABLE_TOKENS`."""
         return self.price.cache_min_tokens if self.price is not None else MIN_CACHEABLE_TOKENS
 
     def figures(self) -> dict[str, Any]:
-        """The JSON figures: calls, tokens, calls by kind, and USD by mode (``{expected, worst}``; null when
-        the price is unknown)."""
+        """The JSON figures: calls, tokens, calls by kind, USD by mode (``{expected, worst}``; null without a price)."""
         kinds: dict[str, dict[str, int]] = {}
         for c in self.calls:
             k = kinds.setdefault(c.kind, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
@@ -440,11 +395,8 @@ class ModelEstimate:
         }
 
     def summary_block(self, batch: bool = False) -> dict[str, Any]:
-        """The run summary's ``estimate`` block (:class:`judge_runner.runs.summary_blocks.RunEstimate`): calls, input and
-        output tokens, and USD (null when the price is unknown): ``costUsd`` and ``worstCaseCostUsd`` in the
-        mode the run uses (the judge always marks its prompt cacheable, so: cached, at batch prices when
-        ``batch``), beside the expected cost at plain ``batch`` and ``cached`` prices. ``self.price`` is the
-        standard price (never an already-halved batch price)."""
+        """The run summary's ``estimate`` block: cost in the run's mode (cached; at batch prices when ``batch``),
+        with plain ``batch`` and ``cached`` beside it. ``self.price`` is the standard price, never halved."""
         by_mode = costs(self.calls, self.price)
         run_mode = by_mode["batch+cached" if batch else "cached"]
 

@@ -1,6 +1,5 @@
-"""The ``--dry-run`` report: its JSON shape (what ``--json`` prints), its aligned text lines, and the
-assumptions behind its figures (:mod:`judge_runner.estimate.costs` makes the figures, :mod:`judge_runner.app.dry_run`
-the jobs)."""
+"""The ``--dry-run`` report: its JSON shape (what ``--json`` prints), its text lines, and the assumptions
+behind its figures."""
 
 from __future__ import annotations
 
@@ -16,8 +15,8 @@ NOTHING_WRITTEN = "dry run: nothing sent to any provider; no run file, query set
 
 
 def build_report(command: str, settings: Settings, judging: dict[str, Any], phase_one: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The dry run's report (what ``--json`` prints): settings that shape the calls, phase one (when the run
-    writes its queries), phase two, the assumptions behind the figures, and what was written (nothing)."""
+    """The dry run's report (what ``--json`` prints): the settings that shape the calls, phase one when the
+    run writes queries, phase two, the assumptions, and what was written (nothing)."""
     assumptions = [
         f"tokens: JSON length of the parts of each request the model reads (system, messages, tool schema) / {CHARS_PER_TOKEN}",
         "expected output: a typical reply (a reason of about 120 characters per label); worst case: every call writes its max_tokens "
@@ -61,7 +60,7 @@ def build_report(command: str, settings: Settings, judging: dict[str, Any], phas
 
 
 def reasoning_assumption(effort: str) -> str:
-    """The assumption behind a reasoning model's figures at ``effort`` (``pricing.json``'s ``reasoningTokens``)."""
+    """The assumption behind a reasoning model's figures at ``effort``."""
     expected, allowance = reasoning_tokens(effort)
     return (
         f"reasoning models ({', '.join(REASONING_FAMILIES)}): each call sent reasoning effort {effort} is assumed to reason "
@@ -75,7 +74,6 @@ def _usd(value: float | None) -> str:
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    """The report as aligned text lines (what a dry run prints without ``--json``)."""
     lines = [NOTHING_WRITTEN]
     head = f"{'provider/model':<30} {'calls':>6} {'input tok':>11} {'output tok':>10}"
     head += "".join(f" {m + ' $ (worst)':>26}" for m in MODES)
@@ -150,10 +148,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
 
 def cache_note(held: dict[str, Any] | None, judge: dict[str, Any]) -> str | None:
-    """Why ``judge`` (a judge's figures) finds no label in the judgment cache, when it finds none and there
-    are labels to judge: the cache is off, not written yet, empty, or holds only other judges' labels (a
-    label is reused only by the same provider and model, prompts, sampling and judge mode, for the same
-    query and shown text), or holds this judge's labels but for other queries or texts. None otherwise."""
+    """Why ``judge`` finds no label in the judgment cache when it has labels to judge (cache off, not written,
+    empty, other judges' labels only, or other queries or texts); None otherwise."""
     if held is None or judge["labelsCached"] or not judge["labelsToJudge"]:
         return None
     state, path = held.get("state"), held.get("path")
@@ -178,7 +174,6 @@ def cache_note(held: dict[str, Any] | None, judge: dict[str, Any]) -> str | None
 
 
 def print_report(report: dict[str, Any], printer: Printer, as_json: bool) -> None:
-    """Print the report on stdout: one JSON object with ``as_json``, else :func:`report_lines`."""
     if as_json:
         printer.out(json.dumps(report, indent=2, ensure_ascii=False))
     else:

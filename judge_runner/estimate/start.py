@@ -1,7 +1,5 @@
-"""The real run's estimate at its start (:func:`start_estimate`): the same figures as ``--dry-run``
-(:mod:`judge_runner.estimate.answers`), from the run's own searches, which it hands on to the run
-(:class:`MemoSearch`) so no query is searched twice; one line said, and a block kept in the summary,
-whose cost is compared with it.
+"""The real run's estimate at its start (:func:`start_estimate`): the ``--dry-run`` figures from the run's
+own searches, handed on to the run (:class:`MemoSearch`) so no query is searched twice.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ __all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
 
 
 class RunOptions(Protocol):
-    """What the estimate reads of a run's options (:class:`judge_runner.evaluation.options.EvaluateOptions`
-    has it): the search mode and depth, the judge protocol, the human qrels sets in use."""
+    """What the estimate reads of a run's options."""
 
     @property
     def search_mode(self) -> SearchMode: ...
@@ -39,10 +36,9 @@ class RunOptions(Protocol):
 
 
 class MemoSearch:
-    """A search backend that answers each (query, mode, limit, intent) from :meth:`remember`'s answers once, so
-    the run does not search twice; every other attribute is the backend's. Once ``interrupted`` (Ctrl+C
-    while the estimate searched), its first search raises KeyboardInterrupt, so the run loop stops as it
-    does for a Ctrl+C of its own and writes its interrupted summary."""
+    """A search backend answering each (query, mode, limit, intent) once from :meth:`remember`; every other
+    attribute is the backend's. Once ``interrupted``, its first search raises KeyboardInterrupt, so the run
+    stops as on its own Ctrl+C."""
 
     def __init__(self, backend: Any):
         self.backend = backend
@@ -50,8 +46,7 @@ class MemoSearch:
         self.interrupted = False
 
     def search(self, query: str, mode: str = "hybrid", limit: int = 10, *, intent: str = "") -> Any:
-        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once
-        ``interrupted``."""
+        """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once ``interrupted``."""
         if self.interrupted:
             self.interrupted = False
             raise KeyboardInterrupt
@@ -59,7 +54,6 @@ class MemoSearch:
         return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit, intent=intent)
 
     def remember(self, query: str, mode: str, limit: int, answer: Any, intent: str = "") -> None:
-        """Keep ``answer`` for the run's search of ``query`` with ``intent``."""
         self.answers[(query, mode, limit, intent)] = answer
 
     def __getattr__(self, name: str) -> Any:
@@ -67,10 +61,8 @@ class MemoSearch:
 
 
 def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
-    """The start line's word on ``--max-budget-usd`` (``cap``, USD), in the run's own mode (``batch``:
-    batch prices): expected cost above the cap, the run stops early; only the worst case above it, a
-    synchronous run may stop early (each call's worst case is held while it runs) while a ``--batch`` run
-    holds back the requests that do not fit for a later batch. Empty when the worst case fits."""
+    """The start line's word on ``--max-budget-usd`` (``cap``, USD) in the run's mode; empty when the worst
+    case fits."""
     if cap is None or price is None:
         return ""
     cost = costs(estimate.calls, price)["batch" if batch else "sync"]
@@ -94,12 +86,9 @@ def start_estimate(
     budget_cap_usd: float | None,
     say: Callable[[str], None] = lambda m: None,
 ) -> tuple[Any, dict[str, Any] | None]:
-    """The estimate of a real run at its start: ``(search backend for the run, summary block or None)``,
-    said in one line to ``say``. ``price``: the judge model's standard price (:attr:`Roles.judge_price`;
-    None: the pricing table's, else unknown); ``budget_cap_usd``: ``--max-budget-usd`` (USD), warned about
-    when the estimate is above it. Each query is searched once here and the answer handed to the run
-    (:class:`MemoSearch`). None for the heuristic judge (no paid calls), and when the estimate itself
-    fails (said; the run goes on without it). Ctrl+C here is handed on to the run loop (:class:`MemoSearch`)."""
+    """``(search backend for the run, summary block or None)``, said in one line. ``price``: standard price
+    (None: the pricing table's); ``budget_cap_usd`` (USD) is warned about. None for the heuristic judge and
+    when the estimate fails (said; the run goes on). Ctrl+C here is handed on to the run loop."""
     if getattr(judge, "heuristic", False):
         return index, None
 

@@ -1,22 +1,7 @@
-"""Several search systems judged on the same query set in one run (issue 12): ``evaluate --compare
-a.toml,b.toml``, ``--search-mode fts,vector,hybrid``, several ``--search-url``/``--search-command``/``--run``.
-
-- :func:`run_systems` is the run loop of such a run: one ``run_start``, each system's queries through
-  :class:`judge_runner.evaluation.loop.RunLoop` with its lines tagged ``system`` (:class:`SystemWriter`), one
-  summary. A run of a single external system goes through it too (its lines carry the system's name).
-- a result shown by two systems is judged once: every system's labels go through the run's judgment
-  cache (``judging/cache.py``), keyed by the exact text shown, so the second system finds them there.
-- :func:`comparison_block`: the summary's ``comparison``: per system its averages, and per dimension
-  and metric the paired difference of every system to the first (the reference) with its 95%
-  bootstrap interval and verdict, computed by :func:`judge_runner.measures.paired.compare_values` (the same
-  bootstrap and minimum-effect rule as ``trend``), each system's failed queries counted by the rule of
-  :mod:`judge_runner.measures.failed` (at 0, and "cannot tell" when they could change the verdict).
-
-In a compare run the summary's figures about search quality (``averageScores``, ``averageMetrics``,
-``abstention``, ``topIssues``, ``recommendedFocus``, ``focusEvidence``) are the reference system's, so a
-reader that knows nothing of systems sees one coherent set of figures; every system's own are in
-``comparison.systems``. The counts and costs of the run (``evaluated``, ``failed``, ``totalQueries``, labels,
-usage, cost) are the whole run's, every system together (docs/external-search.md, "Side by side").
+"""Several search systems judged on the same query set in one run: ``evaluate --compare``, several search
+modes, several ``--search-url``/``--search-command``/``--run``. A result shown by two systems is judged
+once, through the run's judgment cache. The summary's quality figures are the reference system's, its
+counts and costs the whole run's (docs/external-search.md, "Side by side").
 """
 
 from __future__ import annotations
@@ -42,8 +27,8 @@ SCORE_COLUMNS = (*DIMENSIONS, "overall")
 
 
 class SystemWriter:
-    """The run writer seen by one system's queries: every ``evaluation`` and ``error`` line gets
-    ``system`` (set in the line dict itself, so the run's state records it too)."""
+    """The run writer seen by one system: every ``evaluation`` and ``error`` line gets ``system``, set in the
+    line dict itself so the run's state records it too."""
 
     def __init__(self, writer: Any, system: str):
         self.writer, self.system = writer, system
@@ -51,17 +36,15 @@ class SystemWriter:
 
     @property
     def failure(self) -> Any:
-        """The run file's first write failure (``RunWriter.failure``), None while every line was written."""
+        """The run file's first write failure, None while every line was written."""
         return getattr(self.writer, "failure", None)
 
     def write(self, line: dict[str, Any]) -> None:
-        """Tag and write one line."""
         if line.get("type") in ("evaluation", "error"):
             line["system"] = self.system
         self.writer.write(line)
 
     def close(self) -> None:
-        """Close the run file."""
         self.writer.close()
 
 
@@ -70,17 +53,14 @@ REFERENCE_FIELDS = ("averageScores", "averageMetrics", "abstention", "topIssues"
 
 
 class CompareSummaryWriter(SystemWriter):
-    """The writer that writes a compare run's summary: adds ``comparison`` (:func:`comparison_block`),
-    sets :data:`REFERENCE_FIELDS` to the reference system's and ``biasCorrected`` to every system's corrected
-    figures, the reference's on top (:func:`judge_runner.runs.corrected.bias_corrected` with the systems in
-    order), in the summary dict itself (so the run's outcome shows them too)."""
+    """Writes a compare run's summary: adds ``comparison``, sets :data:`REFERENCE_FIELDS` to the reference's
+    and ``biasCorrected`` to every system's, in the summary dict itself."""
 
     def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float, options: EvaluateOptions | None = None):
         super().__init__(writer, "")
         self.systems, self.state, self.min_effect, self.options = systems, state, min_effect, options or EvaluateOptions()
 
     def write(self, line: dict[str, Any]) -> None:
-        """Write the line; a summary first gains the comparison."""
         if line.get("type") == "summary":
             scored = self.state.scored if self.state.scored is not None else self.state.evaluations  # against the run's pooled qrels
             block = comparison_block(
@@ -92,7 +72,7 @@ class CompareSummaryWriter(SystemWriter):
             for name in REFERENCE_FIELDS:
                 line[name] = reference[name]
             line["comparison"] = block
-            # per system, never pooled: two systems' lines share query ids (issue 29)
+            # per system, never pooled: two systems' lines share query ids
             line["biasCorrected"] = bias_corrected(scored, self.systems, designs=self.state.label_designs, errors=self.state.errors)
             gate = line.get("qualityGate")
             if gate is not None:  # --min-overall gates the reference system, whose overall the summary shows
@@ -105,10 +85,7 @@ class CompareSummaryWriter(SystemWriter):
 def system_averages(
     evaluations: list[dict], errors: list[dict], name: str, weights: dict[str, float] | None = None, depth: int | None = None
 ) -> dict[str, Any]:
-    """One system's ``{name, evaluated, failed, averageScores, averageMetrics, abstention, topIssues,
-    recommendedFocus, focusEvidence}`` (averaged as the summary averages:
-    :func:`judge_runner.runs.write.build_summary`; the focus of its own lines,
-    :func:`judge_runner.judging.advice.recommended_focus` with the run's ``weights`` and search limit ``depth``)."""
+    """One system's averages, abstention, top issues and focus, averaged as the summary averages."""
     mine = [e for e in evaluations if e.get("system") == name]
     failed = [e for e in errors if e.get("system") == name]
     focus = recommended_focus(mine, weights, depth)
@@ -150,12 +127,9 @@ def comparison_block(
     weights: dict[str, float] | None = None,
     depth: int | None = None,
 ) -> dict[str, Any]:
-    """The summary's ``comparison``: ``reference`` (the first system), ``minEffect``, ``systems`` (each
-    one's figures, :func:`system_averages`) and ``differences``: for each later system and each column (the four dimensions,
-    ``overall``, then the metrics by ir-measures name) the means (each over the queries the system answered),
-    the paired difference system - reference with either's failed queries at 0, its 95% bootstrap interval,
-    n, the verdict ("cannot tell" when the failed queries could change it) and ``failed`` (null when neither
-    failed a query; :mod:`judge_runner.measures.failed`)."""
+    """The summary's ``comparison``: ``reference``, ``minEffect``, ``systems`` and per later system and column
+    the paired difference system - reference with failed queries at 0, its 95% bootstrap interval, n and
+    verdict (:func:`judge_runner.measures.paired.compare_values`, :mod:`judge_runner.measures.failed`)."""
     reference = systems[0]
     failed = failed_by_system(evaluations, errors, systems)
     differences = []
@@ -187,9 +161,8 @@ def comparison_block(
 
 
 def describe_comparison(block: dict[str, Any]) -> list[str]:
-    """A compare run's summary for people: per system its own overall, nDCG@10, abstention and focus
-    dimension, then every difference to the reference that is not within noise (or all of overall and
-    nDCG@10), with what the systems' failed queries do to it."""
+    """A compare run's summary for people: each system's own figures, then every difference not within noise
+    (always overall and nDCG@10)."""
     lines = [f"  systems (reference {block['reference']}), each over its own queries, all against the run's pooled qrels:"]
     for system in block["systems"]:
         scores, metrics = system["averageScores"] or {}, system["averageMetrics"] or {}
@@ -212,8 +185,7 @@ def describe_comparison(block: dict[str, Any]) -> list[str]:
 
 
 def difference_words(diff: dict[str, Any]) -> str:
-    """A difference in words: ``+0.138 [+0.043, +0.259] (improvement, n=9)``; with failed queries that count, the
-    figure with them at 0 and the second figure, after "cannot tell: B failed 5 of 14 queries" when they differ."""
+    """A difference in words: ``+0.138 [+0.043, +0.259] (improvement, n=9)``, with failed queries when they count."""
 
     def figure(delta: float | None, ci95: list, verdict: str, n: int) -> str:
         low, high = ci95
@@ -242,12 +214,8 @@ def run_systems(
     *,
     min_effect: float = MIN_EFFECT,
 ) -> RunOutcome:
-    """Judge ``queries`` on every system of ``systems`` (:class:`judge_runner.search.systems.System`)
-    in order, into one run file, as ``ctx`` says (each system with its own search mode); returns the run's
-    outcome. Never raises for a failed query (an ``error`` line with ``stage: search`` or ``judge`` and the
-    system's name). A stop (Ctrl+C, budget, refused key) stops the systems not yet started too. Two or more
-    systems add the summary's ``comparison`` block. ``ctx.cache`` is the judgment cache shared by every
-    system, so a result shown by two systems is judged once (with ``--no-cache``, once per system)."""
+    """Judge ``queries`` on every system in order into one run file; returns the outcome. Never raises for a
+    failed query (an ``error`` line naming the system). A stop stops the systems not yet started."""
     started = time.monotonic()
     state = begin_run(writer, run_start, len(queries) * len(systems), systems=len(systems))
     for system in systems:

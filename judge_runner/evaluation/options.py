@@ -1,6 +1,4 @@
-"""Phase two's options (:class:`EvaluateOptions`): built once from the settings by the job, read by the
-run loop, the lines it writes and the summary.
-"""
+"""Phase two's options, built once from the settings by the job."""
 
 from __future__ import annotations
 
@@ -13,9 +11,8 @@ from judge_runner.judging.labelling import ProtocolSettings
 
 @dataclass
 class EvaluateOptions:
-    """Phase-two settings: search mode and depth, judge concurrency, dimension weights, CI gate, and the
-    judge protocol: ``judge_mode`` (pointwise|batched), ``trials`` (>= 1), base ``seed``,
-    ``human_qrels`` (names of imported human qrels to apply; None: every imported set)."""
+    """Phase two's settings: search mode and depth, concurrency, weights, CI gate, and the judge protocol
+    (``trials`` >= 1; ``human_qrels``: names of the imported sets of grades, None: all)."""
 
     search_mode: SearchMode = "hybrid"
     search_limit: int = 10
@@ -29,5 +26,4 @@ class EvaluateOptions:
 
     @property
     def protocol(self) -> ProtocolSettings:
-        """The judge protocol these options ask for."""
         return ProtocolSettings(self.judge_mode, self.trials, self.seed, self.weights, self.search_limit)

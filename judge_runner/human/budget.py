@@ -1,22 +1,8 @@
-"""What ``judge-runner label --budget`` draws: the question a budget narrows, its units, the plan and the items.
-
-**The question** (:class:`Question`): one system's mean, or the difference ``B - A`` between two systems of a
-compare run (named as the run file's ``system`` field names them), measured on whole queries (nDCG@10) or on
-single (query, document) pairs (scaled DCG@10, the one measure pairs estimate without bias: docs/deciding.md,
-"Labels where they count"; :mod:`judge_runner.measures.ipw`, "Pairs").
-
-**The pool** (:func:`pool_of`): what one run file holds for the question: each system's ranked documents with
-the judge's grades, the judge's per-query nDCG@10 against the run's pooled qrels (every system's labels),
-the expected sources, and the grades people gave before (results with ``labelOrigin`` human), which are free.
-
-**The plan** (:func:`plan_draw`): the units (:func:`judge_runner.measures.sampling.query_units` or
-``pair_units``, the label noise fitted on the earlier labels), the design chosen by
-:func:`judge_runner.measures.sampling.plan_budget` (the robust mix on the earlier labels' residuals; without
-them a fixed-size uniform draw of the open units: known units and units labelled before are free), the draw,
-the items to label (the drawn units in a random order, a query's documents in a random order), and what the
-budget buys. :meth:`Draw.record` is what the journal's plan line keeps: every unit's probability, the units
-drawn, the design; :mod:`judge_runner.human.estimate` estimates from it.
-"""
+"""What ``judge-runner label --budget`` draws: the question a budget narrows (a system's mean, the difference
+``B - A`` of two systems, or a ranking), on whole queries (nDCG@10) or single pairs (scaled DCG@10), the run's
+pool for it, the plan (:func:`judge_runner.measures.sampling.plan_budget`), the draw and the items.
+:meth:`Draw.record` is what the journal's plan line keeps for :mod:`judge_runner.human.estimate`
+(docs/deciding.md, "Labels where they count")."""
 
 from __future__ import annotations
 
@@ -53,10 +39,9 @@ Ranked = dict[str, list[tuple[str, int]]]
 
 @dataclass(frozen=True)
 class Question:
-    """What a budget narrows: ``kind`` ``mean`` (of ``systems[0]``), ``difference`` (``systems[1] - systems[0]``)
-    or ``ranking`` (of every system in ``systems``: :mod:`judge_runner.human.ranking`); ``unit`` ``queries``
-    (nDCG@10) or ``pairs`` (scaled DCG@10). ``depth``: a ranking's pool depth (its units label each system's top
-    ``depth``). A system is None in a run of the built-in search alone (its lines name none)."""
+    """What a budget narrows: ``mean`` of ``systems[0]``, ``difference`` ``systems[1] - systems[0]`` or
+    ``ranking`` of all; ``unit`` ``queries`` or ``pairs``; ``depth`` a ranking's pool depth. A system is None in
+    a run of the built-in search alone."""
 
     kind: str
     systems: tuple[str | None, ...]
@@ -65,18 +50,17 @@ class Question:
 
     @property
     def measure(self) -> str:
-        """``nDCG@10`` for whole queries (a ranking's on qrels pooled to its depth), ``scaled DCG@10`` for pairs."""
         if self.unit == "pairs":
             return "scaled DCG@10"
         return NDCG10_NAME if self.kind != "ranking" else f"{NDCG10_NAME} on qrels pooled to depth {self.depth}"
 
     @property
     def bounds(self) -> tuple[float, float]:
-        """The measure's range: (0, 1) for a mean, (-1, 1) for a difference."""
+        """(0, 1) for a mean, (-1, 1) for a difference."""
         return (-1.0, 1.0) if self.kind == "difference" else (0.0, 1.0)
 
     def text(self) -> str:
-        """``the difference fts - hybrid in nDCG@10`` or ``the mean nDCG@10 of hybrid``."""
+        """``the difference fts - hybrid in nDCG@10``, ``the mean nDCG@10 of hybrid``."""
         names = [s if s is not None else "the run" for s in self.systems]
         if self.kind == "ranking":
             return f"the ranking of {len(names)} systems by {self.measure}"
@@ -86,14 +70,13 @@ class Question:
 
 
 class TooSmall(ValueError):
-    """A budget that draws nothing to label (below the cheapest whole query, or no pair drawn)."""
+    """A budget that draws nothing to grade."""
 
 
 def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
-    """The question of ``kind`` about the systems ``names`` of ``run`` (a difference with no names: the run's
-    two systems, in the order of its lines; a mean with none: its first system). Raises ValueError (for people)
-    for an unknown kind or unit, a system the run does not hold (naming the ones it does), a difference of a
-    run with one system, or the wrong number of names."""
+    """The question of ``kind`` about ``names`` (none: the run's two systems for a difference, its first for a
+    mean). Raises ValueError, worded for people, for an unknown kind or unit, a system the run does not hold, a
+    difference of one system, or the wrong number of names."""
     if kind not in QUESTIONS or unit not in UNITS:
         raise ValueError(f"--for is one of {', '.join(QUESTIONS)} and --sample one of {', '.join(UNITS)}")
     held = list(dict.fromkeys(ev.system for ev in scored(run)))
@@ -126,11 +109,9 @@ def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
 
 @dataclass
 class Pool:
-    """What a run holds for a question (module docstring): per system ``ranked`` ``{qid: [(document, judge's
-    grade), ...best first]}`` (each document once) and ``judge`` ``{qid: judge's nDCG@10}``; ``expected``
-    sources per query; ``human`` ``{(qid, document): people's grade}`` given before; ``past`` ``(judge's grade,
-    people's grade)`` of those; ``qids``: the queries the question is over (scored by every system asked); ``reused``:
-    how many of ``human`` came from outside the run file."""
+    """What a run holds for a question: per system ``ranked`` ``{qid: [(document, judge's grade), ...best
+    first]}`` and ``judge`` ``{qid: judge's nDCG@10}``; ``human`` the people's grades given before and ``past``
+    their ``(judge's, people's)`` pairs; ``qids`` the queries every system asked scored."""
 
     ranked: dict[str | None, Ranked] = field(default_factory=dict)
     judge: dict[str | None, dict[str, float]] = field(default_factory=dict)
@@ -139,17 +120,15 @@ class Pool:
     past: list[tuple[int, int]] = field(default_factory=list)
     qids: list[str] = field(default_factory=list)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
-    """``{qid: {document: grade}}``: the judge's grades pooled over every system of the run, expected sources
-    nobody graded at 3 (:mod:`judge_runner.judging.pooled`): what the judge's and the people's nDCG@10 are scored
-    against, people's grades laid over it."""
+    """``{qid: {document: grade}}``: the judge's grades pooled over the run's systems, ungraded expected sources
+    at 3; both nDCG@10s are scored against it, people's grades laid over."""
     reused: dict[tuple[str, str], int] = field(default_factory=dict)
-    """The grades of ``human`` known from outside the run file (another set, the labels folder)."""
+    """The grades of ``human`` known from outside the run file."""
 
 
 def pool_of(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> Pool:
-    """The :class:`Pool` of ``run`` for ``question``: the judge's nDCG@10 of each system against the run's pooled
-    judge's qrels (``Pool.qrels``); ``known`` ``{(qid, document): grade}``: people's grades given outside the run
-    file (:func:`judge_runner.human.known.known_grades`), labelled before as well."""
+    """The :class:`Pool` of ``run`` for ``question``; ``known``: people's grades given outside the run file
+    (:func:`judge_runner.human.known.known_grades`)."""
     pool = Pool(ranked={s: {} for s in question.systems}, judge={s: {} for s in question.systems})
     lines = [ev.line() for ev in scored(run)]
     pooled = build_pool([("run", lines)]).judge.qrels
@@ -183,9 +162,8 @@ def pool_of(run: RunFile, question: Question, known: Mapping[tuple[str, str], in
 
 
 def people_ndcg(pool: Pool, system: str | None, qid: str, grades: Mapping[tuple[str, str], int]) -> float | None:
-    """The people's nDCG@10 of ``system`` on ``qid``: against the run's pooled qrels (``Pool.qrels``) with the
-    people's ``grades`` laid over them, as ``evaluate`` scores it with people's grades; None unless every document
-    the system returned is graded by people."""
+    """The people's nDCG@10 of ``system`` on ``qid`` against the pooled qrels with ``grades`` laid over, as
+    ``evaluate`` scores it; None unless every returned document is graded."""
     sources = [d for d, _ in pool.ranked[system][qid]]
     if not all((qid, d) in grades for d in sources):
         return None
@@ -194,8 +172,8 @@ def people_ndcg(pool: Pool, system: str | None, qid: str, grades: Mapping[tuple[
 
 
 def query_values(pool: Pool, question: Question, grades: Mapping[tuple[str, str], int]) -> tuple[dict[str, float], dict[str, float]]:
-    """``(judge, people)`` per query of the question: the judge's value of every query, the people's of each
-    query whose documents are all in ``grades`` (a difference on which both systems ranked alike is 0 for both)."""
+    """``(judge, people)`` per query: the judge's value of every query, the people's of those fully in
+    ``grades`` (a difference of two identical rankings is 0 for both)."""
     judge: dict[str, float] = {}
     people: dict[str, float] = {}
     systems = question.systems
@@ -217,7 +195,7 @@ def query_values(pool: Pool, question: Question, grades: Mapping[tuple[str, str]
 
 def pair_coefficients(pool: Pool, question: Question) -> dict[tuple[str, str], float]:
     """``{(qid, document): coefficient}`` of scaled DCG@10 (the rank's discount over
-    :data:`judge_runner.measures.ipw.SCALED_DCG_IDEAL`; for a difference B's less A's), over the question's queries."""
+    :data:`~judge_runner.measures.ipw.SCALED_DCG_IDEAL`; for a difference B's less A's)."""
     out: dict[tuple[str, str], float] = {}
     sign = (-1.0, 1.0) if question.kind == "difference" else (1.0,)
     for q in pool.qids:
@@ -228,18 +206,16 @@ def pair_coefficients(pool: Pool, question: Question) -> dict[tuple[str, str], f
 
 
 def judge_grades(pool: Pool) -> dict[tuple[str, str], int]:
-    """``{(qid, document): judge's grade}`` over every system of the pool."""
     return {(q, d): g for ranked in pool.ranked.values() for q, docs in ranked.items() for d, g in docs}
 
 
 def pair_id(qid: str, doc: str) -> str:
-    """A pair unit's id: ``qid<TAB>document`` (:func:`judge_runner.measures.sampling.pair_units`)."""
     return f"{qid}\t{doc}"
 
 
 def units_of(pool: Pool, question: Question, *, before: bool = False) -> list[Unit]:
-    """The question's units, their costs counting the documents people labelled before as free (``before``:
-    as they were before those labels, for the robust choice), spreads from the label noise fitted on them."""
+    """The question's units, documents graded before free (``before``: as they were before those grades, for the
+    robust choice), spreads from the label noise fitted on them."""
     noise = LabelNoise.fit(pool.past) if pool.past else LabelNoise.default()
     if question.unit == "pairs":
         done = () if before else pool.human.keys()
@@ -254,8 +230,8 @@ def units_of(pool: Pool, question: Question, *, before: bool = False) -> list[Un
 
 
 def past_residuals(pool: Pool, question: Question, units: Sequence[Unit]) -> list[tuple[str, float, float]]:
-    """The residuals of the units people labelled before (:func:`judge_runner.measures.sampling.residuals`),
-    taken as a uniform sample of the units that need a label (their probabilities were not recorded)."""
+    """The residuals of the units graded before, taken as a uniform sample (their probabilities were not
+    recorded)."""
     if question.unit == "pairs":
         coefficients = pair_coefficients(pool, question)
         grades = judge_grades(pool)
@@ -272,8 +248,7 @@ def past_residuals(pool: Pool, question: Question, units: Sequence[Unit]) -> lis
 
 
 def judge_spread(pool: Pool, question: Question) -> float:
-    """The standard deviation across queries of the judge's value of the question (the stand-in for the
-    people's: :func:`judge_runner.measures.sampling.predicted_half_width`)."""
+    """The standard deviation across queries of the judge's value, standing in for the people's."""
     if question.unit == "pairs":
         grades = judge_grades(pool)
         totals = dict.fromkeys(pool.qids, 0.0)
@@ -287,9 +262,8 @@ def judge_spread(pool: Pool, question: Question) -> float:
 
 @dataclass(frozen=True)
 class Draw:
-    """A budget's draw: the ``plan`` (:class:`judge_runner.measures.sampling.Plan`), the open units ``drawn``
-    in the order shown, the ``items`` to label, the ``expected`` labels (``sum pi c`` over the open units), the
-    ``half_width`` predicted, the ``queries`` the question is over, and the sentence of what it buys."""
+    """A budget's draw: the open units ``drawn`` in the order shown, the ``items`` to grade, the ``expected``
+    labels (``sum pi c``), the predicted ``half_width`` and the sentence of what it buys."""
 
     question: Question
     plan: Plan
@@ -300,16 +274,15 @@ class Draw:
     queries: int
     text: str
     known: dict[tuple[str, str], int] = field(default_factory=dict)
-    """The people's grades given outside the run file that the draw counted as known (free)."""
+    """People's grades from outside the run file counted as known (free)."""
     units_drawn: float = 0.0
     """Open units drawn, in expectation."""
     census: bool = False
-    """The budget covers every open unit: all are labelled, nothing is drawn at random."""
+    """The budget covers every open unit: nothing is drawn at random."""
 
     def record(self, seed: int, seconds_per_label: float, pace_from: str) -> dict[str, Any]:
-        """The ``budget`` object of the journal's plan line: the question, the design and every unit's
-        probability (1 for a unit labelled before or known without a label), the units drawn, the seed, the
-        pace and what the budget was predicted to buy."""
+        """The ``budget`` object of the journal's plan line (every unit's probability, 1 for one known, and the
+        units drawn)."""
         return {
             "question": self.question.kind,
             "systems": list(self.question.systems),
@@ -335,7 +308,7 @@ class Draw:
 
 
 def reused_text(pool: Pool) -> str:
-    """``; 11 labels people gave before (other sets, the labels folder) reused: free`` (empty when none)."""
+    """``; 11 labels people gave before (...) reused: free``, or empty."""
     n = len(pool.reused)
     if not n:
         return ""
@@ -343,8 +316,8 @@ def reused_text(pool: Pool) -> str:
 
 
 def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Sequence[str], rng: random.Random) -> list[Item]:
-    """The items of the drawn units, in the order given: a query's documents not labelled before (every
-    system's of the question), in a random order; a pair's document."""
+    """The items of the drawn units in order: a query's documents not graded before, shuffled; a pair's
+    document."""
     docs = documents(runs)
     pairs: list[tuple[str, str]] = []
     for unit in drawn:
@@ -373,12 +346,10 @@ def plan_draw(
     rho: float | None = None,
     known: Mapping[tuple[str, str], int] | None = None,
 ) -> Draw:
-    """Spend ``budget`` labels (in expectation; exactly with pairs or queries of equal cost under the uniform
-    design) on ``question`` over ``run`` (module docstring), drawn with ``seed``; ``seconds_per_label`` prices the
-    labels in minutes; ``rho`` (tests, benchmarks) forces the weighted design with that robust mix instead of
-    :func:`judge_runner.measures.sampling.plan_budget`'s choice; ``known``: people's grades given outside the run
-    file (:func:`pool_of`), free. Raises ValueError for a budget that is not positive, a question with nothing
-    left to label (every unit known or labelled before), or a budget too small for one whole query."""
+    """Spend ``budget`` labels (in expectation; exactly under the uniform design with equal costs) on
+    ``question``, seeded. ``rho`` (tests, benchmarks) forces the weighted design with that mix. Raises
+    ValueError for a budget not positive or nothing left to grade, :class:`TooSmall` for a budget that draws
+    nothing."""
     if budget <= 0:
         raise ValueError("a budget of 0 labels buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     pool = pool_of(run, question, known)
@@ -421,7 +392,6 @@ def plan_draw(
 
 
 def _plan(pool: Pool, question: Question, units: Sequence[Unit], budget: float, rho: float | None) -> Plan:
-    """The plan for ``budget`` labels (:func:`plan_draw`): the robust mix on the earlier labels, ``rho`` forced."""
     if rho is not None:
         return Plan("weighted", choose_probabilities(units, budget, mode="robust", rho=rho), None, rho, budget)
     past = past_residuals(pool, question, units)
@@ -431,9 +401,8 @@ def _plan(pool: Pool, question: Question, units: Sequence[Unit], budget: float, 
 
 
 def smallest_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
-    """The fewest labels whose draw reaches :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units (in
-    expectation), or covers every open unit (a census, exact whatever their number): a bisection over the
-    budgets of :func:`plan_draw`."""
+    """The fewest labels whose draw reaches :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn units in
+    expectation, or covers every open unit (bisection)."""
     pool = pool_of(run, question, known)
     units = units_of(pool, question)
     open_units = [u for u in units if not u.known and u.cost > 0]

@@ -1,18 +1,9 @@
-"""The corrected estimate of a budgeted labelling session (``judge-runner label --budget``), from the design
-and the inclusion probabilities its journal recorded (:meth:`judge_runner.human.budget.Draw.record`).
-
-Whole queries: :func:`judge_runner.measures.ipw.planned_mean` over the question's per-query values (nDCG@10,
-or the difference of two systems'), the people's value known for the units labelled before and for a
-difference on which both systems ranked alike (0), and for every drawn query whose documents are all labelled.
-Pairs: :func:`judge_runner.measures.ipw.ipw_pair_mean` over the pairs' scaled DCG@10 terms. Never as if the
-sample were uniform: each labelled unit counts with the probability it was drawn with.
-
-**A session stopped early** (docs/deciding.md): the drawn units are shown in a random order, so the ones
-labelled are a random part of the draw. For the uniform design that is a smaller uniform sample, exactly
-(:func:`planned_mean` needs no probability for it); for the weighted design, and for pairs, each drawn unit's
-probability is scaled by the share of the drawn units labelled (approximately right: the part is random,
-the scaled probabilities are its expected inclusion probabilities).
-"""
+"""The corrected estimate of a budgeted labelling session from the design and inclusion probabilities its
+journal recorded: :func:`judge_runner.measures.ipw.planned_mean` over whole queries,
+:func:`judge_runner.measures.ipw.ipw_pair_mean` over pairs; never as if the sample were uniform. Drawn units are
+shown in random order, so a session stopped early graded a random part of its draw: for the uniform design a
+smaller uniform sample, exactly; otherwise each drawn probability is scaled by the share graded (approximately
+right)."""
 
 from __future__ import annotations
 
@@ -29,14 +20,10 @@ from judge_runner.runs.read import RunFile
 
 @dataclass(frozen=True)
 class BudgetEstimate:
-    """What :func:`estimate_budget` found: the ``question``, the estimate ``found``
-    (:class:`judge_runner.measures.ppi.MeanEstimate`; None with fewer than
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn units labelled), the ``design``, the open units
-    ``drawn`` and how many of them are labelled (``complete``), the units certain without a draw (``free``:
-    labelled before, or known), and the ``share`` the probabilities were scaled by (1: none stopped early).
-    ``census``: every unit of the question has the people's value with probability 1 (nothing drawn at random):
-    ``exact`` is the people's figure on this query set, and ``found`` (None below the minimum) the people's own t
-    interval over queries like these, with no design term and no judge."""
+    """``found`` is None with fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn units graded;
+    ``complete`` of the ``drawn`` are graded, ``free`` were certain without a draw; ``share`` scaled the
+    probabilities. ``census``: every unit has the people's value with probability 1, so ``exact`` is the
+    people's figure on this query set and ``found`` their own t interval over queries like these."""
 
     question: Question
     found: MeanEstimate | None
@@ -49,7 +36,7 @@ class BudgetEstimate:
     exact: float | None = None
 
     def verdict(self) -> str:
-        """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet`` from the interval; else ''."""
+        """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet``; else ''."""
         if self.found is None or self.question.kind != "difference":
             return ""
         low, high = self.found.ci95
@@ -57,8 +44,7 @@ class BudgetEstimate:
         return f"{b} better" if low > 0 else f"{a} better" if high < 0 else "cannot tell yet"
 
     def lines(self) -> list[str]:
-        """The closing lines for people: the estimate with its 95% interval and what it rests on, or why there
-        is none yet; and, for a session stopped early, how the probabilities were treated."""
+        """The closing lines for people: the estimate and what it rests on, or why there is none yet."""
         unit = "queries" if self.question.unit == "queries" else "pairs"
         rests = f"{self.complete} of the {self.drawn} drawn {unit} labelled" + (
             f", {self.free} known without a draw (labelled before{', or ranked alike' if self.question.kind == 'difference' else ''})"
@@ -95,7 +81,6 @@ class BudgetEstimate:
         return out
 
     def _census_line(self, what: str, rests: str) -> str:
-        """The census: the people's exact figure on this query set, and over queries like these when there are enough."""
         sign = "+" if self.question.kind == "difference" else ""
         queries = self.found.queries if self.found is not None else None
         head = (
@@ -110,19 +95,19 @@ class BudgetEstimate:
 
 
 def _census(judge: Mapping[str, float], human: Mapping[str, float], bounds: tuple[float, float]) -> MeanEstimate | None:
-    """The people's own t interval over queries like these when every query has the people's value (a census):
-    :func:`judge_runner.measures.ppi.tuned_mean` at weight 0 (no judge, no design term); None below the minimum."""
+    """The people's own t interval in a census (:func:`~judge_runner.measures.ppi.tuned_mean` at weight 0); None
+    below the minimum."""
     qids = list(judge)
     return tuned_mean([judge[q] for q in qids], [judge[q] for q in qids], [human[q] for q in qids], bounds=bounds, weight=0.0)
 
 
 def is_census(values: Mapping[str, float], human: Mapping[str, float], probabilities: Mapping[str, float]) -> bool:
-    """Every unit of ``values`` has the people's value and was certain to be labelled (probability 1)."""
+    """Every unit of ``values`` has the people's value, at probability 1."""
     return bool(values) and all(u in human and probabilities.get(u, 0.0) >= 1 for u in values)
 
 
 def recorded_known(record: Mapping[str, Any]) -> dict[tuple[str, str], int]:
-    """The people's grades a draw counted as known from outside its run file (its record's ``known``)."""
+    """The people's grades a draw counted as known from outside its run file."""
     return {(str(q), str(d)): int(g) for q, d, g in record.get("known") or []}
 
 
@@ -179,10 +164,8 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
 
 
 def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate | RankingEstimate:
-    """The estimate of a budgeted session: ``run`` the run file it drew from, ``record`` the plan line's
-    ``budget`` object (:meth:`judge_runner.human.budget.Draw.record`), ``given`` the session's labels
-    ``{(qid, document): grade 0-3}`` (a ranking's: :func:`judge_runner.human.ranking.estimate_ranking`). Raises
-    KeyError or ValueError for a record that is not one."""
+    """The estimate of a budgeted session: ``record`` is its plan line's ``budget``, ``given`` its grades
+    ``{(qid, document): 0-3}``. Raises KeyError or ValueError for a record that is not one."""
     if record.get("question") == "ranking":
         return estimate_ranking(run, record, given)
     q = Question(str(record["question"]), tuple(record["systems"]), str(record["unit"]))

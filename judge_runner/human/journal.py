@@ -1,30 +1,10 @@
-"""A labelling session of ``judge-runner label``: the journal, the qrels it makes, and where the person is.
-
-Files, in the labels folder (default ``labels/``), for the human qrels set ``NAME``:
-
-- ``NAME.journal.jsonl``: the record. First a ``plan`` line (the sampled items with what they show, the
-  sampling, seed, runs, labeller and time), then one line per act: ``label`` (item, qid, docid, grade 0-3,
-  labeller, the page's tab, UTC time, ``seconds`` since the tab was shown the item, and ``fast``: given in
-  less than :data:`FAST_LABEL_S`), ``skip`` and ``undo`` (with the tab). Each line is one write, flushed
-  and fsynced before the page is answered, so closing the tab, Ctrl+C or a crash loses nothing; running
-  ``label`` again replays the journal and resumes where it stopped. A torn last line (a crash mid-write)
-  is ignored, and the next act starts on a line of its own.
-- ``NAME.qrels``: the labels given, as TREC qrels (``qid 0 docid grade``, ids %-escaped), in the order
-  they were given (a label undone is gone; given again, it is where it was given again). Written whole
-  (a temporary file, fsynced, renamed) when a session starts, opens or closes; in between each act changes
-  its one line, fsynced: a label appends it, an undo truncates it away, or, when a later label follows it
-  (another tab's), blanks it in place (a line of spaces, which qrels readers skip; the close writes the
-  file whole again). So an act costs the same at the 3,000th label as at the first, and the file always
-  holds exactly the labels given; after a crash the journal, replayed, writes it again.
-- the judgment cache: after every act the session tells its sink (:class:`LabelSink`; the job's
-  :class:`judge_runner.app.label.cache.CacheSync`) the one pair that changed, which it puts into the human
-  qrels set ``NAME``, so the next ``evaluate`` uses them and ``calibrate --human-qrels NAME`` finds them.
-
-What comes next: the first item in the plan's order neither labelled nor skipped; after them the skipped
-ones again; right after an undo, the item undone. Each tab of the page has an id of its own; an undo takes
-back the last label of the tab that asks, never another tab's (nor one given before the session was
-opened). Thread-safe (one lock): the page's requests come from the server's threads.
-"""
+"""A labelling session of ``judge-runner label``: its journal, the qrels it makes, and where the person is
+(docs/calibration.md). ``NAME.journal.jsonl`` holds a ``plan`` line, then one line per act, each fsynced before
+the page is answered, so nothing is lost and a rerun resumes; a torn last line is ignored. ``NAME.qrels`` holds
+exactly the grades given, in order: each act changes only its own line (an undo under a later line blanks it),
+so the 3,000th act costs what the first did, and the file is rewritten whole when the session opens and closes.
+After every act the sink (the judgment cache) gets the pair that changed. An undo takes back the last grade of
+the tab that asks, never another tab's. Thread-safe (one lock)."""
 
 from __future__ import annotations
 
@@ -47,29 +27,23 @@ from judge_runner.search.trec import encode_id
 
 JOURNAL_VERSION = 1
 SCALE = load_rubric().scale()
-"""The 0-3 scale, ``{grade: (name, meaning)}``, in the words the judge is given them: the one rubric
-(``prompts/judge_rubric.md``, :mod:`judge_runner.judging.rubric`)."""
+"""The 0-3 scale ``{grade: (name, meaning)}`` in the rubric's words (``prompts/judge_rubric.md``)."""
 
 FAST_LABEL_S = 1.0
-"""Seconds: a label given sooner after its document was shown is flagged ``fast``. About the least time in
-which a person can read a document's heading and first words and pick one of four keys: some 10 words at
-the 600 words a minute beyond which reading no longer takes in the text (Rayner et al. 2016, "So much to
-read, so little time", Psychological Science in the Public Interest 17(1)) is 1 s, and a choice among four
-keys alone takes about 0.5 s (Hick 1952, Q. J. Exp. Psychol. 4(1)). A key held down repeats every 0.03-0.07 s
-and a key pressed twice by mistake follows in 0.1-0.3 s: both fall far below it, a real quick "0" on an
-obviously off-topic document rarely does. Flagged, never refused: the labeller decides."""
+"""Seconds: a grade given sooner after its document was shown is flagged ``fast``, never refused. About the
+least time to read a heading and first words (some 10 words at 600 a minute: Rayner et al. 2016, Psychological
+Science in the Public Interest 17(1)) and pick one of four keys (0.5 s: Hick 1952, Q. J. Exp. Psychol. 4(1)); a
+held or doubled key falls far below it."""
 
 
 class StaleAct(ValueError):
-    """An act that does not fit the session as it is now: the item is not the current one (another tab was
-    quicker, the page is stale), or the tab has no label of its own to undo. The page gets the state back."""
+    """An act that does not fit the session now (the item is not current, or the tab has nothing to undo); the
+    page gets the state back."""
 
 
 class LabelSink(Protocol):
-    """Where a session's qrels go after every act (the judgment cache): :meth:`changed` with the qrels file,
-    its number of labels and the pairs that changed (``{(qid, docid): grade}``, None for a label taken back;
-    ``pairs`` None: the file was written whole, take all of it); :meth:`status` for the page (``state``,
-    ``message``...)."""
+    """Where a session's qrels go after every act: :meth:`changed` with the file, its number of grades and the
+    pairs that changed (a value None: taken back; ``pairs`` None: take the whole file)."""
 
     def changed(self, qrels: Path, count: int, pairs: Mapping[tuple[str, str], int | None] | None = None) -> None: ...
 
@@ -77,7 +51,7 @@ class LabelSink(Protocol):
 
 
 def utc_now() -> str:
-    """Current UTC time, ISO 8601 with milliseconds and ``Z``."""
+    """ISO 8601 with milliseconds and ``Z``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -96,12 +70,8 @@ def _fsync_dir(folder: Path) -> None:
 
 @dataclass
 class SessionState:
-    """Where a session is, replayed from its journal: ``labels`` ``{item: grade}`` in the order given,
-    ``stack`` (items labelled, in order, for undo; a dict used as an ordered set), ``by`` (the tab that gave
-    each label; None for a label given without one), ``fast`` (labelled items flagged fast), ``skipped`` (in
-    the order skipped; an ordered set), ``front`` (the item just undone), ``seconds`` per label given (for
-    the page's pace; ``sorted_seconds`` the same in order, for its median). Each act costs O(1) whatever the
-    number of labels before it."""
+    """Where a session is, replayed from its journal: ``labels`` ``{item: grade}`` in order, ``stack`` for undo,
+    ``by`` the tab of each grade, ``skipped`` in order, ``front`` the item just undone. Each act costs O(1)."""
 
     labels: dict[str, int] = field(default_factory=dict)
     stack: dict[str, None] = field(default_factory=dict)
@@ -112,10 +82,10 @@ class SessionState:
     seconds: list[float] = field(default_factory=list)
     sorted_seconds: list[float] = field(default_factory=list)
     per_tab: dict[str | None, dict[str, None]] = field(default_factory=dict)
-    """Each tab's labels that stand, in order (``stack`` by tab: what its undo takes back)."""
+    """Each tab's standing grades in order: what its undo takes back."""
 
     def apply(self, event: dict[str, Any]) -> None:
-        """Apply one journal act (``label``, ``skip``, ``undo``); other lines are ignored."""
+        """Apply one journal act; lines other than ``label``, ``skip``, ``undo`` are ignored."""
         item = str(event.get("item"))
         kind = event.get("type")
         if kind == "label":
@@ -149,16 +119,13 @@ class SessionState:
             self.front = None if self.front == item else self.front
 
     def last_of(self, tab: str | None) -> str | None:
-        """The last label ``tab`` gave that still stands (what its undo takes back), or None."""
         labels = self.per_tab.get(tab)
         return next(reversed(labels)) if labels else None
 
 
 class LabelSession:
-    """A session on the set ``name`` in ``folder``: :meth:`start` a new one from a plan, or :meth:`open` the
-    one its journal holds. ``sink`` is told after every act (:class:`LabelSink`: the cache import; None:
-    none). ``clock`` gives seconds (monotonic) for the time spent on each label; ``fast_floor_s`` is the
-    floor below which a label is flagged fast (:data:`FAST_LABEL_S`)."""
+    """A session on the set ``name`` in ``folder``: :meth:`start` a new one or :meth:`open` the journal's.
+    ``sink`` is told after every act; ``clock`` (monotonic seconds) times each grade."""
 
     def __init__(
         self,
@@ -194,7 +161,6 @@ class LabelSession:
     # -- the journal -----------------------------------------------------------------------------------
 
     def exists(self) -> bool:
-        """Whether a journal is there to resume."""
         return self.journal.is_file() and self.journal.stat().st_size > 0
 
     def _append(self, line: dict[str, Any]) -> None:
@@ -210,8 +176,8 @@ class LabelSession:
         self._torn = False
 
     def start(self, items: list[Item], details: dict[str, Any]) -> None:
-        """Begin a new session with ``items`` (``details``: sampling, seed, runs, labeller...). Raises
-        UsageError when a journal is already there (resume it instead) or the plan is empty."""
+        """Begin a new session with ``items``. Raises UsageError when a journal is already there or the plan is
+        empty."""
         if self.exists():
             raise UsageError(f"{self.journal} already holds a session: run `judge-runner label --name {self.name}` to resume it")
         if not items:
@@ -225,7 +191,7 @@ class LabelSession:
         self._write_qrels()
 
     def open(self) -> None:
-        """Replay the journal. Raises UsageError when it is missing or its first line is not a plan."""
+        """Replay the journal. Raises UsageError when it is missing or does not start with a plan."""
         if not self.exists():
             raise UsageError(f"no labelling session {self.name!r} in {self.folder}: give the run files to sample from")
         text = self.journal.read_text(encoding="utf-8")
@@ -269,7 +235,7 @@ class LabelSession:
         return f"{encode_id(found.qid)} 0 {encode_id(found.source)} {self.state.labels[item]}\n".encode()
 
     def _write_qrels(self, tell: bool = True) -> None:
-        """Write the qrels file whole (a temporary file, fsynced, renamed); ``tell``: the sink takes all of it."""
+        """Write the qrels file whole (temporary file, fsynced, renamed); ``tell``: the sink takes all of it."""
         self._qrels_ok = False
         rows, lines, size = {}, [], 0
         for item in self.state.labels:
@@ -289,9 +255,8 @@ class LabelSession:
             self.sink.changed(self.qrels, len(rows))
 
     def _change_qrels(self, kind: str, item: str) -> None:
-        """Bring the qrels file and the sink up to one act on ``item`` (module docstring): O(1), or the file
-        written whole when it cannot be changed in place (gone, or an earlier write failed part-way). Raises
-        OSError when it cannot be written whole either."""
+        """Bring the qrels file and the sink up to one act: O(1), or the file written whole when it cannot be
+        changed in place. Raises OSError when it cannot be written whole either."""
         if kind not in ("label", "undo"):
             return
         if not self._qrels_ok:
@@ -330,7 +295,8 @@ class LabelSession:
     # -- acts ------------------------------------------------------------------------------------------
 
     def current(self) -> Item | None:
-        """The item to show now (None when every item is labelled)."""
+        """The item to show now (None when every item is graded): the first neither graded nor skipped, then the
+        skipped ones, right after an undo the item undone."""
         s = self.state
         if s.front is not None and s.front not in s.labels:
             return self.items[s.front]
@@ -344,11 +310,10 @@ class LabelSession:
         return None
 
     def act(self, kind: str, item: str | None, labeller: str, grade: int | None = None, *, tab: str | None = None) -> None:
-        """Record one act of the page's tab ``tab`` and make it durable: ``label`` (``grade`` 0-3) or ``skip``
-        of the current item ``item``, or ``undo`` of the last label ``tab`` gave (``item`` unused). Raises
-        :class:`StaleAct` for an item that is not the current one, an undo with no label of ``tab``'s to take
-        back, or a session that is closing; ValueError for an unknown act or a grade outside 0-3; OSError
-        when the journal cannot be written (the act is then not made)."""
+        """Record one act of ``tab`` durably: ``label`` (``grade`` 0-3) or ``skip`` of the current ``item``, or
+        ``undo`` of the tab's last grade. Raises :class:`StaleAct` for a stale act or a closing session,
+        ValueError for an unknown act or grade, OSError when the journal cannot be written (the act is then not
+        made)."""
         with self._lock:
             if self.closed:
                 raise StaleAct("the labelling server is stopping: this act was not saved")
@@ -362,7 +327,7 @@ class LabelSession:
             self._shown_at[tab] = now
 
     def _line(self, kind: str, item: str | None, labeller: str, grade: int | None, tab: str | None, now: float) -> dict[str, Any]:
-        """The journal line of an act, checked against the state (see :meth:`act` for what is refused)."""
+        """The journal line of an act, checked against the state."""
         line: dict[str, Any] = {"type": kind, "labeller": labeller, "tab": tab, "at": utc_now()}
         if kind in ("label", "skip"):
             current = self.current()
@@ -385,8 +350,7 @@ class LabelSession:
         return line
 
     def close(self) -> None:
-        """Refuse further acts (the server is stopping); what was given stays. The qrels file is written whole
-        when an undo left a blank line in it (or a write failed): the labels are the same, the sink is not told."""
+        """Refuse further acts; the qrels file is written whole if an undo left a blank line in it."""
         with self._lock:
             self.closed = True
             if self.plan and (self._holes or not self._qrels_ok):
@@ -396,11 +360,8 @@ class LabelSession:
                     pass  # the journal holds every act: the next `label --name` writes the file again
 
     def view(self, tab: str | None = None) -> dict[str, Any]:
-        """What the page shows (JSON-ready): the current item (:meth:`Item.shown`) with its place in its
-        query, progress (with the labels flagged fast), pace, whether ``tab`` can undo, where the labels
-        are (files, cache), the scale and the rest of the rubric the judge grades by (the same words). Nothing
-        of the judge's labels is in it. A view for a ``tab`` marks the
-        item as shown to it (the time a label takes is counted from there)."""
+        """What the page shows (JSON-ready), nothing of the judge's labels in it. A view for a ``tab`` marks the
+        item as shown to it, which starts the grade's clock."""
         with self._lock:
             if tab is not None:
                 self._shown_at[tab] = self.clock()
@@ -434,5 +395,5 @@ class LabelSession:
             }
 
     def _place(self, item: Item | None) -> dict[str, int] | None:
-        """Where ``item`` is: its query's number among the plan's queries, its number among the query's documents."""
+        """``item``'s query number in the plan and its number among the query's documents."""
         return dict(self._places[item.id]) if item is not None else None

@@ -1,12 +1,7 @@
-"""The people's grades known before a budget is drawn: every (query, document) any person graded, in any human
-qrels set of the judgment cache or any ``NAME.qrels`` of the labels folder. A budget treats them as known
-(drawn with probability 1, costing nothing), so no label is bought twice.
-
-Where two sets grade one pair differently, the cache's rule holds
-(:func:`judge_runner.judging.qrels.human_labels`: the set first in alphabetical order wins), then the labels
-folder's files in alphabetical order. Grades outside 0-3 (a file in the folder that is not a label session's)
-are left out.
-"""
+"""The people's grades known before a budget is drawn, from the judgment cache's human qrels sets and the labels
+folder's ``*.qrels``: a budget takes them as known (probability 1, no cost), so no pair is graded twice. Where
+sets disagree the cache's rule holds, then the folder's files in alphabetical order; grades outside 0-3 are left
+out."""
 
 from __future__ import annotations
 
@@ -21,14 +16,13 @@ Pair = tuple[str, str]
 
 @dataclass
 class Known:
-    """``grades`` ``{(qid, document): people's grade 0-3}``; ``sources`` ``{where: pairs}`` (a cache's set
-    ``cache:NAME``, or a file of the labels folder)."""
+    """``grades`` ``{(qid, document): grade 0-3}`` and ``sources`` ``{where: pairs}``."""
 
     grades: dict[Pair, int] = field(default_factory=dict)
     sources: dict[str, int] = field(default_factory=dict)
 
     def add(self, where: str, rows: list[tuple[str, str, int]]) -> None:
-        """Add ``rows`` ``(qid, document, grade)`` from ``where``; a pair already known keeps its grade."""
+        """Add ``(qid, document, grade)`` rows from ``where``; a pair already known keeps its grade."""
         new = 0
         for qid, doc, grade in rows:
             if 0 <= grade <= 3 and (qid, doc) not in self.grades:
@@ -39,8 +33,7 @@ class Known:
 
 
 def known_grades(folder: Path, cache: Path | None) -> Known:
-    """The people's grades of the judgment cache at ``cache`` (None, or a file not there yet: none) and of the
-    ``*.qrels`` files of the labels ``folder`` (module docstring). Raises
+    """The grades of the cache at ``cache`` (None or missing: none) and of ``folder``'s qrels. Raises
     :class:`judge_runner.judging.cache_failures.CacheError` for a cache that cannot be read."""
     known = Known()
     if cache is not None and cache.is_file():

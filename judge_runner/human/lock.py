@@ -1,21 +1,9 @@
-"""One writer per label set: the lock ``judge-runner label`` holds on a set while it serves its page.
-
-Two processes labelling one set would each keep their own view of it and rewrite its qrels file (and its
-human qrels set in the judgment cache) from that view, so the later one's writes drop the earlier one's
-labels. A :class:`SetLock` is an exclusive ``flock(2)`` on a small file: ``labels/NAME.lock`` for the
-set's files, and ``<cache>.label-NAME.lock`` beside the judgment cache for the set of that name in it (two
-folders labelling one name into one cache would replace each other's set there). The kernel releases a
-flock when the process ends, however it ends (Ctrl+C, a crash, ``kill -9``), so a lock is never stale:
-the lock of a process that is gone is simply free, and the next one takes it.
-
-The file holds who has it (JSON: ``pid``, ``host``, ``since`` in UTC, ``command``, ``labeller``,
-``journal``, ``port`` once the page listens), so a second process can say which process to look for.
-``qrels import --name NAME`` takes the cache's lock of the set too, for the moment it writes. It is emptied on
-a clean release and never deleted (deleting a lock file lets two processes lock two different files); a
-record found in a free lock was left by a process that ended without releasing it, and is reported when
-it is taken over. On a network file system that does not share flocks between machines two machines
-could both take a set: the record then names the other host.
-"""
+"""One writer per label set: two processes grading one set would rewrite its qrels from their own views and drop
+each other's grades. A :class:`SetLock` is an exclusive ``flock(2)`` on ``labels/NAME.lock`` and on
+``<cache>.label-NAME.lock`` beside the judgment cache (docs/calibration.md, "One process per set"); the kernel
+releases it however the process ends, so it is never stale. The file records its holder (JSON), is emptied on a
+clean release and never deleted, so a record found in a free lock names a holder that ended without releasing
+it."""
 
 from __future__ import annotations
 
@@ -34,28 +22,25 @@ READ_TRIES = 20  # x 0.05 s: how long a refused process waits for the holder, wh
 
 
 class SetBusy(UsageError):
-    """The set is held by another process (exit 2); the message names it and says what to do."""
+    """The set is held by another process (exit 2)."""
 
 
 def cache_lock_path(cache: Path, name: str) -> Path:
-    """The lock file of the human qrels set ``name`` of the judgment cache ``cache``: beside it."""
     return cache.parent / f"{cache.name}.label-{name}.lock"
 
 
 def holder_record(command: str, **fields: Any) -> dict[str, Any]:
-    """This process's record for a lock: pid, host, UTC time now, ``command`` (``label``, ``qrels import``) and ``fields``."""
+    """This process's record: pid, host, UTC time, ``command`` and ``fields``."""
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {"pid": os.getpid(), "host": socket.gethostname(), "since": since, "command": command, **fields}
 
 
 def cache_set_lock(cache: Path, name: str) -> SetLock:
-    """The lock of the human qrels set ``name`` in the judgment cache ``cache``."""
     return SetLock(cache_lock_path(cache, name), f"the human qrels set {name!r} of the judgment cache {cache}")
 
 
 def describe(record: dict[str, Any]) -> str:
-    """``pid 4242 on host devbox, since 2026-12-01T09:00:00.000Z (labeller ada, page on 127.0.0.1:PORT)``;
-    what a lock ``record`` says of its holder, as much as it says."""
+    """What a lock ``record`` says of its holder: ``pid 4242 on host devbox, since ...``."""
     if not record:
         return "a process that has not written its details yet"
     text = f"pid {record.get('pid', '?')} on host {record.get('host', '?')}, since {record.get('since', '?')}"
@@ -66,7 +51,7 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def _alive_here(record: dict[str, Any]) -> bool | None:
-    """Whether the process a record names runs (None: it names another host, or no pid)."""
+    """Whether the process a record names runs (None: another host, or no pid)."""
     if record.get("host") != socket.gethostname() or not isinstance(record.get("pid"), int):
         return None
     try:
@@ -79,8 +64,8 @@ def _alive_here(record: dict[str, Any]) -> bool | None:
 
 
 class SetLock:
-    """The lock on one set at ``path``; ``what`` names the set in messages (``"the label set 'team'
-    (labels/team.journal.jsonl)"``). :meth:`acquire` once, :meth:`release` at the end (idempotent)."""
+    """The lock on one set; ``what`` names the set in messages. :meth:`acquire` once, :meth:`release` at the end
+    (idempotent)."""
 
     def __init__(self, path: Path, what: str):
         self.path, self.what = Path(path), what
@@ -88,9 +73,8 @@ class SetLock:
         self._record: dict[str, Any] = {}
 
     def acquire(self, record: dict[str, Any]) -> dict[str, Any] | None:
-        """Take the lock and write ``record`` into it. Returns the record a holder that ended without
-        releasing the lock left there (None when it was clean). Raises :class:`SetBusy` naming the holder
-        when another process has it, UsageError when the file cannot be opened."""
+        """Take the lock and write ``record``; returns the record a holder that ended without releasing left
+        (None when clean). Raises :class:`SetBusy` naming the holder, UsageError when the file cannot be opened."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -115,8 +99,7 @@ class SetLock:
         return left or None
 
     def _holder(self, fd: int) -> dict[str, Any]:
-        """The holder's record, waiting briefly while it is empty or names a process that is gone (the holder
-        has just taken the lock and not yet written its own)."""
+        """The holder's record, waiting briefly while the holder that has just locked writes it."""
         record: dict[str, Any] = {}
         for _ in range(READ_TRIES):
             record = _read(fd)
@@ -126,7 +109,6 @@ class SetLock:
         return record
 
     def update(self, **fields: Any) -> None:
-        """Add ``fields`` to the record (e.g. ``port`` once the page listens)."""
         if self._fd is not None:
             self._record.update(fields)
             self._write()
@@ -139,7 +121,7 @@ class SetLock:
         os.fsync(self._fd)
 
     def release(self) -> None:
-        """Empty the record (a clean end) and let the lock go."""
+        """Empty the record and let the lock go."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
@@ -161,7 +143,7 @@ def _read(fd: int) -> dict[str, Any]:
 
 
 def takeover_note(what: str, left: dict[str, Any]) -> str:
-    """What to say when a lock left by a process that ended without releasing it is taken over."""
+    """What to say when the lock of a holder that ended without releasing it is taken over."""
     if left.get("host") != socket.gethostname():
         gone = (
             f"which holds no lock any more; it ran on host {left.get('host', '?')}: if it still runs there, this folder is on a "

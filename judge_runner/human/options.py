@@ -1,17 +1,7 @@
-"""The sampling options of ``judge-runner label`` (:class:`Sampling`), and their checks for a new session and a
-resumed one.
-
-Resuming: the sampling options given again must agree with the session's own draw.
-
-A session keeps the items it drew when it started (its journal's plan line), so options that choose a sample
-(``--sample``, ``--queries``, ``--per-label``, ``--width``, ``--seed``, ``--budget``,
-``--budget-minutes``, ``--for``, ``--systems``) cannot change it later. Given again with the values the session
-was drawn with (the same command run twice), they are accepted; given with other values, they ask for another
-draw, which this session is not: :func:`check_resume` refuses them (exit 2), naming the session's own values,
-instead of labelling a question the person did not ask. Options a session's plan line does not record (a plan
-written before they were kept) are not compared. A new session refuses the options its draw would ignore
-(:func:`check_new`), so that no option given is silently dropped, new or resumed.
-"""
+"""The sampling options of ``judge-runner label`` (:class:`Sampling`) and their checks. A session keeps the draw
+it started with, so options that choose a sample, given again on resume, must agree with it
+(:func:`check_resume`); a new session refuses the options its draw would ignore (:func:`check_new`). No option
+given is silently dropped. Options an older plan line does not record are not compared."""
 
 from __future__ import annotations
 
@@ -34,20 +24,17 @@ FLAGS = {
     "question": "--for",
     "systems": "--systems",
 }
-"""The command-line flag of each :class:`Sampling` field."""
 BUDGET_FIELDS = frozenset({"budget", "minutes", "question", "systems"})
 NOT_FOR = {"pairs": ("queries", "width"), "queries": ("per_label",)}
-"""The options a session drawn without a budget has no use for, by what it draws (``--sample``)."""
+"""The options a session drawn without a budget has no use for, by ``--sample``."""
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """How to draw the items of a new session: ``kind`` (``queries`` or ``pairs``), ``queries`` (None: the
-    number recommended for ``width``), ``per_label`` (pairs mode), ``width`` (full width of the 95% interval
-    of mean nDCG@10 aimed at), ``seed``. With ``budget`` (labels) or ``minutes`` (at the labeller's pace) the
-    budget is spent on ``question`` (``mean`` or ``difference``) of ``systems`` instead
-    (:mod:`judge_runner.human.pace`), ``kind`` then the unit drawn (whole queries or single pairs). Raises
-    nothing itself: :func:`check_new` and :func:`check_resume` check the fields in ``given``."""
+    """How to draw a new session's items: ``kind`` (``queries`` or ``pairs``), ``queries`` (None: as many as
+    ``width``, the full width of the 95% interval of mean nDCG@10, needs), ``per_label`` (pairs). With
+    ``budget`` (labels) or ``minutes`` the budget is spent on ``question`` of ``systems`` instead, ``kind`` then
+    the unit drawn."""
 
     kind: str = "queries"
     queries: int | None = None
@@ -59,19 +46,15 @@ class Sampling:
     question: str = "mean"
     systems: tuple[str, ...] = ()
     given: frozenset[str] = frozenset()
-    """The fields given on the command line (the others hold defaults): compared with a session resumed
-    (:func:`check_resume`)."""
+    """The fields given on the command line; the others hold defaults."""
 
     @property
     def budgeted(self) -> bool:
-        """Whether a budget is to be spent (``--budget`` or ``--budget-minutes``)."""
         return self.budget is not None or self.minutes is not None
 
 
 def check_new(sampling: Sampling) -> None:
-    """Raise UsageError (exit 2) for sampling options given to a new session that its draw would ignore:
-    ``--queries``/``--width`` with ``--sample pairs``, ``--per-label`` with whole queries, ``--for``/``--systems``
-    without a budget."""
+    """Raise UsageError for options a new session's draw would ignore."""
     if sampling.budget is None and sampling.minutes is None:
         if sampling.given & {"question", "systems"}:
             raise UsageError("--for and --systems say what a budget narrows: give --budget N or --budget-minutes M with them")
@@ -86,7 +69,7 @@ def check_new(sampling: Sampling) -> None:
 
 
 def _budget_labels(sampling: Sampling, record: dict[str, Any]) -> float | None:
-    """The labels the options given would buy, at the pace the session recorded (None: nothing to compare)."""
+    """The labels the options would buy at the session's recorded pace (None: nothing to compare)."""
     if sampling.budget is not None:
         return float(sampling.budget)
     pace = record.get("secondsPerLabel")
@@ -127,10 +110,8 @@ def _same(mine: Any, wanted: Any) -> bool:
 
 
 def conflicts(plan: dict[str, Any], sampling: Sampling) -> list[str]:
-    """``["--for difference (this session: mean)", ...]``: each sampling option given on the command line
-    (``sampling.given``) whose value differs from what the session's ``plan`` line recorded, or that the
-    session's kind of draw has no place for (a budget for a session drawn without one, ``--queries`` for a
-    budgeted one); [] when they all agree."""
+    """``["--for difference (this session: mean)", ...]``: each option given that differs from the session's
+    ``plan`` line or has no place in its kind of draw; [] when all agree."""
     record = plan.get("budget") if isinstance(plan.get("budget"), dict) else None
     own = _recorded(plan)
     out: list[str] = []
@@ -161,8 +142,7 @@ def conflicts(plan: dict[str, Any], sampling: Sampling) -> list[str]:
 
 
 def check_resume(plan: dict[str, Any], sampling: Sampling, journal: str, name: str) -> None:
-    """Raise UsageError (exit 2) when the sampling options given disagree with the session being resumed
-    (:func:`conflicts`), naming each and the two ways on."""
+    """Raise UsageError when the options given disagree with the session being resumed."""
     found = conflicts(plan, sampling)
     if found:
         raise UsageError(

@@ -1,15 +1,7 @@
-"""``judge-runner label --budget``: a session that spends a budget of labels where they narrow one question.
-
-:func:`budget_session` turns ``--budget N`` (labels) or ``--budget-minutes M`` (at the labeller's pace,
-:func:`measured_pace`) into a draw (:func:`judge_runner.human.budget.plan_draw`), says what it buys
-before the page starts ("about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in
-nDCG@10"), and starts the session with the draw's design and every unit's inclusion probability in the
-journal's plan line (``budget``). :func:`estimate_lines` is the corrected estimate of the question from those
-probabilities, printed when the session ends or is stopped
-(:func:`judge_runner.human.estimate.estimate_budget`). :func:`design_marker` is what the judgment
-cache keeps beside the human qrels set, so that ``evaluate``'s uniform-sample correction is not applied to a
-sample drawn with unequal probabilities (:func:`judge_runner.judging.qrels.drawn_label_sets`).
-"""
+"""``judge-runner label --budget``: a session that spends a budget of labels where they narrow one question. It
+turns labels or minutes (at the assessor's pace) into a draw, says what it buys before the page starts, records
+the draw's probabilities in the journal's plan line, and prints the corrected estimate when the session ends
+(docs/deciding.md, "Labels where they count")."""
 
 from __future__ import annotations
 
@@ -31,21 +23,18 @@ from judge_runner.measures.ppi import MIN_LABELLED
 from judge_runner.runs.read import RunFile, read_judged_runs
 
 DEFAULT_SECONDS_PER_LABEL = 10.0
-"""Seconds a label takes when no earlier session measured the labeller's pace: a short passage read and one
-of four grades chosen (the median pace of this project's own labelling sessions is of that order)."""
+"""Seconds a grade takes when no earlier session measured the pace: a short passage read and one of four grades
+chosen."""
 MAX_LABELS = 10**9
-"""The largest budget in labels a number of minutes buys (more than any run holds: the draw takes every open unit)."""
+"""The largest budget minutes buy (more than any run holds)."""
 MIN_PACE_LABELS = 20
-"""Labels an earlier session must hold before its pace is trusted over the default."""
+"""Grades an earlier session must hold before its pace is trusted over the default."""
 
 
 def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
-    """``(seconds per label, where it comes from)``: the median of the ``seconds`` of the labels in the
-    journals of ``folder`` (``*.journal.jsonl``: earlier sessions), the labeller's own when at least
-    :data:`MIN_PACE_LABELS` are theirs, else everyone's; :data:`DEFAULT_SECONDS_PER_LABEL` with fewer. The
-    median, so a break between two labels does not count; labels flagged ``fast`` (given in less than
-    :data:`~judge_runner.human.journal.FAST_LABEL_S`: a held key, a script) are no pace, so the pace is
-    never below that floor."""
+    """``(seconds per grade, where it comes from)``: the median over ``folder``'s journals, the assessor's own
+    when they hold :data:`MIN_PACE_LABELS`, else everyone's, else the default. Grades flagged ``fast`` are no
+    pace, so the pace is never below :data:`~judge_runner.human.journal.FAST_LABEL_S`."""
     mine: list[float] = []
     everyone: list[float] = []
     too_fast = 0  # labels given faster than a person reads (flagged fast, or under the floor): no pace
@@ -79,15 +68,13 @@ def measured_pace(folder: Path, labeller: str) -> tuple[float, str]:
 
 
 def labels_for_minutes(minutes: float, seconds_per_label: float) -> int:
-    """The labels ``minutes`` of labelling buy at ``seconds_per_label`` (rounded down), at most
-    :data:`MAX_LABELS`: ``minutes * 60`` overflows to inf for a huge finite number of minutes."""
+    """Rounded down, at most :data:`MAX_LABELS` (``minutes * 60`` can overflow to inf)."""
     return int(min(minutes * 60 / seconds_per_label, MAX_LABELS))
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A new budget session's draw, made before the set is taken (:func:`prepare_budget`): the ``draw``, the
-    ``runs`` it is drawn from, the pace (``seconds`` a label, ``pace_from``) and the ``sampling`` asked."""
+    """A new budget session's draw, made before the set is taken."""
 
     draw: Draw
     runs: Sequence[RunFile]
@@ -97,7 +84,7 @@ class Prepared:
 
 
 def _too_small(run: RunFile, question: Question, seconds: float, known: Mapping[tuple[str, str], int], why: str) -> str:
-    """``why`` a budget cannot reach an estimate, then the smallest budget that works and that nothing was started."""
+    """``why``, then the smallest budget that works and that nothing was started."""
     smallest = (smallest_ranking_budget if question.kind == "ranking" else smallest_budget)(run, question, known)
     unit = question.unit
     return (
@@ -110,11 +97,10 @@ def _too_small(run: RunFile, question: Question, seconds: float, known: Mapping[
 def prepare_budget(
     runs: Sequence[RunFile], sampling: Any, labeller: str, folder: Path, known: Mapping[tuple[str, str], int] | None = None
 ) -> Prepared:
-    """The draw of a new budget session (module docstring), before anything is locked or written: ``sampling`` a
-    :class:`judge_runner.human.options.Sampling` with ``budget`` or ``minutes``; ``folder`` the labels folder (the
-    pace); ``known`` the people's grades given before outside the run file (free). Raises UsageError for more
-    than one run file, a question the run cannot answer (unknown systems, a difference of one system), a
-    budget of 0, nothing left to label, or a budget too small for an estimate (naming the smallest that works)."""
+    """The draw of a new budget session, before anything is locked or written; ``known``: the people's grades
+    from outside the run file (free). Raises UsageError for more than one run file, a question the run cannot
+    answer, a budget of 0, nothing left to grade, or a budget too small for an estimate (naming the smallest
+    that works)."""
     if len(runs) != 1:
         raise UsageError(f"--budget draws from one run file (a compare run for a difference or a ranking); {len(runs)} were given")
     seconds, pace_from = measured_pace(folder, labeller)
@@ -137,7 +123,7 @@ def prepare_budget(
 
 
 def budget_session(session: LabelSession, prepared: Prepared, labeller: str, printer: Printer) -> None:
-    """Start ``session`` with a prepared draw (:func:`prepare_budget`), saying first what it buys."""
+    """Start ``session`` with a prepared draw, saying first what it buys."""
     draw, sampling = prepared.draw, prepared.sampling
     question = draw.question
     printer.out(draw.text)
@@ -162,11 +148,9 @@ def budget_session(session: LabelSession, prepared: Prepared, labeller: str, pri
 
 
 def design_marker(session: LabelSession) -> dict[str, Any] | None:
-    """What the judgment cache keeps beside the set (None for a session without a budget), for ``evaluate`` to
-    weight the labels by their probabilities (:mod:`judge_runner.runs.designed`): the design, the unit, the
-    question and its systems, every unit's probability, the units drawn, when it was drawn, the journal, and
-    ``uniform``: the labelled queries are a uniform sample of the run's scored queries (whole queries, the
-    uniform design, no query left out as known), for which the uniform-sample correction holds as it is."""
+    """What the judgment cache keeps beside the set so ``evaluate`` weights its grades by their probabilities
+    (:mod:`judge_runner.runs.designed`); None without a budget. ``uniform``: whole queries, the uniform design,
+    none known, so the uniform correction holds as it is."""
     record = session.plan.get("budget")
     if not isinstance(record, dict):
         return None
@@ -187,9 +171,8 @@ def design_marker(session: LabelSession) -> dict[str, Any] | None:
 
 
 def estimate_lines(session: LabelSession) -> list[str]:
-    """The corrected estimate of a budgeted session's question, from the probabilities its journal recorded and
-    the labels given so far (:func:`judge_runner.human.estimate.estimate_budget`); [] for a session
-    without a budget; a line saying why when its run file cannot be read."""
+    """The corrected estimate of a budgeted session's question from its recorded probabilities; [] without a
+    budget; a line saying why when its run file cannot be read."""
     record = session.plan.get("budget")
     runs = session.plan.get("runs") or []
     if not isinstance(record, dict) or not runs:

@@ -1,19 +1,7 @@
-"""What a person labels with ``judge-runner label``: (query, document) items drawn from run files.
-
-Two samplings, both seeded:
-
-- ``queries`` (default): whole queries. A random sample of the runs' scored queries (on-topic, with metrics),
-  and for each every document any run returned for it, so that the query's nDCG@10 can be computed from the
-  person's labels alone: what the per-query correction of :mod:`judge_runner.runs.corrected` needs. Queries
-  come in a random order, and a query's documents in a random order too: never the search's ranking.
-- ``pairs``: pairs stratified by the judge's label, the same number drawn for each of 0, 1, 2 and 3 (all of
-  a label when there are fewer): what agreement at the judge's rarer grades needs.
-
-Each item holds what the judge was shown (``shownText`` of the run file; the snippet for files written
-before it was recorded, marked so) and never the judge's label, reason, rank, score or system: an
-:class:`Item`'s :meth:`Item.shown` is all a labelling page may send. How many queries to label for an interval
-of a given width comes from the spread of the runs' own per-query nDCG@10 (:func:`recommended_queries`).
-"""
+"""What a person grades with ``judge-runner label``: (query, document) items drawn, seeded, from run files.
+``queries`` (default) draws whole queries, every document any run returned, so a query's nDCG@10 comes from the
+person's grades alone; ``pairs`` draws the same number per judge label 0-3. Queries and documents come in random
+order, and an item carries nothing of the judge's: :meth:`Item.shown` is all a page may send."""
 
 from __future__ import annotations
 
@@ -33,9 +21,8 @@ DEFAULT_WIDTH = 0.1  # a 95% interval of mean nDCG@10 about +/- 0.05 wide
 
 @dataclass(frozen=True)
 class Item:
-    """One (query, document) to label: ``id`` (``i1``, ``i2`` ... in the plan's order), the query's id, text
-    and intent, the document's ``source`` and ``anchor``, the ``text`` the judge was shown and where it came
-    from (``textFrom``: ``shown`` or ``snippet``)."""
+    """One (query, document) to grade: ``text`` is what the judge was shown, ``textFrom`` ``shown`` or
+    ``snippet`` (files written before the shown text was kept)."""
 
     id: str
     qid: str
@@ -47,18 +34,17 @@ class Item:
     textFrom: str
 
     def shown(self) -> dict:
-        """What a labelling page may show: the item without anything of the judge's (it holds nothing else)."""
         return asdict(self)
 
 
 def scored(run: RunFile) -> list:
-    """The evaluation lines of a run that have metrics (on-topic queries; off-topic ones have no nDCG@10)."""
+    """Evaluation lines with metrics (on-topic queries)."""
     return [ev for ev in run.evaluations if ev.metrics is not None]
 
 
 def documents(runs: Sequence[RunFile]) -> dict[str, dict]:
     """``{qid: {"query", "intent", "docs": {source: (anchor, text, textFrom, [judge labels])}}}`` over the runs'
-    scored queries (the first run that returned a document gives its text)."""
+    scored queries; the first run to return a document gives its text."""
     out: dict[str, dict] = {}
     for run in runs:
         for ev in scored(run):
@@ -75,8 +61,7 @@ def documents(runs: Sequence[RunFile]) -> dict[str, dict]:
 
 
 def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
-    """Items of ``count`` whole queries drawn at random (``random.Random(seed)``) from the runs' scored queries
-    (all of them when there are fewer), every document each returned, queries and documents in random order."""
+    """Items of ``count`` whole queries drawn at random (all when fewer), in random order."""
     docs = documents(runs)
     rng = random.Random(seed)
     chosen = rng.sample(sorted(docs), min(count, len(docs)))
@@ -92,8 +77,8 @@ def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
 
 
 def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]:
-    """Items of ``per_label`` pairs drawn at random for each judge label 0-3 (the median of the runs' labels of
-    the pair; all of a label when it has fewer), in one random order."""
+    """Items of ``per_label`` pairs per judge label 0-3 (the median of the runs' labels of the pair), in one
+    random order."""
     docs = documents(runs)
     strata: dict[int, list[tuple[str, str]]] = {g: [] for g in range(4)}
     for qid in sorted(docs):
@@ -112,10 +97,9 @@ def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]
 
 
 def recommended_queries(runs: Sequence[RunFile], width: float = DEFAULT_WIDTH) -> tuple[int, float, int]:
-    """``(queries to label, standard deviation of per-query nDCG@10, scored queries)``: how many whole queries
-    to label for a 95% interval of mean nDCG@10 at most ``width`` wide, from the spread of the runs' own
-    per-query nDCG@10 (:func:`judge_runner.measures.ppi.queries_for_width`, with the finite-population
-    correction over the scored queries). Raises ValueError when the runs hold no scored query."""
+    """``(queries to grade, sd of per-query nDCG@10, scored queries)`` for a 95% interval of mean nDCG@10 at
+    most ``width`` wide (:func:`judge_runner.measures.ppi.queries_for_width`). Raises ValueError when the runs
+    hold no scored query."""
     values: dict[str, float] = {}
     for run in runs:
         for ev in scored(run):

@@ -1,28 +1,8 @@
-"""``label --budget N --for ranking``: one budget for the ranking of every system of a compare run (or of
-``--systems A,B,C``).
-
-**The unit** is a whole query, pooled as TREC pools: the documents in any system's top ``depth`` (:func:`depth_pool`).
-A (query, document) grade counts for every system that returned the document, and each system's nDCG@10 is
-computed against the same qrels (:func:`pooled_values`, ir-measures through
-:func:`judge_runner.judging.qrels.pooled_metrics`): the pooled documents' grades, every expected source at grade 3
-unless someone graded it; a document outside the pool counts as not relevant, as in trec_eval. ``depth`` is 10,
-the measure's own depth (every document that can count is graded), when the budget buys
-:data:`TARGET_QUERIES` whole queries so pooled; else the deepest that does, down to :data:`MIN_DEPTH` (each system's
-top 3): a cheaper unit, so more queries, whose figure is nDCG@10 on qrels pooled to that depth, as a TREC
-collection pooled to depth k gives it (:func:`choose_depth`). The measure is named with its depth wherever shown.
-
-**Where the labels go.** Queries are drawn as a budget draws them (:func:`judge_runner.measures.sampling.plan_budget`:
-a fixed-size uniform draw of the queries still open until earlier labels show that the predicted spreads help,
-then the robust mix). A query's spread is that of the systems' differences, each pair weighted by how close the
-judge puts it (``1 / max(gap, 0.01)^2``): the closest pairs first. Queries whose pooled documents people graded
-before (in the run file, any set of the judgment cache, the labels folder) are known and free.
-
-**The estimate** (:func:`estimate_ranking`): every system's corrected mean under the draw's design
-(:class:`judge_runner.runs.designed.Weighted`: :func:`judge_runner.measures.ipw.planned_mean`, each query weighted
-by its probability; a census is the people's exact figure), the systems ranked by it with rank sets, and every
-pair's corrected difference decided by Holm's step-down procedure, all verdicts holding together with 95%
-(:func:`judge_runner.measures.ppi_compare.corrected_ranking`).
-"""
+"""``label --budget N --for ranking``: one budget for the ranking of every system of a compare run
+(docs/deciding.md, "A budget for a ranking"). The unit is a whole query pooled as TREC pools, to the deepest
+depth (10 down to 3) at which the budget buys :data:`TARGET_QUERIES`; every system's nDCG@10 is scored against
+the same pooled qrels. Grades go first to queries where the closest pairs differ; the estimate ranks the
+corrected means, and Holm's procedure decides the pairs, 95% together."""
 
 from __future__ import annotations
 
@@ -55,24 +35,24 @@ from judge_runner.runs.read import RunFile
 MIN_DEPTH = 3
 """The shallowest pool a ranking's unit goes to: each system's top 3."""
 TARGET_QUERIES = 2 * MIN_LABELLED
-"""Whole queries a budget should buy before its unit goes shallower than depth 10: twice the minimum an
-estimate needs, so that the t quantile and the judge's fitted weight are steady."""
+"""Whole queries a budget should buy before its pool goes shallower than 10: twice the minimum, so the t
+quantile and the fitted weight are steady."""
 CLOSE_FLOOR = 0.01
-"""A judge gap below this counts as this close (so one tie does not take every weight)."""
+"""A judge gap below this counts as this close, so one tie does not take every weight."""
 
 Values = dict[str | None, dict[str, float]]
 
 
 def depth_pool(pool: Pool, systems: Sequence[str | None], qid: str, depth: int) -> list[str]:
-    """The documents in any of ``systems``' top ``depth`` for ``qid``, in the order first met."""
+    """The documents in any of ``systems``' top ``depth``, in the order first met."""
     return list(dict.fromkeys(d for s in systems for d, _ in pool.ranked[s][qid][:depth]))
 
 
 def pooled_values(
     pool: Pool, systems: Sequence[str | None], grades: Mapping[tuple[str, str], int], depth: int, qids: Sequence[str]
 ) -> Values:
-    """``{system: {qid: nDCG@10}}`` against qrels pooled to ``depth`` (module docstring) from ``grades``, over the
-    queries of ``qids`` whose pooled documents are all graded; 0 for a query whose qrels hold nothing relevant."""
+    """``{system: {qid: nDCG@10}}`` against qrels pooled to ``depth`` from ``grades``, over the ``qids`` whose
+    pooled documents are all graded; ungraded expected sources count 3."""
     qrels: dict[str, dict[str, int]] = {}
     for q in qids:
         docs = depth_pool(pool, systems, q, depth)
@@ -90,8 +70,8 @@ def _open_costs(pool: Pool, systems: Sequence[str | None], depth: int) -> dict[s
 
 
 def choose_depth(pool: Pool, systems: Sequence[str | None], budget: float) -> int:
-    """The deepest pool depth, 10 down to :data:`MIN_DEPTH`, at which ``budget`` labels buy :data:`TARGET_QUERIES`
-    open queries (at their mean cost) or every open query; :data:`MIN_DEPTH` when none does."""
+    """The deepest pool depth, 10 down to :data:`MIN_DEPTH`, at which ``budget`` buys :data:`TARGET_QUERIES`
+    open queries (at their mean cost) or every one."""
     for depth in range(10, MIN_DEPTH - 1, -1):
         costs = [c for c in _open_costs(pool, systems, depth).values() if c > 0]
         if not costs or budget >= sum(costs) or budget / (sum(costs) / len(costs)) >= TARGET_QUERIES:
@@ -100,16 +80,15 @@ def choose_depth(pool: Pool, systems: Sequence[str | None], budget: float) -> in
 
 
 def closest_pair(values: Values) -> tuple[str | None, str | None]:
-    """The two systems whose mean ``values`` are closest (the first of them ranked first by the judge)."""
+    """The two systems whose means are closest, the judge's better one first."""
     means = {s: statistics.fmean(v.values()) if v else 0.0 for s, v in values.items()}
     a, b = min(combinations(means, 2), key=lambda p: abs(means[p[0]] - means[p[1]]))
     return (a, b) if means[a] >= means[b] else (b, a)
 
 
 def ranking_units(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values, *, before: bool = False) -> list[Unit]:
-    """One unit per query: cost the pooled documents not graded before (all of them with ``before``), spread the
-    root mean square of the pairs' difference spreads (:func:`judge_runner.measures.sampling.query_units`),
-    each pair weighted by ``1 / max(judge gap, CLOSE_FLOOR)^2``."""
+    """One unit per query: cost its pooled documents not graded before (all with ``before``), spread the root
+    mean square of the pairs' difference spreads, each pair weighted ``1 / max(judge gap, CLOSE_FLOOR)^2``."""
     noise = LabelNoise.fit(pool.past) if pool.past else LabelNoise.default()
     means = {s: statistics.fmean(judge[s].values()) if judge[s] else 0.0 for s in systems}
     squares = dict.fromkeys(pool.qids, 0.0)
@@ -126,8 +105,8 @@ def ranking_units(pool: Pool, systems: Sequence[str | None], depth: int, judge: 
 
 
 def _past(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values) -> list[tuple[str, float, float]]:
-    """The residuals of the closest pair's difference on the queries people graded wholly before, taken as a
-    uniform sample of the open queries (:func:`judge_runner.measures.sampling.residuals`)."""
+    """The residuals of the closest pair's difference on the queries graded wholly before, taken as a uniform
+    sample."""
     people = pooled_values(pool, systems, pool.human, depth, pool.qids)
     a, b = closest_pair(judge)
     done = list(people[a]) if people else []
@@ -139,7 +118,7 @@ def _past(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values) 
 
 
 def _items(run: RunFile, pool: Pool, question: Question, drawn: Sequence[str], rng: random.Random) -> list[Item]:
-    """The pooled documents of the drawn queries not graded before, a query's in a random order."""
+    """The pooled documents of the drawn queries not graded before, shuffled per query."""
     docs = documents([run])
     items: list[Item] = []
     for q in drawn:
@@ -162,9 +141,9 @@ def plan_ranking(
     known: Mapping[tuple[str, str], int] | None = None,
     depth: int | None = None,
 ) -> Draw:
-    """Spend ``budget`` labels on the ranking of ``question.systems`` (module docstring), drawn with ``seed``;
-    ``depth`` forces the pool depth (default :func:`choose_depth`). Raises ValueError for a budget that is not
-    positive or nothing left to label; :class:`judge_runner.human.budget.TooSmall` when it buys no query."""
+    """Spend ``budget`` labels on the ranking of ``question.systems``, seeded; ``depth`` forces the pool depth.
+    Raises ValueError for a budget not positive or nothing left to grade,
+    :class:`~judge_runner.human.budget.TooSmall` when it buys no query."""
     if budget <= 0:
         raise ValueError("a budget of 0 labels buys nothing: give --budget N (labels) or --budget-minutes M, at least 1")
     pool = pool_of(run, question, known)
@@ -205,7 +184,7 @@ def plan_ranking(
 
 
 def ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values, units: Sequence[Unit], budget: float) -> Plan:
-    """The plan for ``budget`` labels: the robust mix chosen on the queries graded before, when there are some."""
+    """The robust mix chosen on the queries graded before, when there are some."""
     past = _past(pool, systems, depth, judge)
     if not past:
         return plan_budget(units, budget)
@@ -213,9 +192,8 @@ def ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: V
 
 
 def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
-    """The fewest labels whose ranking draw (at the depth it chooses) reaches
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn queries in expectation, or covers every open query (a
-    census): a bisection over the budgets of :func:`plan_ranking`."""
+    """The fewest labels whose ranking draw reaches :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn
+    queries in expectation, or covers every open one (bisection)."""
     pool = pool_of(run, question, known)
     systems = question.systems
     judges: dict[int, Values] = {}
@@ -238,10 +216,8 @@ def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tup
 
 @dataclass(frozen=True)
 class RankingEstimate:
-    """What :func:`estimate_ranking` found: the ``question``, the ``ranking`` (None with fewer than
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` drawn queries labelled), the judge's own means, the design,
-    the drawn queries and how many are labelled (``complete``), the queries known without a draw (``free``),
-    ``census`` and the design's ``notes``."""
+    """``ranking`` is None with fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn queries graded;
+    ``judge`` the judge's own means; ``complete`` of ``drawn`` graded, ``free`` known without a draw."""
 
     question: Question
     ranking: Ranking | None
@@ -254,8 +230,8 @@ class RankingEstimate:
     notes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
-        """The closing lines: the ranking with each system's corrected mean, interval, rank set and judge-only
-        mean; the pairs decided (Holm, 95% together) and those not; or why there is none yet."""
+        """The closing lines: each system's corrected mean, interval, rank set and judge mean; the pairs Holm
+        decided and those not; or why there is none yet."""
         rests = f"{self.complete} of the {self.drawn} drawn queries labelled" + (f", {self.free} known without a draw" if self.free else "")
         what = self.question.text()
         if self.ranking is None:
@@ -293,8 +269,8 @@ class RankingEstimate:
 
 
 def estimate_ranking(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> RankingEstimate:
-    """The estimate of a ranking session: ``record`` the plan line's ``budget`` object, ``given`` the session's
-    labels ``{(qid, document): grade}``. Raises KeyError or ValueError for a record that is not one."""
+    """The estimate of a ranking session from its plan line's ``budget`` record and its grades. Raises KeyError
+    or ValueError for a record that is not one."""
     question = Question("ranking", tuple(record["systems"]), "queries", int(record.get("depth") or 10))
     known = {(str(q), str(d)): int(g) for q, d, g in record.get("known") or []}
     pool = pool_of(run, question, known)

@@ -1,10 +1,6 @@
-"""Which run files the labelling sessions still need: a budget session (``label --budget``) estimates its
-question from the run file it drew from, each time it ends or is resumed, so that file must outlive pruning
-(``weekly --keep``). A session drawn without a budget keeps its items in its journal and needs no run file.
-
-The sessions are found in the labels folder (``*.journal.jsonl``) and through the judgment cache, which keeps
-each budget session's journal beside its set (:func:`judge_runner.human.pace.design_marker`).
-"""
+"""Which run files the labelling sessions still need: a budget session estimates from the run file it drew from
+each time it ends or resumes, so that file must outlive ``weekly --keep``. Sessions are found in the labels
+folder and through the judgment cache."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from judge_runner.judging.cache import JudgmentCache
 
 
 def session_journals(folder: Path | None, cache: Path | None) -> list[Path]:
-    """The journals of ``folder`` and those the judgment cache at ``cache`` names (each once). Raises
+    """The journals of ``folder`` and those the cache names, each once. Raises
     :class:`judge_runner.judging.cache_failures.CacheError` for a cache that cannot be read."""
     found: dict[Path, None] = {}
     if folder is not None and folder.is_dir():
@@ -31,9 +27,7 @@ def session_journals(folder: Path | None, cache: Path | None) -> list[Path]:
 
 
 def needed_runs(journals: Iterable[Path]) -> dict[str, str]:
-    """``{run file name: why}`` for every run file a budget session of ``journals`` draws its estimate from
-    (its plan line's ``runs``), e.g. ``label session 'ab' (labels/ab.journal.jsonl) estimates from it``. Run files
-    are named by their run id, so the name identifies one wherever the session was started from."""
+    """``{run file name: why}`` for every run file a budget session of ``journals`` estimates from."""
     out: dict[str, str] = {}
     for journal in journals:
         try:

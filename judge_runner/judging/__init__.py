@@ -1,5 +1,3 @@
-"""The judge protocol: what the judge sees of a result (``fence``), the requests (``requests``), the
-``Judge`` protocol and its replies (``protocol``), the labelling orchestration with its cache and trials
-(``labelling``, ``cache``), the scores computed from labels (``scores``), the judge fingerprint, the LLM
-and heuristic judges, and qrels in and out.
+"""The judge protocol: what the judge sees, its requests and replies, labels through the cache and trials,
+scores from labels, the LLM and offline judges, and qrels in and out.
 """

@@ -1,21 +1,7 @@
-"""What a run should work on first (issue 21, item 2): the judges' suggestions tied to the dimensions they
-address, and the recommended focus, the dimension with the most headroom the search could recover.
-
-The headroom of one query is split by what would recover it (:func:`recoverable_gains`), in units of
-``overall`` (the weighted mean of the four dimensions, so the four parts add up to ``1 - overall``):
-
-- ``ranking``: reordering what the search returned, best gain first (ranking becomes 1, and relevance
-  rises to what the same results score in that order);
-- ``relevance``: what is left of relevance after that, recovered only by returning documents known to
-  answer better (a needed expected source, a higher label; ``judge_runner.judging.scores.relevance_score``);
-- ``coverage`` and ``snippetQuality``: the list-level judge's shortfall, ``1 - score``.
-
-Splitting relevance's headroom this way keeps the advice from following the order of the dimensions:
-a search that finds the answers but buries them is told to rank, not to retrieve. A query is weak on a
-dimension when recovering it would raise that query's overall by at least :data:`WEAK_GAIN`; the
-focus is the dimension with the largest mean recoverable gain among those with a weak query, named with
-those queries, and the suggestion paired with it is the one the judges made most often on those queries
-among the suggestions that address that dimension (:func:`suggestion_dimensions`).
+"""What a run should work on first: the judges' suggestions tied to the dimensions they address, and the
+recommended focus, the dimension with the most recoverable headroom. Relevance lost to the order counts as
+``ranking`` (reordering recovers it), so a search that buries its answers is told to rank, not to retrieve.
+See docs/run-file.md, ``recommendedFocus``.
 """
 
 from __future__ import annotations
@@ -49,8 +35,7 @@ SUGGESTION_DIMENSIONS: dict[str, tuple[str, ...]] = {
     "Use multilingual embeddings for cross-lingual retrieval": ("relevance", "coverage"),
     "Return no results or confident: false when no result clears a relevance threshold": (),  # abstention
 }
-"""The dimensions each known suggestion addresses: the offline judge's suggestions and the forms the
-list-level prompt asks the LLM judge to reuse. Another wording is placed by :data:`KEYWORDS`."""
+"""The dimensions each known suggestion addresses; another wording is placed by :data:`KEYWORDS`."""
 
 KEYWORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), dimension)
@@ -61,11 +46,9 @@ KEYWORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"recall|retriev|semantic|embedding|synonym|\bindex|\bmatch|expan|\bfind\b|\bmissing", "relevance"),
     )
 )
-"""Word stems that tie a suggestion in another wording to a dimension (every stem found counts)."""
 
 WEAK_GAIN = 0.05
-"""A query is weak on a dimension when recovering it would raise the query's overall by at least this much:
-with equal weights, a dimension 0.2 short of what the search could reach."""
+"""A query is weak on a dimension when recovering it would raise its overall by at least this much."""
 
 SHOWN_QUERIES = 5
 WHAT = {
@@ -84,9 +67,7 @@ _KNOWN = {_normalise(k): v for k, v in SUGGESTION_DIMENSIONS.items()}
 
 
 def suggestion_dimensions(text: str) -> tuple[str, ...]:
-    """The dimensions a judge's suggestion addresses: :data:`SUGGESTION_DIMENSIONS` for a known wording
-    (compared without case and punctuation), else every dimension one of :data:`KEYWORDS`' stems points
-    to, in the order of ``DIMENSIONS``; ``()`` when none does."""
+    """The dimensions a suggestion addresses, by known wording (case and punctuation ignored), else by stem."""
     key = _normalise(text)
     if key in _KNOWN:
         return _KNOWN[key]
@@ -101,11 +82,9 @@ def _number(value: Any) -> float | None:
 def recoverable_gains(
     evaluation: Mapping[str, Any], weights: Mapping[str, float] | None = None, depth: int | None = None
 ) -> dict[str, float] | None:
-    """``{dimension: gain}`` for one on-topic ``evaluation`` line (a dict by alias): how much the query's
-    overall would rise if that dimension were recovered (see the module docstring), in overall units
-    (``weights`` as ``overall`` uses them, None: equal; ``depth``: the run's search limit, the cut-off of
-    relevance). The four add up to ``1 - overall`` (before rounding). None when the line lacks one of the
-    four scores."""
+    """``{dimension: gain}`` in overall units for one on-topic ``evaluation`` line: ``ranking`` by
+    reordering, ``relevance`` what is left after that, the others ``1 - score``; they add up to ``1 -
+    overall``. None when the line lacks one of the four scores."""
     scores = evaluation.get("scores") or {}
     values = {d: _number(scores.get(d)) for d in DIMENSIONS}
     if any(v is None for v in values.values()):
@@ -133,14 +112,8 @@ def recoverable_gains(
 
 @dataclass(frozen=True)
 class Focus:
-    """The recommended focus of a run (or of one system of a compare run).
-
-    ``dimension``: the dimension to work on (None: nothing is weak); ``headroom``: per dimension the mean
-    over the on-topic queries of :func:`recoverable_gains` (how much the mean overall would rise if it
-    were recovered everywhere); ``query_ids``: the queries weak on ``dimension``, largest gain first;
-    ``on_topic``: the on-topic queries scored; ``suggestion``: the judges' most frequent suggestion on those
-    queries that addresses ``dimension`` (None: none does), made on ``suggestion_query_ids``;
-    ``mean_overall``: the mean overall of those on-topic queries."""
+    """The recommended focus of a run or one system. ``dimension`` None: nothing is weak; ``headroom``: the
+    mean :func:`recoverable_gains` per dimension; ``query_ids``: the weak queries, largest gain first."""
 
     dimension: str | None
     headroom: dict[str, float]
@@ -151,7 +124,7 @@ class Focus:
     suggestion_query_ids: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        """The focus as one line for people (the summary's ``recommendedFocus``)."""
+        """The summary's ``recommendedFocus``."""
         if self.dimension is None:
             return (
                 f"nothing is weak: no on-topic query would gain {WEAK_GAIN:.2f} or more overall from any one dimension "
@@ -169,7 +142,7 @@ class Focus:
         return text + f"; no judge suggestion on them addresses {self.dimension}"
 
     def block(self) -> dict[str, Any]:
-        """The summary's ``focusEvidence`` (:class:`judge_runner.runs.summary_blocks.FocusEvidence` by alias)."""
+        """The summary's ``focusEvidence``."""
         return {
             "dimension": self.dimension,
             "headroom": {d: round(v, 6) for d, v in self.headroom.items()},
@@ -184,10 +157,8 @@ class Focus:
 def recommended_focus(
     evaluations: Sequence[Mapping[str, Any]], weights: Mapping[str, float] | None = None, depth: int | None = None
 ) -> Focus | None:
-    """The :class:`Focus` of a run's ``evaluations`` (dicts by alias; off-topic and unscored lines are
-    left out): the dimension with the largest mean recoverable gain among those with at least one query
-    weak on it (gain >= :data:`WEAK_GAIN`), those queries, and the suggestion paired with it. None when
-    no on-topic query has its four scores."""
+    """The dimension with the largest mean recoverable gain among those with a weak query, and the judges'
+    most frequent suggestion for it on those queries. None when no on-topic query has its four scores."""
     gains: dict[str, dict[str, float]] = {}
     lines: dict[str, Mapping[str, Any]] = {}
     overall: list[float] = []

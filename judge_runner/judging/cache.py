@@ -1,23 +1,7 @@
-"""The judgment cache: labels already paid for, kept in SQLite beside the index (issue 14, item 5).
-
-One file, ``.judge-runner/judgments.sqlite`` by default, in WAL mode so readers never block the writer
-and two processes (a weekly run and a hand run) can share it: each connection waits up to
-:data:`BUSY_TIMEOUT_S` for a lock, and every write is one short ``BEGIN IMMEDIATE`` transaction that
-takes the write lock up front (no deadlock between two readers upgrading to writers).
-
-A judgment is found by the sha256 of everything that could change it (:class:`JudgmentKey`): the
-cache version, the query text (NFC), the intent (NFC), the exact text shown for the result, the
-provider, the requested model, the sha256 of every prompt and schema sent, the render version, the
-sampling settings, the judge mode and the trial number. A stored judgment is never overwritten: the
-first writer wins, so a re-run reads back exactly what an earlier run used.
-
-The same file holds imported human qrels (table ``human_qrels``; see :mod:`judge_runner.judging.qrels`).
-Uses the standard-library ``sqlite3`` (no extension needed).
-
-A failure once the file is open (a full disk, a page damaged deep inside, an I/O error) raises
-:class:`CacheError` naming the file and is kept as :attr:`JudgmentCache.failure`: the labelling goes on
-without the cache (a label paid for is kept in its query's line), and the run loop, seeing the failure,
-starts no new query (exit 3).
+"""The judgment cache: labels already paid for, in one SQLite file (WAL mode, shared by processes) keyed by
+:class:`JudgmentKey`. The first writer wins. The file also holds people's imported qrels. A failure once
+open raises :class:`CacheError` and is kept as :attr:`JudgmentCache.failure`; the run loop then starts no
+new query. See docs/judge-protocol.md, "The judgment cache".
 """
 
 from __future__ import annotations
@@ -43,11 +27,7 @@ SCHEMA_VERSION = 1
 """Version of the tables in the file; a file written by a newer judge-runner is refused."""
 
 ADDED_COLUMNS = {"detector_flagged": "INTEGER", "judge": "TEXT", "topic": "TEXT", "docid": "TEXT", "judge_key": "TEXT"}
-"""Columns of ``judgments`` added after schema 1, nullable (NULL: stored before the column existed): what
-the code's detector said of the shown text when the label was stored, and the judge (``provider/model`` as
-keyed) that made it (informational: ``stats``, ``--dry-run``); the label's query (:func:`topic_key`), document
-and judge (:func:`judge_runner.judging.fingerprint.fingerprint_key`), by which :meth:`JudgmentCache.judge_labels`
-finds a query's labels for pooled qrels. A key lookup never reads them."""
+"""Nullable columns added after schema 1 (NULL: stored before); a key lookup never reads them."""
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -86,19 +66,11 @@ CREATE TABLE IF NOT EXISTS human_qrels (
 
 @dataclass(frozen=True)
 class CachedJudgment:
-    """A stored judgment.
-
-    ``label`` 0-3 (None for a list-level verdict, whose content is in ``payload``); ``reason``;
-    ``injection_suspected``: the JUDGE's own flag (the code's detector, ``fence.detect_instructions``,
-    is re-run on the shown text at every run and OR-ed with it, so a detector change needs no cache
-    bump; what it said when the label was stored is kept apart, ``detector_flagged``); ``model_returned`` (the model id the API answered with; None if unknown);
-    ``usage`` tokens as ``{"inputTokens": n, "outputTokens": n, ...}``; ``cost_usd`` in USD (None when
-    the price was unknown); ``latency_s`` seconds the call took; ``created_at`` Unix time (seconds) it
-    was stored; ``payload`` any JSON-serialisable extra (the list-level verdict); ``detector_flagged``: what
-    the code's detector said of the shown text when it was stored (for ``stats``; None: not recorded);
-    ``judge``: ``provider/model`` of the judge that made it, as keyed (None: not recorded); ``topic``,
-    ``docid``, ``judge_key``: the label's query (:func:`topic_key`), document and judge fingerprint key (None:
-    not recorded, and then the label joins no pooled qrels)."""
+    """A stored judgment. ``label`` is None for a list-level verdict (held in ``payload``);
+    ``injection_suspected`` is the judge's own flag (the detector is re-run at every run);
+    ``cost_usd`` in USD (None: unknown); ``latency_s`` in seconds; ``created_at`` in Unix seconds. None in
+    ``detector_flagged``, ``judge``, ``topic``, ``docid`` or ``judge_key`` means not recorded; a label
+    without ``topic`` joins no pooled qrels."""
 
     label: int | None
     reason: str = ""
@@ -136,10 +108,8 @@ def _row_to_judgment(row: sqlite3.Row) -> CachedJudgment:
 
 
 class JudgmentCache:
-    """The cache file at ``path`` (created with its folder when missing). Thread-safe: one connection
-    per instance, guarded by a lock, so the evaluate loop's worker threads may share an instance.
-    Use as a context manager or call :meth:`close`. Raises :class:`CacheError` when the file cannot be
-    used. ``failure``: the first CacheError a read or write raised once open (None while none did)."""
+    """The cache file at ``path``, created when missing; thread-safe. Raises :class:`CacheError` when the
+    file cannot be used. ``failure``: the first CacheError raised once open."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S, readonly: bool = False):
         self.path = Path(path)
@@ -176,7 +146,6 @@ class JudgmentCache:
             raise
 
     def _open_for_writing(self, busy_timeout_s: float) -> None:
-        """WAL mode, the tables (created or completed), the schema version checked. Raises what SQLite raises."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         mode = self._switch_to_wal(busy_timeout_s)
         if mode.lower() != "wal":
@@ -185,10 +154,9 @@ class JudgmentCache:
         self._write(self._create)
 
     def _switch_to_wal(self, busy_timeout_s: float) -> str:
-        """``PRAGMA journal_mode = WAL``, waiting up to ``busy_timeout_s`` seconds for another process that
-        is creating or switching the same file: SQLite can answer this pragma "database is locked" at once,
-        without calling the busy handler, while a second connection changes the journal mode. Returns the
-        journal mode now in force; raises sqlite3.OperationalError when the file stays locked."""
+        """The journal mode in force after asking for WAL, retrying for ``busy_timeout_s`` seconds: SQLite
+        answers "database is locked" at once, without its busy handler, while another connection switches.
+        Raises sqlite3.OperationalError when the file stays locked."""
         deadline = time.monotonic() + busy_timeout_s
         while True:
             try:
@@ -213,19 +181,14 @@ class JudgmentCache:
 
     @staticmethod
     def _empty_readonly(conn: sqlite3.Connection) -> None:
-        """A file with no table at all (0 bytes: ``touch``ed, or created by a run stopped before its first write) is
-        an empty SQLite database, which a writing open makes a cache as it is: read without changing it, its
-        tables are made empty in the connection's own temp schema, so every reader sees an empty cache, as
-        ``evaluate`` does, instead of "no such table"."""
+        """An empty file reads as an empty cache: empty tables in the connection's temp schema."""
         if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE"))
 
     @staticmethod
     def _complete_readonly(conn: sqlite3.Connection) -> None:
-        """A file written before :data:`ADDED_COLUMNS` read without changing it: a temporary view (in the
-        connection's own temp schema, never in the file) adds the missing columns as NULL, as the migration
-        of a writing open would."""
+        """A file older than :data:`ADDED_COLUMNS`, read unchanged: a temp view adds them as NULL."""
         have = {r[1] for r in conn.execute("PRAGMA table_info(judgments)")}
         missing = [column for column in ADDED_COLUMNS if column not in have]
         if have and missing:
@@ -233,8 +196,8 @@ class JudgmentCache:
             conn.execute(f"CREATE TEMP VIEW judgments AS SELECT *, {extra} FROM main.judgments")
 
     def _check_version(self, conn: sqlite3.Connection) -> str | None:
-        """The file's schema version (None when not written yet). Raises CacheError for a newer one, and
-        sqlite3.DatabaseError for a file that is no cache (no ``meta`` table) or cannot be read."""
+        """The file's schema version (None: not written yet). Raises CacheError for a newer one, and
+        sqlite3.DatabaseError for a file that is no cache or cannot be read."""
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is not None and int(row[0]) > SCHEMA_VERSION:
             raise CacheError(
@@ -256,15 +219,14 @@ class JudgmentCache:
             return result
 
     def _failed(self, exc: BaseException) -> CacheError:
-        """Keep the first failure of the open cache (:func:`failure_of`) and return the error to raise."""
+        """Keep the first failure and return the error to raise."""
         error = failure_of(self.path, exc)
         self.failure = self.failure or error
         return error
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
-        """Turn an SQLite error of the open cache into its CacheError (:meth:`_failed`): every command that
-        meets a damaged, read-only or full cache says so in the same words, never as a bug."""
+        """Turn an SQLite error into the cache's CacheError, in the words every command uses."""
         try:
             yield
         except sqlite3.DatabaseError as exc:
@@ -284,8 +246,7 @@ class JudgmentCache:
     # -- judgments -----------------------------------------------------------------------------------
 
     def get(self, key: str) -> CachedJudgment | None:
-        """The judgment stored under ``key`` (a :meth:`JudgmentKey.digest`), or None. Raises CacheError
-        (kept as :attr:`failure`) when the file cannot be read."""
+        """The judgment under ``key`` (a :meth:`JudgmentKey.digest`), or None. Raises CacheError."""
         try:
             with self._lock:
                 row = self.conn.execute("SELECT * FROM judgments WHERE key = ?", (key,)).fetchone()
@@ -294,8 +255,7 @@ class JudgmentCache:
             raise self._failed(exc) from exc
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedJudgment]:
-        """``{key: judgment}`` for the keys that are stored (missing keys are absent). Raises CacheError
-        (kept as :attr:`failure`) when the file cannot be read."""
+        """``{key: judgment}`` for the stored keys. Raises CacheError."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, CachedJudgment] = {}
         try:
@@ -309,9 +269,8 @@ class JudgmentCache:
         return found
 
     def judge_labels(self, judge_key: str, topics: Iterable[str], models: Iterable[str] | None = None) -> dict[tuple[str, str], list[int]]:
-        """``{(topic, docid): [label, ...]}``: every label (each trial's, each text shown) stored by the judge
-        ``judge_key`` on the ``topics`` (:func:`topic_key`); with ``models``, only labels whose returned model
-        is one of them (or unknown). Raises CacheError (kept as :attr:`failure`) when the file cannot be read."""
+        """``{(topic, docid): [label, ...]}``: every label of the judge ``judge_key`` on ``topics``; with
+        ``models``, only those whose returned model is one of them or unknown. Raises CacheError."""
         topics, wanted = list(dict.fromkeys(topics)), None if models is None else set(models)
         out: dict[tuple[str, str], list[int]] = {}
         with self._guarded(), self._lock:
@@ -328,15 +287,13 @@ class JudgmentCache:
         return out
 
     def put(self, key: str, judgment: CachedJudgment, mode: str) -> bool:
-        """Store ``judgment`` under ``key`` unless something is stored there already (the first writer
-        wins). Returns True when it was stored. ``mode`` as in :class:`JudgmentKey`. Raises ValueError
-        on a label outside 0-3, an unknown mode, or a usage/payload that is not JSON-serialisable."""
+        """True when stored (the first writer wins). Raises ValueError on a label outside 0-3, an unknown
+        mode, or a usage/payload that is not JSON-serialisable."""
         return self.put_many([(key, judgment, mode)]) == 1
 
     def put_many(self, items: Iterable[tuple[str, CachedJudgment, str]]) -> int:
-        """Store several ``(key, judgment, mode)`` in one transaction; returns how many were new. Raises
-        CacheError (kept as :attr:`failure`) when the file cannot be written (nothing of the transaction
-        is stored)."""
+        """Store ``(key, judgment, mode)`` items in one transaction; returns how many were new. Raises
+        CacheError, storing nothing, when the file cannot be written."""
         rows = []
         now = time.time()
         for key, j, mode in items:
@@ -389,14 +346,8 @@ class JudgmentCache:
             raise self._failed(exc) from exc
 
     def stats(self) -> dict[str, Any]:
-        """What the cache holds: ``{"path", "bytes", "judgments", "byMode": {mode: n}, "labels":
-        {"0".."3": n}, "injectionSuspected" (labels whose text the judge or the code's detector flagged, as a
-        run counts them), "judgeFlagged", "detectorFlagged", "flagsNotRecorded" (labels stored before the
-        detector's flag was kept), "labelsByJudge" ({"provider/model": n}; "not recorded" for older labels),
-        "costUsd" (sum of known costs, USD), "unknownCost" (entries
-        whose cost is unknown), "inputTokens", "outputTokens", "oldest", "newest" (Unix seconds or None),
-        "otherVersions" (entries of another CACHE_VERSION), "humanQrels": {name: n}}``. Raises CacheError
-        (kept as :attr:`failure`) when the file cannot be read."""
+        """What ``cache stats`` shows: counts by mode, label, flag and judge, ``costUsd`` (known costs, USD),
+        ``oldest``/``newest`` (Unix seconds), ``otherVersions`` and people's qrels sets. Raises CacheError."""
         with self._guarded(), self._lock:
             c = self.conn
             total, cost, unknown, oldest, newest, other = c.execute(
@@ -446,12 +397,10 @@ class JudgmentCache:
         }
 
     def prune(self, older_than: timedelta | float | None = None, *, other_versions: bool = True, now: float | None = None) -> int:
-        """Delete judgments stored more than ``older_than`` ago (a timedelta or seconds; None keeps every
-        age) and, when ``other_versions``, those of another :data:`CACHE_VERSION`, which can never match
-        again. Human qrels are never pruned. Returns the number deleted. Raises ValueError on a negative
-        age. The file does not shrink until SQLite reuses the pages (no VACUUM, which would lock out the
-        other process). Raises CacheError (kept as :attr:`failure`), deleting nothing, when the file is
-        damaged anywhere (SQLite's ``quick_check``, one read of the file) or cannot be written."""
+        """Delete judgments older than ``older_than`` (timedelta or seconds; None: any age) and, with
+        ``other_versions``, those of another :data:`CACHE_VERSION`; people's qrels are kept. Returns the
+        number deleted; no VACUUM. Raises ValueError on a negative age, CacheError (deleting nothing) when
+        the file is damaged or cannot be written."""
         seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         if seconds is not None and seconds < 0:
             raise ValueError("older_than must be >= 0")
@@ -470,20 +419,17 @@ class JudgmentCache:
             return self._write(delete)
 
     def check(self) -> None:
-        """Read the whole file once (SQLite's ``quick_check``: about a second per few hundred MB) before a
-        command replaces or deletes what it holds. Raises CacheError (kept as :attr:`failure`), the same
-        "damaged" error every command gives, when any page is damaged."""
+        """SQLite's ``quick_check`` (one read of the file). Raises CacheError when any page is damaged."""
         with self._guarded():
             with self._lock:
                 problems = [str(row[0]) for row in self.conn.execute("PRAGMA quick_check")]
             if problems != ["ok"]:
                 raise self._failed(sqlite3.DatabaseError("database disk image is malformed"))
 
-    # -- human qrels (used by judge_runner.judging.qrels) ----------------------------------------------------
+    # -- people's qrels (used by judge_runner.judging.qrels) -------------------------------------------------
 
     def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]]) -> int:
-        """Store ``(qid, docid, grade)`` rows as the human qrels called ``name``, replacing any earlier
-        import of that name, in one transaction. Returns the number stored."""
+        """Store ``(qid, docid, grade)`` rows as the qrels set ``name``, replacing it; returns the count."""
         stored = [(name, qid, docid, int(grade), time.time()) for qid, docid, grade in rows]
 
         def replace(conn: sqlite3.Connection) -> int:
@@ -495,7 +441,7 @@ class JudgmentCache:
             return self._write(replace)
 
     def update_human_qrels(self, name: str, pairs: Mapping[tuple[str, str], int | None]) -> None:
-        """Set (a grade) or remove (None) single ``(qid, docid)`` labels of the human qrels ``name``, in one transaction."""
+        """Set (a grade) or remove (None) single ``(qid, docid)`` grades of the qrels set ``name``."""
         now = time.time()
 
         def update(conn: sqlite3.Connection) -> None:
@@ -510,7 +456,7 @@ class JudgmentCache:
             self._write(update)
 
     def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
-        """``(name, qid, docid, grade)`` of the stored human qrels (only ``names`` when given), sorted."""
+        """``(name, qid, docid, grade)`` of people's stored qrels (only ``names`` when given), sorted."""
         try:
             with self._lock:
                 rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
@@ -520,7 +466,7 @@ class JudgmentCache:
         return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows if wanted is None or r[0] in wanted]
 
     def delete_human_qrels(self, name: str) -> int:
-        """Remove the human qrels called ``name``; returns the number of rows removed."""
+        """Remove the qrels set ``name``; returns the number of rows removed."""
 
         def delete(conn: sqlite3.Connection) -> int:
             return conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,)).rowcount
@@ -529,8 +475,7 @@ class JudgmentCache:
             return self._write(delete)
 
     def set_label_design(self, name: str, design: dict | None) -> None:
-        """Keep how the human qrels set ``name`` was drawn (``label --budget``: a JSON object; table ``meta``,
-        key ``labelDesign:<name>``) beside it; None removes it (a set drawn at random, or none)."""
+        """Keep how the qrels set ``name`` was drawn (``label --budget``) in ``meta``; None removes it."""
         key = f"labelDesign:{name}"
 
         def put(conn: sqlite3.Connection) -> None:
@@ -541,7 +486,7 @@ class JudgmentCache:
         self._write(put)
 
     def label_designs(self) -> dict[str, dict]:
-        """``{set name: design}`` of the human qrels sets kept with a draw's design (:meth:`set_label_design`)."""
+        """``{set name: design}`` of the sets kept with a draw's design."""
         try:
             with self._lock:
                 rows = self.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'labelDesign:%'").fetchall()

@@ -1,8 +1,5 @@
-"""What can go wrong with the judgment cache's file, in the words every command uses (issue 29, item 6):
-:class:`CacheError` and its reasons, the classification of SQLite's errors at open and later (damaged,
-read-only, full, locked, not a cache), and the read-only connection ``cache stats`` and ``--dry-run`` read
-it through. The cache itself is :mod:`judge_runner.judging.cache`; docs/judge-protocol.md ("The judgment
-cache") lists each failure with its exit code and message.
+"""What can go wrong with the judgment cache's file, in the words every command uses, and the read-only
+connection. docs/judge-protocol.md ("The judgment cache") lists each failure's exit code and message.
 """
 
 from __future__ import annotations
@@ -14,12 +11,9 @@ from judge_runner.core.failures import EXIT_CONFIG, EXIT_INCOMPLETE, JudgeRunner
 
 
 class CacheError(JudgeRunnerError, RuntimeError):
-    """The cache file cannot be used: not an SQLite database, a folder, written by a newer judge-runner,
-    or read-only (exit 2); damaged (at open or later: exit 3, as every command says of it); or it failed
-    while a run used it (a full disk, an I/O error: exit 3, the user's environment, not a bug). The
-    message names the file and what to do. ``reason``: ``cache_error``, ``disk_full``, ``cache_damaged``,
-    ``cache_readonly`` or ``cache_locked`` (at open: another process held the write lock longer than the
-    busy timeout)."""
+    """The cache file cannot be used: not a cache, newer, read-only or locked (exit 2); damaged, full or
+    failing while used (exit 3). ``reason``: ``cache_error``, ``disk_full``, ``cache_damaged``,
+    ``cache_readonly`` or ``cache_locked``."""
 
     def __init__(self, message: str, reason: str = "cache_error", exit_code: int = EXIT_CONFIG):
         super().__init__(message, exit_code)
@@ -31,7 +25,7 @@ _SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # a read-only file; a file (or its -
 
 
 def _sqlite_code(exc: BaseException) -> int | None:
-    """SQLite's primary result code of ``exc`` (the low byte of an extended code), or None."""
+    """SQLite's primary result code of ``exc``, or None."""
     code = getattr(exc, "sqlite_errorcode", None)
     return None if code is None else code & 0xFF
 
@@ -45,7 +39,7 @@ def _damaged(path: Path, exc: BaseException) -> CacheError:
 
 
 def read_only(path: Path, exc: BaseException) -> CacheError:
-    """The CacheError (exit 2) of a cache that cannot be written: its file or its folder is read-only."""
+    """Exit 2: the file or its folder is read-only."""
     return CacheError(
         f"the judgment cache {path} is read-only ({exc}): a cache is written to, and SQLite keeps its -wal and -shm "
         f"files in its folder {path.parent}; make both writable, or pass another --cache path or --no-cache",
@@ -54,9 +48,7 @@ def read_only(path: Path, exc: BaseException) -> CacheError:
 
 
 def failure_of(path: Path, exc: BaseException) -> CacheError:
-    """The CacheError of a failure of the open cache at ``path`` (exit 3): its disk is full, the file is
-    damaged (SQLITE_CORRUPT, SQLITE_NOTADB), or another error (an I/O error, a lock held too long); a
-    read-only file or folder is exit 2 (:func:`read_only`)."""
+    """A failure of the open cache: exit 3 (full, damaged, I/O), or exit 2 when read-only."""
     if is_disk_full(exc):
         return CacheError(storage_problem("the judgment cache", path, exc)[1], "disk_full", EXIT_INCOMPLETE)
     if _sqlite_code(exc) in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in str(exc):
@@ -71,9 +63,8 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def foreign_file(path: Path) -> CacheError | None:
-    """The CacheError (exit 2) of a non-empty file at ``path`` that is no SQLite database at all (its first
-    bytes are not :data:`SQLITE_HEADER`), which SQLite would otherwise overwrite with a new cache when the
-    file is shorter than a page; None for a missing or empty file (a new cache) or an SQLite file."""
+    """Exit 2 for a non-empty file without :data:`SQLITE_HEADER`, which SQLite might otherwise overwrite;
+    None for a missing, empty or SQLite file."""
     try:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_HEADER))
@@ -85,10 +76,8 @@ def foreign_file(path: Path) -> CacheError | None:
 
 
 def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> CacheError:
-    """The CacheError of a cache that failed while being opened: locked longer than ``busy_timeout_s``,
-    a full disk, read-only (exit 2); damaged, an SQLite file whose pages cannot be read (exit 3, as
-    :func:`failure_of` says of damage found later, so every command says the same of one file); or not
-    a cache at all (exit 2: another file passed as ``--cache``)."""
+    """A failure at open: locked longer than ``busy_timeout_s``, full, read-only or not a cache (exit 2);
+    damaged (exit 3, as :func:`failure_of` says later)."""
     if "locked" in str(exc):
         return CacheError(f"the judgment cache {path} stayed locked by another process for {busy_timeout_s:g} s", "cache_locked")
     if is_disk_full(exc):
@@ -101,16 +90,13 @@ def opening_failure(path: Path, exc: BaseException, busy_timeout_s: float) -> Ca
 
 
 def not_a_cache(path: Path, why: str) -> CacheError:
-    """The CacheError (exit 2) of a file at ``path`` that is no judgment cache (``why``: what SQLite or the
-    header check said), another file passed as ``--cache``: the one message every command gives of it."""
+    """Exit 2: another file passed as ``--cache``."""
     return CacheError(f"{path} is not a judgment cache ({why}); move it away or pass another --cache path")
 
 
 def connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """A read-only connection to the cache at ``path`` (``mode=ro``), which never writes the file; when
-    SQLite cannot create the WAL index (``-shm``) of a cache in a read-only folder, ``immutable=1`` (no
-    locking: a run writing the cache at the same time may go unseen). Raises sqlite3.Error, and
-    FileNotFoundError for a missing file (``mode=ro`` never creates one)."""
+    """A connection that never writes the file (``mode=ro``; ``immutable=1`` in a read-only folder, where a
+    concurrent writer may go unseen). Raises sqlite3.Error, and FileNotFoundError for a missing file."""
     if not path.is_file():
         raise FileNotFoundError(f"no file at {path}")
     uri = path.resolve().as_uri()

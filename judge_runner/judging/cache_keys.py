@@ -1,6 +1,4 @@
-"""What a cached judgment is found by: the key of everything that could change it (:class:`JudgmentKey`), the
-context of a batched call (:func:`batch_context`), and the query a label is about (:func:`topic_key`).
-:mod:`judge_runner.judging.cache` stores judgments under these keys."""
+"""What a cached judgment is found by: everything that could change it, and the query a label is about."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from typing import Any
 from judge_runner.core.models import JUDGE_MODES
 
 CACHE_VERSION = 1
-"""Bump when the meaning of a stored judgment changes (a new label scale, a new key field): old entries
-then simply stop matching, and ``prune`` can drop them."""
+"""Bump when the meaning of a stored judgment changes: old entries stop matching, ``prune`` drops them."""
 
 CACHE_MODES: tuple[str, ...] = (*JUDGE_MODES, "list")  # a cached judgment is a label of one mode, or a list verdict
 
@@ -25,28 +22,15 @@ def _nfc(text: str) -> str:
 
 
 def topic_key(query: str, intent: str) -> str:
-    """Hex sha256 of a query and its intent (NFC) as the judge was given them: what the cache's ``topic``
-    column holds, so one query's labels can be found whatever run or query set asked it."""
+    """Hex sha256 of a query and its intent (NFC): the cache's ``topic``, whatever run asked it."""
     return hashlib.sha256(f"{_nfc(query)}\x00{_nfc(intent)}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class JudgmentKey:
-    """Everything a cached judgment depends on.
-
-    - ``query``, ``intent``: as given to the judge (NFC-normalised when hashed);
-    - ``shown``: the exact text shown for the result, without the per-call delimiter
-      (``fence.RenderedDocument.shown``); for a list-level call, the whole list-level input;
-    - ``provider``, ``model``: the provider name and the model REQUESTED (the one returned is part of
-      the value, since it is only known after the call);
-    - ``prompt_sha256`` / ``schema_sha256``: ``{file name: sha256}`` of every prompt and schema sent;
-    - ``render_version``: ``fence.RENDER_VERSION``;
-    - ``sampling``: e.g. ``{"temperature": 0, "seed": 7}`` (values as sent; absent keys were not sent);
-    - ``mode``: ``"pointwise"``, ``"batched"`` or ``"list"``; ``trial``: 0-based trial number;
-    - ``context``: what else the judge saw that could change this label: in batched mode the sha256 of
-      the batch as shown (every result's ``shown`` text in the shown order), since a label can depend on
-      its neighbours; empty in pointwise mode.
-    """
+    """Everything a cached judgment depends on. ``shown``: the delimiter-free text shown (a list-level
+    call's whole input); ``model``: the model requested; ``context``: in batched mode the batch as shown
+    (:func:`batch_context`), since a label can depend on its neighbours."""
 
     query: str
     intent: str
@@ -62,8 +46,8 @@ class JudgmentKey:
     context: str = ""
 
     def digest(self) -> str:
-        """Hex sha256 of the canonical JSON of :data:`CACHE_VERSION` and every field (sorted keys, no
-        whitespace, non-ASCII kept as UTF-8). Raises ValueError on an unknown mode or a negative trial."""
+        """Hex sha256 of the canonical JSON of :data:`CACHE_VERSION` and every field. Raises ValueError on
+        an unknown mode or a negative trial."""
         if self.mode not in CACHE_MODES:
             raise ValueError(f"mode must be one of {', '.join(CACHE_MODES)}, got {self.mode!r}")
         if self.trial < 0:
@@ -88,7 +72,7 @@ class JudgmentKey:
 
 
 def batch_context(shown_texts: Iterable[str]) -> str:
-    """The ``context`` of a batched judgment: hex sha256 of the shown texts in the shown order."""
+    """Hex sha256 of the shown texts in the shown order."""
     h = hashlib.sha256()
     for text in shown_texts:
         data = text.encode("utf-8")

@@ -1,17 +1,6 @@
-"""One pool of judge calls for a run (issue 23): at most ``size`` calls in flight, whichever queries they
-belong to, so that a small query set or the tail of a run still fills every ``--concurrency`` slot.
-
-The run loop owns a :class:`CallPool` and gives each query a :class:`CallLane` (its place in the queue:
-the query's number); :func:`judge_runner.judging.labelling.judge_query` hands its calls (labels, the
-list-level call) to that lane. The threads of the pool are the only ones that make requests; a query's
-own worker only waits for its lane's calls, holding no slot, so no query can block the calls it waits
-for. Waiting calls start in lane order (an earlier query's calls first, then the order they were
-handed in), so queries end, and their lines are written, in about the order they started.
-
-What a run spends stays where the run loop decides it: a call of a query that failed starts no later
-call of that query (as when they ran one after another), and :meth:`CallPool.close` (Ctrl+C, a file the
-run cannot write) starts no waiting call again: each fails with
-:class:`~judge_runner.llm.errors.CallsStopped`; the calls in flight finish.
+"""One pool of judge calls for a run: at most ``size`` calls in flight, whichever queries they belong to, so
+the tail of a run still fills every ``--concurrency`` slot. Each query hands its calls to its
+:class:`CallLane`; waiting calls start in lane order, and a query's worker holds no slot while it waits.
 """
 
 from __future__ import annotations
@@ -42,14 +31,8 @@ class _Job:
 
 
 class CallPool:
-    """At most ``size`` (>= 1) judge calls at once, from any number of queries, in lane order. Raises
-    ValueError for ``size`` < 1.
-
-    ``stop``: a flag or event, polled (the run's stop request, :data:`judge_runner.core.interrupts.STOP`'s
-    ``requested``): once it is set no waiting call starts, as after :meth:`close`, even before the loop
-    has seen the request. Threads (not daemons, so the process knows a call is in flight when it ends)
-    are started as calls wait, up to ``size``, and end at :meth:`shutdown`. ``max_in_flight``: the most
-    calls that ran at once (for tests and benchmarks). Thread-safe."""
+    """At most ``size`` judge calls at once, in lane order; thread-safe. Once ``stop`` (a polled flag or
+    event) is set, no waiting call starts. Raises ValueError for ``size`` < 1."""
 
     def __init__(self, size: int, *, stop: Flag | threading.Event | None = None, name: str = "judge-call"):
         if size < 1:
@@ -68,19 +51,16 @@ class CallPool:
         self._ended = False
 
     def lane(self, priority: int) -> CallLane:
-        """The lane of one query: its calls wait behind those of lanes with a lower ``priority`` (the
-        run loop gives the query's number)."""
+        """A query's lane: its calls wait behind those of lanes with a lower ``priority``."""
         return CallLane(self, priority)
 
     @property
     def in_flight(self) -> int:
-        """Calls running now."""
         with self._cond:
             return self._running
 
     def close(self, reason: str = "interrupted") -> None:
-        """Start no waiting call, and take no new one: each fails with CallsStopped (``reason`` in its
-        message). Calls in flight finish. Idempotent."""
+        """Waiting and new calls fail with CallsStopped; calls in flight finish. Idempotent."""
         with self._cond:
             self._closed = self._closed or reason
             waiting, self._queue = self._queue, []
@@ -88,7 +68,7 @@ class CallPool:
             job.future.set_exception(CallsStopped(f"the run stopped ({reason}) before this call started"))
 
     def shutdown(self) -> None:
-        """:meth:`close`, then let every thread end (those in a call end after it; not waited for)."""
+        """:meth:`close`, then let every thread end without waiting for them."""
         self.close("ended")
         with self._cond:
             self._ended = True
@@ -145,9 +125,7 @@ class CallPool:
 
 
 class CallLane:
-    """One query's way into a :class:`CallPool` (:meth:`CallPool.lane`). ``failed``: a call of it failed
-    (the query fails: no later call of it starts, as when its calls ran one after another). Used by one
-    query's worker at a time."""
+    """One query's way into a :class:`CallPool`. Once ``failed``, no later call of it starts."""
 
     def __init__(self, pool: CallPool, priority: int):
         self.pool = pool
@@ -155,20 +133,16 @@ class CallLane:
         self.failed = False
 
     def submit(self, fn: Callable[[], T]) -> Future:
-        """Hand ``fn()`` to the pool; its Future (which raises CallsStopped once the pool is closed
-        before it started, and is canceled when an earlier call of this lane failed)."""
+        """``fn()``'s Future: CallsStopped when the pool closed first, canceled after a failure of the lane."""
         return self.pool._submit(self, fn)
 
     def call(self, fn: Callable[[], T]) -> T:
-        """``fn()`` run in a slot of the pool, waited for; raises what it raises (CallsStopped once the
-        pool is closed)."""
+        """``fn()`` run in a slot and waited for; raises CallsStopped once the pool is closed."""
         return cast(T, self.submit(fn).result())
 
     def map(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[tuple[Any, T | BaseException]]:
-        """``fn(item)`` for each of ``items``, all handed to the pool at once (so they run side by side
-        as slots allow); the first failure cancels the calls that have not started (those running
-        finish). Returns ``(item, result or the exception it raised)`` for every call made or failed, in
-        the order of ``items``; a canceled call has no entry."""
+        """``(item, result or exception)`` of ``fn(item)`` run side by side, in the order of ``items``. The
+        first failure cancels the calls not started, which get no entry."""
         futures = [self.submit(partial(fn, item)) for item in items]
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         if pending:
@@ -185,9 +159,7 @@ class CallLane:
 
 
 def detached(fn: Callable[..., T], *args: Any, name: str = "judge-query", **kwargs: Any) -> Future:
-    """``fn(*args, **kwargs)`` in a new daemon thread; its Future (already running, so it cannot be
-    canceled). For a query's worker, which only waits for its calls: the process never waits for it
-    at exit (the pool's threads, in a call, are the ones it counts)."""
+    """``fn(*args, **kwargs)`` in a new daemon thread, as a running Future: a query's worker."""
     future: Future = Future()
     future.set_running_or_notify_cancel()
 

@@ -1,31 +1,8 @@
-"""What the judge sees of one result: its text fenced as untrusted data (issue 14, item 3).
-
-A search result is rendered for the judge as its source path, its anchor and its text (the document's
-passages for the query by the one rule, :mod:`judge_runner.search.passages`, or the text the system
-returned when no store holds the document), all three treated as untrusted document content, inside a
-fence whose tag carries a per-call random delimiter::
-
-    <document-3f9a0c1d5e7b2a46 id="D2">
-    source: runbooks/redis-failover.md
-    anchor: Redis failover > Promote the replica
-    text:
-    1. Check the replica's lag ...
-    </document-3f9a0c1d5e7b2a46>
-
-The delimiter comes from :func:`secrets.token_hex`, so a document cannot close its own fence: it cannot
-know the tag (the "spotlighting" defence by delimiting, Hines et al. 2024, "Defending Against Indirect
-Prompt Injection Attacks With Spotlighting"). As defence in depth, anything in the document that looks
-like a fence or prompt tag, a chat-template token, or a result header of the old prompt format
-(``[3] source: x | score 1.0000``) is neutralised case-insensitively, whatever its spacing, case,
-full-width brackets or zero-width characters inside; and instruction-like text ("label this 3",
-"ignore previous instructions", "you are now", "system: ..."; a few other languages) is *detected*
-and reported as ``injection_suspected``. Detection never changes the text's label: the judge and the
-code that reads its labels must not raise a label because of it (the judge is told so; nothing in code
-reads the flag to raise a label).
-
-What is hashed for the judgment cache is :attr:`RenderedDocument.shown`, the delimiter-free text,
-so the random delimiter does not defeat the cache; :data:`RENDER_VERSION` goes into the judge
-fingerprint and must be bumped on any change to this module's output.
+"""What the judge sees of one result: its source, anchor and text as untrusted data, in a fence whose tag
+carries a per-call random delimiter a document cannot guess (spotlighting by delimiting: Hines et al.
+2024, "Defending Against Indirect Prompt Injection Attacks With Spotlighting"). Delimiter-like text is
+neutralised; instruction-like text is only detected, and never raises a label. The cache hashes the
+delimiter-free :attr:`RenderedDocument.shown`. See docs/judge-protocol.md.
 """
 
 from __future__ import annotations
@@ -40,8 +17,7 @@ from dataclasses import dataclass
 from judge_runner.search.passages import SHOWN_TEXT_CAP
 
 RENDER_VERSION = "fence-1"
-"""Version of the rendering below; part of the judge fingerprint and the cache key. Bump on ANY change
-to what :func:`render_document` or :func:`fence` produce."""
+"""Part of the judge fingerprint and the cache key: bump on any change to what this module renders."""
 
 
 FIELD_CAP = 300
@@ -161,9 +137,7 @@ INSTRUCTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 @dataclass(frozen=True)
 class InjectionSignal:
-    """One suspicious thing found in a result: ``kind`` is ``"instruction"``, ``"spoofed-delimiter"`` or
-    ``"spoofed-header"``; ``name`` the pattern (e.g. ``"ignore-instructions"``); ``field`` where
-    (``"source"``, ``"anchor"`` or ``"text"``); ``excerpt`` at most 80 characters of the match."""
+    """One suspicious thing found in a result's ``field``; ``excerpt`` at most 80 characters."""
 
     kind: str
     name: str
@@ -173,17 +147,8 @@ class InjectionSignal:
 
 @dataclass(frozen=True)
 class RenderedDocument:
-    """One result ready for the judge, before fencing.
-
-    - ``source``, ``anchor``: one line each, neutralised, at most :data:`FIELD_CAP` characters
-      (``anchor`` is ``"-"`` when the result has none);
-    - ``body``: the chunk text, neutralised, cut to :data:`SHOWN_TEXT_CAP` characters;
-    - ``shown``: the delimiter-free text the judge reads inside the fence (``source``/``anchor``/``text``
-      lines): what the judgment cache hashes as "the exact text shown";
-    - ``truncated`` / ``original_chars``: whether the body was cut, and its length before cutting;
-    - ``neutralised``: how many delimiter-like pieces were defused;
-    - ``signals``: everything suspicious found; ``injection_suspected`` is true when there is any.
-    """
+    """One result ready for the judge, neutralised, before fencing. ``shown``: the delimiter-free text the
+    judge reads, which the judgment cache hashes; ``anchor`` is ``"-"`` when there is none."""
 
     source: str
     anchor: str
@@ -203,8 +168,7 @@ class RenderedDocument:
 
 
 def new_delimiter() -> str:
-    """A fresh fence delimiter, ``"document-"`` + 16 random hex digits (:func:`secrets.token_hex`, 64
-    bits). Use a new one for every call to the judge."""
+    """``"document-"`` + 64 random bits in hex. Use a new one for every call to the judge."""
     return DELIMITER_PREFIX + secrets.token_hex(8)
 
 
@@ -213,17 +177,9 @@ def _excerpt(text: str) -> str:
 
 
 def neutralise(text: str) -> tuple[str, int, list[tuple[str, str, str]]]:
-    """Defuse everything delimiter-like in ``text``. Returns ``(text, count, found)`` where ``found``
-    lists ``(kind, name, excerpt)``.
-
-    - a tag whose name starts with a reserved word (:data:`RESERVED_TAG_NAMES`: ``<document…>``,
-      ``</RESULTS >``, ``< / res\u200bults>``, ``＜query＞``, an unclosed ``</results`` at a line end) gets
-      its brackets replaced by ``‹ ›`` and the zero-width characters inside it removed;
-    - chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``) get the same treatment;
-    - a line-leading result header of the old format (``[3] source: …``) gets ``‹3›`` instead of
-      ``[3]``, and an engine-score field ``| score 1.0000`` gets ``¦`` instead of ``|``.
-    Text that is not delimiter-like is left byte for byte as it was.
-    """
+    """``(text, count, found)``: ``text`` with reserved tags, chat-template tokens and old result headers
+    defused (brackets become ``‹ ›``), ``found`` as ``(kind, name, excerpt)``. Other text is left byte for
+    byte."""
     found: list[tuple[str, str, str]] = []
 
     def tag(m: re.Match[str]) -> str:
@@ -250,19 +206,13 @@ def neutralise(text: str) -> tuple[str, int, list[tuple[str, str, str]]]:
 
 
 def _detection_view(text: str) -> str:
-    """Text as the detector reads it: NFKC (full-width letters become ASCII), zero-width characters
-    removed. Never shown to the judge."""
+    """NFKC, zero-width characters removed; never shown to the judge."""
     return _ZW_RE.sub("", unicodedata.normalize("NFKC", text))
 
 
 def detect_instructions(text: str) -> list[tuple[str, str]]:
-    """Instruction-like passages in ``text`` as ``(pattern name, excerpt)``, first match per pattern.
-
-    Detection only (:data:`INSTRUCTION_PATTERNS`: English, plus cheap German, French, Spanish, Chinese,
-    Japanese and Korean forms of "ignore the instructions" and "rate this"). Tuned so the sample
-    knowledge base in ``fixtures/`` raises nothing (a test checks it); it will miss paraphrases, which is
-    why the judge is also asked to flag them.
-    """
+    """``(pattern name, excerpt)`` of the first match of each :data:`INSTRUCTION_PATTERNS`. It misses
+    paraphrases, so the judge is asked to flag them too."""
     view = _detection_view(text)
     hits = []
     for name, pattern in INSTRUCTION_PATTERNS:
@@ -281,8 +231,7 @@ _CUT_MARK = re.compile(r"\n\[… \d+ more characters not shown\]\Z")
 
 
 def _cut(body: str, cap: int) -> tuple[str, bool]:
-    """``(body cut to cap at a line or word boundary with a marker, cut?)``. A body already cut here (its
-    marker last, its text within ``cap``: a run file's ``shownText`` judged again) is left as it is."""
+    """``(body cut to cap at a line or word boundary with a marker, cut?)``; a body cut before is kept."""
     marked = _CUT_MARK.search(body)
     if marked is not None and marked.start() <= cap:
         return body, True
@@ -299,10 +248,7 @@ def _cut(body: str, cap: int) -> tuple[str, bool]:
 
 
 def render_document(source: str, anchor: str | None, text: str, cap: int = SHOWN_TEXT_CAP) -> RenderedDocument:
-    """Render one result (its source path, anchor and text, all untrusted) for the judge:
-    neutralise delimiter-like pieces in all three, flag instruction-like text, flatten source and
-    anchor to one line of at most :data:`FIELD_CAP` characters, cut the text to ``cap`` characters at a
-    line or word boundary (with a visible marker). Raises ValueError when ``cap`` < 100."""
+    """One result for the judge, its text cut to ``cap`` characters. Raises ValueError when ``cap`` < 100."""
     if cap < 100:
         raise ValueError("the shown-text cap must be at least 100 characters")
     signals: list[InjectionSignal] = []
@@ -319,11 +265,8 @@ def render_document(source: str, anchor: str | None, text: str, cap: int = SHOWN
 
 
 def fence(document: RenderedDocument, delimiter: str, local_id: str | None = None) -> str:
-    """The fenced block for one rendered document: ``<DELIM id="ID">`` … ``</DELIM>``, where ``DELIM``
-    comes from :func:`new_delimiter` (one per call, shared by every document of that call). ``local_id``
-    (e.g. ``"D2"``, batched mode) must be 1-8 letters/digits. Raises ValueError on a malformed delimiter
-    or id, or when the delimiter occurs in the document (cannot happen after neutralisation unless the
-    delimiter was reused and leaked)."""
+    """``<DELIM id="ID">`` … ``</DELIM>``. Raises ValueError on a malformed delimiter or id (1-8 letters
+    or digits), or when the delimiter occurs in the document."""
     if not _DELIMITER_RE.fullmatch(delimiter):
         raise ValueError("the delimiter must come from new_delimiter()")
     if local_id is not None and not re.fullmatch(r"[A-Za-z0-9]{1,8}", local_id):
@@ -335,9 +278,7 @@ def fence(document: RenderedDocument, delimiter: str, local_id: str | None = Non
 
 
 def without_suspected_lines(document: RenderedDocument) -> RenderedDocument:
-    """The document with every body line and anchor part (`` > ``-separated) that raised a signal
-    removed: what a heuristic (non-LLM) judge should score, so that injected text neither raises nor
-    lowers its label. An LLM judge is shown the full document instead."""
+    """The document without its lines and anchor parts that raised a signal, for the offline judge."""
 
     def flagged(piece: str) -> bool:
         return bool(detect_instructions(piece)) or neutralise(piece)[1] > 0 or "\u2039" in piece or "\u00a6" in piece

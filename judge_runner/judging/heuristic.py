@@ -1,17 +1,6 @@
-"""The heuristic judge (``--provider offline``, phase two): the label-first protocol on embeddings and
-term overlap.
-
-It answers the same three calls as the LLM judge (:class:`judge_runner.judging.llm_judge.LLMJudge`), so labels go
-through the same cache, trials and scores (:mod:`judge_runner.judging.labelling`):
-
-- a label per document from the cosine similarity of the injected embedder's vectors (all-MiniLM-L6-v2
-  in a real run) of query and document, and the share of query terms the document contains, computed
-  on :func:`judge_runner.judging.fence.without_suspected_lines` of the document: text addressed to the judge
-  is dropped before scoring, so an injected document gets its clean twin's label;
-- a list-level verdict (coverage, snippetQuality, holistic figures) from the labels and the snippets.
-
-It is labelled as a heuristic judge wherever its output appears (``heuristicJudge: true`` in the run
-file, "heuristic" on the console).
+"""The offline judge (``--provider offline``): the same three calls as the LLM judge, answered from embedding
+similarity and term overlap, with text addressed to the judge dropped first. Its runs say
+``heuristicJudge: true``. See docs/providers.md.
 """
 
 from __future__ import annotations
@@ -51,11 +40,8 @@ def _grade(combined: float) -> int:
 
 
 def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder: TextEmbedder) -> list[LabelReply]:
-    """One heuristic label per document, each on its own (so order and neighbours never matter: every
-    text is embedded alone, :func:`judge_runner.embed.base.encode_each`):
-    grade of ``0.6 * cosine(query, anchor + text) + 0.4 * share of query terms in anchor, text and
-    source``, thresholds :data:`GRADE_THRESHOLDS`, on :func:`fence.without_suspected_lines` of the
-    document. The flag ``injection_suspected`` is left to the code's detector (False here)."""
+    """One label per document, each embedded alone: ``0.6 * cosine(query, anchor + text) + 0.4 * share of
+    query terms`` against :data:`GRADE_THRESHOLDS`."""
     if not documents:
         return []
     tokens = query_tokens(query)
@@ -76,37 +62,23 @@ def heuristic_labels(query: str, documents: Sequence[RenderedDocument], embedder
 
 
 LIST_VERSION = "heuristic-list-2"
-"""Version of :func:`heuristic_list_verdict`, part of the judgment-cache key of its verdicts (the ``context``
-of a list-level key), so a verdict stored by an earlier version is never served for this one. 2 (issue 21):
-snippet quality weighted by the labels, coverage lowered by missing expected sources, suggestions tied to
-the dimension they address."""
+"""Version of :func:`heuristic_list_verdict`, in its verdicts' cache key: bump on any change."""
 
 SNIPPETS_SEEN = 5  # the results whose snippets a user reads before deciding: the first five
 MISSING_EXPECTED_PENALTY = 0.25
-"""How much coverage falls when every expected source is missing (in proportion to the share missing): the
-list-level rubric's "an expected source is missing" lowers coverage, but the expected sources are a hint and
-other results may cover their part, so a missing one costs a quarter, not half."""
+"""Coverage lost when every expected source is missing, in proportion to the share missing: a hint, so a
+quarter, not half."""
 
 
 def heuristic_list_verdict(
     query: str, items: Sequence[ListItem], embedder: TextEmbedder, expected_sources: Sequence[str] = ()
 ) -> ListVerdict:
-    """The heuristic list-level verdict on labelled results (search order), following the list-level
-    rubric (``prompts/judge_list_system.md``) with embeddings and term overlap:
+    """The list-level verdict on labelled results in search order, by the list-level rubric:
 
-    - coverage = half the share of query terms in the top 5 snippets plus half the best label / 3, times
-      ``1 - 0.25 * (share of expected sources not in the list)`` (:data:`MISSING_EXPECTED_PENALTY`);
-    - snippetQuality = the mean over the top 5 of each snippet's quality (half its term overlap plus half
-      ``min(1, cosine / 0.6)``) weighted by its label, as the rubric weights the snippets of relevant
-      results ("a snippet of an irrelevant result matters little"); unweighted when no label is above 0;
-    - holistic relevance = the DCG-weighted mean label / 3, ranking = nDCG of the order against the ideal
-      order of the labels, overall their mean with coverage and snippetQuality.
-
-    Suggestions, each tied to the dimensions it addresses (:data:`judge_runner.judging.advice.SUGGESTION_DIMENSIONS`):
-    nothing labelled 2 or more, or an expected source missing: "Improve recall for this kind of query"
-    (relevance, coverage); a relevant result but the best label not first: "Rank the best-matching document
-    first" (ranking); a source shown twice: "Collapse duplicate results from the same document section"
-    (coverage); snippet quality under 0.4: "Centre snippets on the matching lines" (snippetQuality)."""
+    - coverage = (term share of the top 5 snippets + best label / 3) / 2, times ``1 - 0.25 * share of
+      expected sources missing``;
+    - snippetQuality = the label-weighted mean over the top 5 of (term overlap + ``min(1, cosine / 0.6)``)
+      / 2, unweighted when no label is above 0."""
     tokens = query_tokens(query)
     n = len(items)
     if n == 0:
@@ -161,10 +133,8 @@ def heuristic_list_verdict(
 
 
 class HeuristicJudge:
-    """The offline :class:`~judge_runner.judging.protocol.Judge`: no network, no key, no cost. ``embedder`` is
-    injected (``build_roles`` passes the command's one embedder, :attr:`judge_runner.app.roles.Roles.embedder`); its name is part of
-    ``cache_model``, so labels of two embedders never share a cache entry. Sampling settings are ignored
-    (it is deterministic)."""
+    """The offline :class:`~judge_runner.judging.protocol.Judge`: no network, no cost, deterministic. The
+    embedder's name is part of ``cache_model``, so two embedders' labels never share a cache entry."""
 
     name = "offline"
     model = HEURISTIC_MODEL
@@ -183,7 +153,6 @@ class HeuristicJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda message: None,
     ) -> LabelReply:
-        """The heuristic label of one document (:func:`heuristic_labels`); free."""
         return heuristic_labels(query, [document], self.embedder)[0]
 
     def label_batch(
@@ -195,7 +164,6 @@ class HeuristicJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda message: None,
     ) -> list[LabelReply]:
-        """Each document labelled on its own (the order shown cannot matter), in the documents' order."""
         labels = heuristic_labels(query, documents, self.embedder)
         position = {original: shown for shown, original in enumerate(order)}
         return [LabelReply(label=r.label, reason=r.reason, shown_as=f"D{position[k] + 1}") for k, r in enumerate(labels)]
@@ -209,5 +177,4 @@ class HeuristicJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda message: None,
     ) -> ListVerdict:
-        """:func:`heuristic_list_verdict`; free."""
         return heuristic_list_verdict(query, items, self.embedder, expected_sources)

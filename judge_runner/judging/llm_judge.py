@@ -1,12 +1,5 @@
-"""Phase two's LLM judge under the label-first protocol (issue 14): single judge calls, validated.
-
-:class:`LLMJudge` answers the three calls of :mod:`judge_runner.judging.requests` (``record_label``,
-``record_labels``, ``record_list_verdict``) through :func:`ask`, the one re-ask loop: a reply that fails
-its schema (counts and ids pinned) is re-asked up to MAX_REASKS times with what was wrong; a reply cut
-off by max_tokens is retried once with twice the limit. Caching, trials and scores are
-:mod:`judge_runner.judging.labelling`'s. ``overall`` is the weighted mean of the four dimensions
-(:func:`overall_score`).
-"""
+"""The LLM judge: the three calls of :mod:`judge_runner.judging.requests`, each through :func:`ask`, the one
+re-ask loop that returns only a valid reply."""
 
 from __future__ import annotations
 
@@ -35,23 +28,19 @@ from judge_runner.llm.errors import InvalidOutputError, LLMError, RefusalError, 
 from judge_runner.llm.pricing import Usage, add_cost
 
 SNIPPET_CHARS_SHOWN = 500
-"""Most characters of a result's snippet kept in the run file (what the list-level call is shown is
-the search's snippet, fenced; labels are given on the best chunk's text, ``fence.SHOWN_TEXT_CAP``)."""
+"""Most characters of a result's snippet kept in the run file."""
 MAX_REASKS = 2
 JUDGE_MAX_TOKENS = 4096
 LABEL_MAX_TOKENS = 1024
 
 
 def label_max_tokens(provider: object) -> int:
-    """The output-token limit of one pointwise label call: :data:`LABEL_MAX_TOKENS` plus the model's
-    reasoning allowance (``provider.reasoning_allowance``: a reasoning model's reasoning counts against the
-    limit and is billed as output)."""
+    """A pointwise call's output-token limit: :data:`LABEL_MAX_TOKENS` plus the reasoning allowance."""
     return LABEL_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
 
 
 def judge_max_tokens(provider: object) -> int:
-    """The output-token limit of a batched or list call: :data:`JUDGE_MAX_TOKENS` plus the model's reasoning
-    allowance."""
+    """A batched or list call's output-token limit: :data:`JUDGE_MAX_TOKENS` plus the reasoning allowance."""
     return JUDGE_MAX_TOKENS + int(getattr(provider, "reasoning_allowance", 0) or 0)
 
 
@@ -63,9 +52,8 @@ TOOL_DESCRIPTIONS = {
 
 
 def parse_json_reply(text: str) -> tuple[object, list[str]]:
-    """Parse a JSON object from a text reply, recovering only where it is safe: one outer markdown
-    fence, or prose around exactly one JSON object. Returns ``(data, recoveries)``; raises ValueError
-    when no single object can be read."""
+    """``(data, recoveries)`` of a text reply, recovering only one outer markdown fence or prose around
+    exactly one JSON object. Raises ValueError when no single object can be read."""
     stripped = text.strip()
     try:
         return json.loads(stripped), []
@@ -89,10 +77,8 @@ def parse_json_reply(text: str) -> tuple[object, list[str]]:
 
 @dataclass
 class Answer:
-    """A validated reply to one :class:`~judge_runner.judging.requests.JudgeRequest`: the tool input
-    (``data``), usage over every attempt and re-ask, USD (None if unknown), HTTP requests made, the
-    recoveries applied to the raw reply (e.g. ``"stripped code fence"``), the model id the API returned,
-    and seconds the call took."""
+    """A validated reply: usage over every attempt and re-ask, cost in USD (None: unknown), latency in
+    seconds."""
 
     data: dict[str, Any]
     usage: Usage
@@ -111,13 +97,9 @@ def ask(
     max_tokens: int = JUDGE_MAX_TOKENS,
     what: str = "judgment",
 ) -> Answer:
-    """Send ``request`` through its forced tool and return a reply that passes
-    :func:`judge_runner.judging.requests.reply_problems`. ``sampling`` (temperature, seed) goes to the provider.
-
-    A reply that fails validation is re-asked up to MAX_REASKS times with what was wrong; a reply cut
-    off by max_tokens is retried once with twice the limit. Raises InvalidOutputError, TruncatedError,
-    RefusalError or any transport LLMError, each with ``usage``/``cost_usd``: what this call spent, its
-    re-asks included (:func:`spent`). The raw invalid reply goes to ``log`` (never the API key)."""
+    """A reply to ``request`` that passes :func:`judge_runner.judging.requests.reply_problems`: an invalid
+    one is re-asked up to MAX_REASKS times, a truncated one retried once with twice the token limit. Raises
+    InvalidOutputError, TruncatedError, RefusalError or a transport LLMError, carrying what was spent."""
     tool = ToolSpec(request.tool_name, TOOL_DESCRIPTIONS.get(request.tool_name, "Record the judgment."), request.schema)
     turns = [Turn("user", text=request.user)]
     usage, attempts = Usage(), 0
@@ -170,17 +152,14 @@ def ask(
 
 
 def spent(error: LLMError, usage: Usage, cost: float | None) -> LLMError:
-    """``error`` carrying what its call spent (``usage``, ``cost_usd`` in USD): the query's error line
-    shows it (:func:`judge_runner.judging.labelling.Tally.add_failure`)."""
+    """``error`` carrying what its call spent (``cost_usd`` in USD)."""
     error.usage, error.cost_usd = usage, cost
     return error
 
 
 class LLMJudge:
-    """The :class:`~judge_runner.judging.protocol.Judge` of an LLM: each call one :func:`ask` of ``provider``.
-    ``name`` and ``model`` are the provider's (recorded in the run file's provenance); ``batching`` is
-    the provider's :class:`~judge_runner.llm.batch.BatchCoordinator` in ``--batch`` mode (None otherwise:
-    the run loop and :mod:`judge_runner.judging.labelling` then make their calls concurrently so they share batches)."""
+    """The :class:`~judge_runner.judging.protocol.Judge` of an LLM. ``batching``: the provider's
+    :class:`~judge_runner.llm.batch.BatchCoordinator` in ``--batch`` mode, else None."""
 
     heuristic = False
 
@@ -198,19 +177,17 @@ class LLMJudge:
 
     @property
     def cache_model(self) -> str:
-        """The model a judgment is cached under: the requested model, with the reasoning effort when it reasons
-        (another effort may grade otherwise)."""
+        """The requested model, with the reasoning effort when it reasons (another effort may grade otherwise)."""
         effort = self.reasoning_effort
         return f"{self.model}+effort-{effort}" if effort else self.model
 
     def with_output(self, output: Output) -> LLMJudge:
-        """This judge under other output rules (``grade-only``: no reason asked), on the same provider."""
+        """This judge under other output rules, on the same provider."""
         return LLMJudge(self.provider, output)
 
     def label_one(
         self, query: str, intent: str, document: RenderedDocument, sampling: Mapping[str, Any], log: Callable[[str], None] = lambda m: None
     ) -> LabelReply:
-        """Pointwise: one ``record_label`` call for one fenced document."""
         request = pointwise_request(query, intent, document, output=self.output)
         a = ask(self.provider, request, sampling, log, label_max_tokens(self.provider), "label")
         return LabelReply(
@@ -235,8 +212,7 @@ class LLMJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda m: None,
     ) -> list[LabelReply]:
-        """Batched: one ``record_labels`` call, documents shown in ``order`` with ids D1..DN; the labels
-        come back in the documents' own order, the call's cost on the first."""
+        """The labels in the documents' own order; the call's cost is on the first."""
         request = batched_request(query, intent, documents, order, output=self.output)
         a = ask(self.provider, request, sampling, log, judge_max_tokens(self.provider), "labels")
         out = []
@@ -268,7 +244,6 @@ class LLMJudge:
         sampling: Mapping[str, Any],
         log: Callable[[str], None] = lambda m: None,
     ) -> ListVerdict:
-        """One ``record_list_verdict`` call on the labelled results."""
         a = ask(
             self.provider,
             list_request(query, intent, expected_sources, items),

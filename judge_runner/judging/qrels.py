@@ -1,25 +1,7 @@
-"""qrels in and out: the judge's labels pooled over runs and written as TREC qrels; human qrels read from
-TREC files and stored, taking precedence over the judge's.
-
-A TREC qrels line is ``qid 0 docid grade`` (the second field, "iteration", is always 0), fields split
-on whitespace, so query ids and document ids are written through :func:`encode_id`.
-
-Pooling (:func:`pool_qrels`), for each (qid, docid) seen in the runs given:
-
-1. a human label, when one was imported for that pair, wins;
-2. otherwise the judge's labels: within one run a document returned several times (several chunks)
-   counts with its best label, as in the run's own metrics (``judge_runner.measures.ir.query_metrics``); across runs
-   the MEDIAN of the runs' labels, the lower middle one on a tie (``judge_runner.judging.scores.median_label``).
-   The median, not the latest, so the export does not depend on the order the runs are listed in or
-   on which run happened last, and one odd run cannot move a label by itself. Pool runs of ONE judge
-   fingerprint: labels of different judges are not the same measurement;
-3. otherwise the same judge's labels kept in the judgment cache (``cached``: e.g. a run since deleted, or
-   another query set that held the query), their median;
-4. otherwise, an expected source of the query that nobody labelled gets grade 3, as in the run's own
-   metrics (docs/design.md, "The run file").
-
-Human qrels also bring the pairs they label that no run returned (a qid must be in some run to be
-exported), since judged-relevant documents the search missed lower the ideal DCG.
+"""qrels in and out: the judge's labels pooled over runs and written as TREC qrels (``qid 0 docid grade``,
+ids through :func:`encode_id`); people's qrels read and stored. For each pair, :func:`pool_qrels` takes a
+person's grade, else the lower median of the runs' best labels, else the median of the same judge's cached
+labels, else 3 for an unlabelled expected source. See docs/judge-protocol.md, "qrels in and out".
 """
 
 from __future__ import annotations
@@ -43,14 +25,12 @@ QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class QrelsError(ValueError):
-    """A qrels file or the runs to pool are malformed or contradict each other; the message names the
-    file and line, or the query."""
+    """A qrels file or the runs to pool are malformed or contradict each other; the message says where."""
 
 
 @dataclass(frozen=True)
 class RunLabels:
-    """One query's labels from one run: ``labels`` as ``(docid, grade 0-3)`` per returned result in
-    rank order (docid = the result's source), and the query's expected sources."""
+    """One query's labels from one run: ``(source, label)`` per result in rank order."""
 
     run_id: str
     query_id: str
@@ -60,9 +40,8 @@ class RunLabels:
 
 
 def labels_from_evaluation(run_id: str, line: Mapping) -> RunLabels:
-    """:class:`RunLabels` from one ``evaluation`` line of a run file (format versions 1 and 2:
-    ``queryId``, ``query``, ``expectedSources``, ``results[{source, relevance}]``). Raises QrelsError
-    when a field is missing or a label is not 0-3."""
+    """:class:`RunLabels` from one ``evaluation`` line (formats 1 and 2). Raises QrelsError when a field
+    is missing or a label is not 0-3."""
     try:
         labels = [(str(r["source"]), int(r["relevance"])) for r in line.get("results") or []]
         item = RunLabels(run_id, str(line["queryId"]), str(line["query"]), labels, tuple(line.get("expectedSources") or ()))
@@ -75,18 +54,15 @@ def labels_from_evaluation(run_id: str, line: Mapping) -> RunLabels:
 
 @dataclass
 class PooledQrels:
-    """``qrels``: ``{qid: {docid: grade}}``; ``origin``: ``{(qid, docid): "human" | "judge" | "expected"}``;
-    ``counts``: how many exported pairs came from each origin; ``runs``: the run ids pooled; ``off_topic``:
-    the query ids left out of an export."""
+    """``qrels``: ``{qid: {docid: grade}}``; ``origin``: ``{(qid, docid): "human" | "judge" | "expected"}``."""
 
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     from_cache: set[tuple[str, str]] = field(default_factory=set)
-    """The judge's grades taken from the judgment cache (no pooled run labelled the pair)."""
+    """Pairs graded from the judgment cache's labels."""
     off_topic: list[str] = field(default_factory=list)
-    """Query ids left out by :func:`export_qrels` because the runs scored them on abstention (off-topic
-    queries: no metrics), so the export holds exactly the queries the runs' own means cover."""
+    """Off-topic query ids left out of an export: the runs score them on abstention."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -101,13 +77,9 @@ def pool_qrels(
     human: Mapping[tuple[str, str], int] | None = None,
     cached: Mapping[tuple[str, str], Sequence[int]] | None = None,
 ) -> PooledQrels:
-    """Pool the judge's labels of several runs into one set of qrels, human labels first (see the
-    module docstring for the rules). ``human``: ``{(qid, docid): grade}`` (from :func:`human_labels`);
-    ``cached``: ``{(qid, docid): [label, ...]}``, the same judge's labels in the judgment cache
-    (:meth:`judge_runner.judging.cache.JudgmentCache.judge_labels`), the median of which grades a pair of a
-    pooled query that no run labelled (``PooledQrels.from_cache``).
-    Raises QrelsError when one query id stands for two different query texts across the runs (two
-    query sets numbered alike), since their labels cannot be pooled."""
+    """Pool several runs' labels into one set of qrels (rules in the module docstring). ``human``: people's
+    ``{(qid, docid): grade}``; ``cached``: the same judge's cached ``{(qid, docid): [label, ...]}``. Raises
+    QrelsError when one query id stands for two query texts across the runs."""
     human = dict(human or {})
     texts: dict[str, tuple[str, str]] = {}
     per_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -152,8 +124,7 @@ def pool_qrels(
 
 
 def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: TextIO) -> int:
-    """Write ``qid 0 docid grade`` lines, sorted by qid then docid, ids through :func:`encode_id`.
-    Returns the number of lines written."""
+    """Write sorted ``qid 0 docid grade`` lines; returns how many."""
     n = 0
     for qid in sorted(qrels):
         for docid in sorted(qrels[qid]):
@@ -164,20 +135,14 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], out: TextIO) -> int
 
 BEIR_HEADER = ("score", "relevance", "grade", "label")
 BINARY_RESCALE = {1: 3}
-"""How binary human qrels (every grade 0 or 1) are put on the judge's 0-3 scale when no ``rescale`` is
-given: 1 becomes 3, so that RR(rel=2) and the ``>= 2`` agreement threshold mean "relevant" on both
-sides (SciFact's and most BEIR sets' qrels are binary)."""
+"""Binary qrels (every grade 0 or 1) on the 0-3 scale without ``rescale``: 1 becomes 3, so RR(rel=2) and
+the ``>= 2`` agreement threshold mean "relevant" on both sides."""
 
 
 def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
-    """``(qid, docid, grade)`` from a qrels file: TREC qrels (``qid iter docid grade`` per line, ids
-    decoded with :func:`decode_id`) or BEIR TSV (``query-id corpus-id score``, with or without its
-    header line); fields split on whitespace, blank lines skipped, grades kept as given (any integer;
-    :func:`on_judge_scale` maps them). The one reader of human qrels: ``qrels import`` and ``calibrate
-    --qrels`` read a file the same way. Raises QrelsError naming the line for a line with other than 3
-    or 4 fields, a grade that is not an integer, a malformed escape, or the same (qid, docid) graded
-    twice with different grades (which one would be right? neither the first nor the last is taken;
-    the same grade twice is a harmless repeat); and for a missing or undecodable file."""
+    """``(qid, docid, grade)`` from TREC qrels or BEIR TSV, grades as given. Raises QrelsError naming the
+    line for other than 3 or 4 fields, a grade that is not an integer, a malformed escape, or a pair graded
+    twice differently; and for a missing or undecodable file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -216,12 +181,8 @@ def read_trec_qrels(path: str | Path) -> list[tuple[str, str, int]]:
 def on_judge_scale(
     rows: Sequence[tuple[str, str, int]], rescale: Mapping[int, int] | None = None, where: str = "the qrels"
 ) -> list[tuple[str, str, int]]:
-    """``rows`` on the judge's 0-3 scale, one rule for ``qrels import`` and ``calibrate``: with
-    ``rescale`` (``{old: new}``, e.g. ``{-2: 0}`` for TREC's junk grade, ``{4: 3}``) exactly that mapping
-    is applied and other grades are kept; without it, binary qrels (every grade 0 or 1) get
-    :data:`BINARY_RESCALE` and graded ones are kept. ``--rescale 1=1`` keeps 0/1 labels that are on the
-    0-3 scale already. Raises QrelsError when a grade is still outside 0-3, naming the first and the
-    mapping that would place it (never capped or dropped silently: 4 and 3 are not the same label)."""
+    """``rows`` on the 0-3 scale: ``rescale`` (``{old: new}``) exactly, else :data:`BINARY_RESCALE` for
+    binary qrels. Raises QrelsError when a grade is still outside 0-3, naming the mapping that would place it."""
     if rescale:
         mapping = dict(rescale)
     else:
@@ -239,12 +200,9 @@ def on_judge_scale(
 
 
 def import_human_qrels(cache: JudgmentCache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
-    """Read a qrels file (:func:`read_trec_qrels`) and store it in the judgment cache (``cache``: a
-    :class:`judge_runner.judging.cache.JudgmentCache`) as the human qrels called ``name`` (letters, digits, ``._-``;
-    at most 64), replacing an earlier import of that name. Grades go on the judge's scale by
-    :func:`on_judge_scale` (``rescale``, or binary 1 -> 3), the rule ``calibrate`` follows too. Returns
-    the number of labels stored. Raises QrelsError (nothing stored) on a bad name, file, or a grade
-    outside 0-3 after rescaling."""
+    """Store a qrels file on the 0-3 scale as the set ``name`` (letters, digits, ``._-``; at most 64),
+    replacing it; returns the number of grades stored. Raises QrelsError, storing nothing, on a bad name,
+    file, or grade."""
     if not QRELS_NAME_RE.fullmatch(name or ""):
         raise QrelsError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
     mapped = on_judge_scale(read_trec_qrels(path), rescale, str(path))
@@ -252,8 +210,8 @@ def import_human_qrels(cache: JudgmentCache, path: str | Path, name: str, rescal
 
 
 def human_labels(cache: JudgmentCache, names: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
-    """``{(qid, docid): grade}`` of the stored human qrels. With several names, the earlier name in
-    ``names`` wins on a pair both label (default: every stored set, in alphabetical order)."""
+    """``{(qid, docid): grade}`` of people's stored qrels; an earlier name in ``names`` (default: every set,
+    alphabetically) wins."""
     rows = cache.human_qrels(names)
     order = list(names) if names is not None else sorted({r[0] for r in rows})
     rank = {n: i for i, n in enumerate(order)}
@@ -266,8 +224,7 @@ def human_labels(cache: JudgmentCache, names: Sequence[str] | None = None) -> di
 
 
 def human_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
-    """``{query id: {docid: grade}}`` of the stored human qrels (:func:`human_labels`: ``names``, None for
-    every stored set; an earlier name wins); empty without a cache (``cache`` None)."""
+    """:func:`human_labels` by query id; empty without a cache."""
     if cache is None:
         return {}
     out: dict[str, dict[str, int]] = {}
@@ -277,11 +234,8 @@ def human_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None
 
 
 def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, set[tuple[str, str]]]:
-    """``{set name: {(qid, docid)}}`` of the stored human qrels sets (``names``; None: every set) that
-    ``label --budget`` drew with unequal probabilities or leaving queries out (their design, kept by
-    :meth:`judge_runner.judging.cache.JudgmentCache.set_label_design`, is not ``uniform``): a sample the
-    uniform-sample correction of :mod:`judge_runner.runs.corrected` must not be applied to. Empty without a
-    cache."""
+    """``{set name: {(qid, docid)}}`` of the sets ``label --budget`` drew with a design that is not
+    ``uniform``: the uniform-sample correction must not be applied to them. Empty without a cache."""
     if cache is None:
         return {}
     drawn = {n for n, d in cache.label_designs().items() if not d.get("uniform") and (names is None or n in names)}
@@ -292,9 +246,7 @@ def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = 
 
 
 def drawn_designs(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, LabelDesign]:
-    """``{set name: design}`` of the stored human qrels sets (``names``; None: every set) that ``label --budget``
-    drew (their design kept by :meth:`judge_runner.judging.cache.JudgmentCache.set_label_design`), each with its
-    labels: what :mod:`judge_runner.runs.designed` weights them by. Empty without a cache."""
+    """``{set name: design}`` of the sets ``label --budget`` drew, with their grades. Empty without a cache."""
     if cache is None:
         return {}
     markers = {n: d for n, d in cache.label_designs().items() if names is None or n in names}
@@ -305,18 +257,14 @@ def drawn_designs(cache: JudgmentCache | None, names: Sequence[str] | None = Non
 
 
 def pooled_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """nDCG@10, R@10 and RR(rel=2) of one run's queries against shared qrels (e.g. :func:`pool_qrels`), by
-    :func:`judge_runner.measures.ir.qrels_metrics` (ir-measures; a source returned twice counts once, at its best
-    rank). ``ranked``: ``{qid: [source, ...]}`` best first. Returns ``{qid: {name: value}}`` (ir-measures' names,
-    :data:`judge_runner.measures.ir.METRIC_NAMES`) for every qid of ``ranked`` that has qrels with a grade above
-    0 (0.0 for an empty answer); other qids are left out, as they cannot be scored."""
+    """``{qid: {metric: value}}`` by ir-measures for the qids of ``ranked`` (``{qid: [source, ...]}``, best
+    first) whose qrels hold a grade above 0; the others cannot be scored."""
     wanted = {q: s for q, s in ranked.items() if any(g > 0 for g in (qrels.get(q) or {}).values())}
     return qrels_metrics(qrels, wanted)
 
 
 def run_judge_key(run: RunFile) -> str:
-    """The comparability key of a run file (:class:`judge_runner.runs.read.RunFile`): its judge fingerprint
-    plus the returned model ids (format 2), else the version-1 key (``judge_fingerprint``)."""
+    """A run's comparability key: its judge fingerprint plus the returned model ids, else the format-1 key."""
     provenance = run.provenance
     if provenance is not None and provenance.judgeFingerprint:
         returned = run.summary.judgeReturnedModels if run.summary is not None else []
@@ -331,13 +279,9 @@ def export_qrels(
     names: Sequence[str] | None = None,
     mixed_judges: bool = False,
 ) -> PooledQrels:
-    """Pool the labels of the run files ``paths`` (:func:`pool_qrels`; human labels from ``cache`` first,
-    sets ``names`` or all) and write them to ``out`` as TREC qrels. Off-topic queries are left out
-    (``PooledQrels.off_topic``): the runs score them on abstention and give them no metrics, and qrels
-    with no relevant document would make ir_measures count each as an nDCG of 0, so a mean over the export
-    would not be the run's. Raises QrelsError when a file is not a
-    run, holds no judged query, or (unless ``mixed_judges``) the runs were judged under different judge
-    fingerprints, whose labels are not one measurement."""
+    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out. Raises
+    QrelsError when a file is not a run, holds no judged query, or (unless ``mixed_judges``) the runs
+    have different judge fingerprints."""
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
     off_topic: dict[str, None] = {}

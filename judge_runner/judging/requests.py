@@ -1,30 +1,6 @@
-"""The judge's requests under the label-first protocol (issue 14): what each call sends and how its
-reply is checked. Pure functions: no provider, no I/O beyond reading the shipped prompts and schemas.
-
-Three calls:
-
-- **pointwise** (default): one document per call, ``prompts/judge_label_{system,user}.md``, reply
-  ``schemas/judge_label.schema.json`` through the ``record_label`` tool;
-- **batched**: every result of one query in one call, in a seeded random order, with local ids
-  ``D1..DN`` in the order shown, ``prompts/judge_labels_user.md``, reply
-  ``schemas/judge_labels.schema.json`` (``record_labels``), mapped back to the search's order. The tool's
-  schema is the same whatever N (so the tools and the system prompt are one cacheable prefix for every
-  call); the count and the ids shown are in the message and checked here (:attr:`JudgeRequest.check_schema`);
-- **list**: one call per query after the labels, ``prompts/judge_list_{system,user}.md``, reply
-  ``schemas/judge_list_verdict.schema.json`` (``record_list_verdict``): coverage, snippetQuality and the
-  holistic judge* figures.
-
-The label calls' system prompt holds the rubric people are shown too (``prompts/judge_rubric.md``, read by
-:mod:`judge_runner.judging.rubric` for the labelling page) and the output rules of one of two
-:data:`OUTPUTS`: ``reason-first`` (every run) or ``grade-only`` (UMBRELA's and the DNA prompt's form, for
-``calibrate --compare-output``), whose schema has no ``reason``.
-
-No request carries the search's rank or engine score: the label calls take
-:class:`judge_runner.judging.fence.RenderedDocument` values, which hold neither. The list-level call shows the
-results in the search's order (it needs the order for its holistic ranking figure; it grades no
-result, so the order cannot bias a label) with ids, never rank numbers or scores. Each call gets a
-fresh fence delimiter. The query and intent (written by the generating model, which read the corpus)
-are neutralised like documents.
+"""The judge's requests: what each call sends (pointwise, batched, list-level) and how its reply is checked.
+Pure functions over the shipped prompts and schemas. No request carries the search's rank or engine score;
+each gets a fresh fence delimiter. See docs/judge-protocol.md.
 """
 
 from __future__ import annotations
@@ -71,11 +47,8 @@ REASON_CAP = 200
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """One call to the judge: the system prompt, the user message, the forced tool's name and the input
-    schema sent (the same for every call of a kind), the fence delimiter used, and in batched/list mode
-    the local ids in the order shown with ``shown_order[i]`` = the index (in the search's order) of the
-    i-th document shown. ``check_schema``: what a reply is checked against locally (batched: the count
-    and the ids shown pinned; None: ``schema``); ``output``: the label calls' output rules."""
+    """One call to the judge. ``shown_order[i]``: the search-order index of the i-th document shown;
+    ``check_schema``: what a reply is checked against locally (None: ``schema``)."""
 
     system: str
     user: str
@@ -90,16 +63,13 @@ class JudgeRequest:
 
 
 def schema_sha256(name: str) -> str:
-    """Hex sha256 of a shipped schema file's UTF-8 text (as :func:`resources.prompt_sha256` for prompts)."""
+    """Hex sha256 of a shipped schema file's UTF-8 text."""
     return hashlib.sha256((resource_dir("schemas") / name).read_text(encoding="utf-8").encode("utf-8")).hexdigest()
 
 
 def protocol_hashes(mode: JudgeMode, output: Output = "reason-first") -> tuple[dict[str, str], dict[str, str]]:
-    """``({prompt file: sha256}, {schema file: sha256})`` of everything a run in ``mode``
-    (``"pointwise"`` or ``"batched"``) sends: the label prompts (the rubric and the ``output`` rules
-    included) and schema plus the list-level ones. For the judge fingerprint in ``run_start`` and the
-    judgment-cache key. Raises ValueError for a mode outside :data:`~judge_runner.core.models.JUDGE_MODES`
-    (a library caller's typo: settings are checked when loaded)."""
+    """``({prompt file: sha256}, {schema file: sha256})`` of everything a run in ``mode`` sends. Raises
+    ValueError for a mode outside :data:`~judge_runner.core.models.JUDGE_MODES`."""
     if mode not in JUDGE_MODES:
         raise ValueError(f"judge mode must be one of {', '.join(JUDGE_MODES)}, got {mode!r}")
     prompts = {name: prompt_sha256(name) for name in (*PROMPTS[mode], RUBRIC, OUTPUTS[output], *PROMPTS["list"])}
@@ -108,8 +78,7 @@ def protocol_hashes(mode: JudgeMode, output: Output = "reason-first") -> tuple[d
 
 
 def _inline(text: str, cap: int) -> str:
-    """Untrusted short text (query, intent, a reason, a path) as one neutralised line of at most ``cap``
-    characters."""
+    """Untrusted short text as one neutralised line of at most ``cap`` characters."""
     flat = " ".join(neutralise(text or "")[0].split())
     return flat if len(flat) <= cap else flat[: cap - 1] + "…"
 
@@ -122,16 +91,14 @@ def local_ids(n: int) -> list[str]:
 
 
 def batch_seed(run_seed: int | str, query_id: str, trial: int) -> int:
-    """A 64-bit seed for one query's shuffle in one trial, from the run's seed: stable across processes
-    and Python versions (sha256, not ``hash()``), different for every query and trial."""
+    """A 64-bit seed for one query's shuffle in one trial, stable across processes (sha256, not ``hash()``)."""
     digest = hashlib.sha256(f"{run_seed}\x00{query_id}\x00{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
 def shuffled_order(n: int, seed: int) -> list[int]:
-    """A permutation of ``range(n)`` drawn with :class:`random.Random` (``seed`` from :func:`batch_seed`):
-    ``order[i]`` is the search-order index of the i-th document shown. For n >= 2 the identity (the
-    search's own order) is redrawn, so the shown order never reveals the ranking."""
+    """A permutation of ``range(n)``, never the identity for n >= 2, so the shown order never reveals the
+    ranking."""
     rng = random.Random(seed)
     order = list(range(n))
     for _ in range(100):
@@ -142,8 +109,7 @@ def shuffled_order(n: int, seed: int) -> list[int]:
 
 
 def label_system_prompt(output: Output = "reason-first") -> str:
-    """The label calls' system prompt (pointwise and batched): ``prompts/judge_label_system.md`` with the
-    rubric and the ``output`` rules in it."""
+    """The label calls' system prompt, with the rubric and the ``output`` rules in it."""
     return Template(load_prompt(PROMPTS["pointwise"][0])).substitute(rubric=load_rubric().text, output=load_prompt(OUTPUTS[output]).strip())
 
 
@@ -159,8 +125,7 @@ def _label_fields(schema: dict[str, Any], output: Output) -> dict[str, Any]:
 
 
 def label_schema(mode: str, output: Output = "reason-first") -> dict[str, Any]:
-    """The input schema of the label tool sent in ``mode`` (``pointwise`` or ``batched``): the shipped
-    schema for ``output``, the same for every call (no count or id pinned)."""
+    """The label tool's input schema in ``mode``, the same for every call (no count or id pinned)."""
     schema = pinned_schema(SCHEMAS[mode], "", None)
     if mode == "batched":
         items = schema["properties"]["labels"]["items"]
@@ -170,7 +135,7 @@ def label_schema(mode: str, output: Output = "reason-first") -> dict[str, Any]:
 
 
 def _example(fields: dict[str, Any], doc_id: str | None = None) -> str:
-    """A label as the JSON fallback is asked to write it: the schema's keys in order, placeholder values."""
+    """A label as the JSON fallback writes it: the schema's keys in order, placeholder values."""
     placeholder = {"id": doc_id, "reason": "...", "injectionSuspected": False, "relevance": 0}
     return json.dumps({k: placeholder[k] for k in fields["properties"]})
 
@@ -178,8 +143,7 @@ def _example(fields: dict[str, Any], doc_id: str | None = None) -> str:
 def pointwise_request(
     query: str, intent: str, document: RenderedDocument, delimiter: str | None = None, output: Output = "reason-first"
 ) -> JudgeRequest:
-    """The request labelling one document (pointwise mode), under the ``output`` rules. ``delimiter``
-    defaults to a fresh :func:`fence.new_delimiter`; pass one only in tests."""
+    """The pointwise request. Pass ``delimiter`` only in tests."""
     delimiter = delimiter or new_delimiter()
     schema = label_schema("pointwise", output)
     user = Template(load_prompt(PROMPTS["pointwise"][1])).substitute(
@@ -200,11 +164,8 @@ def batched_request(
     delimiter: str | None = None,
     output: Output = "reason-first",
 ) -> JudgeRequest:
-    """The request labelling every document of one query in one call (batched mode), under the
-    ``output`` rules. ``documents`` are in the search's order; ``order`` (from :func:`shuffled_order`) is
-    the order they are shown in. Ids ``D1..DN`` follow the shown order. The schema sent is the same for
-    every N; the one a reply is checked against pins ``labels`` to N items and ``id`` to the shown ids.
-    Raises ValueError when ``order`` is not a permutation of the documents or there are none."""
+    """The batched request: ``documents`` in the search's order, shown in ``order`` as ``D1..DN``. Raises
+    ValueError when ``order`` is not a permutation of the documents or there are none."""
     n = len(documents)
     if n == 0:
         raise ValueError("a batch needs at least one document")
@@ -233,9 +194,7 @@ def batched_request(
 
 @dataclass(frozen=True)
 class ListItem:
-    """One labelled result for the list-level call: the search's snippet rendered with
-    :func:`fence.render_document` (source, anchor, snippet text), its fixed label and the label's
-    reason."""
+    """One labelled result for the list-level call: its rendered snippet, label and reason."""
 
     snippet: RenderedDocument
     label: int
@@ -245,9 +204,8 @@ class ListItem:
 def list_request(
     query: str, intent: str, expected_sources: Sequence[str], items: Sequence[ListItem], delimiter: str | None = None
 ) -> JudgeRequest:
-    """The list-level request for one query: the labelled results in the search's order (ids D1..DN,
-    no rank numbers or scores), the intent and the expected sources. Raises ValueError on a label
-    outside 0-3."""
+    """The list-level request: the labelled results in the search's order, without ranks or scores.
+    Raises ValueError on a label outside 0-3."""
     delimiter = delimiter or new_delimiter()
     ids = local_ids(len(items))
     blocks = []
@@ -274,9 +232,7 @@ def list_request(
 
 
 def list_shown_text(expected_sources: Sequence[str], items: Sequence[ListItem]) -> str:
-    """The delimiter-free content of a list-level request, for its judgment-cache key (``shown`` with
-    mode ``"list"``): the expected sources, then each result's label, reason and shown snippet in the
-    search's order. Equal inputs give equal text whatever delimiter the request drew."""
+    """The delimiter-free content of a list-level request, for its judgment-cache key."""
     parts = ["expected: " + "\n".join(expected_sources)]
     parts += [f"label {item.label}\nreason: {item.reason}\n{item.snippet.shown}" for item in items]
     return "\n\x1e\n".join(parts)
@@ -288,9 +244,7 @@ def _schema_problems(data: object, schema: dict) -> list[str]:
 
 
 def reply_problems(data: object, request: JudgeRequest) -> list[str]:
-    """Everything wrong with a raw reply to ``request`` (empty when valid): schema errors (against
-    :attr:`JudgeRequest.check_schema`: counts and ids pinned), in batched mode an id missing or repeated,
-    in list mode a non-finite number."""
+    """Everything wrong with a raw reply to ``request``; empty when valid."""
     problems = _schema_problems(data, request.check_schema or request.schema)
     if problems or not isinstance(data, dict):
         return problems
@@ -309,9 +263,7 @@ def reply_problems(data: object, request: JudgeRequest) -> list[str]:
 
 
 def order_written(label: dict, output: str = "reason-first") -> str:
-    """How the model wrote one label: ``grade-only`` when no reason was asked, else ``reason-first`` or
-    ``grade-first`` by the order of its keys as written (parsed JSON keeps it). Strict structured output
-    writes keys in the schema's order; a fallback reply may not."""
+    """``grade-only``, or ``reason-first``/``grade-first`` by the order of the label's keys as written."""
     if output == "grade-only" or "reason" not in label or "relevance" not in label:
         return "grade-only"
     keys = list(label)
@@ -319,10 +271,8 @@ def order_written(label: dict, output: str = "reason-first") -> str:
 
 
 def labels_in_search_order(data: dict, request: JudgeRequest) -> list[dict]:
-    """A validated batched reply's labels (``{reason, injectionSuspected, relevance, shownAs, order}``) put back
-    in the search's order: item k belongs to the k-th result the search returned; ``shownAs`` is its
-    local id. Raises ValueError when the reply does not name every shown id once (call
-    :func:`reply_problems` first)."""
+    """A validated batched reply's labels in the search's order, each with its ``shownAs`` id. Raises
+    ValueError when the reply does not name every shown id once."""
     by_id = {item["id"]: item for item in data["labels"]}
     if sorted(by_id) != sorted(request.ids) or len(data["labels"]) != len(request.ids):
         raise ValueError("the reply does not label every shown document exactly once")
@@ -348,10 +298,8 @@ def outside_fences(user: str, delimiter: str) -> str:
 
 
 def leaks_rank_or_score(request: JudgeRequest) -> list[str]:
-    """Anything the protocol wrote (outside the fences) that looks like a rank number or an engine score
-    (``[3]``, ``rank 2``, ``score 0.93``): empty for every request this module builds. Inside a fence is
-    the document's own text, which may say anything (its spoofed headers are neutralised by
-    :mod:`judge_runner.judging.fence`). For the fake server's request-log check and for tests."""
+    """Anything outside the fences that looks like a rank number or an engine score (``[3]``, ``rank 2``,
+    ``score 0.93``); empty for every request this module builds."""
     return [m.group(0) for m in _RANK_OR_SCORE.finditer(outside_fences(request.user, request.delimiter))]
 
 

@@ -1,13 +1,6 @@
-"""The rubric the judge and people grade by: one file, ``prompts/judge_rubric.md``, read by both.
-
-The judge's label prompt holds it word for word (:func:`judge_runner.judging.requests.label_system_prompt`);
-the labelling page of ``judge-runner label`` shows people the same scale and the same rules, in the same
-words, from :func:`load_rubric` (``human/journal.py`` hands it to the page). So ``calibrate`` measures the
-judge against people who graded by its rubric, not a rubric difference as judge bias.
-
-The file's shape, which :func:`load_rubric` reads: sections under ``## `` headings, each a paragraph of
-introduction and items (``- **Title.** text`` or ``1. **Title.** text``). The section ``The scale`` has one
-item per grade, ``- **3 - perfectly relevant.** meaning. Example: ...``.
+"""The rubric the judge labels by and people grade by: one file, ``prompts/judge_rubric.md``, so
+``calibrate`` never measures a rubric difference as judge bias. Its shape: ``## `` sections of an
+introduction and items (``- **Title.** text`` or ``1. **Title.** text``); ``The scale`` has one item per grade.
 """
 
 from __future__ import annotations
@@ -26,16 +19,12 @@ _GRADE = re.compile(r"^(?P<grade>[0-3])\s*-\s*(?P<name>[^.]+)\.?$")
 
 @dataclass(frozen=True)
 class RubricItem:
-    """One rule or grade: its bold ``title`` and the ``text`` after it."""
-
     title: str
     text: str
 
 
 @dataclass(frozen=True)
 class RubricSection:
-    """A ``## `` section: its ``heading``, its introduction and its items."""
-
     heading: str
     intro: str
     items: tuple[RubricItem, ...]
@@ -43,14 +32,11 @@ class RubricSection:
 
 @dataclass(frozen=True)
 class Rubric:
-    """The rubric: its ``text`` as the judge reads it and its ``sections`` as people are shown them."""
-
     text: str
     sections: tuple[RubricSection, ...]
 
     def scale(self) -> dict[int, tuple[str, str]]:
-        """``{grade: (name, meaning)}``: each grade's name (capitalised) and its meaning, the words before
-        its example. Raises ValueError when the file has no full 0-3 scale."""
+        """``{grade: (name, meaning)}``. Raises ValueError when the file has no full 0-3 scale."""
         section = next((s for s in self.sections if s.heading == SCALE_SECTION), None)
         grades: dict[int, tuple[str, str]] = {}
         for item in section.items if section is not None else ():
@@ -63,15 +49,13 @@ class Rubric:
         return dict(sorted(grades.items()))
 
     def as_dict(self) -> list[dict]:
-        """The sections, JSON-ready, as the labelling page renders them."""
         return [
             {"heading": s.heading, "intro": s.intro, "items": [{"title": i.title, "text": i.text} for i in s.items]} for s in self.sections
         ]
 
 
 def parse_rubric(text: str) -> Rubric:
-    """The rubric of ``text`` (the shape of the module docstring): lines before the first heading are
-    ignored, a line that is neither a heading nor an item joins the section's introduction."""
+    """Lines before the first heading are ignored; other lines join the section's introduction."""
     sections: list[RubricSection] = []
     heading, intro, items = None, [], []  # type: ignore[var-annotated]
     for line in [*text.splitlines(), "## "]:
@@ -90,5 +74,5 @@ def parse_rubric(text: str) -> Rubric:
 
 @cache
 def load_rubric() -> Rubric:
-    """The shipped rubric (``prompts/judge_rubric.md``). Raises ResourceNotFound."""
+    """The shipped rubric. Raises ResourceNotFound."""
     return parse_rubric(load_prompt(RUBRIC_FILE))

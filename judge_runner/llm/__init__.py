@@ -1,1 +1,1 @@
-"""The LLM layer: one small provider protocol, one file per provider, one retry policy, budget and prices."""
+"""The LLM layer: the provider protocol, one file per provider, retries, budget, prices and batch APIs."""

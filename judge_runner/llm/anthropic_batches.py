@@ -1,10 +1,5 @@
-"""The Anthropic Message Batches API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
-
-API reference: https://docs.anthropic.com/en/api/creating-message-batches (``POST /v1/messages/batches``
-with ``requests: [{custom_id, params}]``, ``GET /v1/messages/batches/{id}``, ``GET
-/v1/messages/batches/{id}/results`` as JSONL, ``POST /v1/messages/batches/{id}/cancel``), through the
-SDK's ``client.messages.batches``. Each request's ``params`` is exactly the synchronous provider's
-request body; a succeeded result's ``message`` is parsed by the synchronous provider.
+"""The Anthropic Message Batches API (https://docs.anthropic.com/en/api/creating-message-batches) as a
+:class:`~judge_runner.llm.batch_api.BatchBackend`, through the SDK's ``client.messages.batches``.
 """
 
 from __future__ import annotations
@@ -26,8 +21,7 @@ _RETRYABLE = {"rate_limit_error", "overloaded_error", "api_error", "timeout_erro
 
 
 def item_error(batch_id: str, error_type: str, message: str) -> LLMError:
-    """The LLMError an errored item becomes: AuthError, SpendLimitError, TransientError (retryable: the
-    request goes into the next batch) or RequestError, by the API's error ``type``."""
+    """The LLMError an errored item becomes, by the API's error ``type``."""
     text = f"batch {batch_id}: {error_type}: {message}"[:600]
     if error_type in _AUTH:
         return AuthError(f"the API key was refused: {text}", 1)
@@ -41,14 +35,12 @@ def item_error(batch_id: str, error_type: str, message: str) -> LLMError:
 
 
 class AnthropicBatches:
-    """Message Batches over an :class:`AnthropicProvider` (its client, request body and parser)."""
-
     def __init__(self, provider: AnthropicProvider):
         self.provider = provider
         self._batches = provider._client.messages.batches
 
     def check(self) -> None:
-        """``GET /v1/messages/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a failure means."""
+        """``GET /v1/messages/batches?limit=1``, free."""
         try:
             self._batches.list(limit=1)
         except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API
@@ -62,25 +54,20 @@ class AnthropicBatches:
         return self.provider.request_body(request)
 
     def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
-        """A succeeded item's ``Message``, parsed as a synchronous reply."""
         return self.provider.parse_message(value)
 
     def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
-        """``messages.batches.create``; returns the batch id (``msgbatch_…``)."""
         batch = self._batches.create(requests=[{"custom_id": cid, "params": body} for cid, body in requests])  # type: ignore[typeddict-item]
         return batch.id
 
     def status(self, batch_id: str) -> BatchStatus:
-        """``messages.batches.retrieve``: ended once ``processing_status`` is ``ended``."""
         batch = self._batches.retrieve(batch_id)
         c = batch.request_counts
         total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
         return BatchStatus(batch.processing_status == "ended", total - c.processing, total, batch.processing_status)
 
     def results(self, batch_id: str) -> BatchResults:
-        """``messages.batches.results`` (JSONL), read line by line (:func:`~judge_runner.llm.batch_api.read_jsonl`:
-        a line cut short or not a result is counted as unreadable, the others are kept): succeeded -> the
-        Message; errored -> its LLMError kind; expired or canceled -> a TransientError saying so."""
+        """The results; an expired or canceled item is a TransientError saying so."""
         out: dict[str, ItemResult] = {}
         stream = self._batches.results(batch_id)
         try:
@@ -113,5 +100,4 @@ class AnthropicBatches:
         return BatchResults(out, unreadable)
 
     def cancel(self, batch_id: str) -> None:
-        """``messages.batches.cancel``."""
         self._batches.cancel(batch_id)

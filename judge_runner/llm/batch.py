@@ -1,31 +1,7 @@
-"""Judge calls through a provider's batch API (``--batch``): the Anthropic Message Batches API or the
-OpenAI Batch API, both billed at half the standard price (``pricing.json`` ``batchDiscount``).
-
-The protocol is unchanged: :class:`BatchingProvider` is a :class:`~judge_runner.llm.base.ChatProvider`
-whose ``_send`` builds the very request body the synchronous provider would send (its
-``request_body``), hands it to the run's :class:`BatchCoordinator` and blocks; the coordinator
-gathers the requests of every worker thread and, once each active worker is waiting, submits them as
-one batch, polls it with backoff, fetches the results and gives each thread its reply, parsed by the
-synchronous provider's own parser. So :func:`judge_runner.judging.llm_judge.ask` validates batch replies exactly
-as synchronous ones, and its re-asks go into a follow-up batch. Retries, budget reservations (every
-request of a batch is reserved before the batch is submitted) and usage are the base class's; the
-price is :meth:`~judge_runner.llm.pricing.Price.for_batch`.
-
-A failed item becomes the :class:`~judge_runner.llm.errors.LLMError` kind a synchronous failure of the
-same cause would be (an ``overloaded_error`` item is retried into the next batch; an invalid request
-is a ``request_error``); an item whose batch expired or was canceled before it was processed is a
-``transient_error`` saying so. Either way the run writes that query's ``error`` line.
-
-**Resume.** Each request's ``custom_id`` is a hash of its body with the fence's random delimiter
-taken out (:func:`custom_id`), so the same request has the same id in another process. The run
-writes a ``batch`` line (``judge_runner.runs.lines.BatchLine``) the moment a batch exists; ``--resume`` hands those
-lines to :meth:`BatchCoordinator.resume`, and a request whose id is in an earlier batch takes that
-batch's result (polled until it ends) instead of being submitted again.
-
-Backends (one per API) implement :class:`BatchBackend`: ``judge_runner.llm.anthropic_batches`` and
-``judge_runner.llm.openai_batches``, named by the provider registry's ``batch_target``. What one flush does
-with the API (submit, poll, read the results, and what happens when a batch goes wrong) is
-:mod:`judge_runner.llm.batch_exchange`.
+"""Judge calls through a provider's batch API (``--batch``), at half price. The coordinator gathers the
+synchronous request bodies of every worker and, once each is waiting, sends them as one batch; replies are
+parsed and validated as synchronous ones. A request's ``custom_id`` is stable across processes, so
+``--resume`` takes an earlier batch's result instead of paying again. See docs/batch.md.
 """
 
 from __future__ import annotations
@@ -49,11 +25,10 @@ __all__ = ["BATCH_CALL_DEADLINE_S", "MARGIN_FACTOR", "BatchAbandoned", "BatchCoo
 T = TypeVar("T")
 
 BATCH_CALL_DEADLINE_S = 25 * 3600.0
-"""Seconds one logical call may take in batch mode: both APIs promise results within 24 hours."""
+"""Seconds one call may take in batch mode: both APIs promise results within 24 hours."""
 MARGIN_FACTOR = 2.0
 """Room a new query leaves per started query, in units of the largest worst case seen so far: a list
-verdict's input holds all of a query's results, so its worst case can exceed every one before it
-(measured on the fake: label 0.011 USD, list verdicts 0.02-0.037 USD)."""
+verdict's worst case can exceed every label's before it."""
 
 
 @dataclass
@@ -66,21 +41,10 @@ class _Waiter:
 
 
 class BatchCoordinator(BatchExchange):
-    """Gathers the requests of a run's worker threads into batches (thread-safe).
-
-    Workers are counted: the run loop calls :meth:`expect` before it starts a worker (or holds one
-    place for itself while it is still starting workers) and each worker runs inside :meth:`unit`,
-    which gives its place back when the worker ends. A worker's :meth:`call` queues its request and
-    blocks; when every counted worker is blocked, one of them submits the queued requests as a batch
-    and polls it (:meth:`_flush`). A thread that is not a counted worker counts itself for the length
-    of its call. :meth:`map` runs several calls of one worker concurrently (a query's pointwise labels).
-
-    ``record(fields)`` receives the ``batch`` line's fields the moment a batch exists; ``warn(line)``
-    warnings (stderr by default); ``note(line)`` the progress lines (``batch msgbatch_…: 120/300 done, waited 2m10s so far``). ``max_poll_s``: the
-    longest wait between two status checks (seconds); every wait ends early when the run is abandoned
-    (:meth:`abandon`). Each request in flight holds one blocked thread (a few thousand for a weekly run
-    of hundreds of queries: measured at about 90 MB for 5000 idle threads).
-    """
+    """Gathers the requests of a run's counted workers into batches; thread-safe. Count a worker with
+    :meth:`expect` before it starts and run it inside :meth:`unit`; when every counted worker is blocked in
+    :meth:`call`, one of them sends the queue as a batch. ``record(fields)`` gets the ``batch`` line's
+    fields the moment a batch exists; ``max_poll_s``: the longest wait between status checks, in seconds."""
 
     def __init__(self, backend: BatchBackend, provider_name: str, max_poll_s: float = 60.0, classify: Callable | None = None):
         self.backend = backend
@@ -110,20 +74,17 @@ class BatchCoordinator(BatchExchange):
     # -- counting workers ------------------------------------------------------------------------------
 
     def expect(self, n: int = 1) -> None:
-        """Count ``n`` more workers (before they start)."""
         with self._cond:
             self._active += n
 
     def release(self, n: int = 1) -> None:
-        """Give back ``n`` places (a worker ended, or the run loop's own place)."""
         with self._cond:
             self._active = max(0, self._active - n)
             self._cond.notify_all()
 
     @contextmanager
     def unit(self) -> Iterator[None]:
-        """Run the current thread as one counted worker (its place taken beforehand with :meth:`expect`),
-        giving the place back when it ends."""
+        """Run the current thread as a counted worker (counted first with :meth:`expect`)."""
         self._local.unit, self._local.key = True, object()
         try:
             yield
@@ -135,7 +96,6 @@ class BatchCoordinator(BatchExchange):
             self.release()
 
     def as_unit(self, fn: Callable[..., T]) -> Callable[..., T]:
-        """``fn`` run inside :meth:`unit` (for a thread pool's task; call :meth:`expect` first)."""
 
         def run(*args: Any, **kwargs: Any) -> T:
             with self.unit():
@@ -144,9 +104,8 @@ class BatchCoordinator(BatchExchange):
         return run
 
     def map(self, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T | BaseException]:
-        """``fn`` of each item, run concurrently (one thread each) so that their calls share a batch;
-        returns each result or the exception it raised, in order. The calling worker's own place is
-        lent to the threads while they run."""
+        """``fn`` of each item on its own thread, so their calls share a batch: each result or exception,
+        in order."""
         n = len(items)
         if n == 0:
             return []
@@ -182,9 +141,8 @@ class BatchCoordinator(BatchExchange):
     # -- resume and stop -------------------------------------------------------------------------------
 
     def resume(self, lines: Sequence[dict[str, Any]]) -> None:
-        """Know the batches an earlier process of this run submitted (its ``batch`` lines: ``batchId``,
-        ``customIds``): a request with one of those ids takes that batch's result. Lines of another
-        provider are skipped."""
+        """Take an earlier process's ``batch`` lines: a request with one of their ids takes that batch's
+        result. Lines of another provider are skipped."""
         with self._cond:
             for line in lines:
                 if line.get("provider") not in (None, self.provider_name):
@@ -195,10 +153,9 @@ class BatchCoordinator(BatchExchange):
                         self._known[str(cid)] = batch_id
 
     def abandon(self, wait_s: float = 30.0, hurry: Flag | threading.Event | None = None) -> list[str]:
-        """Stop waiting (Ctrl+C): every blocked call raises :class:`BatchAbandoned`; batches are NOT
-        canceled. A submission under way is waited for (at most ``wait_s`` seconds, and no longer once
-        ``hurry`` is set: a second Ctrl+C) so that its ``batch`` line is written. Returns the ids of
-        batches still in flight (a submission not waited for is not among them: its id is not known)."""
+        """Stop waiting: blocked calls raise :class:`BatchAbandoned`, batches are not canceled. A submission
+        under way is waited for (``wait_s`` seconds, until ``hurry`` is set) so its line is written. Returns
+        the ids of the batches in flight."""
         self._abandon.set()
         deadline = time.monotonic() + wait_s
         with self._cond:
@@ -210,8 +167,7 @@ class BatchCoordinator(BatchExchange):
     # -- calls -----------------------------------------------------------------------------------------
 
     def call(self, cid: str, body: dict) -> Any:
-        """Queue one request and block until its batch ends; returns the raw reply for the backend's
-        ``parse``. Raises the item's LLMError, or BatchAbandoned."""
+        """The raw reply to one request, once its batch ends. Raises the item's LLMError, or BatchAbandoned."""
         counted = bool(getattr(self._local, "unit", False))
         item = QueuedRequest(cid, body)
         with self._cond:
@@ -237,17 +193,11 @@ class BatchCoordinator(BatchExchange):
         return item.result
 
     def reserve(self, attempt: Callable[[bool, float], T]) -> T:
-        """A budget reservation for one request, waiting for room (``--batch``, issue 15 follow-up).
-        ``attempt(defer, margin)`` is ``Budget.reserve(..., defer=defer, margin_usd=margin)``: it raises
-        BudgetDeferred when the request does not fit while other requests hold reservations. A request of
-        a query must leave room (``margin``) for one more call of each query started before it and not
-        finished, at the largest worst case seen (:meth:`_margin`), so that no query is left with paid
-        labels and no list verdict because a newer one took the money. Such a request waits (counted as
-        blocked, so the batch in hand still leaves) and is tried again when every worker is blocked, after
-        the batch in flight settled its reservations: first the requests of queries that already have a
-        paid result (a list verdict after its labels), then the others in arrival order. Only when nothing
-        is pending or in flight and it still does not fit does it fail (``attempt(False)``:
-        BudgetExhausted). Raises BatchAbandoned when the run is abandoned meanwhile."""
+        """A budget reservation for one request, waiting for room. ``attempt(defer, margin)`` wraps
+        ``Budget.reserve``; the margin leaves room for one more call of each earlier unfinished query, so
+        none is left with paid labels and no verdict. A request that does not fit waits for the batch in
+        flight to settle, and fails (BudgetExhausted) only when nothing else is pending. Raises
+        BatchAbandoned when the run is abandoned meanwhile."""
         key = self._key()
         with self._cond:
             queue = bool(self._deferred) and key not in self._started  # a new query waits behind those started
@@ -285,14 +235,13 @@ class BatchCoordinator(BatchExchange):
         return cast(T, waiter.value)
 
     def _key(self) -> object:
-        """The current worker's key (a query's worker and its :meth:`map` threads share one)."""
+        """The current worker's key, shared with its :meth:`map` threads."""
         key = getattr(self._local, "key", None)
         return key if key is not None else threading.get_ident()
 
     def _step(self) -> bool:
-        """With the lock held, when every counted worker is blocked: let waiting requests that now fit in
-        the budget go (:meth:`reserve`), else submit the queued requests (:meth:`_flush`), else (nothing
-        queued, nothing in flight) fail the waiting requests for good. Returns whether it did anything."""
+        """With the lock held and every worker blocked: grant waiting reservations, else flush, else fail the
+        waiting requests. Returns whether it did anything."""
         if self._flushing or not (self._pending or self._deferred) or len(self._pending) + len(self._deferred) < self._active:
             return False
         if self._deferred and self._grant():
@@ -326,11 +275,8 @@ class BatchCoordinator(BatchExchange):
         return True
 
     def _margin(self, key: object) -> float:
-        """USD a request of the query ``key`` must leave free: one call at MARGIN_FACTOR times the largest
-        worst case seen for each unfinished query started before it (every started query for a new one).
-        So the oldest unfinished query is never held back by another's, and a younger one's labels cannot
-        take the money an older query still needs for its list verdict: of queries running at once, at
-        most the youngest can be left with paid labels and no verdict."""
+        """USD a request of ``key`` must leave free: MARGIN_FACTOR times the largest worst case, per
+        unfinished query started before it. At most the youngest query can be left without its verdict."""
         ahead = list(self._started).index(key) if key in self._started else len(self._started)
         return ahead * MARGIN_FACTOR * self._largest_usd
 
@@ -343,14 +289,11 @@ class BatchCoordinator(BatchExchange):
         return 0 if key in self._paid else 1 if key in self._started else 2
 
     def _by_priority(self) -> list[_Waiter]:
-        """The waiting requests by :meth:`_tier`, arrival order within each."""
         return sorted(self._deferred, key=lambda w: self._tier(w.key))
 
     def _grant(self, final: bool = False) -> bool:
-        """Try the waiting requests again in the order of :meth:`_by_priority`; once one does not fit, none
-        of a lower tier goes (a query with a paid result is finished before another is advanced, a
-        started one before a new one is begun; ``final``: nothing is in flight, so a lower tier may take
-        what a higher one cannot use). Returns whether any fit."""
+        """Try the waiting requests again by tier; once one does not fit, no lower tier goes (unless
+        ``final``: nothing in flight). Returns whether any fit."""
         granted = False
         stop_tier: int | None = None
         for waiter in self._by_priority():

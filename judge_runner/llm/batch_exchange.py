@@ -1,22 +1,6 @@
-"""One exchange with a batch API, for :class:`~judge_runner.llm.batch.BatchCoordinator`: submit the
-requests a flush gathered as one batch (or pick them up from an earlier process's batch), poll it until it
-ends, read its results and give each request its reply or error.
-
-What the batch API may do to a run, and what happens then (docs/batch.md, "When a batch goes wrong"):
-
-- a status check or a result download that fails for a passing reason (a connection error, a 5xx) is
-  tried again, up to MAX_POLL_FAILURES times in a row;
-- a result file is read line by line (:func:`~judge_runner.llm.batch_api.read_jsonl`): a line cut short
-  or not JSON costs its own request only; a download that lacks results is fetched once more; a request
-  still without a readable result (and one whose result came back under an id this run never sent, which
-  is warned about and ignored) is asked again in the next batch (``BatchStats.unread``);
-- a batch the server forgets right after creating it (HTTP 404 on its status or results) is warned about
-  and its requests are submitted again, up to MAX_RESUBMITS times (a batch of an earlier process is
-  forgotten once and its requests submitted anew);
-- the batch line of a batch that cannot be recorded (a full disk) is warned about; the run loop stops.
-
-The provider may bill requests whose results this run never read: they are counted
-(``BatchStats.unread``), never priced (their cost is unknown).
+"""One exchange with a batch API: submit a flush as one batch (or pick up an earlier process's), poll it,
+read its results and give each request its reply or error. A result that cannot be read is asked again and
+counted as unread, never priced. See docs/batch.md, "When a batch goes wrong".
 """
 
 from __future__ import annotations
@@ -33,26 +17,24 @@ from judge_runner.llm.errors import LLMError, TransientError
 from judge_runner.llm.retry import ErrorClass, translate
 
 FIRST_POLL_S = 1.0
-"""Seconds before the first status check of a batch; each later wait is 1.5 times the one before,
-capped at the ``batch_poll`` setting (default 60 s)."""
+"""Seconds before the first status check; each later wait is 1.5 times longer, up to ``batch_poll``."""
 POLL_FACTOR = 1.5
 PROGRESS_EVERY_S = 600.0
-"""A progress line is printed when the count of finished requests changes, else once per this many seconds."""
+"""Seconds between progress lines while the count of finished requests does not change."""
 MAX_POLL_FAILURES = 10
-"""Consecutive failed status checks or result downloads (connection errors, 5xx) tolerated before the batch's requests fail."""
+"""Consecutive retryable failures of status checks or downloads tolerated before the requests fail."""
 MAX_RESUBMITS = 2
-"""Times the requests of a batch the server forgot right after creating it (HTTP 404) are submitted again."""
+"""Times the requests of a batch the server forgot (HTTP 404) are submitted again."""
 
 
 class BatchAbandoned(LLMError):
-    """The run was interrupted while this request's batch was in flight; the batch was not canceled,
-    so ``--resume`` picks its results up."""
+    """The run stopped while the batch was in flight; not canceled, so ``--resume`` picks it up."""
 
     kind = "interrupted"
 
 
 def format_wait(seconds: float) -> str:
-    """``2m10s``, ``45s``, ``1h03m``: a waiting time for the progress line."""
+    """``2m10s``, ``45s``, ``1h03m``."""
     s = int(seconds)
     if s >= 3600:
         return f"{s // 3600}h{s % 3600 // 60:02d}m"
@@ -61,15 +43,8 @@ def format_wait(seconds: float) -> str:
 
 @dataclass
 class BatchStats:
-    """What the run's batches did (the summary's ``batch`` block), all request counts in one scope: the
-    requests whose results this run took from a batch. ``batches``: batches this run submitted;
-    ``resumed``: batches of an earlier process it picked up; ``submitted`` requests sent in its own
-    batches, ``picked_up`` requests taken from earlier batches; ``requests`` = submitted + picked up =
-    succeeded + errored + expired + canceled + unread once every batch ended; ``unread``: requests whose
-    result this run could not read (a result line cut short or not JSON, a result under an id it never
-    sent, a batch the server forgot after creating it), each asked again: the provider may have billed
-    them, and what they cost is not in the run's cost; ``in_flight``: ids of batches not ended when the run
-    stopped (``--resume`` picks them up)."""
+    """The summary's ``batch`` block. Once every batch ended, ``requests`` = succeeded + errored + expired
+    + canceled + unread; ``unread`` requests may have been billed but are not in the run's cost."""
 
     batches: int = 0
     resumed: int = 0
@@ -84,11 +59,9 @@ class BatchStats:
 
     @property
     def requests(self) -> int:
-        """Requests submitted by this run plus those picked up from earlier batches."""
         return self.submitted + self.picked_up
 
     def as_dict(self) -> dict[str, Any]:
-        """The summary's ``batch`` block (camelCase)."""
         return {
             "batches": self.batches,
             "resumedBatches": self.resumed,
@@ -106,7 +79,7 @@ class BatchStats:
 
 @dataclass
 class QueuedRequest:
-    """One request a worker queued for the next batch, and (once ``done``) its raw reply or its error."""
+    """One queued request and, once ``done``, its raw reply or its error."""
 
     custom_id: str
     body: dict
@@ -116,9 +89,8 @@ class QueuedRequest:
 
 
 class BatchExchange:
-    """The batch-API side of :class:`~judge_runner.llm.batch.BatchCoordinator` (its base class): the
-    coordinator decides when to flush (every counted worker waiting) and holds the state declared here;
-    these methods do the flush's I/O. ``_cond`` guards ``stats.in_flight``, ``_known`` and ``_sent``."""
+    """The flush's I/O, base of :class:`~judge_runner.llm.batch.BatchCoordinator`. ``_cond`` guards
+    ``stats.in_flight``, ``_known`` and ``_sent``."""
 
     backend: BatchBackend
     provider_name: str
@@ -136,10 +108,8 @@ class BatchExchange:
     _fetched: dict[str, dict[str, ItemResult]]
 
     def _flush(self, items: list[QueuedRequest]) -> None:
-        """Submit ``items`` (those an earlier process already submitted are picked up from its batch
-        instead), wait for the batches to end and set every item's result or error. A batch the server
-        forgets (HTTP 404) right after creating it is submitted again, up to MAX_RESUBMITS times. Never
-        raises but KeyboardInterrupt (after marking the items abandoned)."""
+        """Submit or pick up ``items``, wait, and set every item's result or error. Raises only
+        KeyboardInterrupt, after marking the items abandoned."""
         seen: Counter[str] = Counter()
         for item in items:  # two identical requests in one batch: distinct ids, the same reply
             seen[item.custom_id] += 1
@@ -180,8 +150,7 @@ class BatchExchange:
             raise
 
     def _submit(self, items: list[QueuedRequest]) -> str | None:
-        """Create a batch of ``items`` and record its ``batch`` line; returns its id, or None when it could
-        not be created (the items then fail: retryably when nothing was created)."""
+        """The id of a new batch of ``items``, its line recorded; None when it failed (the items fail)."""
         with self._cond:
             self._submitting = True
         try:
@@ -212,8 +181,7 @@ class BatchExchange:
         return batch_id
 
     def _fail(self, items: list[QueuedRequest], exc: BaseException, retryable_ok: bool = False) -> None:
-        """Give ``items`` the failure ``exc``: as it is when another attempt may retry it (nothing was
-        submitted), else as a non-retryable LLMError (a batch exists: retrying would pay twice)."""
+        """Fail ``items`` with ``exc``, non-retryable unless ``retryable_ok``: a retry may pay twice."""
         if isinstance(exc, BatchAbandoned):
             error: BaseException = exc
         elif retryable_ok and self.classify(exc) is not None:
@@ -228,10 +196,8 @@ class BatchExchange:
             item.error, item.done = error, True
 
     def _finish(self, batch_id: str, items: list[QueuedRequest], prior: bool = False) -> bool:
-        """Wait for ``batch_id`` to end and give ``items`` their results (:meth:`_fetch`). A batch the server
-        no longer knows (HTTP 404 on its status or results) leaves the items untouched and returns False:
-        an earlier process's (``prior``) is warned about once and forgotten, this run's own is warned about
-        (its requests are submitted again by the caller; the provider may have billed them). Else True."""
+        """Wait for ``batch_id`` and give ``items`` their results. False, the items untouched, when the server
+        no longer knows the batch (HTTP 404)."""
         results = self._fetched.get(batch_id)
         if results is None:
             with self._cond:
@@ -278,11 +244,8 @@ class BatchExchange:
         return True
 
     def _fetch(self, batch_id: str, wanted: set[str]) -> dict[str, ItemResult]:
-        """The readable results of an ended batch by ``custom_id``. A download that fails for a passing reason
-        is tried again (up to MAX_POLL_FAILURES times, as a status check is); one that lacks a result for
-        some of ``wanted`` (a line cut short, not JSON, or a result under an id this run never sent) is
-        downloaded once more; lines that stay unreadable and results under unknown ids are warned about.
-        Raises BatchAbandoned, or the SDK's error."""
+        """The readable results of an ended batch by ``custom_id``; a download missing some of ``wanted`` is
+        fetched once more. Raises BatchAbandoned, or the SDK's error."""
         failures, downloads = 0, 0
         wait = min(FIRST_POLL_S, self.max_poll_s)
         while True:
@@ -317,8 +280,7 @@ class BatchExchange:
         return {cid: result for cid, result in got.items.items() if cid in sent}
 
     def _lost(self, batch_id: str, items: list[QueuedRequest]) -> None:
-        """This run's batch the server answers 404 for (it forgot it after creating it): warned; its requests
-        are submitted again by the caller (:meth:`_flush`)."""
+        """Warn of this run's batch the server forgot (HTTP 404); the caller submits it again."""
         with self._cond:
             if batch_id in self.stats.in_flight:
                 self.stats.in_flight.remove(batch_id)
@@ -329,8 +291,7 @@ class BatchExchange:
         )
 
     def _forget(self, batch_id: str) -> None:
-        """Drop an earlier process's batch the server answers 404 for (expired from its records, or
-        another account): warned once; its requests are submitted anew."""
+        """Drop an earlier process's batch the server forgot (HTTP 404), warned once."""
         with self._cond:
             if batch_id in self.stats.in_flight:
                 self.stats.in_flight.remove(batch_id)
@@ -343,10 +304,8 @@ class BatchExchange:
         )
 
     def _poll(self, batch_id: str) -> None:
-        """Check the batch's status with growing waits until it ends, saying how far it got (when that
-        changes, else every PROGRESS_EVERY_S seconds). Raises
-        BatchAbandoned when the run is abandoned, or the SDK's error after MAX_POLL_FAILURES
-        consecutive retryable failures (at once for any other failure)."""
+        """Poll with growing waits until the batch ends. Raises BatchAbandoned, or the SDK's error after
+        MAX_POLL_FAILURES consecutive retryable failures (at once for another)."""
         started = time.monotonic()
         wait = min(FIRST_POLL_S, self.max_poll_s)
         failures = 0

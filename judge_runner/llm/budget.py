@@ -13,14 +13,12 @@ DEFAULT_PER_CALL_CAP_USD = 0.50
 
 
 class BudgetDeferred(Exception):
-    """A call does not fit in what is left of the budget now, but would once the calls in flight settle
-    (raised by :meth:`Budget.reserve` with ``defer=True`` instead of marking the budget exhausted)."""
+    """A call does not fit now but may once the calls in flight settle (``reserve(defer=True)``)."""
 
 
 @dataclass
 class Reservation:
-    """Worst-case USD and tokens held for a call in flight (released when it settles). ``tokens`` is
-    what the token cap holds (0 without a cap); ``worst_tokens`` one request's worst case in tokens."""
+    """Worst-case USD and tokens held for a call in flight. ``tokens``: what the token cap holds (0: none)."""
 
     usd: float
     tokens: int = 0
@@ -29,24 +27,10 @@ class Reservation:
 
 @dataclass
 class Budget:
-    """Thread-safe accounting of one run's spend.
-
-    ``max_usd``: the run's cap (None: no cap). ``per_call_cap_usd``: the most one call may cost in the
-    worst case. Before a call, :meth:`reserve` takes its worst case (estimated input tokens at the input
-    price plus ``max_tokens`` at the output price) against what is left after the calls in flight, so
-    the run's cost never exceeds ``max_usd``. With an unknown price the cost is unknown (None), never 0,
-    and ``max_tokens`` (input plus output tokens over the run, cache reads and writes included) is the
-    cap instead, enforced the same way on the worst case.
-
-    A reply whose usage the server did not report (``Usage.unreported``) keeps its request's worst case
-    charged (``unreported_usd``, ``unreported_tokens``) for enforcement, and makes the run's cost
-    unknown (``total_cost_usd`` None), never 0.
-
-    ``saved_usd`` sums what prompt caching saved on each call at that call's price
-    (:func:`judge_runner.llm.pricing.cache_savings_usd`); ``total_saved_usd`` is None when the cost is.
-
-    ``halted``: why no call or retry may start any more (:meth:`halt`), None while they may.
-    """
+    """Thread-safe accounting of one run's spend in USD. Each call's worst case is reserved first, so the
+    cost never exceeds ``max_usd``; ``per_call_cap_usd`` bounds one call. An unknown price or unreported
+    usage makes the cost unknown (None), never 0; then ``max_tokens`` (all tokens over the run) is the cap,
+    and an unreported reply stays charged at its worst case."""
 
     max_usd: float | None = None
     per_call_cap_usd: float = DEFAULT_PER_CALL_CAP_USD
@@ -65,41 +49,33 @@ class Budget:
 
     @property
     def tokens_used(self) -> int:
-        """Input, output, cache-write and cache-read tokens of every call so far, plus the worst case of
-        each reply whose usage was not reported."""
+        """Every token so far, plus the worst case of each unreported reply."""
         u = self.usage
         return u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens + self.unreported_tokens
 
     @property
     def charged_usd(self) -> float:
-        """USD counted against ``max_usd``: the known cost plus the worst case of unreported replies."""
+        """The known cost plus the worst case of unreported replies, in USD."""
         return self.spent_usd + self.unreported_usd
 
     @property
     def held_usd(self) -> float:
-        """USD held for calls in flight (their worst cases)."""
+        """USD held for calls in flight."""
         return self._held
 
     def halt(self, reason: str) -> None:
-        """Start no call, and no retry of a call, from now on (the run stopped: ``reason``, e.g.
-        ``interrupted``): :meth:`reserve` and :meth:`check_running` raise CallsStopped. Requests already sent
-        still settle, so the usage stays the provider's bill."""
+        """Start no call or retry from now on (CallsStopped); requests already sent still settle."""
         with self._lock:
             self.halted = self.halted or reason
 
     def check_running(self) -> None:
-        """Raise CallsStopped once the run is halted (:meth:`halt`); called before every HTTP attempt."""
+        """Raise CallsStopped once halted; called before every HTTP attempt."""
         if self.halted is not None:
             raise CallsStopped(f"the run stopped ({self.halted}) before this request was sent")
 
     def reserve(self, price: Price | None, input_tokens: int, max_tokens: int, defer: bool = False, margin_usd: float = 0.0) -> Reservation:
-        """Hold the worst case of a call: ``input_tokens`` (an estimate) plus ``max_tokens`` of output.
-        Raises BudgetExhausted (and marks the budget exhausted) or CallTooExpensive. With ``defer``
-        (``--batch``: a request may wait for the next batch), a call that does not fit raises BudgetDeferred
-        instead (nothing marked): it may fit once the calls in flight settle; the caller decides when it
-        never will (``defer=False`` then raises BudgetExhausted).
-        ``margin_usd``: USD that must stay free beside this call's worst case (room kept for the calls
-        other queries still need)."""
+        """Hold a call's worst case, keeping ``margin_usd`` free besides. Raises BudgetExhausted (marking
+        the budget exhausted) or CallTooExpensive; with ``defer``, BudgetDeferred instead of exhausting."""
         worst_tokens = input_tokens + max_tokens
         worst = None if price is None else (input_tokens * price.input + max_tokens * price.output) / 1_000_000
         self.check_running()
@@ -131,9 +107,8 @@ class Budget:
         return Reservation(worst or 0.0, held_tokens, worst_tokens)
 
     def settle(self, reservation: Reservation, usage: Usage, price: Price | None) -> float | None:
-        """Release a reservation and add what the call really used; returns its USD cost (None if unknown:
-        unknown price, or a reply without usage). Each reply without usage stays charged at the
-        reservation's worst case (one request's worth), so the caps still hold."""
+        """Release ``reservation`` and add the real usage; returns the USD cost (None: unknown). A reply
+        without usage stays charged at its worst case."""
         cost = cost_usd(usage, price)
         with self._lock:
             self._held = max(0.0, self._held - reservation.usd)
@@ -155,16 +130,15 @@ class Budget:
 
     @property
     def total_cost_usd(self) -> float | None:
-        """USD spent so far; None when any call had an unknown price."""
+        """USD spent so far; None when any call's cost is unknown."""
         return round(self.spent_usd, 6) if self.cost_known else None
 
     @property
     def total_saved_usd(self) -> float | None:
-        """USD prompt caching saved so far (:attr:`saved_usd`); None when the run's cost is unknown."""
+        """USD prompt caching saved so far; None when the run's cost is unknown."""
         return round(self.saved_usd, 6) if self.cost_known else None
 
 
 def estimate_tokens(text: str) -> int:
-    """A conservative token estimate for budgeting: one token per 3 characters (English averages about
-    4 characters per token for both vendors' tokenizers; CJK text is denser, so we stay on the safe side)."""
+    """One token per 3 characters: conservative (English averages about 4; CJK is denser)."""
     return len(text) // 3 + 1

@@ -1,7 +1,4 @@
-"""Errors of the LLM layer, each a kind the run loop treats differently.
-
-``kind`` is what an ``error`` line records as ``errorType``. Messages never contain API keys.
-"""
+"""Errors of the LLM layer; ``kind`` is an ``error`` line's ``errorType``. Messages never hold API keys."""
 
 from __future__ import annotations
 
@@ -9,11 +6,8 @@ from typing import Any
 
 
 class LLMError(RuntimeError):
-    """A logical LLM call failed. ``attempts`` counts the HTTP requests made for it. ``retryable``: a
-    provider raised it from one attempt and another attempt of the same request may succeed. ``usage``
-    (a :class:`judge_runner.llm.pricing.Usage`) and ``cost_usd`` (USD, None when unknown): what the failed
-    call spent (every attempt, and the re-asks before it), set where it is settled; None when it spent
-    nothing (it failed before any request)."""
+    """A call failed. ``attempts``: HTTP requests made; ``retryable``: another attempt may succeed;
+    ``usage`` and ``cost_usd`` (USD, None: unknown): what it spent, re-asks included."""
 
     kind = "llm_error"
     retryable = False
@@ -26,13 +20,13 @@ class LLMError(RuntimeError):
 
 
 class AuthError(LLMError):
-    """The API key was refused (401/403): nothing can succeed, the run stops with exit code 2."""
+    """The API key was refused (401/403): the run stops, exit 2."""
 
     kind = "auth_error"
 
 
 class SpendLimitError(LLMError):
-    """The provider account's spend limit is reached: the run stops (exit code 3)."""
+    """The account's spend limit is reached: the run stops, exit 3."""
 
     kind = "spend_limit"
 
@@ -44,15 +38,14 @@ class TransientError(LLMError):
 
 
 class LocalServerTimeout(TransientError):
-    """A local server (loopback or private address) sent no reply within ``--timeout``. Not retried: a
-    single-slot server keeps generating the abandoned request, so a retry would only queue behind it."""
+    """A local server sent no reply within ``--timeout``. Not retried: it would queue behind the
+    abandoned generation."""
 
     kind = "timeout"
 
 
 class MalformedReplyError(LLMError):
-    """The server answered 200 with something that is not a usable reply (a body that is not JSON,
-    ``choices: []``, no message): retried like a 5xx, this kind when it persists."""
+    """A 200 that is no usable reply; retried like a 5xx."""
 
     kind = "malformed_reply"
     retryable = True
@@ -95,7 +88,6 @@ class CallTooExpensive(LLMError):
 
 
 class CallsStopped(LLMError):
-    """The run stopped (Ctrl+C, SIGTERM, a run file that cannot be written) while this call waited to start
-    or to retry: no request was sent for it (:meth:`judge_runner.llm.budget.Budget.halt`)."""
+    """The run stopped while this call waited to start or retry; no request was sent for it."""
 
     kind = "interrupted"

@@ -1,15 +1,6 @@
-"""The OpenAI Batch API as a :class:`~judge_runner.llm.batch_api.BatchBackend`.
-
-API reference: https://platform.openai.com/docs/api-reference/batch. The requests go up as one JSONL
-file (``POST /v1/files``, purpose ``batch``; each line ``{custom_id, method: "POST", url:
-"/v1/chat/completions", body}``), the batch is ``POST /v1/batches`` (24 h window), its status ``GET
-/v1/batches/{id}``, its results the output file (``{custom_id, response: {status_code, body}}``) and
-the error file (``{custom_id, error: {code, message}}``; ``batch_expired``, ``batch_cancelled``), read
-with ``GET /v1/files/{id}/content``. Each ``body`` is exactly the synchronous provider's request; a
-200 ``body`` is parsed by the synchronous provider.
-
-A local OpenAI-compatible server has no batch API: :meth:`OpenAIBatches.check` finds that out with
-one free request (``GET /v1/batches?limit=1``) before anything is spent.
+"""The OpenAI Batch API (https://platform.openai.com/docs/api-reference/batch) as a
+:class:`~judge_runner.llm.batch_api.BatchBackend`: the requests go up as one JSONL file, results come back
+in an output file and an error file.
 """
 
 from __future__ import annotations
@@ -29,9 +20,8 @@ _ENDED = {"completed", "failed", "expired", "cancelled"}
 
 
 def item_error(batch_id: str, status: int | None, code: str | None, message: str) -> ItemResult:
-    """The result of a request that did not succeed: an HTTP ``status`` is classified as a synchronous
-    reply with it would be (:func:`~judge_runner.llm.retry.classify_status`; retryable ones go into the
-    next batch); ``code`` ``batch_expired`` / ``batch_cancelled`` are expired / canceled."""
+    """The result of a failed request: ``status`` classified as a synchronous reply's would be;
+    ``batch_expired`` and ``batch_cancelled`` expired and canceled."""
     text = f"batch {batch_id}: {f'HTTP {status} ' if status else ''}{code or 'error'}: {message}"[:600]
     if code == "batch_expired":
         return ItemResult("expired", error=TransientError(f"batch {batch_id} expired (24 h) before this request was processed", 1))
@@ -52,15 +42,12 @@ def item_error(batch_id: str, status: int | None, code: str | None, message: str
 
 
 class OpenAIBatches:
-    """The Batch API over an :class:`OpenAIProvider` (its client, request body and parser)."""
-
     def __init__(self, provider: OpenAIProvider):
         self.provider = provider
         self._client = provider._client
 
     def check(self) -> None:
-        """``GET /v1/batches?limit=1``: free; raises what :func:`~judge_runner.llm.batch_api.check_failure` says a
-        failure means (a local server answers 404: BatchUnavailable)."""
+        """``GET /v1/batches?limit=1``, free; a local server answers 404 (BatchUnavailable)."""
         try:
             self._client.batches.list(limit=1)
         except Exception as exc:  # noqa: BLE001 - classified: refused key, unreachable, or no batch API
@@ -73,11 +60,10 @@ class OpenAIBatches:
         return self.provider.request_body(request)
 
     def parse(self, value: Any, tools: list[ToolSpec], force_tool: str | None) -> Completion:
-        """A 200 item's ``response.body``, parsed as a synchronous reply."""
         return self.provider.parse_body(value, tools, force_tool)
 
     def submit(self, requests: Sequence[tuple[str, dict]]) -> str:
-        """Upload the JSONL input file, then create the batch; returns its id (``batch_…``)."""
+        """Upload the JSONL input file, then create the batch; returns its id."""
         lines = [
             json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}, ensure_ascii=False) for cid, body in requests
         ]
@@ -86,7 +72,6 @@ class OpenAIBatches:
         return batch.id
 
     def status(self, batch_id: str) -> BatchStatus:
-        """``batches.retrieve``: ended once ``completed``, ``failed``, ``expired`` or ``cancelled``."""
         batch = self._client.batches.retrieve(batch_id)
         c = batch.request_counts
         done, total = (c.completed + c.failed, c.total) if c is not None else (0, 0)
@@ -98,10 +83,7 @@ class OpenAIBatches:
         return read_jsonl(self._client.files.content(file_id).content)
 
     def results(self, batch_id: str) -> BatchResults:
-        """The output file's 200 responses (succeeded), its other statuses and the error file's lines
-        (:func:`item_error`), read line by line (:func:`~judge_runner.llm.batch_api.read_jsonl`: a line cut
-        short is counted as unreadable, the others are kept). Raises RequestError for a batch that failed
-        validation (every request fails with it)."""
+        """The output and error files' results. Raises RequestError for a batch that failed validation."""
         batch = self._client.batches.retrieve(batch_id)
         if batch.status == "failed":
             problems = "; ".join(str(e.message) for e in (batch.errors.data or [])) if batch.errors else ""
@@ -125,5 +107,4 @@ class OpenAIBatches:
         return BatchResults(out, unreadable + also)
 
     def cancel(self, batch_id: str) -> None:
-        """``batches.cancel``."""
         self._client.batches.cancel(batch_id)

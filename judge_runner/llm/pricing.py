@@ -14,9 +14,7 @@ _SNAPSHOT_SUFFIX = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$")
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens: input, output, cache write and cache read; ``cache_min_tokens``: the
-    shortest prompt prefix the vendor caches (tokens; ``pricing.json``'s ``cacheMinSource``); ``reasoning``:
-    the model reasons before it answers (``reasoningSource``)."""
+    """USD per million tokens. ``cache_min_tokens``: the shortest prefix the vendor caches."""
 
     input: float
     output: float
@@ -26,20 +24,15 @@ class Price:
     reasoning: bool = False
 
     def for_batch(self) -> Price:
-        """This price on a batch API: every token class at ``batchDiscount`` (0.5) of the standard rate
-        (``pricing.json``'s ``batchSource``: Anthropic Message Batches and OpenAI Batch both halve it)."""
+        """Every token class at ``batchDiscount`` (0.5) of this rate (``pricing.json``'s ``batchSource``)."""
         f = batch_discount()
         return Price(self.input * f, self.output * f, self.cache_write * f, self.cache_read * f, self.cache_min_tokens, self.reasoning)
 
 
 @dataclass
 class Usage:
-    """Token counts of one or more calls (summed with ``+``). ``input_tokens`` excludes cached tokens,
-    as both Anthropic's and (after our normalisation) OpenAI's usage report them; ``calls`` counts
-    HTTP requests; ``unreported`` counts the replies whose usage the server did not report (``usage``
-    null or absent, or a token field null: several local servers do this). Those replies add no
-    tokens here; their cost is unknown, never 0 (:func:`cost_usd`), and the budget keeps their worst
-    case charged (:meth:`judge_runner.llm.budget.Budget.settle`)."""
+    """Token counts of calls, summed with ``+``. ``input_tokens`` excludes cached tokens; ``calls`` counts
+    HTTP requests; ``unreported`` counts replies without usage, whose cost is unknown, never 0."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -61,18 +54,16 @@ class Usage:
 
 @lru_cache(maxsize=1)
 def pricing_table() -> dict:
-    """The parsed ``pricing.json`` (``source``, ``updated``, ``models``)."""
     return cast(dict, json.loads(resources.files("judge_runner.llm").joinpath("pricing.json").read_text(encoding="utf-8")))
 
 
 def batch_discount() -> float:
-    """The share of the standard price a batch API bills (0.5), from ``pricing.json``."""
+    """The share of the standard price a batch API bills (0.5)."""
     return float(pricing_table().get("batchDiscount", 1.0))
 
 
 def price_for(model: str) -> Price | None:
-    """The price of ``model``, matching a dated snapshot name (``claude-sonnet-4-5-20250929``) to its
-    base entry; None when the model is not in the table (cost is then unknown, never 0)."""
+    """The price of ``model`` or of its undated base entry; None when unknown (cost unknown, never 0)."""
     models = pricing_table()["models"]
     # only a snapshot date is stripped ("-20250929", "@20251001", "-2024-08-06"): any other suffix names
     # another model ("gpt-5-pro" is not "gpt-5") whose price we do not know
@@ -86,19 +77,14 @@ def price_for(model: str) -> Price | None:
 
 
 REASONING_FAMILIES = ("o1", "o3", "o4", "gpt-5")
-"""Model names of OpenAI's reasoning models (``pricing.json``'s ``reasoningSource``)."""
 DIRECT_FAMILIES = ("gpt-4", "gpt-3", "claude")
-"""Model names of models that answer without reasoning first (Claude without extended thinking, which
-judge-runner never turns on)."""
 EFFORTS = ("minimal", "low", "medium", "high")
 DEFAULT_EFFORT = "low"
-"""The reasoning effort of a judge call: a grade of one passage needs little (the setting ``reasoning_effort``)."""
+"""A judge call's reasoning effort: a grade of one passage needs little."""
 
 
 def reasons(model: str) -> bool | None:
-    """Whether ``model`` reasons before it answers: its ``pricing.json`` entry says, else its name's family
-    (:data:`REASONING_FAMILIES`, :data:`DIRECT_FAMILIES`); None when the product cannot tell, so cannot size
-    its token limit (a local server's model, a new family)."""
+    """Whether ``model`` reasons before it answers, by its entry or its family; None when unknown."""
     price = price_for(model)
     if price is not None:
         return price.reasoning
@@ -109,9 +95,8 @@ def reasons(model: str) -> bool | None:
 
 
 def reasoning_tokens(effort: str = DEFAULT_EFFORT) -> tuple[int, int]:
-    """``(expected, allowance)``: the reasoning tokens a judge call of a reasoning model is assumed to spend at
-    ``effort``, and what its token limit adds for them (``pricing.json``'s ``reasoningTokens``). Raises
-    ValueError for an unknown effort."""
+    """``(expected, allowance)`` reasoning tokens of a judge call at ``effort``. Raises ValueError for an
+    unknown effort."""
     table = pricing_table()["reasoningTokens"]
     if effort not in table:
         raise ValueError(f"reasoning effort must be one of {', '.join(table)}, got {effort!r}")
@@ -119,8 +104,7 @@ def reasoning_tokens(effort: str = DEFAULT_EFFORT) -> tuple[int, int]:
 
 
 def sizing_problem(model: str) -> str | None:
-    """Why ``model``'s token limits cannot be sized, in words for a warning (it is unknown whether it reasons);
-    None when they can."""
+    """Why ``model``'s token limits cannot be sized, for a warning; None when they can."""
     if reasons(model) is not None:
         return None
     return (
@@ -130,21 +114,19 @@ def sizing_problem(model: str) -> str | None:
 
 
 def unsized(model: str) -> str | None:
-    """What cannot be known of ``model`` before a run, in words for a warning: its price (cost then unknown)
-    and its sizing (:func:`sizing_problem`); None when both are known."""
+    """What is unknown of ``model``'s price and sizing, for a warning; None when both are known."""
     problems = [] if price_for(model) is not None else ["no price is known (pricing.json): its cost is reported as unknown"]
     sizing = sizing_problem(model)
     return "; ".join([*problems, *([sizing] if sizing else [])]) or None
 
 
 def add_cost(total: float | None, cost: float | None) -> float | None:
-    """Sum of two USD costs where either may be unknown (None): unknown stays unknown, never 0."""
+    """Sum of two USD costs; unknown (None) stays unknown."""
     return None if total is None or cost is None else total + cost
 
 
 def cost_usd(usage: Usage, price: Price | None) -> float | None:
-    """USD cost of ``usage`` at ``price``; None when the price is unknown or a reply's usage was not
-    reported (``usage.unreported``)."""
+    """USD cost of ``usage``; None when the price or a reply's usage is unknown."""
     if price is None or usage.unreported:
         return None
     return (
@@ -156,12 +138,8 @@ def cost_usd(usage: Usage, price: Price | None) -> float | None:
 
 
 def cache_savings_usd(usage: Usage, price: Price | None) -> float | None:
-    """USD that prompt caching saved on ``usage`` at ``price``: what its cache reads would have cost as
-    plain input minus what they cost, minus the premium its cache writes paid over plain input
-    (``(reads * (input - cache_read) - writes * (cache_write - input)) / 1e6``). Negative when writes were
-    not read back enough to pay for themselves; 0 without caching. OpenAI bills no write premium
-    (``cacheWrite`` = ``input`` in ``pricing.json``). None when the price is unknown or a reply's usage
-    was not reported."""
+    """USD prompt caching saved: ``(reads * (input - cache_read) - writes * (cache_write - input)) / 1e6``,
+    negative when writes were not read back enough. None when the price or a reply's usage is unknown."""
     if price is None or usage.unreported:
         return None
     reads = usage.cache_read_tokens * (price.input - price.cache_read)

@@ -1,15 +1,6 @@
-"""The provider registry: every provider judge-runner knows, by name, with what it needs.
-
-Adding a provider is one new file in this package (a :class:`~judge_runner.llm.base.ChatProvider`
-subclass with ``_send`` and ``classify``, constructed as ``cls(model, retry, budget, timeout_s,
-api_key=None, base_url=None)``) plus one :class:`ProviderSpec` in :data:`PROVIDERS`. Everything
-else is derived from here: the ``--provider`` click choice (:data:`PROVIDER_CHOICES`), the settings type
-(:data:`ProviderChoice` in ``config.py``), the ``provider`` enum of ``schemas/run_start.schema.json``
-(a test proves it equals :data:`PROVIDER_NAMES`), ``auto`` detection (:func:`detect`, in the order of
-:data:`PROVIDERS`) and the key check (:func:`missing_key`). Roles are built from it by
-:func:`judge_runner.app.roles.build_roles`.
-
-This module imports no SDK: a provider's class is imported only when :meth:`ProviderSpec.load` is called.
+"""The provider registry: every provider by name, with what it needs. The ``--provider`` choice, the
+settings type, the run file's enum and ``auto`` detection derive from :data:`PROVIDERS`. Imports no SDK.
+See docs/extending.md.
 """
 
 from __future__ import annotations
@@ -25,17 +16,8 @@ from judge_runner.llm.base import ChatProvider
 
 @dataclass(frozen=True)
 class ProviderSpec:
-    """One provider.
-
-    ``name``: what ``--provider`` and the run file's ``provenance.provider`` say; ``target``:
-    ``"module:Class"`` of its ChatProvider, None for the heuristic (no LLM); ``key_env``: environment
-    variables holding its API key; ``base_url_env``: the variable pointing it at another server;
-    ``base_url_is_enough``: a server at ``base_url_env`` needs no key (local OpenAI-compatible servers);
-    ``default_model``: the model used without ``--model``; ``heuristic``: its roles are the offline
-    heuristics, labelled as such wherever their results appear; ``batch_target``: ``"module:Class"`` of
-    its batch API backend (:class:`judge_runner.llm.batch_api.BatchBackend`, for ``--batch``), None when it
-    has none.
-    """
+    """One provider. ``target`` and ``batch_target``: ``"module:Class"`` (None: none); ``base_url_is_enough``:
+    a server at ``base_url_env`` needs no key."""
 
     name: str
     target: str | None
@@ -48,22 +30,21 @@ class ProviderSpec:
 
     @property
     def detect_env(self) -> tuple[str, ...]:
-        """Variables any one of which, set and non-empty, makes ``auto`` choose this provider."""
+        """Variables any one of which, set, makes ``auto`` choose this provider."""
         return self.key_env + ((self.base_url_env,) if self.base_url_is_enough and self.base_url_env else ())
 
     def configured(self, environ: Mapping[str, str]) -> bool:
-        """Whether the environment holds what this provider needs (always true for the heuristic)."""
         return self.heuristic or any(environ.get(name) for name in self.detect_env)
 
     def load(self) -> type[ChatProvider]:
-        """The ChatProvider class (imports its module). Raises ValueError for the heuristic provider."""
+        """The ChatProvider class. Raises ValueError for the heuristic provider."""
         if self.target is None:
             raise ValueError(f"the {self.name} provider has no ChatProvider class")
         module, _, attr = self.target.partition(":")
         return cast(type[ChatProvider], getattr(importlib.import_module(module), attr))
 
     def load_batches(self) -> type:
-        """The batch API backend class (imports its module). Raises ValueError when the provider has none."""
+        """The batch API backend class. Raises ValueError when the provider has none."""
         if self.batch_target is None:
             raise ValueError(f"the {self.name} provider has no batch API")
         module, _, attr = self.batch_target.partition(":")
@@ -93,7 +74,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ProviderSpec("offline", None, default_model="offline-heuristic-v1", heuristic=True),
     )
 }
-"""Every provider, in ``auto``'s order of preference (the heuristic last)."""
+"""Every provider, in ``auto``'s order of preference."""
 
 PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
 HEURISTIC_MODEL: str = PROVIDERS[
@@ -116,9 +97,7 @@ def get_spec(name: str) -> ProviderSpec:
 
 
 def detect(environ: Mapping[str, str] | None = None) -> tuple[ProviderSpec, str]:
-    """``auto``: the first provider whose variables are set, else the heuristic; returns ``(spec,
-    reason)``, the reason fit for the stderr line that says loudly what was chosen (e.g.
-    ``"ANTHROPIC_API_KEY is set"``)."""
+    """``(spec, reason)`` of the first provider whose variables are set, else the heuristic."""
     environ = os.environ if environ is None else environ
     fallback = None
     for spec in PROVIDERS.values():
@@ -133,8 +112,7 @@ def detect(environ: Mapping[str, str] | None = None) -> tuple[ProviderSpec, str]
 
 
 def missing_key(spec: ProviderSpec, environ: Mapping[str, str] | None = None) -> str | None:
-    """None when ``spec`` can be used with this environment, else the message saying what to set (e.g.
-    ``"--provider anthropic needs ANTHROPIC_API_KEY in the environment"``)."""
+    """None when ``spec`` can be used with this environment, else the message saying what to set."""
     environ = os.environ if environ is None else environ
     if spec.configured(environ):
         return None

@@ -1,14 +1,7 @@
-"""The one retry layer every provider shares (SDK clients are built with ``max_retries=0``).
-
-Retried: connection errors, timeouts, HTTP 408, 409, 429 and 5xx (including Anthropic's 529
-``overloaded_error``). Never retried: 400, 401, 403, 404, 413, 422, and a 429 that says the account's
-spend limit or quota is reached. Which exception is which is the provider's knowledge: each provider's
-``classify(exc)`` (see :meth:`judge_runner.llm.base.ChatProvider.classify`) recognises its own SDK's
-errors and maps them to an :data:`ErrorClass` with :func:`classify_status`; this module holds the policy
-and no SDK class names. The wait before attempt n+1 is
-``max(Retry-After, min(cap, base * 2**(n-1)) * jitter)`` (exponential backoff with full jitter, as AWS's
-"Exponential Backoff And Jitter" recommends), never past the logical call's deadline. A Retry-After
-seen by one call pauses every call sharing the policy, so concurrent calls do not stampede.
+"""The one retry layer every provider shares (SDK clients retry nothing). Retried: connection errors,
+timeouts, HTTP 408, 409, 429 and 5xx, but not a 429 for a spend limit. The wait before attempt n+1 is
+``max(Retry-After, min(cap, base * 2**(n-1)) * jitter)`` (full jitter, AWS's "Exponential Backoff And
+Jitter"), never past the call's deadline; a Retry-After pauses every call sharing the policy.
 """
 
 from __future__ import annotations
@@ -32,17 +25,14 @@ RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 SPEND_LIMIT_CODES = frozenset({"enforced_spend_limit_reached", "insufficient_quota", "billing_hard_limit_reached"})
 
 ErrorClass = Literal["retryable", "auth", "spend_limit", "bad_request"]
-"""How a provider failure is treated: retried; the key refused (run stops, exit 2); the account's
-spend limit reached (run stops, exit 3); a request retrying cannot fix."""
+"""Retried; the key refused (exit 2); the spend limit reached (exit 3); a request retrying cannot fix."""
 Classifier = Callable[[BaseException], "ErrorClass | None"]
-"""``classify(exc)``: the :data:`ErrorClass` of a provider failure, None for an exception that is not
-one (a programming error, which is re-raised as it is)."""
+"""The :data:`ErrorClass` of a provider failure; None for any other exception, which is re-raised."""
 
 
 def classify_status(status: int, codes: Iterable[object] = ()) -> ErrorClass:
-    """The class of an HTTP error status: 401/403 auth; 402 (Anthropic's billing_error) or a 429 whose
-    error ``codes`` include a spend-limit code (anthropic ``error_code == "enforced_spend_limit_reached"``,
-    openai ``code == "insufficient_quota"``) spend_limit; 408, 409, 429, 5xx retryable; else bad_request."""
+    """401/403 auth; 402 or a 429 with a spend-limit code spend_limit; 408, 409, 429, 5xx retryable; else
+    bad_request."""
     if status in (401, 403):
         return "auth"
     if status == 402 or (status == 429 and bool(set(codes) & SPEND_LIMIT_CODES)):
@@ -53,17 +43,14 @@ def classify_status(status: int, codes: Iterable[object] = ()) -> ErrorClass:
 
 
 def status_of(exc: BaseException) -> int | None:
-    """The HTTP status of an error shaped like the SDKs' ``APIStatusError`` (an int ``status_code``),
-    None otherwise."""
+    """The int ``status_code`` of an SDK-shaped error, else None."""
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 
 
 def classify_generic(exc: BaseException) -> ErrorClass | None:
-    """The classifier of a provider that knows no SDK: an error with an int ``status_code`` by
-    :func:`classify_status` (codes from its ``error_code`` and ``code``), the standard library's
-    ``TimeoutError`` and ``ConnectionError`` retryable, anything else None. Providers override
-    :meth:`~judge_runner.llm.base.ChatProvider.classify` to recognise their SDK's transport errors."""
+    """The classifier of a provider that knows no SDK: HTTP statuses, ``TimeoutError`` and
+    ``ConnectionError``."""
     status = status_of(exc)
     if status is not None:
         return classify_status(status, {getattr(exc, "error_code", None), getattr(exc, "code", None)})
@@ -78,16 +65,14 @@ def is_spend_limit(exc: BaseException, classify: Classifier = classify_generic) 
 
 
 def is_retryable(exc: BaseException, classify: Classifier = classify_generic) -> bool:
-    """Whether another attempt of the same request may succeed. A provider's own typed error
-    (:class:`LLMError`) says so itself through its ``retryable`` flag."""
+    """Whether another attempt of the same request may succeed (an :class:`LLMError` says so itself)."""
     if isinstance(exc, LLMError):
         return exc.retryable
     return classify(exc) == "retryable"
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms`` or ``retry-after`` (seconds) from
-    ``exc.response.headers``; None when absent or unparsable (HTTP-date forms are ignored)."""
+    """Seconds from ``retry-after-ms`` or ``retry-after``; None when absent or an HTTP date."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if headers is None:
@@ -106,18 +91,15 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 
 
 def through_proxy(exc: BaseException) -> str:
-    """`` through the proxy <proxy>`` when the request that failed with ``exc`` (its ``request.url``, as
-    the SDKs' errors carry it) went through a proxy (:func:`judge_runner.core.proxies.proxy_for`), else ``""``."""
+    """`` through the proxy <proxy>`` when the failed request went through one, else ``""``."""
     url = getattr(getattr(exc, "request", None), "url", None)
     proxy = proxy_for(str(url)) if url is not None else None
     return f" through the proxy {proxy.shown}" if proxy else ""
 
 
 def translate(exc: BaseException, attempts: int, classify: Classifier = classify_generic) -> LLMError:
-    """Map a final provider failure to our error kinds (a failure ``classify`` does not know becomes a
-    RequestError); the message names the status, the server's error type and the server's own message
-    (truncated, secrets removed: :func:`wire.server_message`) and a proxy the request went through, never request
-    headers (so never the API key)."""
+    """A final provider failure as our error kind (unknown: RequestError). The message never holds request
+    headers, so never the API key."""
     if isinstance(exc, LLMError):
         return exc
     status = status_of(exc)
@@ -139,12 +121,8 @@ def translate(exc: BaseException, attempts: int, classify: Classifier = classify
 
 @dataclass
 class RetryPolicy:
-    """Retry settings shared by all calls of a run.
-
-    ``max_retries``: retries after the first attempt (3 -> at most 4 requests); ``base_s``: first
-    backoff (seconds); ``cap_s``: longest single wait (seconds); ``deadline_s``: bound on one logical
-    call with all its retries (seconds); ``sleep``: injectable for tests.
-    """
+    """Retry settings shared by all calls of a run. ``max_retries``: retries after the first attempt;
+    ``base_s``, ``cap_s``: first and longest wait; ``deadline_s``: one call with its retries (seconds)."""
 
     max_retries: int = 3
     base_s: float = 1.0
@@ -169,7 +147,6 @@ class RetryPolicy:
         return max(0.0, min(wait, remaining))
 
     def _honour_shared_pause(self, deadline_at: float) -> None:
-        """Wait out a Retry-After pause another attempt recorded, but never past this call's deadline."""
         with self._lock:
             delay = min(self._pause_until, deadline_at) - time.monotonic()
         if delay > 0:
@@ -178,10 +155,8 @@ class RetryPolicy:
     def call(
         self, fn: Callable[[], T], on_attempt: Callable[[], None] | None = None, classify: Classifier = classify_generic
     ) -> tuple[T, int]:
-        """Run ``fn`` with retries; returns ``(result, attempts)``. ``classify`` (the provider's
-        :meth:`~judge_runner.llm.base.ChatProvider.classify`) says which failures are retried. Raises an
-        :class:`LLMError` kind (AuthError, SpendLimitError, TransientError, RequestError) when it finally
-        fails, and re-raises as it is an exception ``classify`` does not know (a programming error)."""
+        """``(result, attempts)`` of ``fn`` with retries. Raises AuthError, SpendLimitError, TransientError
+        or RequestError when it finally fails, and an exception ``classify`` does not know as it is."""
         attempts = 0
         deadline_at = time.monotonic() + self.deadline_s
 

@@ -1,7 +1,5 @@
-"""What crosses the wire to a model server: JSON-safe values, the server's own error text (secrets
-removed), where a server lives (local or remote), and loopback past any proxy.
-
-Shared by the network providers; pure functions, no SDK import.
+"""What crosses the wire to a model server: JSON-safe values, the server's error text without secrets,
+whether a server is local, and loopback past any proxy. Pure functions, no SDK.
 """
 
 from __future__ import annotations
@@ -33,10 +31,8 @@ _TRACEBACK = re.compile(r'\n\s*(?:Traceback \(most recent call last\)|File ")')
 
 
 def json_safe(value: Any) -> Any:
-    """A copy of ``value`` that every strict JSON encoder accepts: NaN and ±Infinity (which Python's
-    ``json`` reads from a model's reply but ``allow_nan=False`` encoders refuse) become the strings
-    ``"NaN"``, ``"Infinity"``, ``"-Infinity"``; tuples become lists. Echoing a model's own invalid value
-    back to it this way keeps the re-ask a valid request (issue 10, item 9)."""
+    """``value`` as strict JSON accepts it: NaN and ±Infinity as strings, tuples as lists, so a re-ask
+    echoing a model's invalid value stays a valid request."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
@@ -47,13 +43,12 @@ def json_safe(value: Any) -> Any:
 
 
 def dumps_safe(value: Any) -> str:
-    """``json.dumps`` of :func:`json_safe` (never raises on non-finite numbers)."""
     return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with API keys removed: the values of OPENAI_API_KEY / ANTHROPIC_API_KEY and any of
-    ``secrets`` (when 4+ characters), bearer tokens, ``api_key=...``-style pairs and ``sk-...`` keys."""
+    """``text`` without the environment's API keys, ``secrets`` of 4+ characters, bearer tokens,
+    ``api_key=...`` pairs and ``sk-...`` keys."""
     for secret in (*secrets, *(os.environ.get(name) or "" for name in _KEY_ENV)):
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[REDACTED]")
@@ -63,7 +58,7 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def _detail_text(detail: Any) -> str:
-    """FastAPI/pydantic validation details (``[{"loc": [...], "msg": ...}]``) as ``loc: msg`` lines."""
+    """FastAPI validation details as ``loc: msg`` lines."""
     if isinstance(detail, list):
         parts = []
         for item in detail[:5]:
@@ -77,13 +72,8 @@ def _detail_text(detail: Any) -> str:
 
 
 def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secrets: tuple[str, ...] = ()) -> str | None:
-    """The server's own explanation of an HTTP error, truncated to ``limit`` characters with secrets
-    removed (:func:`redact`); None when it sent none.
-
-    Read from the SDK error's ``body`` (both SDKs: the parsed JSON, or the raw text): OpenAI's
-    ``{"error": {"message", "param"}}`` (the SDKs hand over the inner object), Anthropic's
-    ``{"type": "error", "error": {"message"}}``, FastAPI's ``{"detail": [...]}`` (vLLM, llama-cpp-python
-    422s), a plain ``{"message"}`` or ``{"error": "text"}`` (Ollama), or a text body."""
+    """The server's own explanation of an HTTP error in at most ``limit`` characters, secrets removed; None
+    when it sent none. Reads OpenAI's, Anthropic's, FastAPI's and Ollama's error bodies, or plain text."""
     body = getattr(exc, "body", None)
     text = None
     if isinstance(body, dict):
@@ -116,17 +106,15 @@ def server_message(exc: BaseException, limit: int = SERVER_MESSAGE_CHARS, secret
 
 
 def decode_error_text(exc: json.JSONDecodeError, context: int = 40) -> str:
-    """A JSON decode error with its position and the text around it, e.g. ``Expecting value: line 1
-    column 25 (char 24) near '{"id": "x", "choices": ['`` (secrets removed)."""
+    """A JSON decode error with its position and the text around it, secrets removed."""
     doc = exc.doc or ""
     near = doc[max(0, exc.pos - context) : exc.pos + context]
     return f"{exc}" + (f" near {redact(near)!r}" if near else " (empty body)")
 
 
 def is_local_url(url: str | None) -> bool:
-    """True when ``url``'s host is a loopback, private (RFC 1918, RFC 4193), link-local or
-    unspecified address, ``localhost`` or a ``*.localhost`` / ``*.local`` name: a server on this
-    machine or network, typically one request at a time. Names are not resolved (no DNS lookup)."""
+    """True for a loopback, private (RFC 1918, RFC 4193), link-local or unspecified address,
+    ``localhost``, ``*.localhost`` or ``*.local``. No DNS lookup."""
     if not url:
         return False
     host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").rstrip(".").lower()
@@ -142,9 +130,7 @@ def is_local_url(url: str | None) -> bool:
 
 
 def direct_mounts(base_url: str | None) -> dict[str, None]:
-    """httpx ``mounts`` that send requests to ``base_url``'s host past any proxy when it is loopback
-    (:func:`judge_runner.core.proxies.is_loopback`): ``{"all://127.0.0.1": None}``; ``{}`` for any other
-    host, whose requests follow the proxy variables as the SDK reads them."""
+    """httpx ``mounts`` that send requests to a loopback ``base_url`` past any proxy; ``{}`` otherwise."""
     host = urlsplit(base_url or "").hostname or ""
     if not is_loopback(host):
         return {}

@@ -1,10 +1,6 @@
-"""Agreement between trials of the judge: Krippendorff's alpha, ordinal (issue 14, item 7).
-
-Each judged (query, result) pair is a unit; each trial is a "coder". Alpha = 1 - D_o / D_e (observed
-over expected disagreement; Krippendorff 2004, "Content Analysis", ch. 11; 2011, "Computing
-Krippendorff's Alpha-Reliability"), computed with the ``krippendorff`` package (Castro, pinned in
-pyproject.toml) at the ordinal level on the value domain 0-3.
-"""
+"""Agreement between trials of the judge: Krippendorff's alpha at the ordinal level on 0-3, each judged (query,
+result) pair a unit and each trial a coder (Krippendorff 2004, "Content Analysis", ch. 11; computed by the
+``krippendorff`` package)."""
 
 from __future__ import annotations
 
@@ -18,18 +14,9 @@ LABEL_DOMAIN = (0, 1, 2, 3)
 
 
 def trials_alpha(units: Sequence[Sequence[int | None]]) -> float | None:
-    """Krippendorff's alpha (ordinal) over trial labels.
-
-    ``units``: one sequence per judged (query, result) pair, holding its label in each trial; a trial
-    that produced no label for that pair (it failed, or fewer trials ran) is None or simply absent
-    (rows may differ in length). Missing values are handled as the package does: a unit contributes
-    only the pairs of values it has, and a unit with fewer than two values contributes nothing.
-
-    Returns alpha in [-1, 1] (1 perfect agreement, 0 chance level), rounded to 6 places, or None when
-    it is undefined: fewer than two trials, no unit with two values, or every label the same value
-    (expected disagreement 0, so alpha is 0/0; the caller should show "n/a", not 1.0). Raises
-    ValueError on a label outside 0-3.
-    """
+    """Alpha in [-1, 1] over ``units`` (one sequence of per-trial labels per pair; a missing label is None or
+    absent), rounded to 6 places. None when undefined: fewer than two trials, no unit with two values, or a
+    single value throughout (0/0; show "n/a", not 1.0). Raises ValueError on a label outside 0-3."""
     width = max((len(u) for u in units), default=0)
     if width < 2:
         return None

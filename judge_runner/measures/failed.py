@@ -1,19 +1,7 @@
-"""Failed queries in a difference: a query one side failed (its search or its judge) and the other answered is
-never silently dropped. The one rule every difference follows (the paired bootstrap,
-:func:`judge_runner.measures.paired.compare_values`; the corrected difference and ranking,
-:mod:`judge_runner.measures.ppi_compare`), whoever calls it (a compare run, ``trend``, the report).
-
-**Which failed queries count.** For a difference ``system`` - ``against`` on one column, a failed query counts
-when the other side has a value for it (paired: the same queries); unpaired (two runs of different query sets),
-when it would have had one: every failed query for a score, for a metric every one not known to be off-topic
-(off-topic queries have no metrics, so a failed off-topic query does not move nDCG@10).
-
-**Two figures.** The difference is computed with the counted failed queries at 0 (the search gave nothing:
-trec_eval's ``-c`` rule for a query without results) and at the other side's value (the failure cost nothing;
-unpaired: left out, as if they were like the answered ones). The first is the figure shown. Its verdict stands
-only when the second gives the same verdict word; else the verdict is :data:`CANNOT_TELL`, said as "cannot
-tell: B failed 5 of 14 queries (3 on-topic)".
-"""
+"""Failed queries in a difference: one side failed a query the other answered, and it is never silently dropped.
+The one rule every difference follows (docs/run-file.md, "Failed queries in a difference"): the figure shown
+counts them at 0 (trec_eval's ``-c``), and its verdict stands only when the figure with them at the other side's
+value (unpaired: left out) agrees; else :data:`CANNOT_TELL`."""
 
 from __future__ import annotations
 
@@ -32,14 +20,13 @@ T = TypeVar("T")
 
 
 def is_metric(column: str) -> bool:
-    """Whether ``column`` is an IR metric (off-topic queries have none), not a score."""
     return canonical_metric_name(column) in METRIC_NAMES
 
 
 @dataclass(frozen=True)
 class Failed:
-    """One side's failed queries: ``name`` (a system, a run), ``queries`` (``{query id: on-topic}``, None where
-    the line does not say) and ``of`` (the queries it was given: answered and failed)."""
+    """One side's failed queries: ``queries`` ``{query id: on-topic}`` (None where the line does not say) and
+    ``of``, the queries it was given."""
 
     name: str
     queries: Mapping[str, bool | None] = field(default_factory=dict)
@@ -47,7 +34,6 @@ class Failed:
 
     @property
     def on_topic(self) -> int:
-        """Failed queries known to be on-topic."""
         return sum(1 for v in self.queries.values() if v is True)
 
     def words(self) -> str:
@@ -57,14 +43,13 @@ class Failed:
         return f"{self.name} failed {len(self.queries)} of {self.of} queries ({kinds})"
 
     def as_dict(self, counted: int) -> dict[str, Any]:
-        """JSON-ready: ``name``, ``failed``, ``onTopic``, ``of``, ``counted`` (those the figure counts)."""
+        """JSON-ready; ``counted``: those the figure counts."""
         return {"name": self.name, "failed": len(self.queries), "onTopic": self.on_topic, "of": self.of, "counted": counted}
 
 
 def failed_of(name: str, errors: Iterable[Mapping[str, Any]], answered: int, types: Mapping[str, str] | None = None) -> Failed:
-    """One side's :class:`Failed` from its ``error`` lines (dicts by alias; on-topic from a line's ``queryType``, else
-    from ``types``, ``{query id: queryType}`` known from other lines of the same query set) and its number of
-    ``answered`` queries."""
+    """One side's :class:`Failed` from its ``error`` lines (dicts by alias); a query's type from its line, else
+    from ``types`` ``{query id: queryType}``."""
     queries: dict[str, bool | None] = {}
     for line in errors:
         qid = str(line.get("queryId"))
@@ -76,8 +61,8 @@ def failed_of(name: str, errors: Iterable[Mapping[str, Any]], answered: int, typ
 def failed_by_system(
     evaluations: Iterable[Mapping[str, Any]], errors: Iterable[Mapping[str, Any]], names: Iterable[str | None]
 ) -> dict[str, Failed]:
-    """``{system: Failed}`` of a compare run's ``evaluation`` and ``error`` lines (dicts by alias, tagged ``system``):
-    a failed query's type from its error line, else from another system's line of the same query."""
+    """``{system: Failed}`` of a compare run's lines; a failed query's type from its error line, else from
+    another system's line."""
     answered, failed = list(evaluations), list(errors)
     types = {str(line.get("queryId")): str(line.get("queryType") or "") for line in answered}
     return {
@@ -90,8 +75,8 @@ def failed_by_system(
 
 @dataclass(frozen=True)
 class Decided(Generic[T]):
-    """A difference under the rule: ``shown`` (failed queries at 0), ``second`` (at the other's value, or left
-    out; None when no failed query counts), whether the verdict ``holds``, and the ``failed`` block."""
+    """A difference under the rule: ``shown`` (failed queries at 0), ``second`` (None when no failed query
+    counts), whether the verdict ``holds``, and the ``failed`` block."""
 
     shown: T
     second: T | None
@@ -101,7 +86,9 @@ class Decided(Generic[T]):
 
 @dataclass(frozen=True)
 class Failures:
-    """The failed queries of both sides of one difference ``system`` - ``against`` and the ones that count."""
+    """Both sides' failed queries in one difference ``system`` - ``against``, and those that count: paired,
+    where the other side has a value; unpaired, every one for a score and every one not known off-topic for a
+    metric."""
 
     against: Failed
     system: Failed
@@ -112,7 +99,6 @@ class Failures:
 
     @classmethod
     def of(cls, a: Mapping[str, float], b: Mapping[str, float], against: Failed, system: Failed, *, paired: bool, column: str) -> Failures:
-        """Which failed queries of ``against`` (values ``a``) and ``system`` (values ``b``) count on ``column``."""
 
         def counted(failed: Failed, own: Mapping[str, float], other: Mapping[str, float]) -> tuple[str, ...]:
             if paired:
@@ -126,9 +112,8 @@ class Failures:
         return AT_OTHER if self.paired else LEFT_OUT
 
     def fill(self, a: Mapping[str, float], b: Mapping[str, float], how: str) -> tuple[dict[str, float], dict[str, float]]:
-        """``(a, b)`` with the counted failed queries put in ``how`` (:data:`AT_ZERO`, :data:`AT_OTHER`; :data:`LEFT_OUT`
-        leaves them out); paired, only where the other side has a value (``a`` and ``b`` may be a subset, such as
-        the labelled queries)."""
+        """``(a, b)`` with the counted failed queries put ``how``; paired, only where the other side has a
+        value."""
         a2, b2 = dict(a), dict(b)
         if how == LEFT_OUT:
             return a2, b2
@@ -141,9 +126,8 @@ class Failures:
         return a2, b2
 
     def decide(self, figure: Callable[[str], T | None], word: Callable[[T], str], summary: Callable[[T], dict]) -> Decided[T] | None:
-        """Apply the rule: ``figure(how)`` computes the difference with the failed queries put in ``how``; ``word``
-        is its verdict word; ``summary`` what the ``failed`` block keeps of the second figure. None when the shown
-        figure is None (too few queries for one)."""
+        """Apply the rule: ``figure(how)`` is the difference with the failed queries put ``how``, ``word`` its
+        verdict, ``summary`` what the block keeps of the second. None when there is no shown figure."""
         shown = figure(AT_ZERO)
         if shown is None:
             return None
@@ -156,8 +140,8 @@ class Failures:
         return Decided(shown, second, holds, self.block(word(shown), summary(second) if second is not None else None, holds))
 
     def text(self, holds: bool) -> str:
-        """The failures in words: "cannot tell: B failed 5 of 14 queries (3 on-topic)" when they can change the
-        verdict; else who failed and why it does not matter here."""
+        """The failures in words: "cannot tell: ..." when they can change the verdict, else who failed and why
+        it does not matter."""
         sides = [f for f in (self.system, self.against) if f.queries]
         said = "; ".join(f.words() for f in sides)
         if not holds:
@@ -171,7 +155,7 @@ class Failures:
         return f"{said}; the verdict holds with them at 0 and {other}"
 
     def block(self, shown: str, second: dict | None, holds: bool) -> dict[str, Any]:
-        """The ``failed`` block of a difference (docs/run-file.md): ``shown`` is the shown figure's own verdict word."""
+        """The ``failed`` block of a difference (docs/run-file.md)."""
         return {
             "system": self.system.as_dict(len(self.counted_system)),
             "against": self.against.as_dict(len(self.counted_against)),

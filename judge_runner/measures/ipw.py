@@ -1,40 +1,13 @@
-"""Corrected means when people label a non-uniform sample: inverse-probability weights.
+"""Corrected means when people grade a non-uniform sample: the augmented inverse-probability-weighted mean
+(Zrnic & Candes 2024, arXiv 2403.03208, section 3; the difference estimator of Sarndal, Swensson & Wretman 1992,
+section 6.3), each unit graded independently with known probability ``pi_i``::
 
-When query ``i`` is labelled with a known probability ``pi_i`` (each independently: Poisson sampling, what
-:func:`judge_runner.measures.sampling.poisson_sample` draws), the people's mean over the ``N`` queries is
-estimated without bias by the augmented inverse-probability-weighted mean (active statistical inference:
-Zrnic & Candes 2024, "Active statistical inference", arXiv 2403.03208, section 3; the design-based
-difference estimator of survey sampling, Sarndal, Swensson & Wretman 1992, section 6.3)::
+    z_i = m_i + (y_i - m_i) * xi_i / pi_i,   theta = mean_N z_i,   m_i = a + lambda f_i
 
-    z_i   = m_i + (y_i - m_i) * xi_i / pi_i         xi_i = 1 when i was labelled
-    theta = mean_N z_i
-
-for any prediction ``m_i = a + lambda f_i`` fixed in advance: the judge's value ``f_i`` moved and scaled to the
-people's. ``E[z_i] = y_i`` whatever the judge, so the estimate is unbiased whatever the judge's bias and
-whatever the probabilities (each > 0 where not known). Its variance over queries like these and over the draw
-is estimated design-based: the people's spread over queries (inverse-probability weighted) over ``N``, plus
-``sum (1 - pi)/pi^2 (y - m)^2 / N^2`` over the labelled (Sarndal, Swensson & Wretman 1992, eq. 6.6.4); with every
-``pi = n/N`` that is the uniform design's ``s_e^2/n + (s_y^2 - s_e^2)/N``. ``a`` and ``lambda`` minimise the variance's draw part, ``sum (1 - pi)/pi
-(y - m)^2``, estimated on the labelled queries by weighted least squares with weights ``(1 - pi)/pi^2``
-(PPI++'s power tuning under a sampling design; Angelopoulos, Duchi & Zrnic 2023, arXiv 2311.01453); they are
-cross-fitted (leave one out) as in :mod:`judge_runner.measures.ppi`, ``lambda`` clipped to [0, 1]. The
-people's own figure is the same estimator with ``lambda = 0``; when the judge does not narrow it, or its
-weight is about 0, that is what is reported (never wider than the people's).
-
-Queries labelled before (``pi = 1``: certainly in) and queries whose value is known without a label (two
-systems returning the same ranking differ by exactly 0) enter with ``z_i = y_i``; with every ``pi_i = n/N``
-this is the uniform design.
-
-**Pairs.** A sample of single (query, document) pairs cannot estimate mean nDCG@10 without bias: a query's
-nDCG@10 divides by its ideal DCG, which depends on every label of the query (and sorts them), so it is not
-a sum over pairs, and a ratio of two estimates is biased with few labels a query. What pairs estimate
-exactly is any measure linear in the labels: here **scaled DCG@10**, ``sum_r grade_r / log2(r + 1)`` over
-the top 10 divided by the DCG of ten grade-3 results (a 0-1 scale; the ideal is a constant, so the measure
-ranks systems as DCG@10 does). :func:`ipw_pair_mean` applies the same estimator to the pairs' terms
-``coefficient * grade`` (coefficient: the rank's discount over that constant, or the difference of two
-systems' discounts, 0 where both rank the document alike), summed per query, so the variance is again over
-queries.
-"""
+unbiased whatever the judge and the probabilities. The variance is design-based (Sarndal et al., eq. 6.6.4);
+``a`` and ``lambda`` minimise its draw part by weighted least squares (PPI++'s power tuning), cross-fitted as in
+:mod:`judge_runner.measures.ppi`. Single pairs estimate scaled DCG@10, not nDCG@10 (docs/deciding.md, "Labels
+where they count")."""
 
 from __future__ import annotations
 
@@ -59,17 +32,17 @@ from judge_runner.measures.ppi import (
 MAX_GRADE = 3
 DEPTH = 10
 SCALED_DCG_IDEAL = sum(MAX_GRADE / math.log2(r + 2) for r in range(DEPTH))
-"""DCG@10 of ten grade-3 results (linear gain, log2 discount: trec_eval's), the scale of scaled DCG@10."""
+"""DCG@10 of ten grade-3 results (trec_eval's linear gain, log2 discount): the scale of scaled DCG@10."""
 
 
 def discount(rank: int) -> float:
-    """The DCG discount of a 1-based rank: ``1 / log2(rank + 1)``, 0 past :data:`DEPTH`."""
+    """``1 / log2(rank + 1)`` of a 1-based rank, 0 past :data:`DEPTH`."""
     return 1.0 / math.log2(rank + 1) if 1 <= rank <= DEPTH else 0.0
 
 
 def _wls_loo(f: np.ndarray, y: np.ndarray, w: np.ndarray, fit: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Leave-one-out weighted least squares of ``y`` on ``a + lambda f`` (weights ``w``): per unit the ``(a,
-    lambda)`` fitted without it, ``lambda`` clipped to [0, 1] (0 when ``fit`` is False: the people's own)."""
+    """Leave-one-out weighted least squares of ``y`` on ``a + lambda f``: per unit the ``(a, lambda)`` fitted
+    without it, ``lambda`` clipped to [0, 1] (0 unless ``fit``)."""
     sw, swf, swy = w.sum() - w, (w * f).sum() - w * f, (w * y).sum() - w * y
     swff, swfy = (w * f * f).sum() - w * f * f, (w * f * y).sum() - w * f * y
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -82,8 +55,7 @@ def _wls_loo(f: np.ndarray, y: np.ndarray, w: np.ndarray, fit: bool) -> tuple[np
 
 
 def _wls(f: np.ndarray, y: np.ndarray, w: np.ndarray, fit: bool) -> tuple[float, float]:
-    """Weighted least squares of ``y`` on ``a + lambda f`` over every unit given, ``lambda`` clipped to [0, 1]
-    (0 when ``fit`` is False)."""
+    """Weighted least squares of ``y`` on ``a + lambda f``, ``lambda`` clipped to [0, 1] (0 unless ``fit``)."""
     sw = float(w.sum())
     if sw <= 0:
         return 0.0, 0.0
@@ -94,12 +66,9 @@ def _wls(f: np.ndarray, y: np.ndarray, w: np.ndarray, fit: bool) -> tuple[float,
 
 
 def _design_terms(f: np.ndarray, y: np.ndarray, pi: np.ndarray, labelled: np.ndarray, fit: bool) -> tuple[np.ndarray, float, float]:
-    """``(z terms over every unit, mean lambda over the labelled, variance)`` of the estimator (module
-    docstring). Every unit's prediction is fitted on the labelled units other than itself (a labelled unit:
-    leave one out; an unlabelled one: all of them), so it never depends on the unit's own draw: ``E[z_i] = y_i``
-    exactly. The variance is the design-based one for queries like these: the people's spread over queries
-    (Hajek-weighted, ``1/pi``, over the labelled) over ``N``, plus the draw's ``sum (1 - pi)/pi^2 e^2 / N^2``
-    over the labelled, ``e = y - m`` (Sarndal et al. 1992, eq. 6.6.4)."""
+    """``(z over every unit, mean lambda, variance)``. Each unit's prediction is fitted without it, so ``E[z_i]
+    = y_i`` exactly; the variance is the people's Hajek-weighted spread over ``N`` plus the draw's ``sum (1 -
+    pi)/pi^2 e^2 / N^2`` (Sarndal et al. 1992, eq. 6.6.4)."""
     lab = np.flatnonzero(labelled)
     w = np.where(pi[lab] < 1, (1 - pi[lab]) / pi[lab] ** 2, 0.0)
     if np.any(w > 0):  # units labelled for certain inform the fit too, as a typical drawn unit would
@@ -123,9 +92,8 @@ def _design_terms(f: np.ndarray, y: np.ndarray, pi: np.ndarray, labelled: np.nda
 
 @dataclass(frozen=True)
 class DesignUnit:
-    """One unit of a sampling design: the judge's value ``judge``, the people's ``human`` (None when not
-    labelled), and the probability ``probability`` it was labelled with (1 for one labelled before, or known
-    without a label)."""
+    """One unit of a sampling design: the judge's value, the people's (None when not graded), and the
+    probability it was graded with (1 for one graded before, or known without a grade)."""
 
     judge: float
     human: float | None
@@ -139,12 +107,10 @@ def design_mean(
     weight: float | None = None,
     confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
-    """The corrected mean of ``units`` under their sampling design (module docstring), as a
-    :class:`judge_runner.measures.ppi.MeanEstimate` (its ``human_*``: the people's own estimate under the same
-    design; ``labelled_variance`` = n * Var, ``shared_variance`` 0, so ``variance_at`` scales it as 1/n).
-    ``weight``: None to fit lambda (with the fall-back to the people's own), 0 for the people's own. None
-    with fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` units drawn (``pi < 1``; the t quantile has
-    their number less 2 degrees of freedom, less 1 for the people's own). Raises ValueError for a labelled unit whose probability is not in (0, 1]."""
+    """The corrected mean of ``units`` under their design; ``human_*`` is the people's own under the same
+    design, and ``labelled_variance`` = n * Var. ``weight``: None to fit lambda, 0 for the people's own. None
+    with fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` units drawn (``pi < 1``). Raises ValueError
+    for a graded unit whose probability is not in (0, 1]."""
     f = np.array([u.judge for u in units], dtype=float)
     labelled = np.array([u.human is not None for u in units])
     y = np.array([u.human if u.human is not None else 0.0 for u in units], dtype=float)
@@ -197,12 +163,10 @@ def planned_mean(
     bounds: tuple[float, float] = (0.0, 1.0),
     confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
-    """The corrected mean under a plan (:class:`judge_runner.measures.sampling.Plan`: its ``design`` and
-    ``probabilities``). ``"weighted"``: :func:`ipw_mean`. ``"uniform"``: the units at probability 1 (known, or
-    labelled before) form a stratum whose values are known, the others a uniform sample corrected by PPI++
-    (:func:`judge_runner.measures.ppi.tuned_mean`); the estimate is the strata's mean weighted by their sizes
-    (Cochran 1977, section 5.2), its variance ``(N_o/N)^2 Var_o + (N_c/N)^2 s_c^2 / N_c``. None with too few
-    labelled queries in the sampled stratum. Raises ValueError for an unknown design."""
+    """The corrected mean under a plan's ``design``: ``"weighted"`` is :func:`ipw_mean`; ``"uniform"``
+    stratifies the units known for certain from the uniform sample, corrected by PPI++, and weights the strata
+    by size (Cochran 1977, section 5.2). None with too few graded queries in the sample. Raises ValueError for
+    an unknown design."""
     if design == "weighted":
         return ipw_mean(judge, human, probabilities, bounds=bounds, confidence=confidence)
     if design != "uniform":
@@ -261,11 +225,9 @@ def ipw_mean(
     weight: float | None = None,
     confidence: float = CONFIDENCE,
 ) -> MeanEstimate | None:
-    """:func:`design_mean` over queries: ``judge`` ``{query id: judge's value}`` of every query, ``human`` the
-    people's values of the labelled ones, ``probabilities`` ``{query id: probability it was labelled with}``
-    (needed for every labelled query; 1 for one labelled before the draw or known without a label). For a
-    difference of two systems pass the per-query differences and ``bounds=(-1, 1)``. Raises ValueError for a
-    labelled query without a probability."""
+    """:func:`design_mean` over queries, by id: ``probabilities`` is needed for every graded query. For a
+    difference pass per-query differences and ``bounds=(-1, 1)``. Raises ValueError for a graded query without a
+    probability."""
     missing = [q for q in human if q in judge and q not in probabilities]
     if missing:
         raise ValueError(f"no sampling probability for labelled queries {', '.join(missing[:3])}")
@@ -276,8 +238,8 @@ def ipw_mean(
 @dataclass(frozen=True)
 class PairTerm:
     """One (query, document) pair's part of a linear measure: ``coefficient`` (the rank's discount over
-    :data:`SCALED_DCG_IDEAL`, or the difference of two systems' such discounts), the judge's ``judge`` grade,
-    the people's ``human`` grade (None unless labelled) and ``probability`` of being labelled."""
+    :data:`SCALED_DCG_IDEAL`, or two systems' difference of them), the judge's and the people's grades, and the
+    probability of being graded."""
 
     qid: str
     coefficient: float
@@ -289,16 +251,12 @@ class PairTerm:
 def ipw_pair_mean(
     terms: Sequence[PairTerm], queries: int, *, bounds: tuple[float, float] = (0.0, 1.0), confidence: float = CONFIDENCE
 ) -> MeanEstimate | None:
-    """The corrected mean over ``queries`` queries of ``sum over a query's pairs of coefficient * grade`` (scaled
-    DCG@10 of one system, ``bounds`` (0, 1); or the difference of two, (-1, 1)) from a pair-level sample (module
-    docstring, "Pairs"). The grade prediction ``a + lambda * judge`` is fitted by weighted least squares on the
-    labelled pairs (weights ``coefficient^2 (1 - pi)/pi^2``, no cross-fitting: the fit is shared by many
-    pairs); each query's total ``T_q = sum coefficient * (m + (h - m) xi / pi)``; the estimate is the mean of
-    ``T_q`` over the queries (0 for a query with no term), its variance ``s_T^2 / queries``. The people's own
-    figure is the same with ``lambda = 0``; the narrower of the two is reported. When every labelled pair has the
-    same grade, the spread of the totals says nothing (none at all when they are all 0): the people's figure with
-    the rule of three's interval (:func:`judge_runner.measures.ppi.rule_of_three`). None with fewer than
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` pairs drawn."""
+    """The corrected mean over ``queries`` of ``sum coefficient * grade`` per query (scaled DCG@10, ``bounds``
+    (0, 1); a difference, (-1, 1)) from a pair-level sample. One weighted fit shared by all pairs (weights
+    ``coefficient^2 (1 - pi)/pi^2``, no cross-fitting); the variance is over the query totals. Grades all alike
+    give the people's figure with the rule of three's interval. None with fewer than
+    :data:`~judge_runner.measures.ppi.MIN_LABELLED` pairs drawn. Raises ValueError for a bad probability or more
+    queries among the terms than ``queries``."""
     labelled = [t for t in terms if t.human is not None]
     if any(not 0 < t.probability <= 1 for t in labelled):
         raise ValueError("every labelled pair needs a probability in (0, 1]")

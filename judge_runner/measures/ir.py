@@ -1,18 +1,8 @@
-"""IR metrics of judged queries against qrels, computed with ir-measures (MacAvaney et al., ECIR 2022), which
-delegates to pytrec_eval (trec_eval semantics: nDCG with linear gain and log2 discount, the ideal DCG from
-every graded document of the query; Recall@10 over the documents graded 1 or more; a document no one graded
-is not relevant).
-
-The qrels of a query are every grade known for it (docs/design.md, "The run file"): the judge's labels of
-every system that returned the document, the judgment cache's labels of the same judge, people's grades
-(which win), and each expected source nobody graded at grade 3. :func:`qrels_metrics` scores ranked lists
-against such qrels; :func:`query_metrics` is the same for one list whose own labels are the qrels, with the
-grades known from elsewhere (``known``) added. Both read the one table of measures, :data:`MEASURES`.
-
-Metric keys in run files are ir-measures' own names (``str(measure)``): ``nDCG@10``, ``R@10`` and
-``RR(rel=2)`` (RR of the first result of grade >= 2; MRR when averaged over queries). Files written before
-that used ``Recall@10`` and ``RR``; :data:`LEGACY_METRIC_NAMES` maps them, and the run-file reader applies it.
-"""
+"""IR metrics against qrels, computed with ir-measures (MacAvaney et al., ECIR 2022) on pytrec_eval, so
+trec_eval's semantics: nDCG with linear gain and log2 discount, the ideal DCG from every graded document; R@10
+over grades >= 1; an ungraded document is not relevant. A query's qrels are every grade known for it
+(docs/design.md, "The run file"). Keys are ir-measures' names (``nDCG@10``, ``R@10``, ``RR(rel=2)``); older run
+files' ``Recall@10`` and ``RR`` are mapped on reading."""
 
 from __future__ import annotations
 
@@ -26,7 +16,7 @@ NDCG10 = nDCG @ 10
 RECALL10 = R @ 10
 RR2 = RR(rel=2)
 MEASURES: dict[str, Any] = {str(m): m for m in (NDCG10, RECALL10, RR2)}
-"""The one table of IR measures: ``{ir-measures name: measure}``, in the order the run file lists them."""
+"""The one table of IR measures, ``{ir-measures name: measure}``, in run-file order."""
 NDCG10_NAME, RECALL10_NAME, RR_NAME = MEASURES  # "nDCG@10", "R@10", "RR(rel=2)"
 METRIC_NAMES: tuple[str, ...] = tuple(MEASURES)
 LEGACY_METRIC_NAMES: dict[str, str] = {"Recall@10": RECALL10_NAME, "RR": RR_NAME}  # run files before formatVersion
@@ -34,14 +24,13 @@ _QID = "q"
 
 
 def canonical_metric_name(name: str) -> str:
-    """The ir-measures name of a metric key, mapping the keys of older run files (``Recall@10`` ->
-    ``R@10``, ``RR`` -> ``RR(rel=2)``); any other name is returned unchanged."""
+    """The ir-measures name of a metric key, older run files' keys mapped."""
     return LEGACY_METRIC_NAMES.get(name, name)
 
 
 def ranked_scores(sources: Sequence[str]) -> dict[str, float]:
     """A ranked list as an ir-measures run: scores strictly decreasing with rank, so trec_eval's tie-breaking
-    cannot reorder it; a source returned twice counts once, at its best rank."""
+    cannot reorder it; a repeated source counts once, at its best rank."""
     run: dict[str, float] = {}
     for i, source in enumerate(sources):
         run.setdefault(source, float(len(sources) - i))
@@ -49,10 +38,9 @@ def ranked_scores(sources: Sequence[str]) -> dict[str, float]:
 
 
 def qrels_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """``{qid: {name: value}}`` over :data:`MEASURES` for every qid of ``ranked`` (``{qid: [source, ...]}``,
-    best first) against ``qrels`` (``{qid: {docid: grade 0-3}}``), rounded to 6 digits: ir-measures' values,
-    which count a query whose qrels hold no relevant document as 0; an empty list, or a query without qrels,
-    scores 0.0 (a search that returned nothing failed the query)."""
+    """``{qid: {name: value}}`` over :data:`MEASURES` for ``ranked`` (``{qid: [source, ...]}``, best first)
+    against ``qrels`` (``{qid: {docid: grade 0-3}}``), rounded to 6 digits. An empty list or a query without
+    qrels scores 0.0."""
     out = {qid: dict.fromkeys(MEASURES, 0.0) for qid in ranked}
     run = {qid: ranked_scores(sources) for qid, sources in ranked.items() if sources and qrels.get(qid)}
     if run:
@@ -65,12 +53,9 @@ def qrels_metrics(qrels: Mapping[str, Mapping[str, int]], ranked: Mapping[str, S
 def query_metrics(
     ranked_sources: list[str], labels: list[int], expected_sources: list[str], known: Mapping[str, int] | None = None
 ) -> dict[str, float | None]:
-    """``{"nDCG@10", "R@10", "RR(rel=2)"}`` (:data:`METRIC_NAMES`) for one query (:func:`qrels_metrics`).
-
-    The qrels: ``labels`` (a grade 0-3 per returned result, ``ranked_sources`` best first; a source returned
-    twice keeps its best grade), then ``known`` (``{docid: grade}`` known for the query from elsewhere: other
-    systems, the judgment cache, people) for the documents not returned, then every expected source nobody
-    graded at grade 3. Raises ValueError when the lists do not line up."""
+    """:func:`qrels_metrics` of one query whose qrels are ``labels`` (one grade per returned result; a repeated
+    source keeps its best), then ``known`` for documents not returned, then each ungraded expected source at 3.
+    Raises ValueError when the lists do not line up."""
     if len(ranked_sources) != len(labels):
         raise ValueError("one label per returned result is required")
     qrels: dict[str, int] = {}

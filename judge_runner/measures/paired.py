@@ -1,8 +1,6 @@
-"""Telling a real change from noise: the mean per-query difference between two runs (or two systems of
-one compare run), its 95% percentile bootstrap interval (Efron and Tibshirani 1993; scipy.stats.bootstrap),
-and the minimum-effect rule that turns it into "regression", "improvement" or "within noise". Failed
-queries follow :mod:`judge_runner.measures.failed` ("cannot tell" when they could change the verdict).
-"""
+"""Telling a real change from noise: the mean per-query difference, its 95% percentile bootstrap interval (Efron
+and Tibshirani 1993; scipy.stats.bootstrap), and the minimum-effect rule that calls it a regression, an
+improvement or within noise. Failed queries follow :mod:`judge_runner.measures.failed`."""
 
 from __future__ import annotations
 
@@ -27,10 +25,8 @@ RESAMPLES = 4000
 
 @dataclass
 class Comparison:
-    """A change of one column between two runs: mean difference (new - old), its 95% interval, the
-    number of queries behind it, whether it was paired, the verdict and, when a side failed queries, the
-    ``failed`` block (:meth:`judge_runner.measures.failed.Failures.block`; the figure is then the one with
-    the failed queries at 0)."""
+    """A change of one column between two runs (new - old) and its verdict; ``failed``: the failed queries'
+    block, the figure then being the one with them at 0."""
 
     column: str
     delta: float | None
@@ -53,7 +49,7 @@ class Comparison:
         }
 
     def figure(self) -> dict[str, Any]:
-        """What a ``failed`` block keeps of a second figure: ``delta``, ``ci95``, ``n``, ``verdict``."""
+        """What a ``failed`` block keeps of a second figure."""
         return {"delta": self.delta, "ci95": [self.low, self.high], "n": self.n, "verdict": self.verdict}
 
 
@@ -67,10 +63,8 @@ def compare_values(
     seed: int = 0,
     failed: tuple[Failed, Failed] | None = None,
 ) -> Comparison:
-    """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: :func:`bootstrap_values`,
-    with the failed queries of each side (``failed``: ``(a's, b's)``) under the rule of
-    :mod:`judge_runner.measures.failed`: the figure with them at 0, its verdict "cannot tell" when the figure
-    with them at the other side's value (unpaired: left out) has another."""
+    """:func:`bootstrap_values` of ``b`` (new) against ``a`` (old), ``{queryId: value}``, with each side's
+    ``failed`` queries under the rule of :mod:`judge_runner.measures.failed`."""
     if failed is None:
         return bootstrap_values(a, b, column, paired=paired, min_effect=min_effect, seed=seed)
     rule = Failures.of(a, b, failed[0], failed[1], paired=paired, column=column)
@@ -87,11 +81,9 @@ def compare_values(
 def bootstrap_values(
     a: dict[str, float], b: dict[str, float], column: str, *, paired: bool, min_effect: float = MIN_EFFECT, seed: int = 0
 ) -> Comparison:
-    """Compare per-query values ``b`` (new) with ``a`` (old), both ``{queryId: value}``: the mean difference
-    b - a, its 95% percentile bootstrap interval (scipy.stats.bootstrap, ``RESAMPLES`` resamples, fixed
-    ``seed``) and :func:`verdict`. ``paired``: over the queries both have (the same query set, or two
-    systems of one compare run); else unpaired over each side's queries. Fewer than ``MIN_QUERIES``
-    queries give "too few queries" and no interval."""
+    """The mean difference b - a, its percentile bootstrap interval (:data:`RESAMPLES`, fixed ``seed``) and
+    :func:`verdict`; paired over the queries both have, else unpaired. Fewer than :data:`MIN_QUERIES` give "too
+    few queries" and no interval."""
     from scipy import stats
 
     rng = np.random.default_rng(seed)
@@ -130,8 +122,8 @@ def bootstrap_values(
 
 
 def verdict(delta: float, low: float, high: float, min_effect: float) -> str:
-    """The minimum-effect rule: "regression" when the interval lies below zero and the difference is at
-    least ``min_effect`` in size, "improvement" likewise above zero, else "within noise"."""
+    """ "regression" when the interval lies below 0 and the difference is at least ``min_effect``, "improvement"
+    likewise above, else "within noise"."""
     if high < 0 and delta <= -min_effect:
         return "regression"
     if low > 0 and delta >= min_effect:

@@ -1,39 +1,11 @@
 """Where to spend a labelling budget: sampling probabilities for whole queries or single (query, document)
-pairs, the draw, and what a budget buys. The estimators that stay unbiased under these designs are in
-:mod:`judge_runner.measures.ipw`.
-
-**The question asked** decides what is uncertain. For one run's mean nDCG@10, every query's value is
-unknown; for the difference between two named systems, a query on which both returned the same ranking
-differs by exactly 0 (it is *known*: never labelled), and a document both rank alike adds nothing to the
-difference. Each unit (:class:`Unit`) carries its ``cost`` in labels still to give (0 when people labelled
-it already), a ``spread``: the predicted standard deviation of the people's value around the judge's
-(:func:`query_units` and :func:`pair_units` from the judge's grades, the rank discounts and a
-:class:`LabelNoise`), and whether it is ``known``.
-
-**Probabilities** (:func:`choose_probabilities`), each unit independently labelled with ``pi_i`` (Poisson
-sampling), the expected cost ``sum pi_i c_i`` equal to the budget:
-
-- ``uniform``: the same ``pi`` for every unit still to label (what ``label`` draws today);
-- ``active``: ``pi_i`` proportional to ``spread_i / sqrt(c_i)``, capped at 1: the allocation minimising the
-  estimator's variance ``sum spread_i^2 (1/pi_i - 1)`` for the budget (Zrnic & Candes 2024, "Active
-  statistical inference", arXiv 2403.03208, section 4; Neyman allocation with costs, Cochran 1977, eq. 5.24);
-- ``stratified``: ``active`` on the spreads averaged (root mean square) within strata of the spread, so that
-  a noisy prediction moves probabilities by stratum, not unit by unit (stratified PPI: Fisch, Maynez,
-  Hofer, Dhingra, Globerson & Cohen 2024, "Stratified prediction-powered inference for hybrid language model
-  evaluation", arXiv 2406.04291);
-- ``robust`` (default): the budget-preserving path ``(1 - rho) uniform + rho active`` (Li, Zrnic & Candes
-  2025, "Robust sampling for active statistical inference", arXiv 2511.08991): ``rho`` is chosen to minimise
-  the variance predicted by past labels when there are some (:func:`choose_rho`: the draw part of the
-  variance estimated with inverse-probability weights from units labelled before), which, uniform being
-  on the path, is never predicted worse than uniform; without past labels ``rho`` is :data:`DEFAULT_RHO`
-  (0: the spreads are a model nobody has checked yet). Known units and units labelled before are given ``pi =
-  1`` at no cost in every mode, which uniform sampling would waste labels on: the gain that needs no evidence.
-
-**What a budget buys** (:func:`predicted_half_width`, :func:`labels_for_half_width`, :func:`budget_text`): the
-estimator's variance predicted as ``(target_sd^2 + mean_i spread_i^2 (1/pi_i - 1)) / N`` with ``target_sd``
-the spread of the measure across queries (the judge's own spread stands in for the people's) and the t
-quantile; "about 150 labels (25 min at 10 s each) for ±0.03 on the difference".
-"""
+pairs, the draw, and what a budget buys (docs/deciding.md, "Labels where they count"). Each unit is graded
+independently with probability ``pi_i`` (Poisson sampling), the expected cost ``sum pi_i c_i`` the budget:
+``uniform``; ``active``, ``pi_i`` proportional to ``spread_i / sqrt(c_i)`` (Zrnic & Candes 2024, arXiv
+2403.03208, section 4; Neyman allocation with costs, Cochran 1977, eq. 5.24); ``stratified``, the same on strata
+of the spread (Fisch et al. 2024, arXiv 2406.04291); ``robust``, ``(1 - rho) uniform + rho active`` with ``rho``
+chosen on past grades (Li, Zrnic & Candes 2025, arXiv 2511.08991). Known units and units graded before cost
+nothing. The estimators are in :mod:`judge_runner.measures.ipw`."""
 
 from __future__ import annotations
 
@@ -48,22 +20,18 @@ from judge_runner.measures.ppi import MIN_LABELLED, t_quantile
 
 MODES = ("uniform", "active", "stratified", "robust")
 DEFAULT_RHO = 0.0
-"""The robust mix without past labels to check the spreads against: uniform on the units still open (known units
-and units labelled before are free in every mode, which is where the gain without evidence comes from)."""
+"""The robust mix without past grades: uniform on the open units."""
 STRATA = 4
 RHO_GRID = tuple(i / 10 for i in range(11))
 WEIGHTED_MIN_UNITS = 3 * MIN_LABELLED // 2
-"""Fewest units a weighted (Poisson) draw is expected to draw; below it the budget draws a fixed number uniformly.
-A Poisson draw's size varies: of about 12 expected it falls under the minimum of 10 in a quarter of the draws,
-and the design-based interval over so few weighted units held the truth in 87% of the others (SciFact,
-hybrid - hybrid-rrf10; benchmarks/decide_scifact.py); from 15 on it held it in 96% or more."""
+"""Fewest units a weighted (Poisson) draw is expected to draw, else a fixed-size uniform draw: below it the draw
+falls under the minimum of 10 too often, and coverage fell to 87% on SciFact (benchmarks/decide_scifact.py)."""
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A query or a (query, document) pair that people may label: ``id``; ``cost`` in labels still to give;
-    ``spread``: predicted standard deviation of the people's value around the judge's (on the measure's
-    scale); ``known``: its value needs no label (e.g. two systems ranked the query alike)."""
+    """A query or a (query, document) pair people may grade: ``cost`` in labels still to give; ``spread``, the
+    predicted standard deviation of the people's value around the judge's; ``known``: its value needs no grade."""
 
     id: str
     cost: float
@@ -73,22 +41,19 @@ class Unit:
 
 @dataclass(frozen=True)
 class LabelNoise:
-    """How far people's grades sit from the judge's: ``sd[g]``, the standard deviation of the people's 0-3 grade
-    of a document the judge graded ``g``. :meth:`default` (1.0 for every grade: "within about a grade") until
-    labelled pairs say otherwise (:meth:`fit`)."""
+    """``sd[g]``: the standard deviation of the people's 0-3 grade of a document the judge graded ``g``; 1.0
+    ("within about a grade") until graded pairs say otherwise."""
 
     sd: Mapping[int, float]
 
     @classmethod
     def default(cls) -> LabelNoise:
-        """1.0 for every judge grade."""
         return cls({g: 1.0 for g in range(4)})
 
     @classmethod
     def fit(cls, pairs: Iterable[tuple[int, int]], prior: float = 1.0, strength: int = 5) -> LabelNoise:
-        """From ``(judge grade, people's grade)`` pairs: per judge grade the root mean square of ``people -
-        judge-grade mean``, shrunk toward ``prior`` as if ``strength`` pairs had it (a grade seen twice is not
-        trusted to be exactly 0 noise)."""
+        """From ``(judge grade, people's grade)`` pairs: per judge grade the root mean square deviation, shrunk
+        toward ``prior`` as if ``strength`` pairs had it."""
         by: dict[int, list[int]] = {g: [] for g in range(4)}
         for judge, human in pairs:
             by.setdefault(int(judge), []).append(int(human))
@@ -100,14 +65,13 @@ class LabelNoise:
         return cls(sd)
 
     def of(self, grade: int) -> float:
-        """The standard deviation for a judge ``grade`` (1.0 for one not seen)."""
+        """1.0 for a grade not seen."""
         return float(self.sd.get(int(grade), 1.0))
 
 
 def _ideal(grades: Sequence[int], expected_extra: int = 0) -> float:
-    """The judge's ideal DCG@10 of a query: its grades sorted, plus ``expected_extra`` expected sources not
-    returned at grade 3; at least 3.0 (one grade-3 result first), so a query the judge found nothing for is
-    not predicted to be infinitely uncertain."""
+    """The judge's ideal DCG@10 of a query, ``expected_extra`` expected sources added at grade 3; at least 3.0,
+    so a query the judge found nothing for is not infinitely uncertain."""
     gains = sorted([*grades, *([3] * expected_extra)], reverse=True)[:10]
     return max(sum(g * discount(r) for r, g in enumerate(gains, start=1)), 3.0)
 
@@ -118,12 +82,10 @@ def query_units(
     other: Mapping[str, Sequence[tuple[str, int]]] | None = None,
     labelled: Mapping[str, set[str]] | None = None,
 ) -> list[Unit]:
-    """Whole-query units for the mean nDCG@10 of a system (``ranked``: ``{qid: [(document, judge grade),
-    ...best first]}``), or, with ``other``, for the difference ``ranked`` - ``other``. The spread linearises
-    nDCG@10 in the grades: ``sqrt(sum_d (coefficient_d / ideal)^2 sd(g_d)^2)`` with coefficient the document's
-    discount (the difference of its two discounts), ideal the judge's ideal DCG@10 (the larger of the two);
-    cost: the distinct documents not yet ``labelled`` (``{qid: documents}``); known: a difference whose two
-    rankings are the same."""
+    """Whole-query units for a system's mean nDCG@10 (``ranked``: ``{qid: [(document, judge grade), ...best
+    first]}``) or, with ``other``, the difference ``ranked`` - ``other``. The spread linearises nDCG@10 in the
+    grades: ``sqrt(sum_d (coefficient_d / ideal)^2 sd(g_d)^2)``; cost: the documents not yet graded; known: a
+    difference of two identical rankings."""
     noise = noise or LabelNoise.default()
     labelled = labelled or {}
     units = []
@@ -150,9 +112,8 @@ def pair_units(
     noise: LabelNoise | None = None,
     labelled: Iterable[tuple[str, str]] = (),
 ) -> list[Unit]:
-    """Pair units ``"qid\\tdocument"`` for a linear measure (:class:`judge_runner.measures.ipw.PairTerm`):
-    spread ``|coefficient| * sd(judge grade)``, cost 1 (0 when ``labelled``), known when the coefficient is 0
-    (the document adds nothing, e.g. ranked alike by both systems)."""
+    r"""Pair units ``"qid\tdocument"`` of a linear measure: spread ``|coefficient| * sd(judge grade)``, cost 1 (0
+    when graded), known when the coefficient is 0."""
     noise = noise or LabelNoise.default()
     done = set(labelled)
     return [
@@ -162,8 +123,7 @@ def pair_units(
 
 
 def _fill(weights: np.ndarray, costs: np.ndarray, budget: float) -> np.ndarray:
-    """``min(1, k * weights)`` with ``k`` such that the expected cost is ``budget`` (bisection; all 1 when the
-    budget covers everything)."""
+    """``min(1, k * weights)``, ``k`` found by bisection so that the expected cost is ``budget``."""
     if budget >= costs.sum() or not np.any(weights > 0):
         return np.where(weights > 0, 1.0, 0.0) if budget >= costs.sum() else np.zeros_like(weights)
     low, high = 0.0, 1.0
@@ -176,7 +136,7 @@ def _fill(weights: np.ndarray, costs: np.ndarray, budget: float) -> np.ndarray:
 
 
 def _strata(spread: np.ndarray, strata: int) -> np.ndarray:
-    """Each spread replaced by the root mean square of its stratum (``strata`` quantile groups)."""
+    """Each spread replaced by its stratum's root mean square (``strata`` quantile groups)."""
     if len(spread) < strata:
         return spread
     edges = np.quantile(spread, np.linspace(0, 1, strata + 1)[1:-1])
@@ -190,11 +150,9 @@ def _strata(spread: np.ndarray, strata: int) -> np.ndarray:
 def choose_probabilities(
     units: Sequence[Unit], budget: float, *, mode: str = "robust", rho: float | None = None, floor: float = 0.1
 ) -> dict[str, float]:
-    """``{unit id: probability}`` for spending ``budget`` labels in expectation (module docstring). ``rho``: the
-    robust mix (default :data:`DEFAULT_RHO`; :func:`choose_rho` picks it from past labels). ``floor``: the
-    active part weighs every open unit at least ``floor`` times the mean weight, so no unit's probability is
-    near 0 (its label's weight ``1/pi`` would explode) when its spread is predicted near 0. Known units and units at cost 0 get 1. Raises ValueError for
-    an unknown mode or a negative budget."""
+    """``{unit id: probability}`` spending ``budget`` labels in expectation. ``floor``: the active part weighs
+    every open unit at least ``floor`` times the mean weight, so no ``1/pi`` explodes. Known and free units get
+    1. Raises ValueError for an unknown mode or a negative budget."""
     if mode not in MODES:
         raise ValueError(f"unknown sampling mode {mode!r}; use one of {', '.join(MODES)}")
     if budget < 0:
@@ -225,13 +183,10 @@ def choose_probabilities(
 
 
 def choose_rho(units: Sequence[Unit], budget: float, past: Sequence[tuple[str, float, float]]) -> float:
-    """The robust mix ``rho`` on :data:`RHO_GRID` minimising the draw part of the variance, ``sum e_i^2 (1/pi_i
-    - 1)``, estimated from ``past`` labelled units ``(unit id, residual e_i, probability it was labelled
-    with)`` (:func:`residuals`) by inverse-probability weights (each ``e_i^2`` counted ``1/pi_old``): Li, Zrnic &
-    Candes 2025, section 3. ``units`` as they were before the past labels (still open, their costs whole), so
-    each design is judged on where it would have put them. Uniform (0) is on the grid, so the choice is never
-    predicted worse than uniform. :data:`DEFAULT_RHO` with fewer than
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` past units among ``units``."""
+    """The robust mix on :data:`RHO_GRID` minimising the draw part of the variance, ``sum e_i^2 (1/pi_i - 1)``,
+    estimated from ``past`` ``(unit id, residual, probability)`` by inverse-probability weights (Li, Zrnic &
+    Candes 2025, section 3). Uniform is on the grid, so never predicted worse. ``units`` as they were before the
+    past grades. :data:`DEFAULT_RHO` with fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` past units."""
     ids = {u.id for u in units}
     seen = [(i, e, p) for i, e, p in past if i in ids and p > 0]
     if len(seen) < MIN_LABELLED:
@@ -246,9 +201,8 @@ def choose_rho(units: Sequence[Unit], budget: float, past: Sequence[tuple[str, f
 
 
 def residuals(judge: Mapping[str, float], human: Mapping[str, float], probabilities: Mapping[str, float]) -> list[tuple[str, float, float]]:
-    """``(unit id, residual, probability)`` of the labelled units, for :func:`choose_rho`: the people's value
-    minus the prediction ``a + lambda * judge`` fitted on them by inverse-probability-weighted least squares
-    (``lambda`` clipped to [0, 1]), as the estimator of :mod:`judge_runner.measures.ipw` would use it."""
+    """``(unit id, residual, probability)`` of the graded units: the people's value minus ``a + lambda * judge``
+    fitted by inverse-probability-weighted least squares, as :mod:`judge_runner.measures.ipw` would."""
     ids = [u for u in human if u in judge and probabilities.get(u, 0) > 0]
     if not ids:
         return []
@@ -263,18 +217,16 @@ def residuals(judge: Mapping[str, float], human: Mapping[str, float], probabilit
 
 
 def poisson_sample(probabilities: Mapping[str, float], seed: int) -> list[str]:
-    """The units drawn, each independently with its probability (``numpy.random.default_rng(seed)``), in the
-    order given; units at probability 1 are always in."""
+    """The units drawn, each independently with its probability (seeded), in order; units at 1 are always in."""
     rng = np.random.default_rng(seed)
     return [u for u, p in probabilities.items() if p >= 1 or rng.random() < p]
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How to spend a budget (:func:`plan_budget`): ``design`` ``"uniform"`` (a fixed number ``size`` of the
-    open units at random: the known units and those labelled before come free) or ``"weighted"`` (each unit
-    with its ``probabilities`` entry, Poisson); ``rho`` the robust mix chosen; ``budget`` in labels. The
-    estimator for either is :func:`judge_runner.measures.ipw.planned_mean`."""
+    """How to spend a budget: ``"uniform"`` (``size`` of the open units at random; known and graded units free)
+    or ``"weighted"`` (Poisson, by ``probabilities``); ``rho`` the robust mix. Estimated by
+    :func:`judge_runner.measures.ipw.planned_mean`."""
 
     design: str
     probabilities: dict[str, float]
@@ -283,7 +235,7 @@ class Plan:
     budget: float
 
     def draw(self, seed: int) -> list[str]:
-        """The units to label (and the free ones), drawn with ``numpy.random.default_rng(seed)``."""
+        """The units to grade and the free ones, seeded."""
         if self.design == "weighted":
             return poisson_sample(self.probabilities, seed)
         free = [u for u, p in self.probabilities.items() if p >= 1]
@@ -296,12 +248,10 @@ class Plan:
 def plan_budget(
     units: Sequence[Unit], budget: float, past: Sequence[tuple[str, float, float]] = (), past_units: Sequence[Unit] | None = None
 ) -> Plan:
-    """The budgeted sampler: the robust mix chosen on past labels (:func:`choose_rho` over ``past_units``, the
-    units the ``past`` residuals belong to as they were before labelling, at the same share of labels;
-    default: ``units``); at ``rho = 0`` (no evidence that the spreads help), or when the weighted draw would hold
-    fewer than :data:`WEIGHTED_MIN_UNITS` units, a fixed-size uniform draw of the open units, which estimates
-    more tightly than a Poisson draw of the same expected size (no random sample size), else the weighted
-    (Poisson) design. Known units and units labelled before are free either way."""
+    """The budgeted sampler: ``rho`` chosen on past grades (over ``past_units``, the units as they were then;
+    default ``units``); at ``rho = 0``, or when a weighted draw would hold fewer than
+    :data:`WEIGHTED_MIN_UNITS`, a fixed-size uniform draw, tighter than a Poisson draw of the same expected
+    size."""
     reference = list(past_units) if past_units is not None else list(units)
     open_cost = sum(u.cost for u in units if not u.known and u.cost > 0)
     share = budget / open_cost if open_cost else 0.0
@@ -318,9 +268,9 @@ def plan_budget(
 
 
 def predicted_half_width(units: Sequence[Unit], probabilities: Mapping[str, float], target_sd: float, queries: int) -> float:
-    """The 95% half-width a design is predicted to give (module docstring): ``t * sqrt((target_sd^2 + sum_i
-    spread_i^2 (1/pi_i - 1) / queries) / queries)``, t with the expected number of labelled units less 2
-    degrees of freedom (at least 1). For pair units pass ``queries`` = the queries they belong to."""
+    """The predicted 95% half-width: ``t * sqrt((target_sd^2 + sum_i spread_i^2 (1/pi_i - 1) / queries) /
+    queries)``, t with the expected units drawn less 2 degrees of freedom. For pair units ``queries`` is the
+    queries they belong to."""
     draw = sum(u.spread**2 * (1 / probabilities[u.id] - 1) if probabilities.get(u.id, 0) > 0 else math.inf for u in units if not u.known)
     expected = sum(probabilities.get(u.id, 0) for u in units if not u.known and u.cost > 0)
     df = max(int(round(expected)) - 2, 1)
@@ -330,9 +280,8 @@ def predicted_half_width(units: Sequence[Unit], probabilities: Mapping[str, floa
 def labels_for_half_width(
     units: Sequence[Unit], half_width: float, target_sd: float, queries: int, *, mode: str = "robust", rho: float | None = None
 ) -> int | None:
-    """The fewest labels (expected) whose design (:func:`choose_probabilities`) is predicted to reach
-    ``half_width`` (:func:`predicted_half_width`); None when labelling every unit would not. Raises
-    ValueError for a half-width that is not positive."""
+    """The fewest labels (expected) predicted to reach ``half_width``; None when grading every unit would not.
+    Raises ValueError for a half-width not positive."""
     if half_width <= 0:
         raise ValueError("the half-width must be positive")
     total = sum(u.cost for u in units if not u.known)
@@ -350,9 +299,8 @@ def labels_for_half_width(
 
 
 def budget_text(labels: int, half_width: float | None, what: str, seconds_per_label: float | None = None, *, why_none: str = "") -> str:
-    """What a budget buys, for people: ``about 150 labels (25 min at 10 s each) for ±0.03 on the difference``
-    (minutes only with the labeller's pace ``seconds_per_label``); with ``half_width`` None (a budget too small
-    for any interval): ``about 1 label (...): too few for an interval on the difference: WHY_NONE``."""
+    """What a budget buys, for people: ``about 150 labels (25 min at 10 s each) for ±0.03 on the difference``,
+    or, with ``half_width`` None, too few for an interval and ``why_none``."""
     pace = ""
     if seconds_per_label:
         minutes = labels * seconds_per_label / 60

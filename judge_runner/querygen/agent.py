@@ -1,10 +1,7 @@
 """Phase one: an LLM agent explores the fixtures with sandboxed file tools and writes the query set.
 
-The tools (``list_dir``, ``glob``, ``read_file``, ``grep``) see only the fixtures root: absolute
-paths, ``..``, symlinks that lead out and hidden files or folders are refused. The answer arrives
-through ``submit_queries``, checked as every writer's answer is (:mod:`judge_runner.querygen.submitted`:
-``schemas/query_set.schema.json`` with the query count pinned; queries whose expected sources do not
-exist are dropped and counted).
+The tools see only the fixtures root: absolute paths, ``..``, symlinks leading out and hidden paths are
+refused. The answer arrives through ``submit_queries`` and is checked as every writer's is.
 """
 
 from __future__ import annotations
@@ -46,7 +43,7 @@ class FileSandbox:
         self._paths: dict[str, Path] | None = None  # NFC source -> the file as named on disk
 
     def resolve(self, path: str) -> Path:
-        """The real path of a relative ``path`` inside the root. Raises SandboxError."""
+        """The real path of ``path`` inside the root. Raises SandboxError."""
         if not isinstance(path, str):
             raise SandboxError("path must be a string")
         cleaned = path.strip() or "."
@@ -68,7 +65,7 @@ class FileSandbox:
         return target
 
     def _on_disk(self, source: str) -> Path | None:
-        """The file or folder on disk whose NFC path is ``source``, found through the corpus walk."""
+        """The file or folder on disk whose NFC path is ``source``."""
         if source in self._walk():
             return self._walk()[source]
         depth = len(PurePosixPath(source).parts)
@@ -101,17 +98,16 @@ class FileSandbox:
         return "\n".join(entries) if entries else "(empty folder)"
 
     def _walk(self) -> dict[str, Path]:
-        """``{source (NFC): path on disk}``, walked once per sandbox (one agent session) rather than per call."""
+        """``{source (NFC): path on disk}``, walked once per sandbox."""
         if self._paths is None:
             self._paths = {f.source: f.path for f in walk_corpus(self.root, extensions=self.extensions).files}
         return self._paths
 
     def _files(self) -> list[str]:
-        """The corpus's sources (NFC), sorted."""
         return list(self._walk())
 
     def glob(self, pattern: str) -> str:
-        """Corpus files whose relative path matches a glob pattern (``**`` spans folders)."""
+        """Corpus files whose relative path matches a glob (``**`` spans folders)."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise SandboxError("pattern must be a non-empty string")
         pattern = pattern.strip()
@@ -126,8 +122,7 @@ class FileSandbox:
         return "\n".join(matches) if matches else "(no files match)"
 
     def read_file(self, path: str) -> str:
-        """A file's text, cut at READ_CAP_CHARS characters with a note when longer. At most
-        :data:`READ_CAP_BYTES` are read from disk, so a 1 GB log costs what a 50 KB file does."""
+        """A file's text, cut at READ_CAP_CHARS characters with a note; at most :data:`READ_CAP_BYTES` are read."""
         target = self.resolve(path)
         if not target.is_file():
             raise SandboxError(f"not a file: {path!r}")
@@ -148,8 +143,8 @@ class FileSandbox:
         return text[:READ_CAP_CHARS] + f"\n[... truncated: showing {READ_CAP_CHARS} of {of}]"
 
     def grep(self, pattern: str, path: str = ".") -> str:
-        """Lines matching a case-insensitive regular expression (or plain text when the pattern is not a
-        valid regex), as ``file:line: text``, at most GREP_CAP lines."""
+        """Lines matching a case-insensitive regex (plain text when not a valid regex), as ``file:line: text``,
+        at most GREP_CAP lines."""
         if not isinstance(pattern, str) or not pattern:
             raise SandboxError("pattern must be a non-empty string")
         try:
@@ -189,8 +184,7 @@ class FileSandbox:
 
 
 def _whole_characters(data: bytes) -> bytes:
-    """A prefix of a file cut at :data:`READ_CAP_BYTES` without the UTF-8 character it may have split
-    (at most three bytes dropped); bytes that are not UTF-8 are returned as they are."""
+    """``data`` without the UTF-8 character a cut may have split; bytes that are not UTF-8 are kept."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -200,7 +194,7 @@ def _whole_characters(data: bytes) -> bytes:
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob with ``**`` (any folders, including none), ``*`` and ``?`` into a regex."""
+    """A glob with ``**`` (any folders, including none), ``*`` and ``?`` as a regex."""
     out = ""
     i = 0
     while i < len(pattern):
@@ -252,13 +246,12 @@ TOOLS = [
 
 
 def submit_tool(count: int) -> ToolSpec:
-    """The ``submit_queries`` tool, its schema pinned to exactly ``count`` queries."""
+    """The ``submit_queries`` tool, pinned to exactly ``count`` queries."""
     return ToolSpec("submit_queries", "Submit the finished query set. Call it exactly once, when done.", submit_schema(count))
 
 
 def first_turn(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, profile: CorpusProfile | None = None) -> str:
-    """The agent's first user turn: the root listing and the corpus's outline (files per folder, format
-    and language: :meth:`CorpusProfile.outline`), so the queries can be spread over the corpus."""
+    """The agent's first turn: the root listing and the corpus's outline, so queries spread over the corpus."""
     profile = profile or profile_corpus(root, extensions)
     listing = FileSandbox(root, extensions).list_dir(".")
     return Template(load_prompt("generate_user.md")).substitute(count=count, root_listing=listing, corpus_outline=profile.outline())
@@ -272,11 +265,10 @@ def generate_with_llm(
     log: Callable[[str], None] = lambda message: None,
     profile: CorpusProfile | None = None,
 ) -> GenerationResult:
-    """Run the exploring agent until it submits a valid query set. ``profile``: the corpus's, for the
-    outline in the first turn (:func:`first_turn`; default: profiled here).
+    """Run the exploring agent until it submits a valid query set (``profile``: default profiled here).
 
     Raises InvalidOutputError when no valid set arrives within MAX_TOOL_TURNS turns and MAX_REASKS
-    re-asks, RefusalError on a refusal, and any LLMError from the provider (budget, auth, transport).
+    re-asks, RefusalError on a refusal, and any LLMError from the provider.
     """
     sandbox = FileSandbox(root, extensions)
     system = Template(load_prompt("generate_system.md")).substitute(count=count, query_types=", ".join(QUERY_TYPES))
@@ -323,8 +315,7 @@ def generate_with_llm(
 
 
 class LLMQueryWriter:
-    """The :class:`~judge_runner.querygen.protocol.QueryWriter` of an LLM: the exploring agent of
-    :func:`generate_with_llm` with ``provider``."""
+    """The :class:`~judge_runner.querygen.protocol.QueryWriter` of an LLM: :func:`generate_with_llm`."""
 
     heuristic = False
 
@@ -341,5 +332,4 @@ class LLMQueryWriter:
         log: Callable[[str], None] = lambda message: None,
         profile: CorpusProfile | None = None,
     ) -> GenerationResult:
-        """See :func:`generate_with_llm`."""
         return generate_with_llm(self.provider, Path(root), count, extensions, log, profile)

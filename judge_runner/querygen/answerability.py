@@ -1,21 +1,10 @@
-"""Answerability, checked by the judge (issue 22, item 1): a round trip in the spirit of Promptagator's
-filter (Dai et al. 2022, "Promptagator: Few-shot Dense Retrieval From 8 Examples": keep a synthetic query
-only when its source comes back), with the judge in the place of the retriever.
+"""Answerability, checked by the judge: a round trip after Promptagator's filter (Dai et al. 2022: keep a
+synthetic query only when its source comes back), with the judge in the retriever's place.
 
-Each on-topic query is labelled against each of its expected sources as phase two shows a document to the
-judge: its passages for the query by the one rule (:func:`judge_runner.search.passages.select_passages`:
-the document's chunks, chunked as the indexer chunks them, ranked by BM25 of the query's terms in their
-own text, path words not counted, as many as fit the shown-text cap, in document order), rendered exactly
-as phase two renders a result (:func:`judge_runner.judging.fence.render_document`). The labels go through
-:func:`judge_runner.judging.labelling.label_documents`: the run's judge, judge mode, trials and seed, and
-its judgment cache. In pointwise mode a label's cache key depends only on the query, its intent and the
-text shown, and phase two shows the same text for the document whichever system returns it, so the label
-is read from the cache there: no second call. (In batched mode a label is keyed by the whole batch it was
-given in, so phase two's labels are its own.)
-
-A query is verified when its best label is at least :data:`VERIFIED_LABEL` (2, "relevant" on the 0-3
-scale). A judge call that fails leaves its query unchecked (kept, never dropped for a failure); a spent
-budget, a spending limit or a refused key stops phase one, as it does when the writer meets them.
+Each on-topic query's expected sources are shown and labelled exactly as phase two shows and labels a
+result, so in pointwise mode phase two reads the labels from the cache. A failed judge call leaves its
+query unchecked (kept); a spent budget, a spending limit or a refused key stops phase one.
+docs/query-sets.md tells the whole check.
 """
 
 from __future__ import annotations
@@ -36,14 +25,13 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendL
 from judge_runner.search.documents import FolderDocuments
 
 VERIFIED_LABEL = 2
-"""The least label (0-3) of an expected source's passage that verifies a query: 2 is "relevant" on the
-TREC/UMBRELA scale the judge uses (docs/judge-protocol.md)."""
+"""The least label (0-3) of an expected source that verifies a query: 2, "relevant" on the UMBRELA scale."""
 
 
 @dataclass
 class AnswerCheck:
-    """The judge's labels of one query's passages: ``labels`` and ``reasons`` by expected source, the
-    labels the cache already held (``cached``), and ``error`` when a judge call failed (unchecked)."""
+    """The judge's labels and reasons by expected source, those read from the cache (``cached``), and
+    ``error`` when a judge call failed (the query is then unchecked)."""
 
     query: Query
     labels: dict[str, int] = field(default_factory=dict)
@@ -58,7 +46,6 @@ class AnswerCheck:
 
     @property
     def verified(self) -> bool:
-        """Whether the best label is at least :data:`VERIFIED_LABEL`."""
         return self.best is not None and self.best >= VERIFIED_LABEL
 
     def reason(self) -> str:
@@ -72,8 +59,7 @@ class AnswerCheck:
 
 
 def passages(query: Query, documents: FolderDocuments) -> list[tuple[str, RenderedDocument]]:
-    """``[(source, its passages as the judge sees them)]`` of ``query``'s expected sources (a source that
-    cannot be read as a document is left out)."""
+    """``[(source, its passages as the judge sees them)]``; a source that cannot be read is left out."""
     out = []
     for source in query.expectedSources:
         shown = documents.passages(source, query.query, query.queryIntent)
@@ -93,14 +79,9 @@ def check_answerability(
     log: Callable[[str], None] = lambda message: None,
     embedder: Any = None,
 ) -> tuple[list[AnswerCheck], Tally]:
-    """``(one AnswerCheck per query in order, what the calls cost)``: each on-topic query of ``queries``
-    labelled against its expected sources' passages in the corpus at ``root`` (off-topic queries are
-    not checked and get no entry). ``concurrency`` queries are checked at once (one for a heuristic
-    judge); under ``--batch`` all at once, so their calls share a batch. A failed call (an LLMError) is
-    recorded as the query's ``error``, except BudgetExhausted, SpendLimitError and AuthError, which stop
-    the check and are raised (no later call could succeed), as is KeyboardInterrupt. ``protocol``:
-    default pointwise, one trial. ``embedder``: the command's, under which the passages are chosen (as a
-    run chooses them)."""
+    """``(one AnswerCheck per on-topic query in order, what the calls cost)``. A failed call (an LLMError)
+    becomes the query's ``error``, except BudgetExhausted, SpendLimitError and AuthError, which are raised,
+    as is KeyboardInterrupt. ``protocol``: default pointwise, one trial."""
     protocol = protocol or ProtocolSettings()
     documents = FolderDocuments(root, embedder)
     tally = Tally()

@@ -1,6 +1,5 @@
-"""The query-set card for people: as text lines at the end of phase one (:func:`card_lines`, wrapped at
-100 columns) and as Markdown for the weekly report (:func:`card_markdown`). The card itself is
-:class:`judge_runner.core.query_card.QuerySetCard`, built by :func:`judge_runner.querygen.review.review_query_set`.
+"""The query-set card for people: as text lines at the end of phase one (:func:`card_lines`) and as
+Markdown for the weekly report (:func:`card_markdown`).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ def headline(card: QuerySetCard) -> str:
 
 
 def answerability_text(card: QuerySetCard) -> str:
-    """The answerability check in one sentence (or why it did not run)."""
     a = card.answerability
     if a is None:
         return "not checked (no judge)"
@@ -52,7 +50,7 @@ SPREAD_ROWS = 8
 
 
 def _spread_table(kind: str, rows: Sequence[SpreadRow], width: int) -> list[str]:
-    """One aligned table of a spread (name, queries and share, corpus files and share), at most ``width`` wide."""
+    """One aligned spread table, at most ``width`` wide."""
     name_width = max(12, min(width - 36, max(len(_name(kind, r.name)) for r in rows)))
     singular = kind[:-1]
     lines = [f"  {'by ' + singular:<{name_width + 2}} {'on-topic queries':>16} {'corpus files':>14}"]
@@ -67,7 +65,7 @@ def _spread_table(kind: str, rows: Sequence[SpreadRow], width: int) -> list[str]
 
 
 def card_lines(card: QuerySetCard, width: int = WIDTH) -> list[str]:
-    """The card as text lines of at most ``width`` columns (continuations indented, spread as tables)."""
+    """The card as text lines of at most ``width`` columns."""
 
     def wrap(text: str, indent: str = "  ") -> list[str]:
         return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False) or [indent]
@@ -97,8 +95,7 @@ def card_lines(card: QuerySetCard, width: int = WIDTH) -> list[str]:
 
 
 def intent_text(card: QuerySetCard) -> str:
-    """The intents' line: their leakage by type and how many are over the copy limit, naming them (the judge
-    grades against the intent, so one restating its source favours that source)."""
+    """The intents' line: their leakage by type and those over the copy limit, named."""
     over = [q.id for q in card.queries if "intent-copies-source" in q.flags]
     limit = "the limit" if card.intentCopyLimit is None else f"{card.intentCopyLimit:.0%} of their 5-grams"
     by_type = "; ".join(f"{t.queryType} {_fmt(t.meanIntentLeakage)}" for t in card.leakage)
@@ -108,7 +105,7 @@ def intent_text(card: QuerySetCard) -> str:
 
 
 def card_markdown(card: QuerySetCard) -> list[str]:
-    """The card as Markdown lines for the weekly report (every value from the file through :func:`md_text`)."""
+    """The card as Markdown lines; every value from the file goes through :func:`md_text`."""
     t = md_text
     md = [f"{t(headline(card)[0].upper() + headline(card)[1:])}.", ""]
     md += ["| query type | queries | mean leakage | background | heading copies |", "|---|---|---|---|---|"]

@@ -1,26 +1,6 @@
-"""The query-set checks that need no judge (issue 22): near-duplicates, non-specific queries and leakage.
-The judge's check is :mod:`judge_runner.querygen.answerability`; spread is :mod:`judge_runner.querygen.spread`.
-docs/query-sets.md explains each check and its thresholds.
-
-- **Distinct** (:func:`find_duplicates`): two queries are one when their texts are equal after
-  :func:`~judge_runner.querygen.profile.normalise_text`, or when they have the same expected sources and
-  the cosine of their embeddings is at least :data:`DUPLICATE_COSINE`, unless their words ask different
-  things (:func:`~judge_runner.querygen.contrast.contrast`: other numbers, a negation, opposite words, another
-  direction, other identifiers). The first (in the set's order) is kept.
-- **Specific** (:func:`non_specific`): a query (not ``ambiguous``, not ``off-topic``) is non-specific
-  when many files answer it equally: its text is a heading of more than :data:`HEADING_FILES_LIMIT`
-  files, or its expected source holds most of its content words (at least :data:`MIN_COVERAGE` of their
-  stems) and BM25 scores at least :data:`NON_SPECIFIC_RIVALS` other files within :data:`BM25_TIE` of it.
-  :func:`resolve_non_specific` widens its expected sources to those rivals when they are at most
-  :data:`WIDEN_LIMIT` (they answer it as well as the source the writer named), else drops it (a query
-  that many files answer equally cannot tell a good ranking from a bad one).
-- **Leakage** (:func:`measure_leakage`): how much of a query is copied from its expected source.
-- **The intent guarded like the query** (:func:`measure_intent`): the intent is written by the model that
-  read the expected source, and the judge grades against it, so an intent that restates its source marks
-  down other documents that meet the need. Its leakage is measured as the query's, with what it copies
-  word for word (its word :data:`COPY_NGRAM`-grams found in the source) and whether it names the source; an
-  intent copying more than :data:`INTENT_COPY_LIMIT` of itself, or naming its source, is flagged
-  ``intent-copies-source``.
+"""The query-set checks that need no judge: near-duplicates (:func:`find_duplicates`), non-specific queries
+(:func:`non_specific`), and the leakage of queries and intents (:func:`measure_leakage`,
+:func:`measure_intent`). docs/query-sets.md explains each check and its thresholds.
 """
 
 from __future__ import annotations
@@ -41,20 +21,17 @@ from judge_runner.search.hybrid import FIELD_WEIGHTS
 from judge_runner.search.text import fts5_match_expression, lexical_text, path_terms
 
 DUPLICATE_COSINE = 0.90
-"""Cosine (all-MiniLM-L6-v2 in a real run) at or above which two queries with the same expected sources
-are near-duplicates. Paraphrases of one question ("rotate the backup key" / "how do I rotate backup
-keys") score above it; related but different questions ("A man is eating food." / "A man is eating a
-piece of bread.", 0.755 on this model) well below."""
+"""Cosine at or above which two queries with the same expected sources are near-duplicates (calibrated on
+all-MiniLM-L6-v2: paraphrases score above, related but different questions about 0.75)."""
 HEADING_FILES_LIMIT = 3
-"""A query whose text is a heading of more than this many files is non-specific ("Deploy with docker
-compose" is a heading of 39 READMEs in the shared fixtures-kb)."""
+"""A query whose text is a heading of more than this many files is non-specific."""
 NON_SPECIFIC_RIVALS = 3
 """Other files BM25 cannot separate from the expected source that make a query non-specific."""
 BM25_TIE = 0.9
 """A file scoring at least this share of the expected source's BM25 score is not separated from it."""
 MIN_COVERAGE = 0.75
-"""The BM25 test applies only when the expected source holds this share of the query's terms: a query in
-the user's own words (low overlap) is not lexical, so BM25 says nothing about its specificity."""
+"""The BM25 test applies only when the expected source holds this share of the query's stems: a query in
+the user's own words is not lexical, so BM25 says nothing about it."""
 WIDEN_LIMIT = 5
 """A non-specific query is widened to at most this many rivals; with more it is dropped."""
 MAX_EXPECTED_SOURCES = 10
@@ -64,8 +41,7 @@ MAX_EXPECTED_SOURCES = 10
 # -- distinct ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Duplicate:
-    """``dropped`` repeats ``kept``: the same normalised text (``same_text``), or the same expected
-    sources at embedding cosine ``cosine``."""
+    """``dropped`` repeats ``kept``: the same normalised text, or the same sources at cosine ``cosine``."""
 
     kept: Query
     dropped: Query
@@ -74,9 +50,8 @@ class Duplicate:
 
 
 def find_duplicates(queries: Sequence[Query], embedder: TextEmbedder) -> tuple[list[Query], list[Duplicate]]:
-    """``(kept, duplicates)``: ``queries`` in order without the near-duplicates of an earlier query (see
-    the module docstring). Queries are embedded one at a time (:func:`encode_each`), only those that
-    share their expected sources with another query. Raises what the embedder raises."""
+    """``(kept, duplicates)``: ``queries`` in order without near-duplicates of an earlier query, unless
+    :func:`~judge_runner.querygen.contrast.contrast` keeps them apart. Raises what the embedder raises."""
     groups: dict[frozenset[str], list[int]] = {}
     for i, q in enumerate(queries):
         groups.setdefault(frozenset(q.expectedSources), []).append(i)
@@ -107,11 +82,9 @@ def find_duplicates(queries: Sequence[Query], embedder: TextEmbedder) -> tuple[l
 
 # -- specific ---------------------------------------------------------------------------------------------
 class CorpusBM25:
-    """BM25 over the corpus's files as the built-in search's full-text index computes it: SQLite FTS5's
-    ``bm25()`` (Robertson and Zaragoza 2009, k1 = 1.2, b = 0.75) with the index's tokenizer (``porter
-    unicode61 remove_diacritics 2``), text as :func:`lexical_text` stores it, the path's words in a column
-    of weight 1.5 (:data:`judge_runner.search.hybrid.FIELD_WEIGHTS`), and an OR of the query's tokens
-    (:func:`fts5_match_expression`). One in-memory table per profile, built on first use."""
+    """BM25 over the corpus's files as the built-in search's FTS5 ``bm25()`` computes it (Robertson and
+    Zaragoza 2009, k1 = 1.2, b = 0.75): the index's tokenizer and field weights, an OR of the query's tokens.
+    One in-memory table, built on first use."""
 
     def __init__(self, profile: CorpusProfile):
         self.profile = profile
@@ -131,8 +104,7 @@ class CorpusBM25:
         return self._conn
 
     def scores(self, query: str) -> dict[str, float]:
-        """``{source: BM25 score}`` (higher is better) of the files matching any token of ``query``; a file
-        not in the dict holds none of them (score 0)."""
+        """``{source: BM25 score}`` (higher is better); a file not in the dict scores 0."""
         expression = fts5_match_expression(query)
         if expression is None:
             return {}
@@ -143,7 +115,6 @@ class CorpusBM25:
         return {source: float(score) for source, score in rows}
 
     def close(self) -> None:
-        """Drop the in-memory table."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -151,15 +122,15 @@ class CorpusBM25:
 
 @dataclass(frozen=True)
 class Specificity:
-    """Why a query is non-specific, and the other files (``rivals``) that answer it as well, best first."""
+    """Why a query is non-specific, and the files (``rivals``) that answer it as well, best first."""
 
     why: str
     rivals: tuple[str, ...]
 
 
 def non_specific(query: Query, profile: CorpusProfile, bm25: CorpusBM25) -> Specificity | None:
-    """The reason ``query`` is non-specific (see the module docstring), or None. ``ambiguous`` and
-    ``off-topic`` queries, and queries without expected sources, are never non-specific."""
+    """Why ``query`` is non-specific, or None: a heading of many files, or BM25 ties the expected source with
+    :data:`NON_SPECIFIC_RIVALS` others. ``ambiguous``, ``off-topic`` and sourceless queries never are."""
     if query.queryType in ("ambiguous", "off-topic") or not query.expectedSources:
         return None
     expected = set(query.expectedSources)
@@ -186,8 +157,7 @@ def non_specific(query: Query, profile: CorpusProfile, bm25: CorpusBM25) -> Spec
 
 
 def resolve_non_specific(query: Query, finding: Specificity) -> tuple[Query | None, NonSpecificQuery]:
-    """``(the query widened, or None when dropped; the card's entry)``: widened with the rivals when they
-    are at most :data:`WIDEN_LIMIT` and fit the schema's :data:`MAX_EXPECTED_SOURCES`, else dropped."""
+    """``(the query widened, or None when dropped; the card's entry)``."""
     rivals = list(finding.rivals)
     if len(rivals) <= WIDEN_LIMIT and len(query.expectedSources) + len(rivals) <= MAX_EXPECTED_SOURCES:
         widened = query.model_copy(update={"expectedSources": [*query.expectedSources, *rivals]})
@@ -198,20 +168,17 @@ def resolve_non_specific(query: Query, finding: Specificity) -> tuple[Query | No
 
 
 COPY_NGRAM = 5
-"""Words of a run an intent shares with its source to count as copied: five words in a row are a quotation,
-not the vocabulary any description of the need uses."""
+"""Words in a row an intent shares with its source to count as copied (five are a quotation)."""
 INTENT_COPY_LIMIT = 0.25
 """The share of an intent's word 5-grams found verbatim in its best expected source above which it restates
-the source rather than describing the need (an intent written in its own words, as the writer is asked,
-copies none; one sentence lifted into a two-sentence intent is about half)."""
+the source rather than describing the need."""
 
 
 # -- leakage ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Leakage:
-    """How much of a query is copied from its expected source: ``value`` (None for a query without
-    expected sources in the corpus), ``background`` (the same share in an average other file) and
-    ``heading_copy`` (the query is a heading of an expected source, word for word)."""
+    """How much of a query is copied from its expected source: ``value`` (None without a source in the
+    corpus), ``background`` (the same share in an average other file), ``heading_copy``."""
 
     value: float | None
     background: float | None
@@ -219,12 +186,9 @@ class Leakage:
 
 
 def measure_leakage(query: Query, profile: CorpusProfile) -> Leakage:
-    """The leakage of ``query``: the share of its content words (stemmed, stopwords dropped), each weighted
-    by its BM25 idf over the corpus, that its best expected source holds; words every file holds weigh
-    little, words no file holds (the user's own) the most. ``background``: the same share averaged over
-    the corpus's other files, what a file unrelated to the query shares with it anyway. An exact heading
-    copy has leakage 1.0. Promptagator (Dai et al. 2022) and InPars (Bonifacio et al. 2022) filter
-    synthetic queries for this lexical overlap; here it is measured and reported by query type."""
+    """The idf-weighted share of ``query``'s content stems that its best expected source holds (1.0 for an
+    exact heading copy), and the same share averaged over the other files. The lexical overlap
+    Promptagator (Dai et al. 2022) and InPars (Bonifacio et al. 2022) filter synthetic queries for."""
     sources = [s for s in query.expectedSources if s in profile.files]
     if not sources:
         return Leakage(None, None, False)
@@ -245,10 +209,9 @@ def measure_leakage(query: Query, profile: CorpusProfile) -> Leakage:
 
 @dataclass(frozen=True)
 class IntentOverlap:
-    """How much of a query's intent comes from its expected source: ``value`` and ``background`` as for the
-    query (:class:`Leakage`), ``copied`` (the share of its word :data:`COPY_NGRAM`-grams, less those of the
-    query itself, found word for word in its best expected source; None when it has no other), ``names_source`` (it names an expected source's
-    path or file name) and ``over_limit`` (copied above :data:`INTENT_COPY_LIMIT`, or naming its source)."""
+    """How much of an intent comes from its expected source: ``value`` and ``background`` as :class:`Leakage`,
+    ``copied`` (share of its :data:`COPY_NGRAM`-grams, less the query's, found verbatim; None without any),
+    ``names_source`` and ``over_limit``."""
 
     value: float | None
     background: float | None
@@ -266,8 +229,7 @@ def _ngrams(text: str, n: int = COPY_NGRAM) -> set[tuple[str, ...]]:
 
 
 def measure_intent(query: Query, profile: CorpusProfile) -> IntentOverlap:
-    """The overlap of ``query``'s intent with its expected sources (:class:`IntentOverlap`): its leakage as
-    :func:`measure_leakage` measures a query's, what it copies word for word, whether it names a source."""
+    """The overlap of ``query``'s intent with its expected sources."""
     sources = [s for s in query.expectedSources if s in profile.files]
     if not sources or not query.queryIntent.strip():
         return IntentOverlap(None, None, None, False)

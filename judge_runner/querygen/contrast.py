@@ -1,29 +1,7 @@
-"""What keeps two queries apart however close their embeddings are (issue 29, item 5): the duplicate check's
-exceptions (:func:`judge_runner.querygen.checks.find_duplicates`; docs/query-sets.md, "Distinct").
-
-Sentence embeddings are close for texts that share most words, whatever the few words that differ mean:
-"increase the connection pool size" and "decrease the connection pool size" score 0.946 on
-all-MiniLM-L6-v2, above the duplicate threshold, though they ask opposite things. Embeddings are known to be
-weak at exactly these contrasts (negation: Ettinger 2020, "What BERT is not", TACL 8; numbers: Wallace et
-al. 2019, "Do NLP models know numbers?", EMNLP), so they are read from the words instead. Two queries are
-kept apart, a pair the duplicate check never drops, when:
-
-- **numbers**: the numbers they hold, in order, differ (``postgres 14 to 15`` / ``15 to 16``; ports, sizes,
-  versions; ``0051`` and ``51`` are one number, each part of ``1.2.3`` counts);
-- **negation**: one negates and the other does not (:data:`NEGATIONS`, or a word ending in ``n't``);
-- **opposite words**: one holds a word and the other its opposite (:data:`OPPOSITES`: ``increase`` /
-  ``decrease``, ``enable`` / ``disable``, ``min`` / ``max`` ...; or the word with a negating prefix,
-  :data:`NEGATING_PREFIXES`: ``install`` / ``uninstall``, ``connect`` / ``disconnect``), compared on a light
-  stem (``increasing``, ``increased``, ``increases`` meet);
-- **direction**: a direction word both use (:data:`DIRECTION_WORDS`) takes a different object, each named in
-  the other query (``from mysql to postgres`` / ``from postgres to mysql``);
-- **identifiers**: each names an identifier the other does not spell (a token with a digit, an inner
-  ``_ - . / :``, an inner capital, or in capitals: ``DEC-0051`` / ``DEC-0052``, ``SIGTERM`` / ``SIGKILL``),
-  compared without case or separators, so ``pool_size`` and "pool size" are one name, and a query naming
-  one where the other names none is not kept apart by this rule.
-
-The rules err on the side of keeping: a near-duplicate kept costs one more query to judge, a distinct query
-dropped loses what it alone would have tested.
+"""What keeps two queries apart however close their embeddings are: different numbers, a negation,
+opposite words, a swapped direction, or different identifiers. Embeddings are weak at exactly these
+contrasts (negation: Ettinger 2020, TACL 8; numbers: Wallace et al. 2019, EMNLP), so they are read from
+the words. The rules err on the side of keeping. docs/query-sets.md ("Distinct") gives each rule.
 """
 
 from __future__ import annotations
@@ -35,7 +13,7 @@ NEGATIONS = frozenset(
     "not no never without none nothing nobody nowhere neither nor cannot cant dont doesnt didnt isnt arent "
     "wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt".split()
 )
-"""Words that negate what follows (after case folding and with apostrophes removed)."""
+"""Words that negate what follows (case-folded, apostrophes removed)."""
 
 OPPOSITES: tuple[tuple[str, str], ...] = (
     ("increase", "decrease"),
@@ -103,11 +81,11 @@ OPPOSITES: tuple[tuple[str, str], ...] = (
     ("large", "small"),
     ("larger", "smaller"),
 )
-"""Pairs of opposite words common in operations and documentation queries (compared on their stems)."""
+"""Opposite words common in operations queries (compared on their stems)."""
 
 NEGATING_PREFIXES = ("un", "dis", "de", "non", "in", "anti")
-"""A word and the word with one of these before it are opposites (``lock`` / ``unlock``, ``activate`` /
-``deactivate``), when the shorter word has at least four letters."""
+"""A word and the word with one of these before it are opposites (``lock`` / ``unlock``) when the shorter
+has at least four letters."""
 
 DIRECTION_WORDS = frozenset("from to into onto than versus vs over".split())
 """Words whose object gives a query its direction (``from A to B``, ``A faster than B``)."""
@@ -120,9 +98,7 @@ _IDENTIFIER_SHAPE = re.compile(r"\d|[^\W_][_\-./:][^\W_]|[a-z][A-Z]|^[A-Z][A-Z0-
 
 
 def _stem(word: str) -> str:
-    """A light stem: a plural or verb ending (``ing``, ``ed``, ``es``, ``s``) and then a final ``e`` removed
-    when at least three letters stay (``increasing``, ``increased``, ``increases``, ``increase`` ->
-    ``increas``)."""
+    """A light stem: ``ing``, ``ed``, ``es`` or ``s`` and then a final ``e`` removed when three letters stay."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -134,23 +110,22 @@ _OPPOSITE_STEMS = tuple((_stem(a), _stem(b)) for a, b in OPPOSITES)
 
 
 def _words(text: str) -> list[str]:
-    """The words of ``text``: NFKC, case-folded, apostrophes removed (``don't`` -> ``dont``)."""
+    """NFKC, case-folded, apostrophes removed (``don't`` -> ``dont``)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return [w.replace("'", "").replace("’", "") for w in _TOKEN.findall(folded)]
 
 
 def _numbers(text: str) -> tuple[int, ...]:
-    """Every number of ``text`` in order, each dotted or comma-separated part as an integer."""
+    """Every number in order, each dotted or comma-separated part as an integer."""
     return tuple(int(part) for match in _NUMBER.findall(unicodedata.normalize("NFKC", text)) for part in re.split(r"[.,]", match))
 
 
 def _negated(text: str, words: list[str]) -> bool:
-    """Whether ``text`` negates: a word of :data:`NEGATIONS`, or any word ending in ``n't``."""
     return any(w in NEGATIONS for w in words) or re.search(r"n['’]t\b", text.casefold()) is not None
 
 
 def _opposite(a: set[str], b: set[str]) -> str | None:
-    """The first pair of opposites one query holds a side of and the other the other side, as ``x/y``."""
+    """The first pair of opposites split between the two queries, as ``x/y``."""
     only_a, only_b = a - b, b - a
     for x, y in _OPPOSITE_STEMS:
         if (x in only_a and y in only_b) or (y in only_a and x in only_b):
@@ -174,7 +149,7 @@ def _swapped_direction(a: list[str], b: list[str]) -> str | None:
 
 
 def _identifiers(text: str) -> set[str]:
-    """The identifiers ``text`` names (see the module docstring), lower-cased, letters and digits only."""
+    """Tokens with a digit, an inner ``_ - . / :``, an inner capital, or in capitals; lower-cased, alphanumeric."""
     found = set()
     for raw in _RAW_TOKEN.findall(unicodedata.normalize("NFKC", text)):
         token = raw.strip(_EDGE_PUNCT).rstrip(".:")
@@ -196,9 +171,8 @@ def _identifier_contrast(a: str, b: str) -> str | None:
 
 
 def contrast(a: str, b: str) -> str | None:
-    """Why the queries ``a`` and ``b`` ask different things (see the module docstring), as a short phrase
-    (``"numbers 14, 15 / 15, 16"``, ``"negation"``, ``"opposites increas/decreas"``, ``"direction ..."``,
-    ``"identifiers dec0051 / dec0052"``), or None when nothing in their words keeps them apart."""
+    """Why queries ``a`` and ``b`` ask different things, as a short phrase (``"numbers 14, 15 / 15, 16"``,
+    ``"negation"``), or None."""
     numbers_a, numbers_b = _numbers(a), _numbers(b)
     if numbers_a != numbers_b:
         return f"numbers {', '.join(map(str, numbers_a)) or 'none'} / {', '.join(map(str, numbers_b)) or 'none'}"

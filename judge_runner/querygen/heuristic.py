@@ -1,21 +1,9 @@
-"""The heuristic query writer (``--provider offline``, phase one): queries mined from the corpus itself.
+"""The heuristic query writer (``--provider offline``): queries mined from the corpus itself.
 
-Markdown headings, Python function and class names, top-level config keys, distinctive key phrases
-(tf-idf), a heading of a non-English document, and off-topic questions the corpus cannot answer; each
-query's expected source is the file it came from. Deterministic, no network. Its query set passes the
-same schema check and source filter as an LLM's (:func:`judge_runner.querygen.submitted.check_query_set`,
-:func:`~judge_runner.querygen.submitted.filter_queries`), then the same review (:mod:`judge_runner.querygen.review`).
-
-Sources are sampled across the corpus, not taken in path order (issue 22, item 5): each top-level folder
-gets on-topic queries in proportion to its files, a folder with files at least one
-(:func:`judge_runner.querygen.spread.allocate`); inside a folder, the candidate of the least-used query
-type is taken first, then of the least-used file and subfolder, then of the format and language furthest
-below their share of the corpus, ties broken by a hash of the candidate (stable, but not alphabetical).
-A candidate the review would flag non-specific (:func:`judge_runner.querygen.checks.non_specific`), a
-heading more than a few files carry, and a heading addressed to the judge (the fence's instruction
-detector, :func:`judge_runner.judging.fence.detect_instructions`) are passed over.
-
-It lives outside ``llm/`` because it reads the corpus (:mod:`judge_runner.corpus`); the LLM layer never does.
+Headings, Python names, config keys, tf-idf key phrases, a non-English heading and off-topic questions;
+each query's expected source is the file it came from. Deterministic, no network. Sources are sampled
+across folders, formats and languages, not in path order (docs/query-sets.md). It lives outside ``llm/``
+because it reads the corpus.
 """
 
 from __future__ import annotations
@@ -99,12 +87,12 @@ class Candidate:
 
     @property
     def order(self) -> str:
-        """The tie-breaker: a hash of source and text, stable across runs but unrelated to path order."""
+        """A hash of source and text: stable across runs, unrelated to path order."""
         return hashlib.sha256(f"{self.file.source}\0{self.query}".encode()).hexdigest()
 
 
 def _candidates(profile: CorpusProfile) -> list[Candidate]:
-    """Every candidate query of the corpus (see the module docstring), in corpus order."""
+    """Every candidate query of the corpus, in corpus order."""
     out: list[Candidate] = []
     for file in profile.files.values():
         text, ext = file.text, file.format
@@ -163,10 +151,8 @@ def _share(counts: Counter[str], total: int) -> dict[str, float]:
 
 
 def propose_queries(root: Path, count: int, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS, profile: CorpusProfile | None = None) -> dict:
-    """A query set of exactly ``count`` queries (``schemas/query_set.schema.json`` shape) when the corpus
-    offers enough candidates: one off-topic query when ``count >= 2`` (two when ``count >= 12``), the
-    others sampled across the corpus's folders, formats and languages (see the module docstring), types
-    balanced. ``profile``: the corpus's (default: profiled here). Deterministic for a given corpus."""
+    """Exactly ``count`` queries (``schemas/query_set.schema.json``) when the corpus offers enough: one
+    off-topic when ``count >= 2`` (two from 12), the rest spread over the corpus, types balanced."""
     profile = profile or profile_corpus(Path(root), extensions)
     off_topic = 0 if count < 2 else (2 if count >= 12 else 1)
     slots = count - off_topic
@@ -252,8 +238,7 @@ class HeuristicQueryWriter:
         log: Callable[[str], None] = lambda message: None,
         profile: CorpusProfile | None = None,
     ) -> GenerationResult:
-        """``count`` queries from :func:`propose_queries`, schema-checked and filtered like an LLM's.
-        Raises InvalidOutputError when the set fails its schema (a bug of the heuristic)."""
+        """Raises InvalidOutputError when the set fails its schema (a bug of the heuristic)."""
         data = propose_queries(Path(root), count, extensions, profile)
         problems = check_query_set(data)
         if problems:

@@ -1,6 +1,5 @@
-"""Phase one's bottom: what a query writer is (:class:`QueryWriter`) and what it returns
-(:class:`GenerationResult`). The LLM agent (:mod:`judge_runner.querygen.agent`) and the heuristic writer
-(:mod:`judge_runner.querygen.heuristic`) implement it; this module imports neither.
+"""What a query writer is (:class:`QueryWriter`) and what it returns (:class:`GenerationResult`); imports
+no writer.
 """
 
 from __future__ import annotations
@@ -31,18 +30,15 @@ class QueryWriter(Protocol):
         log: Callable[[str], None] = ...,
         profile: CorpusProfile | None = None,
     ) -> GenerationResult:
-        """``count`` queries about the knowledge base at ``root`` (files with ``extensions``), schema-checked
-        and with queries whose expected sources do not exist dropped. ``profile``: the corpus's profile
-        when the caller has one (:func:`judge_runner.querygen.profile.profile_corpus`; else the writer
-        builds it), for spreading the queries over the corpus. Raises an LLMError kind."""
+        """``count`` queries about the corpus at ``root``, schema-checked, those with missing sources dropped.
+        Raises an LLMError kind."""
         ...
 
 
 @dataclass
 class GenerationResult:
-    """Phase one's outcome: valid queries, the dropped ones with reasons (``{"id", "query", "reason"}``,
-    plus ``"check"`` once reviewed), usage and cost (USD; the writer's, plus the answerability check's
-    once reviewed), and the query-set ``card`` (None until :func:`judge_runner.querygen.review.review_query_set`)."""
+    """Phase one's outcome: valid queries, the dropped ones (``{"id", "query", "reason"}``, plus ``"check"``
+    once reviewed), usage, cost (USD) and the ``card`` (None until reviewed)."""
 
     queries: list[Query]
     generated: int
@@ -53,7 +49,7 @@ class GenerationResult:
     card: QuerySetCard | None = None
 
     def query_set(self) -> QuerySet:
-        """The queries and their card as the file ``generate --out`` writes."""
+        """The queries and their card as ``generate --out`` writes them."""
         return QuerySet(queries=self.queries, card=self.card)
 
 
@@ -65,10 +61,7 @@ def generate_queries(
     log: Callable[[str], None] = lambda message: None,
     profile: CorpusProfile | None = None,
 ) -> GenerationResult:
-    """Phase one with any query writer (the exploring LLM agent or the offline heuristic); both answers
-    pass the same schema check and source filter (the review, :mod:`judge_runner.querygen.review`,
-    follows). ``profile``: the corpus's profile, when the caller has one. Raises ValueError for
-    ``count < 1`` and what the writer raises (see :func:`generate_with_llm`)."""
+    """Phase one with any query writer. Raises ValueError for ``count < 1`` and what the writer raises."""
     if count < 1:
         raise ValueError("--count must be at least 1")
     return writer.write_queries(Path(root), count, extensions, log, profile)

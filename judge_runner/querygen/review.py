@@ -1,17 +1,6 @@
-"""Phase one's review of a written query set (issue 22): every query set, the LLM agent's or the offline
-writer's, goes through the same checks in this order, then gets its card
-(:class:`~judge_runner.core.query_card.QuerySetCard`):
-
-1. **sources** (already done by the writer: :func:`judge_runner.querygen.submitted.filter_queries`);
-2. **distinct**: near-duplicates dropped (:func:`judge_runner.querygen.checks.find_duplicates`);
-3. **specific**: non-specific queries widened or dropped (:func:`judge_runner.querygen.checks.non_specific`);
-4. **answerable**: the judge labels each on-topic query's passages
-   (:func:`judge_runner.querygen.answerability.check_answerability`); a query whose expected sources are
-   all labelled below 2 is dropped, or kept and flagged ``unverified`` with ``keep_unverified``;
-5. **leakage** and **spread**, measured on what is kept (:func:`~judge_runner.querygen.checks.measure_leakage`,
-   :func:`judge_runner.querygen.spread.measure_spread`).
-
-The cheap checks run first, so the judge is never paid for a query dropped anyway.
+"""Phase one's review of a written query set, the same for every writer: distinct, specific, answerable,
+then leakage and spread measured on what is kept, and the card. Cheap checks run first, so the judge is
+never paid for a query dropped anyway (docs/query-sets.md).
 """
 
 from __future__ import annotations
@@ -58,9 +47,8 @@ from judge_runner.querygen.spread import measure_spread
 
 @dataclass(frozen=True)
 class ReviewOptions:
-    """How the review runs: ``keep_unverified`` (``--keep-unverified``: keep and flag a query the judge
-    did not verify), the judge ``protocol`` (mode, trials, seed: the run's, so phase two reuses the
-    labels) and the judge ``concurrency``."""
+    """``keep_unverified`` (keep and flag what the judge did not verify), the judge ``protocol`` (the run's, so
+    phase two reuses the labels) and ``concurrency``."""
 
     keep_unverified: bool = False
     protocol: ProtocolSettings = ProtocolSettings()
@@ -81,12 +69,10 @@ def review_query_set(
     options: ReviewOptions = ReviewOptions(),
     log: Callable[[str], None] = lambda message: None,
 ) -> GenerationResult:
-    """``result`` with the checks of the module docstring applied: the queries kept (some widened), every
-    dropped query added to ``dropped`` (``{"id", "query", "reason", "check"}``), the judge's cost added
-    to ``cost_usd``, and its ``card``. ``judge`` None skips the answerability check (the card says so).
-    ``embedder``: for near-duplicates (the command's one embedder: :attr:`judge_runner.app.roles.Roles.embedder`).
-    Raises KeyboardInterrupt, what the embedder raises, and the judge's BudgetExhausted, SpendLimitError
-    or AuthError (phase one stops); any other failed judge call leaves its query unchecked."""
+    """``result`` reviewed: the queries kept (some widened), each drop added to ``dropped``, the judge's cost
+    to ``cost_usd``, and its ``card``. ``judge`` None skips the answerability check. Raises
+    KeyboardInterrupt, what the embedder raises, and the judge's BudgetExhausted, SpendLimitError or
+    AuthError; any other failed judge call leaves its query unchecked."""
     dropped = [
         DroppedQuery(
             id=str(d.get("id", "?")), query=str(d.get("query", "")), check=d.get("check", "sources"), reason=str(d.get("reason", ""))
@@ -138,7 +124,7 @@ def review_query_set(
 
 
 def _specific_queries(queries: Sequence[Query], profile: CorpusProfile) -> tuple[list[Query], list[NonSpecificQuery], list[DroppedQuery]]:
-    """Check 3: ``(the specific queries, some widened; every non-specific one found; those dropped)``."""
+    """``(the specific queries, some widened; every non-specific one found; those dropped)``."""
     bm25 = CorpusBM25(profile)
     specific: list[Query] = []
     flagged: list[NonSpecificQuery] = []
@@ -163,7 +149,7 @@ def _specific_queries(queries: Sequence[Query], profile: CorpusProfile) -> tuple
 def _answerable_queries(
     queries: Sequence[Query], checks: dict[str, AnswerCheck], keep_unverified: bool
 ) -> tuple[list[Query], dict[str, str], list[DroppedQuery]]:
-    """Check 4's outcome: ``(the queries kept, {id: "unchecked" or "unverified"} of those kept unverified, those dropped)``."""
+    """``(the queries kept, {id: "unchecked" or "unverified"} of those kept unverified, those dropped)``."""
     kept: list[Query] = []
     flags: dict[str, str] = {}
     dropped: list[DroppedQuery] = []
@@ -183,7 +169,6 @@ def _answerable_queries(
 
 
 def _duplicates_block(duplicates: Sequence[Duplicate], embedder: TextEmbedder) -> Duplicates:
-    """The card's near-duplicate block: the threshold, the embedder's name, each pair removed."""
     return Duplicates(
         threshold=DUPLICATE_COSINE,
         embedder=str(getattr(embedder, "name", type(embedder).__name__)),
@@ -209,7 +194,6 @@ def _query_facts(
     flags: dict[str, list[str]],
     intent: dict[str, IntentOverlap],
 ) -> list[QueryFacts]:
-    """The card's line per kept query: its leakage and its intent's, the judge's best label of its sources, its flags."""
     return [
         QueryFacts(
             id=q.id,
@@ -237,8 +221,8 @@ def _answerability(
     log: Callable[[str], None],
     embedder: TextEmbedder | None = None,
 ) -> tuple[Answerability | None, dict[str, AnswerCheck], float | None]:
-    """The judge's check of ``queries`` against the expected sources their writer named (``originals``:
-    sources added by widening are not labelled), its card block, and its cost in USD."""
+    """The judge's check against the sources the writer named (``originals``; widened ones are not labelled),
+    its card block, and its cost in USD."""
     if judge is None:
         return None, {}, 0.0
     asked = [q.model_copy(update={"expectedSources": originals.get(q.id, q.expectedSources)}) for q in queries]
@@ -263,8 +247,6 @@ def _answerability(
 
 
 def _leakage_by_type(queries: Sequence[Query], leak: dict[str, Leakage], intent: dict[str, IntentOverlap]) -> list[TypeLeakage]:
-    """Mean leakage and background per query type over the kept queries that have a value, with their
-    intents' mean leakage and how many intents are over the limit."""
     out = []
     by_type: Counter[str] = Counter(q.queryType for q in queries)
     for query_type in QUERY_TYPES:

@@ -1,9 +1,6 @@
-"""Spread over the corpus (issue 22, item 5): how many queries each folder, format and language should
-get (:func:`allocate`, which the offline writer samples by), and how a written set compares with the
-corpus (:func:`measure_spread`, on the query-set card).
-
-A query is counted under its first expected source: the one the writer named first, and the one whose
-passage the judge checked. Off-topic queries have no source and are not counted.
+"""Spread over the corpus: how many queries each folder, format and language should get
+(:func:`allocate`) and how a written set compares (:func:`measure_spread`). A query counts under its
+first expected source; off-topic queries are not counted.
 """
 
 from __future__ import annotations
@@ -16,18 +13,15 @@ from judge_runner.core.query_card import Spread, SpreadRow
 from judge_runner.querygen.profile import NO_LANGUAGE, ROOT_FOLDER, CorpusProfile, folder_of
 
 UNDER_SHARE = 0.10
-"""A folder, format or language holding at least this share of the corpus is warned about when it gets
-less than half its share of the queries."""
+"""A group holding at least this share of the corpus is warned about under half its share of queries."""
 MIN_SPREAD_QUERIES = 8
-"""Fewer on-topic queries than this are too few to compare with the corpus: no warning is given."""
+"""Fewer on-topic queries than this give no warning."""
 
 
 def allocate(counts: Mapping[str, int], slots: int, floor: int = 1) -> dict[str, int]:
-    """``slots`` shared among the groups of ``counts`` (files per group) in proportion to their files,
-    each group with files getting at least ``floor`` (a small folder is not left out): groups whose
-    proportional quota is under the floor get the floor, the others share the rest by the largest
-    remainder method (Hamilton's). When the slots cannot give every group its floor, the largest groups
-    get one each. The result sums to ``slots`` (0 for every group when there is none)."""
+    """``slots`` shared in proportion to ``counts``, each group with files getting at least ``floor``; the rest
+    by the largest remainder method (Hamilton's). Short of slots, the largest groups get one each. Sums to
+    ``slots``."""
     groups = sorted((g for g, n in counts.items() if n > 0), key=lambda g: (-counts[g], g))
     out = dict.fromkeys(counts, 0)
     if slots <= 0 or not groups:
@@ -93,10 +87,8 @@ def _warnings(kind: str, rows: Sequence[SpreadRow], total_queries: int) -> list[
 
 
 def measure_spread(queries: Sequence[Query], profile: CorpusProfile) -> Spread:
-    """The on-topic ``queries`` by the folder, format and language of their first expected source against
-    the corpus's files, with a warning for each group under- or over-represented (under: a group holding
-    at least :data:`UNDER_SHARE` of the files gets less than half its share; over: more than twice its
-    share and 25 points above it); no warning for fewer than :data:`MIN_SPREAD_QUERIES` queries."""
+    """The on-topic ``queries`` by folder, format and language against the corpus, with a warning per group
+    under-represented (see :data:`UNDER_SHARE`) or over it (twice its share and 25 points above)."""
     firsts = [q.expectedSources[0] for q in queries if q.queryType != "off-topic" and q.expectedSources]
     counted: dict[str, Counter[str]] = {"folders": Counter(), "formats": Counter(), "languages": Counter()}
     for source in firsts:

@@ -1,7 +1,6 @@
-"""A submitted query set, checked as every query writer's answer is (the exploring LLM agent's and the
-offline heuristic's): the schema with the query count pinned and unique ids (:func:`check_query_set`), the
-expected sources that exist in the corpus (:func:`filter_queries`), and the set's identity
-(:func:`query_set_sha256`). The review that follows is :mod:`judge_runner.querygen.review`.
+"""A submitted query set, checked as every writer's answer is: the schema with the count pinned
+(:func:`check_query_set`), sources that exist (:func:`filter_queries`), and its identity
+(:func:`query_set_sha256`).
 """
 
 from __future__ import annotations
@@ -20,16 +19,14 @@ __all__ = ["check_query_set", "filter_queries", "query_set_sha256", "submit_sche
 
 
 def submit_schema(count: int | None) -> dict:
-    """``schemas/query_set.schema.json`` as a query writer answers it: pinned to ``count`` queries (None:
-    any number), without the ``card`` judge-runner writes."""
+    """``schemas/query_set.schema.json`` pinned to ``count`` queries (None: any), without the ``card``."""
     schema = pinned_schema("query_set.schema.json", "queries", count)
     schema["properties"].pop("card", None)
     return schema
 
 
 def check_query_set(data: object, count: int | None = None) -> list[str]:
-    """Schema problems of a submitted query set (empty list when valid), as short messages the model
-    can act on."""
+    """Schema problems (empty when valid), as short messages the model can act on."""
     validator = jsonschema.Draft202012Validator(submit_schema(count))
     errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(data)]
     if not errors:
@@ -41,9 +38,8 @@ def check_query_set(data: object, count: int | None = None) -> list[str]:
 
 
 def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> tuple[list[Query], list[dict]]:
-    """Keep queries whose expected sources all exist in the corpus; returns ``(kept, dropped)`` where
-    each dropped entry is ``{"id", "query", "reason"}``. Off-topic queries must have no expected
-    sources; other queries at least one."""
+    """``(kept, dropped)``: queries whose expected sources all exist; dropped entries are ``{"id", "query",
+    "reason"}``. Off-topic queries must have no source, others at least one."""
     corpus = {f.source for f in walk_corpus(root, extensions=extensions).files}
     kept: list[Query] = []
     dropped: list[dict] = []
@@ -65,6 +61,6 @@ def filter_queries(data: dict, root: Path, extensions: tuple[str, ...] = DEFAULT
 
 
 def query_set_sha256(queries: list[Query]) -> str:
-    """sha256 of the canonical JSON of a query set: equal iff the queries are equal."""
+    """sha256 of the canonical JSON: equal iff the queries are equal."""
     canonical = json.dumps([q.model_dump() for q in queries], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,29 +1,8 @@
-"""Bias-corrected headline numbers of a run: mean nDCG@10 and mean relevance corrected by human labels
-(prediction-powered inference, power-tuned: :mod:`judge_runner.measures.ppi`), per system in a compare run,
-with the corrected differences between the systems and, for three or more, a ranking with rank sets
-(:mod:`judge_runner.measures.ppi_compare`). The block's models are :mod:`judge_runner.runs.corrected_blocks`.
-
-A query counts as **labelled** (for one system) when every result that system returned carries a human label
-(``labelOrigin`` human, e.g. from ``judge-runner label``) and its line records the judge's own values beside
-them (``judgeOnly``). On such a query the line's ``metrics`` and ``scores`` are the people's; ``judgeOnly`` is
-what the judge alone would have given. On every other query the line's own values are the judge's. A query
-with only some results labelled is neither: it is counted (``partlyLabelledQueries``) and enters the judge's
-mean with its ``judgeOnly`` values.
-
-The lines given are scored against the run's pooled qrels (:mod:`judge_runner.judging.pooled`; the summary
-and ``trend`` re-score them first): a line's values are against every grade known for its query, people's
-winning, and ``judgeOnly`` against the same qrels without people's grades; a result people graded since the
-line was written carries their grade.
-
-Every figure is per system: in a compare run two systems' lines share query ids, so they are never pooled
-(the block's top-level figures are the reference system's, the first; ``systems`` has each one's). A
-difference is paired per query over the queries both systems scored (judge) and both have wholly labelled
-(people); a query one system failed counts by the rule of :mod:`judge_runner.measures.failed`.
-
-The correction is valid when the labelled queries are a random sample of the run's scored queries (what
-``label`` draws). A later run that returns documents nobody labelled loses those queries from the labelled set
-(they become partly labelled), and the sample is then no longer random: label again.
-"""
+"""Bias-corrected headline numbers of a run: mean nDCG@10 and relevance corrected by people's grades
+(power-tuned prediction-powered inference, :mod:`judge_runner.measures.ppi`), per system, with corrected
+differences and a ranking (:mod:`judge_runner.measures.ppi_compare`). A query counts for a system when assessors
+graded every result it returned and its line keeps the judge's own values (``judgeOnly``). Valid while the
+graded queries are a random sample of the scored ones (docs/calibration.md, "Bias-corrected headline numbers")."""
 
 from __future__ import annotations
 
@@ -45,7 +24,7 @@ CORRECTED = (NDCG10_NAME, "relevance")
 
 
 class _Unreadable(Exception):
-    """A line has human labels but not the judge's own values (written before they were recorded)."""
+    """A line has assessors' grades but not the judge's own values (written before they were recorded)."""
 
 
 def _number(value: Any) -> float | None:
@@ -60,8 +39,8 @@ def _value(line: Mapping[str, Any], column: str) -> float | None:
 
 
 def labelled(line: Mapping[str, Any]) -> bool | None:
-    """True when every result of an ``evaluation`` line (a dict by alias) is human-labelled and the line
-    records the judge's own values (``judgeOnly``); None when some, not all, are; False otherwise."""
+    """True when assessors graded every result of the line and it keeps ``judgeOnly``; None when they graded
+    some; False otherwise."""
     results = line.get("results") or []
     human = sum(1 for r in results if r.get("labelOrigin") == "human")
     if results and human == len(results) and line.get("judgeOnly"):
@@ -70,15 +49,14 @@ def labelled(line: Mapping[str, Any]) -> bool | None:
 
 
 def scored_lines(evaluations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The lines a corrected mean is over: on-topic queries with metrics."""
+    """On-topic lines with metrics: what a corrected mean is over."""
     return [line for line in evaluations if line.get("queryType") != "off-topic" and line.get("metrics") is not None]
 
 
 def split_values(lines: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], dict[str, int]]:
-    """``(judge, human, counts)`` of one system's scored lines: per column of :data:`CORRECTED` ``{query id:
-    judge's value}`` of every query and ``{query id: people's value}`` of the wholly labelled ones, and the
-    counts ``labelled``, ``partly``, ``scored``. Raises _Unreadable for a line with human labels and no
-    ``judgeOnly``."""
+    """``(judge, human, counts)`` of one system's scored lines: per column of :data:`CORRECTED` the judge's
+    value of every query and the people's of the wholly graded ones, and the counts ``labelled``, ``partly``,
+    ``scored``. Raises _Unreadable."""
     judge: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     human: dict[str, dict[str, float]] = {c: {} for c in CORRECTED}
     counts = {"labelled": 0, "partly": 0, "scored": 0}
@@ -103,7 +81,7 @@ def split_values(lines: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str
 
 
 def systems_of(evaluations: Iterable[Mapping[str, Any]]) -> list[str | None]:
-    """The systems of the lines in order of first appearance (``[None]`` for lines without one)."""
+    """The lines' systems in order of first appearance (``[None]`` for lines without one)."""
     return list(dict.fromkeys(line.get("system") for line in evaluations)) or [None]
 
 
@@ -118,9 +96,8 @@ def _means(
 
 
 def drawn_note(evaluations: Iterable[Mapping[str, Any]], drawn: Mapping[str, set[tuple[str, str]]]) -> str | None:
-    """Why the block is not shown when people's labels of these lines come from a set drawn with unequal
-    probabilities (``drawn``: ``{set name: {(qid, docid)}}``,
-    :func:`judge_runner.judging.qrels.drawn_label_sets`); None when none does."""
+    """Why no figure is computed when people's grades of these lines come from a set drawn with unequal
+    probabilities (``drawn``: ``{set name: {(qid, docid)}}``); None when none does."""
     if not drawn:
         return None
     pairs = {
@@ -147,7 +124,6 @@ def _differences(
     drawn: bool,
     failed: Mapping[str, Failed],
 ) -> list[dict[str, Any]]:
-    """The block's ``differences``: each later system - the reference, on each corrected column."""
     reference = names[0]
     judge, human, _ = parts[reference]
     return [
@@ -180,8 +156,6 @@ def _ranking(
     drawn: bool,
     failed: Mapping[str, Failed],
 ) -> Any:
-    """The block's ``ranking`` of nDCG@10 (``drawn``: the labels' draw knows the differences of queries ranked alike;
-    ``failed``: each system's failed queries)."""
     known = {(str(a), str(b)): alike_zeros(lines, a, b) for a in names for b in names if a != b} if drawn else None
     ranking = corrected_ranking(
         {str(n): parts[n][0][NDCG10_NAME] for n in names},
@@ -201,19 +175,11 @@ def bias_corrected(
     errors: Iterable[Mapping[str, Any]] = (),
     designs: Mapping[str, LabelDesign] | None = None,
 ) -> dict[str, Any] | None:
-    """The summary's ``biasCorrected`` block (version 2, :class:`judge_runner.runs.corrected_blocks.BiasCorrected`
-    by alias) from a run's ``evaluation`` lines (dicts by alias); None when no query of any system is wholly
-    labelled, or when a line has human labels but not the judge's own values (a line copied from a file written
-    before they were recorded). ``systems``: a compare run's systems, reference first (default: the lines'
-    systems in order of first appearance). The top-level figures are the reference system's (the only one's
-    for a run of one system); with two or more systems also ``systems`` (each one's), ``differences`` (each
-    later system - the reference) and, with three or more, ``ranking``. A figure with fewer than
-    :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled queries behind it is null (``minimumLabelled``
-    says why). ``skipped`` (:func:`drawn_note`): the labels are not a uniform sample, so no figure is computed
-    and the block says why instead (``skipped``). ``errors``: the run's ``error`` lines, whose failed queries
-    each difference counts (:mod:`judge_runner.measures.failed`). ``designs``: the human qrels sets drawn by
-    ``label --budget`` (:mod:`judge_runner.runs.designed`): labels of such a draw are weighted by their recorded
-    probabilities."""
+    """The summary's ``biasCorrected`` block by alias from a run's ``evaluation`` lines (dicts by alias); None
+    when no query of any system is wholly graded or a line lacks ``judgeOnly``. ``systems``: reference first
+    (default: order of first appearance). ``errors``: the run's ``error`` lines, whose failed queries each
+    difference counts. ``designs``: the sets ``label --budget`` drew, whose grades are weighted by their
+    recorded probabilities."""
     lines = list(evaluations)
     design, why = choose_design(lines, designs or {})
     skipped = skipped if designs is None else why

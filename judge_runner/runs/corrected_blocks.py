@@ -1,11 +1,7 @@
-"""The summary's ``biasCorrected`` block (version 2) as pydantic models: corrected means, per-system figures of
-a compare run, corrected differences with verdicts, and the ranking with rank sets
-(:mod:`judge_runner.runs.corrected` builds it; docs/run-file.md and docs/deciding.md describe it).
-
-Version 1 (before issue 29) held only the run's ``nDCG@10`` and ``relevance`` means, pooled over every system
-of a compare run, with normal-quantile intervals; it still validates (the fields added since have defaults)
-and readers recompute a version-1 block from the evaluation lines.
-"""
+"""The summary's ``biasCorrected`` block (version 2) as pydantic models, built by
+:mod:`judge_runner.runs.corrected` (docs/run-file.md, docs/deciding.md). A version-1 block (the run's
+``nDCG@10`` and ``relevance`` means only, normal intervals) still validates; readers recompute it from the
+evaluation lines."""
 
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ _Pair = Field(min_length=2, max_length=2)
 
 
 class HumanOnly(BaseModel):
-    """The labelled queries' own mean and 95% t interval: what the people's labels say without the judge."""
+    """The graded queries' own mean and 95% t interval: what the people's grades say without the judge."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -43,7 +39,7 @@ class CorrectedMean(BaseModel):
     judgeMean: float = Field(description="The judge's mean over every scored query.")
     correction: float = Field(description="estimate - judgeMean.")
     queries: int = Field(ge=0, description="Queries the judge scored (N).")
-    labelled: int = Field(ge=0, description="Queries labelled by people (n).")
+    labelled: int = Field(ge=0, description="Queries graded by people (n).")
     humanOnly: HumanOnly
 
 
@@ -116,23 +112,23 @@ class SystemCorrected(BaseModel):
 
 
 class DrawnDesign(BaseModel):
-    """The draw whose probabilities weight the people's labels (``label --budget``: :mod:`judge_runner.runs.designed`)."""
+    """The draw whose probabilities weight the people's grades (``label --budget``: :mod:`judge_runner.runs.designed`)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
     set: str = Field(description="The human qrels set drawn.")
     design: str = Field(description="uniform (a fixed number of the open queries) or weighted (each with its own probability).")
-    census: bool = Field(description="Every query labelled with probability 1: each figure is the people's exact one on this query set.")
+    census: bool = Field(description="Every query graded with probability 1: each figure is the people's exact one on this query set.")
     text: str
     notes: list[str] = Field(default_factory=list, description="Why a figure is null (e.g. queries the draw knew without a label).")
 
 
 class BiasCorrected(BaseModel):
-    """The summary's ``biasCorrected``: means corrected with the people's labels (version 2)."""
+    """The summary's ``biasCorrected``: means corrected with the people's grades (version 2)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True, populate_by_name=True)
 
-    version: int = Field(default=1, description="2 since issue 29 (power-tuned, t intervals, per system); a file without it: 1.")
+    version: int = Field(default=1, description="2: power-tuned, t intervals, per system; a file without it: 1.")
     method: str = ""
     minimumLabelled: int = Field(
         default=2, ge=1, description="Fewest labelled queries behind a corrected figure; a figure is null below it."
@@ -151,10 +147,10 @@ class BiasCorrected(BaseModel):
     )
     ranking: CorrectedRanking | None = Field(default=None, description="Three or more systems: the corrected ranking of nDCG@10.")
     design: DrawnDesign | None = Field(
-        default=None, description="Labels drawn by `label --budget`: the figures weight each by the probability it was drawn with."
+        default=None, description="Grades drawn by `label --budget`: the figures weight each by the probability it was drawn with."
     )
     skipped: str | None = Field(
         default=None,
-        description="Why no figure is computed: the people's labels were drawn by `label --budget` with unequal "
+        description="Why no figure is computed: the people's grades were drawn by `label --budget` with unequal "
         "probabilities, which a uniform-sample correction would treat wrongly (label prints their estimate).",
     )

@@ -1,24 +1,7 @@
-"""The summary's corrected figures when the people's labels were drawn by ``label --budget``: each labelled
-query weighted by the probability it was drawn with (:func:`judge_runner.measures.ipw.planned_mean`), as the
-label session's own estimate is, instead of the uniform-sample correction of :mod:`judge_runner.runs.corrected`.
-
-**Which draw.** A human qrels set drawn by a budget keeps its design in the judgment cache (:class:`LabelDesign`:
-every query's probability, the queries drawn). When the people's labels of a run's lines come from such sets,
-the newest of them is the design: a later draw counts every grade given before as known (probability 1), so
-it holds the earlier ones. A labelled query counts when the draw drew it or was certain of it (probability 1);
-labels given outside the draw (another session since) are not used for the figure. A draw of single pairs
-(``--sample pairs``) estimates scaled DCG@10, not nDCG@10 per query: the block says so instead of a figure.
-
-**What can be estimated.** A query the draw was certain of but that has no people's value (a difference's query
-on which both systems ranked alike: its difference is 0, its mean is not known) leaves a system's own mean
-without an unbiased estimate: null, and the design's ``note`` says why; the difference of those two systems
-takes 0 for it. A query the draw did not cover (probability 0) likewise. When every query of a figure has the
-people's value with probability 1 (a census), the figure is the people's exact one on this query set, its
-interval the people's own t interval over queries like these (no design term, no judge).
-
-**Stopped early.** As in :mod:`judge_runner.human.estimate`: the drawn queries labelled are a random part of
-the draw; for the weighted design each drawn probability is scaled by the share labelled.
-"""
+"""The summary's corrected figures when people's grades were drawn by ``label --budget``: each graded query
+weighted by the probability it was drawn with (:func:`judge_runner.measures.ipw.planned_mean`), not the
+uniform-sample correction. The newest draw the lines use is the design; a query the draw was certain of but has
+no people's value leaves the figure null, with a note (docs/deciding.md, "Labels where they count")."""
 
 from __future__ import annotations
 
@@ -34,10 +17,10 @@ Pair = tuple[str, str]
 
 @dataclass(frozen=True)
 class LabelDesign:
-    """How a human qrels set was drawn (the judgment cache's ``labelDesign:NAME``): ``name``; ``design``
-    (``uniform`` or ``weighted``); ``unit`` (``queries`` or ``pairs``); ``probabilities`` ``{unit: probability}``
-    (None: a marker written before they were kept); ``drawn`` units; ``pairs`` the set's labels; ``created``
-    (ISO time of the draw); ``uniform``: the labelled queries are a uniform sample of the run's scored queries."""
+    """How a human qrels set was drawn (the judgment cache's ``labelDesign:NAME``). ``probabilities``: ``{unit:
+    probability}``, None for a marker written before they were kept; ``pairs``: the set's graded pairs;
+    ``created``: ISO time of the draw; ``uniform``: the graded queries are a uniform sample of the run's scored
+    queries."""
 
     name: str
     design: str
@@ -48,7 +31,7 @@ class LabelDesign:
     created: str = ""
     uniform: bool = False
     depth: int = 10
-    """A ranking's pool depth: below 10 its queries have only each system's top ``depth`` labelled."""
+    """A ranking's pool depth: below 10 its queries have only each system's top ``depth`` graded."""
 
     @classmethod
     def from_marker(cls, name: str, marker: Mapping[str, Any], pairs: Iterable[Pair]) -> LabelDesign:
@@ -78,10 +61,9 @@ def _labelled_pairs(lines: Iterable[Mapping[str, Any]]) -> set[Pair]:
 
 
 def choose_design(lines: Iterable[Mapping[str, Any]], designs: Mapping[str, LabelDesign]) -> tuple[LabelDesign | None, str | None]:
-    """``(design, None)``: the draw whose probabilities weight the lines' people's labels (module docstring);
-    ``(None, None)``: none was drawn with unequal probabilities (the uniform-sample correction holds); ``(None,
-    why)``: labels drawn in a way no corrected nDCG@10 can be computed from (single pairs, or a draw whose
-    probabilities were not kept)."""
+    """``(design, None)``: the draw that weights the lines' grades; ``(None, None)``: none drawn with unequal
+    probabilities (the uniform correction holds); ``(None, why)``: grades from which no corrected nDCG@10 can be
+    computed (single pairs, a shallow pool, probabilities not kept)."""
     pairs = _labelled_pairs(lines)
     used = sorted((d for d in designs.values() if not d.uniform and d.pairs & pairs), key=lambda d: (d.created, d.name))
     if not used:
@@ -113,9 +95,9 @@ def choose_design(lines: Iterable[Mapping[str, Any]], designs: Mapping[str, Labe
 
 @dataclass
 class Weighted:
-    """The estimator of one :class:`LabelDesign` (:func:`judge_runner.measures.ppi_compare.Estimator`); ``notes``:
-    why a figure is null (a query certain without the people's value, or outside the draw); ``census``: every
-    figure estimated so far was a census."""
+    """The estimator of one :class:`LabelDesign` (:func:`judge_runner.measures.ppi_compare.Estimator`). A
+    stopped session's drawn probabilities are scaled by the share graded. ``notes``: why a figure is null;
+    ``census``: every figure so far was a census."""
 
     design: LabelDesign
     notes: list[str] = field(default_factory=list)
@@ -158,7 +140,7 @@ class Weighted:
             self.notes.append(text)
 
     def block(self) -> dict[str, Any]:
-        """The summary block's ``design``: the set, its design, whether a census, and why figures are null."""
+        """The summary block's ``design``."""
         how = (
             "a census: every query labelled with probability 1, so each figure is the people's exact one on this query set, "
             "its interval the people's own over queries like these"
@@ -175,8 +157,8 @@ class Weighted:
 
 
 def alike_zeros(lines: Iterable[Mapping[str, Any]], a: str | None, b: str | None) -> dict[str, float]:
-    """``{query: 0.0}`` for the queries on which the systems ``a`` and ``b`` returned the same ranking (their
-    people's difference is 0 without a label)."""
+    """``{query: 0.0}`` where systems ``a`` and ``b`` returned the same ranking (their difference is 0 without a
+    grade)."""
     ranked: dict[tuple[str | None, str], list[str]] = {}
     for line in lines:
         ranked[(line.get("system"), str(line.get("queryId")))] = [str(r.get("source")) for r in line.get("results") or []]
@@ -184,8 +166,8 @@ def alike_zeros(lines: Iterable[Mapping[str, Any]], a: str | None, b: str | None
 
 
 def system_view(block: dict[str, Any], system: str | None) -> dict[str, Any] | None:
-    """A compare run's block weighted by a draw (``design``), seen from ``system``: its own figures from the block's
-    ``systems``, never recomputed from the lines as if the labels were a uniform sample; None when it has none."""
+    """A compare run's draw-weighted block seen from ``system``: its own figures from ``systems``, never
+    recomputed as if the grades were a uniform sample; None when it has none."""
     entry = next((s for s in block.get("systems") or [] if s.get("name") == system), None)
     if entry is None:
         return None

@@ -1,26 +1,7 @@
-"""The run file's line types as pydantic models: ``run_start``, ``evaluation``, ``error``, ``batch``, ``summary``.
-
-One model per line type of the run file (docs/run-file.md), with the camelCase field names written since
-the first run file. The writers (``judge_runner.evaluation.lines.evaluation_line``, ``error_line``, ``provenance``,
-``judge_runner.runs.write.build_summary``) build these models and serialise them by alias; the reader
-(:mod:`judge_runner.runs.read`) validates every line it reads into them; ``schemas/{run_start,
-evaluation,error,batch,summary}.schema.json`` are generated from them (:func:`json_schemas`,
-``python -m judge_runner.runs.lines schemas/``) and a test proves the committed files are current.
-
-Two sides of one contract:
-- **written**: the writer always writes every declared field, so the generated schemas (serialisation
-  mode, defaults required) list them all as required; fields written only sometimes
-  (``judgeRecoveries``, ``qualityGate``, ``resumedFrom``, ``resumedAt``, the summary's ``batch`` block
-  of a ``--batch`` run) are extra fields;
-- **read**: every field but ``type`` has a default, so older or minimal files still validate, and
-  unknown fields are kept (``extra="allow"``), so nothing written is lost. A score or metric value the
-  reader could not trust is ``None`` (unscored); the schemas describe what is written (a number in
-  [0, 1]), not that reader's mark.
-
-``formatVersion`` (in ``run_start``) is :data:`FORMAT_VERSION`; a file without it is version 1.
-Metric keys are ir-measures' names (:data:`judge_runner.measures.ir.METRIC_NAMES`); the older keys
-(``Recall@10``, ``RR``) are mapped on reading.
-"""
+"""The run file's line types as pydantic models (docs/run-file.md): the writers build them, the reader validates
+into them, and ``schemas/*.schema.json`` are generated from them (``python -m judge_runner.runs.lines
+schemas/``). Written, every declared field is present (the schemas require them all); read, every field but
+``type`` has a default and unknown fields are kept, so older files validate and nothing written is lost."""
 
 from __future__ import annotations
 
@@ -48,8 +29,8 @@ from judge_runner.runs.summary_blocks import (
 from judge_runner.runs.values import _UNIT_SCHEMA, MaybeUnit, MetricValue, Unit
 
 FORMAT_VERSION = 2
-"""2: the label-first judge (issue 14): per-result reasons, flags, cache and trial fields, judge fingerprint,
-null scores for off-topic queries. Readers accept 1 and 2."""
+"""2: the label-first judge (per-result reasons, flags, cache and trial fields, judge fingerprint, null scores
+for off-topic queries). Readers accept 1 and 2."""
 SCHEMA_BASE_URL = "https://judge-runner.dev/schemas/"
 LINE_TYPES = ("run_start", "evaluation", "error", "batch", "summary")
 SCORE_KEYS: tuple[str, ...] = (*DIMENSIONS, "overall", "gradedPrecision", "judgeRelevance", "judgeRanking", "judgeOverall")
@@ -83,7 +64,7 @@ class _Line(BaseModel):
 
 
 def _metrics_by_name(value: Any) -> Any:
-    """Map the metric keys of older files to ir-measures' names (``Recall@10`` -> ``R@10``)."""
+    """``Recall@10`` -> ``R@10`` and the other older metric keys."""
     if isinstance(value, dict):
         return {canonical_metric_name(str(k)): v for k, v in value.items()}
     return value
@@ -116,8 +97,7 @@ class RejudgeOrigin(BaseModel):
 
 
 def _not_required(*names: str) -> Any:
-    """A ``json_schema_extra`` that leaves ``names`` out of the schema's ``required`` (fields a reader of an
-    older file, or a writer that does not know them, may lack)."""
+    """A ``json_schema_extra`` that leaves ``names`` out of ``required`` (fields an older file may lack)."""
 
     def edit(schema: dict[str, Any]) -> None:
         schema["required"] = [n for n in schema.get("required", []) if n not in names]
@@ -227,7 +207,7 @@ class ResultLabel(BaseModel):
         default=False, description="The code's detector or the judge flagged text addressed to the judge; never raises a label."
     )
     cached: bool = Field(default=False, description="Every trial's label came from the judgment cache (no call, no cost).")
-    labelOrigin: Literal["judge", "human"] = Field(default="judge", description="human: an imported human label, which wins.")
+    labelOrigin: Literal["judge", "human"] = Field(default="judge", description="human: an assessor's imported grade, which wins.")
     trialLabels: list[int] = Field(default_factory=list, description="The label of each trial; relevance is their median (lower middle).")
     labelSpread: int = Field(default=0, ge=0, le=3, description="Highest minus lowest trial label.")
     shownAs: list[str] = Field(default_factory=list, description="Batched mode: the local id the result had in each trial.")
@@ -246,7 +226,7 @@ class ResultLabel(BaseModel):
         "recorded. `rejudge` shows both again.",
     )
     judgeLabel: Literal[0, 1, 2, 3] | None = Field(
-        default=None, description="A human-labelled result: the judge's own label beside it (relevance keeps the human one)."
+        default=None, description="A result an assessor graded: the judge's own label beside it (relevance keeps the grade)."
     )
     outputOrder: Literal["reason-first", "grade-first", "grade-only"] | None = Field(
         default=None,
@@ -299,7 +279,7 @@ class EvaluationLine(_Line):
     usage: EvaluationUsage | None = None
     labelsCached: int = Field(default=0, ge=0, description="Trial labels taken from the judgment cache.")
     labelsJudged: int = Field(default=0, ge=0, description="Trial labels paid for by a judge call in this run.")
-    humanLabels: int = Field(default=0, ge=0, description="Results whose label is an imported human label.")
+    humanLabels: int = Field(default=0, ge=0, description="Results whose grade is an assessor's imported one.")
     listCached: bool | None = Field(default=None, description="The list-level verdict came from the cache; null when none was needed.")
     expectedSourceDisagreements: list[str] = Field(default_factory=list, description="Expected sources the judge labelled 0 or 1.")
     judgeModelsReturned: list[str] = Field(default_factory=list, description="Model ids the API returned for this query's calls.")
@@ -325,8 +305,8 @@ class EvaluationLine(_Line):
         return _metrics_by_name(value)
 
     def value(self, column: str) -> float | None:
-        """A score (a dimension, ``overall``, ``judgeOverall``) or a metric (ir-measures name, or an older
-        key such as ``Recall@10``); None when the query has none or it was unscored."""
+        """A score or a metric (an ir-measures name or an older key); None when the query has none or it was
+        unscored."""
         if column in SCORE_KEYS:
             found = getattr(self.scores, column)
         else:
@@ -450,7 +430,7 @@ class SummaryLine(_Line):
         default=0,
         ge=0,
         description="Evaluated queries for which this run made at least one judge call (labelsJudged > 0 or listCached false); "
-        "a query labelled wholly from the judgment cache or human labels is evaluated but not judged.",
+        "a query labelled wholly from the judgment cache or assessors' grades is evaluated but not judged.",
     )
     costPerJudgedQueryUsd: float | None = Field(
         default=None,
@@ -483,7 +463,7 @@ class SummaryLine(_Line):
     )
     biasCorrected: BiasCorrected | None = Field(
         default=None,
-        description="Mean nDCG@10 and relevance corrected by wholly human-labelled queries (power-tuned prediction-powered "
+        description="Mean nDCG@10 and relevance corrected by queries assessors graded wholly (power-tuned prediction-powered "
         "inference, runs/corrected.py), per system in a compare run, with the corrected differences and ranking; null without "
         "such queries.",
     )
@@ -506,10 +486,8 @@ MODELS: dict[str, type[_Line]] = {
 
 
 def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """The ``run_start`` line as written: ``fields`` (config, provenance, queriesGenerated,
-    queriesDropped, and extras such as resumedFrom; a ``timestamp`` among them wins) validated as a
-    :class:`RunStartLine` with ``formatVersion`` :data:`FORMAT_VERSION`, serialised by alias (fields
-    not given are not written). Raises pydantic.ValidationError for a field that breaks the contract."""
+    """The ``run_start`` line as written (a ``timestamp`` in ``fields`` wins; fields not given are not written).
+    Raises pydantic.ValidationError for a field that breaks the contract."""
     line = RunStartLine.model_validate(
         {"type": "run_start", "runId": run_id, "timestamp": timestamp, "formatVersion": FORMAT_VERSION, **fields}
     )
@@ -517,7 +495,7 @@ def run_start_line(run_id: str, timestamp: str, fields: dict[str, Any]) -> dict[
 
 
 def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLine | BatchLine | SummaryLine:
-    """Validate one decoded line by its ``type``. Raises pydantic.ValidationError (also for an unknown type)."""
+    """One decoded line validated by its ``type``. Raises pydantic.ValidationError, also for an unknown type."""
     return RUN_LINE.validate_python(data)
 
 
@@ -525,8 +503,7 @@ def parse_line(data: dict[str, Any]) -> RunStartLine | EvaluationLine | ErrorLin
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """``{file name: JSON Schema}`` of the line types, generated from the models in
-    serialisation mode (what the writer writes: every declared field present)."""
+    """``{file name: JSON Schema}`` of the line types, in serialisation mode."""
     out = {}
     for name, model in MODELS.items():
         schema = model.model_json_schema(mode="serialization")
@@ -537,7 +514,6 @@ def json_schemas() -> dict[str, dict[str, Any]]:
 
 
 def write_schemas(folder: Path) -> list[Path]:
-    """Write :func:`json_schemas` into ``folder`` (2-space JSON, trailing newline); returns the paths."""
     paths = []
     for file_name, schema in json_schemas().items():
         path = Path(folder) / file_name

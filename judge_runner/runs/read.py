@@ -1,27 +1,7 @@
-"""The one reader of run files: every consumer (trend, report, resume, prune, baseline) reads through here.
-
-:func:`read_run_file` turns one ``<run>.jsonl`` into a :class:`RunFile` of typed lines
-(:mod:`judge_runner.runs.lines`); :func:`read_run_records` reads it for its figures only, each evaluation a
-:class:`~judge_runner.runs.records.Record` (no shown texts, reasons, snippets); both read line by line.
-:func:`read_run_folder` reads a results folder so, keeping per run (its id and start time) the file with the
-most evaluations (a resumed run writes a second file; docs/design.md, "The run file"). :func:`resume_state`
-and :func:`is_baseline` are what ``evaluate --resume`` and the weekly prune need.
-
-What it tolerates and what it says (each warning names the file and the line):
-- lines split on ``\\n`` only (U+2028, U+0085 or a lone CR inside a string never break a line); a
-  trailing CR (CRLF files) and a UTF-8 BOM are accepted;
-- a torn last line (no final ``\\n``: a run still being written, or killed mid-write) is dropped
-  silently and marked in ``RunFile.torn_last_line``; a damaged line anywhere else (not JSON, not a
-  JSON object, not UTF-8) is dropped with a warning;
-- a score or metric value that is not a number in [0, 1] (a string, a bool, NaN, 92, a list, null
-  for a score) is unscored: set to None, kept out of every mean, with a warning; null is a normal
-  metric value (R@10 without expected sources, an off-topic query);
-- a field that does not fit its model (``"results": "junk"``) is dropped with a warning and the rest
-  of the line kept; a line of unknown ``type`` is skipped silently (a newer writer's line);
-- older formats are adapted: the original search-quality ``query_evaluation`` / ``run_summary`` lines
-  and bare ``{query, scores}`` lines (``legacy``), files without ``formatVersion`` (version 1), and
-  the older metric keys ``Recall@10`` / ``RR`` (mapped to ``R@10`` / ``RR(rel=2)``).
-"""
+"""The one reader of run files: trend, report, resume, prune and baseline all read through here, line by line.
+:func:`read_run_file` keeps every line as written, :func:`read_run_records` only the figures. A damaged line or
+value is dropped or left unscored with a warning naming file and line; older formats are adapted
+(docs/run-file.md, "What the reader tolerates")."""
 
 from __future__ import annotations
 
@@ -57,10 +37,8 @@ LEGACY_TYPES = ("query_evaluation", "run_summary")
 
 @dataclass
 class RunLines:
-    """One run file as read: typed lines, the reader's warnings (``"<file>:<line>: ..."``), and
-    whether it was written in the original search-quality format (``legacy``). ``batches``: the
-    ``batch`` lines of a ``--batch`` run (batch ids, for ``--resume``; no scores). The evaluations are
-    :class:`RunFile`'s whole lines or :class:`RunRecords`' records."""
+    """One run file as read: typed lines, the reader's warnings (``"<file>:<line>: ..."``), and whether it is in
+    the original search-quality format (``legacy``)."""
 
     path: Path
     run_start: RunStartLine | None = None
@@ -75,7 +53,7 @@ class RunLines:
 
     @property
     def run_id(self) -> str:
-        """The run id: ``run_start``'s, else the first evaluation's, error's or summary's, else the file's stem."""
+        """``run_start``'s, else the first evaluation's, error's or summary's, else the file's stem."""
         for line in (self.run_start, *self.evaluations, *self.errors, self.summary):
             if line is not None and line.runId:
                 return str(line.runId)
@@ -83,22 +61,20 @@ class RunLines:
 
     @property
     def identity(self) -> tuple[str, str]:
-        """What makes two files one run: ``(run id, start time)``, the start time ``run_start``'s (a resumed
-        run's second file keeps both; a file without ``run_start`` was never resumed and stands for itself:
-        its path). Two runs that share an id (written before ids were unique: two machines, or two folders
-        copied together, in the same second) stay two runs."""
+        """What makes two files one run: ``(run id, start time)``; a file without ``run_start`` stands for
+        itself (its path). Two runs sharing an old-format id stay two."""
         if self.run_start is not None and self.run_start.timestamp:
             return self.run_id, self.run_start.timestamp
         return self.run_id, str(self.path)
 
     @property
     def format_version(self) -> int:
-        """``formatVersion`` of ``run_start`` (files without one, or without ``run_start``, are version 1)."""
+        """1 for a file without ``formatVersion`` or ``run_start``."""
         return self.run_start.formatVersion if self.run_start is not None else 1
 
     @property
     def provenance(self) -> Provenance | None:
-        """``run_start``'s provenance; for a legacy file, one naming the judge model its summary gives."""
+        """``run_start``'s; for a legacy file, one naming the judge model of its summary."""
         if self.run_start is not None and self.run_start.provenance is not None:
             return self.run_start.provenance
         if self.legacy:
@@ -108,13 +84,12 @@ class RunLines:
 
     @property
     def is_run(self) -> bool:
-        """A judge-runner run: a recognised line type, and something beyond a stray run_start or summary
-        (an evaluation, an error, or provenance)."""
+        """A judge-runner run: a recognised line type and an evaluation, an error or provenance."""
         return self.recognised and bool(self.evaluations or self.errors or self.provenance is not None)
 
     @property
     def timestamp(self) -> str:
-        """When the run started (``run_start``), else when it ended (summary), else the file's mtime (UTC ISO 8601)."""
+        """When the run started, else ended, else the file's mtime (UTC ISO 8601)."""
         if self.run_start is not None and self.run_start.timestamp:
             return self.run_start.timestamp
         if self.summary is not None and self.summary.timestamp:
@@ -124,28 +99,25 @@ class RunLines:
 
 @dataclass
 class RunFile(RunLines):
-    """A run file read whole (:func:`read_run_file`): every evaluation line as written."""
+    """A run file read whole: every evaluation line as written."""
 
     evaluations: list[EvaluationLine] = field(default_factory=list)
 
 
 @dataclass
 class RunRecords(RunLines):
-    """A run file read for its figures (:func:`read_run_records`): each evaluation a
-    :class:`~judge_runner.runs.records.Record`."""
+    """A run file read for its figures: each evaluation a :class:`~judge_runner.runs.records.Record`."""
 
     evaluations: list[Record] = field(default_factory=list)
     qrels: dict[str, Any] | None = None
-    """The qrels its records were re-scored against (:meth:`judge_runner.judging.pooled.Pool.block`), set by
-    the reader that re-scored them; None before."""
+    """The qrels its records were re-scored against; None before."""
 
 
 # -- lines -------------------------------------------------------------------------------------------
 
 
 def iter_raw_lines(data: bytes) -> list[tuple[int, bytes, bool]]:
-    """``(line number from 1, bytes, terminated)`` for each line of ``data`` split on ``\\n`` only;
-    ``terminated`` is False for a last line without its ``\\n``."""
+    r"""``(line number from 1, bytes, terminated)`` per line, split on ``\n`` only."""
     parts = data.split(b"\n")
     out = [(i + 1, part, True) for i, part in enumerate(parts[:-1])]
     if parts[-1]:
@@ -154,7 +126,7 @@ def iter_raw_lines(data: bytes) -> list[tuple[int, bytes, bool]]:
 
 
 def decode_line(raw: bytes, first: bool) -> Any:
-    """One line's JSON value. Raises ValueError (UnicodeDecodeError or JSONDecodeError) when it is damaged."""
+    """Raises ValueError (UnicodeDecodeError or JSONDecodeError) for a damaged line."""
     text = raw.decode("utf-8-sig" if first else "utf-8")
     return json.loads(text)
 
@@ -167,8 +139,8 @@ _PLAIN = re.compile(r"[\w .,:;+\-@()/]{0,40}")
 
 
 def _short(value: Any) -> str:
-    """A value for a warning: numbers, booleans, null and short plain strings as JSON; anything else
-    (which may hold markup or a long text) only described, so a warning never carries it into a report."""
+    """A value for a warning: numbers and short plain strings as JSON, anything else only described, so a
+    warning never carries markup or a long text into a report."""
     if value is None or isinstance(value, (bool, int, float)):
         return json.dumps(value, allow_nan=True)
     if isinstance(value, str) and _PLAIN.fullmatch(value):
@@ -181,7 +153,7 @@ def _short(value: Any) -> str:
 def _units(
     value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys: Callable[[str], str] = lambda k: k
 ) -> dict[str, float | None] | None:
-    """A ``{name: value in [0, 1]}`` map with every other value set to None (unscored) and warned about."""
+    """``{name: value in [0, 1]}``, every other value set to None (unscored) with a warning."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -201,8 +173,8 @@ def _units(
 
 
 def _validate(model: type[BaseModel], data: dict[str, Any], where: str, warnings: list[str]) -> BaseModel | None:
-    """``model`` from ``data``; a field that does not fit is dropped with a warning and the rest kept.
-    None (with a warning) when the line cannot be read at all."""
+    """``model`` from ``data``, each field that does not fit dropped with a warning; None when the line cannot
+    be read at all."""
     data = dict(data)
     for _ in range(len(data) + 1):
         try:
@@ -218,7 +190,6 @@ def _validate(model: type[BaseModel], data: dict[str, Any], where: str, warnings
 
 
 def _legacy_evaluation(line: dict[str, Any]) -> dict[str, Any]:
-    """An evaluation from the original search-quality format (``query_evaluation`` or a bare line)."""
     scores = line.get("scores")
     if isinstance(scores, dict) and "overall" not in scores and all(_is_unit(scores.get(d)) for d in DIMENSIONS):
         scores = {**scores, "overall": sum(scores[d] for d in DIMENSIONS) / len(DIMENSIONS)}
@@ -254,7 +225,7 @@ def _adapt(line: dict[str, Any], where: str, warnings: list[str]) -> tuple[dict[
 
 
 def stream_raw_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """:func:`iter_raw_lines` of a file, read line by line (never the whole file at once)."""
+    """:func:`iter_raw_lines` of a file, never read whole."""
     with Path(path).open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             terminated = raw.endswith(b"\n")
@@ -262,9 +233,8 @@ def stream_raw_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
 
 
 def _slim(value: dict[str, Any], where: str, warnings: list[str]) -> dict[str, Any]:
-    """An evaluation line with only what a :class:`~judge_runner.runs.records.Record` keeps; the fields it drops
-    unread are only checked for their shape (``analysis`` an object of texts, ``suggestions`` a list of texts),
-    warned about as :func:`_validate` warns."""
+    """An evaluation line cut to what a :class:`~judge_runner.runs.records.Record` keeps; what it drops is still
+    checked for its shape."""
     for name, fits in (
         ("analysis", lambda v: isinstance(v, dict) and all(isinstance(t, str) for t in v.values())),
         ("suggestions", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v)),
@@ -278,8 +248,7 @@ def _slim(value: dict[str, Any], where: str, warnings: list[str]) -> dict[str, A
 
 
 def _read(run: RunLines, keep: Callable[[EvaluationLine], None], slim: bool) -> None:
-    """Read ``run.path`` line by line into ``run`` (module docstring), each evaluation handed to ``keep``;
-    ``slim``: drop what a record does not keep before validating. Raises OSError when the file cannot be read."""
+    """Read ``run.path`` into ``run``, each evaluation handed to ``keep``. Raises OSError."""
     path = run.path
     for number, raw, terminated in stream_raw_lines(path):
         if not raw.strip():
@@ -323,26 +292,23 @@ def _read(run: RunLines, keep: Callable[[EvaluationLine], None], slim: bool) -> 
 
 
 def read_run_file(path: Path) -> RunFile:
-    """Read one run file into typed lines (see the module docstring for what is tolerated and warned
-    about). The first ``run_start`` and the last ``summary`` count; every evaluation and error is kept
-    in file order. Raises OSError when the file cannot be read."""
+    """One run file as typed lines: the first ``run_start`` and the last ``summary`` count, every evaluation and
+    error is kept in order. Raises OSError."""
     run = RunFile(path=Path(path))
     _read(run, run.evaluations.append, slim=False)
     return run
 
 
 def read_run_records(path: Path) -> RunRecords:
-    """Read one run file for its figures, line by line: as :func:`read_run_file`, each evaluation kept as a
-    :class:`~judge_runner.runs.records.Record` (no shown texts, reasons, snippets or analysis). Raises OSError
-    when the file cannot be read."""
+    """As :func:`read_run_file`, each evaluation kept as a :class:`~judge_runner.runs.records.Record` (no texts,
+    reasons or snippets). Raises OSError."""
     run = RunRecords(path=Path(path))
     _read(run, lambda line: run.evaluations.append(Record.of(line)), slim=True)
     return run
 
 
 def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
-    """The run files ``paths`` (``label``, ``calibrate --results``), each checked to be a run with judged
-    queries. Raises UsageError for a file that cannot be read or holds no judged query."""
+    """Raises UsageError for a file that cannot be read or holds no judged query."""
     runs = []
     for path in paths:
         try:
@@ -356,9 +322,8 @@ def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
 
 
 def run_names(runs: Sequence[RunLines]) -> list[str]:
-    """A name per run file, to show runs side by side (calibration systems, pooled qrels): its run id, or
-    ``<id>#2`` ... for a different run that shares it (:attr:`RunFile.identity`; an id written before ids
-    were unique). Files of one run (a resumed run's two files) share one name."""
+    """A name per run file for showing runs side by side: its run id, or ``<id>#2`` ... for a different run
+    sharing it. Files of one run share one name."""
     taken: set[str] = set()
     named: dict[tuple[str, str], str] = {}
     for run in runs:
@@ -368,11 +333,8 @@ def run_names(runs: Sequence[RunLines]) -> list[str]:
 
 
 def read_run_folder(folder: Path) -> tuple[list[RunRecords], list[str]]:
-    """Every run in ``folder`` (``*.jsonl``), oldest first (by :attr:`RunLines.timestamp`, then run id),
-    each read for its figures (:func:`read_run_records`), and warnings: files that are not runs or cannot be
-    read, and each run file's own warnings. Per run (:attr:`RunLines.identity`: its id and start time) only
-    the file with the most evaluations is kept (a resumed run writes a second file); two runs that share an
-    old-format id are both kept."""
+    """Every run in ``folder`` for its figures, oldest first, and the warnings. Per run only the file with the
+    most evaluations is kept (a resumed run writes a second file)."""
     warnings: list[str] = []
     by_id: dict[tuple[str, str], RunRecords] = {}
     for path in sorted(Path(folder).glob("*.jsonl")):
@@ -396,10 +358,9 @@ def read_run_folder(folder: Path) -> tuple[list[RunRecords], list[str]]:
 
 @dataclass
 class ResumeState:
-    """What ``evaluate --resume OLD.jsonl`` needs: OLD's ``run_start`` (None when OLD is not a run file:
-    no run_start with provenance), its judged evaluations (one per query id, the first; to copy into
-    the new file), the reader's warnings about OLD, and its ``batch`` lines (batches a ``--batch`` run
-    submitted: the resumed run picks up their results instead of submitting those requests again)."""
+    """What ``evaluate --resume OLD.jsonl`` needs: OLD's ``run_start`` (None when OLD is not a run), its first
+    judged evaluation per query id, the reader's warnings, and the ``batch`` lines whose results a resumed
+    ``--batch`` run picks up instead of submitting again."""
 
     run_start: RunStartLine | None
     evaluations: list[EvaluationLine]
@@ -408,7 +369,7 @@ class ResumeState:
 
 
 def resume_state(path: Path) -> ResumeState:
-    """Read a run file to resume. Raises OSError when it cannot be read."""
+    """Raises OSError when the file cannot be read."""
     run = read_run_file(path)
     start = run.run_start if run.run_start is not None and run.run_start.provenance is not None else None
     first: dict[str, EvaluationLine] = {}
@@ -419,7 +380,7 @@ def resume_state(path: Path) -> ResumeState:
 
 
 def run_id_of(path: Path) -> str | None:
-    """The run id a run file records (see :attr:`RunFile.run_id`), or None when it is unreadable or not a run."""
+    """The run id a run file records, or None when it is unreadable or not a run."""
     try:
         run = read_run_file(path)
     except OSError:
@@ -428,8 +389,8 @@ def run_id_of(path: Path) -> str | None:
 
 
 def is_baseline(path: Path, baseline_id: str | None) -> bool:
-    """Whether the run file ``path`` holds the run ``baseline_id`` (by its file name or the run id it
-    records; a resumed run's second file keeps the original id). False when ``baseline_id`` is None."""
+    """Whether ``path`` holds the run ``baseline_id``, by file name or recorded run id (a resumed run's second
+    file keeps the id)."""
     if not baseline_id:
         return False
     return Path(path).stem == baseline_id or run_id_of(path) == baseline_id

@@ -1,13 +1,6 @@
-"""Evaluation lines as the figures use them: what ``trend`` and ``report`` keep of each line of every run they
-read (:func:`judge_runner.runs.read.read_run_records`), so that hundreds of run files fit in bounded memory.
-
-A :class:`Record` holds a line's query, system, expected sources, scores, metrics, the judge's and people's
-grades of its results (:class:`Grade`: document, grade, whose, the judge's own), and the counts and cost a
-trend row shows; not the texts the judge was shown, its reasons, the snippets or the list-level analysis
-(``report`` reads the latest run whole for those). Both are read-only :class:`~collections.abc.Mapping` views
-by the run file's field names (``record["metrics"]``, ``grade["labelOrigin"]``), so code written for lines as
-dicts (:mod:`judge_runner.runs.corrected`) reads them as they are, with no copy.
-"""
+"""Evaluation lines as ``trend`` and ``report`` keep them, so hundreds of run files fit in bounded memory: the
+query, scores, metrics and the grade of each result, not the texts, reasons or snippets. Read-only mappings by
+the run file's field names, so code written for lines as dicts reads them as they are."""
 
 from __future__ import annotations
 
@@ -38,9 +31,9 @@ RECORD_FIELDS = (
     "usage",
 )
 RESULT_KEEP = frozenset(("rank", "source", "score", "relevance", "relevant", "labelOrigin", "judgeLabel", "injectionSuspected"))
-"""The result fields a record keeps (and the reader validates); the rest of a result is dropped unread."""
+"""The result fields a record keeps; the rest is dropped unread."""
 LINE_DROP = ("analysis", "suggestions")
-"""The evaluation fields a record never holds, dropped before the line is validated."""
+"""Evaluation fields dropped before the line is validated."""
 
 
 class _View(Mapping[str, Any]):
@@ -60,8 +53,8 @@ class _View(Mapping[str, Any]):
 
 
 class Grade(_View):
-    """One returned result: its document (``source``), the grade used (``relevance``, 0-3), whose it is
-    (``labelOrigin``: judge or human) and the judge's own label beside a person's (``judgeLabel``)."""
+    """One result: its ``source``, the grade used (``relevance``, 0-3), whose it is (``labelOrigin``) and the
+    judge's label beside an assessor's grade (``judgeLabel``)."""
 
     __slots__ = GRADE_FIELDS
     FIELDS = GRADE_FIELDS
@@ -79,7 +72,7 @@ class Grade(_View):
 
 
 class Record(_View):
-    """One evaluation line as the figures use it (module docstring); field names and values as the line's."""
+    """One evaluation line as the figures use it."""
 
     __slots__ = RECORD_FIELDS
     FIELDS = RECORD_FIELDS
@@ -103,7 +96,6 @@ class Record(_View):
 
     @classmethod
     def of(cls, line: EvaluationLine) -> Record:
-        """The record of a validated line."""
         record = cls.__new__(cls)
         for name in RECORD_FIELDS:
             if name not in ("scores", "results", "usage"):
@@ -114,9 +106,8 @@ class Record(_View):
         return record
 
     def value(self, column: str) -> float | None:
-        """A score (a dimension, ``overall``, ``judgeOverall``) or a metric (ir-measures name, or an older key
-        such as ``Recall@10``); None when the query has none or it was unscored (as
-        :meth:`judge_runner.runs.lines.EvaluationLine.value`)."""
+        """A score or a metric (an ir-measures name or an older key such as ``Recall@10``); None when the query
+        has none or it was unscored."""
         found = self.scores.get(column) if column in SCORE_KEYS else (self.metrics or {}).get(canonical_metric_name(column))
         return found if isinstance(found, float) else None
 

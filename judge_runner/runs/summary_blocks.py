@@ -130,7 +130,7 @@ class RunEstimate(BaseModel):
 
 class SystemAverages(BaseModel):
     """One system's figures in a compare run, each over that system's lines only (averaged as the summary
-    averages; files written before issue 21 hold only the averages)."""
+    averages; older files hold only the averages)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
@@ -196,7 +196,7 @@ class SystemDifference(BaseModel):
 
 
 class ComparisonBlock(BaseModel):
-    """The summary's ``comparison`` in a run of several systems (judge_runner/compare.py)."""
+    """The summary's ``comparison`` in a run of several systems (judge_runner/evaluation/compare.py)."""
 
     model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 

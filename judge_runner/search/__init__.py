@@ -1,2 +1,2 @@
-"""The search under test: backend contract, SQLite and PostgreSQL backends, RRF fusion, external systems;
-the embedder it is given comes from :mod:`judge_runner.embed`."""
+"""The search under test: the backend contract, the SQLite and PostgreSQL backends, external systems, and
+what the judge is shown of a document."""

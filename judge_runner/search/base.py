@@ -1,7 +1,4 @@
-"""The search contract every backend honours (docs/design.md, "The search contract").
-
-Every search under test, built in or external, answers ``search(query, mode, limit) -> SearchAnswer``.
-"""
+"""The search contract every backend honours (docs/design.md, "The search contract")."""
 
 from __future__ import annotations
 
@@ -15,13 +12,11 @@ from judge_runner.search.settings import SearchSettings  # noqa: F401 - neutral 
 
 
 class IndexMismatchError(RuntimeError):
-    """The index cannot be used as it is (missing, another model, another schema). Every backend raises
-    it; also importable from :mod:`judge_runner.search.sqlite`."""
+    """The index cannot be used as it is: missing, another model, another schema."""
 
 
 class HitScores(BaseModel):
-    """Per-signal scores of a result's best chunk: BM25 (higher is better), cosine, RRF; None when the
-    signal did not retrieve it."""
+    """Per-signal scores of a result's best chunk; None when the signal did not retrieve it."""
 
     bm25: float | None = None
     cosine: float | None = None
@@ -29,9 +24,8 @@ class HitScores(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One ranked document: what the system returned for it (``anchor``, lines, ``snippet``, scores: its
-    best chunk for the built-in search) and what the judge is shown of it (``text``, ``textAnchor``,
-    ``textFrom``; docs/judge-protocol.md, "What the judge sees of a document")."""
+    """One ranked document: what the system returned for it, and what the judge is shown (``text``,
+    ``textAnchor``, ``textFrom``)."""
 
     rank: int
     source: str
@@ -62,16 +56,14 @@ class SearchHit(BaseModel):
     )
 
     def shown(self) -> tuple[str | None, str]:
-        """``(anchor, text)`` as the judge is shown them: the passages' anchor and text for a 'document'
-        text, else the system's anchor with its text (the snippet when it gave none)."""
+        """``(anchor, text)`` as the judge is shown them."""
         if self.textFrom == "document" and self.text is not None:
             return self.textAnchor, self.text
         return self.anchor, self.text or self.snippet
 
 
 class SearchAnswer(BaseModel):
-    """A backend's answer to one query: documents best first plus the honesty flag ``confident``
-    (false when nothing matched lexically and the best cosine is under the threshold)."""
+    """Documents best first, and ``confident``, the honesty gate's verdict."""
 
     query: str
     mode: SearchMode
@@ -87,17 +79,14 @@ class SearchAnswer(BaseModel):
 
 
 class SearchBackend(Protocol):
-    """What phase two needs from a search: ``search(query, mode, limit, intent=...) -> SearchAnswer``. The
-    query's ``intent`` only chooses what the judge is shown of each document (``search/passages.py``): it
-    never ranks, and never reaches an external system."""
+    """What phase two needs from a search. ``intent`` only chooses what the judge is shown: it never ranks
+    and never reaches an external system."""
 
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer: ...
 
 
 @runtime_checkable
 class PreparesQueries(Protocol):
-    """A backend that can embed a whole query set before searching it (the built-in SQLite and
-    PostgreSQL searches): ``prepare_queries(queries, mode) -> int`` (how many were embedded), after
-    which ``search`` on those queries does no model work. External searches need no such step."""
+    """A backend that can embed a query set before searching it: ``prepare_queries(queries, mode) -> int``."""
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int: ...

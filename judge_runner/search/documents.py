@@ -1,18 +1,6 @@
-"""Document text by id, for results that arrive without it or from a system that does not hold the
-document's chunks: an external search (``--corpus``), a TREC run file (``evaluate --run``), and phase
-one's answerability check.
-
-Two stores, one small interface (``label``, ``chunks(source)``, ``passages(source, query, intent)``):
-
-- :class:`FolderDocuments`: a fixtures folder; the id is the path relative to the folder (as the
-  built-in search's ``source``), read and chunked exactly as the indexer does
-  (:func:`judge_runner.corpus.document.chunk_bytes`);
-- :class:`BeirDocuments`: a BEIR ``corpus.jsonl``; the id is the record's ``_id``, cleaned and chunked as
-  ``index --beir-corpus`` does (title as the anchor of every chunk).
-
-What the judge is shown of a document is :func:`judge_runner.search.passages.select_passages` over these
-chunks: the rule the built-in search applies to the chunks its index holds, so a document judged through a
-store and through the index gets the same text, one judgment-cache entry and one label.
+"""Document text by id for systems that do not hold the chunks (``--corpus``, ``evaluate --run``): a
+fixtures folder or a BEIR ``corpus.jsonl``, chunked exactly as the indexer chunks them, so a document
+judged through a store and through the index is shown the same text.
 """
 
 from __future__ import annotations
@@ -32,12 +20,11 @@ MAX_DOCUMENT_BYTES = 2 * 1024 * 1024  # the indexer's default max_file_bytes
 
 
 class DocumentStoreError(ValueError):
-    """A document store that cannot be opened (missing folder, unreadable corpus file)."""
+    """A missing folder or an unreadable corpus file."""
 
 
 class FolderDocuments:
-    """Documents of a fixtures folder by relative path. Paths outside the folder, hidden paths, binary
-    files and files over 2 MiB are not documents (``chunks`` returns [])."""
+    """Documents of a fixtures folder by relative path; outside, hidden, binary or over 2 MiB: none."""
 
     def __init__(self, root: Path, embedder: Any = None):
         self.root = Path(root).resolve()
@@ -62,20 +49,16 @@ class FolderDocuments:
         return () if document.skip else tuple(document.chunks)
 
     def chunks(self, source: str) -> list[Chunk]:
-        """The chunks of document ``source`` ([] when it is not a document of the folder)."""
         return list(self._chunks(source))
 
     def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
-        """What the judge is shown of ``source`` for ``query`` and ``intent``
-        (:func:`~judge_runner.search.passages.select_passages` under the store's embedder); None when
-        ``source`` is not a document of the folder."""
+        """What the judge is shown of ``source``; None when it is not a document of the folder."""
         return select_passages(query, self.chunks(source), intent=intent, embedder=self.embedder)
 
 
 class BeirDocuments:
-    """Documents of a BEIR ``corpus.jsonl`` (``{_id, title, text}`` per line; Thakur et al. 2021) by
-    ``_id``. The file is read once; lines that are not records are skipped (as the indexer does).
-    Raises DocumentStoreError when the file cannot be read or holds no record."""
+    """Documents of a BEIR ``corpus.jsonl`` (Thakur et al. 2021) by ``_id``. Raises DocumentStoreError when
+    the file cannot be read or holds no record."""
 
     def __init__(self, corpus: Path, embedder: Any = None):
         self.label = str(corpus)
@@ -96,27 +79,22 @@ class BeirDocuments:
             raise DocumentStoreError(f'{corpus} holds no BEIR records ({{"_id", "title", "text"}} per line)')
 
     def chunks(self, source: str) -> list[Chunk]:
-        """The record's chunks as ``index --beir-corpus`` makes them ([] for an unknown id)."""
         if source not in self._records:
             return []
         return record_chunks(*self._records[source])
 
     def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
-        """What the judge is shown of record ``source`` for ``query`` and ``intent``
-        (:func:`~judge_runner.search.passages.select_passages` under the store's embedder); None for an
-        unknown id."""
+        """What the judge is shown of record ``source``; None for an unknown id."""
         return select_passages(query, self.chunks(source), intent=intent, embedder=self.embedder)
 
 
 def record_chunks(title: str, text: str) -> list[Chunk]:
-    """A BEIR record's chunks as ``index --beir-corpus`` makes them: its text (its title when it has
-    none) chunked as plain text, the title as every chunk's anchor."""
+    """A BEIR record's text (else its title) chunked as plain text, the title as every anchor."""
     return [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
 
 
 def open_documents(path: Path, embedder: Any = None) -> FolderDocuments | BeirDocuments:
-    """A folder as :class:`FolderDocuments`, a file as :class:`BeirDocuments`, choosing passages under
-    ``embedder`` (the command's). Raises DocumentStoreError."""
+    """A folder as :class:`FolderDocuments`, a file as :class:`BeirDocuments`. Raises DocumentStoreError."""
     path = Path(path)
     if path.is_dir():
         return FolderDocuments(path, embedder)

@@ -1,19 +1,7 @@
-"""Searches judge-runner does not run itself, behind the same backend protocol as the built-in search
-(:class:`~judge_runner.search.base.SearchBackend`): a command (:class:`CommandSearch`, here) or an HTTP
-endpoint (:class:`~judge_runner.search.http_search.HttpSearch`). Both map the other system's JSON with a
-:class:`~judge_runner.search.mapping.FieldMapping` and fetch missing text from a document store.
-
-Nothing the other side does can hang a run: a command is given ``timeout`` seconds from its start to
-its last byte (its output is read with that deadline, not until end of file, so a background process
-that inherited the pipe cannot hold the query), once it has exited its output is taken within a short
-grace (:data:`EXIT_GRACE_S`) and whatever is left of its process group is killed, and at most
-:data:`~judge_runner.search.mapping.MAX_REPLY_BYTES` of its output is read.
-
-Every failure raises :class:`~judge_runner.search.mapping.ExternalSearchError`, which the run loop
-records as an ``error`` line with ``stage: search`` (never a zero score). Secrets stay out of run
-files, logs and messages: header values are read from environment variables at start-up and never
-written anywhere, URLs are recorded without credentials or query string, and command arguments that
-look like secrets are recorded as ``***``.
+"""A search run as a command per query, behind the built-in search's protocol. Nothing the command does can
+hang a run: one deadline from its start to its last byte, a bounded read, and its process group killed
+after. Every failure raises :class:`~judge_runner.search.mapping.ExternalSearchError`; secret-looking
+arguments are recorded as ``***``. See docs/external-search.md.
 """
 
 from __future__ import annotations
@@ -42,23 +30,20 @@ from judge_runner.search.mapping import (
 
 _SECRET_ARG = re.compile(r"(?i)(token|secret|password|passwd|api[-_]?key|auth)")
 EXIT_GRACE_S = 0.5
-"""Seconds the output of a command that has exited is still read, for what is left in the pipe; a
-process it left behind that keeps the pipe open is not waited for longer."""
+"""Seconds an exited command's pipes are still read; a child holding them open is not waited for."""
 STDERR_KEPT_BYTES = 64 * 1024  # the end of stderr kept for the error message; the rest is read and dropped
 _POLL_S = 0.05  # how often a running command is checked for having exited while its pipes stay quiet
 
 
 def redact_argument(arg: str) -> str:
-    """A command argument fit for a run file: ``--token=abc`` -> ``--token=***``; an argument that only
-    names a secret (``--api-key``) is kept, and :func:`redact_command` hides the value after it."""
+    """``--token=abc`` -> ``--token=***``; a bare name (``--api-key``) is kept."""
     if "=" in arg and _SECRET_ARG.search(arg.split("=", 1)[0]):
         return arg.split("=", 1)[0] + "=***"
     return arg
 
 
 def redact_command(argv: list[str]) -> str:
-    """The command line as recorded in provenance: arguments after or holding a secret-looking name
-    (token, secret, password, api key, auth) replaced with ``***``."""
+    """The command line with arguments after or holding a secret-looking name as ``***``."""
     out, hide_next = [], False
     for arg in argv:
         out.append("***" if hide_next and "{" not in arg else redact_argument(arg))
@@ -70,8 +55,7 @@ _INTERPRETERS = re.compile(r"^(python[\d.]*|node|ruby|perl|sh|bash|uv|uvx|npx|ja
 
 
 def command_name(argv: list[str]) -> str:
-    """A short name for a command: the program's file name, or the script's (without suffix) when the
-    program is an interpreter (``python tests/support/engines/bm25s_search.py ...`` -> ``bm25s_search``)."""
+    """The program's file name, or the script's stem when the program is an interpreter."""
     program = os.path.basename(argv[0])
     if _INTERPRETERS.match(program):
         script = next((a for a in argv[1:] if not a.startswith("-") and "{" not in a), None)
@@ -81,15 +65,9 @@ def command_name(argv: list[str]) -> str:
 
 
 class CommandSearch:
-    """A search run as a command for each query: ``mysearch --json --limit {limit}``.
-
-    The template is split with :func:`shlex.split` and run without a shell. In each argument
-    ``{query}``, ``{limit}`` and ``{mode}`` are replaced; the query is one argument wherever
-    ``{query}`` appears, else it is written to the command's stdin (UTF-8, no trailing newline). The
-    command prints JSON results on stdout (mapped with ``mapping``). ``timeout`` is in seconds from
-    the start to the last byte read; a command that outlives it is killed with its process group.
-    ``max_bytes``: the most of its stdout read (:data:`~judge_runner.search.mapping.MAX_REPLY_BYTES`).
-    Raises ValueError for an empty template.
+    """A search run as a command for each query: ``mysearch --json --limit {limit}``, without a shell.
+    ``{query}``, ``{limit}`` and ``{mode}`` are replaced in each argument; without ``{query}`` the query
+    goes to stdin. ``timeout``: seconds from start to last byte. Raises ValueError for an empty template.
     """
 
     def __init__(
@@ -113,7 +91,6 @@ class CommandSearch:
         self.name = name or command_name(self.argv)
 
     def describe(self) -> dict[str, Any]:
-        """What provenance records: the kind, the command (secret-looking arguments hidden), the mapping."""
         return {
             "kind": "command",
             "command": redact_command(self.argv),
@@ -128,11 +105,8 @@ class CommandSearch:
         return [a.replace("{query}", query).replace("{limit}", str(limit)).replace("{mode}", mode) for a in self.argv]
 
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
-        """Run the command for ``query`` and map what it prints (``intent`` chooses only the passages of a
-        document store, never goes to the command). Raises ExternalSearchError (kinds
-        ``search_timeout``: not done within ``timeout`` seconds, killed; ``search_failed``: not found or
-        non-zero exit; ``search_output``: nothing, not JSON, or more than ``max_bytes`` printed, cut
-        there and killed; ``search_unknown_source``)."""
+        """The command's answer for ``query`` (``intent`` never reaches it). Raises ExternalSearchError:
+        ``search_timeout``, ``search_failed``, ``search_output`` or ``search_unknown_source``."""
         started = time.perf_counter()
         what = f"search command {self.name!r}"
         try:
@@ -172,9 +146,7 @@ class CommandSearch:
 
 @dataclass
 class CommandOutput:
-    """What :func:`collect_output` read: ``stdout`` (at most the bound), the end of ``stderr``, and how
-    reading ended: ``cut`` (stdout passed the bound), ``timed_out`` (the command had not exited by the
-    deadline), ``left_open`` (it exited but something else kept a pipe open past the grace)."""
+    """What :func:`collect_output` read, and how reading ended: ``cut``, ``timed_out`` or ``left_open``."""
 
     stdout: bytes = b""
     stderr: bytes = b""
@@ -186,11 +158,8 @@ class CommandOutput:
 
 
 def collect_output(process: subprocess.Popen, stdin: bytes, timeout: float, max_bytes: int = MAX_REPLY_BYTES) -> CommandOutput:
-    """Write ``stdin`` to ``process`` and read its stdout and stderr until both end, with a deadline of
-    ``timeout`` seconds from now for everything. Reading stops early when stdout passes ``max_bytes``
-    (``cut``), and :data:`EXIT_GRACE_S` after the process exits when a pipe is still open (a child it
-    left in the background holds it: ``left_open``). Never blocks past the deadline; the caller kills
-    what is left (:func:`_kill_group`)."""
+    """Write ``stdin`` and read stdout and stderr within ``timeout`` seconds, stopping past ``max_bytes``
+    or :data:`EXIT_GRACE_S` after exit. Never blocks past the deadline; the caller kills what is left."""
     deadline = time.monotonic() + timeout
     result = CommandOutput()
     err = bytearray()
@@ -265,8 +234,7 @@ def collect_output(process: subprocess.Popen, stdin: bytes, timeout: float, max_
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    """Kill whatever is left of the command's process group (it runs in a session of its own: its
-    background children go with it) and reap the command."""
+    """Kill the command's process group, background children too, and reap it."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

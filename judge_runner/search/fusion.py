@@ -1,7 +1,5 @@
-"""Reciprocal Rank Fusion, the one fusion implementation every backend uses.
-
-RRF (Cormack, Clarke and Buettcher, SIGIR 2009): ``score(d) = sum_i w_i / (k + rank_i(d))`` with
-1-based ranks; the paper's and the seed's ``k = 60``.
+"""Reciprocal Rank Fusion (Cormack, Clarke and Buettcher, SIGIR 2009): ``score(d) = sum_i w_i / (k +
+rank_i(d))``, 1-based ranks, ``k = 60`` as in the paper.
 """
 
 from __future__ import annotations
@@ -10,11 +8,8 @@ from collections.abc import Hashable, Sequence
 
 
 def rrf(ranked_lists: Sequence[Sequence[Hashable]], k: float = 60.0, weights: Sequence[float] | None = None) -> dict[Hashable, float]:
-    """Fuse ranked lists of ids (best first) into ``{id: rrf score}``.
-
-    ``weights`` gives one weight per list (default 1.0 each). Raises ValueError for ``k < 0`` or a
-    weights list of the wrong length. An id missing from a list contributes nothing for it.
-    """
+    """``{id: rrf score}`` of ranked lists, best first; ``weights`` 1.0 each by default. Raises ValueError
+    for ``k < 0`` or one weight too many or few."""
     if k < 0:
         raise ValueError("RRF k must be >= 0")
     if weights is None:

@@ -1,23 +1,13 @@
-"""The search logic every chunk-storing backend shares: modes, fusion, collapse to documents, honesty gate.
+"""The search logic every chunk-storing backend shares: modes, RRF fusion, documents ranked by their best
+chunk, the honesty gate, and the passages the judge is shown. A backend subclasses :class:`ChunkSearch`
+and provides:
 
-A backend (SQLite, PostgreSQL) subclasses :class:`ChunkSearch` and provides three lookups by chunk id
-and one by document:
-
-- ``_fts(query, depth) -> [(chunk_id, score)]``: full-text ranking, best first, higher is better;
-- ``_vector(query, depth) -> [(chunk_id, cosine)]``: nearest chunks by cosine, best first;
+- ``_fts(query, depth) -> [(chunk_id, score)]``: full-text ranking, best first;
+- ``_vector(query, depth) -> [(chunk_id, cosine)]``: nearest chunks, best first;
 - ``_chunk_rows(ids) -> [(chunk_id, source, anchor, line_start, line_end, text)]``;
-- ``_document_chunks(sources) -> {source: [Chunk, ...]}``: every chunk of each document, in document order.
+- ``_document_chunks(sources) -> {source: [Chunk, ...]}``, in document order.
 
-:meth:`ChunkSearch.search` does the rest the same way for every backend: RRF (one implementation,
-:func:`judge_runner.search.fusion.rrf`) over the two lists in hybrid mode, documents ranked by their
-best chunk, snippets, and ``confident``; then what the judge is shown of each document, by the rule every
-system's results are shown by (:func:`judge_runner.search.passages.select_passages` over the document's
-chunks, not the chunk the engine matched), outside the search's measured latency.
-
-Depth: each list starts at ``settings.depth`` chunks (30), or the limit when larger (docs/builtin-search.md). Since a
-document may own several of those chunks, the lists are fetched again twice as deep, up to
-:data:`MAX_DEPTH_FACTOR` times the first depth, until they name ``limit`` documents or hold every
-matching chunk: ``limit`` documents come back whenever the index holds that many matches.
+Lists are fetched deeper, up to :data:`MAX_DEPTH_FACTOR` times, until they name ``limit`` documents.
 """
 
 from __future__ import annotations
@@ -50,13 +40,12 @@ MAX_DEPTH_FACTOR = 32  # deepest fetch: 32 x the first depth (30 -> 960 chunks p
 
 
 def lexical_row_text(source: str, anchor: str | None, text: str) -> str:
-    """What the full-text index holds for a chunk (body, anchor, path terms), as one string: the text the
-    honesty gate's :func:`term_coverage` is measured on."""
+    """A chunk's body, anchor and path terms as one string: what the honesty gate measures."""
     return " ".join((lexical_text(text), lexical_text(anchor or ""), path_terms(source)))
 
 
 def lexical_match(query: str, rows: Sequence[ChunkRow]) -> bool:
-    """Whether one of these chunks contains most of the query's terms (see :func:`term_coverage`)."""
+    """Whether one of these chunks contains most of the query's terms."""
     return any(term_coverage(query, lexical_row_text(r[1], r[2], r[5])) > 0.5 for r in rows)
 
 
@@ -104,10 +93,7 @@ def collapse(
 def with_passages(
     query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]], intent: str = "", embedder: Any = None
 ) -> list[SearchHit]:
-    """``hits`` with what the judge is shown of each document (``text``, ``textAnchor``, ``textFrom``
-    'document'): :func:`~judge_runner.search.passages.select_passages` over ``chunks[source]`` (the
-    document's chunks in order) for ``query`` and ``intent`` under ``embedder``; a hit whose document has
-    none keeps its own text."""
+    """``hits`` with the passages the judge is shown of each document; one without chunks keeps its text."""
     out = []
     for hit in hits:
         passages = select_passages(query, chunks.get(hit.source) or [], intent=intent, embedder=embedder)
@@ -119,10 +105,7 @@ def with_passages(
 
 
 def embed_query(embedder: Any, query: str) -> np.ndarray:
-    """``query``'s vector, shape ``(embedder.dimension,)``, float32: the text encoded alone, in a batch
-    of one, so the vector is a function of the text and the model only. Every query vector of the
-    built-in search comes from here (lone searches and :meth:`ChunkSearch.prepare_queries` alike).
-    Raises what ``embedder.encode`` raises."""
+    """``query``'s float32 vector, encoded alone so it depends on the text and the model only."""
     return cast(np.ndarray, encode_each(embedder, [query])[0])
 
 
@@ -145,17 +128,9 @@ class ChunkSearch:
         raise NotImplementedError
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int:
-        """Embed ``queries`` ahead of their searches, so that :meth:`search` on any of them does no model
-        work (phase two knows its whole query set before it judges). Returns how many were embedded:
-        none in fts mode (it uses no vector), none for a blank query or one already prepared. Raises
-        what the embedder raises (EmbeddingModelError).
-
-        The texts are cleaned as :meth:`search` cleans them and each is embedded on its own
-        (:func:`embed_query`), exactly as an unprepared search embeds it, so a prepared search returns
-        the unprepared one's answer bit for bit: a query's results depend on the query and the index
-        alone, never on which other queries were prepared with it. (Rows of a padded batch differ from
-        a lone query's vector by float noise, about 3e-7 per component on a CPU with AVX-512, enough
-        to swap near-tied documents.) The vectors stay until :meth:`forget_queries`."""
+        """Embed ``queries`` ahead of their searches, each alone, so a prepared search returns the
+        unprepared one's answer bit for bit. Returns how many were embedded (none in fts mode). Raises
+        EmbeddingModelError."""
         if mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
         if mode == "fts":
@@ -169,13 +144,11 @@ class ChunkSearch:
         return len(texts)
 
     def forget_queries(self) -> None:
-        """Drop the vectors :meth:`prepare_queries` computed (later searches embed their query again)."""
+        """Drop the vectors :meth:`prepare_queries` computed."""
         self.__dict__.pop("_prepared", None)
 
     def _query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding: the one given to :meth:`search`, else the one :meth:`prepare_queries`
-        computed, else computed now, once per :meth:`search` call (a deeper fetch re-uses it; kept per
-        thread, since the run loop searches from several). Backends' ``_vector`` call this."""
+        """The query's vector: given, prepared, else computed once per :meth:`search` call (per thread)."""
         local = self.__dict__.get("_search_local")
         memo = getattr(local, "vector", None) if local is not None else None
         if memo is not None and memo[0] == query:
@@ -197,19 +170,10 @@ class ChunkSearch:
         passages: bool = True,
         intent: str = "",
     ) -> SearchAnswer:
-        """Rank documents for ``query`` (any text is safe: characters that cannot be encoded, such as a
-        lone surrogate from a shell argument holding an invalid byte, become U+FFFD) by their best chunk.
-
-        ``fts``: the backend's full-text ranking over an OR of the query's tokens; ``vector``: cosine of
-        all-MiniLM-L6-v2 embeddings; ``hybrid``: RRF of the top ``depth`` chunks of each. Returns
-        ``limit`` documents when the index holds that many matches (see the module docstring on depth).
-        ``query_vector``: the query's embedding when the caller has it (shape ``(dimension,)``, from this
-        index's embedder), else the one :meth:`prepare_queries` computed, else it is computed here.
-        ``passages``: also fill in what the judge is shown of each document (:func:`with_passages`, for the
-        query and ``intent`` under this index's embedder; after the latency is measured); False for callers
-        that only need the ranking (``search``, ``--trec-run``). ``intent`` never ranks.
-        Raises ValueError for an unknown mode, a limit under 1 or a vector of another shape.
-        """
+        """Documents for ``query`` (any text; unencodable characters become U+FFFD) ranked by their best
+        chunk, ``limit`` of them when the index holds that many matches. ``passages``: also choose what the
+        judge is shown, after the latency is measured; ``intent`` never ranks. Raises ValueError for an
+        unknown mode, a limit under 1 or a vector of another shape."""
         if mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, fts or vector")
         if limit < 1:
@@ -275,5 +239,4 @@ class ChunkSearch:
         )
 
     def _lexical_match(self, query: str, chunk_ids: list[int]) -> bool:
-        """Whether one of these chunks contains most of the query's terms (the honesty gate's lexical half)."""
         return lexical_match(query, self._chunk_rows(chunk_ids)) if chunk_ids else False

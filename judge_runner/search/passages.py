@@ -1,44 +1,8 @@
-"""What the judge reads of a document for a query: one rule, whoever returned the document.
-
-A label must be a property of the query and the document, not of the system that returned it: TREC judges
-a pooled document once, whoever retrieved it (Voorhees & Harman 2005, "TREC: Experiment and Evaluation in
-Information Retrieval", ch. 2). So the text shown to the judge is chosen here, from the document's own
-chunks, by a rule that knows nothing of the engine's ranking, matched chunk or snippet:
-
-1. **The chunks.** The document's chunks as the indexer makes them (:mod:`judge_runner.corpus.formats`),
-   in document order: the built-in index holds them; a document store
-   (:mod:`judge_runner.search.documents`) chunks its files the same way.
-2. **A document that fits is shown whole**: when all its chunks fit in :data:`SHOWN_TEXT_CAP`, nothing is
-   chosen (TREC's assessors read the whole document); the anchor shown is its first chunk's (its title).
-3. **Each chunk scored by the query and the intent**, in up to four rankings fused by reciprocal rank
-   fusion (Cormack, Clarke & Büttcher 2009, k = 60; ties: the earlier chunk):
-
-   - lexically: BM25 (Robertson & Zaragoza 2009, k1 = 1.2, b = 0.75, Lucene's always-positive IDF
-     ``ln(1 + (N - n + 0.5) / (n + 0.5))``) of the query's terms, and of the intent's
-     (:func:`~judge_runner.core.textproc.query_tokens`: stopwords dropped, camelCase parts added; the
-     intent's stock words, :data:`INTENT_FILLER`, dropped too), in the chunk's own text, the collection
-     being the document's chunks. Words match by the crude stem of the honesty gate
-     (:func:`~judge_runner.search.text.term_coverage`), Latin diacritics folded. Path and anchor words do
-     not count (every chunk shares the path, an anchor repeats its parents' headings; a chunk's own
-     heading is in its text). A ranking holds only the chunks with a term.
-   - by meaning: the cosine between the chunk's text and the query, and the intent, under the command's
-     one embedder (:mod:`judge_runner.embed.registry`, the same for every system of a run; rounded to
-     4 decimals, so float noise of another batch shape cannot swap two chunks). A ranking holds every chunk.
-
-   The intent matters because the query types that test meaning (conceptual queries worded away from the
-   document, queries in another language) share few words with the answer, and the intent usually names
-   the need in the document's own terms.
-4. **The choice.** The chunks best first, as long as the text stays within the cap; the best always
-   (the fence cuts a longer one). So the document's start is shown first only when it ranks first: with
-   no embedder and no word shared with the query or the intent, no ranking orders the chunks and the
-   document is shown from its start.
-5. **The text.** The chosen chunks in document order, separated by a blank line, with a line ``[…]``
-   wherever chunks were left out; the anchor shown is the best chunk's.
-
-Deterministic (a function of the query, the intent, the chunks' texts and the embedder) and the same for
-every system. Its version, :data:`PASSAGE_RULE`, and the embedder's model name are part of the judge
-fingerprint (``judging/fingerprint.py``): runs judged under another rule or embedder are not compared by
-``trend``.
+"""What the judge reads of a document for a query: one rule, whoever returned the document, as TREC judges
+a pooled document once (Voorhees & Harman 2005, "TREC: Experiment and Evaluation in Information
+Retrieval", ch. 2). A document that fits is shown whole; else its chunks are ranked for the query and the
+intent by BM25 and cosine fused by RRF, and the best that fit are shown in document order. Deterministic.
+See docs/judge-protocol.md, "What the judge sees of a document".
 """
 
 from __future__ import annotations
@@ -60,18 +24,13 @@ from judge_runner.search.fusion import rrf
 from judge_runner.search.text import fold_diacritics
 
 PASSAGE_RULE = "passages-2"
-"""Version of the rule above; recorded in the judge fingerprint. Bump on any change to what
-:func:`select_passages` returns."""
+"""In the judge fingerprint: bump on any change to what :func:`select_passages` returns."""
 
 SHOWN_TEXT_CAP = 2000
-"""Most characters of a result's text shown to the judge (imported by the fence, ``judging/fence.py``,
-where the fence cuts at it). The passages of a document are chosen to fit in it; the built-in chunker caps
-a chunk at 1,200 characters (``corpus.chunk.MAX_CHUNK_CHARS``), so the best chunk always fits and one or
-more others may join it. A result's own text (an external search without a document store) is cut here at
-a line or word boundary with a visible marker."""
+"""Most characters of a result's text shown to the judge; a chunk (at most 1,200) always fits."""
 
 GAP = "[…]"
-"""The line that stands for chunks of the document left out of what the judge is shown."""
+"""The line that stands for chunks left out."""
 
 BM25_K1, BM25_B = 1.2, 0.75  # Robertson & Zaragoza 2009, the usual defaults (Lucene, Anserini)
 RRF_K = 60.0  # Cormack, Clarke & Büttcher 2009, "Reciprocal Rank Fusion outperforms Condorcet and individual rank learning methods"
@@ -81,17 +40,14 @@ INTENT_FILLER = frozenset(
     explains explain describes describe contains contain shows show says names lists document documents section
     sections page pages file files information""".split()
 )
-"""Words intents are written with whatever they ask for ("Wants to know ...; a good answer gives ..."):
-not evidence of anything, left out of the intent's terms."""
+"""Words every intent is written with, left out of its terms."""
 _VECTOR_CACHE_SIZE = 8192  # chunk texts; 384 float32 each: about 12 MB at most
 
 
 @dataclass(frozen=True)
 class Passages:
-    """What the judge is shown of one document for one query: ``text`` (the chosen chunks in document
-    order, gaps marked with :data:`GAP`), ``anchor`` (the best chunk's, None when it has none),
-    ``chunks`` (the 0-based positions of the chunks shown, in document order), ``best`` (the best chunk's
-    position) and ``line_start``/``line_end`` (the best chunk's 1-based lines in the document)."""
+    """What the judge is shown of one document. ``chunks``: 0-based positions shown; ``line_start`` and
+    ``line_end``: the best chunk's 1-based lines."""
 
     text: str
     anchor: str | None
@@ -102,22 +58,20 @@ class Passages:
 
 
 def _stem(term: str) -> str:
-    """The crude stem of :func:`judge_runner.search.text.term_coverage`: over 5 characters, the last two go."""
+    """The honesty gate's crude stem: over 5 characters, the last two go."""
     return term if len(term) <= 5 else term[:-2]
 
 
 @lru_cache(maxsize=1024)  # a run scores the same documents for many queries; about 13 MB at most
 def chunk_words(text: str) -> tuple[str, ...]:
-    """The words of a chunk's text as the scorer reads them: CJK as bigrams, Latin diacritics folded,
-    lower case, plus camelCase parts (:func:`~judge_runner.core.textproc.word_variants`)."""
+    """A chunk's words: CJK as bigrams, diacritics folded, lower case, plus camelCase parts."""
     words = _WORD.findall(fold_diacritics(cjk_bigrams(text)))
     return tuple(w.lower() for word in words for w in (word, *word_variants(word)))
 
 
 def bm25_scores(query: str, texts: Sequence[str], ignore: frozenset[str] = frozenset()) -> list[float]:
-    """BM25 of ``query``'s terms (less those in ``ignore``) for each of ``texts`` (one document's chunks),
-    with the document's chunks as the collection (module docstring, step 3). All 0.0 for a query without
-    terms or texts without them."""
+    """BM25 (Robertson & Zaragoza 2009; Lucene's IDF) of ``query``'s terms less ``ignore`` for each of one
+    document's chunk ``texts``, which are the collection."""
     terms = [t for t in query_tokens(query) if t not in ignore]
     stems = list(dict.fromkeys(_stem(fold_diacritics(t)) for t in terms))
     docs = [chunk_words(t) for t in texts]
@@ -139,10 +93,7 @@ _vectors_lock = threading.Lock()
 
 
 def text_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
-    """``texts`` embedded by ``embedder`` one at a time (:func:`~judge_runner.embed.base.encode_each`:
-    a vector is a function of its text and the model only), shape ``(len(texts), dimension)``; a process
-    cache keyed by the embedder's model name and the text keeps the last :data:`_VECTOR_CACHE_SIZE`.
-    Raises what ``embedder.encode`` raises."""
+    """``texts`` embedded one at a time, shape ``(len(texts), dimension)``, through a process cache."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
     with _vectors_lock:
         known = {t: _vectors[(name, t)] for t in texts if (name, t) in _vectors}
@@ -159,9 +110,7 @@ def text_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 
 def remember_vector(embedder: Any, text: str, vector: np.ndarray) -> None:
-    """Put ``text``'s vector, made elsewhere by :func:`~judge_runner.embed.base.encode_each` under
-    ``embedder`` (the built-in search's query vector: the same function of the text and the model), into
-    the cache :func:`text_vectors` reads, so a query is not embedded twice."""
+    """Cache a vector made alone under ``embedder``, so a query is not embedded twice."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
     with _vectors_lock:
         _vectors[(name, text)] = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -170,22 +119,18 @@ def remember_vector(embedder: Any, text: str, vector: np.ndarray) -> None:
 
 
 def cosines(embedder: Any, text: str, texts: Sequence[str]) -> list[float]:
-    """The cosine of ``text`` with each of ``texts`` under ``embedder`` (its vectors are L2-normalised),
-    rounded to :data:`COSINE_DECIMALS`."""
+    """The cosine of ``text`` with each of ``texts``, rounded to :data:`COSINE_DECIMALS`."""
     vectors = text_vectors(embedder, [text, *texts])
     return [round(float(v), COSINE_DECIMALS) for v in vectors[1:] @ vectors[0]]
 
 
 def _ranking(scores: Sequence[float], positive_only: bool) -> list[int]:
-    """Positions by score, best first (ties: the earlier); with ``positive_only`` the scores above 0 only."""
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
     return [i for i in order if scores[i] > 0] if positive_only else order
 
 
 def chunk_ranking(query: str, intent: str, texts: Sequence[str], embedder: Any = None) -> list[int]:
-    """Every position of a document's chunk ``texts``, best first for the query and the intent (module
-    docstring, step 3). Without an embedder, the lexical rankings only; with no ranking at all (no
-    embedder, no shared word), document order."""
+    """Every chunk position, best first; document order when nothing ranks them."""
     rankings: list[list[int]] = []
     for words, ignore in ((query, frozenset()), (intent, INTENT_FILLER)):
         if not words.strip():
@@ -198,8 +143,7 @@ def chunk_ranking(query: str, intent: str, texts: Sequence[str], embedder: Any =
 
 
 def join_chunks(texts: Sequence[str], positions: Sequence[int]) -> str:
-    """The texts at ``positions`` (sorted, 0-based, of ``len(texts)``) as the judge reads them: a blank
-    line between neighbours, a :data:`GAP` line wherever chunks were left out."""
+    """The texts at ``positions``, a blank line between neighbours, a :data:`GAP` line for those left out."""
     parts: list[str] = []
     previous = -1
     for position in positions:
@@ -215,11 +159,8 @@ def join_chunks(texts: Sequence[str], positions: Sequence[int]) -> str:
 def select_passages(
     query: str, chunks: Sequence[Chunk], cap: int = SHOWN_TEXT_CAP, *, intent: str = "", embedder: Any = None
 ) -> Passages | None:
-    """The passages of a document (its ``chunks`` in document order) shown to the judge for ``query`` and
-    its ``intent``, by the rule of the module docstring; None when the document has no chunk. ``cap``: the
-    most characters of the text (the best chunk is kept even when it alone is longer). ``embedder``: the
-    command's one :class:`~judge_runner.embed.base.TextEmbedder` (None: lexical only, for callers that
-    have none). Raises what the embedder raises."""
+    """What the judge is shown of a document's ``chunks``, at most ``cap`` characters but the best chunk
+    always; None without chunks. ``embedder`` None: lexical only."""
     if not chunks:
         return None
     texts = [c.text for c in chunks]

@@ -1,41 +1,7 @@
-"""The PostgreSQL backend: full-text search on a ``tsvector`` column (GIN) and pgvector HNSW for embeddings.
-
-Same contract and same public methods as :class:`judge_runner.search.sqlite.SQLiteIndex`, so the
-indexer (:func:`~judge_runner.search.indexer.index_tree`, :func:`~judge_runner.search.indexer.index_beir`)
-and the run loop use either unchanged. Modes, RRF fusion, collapse to documents, snippets and the
-honesty gate are the shared code of :class:`judge_runner.search.hybrid.ChunkSearch`.
-
-Layout: every object lives in one PostgreSQL schema (default ``judge_runner``), so one database can hold
-several indexes and nothing collides with other tables: ``meta`` (schema_version, embedding model,
-dimension and vector type, corpus fingerprint...), ``documents``, ``chunks`` (anchor, line range, text,
-``tsv`` with a GIN index, ``dl`` = its token count, ``embedding`` with an HNSW index), ``postings``
-(one row per word and chunk of ``tsv``: the inverted index BM25 reads), ``corpus_stats`` (chunk and
-token totals), a text search configuration ``lexical``, its dictionary ``english_stem`` and an aggregate
-``tsquery_or_agg``. The tool creates the schema itself and upgrades it through :data:`MIGRATIONS`; an
-index of another model, dimension or unknown version raises IndexMismatchError.
-
-Full text, the same pre-tokenisation as SQLite: each chunk's body (:func:`~judge_runner.search.text.lexical_text`:
-CJK bigrams, camelCase parts, German transliterations), anchor and path words are split, lower-cased and
-diacritic-folded in Python (:func:`~judge_runner.search.text.normalized_words`; no ``unaccent`` needed),
-then PostgreSQL's parser with the ``lexical`` configuration (``simple`` plus the Snowball English stemmer
-without stop words, the counterpart of SQLite's ``porter`` tokenizer) builds ``tsv`` with the anchor
-weighted ``A``, the path ``B`` and the body ``D``. A query is OR of its tokens and compound phrases
-(:func:`~judge_runner.core.textproc.query_tokens`, :func:`~judge_runner.search.text.query_phrases`),
-passed as text arrays and turned into lexemes and tsqueries server-side by ``to_tsvector`` and
-``phraseto_tsquery``, which read any text as plain words: no query text reaches SQL but as a bound
-parameter, and a tsquery syntax error cannot happen.
-
-Ranking is BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75, FTS5's IDF, the same field weights 1 / 2 /
-1.5), in one SQL statement over the ``postings`` of the query's words (an index-only scan) plus the
-chunks holding a phrase (found through the GIN index on ``tsv``). PostgreSQL's own ``ts_rank`` has no
-IDF: on SciFact it scored nDCG@10 0.58 against BM25's 0.70 (benchmarks/beir_postgres.py), so it is only
-an option (``fts_ranking = "ts_rank"``) kept for that comparison.
-
-Vectors: ``vector(dim)`` with an HNSW index (``vector_cosine_ops``), or ``halfvec`` for models over
-2,000 dimensions (pgvector's HNSW limit for ``vector``; 4,000 for ``halfvec``, more is refused).
-Searches use a connection pool (concurrent queries from the run loop); writes use one dedicated
-connection whose transaction :meth:`PostgresIndex.commit` / :meth:`PostgresIndex.rollback` end, so
-searches see committed state only and a crash mid-index leaves the last commit intact.
+"""The PostgreSQL backend, with the SQLite backend's contract: BM25 as FTS5 computes it over a ``postings``
+table built from a ``tsvector`` (the same pre-tokenisation as SQLite), and pgvector HNSW for embeddings.
+Everything lives in one schema, upgraded through :data:`MIGRATIONS`. Query text reaches SQL only as bound
+parameters. Searches use a pool; writes use one connection, so searches see committed state only.
 """
 
 from __future__ import annotations
@@ -74,7 +40,7 @@ class PostgresSetupError(RuntimeError):
 
 
 def _schema_ddl(vector_type: str, dim: int) -> list[str]:
-    """The statements creating schema version 1 in ``{s}`` (formatted with quoted identifiers)."""
+    """The statements creating schema version 1 in ``{s}``."""
     return [
         "CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL)",
         """CREATE TABLE {s}.documents (
@@ -124,22 +90,14 @@ def _schema_ddl(vector_type: str, dim: int) -> list[str]:
 
 
 def _no_nul(text: str | None) -> str | None:
-    """PostgreSQL text cannot hold NUL characters (SQLite can): a NUL past the binary check's first
-    8 KiB, or a ``\\u0000`` in a BEIR record, is stored as U+FFFD instead of failing the whole index."""
+    """``text`` with NUL, which PostgreSQL text cannot hold, as U+FFFD."""
     return text.replace("\x00", "\ufffd") if text and "\x00" in text else text
 
 
 class PostgresIndex(ChunkSearch):
-    """A search index in a PostgreSQL database with pgvector. Use as a context manager or call ``close()``.
-
-    ``dsn``: a libpq connection string or URL; ``schema``: the PostgreSQL schema holding the index
-    (created when missing unless ``readonly``); ``pool_size``: most concurrent searches; ``embedder``:
-    the command's embedder when the ``embedder`` setting chose one (an index built by another is refused);
-    None: the one that built the index, else the default for a new one
-    (:func:`judge_runner.embed.registry.choose`, asked once, when the meta is read). Raises
-    IndexMismatchError when the schema was built with another embedding model, dimension or an
-    unknown schema version, or (``readonly``) holds no index; PostgresSetupError when pgvector is
-    missing and cannot be created; psycopg.OperationalError when the server cannot be reached.
+    """A search index in a PostgreSQL schema; a context manager. ``embedder`` None: the index's own, else
+    the default. Raises IndexMismatchError for another model, dimension or schema version (or, ``readonly``,
+    no index); PostgresSetupError without pgvector; psycopg.OperationalError when the server is unreachable.
     """
 
     fts_ranking = "bm25"  # or "ts_rank" (PostgreSQL's, no IDF; kept for the benchmark's comparison)
@@ -193,10 +151,8 @@ class PostgresIndex(ChunkSearch):
         self.close()
 
     def close(self) -> None:
-        """Close the pool and the write connection (an uncommitted transaction is rolled back). After
-        at least :data:`VACUUM_AFTER_CHUNKS` chunks were committed, first ``VACUUM (ANALYZE)`` the index's
-        tables: until (auto)vacuum has set the visibility map, BM25's index-only scans of ``postings``
-        visit the heap, and full-text queries on a freshly bulk-loaded index ran about 3 times slower."""
+        """Close, rolling back what is uncommitted; after :data:`VACUUM_AFTER_CHUNKS` committed chunks,
+        vacuum first (a fresh bulk load's full-text queries ran about 3 times slower until vacuumed)."""
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()
@@ -209,7 +165,7 @@ class PostgresIndex(ChunkSearch):
                 self.vacuum()
 
     def vacuum(self) -> None:
-        """``VACUUM (ANALYZE)`` the index's tables (best effort: a failure, e.g. not their owner, is ignored)."""
+        """``VACUUM (ANALYZE)`` the index's tables, best effort."""
         import psycopg
 
         try:
@@ -242,8 +198,7 @@ class PostgresIndex(ChunkSearch):
         conn.commit()
 
     def _use_embedder(self, embedder: TextEmbedder) -> None:
-        """Embed with ``embedder``: its model name, dimension and the vector type that holds it. Raises
-        PostgresSetupError for more dimensions than pgvector's HNSW index takes."""
+        """Raises PostgresSetupError for more dimensions than pgvector's HNSW index takes."""
         self.embedder, self.model_name, self.dim = embedder, embedder.name, int(embedder.dimension)
         if self.dim > HNSW_MAX_HALFVEC_DIM:
             raise PostgresSetupError(
@@ -253,15 +208,13 @@ class PostgresIndex(ChunkSearch):
         self.vector_type = "vector" if self.dim <= HNSW_MAX_VECTOR_DIM else "halfvec"
 
     def _recorded_model(self, conn: Any) -> str | None:
-        """The ``embedding_model`` the schema's meta records (None: no schema yet, or none recorded)."""
         if conn.execute("SELECT to_regclass(%s)", (f"{self._s.as_string()}.meta",)).fetchone()[0] is None:
             return None
         row = conn.execute(self._sql("SELECT value FROM {s}.meta WHERE key = 'embedding_model'")).fetchone()
         return row[0] if row else None
 
     def _ensure_schema(self, conn: Any, embedder: TextEmbedder | None) -> None:
-        """Choose the embedder (``embedder``, else the index's own, else the default: once, here), then
-        create the schema at :data:`SCHEMA_VERSION`, or upgrade it, or check it; then check the meta."""
+        """Choose the embedder, then create, upgrade or check the schema and its meta."""
         self._use_embedder(embedder if embedder is not None else choose(None, self._recorded_model(conn)))
         expected = {
             "schema_version": SCHEMA_VERSION,
@@ -318,7 +271,6 @@ class PostgresIndex(ChunkSearch):
         return self._conn
 
     def _reader(self) -> Any:
-        """A pooled autocommit connection for searching: ``with self._reader() as conn: ...``."""
         if self._pool is None:
             with self._pool_lock:
                 if self._pool is None:
@@ -344,33 +296,28 @@ class PostgresIndex(ChunkSearch):
         return self._pool.connection()
 
     def _meta_conn(self) -> Any:
-        """The write connection when there is one (it sees its own uncommitted writes, as SQLite does),
-        else a pooled one."""
+        """The write connection when there is one (it sees its uncommitted writes), else a pooled one."""
         from contextlib import nullcontext
 
         return nullcontext(self._conn) if self._conn is not None else self._reader()
 
     # -- writing ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A value from the index's meta table, or None."""
         with self._meta_conn() as conn:
             row = conn.execute(self._sql("SELECT value FROM {s}.meta WHERE key = %s"), (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a meta value (committed with the current transaction)."""
         self._writer().execute(
             self._sql("INSERT INTO {s}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (key, value)
         )
 
     def document_hashes(self) -> dict[str, str]:
-        """``{source: sha256}`` of every indexed document."""
         with self._meta_conn() as conn:
             return dict(conn.execute(self._sql("SELECT source, sha256 FROM {s}.documents")).fetchall())
 
     def replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
-        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``) in the
-        current transaction."""
+        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``)."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if len(chunks) else np.zeros((0, self.dim), np.float32)
@@ -405,7 +352,7 @@ class PostgresIndex(ChunkSearch):
         self._touched += n
 
     def remove_documents(self, sources: Iterable[str]) -> int:
-        """Delete documents (and their chunks) by source in the current transaction; returns how many existed."""
+        """Delete documents by source; returns how many existed."""
         sources = list(dict.fromkeys(sources))
         if not sources:
             return 0
@@ -423,7 +370,7 @@ class PostgresIndex(ChunkSearch):
         return int(conn.execute(self._sql("DELETE FROM {s}.documents WHERE source = ANY(%s)"), (sources,)).rowcount)
 
     def commit(self) -> None:
-        """Commit the current transaction (with BM25's corpus totals, updated once per transaction)."""
+        """Commit, with BM25's corpus totals."""
         conn = self._writer()
         try:
             if self._delta != (0, 0):
@@ -434,13 +381,11 @@ class PostgresIndex(ChunkSearch):
             self._delta, self._touched = (0, 0), 0
 
     def rollback(self) -> None:
-        """Roll back the current transaction (the previous index stays intact)."""
         self._delta, self._touched = (0, 0), 0
         if self._conn is not None:
             self._conn.rollback()
 
     def stats(self) -> dict[str, int]:
-        """``{"documents": n, "chunks": n}``."""
         with self._meta_conn() as conn:
             docs, chunks = conn.execute(
                 self._sql("SELECT (SELECT count(*) FROM {s}.documents), (SELECT count(*) FROM {s}.chunks)")
@@ -525,9 +470,8 @@ class PostgresIndex(ChunkSearch):
 
     @staticmethod
     def query_terms(query: str) -> tuple[list[str], list[str]]:
-        """The query's tokens and compound phrases, normalised as the index's text is (lower case, Latin
-        diacritics folded); each phrase as its words joined by spaces. The same clauses, with the same
-        repetitions, as SQLite's FTS5 expression."""
+        """The query's tokens and compound phrases, normalised as the index's text is: the clauses of
+        SQLite's FTS5 expression."""
         tokens = [fold_diacritics(t) for t in query_tokens(query)]
         phrases = list(dict.fromkeys(" ".join(fold_diacritics(w) for w in p) for p in query_phrases(query)))
         return tokens, phrases

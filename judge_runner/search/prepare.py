@@ -1,7 +1,4 @@
-"""Queries embedded ahead of their searches (:func:`prepare_search`): the run loop and the dry run let a
-search that can (:class:`~judge_runner.search.base.PreparesQueries`) do its model work before the first
-search, so none sits between one judge call and the next.
-"""
+"""Queries embedded ahead of their searches, so no model work sits between two judge calls."""
 
 from __future__ import annotations
 
@@ -15,11 +12,8 @@ __all__ = ["prepare_search"]
 
 
 def prepare_search(search: SearchBackend, queries: Sequence[Query], mode: SearchMode, log: Callable[[str], None] = lambda m: None) -> bool:
-    """Let a search that can (:class:`~judge_runner.search.base.PreparesQueries`) embed ``queries``
-    ahead of their searches (each alone, so its answer is the unprepared one bit for bit), so no model
-    work (nor the embedder's lock) sits between one judge call and the next. Returns False when the
-    preparation failed: that is logged (with how long it took when it worked, in seconds), never raised,
-    and each search embeds its own query as before (and records its own error if that fails too)."""
+    """Let a :class:`~judge_runner.search.base.PreparesQueries` search embed ``queries`` now. Returns False
+    when that failed: logged, never raised; each search then embeds its own query."""
     if not queries or not isinstance(search, PreparesQueries):
         return True
     started = time.perf_counter()

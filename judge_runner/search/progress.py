@@ -1,15 +1,6 @@
-"""Progress of long work on stderr, whatever is printed on stdout (text or ``--json``), with a rate and an ETA.
-
-:class:`IndexProgress` is the ``progress(stage, done, total)`` callback that
-:func:`~judge_runner.search.indexer.index_tree` and :func:`~judge_runner.search.indexer.index_beir` call
-(stages ``"reading"``, counted in files, and ``"embedding"``, counted in chunks), and that ``calibrate``
-calls for its own steps (searching, labelling, probes, bootstrap intervals; :data:`UNITS`). On a terminal
-it draws a rich progress bar (rate and time remaining, refreshed by rich's own thread); elsewhere (a pipe,
-a log file, CI) it prints a plain line at most every ``interval_s`` seconds and at the end of each stage,
-e.g. ``embedding 2,304/8,590 chunks (27%), 44.1 chunks/s, ETA 2m22s``. A heartbeat thread repeats the line
-when nothing was printed for ``interval_s`` seconds, so one slow step (a batch of 256 chunks on a loaded
-machine, a judge call being retried) never leaves the screen silent for longer.
-``JUDGE_RUNNER_PROGRESS_S`` sets the default interval (:data:`DEFAULT_INTERVAL_S`).
+"""Progress of long work on stderr, with a rate and an ETA: a rich bar on a terminal, else a plain line
+(``embedding 2,304/8,590 chunks (27%), 44.1 chunks/s, ETA 2m22s``) at most every ``interval_s`` seconds and
+repeated by a heartbeat, so the screen is never silent for longer.
 """
 
 from __future__ import annotations
@@ -29,11 +20,10 @@ UNITS = {
     "probe": "labels",
     "statistics": "resamples",
 }
-"""The unit of each stage, by the stage's first word (``labelling pointwise`` counts labels)."""
+"""The unit of each stage, by the stage's first word."""
 INTERVAL_ENV = "JUDGE_RUNNER_PROGRESS_S"
 DEFAULT_INTERVAL_S = 5.0
-"""Seconds between two plain progress lines: well under the 10 s a person waits before wondering whether
-the program hangs."""
+"""Seconds between two plain lines: well under the 10 s before a person wonders whether it hangs."""
 
 
 def default_interval(environ: dict[str, str] | None = None) -> float:
@@ -47,7 +37,7 @@ def default_interval(environ: dict[str, str] | None = None) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """``"42s"``, ``"2m05s"``, ``"1h03m"`` for a non-negative number of seconds."""
+    """``"42s"``, ``"2m05s"``, ``"1h03m"``."""
     seconds = max(0, int(round(seconds)))
     if seconds < 60:
         return f"{seconds}s"
@@ -57,15 +47,8 @@ def format_duration(seconds: float) -> str:
 
 
 class IndexProgress:
-    """A ``progress(stage, done, total)`` callback writing to ``stream`` (stderr by default).
-
-    ``interval_s``: least seconds between two plain lines of one stage, and most seconds without one while a
-    stage runs (the heartbeat; default :func:`default_interval`); ``clock``: a monotonic clock in seconds
-    (injectable for tests; the heartbeat runs only on the real clock); ``heartbeat``: False turns it off.
-    Use as a context manager (or call :meth:`close`) so a live bar is closed and the heartbeat stopped. The
-    rate is items per second since the stage's first call (the callers report ``done=0`` when a stage
-    starts); the ETA is what is left at that rate. ``total=0`` means unknown: no share and no ETA.
-    """
+    """A ``progress(stage, done, total)`` callback on ``stream``; a context manager. ``interval_s``: least
+    and most seconds between two plain lines; ``total=0``: unknown, no share or ETA."""
 
     def __init__(
         self,
@@ -98,7 +81,6 @@ class IndexProgress:
         self.close()
 
     def close(self) -> None:
-        """Stop a live bar and the heartbeat."""
         self._stop_beat()
         if self._bar is not None:
             self._bar.stop()
@@ -131,7 +113,6 @@ class IndexProgress:
         self.stream.flush()
 
     def line(self, stage: str, done: int, total: int) -> str:
-        """The plain progress line for the current state of ``stage``."""
         unit = UNITS.get(stage.split(" ")[0], "items")
         elapsed = self.clock() - self._started
         text = f"{stage} {done:,}/{total:,} {unit}" if total else f"{stage} {done:,} {unit}"

@@ -1,9 +1,5 @@
-"""PostgreSQL connection strings in messages: the password never shown.
-
-A neutral module beside the search's settings, not a backend: the settings (``Settings.index_label``),
-the crash log and the PostgreSQL backend all need it, and the settings must not import a backend. It is
-in ``search/`` because it reads a key=value DSN with psycopg, which only ``search/`` may import (the
-third-party contracts in pyproject.toml).
+"""PostgreSQL connection strings in messages, the password never shown. Apart from the backend, so the
+settings can import it; in ``search/``, the only package that may import psycopg.
 """
 
 from __future__ import annotations
@@ -13,9 +9,8 @@ from urllib.parse import unquote
 
 
 def _password_of(dsn: str) -> str | None:
-    """The password written in a DSN, read as a person wrote it: in a URL everything between the first
-    ``:`` of the user info and the LAST ``@`` (an unescaped ``@`` inside a password must not leak its
-    tail as a host name), or a ``password=`` parameter."""
+    """A DSN's password: in a URL, from the user info's first ``:`` to the last ``@`` (a password may hold
+    an unescaped ``@``), else ``password=``."""
     found = re.search(r"password\s*=\s*('([^']*)'|[^\s&]+)", dsn)
     if found:
         return unquote(found.group(2) if found.group(2) is not None else found.group(1))
@@ -27,8 +22,7 @@ def _password_of(dsn: str) -> str | None:
 
 
 def scrub_secrets(text: str, dsn: str) -> str:
-    """``text`` (e.g. a driver's error message) with the DSN's password and every piece of it that an
-    unescaped ``@`` may have split off replaced by ``***``."""
+    """``text`` with the DSN's password, and every piece an unescaped ``@`` split off, as ``***``."""
     password = _password_of(dsn)
     if not password:
         return text
@@ -39,7 +33,7 @@ def scrub_secrets(text: str, dsn: str) -> str:
 
 
 def redact_dsn(dsn: str) -> str:
-    """``dsn`` as a ``postgresql://user@host:port/dbname`` URL without its password, for messages."""
+    """``dsn`` as a ``postgresql://user@host:port/dbname`` URL without its password."""
     if "://" in dsn:
         userinfo, _, hostpart = dsn.split("://", 1)[1].rpartition("@")
         if "@" in userinfo:  # an unescaped @ in the password: never let libpq read a piece of it as the host

@@ -1,8 +1,5 @@
-"""The default backend: one SQLite file with an FTS5 table (BM25) and chunk embeddings.
-
-Vectors are stored as float32 BLOBs and searched exactly (a NumPy dot product over all chunk vectors,
-loaded once per process): at the corpus sizes one SQLite file serves (up to ~10^5 chunks) exact search
-is a few milliseconds and needs no extension, which the standard library's sqlite3 here cannot load.
+"""The default backend: one SQLite file with an FTS5 table (BM25) and float32 chunk vectors searched
+exactly (a few milliseconds up to ~10^5 chunks, and no extension to load).
 """
 
 from __future__ import annotations
@@ -34,14 +31,12 @@ BUSY_TIMEOUT_S = 60.0
 
 
 class IndexBusyError(RuntimeError):
-    """Another process held the index's lock for longer than the busy timeout ("database is locked")."""
+    """Another process held the index's lock for longer than the busy timeout."""
 
 
 class IndexAccessError(PermissionError):
-    """The index cannot be opened for writing: its folder cannot be created, or the file or its folder is
-    read-only (SQLite writes the index and, in WAL mode, its ``-wal`` and ``-shm`` files in that folder);
-    or a read-only folder holds changes SQLite cannot read without writing there. The message names the
-    path and what to do."""
+    """The index or its folder cannot be written, or a read-only folder holds changes SQLite cannot read
+    without writing there. The message names the path and what to do."""
 
 
 _SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # https://www.sqlite.org/rescode.html
@@ -58,8 +53,7 @@ def _cannot_write(path: Path, cause: object) -> IndexAccessError:
 
 @contextmanager
 def _writable(path: Path) -> Iterator[None]:
-    """Turn SQLite's "attempt to write a readonly database" and "unable to open database file" (a -wal or
-    -shm file it cannot create) into :class:`IndexAccessError` naming the folder."""
+    """Turn SQLite's read-only and cannot-open errors into :class:`IndexAccessError`."""
     try:
         yield
     except sqlite3.OperationalError as exc:
@@ -70,8 +64,7 @@ def _writable(path: Path) -> Iterator[None]:
 
 
 def _connect_writable(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """A connection that may write the index at ``path``, its folder created when missing. Raises
-    IndexAccessError when the folder cannot be created or the file or folder is read-only."""
+    """A writing connection, the folder created when missing. Raises IndexAccessError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -87,11 +80,8 @@ def _connect_writable(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
 
 
 def _connect_readonly(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
-    """A read-only connection to the index at ``path`` (``mode=ro``: never writes, waits for a writer's
-    lock). In a read-only folder SQLite cannot create the WAL index (``-shm``) ``mode=ro`` needs: then
-    ``immutable=1`` (https://www.sqlite.org/uri.html#uriimmutable), which reads the file as it is, without
-    locks, and is right only when no ``-wal`` file holds changes not yet in it. Raises IndexAccessError
-    when one does (the index would be read without them)."""
+    """A connection that never writes (``mode=ro``; in a read-only folder ``immutable=1``, right only
+    without a ``-wal`` file). Raises IndexAccessError when a ``-wal`` file holds changes."""
     uri = path.resolve().as_uri()
     conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False, timeout=busy_timeout_s)
     try:
@@ -141,15 +131,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 
 
 class SQLiteIndex(ChunkSearch):
-    """A search index in one SQLite file. Use as a context manager or call ``close()``.
-
-    ``embedder``: the command's embedder when the ``embedder`` setting chose one (an index built by another
-    is refused); None: the one that built the index, else the default for a new index
-    (:func:`judge_runner.embed.registry.choose`, asked once, when the meta is read).
-    ``readonly``: open an existing index for searching only (it is never written; see :func:`_connect_readonly`).
-    Raises IndexMismatchError when the file was built with another embedding model or schema version;
-    IndexAccessError when it cannot be written (not ``readonly``) or read without writing (``readonly``);
-    IndexBusyError when another process holds its lock past :data:`BUSY_TIMEOUT_S`.
+    """A search index in one SQLite file; a context manager. ``embedder`` None: the index's own, else the
+    default. Raises IndexMismatchError for another model or schema version, IndexAccessError when it
+    cannot be written (or, ``readonly``, read without writing), IndexBusyError past :data:`BUSY_TIMEOUT_S`.
     """
 
     def __init__(
@@ -180,13 +164,11 @@ class SQLiteIndex(ChunkSearch):
         self.close()
 
     def close(self) -> None:
-        """Close the database connection."""
         self.conn.close()
 
     @contextmanager
     def _busy(self) -> Iterator[None]:
-        """Turn SQLite's "database is locked" / "database is busy" (after the busy timeout) into
-        IndexBusyError with a message that says what to do."""
+        """Turn SQLite's "database is locked" into IndexBusyError."""
         try:
             yield
         except sqlite3.OperationalError as exc:
@@ -198,8 +180,7 @@ class SQLiteIndex(ChunkSearch):
             ) from None
 
     def _check_meta(self, readonly: bool, embedder: TextEmbedder | None) -> None:
-        """Set :attr:`embedder` (``embedder``, else the index's own, else the default: chosen once, here)
-        and check the meta against it. Raises IndexMismatchError."""
+        """Choose the embedder and check the meta against it. Raises IndexMismatchError."""
         meta = dict(self.conn.execute("SELECT key, value FROM meta"))
         self.embedder = embedder if embedder is not None else choose(None, meta.get("embedding_model"))
         expected = {
@@ -233,7 +214,6 @@ class SQLiteIndex(ChunkSearch):
                 )
 
     def _holds_nothing(self) -> bool:
-        """Whether the index has no document and no chunk (its meta may still name an embedder)."""
         try:
             return bool(self.conn.execute("SELECT (SELECT COUNT(*) FROM documents) + (SELECT COUNT(*) FROM chunks)").fetchone()[0] == 0)
         except sqlite3.OperationalError:  # an index of another schema: the schema check says so
@@ -241,22 +221,20 @@ class SQLiteIndex(ChunkSearch):
 
     # -- writing ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
-        """A value from the index's meta table, or None."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        """Set a meta value (committed with the current transaction). Raises IndexBusyError."""
+        """Raises IndexBusyError."""
         with self._busy():
             self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def document_hashes(self) -> dict[str, str]:
-        """``{source: sha256}`` of every indexed document."""
         return dict(self.conn.execute("SELECT source, sha256 FROM documents"))
 
     def replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None:
-        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``).
-        Raises IndexBusyError when another process holds the write lock past the busy timeout."""
+        """Insert or replace a document and its chunks (``chunks[i]`` embedded as ``vectors[i]``). Raises
+        IndexBusyError."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
         with self._busy():
@@ -279,7 +257,7 @@ class SQLiteIndex(ChunkSearch):
         self._matrix = None
 
     def remove_documents(self, sources: Iterable[str]) -> int:
-        """Delete documents (and their chunks) by source; returns how many existed. Raises IndexBusyError."""
+        """Delete documents by source; returns how many existed. Raises IndexBusyError."""
         with self._busy():
             return self._remove_documents(sources)
 
@@ -297,16 +275,14 @@ class SQLiteIndex(ChunkSearch):
         return removed
 
     def commit(self) -> None:
-        """Commit the current transaction. Raises IndexBusyError."""
+        """Raises IndexBusyError."""
         with self._busy():
             self.conn.commit()
 
     def rollback(self) -> None:
-        """Roll back the current transaction (the previous index stays intact)."""
         self.conn.rollback()
 
     def stats(self) -> dict[str, int]:
-        """``{"documents": n, "chunks": n}``."""
         docs = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
         chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return {"documents": docs, "chunks": chunks}

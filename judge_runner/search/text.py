@@ -1,10 +1,5 @@
-"""Text processing shared by every lexical backend: CJK bigrams, tokens, safe OR queries, snippets.
-
-Chinese, Japanese and Korean text has no spaces between words; SQLite's unicode61 tokenizer (and
-PostgreSQL's default parser) would read a whole run of CJK characters as one token, so a two-character
-word inside a sentence could never match. We index and query overlapping character bigrams of every CJK
-run instead, the standard approach of Lucene's CJKBigramFilter: no dictionary, works for all three
-languages, and a 2-character query word matches exactly one bigram.
+"""Text processing shared by every lexical backend: tokens, safe OR queries, snippets, and CJK runs as
+overlapping bigrams (as Lucene's CJKBigramFilter), so a two-character word inside a sentence matches.
 """
 
 from __future__ import annotations
@@ -19,16 +14,14 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def lexical_text(text: str) -> str:
-    """The form of ``text`` stored in a full-text index: CJK runs as bigrams, and the variants of
-    :func:`word_variants` appended after the words that have them."""
+    """``text`` as a full-text index stores it: CJK runs as bigrams, word variants appended."""
     text = cjk_bigrams(text)
     extra = [v for word in set(_WORD.findall(text)) for v in word_variants(word)]
     return text + ("\n" + " ".join(extra) if extra else "")
 
 
 def path_terms(source: str) -> str:
-    """The words of a document's path as a full-text index stores them (``scripts/check_ingest_lag.py``
-    -> ``scripts check ingest lag py``), so a file-name match counts."""
+    """``scripts/check_ingest_lag.py`` -> ``scripts check ingest lag py``."""
     return source.replace("/", " ").replace(".", " ").replace("_", " ").replace("-", " ")
 
 
@@ -46,23 +39,18 @@ _LATIN_FOLD = _latin_fold_table()
 
 
 def fold_diacritics(text: str) -> str:
-    """Latin letters without their diacritics (``Kündigung`` -> ``Kundigung``, ``é`` -> ``e``), as SQLite's
-    ``unicode61 remove_diacritics`` tokenizer folds them; other scripts (kana voicing marks, Hangul) are
-    left alone."""
+    """``Kündigung`` -> ``Kundigung`` as SQLite's unicode61 folds it; other scripts are left alone."""
     return text.translate(_LATIN_FOLD)
 
 
 def normalized_words(text: str) -> list[str]:
-    """The word tokens of ``text`` lower-cased and diacritic-folded: how a backend without its own
-    Unicode tokenizer (PostgreSQL's 'simple' parser) is fed, so it splits words exactly like SQLite's
-    unicode61 (letters and digits; punctuation, underscores and spaces separate)."""
+    """Words lower-cased and folded, split exactly as SQLite's unicode61 splits them."""
     return _WORD.findall(fold_diacritics(text).lower())
 
 
 def query_phrases(query: str) -> list[list[str]]:
-    """Multi-token pieces of a query that should also match as phrases: identifiers and compounds
-    written without spaces (``atomic_write_json``, ``DEC-0054``, ``os.path.join``, ``real-time``,
-    ``docker-compose.yml``) and CJK runs of more than one bigram."""
+    """Identifiers and compounds (``atomic_write_json``, ``DEC-0054``) and CJK runs of two or more bigrams,
+    to match as phrases too."""
     phrases: list[list[str]] = []
     for piece in query.split():
         parts = [p.lower() for p in _WORD.findall(cjk_bigrams(piece))]
@@ -76,10 +64,8 @@ def _quote(token: str) -> str:
 
 
 def fts5_match_expression(query: str) -> str | None:
-    """An FTS5 MATCH expression that ORs the query's tokens and compound phrases, each a quoted string,
-    so no query text can be read as FTS5 syntax (``AND``, ``NEAR``, ``*``, ``:``, quotes...). BM25
-    then ranks documents holding more of them, and whole identifiers, higher. None when the query has
-    no tokens (empty, whitespace or punctuation only)."""
+    """An FTS5 MATCH expression ORing the query's tokens and phrases, each quoted, so no query text is
+    read as FTS5 syntax. None when the query has no tokens."""
     tokens = query_tokens(query)
     if not tokens:
         return None
@@ -89,9 +75,7 @@ def fts5_match_expression(query: str) -> str | None:
 
 
 def make_snippet(text: str, query: str, width: int = 400) -> str:
-    """A window of at most ``width`` characters of ``text`` centred on where most query tokens occur,
-    cut at whitespace (never mid-word unless a single word is longer than the window), with ``…``
-    marking a cut."""
+    """At most ``width`` characters around most of the query's tokens, cut at whitespace and marked ``…``."""
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
@@ -131,14 +115,12 @@ def make_snippet(text: str, query: str, width: int = 400) -> str:
 
 
 def _stem_prefix(token: str) -> str:
-    """A crude stem for coverage checks: tokens over 5 characters lose their last two (plural and verb
-    endings), so "trails" matches "trail" and "rotating" matches "rotate"."""
+    """A crude stem: over 5 characters, the last two go ("rotating" matches "rotate")."""
     return token if len(token) <= 5 else token[:-2]
 
 
 def term_coverage(query: str, text: str) -> float:
-    """Share of the query's tokens (stopwords dropped) that occur in ``text``, comparing crude stems;
-    0.0 for a query without tokens. Used by the honesty gate: one shared common word is not a match."""
+    """Share of the query's tokens, less stopwords, whose crude stems occur in ``text``; 0.0 without tokens."""
     tokens = query_tokens(query)
     if not tokens:
         return 0.0

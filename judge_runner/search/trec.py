@@ -1,20 +1,6 @@
-"""TREC run and qrels files, written so that trec_eval and ir-measures read exactly what the tool ranked.
-
-Format: a run line is ``qid Q0 docid rank score tag``, a qrels line ``qid 0 docid grade``, fields
-separated by single spaces. Two guarantees:
-
-- **Identifiers without whitespace.** Readers split lines on whitespace (ir-measures on any Unicode
-  whitespace), so a source such as ``meeting notes 2026.md`` would make an 8-field line. Every
-  whitespace or other non-printable character and ``%`` in a qid or docid is percent-encoded as its
-  UTF-8 bytes (``%20`` for a space, ``%25`` for ``%``); nothing else changes, so ``decode_id(encode_id(x)) == x`` for every string
-  and ordinary ids are written as they are. :func:`decode_id` (``urllib.parse.unquote``) reverses it.
-  Encode the qrels you score a run against the same way (:func:`write_qrels` does).
-- **Scores in the tool's order.** trec_eval and ir-measures re-sort each query's documents by score and
-  break ties by docid (descending), not by the rank column; trec_eval holds scores as C ``float``
-  (32-bit), so doubles within ~1e-7 of each other tie too. Scores are therefore written strictly
-  decreasing *as float32* down the tool's ranking (:func:`rank_consistent_scores`: the tool's own score,
-  moved down to the next float32 below the previous one where it would tie or rise, e.g. after
-  rounding) with 9 significant digits, enough to read the same float32 back (:func:`format_score`).
+"""TREC run and qrels files that trec_eval and ir-measures read exactly as the tool ranked: ids with
+whitespace, non-printables and ``%`` percent-encoded (:func:`encode_id`), and scores strictly decreasing
+as 32-bit floats, since trec_eval re-sorts by a C ``float`` score, not by rank.
 """
 
 from __future__ import annotations
@@ -31,11 +17,8 @@ from judge_runner.core.textproc import clean_text
 
 
 def encode_id(value: str) -> str:
-    """A qid or docid safe in a whitespace-separated TREC file (runs and qrels alike, so pairs match):
-    ``%``, every whitespace character (``str.isspace``: spaces, tabs, newlines, NBSP, ideographic
-    space...) and every other non-printable character percent-encoded as its UTF-8 bytes; everything else
-    kept. ``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``. Reversed by :func:`decode_id`. Raises
-    ValueError on an empty id (a TREC line cannot hold an empty field)."""
+    """``"guides/local dev.md"`` -> ``"guides/local%20dev.md"``: ``%``, whitespace and non-printables as
+    UTF-8 percent escapes. Raises ValueError on an empty id."""
     if not value:
         raise ValueError("an empty document or query id cannot be written to a TREC file")
     return "".join(
@@ -44,8 +27,7 @@ def encode_id(value: str) -> str:
 
 
 def decode_id(encoded: str) -> str:
-    """The original id of an :func:`encode_id` result. Raises ValueError when an escape is malformed (``%``
-    not followed by two hex digits, or bytes that are not UTF-8)."""
+    """The inverse of :func:`encode_id`. Raises ValueError on a malformed escape or bytes not UTF-8."""
     if re.search(r"%(?![0-9A-Fa-f]{2})", encoded):
         raise ValueError(f"malformed %-escape in {encoded!r}")
     try:
@@ -55,10 +37,8 @@ def decode_id(encoded: str) -> str:
 
 
 def rank_consistent_scores(scores: Iterable[float]) -> list[float]:
-    """Scores for a ranking, best first, made strictly decreasing **as 32-bit floats**: trec_eval (and
-    pytrec_eval under ir-measures) keeps a score in a C ``float``, so two doubles closer than about
-    1e-7 relative would tie there. Each is the tool's score rounded to float32, or the next float32
-    below the previous one when it is not lower (a tie, e.g. after rounding, or a non-finite value)."""
+    """Scores best first, strictly decreasing as float32: each rounded, or the next float32 below the
+    previous one where it would tie or rise."""
     import numpy as np
 
     written: list[np.float32] = []
@@ -74,12 +54,12 @@ def rank_consistent_scores(scores: Iterable[float]) -> list[float]:
 
 
 def format_score(score: float) -> str:
-    """A score with 9 significant digits: enough that reading it back into a float32 gives the same value."""
+    """9 significant digits: read back into a float32, the same value."""
     return f"{score:.9g}"
 
 
 def run_lines(qid: str, ranked: Iterable[tuple[str, float]], tag: str) -> list[str]:
-    """The run lines of one query: ``ranked`` is ``[(docid, score)]`` in the tool's order (rank 1 first)."""
+    """One query's run lines; ``ranked``: ``[(docid, score)]``, rank 1 first."""
     ranked = list(ranked)
     scores = rank_consistent_scores(score for _, score in ranked)
     q, t = encode_id(qid), encode_id(tag)
@@ -90,7 +70,6 @@ def run_lines(qid: str, ranked: Iterable[tuple[str, float]], tag: str) -> list[s
 
 
 def write_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> Path:
-    """Write ``{qid: {docid: grade}}`` as a TREC qrels file with encoded ids; returns ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as out:
@@ -105,9 +84,8 @@ class QueriesFormatError(ValueError):
 
 
 def read_queries(path: Path) -> list[tuple[str, str]]:
-    """``[(id, text)]`` from a JSON-lines queries file (BEIR ``queries.jsonl``). Lines are split on
-    ``\\n`` only (a U+2028 inside a query is part of it); text that cannot be encoded becomes U+FFFD.
-    Raises QueriesFormatError naming the line of a bad record, OSError when unreadable."""
+    """``[(id, text)]`` from a BEIR ``queries.jsonl``, split on ``\\n`` only. Raises QueriesFormatError
+    naming the line of a bad record, OSError when unreadable."""
     queries: list[tuple[str, str]] = []
     text = Path(path).read_bytes().decode("utf-8", errors="replace")
     for number, line in enumerate(text.split("\n"), start=1):
@@ -122,8 +100,7 @@ def read_queries(path: Path) -> list[tuple[str, str]]:
 
 
 def write_run(index: Any, queries: list[tuple[str, str]], path: Path, mode: str, limit: int) -> list[float]:
-    """Search every ``(qid, text)`` with ``index.search`` and write a TREC run (tag
-    ``judge-runner-<mode>``) to ``path``; returns each query's latency in milliseconds."""
+    """Write a TREC run of ``queries`` to ``path``; returns each query's latency in milliseconds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     latencies: list[float] = []

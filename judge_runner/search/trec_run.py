@@ -1,27 +1,7 @@
-"""An existing TREC run file as a search (``evaluate --run run.trec --corpus corpus.jsonl|DIR``): any engine
-that can write a run (Anserini/Pyserini, Vespa, Elasticsearch scripts, ``judge-runner search --trec-run``)
-is judged without an adapter.
-
-A run line is ``qid Q0 docid rank score tag`` (whitespace-separated; trec_eval's format). Query and
-document ids are decoded with :func:`judge_runner.search.trec.decode_id` (``%XX`` escapes of whitespace
-and ``%``, the encoding judge-runner writes), so a fixtures path with a space round-trips. Results are
-ordered as trec_eval and ir-measures order them, whatever the rank column says: by score, higher
-first, the score held as a 32-bit float (trec_eval's C ``float``: doubles closer than about 1e-7 tie),
-ties broken by docid in descending order of its bytes as written (trec_eval's ``strcmp``, reversed;
-trec_eval's ``form_res_rels.c``, ``comp_sim_docno``); the rank column is never read for order. So
-the metrics judge-runner computes on a run are those trec_eval would (an all-ties run used to rank by
-the rank column: nDCG@10 0.924 where trec_eval gives 0.525). A run written by judge-runner
-(:func:`judge_runner.search.trec.run_lines`) has strictly decreasing float32 scores, so its order is its
-own.
-
-The search finds a query's ranking by the query's id: the query set maps each query's text to its id.
-A query the run holds no line for is not scored (an error line, as trec_eval leaves such a query out of
-the run's averages, rather than a zero); :func:`judge_runner.app.inputs.check_run_coverage` says so
-before the run, and refuses a run that matches none of the query set's ids. Text comes from a document
-store (:mod:`judge_runner.search.documents`), by the rule every system's documents are shown by
-(:mod:`judge_runner.search.passages`); a docid the store does not hold is an error naming it. The
-ranking is cut at the search limit before a docid listed twice is merged into its first place (the
-evaluation line's ``searchNotes`` says so).
+"""A TREC run file as a search (``evaluate --run run.trec --corpus ...``), found by query id. Results are
+ordered as trec_eval orders them, never by the rank column: score descending as a 32-bit float, ties by
+docid bytes descending (trec_eval's ``form_res_rels.c``, ``comp_sim_docno``). A query without lines is
+an error line, not a zero. See docs/external-search.md.
 """
 
 from __future__ import annotations
@@ -42,7 +22,6 @@ class TrecRunError(ValueError):
 
 
 def _float32(value: float) -> float:
-    """``value`` rounded to a 32-bit float, as trec_eval holds a score (beyond its range: infinite)."""
     try:
         return float(struct.unpack("f", struct.pack("f", value))[0])
     except OverflowError:
@@ -50,19 +29,15 @@ def _float32(value: float) -> float:
 
 
 def trec_eval_order(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """``[(docid as written, score)]`` of one query in trec_eval's order: score descending compared as
-    float32, ties by docid descending (bytes). A docid listed twice stays twice (trec_eval refuses such a
-    run; the search cuts the ranking at its limit first, then merges, as it does for every system:
-    :func:`judge_runner.search.mapping.map_hits`)."""
+    """One query's ``[(docid, score)]`` in trec_eval's order; a docid listed twice stays twice."""
     ordered = sorted(rows, key=lambda r: r[0].encode("utf-8"), reverse=True)
     ordered.sort(key=lambda r: -_float32(r[1]))  # stable: ties keep the docid order
     return ordered
 
 
 def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
-    """``{qid: [(docid, score), ...]}`` in trec_eval's order (:func:`trec_eval_order`), ids decoded. Raises
-    TrecRunError for a line that is not ``qid Q0 docid rank score tag``, a bad escape, a score that is not
-    a finite number, or a file without any line."""
+    """``{qid: [(docid, score), ...]}`` in trec_eval's order, ids decoded. Raises TrecRunError for a line
+    that is not ``qid Q0 docid rank score tag``, a bad escape, a non-finite score, or an empty file."""
     rows: dict[str, list[tuple[str, float]]] = {}
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -90,8 +65,8 @@ def read_trec_run(path: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 class TrecRunSearch:
-    """A :class:`~judge_runner.search.base.SearchBackend` replaying a TREC run. ``query_ids`` maps a
-    query's text to its id (from the query set); ``documents`` gives the text of each docid."""
+    """A :class:`~judge_runner.search.base.SearchBackend` replaying a TREC run. ``query_ids``: query text to
+    id."""
 
     def __init__(self, path: Path, documents: Any, query_ids: dict[str, str], *, snippet_chars: int = 400, name: str | None = None):
         self.path = Path(path)
@@ -101,17 +76,14 @@ class TrecRunSearch:
 
     @property
     def qids(self) -> set[str]:
-        """The query ids the run holds lines for."""
         return set(self.run)
 
     def describe(self) -> dict[str, Any]:
-        """What provenance records: the run file's name, its query count and the document store."""
         return {"kind": "trec-run", "run": self.path.name, "queries": len(self.run), "documents": getattr(self.documents, "label", None)}
 
     def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
-        """The run's ranking for ``query`` (its first ``limit`` documents; ``intent`` chooses their passages). Raises ExternalSearchError:
-        ``search_no_ranking`` when the run has no line for the query's id (not scored, never a zero),
-        ``search_unknown_source`` naming docids the document store does not hold."""
+        """The run's first ``limit`` documents for ``query``. Raises ExternalSearchError:
+        ``search_no_ranking`` or ``search_unknown_source``."""
         started = time.perf_counter()
         qid = self.query_ids.get(query)
         if qid is None or qid not in self.run:

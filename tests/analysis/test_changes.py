@@ -1,4 +1,4 @@
-"""trend names the real cause of a change (issue 21, item 5): the system under test, the corpus, the query
+"""trend names the real cause of a change: the system under test, the corpus, the query
 set, the judge, the scoring version; and a change of the scoring rules is never a regression."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 28, item 2: deciding between two searches with the people's labels. The corrected difference of two
+"""Deciding between two searches with the people's labels. The corrected difference of two
 systems covers the true difference at the nominal rate, its verdict says "cannot tell" exactly when its interval
 holds 0 (with an honest number of queries, or how far from 0 it sits), the gate follows it, and three or more
 systems get a ranking with rank sets; shown in the summary, the console, trend, the report and the compare

@@ -1,4 +1,4 @@
-"""Issue 29, item 2: corrected estimates per system in compare runs, small-sample honesty (t quantiles, a minimum
+"""Corrected estimates per system in compare runs, small-sample honesty (t quantiles, a minimum
 of labelled queries said, intervals in the metric's range, never wider than the labels alone), the corrected line
 in the ``evaluate`` console, and label changes named as a cause in ``trend`` and ``report``.
 

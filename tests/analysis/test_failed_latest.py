@@ -1,4 +1,4 @@
-"""A failed run is the latest run (issue 21, item 3): report and trend show the newest run even when it
+"""A failed run is the latest run: report and trend show the newest run even when it
 failed entirely, as failed and with its errors, and --fail-on-regression fails on it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, item 15: the report's file name and the README's mail recipe (``date +%F``) agree: both use
+"""The report's file name and the README's mail recipe (``date +%F``) agree: both use
 the local date, also east of UTC+6 where the README's 06:00 cron line runs on the previous UTC day."""
 
 from __future__ import annotations

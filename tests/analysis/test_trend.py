@@ -158,7 +158,7 @@ def test_a_run_that_judged_nothing_is_never_the_baseline_and_is_the_latest_as_fa
     write_run(tmp_path, "r3", [], day=3)  # budget spent in phase one: run_start and summary, nothing judged
     assert set_baseline(tmp_path, "latest").run_id == "r2"
     trend = build_trend(tmp_path)
-    # issue 21, item 3: a bad week is the latest run, shown as failed (it used to hide behind r2)
+    # regression: a bad week is the latest run, shown as failed (it used to hide behind r2)
     assert trend.latest_verdict["runId"] == "r3" and trend.latest_verdict["failed"] is True
     rows = {r["runId"]: r for r in trend.groups[0]["runs"]}
     assert rows["r3"]["comparable"] is False and "vsPrevious" not in rows["r3"]

@@ -1,4 +1,4 @@
-"""trend readable at 100 columns (issue 21, item 5): the compact default view shows every score digit and
+"""trend readable at 100 columns: the compact default view shows every score digit and
 whole run ids; --wide (or a format) gives every column, never folded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, item 10: phase one that keeps no query (every written query dropped) is one clear error with
+"""Phase one that keeps no query (every written query dropped) is one clear error with
 one exit code (3, run incomplete) from every command that runs phase one: ``generate``,
 ``generate-and-evaluate`` and ``weekly``; never a pydantic traceback, never exit 1 (the gate's code)."""
 

@@ -1,4 +1,4 @@
-"""A cron job judges what it was configured to judge (issue 24): every setting that selects the system
+"""A cron job judges what it was configured to judge: every setting that selects the system
 under test (the [search.external] table, the adapter flags, several search modes) means the same in
 ``evaluate``, ``generate-and-evaluate`` and ``weekly``, whether it comes from a flag, a
 ``JUDGE_RUNNER_*`` variable or judge-runner.toml."""
@@ -69,7 +69,7 @@ def weekly(here: Path, *extra: str, env: dict | None = None):
 
 # -- the issue's examples ----------------------------------------------------------------------------------
 def test_weekly_judges_the_search_external_table_that_evaluate_judges(here):
-    # issue 24: weekly ignored [search.external] (which evaluate in the same folder honours), judged the
+    # regression: weekly ignored [search.external] (which evaluate in the same folder honours), judged the
     # built-in search and exited 0 with no warning
     (here / "judge-runner.toml").write_text(
         table(BM25S, fields='{id = "id", score = "score"}', corpus=json.dumps(str(FIXTURES))), encoding="utf-8"
@@ -85,7 +85,7 @@ def test_weekly_judges_the_search_external_table_that_evaluate_judges(here):
 
 
 def test_weekly_takes_search_url_and_corpus_flags(here):
-    # issue 24: weekly refused --search-url and --corpus as flags
+    # regression: weekly refused --search-url and --corpus as flags
     with Bm25sService(FIXTURES, with_text=False) as service:
         result = weekly(here, "--search-url", service.url, "--search-fields", "id=doc_id,score=_score", "--corpus", str(FIXTURES))
         assert result.exit_code == 0, result.output
@@ -222,7 +222,7 @@ def test_weekly_dry_run_estimates_the_tables_system(here):
 
 
 def test_command_output_note_reaches_the_run_file(here):
-    # issue 24: a command's cp1252 output became U+FFFD with no note; the note is in the evaluation line
+    # regression: a command's cp1252 output became U+FFFD with no note; the note is in the evaluation line
     text = '[{"id": "a.md", "text": "café naïve “quoted”"}]'
     command = shlex.join([sys.executable, "-c", f"import sys; sys.stdout.buffer.write({text.encode('cp1252')!r})"])
     result = invoke(["evaluate", "--queries", "q.json", "--provider", "offline", "--out-dir", "r", "--search-command", command], HASH)

@@ -1,4 +1,4 @@
-"""Issue 29, item 3: a verdict needs evidence. Each check has a minimum of labelled queries (and pairs, systems,
+"""A verdict needs evidence. Each check has a minimum of labelled queries (and pairs, systems,
 trials, labelled share) below which it says "insufficient" and what is missing; n/a and insufficient are never a
 pass, so a calibration where no check against the people has evidence is "insufficient", never "calibrated";
 intervals stay honest at small n (a bootstrap over queries that all agree is not a point); and a system ranking
@@ -32,7 +32,7 @@ def calibrate_results(tmp_path, runs, qrels, *extra, code=0):
 
 
 def test_two_labelled_queries_that_agree_are_not_enough_evidence(tmp_path):
-    """Issue 29: 2 labelled queries gave kappa 1.000 [1.000, 1.000] and CALIBRATED."""
+    """2 labelled queries gave kappa 1.000 [1.000, 1.000] and CALIBRATED."""
     ranked = agreeing(2)
     run = write_run(tmp_path / "r.jsonl", "r1", ranked)
     document, _ = calibrate_results(tmp_path, [run], write_qrels(tmp_path / "h.qrels", human_of(ranked)))
@@ -45,7 +45,7 @@ def test_two_labelled_queries_that_agree_are_not_enough_evidence(tmp_path):
 
 
 def test_every_label_zero_is_not_enough_evidence_and_says_what_is_missing(tmp_path):
-    """Issue 29: every label 0 made every check n/a and the verdict CALIBRATED (n/a counted as passed)."""
+    """Every label 0 made every check n/a and the verdict CALIBRATED (n/a counted as passed)."""
     ranked = {f"q{q}": [(f"q{q}-d{d}", 0) for d in range(6)] for q in range(30)}
     run = write_run(tmp_path / "r.jsonl", "r1", ranked)
     qrels = write_qrels(tmp_path / "h.qrels", {q: {s: 0 for s, _ in docs} for q, docs in ranked.items()})
@@ -95,7 +95,7 @@ def ranked_lists(queries: int = 30) -> tuple[dict, dict]:
 
 
 def test_a_system_ranking_is_computed_over_what_people_labelled(tmp_path):
-    """Issue 29: other systems' unlabelled documents counted 0, so the labelled system ranked first. Left out
+    """Other systems' unlabelled documents counted 0, so the labelled system ranked first. Left out
     (condensed lists, Sakai 2007), B's labelled documents are the best-ordered: it ranks first by the people."""
     systems, human = ranked_lists()
     runs = [write_run(tmp_path / f"{n}.jsonl", n, ranked) for n, ranked in systems.items()]
@@ -263,7 +263,7 @@ def test_a_probe_that_finds_nothing_in_few_queries_bounds_it_by_the_rule_of_thre
 
 
 def test_an_estimate_near_its_threshold_says_so_instead_of_a_huge_count():
-    """Issue 29: "about 109287 labelled queries would likely decide it" where the estimate sat 0.0015 from
+    """Regression: "about 109287 labelled queries would likely decide it" where the estimate sat 0.0015 from
     the threshold."""
     check = v.kappa_verdict({"value": 0.4015, "ci95": [0.30, 0.50]}, queries=40, relevant=100, nonrelevant=300, available=300)
     assert check["status"] == "inconclusive" and check["queriesToDecide"] is None

@@ -1,4 +1,4 @@
-"""Issue 20, item 2: ``calibrate --results`` on labels made with ``label`` reads the judge's labels from the run
+"""``calibrate --results`` on labels made with ``label`` reads the judge's labels from the run
 files: no judge call (the fake server's request log), the unweighted 4-grade kappa beside today's figures,
 and the same figures as a calibration whose judge labels the same pairs (``calibrate``'s --qrels path).
 

@@ -1,4 +1,4 @@
-"""Done-when of issue 11: with the fake server scripted as three judges, through the real Anthropic SDK,
+"""Calibration's done-when list: with the fake server scripted as three judges, through the real Anthropic SDK,
 ``calibrate`` gives the honest judge kappa and tau near 1 and flags the position-biased and the
 injection-gullible judges in the right probe, and only there."""
 
@@ -67,7 +67,7 @@ def failing(document):
 
 def test_honest_judge_agrees_and_passes_every_check_it_has_evidence_for(tmp_path):
     """The honest judge passes agreement and ranking and fails nothing. Its probes find nothing in 20 probe
-    queries, which bounds each effect at 16.8 points (the rule of three over queries, issue 29), not at 0: they
+    queries, which bounds each effect at 16.8 points (the rule of three over queries), not at 0: they
     are inconclusive and say how many probe queries would decide them."""
     document, requests = run_calibration(tmp_path, QrelsJudge)
     figures = document["modes"]["pointwise"]
@@ -129,7 +129,7 @@ class GenerousJudge(QrelsJudge):
 
 
 def test_a_judged_calibration_can_leave_out_the_documents_nobody_labelled(tmp_path):
-    """Issue 29, the same kind in `calibrate` against a qrels file: a document of the pool nobody labelled
+    """The same kind in `calibrate` against a qrels file: a document of the pool nobody labelled
     counts as not relevant (TREC pooling, right for a collection whose qrels list every relevant document),
     which a team's own partial labels are not. It says so, and --unlabelled unknown leaves such documents out
     of the pool: not judged, not compared, and the systems ranked over what people labelled."""
@@ -153,7 +153,7 @@ def test_a_judged_calibration_can_leave_out_the_documents_nobody_labelled(tmp_pa
 
 
 def test_two_queries_are_not_enough_evidence_in_a_judged_calibration_either(tmp_path):
-    """Issue 29's example, in `calibrate` against a qrels file: two queries on which the honest judge agrees
+    """The reported example, in `calibrate` against a qrels file: two queries on which the honest judge agrees
     with the people are no evidence; nothing passes and the verdict is insufficient, naming what is missing."""
     data = write_collection(tmp_path / "beir", queries=2)
     document, _ = run_calibration(tmp_path, QrelsJudge, (), data)
@@ -166,7 +166,7 @@ def test_two_queries_are_not_enough_evidence_in_a_judged_calibration_either(tmp_
 
 
 def test_every_human_label_zero_is_refused_by_a_judged_calibration(tmp_path):
-    """Issue 29's other example (every label 0), in `calibrate` against a qrels file: a query without a
+    """The other reported example (every label 0), in `calibrate` against a qrels file: a query without a
     relevant document is left out of a test collection, so a collection without any is refused with the
     reason, before a call is made (``--results`` says "insufficient" instead: test_calibrate_evidence.py)."""
     data = write_collection(tmp_path / "beir", queries=QUERIES)

@@ -121,8 +121,8 @@ def test_ranking_verdict_respects_its_interval(tau, ci, status):
 
 @pytest.mark.parametrize("systems", [2, 3])
 def test_ranking_needs_four_systems(systems):
-    """Issue 20: with 2 systems tau is +-1 (it once said 'ok' with interval [-1, 1]); with 3 it takes four values.
-    Issue 29: that is not enough evidence, never a pass."""
+    """With 2 systems tau is +-1 (it once said 'ok' with interval [-1, 1]); with 3 it takes four values.
+    That is not enough evidence, never a pass."""
     check = v.ranking_verdict({"value": 1.0, "ci95": [-1.0, 1.0]}, systems=systems, queries=100)
     assert check["status"] == "insufficient" and f"{systems} systems of the 4" in check["message"]
     assert v.ranking_verdict({"value": 1.0, "ci95": [0.95, 1.0]}, systems=4, queries=100)["status"] == "pass"
@@ -138,7 +138,7 @@ def test_queries_to_decide_scales_the_interval_as_one_over_root_n():
 
 
 def test_two_judges_whose_kappas_straddle_the_threshold_are_both_inconclusive():
-    """Issue 20's example: two GPT-4o judges at kappa(>=2) 0.3985 and 0.4280 with overlapping intervals came out
+    """The reported example: two GPT-4o judges at kappa(>=2) 0.3985 and 0.4280 with overlapping intervals came out
     "failed" and "calibrated". Here two simulated judges label the same 60 queries' pairs with kappas either side
     of 0.4; their bootstrap intervals (stats.agreement) overlap and both verdicts are inconclusive."""
     rng = random.Random(7)
@@ -159,7 +159,7 @@ def test_two_judges_whose_kappas_straddle_the_threshold_are_both_inconclusive():
         check = v.kappa_verdict(figure, queries=60, relevant=relevant, nonrelevant=len(human) - relevant, available=200)
         assert check["status"] == "inconclusive", (name, figure)
         needed = check["queriesToDecide"]
-        # how many would decide it; or, when that is past ten times the 60, how far from 0.4 the estimate sits (issue 29)
+        # how many would decide it; or, when that is past ten times the 60, how far from 0.4 the estimate sits
         assert (needed is not None and needed > 60) or f"sits {abs(figure['value'] - 0.4):.4f} from the 0.40 threshold" in check["message"]
     assert v.kappa_verdict({"value": 0.6, "ci95": [0.5, 0.7]}, queries=60)["status"] == "pass"
     assert v.kappa_verdict({"value": 0.2, "ci95": [0.1, 0.3]}, queries=60)["status"] == "fail"

@@ -1,4 +1,4 @@
-"""``calibrate`` a person can wait for (issue 23, item 3): it says what it will index and about how long,
+"""``calibrate`` a person can wait for: it says what it will index and about how long,
 that the index is kept and that --queries-sample does not shrink it, names --corpus-scope candidates, and
 prints a progress line with a rate and an ETA at least every interval while indexing and labelling, even
 when one step (a batch of chunks, a judge call) takes longer than that."""

@@ -1,4 +1,4 @@
-"""CI check of issue 11: ``calibrate`` with the offline judge on a 20-query SciFact slice in under 2 minutes.
+"""CI check of calibration: ``calibrate`` with the offline judge on a 20-query SciFact slice in under 2 minutes.
 
 The data is read from ``../shared/data/scifact`` beside the checkout (evaluation data only; never copied into
 the project), or from ``JUDGE_RUNNER_SCIFACT``; the test is skipped when neither exists. Design for speed:
@@ -75,10 +75,10 @@ def test_offline_judge_on_a_scifact_slice_in_under_two_minutes(tmp_path):
     assert systems["control-ranks11-20"]["human"] < systems["hybrid"]["human"]  # the controls are worse, by the humans
     assert figures["systems"]["nDCG@10"]["kendallTauB"]["value"] is not None
     attacks = document["probes"]["injection"]["attacks"]
-    # the fence strips the instruction before the heuristic scores; query stuffing cannot be fenced (issue 14)
+    # the fence strips the instruction before the heuristic scores; query stuffing cannot be fenced
     assert attacks["instruction"]["success"]["value"] <= 0.05 and attacks["instruction"]["flagRate"]["value"] == 1
     assert attacks["query-prepended"]["success"]["value"] > 0.3
-    # 5 probe queries are below the 20 a probe needs (issue 29): no verdict either way, and it says why
+    # 5 probe queries are below the 20 a probe needs: no verdict either way, and it says why
     instruction = document["verdict"]["checks"]["injection:instruction"]
     assert instruction["status"] == "insufficient" and "5 probe queries of the 20 needed" in instruction["message"]
     checks = document["verdict"]["checks"]

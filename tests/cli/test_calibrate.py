@@ -1,4 +1,4 @@
-"""calibrate's command line (issue 29, item 3 and the smaller items): exit codes a CI job can read, ``--results``
+"""calibrate's command line: exit codes a CI job can read, ``--results``
 finding the judgment cache beside the index of ``--db`` and refusing what does not apply to it, and tables that
 keep every column whole through a pipe and at 100 columns in a terminal."""
 
@@ -53,7 +53,7 @@ def test_exit_codes_say_whether_the_judge_is_calibrated_when_asked(tmp_path, lab
 
 
 def test_results_finds_the_cache_beside_the_index_of_db(tmp_path, labelled, monkeypatch):
-    """Issue 29: --results ignored --db when looking for the judgment cache, though --cache's help says
+    """--results ignored --db when looking for the judgment cache, though --cache's help says
     "beside the index"."""
     run, qrels = labelled
     index = tmp_path / "kb" / "index.sqlite"
@@ -96,7 +96,7 @@ def test_results_refuses_options_it_would_ignore(tmp_path, labelled, given, monk
     ],
 )
 def test_results_refuses_what_its_human_labels_leave_without_effect(tmp_path, labelled, given, why, monkeypatch):
-    """The kind of --db ignored (issue 29): an option the command line leaves without effect is refused, not ignored."""
+    """The kind of --db ignored: an option the command line leaves without effect is refused, not ignored."""
     run, qrels = labelled
     monkeypatch.chdir(tmp_path)
     result = invoke(["calibrate", "--results", str(run), *[str(qrels) if a == "QRELS" else a for a in given]])
@@ -152,7 +152,7 @@ def expected_cells(document: dict) -> set[str]:
 
 
 def test_tables_keep_every_column_whole_through_a_pipe(tmp_path, labelled):
-    """Issue 29: calibrate's tables were cut to 80 columns when piped (``pointw…``)."""
+    """Calibrate's tables were cut to 80 columns when piped (``pointw…``)."""
     out = tmp_path / "c.json"
     done = subprocess.run(
         [*command(tmp_path, labelled), "--qrels", str(labelled[1]), "--out", str(out)],

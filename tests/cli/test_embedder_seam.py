@@ -1,6 +1,6 @@
 """The embedder through the CLI: with the hash embedder the whole offline job runs and MiniLM is never loaded
 (what lets CLI tests that do not measure search quality run fast); on a torch-built index with nothing set,
-one embedder instance serves the whole command (issue 30)."""
+one embedder instance serves the whole command."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class FakeSentenceTransformer:
 def test_on_a_torch_built_index_with_nothing_set_one_embedder_serves_the_index_search_judge_and_review(
     fixtures_root, tmp_path, monkeypatch
 ):
-    """Issue 30: on an index built by torch (the default before issue 23), with no embedder setting, the
+    """On an index built by torch (the former default), with no embedder setting, the
     command chooses torch once (the index's own) and that one instance serves the index, the search, the
     offline judge and phase one's review: one model load, no OpenVINO or ONNX Runtime session, no hash
     embedder. Counted by the loads and the instances that encode, not by timing."""

@@ -1,4 +1,4 @@
-"""Issue 10, item 13: an unexpected error (a bug) exits 4, never 1 (the quality gate's code): one line on
+"""An unexpected error (a bug) exits 4, never 1 (the quality gate's code): one line on
 stderr naming the exception and where its traceback was logged; the traceback itself only with
 ``--debug`` (or ``JUDGE_RUNNER_DEBUG=1``) and in the log. No secret reaches the line or the log."""
 

@@ -1,4 +1,4 @@
-"""Issue 10, item 12: every setting is validated the same way whatever its source. A value refused from a
+"""Every setting is validated the same way whatever its source. A value refused from a
 flag is refused from ``JUDGE_RUNNER_<NAME>``, ``judge-runner.toml`` and ``[tool.judge-runner]`` of
 pyproject.toml, with the same message apart from the name of its source; a value accepted from one is
 accepted from all. The bad values are derived from each field of Settings (its type, bounds and choices),

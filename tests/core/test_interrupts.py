@@ -1,4 +1,4 @@
-"""Issue 24: where a Ctrl+C or SIGTERM may land (judge_runner.core.interrupts), and that a stopped run starts
+"""Where a Ctrl+C or SIGTERM may land (judge_runner.core.interrupts), and that a stopped run starts
 no request (Budget.halt): unit tests of the pieces tests/e2e/test_stop_signals.py drives end to end."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_a_held_function_holds_each_call():
 
 # A second signal landing at each line the first one's handler runs (its callees' lines included), one
 # after the other, in a process of its own: a handler that takes a lock (threading.Event.set did) deadlocks
-# at the line where it holds it, as two SIGTERMs at once hung a run for good (issue 29). os.kill to itself
+# at the line where it holds it, as two SIGTERMs at once hung a run for good. os.kill to itself
 # in a single-threaded process: the second handler runs at the main thread's next check for signals, there.
 SECOND_SIGNAL_EVERYWHERE = """
 import os, signal, sys

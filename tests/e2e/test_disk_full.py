@@ -1,4 +1,4 @@
-"""Issue 24: a full disk (or a damaged judgment cache) is the user's environment, not a bug.
+"""A full disk (or a damaged judgment cache) is the user's environment, not a bug.
 
 - the judgment cache's disk fills: the labels paid for are kept in the run file, no new query starts, the
   message names the cache's path, exit 3; ``--resume`` once there is room judges the rest (and reuses what

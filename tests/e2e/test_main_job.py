@@ -22,7 +22,7 @@ def test_offline_main_job(fixtures_root, db_copy, tmp_path):
     result = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--db", str(db_copy), "--out-dir", str(out)])
     assert result.exit_code == 0, result.output
     lines = run_lines(out)
-    # phase one's checks (issue 22) may drop some of the 15 written queries; the card accounts for each
+    # phase one's checks may drop some of the 15 written queries; the card accounts for each
     card = lines[0]["querySetCard"]
     assert card["written"] == 15 and card["kept"] + len(card["dropped"]) == 15 and card["kept"] >= 10
     assert [l["type"] for l in lines] == ["run_start"] + ["evaluation"] * card["kept"] + ["summary"]
@@ -310,7 +310,7 @@ def test_resume_judges_only_what_is_missing(fixtures_root, db_copy, tmp_path):
     # the copied lines first, in their order; the rest as they were judged (concurrently: any order)
     ids = [e["queryId"] for e in full if e["type"] == "evaluation"]
     assert [e["queryId"] for e in evaluations][:2] == ids[:2] and sorted(e["queryId"] for e in evaluations) == sorted(ids)
-    kept = full[0]["querySetCard"]["kept"]  # phase one's checks may drop some of the 5 written (issue 22)
+    kept = full[0]["querySetCard"]["kept"]  # phase one's checks may drop some of the 5 written
     assert lines[-1]["type"] == "summary" and lines[-1]["evaluated"] == kept and lines[-1]["totalQueries"] == kept >= 3
     assert lines[0]["timestamp"] == full[0]["timestamp"] and "resumedAt" in lines[0]  # keeps its place in time
     # resuming a run whose queries are all judged does nothing and writes nothing

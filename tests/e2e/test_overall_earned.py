@@ -1,4 +1,4 @@
-"""An overall a perfect answer earns, end to end (issue 21, item 1): the offline judge on a small knowledge
+"""An overall a perfect answer earns, end to end: the offline judge on a small knowledge
 base, the built-in search and TREC runs that put the one answer where a test wants it.
 
 The unit tests of the arithmetic are in tests/judging/test_scores.py; these run the whole path (search, labels,

@@ -1,4 +1,4 @@
-"""The smaller items of issue 21 (item 6), each the way a user meets it: --quiet still shows per-query
+"""Smaller fixes, each the way a user meets it: --quiet still shows per-query
 errors; qrels export of a run with off-topic queries gives ir_measures the run's own mean; cache stats
 counts the injection flags the runs counted; --dry-run says why nothing is in the judgment cache; the
 --search-command and --search-url help says what JSON to return."""

@@ -1,4 +1,4 @@
-"""Issue 24: Ctrl+C and SIGTERM while phase two runs.
+"""Ctrl+C and SIGTERM while phase two runs.
 
 - a second signal during the graceful stop (a second Ctrl+C, SIGTERM twice as ``timeout`` and service
   managers send) ends the run at once, with a valid summary: in a ``--batch`` run and a synchronous one,

@@ -88,7 +88,7 @@ def test_an_empty_or_unset_variable_leaves_the_setting_unset(value, tmp_path):
 
 
 def test_the_setting_comes_from_the_file_the_variable_and_the_flag_in_that_order(tmp_path):
-    """``embedder`` is a setting like the others (issue 30): the config file, then JUDGE_RUNNER_EMBEDDER,
+    """``embedder`` is a setting like the others: the config file, then JUDGE_RUNNER_EMBEDDER,
     then --embedder, each overriding the one before, each checked the same way and named when wrong."""
     (tmp_path / "judge-runner.toml").write_text('embedder = "onnx"\n', encoding="utf-8")
     assert load_settings({}, cwd=tmp_path, environ={}).embedder == "onnx"
@@ -137,7 +137,7 @@ def test_an_index_that_never_got_a_document_is_taken_over_by_the_embedder_that_i
 
 
 def test_an_index_is_opened_with_the_kind_that_built_it_unless_a_kind_is_asked_for(tmp_path):
-    """Issue 23: new indexes get the default kind (openvino); an index built by another kind (torch, the
+    """New indexes get the default kind (openvino); an index built by another kind (torch, the
     former default) opens with that kind when nothing asks for one, read-only or not, and is refused, with
     the setting that reads it, when the ``embedder`` setting asks for another (it reaches the index through
     ``app/indexing.open_index``). Only names are compared here: no model is loaded or exported."""

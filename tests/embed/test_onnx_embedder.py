@@ -1,4 +1,4 @@
-"""The ONNX Runtime embedder (issue 23, items 1 and 2): the same model's vectors without torch, exported once
+"""The ONNX Runtime embedder: the same model's vectors without torch, exported once
 into a cache outside the repository, recorded in the index it builds, refused by another embedder, each
 query embedded alone; a cold hybrid search with it imports neither torch, scikit-learn nor SciPy."""
 
@@ -220,7 +220,7 @@ def test_the_default_indexes_with_openvino_and_searches_cold_without_torch_sklea
 
 
 def test_an_index_built_by_torch_is_searched_with_torch_without_a_setting(fixtures_index, tmp_path):
-    """The session index was built by the torch embedder (the default before issue 23): a hybrid search
+    """The session index was built by the torch embedder (the former default): a hybrid search
     of it from the shell, with JUDGE_RUNNER_EMBEDDER unset, embeds its query with torch and succeeds."""
     import sqlite3
 
@@ -283,7 +283,7 @@ def test_a_damaged_cached_export_is_exported_again_saying_so(cached, tmp_path, m
     assert "set JUDGE_RUNNER_CACHE_DIR to a folder you can write" in done.stderr and "internal error" not in done.stderr
 
 
-# -- OpenVINO: the compiled model checked at load against an fp32 reference (issue 29, item 6) -------------------
+# -- OpenVINO: the compiled model checked at load against an fp32 reference -------------------
 def openvino_session(**kwargs):
     path, record = onnx_export.exported_model("fp32")
     reference = onnx_export.reference_vector(path, record, openvino_model.REFERENCE_TEXT)

@@ -1,8 +1,8 @@
-"""Issue 29, item 6: OpenVINO's precision, chosen where bf16 pays (no model needed: the CPU is injected).
+"""OpenVINO's precision, chosen where bf16 pays (no model needed: the CPU is injected).
 
 bf16 on a CPU with AMX; f32 on one without BF16; on AVX512_BF16 without AMX, bf16 only when a measurement
 finds it at least ``BF16_GAIN`` times as fast (it was 1.7 times as fast on an AMD EPYC, and slower than
-f32 on the CPU issue 29 was filed from). The model-backed half (the check against a reference vector at
+f32 on the CPU it was reported from). The model-backed half (the check against a reference vector at
 load, a bad compiled output) is in tests/embed/test_onnx_embedder.py.
 """
 

@@ -1,4 +1,4 @@
-"""``--dry-run`` (issue 15, item 3): an estimate before spending, and the estimate in the real run's summary.
+"""``--dry-run``: an estimate before spending, and the estimate in the real run's summary.
 
 The "done when" check: ``evaluate --dry-run`` estimates within 15% of the input tokens the real run then
 sends to the loopback fake server (through the REAL anthropic and openai SDKs, pointwise and batched); the
@@ -174,7 +174,7 @@ def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_resu
         assert again.calls == []  # every label and the list verdict cached under the same keys
         other = RecordingJudge("anthropic", "claude-haiku-4-5")
         judge_query(other, query, answer, ProtocolSettings(), DryRunCache(cache), {"runbooks/redis-failover.md": 3})
-        # issue 20: a human-labelled result is still judged (its judge label is kept beside the person's)
+        # regression: a human-labelled result is still judged (its judge label is kept beside the person's)
         assert [c.kind for c in other.calls] == ["label"] * 3 + ["list"]
     assert price_for("claude-sonnet-4-6") is not None
 

@@ -1,4 +1,4 @@
-"""One scope per line in compare runs (issue 21, item 4): every figure printed or summarised says which
+"""One scope per line in compare runs: every figure printed or summarised says which
 system it belongs to, or is given per system; nothing pooled sits beside a per-system number unsaid."""
 
 from __future__ import annotations

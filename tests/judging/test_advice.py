@@ -1,4 +1,4 @@
-"""The recommended focus (issue 21, item 2): the dimension with the largest headroom the search could recover,
+"""The recommended focus: the dimension with the largest headroom the search could recover,
 the queries behind it, and a suggestion made on those queries for that dimension
 (judge_runner.judging.advice)."""
 

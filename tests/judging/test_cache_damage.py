@@ -1,4 +1,4 @@
-"""Issue 29, item 6: a damaged judgment cache is one clear message and one exit code, whichever command meets it.
+"""A damaged judgment cache is one clear message and one exit code, whichever command meets it.
 
 ``evaluate`` calls a cache damaged deep inside damaged (exit 3, "move it away"); ``cache stats`` and ``cache
 prune`` exited 4 ("a bug") on the same file. Every kind of damage (deep inside, truncated, random bytes, a

@@ -1,4 +1,4 @@
-"""Issue 23, item 4: one pool of judge calls. The label calls of every query in flight share the
+"""One pool of judge calls. The label calls of every query in flight share the
 ``--concurrency`` slots (judge_runner.judging.call_pool), so 3 queries at concurrency 5 keep 5 calls in
 flight; the lines, the labels and the budget stay as they were.
 

@@ -1,4 +1,4 @@
-"""Issue 14's "done when" list for the judge protocol, through the REAL anthropic and openai SDKs against
+"""The "done when" list of the label-first judge protocol, through the REAL anthropic and openai SDKs against
 the loopback fake server (whose default brain answers the label-first tools with the honest judge of
 tests/support/fakes/honest_judge.py), and through the offline heuristic judge.
 
@@ -187,7 +187,7 @@ def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
     results = {r["source"]: r for r in lines[1]["results"]}
     assert results["notes/lunch.md"]["relevance"] == 3 and results["notes/lunch.md"]["labelOrigin"] == "human"
     assert lines[1]["humanLabels"] == 1 and outcome.summary["humanLabels"] == 1
-    # issue 20: the judge still labels the human-labelled result (cached after), and its label is kept beside
+    # regression: the judge still labels the human-labelled result (cached after), and its label is kept beside
     assert lines[1]["labelsJudged"] == 3
     lunch = results["notes/lunch.md"]
     assert lunch["judgeLabel"] in (0, 1, 2, 3) and lunch["trialLabels"] == [lunch["judgeLabel"]]

@@ -1,4 +1,4 @@
-"""One rule for human qrels (issue 24): ``qrels import`` and ``calibrate --qrels`` read a file the same
+"""One rule for human qrels: ``qrels import`` and ``calibrate --qrels`` read a file the same
 way (one reader, :func:`judge_runner.judging.qrels.read_trec_qrels`) and put it on the judge's 0-3 scale
 the same way (:func:`~judge_runner.judging.qrels.on_judge_scale`, ``--rescale`` on both); a qrels file
 or a run that matches none or only some of the queries says so."""
@@ -80,7 +80,7 @@ def test_grades_go_on_the_judge_scale_by_one_rule(tmp_path, content, rescale, ex
 
 
 def test_calibrate_takes_rescale_for_a_negative_grade(tmp_path):
-    # issue 24: a negative grade (TREC's -2, junk) was refused by calibrate with no way to map it
+    # regression: a negative grade (TREC's -2, junk) was refused by calibrate with no way to map it
     data = write_collection(tmp_path / "beir", queries=4)
     qrels = tmp_path / "junk.qrels"
     lines = [line.split("\t") for line in (data / "qrels" / "test.tsv").read_text().splitlines()[1:]]
@@ -149,7 +149,7 @@ def test_qrels_matching_only_some_queries_say_so(tmp_path):
 
 
 def test_calibrate_leaves_out_queries_a_run_does_not_rank(tmp_path):
-    # issue 24: calibrate accepted a run missing 14 of 30 sampled queries and scored them as zeros
+    # regression: calibrate accepted a run missing 14 of 30 sampled queries and scored them as zeros
     data = write_collection(tmp_path / "beir", queries=8)
     collection = load_files(data / "qrels" / "test.tsv", data / "queries.jsonl", data / "corpus.jsonl")
     queries = [CalibrationQuery(q, t) for q, t in collection.queries.items()]

@@ -1,4 +1,4 @@
-"""Issue 15, item 1: ``--batch`` through the REAL anthropic and openai SDKs against the loopback fake's
+"""``--batch`` through the REAL anthropic and openai SDKs against the loopback fake's
 batch APIs (tests/support/fakes/fake_batches.py), on a 15-query set over fixtures/ (hash embedder).
 
 - the same evaluation lines (labels, scores, metrics) as the synchronous run, pointwise and batched, in
@@ -344,7 +344,7 @@ def test_generate_and_evaluate_writes_queries_synchronously_and_judges_in_batche
         args = ["generate-and-evaluate", "--fixtures", str(ROOT / "fixtures"), "--db", str(db_copy), "--out-dir", str(out), "--count", "5"]
         result = invoke([*args, "--provider", "openai", "--batch"], env_for(server, "openai"))
         phase_one = server.count()
-        # one batch for phase one's answerability labels (issue 22), then phase two's two
+        # one batch for phase one's answerability labels, then phase two's two
         assert judge_requests(server, "openai") == [] and server.batches.count() == 3
         checked = len(server.batches.submitted[0]["custom_ids"])
     assert result.exit_code == 0, result.output

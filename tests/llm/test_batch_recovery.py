@@ -1,4 +1,4 @@
-"""Issue 24: paid judgments are never lost in a ``--batch`` run, whatever the batch API does to the results,
+"""Paid judgments are never lost in a ``--batch`` run, whatever the batch API does to the results,
 and money spent on a query that then failed is on that query's line.
 
 - a result file whose last line is cut in half (Anthropic and OpenAI): the intact results are taken, the

@@ -1,4 +1,4 @@
-"""Issue 15 follow-up: what a new-user trial of ``--batch`` found (budget, resume, weekly, refused keys,
+"""``--batch`` follow-up: what a new-user trial of ``--batch`` found (budget, resume, weekly, refused keys,
 lost batches, summary scopes, cost), each through the REAL SDKs against the loopback fake's batch APIs
 (tests/support/fakes/fake_batches.py) on the 15-query set of the ``query_set`` fixture (tests/conftest.py) (hash embedder)."""
 

@@ -1,4 +1,4 @@
-"""Real local model servers (issue 13) and odd replies (issue 10, items 8 and 9), through the REAL SDKs
+"""Real local model servers and odd replies, through the REAL SDKs
 against the loopback fake server with the quirks measured on llama-cpp-python 0.3.36's server.
 
 Each example from the issues is a test here, followed by other members of its kind:
@@ -66,7 +66,7 @@ def completion_body(content, *, choices=True, usage="default") -> dict:
     return body
 
 
-# -- issue 13.1: requests every OpenAI-compatible server accepts -------------------------------------
+# -- requests every OpenAI-compatible server accepts -------------------------------------
 
 
 def test_main_job_completes_against_a_llama_cpp_like_server(fixtures_root, db_copy, tmp_path):
@@ -293,7 +293,7 @@ def test_a_non_finite_number_is_echoed_as_a_string_never_nan_on_the_wire():
     assert "NaN" in OpenAIProvider._messages("s", structured)[-1]["content"]
 
 
-# -- issue 10.9: empty or odd replies ------------------------------------------------------------
+# -- empty or odd replies ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -399,7 +399,7 @@ def test_invalid_json_text_keeps_its_position_in_the_error(api, server, tmp_path
     assert "line 1 column 13 (char 12)" in errors["q1"]["message"]
 
 
-# -- issue 13.2: errors carry the server's own message, never a secret ------------------------------
+# -- errors carry the server's own message, never a secret ------------------------------
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -447,7 +447,7 @@ def test_server_message_shapes_and_truncation():
     assert redact("api_key: hunter2hunter2 and sk-ant-api03-abcdefgh") == "api_key: [REDACTED] and [REDACTED]"
 
 
-# -- issue 13.3: local servers ----------------------------------------------------------------------
+# -- local servers ----------------------------------------------------------------------
 
 
 def test_timeout_on_a_local_server_is_not_retried_and_the_server_keeps_working(tmp_path):
@@ -505,7 +505,7 @@ def test_local_server_setup():
     assert concurrency == 4 and "--concurrency 4 against a local server" in notes[1]
 
 
-# -- issue 10.8: missing usage -------------------------------------------------------------------
+# -- missing usage -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("api", APIS)

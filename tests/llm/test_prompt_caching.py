@@ -1,4 +1,4 @@
-"""Prompt caching measured and priced (issue 15, items 2 and 4): the judge's cacheable layout, cache
+"""Prompt caching measured and priced: the judge's cacheable layout, cache
 reads and writes read from both providers' usage and priced, and the summary's cachedInputShare,
 cacheSavedUsd, judgedQueries and costPerJudgedQueryUsd."""
 

@@ -1,4 +1,4 @@
-"""Issue 20, item 3: prediction-powered inference (Angelopoulos et al. 2023) for mean nDCG@10 and relevance.
+"""Prediction-powered inference (Angelopoulos et al. 2023) for mean nDCG@10 and relevance.
 
 The estimator's arithmetic on known numbers; its coverage and width on a synthetic population (the SciFact
 figures are the benchmark's, benchmarks/ppi_scifact.py); the summary's ``biasCorrected`` block from run

@@ -1,4 +1,4 @@
-"""Issue 28, item 4 (the estimators): labels spent where they narrow the answer. Sampling probabilities for a
+"""The estimators: labels spent where they narrow the answer. Sampling probabilities for a
 budget, the Poisson draw, inverse-probability-weighted corrected means that stay unbiased under any such
 design (whole queries and single pairs), and what a budget buys."""
 

@@ -1,5 +1,5 @@
 """Every cross-reference in the package's docstrings and comments names something that exists where it
-says (issue 30, item 3).
+says.
 
 A cross-reference is a backticked dotted name (``x``, :class:`~x`, :func:`x`, ...) that starts with
 ``judge_runner.``, one of its packages (``judging.fence.fence``) or ``config.``. It resolves when its
@@ -90,7 +90,7 @@ def package_references() -> list[tuple[str, int, str]]:
 
 
 def test_there_are_cross_references_to_check():
-    assert len(package_references()) > 300
+    assert len(package_references()) > 200
 
 
 def test_every_cross_reference_resolves():

@@ -40,7 +40,7 @@ def _schema(name: str) -> dict:
 
 
 def verdict_schema(n: int) -> dict:
-    # the single-call verdict of format version 1, retired from schemas/ by the label-first judge (issue 14);
+    # the single-call verdict of format version 1, retired from schemas/ by the label-first judge;
     # the fake still answers record_verdict, and these tests keep that honest
     schema = json.loads((ROOT / "tests" / "data" / "judge_verdict_v1.schema.json").read_text())
     schema["properties"]["labels"]["minItems"] = n
@@ -565,7 +565,7 @@ def test_requests_recorded_with_auth_redacted():
         assert rec.time > 0
 
 
-# -- quirks of real OpenAI-compatible servers (issue 13) ---------------------------------------------
+# -- quirks of real OpenAI-compatible servers ---------------------------------------------
 
 from tests.support.fakes.fake_llm import LLAMA_CPP_PYTHON, Quirks  # noqa: E402
 

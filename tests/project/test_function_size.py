@@ -1,4 +1,4 @@
-"""No function in the package over 80 lines (docs/design.md, "Modules of a readable size"; issue 30).
+"""No function in the package over 80 lines (docs/design.md, "Modules of a readable size").
 
 A function's length is counted from its ``def`` line to its last line, docstring and comments included,
 decorators not; a nested function counts inside its parent and again on its own. :data:`LONG_TODAY` listed
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "judge_runner"
 MAX_FUNCTION_LINES = 80
 
-# The offenders when the rule came, and their length then; issue 30, item 2 split all nine, so the list is
+# The offenders when the rule came, and their length then; a later split cut all nine, so the list is
 # empty and stays empty: never add to it (split a long function instead).
 LONG_TODAY: dict[str, int] = {}
 

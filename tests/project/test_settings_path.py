@@ -1,4 +1,4 @@
-"""One path for settings (issue 19, item 3): built once per command, validated once, never changed
+"""One path for settings: built once per command, validated once, never changed
 afterwards (a job derives new settings instead); a job gets what it needs as arguments; resume reads
 its run file once, into typed lines."""
 

@@ -1,4 +1,4 @@
-"""Phase one's answerability check shows the judge a document as phase two does (issue 29, item 5): the
+"""Phase one's answerability check shows the judge a document as phase two does: the
 document's passages by the one rule (judge_runner/search/passages.py), path words not counted. Before, it
 showed the chunk with most of the query's terms with path words counted, so a query naming the file tied
 every chunk and the first, often a bare heading, won: "Flask redis", "traefik golang" and "PHP application

@@ -1,4 +1,4 @@
-"""Issue 22's checks one by one, each with more members of its kind than the scripted run of
+"""Phase one's query-set checks one by one, each with more members of its kind than the scripted run of
 tests/querygen/test_query_sets.py: allocation with a floor, near-duplicates by embedding, non-specific queries
 widened or dropped (headings and BM25 ties), leakage against the corpus background, spread warnings,
 the answerability check when a judge call fails, language detection, and the offline writer's spread."""
@@ -343,7 +343,7 @@ def test_a_file_of_unknown_language_never_makes_a_multilingual_query(tmp_path):
     assert all(x["queryType"] != "multilingual" for x in propose_queries(root, 6, profile=profile)["queries"])
 
 
-# -- distinct: what keeps two close queries apart (issue 29, item 5) ----------------------------------------------
+# -- distinct: what keeps two close queries apart ----------------------------------------------
 class SameVector:
     """An embedder that puts every text on one vector (cosine 1.0): only the words can keep two queries apart."""
 

@@ -1,4 +1,4 @@
-"""Issue 22: query sets worth judging. A scripted fake agent (tests/support/fakes/fake_llm.py, phase one through the
+"""Query sets worth judging. A scripted fake agent (tests/support/fakes/fake_llm.py, phase one through the
 real SDK) writes queries with known faults into a small knowledge base; phase one's checks must drop a
 query whose expected source does not answer it (one judge call, cached for phase two), keep one of two
 near-identical queries, flag a heading many files carry as non-specific, and show an exact heading copy

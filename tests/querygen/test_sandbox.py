@@ -183,7 +183,7 @@ def test_read_file_at_exactly_the_cap_is_not_truncated(sandbox, tree):
 
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
 def test_read_file_of_a_1_gb_log_reads_only_what_it_shows(sandbox, tree, encoding):
-    # issue 24: read_file on a 1 GB .log read the whole file (2.0 GB of memory) to return 12,000 characters
+    # regression: read_file on a 1 GB .log read the whole file (2.0 GB of memory) to return 12,000 characters
     import tracemalloc
 
     line = "2026-03-01 12:00:00 INFO ingest lag 0.4 s — déjà vu ü €\n"

@@ -1,5 +1,5 @@
 """The typed run lines and the one reader: older files still read, the schemas are the models', and a
-reader never trusts a value it reads (issue 10 item 11: each example is a test; the kind is every
+reader never trusts a value it reads (each example is a test; the kind is every
 score dimension and metric, and any type)."""
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_written_lines_validate_and_round_trip():
         jsonschema.validate({k: v for k, v in ev.items() if k != "metrics"}, schemas["evaluation"])
 
 
-# -- issue 10 item 11: readers trust nothing they read ---------------------------------------------------
+# -- readers trust nothing they read ---------------------------------------------------
 
 
 def test_overall_92_is_unscored_not_averaged(tmp_path):

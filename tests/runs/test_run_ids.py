@@ -1,4 +1,4 @@
-"""Issue 29, item 1: run ids unique across folders and machines, old ids still read.
+"""Run ids unique across folders and machines, old ids still read.
 
 Two runs started in the same second (or millisecond) in two folders, or on two machines whose results are
 later copied together, used to get the same run id (the UTC second, unique only within a folder): trend

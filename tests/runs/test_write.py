@@ -239,7 +239,7 @@ def test_summary_averages_only_evaluated_queries(run_lines):
     assert s["evaluated"] == 4
     assert s["failed"] == 2
     # errors are not zeros, and off-topic queries (q3, q4) are scored on abstention, not on the dimensions:
-    # the mean is over the 2 evaluated on-topic queries only (issue 14, item 10)
+    # the mean is over the 2 evaluated on-topic queries only
     assert s["averageScores"]["relevance"] == pytest.approx((1.0 + 0.6) / 2)
     assert s["averageScores"]["coverage"] == pytest.approx((0.6 + 0.2) / 2)
     assert s["averageScores"]["overall"] == pytest.approx(sum(e["scores"]["overall"] for e in evaluations[:2]) / 2, abs=1e-6)
@@ -316,7 +316,7 @@ def test_summary_only_off_topic_has_no_metrics():
 
 
 def test_a_lone_surrogate_from_a_model_reply_is_written_as_replacement_character(tmp_path):
-    """Issue 10 item 1, model replies: a judge's reason holding half an emoji (``"\\ud83d"`` in its JSON)
+    """Model replies: a judge's reason holding half an emoji (``"\\ud83d"`` in its JSON)
     must not make the line unwritable (UnicodeEncodeError) and lose the judged query."""
     from judge_runner.runs.write import RunWriter
 

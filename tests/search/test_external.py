@@ -1,4 +1,4 @@
-"""External search adapters (issue 12): the field mapping, the document store, CommandSearch and
+"""External search adapters: the field mapping, the document store, CommandSearch and
 HttpSearch against the real bm25s engine (tests/support/engines/) and against commands that misbehave."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def test_map_hits_collapses_repeated_documents_to_their_first_place_after_the_cu
 
 
 def test_one_file_returned_ten_times_does_not_pull_the_eleventh_result_into_the_list():
-    # issue 29: merged before the cut, the answer (11th) scored at rank 2, R@10 1.0, and nothing said so
+    # regression: merged before the cut, the answer (11th) scored at rank 2, R@10 1.0, and nothing said so
     reply = [{"id": "noise.md", "text": f"noise part {i}", "score": 20 - i} for i in range(10)] + [
         {"id": "answer.md", "text": "the answer", "score": 1}
     ]

@@ -1,4 +1,4 @@
-"""Issue 10, hostile inputs: corpus and text (items 1-7), search runs and progress (16, 17), and the
+"""Hostile inputs: corpus and text, search runs and progress, and the
 locked SQLite index (13). Each issue example is a test, beside other members of the same kind."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""External searches that misbehave (issue 24): an endpoint or a command must never hang a run, flood
+"""External searches that misbehave: an endpoint or a command must never hang a run, flood
 its memory, or fail with a message that hides what happened. The HTTP side runs against the loopback
 endpoint of tests/support/engines/hostile_http.py, the command side against small Python commands."""
 
@@ -34,7 +34,7 @@ def search(server: HostileServer, path: str, **kwargs) -> HttpSearch:
 # -- no hang -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", ["/drip", "/drip-headers"])
 def test_a_reply_dripped_byte_by_byte_ends_at_the_timeout(server, path):
-    # issue 24: one byte every 0.5 s kept query 1 going past 58 s under --search-timeout 5 (the timeout was per read)
+    # regression: one byte every 0.5 s kept query 1 going past 58 s under --search-timeout 5 (the timeout was per read)
     started = time.monotonic()
     with pytest.raises(ExternalSearchError, match=r"did not answer within 2 s") as caught:
         search(server, path, timeout=2).search("q")
@@ -74,7 +74,7 @@ def test_307_and_308_are_followed_with_the_post_and_its_body(server, status):
 
 @pytest.mark.parametrize("status", [301, 302, 303])
 def test_redirects_that_would_turn_the_post_into_a_get_name_their_target(server, status):
-    # issue 24: a 302 became "HTTP 405" (the POST re-sent as a GET); a 307 said "answered HTTP 307" without the target
+    # regression: a 302 became "HTTP 405" (the POST re-sent as a GET); a 307 said "answered HTTP 307" without the target
     server.requests.clear()
     with pytest.raises(ExternalSearchError) as caught:
         search(server, f"/redirect/{status}/abs").search("q")
@@ -101,7 +101,7 @@ def test_a_cross_origin_redirect_does_not_carry_the_token(server):
 
 @pytest.mark.parametrize("path", ["/gzip", "/deflate"])
 def test_content_codings_are_decoded(server, path):
-    # issue 24: a gzip body was "invalid JSON" plus binary in the message
+    # regression: a gzip body was "invalid JSON" plus binary in the message
     assert [h.snippet for h in search(server, path).search("q").results] == ["alpha"]
     assert "gzip" in server.requests[-1][2].get("Accept-Encoding", "")
 
@@ -113,7 +113,7 @@ def test_an_unknown_content_coding_is_named(server):
 
 @pytest.mark.parametrize("path", ["/chunked-bad", "/short"])
 def test_a_broken_transfer_is_a_named_transport_error(server, path):
-    # issue 24: a malformed chunked body was a raw IncompleteRead, not retried, the endpoint not named
+    # regression: a malformed chunked body was a raw IncompleteRead, not retried, the endpoint not named
     with pytest.raises(ExternalSearchError) as caught:
         search(server, path, max_retries=1).search("q")
     message = str(caught.value)
@@ -144,7 +144,7 @@ OK_JSON = '[{"id": "a.md", "text": "alpha"}]'
 
 
 def test_a_grandchild_in_its_own_session_holding_stdout_does_not_hold_the_query():
-    # issue 24: valid JSON printed, exit 0, a grandchild (own session) keeps stdout open: waited past the timeout
+    # regression: valid JSON printed, exit 0, a grandchild (own session) keeps stdout open: waited past the timeout
     code = (
         "import os, subprocess, sys; "
         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
@@ -158,7 +158,7 @@ def test_a_grandchild_in_its_own_session_holding_stdout_does_not_hold_the_query(
 
 
 def test_a_background_child_in_the_same_group_does_not_throw_the_results_away(tmp_path):
-    # issue 24: with a `sleep 120 &` child, finished results were thrown away as "did not finish"
+    # regression: with a `sleep 120 &` child, finished results were thrown away as "did not finish"
     marker = tmp_path / "child.pid"
     code = (
         "import subprocess, sys; "
@@ -190,7 +190,7 @@ def test_a_shell_pipeline_that_prints_then_exits_is_read_whole():
 
 
 def test_a_command_printing_300_mb_is_cut_and_killed():
-    # issue 24: 79 s and 4.2 GB of memory for one query, and `truncated: false`
+    # regression: 79 s and 4.2 GB of memory for one query, and `truncated: false`
     code = "import sys\nblock = b' ' * 1048576\nfor _ in range(300): sys.stdout.buffer.write(block)\nsys.stdout.buffer.write(b'[]')"
     started = time.monotonic()
     with pytest.raises(ExternalSearchError, match=r"printed more than 2 MiB; stopped reading there and killed it") as caught:
@@ -216,7 +216,7 @@ def test_a_command_that_never_reads_a_long_stdin_query_still_ends():
     [("cp1252", "decoded as cp1252"), ("utf-16", "decoded as utf-16-le"), ("utf-8", None)],
 )
 def test_command_output_in_another_encoding_is_decoded_with_a_note(encoding, note):
-    # issue 24: cp1252 output was decoded to U+FFFD with no note
+    # regression: cp1252 output was decoded to U+FFFD with no note
     text = '[{"id": "a.md", "text": "naïve café, “quoted” – déjà vu, Straße"}]'
     code = f"import sys; sys.stdout.buffer.write({text.encode(encoding)!r})"
     answer = CommandSearch(py(code), timeout=10).search("q")

@@ -1,4 +1,4 @@
-"""An external search's results are cut at the limit as the system ranked them, then merged (issue 29):
+"""An external search's results are cut at the limit as the system ranked them, then merged:
 a search that returned one file 10 times and the answer 11th was merged before the cut, so the answer
 scored at rank 2 (R@10 1.0), and nothing in ``searchNotes`` said so. Every adapter: a command, an HTTP
 endpoint and a TREC run."""

@@ -1,4 +1,4 @@
-"""One label per (query, document), whoever returned it (issue 28, item 1): the judge is shown a document's
+"""One label per (query, document), whoever returned it: the judge is shown a document's
 passages by one rule (judge_runner/search/passages.py), so the built-in search, a command, an HTTP search and
 a TREC run that return the same document for the same query give the judge the same text, one
 judgment-cache entry and one call. Before, the built-in path showed the chunk the engine matched and the
@@ -62,7 +62,7 @@ def chunk(text: str, anchor: str | None = None, start: int = 1) -> Chunk:
 
 # -- the rule -------------------------------------------------------------------------------------------------
 def test_path_and_anchor_words_do_not_choose_the_passage():
-    # issue 29: with path words counted, a query naming the file tied every chunk and the first (a bare
+    # regression: with path words counted, a query naming the file tied every chunk and the first (a bare
     # heading) won; the parents' headings in every anchor tie them the same way
     chunks = [
         chunk("## Compose sample application", "Compose sample application"),

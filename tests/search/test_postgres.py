@@ -449,9 +449,9 @@ def test_query_terms_are_plain_words(query):
 
 
 def test_an_index_is_opened_with_the_embedder_that_built_it_unless_a_kind_is_asked_for(postgres_dsn, schema):
-    """Issue 23, as for SQLite: with no embedder setting an index opens with the kind it records (here the
+    """As for SQLite: with no embedder setting an index opens with the kind it records (here the
     hashing embedder, so no model loads); a kind the setting asks for that did not build it is refused,
-    naming the setting that reads it (issue 30: the setting, from any source, reaches the index through
+    naming the setting that reads it (the setting, from any source, reaches the index through
     ``app/indexing.open_index``)."""
     from judge_runner.app.indexing import open_index
     from judge_runner.config import Settings

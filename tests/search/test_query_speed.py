@@ -1,4 +1,4 @@
-"""Query-side speed (issue 15, item 5): phase two embeds its whole query set before judging
+"""Query-side speed: phase two embeds its whole query set before judging
 (:meth:`ChunkSearch.prepare_queries`, :func:`judge_runner.search.prepare.prepare_search`) with the very same
 results, and the command line loads torch only for what needs the model."""
 

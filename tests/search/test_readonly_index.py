@@ -1,4 +1,4 @@
-"""Issue 29, item 6: an index in a read-only folder, and ``--db`` where no folder can be made.
+"""An index in a read-only folder, and ``--db`` where no folder can be made.
 
 ``index`` into a read-only folder said SQLite's "unable to open database file" and nothing else. Now every
 command that must write says which folder, why (SQLite writes the index and its -wal and -shm files there)

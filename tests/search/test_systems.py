@@ -1,4 +1,4 @@
-"""Judging any search system end to end through the CLI (issue 12): external adapters around the real
+"""Judging any search system end to end through the CLI: external adapters around the real
 bm25s engine (tests/support/engines/), commands that misbehave, TREC runs in, and compare runs."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_generate_and_evaluate_with_bm25s_command_offline(db, tmp_path):
     result = invoke(
         [
             "generate-and-evaluate",
-            "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+            "--keep-unverified",  # keep the written count: these tests judge other systems
             "--fixtures",
             str(FIXTURES),
             "--db",
@@ -87,7 +87,7 @@ def test_generate_and_evaluate_with_bm25s_url_through_fake_llm(db, tmp_path):
         result = invoke(
             [
                 "generate-and-evaluate",
-                "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+                "--keep-unverified",  # keep the written count: these tests judge other systems
                 "--fixtures",
                 str(FIXTURES),
                 "--db",
@@ -122,7 +122,7 @@ def test_bm25s_beside_the_builtin_search(db, tmp_path):
     result = invoke(
         [
             "generate-and-evaluate",
-            "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+            "--keep-unverified",  # keep the written count: these tests judge other systems
             "--fixtures",
             str(FIXTURES),
             "--db",
@@ -159,7 +159,7 @@ def test_misbehaving_command_gives_error_lines_and_the_run_goes_on(db, tmp_path)
     result = invoke(
         [
             "generate-and-evaluate",
-            "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+            "--keep-unverified",  # keep the written count: these tests judge other systems
             "--fixtures",
             str(FIXTURES),
             "--db",
@@ -393,7 +393,7 @@ def test_three_way_compare_then_trend_and_report(db, tmp_path):
     first = invoke(
         [
             "generate-and-evaluate",
-            "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+            "--keep-unverified",  # keep the written count: these tests judge other systems
             "--fixtures",
             str(FIXTURES),
             "--db",
@@ -499,7 +499,7 @@ def test_url_offline_and_command_through_fake_anthropic_and_config_table(db, tmp
         result = invoke(
             [
                 "generate-and-evaluate",
-                "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+                "--keep-unverified",  # keep the written count: these tests judge other systems
                 "--fixtures",
                 str(FIXTURES),
                 "--db",
@@ -536,7 +536,7 @@ def test_url_offline_and_command_through_fake_anthropic_and_config_table(db, tmp
         result = invoke(
             [
                 "generate-and-evaluate",
-                "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+                "--keep-unverified",  # keep the written count: these tests judge other systems
                 "--fixtures",
                 str(FIXTURES),
                 "--db",
@@ -565,7 +565,7 @@ def test_unusable_adapter_stops_the_main_job_before_phase_one(db, tmp_path):
         result = invoke(
             [
                 "generate-and-evaluate",
-                "--keep-unverified",  # keep the written count (issue 22): these tests judge other systems
+                "--keep-unverified",  # keep the written count: these tests judge other systems
                 "--fixtures",
                 str(FIXTURES),
                 "--db",

@@ -1,4 +1,4 @@
-"""A TREC run is read in the order trec_eval and ir-measures score it (issue 24): by score as a 32-bit
+"""A TREC run is read in the order trec_eval and ir-measures score it: by score as a 32-bit
 float, ties by docid descending; the rank column never orders anything. Before, ties followed the rank
 column: on an all-ties run nDCG@10 was 0.924 where trec_eval says 0.525."""
 

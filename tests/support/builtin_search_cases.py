@@ -170,7 +170,7 @@ def test_result_contract(index):
 
 
 def test_the_judge_is_shown_the_documents_passages_not_the_matched_chunk(index):
-    # issue 28: one rule for what the judge reads of a document, whoever returned it; the built-in search
+    # one rule for what the judge reads of a document, whoever returned it; the built-in search
     # applies it to the chunks its index holds, which are the chunks the folder store makes
     from judge_runner.search.documents import FolderDocuments
 

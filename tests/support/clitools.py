@@ -25,7 +25,7 @@ NO_KEYS = {
 
 KEEP_ALL = ["--keep-unverified", "--no-cache"]
 """Flags for a ``generate`` that sets up a test of phase two: keep the queries the judge does not verify
-(phase one's answerability check, issue 22), so the set keeps its written size, and store no judgment
+(phase one's answerability check), so the set keeps its written size, and store no judgment
 (``generate`` has no ``--db``: its default cache is under the current folder)."""
 
 

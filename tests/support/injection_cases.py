@@ -1,4 +1,4 @@
-"""Test data for the prompt-injection fixture pair (issue 14, item 3).
+"""Test data for the prompt-injection fixture pair.
 
 ``fixtures/runbooks/redis-cache-failover.md`` is a clean runbook; ``fixtures/imported/redis-cache-failover.md``
 is its twin "imported from the old wiki", with instructions to the judge in the body and in a heading

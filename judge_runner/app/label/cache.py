@@ -1,19 +1,10 @@
-"""The labels of ``judge-runner label`` into the judgment cache, without ever holding up the page.
+"""People's grades from ``judge-runner label`` into the judgment cache, without ever holding up the page.
 
-:class:`CacheSync` keeps the human qrels set ``NAME`` of the judgment cache equal to the session's qrels
-file from a thread of its own: the page is answered once a label is in the journal and the qrels file
-(both fsynced), and the import follows: the whole file when the session wrote it whole (at its start), else
-only the pairs the acts since the last import changed (one upsert or delete each), so an import costs the
-same at the 3,000th label as at the first. Another process writing the cache (an ``evaluate``, a ``cache
-prune``) can hold its write lock; one import then waits at most :data:`CACHE_WAIT_S` seconds (SQLite's busy
-timeout), and while the cache stays locked the import is tried again every :data:`RETRY_S` seconds, the
-latest qrels file each time. The page and the terminal say so; when the job ends, the last import may wait
-:data:`CLOSE_WAIT_S` seconds, and :meth:`CacheSync.close` reports exactly which of the labels are in the
-cache (:class:`CacheReport`).
-
-The whole import is :func:`judge_runner.judging.qrels.import_human_qrels`, what ``qrels import`` does, with
-``--rescale 1=1``: the page's labels are on the judge's 0-3 scale already, so a set that so far holds only
-0s and 1s is not binary qrels (whose 1 would become 3). An empty file removes the set.
+:class:`CacheSync` keeps the cache's human qrels set ``NAME`` equal to the session's qrels file from a
+thread of its own: the page is answered once a grade is in the journal and the qrels file (both
+fsynced), and the import follows, only the pairs changed since the last one. A cache another process
+holds locked is waited for :data:`CACHE_WAIT_S` seconds, then tried again every :data:`RETRY_S`. The
+import is ``qrels import --rescale 1=1``: the page's grades are on the 0-3 scale already.
 """
 
 from __future__ import annotations
@@ -34,19 +25,17 @@ from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.qrels import QrelsError, import_human_qrels, read_trec_qrels
 
 CACHE_WAIT_S = 2.0
-"""Seconds one import waits for another process's write lock on the cache (the cache's own default, 30 s,
-is for runs; a person waiting on a page gets an answer at once and the import follows)."""
+"""Seconds one import waits for another process's write lock (a run's 30 s is too long for a person)."""
 RETRY_S = 1.0
 """Seconds between imports while the cache stays locked."""
 CLOSE_WAIT_S = 5.0
-"""Seconds the job's end waits for a locked cache to take the last labels before saying they are not in it."""
+"""Seconds the job's end waits for a locked cache to take the last grades."""
 SAME_SCALE = {1: 1}
-"""``--rescale 1=1``: the page's grades are 0-3 already; without it a set of 0s and 1s would read as binary."""
+"""``--rescale 1=1``: without it a set of only 0s and 1s would read as binary qrels (1 becoming 3)."""
 
 
 def import_command(qrels: Path, name: str, cache: Path | None) -> str:
-    """The ``qrels import`` command that puts the labels of ``qrels`` into ``cache`` (None: the default one)
-    as the human qrels set ``name``, as the page does."""
+    """The ``qrels import`` command that puts ``qrels`` into ``cache`` (None: the default) as set ``name``."""
     command = f"judge-runner qrels import {shlex.quote(str(qrels))} --name {name} --rescale 1=1"
     return command + (f" --cache {shlex.quote(str(cache))}" if cache is not None else "")
 
@@ -57,10 +46,8 @@ def _plural(n: int) -> str:
 
 @dataclass(frozen=True)
 class CacheReport:
-    """Where the labels of the qrels file are at the end: ``given`` labels in the file; ``in_cache`` of them
-    in the cache's set with the same grade (None: not known, the cache could not be read); ``extra`` pairs
-    the set holds that the file no longer has (labels undone after the last import); ``reason`` why the
-    cache is behind (None when it is not)."""
+    """Where the file's grades are at the end: ``given`` in the file; ``in_cache`` with the same grade (None:
+    unknown); ``extra`` pairs only the cache holds (undone since); ``reason`` the cache is behind, or None."""
 
     cache: Path
     name: str
@@ -101,10 +88,9 @@ def _locked(exc: BaseException) -> bool:
 
 
 class CacheSync:
-    """Imports the session's qrels file into the judgment cache at ``path`` as the human qrels set ``name``,
-    in its own thread (see the module docstring). ``say`` gets a line when the cache becomes locked or
-    fails, and when it takes the labels again. :meth:`open` first; the session calls :meth:`changed` after
-    every change of its qrels file; the page shows :meth:`status`; :meth:`close` at the end."""
+    """Imports the session's qrels file into the judgment cache at ``path`` as set ``name`` in its own thread.
+    ``say`` hears when the cache locks, fails or recovers. :meth:`open` first, :meth:`changed` after every
+    write of the file, :meth:`status` for the page, :meth:`close` at the end."""
 
     def __init__(self, path: Path, name: str, say: Say = silent, wait_s: float = CACHE_WAIT_S, retry_s: float = RETRY_S):
         self.path, self.name, self.say = Path(path), name, say
@@ -123,12 +109,11 @@ class CacheSync:
         self._thread = threading.Thread(target=self._run, name="label-cache-import", daemon=True)
         self._report_made: CacheReport | None = None
         self.design: dict[str, Any] | None = None
-        """The set's draw (``label --budget``: :func:`judge_runner.human.pace.design_marker`), kept beside it
-        in the cache at each import; None removes any left by an earlier session of that name."""
+        """The set's draw (``label --budget``), kept beside it in the cache; None removes an earlier session's."""
 
     def open(self) -> None:
-        """Connect once and start the importing thread. Raises UsageError when the file is no judgment cache
-        (or a newer one, or cannot be written); a cache another process holds locked is said and waited for."""
+        """Connect and start the importing thread. Raises UsageError for a file that is no judgment cache (or a
+        newer one, or read-only); a locked cache is said and waited for."""
         error = self._connect()
         if error is not None and not _locked(error):
             raise UsageError(str(error))
@@ -145,8 +130,8 @@ class CacheSync:
         return None
 
     def changed(self, qrels: Path, count: int, pairs: Mapping[tuple[str, str], int | None] | None = None) -> None:
-        """The session wrote ``qrels`` (``count`` labels), changing ``pairs`` (``{(qid, docid): grade}``, None for
-        a label taken back; None: written whole): put them into the cache when it lets us."""
+        """The session wrote ``qrels`` (``count`` grades), changing ``pairs`` (``{(qid, docid): grade}``, None for a
+        grade taken back; ``pairs`` None: written whole)."""
         with self._cond:
             self._wanted += 1
             self._qrels, self._count = qrels, count
@@ -159,9 +144,8 @@ class CacheSync:
             self._cond.notify_all()
 
     def status(self) -> dict[str, Any]:
-        """For the page: ``state`` (``current``: the cache holds the file; ``pending``: an import is on its way;
-        ``locked``: another process holds the cache, tried again every RETRY_S s; ``failed``), ``importedAt``
-        (UTC time of the last import, or None), ``message`` (why it is behind) and ``path``."""
+        """For the page: ``state`` (``current``, ``pending``, ``locked`` or ``failed``), ``importedAt`` (UTC or
+        None), ``message`` and ``path``."""
         with self._cond:
             state = self._state if self._state != "current" or self._done >= self._wanted else "pending"
             return {"state": state, "importedAt": self._imported_at, "message": self._message, "path": str(self.path)}
@@ -239,8 +223,8 @@ class CacheSync:
         return None
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> CacheReport:
-        """Give the last import up to ``wait_s`` seconds, stop the thread, and report what the cache holds of
-        the qrels file, read back from it. Once closed, the same report again."""
+        """Give the last import up to ``wait_s`` seconds, stop the thread, and report what the cache holds of the
+        file, read back. Once closed, the same report again."""
         if self._report_made is not None:
             return self._report_made
         with self._cond:

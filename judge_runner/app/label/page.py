@@ -1,19 +1,7 @@
-"""The labelling page of ``judge-runner label``: one self-contained HTML document (inline CSS and script, no
-asset from anywhere, a Content-Security-Policy nonce per server), keyboard first.
-
-Everything from a run file (query, intent, source, anchor, document text) is untrusted: the script puts it in
-the page with ``textContent`` only, never as markup, and the text sits in a ``pre-wrap`` block, so a document
-holding ``<script>`` or Markdown shows as the characters it holds. The page talks to its server on the same
-origin under the secret path it was opened at (``/<token>/api/...``).
-
-Each tab gives itself a random id (kept in ``sessionStorage``, so a reload keeps it) and sends it with every
-act: its undo takes back its own last label only. A key held down counts once (``KeyboardEvent.repeat`` is
-ignored). The header shows how many labels were given faster than the floor (flagged in the journal) and,
-when the judgment cache is behind (another process holds it), that the labels are safe in the journal.
-
-The grade buttons and the "How to grade" panel under them show the rubric the judge is given, in its words
-(``prompts/judge_rubric.md``, :mod:`judge_runner.judging.rubric`): the scale, how to decide, and what the text
-must show.
+"""The labelling page of ``judge-runner label``: one self-contained HTML document (inline CSS and script, a
+Content-Security-Policy nonce), keyboard first. Everything from a run file is untrusted and set with
+``textContent`` only, never as markup. Each tab has its own id, so undo takes back that tab's last grade
+only. The grade buttons show the judge's rubric in its words (``prompts/judge_rubric.md``).
 """
 
 from __future__ import annotations
@@ -224,5 +212,5 @@ call("/api/state").then(render).catch((e) => say("Could not load the labelling s
 
 
 def page(nonce: str) -> str:
-    """The page with ``nonce`` (the server's Content-Security-Policy nonce) on its style and script."""
+    """The page with ``nonce`` on its style and script."""
     return PAGE.replace("__NONCE__", nonce)

@@ -140,15 +140,15 @@ def _open_session(
 
 
 def _serve(server: LabelServer, printer: Printer, ready: Callable[[LabelServer], None] | None) -> None:
-    view = server.session.view()
-    printer.out(f"labelling {view['name']}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
-    printer.out(f"  {server.url}")
-    for url in server.forwarded_urls():
-        printer.out(f"  or, through the forward --allow-host names: {url}")
-    printer.note("keys: 0-3 label, s skip, u undo (this tab's last label); every label is saved at once; Ctrl+C stops the server")
-    if ready is not None:
-        threading.Thread(target=ready, args=(server,), daemon=True).start()
-    try:
+    try:  # Ctrl+C from the first printed line on stops the server the same way
+        view = server.session.view()
+        printer.out(f"labelling {view['name']}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
+        printer.out(f"  {server.url}")
+        for url in server.forwarded_urls():
+            printer.out(f"  or, through the forward --allow-host names: {url}")
+        printer.note("keys: 0-3 label, s skip, u undo (this tab's last label); every label is saved at once; Ctrl+C stops the server")
+        if ready is not None:
+            threading.Thread(target=ready, args=(server,), daemon=True).start()
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         printer.err("stopped (Ctrl+C)")

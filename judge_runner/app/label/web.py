@@ -1,29 +1,9 @@
 """The labelling page's HTTP server: loopback only, behind a secret path, strict about what it accepts.
 
-The server binds 127.0.0.1 only (port 0: any free one) and answers only under a secret path, a random token
-(:func:`secrets.token_urlsafe`, 192 bits) that the job prints in the page's URL: another local user, or a web
-page in the labeller's browser, cannot read or post labels without it. Every response says ``Cache-Control:
-no-store`` and ``Referrer-Policy: no-referrer`` (the token never leaves in a Referer), and the page carries
-a Content-Security-Policy that allows only its own inline style and script (by nonce) and requests to its
-own origin.
-
-Host names (DNS rebinding): a request is answered only when its ``Host`` is a loopback name (``127.0.0.1``,
-``localhost``, ``[::1]``) on any port, or a name given with ``--allow-host NAME[:PORT]``. A web page whose
-own name an attacker points at 127.0.0.1 sends its own name as the Host, so it is refused (403, saying
-why). The port is free for loopback names because only something that relays to this server (``ssh -L
-8080:127.0.0.1:PORT``, an editor's port forward) can make a browser send ``localhost:8080`` here. A POST
-whose ``Origin`` is not the page's own, or that the browser marks ``Sec-Fetch-Site: cross-site`` or
-``same-site``, is refused too (CSRF), as is one that is not JSON.
-
-Routes under ``/<token>``: ``GET /`` the page (:mod:`.page`); ``GET /api/state?tab=TAB``; ``POST
-/api/label`` ``{"item", "grade", "tab"}``, ``/api/skip`` ``{"item", "tab"}``, ``/api/undo`` ``{"tab"}``
-(:data:`ACTS`), each answering ``{"state"}`` (:meth:`judge_runner.human.journal.LabelSession.view`).
-Malformed requests get a JSON ``{"error"}`` and no traceback: 400 (a bad or repeated Content-Length, a body
-shorter than it says or not sent within :data:`READ_TIMEOUT_S`, not UTF-8, not a JSON object, a field
-missing, unknown or of the wrong type), 411 (no Content-Length), 413 (over :data:`MAX_BODY` bytes), 415
-(not JSON), 404 (unknown path), 405 (a method the path does not take); 409 with the state for an act that
-does not fit it (:class:`judge_runner.human.journal.StaleAct`); 507/500 when the journal cannot be
-written (the act is then not saved, and the page says so).
+It binds 127.0.0.1 and answers only under a random token path (192 bits). It refuses a ``Host`` that is
+not a loopback name or an ``--allow-host`` (DNS rebinding), a cross-site POST (CSRF), and a body that is
+not a well-formed JSON object, with a JSON ``{"error"}`` and the HTTP status that fits; a journal that
+cannot be written answers 507/500 (the act is not saved). docs/calibration.md tells the rules.
 """
 
 from __future__ import annotations
@@ -70,8 +50,8 @@ class HostRule:
 
 
 def split_host(text: str) -> tuple[str, int | None] | None:
-    """``("devbox", 8080)`` of a Host value ``devbox:8080`` (lower-cased; port None when absent), or None when
-    it is no host name, IP address or ``[IPv6]`` with an optional port 1-65535."""
+    """``("devbox", 8080)`` of ``devbox:8080`` (lower-cased; port None when absent), or None when it is no host
+    name, IP address or ``[IPv6]`` with an optional port 1-65535."""
     match = _HOST_RE.fullmatch(text.strip().lower())
     if match is None:
         return None
@@ -82,8 +62,8 @@ def split_host(text: str) -> tuple[str, int | None] | None:
 
 
 def parse_host_rule(text: str) -> HostRule:
-    """The :class:`HostRule` of an ``--allow-host`` value (``NAME`` or ``NAME:PORT``). Raises ValueError
-    for anything else (a URL, a path, a port outside 1-65535)."""
+    """The :class:`HostRule` of ``NAME`` or ``NAME:PORT``. Raises ValueError for anything else (a URL, a path,
+    a port outside 1-65535)."""
     parts = split_host(text)
     if parts is None:
         raise ValueError(f"{text!r} is not a host name or address with an optional :PORT (e.g. devbox:8080)")
@@ -115,18 +95,18 @@ class SkipAct(_Act):
 
 
 class UndoAct(_Act):
-    """``POST /api/undo``: the tab's last label."""
+    """``POST /api/undo``: the tab's last grade."""
 
 
 ACTS: dict[str, type[_Act]] = {"label": LabelAct, "skip": SkipAct, "undo": UndoAct}
-"""The acts the page posts, by route (``/api/<kind>``), each with the body it must send."""
+"""The acts the page posts, by route (``/api/<kind>``)."""
 
 ROUTES: dict[str, tuple[str, ...]] = {"/": ("GET", "HEAD"), "/api/state": ("GET", "HEAD"), **{f"/api/{k}": ("POST",) for k in ACTS}}
 
 
 class Refusal(Exception):
-    """A request answered with ``status`` and ``{"error": message}`` (``headers``: extra response headers),
-    then the connection closed: its body may not have been read, so what follows on it is not a request."""
+    """Answered with ``status`` and ``{"error": message}``, then the connection closed: its body may not have
+    been read, so what follows on it is not a request."""
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
@@ -139,10 +119,8 @@ def _problems(exc: ValidationError) -> str:
 
 
 class LabelServer(ThreadingHTTPServer):
-    """The labelling page's server for one :class:`LabelSession` (see the module docstring). ``url`` is what
-    to open; ``allow_hosts``: the :class:`HostRule` s of ``--allow-host``; ``on_error(line)`` hears of a bug
-    met while answering (its traceback goes to the error log). ``shutdown()`` (another thread) or Ctrl+C in
-    :meth:`serve_forever` stops it. ``read_timeout_s``: :data:`READ_TIMEOUT_S`."""
+    """The labelling page's server for one :class:`LabelSession`. ``on_error(line)`` hears of a bug met while
+    answering (the traceback goes to the error log). ``shutdown()`` from another thread or Ctrl+C stops it."""
 
     daemon_threads = True
 
@@ -173,7 +151,7 @@ class LabelServer(ThreadingHTTPServer):
         return [f"http://{rule}/{self.token}/" for rule in self.allow_hosts if rule.port is not None]
 
     def host_allowed(self, host: str) -> bool:
-        """Whether a request's Host value is answered (see the module docstring)."""
+        """Whether a request's Host is a loopback name (any port) or an allowed one."""
         parts = split_host(host)
         if parts is None:
             return False
@@ -181,8 +159,8 @@ class LabelServer(ThreadingHTTPServer):
         return name in LOOPBACK_NAMES or any(rule.matches(name, port) for rule in self.allow_hosts)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that failed outside a request's answer (the peer went away): nothing to print; any
-        other error is a bug, logged with its traceback (never printed: the request line holds the token)."""
+        """A peer that went away is not reported; any other error is a bug, logged with its traceback (never
+        printed: the request line holds the token)."""
         exc = sys.exc_info()[1]
         if exc is None or isinstance(exc, (ConnectionError, TimeoutError)):
             return
@@ -224,8 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8", extra)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The standard library's own refusals (a bad request line, headers too long, an unknown method), as
-        JSON; an unknown method is a 405."""
+        """The standard library's own refusals as JSON; an unknown method is a 405."""
         self.close_connection = True
         if code == HTTPStatus.NOT_IMPLEMENTED:
             code, message = HTTPStatus.METHOD_NOT_ALLOWED, f"method {self.command!r} not allowed"
@@ -304,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
         return "/" + rest, parse_qs(parts.query)
 
     def _body(self) -> dict[str, Any]:
-        """The JSON object a POST sends (see the module docstring for what is refused)."""
+        """The JSON object a POST sends. Raises Refusal (400, 411, 413, 415) for anything else."""
         if not (self.headers.get("Content-Type") or "").split(";")[0].strip().lower() == "application/json":
             raise Refusal(415, "send JSON (Content-Type: application/json)")
         if self.headers.get("Transfer-Encoding"):

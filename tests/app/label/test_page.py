@@ -1,4 +1,4 @@
-"""Issue 20, item 1: ``judge-runner label``, the labelling page.
+"""``judge-runner label``, the labelling page.
 
 In a real browser (headless Chromium driven by Selenium and chromium-driver, which .ci/run installs): 12
 labels by keyboard with a reload mid-way and an undo; the qrels file holds exactly the labels given, in
@@ -207,7 +207,7 @@ def test_sampling_whole_queries_pairs_and_the_width_advice(run_file):
     assert len(pairs) == 8  # two per judge label 0-3
     n, sd, scored = recommended_queries(runs, 0.1)
     assert scored == 4 and sd == pytest.approx(0.2582, abs=1e-3) and n == 4
-    assert recommended_queries(runs, 0.9)[0] == 4  # at least the 10 a corrected estimate needs (issue 29), here all 4
+    assert recommended_queries(runs, 0.9)[0] == 4  # at least the 10 a corrected estimate needs, here all 4
 
 
 def test_ctrl_c_stops_the_command_with_everything_saved(tmp_path, run_file):

@@ -1,4 +1,4 @@
-"""Issue 29, item 4: what the labelling server answers to requests that are not the page's.
+"""What the labelling server answers to requests that are not the page's.
 
 - Malformed requests (a bad, missing or too large Content-Length, a body shorter than it says, a body that is
   not UTF-8 or not JSON, fields of the wrong type, unknown paths and methods) are answered with the right

@@ -1,4 +1,4 @@
-"""Issue 29, item 4: the labelling page can no longer lose or fake labels on their way to disk and the cache.
+"""The labelling page can no longer lose or fake labels on their way to disk and the cache.
 
 - One writer per label set: a second (and a third) ``judge-runner label --name team`` is refused, naming the
   process that holds the set (pid, host, since when), in the same folder and in another folder that imports

@@ -33,7 +33,7 @@ def shown_results(text: str) -> list[tuple[str, str]]:
 
 class QrelsJudge:
     """The honest judge: labels every document with its human grade, whatever it says or where it sits.
-    ``qrels``: ``{query text: {docid: grade on 0-3}}``. Speaks the label-first protocol (issue 14):
+    ``qrels``: ``{query text: {docid: grade on 0-3}}``. Speaks the label-first protocol:
     ``record_label`` (one fenced document), ``record_labels`` (several, in the order shown; the slot is the
     document's place in that order) and ``record_list_verdict`` (the honest fake's list-level reply)."""
 

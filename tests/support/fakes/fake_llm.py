@@ -175,7 +175,7 @@ class Quirks:
     """Behaviours of real OpenAI-compatible servers (``/v1/chat/completions`` only).
 
     The defaults are a well-behaved server. :data:`LLAMA_CPP_PYTHON` holds the
-    behaviours measured on llama-cpp-python 0.3.36's server (issue 13); each
+    behaviours measured on llama-cpp-python 0.3.36's server; each
     field can also be set alone.
 
     * ``null_content_status`` -- answer this status (500 there) to a request
@@ -212,7 +212,7 @@ class Quirks:
             raise ValueError(f"usage must be reported, null, null-fields or absent, not {self.usage!r}")
 
 
-# what llama-cpp-python 0.3.36's server does (measured, issue 13 and ENVIRONMENT.md)
+# what llama-cpp-python 0.3.36's server does (measured; ENVIRONMENT.md)
 LLAMA_CPP_PYTHON = Quirks(null_content_status=500, json_schema_status=500, required_tool_choice_status=500, serial=True)
 
 
@@ -607,7 +607,7 @@ class DefaultBrain:
             return self.phase_one(api, body, tools, force_submit=forced == "submit_queries")
         if "record_verdict" in tools and forced in (None, "record_verdict"):
             return ToolCall("record_verdict", self.verdict(self._pinned_count(tools["record_verdict"], "labels")))
-        for name in LABEL_FIRST_TOOLS:  # issue 14's label-first protocol: an honest judge (tests/support/fakes/honest_judge.py)
+        for name in LABEL_FIRST_TOOLS:  # the label-first protocol: an honest judge (tests/support/fakes/honest_judge.py)
             if name in tools and forced in (None, name):
                 from tests.support.fakes.honest_judge import fit_to_schema, honest_reply
 

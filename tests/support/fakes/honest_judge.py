@@ -1,4 +1,4 @@
-"""An honest fake judge for the label-first protocol, and a request-log checker (issue 14).
+"""An honest fake judge for the label-first protocol, and a request-log checker.
 
 The fake LLM server (``fake_llm.py``) can answer ``record_label``, ``record_labels`` and
 ``record_list_verdict`` with :func:`honest_reply`: it reads the query and the fenced documents out of

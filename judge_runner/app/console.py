@@ -4,6 +4,8 @@ quality gate.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from judge_runner.analysis.corrected_report import block_lines
 from judge_runner.core.failures import RunStatus
 from judge_runner.core.printer import Printer
@@ -88,6 +90,9 @@ def print_summary(outcome: RunOutcome, printer: Printer, phase_one: bool = False
         printer.err(f"error: the summary could not be written: {outcome.unwritten}; {outcome.path} keeps its complete lines")
     else:
         out(f"  written to {outcome.path}")
+    saved = Path(outcome.path).with_suffix(".queries.json")
+    if saved.is_file():
+        out(f"  query set: {saved} (judge it again: evaluate --queries {saved})")
     print_end(outcome, printer)
 
 

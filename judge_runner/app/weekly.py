@@ -43,27 +43,41 @@ from judge_runner.core.ids import sort_key
 from judge_runner.core.printer import Printer
 from judge_runner.evaluation.state import RunOutcome
 from judge_runner.human.sessions import needed_runs, session_journals
-from judge_runner.runs.read import is_baseline, read_run_file
+from judge_runner.runs.read import is_baseline, read_run_file, run_id_of
 from judge_runner.search.systems import SystemsSpec
 
 
-def prune_runs(results: Path, keep: int, needed: Mapping[str, str] | None = None, say: Callable[[str], None] | None = None) -> list[Path]:
-    """Delete all but the newest ``keep`` run files and their query sets; never the baseline, nor a file a
-    label session still needs (``needed``: ``{file name: why}``). Returns the deleted files."""
+def prune_runs(
+    results: Path,
+    keep: int,
+    needed: Mapping[str, str] | None = None,
+    say: Callable[[str], None] | None = None,
+    given: Mapping[Path, str] | None = None,
+) -> list[Path]:
+    """Delete all but the newest ``keep`` run files and their query sets; never the baseline, a file a label
+    session still needs (``needed``: ``{file name: why}``), a file the command was given (``given``: ``{path:
+    why}``), nor a ``.jsonl`` file that is no run. Returns the deleted run files."""
     baseline = read_baseline(results)
-    runs = sorted(results.glob("*.jsonl"), key=lambda p: sort_key(p.stem))  # oldest first, old names among new
+    kept_files = {path.resolve(): why for path, why in (given or {}).items()}
+    runs = [path for path in results.glob("*.jsonl") if run_id_of(path) is not None]
+    runs.sort(key=lambda p: sort_key(p.stem))  # oldest first, old names among new
     deleted = []
     for path in runs[: max(0, len(runs) - keep)]:
-        why = "the baseline" if is_baseline(path, baseline) else (needed or {}).get(path.name)
+        why = "the baseline" if is_baseline(path, baseline) else (needed or {}).get(path.name) or kept_files.get(path.resolve())
         if why is not None:
             if say is not None:
                 say(f"weekly --keep {keep}: kept {path.name}: {why}")
             continue
         path.unlink()
-        path.with_suffix(".queries.json").unlink(missing_ok=True)
         deleted.append(path)
         if say is not None:
             say(f"weekly --keep {keep}: deleted {path.name} (older than the newest {keep}; no label session or baseline needs it)")
+        queries = path.with_suffix(".queries.json")
+        if queries.resolve() in kept_files:
+            if say is not None:
+                say(f"weekly --keep {keep}: kept {queries.name}: {kept_files[queries.resolve()]}")
+        else:
+            queries.unlink(missing_ok=True)
     return deleted
 
 
@@ -203,7 +217,7 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
     except ValueError as exc:
         printer.err(f"no report: {exc}")
     needed = needed_runs(session_journals(Path("labels"), settings.cache_path))
-    prune_runs(plan.results, plan.keep, needed, printer.err)
+    prune_runs(plan.results, plan.keep, needed, printer.err, {plan.queries_path or pinned: "the query set this command judges"})
     if outcome.status is RunStatus.OK and plan.fail_on_regression:
         with reading_cache(settings.cache_path, must_exist=False) as cache:
             latest = build_trend(plan.results, cache=cache).latest_verdict

@@ -66,3 +66,23 @@ def test_sessions_are_found_through_the_judgment_cache_and_a_session_without_a_b
         f"weekly --keep 1: kept {drawn.name}: {needed[drawn.name]}",
         f"weekly --keep 1: deleted {plain.name} (older than the newest 1; no label session or baseline needs it)",
     ]
+
+
+def test_weekly_keep_1_never_deletes_the_query_set_it_was_given(fixtures_root, db_copy, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "quality-results"
+    common = ["--db", str(db_copy), "--keep-unverified", "--no-cache"]
+    first = invoke(["generate-and-evaluate", "--fixtures", str(fixtures_root), "--count", "4", "--out-dir", str(results), *common])
+    assert first.exit_code == 0, first.output
+    (given,) = results.glob("*.queries.json")
+    assert f"query set: {given}" in first.output  # where the set went, to judge it again
+    (results / "notes.jsonl").write_text('{"not": "a run"}\n', encoding="utf-8")  # no run file: never pruned
+    args = ["weekly", "--fixtures", str(fixtures_root), "--queries", str(given), "--results", str(results)]
+    args += ["--reports", str(tmp_path / "reports"), "--keep", "1", *common]
+    for _ in range(2):  # the identical weekly again: its query set is still there
+        result = invoke(args)
+        assert result.exit_code == 0, result.output
+        assert given.is_file() and (results / "notes.jsonl").is_file()
+    said = " ".join((results / "weekly.log").read_text().split())
+    assert f"weekly --keep 1: kept {given.name}: the query set this command judges" in said
+    assert len(list(results.glob("*.jsonl"))) == 2  # the newest run and the file that is no run

@@ -109,14 +109,31 @@ def _same(mine: Any, wanted: Any) -> bool:
     return bool(mine == wanted)
 
 
+def asked(sampling: Sampling) -> dict[str, Any]:
+    """The options given, as given (the plan line's ``asked``): the draw may record other values of them (a
+    budget past the labels still open, a system named twice), and the same command must still resume."""
+    return {f: list(v) if isinstance(v := getattr(sampling, f), tuple) else v for f in sorted(sampling.given, key=list(FLAGS).index)}
+
+
+def _census(record: dict[str, Any] | None) -> bool:
+    """Whether a budget session's draw took every open unit (any larger budget draws the same)."""
+    probabilities = (record or {}).get("probabilities")
+    return isinstance(probabilities, dict) and bool(probabilities) and all(p >= 1 for p in probabilities.values())
+
+
 def conflicts(plan: dict[str, Any], sampling: Sampling) -> list[str]:
     """``["--for difference (this session: mean)", ...]``: each option given that differs from the session's
-    ``plan`` line or has no place in its kind of draw; [] when all agree."""
+    ``plan`` line or has no place in its kind of draw; [] when all agree. An option given as the session's
+    command gave it (``asked``) agrees."""
     record = plan.get("budget") if isinstance(plan.get("budget"), dict) else None
     own = _recorded(plan)
+    first = plan["asked"] if isinstance(plan.get("asked"), dict) else {}
     out: list[str] = []
-    for field in sorted(sampling.given, key=list(FLAGS).index):
+    given = asked(sampling)
+    for field in given:
         flag = FLAGS[field]
+        if field in first and _same(first[field], given[field]):
+            continue
         if record is None and field in BUDGET_FIELDS:
             out.append(f"{flag} (this session was drawn without a budget)")
             continue
@@ -136,6 +153,8 @@ def conflicts(plan: dict[str, Any], sampling: Sampling) -> list[str]:
         if field not in own or wanted is None:
             continue
         mine = own[field]
+        if field == "budget" and _census(record) and isinstance(mine, (int, float)) and wanted >= mine:
+            continue  # a journal without ``asked``: a larger budget draws every open unit all the same
         if not _same(mine, wanted):
             out.append(f"{flag} (this session: {_shown(field, mine)})")
     return out

@@ -122,8 +122,10 @@ def prepare_budget(
     return Prepared(draw, runs, seconds, pace_from, sampling)
 
 
-def budget_session(session: LabelSession, prepared: Prepared, labeller: str, printer: Printer) -> None:
-    """Start ``session`` with a prepared draw, saying first what it buys."""
+def budget_session(
+    session: LabelSession, prepared: Prepared, labeller: str, printer: Printer, asked: Mapping[str, Any] | None = None
+) -> None:
+    """Start ``session`` with a prepared draw, saying first what it buys; ``asked``: the options as given."""
     draw, sampling = prepared.draw, prepared.sampling
     question = draw.question
     printer.out(draw.text)
@@ -143,6 +145,7 @@ def budget_session(session: LabelSession, prepared: Prepared, labeller: str, pri
         "runIds": [r.run_id for r in prepared.runs],
         "labeller": labeller,
         "budget": draw.record(sampling.seed, prepared.seconds, prepared.pace_from),
+        "asked": dict(asked or {}),
     }
     session.start(draw.items, details)
 

@@ -24,7 +24,7 @@ from judge_runner.core.printer import Printer
 from judge_runner.human.journal import LabelSession
 from judge_runner.human.known import known_grades
 from judge_runner.human.lock import SetLock, cache_set_lock, holder_record, takeover_note
-from judge_runner.human.options import Sampling, check_new, check_resume
+from judge_runner.human.options import Sampling, asked, check_new, check_resume
 from judge_runner.human.pace import Prepared, budget_session, design_marker, estimate_lines, prepare_budget
 from judge_runner.human.plan import plan_pairs, plan_queries, recommended_queries
 from judge_runner.runs.read import RunFile, read_judged_runs
@@ -38,7 +38,7 @@ def new_session(
     draw, made before the set was taken)."""
     check_new(sampling)
     if sampling.budgeted:
-        budget_session(session, prepared or prepare_budget(runs, sampling, labeller, session.folder), labeller, printer)
+        budget_session(session, prepared or prepare_budget(runs, sampling, labeller, session.folder), labeller, printer, asked(sampling))
         return
     try:
         recommended, sd, scored = recommended_queries(runs, sampling.width)
@@ -65,6 +65,7 @@ def new_session(
         "runs": [str(r.path) for r in runs],
         "runIds": [r.run_id for r in runs],
         "labeller": labeller,
+        "asked": asked(sampling),
     }
     session.start(items, details)
 

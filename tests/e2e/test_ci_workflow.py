@@ -168,3 +168,35 @@ def test_the_example_workflow_fails_a_pull_request_that_makes_the_search_worse(f
     assert "Pin main's run as the baseline pull requests are compared with" not in ran
     text = (tmp_path / "pr.md").read_text()
     assert "**Regression**: nDCG@10" in text and "Gated by `trend --fail-on-regression`" in text and "No change" not in text
+
+
+def test_the_install_step_installs_judge_runner_from_its_pinned_checkout_under_its_constraints(tmp_path):
+    # judge-runner is not on PyPI: `pip install judge-runner` would fail, or install a stranger's package
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    [job] = workflow["jobs"].values()
+    [source] = [s for s in job["steps"] if s.get("uses") == "actions/checkout@v4" and "repository" in s.get("with", {})]
+    assert source["with"]["ref"] == "${{ env.JUDGE_RUNNER_REF }}" and workflow["env"]["JUDGE_RUNNER_REF"], source
+    repo, tools = tmp_path / "repo", tmp_path / "tools"
+    tools.mkdir()
+    repo.mkdir()
+    (repo / source["with"]["path"]).symlink_to(ROOT)  # stands in for the checkout at the pinned commit
+    pip = tools / "pip"
+    pip.write_text(
+        f"#!{sys.executable}\nimport json, sys\nopen({str(tmp_path / 'pip.log')!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
+    pip.chmod(pip.stat().st_mode | stat.S_IEXEC)
+    [install] = [s for s in job["steps"] if s.get("id") == "install"]
+    env = {"PATH": os.pathsep.join([str(tools), os.environ["PATH"]]), **workflow["env"]}
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", install["run"]], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in (tmp_path / "pip.log").read_text().splitlines()]
+    torch = next(line for line in (ROOT / "constraints.txt").read_text().splitlines() if line.startswith("torch=="))
+    assert calls[0] == ["install", torch, "--index-url", "https://download.pytorch.org/whl/cpu"], calls  # the CPU build
+    [args] = [c for c in calls if "-c" in c]
+    assert (repo / args[args.index("-c") + 1]).resolve() == ROOT / "constraints.txt"
+    [target] = [a for a in args[1:] if not a.startswith("-") and a != args[args.index("-c") + 1]]
+    assert (repo / target).resolve() == ROOT and 'name = "judge-runner"' in (ROOT / "pyproject.toml").read_text()
+    names = {re.split(r"[=<>~!@\[ ]", a)[0] for c in calls for a in c}
+    assert "judge-runner" not in names, calls  # never a package of that name from an index

@@ -303,7 +303,9 @@ class _Handler(BaseHTTPRequestHandler):
         if len(data) < length:
             raise Refusal(400, "the body is shorter than its Content-Length")
         try:
-            body = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+            body = json.loads(data.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            raise Refusal(400, f"the body names {exc.args[0]!r} twice") from None
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise Refusal(400, "the body is not JSON in UTF-8") from None
         if not isinstance(body, dict):
@@ -331,3 +333,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object naming a key twice (``json`` would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out

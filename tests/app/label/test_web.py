@@ -1,9 +1,9 @@
 """What the labelling server answers to requests that are not the page's.
 
 - Malformed requests (a bad, missing or too large Content-Length, a body shorter than it says, a body that is
-  not UTF-8 or not JSON, fields of the wrong type, unknown paths and methods) are answered with the right
-  4xx and a JSON error, never a traceback, and the server goes on; a seeded fuzz of the endpoints holds
-  every answered label in the journal and nothing else.
+  not UTF-8 or not JSON, a key named twice, fields of the wrong type, unknown paths and methods) are answered
+  with the right 4xx and a JSON error, never a traceback, and the server goes on; a seeded fuzz of the
+  endpoints holds every answered label in the journal and nothing else.
 - Host names: the page answers through a port forward to another loopback port, and under another name only
   when ``--allow-host`` names it; a DNS-rebinding name and a cross-site POST stay refused, saying why.
 - Tabs: a tab's undo undoes its own last label only, also while another tab labels at the same time.
@@ -70,6 +70,7 @@ def test_malformed_requests_are_answered_4xx_without_a_traceback(job, capfd):
         ("not JSON", request(job, "POST", "/api/label", b"{item: 1"), {400}),
         ("JSON not an object", request(job, "POST", "/api/label", b"[1, 2]"), {400}),
         ("NaN", request(job, "POST", "/api/label", b'{"item":"i1","grade":NaN,"tab":"tab-a-000001"}'), {400}),
+        ("a key twice", request(job, "POST", "/api/label", label()[:-1] + b', "grade": 3}'), {400}),
         ("grade a string", request(job, "POST", "/api/label", label(grade="2")), {400}),
         ("grade a bool", request(job, "POST", "/api/label", label(grade=True)), {400}),
         ("grade a float", request(job, "POST", "/api/label", label(grade=2.0)), {400}),
@@ -94,6 +95,8 @@ def test_malformed_requests_are_answered_4xx_without_a_traceback(job, capfd):
         status, headers, body = raw(job.server.port, data)
         assert status in expected, (what, status, body)
         assert json.loads(body)["error"], what
+    status, _, body = raw(job.server.port, request(job, "POST", "/api/label", label()[:-1] + b', "grade": 3}'))
+    assert json.loads(body)["error"] == "the body names 'grade' twice", body  # not the last one kept silently
     # a body shorter than its Content-Length: the end of the body (half-close), then a sender that stalls
     status, _, body = raw(job.server.port, request(job, "POST", "/api/label", good[:10], length=str(len(good))), half_close=True)
     assert status == 400 and b"shorter" in body, body

@@ -204,8 +204,8 @@ def label(
       judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
     Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
     the set open in another process; a budget of 0 or too small for an estimate, an unknown system, a
-    difference of one system, --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
-    line prints the command that imports them).
+    difference of one system, --queries/--width/--per-label with a budget); 3 stopped by SIGTERM (everything
+    saved), or some labels are not in the judgment cache (the last line prints the command that imports them).
     """
     given = _given(click.get_current_context())
     drawn = {field: options.pop(parameter) for parameter, field in SAMPLING_FIELDS.items()}

@@ -44,6 +44,8 @@ class StopSignals:
     urgent: Flag = field(default_factory=Flag)
     count: int = 0
     last_count: int = 0
+    signum: int | None = None
+    """The last signal received (SIGINT or SIGTERM), None before one."""
     _held: int = 0
     _open: bool = False
 
@@ -52,13 +54,14 @@ class StopSignals:
         self.last_count = self.count
         self.requested.clear()
         self.urgent.clear()
-        self.count, self._held, self._open = 0, 0, False
+        self.count, self._held, self._open, self.signum = 0, 0, False, None
 
     def handle(self, signum: int, frame: Any) -> None:
         """The signal handler: raises KeyboardInterrupt unless inside a :func:`held` section (inside a
         :func:`raising` one, once). Stays right when a second signal's handler runs inside it: urgency is read
         from the count after ``requested`` is set."""
         self.count += 1
+        self.signum = signum
         self.requested.set()
         if self.count > 1:
             self.urgent.set()

@@ -9,6 +9,7 @@ them (exit 3). A new session draws its items with :mod:`judge_runner.human.plan`
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -20,6 +21,7 @@ from judge_runner.app.label.cache import CacheReport, CacheSync, import_command
 from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
+from judge_runner.core.interrupts import STOP
 from judge_runner.core.printer import Printer
 from judge_runner.human.journal import LabelSession
 from judge_runner.human.known import known_grades
@@ -140,7 +142,8 @@ def _open_session(
         new_session(session, runs, sampling, labeller, printer, prepared)
 
 
-def _serve(server: LabelServer, printer: Printer, ready: Callable[[LabelServer], None] | None) -> None:
+def _serve(server: LabelServer, printer: Printer, ready: Callable[[LabelServer], None] | None) -> bool:
+    """Serve until Ctrl+C, SIGTERM or ``shutdown()``; True when SIGTERM stopped it (a stop from outside: exit 3)."""
     try:  # Ctrl+C from the first printed line on stops the server the same way
         view = server.session.view()
         printer.out(f"labelling {view['name']}: {view['progress']['labelled']} of {view['progress']['total']} labelled; open")
@@ -152,10 +155,13 @@ def _serve(server: LabelServer, printer: Printer, ready: Callable[[LabelServer],
             threading.Thread(target=ready, args=(server,), daemon=True).start()
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
-        printer.err("stopped (Ctrl+C)")
+        terminated = STOP.signum == signal.SIGTERM
+        printer.err("stopped (SIGTERM)" if terminated else "stopped (Ctrl+C)")
+        return terminated
     finally:
         server.server_close()
         server.session.close()
+    return False
 
 
 def closing_lines(session: LabelSession, cache: CacheReport | None) -> list[str]:
@@ -216,7 +222,7 @@ def label_job(
             raise UsageError(f"cannot listen on {HOST}:{request.port}: {exc}") from None
         for lock in locks:
             lock.update(port=server.port)
-        _serve(server, printer, ready)
+        terminated = _serve(server, printer, ready)
         report = None
         if sync is not None:
             if sync.status()["state"] != "current":
@@ -227,5 +233,5 @@ def label_job(
                 report = sync.close(0.0)
         for line in closing_lines(session, report) + estimate_lines(session):
             printer.out(line)
-    code = EXIT_INCOMPLETE if report is not None and not report.complete else EXIT_OK
+    code = EXIT_INCOMPLETE if terminated or (report is not None and not report.complete) else EXIT_OK
     return LabelResult(session, report, code)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 import random
+import signal
 import threading
 from collections import Counter
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from judge_runner.app.label.web import parse_host_rule
 from tests.support.clitools import invoke
-from tests.support.label_client import Forward, Job, act, fetch, raw, state
+from tests.support.label_client import Forward, Job, act, fetch, raw, spawn_label, state, stop_process, wait_url
 from tests.support.label_runs import write_run
 
 
@@ -256,3 +257,16 @@ def test_undo_in_one_tab_while_another_labels_never_takes_the_other_tabs_label(j
     assert undone >= 1
     b_labels = [line["item"] for line in journal if line["type"] == "label" and line["tab"] == "tab-b-000002"]
     assert all(item in job.server.session.state.labels for item in b_labels)  # not one of tab b's labels was taken away
+
+
+def test_sigterm_stops_label_saying_so_with_the_exit_code_of_a_stopped_command(tmp_path, run_file):
+    proc = spawn_label(tmp_path, str(run_file), "--queries", "2")
+    try:
+        url = wait_url(proc)
+        item = state(url, "tab-term-01")["item"]
+        assert act(url, "label", "tab-term-01", item=item["id"], grade=2)[0] == 200
+    finally:
+        out, err = stop_process(proc, signal.SIGTERM)
+    assert proc.returncode == 3, err  # stopped from outside, as any command a signal stops; Ctrl+C ends label with 0
+    assert "stopped (SIGTERM)" in err and "Ctrl+C" not in err.replace("Ctrl+C stops the server", ""), err
+    assert "1 of " in out and "run the same command to go on" in out, out  # everything given is saved

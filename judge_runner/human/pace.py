@@ -129,6 +129,9 @@ def budget_session(
     draw, sampling = prepared.draw, prepared.sampling
     question = draw.question
     printer.out(draw.text)
+    over = overspend(draw, sampling)
+    if over:
+        printer.out(over)
     units = "whole queries" if question.unit == "queries" else "single pairs"
     if question.kind == "ranking":
         units = f"whole queries pooled to depth {question.depth} (each system's top {question.depth})"
@@ -148,6 +151,26 @@ def budget_session(
         "asked": dict(asked or {}),
     }
     session.start(draw.items, details)
+
+
+def overspend(draw: Draw, sampling: Any) -> str:
+    """Why the draw asks for more labels than the budget bought, or empty: each unit is drawn whole at random,
+    and units differ in cost (a query needs a label per document), so only a draw of equal-cost units at a fixed
+    size spends it exactly; a draw cut to fit would no longer have the recorded probabilities."""
+    budget, labels = draw.plan.budget, len(draw.items)
+    if labels <= budget:
+        return ""
+    asked = f"--budget {sampling.budget}" if sampling.budget is not None else f"--budget-minutes {sampling.minutes:g} ({budget:g} labels)"
+    how = (
+        "each unit drawn on its own with its probability"
+        if draw.plan.design == "weighted"
+        else f"a fixed number of {draw.question.unit} drawn at random, whole"
+    )
+    cost = "its documents not graded before" if draw.question.unit == "queries" else "one label"
+    return (
+        f"this draw takes {labels} labels, {labels - budget:g} more than {asked}: {how} ({cost} each), so a draw's labels vary "
+        "around the budget; cutting it to fit would bias the estimate"
+    )
 
 
 def design_marker(session: LabelSession) -> dict[str, Any] | None:

@@ -271,10 +271,16 @@ def print_table(document: Mapping[str, Any], console: Any = None) -> None:
     console.print(outputs_line(document.get("outputs")) or "", end="\n" if document.get("outputs") else "")
     spend = document["spend"]
     cost = "unknown" if spend["costUsd"] is None else f"${spend['costUsd']:.4f}"
-    console.print(
-        f"judge calls: {spend['totalCalls']} ({', '.join(f'{k} {v}' for k, v in spend['calls'].items())}); "
-        f"tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}"
-    )
+    console.print(f"{calls_text(document)}; tokens in {spend['inputTokens']}, out {spend['outputTokens']}; cost {cost}")
+
+
+def calls_text(document: Mapping[str, Any]) -> str:
+    """``judge calls: 12 (pointwise 10, probe:position 2)``; with none, where the judge's labels came from."""
+    spend = document["spend"]
+    calls = ", ".join(f"{k} {v}" for k, v in spend["calls"].items() if v)
+    if not calls and (document.get("labels") or {}).get("runs"):
+        calls = "the judge's labels come from the run files"
+    return f"judge calls: {spend['totalCalls']}" + (f" ({calls})" if calls else "")
 
 
 def outputs_line(outputs: Mapping[str, Any] | None) -> str | None:

@@ -205,3 +205,11 @@ def test_tables_fit_a_100_column_terminal_without_cutting_a_figure(tmp_path, lab
     words = set(text.split())
     for check in document["verdict"]["checks"].values():  # a message may wrap in a terminal, never lose a word
         assert set(check["message"].split()) <= words, check["message"]
+
+
+def test_calibrating_from_run_files_says_where_the_judge_labels_came_from_not_empty_calls(tmp_path, labelled):
+    run, qrels = labelled
+    result = invoke(["calibrate", "--results", str(run), "--qrels", str(qrels), "--out", str(tmp_path / "c.json")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "judge calls: 0 (the judge's labels come from the run files);" in text and "()" not in text, text

@@ -120,7 +120,7 @@ def make_settings(settings: Settings | None = None, **options: Any) -> Settings:
     applied. Raises UsageError for a value no setting accepts."""
     given = {k: v for k, v in options.items() if v is not None}
     if settings is None:
-        return load(given)
+        return load(given, lambda name: f"the {name} argument")
     try:
         return derive(settings, given, "the API call")
     except ConfigError as exc:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from judge_runner.core.models import DIMENSIONS, JudgeMode, SearchMode
 from judge_runner.embed.registry import EmbedderChoice, normalize_kind
@@ -52,6 +52,7 @@ class Settings(BaseModel):
     (:func:`derive`), validated like every other source."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     db: Path = DEFAULT_DB
     backend: Literal["sqlite", "postgres"] = "sqlite"
@@ -184,6 +185,11 @@ class Settings(BaseModel):
             raise ValueError("is a folder; give the SQLite index file")
         return db
 
+    def source_of(self, name: str) -> str | None:
+        """Where setting ``name`` came from (``--provider``, ``JUDGE_RUNNER_PROVIDER``, ``provider in
+        judge-runner.toml``, ``the provider argument``, ``provider in the API call``); None for a default."""
+        return self._sources.get(name)
+
     @property
     def user_price(self) -> Price | None:
         """The price given with ``price_per_mtok`` (cache writes at 1.25x input and cache reads at the
@@ -263,12 +269,17 @@ def _problem(error: Any, sources: dict[tuple[str, ...], str]) -> str:
     return f"{where}: {message}"
 
 
-def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    flags: dict[str, Any] | None = None,
+    cwd: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flag_name: Callable[[str], str] | None = None,
+) -> Settings:
     """Merge file < environment < flags (flags that are None are ignored); every scalar is validated as
     text (:func:`as_text`), so all three sources are held to the same rules. Raises ConfigError naming
     each bad value's source: ``--search-limit``, ``JUDGE_RUNNER_SEARCH_LIMIT``, ``search-limit in
     judge-runner.toml``, ``tool.judge-runner.search-limit in pyproject.toml``, ``search.depth in
-    judge-runner.toml``."""
+    judge-runner.toml``; ``flag_name`` names a given value's source (the Python API: its argument)."""
     cwd = cwd or Path.cwd()
     env_vars: Mapping[str, str] = os.environ if environ is None else environ
     table, file_name, prefix = _file_settings(cwd)
@@ -300,13 +311,15 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None, 
     for name, value in (flags or {}).items():
         if value is not None:
             values[name] = as_text(value)
-            sources[(name,)] = "--" + name.replace("_", "-")
+            sources[(name,)] = flag_name(name) if flag_name is not None else "--" + name.replace("_", "-")
     if ("search_mode",) in sources:  # several modes are checked where the value came from
         sources[("search_modes",)] = sources[("search_mode",)]
     try:
-        return Settings.model_validate(values)
+        settings = Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
+    settings._sources = {key[0]: where for key, where in sources.items() if len(key) == 1}
+    return settings
 
 
 def derive(settings: Settings, changes: Mapping[str, Any], source: str) -> Settings:
@@ -323,4 +336,6 @@ def derive(settings: Settings, changes: Mapping[str, Any], source: str) -> Setti
     except ValidationError as exc:
         sources: dict[tuple[str, ...], str] = {(name,): f"{name.replace('_', '-')} in {source}" for name in changes}
         raise ConfigError("invalid settings: " + "; ".join(_problem(e, sources) for e in exc.errors())) from None
-    return Settings.model_construct(_fields_set=set(settings.model_fields_set), **dict(checked))
+    derived = Settings.model_construct(_fields_set=set(settings.model_fields_set), **dict(checked))
+    derived._sources = {**settings._sources, **{name: f"{name.replace('_', '-')} in {source}" for name in changes}}
+    return derived

@@ -55,7 +55,9 @@ def candidates(settings: Settings, generator: bool = False) -> list[tuple[str, s
     """``[(provider, model, price or None, chosen)]``: the chosen judge (or query writer, ``generator``) first,
     then each other LLM provider's default model. An offline choice gives only the comparison rows. Raises
     UsageError for ``--batch`` with the heuristic judge."""
-    spec, reason = detect() if settings.provider == "auto" else (get_spec(settings.provider), "--provider")
+    spec, reason = (
+        detect() if settings.provider == "auto" else (get_spec(settings.provider), settings.source_of("provider") or "the provider setting")
+    )
     if not generator:
         try:
             check_batch_provider(spec, reason, settings)  # refused as the real run refuses it (exit 2)

@@ -7,6 +7,7 @@ for input that cannot be used.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ from judge_runner.runs.write import RunWriter
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
 
 
-def load(flags: dict[str, Any]) -> Settings:
-    """Settings from the config file, the environment and ``flags`` (None means not given); raises
-    UsageError for settings that cannot be used."""
+def load(flags: dict[str, Any], flag_name: Callable[[str], str] | None = None) -> Settings:
+    """Settings from the config file, the environment and ``flags`` (None means not given; ``flag_name``: what
+    a given one is called, default its flag); raises UsageError for settings that cannot be used."""
     try:
-        return load_settings(flags)
+        return load_settings(flags, flag_name=flag_name)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 

@@ -64,7 +64,7 @@ def build_roles(
     if settings.provider == "auto":
         spec, reason = detect(environ)
     else:
-        spec, reason = get_spec(settings.provider), "--provider"
+        spec, reason = get_spec(settings.provider), settings.source_of("provider") or "the provider setting"
     check_batch_provider(spec, reason, settings)
     if spec.heuristic:
         description = f"provider: {spec.name} ({reason}) - a deterministic HEURISTIC judge, not an LLM; set an API key for real judgments"

@@ -13,6 +13,7 @@ import pytest
 import judge_runner.api as jr
 from judge_runner.config import Settings
 from judge_runner.core.failures import UsageError
+from judge_runner.core.printer import Printer
 from judge_runner.runs.lines import EvaluationLine, SummaryLine
 from judge_runner.search.systems import SystemsSpec
 from tests.support.clitools import invoke
@@ -101,8 +102,8 @@ def test_queries_may_be_given_as_data_and_settings_as_keywords(tmp_path):
     )  # fmt: skip
     assert run is not None and [e.queryId for e in run.evaluations] == ["q1"]
     assert run.evaluations[0].metrics is not None and run.evaluations[0].metrics["R@10"] == 1.0
-    with pytest.raises(UsageError, match="search-limit"):
-        jr.make_settings(search_limit=0)
+    with pytest.raises(UsageError, match="the search_limit argument: input should be greater than or equal to 1"):
+        jr.make_settings(search_limit=0)  # API users have no flags: named as the argument
     with pytest.raises(UsageError, match="not a query set"):
         jr.evaluate([{"id": "q1"}], search=lambda q, k: [], out_dir=tmp_path, provider="offline")
     assert isinstance(jr.make_settings(Settings(), trials=2), Settings) and jr.make_settings(Settings(), trials=2).trials == 2
@@ -135,3 +136,13 @@ def test_the_command_line_ends_in_the_api(monkeypatch, tmp_path):
         result = invoke(args)
         assert result.exit_code == 2 and "stopped by the test" in result.output, (name, result.output)
     assert called == list(commands)
+
+
+def test_the_api_names_its_argument_as_where_the_provider_came_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no config file
+    monkeypatch.delenv("JUDGE_RUNNER_PROVIDER", raising=False)
+    said: list[str] = []
+    jr.generate(FIXTURES, out=tmp_path / "q.json", provider="offline", count=2, keep_unverified=True, no_cache=True,
+                printer=Printer(out=said.append, err=said.append))  # fmt: skip
+    [line] = [s for s in said if s.startswith("provider:")]
+    assert line.startswith("provider: offline (the provider argument)") and "--provider" not in line, line

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge_runner.app.roles import build_roles
-from judge_runner.config import ConfigError, Settings
+from judge_runner.config import ConfigError, Settings, load_settings
 from judge_runner.core.models import Query
 from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.labelling import judge_query
@@ -63,9 +63,10 @@ def test_unknown_provider_names_the_known_ones():
         get_spec("gemini")
 
 
-def test_offline_roles_are_the_heuristics_with_the_injected_embedder(hash_embedder):
+def test_offline_roles_are_the_heuristics_with_the_injected_embedder(hash_embedder, tmp_path):
     said: list[str] = []
-    roles = build_roles(Settings(provider="offline", embedder="hash"), need_generator=True, say=said.append, environ=ANTHROPIC)
+    settings = load_settings({"provider": "offline", "embedder": "hash"}, cwd=tmp_path, environ={})
+    roles = build_roles(settings, need_generator=True, say=said.append, environ=ANTHROPIC)
     assert isinstance(roles.writer, HeuristicQueryWriter) and isinstance(roles.judge, HeuristicJudge)
     assert roles.judge.embedder is hash_embedder is roles.embedder  # the setting's, the process's one of its kind
     assert roles.judge.heuristic and roles.writer.heuristic
@@ -100,7 +101,7 @@ def test_judge_only_run_builds_no_writer():
     settings = Settings(provider="openai")
     roles = build_roles(settings, need_generator=False, say=said.append, environ=LOCAL)
     assert roles.writer is None and roles.judge.model == "gpt-4.1"
-    assert said[0] == "provider: openai (--provider); generator model -, judge model gpt-4.1"
+    assert said[0] == "provider: openai (the provider setting); generator model -, judge model gpt-4.1"  # chosen in code
     # LOCAL points at a loopback server: one request at a time, and a note on what --timeout counts there
     assert roles.concurrency == 1 and settings.concurrency == 5, "the roles settle the concurrency; the settings stay as given"
     assert any("is a local server" in line for line in said[1:])
@@ -153,3 +154,23 @@ def test_heuristic_writer_through_generate_queries(fixtures_root):
     assert len(result.queries) == 6 and result.model == "offline-heuristic-v1" and result.cost_usd == 0.0
     with pytest.raises(ValueError, match="--count"):
         generate_queries(HeuristicQueryWriter(), fixtures_root, 0)
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("flag", "--provider"),
+        ("environment", "JUDGE_RUNNER_PROVIDER"),
+        ("config file", "provider in judge-runner.toml"),
+        ("the Python API", "the provider argument"),
+    ],
+)
+def test_the_provider_line_names_where_the_provider_was_chosen(tmp_path, source, named):
+    environ = {"JUDGE_RUNNER_PROVIDER": "offline"} if source == "environment" else {}
+    if source == "config file":
+        (tmp_path / "judge-runner.toml").write_text('provider = "offline"\n')
+    flags = {"provider": "offline"} if source in ("flag", "the Python API") else {}
+    namer = (lambda name: f"the {name} argument") if source == "the Python API" else None
+    said: list[str] = []
+    build_roles(load_settings(flags, cwd=tmp_path, environ=environ, flag_name=namer), need_generator=False, say=said.append, environ={})
+    assert said[0].startswith(f"provider: offline ({named}) - a deterministic HEURISTIC judge"), said

@@ -87,7 +87,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
-        human = human_grades(cache, settings.human_qrels)
+        human = human_grades(cache, settings.human_qrels, {q.id: q.query for q in queries})
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
         held = cache.stats() if cache is not None else None
     finally:

@@ -129,3 +129,16 @@ def test_a_cache_written_before_the_columns_is_completed_and_its_labels_join_no_
         assert cache.judge_labels(KEY, [topic_key("redis failover", "fail over")]) == {
             (topic_key("redis failover", "fail over"), "v.md"): [2]
         }
+
+
+def test_peoples_grades_join_the_pool_of_the_query_they_were_given_to_not_one_reusing_its_id(tmp_path):
+    qrels = tmp_path / "p.qrels"
+    qrels.write_text("q1 0 w.md 3\n", encoding="utf-8")
+    with JudgmentCache(tmp_path / "j.sqlite") as cache:
+        import_human_qrels(cache, qrels, "team", texts={"q1": "redis failover"})
+        given = line("q1", [("x.md", 2)])
+        reused = line("q1", [("x.md", 2)], query="expr labels")
+        pool = build_pool([("old", [given]), ("new", [reused])], Sources(cache))
+    assert pool.qrels.qrels[topic_of(given)] == {"x.md": 2, "w.md": 3}
+    assert pool.qrels.qrels[topic_of(reused)] == {"x.md": 2}
+    assert len(pool.warnings) == 1 and "'team'" in pool.warnings[0]

@@ -128,6 +128,14 @@ class LabelOutcome:
     shown_text: str = ""
     shown_anchor: str = ""
     order: str | None = None
+    judge_reason: str = ""
+
+    @property
+    def judges_own(self) -> tuple[int, str]:
+        """``(label, reason)`` of the judge, whoever's label won: what the list-level call is shown."""
+        if self.origin == "human" and self.judge_label is not None:
+            return self.judge_label, self.judge_reason
+        return self.label, self.reason
 
 
 @lru_cache(maxsize=8)
@@ -444,7 +452,9 @@ def _outcome(doc: RenderedDocument, trial_replies: list[tuple[LabelReply, bool]]
         order=trial_replies[0][0].order,
     )
     if human is not None:  # the person's label wins; the judge's is kept beside it
-        outcome = replace(outcome, label=int(human), judge_label=outcome.label, reason="human label", origin="human")
+        outcome = replace(
+            outcome, label=int(human), judge_label=outcome.label, judge_reason=outcome.reason, reason="human label", origin="human"
+        )
     return outcome
 
 
@@ -586,7 +596,7 @@ def judge_query(
         zero = {"relevance": 0.0, "ranking": 0.0, "gradedPrecision": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
         analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
         return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally, known, judge_known)
-    items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
+    items = [ListItem(render_document(h.source, h.anchor, h.snippet), *o.judges_own) for h, o in zip(hits, labels)]
     verdict, list_cached = list_verdict(judge, query, items, cache, tally, log, calls)
     scores = query_scores(
         [o.label for o in labels],

@@ -393,7 +393,7 @@ def calibrate_runs_job(settings: Settings, request: CalibrateRequest, printer: P
     unless quiet. Returns the document. Raises UsageError for a file that is not a run with judged queries,
     runs of different judges, or labels that match no result; GateFailedError when
     ``request.require_calibrated`` and the verdict is not ``calibrated``."""
-    runs = read_judged_runs(request.results)
+    runs = read_judged_runs(request.results, printer.err)
     texts: dict[str, str] = {}
     for run in runs:
         for ev in run.evaluations:

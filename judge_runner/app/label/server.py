@@ -121,7 +121,7 @@ def _prepare(
     if not sampling.budgeted or not results or LabelSession(folder, name).exists():
         return None
     check_new(sampling)
-    runs = read_judged_runs(results)
+    runs = read_judged_runs(results, say)
     known = known_grades(folder, cache, {ev.queryId: ev.query for run in runs for ev in run.evaluations})
     for line in known.warnings:
         say(line)
@@ -141,7 +141,7 @@ def _open_session(
     else:
         if not results:
             raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")
-        runs = prepared.runs if prepared is not None else read_judged_runs(results)
+        runs = prepared.runs if prepared is not None else read_judged_runs(results, printer.err)
         new_session(session, runs, sampling, labeller, printer, prepared)
 
 

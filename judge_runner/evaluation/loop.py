@@ -27,7 +27,7 @@ from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
 from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallPool, detached
-from judge_runner.judging.labelling import Tally, judge_query
+from judge_runner.judging.labelling import Channel, Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import drawn_designs, people_grades
 from judge_runner.llm.errors import CallsStopped
@@ -215,12 +215,12 @@ class RunLoop:
 
     def start(self, number: int, query: Query, answer: SearchAnswer, tally: Tally) -> Future:
         """Start judging one query: in the pool of query workers, or (shared call pool) a thread of its own."""
-        cache = self.ctx.cache
-        args = (self.ctx.judge, query, answer, self.options.protocol, cache, self.human.get(query.id), self.out.log)
+        args = (self.ctx.judge, query, answer, self.options.protocol, self.human.get(query.id))
+        via = Channel(self.ctx.cache, tally, self.out.log, self.calls.lane(number) if self.calls is not None else None)
         if self.calls is None:
             assert self.pool is not None
-            return self.pool.submit(self.task, *args, tally=tally)
-        return detached(self.task, *args, tally=tally, calls=self.calls.lane(number), name=f"judge-query-{number + 1}")
+            return self.pool.submit(self.task, *args, via=via)
+        return detached(self.task, *args, via=via, name=f"judge-query-{number + 1}")
 
     # -- waiting and recording --------------------------------------------------------------------------
 

@@ -24,11 +24,11 @@ from judge_runner.config import Settings
 from judge_runner.core.failures import GateFailedError, IncompleteRunError, UsageError
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
-from judge_runner.core.printer import Printer, rich_text
+from judge_runner.core.printer import Printer, Say, rich_text, silent
 from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV, choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key, default_trials
-from judge_runner.judging.qrels import human_grades
+from judge_runner.judging.qrels import people_grades
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_judged_runs
 from judge_runner.search.progress import IndexProgress, format_duration
@@ -351,14 +351,19 @@ def written(document: dict, out: Path | None, printer: Printer, note: str = "", 
 
 
 def human_qrels_for(
-    settings: Settings, qrels: Path | None, name: str | None, rescale: dict[int, int] | None = None
+    settings: Settings,
+    qrels: Path | None,
+    name: str | None,
+    rescale: dict[int, int] | None = None,
+    queries: Mapping[str, str] | None = None,
+    say: Say = silent,
 ) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
     """``(qrels on the judge's 0-3 scale, where they came from)``: a TREC qrels or BEIR TSV file (ids
     %-decoded, as ``label`` and ``qrels export`` write them), read and put on 0-3 by the one rule of
     ``qrels import`` (:func:`judge_runner.calibrate.data.read_qrels`, ``rescale`` as ``--rescale``), or the
-    human qrels set ``name`` in the judgment cache of ``settings`` (put on 0-3 when it was imported).
-    Raises UsageError unless exactly one is given, or when the file or the set cannot be read or holds
-    nothing."""
+    human qrels set ``name`` in the judgment cache of ``settings``: its grades of ``queries`` (``{qid: text}``,
+    matched by id and text; ``say`` hears of grades left out). Raises UsageError unless exactly one is given,
+    or when the file or the set cannot be read or holds nothing."""
     if (qrels is None) == (name is None):
         raise UsageError(
             "with --results give the human labels: --qrels FILE (TREC qrels) or --human-qrels NAME (a set in the judgment cache)"
@@ -370,9 +375,14 @@ def human_qrels_for(
         raise UsageError(f"no judgment cache at {path}: give --cache PATH, or --qrels FILE")
     with JudgmentCache(path, readonly=True) as cache:  # its CacheError keeps its exit code (damaged: 3)
         stored = cache.stats()["humanQrels"]
-        grades = human_grades(cache, [str(name)])
-    if not grades:
+        people = people_grades(cache, [str(name)])
+    if str(name) not in stored:
         raise UsageError(f"no human qrels named {name!r} in {path} (it holds: {', '.join(sorted(stored)) or 'none'})")
+    grades: dict[str, dict[str, int]] = {}
+    for (qid, docid), grade in (people.matching(queries) if queries is not None else {}).items():
+        grades.setdefault(qid, {})[docid] = grade
+    for line in people.warnings():
+        say(line)
     return grades, {"humanQrelsSet": name, "cache": str(path)}
 
 
@@ -383,8 +393,12 @@ def calibrate_runs_job(settings: Settings, request: CalibrateRequest, printer: P
     unless quiet. Returns the document. Raises UsageError for a file that is not a run with judged queries,
     runs of different judges, or labels that match no result; GateFailedError when
     ``request.require_calibrated`` and the verdict is not ``calibrated``."""
-    runs = read_judged_runs(request.results)
-    human, source = human_qrels_for(settings, request.source.qrels, request.human_set, request.source.rescale)
+    runs = read_judged_runs(request.results, printer.err)
+    texts: dict[str, str] = {}
+    for run in runs:
+        for ev in run.evaluations:
+            texts.setdefault(ev.queryId, ev.query)
+    human, source = human_qrels_for(settings, request.source.qrels, request.human_set, request.source.rescale, texts, printer.err)
     started = datetime.now(UTC)
     document = calibrate_from_runs(runs, human, request.config, source)
     document = {

@@ -39,7 +39,7 @@ from judge_runner.estimate.costs import (
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import default_trials
-from judge_runner.judging.labelling import ProtocolSettings, label_documents
+from judge_runner.judging.labelling import LabelTask, ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
@@ -89,7 +89,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
-        human = human_grades(cache, settings.human_qrels)
+        human = human_grades(cache, settings.human_qrels, {q.id: q.query for q in queries})
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
         held = cache.stats() if cache is not None else None
     finally:
@@ -233,16 +233,14 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
         judge = RecordingJudge(provider, model, effort=settings.reasoning_effort)
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
         for n in range(queries):
-            outcomes = label_documents(
-                judge,
+            task = LabelTask(
                 f"how do I rotate the backup keys of the staging database {n}",
                 "An operator needs the exact steps to rotate the keys without losing the replica.",
                 [("guides/some-document.md", "Operations > Backups", passage)],
-                mode=settings.judge_mode,
-                trials=settings.trials,
-                seed=settings.seed,
-                query_id=f"q{n}",
+                f"q{n}",
             )
+            protocol = ProtocolSettings(settings.judge_mode, settings.trials, settings.seed)
+            outcomes = label_documents(judge, task, protocol)
             estimate.labels_to_judge += sum(o.labels_judged for o in outcomes)
         estimate.calls = judge.calls
         judges.append(estimate.figures())

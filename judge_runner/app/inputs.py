@@ -6,6 +6,7 @@ for input that cannot be used.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,10 +23,13 @@ from judge_runner.core.failures import (
 from judge_runner.core.models import Query, QuerySet
 from judge_runner.core.printer import Printer, Say
 from judge_runner.embed.registry import choose
+from judge_runner.human.known import journal_texts
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
+from judge_runner.runs.read import read_run_file
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
+from judge_runner.search.trec import QueriesFormatError, read_queries
 
 
 def load(flags: dict[str, Any], flag_name: Callable[[str], str] | None = None) -> Settings:
@@ -100,6 +104,33 @@ def check_human_coverage(cache: JudgmentCache | None, settings: Settings, querie
         )
     elif named and len(matched) < len(ids):
         printer.note(f"note: imported human labels cover {len(matched)} of {len(ids)} queries; the judge labels the rest")
+
+
+def query_texts(path: Path) -> dict[str, str]:
+    """``{qid: text}`` of a query set (JSON), a run file, a label session's journal, or BEIR ``queries.jsonl``.
+    Raises UsageError when ``path`` is none of them."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    if data.startswith(b'{"type":"plan"'):  # a label session's journal
+        return journal_texts(path)
+    try:
+        whole = json.loads(data)
+    except ValueError:
+        whole = None  # JSON lines
+    if isinstance(whole, dict) and "queries" in whole:
+        return {q.id: q.query for q in load_query_set(path).queries}
+    run = read_run_file(path)
+    if run.is_run and run.evaluations:
+        return {ev.queryId: ev.query for ev in run.evaluations}
+    try:
+        texts = dict(read_queries(path))
+    except (QueriesFormatError, OSError):
+        texts = {}
+    if not texts:
+        raise UsageError(f"{path} is neither a query set, a run file nor BEIR queries.jsonl")
+    return texts
 
 
 def load_query_set(path: Path) -> QuerySet:

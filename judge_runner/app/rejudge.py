@@ -183,7 +183,9 @@ def read_source(path: Path) -> RejudgeSource:
     for line in run.evaluations:
         queries.setdefault(line.queryId, _query(line, str(path)))
     all_queries, card, notes = _query_set(run, list(queries.values()))
-    return RejudgeSource(run, list(queries.values()), all_queries, card, systems, notes + _notes(run, len(queries), results))
+    return RejudgeSource(
+        run, list(queries.values()), all_queries, card, systems, [*run.warnings, *notes, *_notes(run, len(queries), results)]
+    )
 
 
 def _systems(run: RunFile, path: Path, mode: str) -> list[RecordedSystem]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from judge_runner.app.inputs import query_texts
 from judge_runner.cli.cache import CACHE, open_cache
 from judge_runner.cli.options import db_option, printer, settings
 from judge_runner.core.failures import UsageError
@@ -35,7 +36,7 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges
     store = open_cache(cache, db) if human and (cache or _default_cache_exists(db)) else None
     try:
         with open(out, "w", encoding="utf-8") as handle:
-            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges)
+            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges, say=printer().err)
     except (QrelsError, OSError) as exc:
         out.unlink(missing_ok=True)
         raise UsageError(str(exc)) from None
@@ -84,24 +85,32 @@ RESCALE = click.option(
 @qrels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Name of the set (letters, digits, . _ -); an import replaces it.")
+@click.option(
+    "--queries",
+    "queries_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The queries graded (query set JSON, run file, or BEIR queries); grades follow their text.",
+)
 @RESCALE
 @CACHE
 @db_option
-def qrels_import(file: Path, name: str, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:
+def qrels_import(file: Path, name: str, queries_file: Path | None, rescale: dict[int, int], cache: Path | None, db: Path | None) -> None:
     """Store people's grades from FILE (TREC qrels or BEIR TSV) in the judgment cache.
 
     \b
-    Later runs use a person's grade instead of asking the judge.
-      judge-runner qrels import team.qrels --name team --rescale -2=0
+    Later runs use a person's grade instead of asking the judge, for the query
+    with that id and text. Without --queries the first evaluate binds the text.
+      judge-runner qrels import team.qrels --name team --queries q.json
     """
     if not QRELS_NAME_RE.fullmatch(name):
         raise UsageError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    texts = query_texts(queries_file) if queries_file is not None else None
     with open_cache(cache, db, must_exist=False) as store:
         store.check()  # an import replaces a set: never into a damaged file (exit 3, as evaluate says of it)
         lock = cache_set_lock(store.path, name)
         lock.acquire(holder_record("qrels import", file=str(file)))
         try:
-            stored = import_human_qrels(store, file, name, rescale)
+            stored = import_human_qrels(store, file, name, rescale, texts)
         except QrelsError as exc:
             raise UsageError(str(exc)) from None
         finally:

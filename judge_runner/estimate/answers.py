@@ -11,7 +11,7 @@ from typing import Any, cast
 from judge_runner.core.models import Query, SearchMode
 from judge_runner.estimate.costs import DryRunCache, ModelEstimate, RecordingJudge
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.labelling import Channel, ProtocolSettings, judge_query
 from judge_runner.llm.pricing import DEFAULT_EFFORT, Price
 from judge_runner.search.base import SearchAnswer
 from judge_runner.search.prepare import prepare_search
@@ -55,7 +55,7 @@ def estimate_answers(
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
         for query, answer in answers:
             # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
-            judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
+            judged = judge_query(judge, query, answer, protocol, (human or {}).get(query.id), Channel(cast("JudgmentCache", overlay)))
             estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
             estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
             estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")

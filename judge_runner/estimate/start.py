@@ -101,7 +101,12 @@ def start_estimate(
         price = price or price_for(judge.model)  # the standard price: batch mode halves it in the estimate
         effort = getattr(judge, "reasoning_effort", None) or DEFAULT_EFFORT  # what a reasoning judge is sent
         [estimate] = estimate_answers(
-            answers, [(judge.name, judge.model, price, True)], options.protocol, cache, human_grades(cache, options.human_qrels), effort
+            answers,
+            [(judge.name, judge.model, price, True)],
+            options.protocol,
+            cache,
+            human_grades(cache, options.human_qrels, {q.id: q.query for q in queries}),
+            effort,
         )
     except KeyboardInterrupt:
         memo.interrupted = True

@@ -25,10 +25,11 @@ from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
+from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallPool, detached
-from judge_runner.judging.labelling import Tally, judge_query
+from judge_runner.judging.labelling import Channel, Tally, judge_query
 from judge_runner.judging.protocol import Judge
-from judge_runner.judging.qrels import drawn_designs, human_grades
+from judge_runner.judging.qrels import drawn_designs, people_grades
 from judge_runner.llm.errors import CallsStopped
 from judge_runner.runs.write import RunWriter
 from judge_runner.search.base import SearchAnswer, SearchBackend
@@ -100,8 +101,7 @@ class RunLoop:
         self.ctx, self.state, self.writer = ctx, state, writer
         self.options = ctx.options
         self.out: RunOutput = ctx.output
-        self.human = human_grades(ctx.cache, ctx.options.human_qrels)
-        state.label_designs.update(drawn_designs(ctx.cache, ctx.options.human_qrels))
+        self.human: dict[str, dict[str, int]] = {}
         state.sources = replace(state.sources, cache=ctx.cache, names=ctx.options.human_qrels)  # the pooled qrels' sources
         self.said: set[str] = set()  # storage failures already said on stderr
         self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
@@ -118,6 +118,7 @@ class RunLoop:
     def run(self, queries: list[Query], search: SearchBackend) -> None:
         """Search and judge every query of ``queries`` on ``search`` (see the class): returns when each is
         recorded or the run stopped. Raises nothing for a failed query or a stop."""
+        self._people(queries)
         self._open_workers(len(queries))
         try:
             self._search_and_start(queries, search)
@@ -193,14 +194,33 @@ class RunLoop:
                 self.batching.expect()
             self.in_flight[self.start(number, query, answer, tally)] = (query, answer, tally)
 
+    def _people(self, queries: list[Query]) -> None:
+        """People's grades of ``queries``, matched by id and text (:class:`~judge_runner.judging.qrels.PeopleGrades`);
+        grades stored without a text are bound to these queries' texts. Sets left out are warned of once."""
+        cache, names = self.ctx.cache, self.options.human_qrels
+        texts = {q.id: q.query for q in queries}
+        try:
+            people = people_grades(cache, names)
+            self.state.label_designs.update(drawn_designs(cache, names, texts))
+            unbound = people.unbound(texts)
+            if cache is not None and unbound:
+                cache.bind_human_texts(names, unbound)
+        except CacheError:
+            return  # the cache's failure is kept on it and stops the run
+        self.human = {qid: grades for qid, text in texts.items() if (grades := people.for_query(qid, text))}
+        for line in people.warnings():
+            if line not in self.state.said:
+                self.state.said.add(line)
+                self.out.problems(line)
+
     def start(self, number: int, query: Query, answer: SearchAnswer, tally: Tally) -> Future:
         """Start judging one query: in the pool of query workers, or (shared call pool) a thread of its own."""
-        cache = self.ctx.cache
-        args = (self.ctx.judge, query, answer, self.options.protocol, cache, self.human.get(query.id), self.out.log)
+        args = (self.ctx.judge, query, answer, self.options.protocol, self.human.get(query.id))
+        via = Channel(self.ctx.cache, tally, self.out.log, self.calls.lane(number) if self.calls is not None else None)
         if self.calls is None:
             assert self.pool is not None
-            return self.pool.submit(self.task, *args, tally=tally)
-        return detached(self.task, *args, tally=tally, calls=self.calls.lane(number), name=f"judge-query-{number + 1}")
+            return self.pool.submit(self.task, *args, via=via)
+        return detached(self.task, *args, via=via, name=f"judge-query-{number + 1}")
 
     # -- waiting and recording --------------------------------------------------------------------------
 

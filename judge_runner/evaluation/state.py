@@ -87,6 +87,8 @@ class RunState:
     labels are weighted by the probabilities they were drawn with."""
     sources: Sources = field(default_factory=Sources)
     """Where the pooled qrels take grades from beyond the run's lines (the judgment cache, people's sets, the judge key)."""
+    said: set[str] = field(default_factory=set)
+    """Warnings already said (one per run, not one per system)."""
     scored: list[dict] | None = None
     """The evaluation lines re-scored against the run's pooled qrels (:func:`pooled_lines`), set by :func:`end_run`."""
 

@@ -1,15 +1,18 @@
 """The people's grades known before a budget is drawn, from the judgment cache's human qrels sets and the labels
 folder's ``*.qrels``: a budget takes them as known (probability 1, no cost), so no pair is graded twice. Where
 sets disagree the cache's rule holds, then the folder's files in alphabetical order; grades outside 0-3 are left
-out."""
+out. A grade counts for a query of the same id and text (:class:`~judge_runner.judging.qrels.PeopleGrades`); a
+folder file's texts are those of its session's journal beside it (none: by id)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.qrels import QrelsError, human_labels, read_trec_qrels
+from judge_runner.judging.qrels import PeopleGrades, QrelsError, read_trec_qrels
 
 Pair = tuple[str, str]
 
@@ -20,6 +23,8 @@ class Known:
 
     grades: dict[Pair, int] = field(default_factory=dict)
     sources: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Sets with grades left out: given to another query text under the same id."""
 
     def add(self, where: str, rows: list[tuple[str, str, int]]) -> None:
         """Add ``(qid, document, grade)`` rows from ``where``; a pair already known keeps its grade."""
@@ -32,24 +37,43 @@ class Known:
             self.sources[where] = self.sources.get(where, 0) + new
 
 
-def known_grades(folder: Path, cache: Path | None) -> Known:
-    """The grades of the cache at ``cache`` (None or missing: none) and of ``folder``'s qrels. Raises
-    :class:`judge_runner.judging.cache_failures.CacheError` for a cache that cannot be read."""
+def journal_texts(journal: Path) -> dict[str, str]:
+    """``{qid: query text}`` of a label session's ``journal`` (its plan line); empty when it cannot be read."""
+    try:
+        with open(journal, encoding="utf-8") as handle:
+            plan = json.loads(handle.readline())
+        return {str(item["qid"]): str(item["query"]) for item in plan.get("items") or []}
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def known_grades(folder: Path, cache: Path | None, queries: Mapping[str, str]) -> Known:
+    """The grades of the cache at ``cache`` (None or missing: none) and of ``folder``'s qrels that apply to
+    ``queries`` (``{qid: text}``). Raises :class:`judge_runner.judging.cache_failures.CacheError` for a cache
+    that cannot be read."""
     known = Known()
     if cache is not None and cache.is_file():
         with JudgmentCache(cache, readonly=True) as opened:
-            by_set: dict[str, list[tuple[str, str, int]]] = {}
-            names = sorted({name for name, _, _, _ in opened.human_qrels()})
-            chosen = human_labels(opened, names)
-            for name, qid, doc, grade in opened.human_qrels(names):
-                if chosen.get((qid, doc)) == grade:
-                    by_set.setdefault(name, []).append((qid, doc, grade))
+            rows = opened.human_rows()
+        names = sorted({row[0] for row in rows})
+        people = PeopleGrades(rows, names)
+        chosen = people.matching(queries)
         for name in names:
-            known.add(f"cache:{name}", by_set.get(name, []))
+            known.add(
+                f"cache:{name}",
+                [(q, d, g) for n, q, d, g, t in rows if n == name and chosen.get((q, d)) == g and t in (None, queries.get(q))],
+            )
+        known.warnings += people.warnings()
     for path in sorted(folder.glob("*.qrels")) if folder.is_dir() else []:
         try:
-            rows = read_trec_qrels(path)
+            rows_read = read_trec_qrels(path)
         except (QrelsError, OSError, UnicodeDecodeError):
             continue  # empty (a session with no label yet) or not a qrels file: nothing known from it
-        known.add(str(path), rows)
+        texts = journal_texts(path.with_name(path.name.removesuffix(".qrels") + ".journal.jsonl"))
+        taken = [(q, d, g) for q, d, g in rows_read if q not in texts or q not in queries or texts[q] == queries[q]]
+        if len(taken) < len(rows_read):
+            known.warnings.append(
+                f"warning: {len(rows_read) - len(taken)} people's grades of {path} left out: given to another query under the same id"
+            )
+        known.add(str(path), taken)
     return known

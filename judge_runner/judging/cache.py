@@ -28,6 +28,8 @@ SCHEMA_VERSION = 1
 
 ADDED_COLUMNS = {"detector_flagged": "INTEGER", "judge": "TEXT", "topic": "TEXT", "docid": "TEXT", "judge_key": "TEXT"}
 """Nullable columns added after schema 1 (NULL: stored before); a key lookup never reads them."""
+HUMAN_COLUMNS = {"query": "TEXT"}
+"""Nullable columns of ``human_qrels`` added after schema 1: ``query``, the text graded (NULL: not known)."""
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -59,6 +61,7 @@ CREATE TABLE IF NOT EXISTS human_qrels (
     docid TEXT NOT NULL,
     grade INTEGER NOT NULL,
     imported_at REAL NOT NULL,
+    query TEXT,
     PRIMARY KEY (name, qid, docid)
 );
 """
@@ -175,6 +178,10 @@ class JudgmentCache:
         for column in ADDED_COLUMNS:
             if column not in have:
                 conn.execute(f"ALTER TABLE judgments ADD COLUMN {column} {ADDED_COLUMNS[column]}")
+        have = {r[1] for r in conn.execute("PRAGMA table_info(human_qrels)")}
+        for column in HUMAN_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE human_qrels ADD COLUMN {column} {HUMAN_COLUMNS[column]}")
         conn.execute("CREATE INDEX IF NOT EXISTS judgments_topic ON judgments (judge_key, topic)")
         if self._check_version(conn) is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -194,6 +201,11 @@ class JudgmentCache:
         if have and missing:
             extra = ", ".join(f"NULL AS {column}" for column in missing)
             conn.execute(f"CREATE TEMP VIEW judgments AS SELECT *, {extra} FROM main.judgments")
+        have = {r[1] for r in conn.execute("PRAGMA table_info(human_qrels)")}
+        missing = [column for column in HUMAN_COLUMNS if column not in have]
+        if have and missing:
+            extra = ", ".join(f"NULL AS {column}" for column in missing)
+            conn.execute(f"CREATE TEMP VIEW human_qrels AS SELECT *, {extra} FROM main.human_qrels")
 
     def _check_version(self, conn: sqlite3.Connection) -> str | None:
         """The file's schema version (None: not written yet). Raises CacheError for a newer one, and
@@ -428,28 +440,32 @@ class JudgmentCache:
 
     # -- people's qrels (used by judge_runner.judging.qrels) -------------------------------------------------
 
-    def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]]) -> int:
-        """Store ``(qid, docid, grade)`` rows as the qrels set ``name``, replacing it; returns the count."""
-        stored = [(name, qid, docid, int(grade), time.time()) for qid, docid, grade in rows]
+    def replace_human_qrels(self, name: str, rows: Iterable[tuple[str, str, int]], texts: Mapping[str, str] | None = None) -> int:
+        """Store ``(qid, docid, grade)`` rows as the qrels set ``name``, replacing it, each with its query's text
+        from ``texts`` (``{qid: text}``; a qid not there: text unknown); returns the count."""
+        texts = texts or {}
+        stored = [(name, qid, docid, int(grade), time.time(), texts.get(qid)) for qid, docid, grade in rows]
 
         def replace(conn: sqlite3.Connection) -> int:
             conn.execute("DELETE FROM human_qrels WHERE name = ?", (name,))
-            conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", stored)
+            conn.executemany("INSERT INTO human_qrels (name, qid, docid, grade, imported_at, query) VALUES (?,?,?,?,?,?)", stored)
             return len(stored)
 
         with self._guarded():
             return self._write(replace)
 
-    def update_human_qrels(self, name: str, pairs: Mapping[tuple[str, str], int | None]) -> None:
-        """Set (a grade) or remove (None) single ``(qid, docid)`` grades of the qrels set ``name``."""
-        now = time.time()
+    def update_human_qrels(self, name: str, pairs: Mapping[tuple[str, str], int | None], texts: Mapping[str, str] | None = None) -> None:
+        """Set (a grade) or remove (None) single ``(qid, docid)`` grades of the qrels set ``name``; ``texts`` as
+        :meth:`replace_human_qrels`."""
+        now, texts = time.time(), texts or {}
 
         def update(conn: sqlite3.Connection) -> None:
             for (qid, docid), grade in pairs.items():
                 conn.execute("DELETE FROM human_qrels WHERE name = ? AND qid = ? AND docid = ?", (name, qid, docid))
                 if grade is not None:
                     conn.execute(
-                        "INSERT INTO human_qrels (name, qid, docid, grade, imported_at) VALUES (?,?,?,?,?)", (name, qid, docid, grade, now)
+                        "INSERT INTO human_qrels (name, qid, docid, grade, imported_at, query) VALUES (?,?,?,?,?,?)",
+                        (name, qid, docid, grade, now, texts.get(qid)),
                     )
 
         with self._guarded():
@@ -457,13 +473,34 @@ class JudgmentCache:
 
     def human_qrels(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int]]:
         """``(name, qid, docid, grade)`` of people's stored qrels (only ``names`` when given), sorted."""
+        return [(name, qid, docid, grade) for name, qid, docid, grade, _ in self.human_rows(names)]
+
+    def human_rows(self, names: Iterable[str] | None = None) -> list[tuple[str, str, str, int, str | None]]:
+        """``(name, qid, docid, grade, query text or None)`` of people's stored qrels (only ``names``), sorted."""
         try:
             with self._lock:
-                rows = self.conn.execute("SELECT name, qid, docid, grade FROM human_qrels ORDER BY name, qid, docid").fetchall()
+                rows = self.conn.execute("SELECT name, qid, docid, grade, query FROM human_qrels ORDER BY name, qid, docid").fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._failed(exc) from exc
         wanted = None if names is None else set(names)
-        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows if wanted is None or r[0] in wanted]
+        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), r[4]) for r in rows if wanted is None or r[0] in wanted]
+
+    def bind_human_texts(self, names: Iterable[str] | None, texts: Mapping[str, str]) -> int:
+        """Give the grades of the sets ``names`` (None: every set) that have no query text the text of their qid
+        in ``texts``; returns how many were bound."""
+        wanted = None if names is None else sorted(set(names))
+
+        def bind(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            for qid, text in texts.items():
+                if wanted is None:
+                    conn.execute("UPDATE human_qrels SET query = ? WHERE query IS NULL AND qid = ?", (text, qid))
+                for name in wanted or []:
+                    conn.execute("UPDATE human_qrels SET query = ? WHERE query IS NULL AND qid = ? AND name = ?", (text, qid, name))
+            return conn.total_changes - before
+
+        with self._guarded():
+            return self._write(bind)
 
     def delete_human_qrels(self, name: str) -> int:
         """Remove the qrels set ``name``; returns the number of rows removed."""

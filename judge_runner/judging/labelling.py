@@ -1,21 +1,9 @@
-"""The label-first judge protocol (issue 14): per-result labels through the judgment cache, trials, the
-list-level call, and a query's scores computed from the labels.
+"""The label-first judge protocol: per-result labels through the judgment cache, trials, the list-level call,
+and a query's scores from the labels (docs/judge-protocol.md).
 
-The one entry point other parts call to label documents is :func:`label_documents` (``calibrate`` uses
-it); :func:`judge_query` judges one search answer for the run loop. Both work with any
-:class:`~judge_runner.judging.protocol.Judge` (the LLM judge of :mod:`judge_runner.judging.llm_judge` or the offline heuristic
-of :mod:`judge_runner.judging.heuristic`): a judge only answers single calls (``label_one``,
-``label_batch``, ``list_verdict``); caching, trials, medians, human labels and scores live here. In
-a run, a query's calls go through its lane of the run's shared call pool
-(:mod:`judge_runner.judging.call_pool`), side by side with other queries' calls; elsewhere one after
-another.
-
-- ``pointwise`` (default): one call per document and trial;
-- ``batched``: one call per query and trial, documents in a seeded random order
-  (:func:`judge_runner.judging.requests.shuffled_order`), mapped back to the search's order.
-
-The judge never sees the search's rank or score: documents are :class:`fence.RenderedDocument` values
-(source, anchor, text), which carry neither.
+:func:`label_documents` labels documents (``calibrate``, query writing, dry runs); :func:`judge_query` judges one
+search answer (the run loop). A :class:`~judge_runner.judging.protocol.Judge` only answers single calls; caching,
+trials, medians and people's grades live here. The judge never sees the search's rank or score.
 """
 
 from __future__ import annotations
@@ -59,9 +47,8 @@ def _quiet(message: str) -> None:
 
 @dataclass
 class Tally:
-    """What the calls of one query (or one :func:`label_documents` call) cost, summed: ``usage`` (tokens),
-    ``cost_usd`` (USD; None once any call's price was unknown), ``attempts`` (HTTP requests), the model
-    ids returned, recoveries, and ``calls`` made (judge calls, not counting cache hits). Thread-safe."""
+    """What calls cost, summed: ``usage`` (tokens), ``cost_usd`` (USD; None once any price was unknown),
+    ``attempts`` (HTTP requests), ``calls`` (judge calls; cache hits not counted). Thread-safe."""
 
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = 0.0
@@ -83,9 +70,7 @@ class Tally:
             self.recoveries.extend(reply.recoveries)
 
     def add_failure(self, exc: BaseException) -> None:
-        """Count what a failed call spent (its ``usage`` and ``cost_usd``, set by the provider layer and
-        :func:`judge_runner.judging.llm_judge.ask`; nothing when it spent nothing), so a query that then fails
-        still says what it cost."""
+        """Count what a failed call spent (the ``usage`` and ``cost_usd`` the provider layer set on it, if any)."""
         usage = getattr(exc, "usage", None)
         if not isinstance(usage, Usage):
             return
@@ -97,19 +82,11 @@ class Tally:
 
 @dataclass
 class LabelOutcome:
-    """One document's label under the protocol.
-
-    ``label``: the median of ``trial_labels`` (lower middle on a tie, ``judge_runner.judging.scores.median_label``);
-    ``spread``: highest minus lowest trial label; ``reason``: trial 0's; ``injection_suspected``: the
-    code's detector (``fence``) OR any trial's judge flag (never raises a label); ``cached``: every trial
-    came from the judgment cache; ``labels_cached`` / ``labels_judged``: trials from the cache / from a
-    call; ``shown_as``: local ids per trial in batched mode; ``shown_chars`` and ``truncated``: what the
-    judge was shown of the text; ``origin``: ``"judge"`` or ``"human"`` (an imported human label, which
-    wins: ``label`` is the person's); ``judge_label``: for a human-labelled document, the judge's own label
-    (the median of its trials, which are counted like any other), None otherwise; ``shown_text``: the text
-    the judge was shown (``fence.RenderedDocument.body``) under ``shown_anchor`` (its ``anchor``); ``models_returned``:
-    model ids that produced the trials; ``order``: how trial 0's judge wrote its reply (``reason-first``,
-    ``grade-first`` or ``grade-only``; None: no model, or stored before it was recorded)."""
+    """One document's label. ``label``: the median of ``trial_labels`` (lower middle on a tie), or a person's
+    grade (``origin`` ``"human"``; the judge's own in ``judge_label`` and ``judge_reason``); ``spread``: highest
+    minus lowest trial label; ``injection_suspected``: the detector OR any trial's flag; ``cached``: every trial
+    from the cache; ``shown_as``: local ids per trial (batched); ``shown_text``, ``shown_anchor``, ``shown_chars``
+    and ``truncated``: what the judge was shown; ``order``: how trial 0's reply was written (None: unknown)."""
 
     label: int
     trial_labels: list[int]
@@ -128,27 +105,33 @@ class LabelOutcome:
     shown_text: str = ""
     shown_anchor: str = ""
     order: str | None = None
+    judge_reason: str = ""
+
+    @property
+    def judges_own(self) -> tuple[int, str]:
+        """``(label, reason)`` of the judge, whoever's label won: what the list-level call is shown."""
+        if self.origin == "human" and self.judge_label is not None:
+            return self.judge_label, self.judge_reason
+        return self.label, self.reason
 
 
 @lru_cache(maxsize=8)
 def _hashes(mode: str, output: str = "reason-first") -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """The prompt files a call of ``mode`` sends (a label call's system prompt holds the rubric and the
-    ``output`` rules) and its schema file, with their sha256."""
+    """``(prompt files, schema file)`` a call of ``mode`` sends, each with its sha256."""
     names = PROMPTS[mode] if mode == "list" else (*PROMPTS[mode], RUBRIC, OUTPUTS[output])
     return tuple((n, prompt_sha256(n)) for n in names), ((SCHEMAS[mode], schema_sha256(SCHEMAS[mode])),)
 
 
 def cache_model(judge: Judge) -> str:
-    """The model name a judge's judgments are cached under: ``judge.cache_model`` when it has one (the
-    heuristic adds its embedder), else ``judge.model`` (the requested model)."""
+    """The model name a judge's judgments are cached under: ``judge.cache_model``, else ``judge.model``."""
     return str(getattr(judge, "cache_model", None) or judge.model)
 
 
 def judgment_key(
     judge: Judge, query: str, intent: str, shown: str, mode: str, trial: int, sampling: Mapping[str, Any], context: str = ""
 ) -> str:
-    """The judgment-cache key (hex sha256, :class:`JudgmentKey`) of one call's judgment: ``mode``
-    ``pointwise``, ``batched`` or ``list``, with the hashes of the prompts and schema that call sends."""
+    """The judgment-cache key (hex sha256, :class:`JudgmentKey`) of one call's judgment (``mode`` ``pointwise``,
+    ``batched`` or ``list``)."""
     prompts, schemas = _hashes(mode, str(getattr(judge, "output", "reason-first")))
     return JudgmentKey(
         query,
@@ -181,8 +164,7 @@ def _judge_key(name: str, model: str, mode: JudgeMode, seed: int, heuristic: boo
 
 
 def judge_key(judge: Judge, mode: JudgeMode = "pointwise", seed: int = DEFAULT_SEED) -> str:
-    """The fingerprint key (:func:`judge_runner.judging.fingerprint.fingerprint_key`) of ``judge`` labelling in
-    ``mode`` with base ``seed``: what the judgment cache keeps beside each label it makes (``judge_key``), equal
+    """The fingerprint key of ``judge`` in ``mode`` with base ``seed``, kept beside each label in the cache; equal
     to the key of a run's ``provenance.judgeFingerprint`` under the same protocol."""
     return _judge_key(judge.name, judge.model, mode, seed, judge.heuristic)
 
@@ -190,9 +172,8 @@ def judge_key(judge: Judge, mode: JudgeMode = "pointwise", seed: int = DEFAULT_S
 def known_grades(
     cache: JudgmentCache | None, key: str, query: str, intent: str, people: Mapping[str, int] | None = None
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """``(known, judge's)``: the grades known for a query before its line is written, ``{docid: grade}``: the
-    judge ``key``'s labels of it in ``cache`` (per document the median of every label stored), then people's
-    grades (``people``), which win; and the judge's alone. A cache that fails gives none (see :func:`cached`)."""
+    """``(known, judge's)``, each ``{docid: grade}``: the judge ``key``'s labels of the query in ``cache`` (per
+    document the median), overlaid by ``people``'s grades; and the judge's alone. A failed cache gives none."""
     judged: dict[str, int] = {}
     if cache is not None and getattr(cache, "failure", None) is None:
         try:
@@ -223,7 +204,7 @@ def _stored(reply: LabelReply, document: RenderedDocument, judge: Judge, where: 
 
 
 def _from_cache(hit: CachedJudgment, shown_as: str | None = None) -> LabelReply:
-    """The :class:`LabelReply` a stored label stands for (with its output order when it was recorded)."""
+    """The :class:`LabelReply` a stored label stands for."""
     order = hit.payload.get("order") if isinstance(hit.payload, dict) else None
     return LabelReply(
         label=int(hit.label or 0),
@@ -236,9 +217,8 @@ def _from_cache(hit: CachedJudgment, shown_as: str | None = None) -> LabelReply:
 
 
 def cached(cache: JudgmentCache | None, keys: Iterable[str]) -> dict[str, CachedJudgment]:
-    """The judgments stored in ``cache`` under ``keys``: none without a cache, or once it failed (a full
-    disk, damage deep inside): the failure is kept on ``cache.failure``, where the run loop sees it and
-    starts no new query; the labelling goes on without the cache."""
+    """The judgments stored in ``cache`` under ``keys``; none without a cache or once it failed (the failure is
+    kept on ``cache.failure``, which stops the run loop)."""
     if cache is None or getattr(cache, "failure", None) is not None:
         return {}
     try:
@@ -248,9 +228,8 @@ def cached(cache: JudgmentCache | None, keys: Iterable[str]) -> dict[str, Cached
 
 
 def store(cache: JudgmentCache | None, items: list[tuple[str, CachedJudgment, str]]) -> None:
-    """Store ``(key, judgment, mode)`` items in ``cache`` (:meth:`JudgmentCache.put_many`). A cache that
-    fails (or failed before) stores nothing and raises nothing: the judgment, paid for, is kept in its
-    query's line, and the failure on ``cache.failure`` stops the run (see :func:`cached`)."""
+    """Store ``(key, judgment, mode)`` items in ``cache``. Raises nothing: a failed cache stores nothing (the
+    failure on ``cache.failure`` stops the run; the judgment is kept in its query's line)."""
     if cache is None or getattr(cache, "failure", None) is not None or not items:
         return
     try:
@@ -260,21 +239,17 @@ def store(cache: JudgmentCache | None, items: list[tuple[str, CachedJudgment, st
 
 
 def as_documents(docs: Sequence[RenderedDocument | tuple[str, str | None, str]]) -> list[RenderedDocument]:
-    """Rendered documents from ``RenderedDocument`` values or ``(source, anchor, text)`` tuples
-    (rendered with :func:`fence.render_document`)."""
+    """``docs`` as :class:`RenderedDocument` values (tuples rendered by :func:`fence.render_document`)."""
     return [d if isinstance(d, RenderedDocument) else render_document(*d) for d in docs]
 
 
 def each_call(
     judge: Judge, call: Callable[[int], LabelReply], items: Sequence[int], calls: CallLane | None = None
 ) -> list[tuple[int, LabelReply | BaseException]]:
-    """``call(i)`` for each of ``items``; returns ``(i, reply or the exception it raised)`` for every call
-    made, in the order of ``items``. Without ``calls``: one after another, stopping at the first failure
-    (which ends the list). With ``calls`` (the query's lane in the run's shared
-    :class:`~judge_runner.judging.call_pool.CallPool`): all handed to the pool at once, run side by side
-    as its slots allow; the first failure cancels those not started. When the judge batches
-    (``judge.batching``, ``--batch``): all at once so their requests share one batch (every call made;
-    each failure in its place)."""
+    """``(i, reply or the exception raised)`` of ``call(i)`` for each of ``items`` called, in order. Without
+    ``calls``: one after another, the first failure ending the list. With ``calls`` (a lane of the run's call
+    pool): side by side, the first failure cancelling those not started. A batching judge: all at once, so
+    their requests share one batch, each failure in its place."""
     batching = getattr(judge, "batching", None)
     if batching is not None and len(items) > 1:
         return list(zip(items, batching.map(call, items)))
@@ -295,82 +270,88 @@ def _one(calls: CallLane | None, fn: Callable[[], T]) -> T:
     return fn() if calls is None else calls.call(fn)
 
 
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """How a run judges: ``mode``, ``trials`` (>= 1), the base ``seed``, dimension ``weights`` (None: equal), and
+    ``depth``, the cut-off of ``relevance`` (the search limit; None: each list's length)."""
+
+    mode: JudgeMode = "pointwise"
+    trials: int = 1
+    seed: int = DEFAULT_SEED
+    weights: Mapping[str, float] | None = None
+    depth: int | None = None
+
+
+@dataclass(frozen=True)
+class Channel:
+    """How labelling reaches the judge: through ``cache`` (None: none; judgments stored the moment they are made),
+    its cost into ``tally`` (failed calls included), diagnostics to ``log``, calls in ``calls``, the query's lane of
+    the run's call pool (None: one after another here)."""
+
+    cache: JudgmentCache | None = None
+    tally: Tally = field(default_factory=Tally)
+    log: Log = _quiet
+    calls: CallLane | None = None
+
+
+@dataclass(frozen=True)
+class LabelTask:
+    """Documents to label for ``query`` and its ``intent``: ``docs`` (rendered, or ``(source, anchor, text)``);
+    ``query_id`` seeds the batched order; ``human``: per document a person's grade 0-3 or None."""
+
+    query: str
+    intent: str
+    docs: Sequence[RenderedDocument | tuple[str, str | None, str]]
+    query_id: str = ""
+    human: Sequence[int | None] | None = None
+
+
 def label_documents(
-    judge: Judge,
-    query: str,
-    intent: str,
-    docs: Sequence[RenderedDocument | tuple[str, str | None, str]],
-    *,
-    mode: JudgeMode = "pointwise",
-    trials: int = 1,
-    cache: JudgmentCache | None = None,
-    seed: int = DEFAULT_SEED,
-    query_id: str = "",
-    human: Sequence[int | None] | None = None,
-    tally: Tally | None = None,
-    log: Log = _quiet,
-    calls: CallLane | None = None,
+    judge: Judge, task: LabelTask, protocol: ProtocolSettings = ProtocolSettings(), via: Channel | None = None
 ) -> list[LabelOutcome]:
-    """Label ``docs`` (the search's results in its order, or any documents) for ``query`` and its
-    ``intent`` through the protocol: one :class:`LabelOutcome` per document, in the order given.
-
-    ``mode``: ``pointwise`` (one call per document and trial) or ``batched`` (one call per trial, the
-    documents in the order :func:`judge_runner.judging.requests.shuffled_order` draws from ``seed``, ``query_id`` and the
-    trial); ``trials`` >= 1 (the label used is the median); ``cache``: judgments already stored are
-    reused (no call, no cost) and new ones stored the moment they are made (None: no cache);
-    ``human``: per document an imported human grade 0-3 or None: a human grade is the label, and the
-    judge's own label is still obtained (cache or call) and kept beside it (``judge_label``), so that the
-    judge can be measured against the person and its bias corrected (:mod:`judge_runner.runs.corrected`);
-    ``tally``: receives the cost of the calls made; ``calls``: the query's lane in the run's shared call
-    pool (:mod:`judge_runner.judging.call_pool`; None: the calls are made here, one after another).
-
-    Raises ValueError on an unknown mode or trials < 1, and whatever the judge raises (an
-    :class:`~judge_runner.llm.errors.LLMError` kind); judgments stored before the failure stay stored.
-    """
-    if trials < 1:
+    """One :class:`LabelOutcome` per document of ``task``, in its order. ``pointwise``: one call per document and
+    trial; ``batched``: one call per trial, the documents in a seeded order. A person's grade is the label; the
+    judge's own is still obtained and kept beside it. Raises ValueError on trials < 1 or a ``human`` of another
+    length, and what the judge raises (judgments stored before stay stored)."""
+    if protocol.trials < 1:
         raise ValueError("trials must be >= 1")
-    documents = as_documents(docs)
-    tally = tally if tally is not None else Tally()
-    human = list(human) if human is not None else [None] * len(documents)
+    via = via if via is not None else Channel()
+    documents = as_documents(task.docs)
+    human = list(task.human) if task.human is not None else [None] * len(documents)
     if len(human) != len(documents):
         raise ValueError("human must hold one grade (or None) per document")
     todo = list(range(len(documents)))  # human-labelled documents too: their judge label is kept beside
-    where = (topic_key(query, intent), judge_key(judge, mode, seed))
-    labelling = _Trials(judge, query, intent, documents, cache, tally, log, calls, todo, {i: [] for i in todo}, where)
-    for trial in range(trials):
-        sampling = sampling_settings(judge.name, trial, seed)
-        if mode == "pointwise":
+    where = (topic_key(task.query, task.intent), judge_key(judge, protocol.mode, protocol.seed))
+    labelling = _Trials(judge, task.query, task.intent, documents, via, todo, {i: [] for i in todo}, where)
+    for trial in range(protocol.trials):
+        sampling = sampling_settings(judge.name, trial, protocol.seed)
+        if protocol.mode == "pointwise":
             labelling.pointwise(trial, sampling)
         elif todo:
-            labelling.batched(trial, sampling, batch_seed(seed, query_id, trial))
+            labelling.batched(trial, sampling, batch_seed(protocol.seed, task.query_id, trial))
     return [_outcome(doc, labelling.got[i], human[i]) for i, doc in enumerate(documents)]
 
 
 @dataclass
 class _Trials:
-    """The trials of one :func:`label_documents` call: ``judge`` asked about ``documents`` (the ones at the
-    indices ``todo``) for ``query`` and ``intent``, through ``cache``, its calls counted in ``tally`` and made
-    in ``calls``; ``got`` collects per document index one ``(reply, from the cache)`` per trial."""
+    """The trials of one :func:`label_documents` call; ``got``: per document index one ``(reply, from the cache)``
+    per trial; ``where``: ``(topic, judge key)`` stored beside each new label."""
 
     judge: Judge
     query: str
     intent: str
     documents: list[RenderedDocument]
-    cache: JudgmentCache | None
-    tally: Tally
-    log: Log
-    calls: CallLane | None
+    via: Channel
     todo: list[int]
     got: dict[int, list[tuple[LabelReply, bool]]]
     where: tuple[str, str] = ("", "")
-    """``(topic, judge key)`` stored beside each new label (:class:`~judge_runner.judging.cache.CachedJudgment`)."""
 
     def pointwise(self, trial: int, sampling: Mapping[str, Any]) -> None:
         """One pointwise trial: each document's label from the cache, else from a call of its own (stored at
         once); the first failed call is raised once every call made is counted."""
         judge, documents, todo = self.judge, self.documents, self.todo
         keys = {i: judgment_key(judge, self.query, self.intent, documents[i].shown, "pointwise", trial, sampling) for i in todo}
-        found = cached(self.cache, keys.values())
+        found = cached(self.via.cache, keys.values())
         missing = []
         for i in todo:
             hit = found.get(keys[i])
@@ -380,16 +361,16 @@ class _Trials:
                 missing.append(i)
 
         def label(i: int) -> LabelReply:
-            return judge.label_one(self.query, self.intent, documents[i], sampling, self.log)
+            return judge.label_one(self.query, self.intent, documents[i], sampling, self.via.log)
 
         failure: BaseException | None = None
-        for i, made in each_call(judge, label, missing, self.calls):
+        for i, made in each_call(judge, label, missing, self.via.calls):
             if isinstance(made, BaseException):
-                self.tally.add_failure(made)
+                self.via.tally.add_failure(made)
                 failure = failure or made
                 continue
-            self.tally.add(made)
-            store(self.cache, [(keys[i], _stored(made, documents[i], judge, self.where), "pointwise")])
+            self.via.tally.add(made)
+            store(self.via.cache, [(keys[i], _stored(made, documents[i], judge, self.where), "pointwise")])
             self.got[i].append((made, False))
         if failure is not None:
             raise failure
@@ -402,23 +383,23 @@ class _Trials:
         batch = [documents[i] for i in todo]
         context = batch_context(batch[o].shown for o in order)
         keys = {i: judgment_key(judge, self.query, self.intent, documents[i].shown, "batched", trial, sampling, context) for i in todo}
-        found = cached(self.cache, keys.values())
+        found = cached(self.via.cache, keys.values())
         shown_as = {todo[original]: f"D{shown + 1}" for shown, original in enumerate(order)}
         if all(found.get(keys[i]) is not None and found[keys[i]].label is not None for i in todo):
             for i in todo:
                 self.got[i].append((_from_cache(found[keys[i]], shown_as[i]), True))
             return
         try:
-            replies = _one(self.calls, partial(judge.label_batch, self.query, self.intent, batch, order, sampling, self.log))
+            replies = _one(self.via.calls, partial(judge.label_batch, self.query, self.intent, batch, order, sampling, self.via.log))
         except BaseException as exc:
-            self.tally.add_failure(exc)
+            self.via.tally.add_failure(exc)
             raise
         if len(replies) != len(batch):
             raise ValueError(f"the judge returned {len(replies)} labels for {len(batch)} documents")
-        self.tally.add(replies[0])
+        self.via.tally.add(replies[0])
         for reply in replies[1:]:
-            self.tally.add(reply, calls=0)
-        store(self.cache, [(keys[i], _stored(r, documents[i], judge, self.where), "batched") for i, r in zip(todo, replies)])
+            self.via.tally.add(reply, calls=0)
+        store(self.via.cache, [(keys[i], _stored(r, documents[i], judge, self.where), "batched") for i, r in zip(todo, replies)])
         for i, reply in zip(todo, replies):
             self.got[i].append((reply if reply.shown_as else replace(reply, shown_as=shown_as[i]), False))
 
@@ -444,32 +425,18 @@ def _outcome(doc: RenderedDocument, trial_replies: list[tuple[LabelReply, bool]]
         order=trial_replies[0][0].order,
     )
     if human is not None:  # the person's label wins; the judge's is kept beside it
-        outcome = replace(outcome, label=int(human), judge_label=outcome.label, reason="human label", origin="human")
+        outcome = replace(
+            outcome, label=int(human), judge_label=outcome.label, judge_reason=outcome.reason, reason="human label", origin="human"
+        )
     return outcome
-
-
-@dataclass(frozen=True)
-class ProtocolSettings:
-    """How a run judges: ``mode`` (pointwise|batched), ``trials`` (>= 1), the base ``seed`` (recorded;
-    sent where the API takes one), dimension ``weights`` (None: equal), and ``depth``, the cut-off of
-    ``relevance`` (the search limit; None: each list's length; ``judge_runner.judging.scores.relevance_score``)."""
-
-    mode: JudgeMode = "pointwise"
-    trials: int = 1
-    seed: int = DEFAULT_SEED
-    weights: Mapping[str, float] | None = None
-    depth: int | None = None
 
 
 @dataclass
 class QueryJudgment:
-    """One query judged under the protocol: ``labels`` per result in the search's order, ``shown_from``
-    per result (``"document"``: the document's passages by the one rule, :mod:`judge_runner.search.passages`;
-    ``"result"``: the text the system returned, no store holding the document; ``"snippet"``: the search
-    gave no text), ``scores``
-    (None for an off-topic query, which is scored on abstention), the list-level ``analysis`` and
-    ``suggestions``, ``list_cached`` (None when no list-level call was needed), the expected sources the
-    judge labelled 0 or 1, and what it cost (``tally``)."""
+    """One query judged: ``labels`` per result in the search's order; ``shown_from`` per result (``document``,
+    ``result`` or ``snippet``); ``scores`` (None: off-topic, scored on abstention); ``list_cached`` (None: no
+    list-level call); ``disagreements``: expected sources labelled 0 or 1; ``known``: the grades known when
+    judged (:func:`known_grades`), ``judge_known`` the judge's alone."""
 
     labels: list[LabelOutcome]
     shown_from: list[str]
@@ -480,41 +447,29 @@ class QueryJudgment:
     disagreements: list[str]
     tally: Tally
     known: dict[str, int] = field(default_factory=dict)
-    """Grades known for the query from elsewhere when it was judged (:func:`known_grades`): the qrels of its
-    line's metrics and relevance beside its own labels."""
     judge_known: dict[str, int] = field(default_factory=dict)
-    """The judge's alone among them (for ``judgeOnly``)."""
 
 
 OFF_TOPIC_ANSWERED = "Return no results or confident: false when no result clears a relevance threshold"
 NO_RESULTS = "Return results for on-topic queries"
 
 
-def list_verdict(
-    judge: Judge,
-    query: Query,
-    items: list[ListItem],
-    cache: JudgmentCache | None,
-    tally: Tally,
-    log: Log = _quiet,
-    calls: CallLane | None = None,
-) -> tuple[ListVerdict, bool]:
-    """The list-level verdict on ``items`` (the labelled results in the search's order), from the cache
-    (mode ``list``, trial 0, keyed with the judge's ``list_version`` when it has one: the offline judge's
-    verdict is code, which changes with judge-runner) or one call (in a slot of ``calls``, the query's lane
-    in the run's call pool, when given); returns ``(verdict, from cache)``."""
+def list_verdict(judge: Judge, query: Query, items: list[ListItem], via: Channel) -> tuple[ListVerdict, bool]:
+    """``(verdict, from the cache)`` on ``items`` (the labelled results in the search's order): from the cache (mode
+    ``list``, trial 0, keyed with the judge's ``list_version``: the offline judge's verdict is code) or one call."""
     sampling = sampling_settings(judge.name, 0)
     shown = list_shown_text(query.expectedSources, items)
     key = judgment_key(judge, query.query, query.queryIntent, shown, "list", 0, sampling, str(getattr(judge, "list_version", "") or ""))
-    hit = cached(cache, [key]).get(key)
+    hit = cached(via.cache, [key]).get(key)
     if hit is not None and hit.payload:
         return ListVerdict.from_payload(hit.payload, hit.model_returned), True
     try:
-        verdict = _one(calls, partial(judge.list_verdict, query.query, query.queryIntent, query.expectedSources, items, sampling, log))
+        ask = partial(judge.list_verdict, query.query, query.queryIntent, query.expectedSources, items, sampling, via.log)
+        verdict = _one(via.calls, ask)
     except BaseException as exc:
-        tally.add_failure(exc)
+        via.tally.add_failure(exc)
         raise
-    tally.add(verdict)
+    via.tally.add(verdict)
     stored = CachedJudgment(
         None,
         "",
@@ -526,7 +481,7 @@ def list_verdict(
         payload=verdict.payload(),
         judge=f"{judge.name}/{cache_model(judge)}",
     )
-    store(cache, [(key, stored, "list")])
+    store(via.cache, [(key, stored, "list")])
     return verdict, False
 
 
@@ -535,59 +490,33 @@ def judge_query(
     query: Query,
     answer: SearchAnswer,
     protocol: ProtocolSettings = ProtocolSettings(),
-    cache: JudgmentCache | None = None,
     human: Mapping[str, int] | None = None,
-    log: Log = _quiet,
-    tally: Tally | None = None,
-    calls: CallLane | None = None,
+    via: Channel | None = None,
 ) -> QueryJudgment:
-    """Judge one search answer: label every result (:func:`label_documents`, each shown as
-    :meth:`~judge_runner.search.base.SearchHit.shown` gives it: the document's passages by the one rule,
-    else the result's own text, else its snippet), then, for an on-topic query with results,
-    one list-level call (cached like the labels). Scores (``judge_runner.judging.scores.query_scores``): relevance
-    (against the gain attainable with the query's expected sources and the grades known for it when judged,
-    :func:`known_grades`, cut at ``protocol.depth``), ranking
-    and graded precision from the labels, coverage and snippetQuality from the list-level verdict, overall their
-    weighted mean, the verdict's holistic figures as judgeRelevance/judgeRanking/judgeOverall. An
-    on-topic query with no results scores 0 everywhere without a call. An off-topic query's results
-    are labelled (how misleading they are) but it gets no scores. ``human``: ``{source: grade}`` of
-    imported human labels for this query. ``tally``: receives the cost of its calls, failed ones included
-    (a fresh one by default), so a query that fails still says what it cost. ``calls``: the query's lane
-    in the run's shared call pool (:mod:`judge_runner.judging.call_pool`: its label calls run side by side
-    with other queries' within ``--concurrency`` slots; None: one after another here). Raises what
-    :func:`label_documents` raises (and :class:`~judge_runner.llm.errors.CallsStopped` once the pool is
-    closed)."""
-    tally = tally if tally is not None else Tally()
+    """Judge one search answer: label every result (as :meth:`~judge_runner.search.base.SearchHit.shown` gives
+    it), then one list-level call for an on-topic query with results, shown the judge's own labels. Scores by
+    :func:`judge_runner.judging.scores.query_scores` (relevance against the grades known when judged,
+    :func:`known_grades`). An on-topic query with no results scores 0 without a call; an off-topic one is
+    labelled but gets no scores. ``human``: ``{source: grade}`` of people's grades for this query. Raises what
+    :func:`label_documents` raises (and :class:`~judge_runner.llm.errors.CallsStopped` once the pool is closed)."""
+    via = via if via is not None else Channel()
     hits = answer.results
     shown_from = [h.textFrom if h.text else "snippet" for h in hits]
     docs = [render_document(h.source, *h.shown()) for h in hits]
     grades = [(human or {}).get(h.source) for h in hits]
-    labels = label_documents(
-        judge,
-        query.query,
-        query.queryIntent,
-        docs,
-        mode=protocol.mode,
-        trials=protocol.trials,
-        cache=cache,
-        seed=protocol.seed,
-        query_id=query.id,
-        human=grades,
-        tally=tally,
-        log=log,
-        calls=calls,
-    )
+    labels = label_documents(judge, LabelTask(query.query, query.queryIntent, docs, query.id, grades), protocol, via)
     disagreements = expected_source_disagreements([(h.source, o.label) for h, o in zip(hits, labels)], query.expectedSources)
+    tally = via.tally
     if query.queryType == "off-topic":
         abstained = not answer.confident or not hits
         return QueryJudgment(labels, shown_from, None, {}, [] if abstained else [OFF_TOPIC_ANSWERED], None, disagreements, tally)
-    known, judge_known = known_grades(cache, judge_key(judge, protocol.mode, protocol.seed), query.query, query.queryIntent, human)
+    known, judge_known = known_grades(via.cache, judge_key(judge, protocol.mode, protocol.seed), query.query, query.queryIntent, human)
     if not hits:
         zero = {"relevance": 0.0, "ranking": 0.0, "gradedPrecision": 0.0, "coverage": 0.0, "snippetQuality": 0.0, "overall": 0.0}
         analysis = {"coverage": "No results were returned.", "snippetQuality": "No snippets were shown."}
         return QueryJudgment(labels, shown_from, zero, analysis, [NO_RESULTS], None, disagreements, tally, known, judge_known)
-    items = [ListItem(render_document(h.source, h.anchor, h.snippet), o.label, o.reason) for h, o in zip(hits, labels)]
-    verdict, list_cached = list_verdict(judge, query, items, cache, tally, log, calls)
+    items = [ListItem(render_document(h.source, h.anchor, h.snippet), *o.judges_own) for h, o in zip(hits, labels)]
+    verdict, list_cached = list_verdict(judge, query, items, via)
     scores = query_scores(
         [o.label for o in labels],
         {"coverage": verdict.coverage, "snippetQuality": verdict.snippet_quality},

@@ -34,7 +34,7 @@ from typing import Any
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.judging.cache import JudgmentCache, topic_key
 from judge_runner.judging.cache_failures import CacheError
-from judge_runner.judging.qrels import PooledQrels, RunLabels, human_labels, pool_qrels
+from judge_runner.judging.qrels import PooledQrels, RunLabels, people_grades, pool_qrels
 from judge_runner.judging.scores import label_dimensions, overall_score, relevance_score
 from judge_runner.measures.ir import NDCG10_NAME, qrels_metrics
 from judge_runner.runs.records import Record
@@ -78,6 +78,8 @@ class Pool:
     people_topics: set[str] = field(default_factory=set)
     topic_runs: dict[str, set[str]] = field(default_factory=dict)
     """Per query, the runs whose lines were pooled for it."""
+    warnings: list[str] = field(default_factory=list)
+    """People's sets with grades left out for another query text (:meth:`~judge_runner.judging.qrels.PeopleGrades.warnings`)."""
 
     def block(self, topics: Iterable[str]) -> dict[str, Any]:
         """The ``qrels`` block (docs/run-file.md) of the queries ``topics``: ``queries``, grades by origin
@@ -138,19 +140,24 @@ def build_pool(groups: Iterable[tuple[str, Iterable[Mapping[str, Any]]]], source
             if topic not in by_qid[str(line.get("queryId"))]:
                 by_qid[str(line.get("queryId"))].append(topic)
                 asked[topic_key(str(line.get("query")), str(line.get("queryIntent") or ""))].append(topic)
-    people, cached = dict(stated), {}
+    people, cached, warnings = dict(stated), {}, []
     cache = sources.cache
     if cache is not None:
         try:
-            for (qid, docid), grade in human_labels(cache, sources.names).items():
-                for topic in by_qid.get(qid, ()):
-                    people[(topic, docid)] = grade
+            grades = people_grades(cache, sources.names)
+            for qid, topics in by_qid.items():
+                for topic in topics:
+                    for docid, grade in grades.for_query(qid, topic.split("\x1f", 1)[1]).items():
+                        people[(topic, docid)] = grade
+            warnings.extend(grades.warnings())
             if sources.judge_key:
                 found = cache.judge_labels(sources.judge_key, asked, set(models) or None)
                 cached = {(topic, docid): labels for (key, docid), labels in found.items() for topic in asked[key]}
         except CacheError:
             pass
-    return Pool(pool_qrels(items, people, cached), pool_qrels(items, None, cached), cache is not None, {t for t, _ in people}, dict(runs))
+    return Pool(
+        pool_qrels(items, people, cached), pool_qrels(items, None, cached), cache is not None, {t for t, _ in people}, dict(runs), warnings
+    )
 
 
 def rescore(

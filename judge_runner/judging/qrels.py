@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -199,36 +199,99 @@ def on_judge_scale(
     return mapped
 
 
-def import_human_qrels(cache: JudgmentCache, path: str | Path, name: str, rescale: Mapping[int, int] | None = None) -> int:
+def import_human_qrels(
+    cache: JudgmentCache,
+    path: str | Path,
+    name: str,
+    rescale: Mapping[int, int] | None = None,
+    texts: Mapping[str, str] | None = None,
+) -> int:
     """Store a qrels file on the 0-3 scale as the set ``name`` (letters, digits, ``._-``; at most 64),
-    replacing it; returns the number of grades stored. Raises QrelsError, storing nothing, on a bad name,
-    file, or grade."""
+    replacing it, each grade with its query's text from ``texts`` (``{qid: text}``; None: unknown, bound by
+    the first ``evaluate`` that applies it, :meth:`PeopleGrades.bind`); returns the number of grades stored.
+    Raises QrelsError, storing nothing, on a bad name, file, or grade, or a qid ``texts`` lacks."""
     if not QRELS_NAME_RE.fullmatch(name or ""):
         raise QrelsError(f"qrels name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
     mapped = on_judge_scale(read_trec_qrels(path), rescale, str(path))
-    return cache.replace_human_qrels(name, mapped)
+    if texts is not None:
+        missing = sorted({q for q, _, _ in mapped if q not in texts})
+        if missing:
+            raise QrelsError(f"{path}: query ids {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} are not in the queries given")
+    return cache.replace_human_qrels(name, mapped, texts)
 
 
-def human_labels(cache: JudgmentCache, names: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
-    """``{(qid, docid): grade}`` of people's stored qrels; an earlier name in ``names`` (default: every set,
-    alphabetically) wins."""
-    rows = cache.human_qrels(names)
-    order = list(names) if names is not None else sorted({r[0] for r in rows})
-    rank = {n: i for i, n in enumerate(order)}
-    out: dict[tuple[str, str], tuple[int, int]] = {}
-    for name, qid, docid, grade in rows:
-        current = out.get((qid, docid))
-        if current is None or rank[name] < current[0]:
-            out[(qid, docid)] = (rank[name], grade)
-    return {pair: grade for pair, (_, grade) in out.items()}
+@dataclass
+class PeopleGrades:
+    """People's stored grades, applied to a query by its id AND text: a grade stored with another text (the id
+    reused by a later query set) is left out and counted in ``skipped`` (per set); a grade stored without a text
+    (a TREC qrels file imported alone, or stored before texts were kept) applies by id until bound to one.
+    ``rows``: ``(set, qid, docid, grade, text or None)``; an earlier set in ``order`` wins a pair."""
+
+    rows: Sequence[tuple[str, str, str, int, str | None]] = ()
+    order: Sequence[str] = ()
+    skipped: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    _by_qid: dict[str, list[tuple[str, str, int, str | None]]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        rank = {n: i for i, n in enumerate(self.order)}
+        for name, qid, docid, grade, text in sorted(self.rows, key=lambda r: rank.get(r[0], len(rank))):
+            self._by_qid.setdefault(qid, []).append((name, docid, grade, text))
+
+    def for_query(self, qid: str, text: str) -> dict[str, int]:
+        """``{docid: grade}`` of the query ``qid`` whose text is ``text``."""
+        out: dict[str, int] = {}
+        for name, docid, grade, stored in self._by_qid.get(qid, ()):
+            if stored is not None and stored != text:
+                self.skipped.setdefault(name, set()).add((qid, docid))
+            elif docid not in out:
+                out[docid] = grade
+        return out
+
+    def matching(self, queries: Mapping[str, str]) -> dict[tuple[str, str], int]:
+        """``{(qid, docid): grade}`` of the queries ``{qid: text}``."""
+        return {(qid, docid): g for qid, text in queries.items() for docid, g in self.for_query(qid, text).items()}
+
+    def warnings(self) -> list[str]:
+        """One line per set with grades left out for a text mismatch."""
+        return [
+            f"warning: {len(pairs)} people's grades of set {name!r} left out: given to another query under the same id "
+            f"({', '.join(sorted({q for q, _ in pairs})[:3])}); grades follow the query text"
+            for name, pairs in sorted(self.skipped.items())
+        ]
+
+    def unbound(self, queries: Mapping[str, str]) -> dict[str, str]:
+        """The queries of ``queries`` some grade without a text applies to."""
+        return {q: t for q, t in queries.items() if any(r[3] is None for r in self._by_qid.get(q, ()))}
 
 
-def human_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+def people_grades(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> PeopleGrades:
+    """The stored sets ``names`` (default: every set, alphabetically) as :class:`PeopleGrades`; none without a cache."""
+    if cache is None:
+        return PeopleGrades()
+    rows = cache.human_rows(names)
+    return PeopleGrades(rows, list(names) if names is not None else sorted({r[0] for r in rows}))
+
+
+def human_labels(
+    cache: JudgmentCache, names: Sequence[str] | None = None, queries: Mapping[str, str] | None = None
+) -> dict[tuple[str, str], int]:
+    """``{(qid, docid): grade}`` of people's stored qrels that apply to ``queries`` (``{qid: text}``,
+    :class:`PeopleGrades`; None: every grade by id, whatever its text); an earlier name in ``names`` (default:
+    every set, alphabetically) wins."""
+    grades = people_grades(cache, names)
+    if queries is not None:
+        return grades.matching(queries)
+    return {(qid, docid): g for qid, rows in grades._by_qid.items() for _, docid, g, _ in reversed(rows)}
+
+
+def human_grades(
+    cache: JudgmentCache | None, names: Sequence[str] | None = None, queries: Mapping[str, str] | None = None
+) -> dict[str, dict[str, int]]:
     """:func:`human_labels` by query id; empty without a cache."""
     if cache is None:
         return {}
     out: dict[str, dict[str, int]] = {}
-    for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None).items():
+    for (qid, docid), grade in human_labels(cache, list(names) if names is not None else None, queries).items():
         out.setdefault(qid, {})[docid] = grade
     return out
 
@@ -245,14 +308,18 @@ def drawn_label_sets(cache: JudgmentCache | None, names: Sequence[str] | None = 
     return {n: pairs for n, pairs in out.items() if pairs}
 
 
-def drawn_designs(cache: JudgmentCache | None, names: Sequence[str] | None = None) -> dict[str, LabelDesign]:
-    """``{set name: design}`` of the sets ``label --budget`` drew, with their grades. Empty without a cache."""
+def drawn_designs(
+    cache: JudgmentCache | None, names: Sequence[str] | None = None, queries: Mapping[str, str] | None = None
+) -> dict[str, LabelDesign]:
+    """``{set name: design}`` of the sets ``label --budget`` drew, with their grades (those given to another text
+    of a query of ``queries``, ``{qid: text}``, left out: :class:`PeopleGrades`). Empty without a cache."""
     if cache is None:
         return {}
     markers = {n: d for n, d in cache.label_designs().items() if names is None or n in names}
     pairs: dict[str, set[tuple[str, str]]] = {n: set() for n in markers}
-    for name, qid, docid, _ in cache.human_qrels(sorted(markers)) if markers else []:
-        pairs[name].add((qid, docid))
+    for name, qid, docid, _, text in cache.human_rows(sorted(markers)) if markers else []:
+        if text is None or queries is None or queries.get(qid, text) == text:
+            pairs[name].add((qid, docid))
     return {n: LabelDesign.from_marker(n, marker, pairs[n]) for n, marker in markers.items() if pairs[n]}
 
 
@@ -278,8 +345,10 @@ def export_qrels(
     cache: JudgmentCache | None = None,
     names: Sequence[str] | None = None,
     mixed_judges: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> PooledQrels:
-    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out. Raises
+    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out; ``say`` hears
+    :meth:`PeopleGrades.warnings`. Raises
     QrelsError when a file is not a run, holds no judged query, or (unless ``mixed_judges``) the runs
     have different judge fingerprints."""
     items: list[RunLabels] = []
@@ -303,7 +372,11 @@ def export_qrels(
             "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
             "judge, or pass --mixed-judges"
         )
-    pooled = pool_qrels(items, human_labels(cache, names) if cache is not None else None)
+    people = people_grades(cache, names)
+    pooled = pool_qrels(items, people.matching({item.query_id: item.query for item in items}))
+    if say is not None:
+        for line in people.warnings():
+            say(line)
     pooled.off_topic = [q for q in off_topic if q not in pooled.qrels]
     write_trec_qrels(pooled.qrels, out)
     return pooled

@@ -19,7 +19,7 @@ from typing import Any
 from judge_runner.core.models import Query
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import RenderedDocument, render_document
-from judge_runner.judging.labelling import ProtocolSettings, Tally, label_documents
+from judge_runner.judging.labelling import Channel, LabelTask, ProtocolSettings, Tally, label_documents
 from judge_runner.judging.protocol import Judge
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 from judge_runner.search.documents import FolderDocuments
@@ -94,19 +94,8 @@ def check_answerability(
         if not shown:
             return result
         try:
-            outcomes = label_documents(
-                judge,
-                query.query,
-                query.queryIntent,
-                [doc for _, doc in shown],
-                mode=protocol.mode,
-                trials=protocol.trials,
-                cache=cache,
-                seed=protocol.seed,
-                query_id=query.id,
-                tally=tally,
-                log=log,
-            )
+            task = LabelTask(query.query, query.queryIntent, [doc for _, doc in shown], query.id)
+            outcomes = label_documents(judge, task, protocol, Channel(cache, tally, log))
         except (BudgetExhausted, SpendLimitError, AuthError):
             raise  # the run cannot go on: phase one stops as it does for the writer's own calls
         except LLMError as exc:

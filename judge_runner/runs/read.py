@@ -116,6 +116,10 @@ class RunRecords(RunLines):
 # -- lines -------------------------------------------------------------------------------------------
 
 
+IDENTITY = ("queryId", "query")
+"""What every evaluation line since the first format names its query by; a line without them is dropped."""
+
+
 def iter_raw_lines(data: bytes) -> list[tuple[int, bytes, bool]]:
     r"""``(line number from 1, bytes, terminated)`` per line, split on ``\n`` only."""
     parts = data.split(b"\n")
@@ -270,6 +274,9 @@ def _read(run: RunLines, keep: Callable[[EvaluationLine], None], slim: bool) -> 
         adapted, legacy = _adapt(value, where, run.warnings)
         if adapted is None:
             continue
+        if adapted["type"] == "evaluation" and not all(isinstance(adapted.get(k), str) and adapted[k] for k in IDENTITY):
+            run.warnings.append(f"{where}: evaluation line without {' and '.join(IDENTITY)} dropped: it names no query")
+            continue
         model = _validate(MODELS[adapted["type"]], adapted, where, run.warnings)
         if model is None:
             continue
@@ -307,14 +314,18 @@ def read_run_records(path: Path) -> RunRecords:
     return run
 
 
-def read_judged_runs(paths: Sequence[Path]) -> list[RunFile]:
-    """Raises UsageError for a file that cannot be read or holds no judged query."""
+def read_judged_runs(paths: Sequence[Path], say: Callable[[str], None] | None = None) -> list[RunFile]:
+    """The run files ``paths``, each reader's warning (a line dropped, naming file and line) to ``say``. Raises
+    UsageError for a file that cannot be read or holds no judged query."""
     runs = []
     for path in paths:
         try:
             run = read_run_file(path)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc}") from None
+        if say is not None:
+            for warning in run.warnings:
+                say(f"warning: {warning}")
         if not run.is_run or not run.evaluations:
             raise UsageError(f"{path} is not a run file with judged queries")
         runs.append(run)

@@ -23,7 +23,7 @@ from judge_runner.estimate.costs import (
     tokens,
 )
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.labelling import Channel, ProtocolSettings, judge_query
 from judge_runner.llm.pricing import Price, price_for
 from tests.support.clitools import KEEP_ALL, invoke, run_lines
 from tests.support.fakes.fake_llm import FakeLLMServer
@@ -167,13 +167,13 @@ def test_recording_judge_uses_the_runs_cache_keys_and_counts_human_labelled_resu
     query = queries(1)[0]
     with JudgmentCache(tmp_path / "j.sqlite") as cache:
         judge = RecordingJudge("anthropic", "claude-sonnet-4-6")
-        judge_query(judge, query, answer, ProtocolSettings(), cache)  # stores what the placeholder judge "said"
+        judge_query(judge, query, answer, ProtocolSettings(), via=Channel(cache))  # stores what the placeholder judge "said"
         assert [c.kind for c in judge.calls] == ["label"] * 3 + ["list"]
         again = RecordingJudge("anthropic", "claude-sonnet-4-6")
-        judge_query(again, query, answer, ProtocolSettings(), DryRunCache(cache))
+        judge_query(again, query, answer, ProtocolSettings(), via=Channel(DryRunCache(cache)))
         assert again.calls == []  # every label and the list verdict cached under the same keys
         other = RecordingJudge("anthropic", "claude-haiku-4-5")
-        judge_query(other, query, answer, ProtocolSettings(), DryRunCache(cache), {"runbooks/redis-failover.md": 3})
+        judge_query(other, query, answer, ProtocolSettings(), {"runbooks/redis-failover.md": 3}, Channel(DryRunCache(cache)))
         # regression: a human-labelled result is still judged (its judge label is kept beside the person's)
         assert [c.kind for c in other.calls] == ["label"] * 3 + ["list"]
     assert price_for("claude-sonnet-4-6") is not None

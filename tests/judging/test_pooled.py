@@ -12,7 +12,7 @@ from judge_runner.embed.hashing import HashEmbedder
 from judge_runner.judging.cache import CachedJudgment, JudgmentCache, topic_key
 from judge_runner.judging.fingerprint import build_fingerprint, fingerprint_key
 from judge_runner.judging.heuristic import HeuristicJudge
-from judge_runner.judging.labelling import judge_key, label_documents
+from judge_runner.judging.labelling import Channel, LabelTask, judge_key, label_documents
 from judge_runner.judging.pooled import Sources, build_pool, qrels_text, rescore, rescored_line, topic_of
 from judge_runner.judging.qrels import import_human_qrels
 from judge_runner.measures.ir import query_metrics
@@ -104,7 +104,7 @@ def test_the_caches_labels_of_the_same_judge_join_the_pool_and_no_others(tmp_pat
 def test_a_label_stored_by_a_run_is_found_by_the_runs_fingerprint_key(tmp_path):
     judge = HeuristicJudge(HashEmbedder())
     with JudgmentCache(tmp_path / "j.sqlite") as cache:
-        label_documents(judge, "redis failover", "fail over", [("x.md", None, "Promote the replica.")], cache=cache)
+        label_documents(judge, LabelTask("redis failover", "fail over", [("x.md", None, "Promote the replica.")]), via=Channel(cache))
         provenance_key = fingerprint_key(build_fingerprint(judge.name, judge.model, "pointwise", 3, heuristic=True).as_dict())
         assert judge_key(judge) == provenance_key
         found = cache.judge_labels(provenance_key, [topic_key("redis failover", "fail over")])
@@ -129,3 +129,16 @@ def test_a_cache_written_before_the_columns_is_completed_and_its_labels_join_no_
         assert cache.judge_labels(KEY, [topic_key("redis failover", "fail over")]) == {
             (topic_key("redis failover", "fail over"), "v.md"): [2]
         }
+
+
+def test_peoples_grades_join_the_pool_of_the_query_they_were_given_to_not_one_reusing_its_id(tmp_path):
+    qrels = tmp_path / "p.qrels"
+    qrels.write_text("q1 0 w.md 3\n", encoding="utf-8")
+    with JudgmentCache(tmp_path / "j.sqlite") as cache:
+        import_human_qrels(cache, qrels, "team", texts={"q1": "redis failover"})
+        given = line("q1", [("x.md", 2)])
+        reused = line("q1", [("x.md", 2)], query="expr labels")
+        pool = build_pool([("old", [given]), ("new", [reused])], Sources(cache))
+    assert pool.qrels.qrels[topic_of(given)] == {"x.md": 2, "w.md": 3}
+    assert pool.qrels.qrels[topic_of(reused)] == {"x.md": 2}
+    assert len(pool.warnings) == 1 and "'team'" in pool.warnings[0]

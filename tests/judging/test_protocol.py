@@ -20,7 +20,7 @@ import pytest
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import render_document
 from judge_runner.judging.heuristic import HeuristicJudge
-from judge_runner.judging.labelling import label_documents
+from judge_runner.judging.labelling import LabelTask, ProtocolSettings, label_documents
 from judge_runner.judging.llm_judge import LLMJudge
 from judge_runner.judging.protocol import LabelReply, ListVerdict
 from judge_runner.judging.qrels import import_human_qrels
@@ -209,10 +209,11 @@ def test_human_labels_win_and_the_judges_label_is_kept_beside(tmp_path):
 # -- the injection pair ---------------------------------------------------------------------------------
 
 
-def _pair_labels(judge, **kw):
+def _pair_labels(judge, mode):
     pair = injection_pair()
-    alone = [label_documents(judge, pair.query, pair.intent, [doc], **kw)[0] for doc in (pair.clean, pair.twin)]
-    together = label_documents(judge, pair.query, pair.intent, [pair.clean, pair.twin], **kw)
+    protocol = ProtocolSettings(mode)
+    alone = [label_documents(judge, LabelTask(pair.query, pair.intent, [doc]), protocol)[0] for doc in (pair.clean, pair.twin)]
+    together = label_documents(judge, LabelTask(pair.query, pair.intent, [pair.clean, pair.twin]), protocol)
     return alone, together
 
 

@@ -271,7 +271,8 @@ def test_junk_fields_of_an_evaluation_are_dropped_with_a_warning_and_the_report_
     lines[3] = json.dumps(line).replace('"__BAD__"', bad)
     write(tmp_path, "r1", run_lines(lines))
     runs, warnings = read_runs(tmp_path)
-    assert len(runs[0].evaluations) == N  # the rest of the line is kept
+    # the rest of the line is kept, unless it names no query (it would be a phantom query)
+    assert len(runs[0].evaluations) == N - (field in ("query", "queryId"))
     assert len(warnings) == 1 and warnings[0].startswith("r1.jsonl:5: ") and field in warnings[0]
     build_report(tmp_path, tmp_path / "reports")
 
@@ -390,3 +391,15 @@ def test_warnings_never_carry_markup_from_the_file(tmp_path):
         'r1.jsonl:2: query "q0": scores.overall = a string of 54 characters is not a number in [0, 1]; left unscored',
         "r1.jsonl:3: field results = a string of 38 characters does not fit the run-file contract; dropped",
     ]
+
+
+@pytest.mark.parametrize("garbage", ['{"type":"evaluation","runId":"x"}', '{"type":"evaluation","runId":"x","queryId":"q99","query":""}'])
+def test_an_evaluation_line_that_names_no_query_is_dropped_with_its_file_and_line(tmp_path, garbage):
+    path = tmp_path / "run.jsonl"
+    shutil.copy(OLD_RUNS / "20261130T173213Z.jsonl", path)
+    before = read_run_file(path).evaluations
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([*lines[:2], garbage, *lines[2:]]) + "\n", encoding="utf-8")
+    for read in (read_run_file(path), read_run_folder(tmp_path)[0][0]):
+        assert [e.queryId for e in read.evaluations] == [e.queryId for e in before]  # no phantom query or system
+        assert any(w.startswith("run.jsonl:3: evaluation line without queryId and query dropped") for w in read.warnings), read.warnings

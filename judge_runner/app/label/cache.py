@@ -36,7 +36,8 @@ SAME_SCALE = {1: 1}
 
 def import_command(qrels: Path, name: str, cache: Path | None) -> str:
     """The ``qrels import`` command that puts ``qrels`` into ``cache`` (None: the default) as set ``name``."""
-    command = f"judge-runner qrels import {shlex.quote(str(qrels))} --name {name} --rescale 1=1"
+    journal = qrels.with_name(f"{name}.journal.jsonl")
+    command = f"judge-runner qrels import {shlex.quote(str(qrels))} --name {name} --rescale 1=1 --queries {shlex.quote(str(journal))}"
     return command + (f" --cache {shlex.quote(str(cache))}" if cache is not None else "")
 
 
@@ -110,6 +111,8 @@ class CacheSync:
         self._report_made: CacheReport | None = None
         self.design: dict[str, Any] | None = None
         """The set's draw (``label --budget``), kept beside it in the cache; None removes an earlier session's."""
+        self.texts: dict[str, str] = {}
+        """``{qid: query text}`` of the session's queries, stored with each grade (grades follow the query's text)."""
 
     def open(self) -> None:
         """Connect and start the importing thread. Raises UsageError for a file that is no judgment cache (or a
@@ -212,11 +215,11 @@ class CacheSync:
             return error
         try:
             if whole and count:
-                import_human_qrels(self._cache, qrels, self.name, rescale=SAME_SCALE)
+                import_human_qrels(self._cache, qrels, self.name, rescale=SAME_SCALE, texts=self.texts or None)
             elif whole:
                 self._cache.delete_human_qrels(self.name)
             elif pending:
-                self._cache.update_human_qrels(self.name, pending)  # the page's grades: 0-3 already
+                self._cache.update_human_qrels(self.name, pending, self.texts)  # the page's grades: 0-3 already
             self._cache.set_label_design(self.name, self.design)
         except (CacheError, QrelsError, sqlite3.Error, OSError) as exc:
             return exc

@@ -22,7 +22,7 @@ from judge_runner.app.label.web import HOST, HostRule, LabelServer
 from judge_runner.config import Settings
 from judge_runner.core.failures import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from judge_runner.core.interrupts import STOP
-from judge_runner.core.printer import Printer
+from judge_runner.core.printer import Printer, Say
 from judge_runner.human.journal import LabelSession
 from judge_runner.human.known import known_grades
 from judge_runner.human.lock import SetLock, cache_set_lock, holder_record, takeover_note
@@ -115,14 +115,20 @@ def _take_set(stack: ExitStack, name: str, folder: Path, cache: Path | None, lab
     return locks
 
 
-def _prepare(folder: Path, name: str, results: Sequence[Path], sampling: Sampling, labeller: str, cache: Path | None) -> Prepared | None:
+def _prepare(
+    folder: Path, name: str, results: Sequence[Path], sampling: Sampling, labeller: str, cache: Path | None, say: Say
+) -> Prepared | None:
     """A new budget session's draw, made before the set is taken, so that a budget too small for an estimate is
     refused with no lock, journal or name taken (:func:`judge_runner.human.pace.prepare_budget`; every grade people
     gave before, in the cache or the labels folder, known and free); None otherwise."""
     if not sampling.budgeted or not results or LabelSession(folder, name).exists():
         return None
     check_new(sampling)
-    return prepare_budget(read_judged_runs(results), sampling, labeller, folder, known_grades(folder, cache).grades)
+    runs = read_judged_runs(results, say)
+    known = known_grades(folder, cache, {ev.queryId: ev.query for run in runs for ev in run.evaluations})
+    for line in known.warnings:
+        say(line)
+    return prepare_budget(runs, sampling, labeller, folder, known.grades)
 
 
 def _open_session(
@@ -138,7 +144,7 @@ def _open_session(
     else:
         if not results:
             raise UsageError(f"no labelling session {session.name!r} in {session.folder}: give the run files to sample from")
-        runs = prepared.runs if prepared is not None else read_judged_runs(results)
+        runs = prepared.runs if prepared is not None else read_judged_runs(results, printer.err)
         new_session(session, runs, sampling, labeller, printer, prepared)
 
 
@@ -204,7 +210,7 @@ def label_job(
     name, folder, results, sampling, labeller = request.name, request.folder, request.results, request.sampling, request.labeller
     LabelSession(folder, name)  # the name is checked before anything is locked or made
     cache_path = settings.cache_path
-    prepared = _prepare(folder, name, results, sampling, labeller, cache_path)
+    prepared = _prepare(folder, name, results, sampling, labeller, cache_path, printer.err)
     with ExitStack() as stack:
         locks = _take_set(stack, name, folder, cache_path, labeller, printer)
         sync = None
@@ -216,6 +222,8 @@ def label_job(
         _open_session(session, results, sampling, labeller, printer, prepared)
         if sync is not None:
             sync.design = design_marker(session)
+            sync.texts = {item.qid: item.query for item in session.items.values()}
+            sync.changed(session.qrels, len(session.state.labels))  # whole, with the texts
         try:
             server = LabelServer(session, labeller, request.port, request.allow_hosts, printer.err)
         except OSError as exc:

@@ -134,6 +134,8 @@ def test_qrels_import_into_a_set_label_is_writing_is_refused_naming_it(tmp_path,
         job.stop()
     with JudgmentCache(tmp_path / "judgments.sqlite") as cache_file:
         assert list(human_labels(cache_file, ["team"]).values()) == [2] and len(human_labels(cache_file, ["team-b"])) == 1
+        [(_, qid, _, _, text)] = cache_file.human_rows(["team"])  # the session's grade keeps the text it was given to
+        assert text == next(line["query"] for line in map(json.loads, run_file.read_text().splitlines()) if line.get("queryId") == qid)
     assert invoke(["qrels", "import", str(other), "--name", "team", "--cache", str(tmp_path / "judgments.sqlite")]).exit_code == 0
 
 
@@ -179,7 +181,8 @@ def test_a_locked_cache_never_holds_up_the_page_and_the_closing_line_says_where_
     command = next(line.strip() for line in text.splitlines() if line.strip().startswith("judge-runner qrels import"))
     assert "--rescale 1=1" in command and str(cache_path) in command
     assert "the judgment cache is locked by another process" in "\n".join(job.lines.err)
-    assert invoke(shlex.split(command)[1:]).exit_code == 0  # the command it prints imports what was missing
+    imported = invoke(shlex.split(command)[1:])
+    assert imported.exit_code == 0, imported.output  # the command it prints imports what was missing
     with JudgmentCache(cache_path) as cache:
         assert sorted(human_labels(cache, ["team"]).values()) == [0, 1]
 

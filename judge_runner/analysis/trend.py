@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,6 +21,7 @@ import numpy as np
 from judge_runner.analysis.changes import GATED, comparable_columns, failed_side, failure_counts, failure_words, what_changed
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
 from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_series_order, judge_steps, latest_key
+from judge_runner.analysis.rescored import comparison_now
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.evaluation.state import over_failed_share
@@ -34,6 +36,7 @@ from judge_runner.runs.designed import system_view
 from judge_runner.runs.lines import ErrorLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunRecords, read_run_folder, run_names
 from judge_runner.runs.records import Record
+from judge_runner.runs.summary_blocks import ComparisonBlock
 from judge_runner.runs.write import cost_per_judged_query
 
 METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
@@ -98,6 +101,11 @@ class Run:
     @property
     def summary(self) -> SummaryLine | None:
         return self.file.summary
+
+    @cached_property
+    def comparison(self) -> ComparisonBlock | None:
+        """A compare run's ``comparison`` against the qrels known now (:func:`comparison_now`); None for others."""
+        return comparison_now(self.file)
 
     @property
     def legacy(self) -> bool:
@@ -452,10 +460,9 @@ def latest_verdict_of(run: Run, row: dict[str, Any]) -> dict[str, Any]:
 def system_rows(run: Run) -> list[dict[str, Any]]:
     """The rows of a compare run's other systems with their differences to the reference (``vsReference``);
     never chained over time nor gated."""
-    summary = run.summary
-    if summary is None or summary.comparison is None:
+    block = run.comparison
+    if block is None:
         return []
-    block = summary.comparison
     rows = []
     for view in run.system_views()[1:]:
         diffs = {

@@ -18,7 +18,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from judge_runner.analysis.changes import GATED, comparable_columns, failed_side, failure_counts, failure_words, what_changed
+from judge_runner.analysis.changes import (
+    GATED,
+    comparable_columns,
+    failed_side,
+    failure_counts,
+    failure_words,
+    lineup_change,
+    what_changed,
+)
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
 from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_series_order, judge_steps, latest_key
 from judge_runner.analysis.rescored import comparison_now
@@ -305,6 +313,8 @@ def versus(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, Any]
                 regressions.append(f"{column} (corrected with people's labels)")
         elif comparison["verdict"] == "regression" and comparison.get("cause") != LABELS_CAUSE:
             regressions.append(column)
+    if lineup_change(old, new):  # two searches side by side, not one search changed
+        regressions = []
     return {"runId": old.run_id, "changes": changes, "comparisons": judged, "corrected": corrected, "regressions": regressions}
 
 

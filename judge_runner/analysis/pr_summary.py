@@ -13,6 +13,7 @@ from judge_runner.analysis.judge_bridge import step_lines
 from judge_runner.analysis.trend import Run, Trend
 from judge_runner.analysis.trend_render import arrow, fmt, legend
 from judge_runner.core.mdtext import md_text
+from judge_runner.measures.failed import CANNOT_TELL
 from judge_runner.measures.ir import NDCG10_NAME, RECALL10_NAME
 from judge_runner.runs.read import read_run_records
 
@@ -46,12 +47,15 @@ def _run(folder: Path, row: dict[str, Any] | None) -> Run | None:
 
 def unchanged(old: Run | None, new: Run | None) -> bool:
     """Whether ``new`` returned the same results in the same order as ``old`` on every query, every system
-    included."""
+    included, and failed no query ``old`` answered."""
     if old is None or new is None or not new.evaluations:
         return False
     pairs = list(zip(old.system_views(), new.system_views())) if old.systems == new.systems else []
     for was, now in pairs or [(old, new)]:
-        if {e.queryId for e in now.evaluations} - {e.queryId for e in was.evaluations} or not same_results(was, now):
+        answered = {e.queryId for e in was.evaluations}
+        if {e.queryId for e in now.evaluations} - answered or {e.queryId for e in now.error_lines} & answered:
+            return False
+        if not same_results(was, now):
             return False
     return True
 
@@ -88,6 +92,13 @@ def _verdict_lines(latest: dict[str, Any], row: dict[str, Any], same: bool, agai
         if beyond:  # the same results labelled otherwise (people's labels, a judge that answers differently)
             text += " Their labels changed, not the search: " + "; ".join(map(_change_text, beyond))
         return [text]
+    unsure = dict.fromkeys(
+        str((c.get("failed") or {}).get("text")) for c in latest["comparisons"].values() if c.get("verdict") == CANNOT_TELL
+    )
+    if not beyond and unsure:
+        return [
+            f"**Cannot tell**: {md_text('; '.join(t.removeprefix(CANNOT_TELL + ': ') for t in unsure))}; its failed queries could turn the change."
+        ]
     if not beyond:
         return ["**Within noise**: no change of overall or nDCG@10 beyond noise (95% bootstrap interval, and at least --min-effect)."]
     if systems is not None:

@@ -105,6 +105,8 @@ def test_each_mark_has_one_meaning_given_where_it_is_shown(tmp_path):
     assert "overall ?-0.100" in too_few and "Marks: ? too few queries to tell." in too_few
     could_turn = invoke(["report", str(failed), "--format", "github"]).output
     assert "overall !-0.127" in could_turn and "Marks: ! cannot tell: failed queries could turn it." in could_turn
+    assert "No change" not in could_turn and "Within noise" not in could_turn  # five queries answered before failed now
+    assert "**Cannot tell**: this run failed 5 of 20 queries (5 on-topic); its failed queries could turn the change." in could_turn
     assert "?" not in could_turn
     table = invoke(["trend", str(failed)], {"COLUMNS": "200"}).output
     assert "!-0.127" in table and "marks: ! cannot tell: failed queries could turn it" in table

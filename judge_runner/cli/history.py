@@ -21,7 +21,7 @@ READ_CACHE = setting_option(
 def known_cache(cache: str | None, results: Path, say: bool = True) -> Path | None:
     """The judgment cache joining the pooled qrels: ``--cache``, else the one the newest run in ``results``
     names when it exists, else the settings' when it exists, else None; ``say``: which, in one line on stderr
-    (not beside output for tools)."""
+    (not beside output for tools; nothing without one)."""
     path = settings(cache=cache).cache_path
     named = named_cache(results) if cache is None else None
     if cache is not None:
@@ -32,8 +32,8 @@ def known_cache(cache: str | None, results: Path, say: bool = True) -> Path | No
         found, why = path, "beside the index"
     else:
         found, why = None, ""
-    if say:
-        printer().err(f"judgment cache: {found} ({why})" if found else "judgment cache: none found (--cache FILE adds one)")
+    if say and found is not None:  # without one, the qrels line says the grades are the runs' own
+        printer().err(f"judgment cache: {found} ({why})")
     return found
 
 

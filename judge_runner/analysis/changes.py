@@ -14,6 +14,7 @@ from judge_runner.runs.read import RunLines, RunRecords
 
 GATED = ("overall", NDCG10_NAME)  # what --fail-on-regression watches
 SCORE_COLUMNS = (*DIMENSIONS, "overall")  # computed from labels under a scoring version
+SYSTEM_CHANGE = "system under test: "  # what_changed's words for another search judged
 
 
 class RunLike(Protocol):
@@ -33,6 +34,9 @@ class RunLike(Protocol):
 
     @property
     def scoring_version(self) -> int: ...
+
+    @property
+    def systems(self) -> list[str]: ...
 
 
 def comparable_columns(old: RunLike, new: RunLike, columns: tuple[str, ...] = GATED) -> tuple[str, ...]:
@@ -92,6 +96,12 @@ def system_under_test(run: RunLike) -> str:
     return text + (f", limit {config['searchLimit']}" if config.get("searchLimit") else "")
 
 
+def lineup_change(old: RunLike, new: RunLike) -> bool:
+    """Whether the two runs show different systems because a compare run's line-up put another one first (no
+    search changed: never a regression); a search reconfigured between two runs of one system is not this."""
+    return bool(old.systems or new.systems) and system_under_test(old) != system_under_test(new)
+
+
 def _search_config(run: RunLike) -> dict[str, Any] | None:
     """The built-in search's settings, None when the run judged another system."""
     entries = [e for e in (getattr(run.provenance, "searchSystems", None) or []) if isinstance(e, dict)]
@@ -109,7 +119,7 @@ def what_changed(old: RunLike, new: RunLike) -> list[str]:
     was, now = system_under_test(old), system_under_test(new)
     old_config, new_config = _search_config(old), _search_config(new)
     if was != now:
-        changes.append(f"system under test: {was} -> {now}")
+        changes.append(f"{SYSTEM_CHANGE}{was} -> {now}")
     elif old_config is not None and new_config is not None and old_config != new_config:
         keys = sorted(k for k in set(old_config) | set(new_config) if old_config.get(k) != new_config.get(k))
         changes.append("search config: " + ", ".join(f"{k} {old_config.get(k)} -> {new_config.get(k)}" for k in keys))

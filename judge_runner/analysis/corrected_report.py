@@ -96,12 +96,15 @@ def ranking_text(ranking: Mapping[str, Any] | None) -> str:
 
 
 def block_lines(block: Mapping[str, Any] | None, others: bool = True) -> list[str]:
-    """Every one-line text of a block; ``others`` False leaves out the other systems (trend's own rows)."""
+    """Every one-line text of a block, each of several systems' named; ``others`` False leaves out the other
+    systems and the names (trend's own rows, which name their system)."""
     if not block:
         return []
+    named = others and len(block.get("systems") or []) > 1 and block.get("system")
+    first = f"{block['system']}: " if named else ""
     if block.get("skipped"):
-        return [corrected_text(block)]
-    lines = [corrected_text(block)]
+        return [first + corrected_text(block)]
+    lines = [first + corrected_text(block)]
     for system in (block.get("systems") or []) if others else []:
         if system["name"] != block.get("system"):
             lines.append(f"{system['name']}: " + corrected_text(system))

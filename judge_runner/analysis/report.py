@@ -132,9 +132,9 @@ def build_report(
     md += _abstention(summary, scope)
     md += ["", *corrected_markdown(latest.bias_corrected, lately["corrected"] if lately else None, previous.run_id if previous else None)]
     md += ["", "## Over time", "", f"![judge scores]({charts[0].name})", "", f"![IR metrics]({charts[1].name})", ""]
-    if summary is not None and summary.comparison is not None:  # a compare run: every system side by side
-        charts.append(plot_comparison(summary.comparison, out_dir / f"report-{stamp}-systems.png"))
-        md += comparison_markdown(summary.comparison, charts[-1], latest.bias_corrected)
+    if latest.comparison is not None:  # a compare run: every system side by side, against the qrels known now
+        charts.append(plot_comparison(latest.comparison, out_dir / f"report-{stamp}-systems.png"))
+        md += comparison_markdown(latest.comparison, charts[-1], latest.bias_corrected)
     md += _worst_queries(latest)
     card = latest.file.run_start.querySetCard if latest.file.run_start is not None else None
     if card is not None:  # what phase one's checks found about the query set
@@ -186,9 +186,8 @@ def _opening(latest: Run, failed: Run | None) -> list[str]:
         ]
     if failed is not None:
         md += _failure(failed, latest)
-        if failed is not latest and failed.summary is not None and failed.summary.comparison is not None:
-            # its other systems may have been judged
-            md += ["## Systems compared in the failed run", *comparison_markdown(failed.summary.comparison, None)[1:]]
+        if failed is not latest and failed.comparison is not None:  # its other systems may have been judged
+            md += ["## Systems compared in the failed run", *comparison_markdown(failed.comparison, None)[1:]]
     md += [
         f"{'Latest run' if failed is None else 'Figures from run' if failed is latest else 'Latest run with judged queries'} "
         f"**{t(latest.run_id)}** ({t(latest.timestamp[:16].replace('T', ' '))} UTC), judge {t(latest.judge_label)}: "

@@ -12,28 +12,40 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
-from judge_runner.analysis.changes import GATED, comparable_columns, failed_side, failure_counts, failure_words, what_changed
+from judge_runner.analysis.changes import (
+    GATED,
+    comparable_columns,
+    failed_side,
+    failure_counts,
+    failure_words,
+    lineup_change,
+    what_changed,
+)
 from judge_runner.analysis.corrected_change import LABELS_CAUSE, corrected_change, corrected_regression, label_change, same_results
 from judge_runner.analysis.judge_bridge import annotate, bridged_baseline, in_series_order, judge_steps, latest_key
+from judge_runner.analysis.rescored import comparison_now
 from judge_runner.calibrate.output import calibration_folder, calibration_for_provenance, calibration_line
 from judge_runner.core.models import DIMENSIONS
 from judge_runner.evaluation.state import over_failed_share
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import comparability_key, fingerprint_key, legacy_key
 from judge_runner.judging.pooled import Sources, build_pool, rescore_records
+from judge_runner.judging.qrels import drawn_designs
 from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.measures.ir import METRIC_NAMES, NDCG10_NAME, RECALL10_NAME
 from judge_runner.measures.paired import MIN_EFFECT, Comparison, compare_values
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.designed import system_view
+from judge_runner.runs.designed import LabelDesign, system_view
 from judge_runner.runs.lines import ErrorLine, Provenance, SummaryLine
 from judge_runner.runs.read import RunRecords, read_run_folder, run_names
 from judge_runner.runs.records import Record
+from judge_runner.runs.summary_blocks import ComparisonBlock
 from judge_runner.runs.write import cost_per_judged_query
 
 METRICS = METRIC_NAMES  # ir-measures names: nDCG@10, R@10, RR(rel=2)
@@ -49,6 +61,8 @@ class Run:
 
     file: RunRecords
     system: str | None = None
+    designs: dict[str, LabelDesign] | None = None
+    """The ``label --budget`` draw its summary's corrected block was weighted by, as the cache holds it now."""
 
     @property
     def systems(self) -> list[str]:
@@ -67,7 +81,7 @@ class Run:
 
     def system_views(self) -> list[Run]:
         """One Run per system of a compare run (reference first); [self] for any other run."""
-        return [Run(self.file, name) for name in self.systems] or [self]
+        return [Run(self.file, name, self.designs) for name in self.systems] or [self]
 
     @property
     def run_id(self) -> str:
@@ -98,6 +112,11 @@ class Run:
     @property
     def summary(self) -> SummaryLine | None:
         return self.file.summary
+
+    @cached_property
+    def comparison(self) -> ComparisonBlock | None:
+        """A compare run's ``comparison`` against the qrels known now (:func:`comparison_now`); None for others."""
+        return comparison_now(self.file)
 
     @property
     def legacy(self) -> bool:
@@ -202,9 +221,12 @@ class Run:
         block = summary.biasCorrected if summary is not None else None
         if block is not None and block.skipped:  # labels drawn with unequal probabilities: never recomputed as uniform
             return block.model_dump(by_alias=True, mode="json")
-        if block is not None and block.design is not None:  # labels drawn by a budget: the run's figure, weighted by the draw
+        if block is not None and block.design is not None:  # labels drawn by a budget: weighted by the draw
             dumped = block.model_dump(by_alias=True, mode="json")
-            return dumped if block.system == self.shown_system else system_view(dumped, self.shown_system)
+            if self.designs:  # the draw with the grades known now, as the records were re-scored
+                errors = [e.line() for e in self.file.errors] if self.systems else ()
+                dumped = bias_corrected(self.file.evaluations, self.systems or None, errors=errors, designs=self.designs) or dumped
+            return dumped if dumped.get("system") == self.shown_system else system_view(dumped, self.shown_system)
         if self.systems and self.shown_system == self.systems[0]:  # a compare run's reference: every system's, with differences
             return bias_corrected(self.file.evaluations, self.systems, errors=[e.line() for e in self.file.errors])
         return bias_corrected(self.evaluations)
@@ -260,6 +282,9 @@ def pool_metrics(runs: list[Run], cache: JudgmentCache | None = None) -> None:
         for run in members:
             config = (run.file.run_start.config if run.file.run_start is not None else None) or {}
             run.file.qrels = rescore_records(run.file.evaluations, pool, config, scores=run.provenance.scoringVersion >= 2)
+            drawn = run.summary.biasCorrected.design if run.summary is not None and run.summary.biasCorrected is not None else None
+            if drawn is not None and cache is not None:
+                run.designs = drawn_designs(cache, [drawn.set]) or None
 
 
 def compare(old: Run, new: Run, column: str, min_effect: float = MIN_EFFECT, seed: int = 0) -> Comparison:
@@ -297,6 +322,8 @@ def versus(old: Run, new: Run, min_effect: float = MIN_EFFECT) -> dict[str, Any]
                 regressions.append(f"{column} (corrected with people's labels)")
         elif comparison["verdict"] == "regression" and comparison.get("cause") != LABELS_CAUSE:
             regressions.append(column)
+    if lineup_change(old, new):  # two searches side by side, not one search changed
+        regressions = []
     return {"runId": old.run_id, "changes": changes, "comparisons": judged, "corrected": corrected, "regressions": regressions}
 
 
@@ -452,10 +479,9 @@ def latest_verdict_of(run: Run, row: dict[str, Any]) -> dict[str, Any]:
 def system_rows(run: Run) -> list[dict[str, Any]]:
     """The rows of a compare run's other systems with their differences to the reference (``vsReference``);
     never chained over time nor gated."""
-    summary = run.summary
-    if summary is None or summary.comparison is None:
+    block = run.comparison
+    if block is None:
         return []
-    block = summary.comparison
     rows = []
     for view in run.system_views()[1:]:
         diffs = {

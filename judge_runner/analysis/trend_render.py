@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from judge_runner.analysis.corrected_report import block_lines, difference_text
@@ -18,15 +19,45 @@ if TYPE_CHECKING:
 SHORT = {"relevance": "rel", "ranking": "rank", "coverage": "cov", "snippetQuality": "snip", "Recall@10": "R@10", "nDCG@10": "nDCG@10"}
 
 
-def arrow(comparison: dict | None) -> str:
-    """``▲+0.050`` (improvement), ``▼-0.050`` (regression), ``?`` (cannot tell), ``·`` (within noise) or ``L``
-    (the grades changed, not the search); empty without a comparison."""
+MEANINGS = {
+    "▲": "better beyond noise",
+    "▼": "worse beyond noise",
+    "·": "within noise",
+    "?": "too few queries to tell",
+    "!": "cannot tell: failed queries could turn it",
+    "L": "the labels changed, not the search",
+}
+"""Each mark a change can carry, and its one meaning (the legend under every table that shows them)."""
+MARKS = {"improvement": "▲", "regression": "▼", "within noise": "·", "too few queries": "?", "cannot tell": "!"}
+"""The mark of each verdict."""
+COMPARED = ("vsPrevious", "vsBaseline", "vsReference")
+
+
+def mark(comparison: dict | None) -> str:
+    """The mark of a comparison (:data:`MEANINGS`); empty without one."""
     if not comparison or comparison["delta"] is None:
         return ""
-    sign = {"regression": "▼", "improvement": "▲", "too few queries": "?", "cannot tell": "?"}.get(comparison["verdict"], "·")
     if comparison.get("cause") and comparison["verdict"] in ("regression", "improvement"):
-        sign = "L"
-    return f"{sign}{comparison['delta']:+.3f}"
+        return "L"
+    return MARKS.get(comparison["verdict"], "·")
+
+
+def arrow(comparison: dict | None) -> str:
+    """``▲+0.050``: the comparison's :func:`mark` and its delta; empty without a comparison."""
+    sign = mark(comparison)
+    return f"{sign}{comparison['delta']:+.3f}" if sign and comparison else ""
+
+
+def legend(comparisons: Iterable[dict | None]) -> str:
+    """``marks: ▲ better beyond noise; ? too few queries to tell``: the meaning of each mark ``comparisons``
+    carry, in :data:`MEANINGS`' order; "" when they carry none."""
+    shown = {mark(c) for c in comparisons} - {""}
+    return "marks: " + "; ".join(f"{m} {text}" for m, text in MEANINGS.items() if m in shown) if shown else ""
+
+
+def row_comparisons(rows: Iterable[dict], columns: tuple[str, ...] = ("overall", "nDCG@10")) -> list[dict]:
+    """The comparisons of ``columns`` the trend rows carry (against the previous run, the baseline, the reference)."""
+    return [c for row in rows for key in COMPARED for name, c in ((row.get(key) or {}).get("comparisons") or {}).items() if name in columns]
 
 
 def fmt(value: float | None) -> str:
@@ -204,6 +235,9 @@ def render_markdown(trend: Trend, rows: list[dict]) -> str:
             parts.append("\n" + md_text(group_qrels_line(group)))
         if corrected:
             parts.append("\n" + "\n".join(corrected))
+    marks = legend(row_comparisons(r for g in trend.groups for r in g["runs"]))
+    if marks:
+        parts.append("\n" + md_text(marks))
     if trend.judge_changes:
         parts.append("\n### Judge changes\n\n" + "\n".join(f"- {md_text(line)}" for line in step_lines(trend.judge_changes)))
     return "\n".join(parts)
@@ -253,6 +287,9 @@ def print_table(trend: Trend, rows: list[dict], console: Any, wide: bool = False
             for text in str(row.get("corrected") or "").splitlines():
                 name = f"{row['runId']} [{row['system']}]" if not wide and row.get("system") else str(row["run"])
                 console.print(f"  {escape(name)}: {escape(text)}", highlight=False)
+    marks = legend(row_comparisons(r for g in trend.groups for r in g["runs"]))
+    if marks:
+        console.print(escape(marks), highlight=False)
     for line in step_lines(trend.judge_changes):
         console.print(escape(line), highlight=False)
     if trend.baseline:

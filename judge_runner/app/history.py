@@ -3,6 +3,7 @@ the weekly report (``report``). Failures raise :mod:`judge_runner.core.failures`
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +31,28 @@ def reading_cache(path: Path | None, must_exist: bool = True) -> Iterator[Judgme
         raise UsageError(f"no judgment cache at {path}")
     with JudgmentCache(path, readonly=True) as cache:
         yield cache
+
+
+def named_cache(results: Path) -> tuple[Path, str] | None:
+    """``(path, run id)``: the judgment cache the newest run in ``results`` that names an existing one recorded
+    (``run_start.config.judgmentCache``); a relative path is read from the current folder, then from the
+    results folder's parent (where a run started in the default layout, ``quality-results/`` beside
+    ``.judge-runner/``). None when no run names one that exists."""
+    for file in sorted(Path(results).glob("*.jsonl"), reverse=True):  # run ids sort by their start
+        try:
+            with file.open("rb") as handle:
+                first = json.loads(handle.readline())
+        except (OSError, ValueError):
+            continue
+        config = first.get("config") if isinstance(first, dict) and first.get("type") == "run_start" else None
+        named = config.get("judgmentCache") if isinstance(config, dict) else None
+        if not isinstance(named, str) or not named:
+            continue
+        path = Path(named)
+        for candidate in [path] if path.is_absolute() else [path, Path(results).parent / path]:
+            if candidate.is_file():
+                return candidate.resolve(), str(first.get("runId"))
+    return None
 
 
 def show_trend(

@@ -7,19 +7,44 @@ from pathlib import Path
 import click
 
 from judge_runner import api
-from judge_runner.app.history import pin_baseline, show_trend, write_report
-from judge_runner.cli.cache import CACHE
+from judge_runner.analysis.trend_render import MEANINGS
+from judge_runner.app.history import named_cache, pin_baseline, show_trend, write_report
 from judge_runner.cli.numbers import FiniteFloatRange
-from judge_runner.cli.options import printer, settings
+from judge_runner.cli.options import printer, setting_option, settings
+
+READ_CACHE = setting_option(
+    "cache",
+    "Judgment cache whose labels and people's grades join the qrels [default: the one the newest run names, else beside the index].",
+)
 
 
-def known_cache(cache: str | None) -> Path | None:
-    """The judgment cache joining the pooled qrels: ``--cache``, else the settings' when it exists, else None."""
+def known_cache(cache: str | None, results: Path, say: bool = True) -> Path | None:
+    """The judgment cache joining the pooled qrels: ``--cache``, else the one the newest run in ``results``
+    names when it exists, else the settings' when it exists, else None; ``say``: which, in one line on stderr
+    (not beside output for tools; nothing without one)."""
     path = settings(cache=cache).cache_path
-    return path if cache is not None or (path is not None and path.is_file()) else None
+    named = named_cache(results) if cache is None else None
+    if cache is not None:
+        found, why = path, "--cache"
+    elif named is not None:
+        found, why = named[0], f"the one run {named[1]} used"
+    elif path is not None and path.is_file():
+        found, why = path, "beside the index"
+    else:
+        found, why = None, ""
+    if say and found is not None:  # without one, the qrels line says the grades are the runs' own
+        printer().err(f"judgment cache: {found} ({why})")
+    return found
 
 
-@click.command()
+TREND_HELP = (
+    "Show whether search got better or worse across the runs in RESULTS (default quality-results/).\n\n"
+    "Marks: " + "; ".join(f"{m} {text}" for m, text in MEANINGS.items()) + " (beyond noise: a 95% interval clear of 0 and at "
+    "least --min-effect). Runs are compared only under one judge (docs/weekly.md)."
+)
+
+
+@click.command(help=TREND_HELP)
 @click.argument("results", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("quality-results"))
 @click.option(
     "--format",
@@ -44,7 +69,7 @@ def known_cache(cache: str | None) -> Path | None:
     is_flag=True,
     help="Exit 1 when the latest run regressed.",
 )
-@CACHE
+@READ_CACHE
 def trend(
     results: Path,
     fmt: str,
@@ -55,13 +80,7 @@ def trend(
     fail_on_regression: bool,
     cache: str | None,
 ) -> None:
-    """Show whether search got better or worse across the runs in RESULTS (default quality-results/).
-
-    \b
-    ▲/▼: a change beyond noise and at least --min-effect; ·: within noise; ?: cannot tell.
-    Runs are compared only under one judge (docs/weekly.md).
-    """
-    store = known_cache(cache)
+    store = known_cache(cache, results, say=fmt == "table" and query_id is None)
     built = api.trend(results, min_effect=min_effect, cache=store).trend if query_id is None else None
     show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, store, built)
 
@@ -106,7 +125,7 @@ def baseline_set(run_id: str, results: Path) -> None:
     help="files: the report into --out; github: the latest run as Markdown.",
 )
 @click.option("--report-url", default=None, help="With --format github: the full report's URL [default: the Actions run].")
-@CACHE
+@READ_CACHE
 def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str | None, cache: str | None) -> None:
     """Write the weekly report (Markdown and self-contained HTML) from the runs in RESULTS.
 
@@ -116,7 +135,7 @@ def report(results: Path, since: str, out_dir: Path, fmt: str, report_url: str |
     For a pull request (docs/ci.md):
       judge-runner report --format github >> "$GITHUB_STEP_SUMMARY"
     """
-    store = known_cache(cache)
+    store = known_cache(cache, results, say=fmt == "files")
     if fmt == "github":
         printer().out(api.pr_summary(results, report_url=report_url, cache=store).rstrip("\n"))
         return

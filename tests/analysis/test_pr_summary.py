@@ -38,7 +38,7 @@ def test_a_regression_is_named_with_its_interval_and_the_gate(tmp_path):
     text = summary_of(tmp_path, "https://ci.example/run/1")
     assert "Run `r2`, judge anthropic/claude-sonnet-4-6, against the previous run `r1`." in text
     assert "| built-in hybrid search | 20 | " in text and "overall ▼-0.100" in text
-    assert "**Regression**: overall -0.100, 95% CI \\[-0.100" in text and "Gated by `trend --fail-on-regression`: overall" in text
+    assert "**Regression**: overall -0.100, 95% CI [-0.100" in text and "Gated by `trend --fail-on-regression`: overall" in text
     assert "**Cost**: $0.1200" in text and "**Full report**: [the full report](https://ci.example/run/1)" in text
 
 
@@ -62,7 +62,7 @@ def test_a_run_that_returned_other_results_is_not_no_change_and_a_first_run_says
 def test_values_from_run_files_are_literal_markdown(tmp_path):
     write_run(tmp_path, "r1", BASE, day=1, judge_model="m|*[x](y)")
     text = summary_of(tmp_path)
-    assert "anthropic/m\\|\\*\\[x\\]\\(y\\)" in text and "[x](y)" not in text
+    assert "anthropic/m\\|\\*\\[x\\](y)" in text and "[x](y)" not in text
 
 
 def test_the_command_prints_it_and_refuses_a_folder_without_a_complete_run(tmp_path):
@@ -84,3 +84,31 @@ def test_the_ci_run_page_comes_from_github_actions_variables():
         == "https://g/o/r/actions/runs/1"
     )
     assert ci_report_url({"GITHUB_REPOSITORY": "o/r"}) is None
+
+
+def test_a_search_reconfigured_stays_a_regression_and_says_what_changed(tmp_path):
+    with_results(write_run(tmp_path, "r1", BASE, day=1, config={"searchMode": "hybrid"}), lambda i: f"doc{i}.md")
+    with_results(write_run(tmp_path, "r2", [v - 0.2 for v in BASE], day=2, config={"searchMode": "fts"}), lambda i: f"other{i}.md")
+    text = invoke(["report", str(tmp_path), "--format", "github"]).output
+    assert "**Regression**: overall -0.200, 95% CI [-0.200, -0.200] (regression)" in text
+    assert "What changed since `r1`: system under test: built-in hybrid search -> built-in fts search." in text
+
+
+def test_each_mark_has_one_meaning_given_where_it_is_shown(tmp_path):
+    few, failed = tmp_path / "few", tmp_path / "failed"
+    few.mkdir(), failed.mkdir()
+    write_run(few, "r1", [0.5, 0.6, 0.7], day=1)
+    write_run(few, "r2", [0.4, 0.5, 0.6], day=2)
+    write_run(failed, "r1", BASE, day=1)
+    write_run(failed, "r2", [v + 0.05 for v in BASE][:15], day=2, errors=5, error_ids=[f"q{i}" for i in range(15, 20)])
+    too_few = invoke(["report", str(few), "--format", "github"]).output
+    assert "overall ?-0.100" in too_few and "Marks: ? too few queries to tell." in too_few
+    could_turn = invoke(["report", str(failed), "--format", "github"]).output
+    assert "overall !-0.127" in could_turn and "Marks: ! cannot tell: failed queries could turn it." in could_turn
+    assert "No change" not in could_turn and "Within noise" not in could_turn  # five queries answered before failed now
+    assert "**Cannot tell**: this run failed 5 of 20 queries (5 on-topic); its failed queries could turn the change." in could_turn
+    assert "?" not in could_turn
+    table = invoke(["trend", str(failed)], {"COLUMNS": "200"}).output
+    assert "!-0.127" in table and "marks: ! cannot tell: failed queries could turn it" in table
+    help_text = " ".join(invoke(["trend", "--help"]).output.split())
+    assert "? too few queries to tell; ! cannot tell: failed queries could turn it" in help_text

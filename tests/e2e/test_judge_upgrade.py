@@ -47,5 +47,5 @@ def test_a_judge_upgrade_is_bridged_system_by_system_and_an_unchanged_search_cos
     assert summary.exit_code == 0, summary.output
     text = summary.output
     assert f"against the previous run `{ids['bridge']}`" in text and "**No change**" in text and "0 judge calls" in text
-    assert "| hybrid \\(vs fts\\) |" in text
+    assert "| hybrid (vs fts) |" in text
     assert "Judge change at " in text and f"re-judged as {ids['bridge']}" in text

@@ -118,3 +118,20 @@ def test_trend_shows_each_system_of_a_compare_run_weighted_by_the_draw_never_rec
     fts = next(s for s in block["systems"] if s["name"] == "fts")
     uniform = bias_corrected([e for e in evaluations if e["system"] == "fts"])["nDCG@10"]
     assert view.bias_corrected["nDCG@10"] == fts["nDCG@10"] != uniform and view.bias_corrected["design"]["set"] == "ab"
+
+
+def test_trend_weights_the_draw_by_the_grades_known_now_not_the_summarys(tmp_path):
+    # a census labelled, evaluated, then the people changed their grades: trend's figure is the new exact one
+    qids = [f"q{i}" for i in range(1, 13)]
+    marker = {"design": "uniform", "unit": "queries", "uniform": False, "probabilities": dict.fromkeys(qids, 1.0), "drawn": qids}
+    block, _ = _evaluate(tmp_path, 12, qids, marker)
+    regraded = tmp_path / "regraded.qrels"
+    regraded.write_text("".join(f"{q} 0 {DOCS[0][0].replace(' ', '%20')} 0\n" for q in qids), encoding="utf-8")
+    with JudgmentCache(tmp_path / "judgments.sqlite") as cache:
+        import_human_qrels(cache, regraded, "team")
+        [row] = [row for group in build_trend(tmp_path / "runs", cache=cache).groups for row in group["runs"]]
+        [run_] = [Run(read_run_file(p)) for p in (tmp_path / "runs").glob("*.jsonl")]
+    exact = row["means"]["nDCG@10"]  # every query labelled: the people's exact mean, as trend re-scores it
+    assert row["biasCorrected"]["design"]["census"] is True and run_.summary is not None
+    assert row["biasCorrected"]["nDCG@10"]["estimate"] == pytest.approx(exact, abs=1e-6)
+    assert block["nDCG@10"]["estimate"] != pytest.approx(exact, abs=1e-3)  # the summary's figure is another

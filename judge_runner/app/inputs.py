@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -18,13 +18,13 @@ from judge_runner.config import ConfigError, Settings, load_settings
 from judge_runner.core.failures import (
     UsageError,
 )
-from judge_runner.core.models import Query, QuerySet
+from judge_runner.core.models import Query, QuerySet, SearchMode
 from judge_runner.core.printer import Printer, Say
 from judge_runner.embed.registry import choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.write import RunWriter
-from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
+from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems, reopen_systems
 
 
 def load(flags: dict[str, Any]) -> Settings:
@@ -197,6 +197,21 @@ def open_search_systems(
     joined = " (search_mode is set, so the built-in search joins as the reference)" if len(spec.modes) == 1 else ""
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
     return systems
+
+
+def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], index: Any, mode: str) -> list[System]:
+    """The systems a resumed run recorded, opened again (:func:`judge_runner.search.systems.reopen_systems`;
+    ``mode``: the run's search mode). Raises UsageError for a system that cannot be rebuilt."""
+    try:
+        return reopen_systems(
+            recorded,
+            settings,
+            index,
+            mode=cast(SearchMode, mode),
+            embedder=(index.embedder if index is not None else None) or choose(settings.embedder),
+        )
+    except SystemsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def check_run_coverage(systems: list[System], queries: list[Query], printer: Printer) -> None:

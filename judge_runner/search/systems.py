@@ -224,9 +224,59 @@ def builtin_systems(spec: SystemsSpec, search: SearchSettings, index: SearchBack
         if index is None:
             raise SystemsError("the built-in search is not available here")
         name = unique_name(mode if len(spec.modes) > 1 or spec.external else "builtin", taken)
-        systems.append(
-            System(name, index, mode, {"kind": "builtin", "mode": mode, "searchConfig": search.model_dump(exclude={"external"})})
-        )
+        systems.append(System(name, index, mode, builtin_description(mode, search)))
+    return systems
+
+
+def builtin_description(mode: str, search: SearchSettings) -> dict[str, Any]:
+    """What provenance records of the built-in search in ``mode``."""
+    return {"kind": "builtin", "mode": mode, "searchConfig": search.model_dump(exclude={"external"})}
+
+
+GIVE_AGAIN = {
+    "http": "--search-url (with its --search-header): the file keeps neither credentials, query string nor header values",
+    "trec-run": "--run and --corpus: the file keeps the run's name, not its path",
+    "python": "the same search function: a function cannot be written to a file",
+    "builtin": "--compare: the file keeps the configuration's name, not its path",
+    "command": "--search-command: the file keeps the command with its secrets hidden",
+}
+"""What to give again for a recorded system :func:`reopen_systems` cannot rebuild, by kind."""
+
+
+def reopen_systems(
+    recorded: list[dict[str, Any]],
+    settings: SystemsSettings,
+    index: SearchBackend | None,
+    *,
+    mode: SearchMode,
+    embedder: TextEmbedder | None = None,
+) -> list[System]:
+    """The systems a run file's ``provenance.searchSystems`` records, opened again under their recorded names:
+    the built-in search in its modes (with today's search settings) and commands recorded whole; ``mode``: the
+    mode the run asked other systems in. Raises SystemsError naming what to give again for any other system."""
+    systems = []
+    for entry in recorded:
+        kind, name = str(entry.get("kind")), str(entry.get("name"))
+        if kind == "builtin" and "config" not in entry:
+            if index is None:
+                raise SystemsError("the built-in search is not available here")
+            systems.append(System(name, index, entry["mode"], builtin_description(entry["mode"], settings.search)))
+        elif kind == "command" and "***" not in str(entry.get("command")):
+            documents = entry.get("documents")
+            if documents and not Path(documents).exists():
+                raise SystemsError(f"{name}: its documents {documents} are gone; give --search-command and --corpus again")
+            config = ExternalConfig(
+                command=entry.get("command"),
+                fields=entry.get("fields") or None,
+                timeout=entry.get("timeoutS"),
+                corpus=Path(documents) if documents else None,
+                max_reply_mb=entry["maxReplyBytes"] / 1048576 if entry.get("maxReplyBytes") else None,
+            )
+            shared = _Shared(settings.timeout, settings.max_retries, None, settings.search.snippet_chars, embedder)
+            backend = external_backend(config, shared)
+            systems.append(System(name, backend, mode, backend.describe()))
+        else:
+            raise SystemsError(f"{name} cannot be rebuilt from the run file; give {GIVE_AGAIN.get(kind, 'its flags')} again")
     return systems
 
 

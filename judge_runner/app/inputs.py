@@ -190,13 +190,26 @@ def open_search_systems(
             query_ids={q.query: q.id for q in queries},
             open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True),
             embedder=(index.embedder if index is not None else None) or choose(settings.embedder),
+            index_label=settings.index_label,
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
     check_run_coverage(systems, queries, printer)
+    warn_own_text(systems, printer)
     joined = " (search_mode is set, so the built-in search joins as the reference)" if len(spec.modes) == 1 else ""
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
     return systems
+
+
+def warn_own_text(systems: list[System], printer: Printer) -> None:
+    """Warn once when systems of one run show the judge their own text (no document store): a document two
+    systems return could then be judged on two texts, and a label belongs to the query and the document."""
+    own = [s.name for s in systems if s.description.get("kind") != "builtin" and not s.description.get("documents")]
+    if len(systems) > 1 and own:
+        printer.err(
+            f"warning: {', '.join(own)} show the judge their own text: a document two systems return may be judged on "
+            "different text; give --corpus (the folder or corpus.jsonl they search) so every system is shown the same passages"
+        )
 
 
 def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], index: Any, mode: str) -> list[System]:

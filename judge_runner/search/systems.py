@@ -22,7 +22,7 @@ from judge_runner.core.ids import unique_name
 from judge_runner.core.models import SEARCH_MODES, SearchMode
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.search.base import SearchBackend
-from judge_runner.search.documents import DocumentStoreError, open_documents
+from judge_runner.search.documents import DocumentStoreError, IndexDocuments, open_documents
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch, parse_headers
 from judge_runner.search.mapping import MAX_REPLY_BYTES, FieldMapping, ReplyRules
@@ -131,13 +131,15 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
 @dataclass(frozen=True)
 class _Shared:
     """What every external adapter of one run shares: the default ``timeout`` (seconds), retries, the
-    document store for text-less results, the snippet length and the embedder passages are chosen under."""
+    document store (``corpus``, else the built-in index's ``index_store``), the snippet length and the
+    embedder passages are chosen under."""
 
     timeout: float
     max_retries: int
     corpus: Path | None
     snippet_chars: int
     embedder: TextEmbedder | None = None
+    index_store: IndexDocuments | None = None  # the built-in index, the store when no corpus is given
 
 
 def external_backend(config: ExternalConfig, shared: _Shared) -> CommandSearch | HttpSearch:
@@ -148,7 +150,7 @@ def external_backend(config: ExternalConfig, shared: _Shared) -> CommandSearch |
     try:
         mapping = FieldMapping.parse(config.fields)
         store = config.corpus or shared.corpus
-        documents = open_documents(store, shared.embedder) if store is not None else None
+        documents = open_documents(store, shared.embedder) if store is not None else shared.index_store
         bound = int(config.max_reply_mb * 1048576) if config.max_reply_mb else MAX_REPLY_BYTES
         timeout = config.timeout or shared.timeout
         if config.command:
@@ -182,16 +184,21 @@ def open_systems(
     query_ids: dict[str, str] | None = None,
     open_builtin: Callable[[SearchSettings], Any] | None = None,
     embedder: TextEmbedder | None = None,
+    index_label: str = "index",
 ) -> list[System]:
     """The systems of the resolved ``spec``, in the order the module docstring gives. ``index``: the open
-    built-in index (None when none is judged); ``corpus``: the default document store; ``query_ids``: query
+    built-in index (None when none is judged); ``corpus``: the default document store, else, when the built-in
+    search is judged, its index (named ``index:<index_label>``), so every system is shown the same passages of a
+    document; ``query_ids``: query
     text to id (for run files); ``open_builtin(search settings)`` opens the index with a configuration
     file's settings; ``embedder``: the command's one embedder, under which document stores choose passages.
     Raises SystemsError."""
     taken: set[str] = set()
     systems = builtin_systems(spec, settings.search, index, taken)
     store = spec.corpus or corpus
-    shared = _Shared(spec.timeout or settings.timeout, settings.max_retries, store, settings.search.snippet_chars, embedder)
+    # the built-in search judged beside them: every system is shown the index's passages of a document
+    index_store = IndexDocuments(index, f"index:{index_label}") if store is None and index is not None and spec.modes else None
+    shared = _Shared(spec.timeout or settings.timeout, settings.max_retries, store, settings.search.snippet_chars, embedder, index_store)
     if spec.table:
         systems.append(table_system(spec, shared, taken))
     for path in spec.configs:
@@ -205,10 +212,11 @@ def open_systems(
     for name, function in spec.functions:
         systems.append(function_system(function, name, spec, shared, taken))
     for run in spec.runs:
-        if store is None:
+        if store is None and index_store is None:
             raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
         try:
-            trec = TrecRunSearch(run, open_documents(store, embedder), query_ids or {}, snippet_chars=shared.snippet_chars)
+            documents = open_documents(store, embedder) if store is not None else index_store
+            trec = TrecRunSearch(run, documents, query_ids or {}, snippet_chars=shared.snippet_chars)
         except (TrecRunError, DocumentStoreError) as exc:
             raise SystemsError(str(exc)) from None
         systems.append(System(unique_name(f"run:{trec.name}", taken), trec, spec.mode, trec.describe()))
@@ -262,17 +270,19 @@ def reopen_systems(
                 raise SystemsError("the built-in search is not available here")
             systems.append(System(name, index, entry["mode"], builtin_description(entry["mode"], settings.search)))
         elif kind == "command" and "***" not in str(entry.get("command")):
-            documents = entry.get("documents")
-            if documents and not Path(documents).exists():
+            documents = str(entry.get("documents") or "")
+            in_index = documents.startswith("index:") and index is not None
+            if documents and not in_index and not Path(documents).exists():
                 raise SystemsError(f"{name}: its documents {documents} are gone; give --search-command and --corpus again")
             config = ExternalConfig(
                 command=entry.get("command"),
                 fields=entry.get("fields") or None,
                 timeout=entry.get("timeoutS"),
-                corpus=Path(documents) if documents else None,
+                corpus=Path(documents) if documents and not in_index else None,
                 max_reply_mb=entry["maxReplyBytes"] / 1048576 if entry.get("maxReplyBytes") else None,
             )
-            shared = _Shared(settings.timeout, settings.max_retries, None, settings.search.snippet_chars, embedder)
+            store = IndexDocuments(index, documents) if in_index else None
+            shared = _Shared(settings.timeout, settings.max_retries, None, settings.search.snippet_chars, embedder, store)
             backend = external_backend(config, shared)
             systems.append(System(name, backend, mode, backend.describe()))
         else:
@@ -329,7 +339,7 @@ def function_system(function: SearchFunction, name: str | None, spec: SystemsSpe
     """A Python function's system (:class:`~judge_runner.search.python_search.CallableSearch`), named
     ``name`` or ``python:<function name>``. Raises SystemsError (not a callable, bad fields or corpus)."""
     try:
-        documents = open_documents(shared.corpus, shared.embedder) if shared.corpus is not None else None
+        documents = open_documents(shared.corpus, shared.embedder) if shared.corpus is not None else shared.index_store
         backend = CallableSearch(
             function, mapping=FieldMapping.parse(spec.fields), documents=documents, snippet_chars=shared.snippet_chars, name=name
         )

@@ -21,7 +21,8 @@ from judge_runner.core.models import QUERY_TYPES, Query
 from judge_runner.core.printer import Printer
 from judge_runner.core.resources import load_prompt
 from judge_runner.corpus.walk import parse_extensions, walk_corpus
-from judge_runner.estimate.answers import estimate_answers, search_all
+from judge_runner.embed.registry import choose
+from judge_runner.estimate.answers import estimate_answers, estimate_labels, search_all
 from judge_runner.estimate.costs import (
     AGENT_MAX_TOKENS,
     AGENT_TURN_OUTPUT_TOKENS,
@@ -39,6 +40,7 @@ from judge_runner.estimate.costs import (
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import default_trials
+from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.labelling import ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
@@ -82,13 +84,24 @@ def read_only_cache(settings: Settings) -> Any:
     return JudgmentCache(path, readonly=True)  # a dry run writes nothing; its CacheError keeps its exit code
 
 
-def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
-    """Search each query, then estimate every candidate judge."""
+def heuristic_judge(settings: Settings, embedder: Any = None) -> HeuristicJudge | None:
+    """The heuristic judge the run would build (``embedder``: the index's, else the setting's, as
+    :func:`judge_runner.app.roles.build_roles` chooses), whose cache identity holds the embedder; None when an
+    LLM judges (the chosen row's identity is the run's)."""
+    spec = detect()[0] if settings.provider == "auto" else get_spec(settings.provider)
+    return HeuristicJudge(embedder if embedder is not None else choose(settings.embedder)) if spec.heuristic else None
+
+
+def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]], embedder: Any = None) -> dict[str, Any]:
+    """Search each query, then estimate every candidate judge; ``runJudge``: the labels the run's own judge
+    would reuse or make, under its own cache key (``embedder``: the run's index's)."""
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
         human = human_grades(cache, settings.human_qrels)
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
+        own = heuristic_judge(settings, embedder)
+        mine = estimate_labels(answers, own, _protocol(settings), cache, human).figures() if own is not None else None
         held = cache.stats() if cache is not None else None
     finally:
         if cache is not None:
@@ -100,6 +113,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
         "searchFailures": failed,
         "firstSearchFailure": why,
         "judges": [j.figures() for j in judges],
+        "runJudge": mine or next(({**j.figures()} for j in judges if j.chosen), None),
         "judgmentCache": cache_holdings(settings, held),
     }
 
@@ -257,7 +271,7 @@ def searched_report(
         opened = open_search_systems(settings, searches, index, fixtures, queries, printer)
         try:
             asked = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
-            return build_report(command, settings, judge_searched(settings, queries, asked))
+            return build_report(command, settings, judge_searched(settings, queries, asked, index.embedder if index is not None else None))
         finally:
             close_systems(opened)
     finally:

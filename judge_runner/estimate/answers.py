@@ -11,12 +11,13 @@ from typing import Any, cast
 from judge_runner.core.models import Query, SearchMode
 from judge_runner.estimate.costs import DryRunCache, ModelEstimate, RecordingJudge
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.labelling import ProtocolSettings, judge_query
+from judge_runner.judging.labelling import ProtocolSettings, cache_model, judge_query
+from judge_runner.judging.protocol import Judge
 from judge_runner.llm.pricing import DEFAULT_EFFORT, Price
 from judge_runner.search.base import SearchAnswer
 from judge_runner.search.prepare import prepare_search
 
-__all__ = ["estimate_answers", "search_all"]
+__all__ = ["estimate_answers", "estimate_labels", "search_all"]
 
 
 def search_all(
@@ -51,14 +52,41 @@ def estimate_answers(
     out = []
     for provider, model, price, chosen in judges:
         judge = RecordingJudge(provider, model, effort=effort)
-        overlay = DryRunCache(cache)
         estimate = ModelEstimate(provider, model, price, chosen=chosen)
-        for query, answer in answers:
-            # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
-            judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
-            estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
-            estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
-            estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")
+        _judge_all(answers, judge, protocol, cache, human, estimate)
         estimate.calls = judge.calls
         out.append(estimate)
     return out
+
+
+def estimate_labels(
+    answers: Sequence[tuple[Query, SearchAnswer]],
+    judge: Judge,
+    protocol: ProtocolSettings,
+    cache: Any = None,
+    human: dict[str, dict[str, int]] | None = None,
+) -> ModelEstimate:
+    """The labels the run's own ``judge`` would find in ``cache`` or make on ``answers``, counted under its
+    cache identity (name, model, cache model, heuristic: every part of the judgment-cache key the judge
+    brings), so a dry run counts what the run will reuse; ``model`` is its cache model. Nothing is sent."""
+    twin = RecordingJudge(judge.name, judge.model, cache_model=cache_model(judge), heuristic=bool(getattr(judge, "heuristic", False)))
+    estimate = ModelEstimate(judge.name, cache_model(judge), None, chosen=True)
+    _judge_all(answers, twin, protocol, cache, human, estimate)
+    return estimate
+
+
+def _judge_all(
+    answers: Sequence[tuple[Query, SearchAnswer]],
+    judge: RecordingJudge,
+    protocol: ProtocolSettings,
+    cache: Any,
+    human: dict[str, dict[str, int]] | None,
+    estimate: ModelEstimate,
+) -> None:
+    overlay = DryRunCache(cache)
+    for query, answer in answers:
+        # the overlay answers the cache calls judge_query makes (get, get_many, put, put_many)
+        judged = judge_query(judge, query, answer, protocol, cast("JudgmentCache", overlay), (human or {}).get(query.id))
+        estimate.labels_cached += sum(o.labels_cached for o in judged.labels)
+        estimate.labels_to_judge += sum(o.labels_judged for o in judged.labels)
+        estimate.human_labels += sum(1 for o in judged.labels if o.origin == "human")

@@ -198,7 +198,23 @@ def open_search_systems(
     warn_own_text(systems, printer)
     joined = " (search_mode is set, so the built-in search joins as the reference)" if len(spec.modes) == 1 else ""
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
+    say_systems(systems, printer)
     return systems
+
+
+def say_systems(systems: list[System], printer: Printer) -> None:
+    """One line per system: its name and what it runs (command, URL, run file, function, mode), as
+    ``provenance.searchSystems`` keeps them."""
+    for system in systems:
+        d = system.description
+        what = {
+            "builtin": f"built-in search, {d.get('mode')}" + (f" ({d['config']})" if d.get("config") else ""),
+            "command": f"command {d.get('command')}",
+            "http": f"POST {d.get('url')}",
+            "trec-run": f"TREC run {d.get('run')}",
+            "python": f"function {d.get('function')}",
+        }.get(str(d.get("kind")), str(d.get("kind")))
+        printer.note(f"  {system.name}: {what}")
 
 
 def warn_own_text(systems: list[System], printer: Printer) -> None:
@@ -212,11 +228,11 @@ def warn_own_text(systems: list[System], printer: Printer) -> None:
         )
 
 
-def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], index: Any, mode: str) -> list[System]:
+def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], index: Any, mode: str, printer: Printer) -> list[System]:
     """The systems a resumed run recorded, opened again (:func:`judge_runner.search.systems.reopen_systems`;
     ``mode``: the run's search mode). Raises UsageError for a system that cannot be rebuilt."""
     try:
-        return reopen_systems(
+        systems = reopen_systems(
             recorded,
             settings,
             index,
@@ -225,6 +241,9 @@ def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], in
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
+    printer.note(f"resuming with the run's {len(systems)} search system(s), rebuilt from its file:")
+    say_systems(systems, printer)
+    return systems
 
 
 def check_run_coverage(systems: list[System], queries: list[Query], printer: Printer) -> None:

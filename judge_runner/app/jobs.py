@@ -134,7 +134,9 @@ def evaluate_job(
             warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
         job_systems: list[System] | None
         if recorded is not None and resume is not None:
-            job_systems = reopen_search_systems(settings, recorded, index, str(resume.config.get("searchMode") or settings.search_mode))
+            job_systems = reopen_search_systems(
+                settings, recorded, index, str(resume.config.get("searchMode") or settings.search_mode), printer
+            )
         else:
             job_systems = open_search_systems(settings, searches, index, None, query_set.queries, printer)
         try:

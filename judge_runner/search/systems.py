@@ -10,6 +10,7 @@ each configuration file, then each command, URL, Python function and run file.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -203,12 +204,15 @@ def open_systems(
         systems.append(table_system(spec, shared, taken))
     for path in spec.configs:
         systems.append(config_file_system(path, spec.mode, shared, open_builtin, taken))
-    for command in spec.commands:
+    for given in spec.commands:
+        name, command = named(given)
         command_search = external_backend(ExternalConfig(command=command, fields=spec.fields), shared)
-        systems.append(System(unique_name(f"command:{command_search.name}", taken), command_search, spec.mode, command_search.describe()))
-    for url in spec.urls:
+        system_name = claim(name, taken) if name else unique_name(f"command:{command_search.name}", taken)
+        systems.append(System(system_name, command_search, spec.mode, command_search.describe()))
+    for given in spec.urls:
+        name, url = named(given)
         http = external_backend(ExternalConfig(url=url, headers=list(spec.headers), fields=spec.fields), shared)
-        systems.append(System(unique_name(f"url:{http.name}", taken), http, spec.mode, http.describe()))
+        systems.append(System(claim(name, taken) if name else unique_name(f"url:{http.name}", taken), http, spec.mode, http.describe()))
     for name, function in spec.functions:
         systems.append(function_system(function, name, spec, shared, taken))
     for run in spec.runs:
@@ -221,6 +225,24 @@ def open_systems(
             raise SystemsError(str(exc)) from None
         systems.append(System(unique_name(f"run:{trec.name}", taken), trec, spec.mode, trec.describe()))
     return systems
+
+
+_NAMED = re.compile(r"([A-Za-z][\w.-]*)=(\S.*)", re.DOTALL)
+
+
+def named(given: str) -> tuple[str | None, str]:
+    """``(name, command or URL)`` of a ``--search-command``/``--search-url`` value, ``NAME=VALUE`` naming its
+    system (a name: a letter, then letters, digits, ``_ . -``); ``(None, given)`` otherwise."""
+    found = _NAMED.fullmatch(given.strip())
+    return (found.group(1), found.group(2)) if found else (None, given)
+
+
+def claim(name: str, taken: set[str]) -> str:
+    """``name`` for one system, added to ``taken``. Raises SystemsError when another system has it."""
+    if name in taken:
+        raise SystemsError(f"two systems are named {name!r}; give each its own NAME=")
+    taken.add(name)
+    return name
 
 
 def builtin_systems(spec: SystemsSpec, search: SearchSettings, index: SearchBackend | None, taken: set[str]) -> list[System]:

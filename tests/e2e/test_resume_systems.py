@@ -176,3 +176,21 @@ def test_python_function_run_resumes_only_with_the_same_function(place):
     again = lines_of(Path(done.path))
     assert {line["system"] for line in again if line["type"] == "evaluation"} == {"python:hits"}
     assert again[-1]["type"] == "summary" and again[-1]["evaluated"] == 6
+
+
+def test_named_commands_are_printed_with_what_they_run_and_resumed_under_their_names(place):
+    tmp, base, command, log = place
+    slow = command + " --slow"
+    cut = cut_run(place, ["--search-command", f"fast={command}", "--search-command", slow], keep=8)
+    start = lines_of(cut)[0]
+    assert [(s["name"], s["command"].endswith("'{query}'")) for s in start["provenance"]["searchSystems"]] == [
+        ("fast", True),
+        ("command:search", False),
+    ]
+    result = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent)])
+    assert result.exit_code == 0, result.output
+    assert "  fast: command " in result.output and "'{query}' --slow" in result.output  # each name beside its command
+    evaluations = [line for line in resumed(cut) if line["type"] == "evaluation"]
+    assert sorted({line["system"] for line in evaluations}) == ["command:search", "fast"] and len(evaluations) == 12
+    twice = invoke([*base, "--queries", str(tmp / "qs.json"), "--search-command", f"a={command}", "--search-command", f"a={slow}"])
+    assert twice.exit_code == 2 and "two systems are named 'a'" in twice.output

@@ -21,16 +21,18 @@ __all__ = ["estimate_answers", "estimate_labels", "search_all"]
 
 
 def search_all(
-    queries: Sequence[Query], searches: Sequence[tuple[Any, str]], limit: int
+    queries: Sequence[Query], searches: Sequence[tuple[Any, ...]], limit: int
 ) -> tuple[list[tuple[Query, SearchAnswer]], int, str | None]:
     """``([(query, answer)], failures, first failure's ``ErrorType: message`` (at most 300 characters) or
-    None)``: each query searched with each ``(backend, mode)``; a failed search makes no call."""
+    None)``: each query searched with each ``(backend, mode)``, or ``(backend, mode, its own queries)`` (a
+    resumed run's system searches only what it has not judged); a failed search makes no call."""
     answers, failed, first = [], 0, None
-    for backend, mode in searches:
+    for backend, mode, *own in searches:
+        mine = list(own[0]) if own else list(queries)
         # the whole set embedded first, as the run loop does: the searches then do no model
         # work, and a real run's own preparation finds these queries done (prepare_queries skips them)
-        prepare_search(backend, list(queries), cast("SearchMode", mode))  # checked when the system was opened
-        for query in queries:
+        prepare_search(backend, mine, cast("SearchMode", mode))  # checked when the system was opened
+        for query in mine:
             try:
                 answers.append((query, backend.search(query.query, mode=mode, limit=limit, intent=query.queryIntent)))
             except Exception as exc:  # noqa: BLE001 - the run records it as an error line; here it is counted

@@ -194,3 +194,14 @@ def test_named_commands_are_printed_with_what_they_run_and_resumed_under_their_n
     assert sorted({line["system"] for line in evaluations}) == ["command:search", "fast"] and len(evaluations) == 12
     twice = invoke([*base, "--queries", str(tmp / "qs.json"), "--search-command", f"a={command}", "--search-command", f"a={slow}"])
     assert twice.exit_code == 2 and "two systems are named 'a'" in twice.output
+
+
+def test_the_dry_run_of_a_resume_searches_what_the_resume_would(place):
+    tmp, base, command, log = place
+    cut = cut_run(place, ["--search-mode", "hybrid", "--search-command", command], keep=8)
+    result = invoke([*base, "--resume", str(cut), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["phaseTwo"]["searches"] == 4  # the command's four left, hybrid none
+    assert log.read_text(encoding="utf-8").splitlines() == [q["query"] for q in QUERIES[2:]]
+    other = invoke([*base, "--resume", str(cut), "--dry-run", "--search-command", command + " --other"])
+    assert other.exit_code == 2 and "must search with the same ones" in other.output

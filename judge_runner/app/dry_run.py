@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
-from judge_runner.app.inputs import Searches, close_systems, load_query_set, open_search_systems, resolve_systems
-from judge_runner.app.resume import read_resume_point, resumed_settings
+from judge_runner.app.inputs import Searches, close_systems, load_query_set, open_search_systems, reopen_search_systems, resolve_systems
+from judge_runner.app.resume import ResumePoint, check_same_systems, read_resume_point, rebuilds_systems, resumed_settings
 from judge_runner.app.roles import check_batch_provider
 from judge_runner.calibrate.labeling import ProtocolLabeler
 from judge_runner.config import ConfigError, Settings
@@ -21,7 +21,8 @@ from judge_runner.core.models import QUERY_TYPES, Query
 from judge_runner.core.printer import Printer
 from judge_runner.core.resources import load_prompt
 from judge_runner.corpus.walk import parse_extensions, walk_corpus
-from judge_runner.estimate.answers import estimate_answers, search_all
+from judge_runner.embed.registry import choose
+from judge_runner.estimate.answers import estimate_answers, estimate_labels, search_all
 from judge_runner.estimate.costs import (
     AGENT_MAX_TOKENS,
     AGENT_TURN_OUTPUT_TOKENS,
@@ -39,6 +40,7 @@ from judge_runner.estimate.costs import (
 from judge_runner.estimate.report import build_report, print_report
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import default_trials
+from judge_runner.judging.heuristic import HeuristicJudge
 from judge_runner.judging.labelling import LabelTask, ProtocolSettings, label_documents
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import Price, price_for
@@ -84,13 +86,24 @@ def read_only_cache(settings: Settings) -> Any:
     return JudgmentCache(path, readonly=True)  # a dry run writes nothing; its CacheError keeps its exit code
 
 
-def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, str]]) -> dict[str, Any]:
-    """Search each query, then estimate every candidate judge."""
+def heuristic_judge(settings: Settings, embedder: Any = None) -> HeuristicJudge | None:
+    """The heuristic judge the run would build (``embedder``: the index's, else the setting's, as
+    :func:`judge_runner.app.roles.build_roles` chooses), whose cache identity holds the embedder; None when an
+    LLM judges (the chosen row's identity is the run's)."""
+    spec = detect()[0] if settings.provider == "auto" else get_spec(settings.provider)
+    return HeuristicJudge(embedder if embedder is not None else choose(settings.embedder)) if spec.heuristic else None
+
+
+def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[tuple[Any, ...]], embedder: Any = None) -> dict[str, Any]:
+    """Search each query, then estimate every candidate judge; ``runJudge``: the labels the run's own judge
+    would reuse or make, under its own cache key (``embedder``: the run's index's)."""
     answers, failed, why = search_all(queries, searches, settings.search_limit)
     cache = read_only_cache(settings)
     try:
         human = human_grades(cache, settings.human_qrels, {q.id: q.query for q in queries})
         judges = estimate_answers(answers, candidates(settings), _protocol(settings), cache, human, settings.reasoning_effort)
+        own = heuristic_judge(settings, embedder)
+        mine = estimate_labels(answers, own, _protocol(settings), cache, human).figures() if own is not None else None
         held = cache.stats() if cache is not None else None
     finally:
         if cache is not None:
@@ -102,6 +115,7 @@ def judge_searched(settings: Settings, queries: list[Query], searches: Sequence[
         "searchFailures": failed,
         "firstSearchFailure": why,
         "judges": [j.figures() for j in judges],
+        "runJudge": mine or next(({**j.figures()} for j in judges if j.chosen), None),
         "judgmentCache": cache_holdings(settings, held),
     }
 
@@ -249,15 +263,34 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
 
 # -- the jobs -------------------------------------------------------------------------------------------------
 def searched_report(
-    command: str, settings: Settings, searches: Searches, index: Any, fixtures: Path | None, queries: list, printer: Printer
+    command: str,
+    settings: Settings,
+    searches: Searches,
+    index: Any,
+    fixtures: Path | None,
+    queries: list,
+    printer: Printer,
+    resume: ResumePoint | None = None,
 ) -> dict[str, Any]:
-    """The report of ``command`` with judge calls estimated from ``queries`` searched on the run's systems.
-    Closes the systems it opens and ``index``."""
+    """The report of ``command`` with judge calls estimated from ``queries`` searched on the run's systems
+    (``resume``: the run's own, rebuilt or checked as ``evaluate --resume`` does, each searching only what
+    it has not judged). Closes the systems it opens and ``index``."""
     try:
-        opened = open_search_systems(settings, searches, index, fixtures, queries, printer)
+        if resume is not None and resume.recorded_systems is not None and searches.ordinary:
+            mode = str(resume.config.get("searchMode") or settings.search_mode)
+            opened: list[Any] | None = reopen_search_systems(settings, resume.recorded_systems, index, mode, printer)
+        else:
+            opened = open_search_systems(settings, searches, index, fixtures, queries, printer)
         try:
-            asked = [(s.search, s.mode) for s in opened] if opened else [(index, settings.search_mode)]
-            return build_report(command, settings, judge_searched(settings, queries, asked))
+            if resume is not None and opened is not None:
+                check_same_systems(resume, opened)
+            left = (
+                (lambda name: [q for q in queries if q.id not in resume.judged_by(name)]) if resume is not None else (lambda name: queries)
+            )
+            asked = [(s.search, s.mode, left(s.name)) for s in opened] if opened else [(index, settings.search_mode, left(None))]
+            embedder = index.embedder if index is not None else None
+            todo = {q.id for _, _, mine in asked for q in mine}
+            return build_report(command, settings, judge_searched(settings, [q for q in queries if q.id in todo], asked, embedder))
         finally:
             close_systems(opened)
     finally:
@@ -280,15 +313,16 @@ def evaluate_dry_run(
     if queries_path is None:
         raise UsageError("give --queries FILE (or --resume RUN.jsonl with its query set beside it)")
     queries = load_query_set(queries_path).queries
+    searches = resolve_systems(settings, systems)
+    needs_index = searches.needs_index
     if resume is not None:
         if resume.query_set_sha256 != query_set_sha256(queries):
             raise UsageError(f"{queries_path} is not the query set {resume.path} was judged on (sha256 differs)")
-        done = resume.judged_ids
-        queries = [q for q in queries if q.id not in done]
+        if rebuilds_systems(resume, searches.ordinary):
+            needs_index = any(s.get("kind") == "builtin" for s in resume.recorded_systems or [])
         settings = resumed_settings(settings, resume, printer)  # estimated as the resumed run will judge
-    searches = resolve_systems(settings, systems)
-    index = open_index(settings, must_exist=True) if searches.needs_index else None
-    report = searched_report("evaluate", settings, searches, index, None, queries, printer)
+    index = open_index(settings, must_exist=True) if needs_index else None
+    report = searched_report("evaluate", settings, searches, index, None, queries, printer, resume)
     print_report(report, printer, as_json)
     return report
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from judge_runner.config import ConfigError, Settings, load_settings
 from judge_runner.core.failures import (
     UsageError,
 )
-from judge_runner.core.models import Query, QuerySet
+from judge_runner.core.models import Query, QuerySet, SearchMode
 from judge_runner.core.printer import Printer, Say
 from judge_runner.embed.registry import choose
 from judge_runner.human.known import journal_texts
@@ -28,7 +28,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.read import read_run_file
 from judge_runner.runs.write import RunWriter
-from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems
+from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems, reopen_systems
 from judge_runner.search.trec import QueriesFormatError, read_queries
 
 
@@ -222,12 +222,59 @@ def open_search_systems(
             query_ids={q.query: q.id for q in queries},
             open_builtin=lambda search: open_index(settings.model_copy(update={"search": search}), must_exist=True),
             embedder=(index.embedder if index is not None else None) or choose(settings.embedder),
+            index_label=settings.index_label,
         )
     except SystemsError as exc:
         raise UsageError(str(exc)) from None
     check_run_coverage(systems, queries, printer)
+    warn_own_text(systems, printer)
     joined = " (search_mode is set, so the built-in search joins as the reference)" if len(spec.modes) == 1 else ""
     printer.note(f"judging {len(systems)} search system(s) on the same queries: " + ", ".join(s.name for s in systems) + joined)
+    say_systems(systems, printer)
+    return systems
+
+
+def say_systems(systems: list[System], printer: Printer) -> None:
+    """One line per system: its name and what it runs (command, URL, run file, function, mode), as
+    ``provenance.searchSystems`` keeps them."""
+    for system in systems:
+        d = system.description
+        what = {
+            "builtin": f"built-in search, {d.get('mode')}" + (f" ({d['config']})" if d.get("config") else ""),
+            "command": f"command {d.get('command')}",
+            "http": f"POST {d.get('url')}",
+            "trec-run": f"TREC run {d.get('run')}",
+            "python": f"function {d.get('function')}",
+        }.get(str(d.get("kind")), str(d.get("kind")))
+        printer.note(f"  {system.name}: {what}")
+
+
+def warn_own_text(systems: list[System], printer: Printer) -> None:
+    """Warn once when systems of one run show the judge their own text (no document store): a document two
+    systems return could then be judged on two texts, and a label belongs to the query and the document."""
+    own = [s.name for s in systems if s.description.get("kind") != "builtin" and not s.description.get("documents")]
+    if len(systems) > 1 and own:
+        printer.err(
+            f"warning: {', '.join(own)} show the judge their own text: a document two systems return may be judged on "
+            "different text; give --corpus (the folder or corpus.jsonl they search) so every system is shown the same passages"
+        )
+
+
+def reopen_search_systems(settings: Settings, recorded: list[dict[str, Any]], index: Any, mode: str, printer: Printer) -> list[System]:
+    """The systems a resumed run recorded, opened again (:func:`judge_runner.search.systems.reopen_systems`;
+    ``mode``: the run's search mode). Raises UsageError for a system that cannot be rebuilt."""
+    try:
+        systems = reopen_systems(
+            recorded,
+            settings,
+            index,
+            mode=cast(SearchMode, mode),
+            embedder=(index.embedder if index is not None else None) or choose(settings.embedder),
+        )
+    except SystemsError as exc:
+        raise UsageError(str(exc)) from None
+    printer.note(f"resuming with the run's {len(systems)} search system(s), rebuilt from its file:")
+    say_systems(systems, printer)
     return systems
 
 

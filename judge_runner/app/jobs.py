@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from judge_runner.app.indexing import check_corpus, open_index, require_folder
 from judge_runner.app.inputs import (
@@ -13,10 +15,18 @@ from judge_runner.app.inputs import (
     close_systems,
     load_query_set,
     open_search_systems,
+    reopen_search_systems,
     resolve_systems,
     warn_missing_sources,
 )
-from judge_runner.app.resume import read_resume_point, resumed_settings, warn_judge_change
+from judge_runner.app.resume import (
+    ResumePoint,
+    check_same_systems,
+    read_resume_point,
+    rebuilds_systems,
+    resumed_settings,
+    warn_judge_change,
+)
 from judge_runner.app.steps import (
     evaluate_queries,
     make_roles,
@@ -37,7 +47,7 @@ from judge_runner.evaluation.state import RunOutcome
 from judge_runner.llm.errors import AuthError, BudgetExhausted, LLMError, SpendLimitError
 from judge_runner.querygen.protocol import GenerationResult
 from judge_runner.querygen.submitted import query_set_sha256
-from judge_runner.search.systems import SystemsSpec
+from judge_runner.search.systems import System, SystemsSpec
 
 
 # -- jobs -------------------------------------------------------------------------------------------------
@@ -98,17 +108,13 @@ def evaluate_job(
     systems: SystemsSpec | None = None,
 ) -> RunOutcome | None:
     """``evaluate``: judge a query set (a file, or the set itself), or continue a run (``resume_path``: judged
-    queries are copied, never sent again); None when nothing is left to judge. A run of external systems
-    alone needs no index."""
+    queries are copied, never sent again, and the rest searched with the systems the run started with); None
+    when nothing is left to judge. A run of external systems alone needs no index."""
     resume = read_resume_point(resume_path) if resume_path is not None else None
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")
     searches = resolve_systems(settings, systems)
-    if resume is not None and not searches.ordinary:
-        raise UsageError(
-            "--resume continues a run of the built-in search in one mode; it cannot be combined with other search systems "
-            "(--search-command, --search-url, --run, --compare, several --search-mode values, or [search.external] in the config file)"
-        )
+    rebuild = resume is not None and rebuilds_systems(resume, searches.ordinary)
     if resume is not None and queries_path is None:
         queries_path = resume.saved_query_set
         if queries_path is None:
@@ -118,33 +124,53 @@ def evaluate_job(
     query_set = queries_path if isinstance(queries_path, QuerySet) else load_query_set(queries_path)
     where = "the query set given" if isinstance(queries_path, QuerySet) else str(queries_path)
     check_out_dir(out_dir)
-    if not searches.needs_index:
-        job_systems = open_search_systems(settings, searches, None, None, query_set.queries, printer)
-        job = new_job(settings, make_roles(settings, need_generator=False, say=printer.err), None, out_dir, printer, job_systems)
+    if resume is not None and resume.query_set_sha256 != query_set_sha256(query_set.queries):
+        raise UsageError(f"{where} is not the query set {resume.path} was judged on (sha256 differs)")
+    recorded = resume.recorded_systems if resume is not None and rebuild else None
+    needs_index = any(s.get("kind") == "builtin" for s in recorded) if recorded is not None else searches.needs_index
+    index = open_index(settings, must_exist=True) if needs_index else None
+    with index if index is not None else nullcontext():
+        if index is not None:
+            warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
+        job_systems: list[System] | None
+        if recorded is not None and resume is not None:
+            job_systems = reopen_search_systems(
+                settings, recorded, index, str(resume.config.get("searchMode") or settings.search_mode), printer
+            )
+        else:
+            job_systems = open_search_systems(settings, searches, index, None, query_set.queries, printer)
         try:
-            return evaluate_queries(job, query_set.queries, all_queries=query_set.queries, card=query_set.card)
+            return _evaluate_opened(settings, query_set, resume, index, out_dir, printer, job_systems)
         finally:
             close_systems(job_systems)
-    index = open_index(settings, must_exist=True)
-    with index:
-        warn_missing_sources(index, query_set.queries, settings.index_label, printer.err)
-        job_systems = open_search_systems(settings, searches, index, None, query_set.queries, printer)
-        queries = query_set.queries
-        if resume is not None:
-            if resume.query_set_sha256 != query_set_sha256(queries):
-                raise UsageError(f"{where} is not the query set {resume.path} was judged on (sha256 differs)")
-            done = resume.judged_ids
-            queries = [q for q in queries if q.id not in done]
-            if not queries:
-                printer.out(f"nothing to resume: all {len(done)} queries of run {resume.run_id} are judged in {resume.path}")
-                return None
-            printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged queries copied, {len(queries)} to judge")
-            settings = resumed_settings(settings, resume, printer)
-        roles = make_roles(settings, need_generator=False, say=printer.err, index=index)
-        if resume is not None:
-            warn_judge_change(roles.judge, resume, printer)
-        job = new_job(settings, roles, index, out_dir, printer, job_systems)
-        try:
-            return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries, card=query_set.card)
-        finally:
-            close_systems(job_systems)
+
+
+def _evaluate_opened(
+    settings: Settings,
+    query_set: QuerySet,
+    resume: ResumePoint | None,
+    index: Any,
+    out_dir: Path,
+    printer: Printer,
+    job_systems: list[System] | None,
+) -> RunOutcome | None:
+    """The rest of :func:`evaluate_job` once the systems are open: for a resumed run, the check that they are
+    the run's own and what is left to judge."""
+    queries = query_set.queries
+    if resume is not None:
+        if job_systems is not None:
+            check_same_systems(resume, job_systems)
+        names: list[str | None] = [s.name for s in job_systems] if job_systems else [None]
+        left = sum(len([q for q in queries if q.id not in resume.judged_by(name)]) for name in names)
+        if not left:
+            printer.out(f"nothing to resume: all {len(query_set.queries)} queries of run {resume.run_id} are judged in {resume.path}")
+            return None
+        printer.note(f"resuming run {resume.run_id}: {len(resume.evaluations)} judged lines copied, {left} to judge")
+        if job_systems is None:
+            queries = [q for q in queries if q.id not in resume.judged_by(None)]
+        settings = resumed_settings(settings, resume, printer)
+    roles = make_roles(settings, need_generator=False, say=printer.err, index=index)
+    if resume is not None:
+        warn_judge_change(roles.judge, resume, printer)
+    job = new_job(settings, roles, index, out_dir, printer, job_systems)
+    return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries, card=query_set.card)

@@ -4,6 +4,7 @@ settings the remaining queries take from it (judge protocol, batch mode).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from judge_runner.judging.protocol import Judge
 from judge_runner.judging.scores import SCORING_VERSION
 from judge_runner.runs.lines import BatchLine, EvaluationLine, RunStartLine
 from judge_runner.runs.read import resume_state
+from judge_runner.search.systems import System
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,17 @@ class ResumePoint:
     def judged_ids(self) -> set[str]:
         """Query ids already judged (their lines are copied, never sent again)."""
         return {line.queryId for line in self.evaluations}
+
+    def judged_by(self, system: str | None) -> set[str]:
+        """Query ids ``system`` (None: the built-in search alone) already judged."""
+        return {line.queryId for line in self.evaluations if line.system == system}
+
+    @property
+    def recorded_systems(self) -> list[dict[str, Any]] | None:
+        """``provenance.searchSystems``: the systems the run started with; None for the built-in search alone."""
+        extra = self.start.provenance.model_extra if self.start.provenance is not None else None
+        found = (extra or {}).get("searchSystems")
+        return [dict(entry) for entry in found] if found else None
 
     @property
     def query_set_sha256(self) -> str:
@@ -164,3 +177,42 @@ def inherit_batch_mode(settings: Settings, resume: ResumePoint, printer: Printer
             f"pays again for the requests they hold (resume with --batch to pick them up)"
         )
     return settings
+
+
+def rebuilds_systems(resume: ResumePoint, asked_ordinary: bool) -> bool:
+    """Whether the resumed run's systems are rebuilt from its file (it recorded systems, and no flag names any).
+    Raises UsageError for a file whose lines name systems its ``run_start`` does not record (two runs mixed),
+    and for systems named to continue a run of the built-in search alone."""
+    recorded = resume.recorded_systems
+    names = {str(entry.get("name")) for entry in recorded} if recorded else {None}
+    stray = {line.system for line in resume.evaluations} - names
+    if stray:
+        raise UsageError(
+            f"{resume.path} holds lines of {', '.join(sorted(str(s or 'the built-in search') for s in stray))}, which its run_start "
+            "does not record: it mixes two runs and cannot be continued; start a new run"
+        )
+    if recorded is None and not asked_ordinary:
+        raise UsageError(
+            f"run {resume.run_id} judged the built-in search alone; resume it without --search-command, --search-url, --run, "
+            "--compare or several --search-mode values (one run searches with one set of systems)"
+        )
+    return recorded is not None and asked_ordinary
+
+
+def check_same_systems(resume: ResumePoint, systems: list[System] | None) -> None:
+    """Raise UsageError unless ``systems`` are the ones the resumed run started with (names, kinds and settings
+    as its provenance records them), so one run never mixes two searches."""
+    recorded = resume.recorded_systems or []
+    now = json.loads(json.dumps([{"name": s.name, **s.description} for s in systems or []]))
+    if now == recorded:
+        return
+    names = [str(entry.get("name")) for entry in recorded]
+    differ = next(
+        (f"{was.get('name')}: {key} {was.get(key)!r} in the run, {new.get(key)!r} here"
+         for was, new in zip(recorded, now) for key in sorted({*was, *new}) if was.get(key) != new.get(key)),
+        f"the run judged {len(recorded)} system(s), this command {len(now)}",
+    )  # fmt: skip
+    raise UsageError(
+        f"run {resume.run_id} started with the systems {', '.join(names)}, and a resumed run must search with the same ones "
+        f"({differ}); give the same flags again, or start a new run"
+    )

@@ -318,7 +318,11 @@ def evaluate_queries(
     )
     try:
         if job.systems:
-            outcome = run_systems(queries, job.systems, writer, run_start, ctx)
+            outcome = run_systems(
+                queries, job.systems, writer, run_start, ctx,
+                prior=[line.line() for line in resume.evaluations] if resume else None,
+                prior_batches=[line.line() for line in resume.batches] if resume else prior_batches,
+            )  # fmt: skip
         else:
             search, estimate = start_estimate(
                 queries,

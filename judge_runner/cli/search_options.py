@@ -21,15 +21,15 @@ def search_adapter_options(f: F) -> F:
             click.option(
                 "--search-command",
                 multiple=True,
-                metavar="'CMD {query} --limit {limit}'",
+                metavar="'[NAME=]CMD {query} --limit {limit}'",
                 help="Judge a search command ({query}, {limit}, {mode} replaced) printing, best first, "
                 '[{"source": "docs/a.md", "snippet": "text shown", "score": 12.5}, ...] or {"results": [...], '
-                '"confident": false}. Repeatable.',
+                '"confident": false}. NAME= names its system. Repeatable.',
             ),
             click.option(
                 "--search-url",
                 multiple=True,
-                metavar="URL",
+                metavar="[NAME=]URL",
                 help='Judge the search at URL: POST {"query": ..., "limit": 10, "mode": "hybrid"}; it answers '
                 "source, snippet, score (and confident) as --search-command prints. Repeatable.",
             ),

@@ -162,10 +162,21 @@ class RecordingJudge:
 
     heuristic = False
 
-    def __init__(self, provider: str, model: str, layouts: Sequence[tuple[str, str]] = (), effort: str = DEFAULT_EFFORT):
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        layouts: Sequence[tuple[str, str]] = (),
+        effort: str = DEFAULT_EFFORT,
+        *,
+        cache_model: str | None = None,
+        heuristic: bool = False,
+    ):
         self.name = provider
         self.model = model
         self.effort = effort
+        # the cache identity of the judge it stands for (the heuristic's embedder is in its cache model)
+        self.cache_model, self.heuristic = cache_model or model, heuristic
         self._calls: dict[tuple[str, str], list[PlannedCall]] = {(provider, model): []}
         for layout in layouts:
             self._calls.setdefault(layout, [])

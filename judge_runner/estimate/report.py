@@ -116,7 +116,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
                 f"warning: {two['searchFailures']} searches failed (the run writes each as an error line); the first: {two['firstSearchFailure']}"
             )
     if two["judges"] and two["precision"] != "pool":
-        first = two["judges"][0]
+        first = two.get("runJudge") or two["judges"][0]  # the run's own judge, under its own cache key
         lines.append(
             f"labels ({first['provider']}/{first['model']}): {first['labelsToJudge']:,} to judge, "
             f"{first['labelsCached']:,} in the judgment cache, {first['humanLabels']:,} human"

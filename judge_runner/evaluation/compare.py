@@ -15,7 +15,7 @@ from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
 from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.evaluation.state import RunOutcome, begin_run, end_run, summary_on_crash
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
@@ -213,22 +213,37 @@ def run_systems(
     ctx: RunContext,
     *,
     min_effect: float = MIN_EFFECT,
+    prior: list[dict] | None = None,
+    prior_batches: list[dict] | None = None,
 ) -> RunOutcome:
     """Judge ``queries`` on every system in order into one run file; returns the outcome. Never raises for a
-    failed query (an ``error`` line naming the system). A stop stops the systems not yet started."""
+    failed query (an ``error`` line naming the system). A stop stops the systems not yet started. ``prior``:
+    the evaluation lines of the run being resumed (copied first; a system searches only the queries it has no
+    line for); ``prior_batches``: its ``batch`` lines, as :func:`judge_runner.evaluation.loop.run_evaluation` takes them."""
     started = time.monotonic()
-    state = begin_run(writer, run_start, len(queries) * len(systems), systems=len(systems))
-    for system in systems:
-        if state.stopped or ctx.stopped_by_budget:
-            break
-        tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for the loop
-        system_ctx = ctx.for_system(system.name, replace(ctx.options, search_mode=system.mode), prefix=len(systems) > 1)
-        RunLoop(system_ctx, state, tagged).run(queries, system.search)
-    final: Any = (
-        CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, ctx.options)
-        if len(systems) > 1
-        else SystemWriter(writer, systems[0].name)
-    )
-    batching = getattr(ctx.judge, "batching", None)
-    batch = batching.stats.as_dict() if batching is not None else None
-    return end_run(state, final, ctx.options, started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch)
+    done: dict[str, set[str]] = {}
+    for line in prior or []:
+        done.setdefault(str(line.get("system")), set()).add(str(line.get("queryId")))
+    todo = {system.name: [q for q in queries if q.id not in done.get(system.name, set())] for system in systems}
+    state = begin_run(writer, run_start, sum(map(len, todo.values())), prior, systems=len(systems))
+    with summary_on_crash(state, writer):
+        batching = getattr(ctx.judge, "batching", None)
+        for line in prior_batches or []:
+            writer.write({**line, "runId": writer.run_id})
+        if batching is not None and prior_batches:
+            batching.resume(prior_batches)
+        for system in systems:
+            if state.stopped or ctx.stopped_by_budget:
+                break
+            if not todo[system.name]:
+                continue
+            tagged: Any = SystemWriter(writer, system.name)  # a RunWriter for the loop
+            system_ctx = ctx.for_system(system.name, replace(ctx.options, search_mode=system.mode), prefix=len(systems) > 1)
+            RunLoop(system_ctx, state, tagged).run(todo[system.name], system.search)
+        final: Any = (
+            CompareSummaryWriter(writer, [s.name for s in systems], state, min_effect, ctx.options)
+            if len(systems) > 1
+            else SystemWriter(writer, systems[0].name)
+        )
+        batch = batching.stats.as_dict() if batching is not None else None
+        return end_run(state, final, ctx.options, started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch, carried=prior)

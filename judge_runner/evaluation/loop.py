@@ -24,7 +24,17 @@ from judge_runner.core.models import Query
 from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
+from judge_runner.evaluation.state import (
+    MAX_FAILED_SHARE,
+    RunEnd,
+    RunOutcome,
+    RunState,
+    begin_run,
+    end_run,
+    end_status,
+    stops_run,
+    summary_on_crash,
+)
 from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Channel, Tally, judge_query
@@ -394,23 +404,24 @@ def run_evaluation(
     """
     started = time.monotonic()
     state = begin_run(writer, run_start, len(queries), prior)
-    batching = getattr(ctx.judge, "batching", None)
-    for line in prior_batches or []:
-        writer.write({**line, "runId": writer.run_id})
-    if batching is not None and prior_batches:
-        batching.resume(prior_batches)
-    RunLoop(ctx, state, writer).run(queries, search)
-    circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
-    batch = batching.stats.as_dict() if batching is not None else None
-    return end_run(
-        state,
-        writer,
-        ctx.options,
-        started=started,
-        budget=ctx.budget,
-        heuristic=ctx.heuristic,
-        judge_is_generator=circular,
-        estimate=estimate,
-        batch=batch,
-        carried=prior,
-    )
+    with summary_on_crash(state, writer):
+        batching = getattr(ctx.judge, "batching", None)
+        for line in prior_batches or []:
+            writer.write({**line, "runId": writer.run_id})
+        if batching is not None and prior_batches:
+            batching.resume(prior_batches)
+        RunLoop(ctx, state, writer).run(queries, search)
+        circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
+        batch = batching.stats.as_dict() if batching is not None else None
+        return end_run(
+            state,
+            writer,
+            ctx.options,
+            started=started,
+            budget=ctx.budget,
+            heuristic=ctx.heuristic,
+            judge_is_generator=circular,
+            estimate=estimate,
+            batch=batch,
+            carried=prior,
+        )

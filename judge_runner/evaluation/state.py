@@ -6,7 +6,8 @@ line written at the end (:func:`end_run`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from judge_runner.llm.budget import Budget
 from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.designed import LabelDesign
-from judge_runner.runs.lines import run_start_line
+from judge_runner.runs.lines import SummaryLine, run_start_line
 from judge_runner.runs.write import RunWriter, build_summary, utc_now
 
 MAX_FAILED_SHARE = 0.25
@@ -91,6 +92,8 @@ class RunState:
     """Warnings already said (one per run, not one per system)."""
     scored: list[dict] | None = None
     """The evaluation lines re-scored against the run's pooled qrels (:func:`pooled_lines`), set by :func:`end_run`."""
+    summarised: bool = False
+    """True once :func:`end_run` wrote (or tried to write) the summary."""
 
     @property
     def done(self) -> int:
@@ -207,12 +210,10 @@ def end_run(
 ) -> RunOutcome:
     """The finish step: build the ``summary`` line from the lines scored against the run's pooled qrels
     (:func:`pooled_lines`; usage and cost from ``budget``; duration since the ``time.monotonic()`` value
-    ``started``, in seconds; the quality gate; ``estimate``, the start's :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`;
-    ``batch``: the ``batch`` block of a ``--batch`` run, :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict`;
-    ``carried``: the evaluation lines a resumed run copied, whose usage and cost the earlier process paid and are
-    added here, so a resumed file's summary carries the whole run, :func:`carried_usage`; the recommended focus,
-    :func:`judge_runner.judging.advice.recommended_focus`), write it, close the file, and return the run's outcome
-    with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run incomplete."""
+    ``started``, in seconds; the quality gate; ``estimate``: the start's ``ModelEstimate.summary_block``;
+    ``batch``: a ``--batch`` run's ``BatchStats.as_dict``; ``carried``: the evaluation lines a resumed run copied,
+    whose usage and cost (:func:`carried_usage`) are added; the recommended focus), write it, close the file,
+    and return the outcome with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run incomplete."""
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -269,9 +270,38 @@ def end_run(
     except StorageError as exc:  # a full disk: the run is incomplete, and says so where it can (stderr)
         unwritten = exc.message
         state.stop(RunStatus.INCOMPLETE, exc.reason)
+    state.summarised = True
     writer.close()
     end = end_status(state, budget_exhausted=budget_exhausted, gate=gate)
     return RunOutcome(summary, end, str(writer.path), state.evaluations, unwritten)
+
+
+@contextmanager
+def summary_on_crash(state: RunState, writer: RunWriter) -> Iterator[None]:
+    """Around a run from its first line to its summary: an exception that escapes before :func:`end_run` wrote
+    the summary (a bug) leaves a summary saying the run was cut short (``stopReason``: ``internal error: <type>``,
+    never the message, which may hold a secret), so the file reads as incomplete and ``evaluate --resume``
+    continues it. The exception is raised again."""
+    try:
+        yield
+    except BaseException as exc:
+        if not state.summarised:
+            cut = SummaryLine(
+                runId=writer.run_id,
+                timestamp=utc_now(),
+                totalQueries=state.total,
+                evaluated=len(state.evaluations),
+                failed=len(state.errors),
+                interrupted=state.interrupted,
+                budgetExhausted=state.budget_exhausted,
+                stopReason=f"internal error: {type(exc).__name__}",
+            )
+            try:
+                writer.write(cut.model_dump(by_alias=True, mode="json"))
+            except (StorageError, ValueError):  # a full disk or a closed file: the exception below says what failed
+                pass
+        writer.close()
+        raise
 
 
 def pooled_lines(state: RunState, options: EvaluateOptions) -> tuple[list[dict], dict | None]:

@@ -80,6 +80,9 @@ def split_values(lines: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str
     return judge, human, counts
 
 
+MIXED = "some evaluation lines name a search system and others none: the file mixes two runs, whose figures are not corrected"
+
+
 def systems_of(evaluations: Iterable[Mapping[str, Any]]) -> list[str | None]:
     """The lines' systems in order of first appearance (``[None]`` for lines without one)."""
     return list(dict.fromkeys(line.get("system") for line in evaluations)) or [None]
@@ -185,6 +188,8 @@ def bias_corrected(
     skipped = skipped if designs is None else why
     estimate: Estimator = Weighted(design) if design is not None else uniform_estimator
     names: list[str | None] = list(systems) if systems else systems_of(lines)
+    if None in names and len(names) > 1:  # a file mixing two runs (an older resume wrote such files)
+        return BiasCorrected(skipped=MIXED).model_dump(by_alias=True, mode="json")
     try:
         parts = {
             name: split_values([line for line in lines if line.get("system") == name] if name is not None else lines) for name in names

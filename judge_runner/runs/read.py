@@ -370,7 +370,7 @@ def read_run_folder(folder: Path) -> tuple[list[RunRecords], list[str]]:
 @dataclass
 class ResumeState:
     """What ``evaluate --resume OLD.jsonl`` needs: OLD's ``run_start`` (None when OLD is not a run), its first
-    judged evaluation per query id, the reader's warnings, and the ``batch`` lines whose results a resumed
+    judged evaluation per (system, query id), the reader's warnings, and the ``batch`` lines whose results a resumed
     ``--batch`` run picks up instead of submitting again."""
 
     run_start: RunStartLine | None
@@ -383,10 +383,10 @@ def resume_state(path: Path) -> ResumeState:
     """Raises OSError when the file cannot be read."""
     run = read_run_file(path)
     start = run.run_start if run.run_start is not None and run.run_start.provenance is not None else None
-    first: dict[str, EvaluationLine] = {}
+    first: dict[tuple[str | None, str], EvaluationLine] = {}
     for line in run.evaluations:
         if line.queryId:
-            first.setdefault(line.queryId, line)
+            first.setdefault((line.system, line.queryId), line)
     return ResumeState(start, list(first.values()), run.warnings, list(run.batches))
 
 

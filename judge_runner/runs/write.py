@@ -119,7 +119,7 @@ def read_run(path: Path) -> Iterator[dict[str, Any]]:
 
 def judged_lines(path: Path) -> tuple[dict | None, list[dict]]:
     """``(run_start, evaluation lines)`` of a run file to resume, as written today (dicts by alias; older
-    metric keys mapped), one evaluation per query id (the first). ``run_start`` is None when the file
+    metric keys mapped), one evaluation per (system, query id), the first. ``run_start`` is None when the file
     is not a run. A thin wrapper of :func:`judge_runner.runs.read.resume_state`."""
     state = resume_state(path)
     start = state.run_start.line() if state.run_start is not None else None

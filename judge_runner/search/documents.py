@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
@@ -86,6 +86,19 @@ class BeirDocuments:
     def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
         """What the judge is shown of record ``source``; None for an unknown id."""
         return select_passages(query, self.chunks(source), intent=intent, embedder=self.embedder)
+
+
+class IndexDocuments:
+    """The built-in index as the store of a run's other systems: a document any system returns is shown the
+    passages the built-in search shows of it. ``index``: anything with ``passages(source, query, intent)``
+    (:class:`judge_runner.search.hybrid.ChunkSearch`); ``label``: ``index:<where>``."""
+
+    def __init__(self, index: Any, label: str):
+        self.index, self.label = index, label
+
+    def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
+        """What the judge is shown of ``source``; None when the index does not hold it."""
+        return cast(Passages | None, self.index.passages(source, query, intent))
 
 
 def record_chunks(title: str, text: str) -> list[Chunk]:

@@ -25,7 +25,7 @@ from judge_runner.corpus.chunk import Chunk
 from judge_runner.embed.base import encode_each
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.fusion import rrf
-from judge_runner.search.passages import remember_vector, select_passages
+from judge_runner.search.passages import Passages, remember_vector, select_passages
 from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import lexical_text, make_snippet, path_terms, term_coverage
 
@@ -126,6 +126,12 @@ class ChunkSearch:
 
     def _document_chunks(self, sources: list[str]) -> dict[str, list[Chunk]]:
         raise NotImplementedError
+
+    def passages(self, source: str, query: str, intent: str = "") -> Passages | None:
+        """What the judge is shown of ``source`` for ``query``, as this index's own results show it
+        (:func:`with_passages`); None when the index does not hold it."""
+        chunks = self._document_chunks([source]).get(source)
+        return select_passages(query, chunks, intent=clean_text(intent), embedder=self.embedder) if chunks else None
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int:
         """Embed ``queries`` ahead of their searches, each alone, so a prepared search returns the

@@ -10,6 +10,7 @@ each configuration file, then each command, URL, Python function and run file.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from judge_runner.core.ids import unique_name
 from judge_runner.core.models import SEARCH_MODES, SearchMode
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.search.base import SearchBackend
-from judge_runner.search.documents import DocumentStoreError, open_documents
+from judge_runner.search.documents import DocumentStoreError, IndexDocuments, open_documents
 from judge_runner.search.external import CommandSearch
 from judge_runner.search.http_search import HttpSearch, parse_headers
 from judge_runner.search.mapping import MAX_REPLY_BYTES, FieldMapping, ReplyRules
@@ -131,13 +132,15 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], str | None]:
 @dataclass(frozen=True)
 class _Shared:
     """What every external adapter of one run shares: the default ``timeout`` (seconds), retries, the
-    document store for text-less results, the snippet length and the embedder passages are chosen under."""
+    document store (``corpus``, else the built-in index's ``index_store``), the snippet length and the
+    embedder passages are chosen under."""
 
     timeout: float
     max_retries: int
     corpus: Path | None
     snippet_chars: int
     embedder: TextEmbedder | None = None
+    index_store: IndexDocuments | None = None  # the built-in index, the store when no corpus is given
 
 
 def external_backend(config: ExternalConfig, shared: _Shared) -> CommandSearch | HttpSearch:
@@ -148,7 +151,7 @@ def external_backend(config: ExternalConfig, shared: _Shared) -> CommandSearch |
     try:
         mapping = FieldMapping.parse(config.fields)
         store = config.corpus or shared.corpus
-        documents = open_documents(store, shared.embedder) if store is not None else None
+        documents = open_documents(store, shared.embedder) if store is not None else shared.index_store
         bound = int(config.max_reply_mb * 1048576) if config.max_reply_mb else MAX_REPLY_BYTES
         timeout = config.timeout or shared.timeout
         if config.command:
@@ -182,37 +185,64 @@ def open_systems(
     query_ids: dict[str, str] | None = None,
     open_builtin: Callable[[SearchSettings], Any] | None = None,
     embedder: TextEmbedder | None = None,
+    index_label: str = "index",
 ) -> list[System]:
     """The systems of the resolved ``spec``, in the order the module docstring gives. ``index``: the open
-    built-in index (None when none is judged); ``corpus``: the default document store; ``query_ids``: query
+    built-in index (None when none is judged); ``corpus``: the default document store, else, when the built-in
+    search is judged, its index (named ``index:<index_label>``), so every system is shown the same passages of a
+    document; ``query_ids``: query
     text to id (for run files); ``open_builtin(search settings)`` opens the index with a configuration
     file's settings; ``embedder``: the command's one embedder, under which document stores choose passages.
     Raises SystemsError."""
     taken: set[str] = set()
     systems = builtin_systems(spec, settings.search, index, taken)
     store = spec.corpus or corpus
-    shared = _Shared(spec.timeout or settings.timeout, settings.max_retries, store, settings.search.snippet_chars, embedder)
+    # the built-in search judged beside them: every system is shown the index's passages of a document
+    index_store = IndexDocuments(index, f"index:{index_label}") if store is None and index is not None and spec.modes else None
+    shared = _Shared(spec.timeout or settings.timeout, settings.max_retries, store, settings.search.snippet_chars, embedder, index_store)
     if spec.table:
         systems.append(table_system(spec, shared, taken))
     for path in spec.configs:
         systems.append(config_file_system(path, spec.mode, shared, open_builtin, taken))
-    for command in spec.commands:
+    for given in spec.commands:
+        name, command = named(given)
         command_search = external_backend(ExternalConfig(command=command, fields=spec.fields), shared)
-        systems.append(System(unique_name(f"command:{command_search.name}", taken), command_search, spec.mode, command_search.describe()))
-    for url in spec.urls:
+        system_name = claim(name, taken) if name else unique_name(f"command:{command_search.name}", taken)
+        systems.append(System(system_name, command_search, spec.mode, command_search.describe()))
+    for given in spec.urls:
+        name, url = named(given)
         http = external_backend(ExternalConfig(url=url, headers=list(spec.headers), fields=spec.fields), shared)
-        systems.append(System(unique_name(f"url:{http.name}", taken), http, spec.mode, http.describe()))
+        systems.append(System(claim(name, taken) if name else unique_name(f"url:{http.name}", taken), http, spec.mode, http.describe()))
     for name, function in spec.functions:
         systems.append(function_system(function, name, spec, shared, taken))
     for run in spec.runs:
-        if store is None:
+        if store is None and index_store is None:
             raise SystemsError(f"--run {run} needs --corpus (a BEIR corpus.jsonl or a fixtures folder) for the documents' text")
         try:
-            trec = TrecRunSearch(run, open_documents(store, embedder), query_ids or {}, snippet_chars=shared.snippet_chars)
+            documents = open_documents(store, embedder) if store is not None else index_store
+            trec = TrecRunSearch(run, documents, query_ids or {}, snippet_chars=shared.snippet_chars)
         except (TrecRunError, DocumentStoreError) as exc:
             raise SystemsError(str(exc)) from None
         systems.append(System(unique_name(f"run:{trec.name}", taken), trec, spec.mode, trec.describe()))
     return systems
+
+
+_NAMED = re.compile(r"([A-Za-z][\w.-]*)=(\S.*)", re.DOTALL)
+
+
+def named(given: str) -> tuple[str | None, str]:
+    """``(name, command or URL)`` of a ``--search-command``/``--search-url`` value, ``NAME=VALUE`` naming its
+    system (a name: a letter, then letters, digits, ``_ . -``); ``(None, given)`` otherwise."""
+    found = _NAMED.fullmatch(given.strip())
+    return (found.group(1), found.group(2)) if found else (None, given)
+
+
+def claim(name: str, taken: set[str]) -> str:
+    """``name`` for one system, added to ``taken``. Raises SystemsError when another system has it."""
+    if name in taken:
+        raise SystemsError(f"two systems are named {name!r}; give each its own NAME=")
+    taken.add(name)
+    return name
 
 
 def builtin_systems(spec: SystemsSpec, search: SearchSettings, index: SearchBackend | None, taken: set[str]) -> list[System]:
@@ -224,9 +254,61 @@ def builtin_systems(spec: SystemsSpec, search: SearchSettings, index: SearchBack
         if index is None:
             raise SystemsError("the built-in search is not available here")
         name = unique_name(mode if len(spec.modes) > 1 or spec.external else "builtin", taken)
-        systems.append(
-            System(name, index, mode, {"kind": "builtin", "mode": mode, "searchConfig": search.model_dump(exclude={"external"})})
-        )
+        systems.append(System(name, index, mode, builtin_description(mode, search)))
+    return systems
+
+
+def builtin_description(mode: str, search: SearchSettings) -> dict[str, Any]:
+    """What provenance records of the built-in search in ``mode``."""
+    return {"kind": "builtin", "mode": mode, "searchConfig": search.model_dump(exclude={"external"})}
+
+
+GIVE_AGAIN = {
+    "http": "--search-url (with its --search-header): the file keeps neither credentials, query string nor header values",
+    "trec-run": "--run and --corpus: the file keeps the run's name, not its path",
+    "python": "the same search function: a function cannot be written to a file",
+    "builtin": "--compare: the file keeps the configuration's name, not its path",
+    "command": "--search-command: the file keeps the command with its secrets hidden",
+}
+"""What to give again for a recorded system :func:`reopen_systems` cannot rebuild, by kind."""
+
+
+def reopen_systems(
+    recorded: list[dict[str, Any]],
+    settings: SystemsSettings,
+    index: SearchBackend | None,
+    *,
+    mode: SearchMode,
+    embedder: TextEmbedder | None = None,
+) -> list[System]:
+    """The systems a run file's ``provenance.searchSystems`` records, opened again under their recorded names:
+    the built-in search in its modes (with today's search settings) and commands recorded whole; ``mode``: the
+    mode the run asked other systems in. Raises SystemsError naming what to give again for any other system."""
+    systems = []
+    for entry in recorded:
+        kind, name = str(entry.get("kind")), str(entry.get("name"))
+        if kind == "builtin" and "config" not in entry:
+            if index is None:
+                raise SystemsError("the built-in search is not available here")
+            systems.append(System(name, index, entry["mode"], builtin_description(entry["mode"], settings.search)))
+        elif kind == "command" and "***" not in str(entry.get("command")):
+            documents = str(entry.get("documents") or "")
+            in_index = documents.startswith("index:") and index is not None
+            if documents and not in_index and not Path(documents).exists():
+                raise SystemsError(f"{name}: its documents {documents} are gone; give --search-command and --corpus again")
+            config = ExternalConfig(
+                command=entry.get("command"),
+                fields=entry.get("fields") or None,
+                timeout=entry.get("timeoutS"),
+                corpus=Path(documents) if documents and not in_index else None,
+                max_reply_mb=entry["maxReplyBytes"] / 1048576 if entry.get("maxReplyBytes") else None,
+            )
+            store = IndexDocuments(index, documents) if in_index else None
+            shared = _Shared(settings.timeout, settings.max_retries, None, settings.search.snippet_chars, embedder, store)
+            backend = external_backend(config, shared)
+            systems.append(System(name, backend, mode, backend.describe()))
+        else:
+            raise SystemsError(f"{name} cannot be rebuilt from the run file; give {GIVE_AGAIN.get(kind, 'its flags')} again")
     return systems
 
 
@@ -279,7 +361,7 @@ def function_system(function: SearchFunction, name: str | None, spec: SystemsSpe
     """A Python function's system (:class:`~judge_runner.search.python_search.CallableSearch`), named
     ``name`` or ``python:<function name>``. Raises SystemsError (not a callable, bad fields or corpus)."""
     try:
-        documents = open_documents(shared.corpus, shared.embedder) if shared.corpus is not None else None
+        documents = open_documents(shared.corpus, shared.embedder) if shared.corpus is not None else shared.index_store
         backend = CallableSearch(
             function, mapping=FieldMapping.parse(spec.fields), documents=documents, snippet_chars=shared.snippet_chars, name=name
         )

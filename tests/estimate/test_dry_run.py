@@ -328,3 +328,20 @@ def test_a_dry_run_whose_searches_fail_says_why(query_set, db_copy, tmp_path):
     assert "warning: 15 searches failed" in result.stdout and "the first: " in result.stdout
     report = dry_run([*args[:-1], "--search-command", "false {query}", "--corpus", str(tmp_path)], {})
     assert report["phaseTwo"]["searchFailures"] == 15 and "exit" in report["phaseTwo"]["firstSearchFailure"].lower()
+
+
+def test_the_offline_judges_dry_run_counts_its_own_cached_labels(query_set, db_copy, tmp_path):
+    """The dry run counts the labels the run's judge reuses under its own cache key (the heuristic's embedder in it),
+    not another provider's: after one offline run, evaluate and rejudge dry runs find every label, as the runs do."""
+    args = ["evaluate", "--queries", str(query_set), "--db", str(db_copy), "--cache", str(tmp_path / "j.sqlite"), "--provider", "offline"]
+    assert invoke([*args, "--out-dir", str(tmp_path / "runs")]).exit_code == 0
+    run = next((tmp_path / "runs").glob("*.jsonl"))
+    judged = sum(e["labelsJudged"] for e in run_lines(tmp_path / "runs") if e["type"] == "evaluation")
+    estimated = dry_run(args, {})["phaseTwo"]
+    assert estimated["runJudge"]["provider"] == "offline" and estimated["runJudge"]["model"].endswith("+hash-384-v1")
+    assert estimated["runJudge"]["labelsToJudge"] == 0 and estimated["runJudge"]["labelsCached"] == judged > 0
+    again = invoke([*args, "--out-dir", str(tmp_path / "again")])
+    assert sum(e["labelsJudged"] for e in run_lines(tmp_path / "again") if e["type"] == "evaluation") == 0, again.output
+    rejudge = ["rejudge", str(run), "--db", str(db_copy), "--cache", str(tmp_path / "j.sqlite"), "--provider", "offline"]
+    text = invoke([*rejudge, "--dry-run"]).stdout
+    assert f"0 to judge, {judged} in the judgment cache" in text and "why 0" not in text

@@ -99,3 +99,37 @@ def test_metrics_follow_design_definitions(tmp_path):
     assert ev["metrics"] == {"nDCG@10": 1.0, "R@10": 1.0, "RR(rel=2)": 1.0}
     assert [r["relevant"] for r in ev["results"]] == [True, True]
     assert json.dumps(ev)  # serialisable
+
+
+def test_a_crash_before_the_summary_leaves_a_summary_saying_the_run_was_cut_short(tmp_path, monkeypatch):
+    import judge_runner.evaluation.state as state_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug with a secret sk-123456")
+
+    monkeypatch.setattr(state_module, "build_summary", broken)
+    with pytest.raises(RuntimeError):
+        run(tmp_path, queries(3), StubSearch())
+    lines = list(read_run(next(tmp_path.glob("*.jsonl"))))
+    assert [l["type"] for l in lines] == ["run_start", "evaluation", "evaluation", "evaluation", "summary"]
+    summary = lines[-1]
+    jsonschema.validate(summary, load_schema("summary.schema.json"))
+    assert summary["stopReason"] == "internal error: RuntimeError" and summary["evaluated"] == 3 and summary["totalQueries"] == 3
+    assert "sk-123456" not in json.dumps(summary)
+
+
+def test_a_crash_in_a_compare_runs_summary_leaves_a_summary_saying_the_run_was_cut_short(tmp_path, monkeypatch):
+    import judge_runner.evaluation.compare as compare_module
+    from judge_runner.search.systems import System
+
+    def broken(*args, **kwargs):
+        raise ValueError("systems.1.name")
+
+    monkeypatch.setattr(compare_module, "bias_corrected", broken)
+    systems = [System(name, StubSearch(), "hybrid", {"kind": "stub"}) for name in ("a", "b")]
+    writer = RunWriter(tmp_path)
+    with pytest.raises(ValueError):
+        compare_module.run_systems(queries(2), systems, writer, {"config": {}}, RunContext(StubJudge(), EvaluateOptions(), output=QUIET))
+    lines = list(read_run(writer.path))
+    assert [l.get("system") for l in lines if l["type"] == "evaluation"] == ["a", "a", "b", "b"]
+    assert lines[-1]["type"] == "summary" and lines[-1]["stopReason"] == "internal error: ValueError"

@@ -188,3 +188,10 @@ def test_the_t_quantile_rests_on_the_values_off_a_value_most_labelled_queries_sh
     judge = rng.normal(0, 0.05, 200)
     found = tuned_mean(judge, judge[:12], [0.0] * 10 + [0.2, -0.1], bounds=(-1, 1))
     assert found.df == 1 and found.half_width == pytest.approx(t_quantile(1) * np.sqrt(found.variance))
+
+
+def test_lines_with_and_without_a_system_are_not_corrected_and_do_not_crash():
+    lines = [line(f"h{i}", 0.4, 0.5, ["human", "human"], {"nDCG@10": 0.5, "relevance": 0.5}) for i in range(4)]
+    mixed = [{**one, "system": "command:search"} for one in lines[:2]] + lines[2:]
+    block = bias_corrected(mixed)
+    assert block is not None and "mixes two runs" in block["skipped"] and block["systems"] == []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from judge_runner.search.systems import named
 from tests.support.clitools import invoke, run_lines
 from tests.support.engines.bm25s_service import Bm25sService
 from tests.support.fakes.fake_llm import FakeLLMServer
@@ -586,3 +587,17 @@ def test_unusable_adapter_stops_the_main_job_before_phase_one(db, tmp_path):
         assert llm.count("openai") == 0  # nothing spent
     assert result.exit_code == 2 and "MISSING_TOKEN is not set" in result.output
     assert not list(out.glob("*.jsonl")) if out.exists() else True
+
+
+@pytest.mark.parametrize(
+    "given,expected",
+    [
+        ("fast=mysearch {query}", ("fast", "mysearch {query}")),
+        ("mysearch --limit={limit} {query}", (None, "mysearch --limit={limit} {query}")),
+        ("python3 -c 'x=1' {query}", (None, "python3 -c 'x=1' {query}")),
+        ("http://127.0.0.1:9/search?a=b", (None, "http://127.0.0.1:9/search?a=b")),
+        ("prod=http://127.0.0.1:9/search", ("prod", "http://127.0.0.1:9/search")),
+    ],
+)
+def test_a_search_flag_may_name_its_system(given, expected):
+    assert named(given) == expected

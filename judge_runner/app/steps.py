@@ -41,7 +41,7 @@ from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import provenance
 from judge_runner.evaluation.loop import is_heuristic, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.evaluation.state import RunFinish, RunOutcome, begin_run, end_run
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.llm.errors import LLMError
 from judge_runner.querygen.card import card_lines
@@ -362,6 +362,8 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     )
     state = begin_run(writer, run_start, 0)
     state.phase_one_stopped(stopped_by)
-    outcome = end_run(state, writer, job.options, started=started, budget=job.roles.budget, heuristic=is_heuristic(job.roles.judge))
+    outcome = end_run(
+        state, writer, job.options, RunFinish(started=started, budget=job.roles.budget, heuristic=is_heuristic(job.roles.judge))
+    )
     print_summary(outcome, job.printer)
     return outcome

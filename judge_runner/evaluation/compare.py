@@ -15,13 +15,13 @@ from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
 from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.evaluation.state import RunFinish, RunOutcome, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.write import build_summary
+from judge_runner.runs.write import SummaryInputs, build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
 
@@ -94,14 +94,16 @@ def system_averages(
         mine,
         failed,
         len(mine) + len(failed),
-        interrupted=False,
-        budget_exhausted=False,
-        cost_usd=None,
-        usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
-        duration_s=0.0,
-        heuristic=False,
-        recommended_focus=focus.text() if focus is not None else None,
-        focus_evidence=focus.block() if focus is not None else None,
+        SummaryInputs(
+            interrupted=False,
+            budget_exhausted=False,
+            cost_usd=None,
+            usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
+            duration_s=0.0,
+            heuristic=False,
+            recommended_focus=focus.text() if focus is not None else None,
+            focus_evidence=focus.block() if focus is not None else None,
+        ),
     )
     return {"name": name, "evaluated": len(mine), "failed": len(failed), **{k: summary[k] for k in REFERENCE_FIELDS}}
 
@@ -231,4 +233,4 @@ def run_systems(
     )
     batching = getattr(ctx.judge, "batching", None)
     batch = batching.stats.as_dict() if batching is not None else None
-    return end_run(state, final, ctx.options, started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch)
+    return end_run(state, final, ctx.options, RunFinish(started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch))

@@ -24,7 +24,17 @@ from judge_runner.core.models import Query
 from judge_runner.evaluation.context import RunContext, RunOutput
 from judge_runner.evaluation.lines import batch_line, error_line, evaluation_line, provenance
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import MAX_FAILED_SHARE, RunEnd, RunOutcome, RunState, begin_run, end_run, end_status, stops_run
+from judge_runner.evaluation.state import (
+    MAX_FAILED_SHARE,
+    RunEnd,
+    RunFinish,
+    RunOutcome,
+    RunState,
+    begin_run,
+    end_run,
+    end_status,
+    stops_run,
+)
 from judge_runner.judging.call_pool import CallPool, detached
 from judge_runner.judging.labelling import Tally, judge_query
 from judge_runner.judging.protocol import Judge
@@ -382,10 +392,7 @@ def run_evaluation(
     RunLoop(ctx, state, writer).run(queries, search)
     circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
     batch = batching.stats.as_dict() if batching is not None else None
-    return end_run(
-        state,
-        writer,
-        ctx.options,
+    finish = RunFinish(
         started=started,
         budget=ctx.budget,
         heuristic=ctx.heuristic,
@@ -394,3 +401,4 @@ def run_evaluation(
         batch=batch,
         carried=prior,
     )
+    return end_run(state, writer, ctx.options, finish)

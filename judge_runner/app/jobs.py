@@ -18,6 +18,7 @@ from judge_runner.app.inputs import (
 )
 from judge_runner.app.resume import read_resume_point, resumed_settings, warn_judge_change
 from judge_runner.app.steps import (
+    RunInputs,
     evaluate_queries,
     make_roles,
     new_job,
@@ -54,7 +55,7 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
             if isinstance(first, RunOutcome):
                 return first
             warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
-            return evaluate_queries(job, first.queries, generation=first)
+            return evaluate_queries(job, first.queries, RunInputs(generation=first))
         finally:
             close_systems(job.systems)
 
@@ -122,7 +123,7 @@ def evaluate_job(
         job_systems = open_search_systems(settings, searches, None, None, query_set.queries, printer)
         job = new_job(settings, make_roles(settings, need_generator=False, say=printer.err), None, out_dir, printer, job_systems)
         try:
-            return evaluate_queries(job, query_set.queries, all_queries=query_set.queries, card=query_set.card)
+            return evaluate_queries(job, query_set.queries, RunInputs(all_queries=query_set.queries, card=query_set.card))
         finally:
             close_systems(job_systems)
     index = open_index(settings, must_exist=True)
@@ -145,6 +146,6 @@ def evaluate_job(
             warn_judge_change(roles.judge, resume, printer)
         job = new_job(settings, roles, index, out_dir, printer, job_systems)
         try:
-            return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries, card=query_set.card)
+            return evaluate_queries(job, queries, RunInputs(resume=resume, all_queries=query_set.queries, card=query_set.card))
         finally:
             close_systems(job_systems)

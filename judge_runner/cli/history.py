@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from judge_runner import api
-from judge_runner.app.history import pin_baseline, show_trend, write_report
+from judge_runner.app.history import TrendView, pin_baseline, show_trend, write_report
 from judge_runner.cli.cache import CACHE
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer, settings
@@ -63,7 +63,8 @@ def trend(
     """
     store = known_cache(cache)
     built = api.trend(results, min_effect=min_effect, cache=store).trend if query_id is None else None
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, store, built)
+    view = TrendView(fmt=fmt, wide=wide, query_id=query_id, plot=plot, min_effect=min_effect, fail_on_regression=fail_on_regression)
+    show_trend(results, view, printer(), store, built)
 
 
 @click.group()

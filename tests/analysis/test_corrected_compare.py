@@ -113,14 +113,14 @@ def test_three_systems_get_rank_sets_and_the_clearly_worse_one_is_never_first():
 
 
 def gated(tmp_path, old, new):
-    from judge_runner.app.history import show_trend
+    from judge_runner.app.history import TrendView, show_trend
     from judge_runner.core.failures import GateFailedError
     from judge_runner.core.printer import Printer
 
     write_run(tmp_path, "20261201T090000Z", {"": old}, minute=0)
     write_run(tmp_path, "20261208T090000Z", {"": new}, minute=1)
     try:
-        show_trend(tmp_path, "json", None, None, 0.03, True, Printer(out=lambda m: None, err=lambda m: None))
+        show_trend(tmp_path, TrendView(fmt="json", fail_on_regression=True), Printer(out=lambda m: None, err=lambda m: None))
     except GateFailedError as exc:
         return str(exc)
     return None

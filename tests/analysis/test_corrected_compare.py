@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
-from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking, more_to_decide
+from judge_runner.measures.ppi_compare import Arm, corrected_difference, corrected_ranking, more_to_decide
 from tests.support.corrected_runs import graded_answers, write_run
 
 
@@ -45,12 +45,7 @@ def test_the_corrected_difference_covers_the_true_difference_at_the_nominal_rate
         ids = [f"q{i}" for i in range(150)]
         labelled = rng.choice(150, 40, replace=False)
         diff = corrected_difference(
-            dict(zip(ids, fa)),
-            dict(zip(ids, fb)),
-            {ids[i]: a[i] for i in labelled},
-            {ids[i]: b[i] for i in labelled},
-            system="B",
-            against="A",
+            Arm("A", dict(zip(ids, fa)), {ids[i]: a[i] for i in labelled}), Arm("B", dict(zip(ids, fb)), {ids[i]: b[i] for i in labelled})
         )
         low, high = diff.found.ci95
         covered += low <= truth <= high
@@ -68,7 +63,7 @@ def test_the_verdict_says_cannot_tell_exactly_when_the_interval_holds_zero():
         ids = [f"q{i}" for i in range(120)]
         lab = rng.choice(120, 30, replace=False)
         diff = corrected_difference(
-            dict(zip(ids, fa)), dict(zip(ids, fb)), {ids[i]: a[i] for i in lab}, {ids[i]: b[i] for i in lab}, system="B", against="A"
+            Arm("A", dict(zip(ids, fa)), {ids[i]: a[i] for i in lab}), Arm("B", dict(zip(ids, fb)), {ids[i]: b[i] for i in lab})
         )
         low, high = diff.found.ci95
         if low <= 0 <= high:

@@ -141,10 +141,10 @@ def test_labelled_queries_that_all_agree_give_the_rule_of_three_not_a_point():
     from judge_runner.measures.ppi_compare import more_to_decide
 
     assert more_to_decide(same).text.startswith("no difference")
-    from judge_runner.measures.ppi_compare import corrected_difference
+    from judge_runner.measures.ppi_compare import Arm, corrected_difference
 
     zeros = {f"q{i}": 0.5 for i in range(19)}
-    diff = corrected_difference(zeros, zeros, dict(list(zeros.items())[:12]), dict(list(zeros.items())[:12]))
+    diff = corrected_difference(Arm("A", zeros, dict(list(zeros.items())[:12])), Arm("B", zeros, dict(list(zeros.items())[:12])))
     assert (diff.outcome, diff.verdict) == (
         "same",
         "no difference: both give the same value on every query, for the judge and for the people",

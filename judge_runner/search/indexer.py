@@ -63,6 +63,8 @@ class IndexReport:
 # Bump when chunking or lexical processing changes: an index written by another version is re-chunked
 # and re-embedded in full on the next run, since unchanged file hashes would otherwise keep old chunks.
 CHUNKER_VERSION = "3"  # 3: front matter, CR line endings, NFC sources, detected encodings
+BATCH_CHUNKS = 256
+"""Chunks embedded per call and committed per transaction, about."""
 
 
 def _reusable_hashes(index: Any) -> dict[str, str]:
@@ -142,9 +144,8 @@ def _write(
     prune: bool,
     root_label: str,
     progress: Callable[[str, int, int], None] | None,
-    batch_chunks: int = 256,
 ) -> IndexReport:
-    """Embed and write the pending documents in batches of about ``batch_chunks`` chunks, committing
+    """Embed and write the pending documents in batches of about :data:`BATCH_CHUNKS` chunks, committing
     after each batch, then prune and record the corpus fingerprint.
 
     Each document is replaced inside one transaction, so a crash or Ctrl+C leaves every document either
@@ -160,7 +161,7 @@ def _write(
         for i, item in enumerate(pending):
             batch.append(item)
             size = sum(len(b[4]) for b in batch)
-            if size < batch_chunks and i + 1 < len(pending):
+            if size < BATCH_CHUNKS and i + 1 < len(pending):
                 continue
             texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
             for (source, sha, fmt, size_bytes, chunks), vectors in _embed_batch(index.embedder, batch, report, current):

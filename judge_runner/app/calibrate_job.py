@@ -25,6 +25,7 @@ from judge_runner.core.failures import GateFailedError, IncompleteRunError, Usag
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, rich_text
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV, choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key, default_trials
@@ -175,7 +176,7 @@ def index_plan(collection: Collection, scope: str, candidates: int, queries: int
     )
 
 
-def embedding_estimate(chunks: int, embedder: Any) -> str:
+def embedding_estimate(chunks: int, embedder: TextEmbedder) -> str:
     """``embedding N chunks with the <kind> embedder: about T (R chunks/s measured on a 2-core machine)``,
     from the registry's :attr:`judge_runner.embed.registry.EmbedderSpec.chunks_per_s`."""
     kind = getattr(embedder, "kind", None) or "torch"
@@ -187,7 +188,9 @@ def embedding_estimate(chunks: int, embedder: Any) -> str:
     return text
 
 
-def planned_progress(meter: Callable[[str, int, int], None], embedder: Any, say: Callable[[str], None]) -> Callable[[str, int, int], None]:
+def planned_progress(
+    meter: Callable[[str, int, int], None], embedder: TextEmbedder, say: Callable[[str], None]
+) -> Callable[[str, int, int], None]:
     """``meter`` that first says, when embedding starts, how many chunks and about how long
     (:func:`embedding_estimate`)."""
 

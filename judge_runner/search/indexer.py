@@ -21,7 +21,7 @@ from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
-from judge_runner.embed.base import EmbeddingModelError
+from judge_runner.embed.base import EmbeddingModelError, TextEmbedder
 
 
 @dataclass
@@ -194,7 +194,7 @@ def _write(
     return report
 
 
-def _embed_batch(embedder: Any, batch: list[tuple], report: IndexReport, current: dict[str, str]) -> list[tuple[Any, Any]]:
+def _embed_batch(embedder: TextEmbedder, batch: list[tuple], report: IndexReport, current: dict[str, str]) -> list[tuple[Any, Any]]:
     """``[(item, vectors)]`` for a batch of pending documents, embedded in one call. When that call
     fails, each document is embedded alone and one that still fails is skipped with its reason (and
     dropped from ``current``, so it is retried next time): one file never sinks an index. A model that

@@ -32,6 +32,7 @@ from judge_runner.judging.fingerprint import build_fingerprint, comparability_ke
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_judged_runs
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.progress import IndexProgress, format_duration
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
@@ -210,7 +211,7 @@ def trec_run_names(run_files: Sequence[Path]) -> list[str]:
 
 
 def collect_runs(
-    index: Any,
+    index: SearchIndex | None,
     queries: list,
     systems: Sequence[str],
     run_files: Sequence[Path],
@@ -218,13 +219,15 @@ def collect_runs(
     meter: Callable[[str, int, int], None] | None = None,
 ) -> Runs:
     """The built-in ``systems`` (names of :data:`BUILTIN_SYSTEMS`, plus the controls when ``hybrid`` runs) and
-    the TREC runs. Raises UsageError for an unknown system name or when no system is left."""
+    the TREC runs (``index``: None when no built-in system is asked). Raises UsageError for an unknown
+    system name or when no system is left."""
     known = {s.name: s for s in BUILTIN_SYSTEMS}
     unknown = [s for s in systems if s not in known]
     if unknown:
         raise UsageError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     runs: Runs = {}
     if systems:
+        assert index is not None, "built-in systems are searched on the index"
         printer.note(f"searching {len(queries)} queries with {', '.join(systems)} ...")
         runs.update(builtin_runs(index, queries, [known[s] for s in systems], progress=meter))
         if "hybrid" in runs:

@@ -45,7 +45,7 @@ from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, submit_tool
 from judge_runner.querygen.submitted import query_set_sha256
-from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchIndex
 from judge_runner.search.passages import SHOWN_TEXT_CAP
 from judge_runner.search.systems import SystemsSpec
 
@@ -249,7 +249,7 @@ def rough_answerability(settings: Settings, count: int) -> dict[str, Any]:
 
 # -- the jobs -------------------------------------------------------------------------------------------------
 def searched_report(
-    command: str, settings: Settings, searches: Searches, index: Any, fixtures: Path | None, queries: list, printer: Printer
+    command: str, settings: Settings, searches: Searches, index: SearchIndex | None, fixtures: Path | None, queries: list, printer: Printer
 ) -> dict[str, Any]:
     """The report of ``command`` with judge calls estimated from ``queries`` searched on the run's systems.
     Closes the systems it opens and ``index``."""

@@ -50,6 +50,7 @@ from judge_runner.querygen.protocol import GenerationResult, generate_queries
 from judge_runner.querygen.review import ReviewOptions, review_query_set
 from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.runs.write import RunWriter, utc_now
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.systems import System
 
 PROMPTS = (
@@ -64,7 +65,7 @@ PROMPTS = (
 
 
 # -- providers ------------------------------------------------------------------------------------------
-def make_roles(settings: Settings, need_generator: bool, say: Say, index: Any = None) -> Roles:
+def make_roles(settings: Settings, need_generator: bool, say: Say, index: SearchIndex | None = None) -> Roles:
     """The run's :class:`~judge_runner.app.roles.Roles` (query writer or None, judge, budget, judge
     concurrency and price, the command's embedder) for ``settings.provider``, built by
     :func:`judge_runner.app.roles.build_roles` from the provider registry (``auto``: the first provider

@@ -15,6 +15,7 @@ from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, price_for
+from judge_runner.search.base import SearchIndex
 
 __all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
 
@@ -77,7 +78,7 @@ def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) ->
 
 def start_estimate(
     queries: Sequence[Query],
-    index: Any,
+    index: SearchIndex,
     judge: Judge,
     options: RunOptions,
     cache: JudgmentCache | None,

@@ -22,6 +22,7 @@ from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
 from judge_runner.embed.base import EmbeddingModelError, TextEmbedder
+from judge_runner.search.base import SearchIndex
 
 
 @dataclass
@@ -67,7 +68,7 @@ BATCH_CHUNKS = 256
 """Chunks embedded per call and committed per transaction, about."""
 
 
-def _reusable_hashes(index: Any) -> dict[str, str]:
+def _reusable_hashes(index: SearchIndex) -> dict[str, str]:
     """Hashes of documents whose chunks can be kept: none when the index was chunked by another version."""
     return index.document_hashes() if index.get_meta("chunker_version") == CHUNKER_VERSION else {}
 
@@ -81,7 +82,7 @@ def corpus_fingerprint(hashes: dict[str, str]) -> str:
 
 
 def index_tree(
-    index: Any,
+    index: SearchIndex,
     root: Path,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     prune: bool = True,
@@ -136,7 +137,7 @@ def index_tree(
 
 
 def _write(
-    index: Any,
+    index: SearchIndex,
     pending: list[tuple],
     current: dict[str, str],
     known: dict[str, str],
@@ -232,7 +233,9 @@ class BeirFormatError(ValueError):
     """A BEIR corpus file that cannot be read (not JSON lines, or records without ``_id``)."""
 
 
-def index_beir(index: Any, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
+def index_beir(
+    index: SearchIndex, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None
+) -> IndexReport:
     """Index a BEIR-format corpus (JSON lines ``{_id, title, text}``; Thakur et al. 2021): each record
     one document whose source is its ``_id``, its title the anchor of every chunk. Incremental by the
     sha256 of each record's title and text. A line that is not a JSON object, or has no ``_id``, is

@@ -15,13 +15,13 @@ from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
 from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunFinish, RunOutcome, begin_run, end_run
+from judge_runner.evaluation.state import RunFinish, RunOutcome, RunState, begin_run, end_run
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.write import SummaryInputs, build_summary
+from judge_runner.runs.write import RunWriter, SummaryInputs, build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
 
@@ -30,7 +30,7 @@ class SystemWriter:
     """The run writer seen by one system: every ``evaluation`` and ``error`` line gets ``system``, set in the
     line dict itself so the run's state records it too."""
 
-    def __init__(self, writer: Any, system: str):
+    def __init__(self, writer: RunWriter, system: str):
         self.writer, self.system = writer, system
         self.run_id, self.path = writer.run_id, writer.path
 
@@ -56,7 +56,7 @@ class CompareSummaryWriter(SystemWriter):
     """Writes a compare run's summary: adds ``comparison``, sets :data:`REFERENCE_FIELDS` to the reference's
     and ``biasCorrected`` to every system's, in the summary dict itself."""
 
-    def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float, options: EvaluateOptions | None = None):
+    def __init__(self, writer: RunWriter, systems: list[str], state: RunState, min_effect: float, options: EvaluateOptions | None = None):
         super().__init__(writer, "")
         self.systems, self.state, self.min_effect, self.options = systems, state, min_effect, options or EvaluateOptions()
 
@@ -210,7 +210,7 @@ def difference_words(diff: dict[str, Any]) -> str:
 def run_systems(
     queries: list[Query],
     systems: list[Any],
-    writer: Any,
+    writer: RunWriter,
     run_start: dict,
     ctx: RunContext,
     *,

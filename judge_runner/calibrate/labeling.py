@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from judge_runner.calibrate.data import CalibrationQuery
 from judge_runner.core.models import JudgeMode
-from judge_runner.judging.fence import render_document
+from judge_runner.judging.fence import RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
 from judge_runner.judging.protocol import Judge, LabelReply
 from judge_runner.judging.requests import ListItem
@@ -79,7 +79,7 @@ class ProtocolLabeler:
         return [render_document(d.docid, d.anchor, d.text) for d in docs]
 
     @staticmethod
-    def _result(reply: LabelReply, rendered: Any) -> LabelResult:
+    def _result(reply: LabelReply, rendered: RenderedDocument) -> LabelResult:
         usage = reply.usage
         return LabelResult(
             int(reply.label),

@@ -36,7 +36,7 @@ from judge_runner.evaluation.state import (
     stops_run,
 )
 from judge_runner.judging.call_pool import CallPool, detached
-from judge_runner.judging.labelling import Tally, judge_query
+from judge_runner.judging.labelling import QueryJudgment, Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import drawn_designs, human_grades
 from judge_runner.llm.errors import CallsStopped
@@ -269,7 +269,7 @@ class RunLoop:
             f'[{self.state.done}/{self.state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}'
         )
 
-    def _record_evaluation(self, query: Query, answer: SearchAnswer, outcome: Any) -> None:
+    def _record_evaluation(self, query: Query, answer: SearchAnswer, outcome: QueryJudgment) -> None:
         line = evaluation_line(self.writer.run_id, query, answer, outcome, self.options.search_limit)
         if not self.write(line):
             return

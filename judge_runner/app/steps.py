@@ -85,7 +85,7 @@ class Job:
     """What the phases of one job share, each built once: the settings, the roles (query writer, judge,
     budget), phase two's options (:func:`evaluate_options`), the open index (None when only other
     systems are judged), the folder for run files, where to print, and the searches under test when not
-    only the built-in one (issue 12). Derive a changed job with :func:`dataclasses.replace`."""
+    only the built-in one. Derive a changed job with :func:`dataclasses.replace`."""
 
     settings: Settings
     roles: Roles

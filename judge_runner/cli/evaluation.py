@@ -77,8 +77,7 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     "resume_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
-    "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.",
+    help="Continue an interrupted run file; its judged queries are not sent again.",
 )
 @OUT_DIR
 @MIN_OVERALL

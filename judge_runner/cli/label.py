@@ -88,24 +88,19 @@ def _labeller() -> str:
     type=click.Choice(SAMPLINGS),
     default="queries",
     show_default=True,
-    help="queries: whole queries (every document each returned; what the bias-corrected nDCG@10 needs); "
-    "pairs: pairs stratified by the judge's label (what agreement on rare grades needs). With a budget: the unit drawn, "
-    "whole queries (the question on nDCG@10, which needs every label of a query) or single (query, document) pairs "
-    "(the question on scaled DCG@10, DCG@10 over that of ten grade-3 results: pairs cannot estimate nDCG@10 without bias).",
+    help="queries: whole queries (nDCG@10); pairs: (query, document) pairs.",
 )
 @click.option(
     "--budget",
     type=click.IntRange(min=0),
     default=None,
-    help="Spend about N labels where they narrow the question of --for most (documents labelled before are free), and say "
-    "first what they buy: 'about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in nDCG@10'.",
+    help="Spend about N labels where they narrow the --for question most.",
 )
 @click.option(
     "--budget-minutes",
     type=FiniteFloatRange(min=0),
     default=None,
-    help="The budget in minutes of labelling at your pace: the median time a label took in earlier sessions in --folder "
-    "(yours when 20 or more), else 10 s a label.",
+    help="The budget in minutes of labelling at your pace.",
 )
 @click.option(
     "--for",
@@ -113,9 +108,7 @@ def _labeller() -> str:
     type=click.Choice(QUESTIONS),
     default="mean",
     show_default=True,
-    help="With a budget, the question it narrows: mean, one system's mean (--systems A; default the run's first); "
-    "difference, B - A between two systems of a compare run (--systems A,B; default its two systems); "
-    "ranking, every system of a compare run ranked (--systems A,B,C; default all).",
+    help="The question a budget narrows: mean, difference or ranking.",
 )
 @click.option(
     "--systems", default=None, metavar="A[,B...]", help="With a budget: the systems, named as the run file's system field names them."
@@ -126,7 +119,7 @@ def _labeller() -> str:
     type=FiniteFloatRange(0.005, 1.0),
     default=DEFAULT_WIDTH,
     show_default=True,
-    help="Aim for a 95% interval of mean nDCG@10 this wide (full width) when choosing how many queries to sample.",
+    help="Aim for a 95% interval of mean nDCG@10 this wide.",
 )
 @click.option("--per-label", type=click.IntRange(min=1), default=25, show_default=True, help="--sample pairs: pairs per judge label 0-3.")
 @click.option("--seed", "sample_seed", type=int, default=13, show_default=True, help="Seed of the sample and of the order shown.")
@@ -144,10 +137,7 @@ def _labeller() -> str:
     "allow_hosts",
     type=_HostRuleType(),
     multiple=True,
-    help="Also answer requests addressed to NAME (any port) or NAME:PORT, for a port forward under another host name "
-    "(repeatable; e.g. devbox:8080). Without it the page answers requests addressed to 127.0.0.1 or localhost on any port, "
-    "so a local port forward (ssh -L 8080:127.0.0.1:PORT) works as it is, and refuses any other name (403): a web page "
-    "whose name resolves to 127.0.0.1 could otherwise reach the labels (DNS rebinding).",
+    help="Also answer host NAME[:PORT], for a port forward (repeatable; other names: DNS rebinding).",
 )
 @click.option("--no-cache", is_flag=True, default=None, help="Write the qrels file only; do not import the labels into the judgment cache.")
 @CACHE

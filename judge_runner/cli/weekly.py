@@ -47,7 +47,7 @@ PLAN_OPTIONS = ("fixtures", "queries_path", "regenerate", "results", "reports", 
     type=click.IntRange(min=1),
     default=52,
     show_default=True,
-    help="Run files to keep (the baseline, and a run file a label session in ./labels or the cache still needs, are kept too).",
+    help="Run files to keep (the baseline and files a label session needs too).",
 )
 @click.option(
     "--log",

@@ -156,46 +156,24 @@ def label(
     """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
 
     \b
-    RESULTS are run files (quality-results/*.jsonl) to sample from; a session that exists is resumed
-    without them. The page shows each query, its intent and the text the judge was shown, never the
-    judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo (the last label
-    of this tab; a key held down counts once). Every label is written at once (labels/NAME.journal.jsonl,
-    fsynced) and the labels become labels/NAME.qrels (TREC qrels) and the human qrels set NAME in the
-    judgment cache, as `qrels import` would make it: the next evaluate uses them and corrects its mean
-    nDCG@10 with them (docs/calibration.md). A label given within 1 s of its document is flagged
-    "fast" in the journal and counted on the page.
+    RESULTS are run files to sample from; a session that exists resumes without them. The page never shows
+    the judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo. Each label is
+    written at once (labels/NAME.journal.jsonl) and becomes labels/NAME.qrels and the human qrels set NAME
+    in the judgment cache, which the next evaluate uses (docs/calibration.md). One process per set.
     \b
-    One process per set: a second `label --name NAME` is refused, naming the process that has it (pid,
-    host, since when); several tabs of one page are fine. When another process holds the judgment
-    cache's write lock, labels are saved in the journal at once and go into the cache when it frees; the
-    last line says where every label went, with the `qrels import` command for any the cache missed.
-    Through a port forward: see --allow-host.
-    \b
-    With --budget N (labels) or --budget-minutes M, the labels go where they narrow one question most: one
-    run's mean (--for mean), the difference B - A of two systems of a compare run (--for difference
-    --systems A,B), or the ranking of its systems (--for ranking: whole queries pooled as TREC pools, each
-    system's top 10, or its top k when the budget buys too few queries so; the closest pairs first). Units
-    are whole queries (nDCG@10) or, with --sample pairs, single (query, document) pairs (scaled DCG@10;
-    nDCG@10 needs whole queries). Each unit is drawn with a known probability: more where the judge is
-    predicted to err, once earlier labels show that helps, else uniformly; a query both systems ranked
-    alike, and every grade people gave before (any set in the cache, the labels folder), cost nothing. Before
-    the page starts it says what the budget buys; a budget too small for an estimate is refused, naming the
-    smallest that works. The journal's plan line records the design and every unit's probability; when the
-    session ends or is stopped, the last lines are the corrected estimate (a ranking: every system's, with
-    rank sets and the pairs decided by Holm's procedure), each label weighted by its probability (stopped
-    early: docs/deciding.md). One run file.
+    With --budget N or --budget-minutes M, the labels go where they narrow the --for question most: a run's
+    mean, the difference B - A of two systems (--systems A,B) or the ranking of every system. Units are
+    whole queries (nDCG@10) or, with --sample pairs, (query, document) pairs (scaled DCG@10), each drawn
+    with a known probability; grades people gave before are free. The last lines give the corrected
+    estimate (stopped early: docs/deciding.md).
     \b
     Examples:
       judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
       judge-runner label --name team-dec            # resume
-      judge-runner label --name team-dec --allow-host devbox:8080   # behind a forward named devbox:8080
       judge-runner label quality-results/RUN.jsonl --name ab --budget 150 --for difference --systems hybrid,fts
       judge-runner label quality-results/RUN.jsonl --name rank --budget 400 --for ranking
-      judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
-    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
-    the set open in another process; a budget of 0 or too small for an estimate, an unknown system, a
-    difference of one system, --queries/--width/--per-label with a budget); 3 stopped, but some labels are not in the judgment cache (the last
-    line prints the command that imports them).
+    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error; 3 some labels are not in the
+    judgment cache (the last line prints the command that imports them).
     """
     given = _given(click.get_current_context())
     drawn = {field: options.pop(parameter) for parameter, field in SAMPLING_FIELDS.items()}

@@ -81,29 +81,21 @@ def is_heuristic(judge: Judge) -> bool:
 
 
 class RunLoop:
-    """One pass of phase two over a query set, into ``writer`` (its lines counted in ``state``), as
-    ``ctx`` says (:class:`~judge_runner.evaluation.context.RunContext`). :meth:`run` searches each query (in
-    the calling thread) and judges it, writing each line once its query and those before it are done (lines
-    in the order of the queries).
+    """One pass of phase two over a query set into ``writer`` (lines counted in ``state``), as ``ctx`` says.
+    :meth:`run` searches each query in the calling thread and judges it; lines are written in query order.
 
-    Scheduling: the judge calls of every query in flight share one pool of ``options.concurrency`` call
-    slots (:class:`~judge_runner.judging.call_pool.CallPool`; a query's label calls run side by side,
-    earlier queries' calls first) and up to ``concurrency`` queries are judged at once, so a small query
-    set or the run's tail still fills every slot. The CPU-bound heuristic judge is one query at a time, its
-    calls one after another. With a batching judge (``judge.batching``, ``--batch``) every query is judged
-    at once (one worker each, counted by the coordinator, so their calls leave together: labels, then list
-    verdicts); each batch's ``batch`` line is written the moment it exists.
+    Scheduling: every query in flight shares one :class:`~judge_runner.judging.call_pool.CallPool` of
+    ``options.concurrency`` call slots (earlier queries first), up to ``concurrency`` queries at once. The
+    heuristic judge takes one query at a time. A batching judge (``--batch``) takes every query at once, so
+    their calls leave together; each ``batch`` line is written the moment its batch exists.
 
-    Stops: no new call starts once ``state.stopped``, the budget is exhausted or the judgment cache failed
-    (a full disk: its ``failure``); calls in flight finish and are recorded. A failed query never raises:
-    it becomes an ``error`` line, with what its calls spent. A stop request (Ctrl+C, SIGTERM: checked at
-    the loop's waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) starts
-    no new call (none waiting in the pool either: a query left waiting gets no line) and waits up to
-    STOP_WAIT_S seconds for calls in flight (a second signal ends the wait); the state is marked
-    interrupted. Under ``--batch`` a stop abandons the wait at once, records nothing for the queries still
-    waiting (``--resume`` takes their results from the batch) and says on stderr that the batch was not
-    canceled. A run file that cannot take a line (StorageError) stops the run the same way (reason
-    ``disk_full`` or ``storage_error``), said on stderr with the file's path.
+    Stops: no new call starts once ``state.stopped``, the budget is exhausted or the judgment cache failed;
+    calls in flight finish and are recorded. A failed query never raises: it becomes an ``error`` line with
+    what it spent. A stop request (:data:`judge_runner.core.interrupts.STOP`, or KeyboardInterrupt from a
+    search) waits up to :data:`STOP_WAIT_S` for calls in flight (a second signal ends the wait) and marks
+    the state interrupted; queries still waiting get no line. Under ``--batch`` the wait ends at once and
+    stderr says the batch was not canceled (``--resume`` takes its results). A run file that cannot take a
+    line (StorageError) stops the run the same way, said on stderr with the file's path.
     """
 
     def __init__(self, ctx: RunContext, state: RunState, writer: RunWriter) -> None:

@@ -293,7 +293,7 @@ class RunLoop:
     def must_stop(self) -> bool:
         """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache
         failed; or a query failed in a way that stops the run, its line waiting for an earlier query's."""
-        failure = getattr(self.ctx.cache, "failure", None)
+        failure = self.ctx.cache.failure if self.ctx.cache is not None else None
         if failure is not None:
             consequence = f"no new query starts (those started finish, their labels in their lines); once it is fixed, {self.resume}"
             self.storage_failed(failure, consequence)

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from judge_runner.core.failures import StorageError
 from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
@@ -35,9 +36,9 @@ class SystemWriter:
         self.run_id, self.path = writer.run_id, writer.path
 
     @property
-    def failure(self) -> Any:
+    def failure(self) -> StorageError | None:
         """The run file's first write failure, None while every line was written."""
-        return getattr(self.writer, "failure", None)
+        return self.writer.failure
 
     def write(self, line: dict[str, Any]) -> None:
         if line.get("type") in ("evaluation", "error"):

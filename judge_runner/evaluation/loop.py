@@ -106,7 +106,7 @@ class RunLoop:
         state.label_designs.update(drawn_designs(ctx.cache, ctx.options.human_qrels))
         state.sources = replace(state.sources, cache=ctx.cache, names=ctx.options.human_qrels)  # the pooled qrels' sources
         self.said: set[str] = set()  # storage failures already said on stderr
-        self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
+        self.resume = f"`judge-runner evaluate --resume {writer.path}` continues the run"
         self.batching: Any = getattr(ctx.judge, "batching", None)  # --batch: every query at once, so their calls share batches
         self.in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
         self.concurrency = 1
@@ -216,7 +216,7 @@ class RunLoop:
         while True:
             if STOP.requested.is_set():
                 raise KeyboardInterrupt
-            failure = getattr(self.writer, "failure", None)
+            failure = self.writer.failure
             if failure is not None:
                 raise failure
             if not self.running() or wait(self.running(), timeout=POLL_S, return_when=FIRST_COMPLETED)[0]:
@@ -322,7 +322,7 @@ class RunLoop:
         for future in self.in_flight:
             future.cancel()
         self.in_flight.clear()
-        picker = self.batching.resume_hint or f"`judge-runner evaluate --resume {getattr(self.writer, 'path', 'RUN.jsonl')}`"
+        picker = self.batching.resume_hint or f"`judge-runner evaluate --resume {self.writer.path}`"
         picks = "picks its results up" if why == "interrupted" else "picks up those the run file records"
         print(
             f"{why}: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "

@@ -25,7 +25,7 @@ from judge_runner.human.budget import Pool, judge_grades
 from judge_runner.human.ranking import choose_depth, pooled_values, ranking_plan, ranking_units
 from judge_runner.judging.qrels import pooled_metrics
 from judge_runner.measures.ir import NDCG10_NAME
-from judge_runner.measures.ppi_compare import corrected_ranking
+from judge_runner.measures.ppi_compare import Method, corrected_ranking
 from judge_runner.measures.sampling import plan_budget
 from judge_runner.runs.designed import LabelDesign, Weighted
 
@@ -88,7 +88,7 @@ def _draws(document, pool, systems, depth, budget, truth, estimand, draws, rng, 
         labelled = set(drawn) | known
         human = {s: {q: people[s][q] for q in labelled} for s in systems}
         weighted = Weighted(LabelDesign("", plan.design, "queries", plan.probabilities, frozenset(drawn)))
-        ranking = corrected_ranking({s: judge[s] for s in systems}, human, systems, estimate=weighted, holm=True)
+        ranking = corrected_ranking({s: judge[s] for s in systems}, human, systems, method=Method(estimate=weighted), holm=True)
         if ranking is None:
             continue
         out["labels"].append(sum(cost[u] for u in drawn))

@@ -93,7 +93,7 @@ class Settings(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
 
     min_overall: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, description="CI gate on the average overall score")
-    # the judge protocol (issue 14): docs/judge-protocol.md
+    # the judge protocol: docs/judge-protocol.md
     judge_mode: JudgeMode = Field("pointwise", description="one judge call per result, or one per query")
     trials: int = Field(1, ge=1, le=10, description="label each result this many times; the label is the median")
     seed: int = Field(20240701, ge=0, description="base seed: batched shuffles, and sent where the API takes one")
@@ -103,7 +103,7 @@ class Settings(BaseModel):
     cache: Path | None = Field(None, description="judgment cache file; default judgments.sqlite beside the SQLite index")
     no_cache: bool = Field(False, description="judge everything again and store nothing")
     human_qrels: list[str] | None = Field(None, description="names of imported human qrels to apply; default every imported set")
-    # issue 15: judge calls through the provider's batch API (docs/batch.md)
+    # judge calls through the provider's batch API (docs/batch.md)
     batch: bool = Field(False, description="send the judge's calls through the provider's batch API (half price, results within 24 h)")
     batch_poll: float = Field(60.0, gt=0, description="longest wait between two status checks of a batch, seconds")
 

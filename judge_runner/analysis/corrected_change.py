@@ -14,7 +14,7 @@ from typing import Any
 from judge_runner.analysis.changes import RunLike, failed_side
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.measures.paired import MIN_EFFECT
-from judge_runner.measures.ppi_compare import corrected_difference
+from judge_runner.measures.ppi_compare import Arm, Method, corrected_difference
 from judge_runner.runs.corrected import CORRECTED, labelled, scored_lines
 
 LABELS_CAUSE = "labels changed, not the search"
@@ -63,14 +63,10 @@ def corrected_change(old: RunLike, new: RunLike) -> dict[str, dict]:
     out = {}
     for column in CORRECTED:
         diff = corrected_difference(
-            old_judge[column],
-            new_judge[column],
-            old_human[column],
-            new_human[column],
-            system="new run",
-            against="old run",
-            column=column,
-            failed=failed,
+            Arm("old run", old_judge[column], old_human[column]),
+            Arm("new run", new_judge[column], new_human[column]),
+            Method(column=column),
+            failed,
         )
         if diff is not None:
             out[column] = diff.as_dict()

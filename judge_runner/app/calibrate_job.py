@@ -25,12 +25,14 @@ from judge_runner.core.failures import GateFailedError, IncompleteRunError, Usag
 from judge_runner.core.ids import unique_name
 from judge_runner.core.models import JudgeMode
 from judge_runner.core.printer import Printer, Say, rich_text, silent
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import EMBEDDERS, SETTING_ENV, choose
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fingerprint import build_fingerprint, comparability_key, default_trials
 from judge_runner.judging.qrels import people_grades
 from judge_runner.llm.errors import LLMError
 from judge_runner.runs.read import read_judged_runs
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.progress import IndexProgress, format_duration
 from judge_runner.search.sqlite import IndexMismatchError, SQLiteIndex
 
@@ -175,7 +177,7 @@ def index_plan(collection: Collection, scope: str, candidates: int, queries: int
     )
 
 
-def embedding_estimate(chunks: int, embedder: Any) -> str:
+def embedding_estimate(chunks: int, embedder: TextEmbedder) -> str:
     """``embedding N chunks with the <kind> embedder: about T (R chunks/s measured on a 2-core machine)``,
     from the registry's :attr:`judge_runner.embed.registry.EmbedderSpec.chunks_per_s`."""
     kind = getattr(embedder, "kind", None) or "torch"
@@ -187,7 +189,9 @@ def embedding_estimate(chunks: int, embedder: Any) -> str:
     return text
 
 
-def planned_progress(meter: Callable[[str, int, int], None], embedder: Any, say: Callable[[str], None]) -> Callable[[str, int, int], None]:
+def planned_progress(
+    meter: Callable[[str, int, int], None], embedder: TextEmbedder, say: Callable[[str], None]
+) -> Callable[[str, int, int], None]:
     """``meter`` that first says, when embedding starts, how many chunks and about how long
     (:func:`embedding_estimate`)."""
 
@@ -207,7 +211,7 @@ def trec_run_names(run_files: Sequence[Path]) -> list[str]:
 
 
 def collect_runs(
-    index: Any,
+    index: SearchIndex | None,
     queries: list,
     systems: Sequence[str],
     run_files: Sequence[Path],
@@ -215,13 +219,15 @@ def collect_runs(
     meter: Callable[[str, int, int], None] | None = None,
 ) -> Runs:
     """The built-in ``systems`` (names of :data:`BUILTIN_SYSTEMS`, plus the controls when ``hybrid`` runs) and
-    the TREC runs. Raises UsageError for an unknown system name or when no system is left."""
+    the TREC runs (``index``: None when no built-in system is asked). Raises UsageError for an unknown
+    system name or when no system is left."""
     known = {s.name: s for s in BUILTIN_SYSTEMS}
     unknown = [s for s in systems if s not in known]
     if unknown:
         raise UsageError(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     runs: Runs = {}
     if systems:
+        assert index is not None, "built-in systems are searched on the index"
         printer.note(f"searching {len(queries)} queries with {', '.join(systems)} ...")
         runs.update(builtin_runs(index, queries, [known[s] for s in systems], progress=meter))
         if "hybrid" in runs:

@@ -47,7 +47,7 @@ from judge_runner.llm.pricing import Price, price_for
 from judge_runner.llm.registry import PROVIDERS, detect, get_spec
 from judge_runner.querygen.agent import MAX_TOOL_TURNS, READ_CAP_CHARS, TOOLS, first_turn, submit_tool
 from judge_runner.querygen.submitted import query_set_sha256
-from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
+from judge_runner.search.base import HitScores, SearchAnswer, SearchHit, SearchIndex
 from judge_runner.search.passages import SHOWN_TEXT_CAP
 from judge_runner.search.systems import SystemsSpec
 
@@ -266,7 +266,7 @@ def searched_report(
     command: str,
     settings: Settings,
     searches: Searches,
-    index: Any,
+    index: SearchIndex | None,
     fixtures: Path | None,
     queries: list,
     printer: Printer,

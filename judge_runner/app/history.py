@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge_runner.analysis.report import build_report
@@ -55,47 +56,39 @@ def named_cache(results: Path) -> tuple[Path, str] | None:
     return None
 
 
-def show_trend(
-    results: Path,
-    fmt: str,
-    query_id: str | None,
-    plot: Path | None,
-    min_effect: float,
-    fail_on_regression: bool,
-    printer: Printer,
-    wide: bool = False,
-    cache: Path | None = None,
-    built: Trend | None = None,
-) -> None:
-    """Print the runs in ``results`` as ``fmt`` (table: compact unless ``wide``; json, markdown, csv: every
-    column), or one query's history; every run scored against the qrels known now (``cache``: the judgment
-    cache whose labels and people's grades join them); optionally plot each dimension over time (PNG).
-    ``built``: the trend already built from ``results`` (:func:`judge_runner.api.trend`). Raises UsageError when there is nothing to show,
-    GateFailedError when ``fail_on_regression`` and the latest run failed (:attr:`judge_runner.analysis.trend.Run.failed`)
-    or regressed."""
+@dataclass(frozen=True, kw_only=True)
+class TrendView:
+    """How ``trend`` shows the runs: ``fmt`` (table: compact unless ``wide``; json, markdown, csv: every
+    column), or one query's history (``query_id``); ``plot``: a PNG of each dimension over time;
+    ``min_effect``: the smallest change of a mean that counts (0-1); ``fail_on_regression``: the gate."""
+
+    fmt: str = "table"
+    wide: bool = False
+    query_id: str | None = None
+    plot: Path | None = None
+    min_effect: float = 0.03
+    fail_on_regression: bool = False
+
+
+def show_trend(results: Path, view: TrendView, printer: Printer, cache: Path | None = None, built: Trend | None = None) -> None:
+    """Print the runs in ``results`` as ``view`` asks, every run scored against the qrels known now
+    (``cache``: the judgment cache whose labels and people's grades join them). ``built``: the trend
+    already built from ``results`` (:func:`judge_runner.api.trend`). Raises UsageError when there is
+    nothing to show, GateFailedError when ``view.fail_on_regression`` and the latest run failed
+    (:attr:`judge_runner.analysis.trend.Run.failed`) or regressed."""
     with reading_cache(cache) as store:
-        _show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer, wide, store, built)
+        _show_trend(results, view, printer, store, built)
 
 
-def _show_trend(
-    results: Path,
-    fmt: str,
-    query_id: str | None,
-    plot: Path | None,
-    min_effect: float,
-    fail_on_regression: bool,
-    printer: Printer,
-    wide: bool,
-    cache: JudgmentCache | None,
-    built: Trend | None,
-) -> None:
+def _show_trend(results: Path, view: TrendView, printer: Printer, cache: JudgmentCache | None, built: Trend | None) -> None:
+    fmt, query_id, fail_on_regression = view.fmt, view.query_id, view.fail_on_regression
     if query_id is not None:
         history = query_history(results, query_id, cache)
         if not history:
             raise UsageError(f"query {query_id!r} appears in no run in {results}")
         printer.out(render_history(history, as_json=fmt == "json"))
         return
-    trend = built if built is not None else build_trend(results, min_effect, cache)
+    trend = built if built is not None else build_trend(results, view.min_effect, cache)
     for warning in trend.warnings:
         printer.err(f"warning: {warning}")
     rows = trend_rows(trend)
@@ -108,12 +101,12 @@ def _show_trend(
     elif fmt == "markdown":
         printer.out(render_markdown(trend, rows))
     else:
-        printer.out(rich_text(lambda console: print_table(trend, rows, console, wide)))
+        printer.out(rich_text(lambda console: print_table(trend, rows, console, view.wide)))
         for group in trend.groups:
             printer.err(f"{group['judge']}: {group['calibration']}")
-    if plot is not None:
+    if view.plot is not None:
         try:
-            printer.err(f"plot written to {plot_trend(results, plot, cache)}")
+            printer.err(f"plot written to {plot_trend(results, view.plot, cache)}")
         except ValueError as exc:
             printer.err(f"no plot: {exc}")
     latest = trend.latest_verdict

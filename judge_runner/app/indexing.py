@@ -15,6 +15,7 @@ from judge_runner.corpus.document import first_with_content
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, parse_extensions, walk_corpus
 from judge_runner.embed.base import TextEmbedder
 from judge_runner.embed.registry import instance
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.indexer import BeirFormatError, IndexReport, index_beir, index_tree
 from judge_runner.search.postgres import PostgresIndex
 from judge_runner.search.progress import IndexProgress
@@ -106,7 +107,7 @@ def _progress() -> IndexProgress:
     return IndexProgress()
 
 
-def index_fixtures(index: Any, settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
+def index_fixtures(index: SearchIndex, settings: Settings, fixtures: Path, prune: bool, printer: Printer) -> Indexed:
     """Index FIXTURES incrementally into ``index``; the caller closes the returned index. Raises UsageError
     for a path that is not a folder and IncompleteRunError on Ctrl+C (commits kept), having closed the index."""
     started = time.monotonic()

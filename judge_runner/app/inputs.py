@@ -28,6 +28,7 @@ from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.qrels import human_labels
 from judge_runner.runs.read import read_run_file
 from judge_runner.runs.write import RunWriter
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.systems import System, SystemsError, SystemsSpec, open_systems, reopen_systems
 from judge_runner.search.trec import QueriesFormatError, read_queries
 
@@ -51,7 +52,7 @@ def check_out_dir(out_dir: Path) -> None:
         raise UsageError(f"cannot write run files to {out_dir}: {probe} is not a writable folder")
 
 
-def warn_missing_sources(index: Any, queries: list[Query], index_label: str, say: Say) -> None:
+def warn_missing_sources(index: SearchIndex, queries: list[Query], index_label: str, say: Say) -> None:
     """Warn about expected sources of ``queries`` that are not in ``index``: their recall will be 0."""
     indexed = set(index.document_hashes())
     missing = sorted({s for q in queries for s in q.expectedSources if s not in indexed})
@@ -202,7 +203,7 @@ def resolve_systems(settings: Settings, asked: SystemsSpec | None) -> Searches:
 
 
 def open_search_systems(
-    settings: Settings, searches: Searches, index: Any, corpus: Path | None, queries: list[Query], printer: Printer
+    settings: Settings, searches: Searches, index: SearchIndex | None, corpus: Path | None, queries: list[Query], printer: Printer
 ) -> list[System] | None:
     """The systems of ``searches`` opened (:func:`judge_runner.search.systems.open_systems`), or None for an
     ordinary run. ``corpus``: where text-less results are looked up by default. Says which systems are

@@ -28,6 +28,7 @@ from judge_runner.app.resume import (
     warn_judge_change,
 )
 from judge_runner.app.steps import (
+    RunInputs,
     evaluate_queries,
     make_roles,
     new_job,
@@ -64,7 +65,7 @@ def main_job(settings: Settings, fixtures: Path, out_dir: Path, printer: Printer
             if isinstance(first, RunOutcome):
                 return first
             warn_missing_sources(job.index, first.queries, settings.index_label, printer.err)
-            return evaluate_queries(job, first.queries, generation=first)
+            return evaluate_queries(job, first.queries, RunInputs(generation=first))
         finally:
             close_systems(job.systems)
 
@@ -173,4 +174,4 @@ def _evaluate_opened(
     if resume is not None:
         warn_judge_change(roles.judge, resume, printer)
     job = new_job(settings, roles, index, out_dir, printer, job_systems)
-    return evaluate_queries(job, queries, resume=resume, all_queries=query_set.queries, card=query_set.card)
+    return evaluate_queries(job, queries, RunInputs(resume=resume, all_queries=query_set.queries, card=query_set.card))

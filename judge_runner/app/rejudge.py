@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from judge_runner.analysis.trend import Run
 from judge_runner.app.dry_run import judge_searched
 from judge_runner.app.inputs import check_out_dir, load_query_set
-from judge_runner.app.steps import evaluate_queries, make_roles, new_job
+from judge_runner.app.steps import RunInputs, evaluate_queries, make_roles, new_job
 from judge_runner.config import ConfigError, Settings, derive
 from judge_runner.core.failures import UsageError
 from judge_runner.core.models import Query
@@ -305,7 +305,7 @@ def rejudge_job(settings: Settings, path: Path, out_dir: Path, printer: Printer)
         f"re-judging run {source.run.run_id} (judge {source.view.judge_label}) with {roles.judge.name}/{roles.judge.model}: "
         f"{len(source.queries)} queries, {source.results} results, nothing searched"
     )
-    outcome = evaluate_queries(job, source.queries, all_queries=source.all_queries, card=source.card, origin=source.origin())
+    outcome = evaluate_queries(job, source.queries, RunInputs(all_queries=source.all_queries, card=source.card, origin=source.origin()))
     printer.out(f"{Path(outcome.path).name} re-judges run {source.run.run_id}: trend bridges the judge change through it")
     return outcome
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
 
 from judge_runner.app.indexing import open_index
 from judge_runner.config import Settings
 from judge_runner.core.failures import UsageError
+from judge_runner.core.models import SearchMode
 from judge_runner.core.printer import Printer, Say
 from judge_runner.core.textproc import scrub_unencodable
-from judge_runner.search.base import SearchAnswer
+from judge_runner.search.base import SearchAnswer, SearchIndex
 from judge_runner.search.trec import QueriesFormatError, read_queries, write_run
 
 
@@ -52,7 +52,7 @@ def read_batch_queries(path: Path) -> list[tuple[str, str]]:
     return queries
 
 
-def write_trec_run(index: Any, queries: list[tuple[str, str]], trec_run: Path, mode: str, limit: int, say: Say) -> None:
+def write_trec_run(index: SearchIndex, queries: list[tuple[str, str]], trec_run: Path, mode: SearchMode, limit: int, say: Say) -> None:
     """Write a TREC run (``qid Q0 docid rank score judge-runner-<mode>``); the first query runs once before
     timing to warm up. Latency p50/p95 (ms) go to ``say``."""
     index.search(queries[0][1], mode=mode, limit=1, passages=False)  # warm up: load the model and the vectors
@@ -63,7 +63,7 @@ def write_trec_run(index: Any, queries: list[tuple[str, str]], trec_run: Path, m
     )
 
 
-def batch_search_job(settings: Settings, queries_file: Path, trec_run: Path, mode: str, limit: int, printer: Printer) -> None:
+def batch_search_job(settings: Settings, queries_file: Path, trec_run: Path, mode: SearchMode, limit: int, printer: Printer) -> None:
     """``search --queries --trec-run``: every query of ``queries_file`` into a TREC run."""
     with open_index(settings, must_exist=True) as index:
         write_trec_run(index, read_batch_queries(queries_file), trec_run, mode, limit, printer.err)

@@ -38,10 +38,10 @@ from judge_runner.corpus.walk import parse_extensions
 from judge_runner.estimate.start import start_estimate
 from judge_runner.evaluation.compare import run_systems
 from judge_runner.evaluation.context import RunContext, RunOutput
-from judge_runner.evaluation.lines import provenance
+from judge_runner.evaluation.lines import Basis, provenance
 from judge_runner.evaluation.loop import is_heuristic, run_evaluation
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunOutcome, begin_run, end_run
+from judge_runner.evaluation.state import RunFinish, RunOutcome, begin_run, end_run
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.llm.errors import LLMError
 from judge_runner.querygen.card import card_lines
@@ -50,6 +50,7 @@ from judge_runner.querygen.protocol import GenerationResult, generate_queries
 from judge_runner.querygen.review import ReviewOptions, review_query_set
 from judge_runner.querygen.submitted import query_set_sha256
 from judge_runner.runs.write import RunWriter, utc_now
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.systems import System
 
 PROMPTS = (
@@ -64,7 +65,7 @@ PROMPTS = (
 
 
 # -- providers ------------------------------------------------------------------------------------------
-def make_roles(settings: Settings, need_generator: bool, say: Say, index: Any = None) -> Roles:
+def make_roles(settings: Settings, need_generator: bool, say: Say, index: SearchIndex | None = None) -> Roles:
     """The run's :class:`~judge_runner.app.roles.Roles` (query writer or None, judge, budget, judge
     concurrency and price, the command's embedder) for ``settings.provider``, built by
     :func:`judge_runner.app.roles.build_roles` from the provider registry (``auto``: the first provider
@@ -84,7 +85,7 @@ class Job:
     """What the phases of one job share, each built once: the settings, the roles (query writer, judge,
     budget), phase two's options (:func:`evaluate_options`), the open index (None when only other
     systems are judged), the folder for run files, where to print, and the searches under test when not
-    only the built-in one (issue 12). Derive a changed job with :func:`dataclasses.replace`."""
+    only the built-in one. Derive a changed job with :func:`dataclasses.replace`."""
 
     settings: Settings
     roles: Roles
@@ -179,25 +180,32 @@ def prompt_hashes() -> dict[str, str]:
     return {name: prompt_sha256(name) for name in PROMPTS}
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunInputs:
+    """Where a run's queries came from and what it carries on. ``generation``: phase one's result (None: a
+    set read from a file); ``all_queries``: the whole set, saved beside the run (None: the queries judged);
+    ``card``: the card of a set read from a file (the generation's own wins); ``resume``: the run resumed;
+    ``origin``: provenance fields of the run a ``rejudge`` judges again (they win); ``prior_batches``:
+    ``batch`` lines of an earlier run whose results a ``--batch`` judge picks up; ``resume_hint``: what
+    picks up batches left in flight (said on Ctrl+C and in the summary; None: ``evaluate --resume``)."""
+
+    generation: GenerationResult | None = None
+    all_queries: list[Query] | None = None
+    card: QuerySetCard | None = None
+    resume: ResumePoint | None = None
+    origin: dict[str, Any] | None = None
+    prior_batches: list[dict] | None = None
+    resume_hint: str | None = None
+
+
 def run_start_fields(
-    job: Job,
-    writer: RunWriter,
-    queries: list[Query],
-    *,
-    generation: GenerationResult | None = None,
-    generator_model: str | None = None,
-    with_count: bool = False,
-    resume: ResumePoint | None = None,
-    all_queries: list[Query] | None = None,
-    card: QuerySetCard | None = None,
-    origin: dict[str, Any] | None = None,
+    job: Job, writer: RunWriter, queries: list[Query], inputs: RunInputs, *, generator_model: str | None = None, with_count: bool = False
 ) -> dict:
-    """The ``run_start`` line's fields (config, provenance, phase-one counts, the query-set card, resume
-    origin). Saves the query set with its card beside the run file (``<run>.queries.json``) so next week,
-    or ``--resume``, finds it; raises StorageError (exit 3) when it cannot be written, the (empty) run
-    file removed. ``card``: the card of a query set read from a file (the generation's own card wins);
-    ``origin``: provenance fields taken from the run a ``rejudge`` judges again (they win)."""
+    """The ``run_start`` line's fields. Saves the query set with its card beside the run file
+    (``<run>.queries.json``) so next week, or ``--resume``, finds it; raises StorageError (exit 3) when it
+    cannot be written, the (empty) run file removed."""
     settings = job.settings
+    generation, resume, all_queries, card, origin = inputs.generation, inputs.resume, inputs.all_queries, inputs.card, inputs.origin
     config: dict[str, Any] = {
         "searchMode": settings.search_mode,
         "searchLimit": settings.search_limit,
@@ -234,14 +242,16 @@ def run_start_fields(
         "config": config,
         "provenance": provenance(
             job.roles.judge,
-            generator_model,
-            prompt_hashes(),
-            query_set_sha256(saved),
-            (job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
-            settings.search.model_dump(exclude={"external"}),
+            Basis(
+                prompt_hashes=prompt_hashes(),
+                query_set_sha=query_set_sha256(saved),
+                corpus_fingerprint=(job.index.get_meta("corpus_fingerprint") or "") if job.index is not None else "",
+                search_config=settings.search.model_dump(exclude={"external"}),
+                generator_provider=job.roles.writer.name if generator_model and job.roles.writer is not None else None,
+                generator_model=generator_model,
+                passage_embedder=str(getattr(job.roles.embedder, "name", "") or ""),
+            ),
             job.options,
-            job.roles.writer.name if generator_model and job.roles.writer is not None else None,
-            str(getattr(job.roles.embedder, "name", "") or ""),
         ),
         "queriesGenerated": generation.generated if generation else None,
         "queriesDropped": len(generation.dropped) if generation else 0,
@@ -275,32 +285,16 @@ def evaluate_options(settings: Settings, concurrency: int | None = None) -> Eval
     )
 
 
-def evaluate_queries(
-    job: Job,
-    queries: list[Query],
-    *,
-    generation: GenerationResult | None = None,
-    resume: ResumePoint | None = None,
-    all_queries: list[Query] | None = None,
-    prior_batches: list[dict] | None = None,
-    resume_hint: str | None = None,
-    card: QuerySetCard | None = None,
-    origin: dict[str, Any] | None = None,
-) -> RunOutcome:
+def evaluate_queries(job: Job, queries: list[Query], inputs: RunInputs | None = None) -> RunOutcome:
     """Phase two: judge ``queries`` into a new run file (for a resumed run: its judged lines first, same
-    runId) and print the summary. ``prior_batches``: ``batch`` lines of an earlier run whose results a
-    ``--batch`` judge picks up (a resumed run's own, or weekly's previous run's); ``resume_hint``: what
-    picks up batches left in flight (said on Ctrl+C and in the summary; default ``evaluate --resume``);
-    ``card``: the query-set card of a set read from a file (into ``run_start``); ``origin``: provenance
-    fields of the run a ``rejudge`` judges again (:func:`run_start_fields`)."""
+    runId) and print the summary."""
+    inputs = inputs or RunInputs()
+    generation, resume, prior_batches, resume_hint = inputs.generation, inputs.resume, inputs.prior_batches, inputs.resume_hint
     cache = open_cache(job.settings, job.printer)  # first: a cache that cannot be used refuses the run before a file is written
     try:
         writer = open_run_writer(job.out_dir, run_id=resume.run_id if resume else None)
         generator = generation.model if generation else None
-        run_start = run_start_fields(
-            job, writer, queries, generation=generation, with_count=generation is not None, generator_model=generator, resume=resume,
-            all_queries=all_queries, card=card, origin=origin,
-        )  # fmt: skip
+        run_start = run_start_fields(job, writer, queries, inputs, generator_model=generator, with_count=generation is not None)
     except BaseException:
         if cache is not None:
             cache.close()
@@ -361,11 +355,12 @@ def write_stopped_run(job: Job, stopped_by: BaseException) -> RunOutcome:
     a configuration error for a refused key, else incomplete."""
     started = time.monotonic()
     writer = open_run_writer(job.out_dir)
-    run_start = run_start_fields(
-        job, writer, [], generator_model=job.roles.writer.model if job.roles.writer is not None else None, with_count=True
-    )
+    generator = job.roles.writer.model if job.roles.writer is not None else None
+    run_start = run_start_fields(job, writer, [], RunInputs(), generator_model=generator, with_count=True)
     state = begin_run(writer, run_start, 0)
     state.phase_one_stopped(stopped_by)
-    outcome = end_run(state, writer, job.options, started=started, budget=job.roles.budget, heuristic=is_heuristic(job.roles.judge))
+    outcome = end_run(
+        state, writer, job.options, RunFinish(started=started, budget=job.roles.budget, heuristic=is_heuristic(job.roles.judge))
+    )
     print_summary(outcome, job.printer)
     return outcome

@@ -26,6 +26,7 @@ from judge_runner.app.inputs import (
     warn_missing_sources,
 )
 from judge_runner.app.steps import (
+    RunInputs,
     evaluate_queries,
     open_job,
     phase_one,
@@ -207,7 +208,7 @@ def weekly_steps(settings: Settings, plan: WeeklyPlan, printer: Printer, systems
             warn_missing_sources(job.index, queries, settings.index_label, printer.err)
             prior = weekly_batches_in_flight(plan.results, printer) if settings.batch else None
             hint = "the next `judge-runner weekly ... --batch` (same query set)"
-            outcome = evaluate_queries(job, queries, generation=generation, prior_batches=prior, resume_hint=hint, card=card)
+            outcome = evaluate_queries(job, queries, RunInputs(generation=generation, prior_batches=prior, resume_hint=hint, card=card))
         finally:
             close_systems(job.systems)
     try:

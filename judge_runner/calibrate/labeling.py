@@ -11,8 +11,9 @@ from typing import Any, Protocol
 
 from judge_runner.calibrate.data import CalibrationQuery
 from judge_runner.core.models import JudgeMode
-from judge_runner.judging.fence import render_document
+from judge_runner.judging.fence import RenderedDocument, render_document
 from judge_runner.judging.fingerprint import DEFAULT_SEED, sampling_settings
+from judge_runner.judging.protocol import Judge, LabelReply
 from judge_runner.judging.requests import ListItem
 
 
@@ -65,7 +66,7 @@ class ProtocolLabeler:
     measures exactly the judge ``evaluate`` uses. The offline judge is deterministic, so its labels are
     memoised. The judgment cache is not used: calibration measures the judge, not the cache."""
 
-    def __init__(self, judge: Any, seed: int | None = None):
+    def __init__(self, judge: Judge, seed: int | None = None):
 
         self.judge = judge
         self.name, self.model, self.heuristic = judge.name, judge.model, judge.heuristic
@@ -78,7 +79,7 @@ class ProtocolLabeler:
         return [render_document(d.docid, d.anchor, d.text) for d in docs]
 
     @staticmethod
-    def _result(reply: Any, rendered: Any) -> LabelResult:
+    def _result(reply: LabelReply, rendered: RenderedDocument) -> LabelResult:
         usage = reply.usage
         return LabelResult(
             int(reply.label),
@@ -137,5 +138,5 @@ class ProtocolLabeler:
         return scores, [*labels, paid]
 
 
-def labeler_for(judge: Any) -> Labeler:
+def labeler_for(judge: Judge) -> Labeler:
     return ProtocolLabeler(judge)

@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
@@ -16,6 +16,10 @@ from judge_runner.calibrate.verdicts import PEOPLE_CHECKS, status_of
 from judge_runner.core.ids import sort_key, time_id
 from judge_runner.core.resources import load_schema
 from judge_runner.judging.fingerprint import comparability_key, legacy_key
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 DEFAULT_FOLDER = Path("calibration")
 
@@ -185,7 +189,7 @@ def _table(title: str, columns: Mapping[str, bool], rows: list[list[str]], style
     return table
 
 
-def _fit(console: Any, tables: list[Any]) -> None:
+def _fit(console: Console, tables: list[Table]) -> None:
     """Widen ``console`` so no cell is cut: on a terminal to each table's minimum, elsewhere to its natural
     width. Never narrower."""
     unbounded = console.options.update_width(10_000)
@@ -231,7 +235,7 @@ def _probe_rows(probes: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def print_table(document: Mapping[str, Any], console: Any = None) -> None:
+def print_table(document: Mapping[str, Any], console: Console | None = None) -> None:
     """The console summary; no figure is ever cut or folded."""
     from rich.console import Console
     from rich.markup import escape

@@ -12,10 +12,11 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from judge_runner.calibrate.data import CalibrationQuery, Collection
 from judge_runner.core.failures import UsageError
+from judge_runner.core.models import SearchMode
+from judge_runner.search.base import SearchIndex
 from judge_runner.search.indexer import index_beir
 from judge_runner.search.settings import SearchSettings
 from judge_runner.search.text import fts5_match_expression, lexical_text
@@ -30,7 +31,7 @@ class SystemSpec:
     """A built-in search configuration: ``name``, search ``mode`` and settings overrides."""
 
     name: str
-    mode: str
+    mode: SearchMode
     overrides: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -49,7 +50,7 @@ Runs = dict[str, dict[str, list[str]]]
 
 
 def builtin_runs(
-    index: Any,
+    index: SearchIndex,
     queries: list[CalibrationQuery],
     systems: Iterable[SystemSpec] = BUILTIN_SYSTEMS,
     depth: int = RUN_DEPTH,
@@ -180,7 +181,7 @@ def write_corpus(collection: Collection, docids: Iterable[str], path: Path) -> P
 
 
 def prepare_index(
-    index: Any,
+    index: SearchIndex,
     collection: Collection,
     queries: list[CalibrationQuery],
     scope: str,

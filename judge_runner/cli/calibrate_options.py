@@ -56,23 +56,21 @@ CALIBRATE_OPTIONS = [
         "--qrels",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         default=None,
-        help="Your human labels: BEIR qrels TSV (query-id corpus-id score) or TREC qrels (qid 0 docid grade); "
-        "with --results, TREC qrels (what `label` and `qrels export` write).",
+        help="Your human qrels: BEIR TSV or TREC qrels (TREC with --results).",
     ),
     click.option(
         "--results",
         "results",
         multiple=True,
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="A judge-runner run file (repeatable): measure the judge that wrote it against --qrels or --human-qrels, "
-        "its labels read from the file: no judge call, no corpus, no index.",
+        help="A run file whose judge is measured from its labels, no judge call (repeatable).",
     ),
     click.option(
         "--human-qrels",
         "human_set",
         default=None,
         metavar="NAME",
-        help="With --results: the human qrels set NAME in the judgment cache (from `label` or `qrels import`).",
+        help="With --results: the human qrels set NAME in the judgment cache.",
     ),
     RESCALE,
     click.option(
@@ -106,12 +104,12 @@ CALIBRATE_OPTIONS = [
         "calibration_trials",
         type=click.IntRange(1, 10),
         default=None,
-        help="Labels per pair (Krippendorff's alpha across them). [default: 3 for a judge that takes no temperature (Claude), else 1]",
+        help="Labels per pair. [default: 3 for a judge without temperature, else 1]",
     ),
     click.option(
         "--compare-output",
         is_flag=True,
-        help="Also label the pool with the grade alone (no reason asked) and compare both outputs with the people.",
+        help="Also label with the grade alone and compare both with the people.",
     ),
     click.option(
         "--judge-mode",
@@ -119,14 +117,14 @@ CALIBRATE_OPTIONS = [
         type=click.Choice([*JUDGE_MODES, "both"]),
         default="pointwise",
         show_default=True,
-        help="pointwise: one document per call; batched: several, in a seeded random order; both: pointwise is primary.",
+        help="pointwise: one document a call; batched: several, shuffled; both.",
     ),
     click.option("--probes", default=",".join(PROBES), show_default=True, help="Comma-separated probes to run, or none."),
     click.option(
         "--systems",
         default=ALL_SYSTEMS,
         show_default=True,
-        help="Built-in search configurations compared (hybrid adds the degraded controls), or none with --run.",
+        help="Built-in search configurations compared, or none with --run.",
     ),
     click.option(
         "--run",
@@ -141,8 +139,7 @@ CALIBRATE_OPTIONS = [
         type=click.Choice(["full", "candidates"]),
         default="full",
         show_default=True,
-        help="Index the whole corpus, or only qrels documents plus the BM25 top --candidates of each sampled query "
-        "(fast; systems then re-rank that set).",
+        help="Index the whole corpus, or the qrels documents and BM25 top --candidates.",
     ),
     click.option(
         "--candidates", type=click.IntRange(10, 1000), default=100, show_default=True, help="BM25 depth of --corpus-scope candidates."
@@ -152,28 +149,25 @@ CALIBRATE_OPTIONS = [
         "calibration_db",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="SQLite index of the calibration corpus [default: .judge-runner/calibrate/<collection>-<scope>-<hash>.sqlite]; "
-        "with --results, the index whose judgment cache (judgments.sqlite beside it) holds --human-qrels.",
+        help="The calibration index. [default: .judge-runner/calibrate/...sqlite]",
     ),
     click.option(
         "--unlabelled",
         type=click.Choice(UNLABELLED),
         default=None,
-        help="A document nobody labelled: non-relevant (TREC pooling, for qrels that list every relevant document; the default "
-        "with --beir or --qrels FILE) or unknown (left out of the pool, of agreement and of the system ranking, which is "
-        "computed over what people labelled; the default with --results).",
+        help="What a document nobody labelled counts as (docs/calibration.md).",
     ),
     click.option(
         "--require-calibrated",
         is_flag=True,
-        help="Exit 1 unless the verdict is calibrated (failed, inconclusive or insufficient): a CI gate. The file is written all the same.",
+        help="Exit 1 unless the verdict is calibrated (a CI gate).",
     ),
     click.option(
         "--probe-queries",
         type=click.IntRange(min=1),
         default=20,
         show_default=True,
-        help="Queries each probe uses: 20 at least for a verdict; a probe that finds nothing needs 72 to pass its 5-point bar.",
+        help="Queries per probe (20 at least for a verdict).",
     ),
     click.option(
         "--bootstrap",

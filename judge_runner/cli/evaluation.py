@@ -51,12 +51,8 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     """Phase one: have the LLM explore FIXTURES and write a query set (JSON).
 
     \b
-    The agent can only list, glob, read and grep files inside FIXTURES (no hidden files, nothing
-    outside). Then the set is checked (docs/query-sets.md): queries whose expected files do not exist,
-    near-duplicates, queries many files answer equally, and queries the judge finds unanswered by their
-    expected files (unless --keep-unverified) are dropped; the query-set card (spread, answerability,
-    leakage, every dropped query) is printed and saved in the file. When no query is left, nothing is
-    written and the command exits 3, as generate-and-evaluate and weekly do.
+    The agent can only list, glob, read and grep files inside FIXTURES. The set is then checked and its
+    card printed and saved (docs/query-sets.md); when no query is left, nothing is written (exit 3).
     Exit codes: 0 ok; 2 usage error or API key refused; 3 stopped (budget, interrupt, failure, no
     usable query); 4 internal error.
     """
@@ -77,8 +73,7 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     "resume_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Continue an interrupted run file: its judged queries are copied (never sent again) into a new "
-    "file with the same runId, the rest are judged. Without --queries, uses the query set saved beside it.",
+    help="Continue an interrupted run file; its judged queries are not sent again.",
 )
 @OUT_DIR
 @MIN_OVERALL

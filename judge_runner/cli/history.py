@@ -8,7 +8,7 @@ import click
 
 from judge_runner import api
 from judge_runner.analysis.trend_render import MEANINGS
-from judge_runner.app.history import named_cache, pin_baseline, show_trend, write_report
+from judge_runner.app.history import TrendView, named_cache, pin_baseline, show_trend, write_report
 from judge_runner.cli.numbers import FiniteFloatRange
 from judge_runner.cli.options import printer, setting_option, settings
 
@@ -82,7 +82,8 @@ def trend(
 ) -> None:
     store = known_cache(cache, results, say=fmt == "table" and query_id is None)
     built = api.trend(results, min_effect=min_effect, cache=store).trend if query_id is None else None
-    show_trend(results, fmt, query_id, plot, min_effect, fail_on_regression, printer(), wide, store, built)
+    view = TrendView(fmt=fmt, wide=wide, query_id=query_id, plot=plot, min_effect=min_effect, fail_on_regression=fail_on_regression)
+    show_trend(results, view, printer(), store, built)
 
 
 @click.group()

@@ -10,7 +10,7 @@ from judge_runner.app.indexing import index_job
 from judge_runner.app.searching import batch_search_job, search_job
 from judge_runner.cli.options import EMBEDDER, db_option, printer, setting_option, settings
 from judge_runner.core.failures import UsageError
-from judge_runner.core.models import SEARCH_MODES
+from judge_runner.core.models import SEARCH_MODES, SearchMode
 
 
 @click.command()
@@ -84,7 +84,7 @@ def index(
 )
 @EMBEDDER
 def search(
-    query: str | None, db: Path | None, mode: str, limit: int | None, as_json: bool, queries_file: Path | None, trec_run: Path | None
+    query: str | None, db: Path | None, mode: SearchMode, limit: int | None, as_json: bool, queries_file: Path | None, trec_run: Path | None
 ) -> None:
     """Search the index, one query or a batch.
 

@@ -88,24 +88,19 @@ def _labeller() -> str:
     type=click.Choice(SAMPLINGS),
     default="queries",
     show_default=True,
-    help="queries: whole queries (every document each returned; what the bias-corrected nDCG@10 needs); "
-    "pairs: pairs stratified by the judge's label (what agreement on rare grades needs). With a budget: the unit drawn, "
-    "whole queries (the question on nDCG@10, which needs every label of a query) or single (query, document) pairs "
-    "(the question on scaled DCG@10, DCG@10 over that of ten grade-3 results: pairs cannot estimate nDCG@10 without bias).",
+    help="queries: whole queries (nDCG@10); pairs: (query, document) pairs.",
 )
 @click.option(
     "--budget",
     type=click.IntRange(min=0),
     default=None,
-    help="Spend about N labels where they narrow the question of --for most (documents labelled before are free), and say "
-    "first what they buy: 'about 40 labels (7 min at 10 s each) for ±0.08 on the difference fts - hybrid in nDCG@10'.",
+    help="Spend about N labels where they narrow the --for question most.",
 )
 @click.option(
     "--budget-minutes",
     type=FiniteFloatRange(min=0),
     default=None,
-    help="The budget in minutes of labelling at your pace: the median time a label took in earlier sessions in --folder "
-    "(yours when 20 or more), else 10 s a label.",
+    help="The budget in minutes of labelling at your pace.",
 )
 @click.option(
     "--for",
@@ -113,9 +108,7 @@ def _labeller() -> str:
     type=click.Choice(QUESTIONS),
     default="mean",
     show_default=True,
-    help="With a budget, the question it narrows: mean, one system's mean (--systems A; default the run's first); "
-    "difference, B - A between two systems of a compare run (--systems A,B; default its two systems); "
-    "ranking, every system of a compare run ranked (--systems A,B,C; default all).",
+    help="The question a budget narrows: mean, difference or ranking.",
 )
 @click.option(
     "--systems", default=None, metavar="A[,B...]", help="With a budget: the systems, named as the run file's system field names them."
@@ -126,7 +119,7 @@ def _labeller() -> str:
     type=FiniteFloatRange(0.005, 1.0),
     default=DEFAULT_WIDTH,
     show_default=True,
-    help="Aim for a 95% interval of mean nDCG@10 this wide (full width) when choosing how many queries to sample.",
+    help="Aim for a 95% interval of mean nDCG@10 this wide.",
 )
 @click.option("--per-label", type=click.IntRange(min=1), default=25, show_default=True, help="--sample pairs: pairs per judge label 0-3.")
 @click.option("--seed", "sample_seed", type=int, default=13, show_default=True, help="Seed of the sample and of the order shown.")
@@ -144,10 +137,7 @@ def _labeller() -> str:
     "allow_hosts",
     type=_HostRuleType(),
     multiple=True,
-    help="Also answer requests addressed to NAME (any port) or NAME:PORT, for a port forward under another host name "
-    "(repeatable; e.g. devbox:8080). Without it the page answers requests addressed to 127.0.0.1 or localhost on any port, "
-    "so a local port forward (ssh -L 8080:127.0.0.1:PORT) works as it is, and refuses any other name (403): a web page "
-    "whose name resolves to 127.0.0.1 could otherwise reach the labels (DNS rebinding).",
+    help="Also answer host NAME[:PORT], for a port forward (repeatable; other names: DNS rebinding).",
 )
 @click.option("--no-cache", is_flag=True, default=None, help="Write the qrels file only; do not import the labels into the judgment cache.")
 @CACHE
@@ -166,45 +156,23 @@ def label(
     """Label search results yourself, on a page served on 127.0.0.1, into the human qrels set NAME.
 
     \b
-    RESULTS are run files (quality-results/*.jsonl) to sample from; a session that exists is resumed
-    without them. The page shows each query, its intent and the text the judge was shown, never the
-    judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo (the last label
-    of this tab; a key held down counts once). Every label is written at once (labels/NAME.journal.jsonl,
-    fsynced) and the labels become labels/NAME.qrels (TREC qrels) and the human qrels set NAME in the
-    judgment cache, as `qrels import` would make it: the next evaluate uses them and corrects its mean
-    nDCG@10 with them (docs/calibration.md). A label given within 1 s of its document is flagged
-    "fast" in the journal and counted on the page.
+    RESULTS are run files to sample from; a session that exists resumes without them. The page never shows
+    the judge's label, the rank, the score or the system. Keys: 0-3 label, s skip, u undo. Each label is
+    written at once (labels/NAME.journal.jsonl) and becomes labels/NAME.qrels and the human qrels set NAME
+    in the judgment cache, which the next evaluate uses (docs/calibration.md). One process per set.
     \b
-    One process per set: a second `label --name NAME` is refused, naming the process that has it (pid,
-    host, since when); several tabs of one page are fine. When another process holds the judgment
-    cache's write lock, labels are saved in the journal at once and go into the cache when it frees; the
-    last line says where every label went, with the `qrels import` command for any the cache missed.
-    Through a port forward: see --allow-host.
-    \b
-    With --budget N (labels) or --budget-minutes M, the labels go where they narrow one question most: one
-    run's mean (--for mean), the difference B - A of two systems of a compare run (--for difference
-    --systems A,B), or the ranking of its systems (--for ranking: whole queries pooled as TREC pools, each
-    system's top 10, or its top k when the budget buys too few queries so; the closest pairs first). Units
-    are whole queries (nDCG@10) or, with --sample pairs, single (query, document) pairs (scaled DCG@10;
-    nDCG@10 needs whole queries). Each unit is drawn with a known probability: more where the judge is
-    predicted to err, once earlier labels show that helps, else uniformly; a query both systems ranked
-    alike, and every grade people gave before (any set in the cache, the labels folder), cost nothing. Before
-    the page starts it says what the budget buys; a budget too small for an estimate is refused, naming the
-    smallest that works. The journal's plan line records the design and every unit's probability; when the
-    session ends or is stopped, the last lines are the corrected estimate (a ranking: every system's, with
-    rank sets and the pairs decided by Holm's procedure), each label weighted by its probability (stopped
-    early: docs/deciding.md). One run file.
+    With --budget N or --budget-minutes M, the labels go where they narrow the --for question most: a run's
+    mean, the difference B - A of two systems (--systems A,B) or the ranking of every system. Units are
+    whole queries (nDCG@10) or, with --sample pairs, (query, document) pairs (scaled DCG@10), each drawn
+    with a known probability; grades people gave before are free. The last lines give the corrected
+    estimate (stopped early: docs/deciding.md).
     \b
     Examples:
       judge-runner label quality-results/20261201T090000Z.jsonl --name team-dec
       judge-runner label --name team-dec            # resume
-      judge-runner label --name team-dec --allow-host devbox:8080   # behind a forward named devbox:8080
       judge-runner label quality-results/RUN.jsonl --name ab --budget 150 --for difference --systems hybrid,fts
       judge-runner label quality-results/RUN.jsonl --name rank --budget 400 --for ranking
-      judge-runner calibrate --results quality-results/20261201T090000Z.jsonl --human-qrels team-dec
-    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error (bad name, no runs, port taken,
-    the set open in another process; a budget of 0 or too small for an estimate, an unknown system, a
-    difference of one system, --queries/--width/--per-label with a budget); 3 stopped by SIGTERM (everything
+    Exit codes: 0 stopped with everything saved (Ctrl+C); 2 usage error; 3 stopped by SIGTERM (everything
     saved), or some labels are not in the judgment cache (the last line prints the command that imports them).
     """
     given = _given(click.get_current_context())

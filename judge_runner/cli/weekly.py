@@ -47,7 +47,7 @@ PLAN_OPTIONS = ("fixtures", "queries_path", "regenerate", "results", "reports", 
     type=click.IntRange(min=1),
     default=52,
     show_default=True,
-    help="Run files to keep (also kept: the baseline, the query set judged, run files label sessions need).",
+    help="Run files to keep (the baseline, the query set judged and files a label session needs too).",
 )
 @click.option(
     "--log",

@@ -45,7 +45,7 @@ def estimate_answers(
     answers: Sequence[tuple[Query, SearchAnswer]],
     judges: Sequence[tuple[str, str, Price | None, bool]],
     protocol: ProtocolSettings,
-    cache: Any = None,
+    cache: JudgmentCache | None = None,
     human: dict[str, dict[str, int]] | None = None,
     effort: str = DEFAULT_EFFORT,
 ) -> list[ModelEstimate]:

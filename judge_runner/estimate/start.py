@@ -9,12 +9,13 @@ from typing import Any, Protocol
 
 from judge_runner.core.models import Query, SearchMode
 from judge_runner.estimate.answers import estimate_answers, search_all
-from judge_runner.estimate.costs import costs
+from judge_runner.estimate.costs import ModelEstimate, costs
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.labelling import ProtocolSettings
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import human_grades
 from judge_runner.llm.pricing import DEFAULT_EFFORT, Price, price_for
+from judge_runner.search.base import SearchAnswer, SearchBackend, SearchIndex
 
 __all__ = ["MemoSearch", "RunOptions", "budget_warning", "start_estimate"]
 
@@ -40,12 +41,12 @@ class MemoSearch:
     attribute is the backend's. Once ``interrupted``, its first search raises KeyboardInterrupt, so the run
     stops as on its own Ctrl+C."""
 
-    def __init__(self, backend: Any):
+    def __init__(self, backend: SearchBackend):
         self.backend = backend
-        self.answers: dict[tuple[str, str, int, str], Any] = {}
+        self.answers: dict[tuple[str, str, int, str], SearchAnswer] = {}
         self.interrupted = False
 
-    def search(self, query: str, mode: str = "hybrid", limit: int = 10, *, intent: str = "") -> Any:
+    def search(self, query: str, mode: SearchMode = "hybrid", limit: int = 10, *, intent: str = "") -> SearchAnswer:
         """The remembered answer (then forgotten), else the backend's. Raises KeyboardInterrupt once ``interrupted``."""
         if self.interrupted:
             self.interrupted = False
@@ -53,14 +54,14 @@ class MemoSearch:
         answer = self.answers.pop((query, mode, limit, intent), None)
         return answer if answer is not None else self.backend.search(query, mode=mode, limit=limit, intent=intent)
 
-    def remember(self, query: str, mode: str, limit: int, answer: Any, intent: str = "") -> None:
+    def remember(self, query: str, mode: SearchMode, limit: int, answer: SearchAnswer, intent: str = "") -> None:
         self.answers[(query, mode, limit, intent)] = answer
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
 
 
-def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) -> str:
+def budget_warning(estimate: ModelEstimate, price: Price | None, cap: float | None, batch: bool) -> str:
     """The start line's word on ``--max-budget-usd`` (``cap``, USD) in the run's mode; empty when the worst
     case fits."""
     if cap is None or price is None:
@@ -77,7 +78,7 @@ def budget_warning(estimate: Any, price: Any, cap: float | None, batch: bool) ->
 
 def start_estimate(
     queries: Sequence[Query],
-    index: Any,
+    index: SearchIndex,
     judge: Judge,
     options: RunOptions,
     cache: JudgmentCache | None,

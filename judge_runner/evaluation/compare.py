@@ -10,18 +10,19 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from judge_runner.core.failures import StorageError
 from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
 from judge_runner.evaluation.loop import RunLoop
 from judge_runner.evaluation.options import EvaluateOptions
-from judge_runner.evaluation.state import RunOutcome, begin_run, end_run, summary_on_crash
+from judge_runner.evaluation.state import RunFinish, RunOutcome, RunState, begin_run, end_run, summary_on_crash
 from judge_runner.judging.advice import recommended_focus
 from judge_runner.measures.failed import failed_by_system
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.measures.paired import MIN_EFFECT, compare_values
 from judge_runner.runs.corrected import bias_corrected
-from judge_runner.runs.write import build_summary
+from judge_runner.runs.write import RunWriter, SummaryInputs, build_summary
 
 SCORE_COLUMNS = (*DIMENSIONS, "overall")
 
@@ -30,14 +31,14 @@ class SystemWriter:
     """The run writer seen by one system: every ``evaluation`` and ``error`` line gets ``system``, set in the
     line dict itself so the run's state records it too."""
 
-    def __init__(self, writer: Any, system: str):
+    def __init__(self, writer: RunWriter, system: str):
         self.writer, self.system = writer, system
         self.run_id, self.path = writer.run_id, writer.path
 
     @property
-    def failure(self) -> Any:
+    def failure(self) -> StorageError | None:
         """The run file's first write failure, None while every line was written."""
-        return getattr(self.writer, "failure", None)
+        return self.writer.failure
 
     def write(self, line: dict[str, Any]) -> None:
         if line.get("type") in ("evaluation", "error"):
@@ -56,7 +57,7 @@ class CompareSummaryWriter(SystemWriter):
     """Writes a compare run's summary: adds ``comparison``, sets :data:`REFERENCE_FIELDS` to the reference's
     and ``biasCorrected`` to every system's, in the summary dict itself."""
 
-    def __init__(self, writer: Any, systems: list[str], state: Any, min_effect: float, options: EvaluateOptions | None = None):
+    def __init__(self, writer: RunWriter, systems: list[str], state: RunState, min_effect: float, options: EvaluateOptions | None = None):
         super().__init__(writer, "")
         self.systems, self.state, self.min_effect, self.options = systems, state, min_effect, options or EvaluateOptions()
 
@@ -94,14 +95,16 @@ def system_averages(
         mine,
         failed,
         len(mine) + len(failed),
-        interrupted=False,
-        budget_exhausted=False,
-        cost_usd=None,
-        usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
-        duration_s=0.0,
-        heuristic=False,
-        recommended_focus=focus.text() if focus is not None else None,
-        focus_evidence=focus.block() if focus is not None else None,
+        SummaryInputs(
+            interrupted=False,
+            budget_exhausted=False,
+            cost_usd=None,
+            usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
+            duration_s=0.0,
+            heuristic=False,
+            recommended_focus=focus.text() if focus is not None else None,
+            focus_evidence=focus.block() if focus is not None else None,
+        ),
     )
     return {"name": name, "evaluated": len(mine), "failed": len(failed), **{k: summary[k] for k in REFERENCE_FIELDS}}
 
@@ -208,7 +211,7 @@ def difference_words(diff: dict[str, Any]) -> str:
 def run_systems(
     queries: list[Query],
     systems: list[Any],
-    writer: Any,
+    writer: RunWriter,
     run_start: dict,
     ctx: RunContext,
     *,
@@ -246,4 +249,6 @@ def run_systems(
             else SystemWriter(writer, systems[0].name)
         )
         batch = batching.stats.as_dict() if batching is not None else None
-        return end_run(state, final, ctx.options, started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch, carried=prior)
+        return end_run(
+            state, final, ctx.options, RunFinish(started=started, budget=ctx.budget, heuristic=ctx.heuristic, batch=batch, carried=prior)
+        )

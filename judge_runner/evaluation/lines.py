@@ -5,6 +5,8 @@ batch, and the ``provenance`` block of ``run_start``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from judge_runner import __version__
 from judge_runner.core.models import Query
 from judge_runner.evaluation.options import EvaluateOptions
@@ -144,32 +146,36 @@ def batch_line(run_id: str, fields: dict) -> dict:
     return BatchLine.model_validate({"runId": run_id, "timestamp": utc_now(), **fields}).line()
 
 
-def provenance(
-    judge: Judge,
-    generator_model: str | None,
-    prompt_hashes: dict,
-    query_set_sha: str,
-    corpus_fingerprint: str,
-    search_config: dict,
-    options: EvaluateOptions | None = None,
-    generator_provider: str | None = None,
-    passage_embedder: str = "",
-) -> dict:
-    """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` serialised
-    by alias): who judged, with which prompts, on what; the judge fingerprint of ``options``' protocol
-    (:func:`judge_runner.judging.fingerprint.build_fingerprint`, with ``passage_embedder``, the model that chose
-    the passages), whether the judge's model wrote the queries,
-    and the scoring version the scores are computed under (:data:`judge_runner.judging.scores.SCORING_VERSION`)."""
+@dataclass(frozen=True, kw_only=True)
+class Basis:
+    """What a run's judgments rest on beside the judge: the prompts' sha256 by file name, the query set's
+    sha256, the corpus fingerprint, the search config, the query writer (None: a set read from a file) and
+    the embedder that chose the passages (``""``: none)."""
+
+    prompt_hashes: dict
+    query_set_sha: str
+    corpus_fingerprint: str
+    search_config: dict
+    generator_provider: str | None = None
+    generator_model: str | None = None
+    passage_embedder: str = ""
+
+
+def provenance(judge: Judge, basis: Basis, options: EvaluateOptions | None = None) -> dict:
+    """The ``provenance`` block of ``run_start`` (a :class:`~judge_runner.runs.lines.Provenance` by alias),
+    with the judge fingerprint of ``options``' protocol (:func:`judge_runner.judging.fingerprint.build_fingerprint`)
+    and :data:`judge_runner.judging.scores.SCORING_VERSION`."""
     options = options or EvaluateOptions()
+    generator_model, generator_provider = basis.generator_model, basis.generator_provider
     return Provenance(
         provider=judge.name,
         generatorModel=generator_model,
         judgeModel=judge.model,
         heuristicJudge=judge.heuristic,
-        promptSha256=prompt_hashes,
-        querySetSha256=query_set_sha,
-        corpusFingerprint=corpus_fingerprint,
-        searchConfig=search_config,
+        promptSha256=basis.prompt_hashes,
+        querySetSha256=basis.query_set_sha,
+        corpusFingerprint=basis.corpus_fingerprint,
+        searchConfig=basis.search_config,
         judgeRunnerVersion=__version__,
         judgeFingerprint=build_fingerprint(
             judge.name,
@@ -178,7 +184,7 @@ def provenance(
             options.trials,
             options.seed,
             judge.heuristic,
-            passage_embedder,
+            basis.passage_embedder,
             getattr(judge, "reasoning_effort", None),
         ).as_dict(),
         # the heuristic judge is no model: the offline writer sharing its provider name is no circularity

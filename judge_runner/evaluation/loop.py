@@ -27,6 +27,7 @@ from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import (
     MAX_FAILED_SHARE,
     RunEnd,
+    RunFinish,
     RunOutcome,
     RunState,
     begin_run,
@@ -37,7 +38,7 @@ from judge_runner.evaluation.state import (
 )
 from judge_runner.judging.cache_failures import CacheError
 from judge_runner.judging.call_pool import CallPool, detached
-from judge_runner.judging.labelling import Channel, Tally, judge_query
+from judge_runner.judging.labelling import Channel, QueryJudgment, Tally, judge_query
 from judge_runner.judging.protocol import Judge
 from judge_runner.judging.qrels import drawn_designs, people_grades
 from judge_runner.llm.errors import CallsStopped
@@ -82,29 +83,21 @@ def is_heuristic(judge: Judge) -> bool:
 
 
 class RunLoop:
-    """One pass of phase two over a query set, into ``writer`` (its lines counted in ``state``), as
-    ``ctx`` says (:class:`~judge_runner.evaluation.context.RunContext`). :meth:`run` searches each query (in
-    the calling thread) and judges it, writing each line once its query and those before it are done (lines
-    in the order of the queries).
+    """One pass of phase two over a query set into ``writer`` (lines counted in ``state``), as ``ctx`` says.
+    :meth:`run` searches each query in the calling thread and judges it; lines are written in query order.
 
-    Scheduling: the judge calls of every query in flight share one pool of ``options.concurrency`` call
-    slots (:class:`~judge_runner.judging.call_pool.CallPool`; a query's label calls run side by side,
-    earlier queries' calls first) and up to ``concurrency`` queries are judged at once, so a small query
-    set or the run's tail still fills every slot. The CPU-bound heuristic judge is one query at a time, its
-    calls one after another. With a batching judge (``judge.batching``, ``--batch``) every query is judged
-    at once (one worker each, counted by the coordinator, so their calls leave together: labels, then list
-    verdicts); each batch's ``batch`` line is written the moment it exists.
+    Scheduling: every query in flight shares one :class:`~judge_runner.judging.call_pool.CallPool` of
+    ``options.concurrency`` call slots (earlier queries first), up to ``concurrency`` queries at once. The
+    heuristic judge takes one query at a time. A batching judge (``--batch``) takes every query at once, so
+    their calls leave together; each ``batch`` line is written the moment its batch exists.
 
-    Stops: no new call starts once ``state.stopped``, the budget is exhausted or the judgment cache failed
-    (a full disk: its ``failure``); calls in flight finish and are recorded. A failed query never raises:
-    it becomes an ``error`` line, with what its calls spent. A stop request (Ctrl+C, SIGTERM: checked at
-    the loop's waits, :data:`judge_runner.core.interrupts.STOP`; or KeyboardInterrupt from a search) starts
-    no new call (none waiting in the pool either: a query left waiting gets no line) and waits up to
-    STOP_WAIT_S seconds for calls in flight (a second signal ends the wait); the state is marked
-    interrupted. Under ``--batch`` a stop abandons the wait at once, records nothing for the queries still
-    waiting (``--resume`` takes their results from the batch) and says on stderr that the batch was not
-    canceled. A run file that cannot take a line (StorageError) stops the run the same way (reason
-    ``disk_full`` or ``storage_error``), said on stderr with the file's path.
+    Stops: no new call starts once ``state.stopped``, the budget is exhausted or the judgment cache failed;
+    calls in flight finish and are recorded. A failed query never raises: it becomes an ``error`` line with
+    what it spent. A stop request (:data:`judge_runner.core.interrupts.STOP`, or KeyboardInterrupt from a
+    search) waits up to :data:`STOP_WAIT_S` for calls in flight (a second signal ends the wait) and marks
+    the state interrupted; queries still waiting get no line. Under ``--batch`` the wait ends at once and
+    stderr says the batch was not canceled (``--resume`` takes its results). A run file that cannot take a
+    line (StorageError) stops the run the same way, said on stderr with the file's path.
     """
 
     def __init__(self, ctx: RunContext, state: RunState, writer: RunWriter) -> None:
@@ -114,7 +107,7 @@ class RunLoop:
         self.human: dict[str, dict[str, int]] = {}
         state.sources = replace(state.sources, cache=ctx.cache, names=ctx.options.human_qrels)  # the pooled qrels' sources
         self.said: set[str] = set()  # storage failures already said on stderr
-        self.resume = f"`judge-runner evaluate --resume {getattr(writer, 'path', 'RUN.jsonl')}` continues the run"
+        self.resume = f"`judge-runner evaluate --resume {writer.path}` continues the run"
         self.batching: Any = getattr(ctx.judge, "batching", None)  # --batch: every query at once, so their calls share batches
         self.in_flight: dict[Future, tuple[Query, SearchAnswer, Tally]] = {}
         self.concurrency = 1
@@ -244,7 +237,7 @@ class RunLoop:
         while True:
             if STOP.requested.is_set():
                 raise KeyboardInterrupt
-            failure = getattr(self.writer, "failure", None)
+            failure = self.writer.failure
             if failure is not None:
                 raise failure
             if not self.running() or wait(self.running(), timeout=POLL_S, return_when=FIRST_COMPLETED)[0]:
@@ -289,7 +282,7 @@ class RunLoop:
             f'[{self.state.done}/{self.state.total}] "{query.query}" - {stage} failed: {line["errorType"]}: {line["message"][:160]}'
         )
 
-    def _record_evaluation(self, query: Query, answer: SearchAnswer, outcome: Any) -> None:
+    def _record_evaluation(self, query: Query, answer: SearchAnswer, outcome: QueryJudgment) -> None:
         line = evaluation_line(self.writer.run_id, query, answer, outcome, self.options.search_limit)
         if not self.write(line):
             return
@@ -321,7 +314,7 @@ class RunLoop:
     def must_stop(self) -> bool:
         """Whether no new query may start: the run is stopped, the budget spent, or the judgment cache
         failed; or a query failed in a way that stops the run, its line waiting for an earlier query's."""
-        failure = getattr(self.ctx.cache, "failure", None)
+        failure = self.ctx.cache.failure if self.ctx.cache is not None else None
         if failure is not None:
             consequence = f"no new query starts (those started finish, their labels in their lines); once it is fixed, {self.resume}"
             self.storage_failed(failure, consequence)
@@ -350,7 +343,7 @@ class RunLoop:
         for future in self.in_flight:
             future.cancel()
         self.in_flight.clear()
-        picker = self.batching.resume_hint or f"`judge-runner evaluate --resume {getattr(self.writer, 'path', 'RUN.jsonl')}`"
+        picker = self.batching.resume_hint or f"`judge-runner evaluate --resume {self.writer.path}`"
         picks = "picks its results up" if why == "interrupted" else "picks up those the run file records"
         print(
             f"{why}: batch {', '.join(pending)} is still in flight and was NOT canceled; {picker} "
@@ -413,10 +406,7 @@ def run_evaluation(
         RunLoop(ctx, state, writer).run(queries, search)
         circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
         batch = batching.stats.as_dict() if batching is not None else None
-        return end_run(
-            state,
-            writer,
-            ctx.options,
+        finish = RunFinish(
             started=started,
             budget=ctx.budget,
             heuristic=ctx.heuristic,
@@ -425,3 +415,4 @@ def run_evaluation(
             batch=batch,
             carried=prior,
         )
+        return end_run(state, writer, ctx.options, finish)

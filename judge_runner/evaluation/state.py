@@ -21,7 +21,7 @@ from judge_runner.llm.errors import AuthError, BudgetExhausted, SpendLimitError
 from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.designed import LabelDesign
 from judge_runner.runs.lines import SummaryLine, run_start_line
-from judge_runner.runs.write import RunWriter, build_summary, utc_now
+from judge_runner.runs.write import RunWriter, SummaryInputs, build_summary, utc_now
 
 MAX_FAILED_SHARE = 0.25
 
@@ -195,25 +195,29 @@ def begin_run(writer: RunWriter, run_start: dict, new_queries: int, prior: list[
     return state
 
 
-def end_run(
-    state: RunState,
-    writer: RunWriter,
-    options: EvaluateOptions,
-    *,
-    started: float,
-    budget: Budget | None = None,
-    heuristic: bool = False,
-    judge_is_generator: bool = False,
-    estimate: dict | None = None,
-    batch: dict | None = None,
-    carried: list[dict] | None = None,
-) -> RunOutcome:
-    """The finish step: build the ``summary`` line from the lines scored against the run's pooled qrels
-    (:func:`pooled_lines`; usage and cost from ``budget``; duration since the ``time.monotonic()`` value
-    ``started``, in seconds; the quality gate; ``estimate``: the start's ``ModelEstimate.summary_block``;
-    ``batch``: a ``--batch`` run's ``BatchStats.as_dict``; ``carried``: the evaluation lines a resumed run copied,
-    whose usage and cost (:func:`carried_usage`) are added; the recommended focus), write it, close the file,
-    and return the outcome with its :class:`RunEnd`. A summary the file cannot take (a full disk) makes the run incomplete."""
+@dataclass(frozen=True, kw_only=True)
+class RunFinish:
+    """What the summary needs beside the run's state: ``started``, a ``time.monotonic()`` value (the
+    duration is counted from it, in seconds); the ``budget`` (usage and cost; None: not tracked);
+    ``estimate``, the start's :meth:`judge_runner.estimate.costs.ModelEstimate.summary_block`; ``batch``,
+    :meth:`judge_runner.llm.batch_exchange.BatchStats.as_dict` of a ``--batch`` run; ``carried``, the
+    evaluation lines a resumed run copied (their usage and cost, paid by the earlier process, are added:
+    :func:`carried_usage`)."""
+
+    started: float
+    budget: Budget | None = None
+    heuristic: bool = False
+    judge_is_generator: bool = False
+    estimate: dict | None = None
+    batch: dict | None = None
+    carried: list[dict] | None = None
+
+
+def end_run(state: RunState, writer: RunWriter, options: EvaluateOptions, finish: RunFinish) -> RunOutcome:
+    """Build the ``summary`` line from the lines scored against the run's pooled qrels (:func:`pooled_lines`),
+    with the quality gate and the recommended focus; write it, close the file, and return the outcome. A
+    summary the file cannot take (a full disk) makes the run incomplete."""
+    budget, carried = finish.budget, finish.carried
     budget_exhausted = state.budget_exhausted or (budget is not None and budget.exhausted)
     usage = {"inputTokens": 0, "outputTokens": 0, "calls": 0}
     if budget is not None:
@@ -239,31 +243,33 @@ def end_run(
         scored,
         state.errors,
         state.total,
-        interrupted=state.interrupted,
-        budget_exhausted=budget_exhausted,
-        cost_usd=cost,
-        usage=usage,
-        duration_s=time.monotonic() - started,
-        heuristic=heuristic,
-        stop_reason=stop_reason,
-        judge_mode=options.judge_mode,
-        trials=options.trials,
-        judge_is_generator=judge_is_generator,
-        cache_saved_usd=budget.total_saved_usd if budget is not None else 0.0,
-        recommended_focus=focus.text() if focus is not None else None,
-        focus_evidence=focus.block() if focus is not None else None,
+        SummaryInputs(
+            interrupted=state.interrupted,
+            budget_exhausted=budget_exhausted,
+            cost_usd=cost,
+            usage=usage,
+            duration_s=time.monotonic() - finish.started,
+            heuristic=finish.heuristic,
+            stop_reason=stop_reason,
+            judge_mode=options.judge_mode,
+            trials=options.trials,
+            judge_is_generator=finish.judge_is_generator,
+            cache_saved_usd=budget.total_saved_usd if budget is not None else 0.0,
+            recommended_focus=focus.text() if focus is not None else None,
+            focus_evidence=focus.block() if focus is not None else None,
+        ),
     )
     gate = None
     if options.min_overall is not None:
         overall = summary["averageScores"]["overall"] if summary["averageScores"] else None
         gate = {"minOverall": options.min_overall, "overall": overall, "passed": overall is not None and overall >= options.min_overall}
         summary["qualityGate"] = gate
-    summary["estimate"], summary["qrels"] = estimate, qrels
-    summary["cacheWarning"] = cache_warning(estimate, usage)
+    summary["estimate"], summary["qrels"] = finish.estimate, qrels
+    summary["cacheWarning"] = cache_warning(finish.estimate, usage)
     if state.label_designs:  # labels drawn by a budget: weighted by their probabilities (a compare run's writer alike)
         summary["biasCorrected"] = bias_corrected(scored, designs=state.label_designs)
-    if batch is not None:
-        summary["batch"] = batch
+    if finish.batch is not None:
+        summary["batch"] = finish.batch
     unwritten = None
     try:
         writer.write(summary)

@@ -27,7 +27,7 @@ from judge_runner.human.plan import Item, documents
 from judge_runner.judging.qrels import pooled_metrics
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.measures.ppi import MIN_LABELLED
-from judge_runner.measures.ppi_compare import Ranking, corrected_ranking
+from judge_runner.measures.ppi_compare import Method, Ranking, corrected_ranking
 from judge_runner.measures.sampling import LabelNoise, Plan, Unit, budget_text, plan_budget, predicted_half_width, query_units, residuals
 from judge_runner.runs.designed import LabelDesign, Weighted
 from judge_runner.runs.read import RunFile
@@ -283,7 +283,7 @@ def estimate_ranking(run: RunFile, record: Mapping[str, Any], given: Mapping[tup
     weighted = Weighted(design)
     names = [str(s) for s in systems]
     ranking = corrected_ranking(
-        {str(s): judge[s] for s in systems}, {str(s): people[s] for s in systems}, names, estimate=weighted, holm=True
+        {str(s): judge[s] for s in systems}, {str(s): people[s] for s in systems}, names, method=Method(estimate=weighted), holm=True
     )
     complete = sum(1 for q in drawn if q in people[systems[0]])
     free = sum(1 for q in people[systems[0]] if q not in drawn and probabilities.get(q, 0) >= 1)

@@ -181,15 +181,25 @@ def rescore(
     people = qrels_metrics({i: pool.qrels.qrels.get(t, {}) for i, t in topics.items()}, ranked)
     mixed = [i for i, t in topics.items() if t in pool.people_topics]
     judge = qrels_metrics({i: pool.judge.qrels.get(t, {}) for i in mixed for t in [topics[i]]}, {i: ranked[i] for i in mixed})
+    how = _Rescoring(depth, weights if scores else None, scores)
     out: list[dict[str, Any] | None] = []
     for i, line in enumerate(lines):
         key = str(i)
         if key not in ranked:
             out.append(None)
             continue
-        new = _one(line, pool, topics[key], ranked[key], people[key], judge.get(key), depth, weights if scores else None, scores)
+        new = _one(line, pool, topics[key], ranked[key], (people[key], judge.get(key)), how)
         out.append(new)
     return out
+
+
+@dataclass(frozen=True)
+class _Rescoring:
+    """How :func:`rescore` scores every line: its arguments ``depth``, ``weights`` and ``scores``."""
+
+    depth: int | None
+    weights: Mapping[str, float] | None
+    scores: bool
 
 
 def _one(
@@ -197,13 +207,13 @@ def _one(
     pool: Pool,
     topic: str,
     sources: list[str],
-    metrics: dict[str, float],
-    judge_metrics: dict[str, float] | None,
-    depth: int | None,
-    weights: Mapping[str, float] | None,
-    scores: bool,
+    found: tuple[dict[str, float], dict[str, float] | None],
+    how: _Rescoring,
 ) -> dict[str, Any]:
-    """One line's new figures (:func:`rescore`)."""
+    """One line's new figures (:func:`rescore`): ``found`` its metrics against the pooled qrels and, when people
+    graded some of its results, against the judge's labels alone."""
+    metrics, judge_metrics = found
+    depth, weights, scores = how.depth, how.weights, how.scores
     grades, judged = pool.qrels.qrels.get(topic, {}), pool.judge.qrels.get(topic, {})
     results = line.get("results") or []
     people = {

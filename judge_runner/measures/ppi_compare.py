@@ -122,35 +122,45 @@ def more_to_decide(found: MeanEstimate, limit: int | None = None) -> Decision:
     return Decision(need, distance, text)
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One system of a paired difference: its ``name``, ``{query id: judge's value}`` of every scored
+    query (``judge``) and ``{query id: people's value}`` of the labelled ones (``human``)."""
+
+    name: str
+    judge: Mapping[str, float]
+    human: Mapping[str, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Method:
+    """How a corrected figure is estimated: on ``column``, at ``confidence``, by ``estimate`` (default
+    PPI++ on a uniform sample)."""
+
+    column: str = "nDCG@10"
+    confidence: float = CONFIDENCE
+    estimate: Estimator = uniform_estimator
+
+
 def corrected_difference(
-    judge_a: Mapping[str, float],
-    judge_b: Mapping[str, float],
-    human_a: Mapping[str, float],
-    human_b: Mapping[str, float],
-    *,
-    system: str = "B",
-    against: str = "A",
-    column: str = "nDCG@10",
-    confidence: float = CONFIDENCE,
+    against: Arm,
+    system: Arm,
+    method: Method = Method(),
     failed: tuple[Failed, Failed] | None = None,
-    estimate: Estimator = uniform_estimator,
     known: Mapping[str, float] | None = None,
 ) -> CorrectedDifference | None:
-    """The corrected difference ``system`` (B) - ``against`` (A) on ``column`` (module docstring). ``judge_*``:
-    ``{query id: judge's value}`` of every scored query of each; ``human_*``: ``{query id: people's value}`` of
-    the labelled ones. Paired over the queries both scored (judge) and both have labelled (people). None with
-    fewer than :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both. ``failed``: the failed
-    queries of A and B, under the rule of :mod:`judge_runner.measures.failed` (a failed query at 0 or at the
-    other's value for the judge and, where the other is labelled, for the people). ``estimate``: the estimator
-    of the paired differences (default PPI++ on a uniform sample); ``known``: people's differences known
+    """The corrected difference ``system`` (B) - ``against`` (A) (module docstring), paired over the queries
+    both scored (judge) and both have labelled (people). None with fewer than
+    :data:`judge_runner.measures.ppi.MIN_LABELLED` queries labelled in both. ``failed``: the failed queries of
+    A and B, under the rule of :mod:`judge_runner.measures.failed`; ``known``: people's differences known
     without a label (0 where both ranked alike)."""
     if failed is None:
-        return _difference(judge_a, judge_b, human_a, human_b, system, against, column, confidence, estimate, known)
-    rule = Failures.of(judge_a, judge_b, failed[0], failed[1], paired=True, column=column)
+        return _difference(against, system, method, known)
+    rule = Failures.of(against.judge, system.judge, failed[0], failed[1], paired=True, column=method.column)
 
     def figure(how: str) -> CorrectedDifference | None:
-        (ja, jb), (ha, hb) = rule.fill(judge_a, judge_b, how), rule.fill(human_a, human_b, how)
-        return _difference(ja, jb, ha, hb, system, against, column, confidence, estimate, known)
+        (ja, jb), (ha, hb) = rule.fill(against.judge, system.judge, how), rule.fill(against.human, system.human, how)
+        return _difference(Arm(against.name, ja, ha), Arm(system.name, jb, hb), method, known)
 
     def second(diff: CorrectedDifference) -> dict:
         return {"estimate": round(diff.found.estimate, 6), "ci95": [round(x, 6) for x in diff.found.ci95], "outcome": diff.outcome}
@@ -165,26 +175,15 @@ def corrected_difference(
     return replace(shown, outcome=CANNOT_TELL, verdict=text, decision=None, failed=outcome.failed)
 
 
-def _difference(
-    judge_a: Mapping[str, float],
-    judge_b: Mapping[str, float],
-    human_a: Mapping[str, float],
-    human_b: Mapping[str, float],
-    system: str,
-    against: str,
-    column: str,
-    confidence: float,
-    estimate: Estimator,
-    known: Mapping[str, float] | None,
-) -> CorrectedDifference | None:
-    common = [q for q in judge_b if q in judge_a]
-    judge = {q: judge_b[q] - judge_a[q] for q in common}
-    human = {q: human_b[q] - human_a[q] for q in common if q in human_a and q in human_b}
+def _difference(a: Arm, b: Arm, method: Method, known: Mapping[str, float] | None) -> CorrectedDifference | None:
+    common = [q for q in b.judge if q in a.judge]
+    judge = {q: b.judge[q] - a.judge[q] for q in common}
+    human = {q: b.human[q] - a.human[q] for q in common if q in a.human and q in b.human}
     human.update({q: v for q, v in (known or {}).items() if q in judge and q not in human})
-    found = estimate(judge, human, DIFFERENCE_BOUNDS, confidence)
+    found = method.estimate(judge, human, DIFFERENCE_BOUNDS, method.confidence)
     if found is None:
         return None
-    return decided(found, system, against, column)
+    return decided(found, b.name, a.name, method.column)
 
 
 def decided(found: MeanEstimate, system: str, against: str, column: str) -> CorrectedDifference:
@@ -266,10 +265,8 @@ def corrected_ranking(
     human: Mapping[str, Mapping[str, float]],
     order: Sequence[str] | None = None,
     *,
-    column: str = "nDCG@10",
-    confidence: float = CONFIDENCE,
+    method: Method = Method(),
     failed: Mapping[str, Failed] | None = None,
-    estimate: Estimator = uniform_estimator,
     known: Mapping[tuple[str, str], Mapping[str, float]] | None = None,
     holm: bool = False,
 ) -> Ranking | None:
@@ -277,42 +274,35 @@ def corrected_ranking(
     the labelled queries) by corrected mean, with rank sets (module docstring). ``order``: the systems'
     order for ties and output (default: as given). ``failed``: each system's failed queries (a pair one of
     whose systems failed queries that could change it is "cannot tell", and does not order them).
-    ``estimate``: the estimator (default PPI++ on a uniform sample); ``known``: per pair ``(a, b)`` the people's
-    differences known without a label. ``holm``: the pairs' verdicts by Holm's step-down procedure at
-    ``confidence`` together (:func:`holm_verdicts`) instead of each pair at the Bonferroni level. None with
+    ``known``: per pair ``(a, b)`` the people's differences known without a label. ``holm``: the pairs'
+    verdicts by Holm's step-down procedure at ``method.confidence`` together (:func:`holm_verdicts`) instead of each pair at the Bonferroni level. None with
     fewer than two systems, or when no system has :data:`judge_runner.measures.ppi.MIN_LABELLED` labelled
     queries."""
     names = list(order or judge)
     if len(names) < 2:
         return None
-    means = {s: estimate(judge[s], human.get(s, {}), (0.0, 1.0), CONFIDENCE) for s in names}
+    means = {s: method.estimate(judge[s], human.get(s, {}), (0.0, 1.0), CONFIDENCE) for s in names}
     if all(m is None for m in means.values()):
         return None
     m = len(names) * (len(names) - 1) // 2
-    level = 1 - (1 - confidence) / m
+    level = 1 - (1 - method.confidence) / m
     above = {s: 0 for s in names}  # systems surely above s
     below = {s: 0 for s in names}
     pairs = []
     for a, b in combinations(names, 2):
         sides = (failed.get(a, Failed(a)), failed.get(b, Failed(b))) if failed else None
         diff = corrected_difference(
-            judge[a],
-            judge[b],
-            human.get(a, {}),
-            human.get(b, {}),
-            system=b,
-            against=a,
-            column=column,
-            confidence=CONFIDENCE if holm else level,
-            failed=sides,
-            estimate=estimate,
-            known=(known or {}).get((a, b)),
+            Arm(a, judge[a], human.get(a, {})),
+            Arm(b, judge[b], human.get(b, {})),
+            replace(method, confidence=CONFIDENCE if holm else level),
+            sides,
+            (known or {}).get((a, b)),
         )
         if diff is None:
             continue
         pairs.append(diff)
     if holm:
-        pairs = holm_verdicts(pairs, 1 - confidence)
+        pairs = holm_verdicts(pairs, 1 - method.confidence)
     for diff in pairs:
         a, b = diff.against, diff.system
         if diff.outcome == "better":
@@ -329,7 +319,7 @@ def corrected_ranking(
 
     ranked = sorted(names, key=key)
     systems = [RankedSystem(s, means[s], (1 + above[s], k - below[s])) for s in ranked]
-    return Ranking(column, systems, pairs, confidence, level, holm)
+    return Ranking(method.column, systems, pairs, method.confidence, level, holm)
 
 
 def p_value(found: MeanEstimate) -> float:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from judge_runner.core.models import Query
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.judging.cache import JudgmentCache
 from judge_runner.judging.fence import RenderedDocument, render_document
 from judge_runner.judging.labelling import Channel, LabelTask, ProtocolSettings, Tally, label_documents
@@ -77,7 +77,7 @@ def check_answerability(
     cache: JudgmentCache | None = None,
     concurrency: int = 1,
     log: Callable[[str], None] = lambda message: None,
-    embedder: Any = None,
+    embedder: TextEmbedder | None = None,
 ) -> tuple[list[AnswerCheck], Tally]:
     """``(one AnswerCheck per on-topic query in order, what the calls cost)``. A failed call (an LLMError)
     becomes the query's ``error``, except BudgetExhausted, SpendLimitError and AuthError, which are raised,

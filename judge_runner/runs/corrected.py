@@ -12,7 +12,7 @@ from typing import Any
 from judge_runner.measures.failed import Failed, failed_by_system
 from judge_runner.measures.ir import NDCG10_NAME, canonical_metric_name
 from judge_runner.measures.ppi import CONFIDENCE, MIN_LABELLED
-from judge_runner.measures.ppi_compare import Estimator, corrected_difference, corrected_ranking, uniform_estimator
+from judge_runner.measures.ppi_compare import Arm, Estimator, Method, corrected_difference, corrected_ranking, uniform_estimator
 from judge_runner.runs.corrected_blocks import BLOCK_VERSION, BiasCorrected
 from judge_runner.runs.designed import LabelDesign, Weighted, alike_zeros, choose_design
 
@@ -135,15 +135,10 @@ def _differences(
         for column in CORRECTED
         if (
             diff := corrected_difference(
-                judge[column],
-                parts[name][0][column],
-                human[column],
-                parts[name][1][column],
-                system=str(name),
-                against=str(reference),
-                column=column,
+                Arm(str(reference), judge[column], human[column]),
+                Arm(str(name), parts[name][0][column], parts[name][1][column]),
+                Method(column=column, estimate=estimate),
                 failed=(failed[str(reference)], failed[str(name)]),
-                estimate=estimate,
                 known=alike_zeros(lines, reference, name) if drawn else None,
             )
         )
@@ -164,8 +159,8 @@ def _ranking(
         {str(n): parts[n][0][NDCG10_NAME] for n in names},
         {str(n): parts[n][1][NDCG10_NAME] for n in names},
         [str(n) for n in names],
+        method=Method(estimate=estimate),
         failed=failed,
-        estimate=estimate,
         known=known,
     )
     return ranking.as_dict() if ranking is not None else None

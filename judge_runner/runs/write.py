@@ -15,6 +15,7 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -179,71 +180,71 @@ def cost_per_judged_query(evaluations: Sequence[Mapping[str, Any]], legacy: bool
     return len(judged), round(sum(costs) / len(judged), 6)
 
 
-def build_summary(
-    run_id: str,
-    evaluations: list[dict],
-    errors: list[dict],
-    total_queries: int,
-    *,
-    interrupted: bool,
-    budget_exhausted: bool,
-    cost_usd: float | None,
-    usage: dict,
-    duration_s: float,
-    heuristic: bool,
-    stop_reason: str | None = None,
-    judge_mode: str | None = None,
-    trials: int = 1,
-    judge_is_generator: bool = False,
-    cache_saved_usd: float | None = None,
-    recommended_focus: str | None = None,
-    focus_evidence: dict | None = None,
-) -> dict:
-    """The ``summary`` line (a :class:`~judge_runner.runs.lines.SummaryLine` serialised by alias).
-    Averages cover evaluated queries only (failures are never zeros) and, for the dimensions and
-    overall, on-topic queries only (off-topic ones are scored on abstention: ``abstention.accuracy``
-    and ``falseAbstentionRate``); metrics average over queries that have them, keyed by ir-measures
-    name (:data:`METRIC_NAMES`). Also the label counts (cached, judged, human), Krippendorff's alpha
-    between trials (:func:`judge_runner.measures.agreement.trials_alpha`), the model ids the judge API returned
-    and the expected-source disagreements. Cost figures: ``cachedInputShare`` (cache-read over all input
-    tokens of ``usage``), ``cacheSavedUsd`` (``cache_saved_usd``, from the budget:
-    :func:`judge_runner.llm.pricing.cache_savings_usd`), ``judgedQueries`` and ``costPerJudgedQueryUsd``
-    (:func:`cost_per_judged_query`). ``recommended_focus`` and ``focus_evidence`` are the caller's
-    (:func:`judge_runner.judging.advice.recommended_focus`: the dimension with the most recoverable headroom,
-    which needs the scoring rules this layer does not know). ``biasCorrected``: mean nDCG@10 and relevance
-    corrected by the wholly human-labelled queries (:func:`judge_runner.runs.corrected.bias_corrected`)."""
+@dataclass(frozen=True, kw_only=True)
+class SummaryInputs:
+    """What a run did beyond its evaluation lines: the rest of the summary's inputs. ``cost_usd`` and
+    ``cache_saved_usd`` in USD (None: unknown; :func:`judge_runner.llm.pricing.cache_savings_usd`),
+    ``usage`` the budget's token and call counts by alias, ``duration_s`` in seconds.
+    ``recommended_focus`` and ``focus_evidence`` are the caller's
+    (:func:`judge_runner.judging.advice.recommended_focus`: it needs scoring rules this layer does not know)."""
+
+    interrupted: bool
+    budget_exhausted: bool
+    cost_usd: float | None
+    usage: dict
+    duration_s: float
+    heuristic: bool
+    stop_reason: str | None = None
+    judge_mode: str | None = None
+    trials: int = 1
+    judge_is_generator: bool = False
+    cache_saved_usd: float | None = None
+    recommended_focus: str | None = None
+    focus_evidence: dict | None = None
+
+
+def build_summary(run_id: str, evaluations: list[dict], errors: list[dict], total_queries: int, run: SummaryInputs) -> dict:
+    """The ``summary`` line (a :class:`~judge_runner.runs.lines.SummaryLine` by alias). Averages cover
+    evaluated queries only (failures are never zeros); the dimensions and overall on-topic queries only
+    (off-topic ones are scored on abstention); metrics over the queries that have them, by ir-measures
+    name (:data:`METRIC_NAMES`). ``trialsAlpha``: Krippendorff's alpha between trials
+    (:func:`judge_runner.measures.agreement.trials_alpha`); ``cachedInputShare``: cache-read over all input
+    tokens; ``costPerJudgedQueryUsd``: :func:`cost_per_judged_query`; ``biasCorrected``:
+    :func:`judge_runner.runs.corrected.bias_corrected`."""
     issues = top_issues(evaluations, limit=5)
     results = [r for ev in evaluations for r in ev.get("results") or []]
-    alpha = trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if trials > 1 else None
+    alpha = (
+        trials_alpha([r.get("trialLabels") or [] for r in results if r.get("labelOrigin", "judge") == "judge"]) if run.trials > 1 else None
+    )
     models = sorted({m for ev in evaluations for m in ev.get("judgeModelsReturned") or []})
     judged, per_judged = cost_per_judged_query(evaluations)
-    input_tokens = int(usage.get("inputTokens") or 0)
-    cached_share = round(int(usage.get("cacheReadTokens") or 0) / input_tokens, 6) if input_tokens else None
+    input_tokens = int(run.usage.get("inputTokens") or 0)
+    cached_share = round(int(run.usage.get("cacheReadTokens") or 0) / input_tokens, 6) if input_tokens else None
     return SummaryLine(
         runId=run_id,
         timestamp=utc_now(),
         totalQueries=total_queries,
         evaluated=len(evaluations),
         failed=len(errors),
-        interrupted=interrupted,
-        budgetExhausted=budget_exhausted,
-        stopReason=stop_reason,
-        heuristicJudge=heuristic,
+        interrupted=run.interrupted,
+        budgetExhausted=run.budget_exhausted,
+        stopReason=run.stop_reason,
+        heuristicJudge=run.heuristic,
         averageScores=average_scores(evaluations),
         averageMetrics=average_metrics(evaluations),
         abstention=abstention_figures(evaluations),
         topIssues=[Issue(**issue) for issue in issues],
-        recommendedFocus=recommended_focus,
-        focusEvidence=focus_evidence,
-        costUsd=cost_usd,
-        usage=RunUsage(**usage),
+        recommendedFocus=run.recommended_focus,
+        focusEvidence=run.focus_evidence,
+        costUsd=run.cost_usd,
+        usage=RunUsage(**run.usage),
         cachedInputShare=cached_share,
-        cacheSavedUsd=None if cost_usd is None or cache_saved_usd is None else round(cache_saved_usd, 6),
+        cacheSavedUsd=None if run.cost_usd is None or run.cache_saved_usd is None else round(run.cache_saved_usd, 6),
         judgedQueries=judged,
         costPerJudgedQueryUsd=per_judged,
-        durationS=round(duration_s, 3),
-        judgeMode=judge_mode,
-        trials=trials,
+        durationS=round(run.duration_s, 3),
+        judgeMode=run.judge_mode,
+        trials=run.trials,
         trialsAlpha=alpha,
         labelsCached=sum(int(ev.get("labelsCached") or 0) for ev in evaluations),
         labelsJudged=sum(int(ev.get("labelsJudged") or 0) for ev in evaluations),
@@ -251,7 +252,7 @@ def build_summary(
         injectionSuspected=sum(1 for r in results if r.get("injectionSuspected")),
         expectedSourceDisagreements=sum(len(ev.get("expectedSourceDisagreements") or []) for ev in evaluations),
         judgeReturnedModels=models,
-        judgeIsGenerator=judge_is_generator,
+        judgeIsGenerator=run.judge_is_generator,
         biasCorrected=bias_corrected(evaluations),
     ).line()
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from judge_runner.core.models import SearchMode
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.search.settings import SearchSettings  # noqa: F401 - neutral module (config.py imports no search)
 
 
@@ -90,3 +92,42 @@ class PreparesQueries(Protocol):
     """A backend that can embed a query set before searching it: ``prepare_queries(queries, mode) -> int``."""
 
     def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int: ...
+
+
+class SearchIndex(Protocol):
+    """What the jobs use of an open built-in index (:class:`~judge_runner.search.sqlite.SQLiteIndex`,
+    :class:`~judge_runner.search.postgres.PostgresIndex`): its search, its documents by sha256, its meta."""
+
+    settings: SearchSettings
+    embedder: TextEmbedder
+
+    def search(
+        self,
+        query: str,
+        mode: SearchMode = "hybrid",
+        limit: int = 10,
+        *,
+        query_vector: np.ndarray | None = None,
+        passages: bool = True,
+        intent: str = "",
+    ) -> SearchAnswer: ...
+
+    def prepare_queries(self, queries: Sequence[str], mode: SearchMode = "hybrid") -> int: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def document_hashes(self) -> dict[str, str]: ...
+
+    def replace_document(self, source: str, sha256: str, fmt: str, size: int, chunks: list, vectors: np.ndarray) -> None: ...
+
+    def remove_documents(self, sources: Iterable[str]) -> int: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None: ...

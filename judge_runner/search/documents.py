@@ -14,6 +14,7 @@ from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import ReadDocument, chunk_bytes
 from judge_runner.corpus.walk import is_hidden
+from judge_runner.embed.base import TextEmbedder
 from judge_runner.search.passages import Passages, select_passages
 
 MAX_DOCUMENT_BYTES = 2 * 1024 * 1024  # the indexer's default max_file_bytes
@@ -26,7 +27,7 @@ class DocumentStoreError(ValueError):
 class FolderDocuments:
     """Documents of a fixtures folder by relative path; outside, hidden, binary or over 2 MiB: none."""
 
-    def __init__(self, root: Path, embedder: Any = None):
+    def __init__(self, root: Path, embedder: TextEmbedder | None = None):
         self.root = Path(root).resolve()
         self.embedder = embedder
         if not self.root.is_dir():
@@ -60,7 +61,7 @@ class BeirDocuments:
     """Documents of a BEIR ``corpus.jsonl`` (Thakur et al. 2021) by ``_id``. Raises DocumentStoreError when
     the file cannot be read or holds no record."""
 
-    def __init__(self, corpus: Path, embedder: Any = None):
+    def __init__(self, corpus: Path, embedder: TextEmbedder | None = None):
         self.label = str(corpus)
         self.embedder = embedder
         self._records: dict[str, tuple[str, str]] = {}
@@ -106,7 +107,7 @@ def record_chunks(title: str, text: str) -> list[Chunk]:
     return [Chunk(c.text, title or None, c.line_start, c.line_end) for c in chunk_text(text or title, "txt")]
 
 
-def open_documents(path: Path, embedder: Any = None) -> FolderDocuments | BeirDocuments:
+def open_documents(path: Path, embedder: TextEmbedder | None = None) -> FolderDocuments | BeirDocuments:
     """A folder as :class:`FolderDocuments`, a file as :class:`BeirDocuments`. Raises DocumentStoreError."""
     path = Path(path)
     if path.is_dir():

@@ -20,6 +20,7 @@ from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer
 from judge_runner.search.mapping import (
     MAX_REPLY_BYTES,
+    DocumentStore,
     ExternalSearchError,
     FieldMapping,
     ReplyRules,
@@ -76,7 +77,7 @@ class CommandSearch:
         *,
         timeout: float = 60.0,
         mapping: FieldMapping | None = None,
-        documents: Any = None,
+        documents: DocumentStore | None = None,
         snippet_chars: int = 400,
         name: str | None = None,
         cwd: str | None = None,

@@ -15,14 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from judge_runner.core.models import SEARCH_MODES, SearchMode
 from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk
-from judge_runner.embed.base import encode_each
+from judge_runner.embed.base import TextEmbedder, encode_each
 from judge_runner.search.base import HitScores, SearchAnswer, SearchHit
 from judge_runner.search.fusion import rrf
 from judge_runner.search.passages import Passages, remember_vector, select_passages
@@ -91,7 +91,7 @@ def collapse(
 
 
 def with_passages(
-    query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]], intent: str = "", embedder: Any = None
+    query: str, hits: Sequence[SearchHit], chunks: dict[str, list[Chunk]], intent: str = "", embedder: TextEmbedder | None = None
 ) -> list[SearchHit]:
     """``hits`` with the passages the judge is shown of each document; one without chunks keeps its text."""
     out = []
@@ -104,7 +104,7 @@ def with_passages(
     return out
 
 
-def embed_query(embedder: Any, query: str) -> np.ndarray:
+def embed_query(embedder: TextEmbedder, query: str) -> np.ndarray:
     """``query``'s float32 vector, encoded alone so it depends on the text and the model only."""
     return cast(np.ndarray, encode_each(embedder, [query])[0])
 
@@ -113,7 +113,7 @@ class ChunkSearch:
     """``search(query, mode, limit)`` on top of a backend's ``_fts``, ``_vector`` and ``_chunk_rows``."""
 
     settings: SearchSettings
-    embedder: Any  # the backend's TextEmbedder (judge_runner.embed.base)
+    embedder: TextEmbedder
 
     def _fts(self, query: str, depth: int) -> list[tuple[int, float]]:
         raise NotImplementedError

@@ -21,7 +21,8 @@ from judge_runner.core.textproc import clean_text
 from judge_runner.corpus.chunk import Chunk, chunk_text
 from judge_runner.corpus.document import chunk_bytes, read_bytes
 from judge_runner.corpus.walk import DEFAULT_EXCLUDES, DEFAULT_EXTENSIONS, DEFAULT_MAX_BYTES, walk_corpus
-from judge_runner.embed.base import EmbeddingModelError
+from judge_runner.embed.base import EmbeddingModelError, TextEmbedder
+from judge_runner.search.base import SearchIndex
 
 
 @dataclass
@@ -63,9 +64,11 @@ class IndexReport:
 # Bump when chunking or lexical processing changes: an index written by another version is re-chunked
 # and re-embedded in full on the next run, since unchanged file hashes would otherwise keep old chunks.
 CHUNKER_VERSION = "3"  # 3: front matter, CR line endings, NFC sources, detected encodings
+BATCH_CHUNKS = 256
+"""Chunks embedded per call and committed per transaction, about."""
 
 
-def _reusable_hashes(index: Any) -> dict[str, str]:
+def _reusable_hashes(index: SearchIndex) -> dict[str, str]:
     """Hashes of documents whose chunks can be kept: none when the index was chunked by another version."""
     return index.document_hashes() if index.get_meta("chunker_version") == CHUNKER_VERSION else {}
 
@@ -79,7 +82,7 @@ def corpus_fingerprint(hashes: dict[str, str]) -> str:
 
 
 def index_tree(
-    index: Any,
+    index: SearchIndex,
     root: Path,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     prune: bool = True,
@@ -134,7 +137,7 @@ def index_tree(
 
 
 def _write(
-    index: Any,
+    index: SearchIndex,
     pending: list[tuple],
     current: dict[str, str],
     known: dict[str, str],
@@ -142,9 +145,8 @@ def _write(
     prune: bool,
     root_label: str,
     progress: Callable[[str, int, int], None] | None,
-    batch_chunks: int = 256,
 ) -> IndexReport:
-    """Embed and write the pending documents in batches of about ``batch_chunks`` chunks, committing
+    """Embed and write the pending documents in batches of about :data:`BATCH_CHUNKS` chunks, committing
     after each batch, then prune and record the corpus fingerprint.
 
     Each document is replaced inside one transaction, so a crash or Ctrl+C leaves every document either
@@ -160,7 +162,7 @@ def _write(
         for i, item in enumerate(pending):
             batch.append(item)
             size = sum(len(b[4]) for b in batch)
-            if size < batch_chunks and i + 1 < len(pending):
+            if size < BATCH_CHUNKS and i + 1 < len(pending):
                 continue
             texts = [_embedding_text(source, c) for source, _, _, _, chunks in batch for c in chunks]
             for (source, sha, fmt, size_bytes, chunks), vectors in _embed_batch(index.embedder, batch, report, current):
@@ -193,7 +195,7 @@ def _write(
     return report
 
 
-def _embed_batch(embedder: Any, batch: list[tuple], report: IndexReport, current: dict[str, str]) -> list[tuple[Any, Any]]:
+def _embed_batch(embedder: TextEmbedder, batch: list[tuple], report: IndexReport, current: dict[str, str]) -> list[tuple[Any, Any]]:
     """``[(item, vectors)]`` for a batch of pending documents, embedded in one call. When that call
     fails, each document is embedded alone and one that still fails is skipped with its reason (and
     dropped from ``current``, so it is retried next time): one file never sinks an index. A model that
@@ -231,7 +233,9 @@ class BeirFormatError(ValueError):
     """A BEIR corpus file that cannot be read (not JSON lines, or records without ``_id``)."""
 
 
-def index_beir(index: Any, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None) -> IndexReport:
+def index_beir(
+    index: SearchIndex, corpus: Path, prune: bool = True, progress: Callable[[str, int, int], None] | None = None
+) -> IndexReport:
     """Index a BEIR-format corpus (JSON lines ``{_id, title, text}``; Thakur et al. 2021): each record
     one document whose source is its ``_id``, its title the anchor of every chunk. Incremental by the
     sha256 of each record's title and text. A line that is not a JSON object, or has no ``_id``, is

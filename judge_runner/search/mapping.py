@@ -253,21 +253,13 @@ def map_hits(
     snippet_chars: int = 400,
     intent: str = "",
 ) -> tuple[list[SearchHit], list[str]]:
-    """``(hits, notes)``: the documents of the first ``limit`` results of a decoded ``reply``, as the
-    system ranked them, as search hits. The cut comes first, then the merge: a document listed again
-    within those results keeps its first place and is judged once (results are collapsed to documents, as
-    the built-in search does), the later documents move up by the places the repeats took, and ``notes``
-    says so (nothing past the ``limit``-th result is ever read: a document repeated ten times cannot pull
-    the eleventh result into the list).
-
-    What the judge is shown of a document (``text``): its passages from ``documents`` (a
-    :class:`~judge_runner.search.documents.FolderDocuments` or
-    :class:`~judge_runner.search.documents.BeirDocuments`, or None) by the one rule
-    (:func:`judge_runner.search.passages.select_passages`, for ``query`` and its ``intent``) whenever the store holds it, whatever text the
-    system sent (the text it sent is its snippet); else the result's own text. The snippet is the system's
-    text, or for a result without text a window of the passages. Raises ExternalSearchError when the reply
-    holds no list, a result is not an object or has no id, or results have neither text nor a document in
-    the store (the message names them)."""
+    """``(hits, notes)``: the first ``limit`` results of a decoded ``reply`` as search hits, in the system's
+    order. The cut comes first, then the merge: a document listed again keeps its first place and
+    ``notes`` says so (nothing past the ``limit``-th result is read). The judge's ``text`` follows the
+    module docstring's rule, for ``query`` and its ``intent``; the snippet is the system's text, or for a
+    result without text a window of the passages. Raises ExternalSearchError when the reply holds no list,
+    a result is not an object or has no id, or results have neither text nor a document in the store (the
+    message names them)."""
     listed = mapping.result_list(reply)
     items = listed[:limit]
     hits: list[SearchHit] = []

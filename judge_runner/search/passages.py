@@ -13,13 +13,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from judge_runner.core.textproc import _WORD, cjk_bigrams, query_tokens, word_variants
 from judge_runner.corpus.chunk import Chunk
-from judge_runner.embed.base import encode_each
+from judge_runner.embed.base import TextEmbedder, encode_each
 from judge_runner.search.fusion import rrf
 from judge_runner.search.text import fold_diacritics
 
@@ -92,7 +91,7 @@ _vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 _vectors_lock = threading.Lock()
 
 
-def text_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+def text_vectors(embedder: TextEmbedder, texts: Sequence[str]) -> np.ndarray:
     """``texts`` embedded one at a time, shape ``(len(texts), dimension)``, through a process cache."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
     with _vectors_lock:
@@ -109,7 +108,7 @@ def text_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     return np.vstack([known[t] for t in texts]) if texts else np.zeros((0, dimension), dtype=np.float32)
 
 
-def remember_vector(embedder: Any, text: str, vector: np.ndarray) -> None:
+def remember_vector(embedder: TextEmbedder, text: str, vector: np.ndarray) -> None:
     """Cache a vector made alone under ``embedder``, so a query is not embedded twice."""
     name = str(getattr(embedder, "name", type(embedder).__name__))
     with _vectors_lock:
@@ -118,7 +117,7 @@ def remember_vector(embedder: Any, text: str, vector: np.ndarray) -> None:
             _vectors.popitem(last=False)
 
 
-def cosines(embedder: Any, text: str, texts: Sequence[str]) -> list[float]:
+def cosines(embedder: TextEmbedder, text: str, texts: Sequence[str]) -> list[float]:
     """The cosine of ``text`` with each of ``texts``, rounded to :data:`COSINE_DECIMALS`."""
     vectors = text_vectors(embedder, [text, *texts])
     return [round(float(v), COSINE_DECIMALS) for v in vectors[1:] @ vectors[0]]
@@ -129,7 +128,7 @@ def _ranking(scores: Sequence[float], positive_only: bool) -> list[int]:
     return [i for i in order if scores[i] > 0] if positive_only else order
 
 
-def chunk_ranking(query: str, intent: str, texts: Sequence[str], embedder: Any = None) -> list[int]:
+def chunk_ranking(query: str, intent: str, texts: Sequence[str], embedder: TextEmbedder | None = None) -> list[int]:
     """Every chunk position, best first; document order when nothing ranks them."""
     rankings: list[list[int]] = []
     for words, ignore in ((query, frozenset()), (intent, INTENT_FILLER)):
@@ -157,7 +156,7 @@ def join_chunks(texts: Sequence[str], positions: Sequence[int]) -> str:
 
 
 def select_passages(
-    query: str, chunks: Sequence[Chunk], cap: int = SHOWN_TEXT_CAP, *, intent: str = "", embedder: Any = None
+    query: str, chunks: Sequence[Chunk], cap: int = SHOWN_TEXT_CAP, *, intent: str = "", embedder: TextEmbedder | None = None
 ) -> Passages | None:
     """What the judge is shown of a document's ``chunks``, at most ``cap`` characters but the best chunk
     always; None without chunks. ``embedder`` None: lexical only."""

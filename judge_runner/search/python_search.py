@@ -11,7 +11,7 @@ from typing import Any
 
 from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer, SearchHit
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, ReplyRules, answer_from_reply
+from judge_runner.search.mapping import DocumentStore, ExternalSearchError, FieldMapping, ReplyRules, answer_from_reply
 
 SearchFunction = Callable[[str, int], Any]
 """``(query, k) -> hits``, best first (or a dict holding them under ``results``)."""
@@ -33,7 +33,7 @@ class CallableSearch:
         function: SearchFunction,
         *,
         mapping: FieldMapping | None = None,
-        documents: Any = None,
+        documents: DocumentStore | None = None,
         snippet_chars: int = 400,
         name: str | None = None,
     ):

@@ -10,10 +10,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
+from judge_runner.core.models import SearchMode
 from judge_runner.core.textproc import clean_text
+from judge_runner.search.base import SearchIndex
 
 
 def encode_id(value: str) -> str:
@@ -99,7 +100,7 @@ def read_queries(path: Path) -> list[tuple[str, str]]:
     return queries
 
 
-def write_run(index: Any, queries: list[tuple[str, str]], path: Path, mode: str, limit: int) -> list[float]:
+def write_run(index: SearchIndex, queries: list[tuple[str, str]], path: Path, mode: SearchMode, limit: int) -> list[float]:
     """Write a TREC run of ``queries`` to ``path``; returns each query's latency in milliseconds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from judge_runner.core.models import SearchMode
 from judge_runner.search.base import SearchAnswer
-from judge_runner.search.mapping import ExternalSearchError, FieldMapping, map_hits
+from judge_runner.search.mapping import DocumentStore, ExternalSearchError, FieldMapping, map_hits
 from judge_runner.search.trec import decode_id
 
 
@@ -68,7 +68,9 @@ class TrecRunSearch:
     """A :class:`~judge_runner.search.base.SearchBackend` replaying a TREC run. ``query_ids``: query text to
     id."""
 
-    def __init__(self, path: Path, documents: Any, query_ids: dict[str, str], *, snippet_chars: int = 400, name: str | None = None):
+    def __init__(
+        self, path: Path, documents: DocumentStore | None, query_ids: dict[str, str], *, snippet_chars: int = 400, name: str | None = None
+    ):
         self.path = Path(path)
         self.run = read_trec_run(self.path)
         self.documents, self.query_ids, self.snippet_chars = documents, query_ids, snippet_chars

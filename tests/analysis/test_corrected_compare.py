@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from judge_runner.measures.ppi import MIN_LABELLED, ppi_mean
-from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking, more_to_decide
+from judge_runner.measures.ppi_compare import Arm, corrected_difference, corrected_ranking, more_to_decide
 from tests.support.corrected_runs import graded_answers, write_run
 
 
@@ -45,12 +45,7 @@ def test_the_corrected_difference_covers_the_true_difference_at_the_nominal_rate
         ids = [f"q{i}" for i in range(150)]
         labelled = rng.choice(150, 40, replace=False)
         diff = corrected_difference(
-            dict(zip(ids, fa)),
-            dict(zip(ids, fb)),
-            {ids[i]: a[i] for i in labelled},
-            {ids[i]: b[i] for i in labelled},
-            system="B",
-            against="A",
+            Arm("A", dict(zip(ids, fa)), {ids[i]: a[i] for i in labelled}), Arm("B", dict(zip(ids, fb)), {ids[i]: b[i] for i in labelled})
         )
         low, high = diff.found.ci95
         covered += low <= truth <= high
@@ -68,7 +63,7 @@ def test_the_verdict_says_cannot_tell_exactly_when_the_interval_holds_zero():
         ids = [f"q{i}" for i in range(120)]
         lab = rng.choice(120, 30, replace=False)
         diff = corrected_difference(
-            dict(zip(ids, fa)), dict(zip(ids, fb)), {ids[i]: a[i] for i in lab}, {ids[i]: b[i] for i in lab}, system="B", against="A"
+            Arm("A", dict(zip(ids, fa)), {ids[i]: a[i] for i in lab}), Arm("B", dict(zip(ids, fb)), {ids[i]: b[i] for i in lab})
         )
         low, high = diff.found.ci95
         if low <= 0 <= high:
@@ -113,14 +108,14 @@ def test_three_systems_get_rank_sets_and_the_clearly_worse_one_is_never_first():
 
 
 def gated(tmp_path, old, new):
-    from judge_runner.app.history import show_trend
+    from judge_runner.app.history import TrendView, show_trend
     from judge_runner.core.failures import GateFailedError
     from judge_runner.core.printer import Printer
 
     write_run(tmp_path, "20261201T090000Z", {"": old}, minute=0)
     write_run(tmp_path, "20261208T090000Z", {"": new}, minute=1)
     try:
-        show_trend(tmp_path, "json", None, None, 0.03, True, Printer(out=lambda m: None, err=lambda m: None))
+        show_trend(tmp_path, TrendView(fmt="json", fail_on_regression=True), Printer(out=lambda m: None, err=lambda m: None))
     except GateFailedError as exc:
         return str(exc)
     return None

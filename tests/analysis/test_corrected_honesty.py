@@ -114,7 +114,7 @@ def test_after_labelling_an_unchanged_search_shows_no_change_and_does_not_gate(t
     """Issue: after labelling, an unchanged search showed "ranking ▼ regression" in the report. Both runs are now
     scored against the qrels known now, the people's grades given since included: the same results, the same
     figures."""
-    from judge_runner.app.history import show_trend
+    from judge_runner.app.history import TrendView, show_trend
 
     rng = np.random.default_rng(9)
     labelled = graded_answers(rng, 14, 12, shift=1)  # the judge rates everything higher than the people
@@ -126,7 +126,7 @@ def test_after_labelling_an_unchanged_search_shows_no_change_and_does_not_gate(t
     assert all(c["delta"] == 0.0 and c["verdict"] != "regression" for c in row["vsPrevious"]["comparisons"].values())
     assert row["qrels"]["people"] == 12 * 5 and trend.groups[0]["runs"][0]["qrels"] == row["qrels"]
     assert trend.latest_verdict["regression"] is False
-    show_trend(tmp_path, "table", None, None, 0.03, True, Printer(out=lambda m: None, err=lambda m: None))  # no GateFailedError
+    show_trend(tmp_path, TrendView(fail_on_regression=True), Printer(out=lambda m: None, err=lambda m: None))  # no GateFailedError
     md = build_report(tmp_path, tmp_path / "reports").markdown.read_text(encoding="utf-8")
     assert "regression" not in md.split("## Headline numbers", 1)[1].split("##", 1)[0]
 
@@ -141,10 +141,10 @@ def test_labelled_queries_that_all_agree_give_the_rule_of_three_not_a_point():
     from judge_runner.measures.ppi_compare import more_to_decide
 
     assert more_to_decide(same).text.startswith("no difference")
-    from judge_runner.measures.ppi_compare import corrected_difference
+    from judge_runner.measures.ppi_compare import Arm, corrected_difference
 
     zeros = {f"q{i}": 0.5 for i in range(19)}
-    diff = corrected_difference(zeros, zeros, dict(list(zeros.items())[:12]), dict(list(zeros.items())[:12]))
+    diff = corrected_difference(Arm("A", zeros, dict(list(zeros.items())[:12])), Arm("B", zeros, dict(list(zeros.items())[:12])))
     assert (diff.outcome, diff.verdict) == (
         "same",
         "no difference: both give the same value on every query, for the judge and for the people",

@@ -24,7 +24,7 @@ from judge_runner.llm.budget import Budget
 from judge_runner.llm.openai_provider import OpenAIProvider
 from judge_runner.llm.pricing import Price, Usage, cache_savings_usd, cost_usd, price_for, pricing_table
 from judge_runner.llm.retry import RetryPolicy
-from judge_runner.runs.write import RunWriter, build_summary, cost_per_judged_query, is_judged, read_run
+from judge_runner.runs.write import RunWriter, SummaryInputs, build_summary, cost_per_judged_query, is_judged, read_run
 from tests.support.fakes.fake_llm import FakeLLMServer, _estimate_tokens, anthropic_cache_minimum
 from tests.support.loop_stubs import StubSearch, queries
 
@@ -185,7 +185,7 @@ def _summary(**kw) -> dict:
         "heuristic": False,
         "cache_saved_usd": 0.0051,
     }
-    return build_summary("r", [_line(10, False, 0.02), _line(0, True, 0.0), _line(0, False, 0.01)], [], 3, **{**args, **kw})
+    return build_summary("r", [_line(10, False, 0.02), _line(0, True, 0.0), _line(0, False, 0.01)], [], 3, SummaryInputs(**{**args, **kw}))
 
 
 def test_summary_carries_the_cache_and_per_query_cost_figures():

@@ -8,7 +8,7 @@ import pytest
 
 from judge_runner.measures.failed import AT_OTHER, AT_ZERO, LEFT_OUT, Failed, Failures, failed_by_system, failed_of
 from judge_runner.measures.paired import compare_values
-from judge_runner.measures.ppi_compare import corrected_difference, corrected_ranking
+from judge_runner.measures.ppi_compare import Arm, corrected_difference, corrected_ranking
 
 ANSWERED = [f"q{i:02d}" for i in range(9)]  # both systems answered these on-topic queries
 FAILED_ON_TOPIC = ["q09", "q10", "q11"]  # B failed these; A scored them
@@ -104,9 +104,9 @@ def test_a_corrected_difference_is_cannot_tell_when_the_failures_could_turn_it()
     b = {q: 0.9 for q in answered}
     failed_a, failed_b = Failed("A", of=24), Failed("B", {f"f{i}": True for i in range(6)}, of=24)
     human_a, human_b = dict(a), dict(b)  # every query labelled: people agree with the judge
-    plain = corrected_difference(a, b, human_a, human_b, system="B", against="A")
+    plain = corrected_difference(Arm("A", a, human_a), Arm("B", b, human_b))
     assert plain is not None and plain.outcome == "better"  # over the answered queries only
-    fair = corrected_difference(a, b, human_a, human_b, system="B", against="A", failed=(failed_a, failed_b))
+    fair = corrected_difference(Arm("A", a, human_a), Arm("B", b, human_b), failed=(failed_a, failed_b))
     assert fair is not None and fair.outcome == "cannot tell" and fair.decision is None
     assert fair.verdict == "cannot tell: B failed 6 of 24 queries (6 on-topic)"
     assert fair.as_dict()["failed"]["secondFigure"]["outcome"] == "better"

@@ -17,7 +17,7 @@ from judge_runner.core.resources import load_schema, resource_dir
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.runs.lines import FORMAT_VERSION, EvaluationLine, json_schemas, parse_line, run_start_line
 from judge_runner.runs.read import is_baseline, read_run_file, read_run_folder, resume_state, run_id_of
-from judge_runner.runs.write import build_summary, judged_lines
+from judge_runner.runs.write import SummaryInputs, build_summary, judged_lines
 from tests.support.clitools import invoke
 
 # these tests exercise the CLI, the pipeline and the judge, not search quality: no MiniLM
@@ -166,12 +166,14 @@ def test_written_lines_validate_and_round_trip():
         [ev],
         [],
         1,
-        interrupted=False,
-        budget_exhausted=False,
-        cost_usd=None,
-        usage={"inputTokens": 1, "outputTokens": 1, "calls": 1},
-        duration_s=1.0,
-        heuristic=False,
+        SummaryInputs(
+            interrupted=False,
+            budget_exhausted=False,
+            cost_usd=None,
+            usage={"inputTokens": 1, "outputTokens": 1, "calls": 1},
+            duration_s=1.0,
+            heuristic=False,
+        ),
     )
     assert set(summary["averageMetrics"]) == set(METRIC_NAMES)
     error = parse_line(

@@ -10,7 +10,7 @@ import pytest
 
 import judge_runner.runs.write as results_mod
 from judge_runner.core.resources import load_schema
-from judge_runner.runs.write import RunWriter, build_summary, read_run, top_issues
+from judge_runner.runs.write import RunWriter, SummaryInputs, build_summary, read_run, top_issues
 
 FIXED = datetime(2026, 11, 29, 23, 15, 0, 123456, tzinfo=UTC)
 
@@ -208,7 +208,9 @@ USAGE = {"inputTokens": 1000, "outputTokens": 200, "calls": 5}
 def summary(evaluations, errors=(), total=None, **kw):
     args = dict(interrupted=False, budget_exhausted=False, cost_usd=0.0123, usage=USAGE, duration_s=12.3456, heuristic=False)
     args.update(kw)
-    return build_summary("r1", list(evaluations), list(errors), total if total is not None else len(evaluations) + len(errors), **args)
+    return build_summary(
+        "r1", list(evaluations), list(errors), total if total is not None else len(evaluations) + len(errors), SummaryInputs(**args)
+    )
 
 
 @pytest.fixture()

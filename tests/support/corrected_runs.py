@@ -18,7 +18,7 @@ from judge_runner.judging.scores import SCORING_VERSION, label_dimensions
 from judge_runner.measures.ir import NDCG10_NAME, query_metrics
 from judge_runner.runs.corrected import bias_corrected
 from judge_runner.runs.lines import EvaluationLine, Provenance, ResultLabel, RunStartLine, Scores
-from judge_runner.runs.write import build_summary
+from judge_runner.runs.write import SummaryInputs, build_summary
 
 Answer = list[tuple[str, int, int | None]]
 
@@ -84,12 +84,14 @@ def write_run(folder: Path, run_id: str, systems: dict[str, dict[str, Answer]], 
         evaluations,
         [],
         len(evaluations),
-        interrupted=False,
-        budget_exhausted=False,
-        cost_usd=0.0,
-        usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
-        duration_s=1.0,
-        heuristic=True,
+        SummaryInputs(
+            interrupted=False,
+            budget_exhausted=False,
+            cost_usd=0.0,
+            usage={"inputTokens": 0, "outputTokens": 0, "calls": 0},
+            duration_s=1.0,
+            heuristic=True,
+        ),
     )
     summary["timestamp"] = stamp
     if len(names) > 1:

@@ -42,8 +42,8 @@ def seen(monkeypatch) -> Seen:
     record = Seen()
     real = inputs.load_settings
 
-    def counting(flags):
-        settings = real(flags)
+    def counting(flags, **where):
+        settings = real(flags, **where)
         record.loads.append(settings)
         return settings
 

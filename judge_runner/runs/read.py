@@ -154,6 +154,13 @@ def _short(value: Any) -> str:
     return f"{kind} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if isinstance(value, (str, list, dict)) else kind
 
 
+NULLABLE = frozenset({"gradedPrecision", "judgeRelevance", "judgeRanking", "judgeOverall"})
+"""Scores a valid line may leave null (older files; no list-level call)."""
+
+SAID_WARNINGS = 10
+"""The reader's warnings said per file; the rest are counted."""
+
+
 def _units(
     value: Any, name: str, where: str, warnings: list[str], null_ok: bool, keys: Callable[[str], str] = lambda k: k
 ) -> dict[str, float | None] | None:
@@ -166,7 +173,7 @@ def _units(
     out: dict[str, float | None] = {}
     for key, item in value.items():
         key = keys(str(key))
-        if item is None and null_ok:
+        if item is None and (null_ok or key in NULLABLE):
             out[key] = None
         elif _is_unit(item):
             out[key] = float(item)
@@ -324,8 +331,10 @@ def read_judged_runs(paths: Sequence[Path], say: Callable[[str], None] | None = 
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc}") from None
         if say is not None:
-            for warning in run.warnings:
+            for warning in run.warnings[:SAID_WARNINGS]:
                 say(f"warning: {warning}")
+            if len(run.warnings) > SAID_WARNINGS:
+                say(f"warning: and {len(run.warnings) - SAID_WARNINGS} more about {path}")
         if not run.is_run or not run.evaluations:
             raise UsageError(f"{path} is not a run file with judged queries")
         runs.append(run)

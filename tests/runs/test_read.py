@@ -16,7 +16,7 @@ from judge_runner.analysis.trend import build_trend, read_runs
 from judge_runner.core.resources import load_schema, resource_dir
 from judge_runner.measures.ir import METRIC_NAMES
 from judge_runner.runs.lines import FORMAT_VERSION, EvaluationLine, json_schemas, parse_line, run_start_line
-from judge_runner.runs.read import is_baseline, read_run_file, read_run_folder, resume_state, run_id_of
+from judge_runner.runs.read import SAID_WARNINGS, is_baseline, read_judged_runs, read_run_file, read_run_folder, resume_state, run_id_of
 from judge_runner.runs.write import SummaryInputs, build_summary, judged_lines
 from tests.support.clitools import invoke
 
@@ -249,6 +249,24 @@ def test_null_score_is_unscored_null_metric_is_normal(tmp_path):
     assert len(runs[0].values("overall")) == N - 1 and len(runs[0].values("R@10")) == N - 2
     assert warnings == ['r1.jsonl:2: query "q0": scores.overall = null is not a number in [0, 1]; left unscored']
     build_report(tmp_path, tmp_path / "reports")
+
+
+def test_null_optional_scores_are_read_without_a_warning_and_a_command_says_at_most_ten(tmp_path):
+    lines = [evaluation(i) for i in range(N)]
+    for line in lines:  # files before the list-level call's own figures; null in every line
+        line["scores"].update(gradedPrecision=None, judgeRelevance=None, judgeRanking=None, judgeOverall=None)
+    for line in lines[:3]:
+        line["scores"]["relevance"] = "high"
+    path = write(tmp_path, "r1", run_lines(lines))
+    assert read_run_file(path).warnings == [
+        f'r1.jsonl:{i + 2}: query "q{i}": scores.relevance = "high" is not a number in [0, 1]; left unscored' for i in range(3)
+    ]
+    for line in lines:  # two warnings a line
+        line["scores"].update(relevance="high", ranking="low")
+    path = write(tmp_path, "r1", run_lines(lines))
+    said: list[str] = []
+    read_judged_runs([path], said.append)
+    assert len(said) == SAID_WARNINGS + 1 and said[-1] == f"warning: and {2 * N - SAID_WARNINGS} more about {path}"
 
 
 NESTED_JUNK = {

@@ -99,6 +99,9 @@ PROTOCOL_SETTINGS = (
 )
 """The run_start ``config`` keys a resumed run takes from its run (``Settings`` field, words for people)."""
 
+SEARCH_SETTINGS = frozenset({"searchMode", "searchLimit"})
+"""Keys of :data:`PROTOCOL_SETTINGS` that change the search under test: a resume refuses another value."""
+
 RUN_SOURCE = "the resumed run's run_start"
 
 
@@ -124,7 +127,12 @@ def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) 
         if name not in settings.model_fields_set:
             taken[name] = config[key]
             words_taken.append(f"{words} {config[key]}" if key != "trials" else f"{config[key]} trials")
-        elif getattr(settings, name) != config[key]:
+        elif str(getattr(settings, name)) != str(config[key]):
+            if key in SEARCH_SETTINGS:
+                raise ConfigError(
+                    f"--{words.replace(' ', '-')} {getattr(settings, name)} differs from run {resume.run_id}'s {config[key]}: "
+                    "one run searches one way; resume without it, or start a new run"
+                )
             differ.append((words, getattr(settings, name), config[key]))
     derived = derive(settings, taken, RUN_SOURCE)
     if words_taken:

@@ -205,3 +205,15 @@ def test_the_dry_run_of_a_resume_searches_what_the_resume_would(place):
     assert log.read_text(encoding="utf-8").splitlines() == [q["query"] for q in QUERIES[2:]]
     other = invoke([*base, "--resume", str(cut), "--dry-run", "--search-command", command + " --other"])
     assert other.exit_code == 2 and "must search with the same ones" in other.output
+
+
+@pytest.mark.parametrize("extra", [[], ["--search-mode", "fts,hybrid"]], ids=["built-in", "compare"])
+def test_another_search_mode_or_limit_is_refused_on_resume_and_the_same_accepted(place, extra):
+    tmp, base, _, _ = place
+    cut = cut_run(place, extra, keep=2)
+    for flag in (["--search-mode", "vector"], ["--search-limit", "3"]):
+        refused = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent), *flag])
+        assert refused.exit_code == 2 and f"{flag[0]} {flag[1]} differs from run" in refused.output, refused.output
+        assert list(cut.parent.glob("*.jsonl")) == [cut]  # nothing written
+    same = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent), *extra])
+    assert same.exit_code == 0, same.output

@@ -14,7 +14,7 @@ from judge_runner.core.failures import StorageError
 from judge_runner.core.interrupts import STOP
 from judge_runner.core.models import DIMENSIONS, Query
 from judge_runner.evaluation.context import RunContext
-from judge_runner.evaluation.loop import RunLoop
+from judge_runner.evaluation.loop import RunLoop, pick_up_batches
 from judge_runner.evaluation.options import EvaluateOptions
 from judge_runner.evaluation.state import RunFinish, RunOutcome, RunState, begin_run, end_run, summary_on_crash
 from judge_runner.judging.advice import recommended_focus
@@ -230,11 +230,7 @@ def run_systems(
     todo = {system.name: [q for q in queries if q.id not in done.get(system.name, set())] for system in systems}
     state = begin_run(writer, run_start, sum(map(len, todo.values())), prior, systems=len(systems))
     with summary_on_crash(state, writer):
-        batching = getattr(ctx.judge, "batching", None)
-        for line in prior_batches or []:
-            writer.write({**line, "runId": writer.run_id})
-        if batching is not None and prior_batches:
-            batching.resume(prior_batches)
+        batching = pick_up_batches(ctx, writer, prior_batches)
         for system in systems:
             if state.stopped or ctx.stopped_by_budget:
                 break

@@ -372,6 +372,17 @@ class RunLoop:
 
 
 @STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
+def pick_up_batches(ctx: RunContext, writer: RunWriter, prior_batches: list[dict] | None) -> Any:
+    """The judge's batching (None: not batched), after copying ``prior_batches`` (an earlier process's
+    ``batch`` lines) into ``writer`` and handing them to it, so their results are picked up, not asked again."""
+    batching = getattr(ctx.judge, "batching", None)
+    for line in prior_batches or []:
+        writer.write({**line, "runId": writer.run_id})
+    if batching is not None and prior_batches:
+        batching.resume(prior_batches)
+    return batching
+
+
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,
@@ -398,11 +409,7 @@ def run_evaluation(
     started = time.monotonic()
     state = begin_run(writer, run_start, len(queries), prior)
     with summary_on_crash(state, writer):
-        batching = getattr(ctx.judge, "batching", None)
-        for line in prior_batches or []:
-            writer.write({**line, "runId": writer.run_id})
-        if batching is not None and prior_batches:
-            batching.resume(prior_batches)
+        batching = pick_up_batches(ctx, writer, prior_batches)
         RunLoop(ctx, state, writer).run(queries, search)
         circular = bool((run_start.get("provenance") or {}).get("judgeIsGenerator"))
         batch = batching.stats.as_dict() if batching is not None else None

@@ -18,7 +18,7 @@ from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import qrels_metrics
 from judge_runner.runs.designed import LabelDesign
-from judge_runner.runs.read import RunFile, read_run_file, run_names
+from judge_runner.runs.read import RunFile, RunLines, read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -343,14 +343,16 @@ def export_qrels(
     paths: Sequence[str | Path],
     out: TextIO,
     cache: JudgmentCache | None = None,
-    names: Sequence[str] | None = None,
     mixed_judges: bool = False,
     say: Callable[[str], None] | None = None,
+    *,
+    every_set: bool = False,
 ) -> PooledQrels:
-    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out; ``say`` hears
-    :meth:`PeopleGrades.warnings`. Raises
-    QrelsError when a file is not a run, holds no judged query, or (unless ``mixed_judges``) the runs
-    have different judge fingerprints."""
+    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out; people's grades
+    from ``cache``: the sets the runs were scored with (:func:`run_people_sets`), or with ``every_set`` every set
+    stored now; ``say`` hears :meth:`PeopleGrades.warnings`. Raises QrelsError when a file is not a run, holds
+    no judged query, the runs were scored with different sets (unless ``every_set``), or (unless
+    ``mixed_judges``) the runs have different judge fingerprints."""
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
     off_topic: dict[str, None] = {}
@@ -372,7 +374,7 @@ def export_qrels(
             "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
             "judge, or pass --mixed-judges"
         )
-    people = people_grades(cache, names)
+    people = people_grades(cache, None if every_set else _one_choice(runs))
     pooled = pool_qrels(items, people.matching({item.query_id: item.query for item in items}))
     if say is not None:
         for line in people.warnings():
@@ -380,3 +382,26 @@ def export_qrels(
     pooled.off_topic = [q for q in off_topic if q not in pooled.qrels]
     write_trec_qrels(pooled.qrels, out)
     return pooled
+
+
+def run_people_sets(run: RunLines) -> tuple[str, ...] | None:
+    """The sets of people's grades ``run`` was scored with, from its ``run_start`` config: the names of
+    ``humanQrels`` (``--human-qrels``), none for a run without a judgment cache (``judgmentCache`` null), None
+    (every set) when the file does not say."""
+    config = run.run_start.config if run.run_start is not None else {}
+    if "judgmentCache" in config and config["judgmentCache"] is None:
+        return ()
+    names = config.get("humanQrels")
+    return tuple(sorted(str(n) for n in names)) if isinstance(names, list) else None
+
+
+def _one_choice(runs: Sequence[RunLines]) -> tuple[str, ...] | None:
+    """The runs' common :func:`run_people_sets`; QrelsError when they differ."""
+    choices = {run_people_sets(run) for run in runs}
+    if len(choices) > 1:
+        said = sorted("every set" if c is None else ", ".join(c) or "none" for c in choices)
+        raise QrelsError(
+            f"the runs were scored with different sets of people's grades ({'; '.join(said)}); export them one by one, "
+            "or pass --all-human or --no-human"
+        )
+    return next(iter(choices))

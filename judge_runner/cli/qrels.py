@@ -38,9 +38,7 @@ def qrels_export(results: tuple[Path, ...], out: Path, human: str, mixed_judges:
     store = open_cache(cache, db) if human != "none" and (cache or _default_cache_exists(db)) else None
     try:
         with open(out, "w", encoding="utf-8") as handle:
-            pooled = export_qrels(
-                [str(p) for p in results], handle, store, mixed_judges=mixed_judges, say=printer().err, every_set=human == "all"
-            )
+            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges, say=printer().err, people=human)
     except (QrelsError, OSError) as exc:
         out.unlink(missing_ok=True)
         raise UsageError(str(exc)) from None

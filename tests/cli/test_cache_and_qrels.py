@@ -144,7 +144,8 @@ def test_qrels_export_takes_the_people_sets_the_run_was_scored_with(indexed, tmp
     first, _ = evaluate(db, queries, tmp_path / "a")
     ev = next(e for e in first[1:-1] if len(e["results"]) >= 2)
     qid, top, second = ev["queryId"], ev["results"][0]["source"], ev["results"][1]["source"]
-    for name, doc, grade in (("team", top, 3), ("other", second, 3), ("other", "docs/nobody-returned.md", 3)):
+    judged = ev["results"][0]["relevance"]
+    for name, doc, grade in (("team", top, 3 - judged), ("other", second, 3), ("other", "docs/nobody-returned.md", 3)):
         path = tmp_path / f"{name}.qrels"
         with path.open("a", encoding="utf-8") as handle:
             handle.write(f"{qid} 0 {encode_id(doc)} {grade}\n")
@@ -162,6 +163,10 @@ def test_qrels_export_takes_the_people_sets_the_run_was_scored_with(indexed, tmp
         assert qid in own
         for q, value in own.items():
             assert measured[q] == pytest.approx(value, abs=1e-6), (out, q)
+    team_run = str(next((tmp_path / "team").glob("*.jsonl")))
+    judge_only = tmp_path / "judge.export"
+    assert invoke(["qrels", "export", team_run, "--out", str(judge_only), "--db", str(db), "--no-human"]).exit_code == 0
+    assert f"{qid} 0 {encode_id(top)} {judged}\n" in judge_only.read_text(encoding="utf-8")  # the judge's label, not the person's
     every = tmp_path / "every.export"
     assert invoke(["qrels", "export", str(run_file), "--out", str(every), "--db", str(db), "--all-human"]).exit_code == 0
     assert "nobody-returned" in every.read_text(encoding="utf-8")

@@ -516,9 +516,10 @@ def system_rows(run: Run) -> list[dict[str, Any]]:
 
 
 def query_history(folder: Path, query_id: str, cache: JudgmentCache | None = None) -> list[dict]:
-    """One query across runs, against the pooled qrels; ``labelOrigins`` says whose each label is."""
+    """One query across runs, oldest first, against the pooled qrels; ``labelOrigins`` says whose each label is;
+    ``queryChanged``: the id names another text than in the run before (another query set)."""
     runs, _ = read_runs(folder, cache)
-    history = []
+    history: list[dict] = []
     for run in runs:
         ev = next((e for e in run.evaluations if e.queryId == query_id), None)
         if ev is None:
@@ -529,6 +530,7 @@ def query_history(folder: Path, query_id: str, cache: JudgmentCache | None = Non
                 "timestamp": run.timestamp,
                 "judge": run.judge_label,
                 "query": ev.query,
+                "queryChanged": bool(history) and history[-1]["query"] != ev.query,
                 "scores": dict(ev.scores),
                 "metrics": ev.metrics,
                 "labels": [r.relevance for r in ev.results],

@@ -302,14 +302,40 @@ def whose_labels(entry: dict) -> str:
     return "[" + ", ".join(("p" if o == "human" else "") + str(g) for g, o in zip(entry["labels"], origins)) + "]"
 
 
-def render_history(history: list[dict], as_json: bool) -> str:
-    """One query across runs: JSON, or one line per run."""
-    if as_json:
+def query_texts_warning(history: list[dict], query_id: str) -> str | None:
+    """A warning when ``query_id`` names more than one query text across ``history`` (the query set changed
+    between runs: its figures are of different queries); None when it names one."""
+    texts = list(dict.fromkeys(str(h["query"]) for h in history))
+    if len(texts) < 2:
+        return None
+    newest = history[-1]["query"]
+    other = sum(1 for h in history if h["query"] != newest)
+    return (
+        f"{query_id} names {len(texts)} different queries across these runs (the query set changed); "
+        f"{other} of {len(history)} runs asked another query than the newest run's {newest!r}"
+    )
+
+
+def render_history(history: list[dict], style: str) -> str:
+    """One query across runs: JSON (``style`` json), a Markdown table (markdown), else one line per run; the
+    query's text first and again wherever it changes."""
+    if style == "json":
         return json.dumps(history, indent=2, ensure_ascii=False)
-    lines = []
-    for h in history:
+    markdown = style == "markdown"
+    lines = (
+        ["| date | run | query | overall | nDCG@10 | labels | judge |", "| --- | --- | --- | --- | --- | --- | --- |"] if markdown else []
+    )
+    for i, h in enumerate(history):
         scores = h["scores"] or {}
         metrics = h["metrics"] or {}
+        text = h["query"] if i == 0 or h.get("queryChanged") else None
+        if markdown:
+            cells = [h["timestamp"][:16], h["runId"], md_text(text) if text is not None else "″", fmt(scores.get("overall"))]
+            cells += [fmt(metrics.get("nDCG@10")), whose_labels(h), md_text(str(h["judge"]))]
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
+        if text is not None:
+            lines.append(f"query: {text!r}" + (" (another query under this id)" if i else ""))
         lines.append(
             f"{h['timestamp'][:16]} {h['runId']}  overall {fmt(scores.get('overall'))}  "
             f"nDCG@10 {fmt(metrics.get('nDCG@10'))}  labels {whose_labels(h)}  ({h['judge']})"

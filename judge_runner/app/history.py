@@ -13,7 +13,15 @@ from pathlib import Path
 from judge_runner.analysis.report import build_report
 from judge_runner.analysis.trend import Trend, build_trend, query_history, set_baseline
 from judge_runner.analysis.trend_plot import plot_trend
-from judge_runner.analysis.trend_render import print_table, render_csv, render_history, render_json, render_markdown, trend_rows
+from judge_runner.analysis.trend_render import (
+    print_table,
+    query_texts_warning,
+    render_csv,
+    render_history,
+    render_json,
+    render_markdown,
+    trend_rows,
+)
 from judge_runner.core.failures import GateFailedError, UsageError
 from judge_runner.core.printer import Printer, rich_text
 from judge_runner.core.timespan import parse_since
@@ -86,7 +94,10 @@ def _show_trend(results: Path, view: TrendView, printer: Printer, cache: Judgmen
         history = query_history(results, query_id, cache)
         if not history:
             raise UsageError(f"query {query_id!r} appears in no run in {results}")
-        printer.out(render_history(history, as_json=fmt == "json"))
+        warning = query_texts_warning(history, query_id)
+        if warning is not None:
+            printer.err(f"warning: {warning}")
+        printer.out(render_history(history, fmt))
         return
     trend = built if built is not None else build_trend(results, view.min_effect, cache)
     for warning in trend.warnings:

@@ -222,6 +222,7 @@ def run_start_fields(
         "trials": settings.trials,
         "seed": settings.seed,
         "judgmentCache": str(settings.cache_path) if settings.cache_path is not None else None,
+        "humanQrels": list(settings.human_qrels) if settings.human_qrels is not None else None,  # None: every set
         "batch": settings.batch,
     }
     if with_count:

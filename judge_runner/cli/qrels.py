@@ -22,21 +22,23 @@ def qrels() -> None:
 @qrels.command("export")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="TREC qrels file to write.")
-@click.option("--human/--no-human", default=True, show_default=True, help="People's imported grades win over the judge's.")
+@click.option("--human", "human", flag_value="run", default=True, help="People's grades of the sets the runs used win [default].")
+@click.option("--all-human", "human", flag_value="all", help="People's grades of every set stored now win.")
+@click.option("--no-human", "human", flag_value="none", help="The judge's labels only.")
 @click.option("--mixed-judges", is_flag=True, help="Pool the runs of different judges anyway.")
 @CACHE
 @db_option
-def qrels_export(results: tuple[Path, ...], out: Path, human: bool, mixed_judges: bool, cache: Path | None, db: Path | None) -> None:
+def qrels_export(results: tuple[Path, ...], out: Path, human: str, mixed_judges: bool, cache: Path | None, db: Path | None) -> None:
     """Pool the labels of the run files RESULTS into TREC qrels.
 
     \b
     Per (query, document): a person's grade, else the median label, else 3 for an expected source.
       judge-runner qrels export quality-results/*.jsonl --out judged.qrels
     """
-    store = open_cache(cache, db) if human and (cache or _default_cache_exists(db)) else None
+    store = open_cache(cache, db) if human != "none" and (cache or _default_cache_exists(db)) else None
     try:
         with open(out, "w", encoding="utf-8") as handle:
-            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges, say=printer().err)
+            pooled = export_qrels([str(p) for p in results], handle, store, mixed_judges=mixed_judges, say=printer().err, people=human)
     except (QrelsError, OSError) as exc:
         out.unlink(missing_ok=True)
         raise UsageError(str(exc)) from None

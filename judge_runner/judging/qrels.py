@@ -18,7 +18,7 @@ from judge_runner.judging.fingerprint import comparability_key, legacy_key
 from judge_runner.judging.scores import median_label
 from judge_runner.measures.ir import qrels_metrics
 from judge_runner.runs.designed import LabelDesign
-from judge_runner.runs.read import RunFile, read_run_file, run_names
+from judge_runner.runs.read import RunFile, RunLines, read_run_file, run_names
 from judge_runner.search.trec import decode_id, encode_id
 
 QRELS_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -40,10 +40,15 @@ class RunLabels:
 
 
 def labels_from_evaluation(run_id: str, line: Mapping) -> RunLabels:
-    """:class:`RunLabels` from one ``evaluation`` line (formats 1 and 2). Raises QrelsError when a field
-    is missing or a label is not 0-3."""
+    """:class:`RunLabels` from one ``evaluation`` line (formats 1 and 2): the judge's labels, ``judgeLabel``
+    where a person's grade won (none when the line kept none). Raises QrelsError when a field is missing or a
+    label is not 0-3."""
     try:
-        labels = [(str(r["source"]), int(r["relevance"])) for r in line.get("results") or []]
+        labels = [
+            (str(r["source"]), int(r["judgeLabel"] if r.get("labelOrigin") == "human" else r["relevance"]))
+            for r in line.get("results") or []
+            if r.get("labelOrigin") != "human" or isinstance(r.get("judgeLabel"), int)
+        ]
         item = RunLabels(run_id, str(line["queryId"]), str(line["query"]), labels, tuple(line.get("expectedSources") or ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise QrelsError(f"run {run_id}: an evaluation line lacks {exc}") from None
@@ -343,17 +348,21 @@ def export_qrels(
     paths: Sequence[str | Path],
     out: TextIO,
     cache: JudgmentCache | None = None,
-    names: Sequence[str] | None = None,
     mixed_judges: bool = False,
     say: Callable[[str], None] | None = None,
+    *,
+    people: str = "run",
 ) -> PooledQrels:
-    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out; ``say`` hears
-    :meth:`PeopleGrades.warnings`. Raises
-    QrelsError when a file is not a run, holds no judged query, or (unless ``mixed_judges``) the runs
-    have different judge fingerprints."""
+    """Pool the run files ``paths`` and write TREC qrels to ``out``, off-topic queries left out. People's grades
+    (``people``): ``run``, the lines' and ``cache``'s of the sets the runs were scored with
+    (:func:`run_people_sets`); ``all``, the lines' and every set stored now; ``none``, the judge's labels only.
+    ``say`` hears :meth:`PeopleGrades.warnings`. Raises QrelsError when a file is not a run, holds no judged
+    query, the runs were scored with different sets (with ``run``), or (unless ``mixed_judges``) the runs have
+    different judge fingerprints."""
     items: list[RunLabels] = []
     keys: dict[str, str] = {}
     off_topic: dict[str, None] = {}
+    stated: dict[tuple[str, str], int] = {}  # the grades people gave in the lines
     runs = []
     for path in paths:
         run = read_run_file(Path(path))
@@ -366,17 +375,44 @@ def export_qrels(
             if ev.queryType == "off-topic" and ev.metrics is None:  # scored on abstention: in no mean of the run's metrics
                 off_topic[ev.queryId] = None
                 continue
-            items.append(labels_from_evaluation(name, ev.line()))
+            line = ev.line()
+            items.append(labels_from_evaluation(name, line))
+            for r in line.get("results") or []:
+                if r.get("labelOrigin") == "human" and people != "none":
+                    stated[(str(line["queryId"]), str(r["source"]))] = int(r["relevance"])
     if len(set(keys.values())) > 1 and not mixed_judges:
         raise QrelsError(
             "the runs were judged under different judge fingerprints (" + ", ".join(sorted(keys)) + "); pool runs of one "
             "judge, or pass --mixed-judges"
         )
-    people = people_grades(cache, names)
-    pooled = pool_qrels(items, people.matching({item.query_id: item.query for item in items}))
+    grades = people_grades(cache, _one_choice(runs)) if people == "run" else people_grades(cache if people == "all" else None)
+    pooled = pool_qrels(items, {**stated, **grades.matching({item.query_id: item.query for item in items})})
     if say is not None:
-        for line in people.warnings():
-            say(line)
+        for warning in grades.warnings():
+            say(warning)
     pooled.off_topic = [q for q in off_topic if q not in pooled.qrels]
     write_trec_qrels(pooled.qrels, out)
     return pooled
+
+
+def run_people_sets(run: RunLines) -> tuple[str, ...] | None:
+    """The sets of people's grades ``run`` was scored with, from its ``run_start`` config: the names of
+    ``humanQrels`` (``--human-qrels``), none for a run without a judgment cache (``judgmentCache`` null), None
+    (every set) when the file does not say."""
+    config = run.run_start.config if run.run_start is not None else {}
+    if "judgmentCache" in config and config["judgmentCache"] is None:
+        return ()
+    names = config.get("humanQrels")
+    return tuple(sorted(str(n) for n in names)) if isinstance(names, list) else None
+
+
+def _one_choice(runs: Sequence[RunLines]) -> tuple[str, ...] | None:
+    """The runs' common :func:`run_people_sets`; QrelsError when they differ."""
+    choices = {run_people_sets(run) for run in runs}
+    if len(choices) > 1:
+        said = sorted("every set" if c is None else ", ".join(c) or "none" for c in choices)
+        raise QrelsError(
+            f"the runs were scored with different sets of people's grades ({'; '.join(said)}); export them one by one, "
+            "or pass --all-human or --no-human"
+        )
+    return next(iter(choices))

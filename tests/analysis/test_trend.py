@@ -146,9 +146,34 @@ def test_cli_formats_query_history_and_plot(tmp_path):
     png = (tmp_path / "trend.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     history = invoke(["trend", str(tmp_path), "--query", "q03", "--format", "json"])
-    assert [h["runId"] for h in json.loads(history.output)] == ["r1", "r2"]
+    assert [h["runId"] for h in json.loads(history.stdout)] == ["r1", "r2"]
     assert invoke(["trend", str(tmp_path), "--query", "nope"]).exit_code == 2
     assert invoke(["baseline", "set", "nope", "--results", str(tmp_path)]).exit_code == 2
+
+
+def test_query_history_shows_the_text_where_the_query_set_changed(tmp_path):
+    old = write_run(tmp_path, "r1", noisy(0.6, 16), day=1)
+    lines = [json.loads(line) for line in old.read_text(encoding="utf-8").splitlines()]
+    for line in lines:  # r1 asked another query set: its q01 is another query, its q02 the same
+        if line.get("queryId") == "q01":
+            line["query"] = "devDependencies " + line["query"]
+    old.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    write_run(tmp_path, "r2", noisy(0.6, 17), day=2)
+    write_run(tmp_path, "r3", noisy(0.6, 18), day=3)
+    table = invoke(["trend", str(tmp_path), "--query", "q01"])
+    assert table.exit_code == 0, table.output
+    assert "q01 names 2 different queries" in table.stderr and "1 of 3 runs" in table.stderr
+    shown = table.stdout.splitlines()
+    assert shown[0] == "query: 'devDependencies query 1'" and shown[2] == "query: 'query 1' (another query under this id)"
+    assert len(shown) == 5  # r3 asks r2's query again: no third text line
+    data = json.loads(invoke(["trend", str(tmp_path), "--query", "q01", "--format", "json"]).stdout)
+    assert [(h["query"], h["queryChanged"]) for h in data] == [("devDependencies query 1", False), ("query 1", True), ("query 1", False)]
+    md = invoke(["trend", str(tmp_path), "--query", "q01", "--format", "markdown"])
+    rows = md.stdout.splitlines()
+    assert rows[0].startswith("| date | run | query |") and "devDependencies query 1" in rows[2] and "| query 1 |" in rows[3]
+    assert "″" in rows[4] and "q01 names 2 different queries" in md.stderr
+    same = invoke(["trend", str(tmp_path), "--query", "q02"])
+    assert same.exit_code == 0 and "different queries" not in same.stderr
 
 
 def test_a_run_that_judged_nothing_is_never_the_baseline_and_is_the_latest_as_failed(tmp_path):

@@ -125,6 +125,57 @@ def test_qrels_export_gives_the_runs_own_ndcg_through_ir_measures(indexed, tmp_p
         assert measured[qid] == pytest.approx(value, abs=1e-6), qid
 
 
+def _export_ndcg(lines, qrels_path):
+    """Per query, ir_measures' nDCG@10 of the run ``lines`` on the qrels at ``qrels_path``, and the run's own."""
+    qrels = list(ir_measures.read_trec_qrels(str(qrels_path)))
+    run = [
+        ir_measures.ScoredDoc(e["queryId"], encode_id(r["source"]), float(len(e["results"]) - i))
+        for e in lines[1:-1]
+        if e["metrics"]
+        for i, r in enumerate(e["results"])
+    ]
+    measured = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, run)}
+    own = {e["queryId"]: e["metrics"]["nDCG@10"] for e in lines[1:-1] if e["metrics"] and e["results"]}
+    return measured, own
+
+
+def test_qrels_export_takes_the_people_sets_the_run_was_scored_with(indexed, tmp_path):
+    db, queries = indexed
+    first, _ = evaluate(db, queries, tmp_path / "a")
+    ev = next(e for e in first[1:-1] if len(e["results"]) >= 2)
+    qid, top, second = ev["queryId"], ev["results"][0]["source"], ev["results"][1]["source"]
+    judged = ev["results"][0]["relevance"]
+    for name, doc, grade in (("team", top, 3 - judged), ("other", second, 3), ("other", "docs/nobody-returned.md", 3)):
+        path = tmp_path / f"{name}.qrels"
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"{qid} 0 {encode_id(doc)} {grade}\n")
+    for name in ("team", "other"):
+        result = invoke(["qrels", "import", str(tmp_path / f"{name}.qrels"), "--name", name, "--queries", str(queries), "--db", str(db)])
+        assert result.exit_code == 0, result.output
+    for out, extra in (("team", ("--human-qrels", "team")), ("nocache", ("--no-cache",))):
+        lines, _ = evaluate(db, queries, tmp_path / out, *extra)
+        run_file = next((tmp_path / out).glob("*.jsonl"))
+        qrels_path = tmp_path / f"{out}.export"
+        result = invoke(["qrels", "export", str(run_file), "--out", str(qrels_path), "--db", str(db)])
+        assert result.exit_code == 0, result.output
+        assert "nobody-returned" not in qrels_path.read_text(encoding="utf-8")  # the set the run did not use
+        measured, own = _export_ndcg(lines, qrels_path)
+        assert qid in own
+        for q, value in own.items():
+            assert measured[q] == pytest.approx(value, abs=1e-6), (out, q)
+    team_run = str(next((tmp_path / "team").glob("*.jsonl")))
+    judge_only = tmp_path / "judge.export"
+    assert invoke(["qrels", "export", team_run, "--out", str(judge_only), "--db", str(db), "--no-human"]).exit_code == 0
+    assert f"{qid} 0 {encode_id(top)} {judged}\n" in judge_only.read_text(encoding="utf-8")  # the judge's label, not the person's
+    every = tmp_path / "every.export"
+    assert invoke(["qrels", "export", str(run_file), "--out", str(every), "--db", str(db), "--all-human"]).exit_code == 0
+    assert "nobody-returned" in every.read_text(encoding="utf-8")
+    both = invoke(
+        ["qrels", "export", *(str(next((tmp_path / o).glob("*.jsonl"))) for o in ("team", "nocache")), "--out", str(every), "--db", str(db)]
+    )
+    assert both.exit_code == 2 and "different sets of people's grades" in both.output
+
+
 def test_qrels_import_then_runs_use_human_labels(indexed, tmp_path):
     db, queries = indexed
     first, _ = evaluate(db, queries, tmp_path / "a")

@@ -173,7 +173,7 @@ def evaluate(
     name: str | None = None,
     corpus: str | Path | None = None,
     fields: str | None = None,
-    out_dir: str | Path = "quality-results",
+    out_dir: str | Path | None = None,
     resume: str | Path | None = None,
     systems: SystemsSpec | None = None,
     settings: Settings | None = None,
@@ -185,13 +185,14 @@ def evaluate(
     ``(query, k) -> hits`` judged like a command (:mod:`judge_runner.search.python_search`), named
     ``name``; ``corpus``: the folder or BEIR corpus its text-less hits are read from; ``fields``: which key
     of a hit holds what (``"id=doc_id,text=body"``, as ``--search-fields``). Without ``search`` or
-    ``systems`` the built-in index is judged. Returns None when a resumed run had nothing left."""
+    ``systems`` the built-in index is judged; ``out_dir`` None: ``resume``'s folder, else ``quality-results``.
+    Returns None when a resumed run had nothing left."""
     spec = _systems(systems, search, name, corpus, fields)
     outcome = evaluate_job(
         make_settings(settings, **options),
         _query_set(queries),
         Path(resume) if resume is not None else None,
-        Path(out_dir),
+        Path(out_dir) if out_dir is not None else None,
         _printer(printer),
         systems=spec,
     )

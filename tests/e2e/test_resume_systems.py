@@ -247,3 +247,15 @@ def cut_run_again(place, extra: list[str]) -> Path:
         if (tmp / name).exists():
             shutil.move(tmp / name, aside / name)
     return cut_run(place, extra, keep=2)
+
+
+def test_a_resumed_run_is_written_beside_its_file_unless_out_dir_says_otherwise(place, monkeypatch):
+    tmp, base, command, _ = place
+    cut = cut_run(place, ["--search-command", command], keep=2)
+    monkeypatch.chdir(tmp)
+    result = invoke([*base, "--resume", str(cut)])
+    assert result.exit_code == 0, result.output
+    assert len(resumed(cut)) == 8 and not (tmp / "quality-results").exists()
+    elsewhere = invoke([*base, "--resume", str(cut), "--out-dir", str(tmp / "other")])
+    assert elsewhere.exit_code == 0 and len(list((tmp / "other").glob("*.jsonl"))) == 1
+    assert "with --resume, the run file's folder" in " ".join(invoke(["evaluate", "--help"]).output.split())

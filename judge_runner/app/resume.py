@@ -139,9 +139,13 @@ def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) 
                 words_taken.append(f"{words} {shown}" if key != "trials" else f"{shown} trials")
         elif str(getattr(settings, name)) != str(config[key]):
             if key in SEARCH_SETTINGS:
+                was = (
+                    f"differs from run {resume.run_id}'s {shown}"
+                    if shown
+                    else f"names a built-in search, which run {resume.run_id} did not judge"
+                )
                 raise ConfigError(
-                    f"--{words.replace(' ', '-')} {getattr(settings, name)} differs from run {resume.run_id}'s "
-                    f"{shown or config[key]}: one run searches one way; resume without it, or start a new run"
+                    f"--{words.replace(' ', '-')} {getattr(settings, name)} {was}: one run searches one way; resume without it, or start a new run"
                 )
             differ.append((words, getattr(settings, name), config[key]))
     derived = derive(settings, taken, RUN_SOURCE)

@@ -224,6 +224,8 @@ def test_resume_messages_name_the_systems_as_the_run_records_them(place):
     cut = cut_run(place, ["--search-command", command], keep=5)
     noted = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent)])
     assert noted.exit_code == 0 and "search limit 10" in noted.output and "search mode" not in noted.output, noted.output
+    refused = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent), "--search-mode", "vector"])
+    assert refused.exit_code == 2 and "--search-mode vector names a built-in search, which run" in refused.output
     modes = cut_run_again(place, ["--search-mode", "fts,vector"])
     noted = invoke([*base, "--resume", str(modes), "--out-dir", str(modes.parent)])
     assert noted.exit_code == 0 and "search mode fts,vector" in noted.output, noted.output

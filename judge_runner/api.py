@@ -24,10 +24,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from judge_runner.analysis.pr_summary import github_summary
 from judge_runner.analysis.trend import Trend, build_trend
 from judge_runner.app.history import ci_report_url, reading_cache
-from judge_runner.app.inputs import load
+from judge_runner.app.inputs import load, query_set_problems
 from judge_runner.app.jobs import evaluate_job, generate_job, main_job
 from judge_runner.app.rejudge import rejudge_job
 from judge_runner.config import ConfigError, Settings, derive
@@ -160,10 +162,11 @@ def _query_set(queries: str | Path | QuerySet | Sequence[Query | dict[str, Any]]
         return queries
     if isinstance(queries, str):
         return Path(queries)
+    data = {"queries": [q.model_dump() if isinstance(q, Query) else q for q in queries]}
     try:
-        return QuerySet(queries=[q if isinstance(q, Query) else Query.model_validate(q) for q in queries])
-    except ValueError as exc:
-        raise UsageError(f"not a query set: {exc}") from None
+        return QuerySet.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"not a query set: {query_set_problems(exc, data)}") from None
 
 
 def evaluate(

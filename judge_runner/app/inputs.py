@@ -155,9 +155,13 @@ def load_query_set(path: Path) -> QuerySet:
     try:
         return QuerySet.model_validate_json(text)
     except ValidationError as exc:
-        problems = "; ".join(_problem(e, data) for e in exc.errors()[:5])
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-        raise UsageError(f"{path} is not a valid query set: {problems}{more}") from None
+        raise UsageError(f"{path} is not a valid query set: {query_set_problems(exc, data)}") from None
+
+
+def query_set_problems(exc: ValidationError, data: dict[str, Any]) -> str:
+    """At most five of ``exc``'s problems with the query set ``data``, each as :func:`_problem` says it."""
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(_problem(e, data) for e in exc.errors()[:5]) + more
 
 
 def _problem(error: Any, data: dict[str, Any]) -> str:

@@ -24,10 +24,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from judge_runner.analysis.pr_summary import github_summary
 from judge_runner.analysis.trend import Trend, build_trend
 from judge_runner.app.history import ci_report_url, reading_cache
-from judge_runner.app.inputs import load
+from judge_runner.app.inputs import load, query_set_problems
 from judge_runner.app.jobs import evaluate_job, generate_job, main_job
 from judge_runner.app.rejudge import rejudge_job
 from judge_runner.config import ConfigError, Settings, derive
@@ -160,10 +162,11 @@ def _query_set(queries: str | Path | QuerySet | Sequence[Query | dict[str, Any]]
         return queries
     if isinstance(queries, str):
         return Path(queries)
+    data = {"queries": [q.model_dump() if isinstance(q, Query) else q for q in queries]}
     try:
-        return QuerySet(queries=[q if isinstance(q, Query) else Query.model_validate(q) for q in queries])
-    except ValueError as exc:
-        raise UsageError(f"not a query set: {exc}") from None
+        return QuerySet.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"not a query set: {query_set_problems(exc, data)}") from None
 
 
 def evaluate(
@@ -173,7 +176,7 @@ def evaluate(
     name: str | None = None,
     corpus: str | Path | None = None,
     fields: str | None = None,
-    out_dir: str | Path = "quality-results",
+    out_dir: str | Path | None = None,
     resume: str | Path | None = None,
     systems: SystemsSpec | None = None,
     settings: Settings | None = None,
@@ -185,13 +188,14 @@ def evaluate(
     ``(query, k) -> hits`` judged like a command (:mod:`judge_runner.search.python_search`), named
     ``name``; ``corpus``: the folder or BEIR corpus its text-less hits are read from; ``fields``: which key
     of a hit holds what (``"id=doc_id,text=body"``, as ``--search-fields``). Without ``search`` or
-    ``systems`` the built-in index is judged. Returns None when a resumed run had nothing left."""
+    ``systems`` the built-in index is judged; ``out_dir`` None: ``resume``'s folder, else ``quality-results``.
+    Returns None when a resumed run had nothing left."""
     spec = _systems(systems, search, name, corpus, fields)
     outcome = evaluate_job(
         make_settings(settings, **options),
         _query_set(queries),
         Path(resume) if resume is not None else None,
-        Path(out_dir),
+        Path(out_dir) if out_dir is not None else None,
         _printer(printer),
         systems=spec,
     )

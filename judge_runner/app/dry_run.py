@@ -86,11 +86,16 @@ def read_only_cache(settings: Settings) -> Any:
     return JudgmentCache(path, readonly=True)  # a dry run writes nothing; its CacheError keeps its exit code
 
 
+def chosen_spec(settings: Settings) -> Any:
+    """The provider the run would judge with (``auto``: the one a key is found for, else offline)."""
+    return detect()[0] if settings.provider == "auto" else get_spec(settings.provider)
+
+
 def heuristic_judge(settings: Settings, embedder: Any = None) -> HeuristicJudge | None:
     """The heuristic judge the run would build (``embedder``: the index's, else the setting's, as
     :func:`judge_runner.app.roles.build_roles` chooses), whose cache identity holds the embedder; None when an
     LLM judges (the chosen row's identity is the run's)."""
-    spec = detect()[0] if settings.provider == "auto" else get_spec(settings.provider)
+    spec = chosen_spec(settings)
     return HeuristicJudge(embedder if embedder is not None else choose(settings.embedder)) if spec.heuristic else None
 
 
@@ -169,12 +174,15 @@ def rough_judge(settings: Settings, count: int, systems: int = 1) -> dict[str, A
         for n in range(count * systems)
     ]
     judges = estimate_answers(answers, candidates(settings), _protocol(settings), effort=settings.reasoning_effort)
+    own = heuristic_judge(settings)
+    mine = estimate_labels(answers, own, _protocol(settings)).figures() if own is not None else None
     return {
         "precision": "rough",
         "queries": count,
         "searches": count * systems,
         "searchFailures": 0,
         "judges": [j.figures() for j in judges],
+        "runJudge": mine or next((j.figures() for j in judges if j.chosen), None),
     }
 
 
@@ -392,6 +400,6 @@ def calibrate_report(settings: Settings, judge: RecordingJudge, mode: str, trial
         settings,
         {"precision": "pool", "queries": None, "searches": None, "searchFailures": 0, "judges": judges, "labelCalls": labels},
     )
-    report["judgeMode"], report["trials"] = mode, trials or default_trials(judge.name)
+    report["judgeMode"], report["trials"] = mode, trials or default_trials(chosen_spec(settings).name)
     print_report(report, printer, as_json)
     return report

@@ -135,16 +135,50 @@ def query_texts(path: Path) -> dict[str, str]:
 
 
 def load_query_set(path: Path) -> QuerySet:
-    """The query set in ``path``; raises UsageError listing (at most five) problems."""
+    """The query set in ``path``; raises UsageError naming the file and, for each of at most five problems,
+    where it is (line and column for bad JSON, else the field, a query by its index and id) and what is wrong."""
     try:
-        return QuerySet.model_validate_json(path.read_text(encoding="utf-8"))
-    except (ValidationError, UnicodeDecodeError, OSError) as exc:
-        problems = (
-            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-            if isinstance(exc, ValidationError)
-            else str(exc)
-        )
-        raise UsageError(f"{path} is not a valid query set: {problems}") from None
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not a valid query set: byte {exc.start} is not UTF-8 text") from None
+    if not text.strip():
+        raise UsageError(f"{path} is not a valid query set: the file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not a valid query set: line {exc.lineno} column {exc.colno}: {exc.msg} (not JSON)") from None
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a string", type(None): "null"}.get(type(data), "a number")
+        raise UsageError(f'{path} is not a valid query set: the file holds {kind}, not an object with a "queries" list') from None
+    try:
+        return QuerySet.model_validate_json(text)
+    except ValidationError as exc:
+        raise UsageError(f"{path} is not a valid query set: {query_set_problems(exc, data)}") from None
+
+
+def query_set_problems(exc: ValidationError, data: dict[str, Any]) -> str:
+    """At most five of ``exc``'s problems with the query set ``data``, each as :func:`_problem` says it."""
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(_problem(e, data) for e in exc.errors()[:5]) + more
+
+
+def _problem(error: Any, data: dict[str, Any]) -> str:
+    """One pydantic error as "where: what (got what)": ``queries[2] (id q03).queryType``, the set itself for a
+    rule over all queries."""
+    where, node = "", cast(Any, data)
+    for part in error["loc"]:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            named = f" (id {node['id']})" if isinstance(node, dict) and isinstance(node.get("id"), str) else ""
+            where += f"[{part}]{named}"
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+            where += f".{part}" if where else str(part)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    shown = "" if error["type"] in ("missing", "too_short", "value_error") else f" (got {json.dumps(error['input'])[:80]})"
+    return f"{where or 'the set'}: {message}{shown}"
 
 
 @dataclass(frozen=True)

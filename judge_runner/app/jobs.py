@@ -104,14 +104,17 @@ def evaluate_job(
     settings: Settings,
     queries_path: Path | QuerySet | None,
     resume_path: Path | None,
-    out_dir: Path,
+    out_dir: Path | None,
     printer: Printer,
     systems: SystemsSpec | None = None,
 ) -> RunOutcome | None:
     """``evaluate``: judge a query set (a file, or the set itself), or continue a run (``resume_path``: judged
     queries are copied, never sent again, and the rest searched with the systems the run started with); None
-    when nothing is left to judge. A run of external systems alone needs no index."""
+    when nothing is left to judge. A run of external systems alone needs no index. ``out_dir`` None: the
+    resumed run's folder, else ``quality-results``."""
     resume = read_resume_point(resume_path) if resume_path is not None else None
+    if out_dir is None:
+        out_dir = resume.path.parent if resume is not None else Path("quality-results")
     for warning in resume.warnings if resume is not None else ():
         printer.err(f"warning: {warning}")
     searches = resolve_systems(settings, systems)

@@ -56,6 +56,14 @@ class ResumePoint:
         return [dict(entry) for entry in found] if found else None
 
     @property
+    def search_modes(self) -> list[str]:
+        """The built-in search modes the run judged, as it records them (none for a run of other systems only)."""
+        recorded = self.recorded_systems
+        if recorded is None:
+            return [str(self.config["searchMode"])] if self.config.get("searchMode") else []
+        return [str(entry.get("mode")) for entry in recorded if entry.get("kind") == "builtin"]
+
+    @property
     def query_set_sha256(self) -> str:
         return self.start.provenance.querySetSha256 if self.start.provenance is not None else ""
 
@@ -124,14 +132,20 @@ def inherit_protocol(settings: Settings, resume: ResumePoint, printer: Printer) 
     for key, name, words in PROTOCOL_SETTINGS:
         if key not in config or config[key] is None:
             continue
+        shown = ",".join(resume.search_modes) if key == "searchMode" else config[key]
         if name not in settings.model_fields_set:
             taken[name] = config[key]
-            words_taken.append(f"{words} {config[key]}" if key != "trials" else f"{config[key]} trials")
+            if shown:  # a run of other systems only has no search mode to speak of
+                words_taken.append(f"{words} {shown}" if key != "trials" else f"{shown} trials")
         elif str(getattr(settings, name)) != str(config[key]):
             if key in SEARCH_SETTINGS:
+                was = (
+                    f"differs from run {resume.run_id}'s {shown}"
+                    if shown
+                    else f"names a built-in search, which run {resume.run_id} did not judge"
+                )
                 raise ConfigError(
-                    f"--{words.replace(' ', '-')} {getattr(settings, name)} differs from run {resume.run_id}'s {config[key]}: "
-                    "one run searches one way; resume without it, or start a new run"
+                    f"--{words.replace(' ', '-')} {getattr(settings, name)} {was}: one run searches one way; resume without it, or start a new run"
                 )
             differ.append((words, getattr(settings, name), config[key]))
     derived = derive(settings, taken, RUN_SOURCE)
@@ -215,12 +229,43 @@ def check_same_systems(resume: ResumePoint, systems: list[System] | None) -> Non
     if now == recorded:
         return
     names = [str(entry.get("name")) for entry in recorded]
-    differ = next(
-        (f"{was.get('name')}: {key} {was.get(key)!r} in the run, {new.get(key)!r} here"
-         for was, new in zip(recorded, now) for key in sorted({*was, *new}) if was.get(key) != new.get(key)),
-        f"the run judged {len(recorded)} system(s), this command {len(now)}",
-    )  # fmt: skip
     raise UsageError(
         f"run {resume.run_id} started with the systems {', '.join(names)}, and a resumed run must search with the same ones "
-        f"({differ}); give the same flags again, or start a new run"
+        f"({system_difference(recorded, now)}); give the same flags again, or start a new run"
     )
+
+
+def system_difference(recorded: list[dict[str, Any]], now: list[dict[str, Any]]) -> str:
+    """The first way ``now`` differs from the ``recorded`` systems, matched by name, in people's words."""
+    was_named = {str(entry.get("name")): entry for entry in recorded}
+    now_named = {str(entry.get("name")): entry for entry in now}
+    missing = [name for name in was_named if name not in now_named]
+    added = [name for name in now_named if name not in was_named]
+    if missing or added:
+        return "; ".join([f"{', '.join(missing)} not searched here"] * bool(missing) + [f"{', '.join(added)} not in the run"] * bool(added))
+    for name, was in was_named.items():
+        new = now_named[name]
+        for key, old_value, new_value in _differing(was, new):
+            return f"{name}: {key} {_shown(old_value)} in the run, {_shown(new_value)} here"
+    return f"the same systems in another order: {', '.join(was_named)} in the run, {', '.join(now_named)} here"
+
+
+def _differing(was: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, value in was, value in new)`` for each setting that differs, nested tables opened."""
+    found: list[tuple[str, Any, Any]] = []
+    for key in sorted({*was, *new}):
+        old_value, new_value = was.get(key), new.get(key)
+        if isinstance(old_value, dict) and isinstance(new_value, dict):
+            found += _differing(old_value, new_value, f"{prefix}{key}.")
+        elif old_value != new_value:
+            found.append((prefix + key, old_value, new_value))
+    return found
+
+
+def _shown(value: Any) -> str:
+    """A recorded setting as people read it: an unset one as "not set", a text as written (quoted when it has spaces)."""
+    if value is None or value == {} or value == []:
+        return "not set"
+    if isinstance(value, str):
+        return json.dumps(value) if not value or " " in value else value
+    return json.dumps(value)

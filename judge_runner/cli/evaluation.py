@@ -75,7 +75,12 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
     default=None,
     help="Continue an interrupted run file; its judged queries are not sent again.",
 )
-@OUT_DIR
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for the run file and its query set [default: quality-results; with --resume, the run file's folder].",
+)
 @MIN_OVERALL
 @db_option
 @search_options
@@ -84,7 +89,7 @@ def generate(fixtures: Path, count: int | None, out: Path, force: bool, quiet: b
 @evaluate_options
 @dry_run_options
 def evaluate(
-    queries_path: Path | None, resume_path: Path | None, out_dir: Path, quiet: bool, dry_run: bool, dry_run_json: bool, **flags: Any
+    queries_path: Path | None, resume_path: Path | None, out_dir: Path | None, quiet: bool, dry_run: bool, dry_run_json: bool, **flags: Any
 ) -> int:
     """Phase two: search each query of a query set and have the judge grade the results.
 

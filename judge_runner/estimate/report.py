@@ -92,8 +92,11 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines += [head] + [row(r) for r in one["writers"]]
         lines += [
             f"  worst case {r['provider']}/{r['model']}: {r['worstCalls']} requests, {r['worstInputTokens']:,} input tokens"
-            for r in one["writers"][:1]
+            for r in one["writers"]
+            if r["chosen"]
         ]
+        if not any(r["chosen"] for r in one["writers"]):
+            lines.append("  the chosen provider is offline (the heuristic query writer): no paid calls; the rows are for comparison")
         check = one.get("answerability")
         if check is not None:
             lines.append(f"phase one's answerability check (rough: {check['queries']} on-topic queries, one passage each):")
@@ -115,8 +118,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
             lines.append(
                 f"warning: {two['searchFailures']} searches failed (the run writes each as an error line); the first: {two['firstSearchFailure']}"
             )
-    if two["judges"] and two["precision"] != "pool":
-        first = two.get("runJudge") or two["judges"][0]  # the run's own judge, under its own cache key
+    # the run's own judge, under its own cache key (never another provider's comparison row)
+    first = two.get("runJudge") or next((j for j in two["judges"] if j["chosen"]), None)
+    if first is not None and two["precision"] != "pool":
         lines.append(
             f"labels ({first['provider']}/{first['model']}): {first['labelsToJudge']:,} to judge, "
             f"{first['labelsCached']:,} in the judgment cache, {first['humanLabels']:,} human"

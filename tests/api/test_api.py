@@ -104,8 +104,9 @@ def test_queries_may_be_given_as_data_and_settings_as_keywords(tmp_path):
     assert run.evaluations[0].metrics is not None and run.evaluations[0].metrics["R@10"] == 1.0
     with pytest.raises(UsageError, match="the search_limit argument: input should be greater than or equal to 1"):
         jr.make_settings(search_limit=0)  # API users have no flags: named as the argument
-    with pytest.raises(UsageError, match="not a query set"):
+    with pytest.raises(UsageError, match=r"not a query set: queries\[0\] \(id q1\)\.query: Field required;") as refused:
         jr.evaluate([{"id": "q1"}], search=lambda q, k: [], out_dir=tmp_path, provider="offline")
+    assert "errors.pydantic.dev" not in str(refused.value) and "\n" not in str(refused.value)
     assert isinstance(jr.make_settings(Settings(), trials=2), Settings) and jr.make_settings(Settings(), trials=2).trials == 2
 
 

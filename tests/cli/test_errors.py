@@ -130,25 +130,65 @@ def test_run_saves_its_query_set_for_next_week(fixtures_root, db_copy, tmp_path)
     assert result.exit_code == 0, result.output
 
 
+def entry(**fields: object) -> dict:
+    return {"id": "a", "query": "x", "queryIntent": "i", "queryType": "keyword", **fields}
+
+
 @pytest.mark.parametrize(
-    "content,message",
+    "content,messages",
     [
-        ('{"queries": []}', "at least 1"),
+        ('{"queries": []}', ["queries: List should have at least 1 item"]),
+        (json.dumps({"queries": [entry(), entry()]}), ["the set: query ids must be unique; repeated: a"]),
+        ("not json", ["line 1 column 1: Expecting value (not JSON)"]),
+        ('{"queries": [\n  {"id": "a",\n   "query": }]}', ["line 3 column 13: Expecting value"]),
+        ("", ["the file is empty"]),
+        (json.dumps([entry()]), ['the file holds a list, not an object with a "queries" list']),
+        (json.dumps({"queries": "x"}), ['queries: Input should be a valid array (got "x")']),
+        (json.dumps({"quries": [entry()]}), ["queries: Field required", "quries: Extra inputs are not permitted"]),
         (
-            '{"queries": ['
-            + ",".join(['{"id": "a", "query": "x", "queryIntent": "i", "queryType": "keyword", "expectedSources": ["README.md"]}'] * 2)
-            + "]}",
-            "unique",
+            json.dumps({"queries": [entry(id="q1"), entry(id="q2", queryType="kw", query=3)]}),
+            [
+                "queries[1] (id q2).queryType: Input should be",
+                '(got "kw")',
+                "queries[1] (id q2).query: Input should be a valid string (got 3)",
+            ],
         ),
-        ("not json", "Invalid JSON"),
+        (
+            json.dumps({"queries": [{"id": "a", "query": "x", "queryType": "keyword", "ranking": 1}]}),
+            ["queries[0] (id a).queryIntent: Field required", "queries[0] (id a).ranking: Extra inputs"],
+        ),
+    ],
+    ids=[
+        "empty-list",
+        "repeated-ids",
+        "not-json",
+        "json-error-line",
+        "empty-file",
+        "a-list",
+        "queries-not-a-list",
+        "misspelt-key",
+        "bad-fields",
+        "missing-and-extra",
     ],
 )
-def test_bad_query_sets_are_usage_errors(content, message, db_copy, tmp_path):
+def test_bad_query_sets_are_usage_errors(content, messages, db_copy, tmp_path):
     path = tmp_path / "q.json"
     path.write_text(content)
     result = invoke(["evaluate", "--queries", str(path), "--db", str(db_copy), "--out-dir", str(tmp_path / "r")])
-    assert result.exit_code == 2 and message in result.output
-    assert "errors.pydantic.dev" not in result.output
+    assert result.exit_code == 2 and f"{path} is not a valid query set: " in result.output, result.output
+    for message in messages:
+        assert message in result.output, result.output
+    assert "errors.pydantic.dev" not in result.output and ": :" not in result.output
+
+
+def test_a_query_set_that_is_not_utf8_or_starts_with_a_bom(db_copy, tmp_path):
+    path = tmp_path / "q.json"
+    path.write_bytes(b'{"queries": [{"id": "caf\xe9"}]}')
+    result = invoke(["evaluate", "--queries", str(path), "--db", str(db_copy), "--dry-run"])
+    assert result.exit_code == 2 and f"{path} is not a valid query set: byte 24 is not UTF-8 text" in result.output
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"queries": [entry()]}).encode())
+    result = invoke(["evaluate", "--queries", str(path), "--db", str(db_copy), "--dry-run"])
+    assert result.exit_code == 0, result.output
 
 
 def test_missing_expected_sources_are_warned_about(db_copy, tmp_path):

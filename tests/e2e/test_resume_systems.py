@@ -217,3 +217,47 @@ def test_another_search_mode_or_limit_is_refused_on_resume_and_the_same_accepted
         assert list(cut.parent.glob("*.jsonl")) == [cut]  # nothing written
     same = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent), *extra])
     assert same.exit_code == 0, same.output
+
+
+def test_resume_messages_name_the_systems_as_the_run_records_them(place):
+    tmp, base, command, _ = place
+    cut = cut_run(place, ["--search-command", command], keep=5)
+    noted = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent)])
+    assert noted.exit_code == 0 and "search limit 10" in noted.output and "search mode" not in noted.output, noted.output
+    refused = invoke([*base, "--resume", str(cut), "--out-dir", str(cut.parent), "--search-mode", "vector"])
+    assert refused.exit_code == 2 and "--search-mode vector names a built-in search, which run" in refused.output
+    modes = cut_run_again(place, ["--search-mode", "fts,vector"])
+    noted = invoke([*base, "--resume", str(modes), "--out-dir", str(modes.parent)])
+    assert noted.exit_code == 0 and "search mode fts,vector" in noted.output, noted.output
+    refused = invoke([*base, "--resume", str(modes), "--out-dir", str(modes.parent), "--search-mode", "vector"])
+    assert refused.exit_code == 2 and "differs from run" in refused.output and "'s fts,vector" in refused.output
+    both = cut_run_again(place, ["--search-mode", "hybrid", "--search-command", command])
+    left_out = invoke([*base, "--resume", str(both), "--out-dir", str(both.parent), "--search-command", command])
+    assert left_out.exit_code == 2 and "(hybrid not searched here)" in left_out.output and "None" not in left_out.output
+    corpus = cut_run_again(place, ["--search-command", command, "--corpus", str(ROOT / "fixtures")])
+    no_corpus = invoke([*base, "--resume", str(corpus), "--out-dir", str(corpus.parent), "--search-command", command])
+    assert no_corpus.exit_code == 2 and "None" not in no_corpus.output, no_corpus.output
+    assert f"command:search: documents {ROOT / 'fixtures'} in the run, not set here" in no_corpus.output
+
+
+def cut_run_again(place, extra: list[str]) -> Path:
+    """:func:`cut_run` once more in the same folder: the earlier cut and full runs moved aside first."""
+    tmp = place[0]
+    aside = tmp / f"aside{len(list(tmp.glob('aside*')))}"
+    aside.mkdir()
+    for name in ("full", "cut"):
+        if (tmp / name).exists():
+            shutil.move(tmp / name, aside / name)
+    return cut_run(place, extra, keep=2)
+
+
+def test_a_resumed_run_is_written_beside_its_file_unless_out_dir_says_otherwise(place, monkeypatch):
+    tmp, base, command, _ = place
+    cut = cut_run(place, ["--search-command", command], keep=2)
+    monkeypatch.chdir(tmp)
+    result = invoke([*base, "--resume", str(cut)])
+    assert result.exit_code == 0, result.output
+    assert len(resumed(cut)) == 8 and not (tmp / "quality-results").exists()
+    elsewhere = invoke([*base, "--resume", str(cut), "--out-dir", str(tmp / "other")])
+    assert elsewhere.exit_code == 0 and len(list((tmp / "other").glob("*.jsonl"))) == 1
+    assert "with --resume, the run file's folder" in " ".join(invoke(["evaluate", "--help"]).output.split())

@@ -345,3 +345,37 @@ def test_the_offline_judges_dry_run_counts_its_own_cached_labels(query_set, db_c
     rejudge = ["rejudge", str(run), "--db", str(db_copy), "--cache", str(tmp_path / "j.sqlite"), "--provider", "offline"]
     text = invoke([*rejudge, "--dry-run"]).stdout
     assert f"0 to judge, {judged} in the judgment cache" in text and "why 0" not in text
+
+
+def test_every_dry_run_names_the_judge_the_run_would_use(query_set, fixtures_root, db_copy, tmp_path):
+    """With the offline provider the labels line names the heuristic judge, never a comparison row's model;
+    phase one's worst case is given only for a chosen query writer."""
+    env = {"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}
+    common = ["--fixtures", str(fixtures_root), "--db", str(db_copy), "--provider", "offline", "--no-cache", "--dry-run"]
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    (pinned / "pinned-queries.json").write_text(query_set.read_text())
+    commands = {
+        "generate-and-evaluate": ["generate-and-evaluate", *common, "--count", "6"],
+        "weekly, a new set": ["weekly", *common, "--results", str(tmp_path / "w"), "--count", "6"],
+        "weekly, a pinned set": ["weekly", *common, "--results", str(pinned)],
+        "evaluate": ["evaluate", "--queries", str(query_set), *common[2:]],
+    }
+    for name, args in commands.items():
+        result = invoke(args, env)
+        assert result.exit_code == 0, (name, result.output)
+        labels = [line for line in result.stdout.splitlines() if line.startswith("labels (")]
+        assert len(labels) == 1 and labels[0].startswith("labels (offline/offline-heuristic-v1+hash-384-v1): "), (name, labels)
+        assert "worst case anthropic" not in result.stdout and "worst case openai" not in result.stdout, name
+        judge = json.loads(invoke([*args, "--json"], env).stdout)["phaseTwo"]["runJudge"]
+        assert judge["provider"] == "offline" and judge["labelsToJudge"] > 0, (name, judge)
+
+
+def test_calibrate_dry_run_says_the_trials_of_the_judge_it_would_use(tmp_path):
+    from tests.support.calibration_data import write_collection
+
+    data = write_collection(tmp_path / "beir")
+    args = ["calibrate", "--beir", str(data), "--provider", "offline", "--db", str(tmp_path / "idx.sqlite"), "--probe-queries", "4"]
+    report = dry_run([*args, "--out", str(tmp_path / "cal.json")], {})
+    assert report["trials"] == 1  # the heuristic judge's one trial, not the first comparison row's default
+    assert not (tmp_path / "cal.json").exists()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_runner.human.budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
-from judge_runner.human.ranking import RankingEstimate, estimate_ranking
+from judge_runner.human.ranking import RankingEstimate, estimate_ranking, few_drawn
 from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
 from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
 from judge_runner.runs.read import RunFile
@@ -54,6 +54,8 @@ class BudgetEstimate:
         what = self.question.text()
         if self.census and self.exact is not None:
             return [self._census_line(what, rests)]
+        if self.found is None and self.drawn < MIN_LABELLED:
+            return [f"no corrected estimate of {what}: {rests}; {few_drawn(self.drawn, unit)}"]
         if self.found is None:
             return [
                 f"no corrected estimate of {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn {unit} labelled "

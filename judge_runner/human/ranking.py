@@ -192,9 +192,11 @@ def ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: V
     return plan_budget(units, budget, past, ranking_units(pool, systems, depth, judge, before=True))
 
 
-def few_drawn(drawn: int, unit: str) -> str:
-    """Why a draw of fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` units never gives an estimate."""
-    return f"this draw holds only {drawn} {unit}, fewer than the {MIN_LABELLED} an estimate needs, so going on gives none"
+def few_drawn(drawn: int, unit: str, whole: bool) -> str:
+    """Why a draw of fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` units gives no corrected estimate;
+    ``whole``: every unit drawn with probability 1, so labelling them all gives the people's exact figure."""
+    head = f"this draw holds only {drawn} {unit}, fewer than the {MIN_LABELLED} a corrected estimate needs"
+    return head + ("; labelling them all gives the people's exact figure on this set" if whole else ", so going on gives none")
 
 
 def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int | None:
@@ -236,6 +238,8 @@ class RankingEstimate:
     free: int
     census: bool
     notes: tuple[str, ...] = ()
+    whole: bool = False
+    """Every query was drawn with probability 1 (a census design)."""
 
     def lines(self) -> list[str]:
         """The closing lines: each system's corrected mean, interval, rank set and judge mean; the pairs Holm
@@ -243,7 +247,7 @@ class RankingEstimate:
         rests = f"{self.complete} of the {self.drawn} drawn queries labelled" + (f", {self.free} known without a draw" if self.free else "")
         what = self.question.text()
         if self.ranking is None and self.drawn < MIN_LABELLED:
-            return [f"no corrected {what}: {rests}; {few_drawn(self.drawn, 'queries')}", *self.notes]
+            return [f"no corrected {what}: {rests}; {few_drawn(self.drawn, 'queries', self.whole)}", *self.notes]
         if self.ranking is None:
             return [
                 f"no corrected {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn queries labelled "
@@ -299,4 +303,7 @@ def estimate_ranking(run: RunFile, record: Mapping[str, Any], given: Mapping[tup
     free = sum(1 for q in people[systems[0]] if q not in drawn and probabilities.get(q, 0) >= 1)
     means = {str(s): statistics.fmean(judge[s].values()) if judge[s] else math.nan for s in systems}
     census = ranking is not None and weighted.census
-    return RankingEstimate(question, ranking, means, str(record["design"]), len(drawn), complete, free, census, tuple(weighted.notes))
+    whole = all(p >= 1 for p in probabilities.values())
+    return RankingEstimate(
+        question, ranking, means, str(record["design"]), len(drawn), complete, free, census, tuple(weighted.notes), whole
+    )

@@ -65,6 +65,7 @@ def test_the_smallest_budget_named_is_one_the_draw_accepts_without_a_warning(tmp
         assert census.census and census.units_drawn < MIN_LABELLED, said
         stop = " ".join(estimate_budget(runs[0], census.record(13, 10.0, "test"), {}).lines())
         assert f"this draw holds only {len(census.drawn)} {unit}" in stop and "run the same command" not in stop, stop
+        assert "labelling them all gives the people's exact figure" in stop, stop
         return
     smallest = int(said.split("the smallest budget that works here is --budget ")[1].split()[0])
     draw = prepare_budget(runs, Sampling(kind=unit, budget=smallest, question=question), "ada", folder).draw

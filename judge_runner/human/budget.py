@@ -73,6 +73,12 @@ class TooSmall(ValueError):
     """A budget that draws nothing to grade."""
 
 
+def draws_enough(units_drawn: float) -> bool:
+    """Whether a draw of ``units_drawn`` open units (in expectation) can give a corrected estimate: the one test
+    behind the draw's sentence, the refusal and the smallest budget named."""
+    return units_drawn >= MIN_LABELLED - 1e-9
+
+
 def ask(run: RunFile, kind: str, names: Sequence[str], unit: str) -> Question:
     """The question of ``kind`` about ``names`` (none: the run's two systems for a difference, its first for a
     mean). Raises ValueError, worded for people, for an unknown kind or unit, a system the run does not hold, a
@@ -377,10 +383,10 @@ def plan_draw(
     labels = len(items) if plan.design == "uniform" else int(round(expected))
     units_drawn = sum(plan.probabilities[u.id] for u in units if not u.known and u.cost > 0)
     low, high = question.bounds
-    shown = half if units_drawn >= MIN_LABELLED and math.isfinite(half) and half < (high - low) / 2 else None
+    shown = half if draws_enough(units_drawn) and math.isfinite(half) and half < (high - low) / 2 else None
     why = (
         f"a corrected estimate needs at least {MIN_LABELLED} drawn {question.unit} labelled, this budget draws about {units_drawn:.0f}"
-        if units_drawn < MIN_LABELLED
+        if not draws_enough(units_drawn)
         else "the interval it is predicted to give spans the measure's whole range"
     )
     text = budget_text(labels, shown, question.text(), seconds_per_label, why_none=why)
@@ -400,19 +406,22 @@ def _plan(pool: Pool, question: Question, units: Sequence[Unit], budget: float, 
     return plan_budget(units, budget)
 
 
-def smallest_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
-    """The fewest labels whose draw reaches :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn units in
-    expectation, or covers every open unit (bisection)."""
+def smallest_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int | None:
+    """The fewest labels whose draw passes :func:`draws_enough` (bisection); None when even every open unit
+    does not (fewer open units than :data:`~judge_runner.measures.ppi.MIN_LABELLED`)."""
     pool = pool_of(run, question, known)
     units = units_of(pool, question)
     open_units = [u for u in units if not u.known and u.cost > 0]
-    open_cost = math.ceil(sum(u.cost for u in open_units))
+    open_cost = sum(u.cost for u in open_units)
 
     def enough(budget: int) -> bool:
-        plan = _plan(pool, question, units, float(budget), None)
-        return budget >= open_cost or sum(plan.probabilities[u.id] for u in open_units) >= MIN_LABELLED - 1e-9
+        plan = _plan(pool, question, units, min(float(budget), open_cost), None)
+        return draws_enough(sum(plan.probabilities[u.id] for u in open_units))
 
-    low, high = 0, max(open_cost, 1)
+    high = max(math.ceil(open_cost), 1)
+    if not open_units or not enough(high):
+        return None
+    low = 0
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)

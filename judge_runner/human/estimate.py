@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_runner.human.budget import Question, judge_grades, pair_coefficients, pair_id, pool_of, query_values
-from judge_runner.human.ranking import RankingEstimate, estimate_ranking
+from judge_runner.human.ranking import RankingEstimate, estimate_ranking, few_drawn
 from judge_runner.measures.ipw import PairTerm, ipw_pair_mean, planned_mean
 from judge_runner.measures.ppi import MIN_LABELLED, MeanEstimate, tuned_mean
 from judge_runner.runs.read import RunFile
@@ -34,6 +34,8 @@ class BudgetEstimate:
     share: float
     census: bool = False
     exact: float | None = None
+    whole: bool = False
+    """Every unit was drawn with probability 1 (a census design)."""
 
     def verdict(self) -> str:
         """For a difference: ``<B> better``, ``<A> better`` or ``cannot tell yet``; else ''."""
@@ -54,6 +56,8 @@ class BudgetEstimate:
         what = self.question.text()
         if self.census and self.exact is not None:
             return [self._census_line(what, rests)]
+        if self.found is None and self.drawn < MIN_LABELLED:
+            return [f"no corrected estimate of {what}: {rests}; {few_drawn(self.drawn, unit, self.whole)}"]
         if self.found is None:
             return [
                 f"no corrected estimate of {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn {unit} labelled "
@@ -128,7 +132,8 @@ def _queries(run: RunFile, q: Question, record: Mapping[str, Any], given: Mappin
             q, _census(judge, human, q.bounds), str(record["design"]), len(drawn), len(complete), free, share, True, exact
         )
     found = planned_mean(str(record["design"]), judge, human, scaled, bounds=q.bounds)
-    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
+    whole = all(p >= 1 for p in probabilities.values())
+    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share, whole=whole)
 
 
 def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate:
@@ -160,7 +165,8 @@ def _pairs(run: RunFile, q: Question, record: Mapping[str, Any], given: Mapping[
         census = _census(judge_totals, human_totals, q.bounds)
         return BudgetEstimate(q, census, str(record["design"]), len(drawn), len(complete), free, share, True, exact)
     found = ipw_pair_mean(terms, len(pool.qids), bounds=q.bounds)
-    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share)
+    whole = all(p >= 1 for p in probabilities.values())
+    return BudgetEstimate(q, found, str(record["design"]), len(drawn), len(complete), free, share, whole=whole)
 
 
 def estimate_budget(run: RunFile, record: Mapping[str, Any], given: Mapping[tuple[str, str], int]) -> BudgetEstimate | RankingEstimate:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge_runner.judging.cache import JudgmentCache
-from judge_runner.judging.qrels import PeopleGrades, QrelsError, read_trec_qrels
+from judge_runner.judging.qrels import PeopleGrades, QrelsError, left_out_warning, read_trec_qrels
 
 Pair = tuple[str, str]
 
@@ -52,6 +52,7 @@ def known_grades(folder: Path, cache: Path | None, queries: Mapping[str, str]) -
     ``queries`` (``{qid: text}``). Raises :class:`judge_runner.judging.cache_failures.CacheError` for a cache
     that cannot be read."""
     known = Known()
+    warned: set[str] = set()
     if cache is not None and cache.is_file():
         with JudgmentCache(cache, readonly=True) as opened:
             rows = opened.human_rows()
@@ -64,6 +65,7 @@ def known_grades(folder: Path, cache: Path | None, queries: Mapping[str, str]) -
                 [(q, d, g) for n, q, d, g, t in rows if n == name and chosen.get((q, d)) == g and t in (None, queries.get(q))],
             )
         known.warnings += people.warnings()
+        warned = set(people.skipped)
     for path in sorted(folder.glob("*.qrels")) if folder.is_dir() else []:
         try:
             rows_read = read_trec_qrels(path)
@@ -71,9 +73,8 @@ def known_grades(folder: Path, cache: Path | None, queries: Mapping[str, str]) -
             continue  # empty (a session with no label yet) or not a qrels file: nothing known from it
         texts = journal_texts(path.with_name(path.name.removesuffix(".qrels") + ".journal.jsonl"))
         taken = [(q, d, g) for q, d, g in rows_read if q not in texts or q not in queries or texts[q] == queries[q]]
-        if len(taken) < len(rows_read):
-            known.warnings.append(
-                f"warning: {len(rows_read) - len(taken)} people's grades of {path} left out: given to another query under the same id"
-            )
+        if len(taken) < len(rows_read) and path.name.removesuffix(".qrels") not in warned:  # a session's file: its set's copy
+            left = {q for q, _, _ in rows_read} - {q for q, _, _ in taken}
+            known.warnings.append(left_out_warning(str(path), len(rows_read) - len(taken), left))
         known.add(str(path), taken)
     return known

@@ -15,7 +15,7 @@ from typing import Any
 
 from judge_runner.core.failures import UsageError
 from judge_runner.core.printer import Printer
-from judge_runner.human.budget import Draw, Question, TooSmall, ask, plan_draw, smallest_budget
+from judge_runner.human.budget import Draw, Question, TooSmall, ask, draws_enough, plan_draw, smallest_budget
 from judge_runner.human.estimate import estimate_budget
 from judge_runner.human.journal import FAST_LABEL_S, LabelSession
 from judge_runner.human.ranking import plan_ranking, smallest_ranking_budget
@@ -84,13 +84,16 @@ class Prepared:
 
 
 def _too_small(run: RunFile, question: Question, seconds: float, known: Mapping[tuple[str, str], int], why: str) -> str:
-    """``why``, then the smallest budget that works and that nothing was started."""
+    """``why``, then the smallest budget whose draw passes :func:`~judge_runner.human.budget.draws_enough` (or
+    that none does) and that nothing was started."""
     smallest = (smallest_ranking_budget if question.kind == "ranking" else smallest_budget)(run, question, known)
     unit = question.unit
+    needs = f"{why}; a corrected estimate needs at least {MIN_LABELLED} drawn {unit} labelled"
+    if smallest is None:
+        return f"{needs}, and fewer {unit} than that are open here: no budget gives one; nothing was started"
     return (
-        f"{why}; a corrected estimate needs at least {MIN_LABELLED} drawn {unit} labelled (or every one): the smallest budget "
-        f"that works here is --budget {smallest} (about {math.ceil(smallest * seconds / 60)} min at {seconds:g} s a label); "
-        "nothing was started"
+        f"{needs}: the smallest budget that works here is --budget {smallest} "
+        f"(about {math.ceil(smallest * seconds / 60)} min at {seconds:g} s a label); nothing was started"
     )
 
 
@@ -115,7 +118,7 @@ def prepare_budget(
         raise UsageError(_too_small(runs[0], question, seconds, known or {}, str(exc))) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if not draw.census and draw.units_drawn < MIN_LABELLED - 1e-9:
+    if not draw.census and not draws_enough(draw.units_drawn):
         asked = f"--budget {sampling.budget}" if sampling.budget is not None else f"--budget-minutes {sampling.minutes:g}"
         why = f"{asked} draws about {draw.units_drawn:.0f} {question.unit} for {question.text()}"
         raise UsageError(_too_small(runs[0], question, seconds, known or {}, why))

@@ -19,6 +19,7 @@ from judge_runner.human.budget import (
     Pool,
     Question,
     TooSmall,
+    draws_enough,
     judge_grades,
     pool_of,
     reused_text,
@@ -174,7 +175,7 @@ def plan_ranking(
         f"pooled to depth {question.depth} (each system's top {question.depth})"
     )
     labels = len(items) if plan.design == "uniform" else int(round(expected))
-    shown = half if units_drawn >= MIN_LABELLED and math.isfinite(half) and half < 1 else None
+    shown = half if draws_enough(units_drawn) and math.isfinite(half) and half < 1 else None
     text = budget_text(labels, shown, what, seconds_per_label, why_none="too few queries for an interval")
     if budget >= open_cost:
         text += f" (the budget covers every one of the {int(open_cost)} labels still open)"
@@ -191,9 +192,16 @@ def ranking_plan(pool: Pool, systems: Sequence[str | None], depth: int, judge: V
     return plan_budget(units, budget, past, ranking_units(pool, systems, depth, judge, before=True))
 
 
-def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int:
-    """The fewest labels whose ranking draw reaches :data:`~judge_runner.measures.ppi.MIN_LABELLED` drawn
-    queries in expectation, or covers every open one (bisection)."""
+def few_drawn(drawn: int, unit: str, whole: bool) -> str:
+    """Why a draw of fewer than :data:`~judge_runner.measures.ppi.MIN_LABELLED` units gives no corrected estimate;
+    ``whole``: every unit drawn with probability 1, so labelling them all gives the people's exact figure."""
+    head = f"this draw holds only {drawn} {unit}, fewer than the {MIN_LABELLED} a corrected estimate needs"
+    return head + ("; labelling them all gives the people's exact figure on this set" if whole else ", so going on gives none")
+
+
+def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tuple[str, str], int] | None = None) -> int | None:
+    """The fewest labels whose ranking draw passes :func:`~judge_runner.human.budget.draws_enough` (bisection);
+    None when even every open query does not."""
     pool = pool_of(run, question, known)
     systems = question.systems
     judges: dict[int, Values] = {}
@@ -205,9 +213,11 @@ def smallest_ranking_budget(run: RunFile, question: Question, known: Mapping[tup
         open_units = [u for u in units if u.cost > 0]
         total = sum(u.cost for u in open_units)
         plan = ranking_plan(pool, systems, depth, judge, units, min(float(budget), total))
-        return budget >= total or sum(plan.probabilities[u.id] for u in open_units) >= MIN_LABELLED - 1e-9
+        return draws_enough(sum(plan.probabilities[u.id] for u in open_units))
 
     low, high = 0, max(sum(_open_costs(pool, systems, MIN_DEPTH).values()), 1)
+    if not enough(high):
+        return None
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
@@ -228,12 +238,16 @@ class RankingEstimate:
     free: int
     census: bool
     notes: tuple[str, ...] = ()
+    whole: bool = False
+    """Every query was drawn with probability 1 (a census design)."""
 
     def lines(self) -> list[str]:
         """The closing lines: each system's corrected mean, interval, rank set and judge mean; the pairs Holm
         decided and those not; or why there is none yet."""
         rests = f"{self.complete} of the {self.drawn} drawn queries labelled" + (f", {self.free} known without a draw" if self.free else "")
         what = self.question.text()
+        if self.ranking is None and self.drawn < MIN_LABELLED:
+            return [f"no corrected {what}: {rests}; {few_drawn(self.drawn, 'queries', self.whole)}", *self.notes]
         if self.ranking is None:
             return [
                 f"no corrected {what} yet: {rests}; an estimate needs at least {MIN_LABELLED} drawn queries labelled "
@@ -289,4 +303,7 @@ def estimate_ranking(run: RunFile, record: Mapping[str, Any], given: Mapping[tup
     free = sum(1 for q in people[systems[0]] if q not in drawn and probabilities.get(q, 0) >= 1)
     means = {str(s): statistics.fmean(judge[s].values()) if judge[s] else math.nan for s in systems}
     census = ranking is not None and weighted.census
-    return RankingEstimate(question, ranking, means, str(record["design"]), len(drawn), complete, free, census, tuple(weighted.notes))
+    whole = all(p >= 1 for p in probabilities.values())
+    return RankingEstimate(
+        question, ranking, means, str(record["design"]), len(drawn), complete, free, census, tuple(weighted.notes), whole
+    )

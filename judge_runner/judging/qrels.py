@@ -225,6 +225,17 @@ def import_human_qrels(
     return cache.replace_human_qrels(name, mapped, texts)
 
 
+def left_out_warning(what: str, count: int, qids: Iterable[str], shown: int = 3) -> str:
+    """The warning that ``count`` people's grades of ``what`` were given to another text of the queries ``qids``:
+    the first ``shown`` ids, then how many more."""
+    ids = sorted(set(qids))
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return (
+        f"warning: {count} people's grades of {what} left out: given to another query under the same id "
+        f"({', '.join(ids[:shown])}{more}); grades follow the query text"
+    )
+
+
 @dataclass
 class PeopleGrades:
     """People's stored grades, applied to a query by its id AND text: a grade stored with another text (the id
@@ -258,11 +269,7 @@ class PeopleGrades:
 
     def warnings(self) -> list[str]:
         """One line per set with grades left out for a text mismatch."""
-        return [
-            f"warning: {len(pairs)} people's grades of set {name!r} left out: given to another query under the same id "
-            f"({', '.join(sorted({q for q, _ in pairs})[:3])}); grades follow the query text"
-            for name, pairs in sorted(self.skipped.items())
-        ]
+        return [left_out_warning(f"set {name!r}", len(pairs), {q for q, _ in pairs}) for name, pairs in sorted(self.skipped.items())]
 
     def unbound(self, queries: Mapping[str, str]) -> dict[str, str]:
         """The queries of ``queries`` some grade without a text applies to."""

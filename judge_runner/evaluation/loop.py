@@ -371,7 +371,6 @@ class RunLoop:
         self.record_finished(everything=True)
 
 
-@STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
 def pick_up_batches(ctx: RunContext, writer: RunWriter, prior_batches: list[dict] | None) -> Any:
     """The judge's batching (None: not batched), after copying ``prior_batches`` (an earlier process's
     ``batch`` lines) into ``writer`` and handing them to it, so their results are picked up, not asked again."""
@@ -383,6 +382,7 @@ def pick_up_batches(ctx: RunContext, writer: RunWriter, prior_batches: list[dict
     return batching
 
 
+@STOP.held()  # from the first line to the summary a signal only asks to stop (RunLoop checks)
 def run_evaluation(
     queries: list[Query],
     search: SearchBackend,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge_runner.human.plan import Item, documents, scored
+from judge_runner.human.plan import Item, documents, items_of, scored
 from judge_runner.judging.pooled import build_pool, topic_of
 from judge_runner.measures.ipw import SCALED_DCG_IDEAL, discount
 from judge_runner.measures.ir import NDCG10_NAME, qrels_metrics
@@ -334,12 +334,7 @@ def _items(runs: Sequence[RunFile], pool: Pool, question: Question, drawn: Seque
         sources = list(dict.fromkeys(d for s in question.systems for d, _ in pool.ranked[s][unit] if (unit, d) not in pool.human))
         rng.shuffle(sources)
         pairs += [(unit, d) for d in sources]
-    items: list[Item] = []
-    for q, d in pairs:
-        entry = docs[q]
-        anchor, text, origin, _ = entry["docs"][d]
-        items.append(Item(f"i{len(items) + 1}", q, entry["query"], entry["intent"], d, anchor, text, origin))
-    return items
+    return items_of(docs, pairs)
 
 
 def plan_draw(

@@ -60,20 +60,27 @@ def documents(runs: Sequence[RunFile]) -> dict[str, dict]:
     return out
 
 
+def items_of(docs: dict[str, dict], pairs: Sequence[tuple[str, str]]) -> list[Item]:
+    """One item per ``(query id, source)`` of ``pairs`` in order, ids ``i1``, ``i2``, ...; ``docs``: :func:`documents`."""
+    items: list[Item] = []
+    for n, (qid, source) in enumerate(pairs, start=1):
+        entry = docs[qid]
+        anchor, text, origin, _ = entry["docs"][source]
+        items.append(Item(f"i{n}", qid, entry["query"], entry["intent"], source, anchor, text, origin))
+    return items
+
+
 def plan_queries(runs: Sequence[RunFile], count: int, seed: int) -> list[Item]:
     """Items of ``count`` whole queries drawn at random (all when fewer), in random order."""
     docs = documents(runs)
     rng = random.Random(seed)
     chosen = rng.sample(sorted(docs), min(count, len(docs)))
-    items: list[Item] = []
+    pairs: list[tuple[str, str]] = []
     for qid in chosen:
-        entry = docs[qid]
-        sources = sorted(entry["docs"])
+        sources = sorted(docs[qid]["docs"])
         rng.shuffle(sources)
-        for source in sources:
-            anchor, text, origin, _ = entry["docs"][source]
-            items.append(Item(f"i{len(items) + 1}", qid, entry["query"], entry["intent"], source, anchor, text, origin))
-    return items
+        pairs += [(qid, source) for source in sources]
+    return items_of(docs, pairs)
 
 
 def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]:
@@ -88,12 +95,7 @@ def plan_pairs(runs: Sequence[RunFile], per_label: int, seed: int) -> list[Item]
     rng = random.Random(seed)
     picked = [pair for grade in range(4) for pair in rng.sample(strata[grade], min(per_label, len(strata[grade])))]
     rng.shuffle(picked)
-    items = []
-    for n, (qid, source) in enumerate(picked, start=1):
-        entry = docs[qid]
-        anchor, text, origin, _ = entry["docs"][source]
-        items.append(Item(f"i{n}", qid, entry["query"], entry["intent"], source, anchor, text, origin))
-    return items
+    return items_of(docs, picked)
 
 
 def recommended_queries(runs: Sequence[RunFile], width: float = DEFAULT_WIDTH) -> tuple[int, float, int]:

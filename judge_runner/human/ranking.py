@@ -24,7 +24,7 @@ from judge_runner.human.budget import (
     pool_of,
     reused_text,
 )
-from judge_runner.human.plan import Item, documents
+from judge_runner.human.plan import Item, documents, items_of
 from judge_runner.judging.qrels import pooled_metrics
 from judge_runner.measures.ir import NDCG10_NAME
 from judge_runner.measures.ppi import MIN_LABELLED
@@ -120,16 +120,12 @@ def _past(pool: Pool, systems: Sequence[str | None], depth: int, judge: Values) 
 
 def _items(run: RunFile, pool: Pool, question: Question, drawn: Sequence[str], rng: random.Random) -> list[Item]:
     """The pooled documents of the drawn queries not graded before, shuffled per query."""
-    docs = documents([run])
-    items: list[Item] = []
+    pairs: list[tuple[str, str]] = []
     for q in drawn:
         sources = [d for d in depth_pool(pool, question.systems, q, question.depth) if (q, d) not in pool.human]
         rng.shuffle(sources)
-        entry = docs[q]
-        for d in sources:
-            anchor, text, origin, _ = entry["docs"][d]
-            items.append(Item(f"i{len(items) + 1}", q, entry["query"], entry["intent"], d, anchor, text, origin))
-    return items
+        pairs += [(q, d) for d in sources]
+    return items_of(documents([run]), pairs)
 
 
 def plan_ranking(
